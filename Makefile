@@ -1,0 +1,33 @@
+# Quick start: `make demo` and `make test` each create .venv, install what they need and run.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+
+.PHONY: demo test bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# core + plotting: enough for the demo
+$(VENV)/.core: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[plot,progress]'
+	touch $@
+
+# everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel) and Opacus
+$(VENV)/.test: pyproject.toml | $(BIN)/python
+	$(PIP) install torch==2.13.0
+	$(PIP) install -e '.[test,plot,progress,torch,opacus]'
+	touch $@
+
+demo: $(VENV)/.core
+	$(BIN)/tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 --delta 1e-5
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest -q
+
+bench: $(VENV)/.test
+	$(BIN)/python benchmarks/bench_core.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

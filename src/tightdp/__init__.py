@@ -1,0 +1,20 @@
+"""tightdp: tight differential-privacy accounting with certified lower and upper bounds.
+
+Every answer is a ``Bounds(lower, estimate, upper)``; ``upper`` is a proven
+bound unless the result's ``kind`` says ``"approximation"``.
+"""
+
+from .bounds import Bounds
+from .errors import PrecisionError, TightDPError, UnsupportedMechanismError
+from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
+                         RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
+from .accountants import Accountant, accountant_from_dict
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Bounds", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
+    "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
+    "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
+    "Accountant", "accountant_from_dict",
+]

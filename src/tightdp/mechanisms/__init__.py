@@ -1,0 +1,11 @@
+"""Mechanisms ("what ran") and their privacy loss random variables (what the engine composes)."""
+
+from .base import LossPair, Mechanism, PrivacyLoss, mechanism_from_dict
+from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
+from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
+
+__all__ = [
+    "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
+    "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
+    "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
+]

@@ -1,0 +1,175 @@
+"""What ran (``Mechanism``) and what the engine needs of it (``PrivacyLoss``).
+
+A ``Mechanism`` is the user's vocabulary: an immutable, validated, serialisable
+description such as ``Gaussian(noise_multiplier=1.1)``. It knows its dominating
+pairs and hands the engine one ``PrivacyLoss`` per neighbouring direction.
+
+A ``PrivacyLoss`` describes the privacy loss random variable (PRV)
+``Y = log(p(X) / q(X))`` with ``X ~ P`` for one dominating pair ``(P, Q)``
+(001 Def. 3-4; 003 Sec. 3). The hockey-stick divergence is then
+``delta(eps) = E[(1 - exp(eps - Y))_+]``, with ``P(Y = +inf)`` counted in full.
+The engine only needs the CDF / survival function of the finite part, the mass
+at ``+inf`` and partial first moments (for the mean-preserving discretisation of
+003 Alg. 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+
+__all__ = ["PrivacyLoss", "Mechanism", "LossPair", "mechanism_from_dict"]
+
+
+class PrivacyLoss(ABC):
+    """The privacy loss random variable of one dominating pair ``(P, Q)``.
+
+    Subclasses implement ``cdf``/``sf`` of the finite part (vectorised, exact
+    in the tails), ``partial_mean`` and ``infinity_mass``. Instances must be
+    hashable and compare equal when they describe the same distribution (the
+    engine caches discretisations by instance).
+    """
+
+    #: P(Y = +inf): the probability of outputs that Q cannot produce.
+    infinity_mass: float = 0.0
+
+    @abstractmethod
+    def cdf(self, s: np.ndarray) -> np.ndarray:
+        """``P(Y <= s)`` over the finite part (so ``cdf(+inf) = 1 - infinity_mass``)."""
+
+    @abstractmethod
+    def sf(self, s: np.ndarray) -> np.ndarray:
+        """``P(s < Y < +inf)``: accurate (no cancellation) deep in the upper tail."""
+
+    @abstractmethod
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
+        """``E[Y 1{a < Y <= b}]`` and a bound on its absolute numerical error."""
+
+    def support(self) -> tuple[float, float]:
+        """Closed hull of the finite part's support (may be infinite)."""
+        return (-math.inf, math.inf)
+
+    # ------------------------------------------------------------------ helpers
+    def cdf_sf(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """CDF and survival function at ``edges``, plus the largest distance by
+        which the realised cell edges may differ from the requested ones (non-zero
+        only for losses whose inverse is computed numerically)."""
+        edges = np.asarray(edges, dtype=float)
+        return self.cdf(edges), self.sf(edges), 0.0
+
+    def lower_quantile(self, mass: float) -> float:
+        """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient)."""
+        lo, hi = self.support()
+        if math.isfinite(lo) and float(self.cdf(np.array([lo]))[0]) <= mass:
+            return lo
+        return _bisect_tail(lambda s: float(self.cdf(np.array([s]))[0]) <= mass, lo, hi, lower=True)
+
+    def upper_quantile(self, mass: float) -> float:
+        """A point ``b`` with ``P(b < Y < inf) <= mass`` (as small as convenient)."""
+        lo, hi = self.support()
+        if math.isfinite(hi) and float(self.sf(np.array([hi]))[0]) <= mass:
+            return hi
+        return _bisect_tail(lambda s: float(self.sf(np.array([s]))[0]) <= mass, lo, hi, lower=False)
+
+
+def _bisect_tail(ok, lo: float, hi: float, *, lower: bool) -> float:
+    """Find a point where the monotone predicate ``ok`` holds, close to where it starts to."""
+    # bracket: start near 0 and expand geometrically towards the tail
+    good = None
+    step = 1.0
+    x = 0.0 if not (math.isfinite(lo) and lo > 0) else lo
+    if math.isfinite(hi) and x > hi:
+        x = hi
+    for _ in range(200):
+        cand = x - step if lower else x + step
+        if math.isfinite(lo):
+            cand = max(cand, lo)
+        if math.isfinite(hi):
+            cand = min(cand, hi)
+        if ok(cand):
+            good = cand
+            break
+        step *= 2.0
+    if good is None:
+        raise ArithmeticError("could not locate the tail of a privacy loss distribution")
+    bad = x
+    if ok(bad):
+        return bad
+    for _ in range(100):
+        mid = 0.5 * (good + bad)
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+        if abs(good - bad) <= 1e-9 * max(1.0, abs(good)):
+            break
+    return good
+
+
+class LossPair(NamedTuple):
+    """The two directions of a neighbouring relation.
+
+    ``remove``: P = M(D), Q = M(D') with D' = D minus one record (001 Sec. 6.1,
+    delta_X/Y). ``add``: the reverse pair. For symmetric relations (substitute,
+    or mechanisms without subsampling) both fields hold the same loss.
+    """
+
+    remove: PrivacyLoss
+    add: PrivacyLoss
+
+    @property
+    def symmetric(self) -> bool:
+        return self.remove == self.add
+
+
+_REGISTRY: dict[str, type["Mechanism"]] = {}
+
+
+class Mechanism(ABC):
+    """An immutable description of one privatised release ("what ran").
+
+    Subclasses are frozen, keyword-only dataclasses that validate their
+    parameters in ``__post_init__`` and register under ``type_name`` for
+    serialisation.
+    """
+
+    type_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        name = cls.__dict__.get("type_name")
+        if name:
+            _REGISTRY[name] = cls
+
+    @abstractmethod
+    def privacy_losses(self) -> LossPair:
+        """The dominating pairs' privacy losses for the remove and add directions."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": ..., **parameters}``; nested mechanisms serialise recursively."""
+        out: dict[str, Any] = {"type": self.type_name}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            v = getattr(self, f.name)
+            out[f.name] = v.to_dict() if isinstance(v, Mechanism) else v
+        return out
+
+    def describe(self) -> str:
+        """A short human-readable description."""
+        params = ", ".join(f"{k}={v}" for k, v in self.to_dict().items() if k != "type")
+        return f"{type(self).__name__}({params})"
+
+
+def mechanism_from_dict(data: dict[str, Any]) -> Mechanism:
+    """Inverse of ``Mechanism.to_dict``."""
+    if not isinstance(data, dict) or "type" not in data:
+        raise ValueError(f"mechanism must be a dict with a 'type' key, got {data!r}")
+    cls = _REGISTRY.get(data["type"])
+    if cls is None:
+        raise ValueError(f"unknown mechanism type {data['type']!r}; known: {', '.join(sorted(_REGISTRY))}")
+    kwargs = {k: (mechanism_from_dict(v) if isinstance(v, dict) and "type" in v else v)
+              for k, v in data.items() if k != "type"}
+    return cls(**kwargs)

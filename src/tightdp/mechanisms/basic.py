@@ -1,0 +1,120 @@
+"""Mechanisms without subsampling: Gaussian, Laplace, randomized response, pure and approximate DP."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .._validation import check_count, check_delta, check_nonnegative, check_positive, check_real
+from .base import LossPair, Mechanism
+from .losses import DiscreteLoss, GaussianLoss, LaplaceLoss
+
+__all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gaussian(Mechanism):
+    """Gaussian mechanism: noise ``N(0, noise_multiplier^2)`` on a query of L2 sensitivity ``sensitivity``.
+
+    Its privacy is exactly mu-GDP with ``mu = sensitivity / noise_multiplier``
+    (Dong, Roth, Su 2019; 000 Def. 5): the PRV is ``N(mu^2/2, mu^2)``.
+    """
+
+    type_name = "gaussian"
+    noise_multiplier: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    @property
+    def mu(self) -> float:
+        return self.sensitivity / self.noise_multiplier
+
+    def privacy_losses(self) -> LossPair:
+        loss = GaussianLoss(mu=self.mu)
+        return LossPair(loss, loss)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Laplace(Mechanism):
+    """Laplace mechanism: noise ``Lap(0, scale)`` on a query of L1 sensitivity ``sensitivity``."""
+
+    type_name = "laplace"
+    scale: float
+    sensitivity: float = 1.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "scale", check_positive("scale", self.scale))
+        object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
+
+    def privacy_losses(self) -> LossPair:
+        loss = LaplaceLoss(r=self.sensitivity / self.scale)
+        return LossPair(loss, loss)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RandomizedResponse(Mechanism):
+    """k-ary randomized response: the true value w.p. ``1 - noise_parameter``, else uniform over ``num_buckets``.
+
+    Same parametrisation as dp_accounting's ``RandomizedResponseDpEvent``.
+    """
+
+    type_name = "randomized_response"
+    noise_parameter: float
+    num_buckets: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_parameter",
+                           check_real("noise_parameter", self.noise_parameter, low=0.0, high=1.0, high_open=False))
+        object.__setattr__(self, "num_buckets", check_count("num_buckets", self.num_buckets, minimum=2))
+
+    def privacy_losses(self) -> LossPair:
+        p, k = self.noise_parameter, self.num_buckets
+        hi = 1.0 - p + p / k  # P of the true answer
+        lo = p / k  # P of the other value Q would favour
+        if lo == 0.0:  # no noise: the output reveals the record
+            loss = DiscreteLoss(values=(0.0,), probs=(0.0,), infinity_mass=1.0)
+        else:
+            r = math.log(hi / lo)
+            loss = DiscreteLoss(values=(-r, 0.0, r), probs=(lo, (k - 2) * lo, hi))
+        return LossPair(loss, loss)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PureDP(Mechanism):
+    """Any epsilon-DP mechanism, through its dominating pair (randomized response with ratio e^epsilon)."""
+
+    type_name = "pure_dp"
+    epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
+
+    def privacy_losses(self) -> LossPair:
+        e = self.epsilon
+        loss = DiscreteLoss(values=(-e, e), probs=(1.0 / (1.0 + math.exp(e)), 1.0 / (1.0 + math.exp(-e))))
+        return LossPair(loss, loss)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApproximateDP(Mechanism):
+    """Any (epsilon, delta)-DP mechanism, through its dominating pair (Kairouz et al. 2015):
+    mass ``delta`` at infinite loss and ``(1 - delta)`` times the epsilon-DP pair."""
+
+    type_name = "approximate_dp"
+    epsilon: float
+    delta: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", check_real("delta", self.delta, low=0.0, high=1.0,
+                                                     low_open=False, high_open=True))
+
+    def privacy_losses(self) -> LossPair:
+        e, d = self.epsilon, self.delta
+        loss = DiscreteLoss(values=(-e, e),
+                            probs=((1 - d) / (1.0 + math.exp(e)), (1 - d) / (1.0 + math.exp(-e))),
+                            infinity_mass=d)
+        return LossPair(loss, loss)
