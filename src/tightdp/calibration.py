@@ -1,0 +1,429 @@
+"""Calibration: the noise, number of steps or sampling rate that meets a privacy target.
+
+Three questions, one answer type (``Calibration``):
+
+* ``calibrate_noise``: the smallest noise multiplier sigma with
+  ``epsilon(sigma) <= target`` for a given sampling rate and number of steps
+  (or epochs, data set size and batch size);
+* ``calibrate_steps``: the largest number of steps within the budget;
+* ``calibrate_sampling_rate``: the largest sampling rate within the budget.
+
+Soundness: feasibility is always judged on the **certified upper bound** of
+epsilon (``Bounds.upper`` of ``tightdp.dpsgd_epsilon``, the PRV accountant's
+Thm 5.5 of Gopi et al. 2021, paper 003), and the value returned is one at which
+that bound was evaluated and found ``<= target``. A point whose bound cannot be
+certified (``PrecisionError``, an infinite or missing upper bound) counts as
+infeasible, so the search errs towards more noise / fewer steps / a smaller rate.
+
+Tightness: the search brackets the boundary (exponential expansion), then
+narrows the bracket by safeguarded interpolation on ``log epsilon`` against the
+log of the searched variable, falling back to bisection on the log scale (the
+bound need not be exactly monotone: discretisation moves with the parameters).
+Finally it checks that moving 1 % towards the infeasible side (``0.99 sigma``,
+``1.01 q``, ``steps + 1`` steps) overshoots the target; if it does not (a
+non-monotone wobble of the bound), the search continues from there. The
+returned ``Calibration.details["tightness"]`` records that check.
+
+The accuracy of the accountant is chosen relative to the target
+(``eps_error = min(0.01, target / 500)`` by default) so that the slack between
+the certified bound and the true epsilon costs well under 1 % of noise.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability,
+                          check_real)
+from .bounds import Bounds
+
+__all__ = ["Calibration", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
+           "steps_from_epochs", "CalibrationError"]
+
+#: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
+EpsilonFunction = Callable[[float, float, int, float], Bounds]
+
+#: Relative width (in log) the bracket is narrowed to before the tightness check.
+_DEFAULT_RTOL = 1e-3
+#: The tightness promise: 1 % towards the infeasible side overshoots.
+_TIGHTNESS = 0.01
+
+_SIGMA_MIN, _SIGMA_MAX = 1e-3, 1e6
+_RATE_MIN = 1e-9
+_STEPS_MAX = 10 ** 9
+
+
+class CalibrationError(ValueError):
+    """The target cannot be met within the searched range (the message says what was tried)."""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The solution of a calibration question.
+
+    ``noise_multiplier``, ``sampling_rate`` and ``steps`` describe the
+    calibrated run (one of them is the solved variable ``solved``);
+    ``epsilon`` is the accountant's ``Bounds`` at that point, with
+    ``epsilon.upper <= target_epsilon``.
+    """
+
+    solved: str
+    noise_multiplier: float
+    sampling_rate: float
+    steps: int
+    delta: float
+    target_epsilon: float
+    epsilon: Bounds
+    accountant: str
+    evaluations: int
+    seconds: float
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def value(self) -> float | int:
+        """The solved variable's value."""
+        return getattr(self, self.solved)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: ``{"noise_multiplier": ..., "epsilon": {...}, ...}``."""
+        return {
+            "solved": self.solved,
+            "noise_multiplier": self.noise_multiplier,
+            "sampling_rate": self.sampling_rate,
+            "steps": self.steps,
+            "delta": self.delta,
+            "target_epsilon": self.target_epsilon,
+            "epsilon": self.epsilon.to_dict(),
+            "accountant": self.accountant,
+            "evaluations": self.evaluations,
+            "seconds": self.seconds,
+            "details": dict(self.details),
+        }
+
+
+# --------------------------------------------------------------------------- helpers
+def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
+    """``(sampling_rate, steps)`` for ``epochs`` passes with expected batch size ``batch_size``.
+
+    ``sampling_rate = batch_size / dataset_size`` (Poisson sampling, as in
+    Opacus) and ``steps = epochs * ceil(dataset_size / batch_size)``: rounding
+    the batches per epoch up counts at least as many steps as any data loader
+    runs, which can only over-state epsilon.
+    """
+    epochs = check_count("epochs", epochs)
+    dataset_size = check_count("dataset_size", dataset_size)
+    batch_size = check_count("batch_size", batch_size)
+    if batch_size > dataset_size:
+        raise ValueError(f"batch_size ({batch_size}) must be <= dataset_size ({dataset_size})")
+    return batch_size / dataset_size, epochs * math.ceil(dataset_size / batch_size)
+
+
+def _default_eps_error(target: float) -> float:
+    return min(0.01, max(target / 500.0, 1e-5))
+
+
+def _make_epsilon_fn(accountant: str, eps_error: float | None, target: float) -> EpsilonFunction:
+    from . import dpsgd_epsilon  # late: the top-level package imports this module
+
+    err = _default_eps_error(target) if eps_error is None else check_positive("eps_error", eps_error)
+
+    def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
+        return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
+                             accountant=accountant, eps_error=err)
+
+    return fn
+
+
+class _Evaluator:
+    """Counts and caches evaluations; turns anything uncertifiable into ``inf`` (infeasible)."""
+
+    def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple]):
+        self.fn, self.target, self.point = fn, target, point
+        self.cache: dict[Any, tuple[float, Bounds | None, str | None]] = {}
+        self.calls = 0
+
+    def __call__(self, x) -> tuple[float, Bounds | None]:
+        if x in self.cache:
+            up, b, _ = self.cache[x]
+            return up, b
+        self.calls += 1
+        note = None
+        try:
+            b = self.fn(*self.point(x))
+        except ArithmeticError as exc:  # PrecisionError, overflow: cannot certify, so infeasible (safe side)
+            b, note = None, f"{type(exc).__name__}: {exc}"
+        up = math.inf
+        if b is not None and b.upper is not None and b.kind is not None:
+            up = float(b.upper)
+            if math.isnan(up):
+                up = math.inf
+        self.cache[x] = (up, b, note)
+        return up, b
+
+    def feasible(self, x) -> bool:
+        return self(x)[0] <= self.target
+
+
+def _interp(x0: float, f0: float, x1: float, f1: float, target: float) -> float | None:
+    """Secant step on ``log f`` against ``x`` (x already on a log scale)."""
+    if not (0 < f0 < math.inf and 0 < f1 < math.inf) or f0 == f1:
+        return None
+    l0, l1, lt = math.log(f0), math.log(f1), math.log(target)
+    x = x0 + (lt - l0) * (x1 - x0) / (l1 - l0)
+    return x if math.isfinite(x) else None
+
+
+def _narrow(ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: float, tol: float,
+            *, max_iter: int = 80) -> tuple[float, float]:
+    """Shrink the log-scale bracket ``(bad, good)`` (``good`` feasible, ``bad`` not) to width ``tol``.
+
+    Safeguarded secant: each probe aims at the interpolated root, nudged by
+    ``0.4 tol`` alternately to either side so both ends close in; plain
+    bisection whenever interpolation fails or the bracket did not halve in
+    two probes. ``to_x`` maps the log-scale variable to the evaluated point
+    (integers for steps), and the loop stops when it can no longer separate.
+    """
+    side = 1.0
+    widths = [abs(good - bad)]
+    for _ in range(max_iter):
+        if abs(good - bad) <= tol or to_x(bad) == to_x(good):
+            break
+        lo, hi = min(bad, good), max(bad, good)
+        f_bad, f_good = ev(to_x(bad))[0], ev(to_x(good))[0]
+        x = _interp(bad, f_bad, good, f_good, ev.target)
+        stalled = len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]
+        if x is None or stalled:
+            x = 0.5 * (lo + hi)
+            widths = [abs(good - bad)]  # reset the stall detector after a bisection
+        else:
+            x += side * 0.4 * tol * (1.0 if good > bad else -1.0)
+            side = -side
+            margin = 0.02 * (hi - lo)
+            x = min(max(x, lo + margin), hi - margin)
+        px = to_x(x)
+        if px in (to_x(bad), to_x(good)):
+            x = 0.5 * (lo + hi)
+            px = to_x(x)
+            if px in (to_x(bad), to_x(good)):
+                break
+        if ev.feasible(px):
+            good = x
+        else:
+            bad = x
+        widths.append(abs(good - bad))
+    return bad, good
+
+
+def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, accountant, t0,
+            details) -> Calibration:
+    up, b = ev(x)
+    if b is None or not up <= target:  # the search only ever returns evaluated feasible points
+        raise RuntimeError(f"internal error: calibration ended on an infeasible point {x!r}")
+    return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
+                       delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
+                       evaluations=ev.calls, seconds=time.perf_counter() - t0, details=details)
+
+
+def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
+    target = check_real("target_epsilon", target_epsilon, low=0.0)
+    delta = check_delta("delta", delta)
+    if epsilon_fn is None:
+        from .accountants import ACCOUNTANTS
+
+        if not isinstance(accountant, str):
+            raise ValueError(f"accountant must be a name, got {accountant!r}")
+        if ACCOUNTANTS:
+            check_choice("accountant", accountant, sorted(ACCOUNTANTS))
+        fn = _make_epsilon_fn(accountant, eps_error, target)
+        name = accountant
+    else:
+        if not callable(epsilon_fn):
+            raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
+        fn, name = epsilon_fn, getattr(epsilon_fn, "__name__", "custom")
+    return target, delta, fn, name
+
+
+# --------------------------------------------------------------------------- public API
+def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
+                    batch_size=None, accountant: str = "prv", eps_error: float | None = None,
+                    rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+    """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
+
+    Give ``sampling_rate`` and ``steps``, or ``epochs``, ``dataset_size`` and
+    ``batch_size`` (see ``steps_from_epochs``). ``epsilon_fn(sigma, q, steps,
+    delta) -> Bounds`` replaces the accountant (its ``upper`` is used).
+    Raises ``CalibrationError`` when no sigma in [1e-3, 1e6] meets the target.
+
+    >>> cal = calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000)  # doctest: +SKIP
+    >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
+    """
+    t0 = time.perf_counter()
+    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size)
+    rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
+
+    ev = _Evaluator(fn, target, lambda s: (s, q, k, delta))
+    to_x = lambda u: math.exp(u)  # noqa: E731
+    # bracket in u = log(sigma): feasible for large sigma
+    u = 0.0
+    if ev.feasible(to_x(u)):
+        good = u
+        bad = None
+        while good > math.log(_SIGMA_MIN):
+            cand = max(good - math.log(4.0), math.log(_SIGMA_MIN))
+            if ev.feasible(to_x(cand)):
+                good = cand
+            else:
+                bad = cand
+                break
+        if bad is None:
+            return _result("noise_multiplier", ev, to_x(good), sigma=to_x(good), q=q, steps=k, delta=delta,
+                           target=target, accountant=name, t0=t0,
+                           details={"note": f"the target is met by every searched noise multiplier down to "
+                                            f"{_SIGMA_MIN:g}; smaller values were not searched"})
+    else:
+        bad, good = u, None
+        while bad < math.log(_SIGMA_MAX):
+            cand = min(bad + math.log(4.0), math.log(_SIGMA_MAX))
+            if ev.feasible(to_x(cand)):
+                good = cand
+                break
+            bad = cand
+        if good is None:
+            raise CalibrationError(
+                f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
+                f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
+    bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
+    good, tight = _tighten(ev, to_x, good, math.log1p(-_TIGHTNESS), rtol)
+    sigma = to_x(good)
+    return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta, target=target,
+                   accountant=name, t0=t0, details={"tightness": tight})
+
+
+def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max_rounds: int = 20):
+    """Check that ``good + step`` (1 % towards infeasible) overshoots; if not, continue from there."""
+    for _ in range(max_rounds):
+        probe = good + step
+        px = to_x(probe)
+        if px == to_x(good):
+            return good, {"checked": None, "note": "the neighbouring value rounds to the same point"}
+        up, _ = ev(px)
+        if up > ev.target:
+            return good, {"checked": px, "epsilon_upper": up if math.isfinite(up) else None,
+                          "overshoots": True}
+        # a wobble of the bound: the boundary lies further out; bracket again and narrow
+        good = probe
+        bad = good + step
+        for _ in range(200):
+            if not ev.feasible(to_x(bad)):
+                break
+            good, bad = bad, bad + step
+        else:
+            return good, {"checked": None, "note": "no infeasible point found past the solution"}
+        _, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
+    return good, {"checked": None, "note": "the bound is not monotone near the solution"}
+
+
+def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = "prv",
+                    eps_error: float | None = None, max_steps: int = _STEPS_MAX,
+                    epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+    """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
+
+    Exact over the integers for the accountant's bound: ``steps`` meets the
+    target and ``steps + 1`` does not (checked). Raises ``CalibrationError``
+    when even one step exceeds the target.
+    """
+    t0 = time.perf_counter()
+    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    q = check_probability("sampling_rate", sampling_rate)
+    max_steps = check_count("max_steps", max_steps)
+    ev = _Evaluator(fn, target, lambda k: (sigma, q, k, delta))
+    if not ev.feasible(1):
+        raise CalibrationError(
+            f"a single step already exceeds target_epsilon={target:g} at delta={delta:g} "
+            f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev(1)[0]:.6g}")
+    # exponential search on integers
+    good, bad = 1, None
+    while good < max_steps:
+        cand = min(good * 4, max_steps)
+        if ev.feasible(cand):
+            good = cand
+        else:
+            bad = cand
+            break
+    if bad is None:
+        return _result("steps", ev, good, sigma=sigma, q=q, steps=good, delta=delta, target=target,
+                       accountant=name, t0=t0,
+                       details={"note": f"the target is met up to max_steps={max_steps}; more were not searched"})
+    to_x = lambda u: max(1, int(math.floor(math.exp(u))))  # noqa: E731
+    ub, ug = _narrow(ev, to_x, math.log(bad), math.log(good), 0.0, max_iter=200)
+    good, bad = to_x(ug), to_x(ub)
+    # finish exactly on the integers (the log-scale loop may stop when rounding merges points)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ev.feasible(mid):
+            good = mid
+        else:
+            bad = mid
+    # tightness: good + 1 overshoots (bad == good + 1 was evaluated); guard against wobbles above
+    details = {"tightness": {"checked": bad, "epsilon_upper": ev(bad)[0] if math.isfinite(ev(bad)[0]) else None,
+                             "overshoots": True}}
+    return _result("steps", ev, good, sigma=sigma, q=q, steps=good, delta=delta, target=target,
+                   accountant=name, t0=t0, details=details)
+
+
+def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = "prv",
+                            eps_error: float | None = None, rtol: float = _DEFAULT_RTOL,
+                            epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+    """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.
+
+    Returns ``1.0`` when full batches already meet the target; otherwise the
+    rate ``q`` meets it and ``1.01 q`` does not (checked). Raises
+    ``CalibrationError`` below a rate of 1e-9.
+    """
+    t0 = time.perf_counter()
+    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    k = check_count("steps", steps)
+    rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
+    ev = _Evaluator(fn, target, lambda q: (sigma, q, k, delta))
+    to_x = lambda u: min(1.0, math.exp(u))  # noqa: E731
+    if ev.feasible(1.0):
+        return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
+                       accountant=name, t0=t0, details={"note": "full batches (sampling_rate = 1) meet the target"})
+    bad, good = 0.0, None
+    while bad > math.log(_RATE_MIN):
+        cand = max(bad - math.log(4.0), math.log(_RATE_MIN))
+        if ev.feasible(to_x(cand)):
+            good = cand
+            break
+        bad = cand
+    if good is None:
+        raise CalibrationError(
+            f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
+            f"(noise_multiplier={sigma:g}, steps={k})")
+    bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
+    good, tight = _tighten(ev, to_x, good, math.log1p(_TIGHTNESS), rtol)
+    q = to_x(good)
+    return _result("sampling_rate", ev, q, sigma=sigma, q=q, steps=k, delta=delta, target=target,
+                   accountant=name, t0=t0, details={"tightness": tight})
+
+
+def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size) -> tuple[float, int]:
+    via_epochs = any(v is not None for v in (epochs, dataset_size, batch_size))
+    if via_epochs:
+        if sampling_rate is not None or steps is not None:
+            raise ValueError("give either sampling_rate and steps, or epochs, dataset_size and batch_size")
+        for n, v in (("epochs", epochs), ("dataset_size", dataset_size), ("batch_size", batch_size)):
+            if v is None:
+                raise ValueError(f"{n} is required with epochs / dataset_size / batch_size")
+        return steps_from_epochs(epochs=epochs, dataset_size=dataset_size, batch_size=batch_size)
+    if sampling_rate is None:
+        raise ValueError("sampling_rate is required (or give epochs, dataset_size and batch_size)")
+    if steps is None:
+        raise ValueError("steps is required (or give epochs, dataset_size and batch_size)")
+    return check_probability("sampling_rate", sampling_rate), check_count("steps", steps)
