@@ -1,0 +1,228 @@
+"""Gaussian differential privacy: exact (eps, delta) conversion, fully adaptive filter and odometer.
+
+000 Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
+(each chosen from the outputs so far) satisfy ``sum_m mu_m^2 <= B^2`` almost
+surely, the composition is ``B``-GDP. A ``B``-GDP mechanism is
+``(eps, delta(eps))``-DP for every ``eps`` with (000 Cor. C.2, eq. (C.2))::
+
+    delta(eps) = Phi(-eps/B + B/2) - e^eps Phi(-eps/B - B/2)
+
+and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
+``F_B`` of 000 eq. (4.1) / Alg. 2 (App. C.1) together with the odometer of
+App. C.5: it admits a step of ``mu``-GDP only when the accumulated
+``sum mu^2`` stays within ``B^2``.
+
+All conversions are computed in log space (``scipy.special.log_ndtr``) and
+rounded to the safe side: ``gdp_mu`` returns a ``mu`` no larger than the exact
+root, ``gdp_epsilon`` an ``eps`` no smaller than the exact one.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+from scipy import special
+
+from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from ..bounds import Bounds
+
+__all__ = ["gdp_delta", "gdp_epsilon", "gdp_mu", "GDPFilter"]
+
+# Relative error allowed for one evaluation of gdp_delta (a handful of
+# correctly-rounded operations on log_ndtr values whose relative error is ~1e-15).
+_REL = 1e-12
+
+
+def gdp_delta(epsilon, mu) -> np.ndarray:
+    """``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised over both arguments.
+
+    ``log a = log Phi(-eps/mu + mu/2)``, ``log b = eps + log Phi(-eps/mu - mu/2)``
+    and ``delta = a (1 - exp(log b - log a))``, which has no cancellation and no
+    overflow for large ``eps``. ``mu = 0`` gives ``delta = 0`` for ``eps >= 0``.
+    """
+    eps = np.asarray(epsilon, dtype=float)
+    mu = np.asarray(mu, dtype=float)
+    eps, mu = np.broadcast_arrays(eps, mu)
+    out = np.zeros(eps.shape)
+    pos = mu > 0
+    if np.any(pos):
+        e, m = eps[pos], mu[pos]
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            la = special.log_ndtr(-e / m + m / 2.0)
+            lb = e + special.log_ndtr(-e / m - m / 2.0)
+            d = np.exp(la) * -np.expm1(np.minimum(lb - la, 0.0))
+        out[pos] = np.where(np.isinf(m), 1.0, np.clip(d, 0.0, 1.0))
+    return out
+
+
+def _delta1(eps: float, mu: float) -> float:
+    return float(gdp_delta(eps, mu))
+
+
+def gdp_mu(epsilon: float, delta: float) -> float:
+    """The largest ``mu`` (rounded down) such that ``mu``-GDP implies ``(epsilon, delta)``-DP.
+
+    ``delta(eps; mu)`` is increasing in ``mu``; bisection keeps as answer the
+    lower end of the bracket, whose delta (inflated by the relative evaluation
+    error ``1e-12``) is at most ``delta``. The bracket is narrowed to 4 ulp.
+    """
+    eps = check_epsilon("epsilon", epsilon)
+    dlt = check_delta("delta", delta)
+    ok = lambda m: _delta1(eps, m) * (1.0 + _REL) <= dlt
+    lo, hi = 0.0, 1.0
+    while ok(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:  # delta(eps; mu) -> 1 as mu -> inf, so this cannot happen for delta < 1
+            raise ArithmeticError("could not bracket the GDP parameter")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 4 * math.ulp(hi):
+            break
+    return lo
+
+
+def gdp_epsilon(delta: float, mu: float) -> float:
+    """The smallest ``eps >= 0`` (rounded up) with ``delta(eps; mu) <= delta``.
+
+    Bisection on the decreasing function ``eps -> delta(eps; mu)``; the upper
+    end of the bracket is returned, and its delta is checked with the relative
+    evaluation error ``1e-12`` added, so the answer is never below the exact
+    ``eps``. ``mu = 0`` gives 0.
+    """
+    dlt = check_delta("delta", delta)
+    m = check_nonnegative("mu", mu)
+    if m == 0.0:
+        return 0.0
+    ok = lambda e: _delta1(e, m) * (1.0 + _REL) <= dlt
+    if ok(0.0):
+        return 0.0
+    lo, hi = 0.0, max(1.0, m * m)
+    while not ok(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e12:
+            raise ArithmeticError("could not bracket epsilon for the GDP curve")
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= lo or mid >= hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 4 * math.ulp(hi):
+            break
+    return hi
+
+
+class GDPFilter:
+    """Fully adaptive GDP privacy filter with an odometer (000 Thm 11, eq. (4.1), Alg. 2, App. C.5).
+
+    Construct with a GDP budget ``mu=B``, or with ``epsilon`` and ``delta``, in
+    which case ``B = gdp_mu(epsilon, delta)`` (the largest ``B`` whose tight
+    curve (C.2) gives at most ``delta`` at ``epsilon``, rounded down).
+
+    ``admit(mu)`` says whether a step of ``mu``-GDP keeps ``sum mu_m^2 <= B^2``
+    and, if so, records it. The sums are kept as exact rationals of the floats
+    passed in, so the comparison has no rounding error: the filter admits a
+    step exactly when the theorem's condition holds for the parameters given.
+    By Thm 11 (and Thm C.1 for the random stopping time) every sequence of
+    admitted steps, with each ``mu_m`` chosen from the outputs so far, is
+    ``B``-GDP, hence ``(epsilon, delta)``-DP.
+
+    The odometer (``spent_mu``, ``epsilon_spent(delta)``, ``delta_spent(eps)``)
+    reports the GDP parameter ``sqrt(sum mu_m^2)`` of the steps admitted so far
+    and its exact (eps, delta) curve (C.2).
+    """
+
+    def __init__(self, *, epsilon: float | None = None, delta: float | None = None,
+                 mu: float | None = None) -> None:
+        if mu is not None:
+            if epsilon is not None or delta is not None:
+                raise ValueError("give either mu or (epsilon, delta), not both")
+            self._budget = check_positive("mu", mu)
+            self._eps_delta = None
+        else:
+            if epsilon is None or delta is None:
+                raise ValueError("give either mu or both epsilon and delta")
+            eps = check_epsilon("epsilon", epsilon)
+            dlt = check_delta("delta", delta)
+            b = gdp_mu(eps, dlt)
+            if b <= 0.0:
+                raise ValueError(f"epsilon={eps!r}, delta={dlt!r} allows no GDP budget")
+            self._budget = b
+            self._eps_delta = (eps, dlt)
+        self._budget_sq = Fraction(self._budget) ** 2
+        self._spent_sq = Fraction(0)
+        self._steps = 0
+
+    # ----------------------------------------------------------------- filter
+    @property
+    def budget(self) -> float:
+        """The GDP budget ``B``."""
+        return self._budget
+
+    @property
+    def steps(self) -> int:
+        """Number of admitted steps with ``mu > 0``."""
+        return self._steps
+
+    def fits(self, mu: float) -> bool:
+        """Whether a step of ``mu``-GDP fits the remaining budget (nothing is recorded)."""
+        m = check_nonnegative("mu", mu)
+        return self._spent_sq + Fraction(m) ** 2 <= self._budget_sq
+
+    def admit(self, mu: float) -> bool:
+        """Record a step of ``mu``-GDP if it fits (000 eq. (4.1)); return whether it did."""
+        m = check_nonnegative("mu", mu)
+        new = self._spent_sq + Fraction(m) ** 2
+        if new > self._budget_sq:
+            return False
+        self._spent_sq = new
+        if m > 0:
+            self._steps += 1
+        return True
+
+    def remaining_mu(self) -> float:
+        """The largest ``mu`` (rounded down) that still fits."""
+        rem = self._budget_sq - self._spent_sq
+        r = math.sqrt(float(rem))
+        while r > 0 and Fraction(r) ** 2 > rem:
+            r = math.nextafter(r, 0.0)
+        return r
+
+    # --------------------------------------------------------------- odometer
+    @property
+    def spent_mu(self) -> float:
+        """``sqrt(sum mu_m^2)`` of the admitted steps, rounded up (App. C.5)."""
+        r = math.sqrt(float(self._spent_sq))
+        while Fraction(r) ** 2 < self._spent_sq:
+            r = math.nextafter(r, math.inf)
+        return r
+
+    def epsilon_spent(self, delta: float) -> Bounds:
+        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta``."""
+        dlt = check_delta("delta", delta)
+        m = self.spent_mu
+        e = gdp_epsilon(dlt, m)
+        return Bounds(e, e, e, "epsilon", "bound",
+                      {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
+
+    def delta_spent(self, epsilon: float) -> Bounds:
+        """Exact delta of the steps admitted so far, at ``epsilon``."""
+        eps = check_epsilon("epsilon", epsilon)
+        m = self.spent_mu
+        d = _delta1(eps, m)
+        up = min(1.0, d * (1.0 + _REL))
+        return Bounds(max(0.0, d * (1.0 - _REL)), d, up, "delta", "bound",
+                      {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
+
+    def __repr__(self) -> str:
+        return f"GDPFilter(budget={self._budget:.6g}, spent_mu={self.spent_mu:.6g}, steps={self._steps})"
