@@ -8,6 +8,7 @@ from .bounds import Bounds
 from .errors import PrecisionError, TightDPError, UnsupportedMechanismError
 from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
                          RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
+from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .accountants import Accountant, accountant_from_dict
 
 __version__ = "0.1.0"
@@ -18,3 +19,4 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "Accountant", "accountant_from_dict",
 ]
+__all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]

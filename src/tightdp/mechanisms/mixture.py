@@ -1,0 +1,368 @@
+"""Mixture-of-Gaussians (MoG) mechanisms and the group-level DP-SGD mechanisms built on them.
+
+002 Def. 2.8: a scalar MoG mechanism with sensitivities ``c_i >= 0``,
+probabilities ``p_i`` and noise ``sigma`` outputs ``N(0, sigma^2)`` on one data
+set and ``sum_i p_i N(c_i, sigma^2)`` on its neighbour. By the vector-to-scalar
+reduction (002 Lemma 2.9) a scalar MoG whose sensitivity stochastically
+dominates ``||c||_2`` dominates the vector one, so a scalar mechanism suffices.
+
+Group privacy of DP-SGD (groups of up to ``k`` examples) is exactly that of a
+MoG mechanism composed ``T`` times:
+
+* Poisson sampling with rate ``q``: sensitivity ``Binom(k, q)`` (002 Thm 3.1);
+* fixed batch size ``B`` from a data set of at least ``n`` examples:
+  sensitivity ``2 * Hypergeom(B, n + k, k)``, the number of the ``k`` group
+  members among ``B`` draws without replacement from ``n + k`` (002 Thm 3.3).
+
+Both are tight (002 Sec. 3.3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+from scipy import special, stats
+
+from .._validation import check_count, check_positive, check_probability, check_real
+from .base import LossPair, Mechanism, PrivacyLoss
+from .losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss
+
+__all__ = ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
+           "binomial_sensitivity", "hypergeometric_sensitivity"]
+
+#: Largest tolerated ``|sum(probabilities) - 1|``; the residue is moved to the safe side.
+PROBABILITY_SUM_TOLERANCE = 1e-9
+
+
+def _as_float_tuple(name: str, values) -> tuple[float, ...]:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}")
+    out = tuple(check_real(f"{name}[{i}]", v, low=0.0, low_open=False) for i, v in enumerate(values))
+    if not out:
+        raise ValueError(f"{name} must not be empty")
+    return out
+
+
+def _safe_side_weights(sens: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Merge equal sensitivities and sort them; return ``(c, w, missing)``.
+
+    The probabilities must sum to one up to a rounding residue (at most
+    ``PROBABILITY_SUM_TOLERANCE``). An excess is taken from the smallest
+    sensitivities, which makes the sensitivity distribution stochastically
+    larger (safe by 002 Lemma 2.9). A deficit ``missing = 1 - sum(w) > 0`` is
+    returned: the remove direction counts it as mass at infinite privacy loss,
+    the add direction leaves ``Q`` short of it, which only raises the loss
+    pointwise. Either way the analysed pair dominates the described one.
+    """
+    uniq, inv = np.unique(sens, return_inverse=True)
+    w = np.zeros(uniq.shape, float)
+    np.add.at(w, inv, probs)
+    residue = 1.0 - math.fsum(w.tolist())
+    missing = 0.0
+    if residue > 0:
+        missing = residue
+    elif residue < 0:
+        excess = -residue
+        for i in range(len(w)):
+            take = min(w[i], excess)
+            w[i] -= take
+            excess -= take
+            if excess <= 0:
+                break
+    keep = w > 0
+    return uniq[keep], w[keep], missing
+
+
+class _ConvexLSE:
+    """``f(x) = logsumexp_i(a_i + b_i x)`` with ``b_i >= 0``: convex and non-decreasing.
+
+    For a scalar MoG with sensitivities ``c_i`` and weights ``w_i`` (002 Def. 2.8),
+    ``a_i = log w_i - c_i^2 / (2 s^2)`` and ``b_i = c_i / s^2``; the remove loss is
+    ``f(x)`` and the (reflected) add loss is ``-f(-x)``.
+
+    The inverse splits off the flat component (``b = 0``, weight ``w_0``):
+    ``f(x) = s`` iff ``F(x) = s + log(1 - w_0 e^{-s})`` where ``F`` is the
+    log-sum-exp over the components with ``b_i > 0`` (the same step that gives
+    the closed-form Poisson inverse of 001 Sec. 6.1). ``F`` is convex with
+    slopes between ``min b`` and ``max b``, so Newton's method started at the
+    inverse of the max-affine envelope ``g(x) = max_i(a_i + b_i x) <= F(x)``
+    stays to the right of the root and decreases to it monotonically.
+    """
+
+    def __init__(self, a: np.ndarray, b: np.ndarray):
+        flat = b == 0.0
+        self.log_w0 = float(special.logsumexp(a[flat])) if np.any(flat) else -math.inf
+        self.a, self.b = a[~flat], b[~flat]
+        self.a_all, self.b_all = a, b
+
+    def value(self, x: np.ndarray) -> np.ndarray:
+        t = self.a_all + self.b_all * x[..., None]
+        m = np.max(t, axis=-1)
+        m = np.where(np.isfinite(m), m, 0.0)
+        return m + np.log(np.sum(np.exp(t - m[..., None]), axis=-1))
+
+    def value_and_slope(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        t = self.a_all + self.b_all * x[..., None]
+        m = np.max(t, axis=-1)
+        e = np.exp(t - m[..., None])
+        tot = np.sum(e, axis=-1)
+        return m + np.log(tot), (e @ self.b_all) / tot
+
+    def inverse(self, s: np.ndarray, *, max_iter: int = 60) -> np.ndarray:
+        """``x`` with ``f(x) = s`` for ``s > log w_0`` (the lower limit of ``f``).
+
+        Returns a non-finite entry where the envelope cannot be formed (slopes
+        ``b`` that underflow); callers fall back to the generic inverse there.
+        """
+        s = np.asarray(s, float)
+        if math.isfinite(self.log_w0):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                target = s + np.log(-np.expm1(self.log_w0 - s))
+        else:
+            target = s.copy()
+        a, b = self.a, self.b
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            x = np.min((target[..., None] - a) / b, axis=-1)  # envelope inverse: x >= root
+        active = np.flatnonzero(np.isfinite(x))
+        for _ in range(max_iter):
+            if active.size == 0:
+                break
+            xa, ta = x[active], target[active]
+            t = a + b * xa[:, None]
+            m = np.max(t, axis=-1)
+            e = np.exp(t - m[:, None])
+            tot = np.sum(e, axis=-1)
+            val = m + np.log(tot)
+            slope = (e @ b) / tot
+            gap = val - ta
+            x[active] = xa - np.maximum(gap, 0.0) / slope
+            done = gap <= 4e-16 * np.maximum(1.0, np.abs(ta))
+            active = active[~done]
+        return x
+
+
+@dataclass(frozen=True)
+class MixtureRemoveLoss(GaussianMixtureLoss):
+    """Remove direction of a scalar MoG: ``P = sum p_i N(c_i, s^2)``, ``Q = N(0, s^2)`` (002 Def. 2.8).
+
+    ``L(x) = f(x)`` with ``f`` the convex log-sum-exp of ``_ConvexLSE``; the
+    inverse is Newton's method from the envelope (monotone, no table).
+    """
+
+    @cached_property
+    def _lse(self) -> _ConvexLSE:
+        c, lw = np.asarray(self.p_means, float), np.log(np.asarray(self.p_weights, float))
+        s2 = self.sigma ** 2
+        return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
+
+    def loss(self, x):
+        return self._lse.value(np.asarray(x, float))
+
+    def _loss_and_slope(self, x):
+        return self._lse.value_and_slope(np.asarray(x, float))
+
+    def inverse(self, s):
+        s = np.asarray(s, float)
+        x = self._lse.inverse(s)
+        bad = ~np.isfinite(x)  # only for sensitivities so tiny that c / s^2 underflows
+        if np.any(bad):
+            x[bad] = super().inverse(s[bad])
+        return x
+
+
+@dataclass(frozen=True)
+class MixtureAddLoss(GaussianMixtureLoss):
+    """Add direction of a scalar MoG, reflected ``x -> -x`` so the loss increases:
+    ``P = N(0, s^2)``, ``Q = sum p_i N(-c_i, s^2)`` (002 Def. 2.8); ``L(x) = -f(-x)``."""
+
+    @cached_property
+    def _lse(self) -> _ConvexLSE:
+        c, lw = -np.asarray(self.q_means, float), np.log(np.asarray(self.q_weights, float))
+        s2 = self.sigma ** 2
+        return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
+
+    def loss(self, x):
+        return -self._lse.value(-np.asarray(x, float))
+
+    def _loss_and_slope(self, x):
+        v, d = self._lse.value_and_slope(-np.asarray(x, float))
+        return -v, d
+
+    def inverse(self, s):
+        s = np.asarray(s, float)
+        x = -self._lse.inverse(-s)
+        bad = ~np.isfinite(x)  # only for sensitivities so tiny that c / s^2 underflows
+        if np.any(bad):
+            x[bad] = super().inverse(s[bad])
+        return x
+
+
+@dataclass(frozen=True, kw_only=True)
+class MixtureOfGaussians(Mechanism):
+    """Scalar mixture-of-Gaussians mechanism (002 Def. 2.8; dp_accounting's ``MixtureOfGaussiansDpEvent``).
+
+    ``noise_multiplier``: the noise standard deviation ``sigma`` (in units of
+    the sensitivity scale). ``sensitivities``: non-negative scalars ``c_i``.
+    ``probabilities``: ``p_i >= 0`` summing to one (up to 1e-9; a rounding
+    residue is moved to the safe side, see ``_safe_side_weights``).
+
+    ``privacy_losses()`` gives ``remove``: ``P = sum p_i N(c_i, s^2)`` vs
+    ``Q = N(0, s^2)``, and ``add``: ``N(0, s^2)`` vs ``sum p_i N(c_i, s^2)``,
+    stored reflected so that the loss is non-decreasing. All evaluations are in
+    log space (``logsumexp`` over components), so sensitivities of ``k = 64``
+    with ``sigma = 0.5`` (``c^2 / (2 s^2) = 8192``) do not overflow.
+    """
+
+    type_name = "mixture_of_gaussians"
+    noise_multiplier: float
+    sensitivities: tuple[float, ...]
+    probabilities: tuple[float, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        sens = _as_float_tuple("sensitivities", self.sensitivities)
+        probs = _as_float_tuple("probabilities", self.probabilities)
+        if len(sens) != len(probs):
+            raise ValueError(f"sensitivities and probabilities must have the same length, "
+                             f"got {len(sens)} and {len(probs)}")
+        if any(p > 1.0 for p in probs):
+            raise ValueError(f"probabilities must be <= 1, got {max(probs)!r}")
+        total = math.fsum(probs)
+        if abs(total - 1.0) > PROBABILITY_SUM_TOLERANCE:
+            raise ValueError(f"probabilities must sum to 1, got sum {total!r}")
+        object.__setattr__(self, "sensitivities", sens)
+        object.__setattr__(self, "probabilities", probs)
+
+    @cached_property
+    def _components(self) -> tuple[np.ndarray, np.ndarray, float]:
+        return _safe_side_weights(np.asarray(self.sensitivities, float), np.asarray(self.probabilities, float))
+
+    @property
+    def support(self) -> tuple[np.ndarray, np.ndarray]:
+        """The merged, sorted sensitivities with positive probability and their probabilities."""
+        c, w, _ = self._components
+        return c.copy(), w.copy()
+
+    def privacy_losses(self) -> LossPair:
+        c, w, missing = self._components
+        sigma = self.noise_multiplier
+        if c[-1] == 0.0:  # every sensitivity is zero: P == Q (up to the safe-side deficit)
+            if missing == 0.0:
+                loss: PrivacyLoss = DiscreteLoss(values=(0.0,), probs=(1.0,))
+                return LossPair(loss, loss)
+            return LossPair(DiscreteLoss(values=(math.log1p(-missing),), probs=(1.0 - missing,),
+                                         infinity_mass=missing),
+                            DiscreteLoss(values=(-math.log1p(-missing),), probs=(1.0,)))
+        if len(c) == 1 and missing == 0.0:  # a plain Gaussian mechanism with sensitivity c
+            loss = GaussianLoss(mu=float(c[0]) / sigma)
+            return LossPair(loss, loss)
+        cs, ws = tuple(map(float, c)), tuple(map(float, w))
+        remove = MixtureRemoveLoss(cs, ws, (0.0,), (1.0,), sigma, missing)
+        add = MixtureAddLoss((0.0,), (1.0,), tuple(-x for x in cs), ws, sigma)
+        return LossPair(remove, add)
+
+
+# --------------------------------------------------------------------------- group sensitivities
+def binomial_sensitivity(group_size: int, sampling_rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sensitivities ``0..k`` and probabilities ``Binom(k, q)`` (002 Thm 3.1).
+
+    The probabilities are computed from ``logpmf``; any that underflow to 0
+    leave a (tiny) deficit that ``_safe_side_weights`` puts on the safe side.
+    """
+    k = check_count("group_size", group_size)
+    q = check_probability("sampling_rate", sampling_rate)
+    m = np.arange(k + 1)
+    p = np.exp(stats.binom.logpmf(m, k, q)) if q < 1.0 else (m == k).astype(float)
+    return m.astype(float), p
+
+
+def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sensitivities ``2 m`` with ``m ~ Hypergeom(B, n + k, k)`` (002 Thm 3.3).
+
+    ``m`` counts the group members among ``B`` draws without replacement from
+    ``n + k`` examples of which ``k`` belong to the group (scipy:
+    ``hypergeom(M=n + k, n=k, N=B)``). Each member drawn displaces one other
+    example, so the batch gradient moves by at most ``2`` per member.
+    """
+    k, b, n = _check_fixed_batch(group_size, batch_size, dataset_size)
+    m = np.arange(min(k, b) + 1)
+    p = np.exp(stats.hypergeom.logpmf(m, n + k, k, b))
+    return 2.0 * m, p
+
+
+def _check_fixed_batch(group_size, batch_size, dataset_size) -> tuple[int, int, int]:
+    k = check_count("group_size", group_size)
+    b = check_count("batch_size", batch_size)
+    n = check_count("dataset_size", dataset_size)
+    if b > n:
+        raise ValueError(f"batch_size ({b}) must be <= dataset_size ({n})")
+    if k > n:
+        raise ValueError(f"group_size ({k}) must be <= dataset_size ({n})")
+    return k, b, n
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupPoissonSampled(Mechanism):
+    """One DP-SGD step with Poisson sampling, seen by a group of up to ``group_size`` examples.
+
+    Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
+    ``Binom(group_size, sampling_rate)`` and the same noise (002 Thm 3.1);
+    ``group_size = 1`` is the Poisson-subsampled Gaussian.
+    """
+
+    type_name = "group_poisson_sampled"
+    noise_multiplier: float
+    sampling_rate: float
+    group_size: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        object.__setattr__(self, "group_size", check_count("group_size", self.group_size))
+
+    def as_mixture(self) -> MixtureOfGaussians:
+        c, p = binomial_sensitivity(self.group_size, self.sampling_rate)
+        return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
+                                  probabilities=tuple(p.tolist()))
+
+    def privacy_losses(self) -> LossPair:
+        return self.as_mixture().privacy_losses()
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupFixedBatchSampled(Mechanism):
+    """One DP-SGD step with a fixed batch of ``batch_size`` drawn without replacement from a data
+    set of at least ``dataset_size`` examples, for groups of up to ``group_size`` examples
+    under add-or-remove-up-to-k adjacency.
+
+    Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
+    ``2 * Hypergeom(B, n + k, k)`` and the same noise (002 Thm 3.3).
+    """
+
+    type_name = "group_fixed_batch_sampled"
+    noise_multiplier: float
+    batch_size: int
+    dataset_size: int
+    group_size: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        k, b, n = _check_fixed_batch(self.group_size, self.batch_size, self.dataset_size)
+        object.__setattr__(self, "group_size", k)
+        object.__setattr__(self, "batch_size", b)
+        object.__setattr__(self, "dataset_size", n)
+
+    @property
+    def sampling_rate(self) -> float:
+        return self.batch_size / self.dataset_size
+
+    def as_mixture(self) -> MixtureOfGaussians:
+        c, p = hypergeometric_sensitivity(self.group_size, self.batch_size, self.dataset_size)
+        return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
+                                  probabilities=tuple(p.tolist()))
+
+    def privacy_losses(self) -> LossPair:
+        return self.as_mixture().privacy_losses()
