@@ -20,3 +20,6 @@ __all__ = [
     "Accountant", "accountant_from_dict",
 ]
 __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]
+from .integrations.dp_accounting import from_dp_event
+from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
+__all__ += ["from_dp_event", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate"]

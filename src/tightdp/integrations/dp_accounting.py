@@ -1,0 +1,245 @@
+"""Import dp-accounting ``DpEvent``s as tightdp mechanisms.
+
+``from_dp_event(event)`` turns a dp-accounting (0.6) event tree into a list of
+``(Mechanism, count)`` pairs that any tightdp accountant's ``compose`` takes::
+
+    acc = PRVAccountant().compose(from_dp_event(event))
+
+dp-accounting itself is never imported: events are recognised by their class
+name (duck typing), so tightdp needs no dependency on it, and handlers live in
+a registry keyed by that name (one small function per event type).
+
+Semantics follow dp-accounting's PLD accountant for the default neighbouring
+relation (add-or-remove one record; replace-one for randomized response and
+the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
+
+=================================  ===========================================
+``GaussianDpEvent(s)``             ``Gaussian(noise_multiplier=s)``
+``LaplaceDpEvent(b)``              ``Laplace(scale=b)``
+``RandomizedResponseDpEvent``      ``RandomizedResponse(noise_parameter, num_buckets)``
+``PoissonSampledDpEvent(q, G)``    ``PoissonSampled(Gaussian, sampling_rate=q)``
+``SampledWithoutReplacementDpEvent``  ``SampledWithoutReplacement(Gaussian, ...)``
+``SampledWithReplacementDpEvent``  ``SampledWithReplacement(Gaussian, ...)``
+``MixtureOfGaussiansDpEvent``      ``mechanisms.mixture.MixtureOfGaussians``
+``SelfComposedDpEvent(e, n)``      the entries of ``e`` with counts times ``n``
+``ComposedDpEvent(es)``            the entries of each ``e`` in turn
+``NoOpDpEvent``                    nothing (``PureDP(epsilon=0)`` if nothing else)
+``NonPrivateDpEvent``              ``NonPrivate()``: the output reveals the
+                                   record (all mass at infinite privacy loss),
+                                   so PLD accountants report epsilon = inf
+                                   with a note
+=================================  ===========================================
+
+A zero noise multiplier (dp-accounting's spelling of "no noise") is imported
+as non-private; a zero sampling probability as a no-op. Everything else
+(``DiscreteLaplaceDpEvent``, ``ZCDpEvent``, tree aggregation, repeat-and-select,
+truncated subsampling, ``UnsupportedDpEvent``, Poisson-sampled Laplace, ...)
+raises ``UnsupportedMechanismError`` naming the event type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .._validation import check_count
+from ..errors import UnsupportedMechanismError
+from ..mechanisms import (Gaussian, Laplace, Mechanism, PoissonSampled, PureDP, RandomizedResponse,
+                          SampledWithoutReplacement, SampledWithReplacement)
+from ..mechanisms.base import LossPair
+from ..mechanisms.losses import DiscreteLoss
+
+__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "SUPPORTED_EVENTS"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NonPrivate(Mechanism):
+    """A release without privacy (dp-accounting's ``NonPrivateDpEvent``).
+
+    Its dominating pair is the identity on one bit: ``P`` puts all mass where
+    ``Q`` has none, so the privacy loss is ``+inf`` with probability one and
+    ``delta(eps) = 1`` for every ``eps`` (total variation 1). Accountants that
+    work on privacy losses report ``epsilon = inf`` with a note.
+    """
+
+    type_name = "non_private"
+
+    def privacy_losses(self) -> LossPair:
+        loss = DiscreteLoss(values=(0.0,), probs=(0.0,), infinity_mass=1.0)
+        return LossPair(loss, loss)
+
+
+#: What a non-private release is imported as.
+NON_PRIVATE = NonPrivate()
+
+_Entries = list[tuple[Mechanism, int]]
+_HANDLERS: dict[str, Callable[[Any, int], _Entries]] = {}
+
+
+def _handles(name: str):
+    def deco(fn):
+        _HANDLERS[name] = fn
+        return fn
+    return deco
+
+
+def _name(event: Any) -> str:
+    return type(event).__name__
+
+
+def _field(event: Any, attr: str) -> Any:
+    try:
+        return getattr(event, attr)
+    except AttributeError:
+        raise ValueError(f"{_name(event)} has no field {attr!r}; is it a dp_accounting DpEvent?") from None
+
+
+def _convert(event: Any, count: int) -> _Entries:
+    handler = _HANDLERS.get(_name(event))
+    if handler is None:
+        raise UnsupportedMechanismError(
+            f"dp-accounting event {_name(event)} is not supported by tightdp; "
+            f"supported: {', '.join(sorted(_HANDLERS))}")
+    return handler(event, count)
+
+
+@_handles("NoOpDpEvent")
+def _noop(event, count):
+    return []
+
+
+@_handles("NonPrivateDpEvent")
+def _non_private(event, count):
+    return [(NON_PRIVATE, 1)]  # composing it again changes nothing: epsilon is already infinite
+
+
+@_handles("GaussianDpEvent")
+def _gaussian(event, count):
+    s = _field(event, "noise_multiplier")
+    if s == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(Gaussian(noise_multiplier=s), count)]
+
+
+@_handles("LaplaceDpEvent")
+def _laplace(event, count):
+    b = _field(event, "noise_multiplier")
+    if b == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(Laplace(scale=b), count)]
+
+
+@_handles("RandomizedResponseDpEvent")
+def _rr(event, count):
+    if _field(event, "noise_parameter") == 0:  # always the true bucket: non-private
+        return [(NON_PRIVATE, 1)]
+    return [(RandomizedResponse(noise_parameter=_field(event, "noise_parameter"),
+                                num_buckets=_field(event, "num_buckets")), count)]
+
+
+@_handles("MixtureOfGaussiansDpEvent")
+def _mog(event, count):
+    try:
+        from ..mechanisms.mixture import MixtureOfGaussians
+    except ImportError:  # pragma: no cover - only while the mixture module is absent
+        raise UnsupportedMechanismError(
+            "dp-accounting event MixtureOfGaussiansDpEvent needs tightdp.mechanisms.mixture, "
+            "which is not available in this installation") from None
+    s = _field(event, "standard_deviation")
+    if s == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(MixtureOfGaussians(noise_multiplier=s, sensitivities=tuple(_field(event, "sensitivities")),
+                                probabilities=tuple(_field(event, "sampling_probs"))), count)]
+
+
+def _sampled_gaussian(event, kind: str) -> Gaussian | None | str:
+    """The Gaussian inside a sampling event; ``None`` for a no-op, ``"non-private"`` for zero noise."""
+    inner = _field(event, "event")
+    name = _name(inner)
+    if name == "NoOpDpEvent":
+        return None
+    if name == "GaussianDpEvent":
+        s = _field(inner, "noise_multiplier")
+        return "non-private" if s == 0 else Gaussian(noise_multiplier=s)
+    raise UnsupportedMechanismError(
+        f"dp-accounting event {_name(event)} of {name} is not supported by tightdp; "
+        f"{kind} is supported for GaussianDpEvent only")
+
+
+@_handles("PoissonSampledDpEvent")
+def _poisson(event, count):
+    q = _field(event, "sampling_probability")
+    inner = _sampled_gaussian(event, "Poisson sampling")
+    if q == 0 or inner is None:
+        return []
+    if inner == "non-private":
+        return [(NON_PRIVATE, 1)]
+    return [(PoissonSampled(mechanism=inner, sampling_rate=q), count)]
+
+
+@_handles("SampledWithoutReplacementDpEvent")
+def _without(event, count):
+    inner = _sampled_gaussian(event, "sampling without replacement")
+    m, n = _field(event, "sample_size"), _field(event, "source_dataset_size")
+    if inner is None or m == 0:
+        return []
+    if inner == "non-private":
+        return [(NON_PRIVATE, 1)]
+    return [(SampledWithoutReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
+
+
+@_handles("SampledWithReplacementDpEvent")
+def _with(event, count):
+    inner = _sampled_gaussian(event, "sampling with replacement")
+    m, n = _field(event, "sample_size"), _field(event, "source_dataset_size")
+    if inner is None or m == 0:
+        return []
+    if inner == "non-private":
+        return [(NON_PRIVATE, 1)]
+    return [(SampledWithReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
+
+
+@_handles("SelfComposedDpEvent")
+def _self_composed(event, count):
+    n = check_count("count", _field(event, "count"), minimum=0)
+    if n == 0:
+        return []
+    return _convert(_field(event, "event"), count * n)
+
+
+@_handles("ComposedDpEvent")
+def _composed(event, count):
+    out: _Entries = []
+    for sub in _field(event, "events"):
+        out.extend(_convert(sub, count))
+    return out
+
+
+SUPPORTED_EVENTS = tuple(sorted(_HANDLERS))
+
+
+def from_dp_event(event: Any) -> list[tuple[Mechanism, int]]:
+    """Convert a dp-accounting ``DpEvent`` into ``[(Mechanism, count), ...]`` for ``Accountant.compose``.
+
+    Identical mechanisms are merged (counts added; composition is
+    commutative) in order of first appearance. A tree with no privacy cost
+    (only no-ops) becomes ``[(PureDP(epsilon=0), 1)]`` so that it composes
+    like any other. A non-private event becomes ``NON_PRIVATE``, for which
+    every accountant reports an infinite epsilon with a note.
+
+    Raises ``UnsupportedMechanismError`` (a ``TypeError``) naming the event
+    type for events tightdp cannot analyse, and ``ValueError`` for invalid
+    parameters (named as in tightdp: ``noise_multiplier``, ``sampling_rate``...).
+    """
+    if isinstance(event, Mechanism):
+        raise ValueError("from_dp_event takes a dp-accounting DpEvent; this is already a tightdp Mechanism")
+    entries = _convert(event, 1)
+    merged: dict[Mechanism, int] = {}
+    for mech, n in entries:
+        if mech == NON_PRIVATE:
+            merged[mech] = 1
+        else:
+            merged[mech] = merged.get(mech, 0) + n
+    if not merged:
+        return [(PureDP(epsilon=0.0), 1)]
+    return list(merged.items())
