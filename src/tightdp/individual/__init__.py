@@ -1,0 +1,13 @@
+"""Individual (per-example) privacy accounting and privacy filters (000: Koskela, Tobaben, Honkela, ICLR 2023).
+
+* ``GDPFilter``: fully adaptive GDP filter and odometer (000 Thm 11, eq. (4.1), App. C).
+* ``IndividualAccountant``: per-example ledger for DP-SGD / DP-GD with certified
+  per-example epsilons (per-example GDP for DP-GD; sigma-grid buckets, dominating
+  bucket PLDs, pre-computed FFTs and Plancherel for DP-SGD, 000 App. D) and the
+  individual filter (000 Alg. 1, Thm 12; Sec. 5).
+"""
+
+from .accountant import IndividualAccountant
+from .gdp import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
+
+__all__ = ["GDPFilter", "IndividualAccountant", "gdp_delta", "gdp_epsilon", "gdp_mu"]
