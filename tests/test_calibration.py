@@ -140,7 +140,7 @@ def test_steps_closed_form_exact():
 
 
 def test_steps_unreachable_and_capped():
-    with pytest.raises(CalibrationError, match="single step"):
+    with pytest.raises(CalibrationError, match="already exceed"):
         calibrate_steps(target_epsilon=0.1, delta=1e-5, noise_multiplier=1.0, sampling_rate=1.0,
                         epsilon_fn=exact_fn)
     cal = calibrate_steps(target_epsilon=3.0, delta=1e-5, noise_multiplier=1e4, sampling_rate=1.0,
@@ -219,3 +219,34 @@ def test_bad_input_other():
         calibrate_noise(target_epsilon=1.0, delta=1e-5, epochs=1, dataset_size=10, epsilon_fn=exact_fn)
     with pytest.raises(ValueError, match="target_epsilon"):
         calibrate_noise(target_epsilon=0.0, delta=1e-5, sampling_rate=1.0, steps=1, epsilon_fn=exact_fn)
+
+
+def test_steps_in_whole_epochs():
+    sigma, delta, unit = 10.0, 1e-5, 7
+    cal = calibrate_steps(target_epsilon=3.0, delta=delta, noise_multiplier=sigma, sampling_rate=1.0,
+                          multiple_of=unit, epsilon_fn=exact_fn)
+    assert cal.steps % unit == 0
+    assert gdp_epsilon(math.sqrt(cal.steps) / sigma, delta) <= 3.0
+    assert gdp_epsilon(math.sqrt(cal.steps + unit) / sigma, delta) > 3.0
+
+
+def test_coarse_then_fine_evaluation():
+    """A coarse certified interval decides points far from the boundary; only near it is the fine one used."""
+    from tightdp.calibration import _Evaluator
+
+    def with_error(err):
+        def fn(sigma, q, steps, delta):
+            e = gdp_epsilon(math.sqrt(steps) / sigma, delta)
+            return Bounds(max(e - err, 0.0), e, e + err, "epsilon", "bound")
+        return fn
+
+    target = 3.0
+    sigma_star = 10.0 / gdp_mu_for(target, 1e-5)
+    ev = _Evaluator(with_error(0.01), target, lambda s: (s, 1.0, 100, 1e-5), with_error(0.2), 0.01)
+    assert ev.feasible(2 * sigma_star) and ev.calls == 0
+    assert not ev.feasible(0.5 * sigma_star) and ev.calls == 0
+    ev.feasible(1.001 * sigma_star)
+    assert ev.calls == 1
+    cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=1.0, steps=100,
+                          epsilon_fn=with_error(0.01))
+    assert sigma_star <= cal.noise_multiplier <= 1.01 * sigma_star

@@ -122,49 +122,104 @@ def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
 
 
 def _default_eps_error(target: float) -> float:
-    return min(0.01, max(target / 500.0, 1e-5))
+    return min(0.01, max(target / 300.0, 1e-5))
 
 
-def _make_epsilon_fn(accountant: str, eps_error: float | None, target: float) -> EpsilonFunction:
+#: Coarse evaluations (bracketing) use this many times the fine error budget.
+_COARSE_FACTOR = 8.0
+
+
+def _make_epsilon_fns(accountant: str, eps_error: float | None, target: float):
+    """``(fine, coarse, fine_error)``: the coarse function has a wider (still certified) interval."""
     from . import dpsgd_epsilon  # late: the top-level package imports this module
 
     err = _default_eps_error(target) if eps_error is None else check_positive("eps_error", eps_error)
 
-    def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
-        return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                             accountant=accountant, eps_error=err)
+    def make(e):
+        def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
+            return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
+                                 accountant=accountant, eps_error=e)
+        return fn
 
-    return fn
+    if accountant != "prv":
+        return make(err), None, err
+    return make(err), make(min(_COARSE_FACTOR * err, 0.2)), err
 
 
 class _Evaluator:
-    """Counts and caches evaluations; turns anything uncertifiable into ``inf`` (infeasible)."""
+    """Decides feasibility (certified ``upper <= target``), caching every evaluation.
 
-    def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple]):
-        self.fn, self.target, self.point = fn, target, point
-        self.cache: dict[Any, tuple[float, Bounds | None, str | None]] = {}
+    With a ``coarse`` function (the same accountant with a larger error
+    budget) a point is first evaluated coarsely: a coarse certified upper
+    bound at or below the target proves feasibility, a coarse certified lower
+    bound above it proves infeasibility, and only points in between get the
+    fine evaluation. Anything that cannot be certified (``PrecisionError`` or
+    another ``ArithmeticError``, an infinite or missing upper bound) is
+    infeasible: the safe side.
+    """
+
+    def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple],
+                 coarse: EpsilonFunction | None = None, fine_error: float = 0.0):
+        self.fn, self.coarse, self.target, self.point = fn, coarse, target, point
+        self.fine_error = fine_error
+        self.fine: dict[Any, tuple[float, Bounds | None]] = {}
+        self.rough: dict[Any, tuple[float, Bounds | None]] = {}
         self.calls = 0
+        self.coarse_calls = 0
+        self.failures: list[str] = []
 
-    def __call__(self, x) -> tuple[float, Bounds | None]:
-        if x in self.cache:
-            up, b, _ = self.cache[x]
-            return up, b
-        self.calls += 1
-        note = None
+    def _eval(self, fn, x) -> tuple[float, Bounds | None]:
         try:
-            b = self.fn(*self.point(x))
+            b = fn(*self.point(x))
         except ArithmeticError as exc:  # PrecisionError, overflow: cannot certify, so infeasible (safe side)
-            b, note = None, f"{type(exc).__name__}: {exc}"
+            self.failures.append(f"{x!r}: {type(exc).__name__}: {exc}")
+            return math.inf, None
         up = math.inf
-        if b is not None and b.upper is not None and b.kind is not None:
+        if b is not None and b.upper is not None:
             up = float(b.upper)
             if math.isnan(up):
                 up = math.inf
-        self.cache[x] = (up, b, note)
         return up, b
 
+    def _fine(self, x) -> tuple[float, Bounds | None]:
+        if x not in self.fine:
+            self.calls += 1
+            self.fine[x] = self._eval(self.fn, x)
+        return self.fine[x]
+
+    def _rough(self, x) -> tuple[float, Bounds | None]:
+        if x not in self.rough:
+            self.coarse_calls += 1
+            self.rough[x] = self._eval(self.coarse, x)
+        return self.rough[x]
+
     def feasible(self, x) -> bool:
-        return self(x)[0] <= self.target
+        return self.evidence(x)[0] <= self.target
+
+    def evidence(self, x) -> tuple[float, Bounds | None]:
+        """``(upper, Bounds)`` of the evaluation that decides ``x`` (fine unless the coarse one sufficed)."""
+        if x in self.fine or self.coarse is None:
+            return self._fine(x)
+        up, b = self._rough(x)
+        if up <= self.target:
+            return up, b
+        if b is not None and b.lower is not None and math.isfinite(b.lower) and b.lower > self.target:
+            return up, b
+        return self._fine(x)
+
+    def value(self, x) -> float:
+        """Best guess of the fine upper bound at ``x`` (for interpolation only, never for decisions)."""
+        if x in self.fine:
+            return self.fine[x][0]
+        if x in self.rough:
+            up, b = self.rough[x]
+            if b is not None and b.estimate is not None and math.isfinite(b.estimate) and math.isfinite(up):
+                return float(b.estimate) + self.fine_error
+            return up
+        return self.evidence(x)[0]
+
+    def __call__(self, x) -> tuple[float, Bounds | None]:
+        return self.evidence(x)
 
 
 def _interp(x0: float, f0: float, x1: float, f1: float, target: float) -> float | None:
@@ -192,7 +247,7 @@ def _narrow(ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: floa
         if abs(good - bad) <= tol or to_x(bad) == to_x(good):
             break
         lo, hi = min(bad, good), max(bad, good)
-        f_bad, f_good = ev(to_x(bad))[0], ev(to_x(good))[0]
+        f_bad, f_good = ev.value(to_x(bad)), ev.value(to_x(good))
         x = _interp(bad, f_bad, good, f_good, ev.target)
         stalled = len(widths) >= 3 and widths[-1] > 0.5 * widths[-3]
         if x is None or stalled:
@@ -222,9 +277,15 @@ def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, a
     up, b = ev(x)
     if b is None or not up <= target:  # the search only ever returns evaluated feasible points
         raise RuntimeError(f"internal error: calibration ended on an infeasible point {x!r}")
+    details = dict(details)
+    if ev.coarse is not None:
+        details["fine_evaluations"] = ev.calls
+        details["coarse_evaluations"] = ev.coarse_calls
+    if ev.failures:
+        details["uncertified_points"] = ev.failures[:10]
     return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
                        delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
-                       evaluations=ev.calls, seconds=time.perf_counter() - t0, details=details)
+                       evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details)
 
 
 def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
@@ -237,13 +298,13 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
             raise ValueError(f"accountant must be a name, got {accountant!r}")
         if ACCOUNTANTS:
             check_choice("accountant", accountant, sorted(ACCOUNTANTS))
-        fn = _make_epsilon_fn(accountant, eps_error, target)
+        fns = _make_epsilon_fns(accountant, eps_error, target)
         name = accountant
     else:
         if not callable(epsilon_fn):
             raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
-        fn, name = epsilon_fn, getattr(epsilon_fn, "__name__", "custom")
-    return target, delta, fn, name
+        fns, name = (epsilon_fn, None, 0.0), getattr(epsilon_fn, "__name__", "custom")
+    return target, delta, fns, name
 
 
 # --------------------------------------------------------------------------- public API
@@ -261,11 +322,11 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
     q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
 
-    ev = _Evaluator(fn, target, lambda s: (s, q, k, delta))
+    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2])
     to_x = lambda u: math.exp(u)  # noqa: E731
     # bracket in u = log(sigma): feasible for large sigma
     u = 0.0
@@ -310,10 +371,10 @@ def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max
         px = to_x(probe)
         if px == to_x(good):
             return good, {"checked": None, "note": "the neighbouring value rounds to the same point"}
-        up, _ = ev(px)
+        up, b = ev(px)
         if up > ev.target:
             return good, {"checked": px, "epsilon_upper": up if math.isfinite(up) else None,
-                          "overshoots": True}
+                          "epsilon_lower": None if b is None else b.lower, "overshoots": True}
         # a wobble of the bound: the boundary lies further out; bracket again and narrow
         good = probe
         bad = good + step
@@ -328,35 +389,40 @@ def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max
 
 
 def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = "prv",
-                    eps_error: float | None = None, max_steps: int = _STEPS_MAX,
+                    eps_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
                     epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
 
-    Exact over the integers for the accountant's bound: ``steps`` meets the
-    target and ``steps + 1`` does not (checked). Raises ``CalibrationError``
-    when even one step exceeds the target.
+    Exact over the multiples of ``multiple_of`` (1: every integer; the steps
+    per epoch: whole epochs) for the accountant's bound: ``steps`` meets the
+    target and ``steps + multiple_of`` does not (checked). Raises
+    ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
     """
     t0 = time.perf_counter()
-    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_rate", sampling_rate)
     max_steps = check_count("max_steps", max_steps)
-    ev = _Evaluator(fn, target, lambda k: (sigma, q, k, delta))
+    unit = check_count("multiple_of", multiple_of)
+    max_units = max_steps // unit
+    if max_units < 1:
+        raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
+    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2])
     if not ev.feasible(1):
         raise CalibrationError(
-            f"a single step already exceeds target_epsilon={target:g} at delta={delta:g} "
+            f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev(1)[0]:.6g}")
-    # exponential search on integers
+    # exponential search over the number of units
     good, bad = 1, None
-    while good < max_steps:
-        cand = min(good * 4, max_steps)
+    while good < max_units:
+        cand = min(good * 4, max_units)
         if ev.feasible(cand):
             good = cand
         else:
             bad = cand
             break
     if bad is None:
-        return _result("steps", ev, good, sigma=sigma, q=q, steps=good, delta=delta, target=target,
+        return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
                        accountant=name, t0=t0,
                        details={"note": f"the target is met up to max_steps={max_steps}; more were not searched"})
     to_x = lambda u: max(1, int(math.floor(math.exp(u))))  # noqa: E731
@@ -369,10 +435,12 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
             good = mid
         else:
             bad = mid
-    # tightness: good + 1 overshoots (bad == good + 1 was evaluated); guard against wobbles above
-    details = {"tightness": {"checked": bad, "epsilon_upper": ev(bad)[0] if math.isfinite(ev(bad)[0]) else None,
-                             "overshoots": True}}
-    return _result("steps", ev, good, sigma=sigma, q=q, steps=good, delta=delta, target=target,
+    up_bad, b_bad = ev(bad)  # bad == good + 1 was evaluated and overshoots
+    details = {"tightness": {"checked": bad * unit, "epsilon_upper": up_bad if math.isfinite(up_bad) else None,
+                             "epsilon_lower": None if b_bad is None else b_bad.lower, "overshoots": True}}
+    if unit > 1:
+        details["multiple_of"] = unit
+    return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
                    accountant=name, t0=t0, details=details)
 
 
@@ -386,11 +454,11 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     ``CalibrationError`` below a rate of 1e-9.
     """
     t0 = time.perf_counter()
-    target, delta, fn, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count("steps", steps)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    ev = _Evaluator(fn, target, lambda q: (sigma, q, k, delta))
+    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2])
     to_x = lambda u: min(1.0, math.exp(u))  # noqa: E731
     if ev.feasible(1.0):
         return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
