@@ -1,0 +1,13 @@
+"""The discretised privacy-loss core: mean-preserving discretisation, FFT composition, certified curves.
+
+Data flow: ``PrivacyLoss`` -> ``discretise`` (003 Alg. 2, upper variant) ->
+``compose`` (FFT, tilted, Chernoff window; 001 Alg. 1 / Sec. 5.5) ->
+``delta_bounds`` / ``epsilon_bounds`` (003 Thm 5.5 with every error term explicit).
+"""
+
+from .composition import ComposedPLD, chernoff_epsilon, compose, saddle_tilt
+from .curve import CurveBounds, delta_bounds, epsilon_bounds
+from .discretise import DiscretisedLoss, discretise
+
+__all__ = ["DiscretisedLoss", "discretise", "ComposedPLD", "compose", "chernoff_epsilon", "saddle_tilt",
+           "CurveBounds", "delta_bounds", "epsilon_bounds"]

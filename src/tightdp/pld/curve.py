@@ -1,0 +1,98 @@
+"""Certified bounds on delta(eps) and eps(delta) from a composed PLD (003 Thm 5.5, made explicit).
+
+For the composed PRV ``S`` and its discretisation ``S~`` (a ``ComposedPLD``):
+
+* coupling (003 Lemma 5.2-5.3): ``P(S - S~ > t) <= eta`` and ``P(S~ - S > t) <= eta``;
+* the hockey-stick integrand ``f_eps(s) = (1 - e^{eps - s})_+`` is non-decreasing
+  and bounded by 1, so
+  ``delta(eps) <= p_inf + delta_disc(eps - t) + err(eps - t) + eta`` and
+  ``delta(eps) >= p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated``,
+  where ``p_inf`` is the mass at +inf (including mass truncated above, which the
+  upper variant sends there), ``err`` bounds aliasing, window truncation and FFT
+  round-off, and ``truncated`` is all mass the truncation moved (the lower bound
+  pays for it because ``Y`` and ``Y^U`` differ only there).
+
+``eps(delta)`` bounds invert these monotone envelopes exactly (the discrete
+``delta_disc`` is continuous and piecewise ``A - e^eps B``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .composition import ComposedPLD
+
+__all__ = ["CurveBounds", "delta_bounds", "epsilon_bounds"]
+
+
+@dataclass(frozen=True)
+class CurveBounds:
+    lower: float
+    estimate: float
+    upper: float
+    note: str | None = None
+    numerical_error: float = 0.0  # the aliasing/round-off allowance the bounds include
+
+
+def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
+    """Arrays ``(lower, estimate, upper)`` of delta at each ``eps``."""
+    eps = np.asarray(eps, float)
+    t = comp.coupling_shift(eta)
+    p_inf = comp.infinity_mass
+    upper = p_inf + comp.delta_disc(eps - t) + comp.numerical_error(eps - t) + eta
+    lower = p_inf + comp.delta_disc(eps + t) - comp.numerical_error(eps + t) - eta - comp.truncated_mass
+    est = p_inf + comp.delta_disc(eps)
+    upper = np.minimum(upper, 1.0)
+    lower = np.clip(lower, 0.0, 1.0)
+    est = np.clip(est, lower, upper)
+    return lower, est, upper
+
+
+def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
+    """Certified ``(lower, estimate, upper)`` on ``eps(delta)`` for one composed PLD."""
+    t = comp.coupling_shift(eta)
+    p_inf = comp.infinity_mass
+    note = None
+    used = 0.0
+    # upper: smallest eps with p_inf + delta_disc(eps - t) + err(eps - t) + eta <= delta
+    target_u = delta - p_inf - eta
+    if target_u <= 0:
+        upper = math.inf
+        note = (f"delta={delta:g} is not above the probability of an infinite privacy loss "
+                f"({p_inf:.3g}) plus the error budget ({eta:.2g}): no finite epsilon can be certified")
+    else:
+        e_u = comp.solve_epsilon(target_u, comp.numerical_error, eps_min=-t)
+        upper = max(0.0, e_u + t) if math.isfinite(e_u) else math.inf
+        if math.isfinite(e_u):
+            used = float(comp.numerical_error(e_u))
+        if not math.isfinite(upper):
+            note = "the composition window ended before delta was reached"
+    # estimate
+    target_e = delta - p_inf
+    est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
+    # lower: largest eps with p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated >= delta
+    target_l = delta + eta + comp.truncated_mass - p_inf
+    if target_l <= 0:
+        lower = math.inf  # the mass at infinity alone exceeds delta: eps is infinite
+    else:
+        e0 = comp.solve_epsilon(target_l, eps_min=-t)
+        if not math.isfinite(e0):
+            lower = 0.0
+        else:
+            # the allowance is evaluated at ref <= the solution (err is non-increasing)
+            ref = e0 - 2.0 * max(t, comp.h)
+            c = float(comp.numerical_error(ref))
+            e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
+            if e1 < ref:
+                c = float(comp.numerical_error(-t))
+                e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
+            lower = max(0.0, e1 - t) if math.isfinite(e1) else 0.0
+            if e1 - t > 0:
+                used = max(used, c)
+    if math.isfinite(upper):
+        lower = min(lower, upper)
+    est = min(max(est, lower), upper)
+    return CurveBounds(lower, est, upper, note, used)
