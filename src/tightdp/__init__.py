@@ -10,6 +10,7 @@ from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSam
                          RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .accountants import Accountant, accountant_from_dict
+from .accountants import GDPAccountant, RDPAccountant
 
 __version__ = "0.1.0"
 
@@ -19,6 +20,7 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "Accountant", "accountant_from_dict",
 ]
+__all__ += ["RDPAccountant", "GDPAccountant"]
 __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]
 from .integrations.dp_accounting import from_dp_event
 from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
