@@ -9,7 +9,8 @@ from .errors import PrecisionError, TightDPError, UnsupportedMechanismError
 from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
                          RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
-from .accountants import Accountant, accountant_from_dict
+from .accountants import Accountant, FourierAccountant, PRVAccountant, accountant_from_dict
+from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
 from .accountants import GDPAccountant, RDPAccountant
 
 __version__ = "0.1.0"
@@ -18,7 +19,8 @@ __all__ = [
     "Bounds", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
-    "Accountant", "accountant_from_dict",
+    "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant",
+    "dpsgd_epsilon", "dpsgd_mechanism",
 ]
 __all__ += ["RDPAccountant", "GDPAccountant"]
 __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]

@@ -1,8 +1,25 @@
-"""Accountants behind one interface (``compose`` / ``epsilon`` / ``delta``)."""
+"""Accountants behind one interface (``compose`` / ``epsilon`` / ``delta``).
+
+``create(name, eps_error=...)`` builds any registered accountant by name (the
+CLI's ``--accountant``), passing only the options that accountant takes.
+"""
+
+import inspect
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
-from .rdp import RDPAccountant
+from .fourier import FourierAccountant
 from .gdp import GDPAccountant
+from .prv import PRVAccountant
+from .rdp import RDPAccountant
 
-__all__ = ["Accountant", "ACCOUNTANTS", "accountant_from_dict"]
-__all__ += ["RDPAccountant", "GDPAccountant"]
+__all__ = ["Accountant", "ACCOUNTANTS", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
+           "RDPAccountant", "GDPAccountant"]
+
+
+def create(name: str, **options) -> Accountant:
+    """A fresh accountant called ``name``; options it does not take (or that are None) are ignored."""
+    cls = ACCOUNTANTS.get(name)
+    if cls is None:
+        raise ValueError(f"accountant must be one of {', '.join(sorted(ACCOUNTANTS))}; got {name!r}")
+    params = inspect.signature(cls.__init__).parameters
+    return cls(**{k: v for k, v in options.items() if k in params and v is not None})

@@ -1,0 +1,127 @@
+"""Options and output shared by the DP-SGD subcommands (``epsilon``, ``delta``, ``compare``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from typing import Any
+
+from .._validation import check_choice, check_count, check_delta, check_epsilon, check_positive, check_probability
+from ..accountants import ACCOUNTANTS, create
+from ..bounds import Bounds
+from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
+
+SAMPLINGS = ("poisson", "without-replacement", "with-replacement")
+RELATIONS = ("add-remove", "remove", "add", "substitute")
+
+
+def add_run_options(p, *, accountant: bool = True) -> None:
+    """The description of a DP-SGD run: noise, sampling, steps, relation, accountant."""
+    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
+    p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
+    p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
+    p.add_argument("--epochs", type=float, help="epochs; steps = ceil(epochs * dataset size / batch size)")
+    p.add_argument("--dataset-size", type=float, help="number of records N")
+    p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
+    p.add_argument("--sampling", default="poisson", help="poisson (default), without-replacement, with-replacement")
+    p.add_argument("--relation", default=None,
+                   help="add-remove (default for poisson), remove, add, substitute (default otherwise)")
+    if accountant:
+        p.add_argument("--accountant", default="prv", help="prv (default), fourier, rdp, gdp, edgeworth")
+    p.add_argument("--eps-error", type=float, default=0.01, help="half-width of the epsilon interval (default 0.01)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
+    """Validate the run options; return ``(mechanism, steps, parameters)``."""
+    sigma = check_positive("--noise-multiplier", args.noise_multiplier)
+    sampling = check_choice("--sampling", args.sampling, SAMPLINGS)
+    n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
+    b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
+    if b is not None and n is not None and b > n:
+        raise ValueError(f"--batch-size ({b}) must be <= --dataset-size ({n})")
+    if args.sampling_rate is not None:
+        q = check_probability("--sampling-rate", args.sampling_rate)
+    elif n is not None and b is not None:
+        q = b / n
+    else:
+        raise ValueError("--sampling-rate is required (or give --dataset-size and --batch-size)")
+    if args.steps is not None:
+        steps = check_count("--steps", args.steps)
+    elif args.epochs is not None:
+        epochs = check_positive("--epochs", args.epochs)
+        if n is None or b is None:
+            raise ValueError("--epochs needs --dataset-size and --batch-size")
+        steps = math.ceil(epochs * n / b)
+    else:
+        raise ValueError("--steps is required (or give --epochs with --dataset-size and --batch-size)")
+    relation = args.relation or ("add-remove" if sampling == "poisson" else "substitute")
+    check_choice("--relation", relation, RELATIONS)
+    gauss = Gaussian(noise_multiplier=sigma)
+    if sampling == "poisson":
+        mech = PoissonSampled(mechanism=gauss, sampling_rate=q, relation=relation)
+    else:
+        if relation != "substitute":
+            raise ValueError(f"--relation must be substitute for --sampling {sampling}, got {relation!r}")
+        if n is None:
+            raise ValueError(f"--dataset-size is required for --sampling {sampling}")
+        if b is None:
+            b = max(1, round(q * n))
+        cls = SampledWithoutReplacement if sampling == "without-replacement" else SampledWithReplacement
+        mech = cls(mechanism=gauss, sample_size=b, dataset_size=n)
+        q = mech.sampling_rate
+    params = {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
+              "relation": relation, "dataset_size": n, "batch_size": b}
+    return mech, steps, params
+
+
+def make_accountant(args):
+    name = check_choice("--accountant", args.accountant, sorted(ACCOUNTANTS))
+    eps_error = check_positive("--eps-error", args.eps_error)
+    return create(name, eps_error=eps_error)
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return f"{v:.6g}"
+
+
+def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[str, Any], seconds: float,
+                 as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, parameters, seconds}``."""
+    if as_json:
+        d = bounds.to_dict()
+        out = {quantity: {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
+               "accountant": accountant, "kind": bounds.kind, "parameters": params, "seconds": seconds}
+        if "details" in d:
+            out["details"] = d["details"]
+        if extra:
+            out.update(extra)
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
+    p = params
+    head = (f"tightdp · {p['sampling']} sampling · {p['relation']} · accountant {accountant}"
+            f" ({'certified bounds' if bounds.kind == 'bound' else 'approximation'})")
+    run = (f"noise multiplier {fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])}"
+           f" · steps {p['steps']}")
+    given = {k: v for k, v in (extra or {}).items()}
+    print(head)
+    print("  " + run + "".join(f" · {k} {fmt(v)}" for k, v in given.items()))
+    print(f"  {'':10s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}")
+    print(f"  {quantity:10s}{fmt(bounds.lower):>12s}{fmt(bounds.estimate):>12s}{fmt(bounds.upper):>12s}")
+    note = bounds.details.get("note") if bounds.details else None
+    if note:
+        print(f"  note: {note}")
+    print(f"  time {seconds:.3f} s")
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t0
