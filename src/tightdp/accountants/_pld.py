@@ -57,9 +57,9 @@ class PLDAccountant(Accountant):
 
     @staticmethod
     def _combine_eps(parts: list[CurveBounds], details: dict[str, Any]) -> Bounds:
-        lower = max(p.lower for p in parts)
-        est = max(p.estimate for p in parts)
-        upper = max(p.upper for p in parts)
+        lower = float(max(p.lower for p in parts))
+        est = float(max(p.estimate for p in parts))
+        upper = float(max(p.upper for p in parts))
         notes = [p.note for p in parts if p.note]
         if notes:
             details = {**details, "note": notes[0]}

@@ -64,14 +64,14 @@ class PrivacyLoss(ABC):
     def lower_quantile(self, mass: float) -> float:
         """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient)."""
         lo, hi = self.support()
-        if math.isfinite(lo) and float(self.cdf(np.array([lo]))[0]) <= mass:
+        if math.isfinite(lo):  # nothing lies below the support
             return lo
         return _bisect_tail(lambda s: float(self.cdf(np.array([s]))[0]) <= mass, lo, hi, lower=True)
 
     def upper_quantile(self, mass: float) -> float:
         """A point ``b`` with ``P(b < Y < inf) <= mass`` (as small as convenient)."""
         lo, hi = self.support()
-        if math.isfinite(hi) and float(self.sf(np.array([hi]))[0]) <= mass:
+        if math.isfinite(hi):  # nothing lies above the support
             return hi
         return _bisect_tail(lambda s: float(self.sf(np.array([s]))[0]) <= mass, lo, hi, lower=False)
 

@@ -1,0 +1,28 @@
+import math
+
+import mpmath
+import pytest
+from scipy import optimize
+
+
+def gdp_delta_mp(eps: float, mu: float) -> float:
+    """Exact delta(eps) of mu-GDP (Dong, Roth, Su 2019, Cor. 2.13) with 60 digits."""
+    mpmath.mp.dps = 60
+    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+    ncdf = lambda x: mpmath.ncdf(x)
+    return float(ncdf(-e / m + m / 2) - mpmath.exp(e) * ncdf(-e / m - m / 2))
+
+
+def gdp_epsilon_mp(delta: float, mu: float) -> float:
+    """Exact epsilon(delta) of mu-GDP by bracketing on the 60-digit delta."""
+    mpmath.mp.dps = 60
+    f = lambda e: mpmath.log(max(mpmath.mpf(gdp_delta_mp(e, mu)), mpmath.mpf(10) ** -300)) - mpmath.log(delta)
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2
+    return optimize.brentq(lambda e: float(f(e)), 0.0, hi, xtol=1e-12)
+
+
+@pytest.fixture
+def gdp():
+    return gdp_delta_mp, gdp_epsilon_mp
