@@ -11,7 +11,7 @@ from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSam
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .accountants import Accountant, FourierAccountant, PRVAccountant, accountant_from_dict
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
-from .accountants import GDPAccountant, RDPAccountant
+from .accountants import EdgeworthAccountant, GDPAccountant, RDPAccountant
 
 __version__ = "0.1.0"
 
@@ -22,7 +22,7 @@ __all__ = [
     "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant",
     "dpsgd_epsilon", "dpsgd_mechanism",
 ]
-__all__ += ["RDPAccountant", "GDPAccountant"]
+__all__ += ["RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]
 __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]
 from .integrations.dp_accounting import from_dp_event
 from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps

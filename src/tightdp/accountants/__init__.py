@@ -7,13 +7,14 @@ CLI's ``--accountant``), passing only the options that accountant takes.
 import inspect
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
+from .edgeworth import EdgeworthAccountant
 from .fourier import FourierAccountant
 from .gdp import GDPAccountant
 from .prv import PRVAccountant
 from .rdp import RDPAccountant
 
 __all__ = ["Accountant", "ACCOUNTANTS", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
-           "RDPAccountant", "GDPAccountant"]
+           "RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]
 
 
 def create(name: str, **options) -> Accountant:
