@@ -1,0 +1,170 @@
+"""``tightdp compare``: every accountant's answer for one DP-SGD run, side by side.
+
+Takes the run options of ``tightdp epsilon``. Prints, per accountant, the
+bounds on epsilon, whether they are certified bounds or an approximation, and
+the time taken. ``--json`` prints a list of objects ``{"accountant", "kind",
+"epsilon": {lower, estimate, upper}, "seconds", ...}``. ``--plot FILE.png
+--steps-range A:B`` draws epsilon against the number of steps for every
+accountant, with the certified band of the PLD accountants shaded (like 003
+Fig. 1b and 004 Fig. 2); matplotlib is imported only then.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_count, check_delta
+from ..accountants import ACCOUNTANTS, create
+from ..errors import TightDPError
+from .common import add_run_options, fmt, run_from_args, timed
+
+ALL = ("prv", "fourier", "rdp", "gdp", "edgeworth")
+PLD = ("prv", "fourier")
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("compare", help="all accountants side by side",
+                              description="Compare the PRV, Fourier, RDP, GDP and Edgeworth accountants on one run.")
+    add_run_options(p, accountant=False)
+    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    p.add_argument("--accountants", default=",".join(ALL),
+                   help=f"comma-separated subset of {', '.join(ALL)} (default: all)")
+    p.add_argument("--plot", metavar="FILE.png", help="draw epsilon against steps (needs matplotlib)")
+    p.add_argument("--steps-range", metavar="A:B", help="step range for --plot (default 1:--steps)")
+    p.add_argument("--points", type=float, default=8, help="number of step values in the plot (default 8)")
+    p.set_defaults(run=run)
+
+
+def _names(spec: str) -> list[str]:
+    names = [s.strip() for s in str(spec).split(",") if s.strip()]
+    if not names:
+        raise ValueError("--accountants must name at least one accountant")
+    for n in names:
+        if n not in ACCOUNTANTS:
+            raise ValueError(f"--accountants must be a comma-separated subset of {', '.join(sorted(ACCOUNTANTS))}; "
+                             f"got {n!r}")
+    return names
+
+
+def _steps_range(spec: str | None, steps: int) -> tuple[int, int]:
+    if spec is None:
+        return 1, steps
+    parts = str(spec).split(":")
+    if len(parts) != 2:
+        raise ValueError(f"--steps-range must look like A:B, got {spec!r}")
+    try:
+        a, b = (float(x) for x in parts)
+    except ValueError:
+        raise ValueError(f"--steps-range must look like A:B with whole numbers, got {spec!r}") from None
+    a, b = check_count("--steps-range", a), check_count("--steps-range", b)
+    if a >= b:
+        raise ValueError(f"--steps-range needs A < B, got {spec!r}")
+    return a, b
+
+
+def _one(name: str, mech, steps: int, delta: float, eps_error: float) -> dict[str, Any]:
+    acc = create(name, eps_error=eps_error)
+    try:
+        bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(delta))
+    except TightDPError as exc:  # unsupported mechanism or numerics that cannot certify: say so, keep going
+        return {"accountant": name, "kind": ACCOUNTANTS[name].kind, "epsilon": None, "seconds": None,
+                "error": str(exc)}
+    d = bounds.to_dict()
+    out = {"accountant": name, "kind": bounds.kind,
+           "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
+           "seconds": seconds}
+    det = d.get("details") or {}
+    for key in ("note", "vacuous", "method"):
+        if key in det:
+            out[key] = det[key]
+    return out
+
+
+def run(args) -> int:
+    mech, steps, params = run_from_args(args)
+    delta = check_delta("--delta", args.delta)
+    names = _names(args.accountants)
+    eps_error = float(args.eps_error)
+    if not (eps_error > 0 and math.isfinite(eps_error)):
+        raise ValueError(f"--eps-error must be > 0, got {args.eps_error!r}")
+    plot_range = None
+    if args.plot:
+        plot_range = _steps_range(args.steps_range, steps)
+        points = check_count("--points", args.points, minimum=2)
+    elif args.steps_range is not None:
+        raise ValueError("--steps-range needs --plot")
+    rows = [_one(n, mech, steps, delta, eps_error) for n in names]
+    if args.json:
+        json.dump(rows, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_table(rows, params, delta)
+    if args.plot:
+        _plot(args.plot, names, mech, plot_range, points, delta, eps_error, params)
+        if not args.json:
+            print(f"  plot written to {args.plot}")
+    return 0
+
+
+def _print_table(rows, params, delta) -> None:
+    p = params
+    print(f"tightdp compare · {p['sampling']} sampling · {p['relation']} · noise multiplier "
+          f"{fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])} · steps {p['steps']}"
+          f" · delta {fmt(delta)}")
+    print(f"  {'accountant':12s}{'kind':>15s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}{'time (s)':>10s}")
+    for r in rows:
+        if r["epsilon"] is None:
+            print(f"  {r['accountant']:12s}{'—':>15s}  cannot answer: {r['error']}")
+            continue
+        e = r["epsilon"]
+        print(f"  {r['accountant']:12s}{r['kind']:>15s}{fmt(e['lower']):>12s}{fmt(e['estimate']):>12s}"
+              f"{fmt(e['upper']):>12s}{r['seconds']:>10.3f}")
+    print("  bound: upper is proven (lower too when shown); approximation: no guarantee, may under-report.")
+    if any(r.get("vacuous") for r in rows):
+        print("  edgeworth: its finite-sample interval (EEAI) is vacuous here, so only the estimate is shown.")
+
+
+def _plot(path, names, mech, rng, points, delta, eps_error, params) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ValueError("--plot needs matplotlib (pip install 'tightdp[plot]')") from None
+    a, b = rng
+    ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
+        np.unique(np.round(np.linspace(a, b, points)).astype(int))
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    styles = {"prv": ("tab:blue", "-"), "fourier": ("tab:cyan", "--"), "rdp": ("tab:red", "-."),
+              "gdp": ("tab:green", ":"), "edgeworth": ("tab:purple", "-")}
+    for name in names:
+        lows, ests, ups = [], [], []
+        for k in ks:
+            r = _one(name, mech, int(k), delta, eps_error)
+            e = r["epsilon"] or {}
+            ests.append(np.nan if e.get("estimate") is None else e["estimate"])
+            lows.append(np.nan if e.get("lower") is None else e["lower"])
+            ups.append(np.nan if e.get("upper") is None else e["upper"])
+        color, ls = styles.get(name, ("black", "-"))
+        kind = ACCOUNTANTS[name].kind
+        ax.plot(ks, ests, ls, color=color, marker=".", label=f"{name} ({'estimate' if kind != 'bound' else 'bound'})")
+        if name in PLD:
+            lo, up = np.array(lows, float), np.array(ups, float)
+            ok = np.isfinite(lo) & np.isfinite(up)
+            if ok.any():
+                ax.fill_between(ks[ok], lo[ok], up[ok], color=color, alpha=0.25, label=f"{name} certified band")
+    ax.set_xlabel("steps")
+    ax.set_ylabel(f"epsilon at delta = {delta:g}")
+    ax.set_title(f"q = {params['sampling_rate']:g}, sigma = {params['noise_multiplier']:g} ({params['relation']})")
+    if b / a > 20:
+        ax.set_xscale("log")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
