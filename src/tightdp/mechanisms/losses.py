@@ -211,6 +211,26 @@ class GaussianMixtureLoss(PrivacyLoss):
     def support(self):
         return self._limits
 
+    def upper_quantile(self, mass: float) -> float:
+        """``s`` with ``P(s < Y < inf) <= mass``: each of the K components of P gets ``mass / K``."""
+        lo, hi = self._limits
+        if math.isfinite(hi):
+            return hi
+        a, _, _, _, w = self._par
+        z = special.ndtri(np.clip(1.0 - mass / (len(w) * w), 0.0, 1.0))  # Phi(z) = 1 - mass/(K w)
+        x = float(np.max(a + self.sigma * z))  # z = -inf: a component lighter than mass/K
+        return float(self.loss(np.array([x]))[0])
+
+    def lower_quantile(self, mass: float) -> float:
+        """``s`` with ``P(Y <= s) <= mass``: each of the K components of P gets ``mass / K``."""
+        lo, hi = self._limits
+        if math.isfinite(lo):
+            return lo
+        a, _, _, _, w = self._par
+        z = special.ndtri(np.clip(mass / (len(w) * w), 0.0, 1.0))
+        x = float(np.min(a + self.sigma * z))
+        return float(self.loss(np.array([x]))[0])
+
     @cached_property
     def _table(self):
         """A dense monotone table (x, L(x)) used as the starting point of Newton's method."""
@@ -308,6 +328,10 @@ def _gauss_legendre(f, a: float, b: float, panels: int, order: int) -> float:
 class _PoissonRemoveLoss(GaussianMixtureLoss):
     """001 Sec. 6.1: L(x) = log(q exp((2x - 1)/(2 s^2)) + 1 - q), closed-form inverse."""
 
+    def loss(self, x):
+        q = self.p_weights[0]
+        return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+
     def inverse(self, s):
         q = self.p_weights[0]
         s = np.asarray(s, float)
@@ -318,6 +342,10 @@ class _PoissonRemoveLoss(GaussianMixtureLoss):
 class _PoissonAddLoss(GaussianMixtureLoss):
     """The add direction, reflected so that the loss increases: P = N(0), Q = q N(-1) + (1-q) N(0)."""
 
+    def loss(self, x):
+        q = self.q_weights[1]
+        return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+
     def inverse(self, s):
         q = self.q_weights[1]
         s = np.asarray(s, float)
@@ -327,6 +355,13 @@ class _PoissonAddLoss(GaussianMixtureLoss):
 
 class _WithoutReplacementLoss(GaussianMixtureLoss):
     """001 Sec. 6.2, closed-form inverse (written in scaled form to avoid overflow)."""
+
+    def loss(self, x):
+        q = self.p_weights[0]
+        x = np.asarray(x, float)
+        s2 = 2 * self.sigma ** 2
+        return (np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / s2)
+                - np.logaddexp(math.log1p(-q), math.log(q) + (-2 * x - 1) / s2))
 
     def inverse(self, s):
         q = self.p_weights[0]

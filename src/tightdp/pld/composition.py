@@ -136,14 +136,21 @@ class ComposedPLD:
         return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
 
 
+def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
+    """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``)."""
+    if tilt == 0.0:
+        return d.pmf / d.pmf.sum()
+    with np.errstate(divide="ignore"):
+        lw = np.log(d.pmf) + tilt * d.grid
+    w = np.exp(lw - lw.max())
+    return w / w.sum()
+
+
 def _moments(terms, tilt):
     """Mean and variance of the tilted composition (exact, on the unshifted grid)."""
     m = v = 0.0
     for d, c in terms:
-        with np.errstate(divide="ignore"):
-            lw = np.log(d.pmf) + tilt * d.grid
-        w = np.exp(lw - lw.max())
-        w /= w.sum()
+        w = _tilted_weights(d, tilt)
         mu = float(np.dot(w, d.grid))
         m += c * mu
         v += c * float(np.dot(w, (d.grid - mu) ** 2))
@@ -233,6 +240,25 @@ def _tail_masses(terms, tilt, K0, bot, top):
     return t_lo, t_hi
 
 
+def _powers(phi, mag, gamma, c):
+    """``phi^c``, ``(|phi| + gamma)^c`` and ``|phi|^c``, skipping coefficients that underflow to 0."""
+    if c == 1:
+        return phi, mag + gamma, mag
+    with np.errstate(divide="ignore"):
+        lb = c * np.log(mag + gamma)
+    live = lb > -745.0  # elsewhere every power is below the smallest double
+    pw = np.zeros_like(phi)
+    b_ = np.zeros_like(mag)
+    e_ = np.zeros_like(mag)
+    if np.any(live):
+        ph = phi[live]
+        with np.errstate(divide="ignore", under="ignore"):
+            pw[live] = np.exp(c * np.log(ph))
+            b_[live] = np.exp(lb[live])
+            e_[live] = np.exp(c * np.log(mag[live]))
+    return pw, b_, e_
+
+
 def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, tau: float = 1e-13,
             window: tuple[float, float] | None = None, size: int | None = None) -> ComposedPLD:
     """Compose ``count`` copies of each discretised loss (all on the same mesh ``h``).
@@ -279,20 +305,14 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     abs_bound = None  # product of (|phi| + gamma)^c
     abs_exact = None  # product of |phi|^c
     for d, c in live:
-        with np.errstate(divide="ignore", under="ignore"):
-            lw = np.log(d.pmf) + tilt * d.grid
-        lw -= special.logsumexp(lw)
-        w = np.exp(lw)
+        w = _tilted_weights(d, tilt)
         # index j holds grid value (start + j) h; the composed index m then holds
         # (sum_i c_i start_i + m) h, re-aligned to the window below
         idx = np.arange(d.pmf.size) % n
         vec = np.bincount(idx, weights=w, minlength=n)
         phi = sfft.rfft(vec)
         mag = np.abs(phi)
-        with np.errstate(under="ignore"):
-            pw = phi ** c if c > 1 else phi
-            b_ = (mag + gamma) ** c
-            e_ = mag ** c
+        pw, b_, e_ = _powers(phi, mag, gamma, c)
         spec = pw if spec is None else spec * pw
         abs_bound = b_ if abs_bound is None else abs_bound * b_
         abs_exact = e_ if abs_exact is None else abs_exact * e_
