@@ -1,0 +1,162 @@
+"""Opacus drop-in: ``PrivacyEngine(accountant="tightdp")`` reports tightdp's certified epsilon."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+opacus = pytest.importorskip("opacus")
+
+import tightdp  # noqa: E402
+from tightdp.integrations import opacus as tdp_opacus  # noqa: E402  (registers "tightdp")
+from tightdp.integrations.opacus import TightDPAccountant, get_noise_multiplier  # noqa: E402
+
+pytestmark = pytest.mark.torch
+DELTA = 1e-5
+
+
+def test_registered_with_opacus():
+    from opacus.accountants import create_accountant
+
+    acc = create_accountant("tightdp")
+    assert isinstance(acc, TightDPAccountant) and acc.mechanism() == "tightdp"
+    assert isinstance(acc, opacus.accountants.IAccountant)
+    tdp_opacus.register()  # idempotent
+
+
+def test_history_and_epsilon_equal_dpsgd_epsilon():
+    acc = TightDPAccountant()
+    assert acc.get_epsilon(DELTA) == 0.0 and len(acc) == 0
+    for _ in range(50):
+        acc.step(noise_multiplier=1.0, sample_rate=0.02)
+    assert acc.history == [(1.0, 0.02, 50)] and len(acc) == 1 and acc.steps == 50
+    ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.02, steps=50, delta=DELTA)
+    assert acc.get_epsilon(DELTA) == ref.upper
+    b = acc.get_bounds(DELTA)
+    assert b.lower <= b.upper and b.kind == "bound"
+
+
+def test_heterogeneous_history_composes_segments():
+    acc = TightDPAccountant()
+    for _ in range(30):
+        acc.step(noise_multiplier=1.0, sample_rate=0.02)
+    for _ in range(20):
+        acc.step(noise_multiplier=2.0, sample_rate=0.05)
+    for _ in range(10):
+        acc.step(noise_multiplier=1.0, sample_rate=0.02)
+    assert acc.history == [(1.0, 0.02, 30), (2.0, 0.05, 20), (1.0, 0.02, 10)] and acc.steps == 60
+    from tightdp.accountants import PRVAccountant
+    from tightdp.dpsgd import dpsgd_mechanism
+
+    ref = PRVAccountant(eps_error=0.01).compose([
+        (dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02), 40),
+        (dpsgd_mechanism(noise_multiplier=2.0, sampling_rate=0.05), 20)]).epsilon(DELTA)
+    eps = acc.get_epsilon(DELTA)
+    assert eps == ref.upper
+    # more noise for some steps: between the all-sigma=1 and the first segment alone
+    only_first = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.02, steps=40, delta=DELTA).upper
+    assert only_first < eps
+
+
+def test_state_dict_round_trip(tmp_path):
+    acc = TightDPAccountant(eps_error=0.02)
+    for _ in range(7):
+        acc.step(noise_multiplier=1.3, sample_rate=0.1)
+    acc.step(noise_multiplier=0.9, sample_rate=0.1)
+    state = acc.state_dict()
+    path = tmp_path / "acc.pt"
+    torch.save(state, path)
+    fresh = TightDPAccountant()
+    fresh.load_state_dict(torch.load(path, weights_only=False))
+    assert fresh.history == acc.history and fresh.eps_error == 0.02
+    assert fresh.get_epsilon(DELTA) == acc.get_epsilon(DELTA)
+    with pytest.raises(ValueError, match="mechanism"):
+        fresh.load_state_dict({"history": [], "mechanism": "rdp"})
+    with pytest.raises(ValueError, match="history"):
+        fresh.load_state_dict({"history": [(1.0, 2.0, 3)], "mechanism": "tightdp"})
+    assert fresh.history == acc.history  # a failed load changes nothing
+
+
+def test_bad_input():
+    acc = TightDPAccountant()
+    with pytest.raises(ValueError, match="noise_multiplier"):
+        acc.step(noise_multiplier=0.0, sample_rate=0.1)
+    with pytest.raises(ValueError, match="sample_rate"):
+        acc.step(noise_multiplier=1.0, sample_rate=float("nan"))
+    assert acc.history == []
+    acc.step(noise_multiplier=1.0, sample_rate=0.1)
+    with pytest.raises(ValueError, match="delta"):
+        acc.get_epsilon(1.5)
+
+
+def _toy_training(engine, *, epochs=2, target_epsilon=None, noise_multiplier=1.0):
+    torch.manual_seed(0)
+    x = torch.randn(64, 5)
+    y = (x[:, 0] > 0).long()
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=16)
+    model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if target_epsilon is None:
+        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                                 noise_multiplier=noise_multiplier, max_grad_norm=1.0)
+    else:
+        model, opt, loader = engine.make_private_with_epsilon(module=model, optimizer=opt, data_loader=loader,
+                                                              target_epsilon=target_epsilon, target_delta=DELTA,
+                                                              epochs=epochs, max_grad_norm=1.0)
+    loss_fn = torch.nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+    return opt
+
+
+def test_short_training_run_reports_tightdp_epsilon():
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="tightdp")
+    assert isinstance(engine.accountant, TightDPAccountant)
+    _toy_training(engine, epochs=2, noise_multiplier=1.0)
+    hist = engine.accountant.history
+    assert len(hist) == 1 and hist[0][0] == 1.0 and hist[0][1] == pytest.approx(0.25)
+    steps = hist[0][2]
+    assert steps == 8  # 2 epochs of 4 expected batches
+    eps = engine.get_epsilon(DELTA)
+    ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=hist[0][1], steps=steps, delta=DELTA)
+    assert eps == ref.upper
+    # a fresh engine restored from the accountant's state reports the same
+    other = PrivacyEngine(accountant="tightdp")
+    other.accountant.load_state_dict(engine.accountant.state_dict())
+    assert other.get_epsilon(DELTA) == eps
+
+
+def test_make_private_with_epsilon_calibrates_safely():
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="tightdp")
+    opt = _toy_training(engine, epochs=2, target_epsilon=3.0)
+    sigma = opt.noise_multiplier
+    spent = engine.get_epsilon(DELTA)
+    assert spent <= 3.0  # certified: the run stays within the target
+    assert spent >= 3.0 - 0.05  # and Opacus' bisection on our epsilon is close to it
+    ours = get_noise_multiplier(target_epsilon=3.0, target_delta=DELTA, sample_rate=0.25, epochs=2)
+    assert ours <= sigma * (1 + 1e-9)  # tightdp's calibration is at least as tight as Opacus' loop
+    assert tightdp.dpsgd_epsilon(noise_multiplier=ours, sampling_rate=0.25, steps=8, delta=DELTA,
+                                 eps_error=0.01).upper <= 3.0 + 0.02
+
+
+def test_get_noise_multiplier_dropin():
+    from opacus.accountants.utils import get_noise_multiplier as opacus_gnm
+
+    s = get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500)
+    cal = tightdp.calibrate_noise(target_epsilon=2.0, delta=DELTA, sampling_rate=0.01, steps=500)
+    assert s == cal.noise_multiplier
+    # other accountant names go to Opacus' own function
+    assert get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500,
+                                accountant="rdp") == opacus_gnm(target_epsilon=2.0, target_delta=DELTA,
+                                                                sample_rate=0.01, steps=500, accountant="rdp")
+    with pytest.raises(ValueError, match="steps and epochs"):
+        get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01)
