@@ -131,6 +131,8 @@ def _laplace(event, count):
 
 @_handles("RandomizedResponseDpEvent")
 def _rr(event, count):
+    if _field(event, "num_buckets") == 1:  # one possible output: no information (as in dp-accounting)
+        return []
     if _field(event, "noise_parameter") == 0:  # always the true bucket: non-private
         return [(NON_PRIVATE, 1)]
     return [(RandomizedResponse(noise_parameter=_field(event, "noise_parameter"),
