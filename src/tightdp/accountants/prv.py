@@ -25,12 +25,13 @@ import numpy as np
 from .._validation import check_delta, check_positive, check_real
 from ..bounds import Bounds
 from ..errors import PrecisionError
-from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..pld import chernoff_epsilon, coarsen, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
 from ._pld import PLDAccountant, check_mechanism
 
 __all__ = ["PRVAccountant"]
 
 _TAUS = (1e-13, 1e-20, 1e-30)
+_HIERARCHY_MIN_STEPS = 3000
 
 
 def _round_mesh(h: float) -> float:
@@ -75,10 +76,44 @@ class PRVAccountant(PLDAccountant):
         tail = trunc / k
         return [(discretise(loss, h, tail), c) for loss, c in terms], h
 
+    def _hierarchical(self, terms, eta: float, trunc: float):
+        """Final-level terms of a two-level composition (``tightdp.pld.hierarchy``), or None if not worth it.
+
+        Blocks of ``m ~ sqrt(k)`` steps on the fine mesh ``h1``, re-binned on ``h2 = sqrt(m) h1``; ``h1`` is
+        chosen so that the total Hoeffding range, ``sum (sqrt(m) h1 + h2)^2 <= 4 h1^2 (k + m T)``, equals the
+        single-level one, ``k h^2``.
+        """
+        k = sum(c for _, c in terms)
+        if k < _HIERARCHY_MIN_STEPS:
+            return None
+        h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta))
+        m = max(4, int(math.sqrt(k)))
+        h1 = _round_mesh(h * math.sqrt(k) / (2.0 * math.sqrt(k + m * len(terms))))
+        h2 = math.sqrt(m) * h1
+        tail = trunc / k
+        out = []
+        for loss, c in terms:
+            out += coarsen(discretise(loss, h1, tail), c, min(m, c), h2, tau=min(1e-15, 1e-3 * eta * m / k))
+        return out
+
     def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
+        tilt = round(tilt, 3)
+        if tilt == 0.0:
+            key = ("hier", direction, round(eta, 300), round(trunc, 300), tau)
+
+            def build():
+                final = self._hierarchical(terms, eta, trunc)
+                if final is None:
+                    return None
+                comp = compose(final, tilt=0.0, tau=tau)
+                return comp if comp.tv_error <= eta else None  # else: not worth it, go flat
+
+            comp = self._memo(key, build)
+            if comp is not None:
+                return comp
         disc, h = self._plan(terms, eta, trunc)
-        key = ("comp", direction, h, round(trunc, 300), round(tilt, 3), tau)
-        return self._memo(key, lambda: compose(disc, tilt=round(tilt, 3), tau=tau))
+        key = ("comp", direction, h, round(trunc, 300), tilt, tau)
+        return self._memo(key, lambda: compose(disc, tilt=tilt, tau=tau))
 
     # --------------------------------------------------------------- queries
     def _epsilon(self, delta: float) -> Bounds:
@@ -89,10 +124,10 @@ class PRVAccountant(PLDAccountant):
         eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
         parts, info = [], {}
         for d, terms in enumerate(self._directions()):
-            disc, h = self._plan(terms, eta, trunc)
+            plan = lambda: self._plan(terms, eta, trunc)[0]  # single-level discretisation, when a tilt is needed
             # FFT round-off is ~1e-16 of the total mass: without tilting it is far
             # below delta >= 1e-10; smaller deltas get an exponentially tilted FFT
-            tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(disc, delta)[1]
+            tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
             res, tau_i = None, 0
             for _ in range(4):
                 comp = self._composed(d, terms, eta, trunc, tilt, _TAUS[tau_i])
@@ -106,7 +141,7 @@ class PRVAccountant(PLDAccountant):
                 if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(_TAUS):
                     tau_i += 1  # widen the window
                 else:  # re-centre the tilt on the answer
-                    new_tilt = saddle_tilt(disc, res.estimate) if math.isfinite(res.estimate) else tilt
+                    new_tilt = saddle_tilt(plan(), res.estimate) if math.isfinite(res.estimate) else tilt
                     if abs(new_tilt - tilt) < 1e-3:
                         break
                     tilt = new_tilt
@@ -114,7 +149,7 @@ class PRVAccountant(PLDAccountant):
                 raise PrecisionError(f"cannot certify epsilon at delta={delta:g}: the composition window "
                                      "could not be placed around the answer")
             parts.append(res)
-            info = {"mesh": h, "coupling_shift": comp.coupling_shift(eta), "grid_points": int(comp.tilted.size),
+            info = {"mesh": comp.h, "coupling_shift": comp.coupling_shift(eta), "grid_points": int(comp.tilted.size),
                     "compositions": comp.compositions, "delta_error": slack,
                     "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error)}
         info["seconds"] = time.perf_counter() - t0
@@ -134,10 +169,9 @@ class PRVAccountant(PLDAccountant):
         out = []
         for d, terms in enumerate(self._directions()):
             slack = self.delta_error if self.delta_error is not None else 1e-6
-            for attempt in range(2):
+            tilt = 0.0
+            for attempt in range(3):
                 eta, trunc = 0.5 * slack, 0.25 * slack
-                disc, _ = self._plan(terms, eta, trunc)
-                tilt = saddle_tilt(disc, eps)
                 for tau in _TAUS:
                     comp = self._composed(d, terms, eta, trunc, tilt, tau)
                     lo, es, up = (float(v[0]) for v in delta_bounds(comp, np.array([eps]), eta))
@@ -145,6 +179,9 @@ class PRVAccountant(PLDAccountant):
                         break
                 if self.delta_error is not None or es <= 0 or slack <= 1e-3 * es or slack <= 1e-300:
                     break
+                # the answer is small: spend less slack, and tilt the FFT towards eps if round-off could matter
                 slack = max(1e-3 * es, 1e-300)
+                if es < 1e-9:
+                    tilt = saddle_tilt(self._plan(terms, 0.5 * slack, 0.25 * slack)[0], eps)
             out.append((lo, es, up))
         return tuple(max(v[j] for v in out) for j in range(3))

@@ -217,7 +217,8 @@ class GaussianMixtureLoss(PrivacyLoss):
         if math.isfinite(hi):
             return hi
         a, _, _, _, w = self._par
-        z = special.ndtri(np.clip(1.0 - mass / (len(w) * w), 0.0, 1.0))  # Phi(z) = 1 - mass/(K w)
+        p = mass / (len(w) * w)
+        z = np.where(p >= 1.0, -np.inf, -special.ndtri(np.minimum(p, 1.0)))  # 1 - Phi(z) = mass / (K w)
         x = float(np.max(a + self.sigma * z))  # z = -inf: a component lighter than mass/K
         return float(self.loss(np.array([x]))[0])
 

@@ -8,6 +8,7 @@ Data flow: ``PrivacyLoss`` -> ``discretise`` (003 Alg. 2, upper variant) ->
 from .composition import ComposedPLD, chernoff_epsilon, compose, saddle_tilt
 from .curve import CurveBounds, delta_bounds, epsilon_bounds
 from .discretise import DiscretisedLoss, discretise
+from .hierarchy import coarsen, rebin
 
 __all__ = ["DiscretisedLoss", "discretise", "ComposedPLD", "compose", "chernoff_epsilon", "saddle_tilt",
-           "CurveBounds", "delta_bounds", "epsilon_bounds"]
+           "CurveBounds", "delta_bounds", "epsilon_bounds", "coarsen", "rebin"]

@@ -64,6 +64,7 @@ class ComposedPLD:
     alias_mass: float
     float_error: float
     compositions: int
+    tv_error: float = 0.0  # sum of the composed terms' l1 errors (re-binned blocks)
 
     @property
     def x(self) -> np.ndarray:
@@ -279,10 +280,11 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     truncated = min(1.0, sum(c * d.truncated_mass for d, c in terms))
     hoeff = sum(c * d.coupling_range ** 2 for d, c in terms)
     mean_err = sum(c * d.mean_error for d, c in terms)
+    tv = sum(c * d.tv_error for d, c in terms)
     live = [(d, c) for d, c in terms if d.mass > 0]
     if not live:
         return ComposedPLD(h, 0.0, np.zeros(1), 0.0, -math.inf, inf_mass, truncated, hoeff, mean_err,
-                           0.0, 0.0, total_count)
+                           0.0, 0.0, total_count, tv)
 
     if window is None:
         lo, hi, K0 = _window(live, tilt, tau)
@@ -331,4 +333,4 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     log_norm = K0 + tilt * shift
     return ComposedPLD(h=h, offset=offset, tilted=out, tilt=tilt, log_norm=log_norm, infinity_mass=inf_mass,
                        truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err, alias_mass=alias,
-                       float_error=float_err, compositions=total_count)
+                       float_error=float_err, compositions=total_count, tv_error=tv)

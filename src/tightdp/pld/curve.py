@@ -10,7 +10,8 @@ For the composed PRV ``S`` and its discretisation ``S~`` (a ``ComposedPLD``):
   where ``p_inf`` is the mass at +inf (including mass truncated above, which the
   upper variant sends there), ``err`` bounds aliasing, window truncation and FFT
   round-off, and ``truncated`` is all mass the truncation moved (the lower bound
-  pays for it because ``Y`` and ``Y^U`` differ only there).
+  pays for it because ``Y`` and ``Y^U`` differ only there); ``tv`` is the l1 error
+  of re-binned blocks (hierarchical composition), paid on both sides.
 
 ``eps(delta)`` bounds invert these monotone envelopes exactly (the discrete
 ``delta_disc`` is continuous and piecewise ``A - e^eps B``).
@@ -42,8 +43,9 @@ def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
     eps = np.asarray(eps, float)
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
-    upper = p_inf + comp.delta_disc(eps - t) + comp.numerical_error(eps - t) + eta
-    lower = p_inf + comp.delta_disc(eps + t) - comp.numerical_error(eps + t) - eta - comp.truncated_mass
+    tv = comp.tv_error
+    upper = p_inf + comp.delta_disc(eps - t) + comp.numerical_error(eps - t) + eta + tv
+    lower = p_inf + comp.delta_disc(eps + t) - comp.numerical_error(eps + t) - eta - tv - comp.truncated_mass
     est = p_inf + comp.delta_disc(eps)
     upper = np.minimum(upper, 1.0)
     lower = np.clip(lower, 0.0, 1.0)
@@ -58,7 +60,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
     note = None
     used = 0.0
     # upper: smallest eps with p_inf + delta_disc(eps - t) + err(eps - t) + eta <= delta
-    target_u = delta - p_inf - eta
+    target_u = delta - p_inf - eta - comp.tv_error
     if target_u <= 0:
         upper = math.inf
         note = (f"delta={delta:g} is not above the probability of an infinite privacy loss "
@@ -74,7 +76,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
     target_e = delta - p_inf
     est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
     # lower: largest eps with p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated >= delta
-    target_l = delta + eta + comp.truncated_mass - p_inf
+    target_l = delta + eta + comp.tv_error + comp.truncated_mass - p_inf
     if target_l <= 0:
         lower = math.inf  # the mass at infinity alone exceeds delta: eps is infinite
     else:

@@ -41,6 +41,9 @@ class DiscretisedLoss:
     truncated_mass: float
     mean_error: float
     coupling_range: float
+    #: l1 distance between ``pmf`` and the exact discretised distribution it stands for
+    #: (non-zero for a re-binned composition: FFT round-off and aliasing of the block)
+    tv_error: float = 0.0
 
     @property
     def grid(self) -> np.ndarray:
