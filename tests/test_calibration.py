@@ -250,3 +250,100 @@ def test_coarse_then_fine_evaluation():
     cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=1.0, steps=100,
                           epsilon_fn=with_error(0.01))
     assert sigma_star <= cal.noise_multiplier <= 1.01 * sigma_star
+
+
+# ------------------------------------------------------------- with the certified PRV accountant
+def _peer_epsilon(sigma, q, steps, delta, interval):
+    """dp-accounting 0.6.0 PLD (pessimistic) for the Poisson-subsampled Gaussian: an independent check."""
+    from dp_accounting import dp_event as de
+    from dp_accounting.pld import pld_privacy_accountant as pld
+
+    acc = pld.PLDAccountant(value_discretization_interval=interval)
+    acc.compose(de.SelfComposedDpEvent(de.PoissonSampledDpEvent(q, de.GaussianDpEvent(sigma)), steps))
+    return acc.get_epsilon(delta)
+
+
+@pytest.mark.parametrize("target", [0.05, 3.0, 80.0])
+def test_acceptance_targets_safe_and_tight_with_prv(target):
+    """Acceptance: calibration succeeds and is safe for targets 0.05, 3 and 80."""
+    q, k, delta = 0.01, 1000, 1e-5
+    cal = calibrate_noise(target_epsilon=target, delta=delta, sampling_rate=q, steps=k)
+    assert cal.epsilon.kind == "bound" and cal.epsilon.upper <= target
+    # tight, with proof: at 0.99 sigma even the certified LOWER bound exceeds the target
+    tight = cal.details["tightness"]
+    assert tight["checked"] == pytest.approx(0.99 * cal.noise_multiplier)
+    assert tight["epsilon_lower"] > target
+    # safe, by an independent implementation (dp-accounting's pessimistic PLD, 1e-3 grid)
+    pytest.importorskip("dp_accounting")
+    interval = min(1e-3, 4e-4 * target)  # the peer's grid must be fine next to the target
+    assert _peer_epsilon(cal.noise_multiplier, q, k, delta, interval) <= target * (1 + 1e-3) + 2 * interval
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log_target=st.floats(math.log(0.05), math.log(80.0)),
+       log_q=st.floats(math.log(1e-3), 0.0),
+       steps=st.integers(1, 2000))
+def test_prv_calibration_property(log_target, log_q, steps):
+    target, q = math.exp(log_target), math.exp(log_q)
+    cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=q, steps=steps)
+    assert cal.epsilon.upper <= target
+    tight = cal.details["tightness"]
+    assert tight["overshoots"] and tight["epsilon_upper"] > target
+    assert tight["epsilon_lower"] > target  # the smallest noise is within 1 % (certified)
+
+
+def test_prv_steps_and_rate():
+    sigma, q, delta = 1.0, 0.01, 1e-5
+    cal = calibrate_steps(target_epsilon=2.0, delta=delta, noise_multiplier=sigma, sampling_rate=q)
+    assert cal.epsilon.upper <= 2.0 and cal.details["tightness"]["epsilon_upper"] > 2.0
+    assert cal.details["tightness"]["checked"] == cal.steps + 1
+    rate = calibrate_sampling_rate(target_epsilon=2.0, delta=delta, noise_multiplier=sigma, steps=cal.steps)
+    assert rate.epsilon.upper <= 2.0 and rate.details["tightness"]["epsilon_upper"] > 2.0
+    assert rate.sampling_rate == pytest.approx(q, rel=0.02)  # the inverse question lands back near q
+
+
+# ------------------------------------------------------------------------ CLI
+def test_cli_calibrate_json_and_text(capsys):
+    from tightdp.cli import main
+
+    assert main(["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01",
+                 "--steps", "1000", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["solved"] == "noise_multiplier" and data["epsilon"]["upper"] <= 3.0
+    assert data["noise_multiplier"] == pytest.approx(
+        calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000).noise_multiplier)
+    assert main(["calibrate", "--solve", "steps", "--noise-multiplier", "1.1", "--target-epsilon", "3",
+                 "--delta", "1e-5", "--dataset-size", "50000", "--batch-size", "256"]) == 0
+    out = capsys.readouterr().out
+    assert "steps:" in out and "epochs of 196 steps" in out
+    assert main(["calibrate", "--solve", "sampling-rate", "--noise-multiplier", "1.0", "--steps", "100",
+                 "--target-epsilon", "2", "--delta", "1e-5"]) == 0
+    assert "sampling rate:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, name", [
+    (["--target-epsilon", "3", "--delta", "0", "--sampling-rate", "0.01", "--steps", "10"], "delta"),
+    (["--target-epsilon", "nan", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "target_epsilon"),
+    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "2", "--steps", "10"], "sampling_rate"),
+    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1", "--steps", "2.5"], "steps"),
+    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--steps"),
+    (["--solve", "steps", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--noise-multiplier"),
+    (["--solve", "noise", "--noise-multiplier", "1", "--target-epsilon", "3", "--delta", "1e-5",
+      "--sampling-rate", "0.1", "--steps", "10"], "--noise-multiplier"),
+])
+def test_cli_calibrate_bad_input(capsys, argv, name):
+    from tightdp.cli import main
+
+    assert main(["calibrate", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and name in err[0]
+
+
+def test_cli_calibrate_unreachable(capsys):
+    from tightdp.cli import main
+
+    assert main(["calibrate", "--solve", "steps", "--noise-multiplier", "0.3", "--target-epsilon", "0.01",
+                 "--delta", "1e-5", "--sampling-rate", "1"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "exceed" in err[0]
