@@ -161,6 +161,8 @@ class EdgeworthAccountant(Accountant):
     def _epsilon(self, delta: float) -> Bounds:
         est = self._root_last_above(delta, 0)
         details: dict[str, Any] = {"method": f"AEA order {self.order} (004 Def. 4.1)"}
+        if math.isinf(est):
+            details["note"] = "the Edgeworth estimate of delta stays above the target over the whole scan"
         if not self.interval:
             return Bounds(None, est, None, "epsilon", "approximation", details)
         st = self._prepare()
