@@ -223,10 +223,8 @@ class IndividualAccountant:
             setups.append((direction, bucket_spectra(plds, h, j0, n), h))
         return c, setups
 
-    def _eps_counts(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
-        if self._q == 1.0:
-            raise AssertionError("unreachable")
-        setup = self._pld_setup(counts)
+    def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None) -> tuple[np.ndarray, dict]:
+        setup = self._pld_setup(counts, h)
         if setup is None:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
@@ -249,6 +247,11 @@ class IndividualAccountant:
             b = Bounds(None, up, up, "epsilon", "bound", details)
         else:
             up, info = self._eps_counts(self._counts, dlt)
+            # every example is dominated by the all-worst-case sequence of the same length
+            # (000 Thm D.2's data-processing argument), so that bound applies to each example too
+            worst = self.worst_case_epsilon(dlt).upper
+            up = np.minimum(up, worst)
+            details.update(worst_case_epsilon=worst)
             details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
             b = Bounds(None, up, up, "epsilon", "bound", details)
         if np.isinf(b.upper).any():
@@ -289,7 +292,7 @@ class IndividualAccountant:
             return Bounds(None, e, e, "epsilon", "bound", {"method": "gdp", "mu": mu})
         row = np.zeros((1, self._B + 1), dtype=np.int64)
         row[0, self._B] = self._steps
-        e, info = self._eps_counts(row, dlt)
+        e, info = self._eps_counts(row, dlt, self._mesh_for(self._counts))
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
     def active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
