@@ -230,14 +230,16 @@ def _window(terms, tilt, tau):
 
 
 def _tail_masses(terms, tilt, K0, bot, top):
-    """Chernoff bounds on the tilted mass below ``bot`` and above ``top``."""
+    """Chernoff bounds on the tilted mass below ``bot`` and above ``top`` (a wide geometric grid of theta)."""
     m, v = _moments(terms, tilt)
-    t_hi = t_lo = 1.0
-    for f in (0.25, 0.5, 1.0, 2.0, 4.0):
-        th = f * max(top - m, 1e-12) / max(v, 1e-300)
-        t_hi = min(t_hi, math.exp(min(_cgf(terms, tilt + th) - K0 - th * top, 0.0)))
-        th = f * max(m - bot, 1e-12) / max(v, 1e-300)
-        t_lo = min(t_lo, math.exp(min(_cgf(terms, tilt - th) - K0 + th * bot, 0.0)))
+    v = max(v, 1e-300)
+    th_hi = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(top - m, 0.0) / v)), 24)
+    th_lo = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(m - bot, 0.0) / v)), 24)
+    with np.errstate(over="ignore"):
+        up = _cgf_many(terms, tilt + th_hi) - K0 - th_hi * top
+        down = _cgf_many(terms, tilt - th_lo) - K0 + th_lo * bot
+    t_hi = float(np.exp(min(float(np.min(up)), 0.0)))
+    t_lo = float(np.exp(min(float(np.min(down)), 0.0)))
     return t_lo, t_hi
 
 
