@@ -132,6 +132,19 @@ def test_small_report_content_and_files(tmp_path, capsys):
     assert data["certified_band"][repr(1e-5)]["upper"] == rep.band[1e-5][1]
 
 
+def test_parallel_workers_give_identical_results(tmp_path):
+    cfg = small_config(tmp_path, SMALL.replace("target_epsilons = [2.0]", "target_epsilons = [2.0]\ngroup_sizes = [2]"))
+    one = build_report(cfg, workers=1)
+    two = build_report(cfg, workers=2)
+    assert one.band == two.band
+    values = lambda rep: [(r.name, {d: tuple(b) for d, b in r.bounds.items()}) for r in rep.results]  # noqa: E731
+    assert values(one) == values(two)
+    assert one.calibration == two.calibration and one.groups == two.groups
+    assert one.training_curve == two.training_curve and one.curve == two.curve
+    with pytest.raises(ValueError, match="workers"):
+        build_report(cfg, workers=0)
+
+
 def test_events_report_and_no_plots(tmp_path):
     cfg = small_config(tmp_path, """
 [[events]]

@@ -625,68 +625,145 @@ def _band(results: list[AccountantResult], delta: float) -> tuple[float | None, 
     return (max(lows) if lows else None, min(ups) if ups else None)
 
 
-def build_report(config: ReportConfig, *, progress: bool | None = None, curve_points: int = 4,
-                 training_points: int = 5) -> Report:
-    """Compute everything the report shows. ``progress=None``: a bar only on a terminal."""
+def build_report(config: ReportConfig, *, progress: bool | None = None, workers: int = 1,
+                 curve_points: int = 4, training_points: int = 5) -> Report:
+    """Compute everything the report shows.
+
+    ``progress=None``: a progress bar only on a terminal (and only after a
+    second). ``workers > 1`` runs the independent computations (one per
+    accountant row, plot point, calibration hint and group size) in that many
+    forked worker processes; the results are identical to ``workers=1``.
+    """
     if not isinstance(config, ReportConfig):
         raise ValueError(f"config must be a ReportConfig (see load_config), got {config!r}")
+    workers = check_count("workers", workers)
     t0 = time.perf_counter()
     names = _available_accountants(config)
     plot_names = [n for n in names if (n in config.plot_accountants if config.plot_accountants is not None
                                        else n not in _SLOW_IN_PLOTS)]
-    ledger = config.ledger()
     deltas = list(config.deltas)
     curve_deltas = sorted(set(deltas) | set(np.logspace(-10, -3, curve_points).tolist())) if config.plots else []
     train_x = _training_checkpoints(config, training_points) if config.plots and config.is_training else []
-    calib_jobs = _calibration_jobs(config)
-    total = (len(names) * len(deltas) + len(plot_names) * len(set(curve_deltas) - set(deltas))
-             + len(train_x) * len(plot_names)
-             + len(calib_jobs) + len(config.group_sizes))
-    bar = _Progress(max(total, 1), enabled=progress)
-    notes: list[str] = []
+    calibration_note, calib_jobs = _calibration_plan(config)
+    group_note, group_jobs = _group_plan(config)
+
+    # every independent computation is one job; the slow kinds go first so that workers balance
+    jobs: list[tuple] = [("calib", what, t) for what, t in calib_jobs] + [("group", g) for g in group_jobs]
+    jobs += [("row", n, tuple(sorted(set(deltas) | (set(curve_deltas) if n in plot_names else set()),
+                                     reverse=True))) for n in names]
+    jobs += [("train", n, k) for n in plot_names for k in train_x]
+    bar = _Progress(max(len(jobs), 1), enabled=progress)
     try:
-        results = []
-        for name in names:
-            acc = _make_accountant(name)
-            res = AccountantResult(name=name, kind=acc.kind)
-            queries = sorted(set(deltas) | (set(curve_deltas) if name in plot_names else set()), reverse=True)
-            try:
-                acc.compose(ledger)
-            except UnsupportedMechanismError as exc:
-                res.note = f"cannot analyse this run ({exc})"
-                for _ in queries:
-                    bar.advance(name)
-                results.append(res)
-                continue
-            for d in queries:
-                ts = time.perf_counter()
-                b, err = _safe_epsilon(acc, d)
-                if d in deltas:
-                    res.seconds += time.perf_counter() - ts
-                if b is not None:
-                    res.bounds[d] = b
-                elif d in deltas:
-                    notes.append(f"{name} at δ = {d:g}: {err}")
-                else:
-                    notes.append(f"{name} at δ = {d:g} (plot only): {err}")
-                bar.advance(f"{name}: ε at δ = {d:g}")
-            results.append(res)
-        band = {d: _band(results, d) for d in deltas}
-        curve = {}
-        if curve_deltas:
-            curve = {"delta": curve_deltas,
-                     "series": {f"{r.name} ({r.kind})": [_upper(r.bounds.get(d)) for d in curve_deltas]
-                                for r in results if r.bounds and r.name in plot_names},
-                     "band": ([_band(results, d)[0] for d in curve_deltas], [_band(results, d)[1] for d in curve_deltas])}
-        training_curve = _training_curve(config, plot_names, train_x, bar) if train_x else {}
-        calibration, calibration_note = _calibrate(config, calib_jobs, bar)
-        groups, group_note = _groups(config, bar)
+        out = _run_jobs(config, jobs, workers, bar)
     finally:
         bar.close()
+    by_job = dict(zip(jobs, out))
+
+    notes: list[str] = []
+    results = []
+    for job in jobs:
+        if job[0] == "row":
+            res, row_notes = by_job[job]
+            results.append(res)
+            notes += row_notes
+    band = {d: _band(results, d) for d in deltas}
+    curve = {}
+    if curve_deltas:
+        curve = {"delta": curve_deltas,
+                 "series": {f"{r.name} ({r.kind})": [_upper(r.bounds.get(d)) for d in curve_deltas]
+                            for r in results if r.bounds and r.name in plot_names},
+                 "band": ([_band(results, d)[0] for d in curve_deltas],
+                          [_band(results, d)[1] for d in curve_deltas])}
+    training_curve = _training_curve(config, plot_names, train_x, by_job) if train_x else {}
+    calibration = [by_job[("calib", what, t)] for what, t in calib_jobs]
+    groups, group_errors = [], []
+    for g in group_jobs:
+        row, errs = by_job[("group", g)]
+        groups.append(row)
+        group_errors += errs
+    if group_errors:
+        group_note += " Failures: " + "; ".join(group_errors)
     return Report(config=config, results=results, band=band, calibration=calibration,
                   calibration_note=calibration_note, groups=groups, group_note=group_note, curve=curve,
                   training_curve=training_curve, created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
                   seconds=time.perf_counter() - t0, notes=notes)
+
+
+def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progress) -> list[Any]:
+    """Run the jobs in order (``workers == 1``) or in forked processes; results in job order."""
+    if workers == 1 or len(jobs) <= 1:
+        out = []
+        for job in jobs:
+            out.append(_run_job(config, job))
+            bar.advance(_job_label(job))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("fork")
+    results: dict[int, Any] = {}
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+        futures = {pool.submit(_run_job, config, job): i for i, job in enumerate(jobs)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            bar.advance(_job_label(jobs[i]))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _job_label(job: tuple) -> str:
+    kind = job[0]
+    if kind == "row":
+        return f"{job[1]}: epsilon"
+    if kind == "train":
+        return f"{job[1]}: epsilon after {job[2]} steps"
+    if kind == "calib":
+        return f"calibration: {job[1]} for epsilon <= {job[2]:g}"
+    return f"group privacy: size {job[1]}"
+
+
+def _run_job(config: ReportConfig, job: tuple) -> Any:
+    kind = job[0]
+    if kind == "row":
+        return _row_job(config, job[1], job[2])
+    if kind == "train":
+        return _train_job(config, job[1], job[2])
+    if kind == "calib":
+        return _calibration_job(config, job[1], job[2])
+    if kind == "group":
+        return _group_job(config, job[1])
+    raise ValueError(f"unknown job {job!r}")  # pragma: no cover
+
+
+def _row_job(config: ReportConfig, name: str, queries: tuple[float, ...]) -> tuple[AccountantResult, list[str]]:
+    """One accountant's epsilon at every queried delta (time counted for the configured deltas only)."""
+    acc = _make_accountant(name)
+    res = AccountantResult(name=name, kind=acc.kind)
+    notes: list[str] = []
+    try:
+        acc.compose(config.ledger())
+    except UnsupportedMechanismError as exc:
+        res.note = f"cannot analyse this run ({exc})"
+        return res, notes
+    for d in queries:
+        ts = time.perf_counter()
+        b, err = _safe_epsilon(acc, d)
+        if d in config.deltas:
+            res.seconds += time.perf_counter() - ts
+        if b is not None:
+            res.bounds[d] = b
+        else:
+            notes.append(f"{name} at δ = {d:g}{'' if d in config.deltas else ' (plot only)'}: {err}")
+    return res, notes
+
+
+def _train_job(config: ReportConfig, name: str, k: int) -> tuple[str, Bounds | None]:
+    acc = _make_accountant(name)
+    try:
+        acc.compose(config.ledger(upto=k))
+    except UnsupportedMechanismError:
+        return acc.kind, None
+    return acc.kind, _safe_epsilon(acc, config.deltas[0])[0]
 
 
 def _upper(b: Bounds | None) -> float | None:
@@ -705,91 +782,72 @@ def _training_checkpoints(config: ReportConfig, points: int) -> list[int]:
     return xs
 
 
-def _training_curve(config: ReportConfig, names: list[str], xs: list[int], bar: _Progress) -> dict[str, Any]:
+def _training_curve(config: ReportConfig, names: list[str], xs: list[int], by_job: dict) -> dict[str, Any]:
     delta = config.deltas[0]
     series: dict[str, list] = {}
     per: list[list[AccountantResult]] = [[] for _ in xs]
     for name in names:
         ys = []
+        kind = "bound"
         for i, k in enumerate(xs):
-            acc = _make_accountant(name)
-            try:
-                acc.compose(config.ledger(upto=k))
-                b, _ = _safe_epsilon(acc, delta)
-            except UnsupportedMechanismError:
-                b = None
-            r = AccountantResult(name=name, kind=acc.kind)
+            kind, b = by_job[("train", name, k)]
+            r = AccountantResult(name=name, kind=kind)
             if b is not None:
                 r.bounds[delta] = b
             per[i].append(r)
             ys.append(_upper(b))
-            bar.advance(f"{name}: ε after {k} steps")
         if any(y is not None for y in ys):
-            series[f"{name} ({_make_accountant(name).kind})"] = ys
+            series[f"{name} ({kind})"] = ys
     band = ([_band(rs, delta)[0] for rs in per], [_band(rs, delta)[1] for rs in per])
-    if config.steps_per_epoch and len(config.segments) >= 1:
-        x = [k / config.steps_per_epoch for k in xs]
-        label = "epochs"
+    if config.steps_per_epoch:
+        x, label = [k / config.steps_per_epoch for k in xs], "epochs"
     else:
         x, label = xs, "steps"
     return {"x": x, "steps": xs, "x_label": label, "series": series, "band": band}
 
 
-def _calibration_jobs(config: ReportConfig) -> list[tuple]:
-    if not config.is_training or config.sampling != "poisson":
-        return []
-    segs = config.segments
-    qs = {s.sampling_rate for s in segs}
-    if len(qs) != 1:
-        return []
+def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]]]:
+    """The note above the hints and the ``(kind, target)`` jobs."""
+    if not config.target_epsilons:
+        return "No target epsilons given (privacy.target_epsilons).", []
+    if not config.is_training:
+        return "Calibration hints are given for training runs (a [training] table).", []
+    if config.sampling != "poisson":
+        return "Calibration hints use Poisson sampling; this run samples fixed batches without replacement.", []
+    if len({s.sampling_rate for s in config.segments}) != 1:
+        return "Calibration hints need one sampling rate across the schedule.", []
+    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
+    note = (f"Certified (PRV upper bound) at δ = {delta:g}, sampling rate {q:.6g}. Noise: the smallest constant "
+            f"noise multiplier for {k} steps that meets the target (1 % less noise does not). ")
     jobs = [("noise", t) for t in config.target_epsilons]
-    if len(segs) == 1 and config.steps_per_epoch:
+    if len(config.segments) == 1 and config.steps_per_epoch:
+        note += "Epochs: the most whole epochs the configured noise affords."
         jobs += [("epochs", t) for t in config.target_epsilons]
-    return jobs
+    return note, jobs
 
 
-def _calibrate(config: ReportConfig, jobs: list[tuple], bar: _Progress) -> tuple[list[dict[str, Any]], str]:
+def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any]:
     from .calibration import CalibrationError, calibrate_noise, calibrate_steps
 
-    if not config.target_epsilons:
-        return [], "No target epsilons given (privacy.target_epsilons)."
-    if not config.is_training:
-        return [], "Calibration hints are given for training runs (a [training] table)."
-    if config.sampling != "poisson":
-        return [], "Calibration hints use Poisson sampling; this run samples fixed batches without replacement."
-    if not jobs:
-        return [], "Calibration hints need one sampling rate across the schedule."
-    q = config.segments[0].sampling_rate
-    k = config.total_steps
-    delta = config.deltas[0]
-    note = (f"Certified (PRV upper bound) at δ = {delta:g}, sampling rate {q:.6g}. Noise: the smallest constant "
-            f"noise multiplier for {k} steps that meets the target (the next value 1 % lower does not). ")
-    if len(config.segments) == 1:
-        note += "Epochs: how long the configured noise lasts."
-    hints = []
-    for what, t in jobs:
-        try:
-            if what == "noise":
-                cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
-                hints.append({"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.4f}",
-                              "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
-                              "epsilon_upper": cal.epsilon.upper, "note": ""})
-            else:
-                sigma = config.segments[0].noise_multiplier
-                spe = config.steps_per_epoch
-                cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
-                                      multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)
-                note = ""
-                if "note" in cal.details:
-                    note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
-                hints.append({"question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
-                              "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)", "steps": cal.steps,
-                              "target_epsilon": t, "epsilon_upper": cal.epsilon.upper, "note": note})
-        except (CalibrationError, ArithmeticError) as exc:
-            hints.append({"question": f"{what} for ε ≤ {t:g}", "answer": "—", "target_epsilon": t,
-                          "epsilon_upper": None, "note": str(exc)})
-        bar.advance(f"calibration: {what} for ε ≤ {t:g}")
-    return hints, note
+    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
+    try:
+        if what == "noise":
+            cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
+            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.4f}",
+                    "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
+                    "epsilon_upper": cal.epsilon.upper, "note": ""}
+        sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
+        cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
+                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)
+        note = ""
+        if "note" in cal.details:
+            note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
+        return {"question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
+                "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)", "steps": cal.steps,
+                "target_epsilon": t, "epsilon_upper": cal.epsilon.upper, "note": note}
+    except (CalibrationError, ArithmeticError) as exc:
+        return {"question": f"{what} for ε ≤ {t:g}", "answer": "—", "target_epsilon": t,
+                "epsilon_upper": None, "note": str(exc)}
 
 
 def _group_functions():
@@ -807,48 +865,41 @@ def _group_functions():
     return fn, sched
 
 
-def _groups(config: ReportConfig, bar: _Progress) -> tuple[list[dict[str, Any]], str]:
+def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
     if not config.group_sizes:
-        return [], ""
+        return "", []
     fn, sched = _group_functions()
-
-    def skip(note: str):
-        for _ in config.group_sizes:
-            bar.advance("group privacy")
-        return [], note
-
     if fn is None:
-        return skip("Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.")
+        return "Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.", []
     if not config.is_training or config.sampling != "poisson":
-        return skip("Group-level epsilon is computed for Poisson-sampled training runs "
-                    "(add/remove of up to k examples).")
+        return ("Group-level epsilon is computed for Poisson-sampled training runs "
+                "(add/remove of up to k examples)."), []
     if len(config.segments) > 1 and sched is None:
-        return skip("Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.")
-    rows, errors = [], []
-    for g in config.group_sizes:
-        eps = {}
-        for d in config.deltas:
-            try:
-                if len(config.segments) == 1:
-                    s = config.segments[0]
-                    b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
-                           steps=s.steps, delta=d)
-                else:
-                    b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
-                              group_size=g, delta=d)
-                eps[repr(d)] = _upper(b)
-                if eps[repr(d)] is None:
-                    errors.append(f"group size {g}, δ = {d:g}: {b.details.get('note', 'no finite bound')}")
-            except (ValueError, TypeError, ArithmeticError) as exc:
-                errors.append(f"group size {g}, δ = {d:g}: {type(exc).__name__}: {exc}")
-                eps[repr(d)] = None
-        rows.append({"group_size": g, "epsilon": eps})
-        bar.advance(f"group privacy: size {g}")
-    note = ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
-            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, paper 002 Thm 3.1).")
-    if errors:
-        note += " Failures: " + "; ".join(errors)
-    return rows, note
+        return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
+    return ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
+            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, paper 002 Thm 3.1)."), \
+        list(config.group_sizes)
+
+
+def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]:
+    fn, sched = _group_functions()
+    eps, errors = {}, []
+    for d in config.deltas:
+        try:
+            if len(config.segments) == 1:
+                s = config.segments[0]
+                b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
+                       steps=s.steps, delta=d)
+            else:
+                b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
+                          group_size=g, delta=d)
+            eps[repr(d)] = _upper(b)
+            if eps[repr(d)] is None:
+                errors.append(f"group size {g}, δ = {d:g}: {b.details.get('note', 'no finite bound')}")
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            errors.append(f"group size {g}, δ = {d:g}: {type(exc).__name__}: {exc}")
+            eps[repr(d)] = None
+    return {"group_size": g, "epsilon": eps}, errors
 
 
 # ============================================================================= formatting
