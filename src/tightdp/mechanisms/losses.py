@@ -397,3 +397,95 @@ def without_replacement_gaussian_loss(*, sigma: float, q: float) -> PrivacyLoss:
     if q >= 1.0:
         return GaussianLoss(mu=2.0 / sigma)
     return _WithoutReplacementLoss((1.0, 0.0), (q, 1.0 - q), (0.0, -1.0), (1.0 - q, q), sigma)
+
+
+@dataclass(frozen=True)
+class PoissonLaplaceLoss(PrivacyLoss):
+    """Poisson-subsampled Laplace mechanism (noise scale ``b``, sensitivity 1, rate ``q``).
+
+    remove: ``P = q Lap(1, b) + (1 - q) Lap(0, b)``, ``Q = Lap(0, b)``, so
+    ``L(x) = log(1 - q + q exp(g(x)))`` with ``g(x) = (|x| - |x - 1|) / b``;
+    add: ``P = Lap(0, b)``, ``Q`` the mixture, ``L(x) = -log(1 - q + q exp(g(x)))``.
+    ``g`` is constant outside ``(0, 1)``, so the loss has two atoms (at ``g = -+1/b``)
+    and a continuous part between (the subsampled analogue of ``LaplaceLoss``).
+    """
+
+    q: float
+    b: float
+    direction: str  # "remove" or "add"
+
+    def _ell(self, g):
+        return np.logaddexp(math.log1p(-self.q), math.log(self.q) + g)
+
+    def _lap_cdf(self, x, loc):
+        z = (np.asarray(x, float) - loc) / self.b
+        return np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0.0)), 1.0 - 0.5 * np.exp(-np.maximum(z, 0.0)))
+
+    def _lap_sf(self, x, loc):
+        z = (np.asarray(x, float) - loc) / self.b
+        return np.where(z > 0, 0.5 * np.exp(-np.maximum(z, 0.0)), 1.0 - 0.5 * np.exp(np.minimum(z, 0.0)))
+
+    def _p_cdf(self, x):
+        if self.direction == "remove":
+            return self.q * self._lap_cdf(x, 1.0) + (1 - self.q) * self._lap_cdf(x, 0.0)
+        return self._lap_cdf(x, 0.0)
+
+    def _p_sf(self, x):
+        if self.direction == "remove":
+            return self.q * self._lap_sf(x, 1.0) + (1 - self.q) * self._lap_sf(x, 0.0)
+        return self._lap_sf(x, 0.0)
+
+    def support(self):
+        lo, hi = float(self._ell(-1.0 / self.b)), float(self._ell(1.0 / self.b))
+        return (lo, hi) if self.direction == "remove" else (-hi, -lo)
+
+    def _x_of(self, s):
+        """The output x in [0, 1] where the loss equals s (clipped at the atoms)."""
+        s = np.asarray(s, float)
+        e = s if self.direction == "remove" else -s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            g = np.log(np.maximum(np.expm1(e) + self.q, 1e-300)) - math.log(self.q)
+        return np.clip((self.b * g + 1.0) / 2.0, 0.0, 1.0)
+
+    def cdf(self, s):
+        s = np.asarray(s, float)
+        lo, hi = self.support()
+        x = self._x_of(s)
+        # remove: L increasing in x, P(L <= s) = P(X <= x_s); add: decreasing, P(L <= s) = P(X >= x_s)
+        inner = self._p_cdf(x) if self.direction == "remove" else self._p_sf(x)
+        return np.where(s < lo, 0.0, np.where(s >= hi, 1.0, inner))
+
+    def sf(self, s):
+        s = np.asarray(s, float)
+        lo, hi = self.support()
+        x = self._x_of(s)
+        inner = self._p_sf(x) if self.direction == "remove" else self._p_cdf(x)
+        return np.where(s < lo, 1.0, np.where(s >= hi, 0.0, inner))
+
+    def partial_mean(self, a, b_):
+        lo, hi = self.support()
+        val = 0.0
+        # the atoms: remove -> lo has P(X <= 0), hi has P(X >= 1); add -> reversed
+        p0 = float(self._p_cdf(0.0))
+        p1 = float(self._p_sf(1.0))
+        atoms = ((lo, p0), (hi, p1)) if self.direction == "remove" else ((lo, p1), (hi, p0))
+        for v, p in atoms:
+            if a < v <= b_:
+                val += v * p
+        # continuous part: x in (0, 1), loss L(x), density of P
+        xa, xb = float(self._x_of(max(a, lo))), float(self._x_of(min(b_, hi)))
+        xa, xb = min(xa, xb), max(xa, xb)
+        if xb > xa:
+            sign = 1.0 if self.direction == "remove" else -1.0
+
+            def f(x):
+                x = np.asarray(x, float)
+                dens = ((self.q * np.exp(-np.abs(x - 1.0) / self.b) if self.direction == "remove" else 0.0)
+                        + (1 - self.q if self.direction == "remove" else 1.0) * np.exp(-np.abs(x) / self.b))
+                return sign * self._ell((2 * x - 1.0) / self.b) * dens / (2 * self.b)
+
+            v1 = _gauss_legendre(f, xa, xb, 32, 16)
+            v2 = _gauss_legendre(f, xa, xb, 32, 32)
+            val += v2
+            return val, 10 * abs(v2 - v1) + 1e-15
+        return val, 1e-15

@@ -11,20 +11,23 @@ from scipy import special, stats
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
 from .base import LossPair, Mechanism
-from .basic import Gaussian
-from .losses import GaussianMixtureLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
+from .basic import Gaussian, Laplace
+from .losses import (GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss,
+                     without_replacement_gaussian_loss)
 
 __all__ = ["PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS"]
 
 RELATIONS = ("add-remove", "remove", "add", "substitute")
 
 
-def _require_gaussian(mechanism, where: str) -> Gaussian:
+def _require_gaussian(mechanism, where: str, *, laplace: bool = False) -> Gaussian:
     if not isinstance(mechanism, Mechanism):
         raise ValueError(f"mechanism must be a tightdp Mechanism, got {mechanism!r}")
-    if not isinstance(mechanism, Gaussian):
+    allowed = (Gaussian, Laplace) if laplace else (Gaussian,)
+    if not isinstance(mechanism, allowed):
+        names = " and ".join(c.__name__ for c in allowed)
         raise UnsupportedMechanismError(
-            f"{where} of {type(mechanism).__name__} is not supported; only Gaussian can be subsampled here")
+            f"{where} of {type(mechanism).__name__} is not supported; only {names} can be subsampled here")
     return mechanism
 
 
@@ -44,11 +47,22 @@ class PoissonSampled(Mechanism):
     relation: str = "add-remove"
 
     def __post_init__(self):
-        _require_gaussian(self.mechanism, "Poisson subsampling")
+        _require_gaussian(self.mechanism, "Poisson subsampling", laplace=True)
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         check_choice("relation", self.relation, RELATIONS)
+        if isinstance(self.mechanism, Laplace) and self.relation == "substitute":
+            raise UnsupportedMechanismError("the substitute relation is not supported for subsampled Laplace")
 
     def privacy_losses(self) -> LossPair:
+        if isinstance(self.mechanism, Laplace):
+            lap: Laplace = self.mechanism
+            b, q = lap.scale / lap.sensitivity, self.sampling_rate
+            if q >= 1.0:
+                return lap.privacy_losses()
+            remove = PoissonLaplaceLoss(q, b, "remove")
+            add = PoissonLaplaceLoss(q, b, "add")
+            pick = {"remove": (remove, remove), "add": (add, add)}.get(self.relation, (remove, add))
+            return LossPair(*pick)
         g: Gaussian = self.mechanism  # type: ignore[assignment]
         sigma = g.noise_multiplier / g.sensitivity
         q = self.sampling_rate
