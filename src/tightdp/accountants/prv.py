@@ -30,7 +30,11 @@ from ._pld import PLDAccountant, check_mechanism
 
 __all__ = ["PRVAccountant"]
 
-_TAUS = (1e-13, 1e-20, 1e-30)
+def _taus(slack: float, tilt: float) -> tuple[float, ...]:
+    """Window levels to try: untilted, aliased mass counts in full against the delta slack, so a
+    small fraction of it suffices; tilted, it is scaled by the untilting factor, so start lower."""
+    first = min(1e-6, 0.05 * slack) if tilt == 0.0 else 1e-13
+    return (first, first * 1e-7, first * 1e-17)
 _HIERARCHY_MIN_STEPS = 3000
 
 
@@ -130,7 +134,8 @@ class PRVAccountant(PLDAccountant):
             tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
             res, tau_i = None, 0
             for _ in range(4):
-                comp = self._composed(d, terms, eta, trunc, tilt, _TAUS[tau_i])
+                taus = _taus(slack, round(tilt, 3))
+                comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i])
                 res = epsilon_bounds(comp, delta, eta)
                 x = comp.x
                 span = x[-1] - x[0]
@@ -138,7 +143,7 @@ class PRVAccountant(PLDAccountant):
                            or (res.estimate == 0.0 and x[0] <= 0.0))
                 if res.numerical_error <= num_budget and centred:
                     break
-                if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(_TAUS):
+                if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(taus):
                     tau_i += 1  # widen the window
                 else:  # re-centre the tilt on the answer
                     new_tilt = saddle_tilt(plan(), res.estimate) if math.isfinite(res.estimate) else tilt
@@ -172,7 +177,7 @@ class PRVAccountant(PLDAccountant):
             tilt = 0.0
             for attempt in range(3):
                 eta, trunc = 0.5 * slack, 0.25 * slack
-                for tau in _TAUS:
+                for tau in _taus(slack, round(tilt, 3)):
                     comp = self._composed(d, terms, eta, trunc, tilt, tau)
                     lo, es, up = (float(v[0]) for v in delta_bounds(comp, np.array([eps]), eta))
                     if float(comp.numerical_error(eps + comp.coupling_shift(eta))) <= 0.25 * slack:
