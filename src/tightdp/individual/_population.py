@@ -6,9 +6,14 @@ the bucket PLDs ``a_b`` on one lattice ``h Z`` and their DFTs ``F_b`` (length
 ``prod_b F_b^{c[i,b]} = exp(sum_b c[i,b] log F_b)``: for the whole population
 that is one matrix product ``counts @ log F`` (real and imaginary parts
 separately; with integer counts the principal branch of ``log`` is exact).
-``delta(eps)`` is then an ``O(n)`` inner product by Plancherel (Lemma D.1,
-``deltas``), and ``eps(delta)`` comes from one inverse real FFT per example and
-suffix sums (``epsilons``), both in chunks of examples.
+``delta(eps)`` is then an ``O(n)`` inner product by Plancherel (Lemma D.1)
+with the pre-computed DFT of the weight vector ``(1 - e^{eps - x})_+``; for a
+shared grid of epsilons that is one more matrix product, and ``eps(delta)``
+follows by a safe chord in ``alpha = e^eps``. Frequencies whose coefficient is
+below ``e^-70`` for every example of a chunk (in bound) are dropped, so a
+chunk costs ``O(k_sig)`` per example where ``k_sig`` is the number of
+significant frequencies (often far fewer than ``n``); examples are processed
+sorted by spread so that chunks are homogeneous.
 
 Everything added to delta so that the result is a certified upper bound of the
 composition of the bucket PLDs (which dominate the real steps):
@@ -60,6 +65,7 @@ class BucketSpectra:
     cgf: np.ndarray         # (B, T) log-MGF of the finite part at _THETAS
     slack: np.ndarray       # (B,)
     wts: np.ndarray         # rfft weights (1, 2, ..., 2, 1)
+    suffmax: np.ndarray     # (B, n//2+1) max over k' >= k of logabs + log_up
 
     @property
     def x(self) -> np.ndarray:
@@ -108,7 +114,8 @@ def bucket_spectra(plds: list[DominatingPLD], h: float, j0: int, n: int) -> Buck
     wts = np.full(k, 2.0)
     wts[0] = 1.0
     wts[-1] = 1.0
-    return BucketSpectra(h, n, j0, logabs, arg, log_up, log1m, cgf, slack, wts)
+    suffmax = np.maximum.accumulate((logabs + log_up)[:, ::-1], axis=1)[:, ::-1]
+    return BucketSpectra(h, n, j0, logabs, arg, log_up, log1m, cgf, slack, wts, suffmax)
 
 
 def _extras(bs: BucketSpectra, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -126,89 +133,127 @@ def _extras(bs: BucketSpectra, counts: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return inf_mass, wrap, slack
 
 
+_LOG_CUT = -70.0  # spectral coefficients below e^-70 (in bound) are dropped; their l2 mass is bounded
+
+
 def _spectra(bs: BucketSpectra, counts: np.ndarray):
-    """Product spectra (window-aligned) and the per-example l1 bound of their round-off."""
+    """Product spectra (window-aligned, truncated to the significant frequencies) and the l1
+    bound of everything that makes them differ from the exact composed PLD's spectrum."""
     cf = counts.astype(float)
     K = cf.sum(axis=1)
-    re = cf @ bs.logabs
-    im = cf @ bs.arg
-    R = cf @ bs.log_up
     B = counts.shape[1]
-    E = 2 * _U * (B + 4) * (np.abs(re) + K[:, None] * (math.pi + 1.0))
+    ee = 2 * _U * (B + 4)
+    # smallest prefix [0, kc) outside which every coefficient is below e^_LOG_CUT: for k >= kc,
+    # log|S_k| <= re + R + E <= (1 - ee) c @ suffmax_b(kc) + ee K (max log_up + pi + 1)
+    full = bs.logabs.shape[1]
+    slack_k = ee * K * (float(np.max(bs.log_up)) + math.pi + 1.0)
+    kc = min(64, full)
+    while kc < full:
+        b = cf @ bs.suffmax[:, kc]
+        if np.max(np.where(b < 0, (1 - ee) * b, b) + slack_k) <= _LOG_CUT:
+            break
+        kc = min(2 * kc, full)
+    re = cf @ bs.logabs[:, :kc]
+    R = cf @ bs.log_up[:, :kc]
+    U = re + R + ee * (np.abs(re) + K[:, None] * (math.pi + 1.0))  # log of a bound on |S|
+    sig = np.nonzero(np.max(U, axis=0) > _LOG_CUT)[0]
+    kmax = int(sig[-1]) + 1 if sig.size else 1
+    re, U = re[:, :kmax], U[:, :kmax]
+    im = cf @ bs.arg[:, :kmax]
     mag = np.exp(re)
-    k = np.arange(bs.logabs.shape[1])
+    k = np.arange(kmax)
     phase = im + (2 * math.pi / bs.n) * ((bs.j0 % bs.n) * k)[None, :]
     spec = mag * np.exp(1j * phase)
-    with np.errstate(over="ignore"):
-        dlt = np.maximum(np.exp(re + R + E) - mag, 0.0) + 8 * _U * np.exp(re + R + E)
+    bound = np.exp(U)
+    dlt = np.maximum(bound - mag, 0.0) + 8 * _U * bound
+    w = bs.wts[:kmax]
     gamma = 5.0 * _U * math.log2(bs.n)
-    err = np.sqrt(dlt ** 2 @ bs.wts) + gamma * np.sqrt(mag ** 2 @ bs.wts)
-    return spec, err
+    # dropped frequencies: each |S_k| <= e^_LOG_CUT, at most n of them
+    tail = math.sqrt(bs.n) * math.exp(_LOG_CUT)
+    err = np.sqrt((dlt ** 2) @ w) + gamma * np.sqrt((mag ** 2) @ w) + tail
+    return spec, err, kmax
 
 
-def population_epsilons(bs: BucketSpectra, counts: np.ndarray, delta: float, chunk: int = 1024):
-    """Upper bounds on every example's eps(delta) and the delta budget spent on error terms."""
+def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
+    """DFTs of the hockey-stick weights ``(1 - e^{eps - x})_+`` on the window, one row per eps (Lemma D.1)."""
+    key = (eps_grid.size, float(eps_grid[0]), float(eps_grid[-1]))
+    cache = bs.__dict__.setdefault("_gcache", {})
+    if key not in cache:
+        x = bs.x
+        with np.errstate(over="ignore"):
+            g = np.where(x[None, :] > eps_grid[:, None], -np.expm1(eps_grid[:, None] - x[None, :]), 0.0)
+        cache.clear()
+        cache[key] = sfft.rfft(g, axis=1)
+    G = cache[key][:, :kmax]
+    l1 = np.sum(np.abs(G) * bs.wts[None, :kmax], axis=1)
+    Gw = np.conj(G) * bs.wts[None, :kmax]
+    return Gw, l1
+
+
+def _delta_grid(bs: BucketSpectra, counts: np.ndarray, eps_grid: np.ndarray):
+    """Certified upper bounds on delta at every grid epsilon for every example (Plancherel, O(n) each)."""
+    inf_mass, wrap, slack = _extras(bs, counts)
+    spec, ferr, kmax = _spectra(bs, counts)
+    Gw, l1 = _weights_dft(bs, eps_grid, kmax)
+    val = (spec.real @ Gw.real.T - spec.imag @ Gw.imag.T) / bs.n
+    smax = np.max(np.abs(spec), axis=1)
+    ip_err = (4 * kmax + 8) * _U * smax[:, None] * l1[None, :] / bs.n
+    extra = inf_mass + wrap + slack + ferr
+    return np.minimum(1.0, np.maximum(val, 0.0) + ip_err + extra[:, None]), extra
+
+
+def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
+    """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies."""
+    return np.argsort(counts @ np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)]), kind="stable")
+
+
+def population_epsilons(bs: BucketSpectra, counts: np.ndarray, delta: float, chunk: int = 2048,
+                        grid_points: int = 256):
+    """Upper bounds on every example's eps(delta) and the delta spent on error terms.
+
+    delta is evaluated on a shared grid of epsilons (pre-computed weight DFTs);
+    between grid points the curve is convex in ``alpha = e^eps`` (000 App. C.6),
+    so the chord through two certified upper values lies above it and the
+    chord's crossing of ``delta`` is an upper bound on epsilon.
+    """
     N = counts.shape[0]
+    top = float(bs.x[-1])
+    eps_grid = np.linspace(0.0, max(top, 1e-3), grid_points)
+    alpha = np.exp(eps_grid)
     eps = np.zeros(N)
     spent = np.zeros(N)
-    x = bs.x
-    ex = np.exp(-x)
+    order = _order(bs, counts)
     for s0 in range(0, N, chunk):
-        c = counts[s0:s0 + chunk]
-        inf_mass, wrap, slack = _extras(bs, c)
-        spec, ferr = _spectra(bs, c)
-        w = sfft.irfft(spec, bs.n, axis=1)
-        np.maximum(w, 0.0, out=w)
-        # suffix sums A_t = sum_{u>=t} w_u, Bs_t = sum_{u>=t} w_u e^{-x_u}; their round-off <= n u sum w
-        A = np.cumsum(w[:, ::-1], axis=1)[:, ::-1]
-        Bs = np.cumsum((w * ex)[:, ::-1], axis=1)[:, ::-1]
-        cum_err = 2 * bs.n * _U * A[:, 0] * (1 + 1e-9)
-        extra = inf_mass + wrap + slack + ferr + cum_err
-        target = delta - extra
-        spent[s0:s0 + chunk] = extra
-        # delta~ at eps = x_t is A_{t+1} - e^{x_t} Bs_{t+1}
-        A1 = np.concatenate([A[:, 1:], np.zeros((A.shape[0], 1))], axis=1)
-        B1 = np.concatenate([Bs[:, 1:], np.zeros((A.shape[0], 1))], axis=1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            dgrid = A1 - np.exp(x)[None, :] * B1
-        okg = dgrid <= target[:, None]
-        okg[:, x < 0] = False
-        t = np.argmax(okg, axis=1)
-        found = okg[np.arange(okg.shape[0]), t]
-        # delta~(0) <= target  ->  eps = 0
-        i0 = int(np.searchsorted(x, 0.0, side="right"))  # first x > 0
-        d0 = A[:, i0] - Bs[:, i0]  # eps = 0: sum_{x>0} w (1 - e^{-x})
-        zero = d0 <= target
-        # inside the cell (x_{t-1}, x_t]: delta~(eps) = A_t - e^eps Bs_t
-        rows = np.arange(c.shape[0])
-        At, Bt = A[rows, t], Bs[rows, t]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            e_cell = np.log(np.maximum(At - target, 1e-300)) - np.log(np.maximum(Bt, 1e-300))
-        e_cell = np.clip(e_cell, x[np.maximum(t - 1, 0)], x[t])
-        e_cell = e_cell + 1e-12 * (1.0 + np.abs(e_cell))
-        res = np.where(found, np.maximum(e_cell, 0.0), math.inf)
-        res = np.where(zero, 0.0, res)
-        res = np.where(target <= 0, math.inf, res)
-        eps[s0:s0 + chunk] = res
+        rows = order[s0:s0 + chunk]
+        D, extra = _delta_grid(bs, counts[rows], eps_grid)
+        spent[rows] = extra
+        ok = D <= delta
+        first = np.argmax(ok, axis=1)
+        found = ok[np.arange(rows.size), first]
+        e = np.full(rows.size, math.inf)
+        zero = found & (first == 0)
+        e[zero] = 0.0
+        mid = found & (first > 0)
+        if np.any(mid):
+            r = np.nonzero(mid)[0]
+            j = first[r]
+            d0, d1 = D[r, j - 1], D[r, j]
+            a0, a1 = alpha[j - 1], alpha[j]
+            frac = np.where(d0 > d1, (d0 - delta) / np.maximum(d0 - d1, 1e-300), 1.0)
+            a = a0 + np.clip(frac, 0.0, 1.0) * (a1 - a0)
+            val = np.log(a)
+            e[r] = np.minimum(val + 1e-12 * (1.0 + val), eps_grid[j])
+        eps[rows] = e
     return eps, spent
 
 
 def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chunk: int = 2048):
     """Upper bounds on every example's delta(epsilon) by Plancherel (000 Lemma D.1)."""
-    x = bs.x
-    with np.errstate(over="ignore"):
-        g = np.where(x > epsilon, -np.expm1(epsilon - x), 0.0)
-    G = sfft.rfft(g)  # the window shift is already in the spectra's phase
     N = counts.shape[0]
     out = np.zeros(N)
-    gw = np.conj(G) * bs.wts
-    g1 = float(np.sum(np.abs(G) * bs.wts))
+    order = _order(bs, counts)
     for s0 in range(0, N, chunk):
-        c = counts[s0:s0 + chunk]
-        inf_mass, wrap, slack = _extras(bs, c)
-        spec, ferr = _spectra(bs, c)
-        val = (spec.real @ gw.real - spec.imag @ gw.imag) / bs.n
-        # rounding of the inner product: n u sum |G||S| / n <= u * g1 * max|S|
-        ip_err = 4 * bs.logabs.shape[1] * _U * g1 * np.max(np.abs(spec), axis=1) / bs.n
-        out[s0:s0 + chunk] = np.minimum(1.0, np.maximum(val, 0.0) + ferr + ip_err + inf_mass + wrap + slack)
+        rows = order[s0:s0 + chunk]
+        D, _ = _delta_grid(bs, counts[rows], np.array([float(epsilon)]))
+        out[rows] = D[:, 0]
     return out
