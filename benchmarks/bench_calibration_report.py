@@ -1,0 +1,62 @@
+"""Benchmark: calibration and the privacy report (the `make demo` job).
+
+    .venv/bin/python benchmarks/bench_calibration_report.py
+
+Prints one line per measurement: wall seconds, CPU seconds of this process and
+its workers, and the answer. Goals: each calibration a few seconds; the demo
+report (examples/report_config.toml) well under a minute.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tightdp.calibration import calibrate_noise, calibrate_steps
+from tightdp.report import build_report, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu() -> float:
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def timed(label, fn):
+    w, c = time.perf_counter(), cpu()
+    out = fn()
+    print(f"{label:<58} wall {time.perf_counter() - w:6.2f} s  cpu {cpu() - c:6.2f} s  {out}", flush=True)
+
+
+def main() -> int:
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+    for t in (0.05, 3.0, 80.0):
+        timed(f"calibrate_noise target={t:g} q=0.01 steps=1000",
+              lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} "
+                                 f"evals={c.evaluations}")(
+                  calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=0.01, steps=1000)))
+    for t in (1.0, 3.0, 8.0):
+        timed(f"calibrate_noise target={t:g} CIFAR q=256/50000 steps=19600",
+              lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} "
+                                 f"evals={c.evaluations}")(
+                  calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=256 / 50000, steps=19600)))
+    timed("calibrate_steps target=3 CIFAR sigma=1.1 (whole epochs)",
+          lambda: (lambda c: f"steps={c.steps} eps<={c.epsilon.upper:.5g} evals={c.evaluations}")(
+              calibrate_steps(target_epsilon=3.0, delta=1e-5, noise_multiplier=1.1, sampling_rate=256 / 50000,
+                              multiple_of=196)))
+    cfg = load_config(ROOT / "examples" / "report_config.toml")
+    for workers in (1, 2):
+        with tempfile.TemporaryDirectory() as tmp:
+            timed(f"demo report examples/report_config.toml workers={workers}",
+                  lambda: (lambda r: (r.write(tmp), f"eps<={r.band[1e-5][1]:.4g} at 1e-5")[1])(
+                      build_report(cfg, progress=False, workers=workers)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
