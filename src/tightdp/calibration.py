@@ -307,6 +307,78 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
     return target, delta, fns, name
 
 
+# --------------------------------------------------------------------------- search helpers
+def _bracket(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: float):
+    """Bracket the boundary on the log scale, starting from the guess ``u0``.
+
+    ``direction = +1``: larger ``u`` is feasible (noise); ``-1``: smaller is
+    (steps, sampling rate). Steps grow geometrically (0.15, 0.3, 0.6, ... in
+    log), so a good guess costs two or three evaluations and a bad one only a
+    few more; ``[lo, hi]`` limits the search. Returns ``(bad, good)``, either
+    of which is ``None`` when the limit was reached without finding it.
+    """
+    u0 = min(max(u0, lo), hi)
+    step = 0.15
+    if ev.feasible(to_x(u0)):
+        good, bad = u0, None
+        while True:
+            cand = min(max(good - direction * step, lo), hi)
+            if cand == good:
+                return None, good
+            if ev.feasible(to_x(cand)):
+                good = cand
+                step *= 2
+            else:
+                return cand, good
+    bad = u0
+    while True:
+        cand = min(max(bad + direction * step, lo), hi)
+        if cand == bad:
+            return bad, None
+        if ev.feasible(to_x(cand)):
+            return bad, cand
+        bad = cand
+        step *= 2
+
+
+def _gdp_mu(target: float, delta: float) -> float:
+    """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2)); for initial guesses only."""
+    from scipy import optimize, special
+
+    def d(mu: float) -> float:
+        return float(special.ndtr(-target / mu + mu / 2)
+                     - math.exp(target + special.log_ndtr(-target / mu - mu / 2))) - delta
+
+    lo, hi = 1e-6, 1.0
+    for _ in range(60):
+        if d(hi) > 0:
+            break
+        hi *= 2
+    else:
+        return hi
+    return optimize.brentq(d, lo, hi, xtol=1e-10)
+
+
+def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> float | None:
+    """The unknown one of (sigma, q, k) by the CLT/GDP approximation of DP-SGD (Bu et al. 2020):
+    ``mu = q sqrt(k (exp(1/sigma^2) - 1))`` (``mu = sqrt(k) / sigma`` for ``q = 1``).
+
+    Only a starting point for the certified search; ``None`` if it fails.
+    """
+    try:
+        mu = _gdp_mu(target, delta)
+        if sigma is None:
+            if q == 1.0:
+                return math.sqrt(k) / mu
+            return 1.0 / math.sqrt(math.log1p(mu * mu / (q * q * k)))
+        g = math.expm1(min(1.0 / (sigma * sigma), 700.0)) if q != 1.0 else 1.0 / (sigma * sigma)
+        if k is None:
+            return (mu / q) ** 2 / g
+        return mu / math.sqrt(k * g)
+    except (ArithmeticError, ValueError):
+        return None
+
+
 # --------------------------------------------------------------------------- public API
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
                     batch_size=None, accountant: str = "prv", eps_error: float | None = None,
@@ -328,35 +400,18 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
 
     ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2])
     to_x = lambda u: math.exp(u)  # noqa: E731
-    # bracket in u = log(sigma): feasible for large sigma
-    u = 0.0
-    if ev.feasible(to_x(u)):
-        good = u
-        bad = None
-        while good > math.log(_SIGMA_MIN):
-            cand = max(good - math.log(4.0), math.log(_SIGMA_MIN))
-            if ev.feasible(to_x(cand)):
-                good = cand
-            else:
-                bad = cand
-                break
-        if bad is None:
-            return _result("noise_multiplier", ev, to_x(good), sigma=to_x(good), q=q, steps=k, delta=delta,
-                           target=target, accountant=name, t0=t0,
-                           details={"note": f"the target is met by every searched noise multiplier down to "
-                                            f"{_SIGMA_MIN:g}; smaller values were not searched"})
-    else:
-        bad, good = u, None
-        while bad < math.log(_SIGMA_MAX):
-            cand = min(bad + math.log(4.0), math.log(_SIGMA_MAX))
-            if ev.feasible(to_x(cand)):
-                good = cand
-                break
-            bad = cand
-        if good is None:
-            raise CalibrationError(
-                f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
-                f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
+    guess = _clt_guess(target=target, delta=delta, q=q, k=k)
+    u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
+    bad, good = _bracket(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX))
+    if bad is None:
+        return _result("noise_multiplier", ev, to_x(good), sigma=to_x(good), q=q, steps=k, delta=delta,
+                       target=target, accountant=name, t0=t0,
+                       details={"note": f"the target is met by every searched noise multiplier down to "
+                                        f"{_SIGMA_MIN:g}; smaller values were not searched"})
+    if good is None:
+        raise CalibrationError(
+            f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
+            f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
     bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
     good, tight = _tighten(ev, to_x, good, math.log1p(-_TIGHTNESS), rtol)
     sigma = to_x(good)
@@ -412,20 +467,23 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
         raise CalibrationError(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev(1)[0]:.6g}")
-    # exponential search over the number of units
-    good, bad = 1, None
-    while good < max_units:
-        cand = min(good * 4, max_units)
-        if ev.feasible(cand):
-            good = cand
-        else:
-            bad = cand
-            break
-    if bad is None:
-        return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
-                       accountant=name, t0=t0,
-                       details={"note": f"the target is met up to max_steps={max_steps}; more were not searched"})
-    to_x = lambda u: max(1, int(math.floor(math.exp(u))))  # noqa: E731
+    to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))  # noqa: E731  (exact on log(n))
+    guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
+    u0 = math.log(max(guess / unit, 1.0)) if guess and math.isfinite(guess) else 0.0
+    bad_u, good_u = _bracket(ev, to_x, u0, -1.0, 0.0, math.log(max_units))
+    if bad_u is None:
+        good = to_x(good_u)
+        if good < max_units and ev.feasible(max_units):
+            good = max_units
+        if good == max_units:
+            return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
+                           accountant=name, t0=t0,
+                           details={"note": f"the target is met up to max_steps={max_steps}; more were not "
+                                            "searched"})
+        bad_u = math.log(max_units)
+    if good_u is None:  # cannot happen: one unit is feasible (checked above)
+        good_u = 0.0
+    good, bad = to_x(good_u), to_x(bad_u)
     ub, ug = _narrow(ev, to_x, math.log(bad), math.log(good), 0.0, max_iter=200)
     good, bad = to_x(ug), to_x(ub)
     # finish exactly on the integers (the log-scale loop may stop when rounding merges points)
@@ -435,6 +493,8 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
             good = mid
         else:
             bad = mid
+    if not ev.feasible(good) or ev.feasible(bad):  # invariant of the search
+        raise RuntimeError(f"internal error: step search ended on ({good}, {bad})")
     up_bad, b_bad = ev(bad)  # bad == good + 1 was evaluated and overshoots
     details = {"tightness": {"checked": bad * unit, "epsilon_upper": up_bad if math.isfinite(up_bad) else None,
                              "epsilon_lower": None if b_bad is None else b_bad.lower, "overshoots": True}}
@@ -463,17 +523,15 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     if ev.feasible(1.0):
         return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
                        accountant=name, t0=t0, details={"note": "full batches (sampling_rate = 1) meet the target"})
-    bad, good = 0.0, None
-    while bad > math.log(_RATE_MIN):
-        cand = max(bad - math.log(4.0), math.log(_RATE_MIN))
-        if ev.feasible(to_x(cand)):
-            good = cand
-            break
-        bad = cand
+    guess = _clt_guess(target=target, delta=delta, k=k, sigma=sigma)
+    u0 = math.log(min(guess, 1.0)) if guess and math.isfinite(guess) and guess > 0 else math.log(0.01)
+    bad, good = _bracket(ev, to_x, u0, -1.0, math.log(_RATE_MIN), 0.0)
     if good is None:
         raise CalibrationError(
             f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, steps={k})")
+    if bad is None:  # cannot happen: q = 1 is infeasible (checked above)
+        bad = 0.0
     bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
     good, tight = _tighten(ev, to_x, good, math.log1p(_TIGHTNESS), rtol)
     q = to_x(good)
