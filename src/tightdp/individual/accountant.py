@@ -100,6 +100,7 @@ class IndividualAccountant:
         self._sumsq = np.zeros(self._n) if self._q == 1.0 else None
         self._steps = 0
         self._cache: dict[Any, Any] = {}
+        self._rowbase: np.ndarray | None = None
 
     # ------------------------------------------------------------ properties
     @property
@@ -126,12 +127,15 @@ class IndividualAccountant:
     # -------------------------------------------------------------- recording
     def _ratios(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Bucket indices (0 = no loss) and exact ratios ``min(g, C) / C`` (NaN -> 1)."""
-        r = np.minimum(norms, self._clip) / self._clip
-        r = np.where(np.isnan(r), 1.0, r)
+        m = np.fmin(norms, self._clip)  # fmin: NaN -> C (worst case)
         # round up; bucket b stands for the ratio (b / B)(1 + _MARGIN), which covers
-        # the rounding of g / C and of r * B (a few ulp)
-        idx = np.ceil(r * self._B).astype(np.int64)
-        np.minimum(idx, self._B, out=idx)
+        # the rounding of min(g, C) * (B / C) (a few ulp)
+        t = m * (self._B / self._clip)
+        np.ceil(t, out=t)
+        idx = t.astype(np.intp)
+        if self._sumsq is None:
+            return idx, None
+        r = m / self._clip
         return idx, r
 
     def _check_norms(self, grad_norms, shape) -> np.ndarray:
@@ -141,7 +145,7 @@ class IndividualAccountant:
             raise ValueError(f"grad_norms must be an array of numbers, got {type(grad_norms).__name__}") from None
         if arr.shape != shape:
             raise ValueError(f"grad_norms must have shape {shape}, got {arr.shape}")
-        if np.any(arr < 0):
+        if (arr < 0).any():
             raise ValueError(f"grad_norms must be >= 0 (NaN marks a norm that was not computed), "
                              f"got {arr[arr < 0].flat[0]!r}")
         return arr
@@ -151,7 +155,10 @@ class IndividualAccountant:
         arr = self._check_norms(grad_norms, (self._n,))
         idx, r = self._ratios(arr)
         flat = self._counts.reshape(-1)
-        flat[np.arange(self._n) * (self._B + 1) + idx] += 1
+        if self._rowbase is None:
+            self._rowbase = np.arange(self._n, dtype=np.intp) * (self._B + 1)
+        idx += self._rowbase
+        flat[idx] += 1
         if self._sumsq is not None:
             self._sumsq += r * r
         self._steps += 1
