@@ -261,3 +261,22 @@ def test_one_step_delta_matches_dp_accounting(k, sigma):
     ours = [np.array([one_step_delta(loss, e) for e in eps]) for loss in (rem, add)]
     ours_max, theirs_max = np.maximum(*ours), np.maximum(*theirs)
     np.testing.assert_allclose(ours_max, theirs_max, rtol=1e-6, atol=1e-14)
+
+
+@pytest.mark.parametrize("direction", [0, 1])
+@pytest.mark.parametrize("mass", [1e-8, 1e-40, 1e-200])
+def test_tail_quantiles_hold_down_to_tiny_masses(direction, mass):
+    loss = GroupPoissonSampled(noise_multiplier=1.0, sampling_rate=0.01, group_size=8).privacy_losses()[direction]
+    b, a = loss.upper_quantile(mass), loss.lower_quantile(mass)
+    assert math.isfinite(b) and math.isfinite(a) and a < b
+    assert float(loss.sf(np.array([b]))[0]) <= mass
+    assert float(loss.cdf(np.array([a]))[0]) <= mass
+
+
+def test_loss_at_infinity_is_its_limit():
+    rem, add = GroupPoissonSampled(noise_multiplier=1.0, sampling_rate=0.1, group_size=3).privacy_losses()
+    with np.errstate(all="raise"):
+        r = rem.loss(np.array([-np.inf, np.inf]))
+        d = add.loss(np.array([-np.inf, np.inf]))
+    assert r[0] == pytest.approx(3 * math.log(0.9)) and r[1] == math.inf
+    assert d[0] == -math.inf and d[1] == pytest.approx(-3 * math.log(0.9))
