@@ -26,16 +26,56 @@ from functools import cached_property
 import numpy as np
 from scipy import integrate, special
 
-from .base import PrivacyLoss
+from .base import PrivacyLoss, difference_masses, split_errors
 
 __all__ = ["GaussianLoss", "DiscreteLoss", "LaplaceLoss", "GaussianMixtureLoss",
            "poisson_gaussian_loss", "without_replacement_gaussian_loss"]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
+_U = float(np.finfo(float).eps) / 2
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(4)
+_NARROW = 0.05  # cells narrower than this many sigma are integrated, not differenced
 
 
 def _ndtr(z):
     return special.ndtr(z)
+
+
+def gaussian_mixture_cell_masses(x_edges, means, weights, sigma, cdf, sf):
+    """Masses of a Gaussian mixture between consecutive ``x_edges``, with ``(rel, l1)`` error bounds.
+
+    Narrow cells (width ``w < 0.05 sigma``) use 4-point Gauss-Legendre quadrature
+    of the density, without cancellation: rounding ``(K + 8) u`` relative for
+    ``K`` components, and a truncation error per unit weight of at most
+    ``(w^9 (4!)^4 / (9 (8!)^3)) max|f^(8)| <= 5.6e-10 (w/sigma)^9 (|z| + 3)^8 phi(z_near) / sigma``,
+    with ``f^(8) = He_8(z) phi(z) / sigma^9`` and ``|He_8(z)| <= (|z| + 3)^8``.
+    Wider cells difference the CDF / survival values.
+    """
+    xl, xr = x_edges[:-1], x_edges[1:]
+    width = xr - xl
+    narrow = np.isfinite(width) & (width < _NARROW * sigma)
+    masses, err = difference_masses(cdf, sf)
+    if np.any(narrow):
+        half = 0.5 * width[narrow]
+        mid = 0.5 * (xl[narrow] + xr[narrow])
+        acc = np.zeros(mid.size)
+        trunc = np.zeros(mid.size)
+        wr = width[narrow] / sigma
+        for a, w in zip(means, weights):
+            zc = np.abs(mid - a) / sigma
+            z_near = np.maximum(zc - 0.5 * wr, 0.0)
+            trunc += w * 5.6e-10 * wr ** 9 * (zc + 3.0) ** 8 * np.exp(-0.5 * z_near ** 2) / _SQRT2PI
+        for node, wt in zip(_GL_NODES, _GL_WEIGHTS):
+            x = mid + half * node
+            dens = np.zeros(mid.size)
+            for a, w in zip(means, weights):
+                z = (x - a) / sigma
+                dens += w * np.exp(-0.5 * z * z)
+            acc += wt * dens
+        gl = acc * half / (sigma * _SQRT2PI)
+        masses[narrow] = gl
+        err[narrow] = (len(means) + 8) * _U * gl + trunc
+    return masses, split_errors(masses, err)
 
 
 @dataclass(frozen=True)
@@ -53,6 +93,12 @@ class GaussianLoss(PrivacyLoss):
 
     def sf(self, s):
         return _ndtr((self.mean - np.asarray(s, float)) / self.mu)
+
+    def cell_masses(self, edges):
+        edges = np.asarray(edges, float)
+        cdf, sf = self.cdf(edges), self.sf(edges)
+        masses, errs = gaussian_mixture_cell_masses(edges, (self.mean,), (1.0,), self.mu, cdf, sf)
+        return float(cdf[0]), float(sf[-1]), masses, errs, 0.0
 
     def partial_mean(self, a, b):
         za, zb = (a - self.mean) / self.mu, (b - self.mean) / self.mu
@@ -286,6 +332,27 @@ class GaussianMixtureLoss(PrivacyLoss):
         c = np.where(s <= lo, 0.0, np.where(s >= hi, total, c))
         sf = np.where(s <= lo, total, np.where(s >= hi, 0.0, sf))
         return c, sf, err
+
+    def cell_masses(self, edges):
+        s = np.asarray(edges, float)
+        lo, hi = self._limits
+        inside = (s > lo) & (s < hi)
+        x = np.where(s <= lo, -np.inf, np.inf)
+        err = 0.0
+        if np.any(inside):
+            xi = self.inverse(s[inside])
+            x[inside] = xi
+            realised = self.loss(xi)
+            finite = np.isfinite(realised)
+            if np.any(finite):
+                err = float(np.max(np.abs(realised[finite] - s[inside][finite])))
+        c, sf = self._cdf_sf_at_x(np.where(np.isfinite(x), x, 0.0))
+        total = float(np.sum(self._par[4]))
+        c = np.where(s <= lo, 0.0, np.where(s >= hi, total, c))
+        sf = np.where(s <= lo, total, np.where(s >= hi, 0.0, sf))
+        a, _, _, _, w = self._par
+        masses, errs = gaussian_mixture_cell_masses(x, a, w, self.sigma, c, sf)
+        return float(c[0]), float(sf[-1]), masses, errs, err
 
     def cdf(self, s):
         return self.cdf_sf(np.atleast_1d(s))[0].reshape(np.shape(s))

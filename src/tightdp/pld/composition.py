@@ -64,7 +64,10 @@ class ComposedPLD:
     alias_mass: float
     float_error: float
     compositions: int
-    tv_error: float = 0.0  # sum of the composed terms' l1 errors (re-binned blocks)
+    tv_error: float = 0.0  # sum of the composed terms' l1 errors (re-binned blocks, uncovered cells)
+    #: exact masses lie within ``[computed * low_factor, computed * (1 + up_rel)]`` pointwise
+    up_rel: float = 0.0
+    low_factor: float = 1.0
 
     @property
     def x(self) -> np.ndarray:
@@ -80,9 +83,13 @@ class ComposedPLD:
 
     def numerical_error(self, eps) -> np.ndarray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
-        ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``)."""
+        ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
+        plus the rounding of the suffix sums behind ``delta_disc`` (``2 N u`` times the mass above)."""
         eps = np.asarray(eps, float)
-        return np.exp(np.minimum(self.log_norm - self.tilt * eps, 700.0)) * (self.alias_mass + self.float_error)
+        fft = np.exp(np.minimum(self.log_norm - self.tilt * eps, 700.0)) * (self.alias_mass + self.float_error)
+        xs, A, _ = self._suffix(math.floor(min(float(np.min(eps)), 0.0)) - 1.0)
+        j = np.searchsorted(xs, eps, side="right")
+        return fft + 2.0 * _U * xs.size * A[j]
 
     # -- delta(eps) of the discrete distribution --------------------------------
     def _suffix(self, x_min: float):
@@ -283,10 +290,13 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     hoeff = sum(c * d.coupling_range ** 2 for d, c in terms)
     mean_err = sum(c * d.mean_error for d, c in terms)
     tv = sum(c * d.tv_error for d, c in terms)
+    # computed = exact (1 + e), |e| <= r per term: exact <= computed / (1 - r)^c and >= computed / (1 + r)^c
+    up_rel = math.expm1(-sum(c * math.log1p(-d.rel_error) for d, c in terms))
+    low_factor = math.exp(-sum(c * math.log1p(d.rel_error) for d, c in terms))
     live = [(d, c) for d, c in terms if d.mass > 0]
     if not live:
         return ComposedPLD(h, 0.0, np.zeros(1), 0.0, -math.inf, inf_mass, truncated, hoeff, mean_err,
-                           0.0, 0.0, total_count, tv)
+                           0.0, 0.0, total_count, tv, up_rel, low_factor)
 
     if window is None:
         lo, hi, K0 = _window(live, tilt, tau)
@@ -335,4 +345,5 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     log_norm = K0 + tilt * shift
     return ComposedPLD(h=h, offset=offset, tilted=out, tilt=tilt, log_norm=log_norm, infinity_mass=inf_mass,
                        truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err, alias_mass=alias,
-                       float_error=float_err, compositions=total_count, tv_error=tv)
+                       float_error=float_err, compositions=total_count, tv_error=tv, up_rel=up_rel,
+                       low_factor=low_factor)

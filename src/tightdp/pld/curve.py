@@ -11,7 +11,11 @@ For the composed PRV ``S`` and its discretisation ``S~`` (a ``ComposedPLD``):
   upper variant sends there), ``err`` bounds aliasing, window truncation and FFT
   round-off, and ``truncated`` is all mass the truncation moved (the lower bound
   pays for it because ``Y`` and ``Y^U`` differ only there); ``tv`` is the l1 error
-  of re-binned blocks (hierarchical composition), paid on both sides.
+  of re-binned blocks (hierarchical composition) and of cells whose mass is not
+  known to relative precision, paid on both sides; the computed cell masses are
+  otherwise within a relative error ``r`` of the exact ones, so the composed
+  masses are within the factors ``[(1 + r)^-k, (1 - r)^-k]`` (``up_rel``,
+  ``low_factor``).
 
 ``eps(delta)`` bounds invert these monotone envelopes exactly (the discrete
 ``delta_disc`` is continuous and piecewise ``A - e^eps B``).
@@ -43,9 +47,9 @@ def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
     eps = np.asarray(eps, float)
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
-    tv = comp.tv_error
-    upper = p_inf + comp.delta_disc(eps - t) + comp.numerical_error(eps - t) + eta + tv
-    lower = p_inf + comp.delta_disc(eps + t) - comp.numerical_error(eps + t) - eta - tv - comp.truncated_mass
+    tv, up, lo_f = comp.tv_error, 1.0 + comp.up_rel, comp.low_factor
+    upper = p_inf + (comp.delta_disc(eps - t) + comp.numerical_error(eps - t)) * up + eta + tv
+    lower = p_inf + (comp.delta_disc(eps + t) - comp.numerical_error(eps + t)) * lo_f - eta - tv - comp.truncated_mass
     est = p_inf + comp.delta_disc(eps)
     upper = np.minimum(upper, 1.0)
     lower = np.clip(lower, 0.0, 1.0)
@@ -66,8 +70,10 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
         note = (f"delta={delta:g} is not above the probability of an infinite privacy loss "
                 f"({p_inf:.3g}) plus the error budget ({eta:.2g}): no finite epsilon can be certified")
     else:
-        e_u = comp.solve_epsilon(target_u, comp.numerical_error, eps_min=-t)
-        upper = max(0.0, e_u + t) if math.isfinite(e_u) else math.inf
+        up = 1.0 + comp.up_rel
+        e_u = comp.solve_epsilon(target_u / up, comp.numerical_error, eps_min=-t)
+        # 1e-12: Brent's tolerance on the root, rounded to the safe side
+        upper = max(0.0, e_u + t + 1e-12) if math.isfinite(e_u) else math.inf
         if math.isfinite(e_u):
             used = float(comp.numerical_error(e_u))
         if not math.isfinite(upper):
@@ -76,7 +82,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
     target_e = delta - p_inf
     est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
     # lower: largest eps with p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated >= delta
-    target_l = delta + eta + comp.tv_error + comp.truncated_mass - p_inf
+    target_l = (delta + eta + comp.tv_error + comp.truncated_mass - p_inf) / comp.low_factor
     if target_l <= 0:
         lower = math.inf  # the mass at infinity alone exceeds delta: eps is infinite
     else:
@@ -91,7 +97,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
             if e1 < ref:
                 c = float(comp.numerical_error(-t))
                 e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
-            lower = max(0.0, e1 - t) if math.isfinite(e1) else 0.0
+            lower = max(0.0, e1 - t - 1e-12) if math.isfinite(e1) else 0.0
             if e1 - t > 0:
                 used = max(used, c)
     if math.isfinite(upper):

@@ -41,9 +41,11 @@ class DiscretisedLoss:
     truncated_mass: float
     mean_error: float
     coupling_range: float
-    #: l1 distance between ``pmf`` and the exact discretised distribution it stands for
-    #: (non-zero for a re-binned composition: FFT round-off and aliasing of the block)
+    #: l1 distance between ``pmf`` and the exact cell masses it stands for (rounding of the
+    #: masses; for a re-binned composition also the block's FFT round-off and aliasing)
     tv_error: float = 0.0
+    #: every mass is within a factor ``1 +- rel_error`` of the exact one (cells not covered count in tv_error)
+    rel_error: float = 0.0
 
     @property
     def grid(self) -> np.ndarray:
@@ -115,18 +117,14 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     if j_hi - j_lo > 50_000_000:
         raise MemoryError(f"discretisation would need {j_hi - j_lo} grid points; increase the mesh")
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h
-    cdf, sf, edge_err = loss.cdf_sf(edges)
-    use_cdf = cdf[1:] <= 0.5
-    masses = np.where(use_cdf, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:])
-    masses = np.maximum(masses, 0.0)
-    below, above = float(cdf[0]), float(sf[-1])
+    below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
     pmf = masses.copy()
     pmf[0] += below
     total = float(pmf.sum())
     if total <= 0.0:
         # everything is at +inf (or truncated there): no finite part
         return DiscretisedLoss(h, j_lo, np.zeros(1), 0.0, min(1.0, loss.infinity_mass + above),
-                               below + above, 0.0, h)
+                               below + above, 0.0, h, mass_l1, mass_rel)
     pm, pm_err = loss.partial_mean(float(edges[0]), float(edges[-1]))
     mean_fin = pm + j_lo * h * below
     grid = (j_lo + np.arange(pmf.size)) * h
@@ -143,4 +141,4 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     return DiscretisedLoss(h=h, start=j_lo, pmf=pmf, shift=shift,
                            infinity_mass=min(1.0, loss.infinity_mass + above),
                            truncated_mass=below + above, mean_error=mean_error,
-                           coupling_range=h + 2.0 * edge_err)
+                           coupling_range=h + 2.0 * edge_err, tv_error=mass_l1, rel_error=mass_rel)

@@ -54,9 +54,11 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
         max(2, x.size))
     # l1 error of the block: aliasing (tilted mass outside the window; untilted here) and FFT round-off
     block_err = (comp.alias_mass + comp.float_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
+    # exact / computed lies in [low_factor, 1 + up_rel]; as computed = exact (1 + e), |e| <= rel:
+    rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
     return DiscretisedLoss(h=h, start=j0, pmf=pmf, shift=shift, infinity_mass=comp.infinity_mass,
                            truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
-                           coupling_range=math.sqrt(comp.hoeffding_sq) + h, tv_error=block_err)
+                           coupling_range=math.sqrt(comp.hoeffding_sq) + h, tv_error=block_err, rel_error=rel)
 
 
 def coarsen(d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau: float = 1e-15
