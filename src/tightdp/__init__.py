@@ -27,3 +27,5 @@ __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled
 from .integrations.dp_accounting import from_dp_event
 from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
 __all__ += ["from_dp_event", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate"]
+from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
+__all__ += ["group_epsilon", "group_epsilon_schedule", "group_report", "group_curve"]

@@ -1,0 +1,414 @@
+"""Group-level privacy of DP-SGD via mixture-of-Gaussians mechanisms (paper 002).
+
+A *group* is a set of up to ``k`` examples that may all be added or removed
+together (002 Def. 2.5: add-/remove-up-to-k adjacency), e.g. every record of one
+user. DP-SGD's group-level privacy is exactly that of a scalar
+mixture-of-Gaussians (MoG) mechanism composed over the steps:
+
+* Poisson sampling with rate ``q``: sensitivity ``Binom(k, q)``, noise ``sigma``
+  (002 Thm 3.1);
+* fixed batch size ``B`` drawn without replacement from a data set of at least
+  ``n`` examples: sensitivity ``2 * Hypergeom(B, n + k, k)`` (002 Thm 3.3);
+* a schedule of segments ``(sigma, q or B, steps)``: the composition of the
+  segments' MoG mechanisms (002 Lemma 2.6 with Sec. 2.2).
+
+The dominating pairs are tight (002 Sec. 3.3), and the PLD engine gives
+certified two-sided bounds on their composition.
+
+Two baselines (002 Sec. 4):
+
+* the group-privacy lemma (002 Lemma 1.1, Vadhan 2017 Lemma 2.2): an
+  example-level ``(eps', delta')`` guarantee gives ``(k eps', delta' S(eps'))``
+  for groups of ``k``, ``S(e) = 1 + e^e + ... + e^{(k-1) e}``. We apply it to the
+  *certified* example-level curve (upper bounds), so the result is a proven
+  bound; ``S`` and ``delta'`` are handled in log space, and where the required
+  ``delta'`` cannot be certified the answer is ``None`` with a note.
+* the linear reference ``k * eps_1`` (002 Sec. 4, "lower bound"), with
+  ``eps_1`` the example-level epsilon at the same delta. 002 uses it as the
+  yardstick of linear growth; it is not a theorem for arbitrary mechanisms, so
+  it is reported as a reference line, computed from the certified *lower*
+  bound on ``eps_1``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
+from .bounds import Bounds, _jsonable
+from .errors import PrecisionError
+from .mechanisms import Mechanism
+from .mechanisms.mixture import GroupFixedBatchSampled, GroupPoissonSampled
+
+__all__ = ["SAMPLING_SCHEMES", "group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
+           "group_privacy_lemma_epsilon", "ExampleCurve", "LemmaResult", "GroupReport", "group_report", "group_curve"]
+
+SAMPLING_SCHEMES = ("poisson", "fixed-batch")
+
+
+# ------------------------------------------------------------------------------------ mechanisms
+def group_mechanism(*, noise_multiplier, group_size, sampling: str = "poisson", sampling_rate=None,
+                    dataset_size=None, batch_size=None) -> Mechanism:
+    """The mechanism of one DP-SGD step as seen by a group of up to ``group_size`` examples.
+
+    ``sampling="poisson"`` needs ``sampling_rate`` (002 Thm 3.1);
+    ``sampling="fixed-batch"`` needs ``batch_size`` and ``dataset_size`` (a lower
+    bound on the number of examples outside the group, 002 Thm 3.3);
+    ``sampling_rate`` is then optional and, if given, must equal
+    ``batch_size / dataset_size``.
+    """
+    check_choice("sampling", sampling, SAMPLING_SCHEMES)
+    k = check_count("group_size", group_size)
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    if sampling == "poisson":
+        if batch_size is not None:
+            raise ValueError("batch_size applies only to sampling='fixed-batch'")
+        if sampling_rate is None:
+            raise ValueError("sampling_rate is required for sampling='poisson'")
+        q = check_probability("sampling_rate", sampling_rate)
+        if dataset_size is not None:
+            n = check_count("dataset_size", dataset_size)
+            if k > n:
+                raise ValueError(f"group_size ({k}) must be <= dataset_size ({n})")
+        return GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=k)
+    if dataset_size is None or batch_size is None:
+        raise ValueError("sampling='fixed-batch' needs both dataset_size and batch_size")
+    mech = GroupFixedBatchSampled(noise_multiplier=sigma, batch_size=batch_size, dataset_size=dataset_size,
+                                  group_size=k)
+    if sampling_rate is not None:
+        q = check_probability("sampling_rate", sampling_rate)
+        if not math.isclose(q, mech.sampling_rate, rel_tol=1e-9):
+            raise ValueError(f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
+                             f"({mech.batch_size}/{mech.dataset_size} = {mech.sampling_rate!r}) "
+                             "for sampling='fixed-batch'; omit it to use the ratio")
+    return mech
+
+
+def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str = "poisson",
+                 dataset_size=None) -> list[tuple[Mechanism, int]]:
+    """``(mechanism, steps)`` entries for a schedule of DP-SGD segments.
+
+    Each segment is ``(noise_multiplier, sampling_rate, steps)`` for Poisson
+    sampling or ``(noise_multiplier, batch_size, steps)`` for fixed batches
+    (all sharing ``dataset_size``). Everything is validated before returning.
+    """
+    check_choice("sampling", sampling, SAMPLING_SCHEMES)
+    if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
+        raise ValueError(f"schedule must be a sequence of (noise_multiplier, rate or batch, steps), got {schedule!r}")
+    out: list[tuple[Mechanism, int]] = []
+    for i, seg in enumerate(schedule):
+        if isinstance(seg, (str, bytes)) or not hasattr(seg, "__len__") or len(seg) != 3:
+            raise ValueError(f"schedule[{i}] must be a (noise_multiplier, sampling_rate or batch_size, steps) "
+                             f"triple, got {seg!r}")
+        sigma, rate_or_batch, steps = seg
+        steps = check_count(f"schedule[{i}] steps", steps)
+        try:
+            if sampling == "poisson":
+                mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=sampling,
+                                       sampling_rate=rate_or_batch, dataset_size=dataset_size)
+            else:
+                mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=sampling,
+                                       batch_size=rate_or_batch, dataset_size=dataset_size)
+        except ValueError as exc:
+            raise ValueError(f"schedule[{i}]: {exc}") from None
+        out.append((mech, steps))
+    if not out:
+        raise ValueError("schedule must contain at least one segment")
+    return out
+
+
+def _make_accountant(accountant, eps_error: float):
+    from .accountants import ACCOUNTANTS, Accountant, create
+
+    if isinstance(accountant, Accountant):
+        if accountant.ledger:
+            raise ValueError("accountant must be an accountant name or an empty Accountant instance")
+        return type(accountant)(**accountant.options())
+    check_choice("accountant", accountant, sorted(ACCOUNTANTS))
+    return create(accountant, eps_error=eps_error)
+
+
+# ------------------------------------------------------------------------------------ epsilon
+def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
+                  dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant="prv") -> Bounds:
+    """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
+
+    The ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism``
+    under add-or-remove-up-to-k adjacency (002 Sec. 2.2: the worse of the add
+    and remove compositions), composed by ``accountant`` (default: the PRV
+    accountant, whose ``upper`` is a proven bound and ``upper - lower`` is about
+    ``2 * eps_error``). ``group_size = 1`` is example-level DP-SGD.
+    """
+    mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=group_size, sampling=sampling,
+                           sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
+    steps = check_count("steps", steps)
+    return _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error, accountant=accountant)
+
+
+def group_epsilon_schedule(*, schedule, delta, group_size, sampling: str = "poisson", dataset_size=None,
+                           eps_error: float = 0.01, accountant="prv") -> Bounds:
+    """``group_epsilon`` for a heterogeneous schedule: segments ``(noise_multiplier, q or B, steps)``.
+
+    The per-step dominating pairs compose adaptively (002 Lemma 2.6), so the
+    schedule's guarantee is that of the composed MoG mechanisms.
+    """
+    ledger = group_ledger(schedule=schedule, group_size=group_size, sampling=sampling, dataset_size=dataset_size)
+    return _epsilon_of(ledger, delta=delta, eps_error=eps_error, accountant=accountant)
+
+
+def _epsilon_of(ledger, *, delta, eps_error, accountant) -> Bounds:
+    delta = check_delta("delta", delta)
+    eps_error = check_positive("eps_error", eps_error)
+    acc = _make_accountant(accountant, eps_error)
+    acc.compose(ledger)
+    out = acc.epsilon(delta)
+    details = {**dict(out.details), "accountant": acc.name,
+               "mechanisms": [{"mechanism": m.to_dict(), "steps": c} for m, c in ledger]}
+    return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
+
+
+# ------------------------------------------------------------------------------------ baselines
+def _log_group_factor(eps: float, k: int) -> float:
+    """``log(1 + e^eps + ... + e^{(k-1) eps})`` without overflow (002 Lemma 1.1)."""
+    if eps == 0.0:
+        return math.log(k)
+    # S = (e^{k eps} - 1) / (e^eps - 1) = e^{(k-1) eps} (1 - e^{-k eps}) / (1 - e^{-eps})
+    return (k - 1) * eps + math.log(-math.expm1(-k * eps)) - math.log(-math.expm1(-eps))
+
+
+@dataclass(frozen=True)
+class LemmaResult:
+    """Outcome of the group-privacy-lemma baseline: ``epsilon`` is ``None`` when it cannot be certified."""
+
+    epsilon: float | None
+    example_epsilon: float | None = None  # eps' with (eps', delta') certified for one example
+    example_delta: float | None = None  # delta' = delta / S(eps')
+    note: str | None = None
+    queries: int = 0
+
+
+class ExampleCurve:
+    """Certified example-level ``eps_1^U(delta')`` from a composed accountant, memoised in ``log delta'``.
+
+    Remembers the largest ``delta'`` the accountant could not certify and
+    answers ``inf`` for any smaller ``delta'`` without asking again (certifying
+    a smaller delta is never easier), which keeps the group-privacy-lemma
+    search cheap when the required ``delta'`` is out of reach.
+    """
+
+    def __init__(self, accountant) -> None:
+        self.accountant = accountant
+        self.eps_error = getattr(accountant, "eps_error", 0.01)
+        self.queries = 0
+        self._memo: dict[float, float] = {}
+        self._fail_log_delta = -math.inf
+        self._fail_note = ""
+
+    def upper(self, log_delta: float) -> tuple[float, str]:
+        """``(eps_1^U(exp(log_delta)), note)``; ``inf`` with a note where it cannot be certified."""
+        if log_delta < math.log(1e-300):
+            return math.inf, (f"the required example-level delta' = exp({log_delta:.4g}) underflows "
+                              "double precision")
+        if log_delta <= self._fail_log_delta:
+            return math.inf, self._fail_note
+        if log_delta in self._memo:
+            return self._memo[log_delta], ""
+        self.queries += 1
+        try:
+            b = self.accountant.epsilon(math.exp(log_delta))
+            val = math.inf if b.upper is None else float(b.upper)
+            why = str(dict(b.details).get("note", "no finite upper bound"))
+        except (PrecisionError, ArithmeticError, ValueError) as exc:
+            val, why = math.inf, str(exc)
+        if not math.isfinite(val):
+            self._fail_log_delta = log_delta
+            self._fail_note = (f"the example-level accountant cannot certify delta' = exp({log_delta:.4g}) "
+                               f"({why})")
+            return math.inf, self._fail_note
+        self._memo[log_delta] = val
+        return val, ""
+
+
+def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None = None,
+                                max_queries: int = 40) -> LemmaResult:
+    """Smallest ``k eps'`` certified by the group-privacy lemma (002 Lemma 1.1) from an example-level curve.
+
+    ``example`` is an accountant holding the composed *example-level*
+    mechanism (or an ``ExampleCurve`` around one); its certified
+    ``epsilon(delta').upper`` gives ``phi(eps') = eps_1^U(delta / S(eps'))``.
+    Any ``eps'`` with ``phi(eps') <= eps'`` is a proven example-level
+    ``(eps', delta / S(eps'))`` guarantee, hence ``(k eps', delta)`` for groups.
+    ``phi`` is non-decreasing, so every infeasible ``eps'`` lies below the
+    smallest solution ``eps*`` and ``phi(eps') <= eps*``: we step forward with
+    secant steps on ``psi = phi - id`` until feasible, then close the bracket
+    by regula falsi to ``tol`` (default ``eps_error / k``). Where ``delta'``
+    underflows or the accountant cannot certify it, the result is ``None``
+    with a note saying so, never NaN.
+    """
+    k = check_count("group_size", group_size)
+    delta = check_delta("delta", delta)
+    curve = example if isinstance(example, ExampleCurve) else ExampleCurve(example)
+    log_delta = math.log(delta)
+    tol = curve.eps_error / k if tol is None else check_positive("tol", tol)
+    start_queries = curve.queries
+    failure: list[str] = []
+
+    def phi(e: float) -> float:
+        val, note = curve.upper(log_delta - _log_group_factor(e, k))
+        if note:
+            failure.append(note)
+        return val
+
+    def used() -> int:
+        return curve.queries - start_queries
+
+    def unattainable(lo: float) -> LemmaResult:
+        why = failure[-1] if failure else "no example-level epsilon' satisfies eps_1(delta / S(eps')) <= eps'"
+        return LemmaResult(None, None, None, f"group-privacy lemma (002 Lemma 1.1) gives no certified epsilon: "
+                                             f"{why}; searched eps' up to {lo:.4g}", used())
+
+    if k == 1:
+        v = phi(0.0)
+        if not math.isfinite(v):
+            return unattainable(0.0)
+        return LemmaResult(v, v, delta, None, used())
+
+    # Phase 1: bracket. Every infeasible e lies below the smallest solution e* and phi(e) <= e*,
+    # so the next candidate is at least phi(e); a secant step on psi(e) = phi(e) - e jumps ahead.
+    lo, psi_lo = 0.0, phi(0.0)
+    if psi_lo == 0.0:
+        return LemmaResult(0.0, 0.0, delta / k, None, used())
+    if not math.isfinite(psi_lo):
+        return unattainable(0.0)
+    e, floor = psi_lo, psi_lo  # floor: a point known to be <= e*
+    hi = psi_hi = None
+    for _ in range(4 * max_queries):
+        if used() >= max_queries:
+            break
+        v = phi(e)
+        if not math.isfinite(v):
+            if e - floor <= tol:  # not even (about) the smallest possible solution can be certified
+                return unattainable(e)
+            e = floor + 0.5 * (e - floor)  # an overshoot went too far; come back
+            continue
+        psi = v - e
+        if psi <= 0.0:
+            hi, psi_hi = e, psi
+            break
+        floor = max(floor, v)
+        cand = v
+        if psi_lo > psi:  # secant through (lo, psi_lo), (e, psi)
+            cand = max(cand, e + psi * (e - lo) / (psi_lo - psi))
+        lo, psi_lo = e, psi
+        e = cand + tol
+    if hi is None:
+        return unattainable(lo)
+    # Phase 2: Illinois regula falsi on [lo, hi] (psi(lo) > 0 >= psi(hi)) down to tol.
+    side = 0
+    for _ in range(4 * max_queries):
+        if hi - lo <= tol or used() >= max_queries:
+            break
+        mid = hi - psi_hi * (hi - lo) / (psi_hi - psi_lo) if psi_lo != psi_hi else 0.5 * (lo + hi)
+        mid = min(max(mid, lo + 0.25 * tol), hi - 0.25 * tol)
+        v = phi(mid)
+        psi = v - mid if math.isfinite(v) else math.inf
+        if psi <= 0.0:
+            hi, psi_hi = mid, psi
+            if side == -1:
+                psi_lo *= 0.5
+            side = -1
+        else:
+            lo, psi_lo = mid, (psi if math.isfinite(psi) else psi_lo)
+            if side == 1:
+                psi_hi *= 0.5
+            side = 1
+    return LemmaResult(k * hi, hi, math.exp(log_delta - _log_group_factor(hi, k)), None, used())
+
+
+# ------------------------------------------------------------------------------------ reports
+@dataclass(frozen=True)
+class GroupReport:
+    """Group-level epsilon with the two baselines of 002 Sec. 4 (JSON via ``to_dict``)."""
+
+    group_size: int
+    delta: float
+    sampling: str
+    epsilon: Bounds
+    example_epsilon: Bounds
+    group_privacy_lemma: LemmaResult
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def linear_lower_bound(self) -> float:
+        """``k * eps_1`` (002 Sec. 4), from the certified lower bound on ``eps_1``."""
+        return self.group_size * float(self.example_epsilon.lower)
+
+    @property
+    def group_privacy_lemma_epsilon(self) -> float | None:
+        return self.group_privacy_lemma.epsilon
+
+    def to_dict(self) -> dict[str, Any]:
+        lemma = self.group_privacy_lemma
+        eps = self.epsilon.to_dict()
+        out = {
+            "epsilon": {"lower": eps["lower"], "estimate": eps["estimate"], "upper": eps["upper"]},
+            "group_privacy_lemma_epsilon": lemma.epsilon,
+            "linear_lower_bound": self.linear_lower_bound,
+            "group_size": self.group_size,
+            "delta": self.delta,
+            "sampling": self.sampling,
+            "kind": self.epsilon.kind,
+            "example_epsilon": {k: v for k, v in self.example_epsilon.to_dict().items() if k != "details"},
+            "group_privacy_lemma": {"example_epsilon": lemma.example_epsilon, "example_delta": lemma.example_delta,
+                                    "note": lemma.note},
+        }
+        notes = [n for n in (dict(self.epsilon.details).get("note"), lemma.note) if n]
+        if notes:
+            out["notes"] = notes
+        out["details"] = _jsonable(self.details)
+        return out
+
+
+def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
+                 dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant="prv") -> GroupReport:
+    """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
+    return group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
+                       group_sizes=[group_size], sampling=sampling, dataset_size=dataset_size,
+                       batch_size=batch_size, eps_error=eps_error, accountant=accountant)[0]
+
+
+def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_sizes: Iterable[int],
+                sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float = 0.01,
+                accountant="prv") -> list[GroupReport]:
+    """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once."""
+    sizes = [check_count("group_size", k) for k in group_sizes]
+    if not sizes:
+        raise ValueError("group_sizes must not be empty")
+    steps = check_count("steps", steps)
+    delta = check_delta("delta", delta)
+    eps_error = check_positive("eps_error", eps_error)
+    mechs = [group_mechanism(noise_multiplier=noise_multiplier, group_size=k, sampling=sampling,
+                             sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
+             for k in sizes]  # validate every size before any work
+    example_mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=1, sampling=sampling,
+                                   sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
+    example_acc = _make_accountant(accountant, eps_error).compose(example_mech, steps)
+    curve = ExampleCurve(example_acc)
+    t0 = time.perf_counter()
+    example = example_acc.epsilon(delta)
+    t_example = time.perf_counter() - t0
+    reports = []
+    for k, mech in zip(sizes, mechs):
+        t0 = time.perf_counter()
+        eps = example if k == 1 else _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error,
+                                                 accountant=accountant)
+        t1 = time.perf_counter()
+        lemma = group_privacy_lemma_epsilon(curve, delta=delta, group_size=k)
+        t2 = time.perf_counter()
+        reports.append(GroupReport(k, delta, sampling, eps, example, lemma, {
+            "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name, "eps_error": eps_error,
+            "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1}}))
+    return reports
