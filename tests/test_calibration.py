@@ -117,6 +117,26 @@ def test_uncertifiable_points_count_as_infeasible():
     assert cal.epsilon.upper <= 80.0
 
 
+def test_resource_failures_are_safe_and_reported():
+    """A fine evaluation that runs out of memory below some noise: the answer stays certified, and the
+    tightness record says that the neighbour could not be checked instead of claiming it overshoots."""
+    sigma_star = 10.0 / gdp_mu_for(3.0, 1e-5)
+
+    def fine(sigma, q, steps, delta):
+        if sigma < 1.02 * sigma_star:
+            raise MemoryError("grid too large")
+        return exact_fn(sigma, q, steps, delta)
+
+    from tightdp.calibration import _Evaluator, _narrow, _tighten
+
+    ev = _Evaluator(fine, 3.0, lambda s: (s, 1.0, 100, 1e-5))
+    assert not ev.feasible(sigma_star * 1.01) and ev.failures
+    cal = calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=1.0, steps=100, epsilon_fn=fine)
+    assert cal.noise_multiplier >= 1.02 * sigma_star and cal.epsilon.upper <= 3.0
+    assert cal.details["tightness"]["overshoots"] is None and "certified" in cal.details["tightness"]["note"]
+    assert cal.details["uncertified_points"]
+
+
 def test_infinite_upper_counts_as_infeasible():
     def inf_below(sigma, q, steps, delta):
         if sigma < 5.0:

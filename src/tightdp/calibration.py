@@ -154,8 +154,8 @@ class _Evaluator:
     bound at or below the target proves feasibility, a coarse certified lower
     bound above it proves infeasibility, and only points in between get the
     fine evaluation. Anything that cannot be certified (``PrecisionError`` or
-    another ``ArithmeticError``, an infinite or missing upper bound) is
-    infeasible: the safe side.
+    another ``ArithmeticError``, a ``MemoryError`` for a grid too large, an
+    infinite or missing upper bound) is infeasible: the safe side.
     """
 
     def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple],
@@ -171,7 +171,8 @@ class _Evaluator:
     def _eval(self, fn, x) -> tuple[float, Bounds | None]:
         try:
             b = fn(*self.point(x))
-        except ArithmeticError as exc:  # PrecisionError, overflow: cannot certify, so infeasible (safe side)
+        except (ArithmeticError, MemoryError) as exc:  # PrecisionError, overflow, a grid too large:
+            # no certificate, so the point counts as infeasible (the safe side)
             self.failures.append(f"{x!r}: {type(exc).__name__}: {exc}")
             return math.inf, None
         up = math.inf
@@ -427,9 +428,12 @@ def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max
         if px == to_x(good):
             return good, {"checked": None, "note": "the neighbouring value rounds to the same point"}
         up, b = ev(px)
+        if b is None:  # the neighbour could not be evaluated: safe, but tightness is not shown
+            return good, {"checked": px, "overshoots": None,
+                          "note": "the neighbouring value could not be certified: " + (ev.failures or ["?"])[-1]}
         if up > ev.target:
             return good, {"checked": px, "epsilon_upper": up if math.isfinite(up) else None,
-                          "epsilon_lower": None if b is None else b.lower, "overshoots": True}
+                          "epsilon_lower": b.lower, "overshoots": True}
         # a wobble of the bound: the boundary lies further out; bracket again and narrow
         good = probe
         bad = good + step

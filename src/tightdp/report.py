@@ -833,9 +833,11 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
     try:
         if what == "noise":
             cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
+            tight = cal.details.get("tightness", {})
             return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.4f}",
                     "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
-                    "epsilon_upper": cal.epsilon.upper, "note": ""}
+                    "epsilon_upper": cal.epsilon.upper,
+                    "note": "" if tight.get("overshoots") else tight.get("note", cal.details.get("note", ""))}
         sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
         cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
                               multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)

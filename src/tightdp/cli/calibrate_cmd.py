@@ -118,6 +118,8 @@ def run(args) -> int:
         what = {"noise_multiplier": "1 % less noise", "steps": "one more step" if not cal.details.get("multiple_of")
                 else "one more epoch", "sampling_rate": "a 1 % larger rate"}[cal.solved]
         lines.append(f"tight: {what} gives epsilon <= {tight['epsilon_upper']:.6g} > target")
+    elif tight.get("note"):
+        lines.append(f"tightness not shown: {tight['note']}")
     if cal.details.get("note"):
         lines.append(f"note: {cal.details['note']}")
     lines.append(f"({cal.evaluations} evaluations, {cal.seconds:.2f} s)")
