@@ -41,7 +41,7 @@ from .._validation import check_count, check_delta, check_positive, check_probab
 
 try:
     from opacus.accountants import IAccountant
-    from opacus.accountants.registry import _ACCOUNTANTS, register_accountant
+    from opacus.accountants import register_accountant
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tightdp.integrations.opacus needs Opacus: pip install torch==2.13.0 && "
                       "pip install 'tightdp[opacus]'") from exc
@@ -201,10 +201,9 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
     return cal.noise_multiplier
 
 
-def register(force: bool = True) -> None:
-    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"`` (done on import)."""
-    if _ACCOUNTANTS.get(MECHANISM) is not TightDPAccountant:
-        register_accountant(MECHANISM, TightDPAccountant, force=force)
+def register() -> None:
+    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"`` (done on import; idempotent)."""
+    register_accountant(MECHANISM, TightDPAccountant, force=True)
 
 
 register()
