@@ -117,7 +117,11 @@ def run(args) -> int:
     if tight.get("overshoots") and tight.get("epsilon_upper") is not None:
         what = {"noise_multiplier": "1 % less noise", "steps": "one more step" if not cal.details.get("multiple_of")
                 else "one more epoch", "sampling_rate": "a 1 % larger rate"}[cal.solved]
-        lines.append(f"tight: {what} gives epsilon <= {tight['epsilon_upper']:.6g} > target")
+        low = tight.get("epsilon_lower")
+        if low is not None and low > cal.target_epsilon:
+            lines.append(f"tight: {what} gives epsilon >= {low:.6g} (certified lower bound) > target")
+        else:
+            lines.append(f"tight: {what} gives epsilon <= {tight['epsilon_upper']:.6g} > target")
     elif tight.get("note"):
         lines.append(f"tightness not shown: {tight['note']}")
     if cal.details.get("note"):
