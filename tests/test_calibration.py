@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from scipy import optimize, special
@@ -127,7 +126,7 @@ def test_resource_failures_are_safe_and_reported():
             raise MemoryError("grid too large")
         return exact_fn(sigma, q, steps, delta)
 
-    from tightdp.calibration import _Evaluator, _narrow, _tighten
+    from tightdp.calibration import _Evaluator
 
     ev = _Evaluator(fine, 3.0, lambda s: (s, 1.0, 100, 1e-5))
     assert not ev.feasible(sigma_star * 1.01) and ev.failures

@@ -12,7 +12,6 @@ exit 2; an unreachable target: one line on stderr, exit 1.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
