@@ -343,7 +343,7 @@ def _bracket(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: f
 
 
 def _gdp_mu(target: float, delta: float) -> float:
-    """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2)); for initial guesses only."""
+    """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2.3), Lemma 10); for initial guesses only."""
     from scipy import optimize, special
 
     def d(mu: float) -> float:
