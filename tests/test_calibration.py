@@ -366,3 +366,24 @@ def test_cli_calibrate_unreachable(capsys):
                  "--delta", "1e-5", "--sampling-rate", "1"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "exceed" in err[0]
+
+
+def test_cli_spinner_only_on_terminal():
+    import io
+    import time as _time
+
+    from tightdp.cli.calibrate_cmd import _DelayedSpinner
+
+    quiet = io.StringIO()
+    with _DelayedSpinner("x", delay=0.0, stream=quiet):
+        _time.sleep(0.05)
+    assert quiet.getvalue() == ""
+
+    class FakeTTY(io.StringIO):
+        def isatty(self):
+            return True
+
+    fast = FakeTTY()
+    with _DelayedSpinner("x", delay=5.0, stream=fast):
+        pass  # finishes before the delay: nothing shown
+    assert fast.getvalue() == ""

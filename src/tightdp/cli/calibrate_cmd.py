@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 
 SOLVE = ("noise", "steps", "sampling-rate")
 
@@ -86,11 +87,50 @@ def solve(args):
     return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, **common)
 
 
+class _DelayedSpinner:
+    """A rich spinner that appears after ``delay`` seconds, only when stdout is a terminal."""
+
+    def __init__(self, message: str, delay: float = 1.0, stream=None):
+        self.message, self.delay = message, delay
+        self.stream = sys.stdout if stream is None else stream
+        self._timer = None
+        self._status = None
+        self._lock = threading.Lock()
+        self._done = False
+
+    def _start(self) -> None:
+        try:
+            from rich.console import Console
+        except ImportError:
+            return
+        with self._lock:
+            if self._done:
+                return
+            self._status = Console(file=self.stream).status(self.message)
+            self._status.start()
+
+    def __enter__(self):
+        if getattr(self.stream, "isatty", lambda: False)():
+            self._timer = threading.Timer(self.delay, self._start)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._done = True
+            if self._timer is not None:
+                self._timer.cancel()
+            if self._status is not None:
+                self._status.stop()
+
+
 def run(args) -> int:
     from ..calibration import CalibrationError
 
     try:
-        cal = solve(args)
+        with _DelayedSpinner(f"calibrating {args.solve} (certified search)"):
+            cal = solve(args)
     except CalibrationError as exc:
         print(f"tightdp calibrate: {exc}", file=sys.stderr)
         return 1
