@@ -151,10 +151,31 @@ def test_get_noise_multiplier_dropin():
 
     s = get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500)
     cal = tightdp.calibrate_noise(target_epsilon=2.0, delta=DELTA, sampling_rate=0.01, steps=500)
-    assert s == cal.noise_multiplier
+    assert cal.noise_multiplier <= s <= cal.noise_multiplier * 1.01
+    acc = TightDPAccountant()
+    acc.history = [(s, 0.01, 500)]
+    assert acc.get_epsilon(DELTA) <= 2.0
     # other accountant names go to Opacus' own function
     assert get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500,
                                 accountant="rdp") == opacus_gnm(target_epsilon=2.0, target_delta=DELTA,
                                                                 sample_rate=0.01, steps=500, accountant="rdp")
     with pytest.raises(ValueError, match="steps and epochs"):
         get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01)
+
+
+def test_install_calibration_makes_make_private_with_epsilon_tight(monkeypatch):
+    import opacus.privacy_engine as pe
+    from opacus import PrivacyEngine
+
+    monkeypatch.setattr(pe, "get_noise_multiplier", pe.get_noise_multiplier)  # restored after the test
+    tdp_opacus.install_calibration()
+    assert pe.get_noise_multiplier is get_noise_multiplier
+    engine = PrivacyEngine(accountant="tightdp")
+    opt = _toy_training(engine, epochs=2, target_epsilon=3.0)
+    cal = tightdp.calibrate_noise(target_epsilon=3.0, delta=DELTA, sampling_rate=0.25, steps=8)
+    assert cal.noise_multiplier <= opt.noise_multiplier <= cal.noise_multiplier * 1.01
+    assert engine.get_epsilon(DELTA) <= 3.0  # exactly what the engine reports is within the target
+    # other accountants still go through Opacus' own calibration
+    rdp_engine = PrivacyEngine(accountant="rdp")
+    _toy_training(rdp_engine, epochs=1, target_epsilon=3.0)
+    assert rdp_engine.get_epsilon(DELTA) <= 3.0
