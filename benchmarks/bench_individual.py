@@ -39,22 +39,27 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(0)
     scale = rng.uniform(0.1, 1.6, size=N)
     acc = IndividualAccountant(N, args.sigma, 1.0, args.q, num_buckets=args.buckets)
-    gen_time = 0.0
-    t0 = time.perf_counter()
+    gen_time = gen_cpu = 0.0
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(T):
-        g0 = time.perf_counter()
+        g0, gc0 = time.perf_counter(), time.process_time()
         norms = scale * rng.lognormal(0.0, 0.3, size=N)
         gen_time += time.perf_counter() - g0
+        gen_cpu += time.process_time() - gc0
         acc.record_step(norms)
     t_rec = time.perf_counter() - t0 - gen_time
-    t1 = time.perf_counter()
+    c_rec = time.process_time() - c0 - gen_cpu
+    t1, c1 = time.perf_counter(), time.process_time()
     res = acc.epsilons(1e-5)
     t_eps = time.perf_counter() - t1
+    c_eps = time.process_time() - c1
     eps = res.upper
     worst = res.details["worst_case_epsilon"]
     out = {"examples": N, "steps": T, "q": args.q, "sigma": args.sigma, "buckets": args.buckets,
            "record_seconds": round(t_rec, 2), "norm_generation_seconds": round(gen_time, 2),
            "epsilons_seconds": round(t_eps, 2), "total_seconds": round(t_rec + t_eps, 2),
+           "record_cpu_seconds": round(c_rec, 2), "epsilons_cpu_seconds": round(c_eps, 2),
+           "load_average_1min": round(__import__("os").getloadavg()[0], 2),
            "peak_rss_gb": round(_rss_gb(), 3), "worst_case_epsilon": worst,
            "epsilon_quantiles": {k: float(np.quantile(eps, v)) for k, v in
                                  [("min", 0), ("median", 0.5), ("max", 1)]},
