@@ -280,3 +280,16 @@ def test_loss_at_infinity_is_its_limit():
         d = add.loss(np.array([-np.inf, np.inf]))
     assert r[0] == pytest.approx(3 * math.log(0.9)) and r[1] == math.inf
     assert d[0] == -math.inf and d[1] == pytest.approx(-3 * math.log(0.9))
+
+
+@settings(max_examples=40, deadline=None)
+@given(k=st.integers(1, 20), q=st.floats(0.001, 0.5), sigma=st.floats(0.5, 4.0), eps=st.floats(0.0, 5.0))
+def test_one_step_delta_grows_with_the_group(k, q, sigma, eps):
+    """Binom(k + 1, q) stochastically dominates Binom(k, q), so by 002 Lemma 2.9 delta(eps) cannot shrink."""
+    def delta(kk):
+        rem, add = GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=kk).privacy_losses()
+        return max(one_step_delta(rem, eps), one_step_delta(add, eps))
+
+    d0, d1 = delta(k), delta(k + 1)
+    assert 0.0 <= d0 <= 1.0 and 0.0 <= d1 <= 1.0
+    assert d1 >= d0 - 1e-12
