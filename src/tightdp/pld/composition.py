@@ -134,11 +134,22 @@ class ComposedPLD:
         top = float(self.x[-1])
         if g(top) > 0:
             return math.inf
-        grid = xs[xs > eps_min]
-        vals = self.delta_disc(grid) + np.asarray(extra(grid), float) - target
-        k = int(np.argmax(vals <= 0))  # first grid point that satisfies
-        lo = eps_min if k == 0 else float(grid[k - 1])
-        hi = float(grid[k])
+        # g is non-increasing: bisect on grid indices (O(log N) evaluations), then Brent inside one cell
+        lo_i = int(np.searchsorted(xs, eps_min, side="right"))
+        hi_i = xs.size - 1
+        if lo_i > hi_i or g(float(xs[hi_i])) > 0:
+            return math.inf
+        if g(float(xs[lo_i])) <= 0:
+            hi_i = lo_i
+        else:
+            while hi_i - lo_i > 1:  # invariant: g(xs[lo_i]) > 0 >= g(xs[hi_i])
+                mid = (lo_i + hi_i) // 2
+                if g(float(xs[mid])) <= 0:
+                    hi_i = mid
+                else:
+                    lo_i = mid
+        hi = float(xs[hi_i])
+        lo = eps_min if hi_i == 0 or float(xs[hi_i - 1]) < eps_min else float(xs[hi_i - 1])
         if g(lo) <= 0:
             return lo
         return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
