@@ -239,7 +239,8 @@ def _window(terms, tilt, tau):
     K0 = _cgf(terms, tilt)
     _, v = _moments(terms, tilt)
     base = math.sqrt(2.0 * math.log(1.0 / tau) / max(v, 1e-300))
-    ths = base * np.geomspace(1 / 16, 1.5, 7)
+    # heavy-tailed losses (rare large steps) want a much smaller theta than the variance suggests
+    ths = base * np.geomspace(1e-3, 1.5, 14)
     up = _cgf_many(terms, tilt + ths) - K0
     down = _cgf_many(terms, tilt - ths) - K0
     hi = float(np.min((up - math.log(tau)) / ths))
