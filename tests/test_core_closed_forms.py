@@ -51,6 +51,15 @@ def test_large_epsilon_regime():
     assert b.lower <= exact <= b.upper
 
 
+@pytest.mark.parametrize("sigma,k,delta", [(0.5, 325, 0.015625), (1.0, 400, 1e-3)])
+def test_huge_epsilon_stays_sound(sigma, k, delta):
+    # regression: exp(-x) underflowed in the suffix sums for losses above ~709 and the lower bound overshot
+    b = PRVAccountant().compose(Gaussian(noise_multiplier=sigma), k).epsilon(delta)
+    exact = gdp_epsilon_mp(delta, math.sqrt(k) / sigma)
+    assert exact > 200
+    assert b.lower <= exact <= b.upper
+
+
 def test_sampling_rate_one_is_the_gaussian():
     a = PRVAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0), sampling_rate=1.0), 50)
     g = PRVAccountant().compose(Gaussian(noise_multiplier=2.0), 50)

@@ -125,40 +125,54 @@ class PRVAccountant(PLDAccountant):
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         if slack >= delta:
             raise ValueError(f"delta_error ({slack:g}) must be smaller than delta ({delta:g})")
-        eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
         parts, info = [], {}
         for d, terms in enumerate(self._directions()):
-            plan = lambda: self._plan(terms, eta, trunc)[0]  # single-level discretisation, when a tilt is needed
-            # FFT round-off is ~1e-16 of the total mass: without tilting it is far
-            # below delta >= 1e-10; smaller deltas get an exponentially tilted FFT
-            tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
-            res, tau_i = None, 0
-            for _ in range(4):
-                taus = _taus(slack, round(tilt, 3))
-                comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i])
-                res = epsilon_bounds(comp, delta, eta)
-                x = comp.x
-                span = x[-1] - x[0]
-                centred = (not math.isfinite(res.estimate) or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
-                           or (res.estimate == 0.0 and x[0] <= 0.0))
-                if res.numerical_error <= num_budget and centred:
+            s = slack
+            for _ in range(3):
+                res, comp = self._epsilon_direction(d, terms, delta, s)
+                # where the curve is flat in log(delta) (large epsilon) the delta slack costs epsilon:
+                # spend less of it, unless the user fixed it
+                excess = res.upper - res.lower - 2.0 * comp.coupling_shift(0.5 * s)
+                if self.delta_error is not None or not math.isfinite(excess) or excess <= 0.05 * self.eps_error:
                     break
-                if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(taus):
-                    tau_i += 1  # widen the window
-                else:  # re-centre the tilt on the answer
-                    new_tilt = saddle_tilt(plan(), res.estimate) if math.isfinite(res.estimate) else tilt
-                    if abs(new_tilt - tilt) < 1e-3:
-                        break
-                    tilt = new_tilt
-            if math.isinf(res.upper) and not res.note:
-                raise PrecisionError(f"cannot certify epsilon at delta={delta:g}: the composition window "
-                                     "could not be placed around the answer")
+                s /= 30.0
             parts.append(res)
-            info = {"mesh": comp.h, "coupling_shift": comp.coupling_shift(eta), "grid_points": int(comp.tilted.size),
-                    "compositions": comp.compositions, "delta_error": slack,
+            info = {"mesh": comp.h, "coupling_shift": comp.coupling_shift(0.5 * s),
+                    "grid_points": int(comp.tilted.size), "compositions": comp.compositions, "delta_error": s,
                     "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error)}
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
+
+    def _epsilon_direction(self, d: int, terms, delta: float, slack: float):
+        """Bounds for one direction with the delta slack split between coupling failure (1/2),
+        truncation (1/4) and aliasing/round-off (1/4)."""
+        eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
+        plan = lambda: self._plan(terms, eta, trunc)[0]  # single-level discretisation, when a tilt is needed
+        # FFT round-off is ~1e-16 of the total mass: without tilting it is far
+        # below delta >= 1e-10; smaller deltas get an exponentially tilted FFT
+        tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
+        res, tau_i = None, 0
+        for _ in range(4):
+            taus = _taus(slack, round(tilt, 3))
+            comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i])
+            res = epsilon_bounds(comp, delta, eta)
+            x = comp.x
+            span = x[-1] - x[0]
+            centred = (not math.isfinite(res.estimate) or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
+                       or (res.estimate == 0.0 and x[0] <= 0.0))
+            if res.numerical_error <= num_budget and centred:
+                break
+            if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(taus):
+                tau_i += 1  # widen the window
+            else:  # re-centre the tilt on the answer
+                new_tilt = saddle_tilt(plan(), res.estimate) if math.isfinite(res.estimate) else tilt
+                if abs(new_tilt - tilt) < 1e-3:
+                    break
+                tilt = new_tilt
+        if math.isinf(res.upper) and not res.note:
+            raise PrecisionError(f"cannot certify epsilon at delta={delta:g}: the composition window "
+                                 "could not be placed around the answer")
+        return res, comp
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
         t0 = time.perf_counter()

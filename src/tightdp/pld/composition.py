@@ -79,44 +79,64 @@ class ComposedPLD:
         Hoeffding for independent differences of ranges ``r_i`` (003 Lemma 5.3),
         plus the accumulated bound on the mean mismatch.
         """
-        return math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error
+        return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
 
     def numerical_error(self, eps) -> np.ndarray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
         ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
         plus the rounding of the suffix sums behind ``delta_disc`` (``2 N u`` times the mass above)."""
         eps = np.asarray(eps, float)
-        fft = np.exp(np.minimum(self.log_norm - self.tilt * eps, 700.0)) * (self.alias_mass + self.float_error)
-        xs, A, _ = self._suffix(math.floor(min(float(np.min(eps)), 0.0)) - 1.0)
-        j = np.searchsorted(xs, eps, side="right")
-        return fft + 2.0 * _U * xs.size * A[j]
+        flat = np.atleast_1d(eps)
+        fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * (self.alias_mass + self.float_error)
+        A, _ = self._suffix_at(flat)
+        return (fft + 2.0 * _U * self.tilted.size * A).reshape(eps.shape)
 
     # -- delta(eps) of the discrete distribution --------------------------------
-    def _suffix(self, x_min: float):
+    def _suffix(self, x_ref: float):
+        """Suffix sums from the first grid point above ``x_ref``:
+        ``A_j = sum_{i >= j} w(x_i)`` and ``B_j = sum_{i >= j} w(x_i) exp(-(x_i - x_ref))``.
+
+        Measuring ``exp(-x)`` from ``x_ref`` keeps it from underflowing at large losses
+        (epsilon in the hundreds); callers keep ``eps - x_ref`` in ``[1, 51]``.
+        """
         cache = self.__dict__.setdefault("_suffix_cache", {})
-        key = round(x_min, 12)
-        if key in cache:
-            return cache[key]
+        if x_ref in cache:
+            return cache[x_ref]
         x = self.x
-        i0 = int(np.searchsorted(x, x_min, side="left"))
+        i0 = int(np.searchsorted(x, x_ref, side="left"))
         xs = x[i0:]
         w = self.tilted[i0:]
         with np.errstate(over="ignore", under="ignore"):
             a = w * np.exp(np.minimum(self.log_norm - self.tilt * xs, 700.0))
-            b = w * np.exp(np.minimum(self.log_norm - (self.tilt + 1.0) * xs, 700.0))
+            b = w * np.exp(np.minimum(self.log_norm - self.tilt * xs - (xs - x_ref), 700.0))
         A = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])
         B = np.concatenate([np.cumsum(b[::-1])[::-1], [0.0]])
-        cache[key] = (xs, A, B)
+        cache[x_ref] = (xs, A, B)
         return xs, A, B
+
+    @staticmethod
+    def _ref(eps: float) -> float:
+        return 50.0 * math.floor(eps / 50.0) - 1.0
+
+    def _suffix_at(self, eps: np.ndarray):
+        """``(A_j, B_j * exp(eps - x_ref), j)`` for each ``eps`` (grouped by reference point)."""
+        A_out = np.empty(eps.shape)
+        Be_out = np.empty(eps.shape)
+        refs = 50.0 * np.floor(eps / 50.0) - 1.0
+        for ref in np.unique(refs):
+            sel = refs == ref
+            xs, A, B = self._suffix(float(ref))
+            j = np.searchsorted(xs, eps[sel], side="right")
+            A_out[sel] = A[j]
+            with np.errstate(over="ignore", under="ignore"):
+                Be_out[sel] = B[j] * np.exp(eps[sel] - ref)
+        return A_out, Be_out
 
     def delta_disc(self, eps) -> np.ndarray:
         """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only)."""
         eps = np.atleast_1d(np.asarray(eps, float))
-        xs, A, B = self._suffix(math.floor(min(float(eps.min()), 0.0)) - 1.0)
-        j = np.searchsorted(xs, eps, side="right")
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            val = A[j] - np.where(B[j] > 0, np.exp(eps + np.log(np.where(B[j] > 0, B[j], 1.0))), 0.0)
-        return np.maximum(val, 0.0)
+        A, Be = self._suffix_at(eps)
+        return np.maximum(A - Be, 0.0)
 
     def solve_epsilon(self, target: float, extra=None, *, eps_min: float = -1.0) -> float:
         """Smallest ``eps >= eps_min`` with ``delta_disc(eps) + extra(eps) <= target``.
@@ -130,8 +150,8 @@ class ComposedPLD:
         g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
         if g(eps_min) <= 0:
             return eps_min
-        xs, _, _ = self._suffix(math.floor(min(eps_min, 0.0)) - 1.0)
-        top = float(self.x[-1])
+        xs = self.x
+        top = float(xs[-1])
         if g(top) > 0:
             return math.inf
         # g is non-increasing: bisect on grid indices (O(log N) evaluations), then Brent inside one cell
