@@ -100,17 +100,20 @@ class PRVAccountant(PLDAccountant):
             out += coarsen(discretise(loss, h1, tail), c, min(m, c), h2, tau=min(1e-15, 1e-3 * eta * m / k))
         return out
 
-    def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
+    def _composed(self, direction: int, terms, eta, trunc, tilt, tau, tv_budget=None):
+        """The composition for one direction: two-level when untilted and long enough (if its l1 block
+        error fits ``tv_budget``, default ``eta``), else single-level."""
         tilt = round(tilt, 3)
         if tilt == 0.0:
-            key = ("hier", direction, round(eta, 300), round(trunc, 300), tau)
+            budget = eta if tv_budget is None else tv_budget
+            key = ("hier", direction, round(eta, 300), round(trunc, 300), tau, budget)
 
             def build():
                 final = self._hierarchical(terms, eta, trunc)
                 if final is None:
                     return None
                 comp = compose(final, tilt=0.0, tau=tau)
-                return comp if comp.tv_error <= eta else None  # else: not worth it, go flat
+                return comp if comp.tv_error <= budget else None  # else: not worth it, go flat
 
             comp = self._memo(key, build)
             if comp is not None:
@@ -133,7 +136,8 @@ class PRVAccountant(PLDAccountant):
                 # where the curve is flat in log(delta) (large epsilon) the delta slack costs epsilon:
                 # spend less of it, unless the user fixed it
                 excess = res.upper - res.lower - 2.0 * comp.coupling_shift(0.5 * s)
-                if self.delta_error is not None or not math.isfinite(excess) or excess <= 0.05 * self.eps_error:
+                if (self.delta_error is not None or not math.isfinite(excess) or excess <= 0.1 * self.eps_error
+                        or comp.tv_error >= s):  # the block error, not the slack, dominates: nothing to gain
                     break
                 s /= 30.0
             parts.append(res)
@@ -152,13 +156,18 @@ class PRVAccountant(PLDAccountant):
         # below delta >= 1e-10; smaller deltas get an exponentially tilted FFT
         tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
         res, tau_i = None, 0
+        # the two-level composition's l1 block error costs delta slack like eta does; 5e-4 delta of it
+        # moves epsilon by far less than eps_error
+        tv_budget = max(eta, 5e-4 * delta)
         for _ in range(4):
             taus = _taus(slack, round(tilt, 3))
-            comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i])
+            comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i], tv_budget)
             res = epsilon_bounds(comp, delta, eta)
             x = comp.x
             span = x[-1] - x[0]
-            centred = (not math.isfinite(res.estimate) or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
+            # untilted, the window holds the whole distribution: where the answer falls does not matter
+            centred = (tilt == 0.0 or not math.isfinite(res.estimate)
+                       or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
                        or (res.estimate == 0.0 and x[0] <= 0.0))
             if res.numerical_error <= num_budget and centred:
                 break
