@@ -20,14 +20,16 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[test,plot,progress,torch,opacus]'
 	touch $@
 
+# the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it
 demo: $(VENV)/.core
 	$(BIN)/tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 --delta 1e-5
+	$(BIN)/tightdp report examples/report_config.toml --out demo-report
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.test
-	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_core.py --quick
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis demo-report

@@ -14,6 +14,9 @@ import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 SECTIONS = {
+    "## User guide": (),
+    "## Per-example privacy": (),
+    "## Group privacy": (),
     "## For Opacus users": ("torch", "opacus"),
     "## For dp-accounting / JAX users": ("dp_accounting",),
     "## For analysts (calibration and reports)": (),
