@@ -101,16 +101,8 @@ def dominating_pld(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) 
     i0 = math.floor(s_lo / h)
     i1 = max(i0 + 1, math.ceil(s_hi / h))
     s = np.arange(i0, i1 + 1) * h
-    inside = (s > lo_s) & (s < hi_s)
-    x = np.zeros_like(s)
-    edge_err = 0.0
-    if np.any(inside):
-        xi = loss.inverse(s[inside])
-        x[inside] = xi
-        realised = loss.loss(xi)
-        ok = np.isfinite(realised)
-        if np.any(ok):
-            edge_err = float(np.max(np.abs(realised[ok] - s[inside][ok])))
+    x, edge_err = loss.outputs_at(s)
+    x = np.where(np.isfinite(x), x, 0.0)  # outside the support the CDFs are set below
     Pc, Ps, Qc, Qs = _mixture_cdfs(loss, x)
     tot_p, tot_q = float(np.sum(loss.p_weights)), float(np.sum(loss.q_weights))
     below = s <= lo_s

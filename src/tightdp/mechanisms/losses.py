@@ -314,27 +314,10 @@ class GaussianMixtureLoss(PrivacyLoss):
         z = (x[..., None] - a) / self.sigma
         return np.sum(w * _ndtr(z), axis=-1), np.sum(w * _ndtr(-z), axis=-1)
 
-    def cdf_sf(self, edges):
-        s = np.asarray(edges, float)
-        lo, hi = self._limits
-        inside = (s > lo) & (s < hi)
-        x = np.zeros_like(s)
-        err = 0.0
-        if np.any(inside):
-            xi = self.inverse(s[inside])
-            x[inside] = xi
-            realised = self.loss(xi)
-            finite = np.isfinite(realised)
-            if np.any(finite):
-                err = float(np.max(np.abs(realised[finite] - s[inside][finite])))
-        c, sf = self._cdf_sf_at_x(x)
-        total = float(np.sum(self._par[4]))
-        c = np.where(s <= lo, 0.0, np.where(s >= hi, total, c))
-        sf = np.where(s <= lo, total, np.where(s >= hi, 0.0, sf))
-        return c, sf, err
-
-    def cell_masses(self, edges):
-        s = np.asarray(edges, float)
+    def outputs_at(self, s) -> tuple[np.ndarray, float]:
+        """The outputs ``x`` with ``L(x) = s`` (``-inf`` / ``+inf`` below / above the support) and the
+        largest ``|L(x) - s|`` actually realised (the inversion is numerical for general mixtures)."""
+        s = np.asarray(s, float)
         lo, hi = self._limits
         inside = (s > lo) & (s < hi)
         x = np.where(s <= lo, -np.inf, np.inf)
@@ -346,10 +329,23 @@ class GaussianMixtureLoss(PrivacyLoss):
             finite = np.isfinite(realised)
             if np.any(finite):
                 err = float(np.max(np.abs(realised[finite] - s[inside][finite])))
+        return x, err
+
+    def _cdf_sf_outputs(self, edges):
+        s = np.asarray(edges, float)
+        x, err = self.outputs_at(s)
         c, sf = self._cdf_sf_at_x(np.where(np.isfinite(x), x, 0.0))
+        lo, hi = self._limits
         total = float(np.sum(self._par[4]))
         c = np.where(s <= lo, 0.0, np.where(s >= hi, total, c))
         sf = np.where(s <= lo, total, np.where(s >= hi, 0.0, sf))
+        return c, sf, err, x
+
+    def cdf_sf(self, edges):
+        return self._cdf_sf_outputs(edges)[:3]
+
+    def cell_masses(self, edges):
+        c, sf, err, x = self._cdf_sf_outputs(edges)
         a, _, _, _, w = self._par
         masses, errs = gaussian_mixture_cell_masses(x, a, w, self.sigma, c, sf)
         return float(c[0]), float(sf[-1]), masses, errs, err
