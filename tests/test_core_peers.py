@@ -115,10 +115,8 @@ def test_large_epsilon_contains_dp_accounting():
     assert _contains(b, ref, LOW_SLACK, HIGH_SLACK), (b, ref)
 
 
-@pytest.mark.xfail(strict=True, reason="known: width 0.0216 > 0.021 at epsilon ~ 93 (the delta slack of "
-                   "1e-3 * delta moves epsilon by ~1e-3 where log delta(eps) is flat); remove this marker "
-                   "when fixed")
 def test_large_epsilon_width():
+    """Regression: width was 0.0216 here (delta slack 1e-3 * delta where log delta(eps) is flat)."""
     b = _large_eps_bounds()
     assert b.upper - b.lower <= MAX_WIDTH, b
 
