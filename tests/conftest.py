@@ -1,8 +1,14 @@
+import json
 import math
+from pathlib import Path
 
 import mpmath
 import pytest
 from scipy import optimize
+
+
+#: reference values (papers and peers; each entry names its source), see tests/data/README.md
+REFERENCE = json.loads((Path(__file__).parent / "data" / "public_reference.json").read_text())
 
 
 def gdp_delta_mp(eps: float, mu: float) -> float:

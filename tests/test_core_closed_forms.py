@@ -132,13 +132,8 @@ def test_laplace_single_release():
 
 
 def test_dpsgd_matches_reference_values():
-    import json
-    from pathlib import Path
-    ref = json.loads((Path(__file__).resolve().parents[2] / "shared/reference/public_reference.json").read_text()) \
-        if (Path(__file__).resolve().parents[2] / "shared/reference/public_reference.json").exists() else None
-    if ref is None:
-        pytest.skip("shared/reference not beside the repository")
-    for r in ref:
+    from tests.conftest import REFERENCE
+    for r in REFERENCE:
         if r["mechanism"] == "poisson_subsampled_gaussian" and r["relation"] == "add_or_remove" \
                 and r["steps"] <= 1000:
             b = tightdp.dpsgd_epsilon(noise_multiplier=r["noise_multiplier"], sampling_rate=r["sampling_rate"],

@@ -12,7 +12,7 @@ from tightdp import (ApproximateDP, EdgeworthAccountant, GDPAccountant, Gaussian
                      UnsupportedMechanismError, accountant_from_dict)
 from tightdp.accountants import _edgeworth_math as em
 
-REF = json.load(open("/work/shared/reference/public_reference.json"))
+from tests.conftest import REFERENCE as REF
 
 
 def _mp_moments(logp, logq, dens, pts, kpow=(1, 2, 3, 4)):

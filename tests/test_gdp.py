@@ -12,7 +12,7 @@ from tightdp import (GDPAccountant, Gaussian, Laplace, PoissonSampled, RDPAccoun
                      UnsupportedMechanismError, accountant_from_dict)
 from tightdp.accountants.gdp import gdp_delta
 
-REF = json.load(open("/work/shared/reference/public_reference.json"))
+from tests.conftest import REFERENCE as REF
 
 
 def _mp_delta(mu, eps):

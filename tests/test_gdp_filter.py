@@ -11,8 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from tightdp.individual import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
 
-REF = json.loads(Path("/work/shared/reference/public_reference.json").read_text()) \
-    if Path("/work/shared/reference/public_reference.json").exists() else []
+from tests.conftest import REFERENCE as REF
 
 
 def _mp_delta(eps, mu):

@@ -1,7 +1,7 @@
 """Group-level privacy of DP-SGD (paper 002): MoG accounting, baselines, API and CLI.
 
 Reference values: dp_accounting 0.6.0 ``MixtureOfGaussiansDpEvent`` (pessimistic
-PLD, interval 1e-3) in /work/shared/reference/public_reference.json, 002 Sec. 4
+PLD, interval 1e-3) in tests/data/public_reference.json, 002 Sec. 4
 (sigma = 1, k = 9 is finite by MoG; the linear reference k * eps_1 lies below).
 """
 
@@ -20,7 +20,7 @@ from tightdp.group import (ExampleCurve, _log_group_factor, group_curve, group_e
                            group_ledger, group_mechanism, group_privacy_lemma_epsilon, group_report)
 from tightdp.mechanisms import GroupFixedBatchSampled, GroupPoissonSampled
 
-REFERENCE = Path("/work/shared/reference/public_reference.json")
+REFERENCE = Path(__file__).resolve().parent / "data" / "public_reference.json"
 FIG1 = dict(sampling_rate=0.01, steps=2000, delta=1e-6)  # 002 Sec. 4
 
 

@@ -14,7 +14,7 @@ from tightdp import (ApproximateDP, Gaussian, Laplace, PoissonSampled, PureDP, R
                      UnsupportedMechanismError, accountant_from_dict)
 from tightdp.accountants import _rdp_math as rm
 
-REF = json.load(open("/work/shared/reference/public_reference.json"))
+from tests.conftest import REFERENCE as REF
 
 
 def _mp_renyi(logp, logq, alpha, lo, hi):
