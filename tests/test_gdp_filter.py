@@ -126,3 +126,14 @@ def test_filter_rejects_bad_input():
         f.epsilon_spent(0.0)
     with pytest.raises(ValueError, match="delta"):
         gdp_mu(1.0, 1.0)
+
+
+def test_spent_mu_with_subnormal_steps_terminates_and_rounds_up():
+    # regression: sqrt of a mu^2 sum below the float range started at 0 and crept up one ulp at a time
+    from fractions import Fraction
+    f = GDPFilter(mu=1.0)
+    for m in (5e-324, 1e-200, 1e-170):
+        assert f.admit(m)
+    r = f.spent_mu
+    assert Fraction(r) ** 2 >= sum(Fraction(m) ** 2 for m in (5e-324, 1e-200, 1e-170))
+    assert r <= 1e-170 * (1 + 1e-12)

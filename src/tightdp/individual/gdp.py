@@ -202,9 +202,14 @@ class GDPFilter:
     @property
     def spent_mu(self) -> float:
         """``sqrt(sum mu_m^2)`` of the admitted steps, rounded up (App. C.5)."""
-        r = math.sqrt(float(self._spent_sq))
-        while Fraction(r) ** 2 < self._spent_sq:
-            r = math.nextafter(r, math.inf)
+        s = self._spent_sq
+        r = math.sqrt(float(s))
+        if r == 0.0 and s > 0:  # mu^2 sums below the float range (subnormal mu): go through logs
+            r = math.exp(0.5 * (math.log(s.numerator) - math.log(s.denominator)))
+        while Fraction(r) ** 2 < s:
+            # one ulp at a time near the answer; far below it (deep subnormals) double instead,
+            # which still rounds up and ends in a few hundred steps at most
+            r = math.nextafter(r, math.inf) if r > 1e-290 else (2.0 * r if r > 0 else 5e-324)
         return r
 
     def epsilon_spent(self, delta: float) -> Bounds:
