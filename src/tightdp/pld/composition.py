@@ -38,6 +38,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import optimize, special
 
+from ..errors import PrecisionError
 from .discretise import DiscretisedLoss
 
 __all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon"]
@@ -344,7 +345,9 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         t_lo, t_hi = _tail_masses(live, tilt, K0, j0 * h, (j0 + n - 1) * h)
         alias = min(2.0, t_hi + t_lo)
     if n > 1 << 27:
-        raise MemoryError(f"composition window needs {n} points; loosen eps_error or reduce the range")
+        raise PrecisionError(f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
+                             f"{(n * h):.3g} loss units wide): epsilon is too large for this eps_error; "
+                             "loosen eps_error")
 
     gamma = 5.0 * _U * math.log2(n)
     spec = None

@@ -22,6 +22,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from ..errors import PrecisionError
 from ..mechanisms.base import PrivacyLoss
 
 __all__ = ["DiscretisedLoss", "discretise"]
@@ -115,7 +116,8 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     j_lo = math.floor(a / h + 0.5)
     j_hi = max(j_lo, math.ceil(b / h - 0.5))
     if j_hi - j_lo > 50_000_000:
-        raise MemoryError(f"discretisation would need {j_hi - j_lo} grid points; increase the mesh")
+        raise PrecisionError(f"the discretisation would need {j_hi - j_lo:.3g} grid points (mesh {h:.3g}); "
+                             "loosen eps_error (the mesh is proportional to it)")
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h
     below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
     pmf = masses.copy()
