@@ -261,12 +261,27 @@ def _window(terms, tilt, tau):
     _, v = _moments(terms, tilt)
     base = math.sqrt(2.0 * math.log(1.0 / tau) / max(v, 1e-300))
     # heavy-tailed losses (rare large steps) want a much smaller theta than the variance suggests
-    ths = base * np.geomspace(1e-3, 1.5, 14)
-    up = _cgf_many(terms, tilt + ths) - K0
-    down = _cgf_many(terms, tilt - ths) - K0
-    hi = float(np.min((up - math.log(tau)) / ths))
-    lo = float(np.max(-(down - math.log(tau)) / ths))
+    ths = base * np.geomspace(1e-3, 1.5, 20)
+    th_up = _pick_theta(terms, tilt, ths, lambda k, th: (k - K0 - math.log(tau)) / th)
+    th_dn = _pick_theta(terms, tilt, -ths, lambda k, th: (k - K0 - math.log(tau)) / -th)
+    hi = (_cgf(terms, tilt + th_up) - K0 - math.log(tau)) / th_up
+    lo = -(_cgf(terms, tilt - th_dn) - K0 - math.log(tau)) / th_dn
     return lo, hi, K0
+
+
+def _pick_theta(terms, tilt, thetas, objective):
+    """The theta (returned as ``|theta|``) minimising ``objective`` on cheap block upper bounds of the CGF.
+
+    Only the choice of theta uses the block bounds; the caller evaluates the exact
+    CGF at the chosen theta, so the resulting bound is exact for that theta.
+    """
+    k_up = np.zeros(thetas.size)
+    for d, c in terms:
+        k_up += c * d.log_mgf_upper(tilt + thetas)
+    with np.errstate(invalid="ignore", over="ignore"):
+        vals = objective(k_up, thetas)
+    i = int(np.nanargmin(vals)) if np.any(np.isfinite(vals)) else 0
+    return float(abs(thetas[i]))
 
 
 def _tail_masses(terms, tilt, K0, bot, top):
@@ -275,11 +290,11 @@ def _tail_masses(terms, tilt, K0, bot, top):
     v = max(v, 1e-300)
     th_hi = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(top - m, 0.0) / v)), 24)
     th_lo = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(m - bot, 0.0) / v)), 24)
+    a = _pick_theta(terms, tilt, th_hi, lambda k, th: k - K0 - th * top)
+    b = _pick_theta(terms, tilt, -th_lo, lambda k, th: k - K0 - th * bot)
     with np.errstate(over="ignore"):
-        up = _cgf_many(terms, tilt + th_hi) - K0 - th_hi * top
-        down = _cgf_many(terms, tilt - th_lo) - K0 + th_lo * bot
-    t_hi = float(np.exp(min(float(np.min(up)), 0.0)))
-    t_lo = float(np.exp(min(float(np.min(down)), 0.0)))
+        t_hi = math.exp(min(_cgf(terms, tilt + a) - K0 - a * top, 0.0))
+        t_lo = math.exp(min(_cgf(terms, tilt - b) - K0 + b * bot, 0.0))
     return t_lo, t_hi
 
 
