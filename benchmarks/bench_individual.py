@@ -32,13 +32,16 @@ def main(argv=None) -> int:
     p.add_argument("--sigma", type=float, default=1.0)
     p.add_argument("--q", type=float, default=0.01)
     p.add_argument("--buckets", type=int, default=50)
+    p.add_argument("--resolution", type=float, default=None,
+                   help="IndividualAccountant resolution (default: the accountant's own)")
     args = p.parse_args(argv)
     from tightdp.individual import IndividualAccountant
 
     N, T = args.examples, args.steps
     rng = np.random.default_rng(0)
     scale = rng.uniform(0.1, 1.6, size=N)
-    acc = IndividualAccountant(N, args.sigma, 1.0, args.q, num_buckets=args.buckets)
+    extra = {} if args.resolution is None else {"resolution": args.resolution}
+    acc = IndividualAccountant(N, args.sigma, 1.0, args.q, num_buckets=args.buckets, **extra)
     gen_time = gen_cpu = 0.0
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(T):

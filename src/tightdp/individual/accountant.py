@@ -86,7 +86,7 @@ class IndividualAccountant:
 
     def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float,
                  sampling_rate: float = 1.0, *, num_buckets: int = 100, mesh: float | None = None,
-                 resolution: float = 400.0) -> None:
+                 resolution: float = 1600.0) -> None:
         self._n = check_count("num_examples", num_examples)
         self._sigma = check_positive("noise_multiplier", noise_multiplier)
         self._clip = check_positive("clip_norm", clip_norm)
