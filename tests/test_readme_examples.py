@@ -42,7 +42,8 @@ def test_every_section_has_an_example():
 
 
 @pytest.mark.parametrize("heading, index", CASES, ids=[f"{h[3:]}-{i}" for h, i in CASES])
-def test_readme_example_runs(heading, index):
+def test_readme_example_runs(heading, index, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # examples that write files (ledgers, reports) write them here
     for module in SECTIONS[heading]:
         pytest.importorskip(module)
     code = python_blocks(heading)[index]
