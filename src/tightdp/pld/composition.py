@@ -233,23 +233,6 @@ def _cgf(terms, theta):
     return sum(c * d.log_mgf(theta) for d, c in terms)
 
 
-def _lse_rows(a: np.ndarray) -> np.ndarray:
-    m = a.max(axis=-1, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    return (m + np.log(np.exp(a - m).sum(axis=-1, keepdims=True)))[..., 0]
-
-
-def _cgf_many(terms, thetas):
-    """Exact CGF of the discretised composition at several ``thetas`` (one matrix pass per term)."""
-    thetas = np.asarray(thetas, float)
-    out = np.zeros(thetas.size)
-    for d, c in terms:
-        nz = d.pmf > 0
-        lp, y = np.log(d.pmf[nz]), d.grid[nz]
-        out += c * _lse_rows(lp[None, :] + thetas[:, None] * y[None, :])
-    return out
-
-
 def _window(terms, tilt, tau):
     """``[lo, hi]`` (unshifted grid units) with tilted mass <= tau outside on each side (Chernoff).
 

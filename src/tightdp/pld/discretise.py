@@ -79,7 +79,7 @@ class DiscretisedLoss:
         return special.logsumexp(lm[None, :] + pos, axis=1)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=48)
 def _blocks_cached(key):
     d = key
     n = d.pmf.size
@@ -98,7 +98,7 @@ def _blocks(d: DiscretisedLoss):
     return _blocks_cached(d)
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
 def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
     """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).
 
