@@ -51,7 +51,7 @@ class PLDAccountant(Accountant):
             return cache[key]
         val = fn()
         cache[key] = val
-        if len(cache) > 32:
+        if len(cache) > 8:  # compositions can hold windows of millions of points
             cache.popitem(last=False)
         return val
 
