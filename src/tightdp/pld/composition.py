@@ -98,7 +98,7 @@ class ComposedPLD:
         ``A_j = sum_{i >= j} w(x_i)`` and ``B_j = sum_{i >= j} w(x_i) exp(-(x_i - x_ref))``.
 
         Measuring ``exp(-x)`` from ``x_ref`` keeps it from underflowing at large losses
-        (epsilon in the hundreds); callers keep ``eps - x_ref`` in ``[1, 51]``.
+        (epsilon in the hundreds); callers keep ``eps - x_ref`` in ``[1, 201]``.
         """
         cache = self.__dict__.setdefault("_suffix_cache", {})
         if x_ref in cache:
@@ -115,15 +115,11 @@ class ComposedPLD:
         cache[x_ref] = (xs, A, B)
         return xs, A, B
 
-    @staticmethod
-    def _ref(eps: float) -> float:
-        return 50.0 * math.floor(eps / 50.0) - 1.0
-
     def _suffix_at(self, eps: np.ndarray):
         """``(A_j, B_j * exp(eps - x_ref), j)`` for each ``eps`` (grouped by reference point)."""
         A_out = np.empty(eps.shape)
         Be_out = np.empty(eps.shape)
-        refs = 50.0 * np.floor(eps / 50.0) - 1.0
+        refs = 200.0 * np.floor(eps / 200.0) - 1.0  # exp(eps - ref) <= e^201: no overflow
         for ref in np.unique(refs):
             sel = refs == ref
             xs, A, B = self._suffix(float(ref))
