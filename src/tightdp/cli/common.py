@@ -22,7 +22,8 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
     p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
     p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
-    p.add_argument("--epochs", type=float, help="epochs; steps = ceil(epochs * dataset size / batch size)")
+    p.add_argument("--epochs", type=float,
+                   help="epochs; steps = ceil(epochs * ceil(dataset size / batch size)), as Opacus counts them")
     p.add_argument("--dataset-size", type=float, help="number of records N")
     p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
     p.add_argument("--sampling", default="poisson", help="poisson (default), without-replacement, with-replacement")
@@ -54,7 +55,7 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
         epochs = check_positive("--epochs", args.epochs)
         if n is None or b is None:
             raise ValueError("--epochs needs --dataset-size and --batch-size")
-        steps = math.ceil(epochs * n / b)
+        steps = math.ceil(epochs * math.ceil(n / b))  # batches per epoch, as Opacus and the report count
     else:
         raise ValueError("--steps is required (or give --epochs with --dataset-size and --batch-size)")
     relation = args.relation or ("add-remove" if sampling == "poisson" else "substitute")
