@@ -129,7 +129,7 @@ class SampledWithReplacement(Mechanism):
 
     @property
     def sampling_rate(self) -> float:
-        return 1.0 - (1.0 - 1.0 / self.dataset_size) ** self.sample_size
+        return -math.expm1(self.sample_size * math.log1p(-1.0 / self.dataset_size))
 
     def privacy_losses(self) -> LossPair:
         g: Gaussian = self.mechanism  # type: ignore[assignment]

@@ -80,6 +80,8 @@ class ComposedPLD:
         Hoeffding for independent differences of ranges ``r_i`` (003 Lemma 5.3),
         plus the accumulated bound on the mean mismatch.
         """
+        if self.hoeffding_sq == 0.0:  # no coupling (dominance-based discretisations)
+            return float(self.mean_error)
         return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
 
     def numerical_error(self, eps) -> np.ndarray:
@@ -312,7 +314,9 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         raise ValueError("all discretised losses must share one mesh")
     total_count = sum(c for _, c in terms)
     shift = sum(c * d.shift for d, c in terms)
-    inf_mass = 1.0 - math.prod((1.0 - d.infinity_mass) ** c for d, c in terms)
+    # 1 - prod (1 - p)^c without cancellation (a mass of 1e-18 at +inf must not round to 0)
+    inf_mass = -math.expm1(sum(c * math.log1p(-min(d.infinity_mass, 1.0 - 1e-16)) for d, c in terms)) \
+        if all(d.infinity_mass < 1.0 for d, _ in terms) else 1.0
     truncated = min(1.0, sum(c * d.truncated_mass for d, c in terms))
     hoeff = sum(c * d.coupling_range ** 2 for d, c in terms)
     mean_err = sum(c * d.mean_error for d, c in terms)
