@@ -9,7 +9,7 @@ from .errors import PrecisionError, TightDPError, UnsupportedMechanismError
 from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
                          RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
-from .accountants import Accountant, FourierAccountant, PRVAccountant, accountant_from_dict
+from .accountants import Accountant, ConnectDotsAccountant, FourierAccountant, PRVAccountant, accountant_from_dict
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
 from .accountants import EdgeworthAccountant, GDPAccountant, RDPAccountant
 
@@ -19,7 +19,7 @@ __all__ = [
     "Bounds", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
-    "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant",
+    "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant", "ConnectDotsAccountant",
     "dpsgd_epsilon", "dpsgd_mechanism",
 ]
 __all__ += ["RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]

@@ -8,13 +8,14 @@ import inspect
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
 from .edgeworth import EdgeworthAccountant
+from .connect_dots import ConnectDotsAccountant
 from .fourier import FourierAccountant
 from .gdp import GDPAccountant
 from .prv import PRVAccountant
 from .rdp import RDPAccountant
 
 __all__ = ["Accountant", "ACCOUNTANTS", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
-           "RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]
+           "RDPAccountant", "GDPAccountant", "ConnectDotsAccountant", "EdgeworthAccountant"]
 
 
 def create(name: str, **options) -> Accountant:

@@ -1,0 +1,84 @@
+"""The dominance-based accountant (connect-the-dots upper, merge-to-the-grid lower): truth and peers."""
+
+import math
+
+import numpy as np
+import pytest
+
+import tightdp
+from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled, SampledWithoutReplacement
+from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
+
+
+@pytest.mark.parametrize("sigma,k", [(1.0, 1), (1.0, 10), (2.0, 100), (4.0, 1000), (10.0, 10000)])
+@pytest.mark.parametrize("delta", [1e-3, 1e-5, 1e-9, 1e-14])
+def test_gaussian_contains_exact_gdp(sigma, k, delta):
+    b = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=sigma), k).epsilon(delta)
+    exact = gdp_epsilon_mp(delta, math.sqrt(k) / sigma)
+    assert b.lower <= exact <= b.upper
+    assert b.upper - b.lower <= 0.02
+
+
+@pytest.mark.parametrize("sigma,k", [(1.0, 10), (3.0, 300)])
+def test_gaussian_delta_contains_exact(sigma, k):
+    eps = np.array([0.0, 0.5, 2.0, 5.0])
+    b = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=sigma), k).delta(eps)
+    for e, lo, up in zip(eps, b.lower, b.upper):
+        assert lo <= gdp_delta_mp(e, math.sqrt(k) / sigma) <= up
+
+
+@pytest.mark.parametrize("sigma,q,k,delta", [(1.0, 0.01, 1000, 1e-5), (0.8, 0.004, 3000, 1e-7),
+                                             (2.0, 0.1, 200, 1e-6), (0.7, 0.3, 50, 1e-9)])
+def test_overlaps_the_prv_accountant(sigma, q, k, delta):
+    mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q)
+    cd = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
+    prv = tightdp.PRVAccountant().compose(mech, k).epsilon(delta)
+    # both intervals contain the truth, so they intersect; connect-the-dots is the narrower
+    assert cd.lower <= prv.upper and prv.lower <= cd.upper
+    assert cd.upper - cd.lower <= 0.02
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("seed", range(6))
+def test_random_dpsgd_contains_dp_accounting(seed):
+    pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    rng = np.random.default_rng(seed)
+    sigma, q = float(rng.uniform(0.6, 4.0)), float(10 ** rng.uniform(-3, math.log10(0.3)))
+    k, delta = int(10 ** rng.uniform(1, 4)), float(10 ** rng.uniform(-9, -5))
+    b = ConnectDotsAccountant().compose(
+        PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q), k).epsilon(delta)
+    ref = pl.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q, value_discretization_interval=1e-4,
+                                     use_connect_dots=True).self_compose(k).get_epsilon_for_delta(delta)
+    # dp-accounting's pessimistic estimate is at or slightly above the truth
+    assert b.lower <= ref + 1e-4 and ref <= b.upper + 1e-3, (sigma, q, k, delta, b, ref)
+
+
+def test_substitute_relation_and_heterogeneous():
+    g = Gaussian(noise_multiplier=1.0)
+    acc = ConnectDotsAccountant().compose(SampledWithoutReplacement(mechanism=g, sample_size=100, dataset_size=10000),
+                                          500).compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0),
+                                                                      sampling_rate=0.05), 300)
+    prv = tightdp.PRVAccountant().compose(acc.ledger)
+    a, b = acc.epsilon(1e-6), prv.epsilon(1e-6)
+    assert a.lower <= b.upper and b.lower <= a.upper
+
+
+def test_unsupported_and_bad_input():
+    with pytest.raises(tightdp.UnsupportedMechanismError):
+        ConnectDotsAccountant().compose(tightdp.Laplace(scale=1.0))
+    with pytest.raises(ValueError, match="eps_error"):
+        ConnectDotsAccountant(eps_error=0)
+    with pytest.raises(ValueError, match="delta"):
+        ConnectDotsAccountant().compose(Gaussian(noise_multiplier=1.0)).epsilon(0.0)
+
+
+def test_round_trip_and_cli(capsys):
+    import json
+    from tightdp.cli import main
+    acc = ConnectDotsAccountant(eps_error=0.005).compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0,
+                                                                                  sampling_rate=0.01), 100)
+    assert tightdp.accountant_from_dict(json.loads(acc.to_json())) == acc
+    assert main(["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "100",
+                 "--delta", "1e-5", "--accountant", "connect-dots", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["accountant"] == "connect-dots" and out["epsilon"]["lower"] <= out["epsilon"]["upper"]
