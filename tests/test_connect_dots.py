@@ -82,3 +82,28 @@ def test_round_trip_and_cli(capsys):
                  "--delta", "1e-5", "--accountant", "connect-dots", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["accountant"] == "connect-dots" and out["epsilon"]["lower"] <= out["epsilon"]["upper"]
+
+
+def test_falls_back_to_the_prv_accountant_when_the_grid_cannot_resolve(monkeypatch):
+    import tightdp.accountants.connect_dots as cd
+
+    def boom(*args, **kwargs):
+        raise ArithmeticError("forced")
+
+    monkeypatch.setattr(cd, "dominating", boom)
+    mech = tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01)
+    b = ConnectDotsAccountant().compose(mech, 100).epsilon(1e-5)
+    ref = tightdp.PRVAccountant().compose(mech, 100).epsilon(1e-5)
+    assert b.details["fallback"].startswith("prv") and (b.lower, b.upper) == (ref.lower, ref.upper)
+
+
+def test_poisson_inverse_is_accurate_near_the_support_edge():
+    # e^s - (1 - q) loses every digit near s = log(1 - q) unless written as (1 - q) expm1(s - log(1 - q))
+    from tightdp.mechanisms.losses import poisson_gaussian_loss
+    for direction in ("remove", "add"):
+        loss = poisson_gaussian_loss(sigma=1.7, q=4e-4, direction=direction)
+        lo, hi = loss.support()
+        edge = lo if math.isfinite(lo) else hi
+        s = np.linspace(edge - 0.01 * np.sign(edge), edge, 1001)[1:-1] if math.isfinite(edge) else None
+        _, err = loss.outputs_at(s)
+        assert err < 1e-13

@@ -60,11 +60,45 @@ class ConnectDotsAccountant(PLDAccountant):
         def build():
             up = [(dominating(loss, h, tail), c) for loss, c in terms]
             lo = [(dominated(loss, h, tail), c) for loss, c in terms]
-            tilt = 0.0 if tilt_delta is None else chernoff_epsilon(up, tilt_delta)[1]
-            return compose(up, tilt=tilt, tau=tau), compose(lo, tilt=tilt, tau=tau)
+            t_up = 0.0 if tilt_delta is None else chernoff_epsilon(up, tilt_delta)[1]
+            t_lo = 0.0 if tilt_delta is None else chernoff_epsilon(lo, tilt_delta)[1]
+            return compose(up, tilt=t_up, tau=tau), compose(lo, tilt=t_lo, tau=tau)
         return self._memo(("cd", d, h, tail, tilt_delta, tau), build)
 
+    def _initial_mesh(self, tail: float) -> float:
+        """``min(eps_error / 2, 0.01)``, and at most a tenth of the smallest single-step loss spread
+        (connect-the-dots is coarse when the grid is wider than the loss it discretises)."""
+        h = min(0.01, 0.5 * self.eps_error)
+        for terms in self._directions():
+            for loss, _ in terms:
+                for _ in range(6):
+                    u = dominating(loss, h, tail)
+                    w = u.pmf / u.pmf.sum()
+                    g = u.grid
+                    sd = math.sqrt(max(float(np.dot(w, g * g)) - float(np.dot(w, g)) ** 2, 0.0))
+                    if h <= 0.1 * sd or h < 1e-7:
+                        break
+                    h = max(0.1 * sd, h / 100.0)
+        return h
+
     def _epsilon(self, delta: float) -> Bounds:
+        try:
+            out = self._epsilon_dominance(delta)
+        except ArithmeticError as exc:  # PrecisionError included
+            return self._fallback(delta, str(exc))
+        if math.isinf(out.upper) and not math.isinf(out.lower):  # not a genuinely infinite epsilon
+            return self._fallback(delta, str(out.details.get("note", "window too small")))
+        return out
+
+    def _fallback(self, delta: float, reason: str) -> Bounds:
+        """The coupling-based PRV accountant, for what the dominance grids cannot resolve."""
+        from .prv import PRVAccountant
+        prv = PRVAccountant(eps_error=self.eps_error, delta_error=self.delta_error).compose(self._ledger)
+        b = prv.epsilon(delta)
+        return Bounds(b.lower, b.estimate, b.upper, "epsilon", "bound",
+                      {**dict(b.details), "fallback": f"prv ({reason})"})
+
+    def _epsilon_dominance(self, delta: float) -> Bounds:
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         k_total = sum(c for _, c in self._ledger)
@@ -74,8 +108,7 @@ class ConnectDotsAccountant(PLDAccountant):
         tilted = delta < 1e-6
         tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
         tilt_delta = delta if tilted else None
-        h = min(0.01, 0.5 * self.eps_error)
-        previous = math.inf
+        h = self._initial_mesh(tail)
         for _ in range(self.max_refinements + 1):
             parts = []
             for d, terms in enumerate(self._directions()):
@@ -87,11 +120,8 @@ class ConnectDotsAccountant(PLDAccountant):
                 parts.append((lo.lower, u.estimate, u.upper, u.note or lo.note))
             lower = max(p[0] for p in parts)
             upper = max(p[2] for p in parts)
-            width = upper - lower
-            # stop when narrow enough, or when a finer mesh no longer helps (numerics dominate)
-            if width <= 2.0 * self.eps_error or not math.isfinite(upper) or width > 0.8 * previous:
+            if upper - lower <= 2.0 * self.eps_error or not math.isfinite(upper):
                 break
-            previous = width
             h /= 2.0
         est = min(max(max(p[1] for p in parts), lower), upper)
         details = {"mesh": h, "seconds": time.perf_counter() - t0, "delta_error": slack}
@@ -105,7 +135,7 @@ class ConnectDotsAccountant(PLDAccountant):
         slack = self.delta_error if self.delta_error is not None else 1e-9
         k_total = sum(c for _, c in self._ledger)
         tail = 0.5 * slack / k_total
-        h = min(0.01, 0.5 * self.eps_error)
+        h = self._initial_mesh(tail)
         for _ in range(self.max_refinements + 1):
             los, ests, ups = [], [], []
             for d, terms in enumerate(self._directions()):

@@ -400,7 +400,8 @@ class _PoissonRemoveLoss(GaussianMixtureLoss):
         q = self.p_weights[0]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return self.sigma ** 2 * (np.log(np.expm1(s) + q) - math.log(q)) + 0.5
+            # e^s - (1 - q) = (1 - q) expm1(s - log(1 - q)): no cancellation near the support's lower end
+            return self.sigma ** 2 * (math.log1p(-q) + np.log(np.expm1(s - math.log1p(-q))) - math.log(q)) + 0.5
 
 
 class _PoissonAddLoss(GaussianMixtureLoss):
@@ -414,7 +415,7 @@ class _PoissonAddLoss(GaussianMixtureLoss):
         q = self.q_weights[1]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return -self.sigma ** 2 * (np.log(np.expm1(-s) + q) - math.log(q)) - 0.5
+            return -self.sigma ** 2 * (math.log1p(-q) + np.log(np.expm1(-s - math.log1p(-q))) - math.log(q)) - 0.5
 
 
 class _WithoutReplacementLoss(GaussianMixtureLoss):
