@@ -79,7 +79,7 @@ def worker_tightdp(job):
     import tightdp
     import_s = time.perf_counter() - t0
     kw = dict(noise_multiplier=job["sigma"], sampling_rate=job["q"], steps=job["k"], delta=job["delta"],
-              eps_error=job.get("eps_error", EPS_ERROR))
+              eps_error=job.get("eps_error", EPS_ERROR), accountant=job.get("accountant", "prv"))
     t0 = time.perf_counter()
     b = tightdp.dpsgd_epsilon(**kw)
     cold = time.perf_counter() - t0
@@ -138,6 +138,9 @@ def _limit_memory():
         pass
 
 
+ACCOUNTANT = "prv"  # the tightdp accountant timed (--accountant)
+
+
 def run_job(job, timeout: float):
     """Run one measurement in a fresh process; failures come back as ``{"error": ...}``."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(job)]
@@ -174,7 +177,8 @@ def bench_setting(st, ks, skip_s: float, log):
     rows = []
     hist = {"tightdp": [], "prv": [], "dpa": []}
     for k in ks:
-        job = {"sigma": st["sigma"], "q": st["q"], "delta": st["delta"], "k": k}
+        job = {"sigma": st["sigma"], "q": st["q"], "delta": st["delta"], "k": k,
+               "accountant": ACCOUNTANT}
         row = {"k": k}
         # tightdp: 3 fresh processes for the cold time, warm repeats inside each
         pred = _predict(hist["tightdp"], k)
@@ -418,6 +422,7 @@ def profile(k: int, sigma: float, q: float, delta: float, n: int = 30):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="steps up to 1e5 only")
+    ap.add_argument("--accountant", default="prv", help="tightdp accountant to time (prv, connect-dots)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_core.json"))
     ap.add_argument("--plot", default=str(ROOT / "benchmarks" / "core_time_vs_steps.png"))
     ap.add_argument("--settings", default="A,B", help="comma list of setting names (A: sigma=1,q=0.01; "
@@ -429,6 +434,8 @@ def main(argv=None):
     ap.add_argument("--profile", type=int, default=None, metavar="K", help="cProfile one cold call at K steps")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    global ACCOUNTANT
+    ACCOUNTANT = args.accountant
     global SRC
     if args.src:
         SRC = Path(args.src).resolve()
