@@ -47,9 +47,10 @@ _TIGHTDP = """
 import json, sys, time
 from tightdp.group import group_epsilon
 sigma, k = float(sys.argv[1]), int(sys.argv[2])
+accountant = sys.argv[3] if len(sys.argv) > 3 else "prv"
 t0 = time.perf_counter()
 b = group_epsilon(noise_multiplier=sigma, sampling_rate={q}, steps={steps}, delta={delta}, group_size=k,
-                  eps_error={eps_error})
+                  eps_error={eps_error}, accountant=accountant)
 dt = time.perf_counter() - t0
 print(json.dumps({{"seconds": dt, "lower": b.lower, "estimate": b.estimate, "upper": b.upper,
                   "grid_points": b.details.get("grid_points")}}))
@@ -90,9 +91,17 @@ def _timed(code: str, *args) -> dict:
     return out
 
 
+ACCOUNTANT = "prv"  # --accountant
+TOLERANCE = None  # --tolerance: dp-accounting within this of our midpoint (else inside our interval +- 0.001)
+
+
 def bench(sigma: float, k: int, default: bool) -> dict:
-    ours = _timed(_TIGHTDP, sigma, k)
-    lo, hi = ours["lower"] - 0.001, ours["upper"] + 0.001
+    ours = _timed(_TIGHTDP, sigma, k, ACCOUNTANT)
+    if TOLERANCE is None:
+        lo, hi = ours["lower"] - 0.001, ours["upper"] + 0.001
+    else:
+        mid = 0.5 * (ours["lower"] + ours["upper"])
+        lo, hi = mid - TOLERANCE, mid + TOLERANCE
     tried = []
     peer = None
     for d in LADDER:
@@ -115,9 +124,15 @@ def bench(sigma: float, k: int, default: bool) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="k in {2, 8} only")
+    ap.add_argument("--accountant", default="prv", help="tightdp accountant: prv (default) or connect-dots")
+    ap.add_argument("--tolerance", type=float, default=None,
+                    help="equal accuracy = dp-accounting within this of our certified midpoint "
+                         "(default: inside our certified interval +- 0.001)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_group.json"))
     ap.add_argument("--profile", nargs=2, metavar=("SIGMA", "K"), help="cProfile one cold tightdp call")
     a = ap.parse_args()
+    global ACCOUNTANT, TOLERANCE
+    ACCOUNTANT, TOLERANCE = a.accountant, a.tolerance
     if a.profile:
         code = ("import cProfile, pstats; from tightdp.group import group_epsilon\n"
                 f"cProfile.run('group_epsilon(noise_multiplier={float(a.profile[0])}, sampling_rate={Q}, "
@@ -144,7 +159,8 @@ def main() -> int:
                   f"{o['seconds']:.2f} | {peer} | {dcol} |", flush=True)
     meta = {"date": _dt.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "python": platform.python_version(), "command": "python benchmarks/bench_group.py"
-            + (" --quick" if a.quick else ""), "q": Q, "steps": STEPS, "delta": DELTA, "eps_error": EPS_ERROR}
+            + (" --quick" if a.quick else "") + f" --accountant {a.accountant}"
+            + (f" --tolerance {a.tolerance}" if a.tolerance is not None else ""), "accountant": a.accountant, "q": Q, "steps": STEPS, "delta": DELTA, "eps_error": EPS_ERROR}
     Path(a.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     print(f"\nwritten {a.out}")
     return 0
