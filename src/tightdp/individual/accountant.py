@@ -46,6 +46,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import contextlib
 import os
 import tempfile
 from typing import Any
@@ -356,10 +357,8 @@ class IndividualAccountant:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):  # best effort: never mask the original error
                 os.unlink(tmp)
-            except OSError:
-                pass
             raise
 
     @classmethod
