@@ -43,10 +43,10 @@ the adaptive algorithm.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
-import contextlib
 import os
 import tempfile
 from typing import Any
