@@ -119,6 +119,13 @@ class ComposedPLD:
 
     def _suffix_at(self, eps: np.ndarray):
         """``(A_j, B_j * exp(eps - x_ref), j)`` for each ``eps`` (grouped by reference point)."""
+        if eps.size == 1:  # the root finders' scalar calls: skip the grouping
+            e = float(eps.reshape(-1)[0])
+            ref = 200.0 * math.floor(e / 200.0) - 1.0
+            xs, A, B = self._suffix(ref)
+            j = int(np.searchsorted(xs, e, side="right"))
+            with np.errstate(over="ignore", under="ignore"):
+                return np.full(eps.shape, A[j]), np.full(eps.shape, B[j] * math.exp(min(e - ref, 700.0)))
         A_out = np.empty(eps.shape)
         Be_out = np.empty(eps.shape)
         refs = 200.0 * np.floor(eps / 200.0) - 1.0  # exp(eps - ref) <= e^201: no overflow
