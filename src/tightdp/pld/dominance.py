@@ -149,7 +149,8 @@ def dominated(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
     if cp > 0.0:
         ratio = cp / cq if cq > 0 else math.inf
         j = min(target - 1, int(math.floor(math.log(ratio) / h)) - i0) if math.isfinite(ratio) else target - 1
-        pmf[max(j, 0)] += cp
+        if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
+            pmf[j] += cp
     margin = 2.0 * r + 1e-13
     return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-margin, infinity_mass=inf_p,
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
