@@ -72,7 +72,13 @@ class ComposedPLD:
 
     @property
     def x(self) -> np.ndarray:
-        return self.offset + self.h * np.arange(self.tilted.size)
+        """Loss values of the grid (computed once; treat as read-only)."""
+        x = self.__dict__.get("_x")
+        if x is None:
+            x = self.offset + self.h * np.arange(self.tilted.size)
+            x.flags.writeable = False
+            self.__dict__["_x"] = x
+        return x
 
     def coupling_shift(self, eta: float) -> float:
         """``t`` with ``P(S - S~ > t) <= eta`` (and the same for ``S~ - S``).
@@ -93,6 +99,17 @@ class ComposedPLD:
         fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * (self.alias_mass + self.float_error)
         A, _ = self._suffix_at(flat)
         return (fft + 2.0 * _U * self.tilted.size * A).reshape(eps.shape)
+
+    def _scalar_terms(self, e: float) -> tuple[float, float]:
+        """``(delta_disc(e), numerical_error(e))`` for one float: the root finders' inner loop,
+        the same arithmetic as the vector methods without their array overhead."""
+        ref = 200.0 * math.floor(e / 200.0) - 1.0
+        xs, A, B = self._suffix(ref)
+        j = int(xs.searchsorted(e, side="right"))
+        a = float(A[j])
+        d = max(a - float(B[j]) * math.exp(min(e - ref, 700.0)), 0.0)
+        fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * (self.alias_mass + self.float_error)
+        return d, fft + 2.0 * _U * self.tilted.size * a
 
     # -- delta(eps) of the discrete distribution --------------------------------
     def _suffix(self, x_ref: float):
@@ -152,8 +169,14 @@ class ComposedPLD:
         is continuous and non-increasing, so bisection on grid points followed by
         Brent's method inside one cell is exact to round-off.
         """
-        extra = extra or (lambda e: 0.0)
-        g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
+        if extra is None or extra == self.numerical_error:
+            use_err = extra is not None
+
+            def g(e: float) -> float:
+                d, err = self._scalar_terms(e)
+                return d + err - target if use_err else d - target
+        else:
+            g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
         if g(eps_min) <= 0:
             return eps_min
         xs = self.x
@@ -178,6 +201,18 @@ class ComposedPLD:
         lo = eps_min if hi_i == 0 or float(xs[hi_i - 1]) < eps_min else float(xs[hi_i - 1])
         if g(lo) <= 0:
             return lo
+        if extra is None or (use_err and self.tilt == 0.0):
+            # inside one cell delta_disc = A - B e^(eps - ref) and the error term is constant:
+            # solve in closed form, and accept only if the root checks out (1e-13 to the safe side)
+            ref = 200.0 * math.floor(lo / 200.0) - 1.0
+            _, A, B = self._suffix(ref)
+            j = int(self._suffix(ref)[0].searchsorted(lo, side="right"))
+            const = self._scalar_terms(lo)[1] if use_err else 0.0
+            num = float(A[j]) + const - target
+            if num > 0.0 and float(B[j]) > 0.0:
+                e = ref + math.log(num / float(B[j]))
+                if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0:
+                    return e + 1e-13
         return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
 
 
@@ -362,8 +397,11 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         w = _tilted_weights(d, tilt)
         # index j holds grid value (start + j) h; the composed index m then holds
         # (sum_i c_i start_i + m) h, re-aligned to the window below
-        idx = np.arange(d.pmf.size) % n
-        vec = np.bincount(idx, weights=w, minlength=n)
+        if w.size <= n:
+            vec = np.zeros(n)
+            vec[:w.size] = w
+        else:  # wrap around the period
+            vec = np.bincount(np.arange(w.size) % n, weights=w, minlength=n)
         phi = sfft.rfft(vec)
         mag = np.abs(phi)
         pw, b_, e_ = _powers(phi, mag, gamma, c)

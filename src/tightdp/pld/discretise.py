@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import special
 
 from ..errors import PrecisionError
 from ..mechanisms.base import PrivacyLoss
@@ -57,26 +56,38 @@ class DiscretisedLoss:
     def mass(self) -> float:
         return float(self.pmf.sum())
 
+    def _log_support(self):
+        """``(log pmf, grid)`` on the atoms with positive mass (computed once)."""
+        out = self.__dict__.get("_log_support_cache")
+        if out is None:
+            nz = self.pmf > 0
+            out = (np.log(self.pmf[nz]), self.grid[nz])
+            self.__dict__["_log_support_cache"] = out
+        return out
+
     def log_mgf(self, theta: float) -> float:
         """``log sum_j pmf_j exp(theta * y_j)`` on the unshifted grid (exact, log-sum-exp)."""
-        nz = self.pmf > 0
-        a = np.log(self.pmf[nz]) + theta * self.grid[nz]
+        lp, g = self._log_support()
+        a = lp + theta * g
         m = float(a.max())
         return m + math.log(float(np.exp(a - m).sum()))
 
     def d_log_mgf(self, theta: float) -> float:
         """Derivative of ``log_mgf``: the mean of the ``theta``-tilted distribution."""
-        with np.errstate(divide="ignore"):
-            lw = np.log(self.pmf) + theta * self.grid
+        lp, g = self._log_support()
+        lw = lp + theta * g
         w = np.exp(lw - lw.max())
-        return float(np.dot(w, self.grid) / w.sum())
+        return float(np.dot(w, g) / w.sum())
 
     def log_mgf_upper(self, thetas: np.ndarray) -> np.ndarray:
         """Cheap upper bounds on ``log_mgf`` at many ``thetas`` (block maxima of the grid)."""
         hi, lo, lm = _blocks(self)
         thetas = np.atleast_1d(np.asarray(thetas, float))
-        pos = thetas[:, None] * np.where(thetas[:, None] >= 0, hi[None, :], lo[None, :])
-        return special.logsumexp(lm[None, :] + pos, axis=1)
+        a = lm[None, :] + thetas[:, None] * np.where(thetas[:, None] >= 0, hi[None, :], lo[None, :])
+        m = a.max(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):
+            out = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        return np.where(np.isfinite(m), out, m)
 
 
 @lru_cache(maxsize=48)

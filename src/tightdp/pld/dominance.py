@@ -121,8 +121,8 @@ def dominated(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
     """
     s, P, Q, r, l1, p_below, p_above, inf_p, i0 = _cells(loss, h, tail)
     n = P.size
-    alpha = np.exp(s)
-    pmf = np.zeros(s.size)
+    alpha = np.exp(s).tolist()
+    pmf = [0.0] * s.size  # a Python list: this sequential sweep is the hot loop
     # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
     cp, cq = float(P[0]), float(Q[0])
     target = 1
@@ -152,6 +152,6 @@ def dominated(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
         if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
             pmf[j] += cp
     margin = 2.0 * r + 1e-13
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-margin, infinity_mass=inf_p,
+    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
