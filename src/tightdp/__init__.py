@@ -11,6 +11,7 @@ from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSam
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .accountants import Accountant, ConnectDotsAccountant, FourierAccountant, PRVAccountant, accountant_from_dict
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
+from ._numerics import clear_caches
 from .accountants import EdgeworthAccountant, GDPAccountant, RDPAccountant
 
 __version__ = "0.1.0"
@@ -20,7 +21,7 @@ __all__ = [
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant", "ConnectDotsAccountant",
-    "dpsgd_epsilon", "dpsgd_mechanism",
+    "dpsgd_epsilon", "dpsgd_mechanism", "clear_caches",
 ]
 __all__ += ["RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]
 __all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from .._numerics import logsumexp
 from ..mechanisms.losses import GaussianMixtureLoss
 
 __all__ = ["DominatingPLD", "dominating_pld"]
@@ -62,7 +63,7 @@ class DominatingPLD:
         """``log sum_j pmf_j exp(theta s_j)`` (finite part) at each ``theta``."""
         with np.errstate(divide="ignore"):
             lp = np.log(self.pmf)
-        return special.logsumexp(lp[None, :] + np.asarray(thetas, float)[:, None] * self.grid[None, :], axis=1)
+        return logsumexp(lp[None, :] + np.asarray(thetas, float)[:, None] * self.grid[None, :], axis=1)
 
     def moments(self) -> tuple[float, float]:
         """Mean and variance of the finite part (normalised)."""

@@ -26,6 +26,7 @@ from functools import cached_property
 import numpy as np
 from scipy import special, stats
 
+from .._numerics import logsumexp
 from .._validation import check_count, check_positive, check_probability, check_real
 from .base import LossPair, Mechanism, PrivacyLoss
 from .losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss
@@ -94,7 +95,7 @@ class _ConvexLSE:
 
     def __init__(self, a: np.ndarray, b: np.ndarray):
         flat = b == 0.0
-        self.log_w0 = float(special.logsumexp(a[flat])) if np.any(flat) else -math.inf
+        self.log_w0 = float(logsumexp(a[flat])) if np.any(flat) else -math.inf
         self.a, self.b = a[~flat], b[~flat]
         self.a_all, self.b_all = a, b
 

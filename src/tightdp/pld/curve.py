@@ -57,15 +57,22 @@ def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
     return lower, est, upper
 
 
-def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
-    """Certified ``(lower, estimate, upper)`` on ``eps(delta)`` for one composed PLD."""
+def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "lower estimate upper") -> CurveBounds:
+    """Certified ``(lower, estimate, upper)`` on ``eps(delta)`` for one composed PLD.
+
+    ``need`` names the fields to compute (the dominance accountant wants only
+    the upper bound and estimate of one composition and the lower bound of
+    another); the others are returned as ``0`` (lower) or ``inf``.
+    """
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
     note = None
     used = 0.0
     # upper: smallest eps with p_inf + delta_disc(eps - t) + err(eps - t) + eta <= delta
     target_u = delta - p_inf - eta - comp.tv_error
-    if target_u <= 0:
+    if "upper" not in need:
+        upper = math.inf
+    elif target_u <= 0:
         upper = math.inf
         note = (f"delta={delta:g} is not above the probability of an infinite privacy loss "
                 f"({p_inf:.3g}) plus the error budget ({eta:.2g}): no finite epsilon can be certified")
@@ -80,10 +87,15 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float) -> CurveBounds:
             note = "the composition window ended before delta was reached"
     # estimate
     target_e = delta - p_inf
-    est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
+    if "estimate" not in need:
+        est = math.inf
+    else:
+        est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
     # lower: largest eps with p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated >= delta
     target_l = (delta + eta + comp.tv_error + comp.truncated_mass - p_inf) / comp.low_factor
-    if target_l <= 0:
+    if "lower" not in need:
+        lower = 0.0
+    elif target_l <= 0:
         lower = math.inf  # the mass at infinity alone exceeds delta: eps is infinite
     else:
         e0 = comp.solve_epsilon(target_l, eps_min=-t)
