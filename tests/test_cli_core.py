@@ -21,7 +21,7 @@ def test_epsilon_json(capsys):
                          "--steps", "1000", "--delta", "1e-5", "--json")
     assert code == 0 and err == ""
     d = json.loads(out)
-    assert d["accountant"] == "prv" and d["kind"] == "bound"
+    assert d["accountant"] == "connect-dots" and d["kind"] == "bound"
     e = d["epsilon"]
     assert e["lower"] <= e["estimate"] <= e["upper"] and e["upper"] - e["lower"] <= 0.021
     ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)

@@ -64,8 +64,13 @@ def test_substitute_relation_and_heterogeneous():
 
 
 def test_unsupported_and_bad_input():
-    with pytest.raises(tightdp.UnsupportedMechanismError):
-        ConnectDotsAccountant().compose(tightdp.Laplace(scale=1.0))
+    # no dominance discretisation for Laplace: the PRV accountant answers, and says so
+    lap = tightdp.Laplace(scale=1.0)
+    b = ConnectDotsAccountant().compose(lap, 10).epsilon(1e-6)
+    ref = tightdp.PRVAccountant().compose(lap, 10).epsilon(1e-6)
+    assert "Laplace" in b.details["fallback"] and (b.lower, b.upper) == (ref.lower, ref.upper)
+    d = ConnectDotsAccountant().compose(lap, 10).delta([1.0, 2.0])
+    assert "fallback" in d.details and np.all(d.lower <= d.upper)
     with pytest.raises(ValueError, match="eps_error"):
         ConnectDotsAccountant(eps_error=0)
     with pytest.raises(ValueError, match="delta"):

@@ -113,7 +113,7 @@ def test_small_report_content_and_files(tmp_path, capsys):
     assert capsys.readouterr().out == ""  # silent when stdout is not a terminal
     prv = next(r for r in rep.results if r.name == "prv")
     for d in cfg.deltas:
-        ref = tightdp.dpsgd_epsilon(noise_multiplier=2.0, sampling_rate=0.1, steps=30, delta=d)
+        ref = tightdp.dpsgd_epsilon(noise_multiplier=2.0, sampling_rate=0.1, steps=30, delta=d, accountant="prv")
         assert prv.bounds[d].upper == pytest.approx(ref.upper, rel=1e-9)
         lo, up = rep.band[d]
         assert lo <= up and up <= ref.upper + 1e-12  # band: the tightest certified interval

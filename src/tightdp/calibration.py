@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
+from .accountants import DEFAULT_ACCOUNTANT
 from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability,
                           check_real)
 from .bounds import Bounds
@@ -141,7 +142,7 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, target: float):
                                  accountant=accountant, eps_error=e)
         return fn
 
-    if accountant != "prv":
+    if accountant not in ("prv", "connect-dots"):  # certified PLD accountants: a coarse pass is cheaper
         return make(err), None, err
     return make(err), make(min(_COARSE_FACTOR * err, 0.2)), err
 
@@ -382,7 +383,7 @@ def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> fl
 
 # --------------------------------------------------------------------------- public API
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
-                    batch_size=None, accountant: str = "prv", eps_error: float | None = None,
+                    batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
                     rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
 
@@ -447,7 +448,7 @@ def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max
     return good, {"checked": None, "note": "the bound is not monotone near the solution"}
 
 
-def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = "prv",
+def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
                     eps_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
                     epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
@@ -508,7 +509,7 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
                    accountant=name, t0=t0, details=details)
 
 
-def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = "prv",
+def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = DEFAULT_ACCOUNTANT,
                             eps_error: float | None = None, rtol: float = _DEFAULT_RTOL,
                             epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.

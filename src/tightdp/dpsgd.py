@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._validation import check_count, check_delta, check_positive, check_probability, check_real
-from .accountants import create
+from .accountants import DEFAULT_ACCOUNTANT, create
 from .bounds import Bounds
 from .mechanisms import Gaussian, PoissonSampled
 
@@ -17,7 +17,7 @@ def dpsgd_mechanism(*, noise_multiplier: float, sampling_rate: float, relation: 
 
 
 def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
-                  accountant: str = "prv", eps_error: float = 0.01) -> Bounds:
+                  accountant: str = DEFAULT_ACCOUNTANT, eps_error: float = 0.01) -> Bounds:
     """Bounds on the epsilon of ``steps`` DP-SGD steps at ``delta``.
 
     >>> b = dpsgd_epsilon(noise_multiplier=1.1, sampling_rate=256/50000, steps=19600, delta=1e-5)

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
+from .accountants import DEFAULT_ACCOUNTANT
 from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
 from .bounds import Bounds, _jsonable
 from .errors import PrecisionError
@@ -133,7 +134,7 @@ def _make_accountant(accountant, eps_error: float):
 
 # ------------------------------------------------------------------------------------ epsilon
 def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                  dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant="prv") -> Bounds:
+                  dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
     """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
 
     The ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism``
@@ -149,7 +150,7 @@ def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_s
 
 
 def group_epsilon_schedule(*, schedule, delta, group_size, sampling: str = "poisson", dataset_size=None,
-                           eps_error: float = 0.01, accountant="prv") -> Bounds:
+                           eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
     """``group_epsilon`` for a heterogeneous schedule: segments ``(noise_multiplier, q or B, steps)``.
 
     The per-step dominating pairs compose adaptively (002 Lemma 2.6), so the
@@ -373,7 +374,7 @@ class GroupReport:
 
 
 def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                 dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant="prv") -> GroupReport:
+                 dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> GroupReport:
     """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
     return group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
                        group_sizes=[group_size], sampling=sampling, dataset_size=dataset_size,
@@ -382,7 +383,7 @@ def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_si
 
 def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_sizes: Iterable[int],
                 sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float = 0.01,
-                accountant="prv") -> list[GroupReport]:
+                accountant=DEFAULT_ACCOUNTANT) -> list[GroupReport]:
     """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once."""
     sizes = [check_count("group_size", k) for k in group_sizes]
     if not sizes:

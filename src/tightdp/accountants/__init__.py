@@ -14,7 +14,11 @@ from .gdp import GDPAccountant
 from .prv import PRVAccountant
 from .rdp import RDPAccountant
 
-__all__ = ["Accountant", "ACCOUNTANTS", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
+#: the accountant every convenience function, the CLI and the integrations use unless told otherwise:
+#: dominance-based certified bounds, with the PRV accountant behind it for what it cannot discretise
+DEFAULT_ACCOUNTANT = "connect-dots"
+
+__all__ = ["Accountant", "ACCOUNTANTS", "DEFAULT_ACCOUNTANT", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
            "RDPAccountant", "GDPAccountant", "ConnectDotsAccountant", "EdgeworthAccountant"]
 
 

@@ -53,9 +53,17 @@ class ConnectDotsAccountant(PLDAccountant):
         return {"eps_error": self.eps_error, "delta_error": self.delta_error,
                 "max_refinements": self.max_refinements}
 
-    def _supports(self, mechanism) -> bool:
-        pair = mechanism.privacy_losses()
-        return supports_dominance(pair.remove) and supports_dominance(pair.add)
+    def _undominated(self) -> str | None:
+        """The first mechanism in the ledger without a dominance discretisation (its type name), if any.
+
+        Such ledgers (Laplace, randomized response, pure or approximate DP
+        steps) are answered by the PRV accountant, with a ``fallback`` detail.
+        """
+        for mech, _ in self._ledger:
+            pair = mech.privacy_losses()
+            if not (supports_dominance(pair.remove) and supports_dominance(pair.add)):
+                return type(mech).__name__
+        return None
 
     def _composed(self, d: int, terms, h: float, tail: float, upper: bool, tilt_delta: float | None,
                   tau: float):
@@ -109,6 +117,9 @@ class ConnectDotsAccountant(PLDAccountant):
         return float(min(max(h, 1e-7), 0.05, self.eps_error))
 
     def _epsilon(self, delta: float) -> Bounds:
+        other = self._undominated()
+        if other is not None:
+            return self._fallback(delta, f"no dominance discretisation for {other}")
         try:
             out = self._epsilon_dominance(delta)
         except ArithmeticError as exc:  # PrecisionError included
@@ -117,12 +128,13 @@ class ConnectDotsAccountant(PLDAccountant):
             return self._fallback(delta, str(out.details.get("note", "window too small")))
         return out
 
-    def _fallback(self, delta: float, reason: str) -> Bounds:
-        """The coupling-based PRV accountant, for what the dominance grids cannot resolve."""
+    def _fallback(self, delta: float, reason: str, *, epsilons: np.ndarray | None = None) -> Bounds:
+        """The coupling-based PRV accountant, for what the dominance grids cannot resolve
+        (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given)."""
         from .prv import PRVAccountant
         prv = PRVAccountant(eps_error=self.eps_error, delta_error=self.delta_error).compose(self._ledger)
-        b = prv.epsilon(delta)
-        return Bounds(b.lower, b.estimate, b.upper, "epsilon", "bound",
+        b = prv.epsilon(delta) if epsilons is None else prv.delta(epsilons)
+        return Bounds(b.lower, b.estimate, b.upper, b.quantity, "bound",
                       {**dict(b.details), "fallback": f"prv ({reason})"})
 
     def _epsilon_dominance(self, delta: float) -> Bounds:
@@ -175,6 +187,15 @@ class ConnectDotsAccountant(PLDAccountant):
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
+        other = self._undominated()
+        if other is not None:
+            return self._fallback(0.0, f"no dominance discretisation for {other}", epsilons=epsilons)
+        try:
+            return self._delta_dominance(epsilons)
+        except ArithmeticError as exc:  # PrecisionError included
+            return self._fallback(0.0, str(exc), epsilons=epsilons)
+
+    def _delta_dominance(self, epsilons: np.ndarray) -> Bounds:
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-9
         k_total = sum(c for _, c in self._ledger)

@@ -16,6 +16,8 @@ import json
 import sys
 import threading
 
+from ..accountants import DEFAULT_ACCOUNTANT
+
 SOLVE = ("noise", "steps", "sampling-rate")
 
 
@@ -33,7 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--dataset-size", type=float, help="number of training examples")
     p.add_argument("--batch-size", type=float, help="expected batch size (q = batch size / data set size)")
     p.add_argument("--noise-multiplier", type=float, help="the noise multiplier (when solving steps or sampling rate)")
-    p.add_argument("--accountant", default="prv", help="accountant whose upper bound is used (default: prv)")
+    p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
+                   help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
     p.add_argument("--eps-error", type=float, default=None,
                    help="accountant error budget (default: min(0.01, target/300))")
     p.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from .._validation import check_choice, check_count, check_delta, check_epsilon, check_positive, check_probability
-from ..accountants import ACCOUNTANTS, create
+from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, create
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 
@@ -30,7 +30,8 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     p.add_argument("--relation", default=None,
                    help="add-remove (default for poisson), remove, add, substitute (default otherwise)")
     if accountant:
-        p.add_argument("--accountant", default="prv", help="prv (default), fourier, rdp, gdp, edgeworth")
+        p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
+                       help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth")
     p.add_argument("--eps-error", type=float, default=0.01, help="half-width of the epsilon interval (default 0.01)")
     p.add_argument("--json", action="store_true", help="print JSON")
 

@@ -14,6 +14,7 @@ import math
 import sys
 import time
 
+from ..accountants import DEFAULT_ACCOUNTANT
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
 from ..group import SAMPLING_SCHEMES, GroupReport, group_curve
 from .common import fmt
@@ -34,7 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--dataset-size", type=float,
                    help="fixed-batch: lower bound N on the number of examples outside the group")
     p.add_argument("--batch-size", type=float, help="fixed-batch: batch size B")
-    p.add_argument("--accountant", default="prv", help="accountant composing the steps (default prv)")
+    p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
+                   help=f"accountant composing the steps (default {DEFAULT_ACCOUNTANT})")
     p.add_argument("--eps-error", type=float, default=0.01, help="half-width of the epsilon interval (default 0.01)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot epsilon against k = 1..--max-group-size")

@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
+from ..accountants import DEFAULT_ACCOUNTANT
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
 
 try:
@@ -59,13 +60,13 @@ class TightDPAccountant(IAccountant):
     Parameters
     ----------
     accountant:
-        tightdp accountant name for the epsilon (default ``"prv"``, certified).
+        tightdp accountant name for the epsilon (default ``"connect-dots"``, certified).
     eps_error:
         The accountant's epsilon error budget; the reported epsilon is the
         upper end of an interval of width about ``2 * eps_error``.
     """
 
-    def __init__(self, *, accountant: str = "prv", eps_error: float = 0.01) -> None:
+    def __init__(self, *, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float = 0.01) -> None:
         super().__init__()
         self.history: list[tuple[float, float, int]] = []
         self.accountant = accountant
@@ -199,11 +200,12 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
         steps = int(check_real("epochs", epochs, low=0.0) / q)
     steps = check_count("steps", steps)
     cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=q, steps=steps)
-    # The engine will report TightDPAccountant's epsilon (PRV, eps_error 0.01); make sure that number, not
+    # The engine will report TightDPAccountant's epsilon (default accountant, eps_error 0.01); make sure that number, not
     # only the calibration's own certificate, is within the target (a 0.1 % step up settles rare ties).
     sigma = cal.noise_multiplier
     for _ in range(20):
-        reported = _epsilon_of_history([(sigma, q, steps)], target_delta, "prv", TightDPAccountant().eps_error)
+        reported = _epsilon_of_history([(sigma, q, steps)], target_delta, DEFAULT_ACCOUNTANT,
+                                       TightDPAccountant().eps_error)
         if reported.upper <= target_epsilon:
             return sigma
         sigma *= 1.001
