@@ -20,7 +20,7 @@ import numpy as np
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
-from ..pld.dominance import dominated, dominating, supports_dominance
+from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
 from ._pld import PLDAccountant
 
 __all__ = ["ConnectDotsAccountant"]
@@ -75,30 +75,11 @@ class ConnectDotsAccountant(PLDAccountant):
             return compose(parts, tilt=tilt, tau=tau)
         return self._memo(("cd", d, upper, h, tail, tilt_delta, tau), build)
 
-    def _step_spreads(self, tail: float) -> list[tuple[float, int]]:
-        """``(sd, count)`` of every distinct step's privacy loss under P in the first direction.
+    def _step_spreads(self) -> list[tuple[float, int]]:
+        """``(sd, count)`` of every distinct step's privacy loss under P in the first direction."""
+        return [(max(loss_spread(loss), 1e-12), c) for loss, c in self._directions()[0]]
 
-        From a dominating grid whose mesh is at most a fifth of the spread (a
-        few hundred points); connect-the-dots adds at most ``h^2 / 4`` of
-        variance, which is subtracted.
-        """
-        out = []
-        for loss, c in self._directions()[0]:
-            h = 0.002
-            sd = 0.0
-            for _ in range(4):
-                u = dominating(loss, h, tail)
-                w = u.pmf / u.pmf.sum()
-                g = u.grid
-                var = max(float(np.dot(w, g * g)) - float(np.dot(w, g)) ** 2, 0.0)
-                sd = math.sqrt(max(var - 0.25 * h * h, 0.0))
-                if h <= 0.2 * sd or h < 1e-7:
-                    break
-                h = max(0.1 * sd, h / 100.0)
-            out.append((max(sd, 1e-12), c))
-        return out
-
-    def _model_mesh(self, tail: float, z: float) -> float:
+    def _model_mesh(self, z: float) -> float:
         """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
 
         Splitting a loss between two grid points (and merging, for the lower
@@ -109,7 +90,7 @@ class ConnectDotsAccountant(PLDAccountant):
         times the connect-the-dots share. The model only sets the first mesh:
         the accountant measures the width and refines.
         """
-        spreads = self._step_spreads(tail)
+        spreads = self._step_spreads()
         steps = sum(c for _, c in spreads)
         v = sum(c * sd * sd for sd, c in spreads)
         slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
@@ -148,7 +129,7 @@ class ConnectDotsAccountant(PLDAccountant):
         tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
         tilt_delta = delta if tilted else None
         directions = self._directions()
-        h = self._model_mesh(tail, math.sqrt(2.0 * math.log(1.0 / delta)))
+        h = self._model_mesh(math.sqrt(2.0 * math.log(1.0 / delta)))
         passes = 0
         coarse: dict[int, float] = {}  # direction -> mesh of its cheapest upper bound so far
         for passes in range(1, self.max_refinements + 2):
@@ -202,7 +183,7 @@ class ConnectDotsAccountant(PLDAccountant):
         tail = 0.5 * slack / k_total
         tau = min(1e-6, 0.05 * slack)
         directions = self._directions()
-        h = self._model_mesh(tail, 5.0)  # the model needs a delta scale: about 1e-6
+        h = self._model_mesh(5.0)  # the model needs a delta scale: about 1e-6
         for _ in range(self.max_refinements + 1):
             los, ests, ups, shifted = [], [], [], []
             for d, terms in enumerate(directions):
