@@ -9,8 +9,9 @@ Three questions, one answer type (``Calibration``):
 * ``calibrate_sampling_rate``: the largest sampling rate within the budget.
 
 Soundness: feasibility is always judged on the **certified upper bound** of
-epsilon (``Bounds.upper`` of ``tightdp.dpsgd_epsilon``, the PRV accountant's
-Thm 5.5 of Gopi et al. 2021, paper 003), and the value returned is one at which
+epsilon (``Bounds.upper`` of ``tightdp.dpsgd_epsilon``: by default the
+connect-the-dots dominating pair, or the PRV accountant's Thm 5.5 of Gopi et
+al. 2021, paper 003, with ``accountant="prv"``), and the value returned is one at which
 that bound was evaluated and found ``<= target``. A point whose bound cannot be
 certified (``PrecisionError``, an infinite or missing upper bound) counts as
 infeasible, so the search errs towards more noise / fewer steps / a smaller rate.

@@ -139,9 +139,10 @@ def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_s
 
     The ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism``
     under add-or-remove-up-to-k adjacency (002 Sec. 2.2: the worse of the add
-    and remove compositions), composed by ``accountant`` (default: the PRV
-    accountant, whose ``upper`` is a proven bound and ``upper - lower`` is about
-    ``2 * eps_error``). ``group_size = 1`` is example-level DP-SGD.
+    and remove compositions), composed by ``accountant`` (default: the
+    dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven
+    bound and ``upper - lower <= 2 * eps_error``). ``group_size = 1`` is
+    example-level DP-SGD.
     """
     mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=group_size, sampling=sampling,
                            sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)

@@ -9,7 +9,7 @@ mechanism name ``"tightdp"``::
     engine = PrivacyEngine(accountant="tightdp")
     model, optimizer, loader = engine.make_private_with_epsilon(..., target_epsilon=3.0, target_delta=1e-5,
                                                                 epochs=10, ...)
-    engine.get_epsilon(1e-5)    # the certified upper bound of tightdp's PRV accountant
+    engine.get_epsilon(1e-5)    # the certified upper bound of tightdp's default accountant
 
 The accountant implements Opacus' ``IAccountant`` interface (``step``,
 ``get_epsilon``, ``__len__``, ``mechanism``, ``state_dict`` /
@@ -55,7 +55,7 @@ MECHANISM = "tightdp"
 
 
 class TightDPAccountant(IAccountant):
-    """Opacus accountant backed by tightdp's certified PRV accountant.
+    """Opacus accountant backed by tightdp's certified default accountant (connect-dots).
 
     Parameters
     ----------

@@ -175,7 +175,8 @@ class ComposedPLD:
             def g(e: float) -> float:
                 d, err = self._scalar_terms(e)
                 return d + err - target if use_err else d - target
-        else:
+        else:  # any other non-increasing error term: generic (vector) evaluation, Brent inside the cell
+            use_err = False
             g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
         if g(eps_min) <= 0:
             return eps_min
@@ -183,7 +184,7 @@ class ComposedPLD:
         top = float(xs[-1])
         if g(top) > 0:
             return math.inf
-        # g is non-increasing: bisect on grid indices (O(log N) evaluations), then Brent inside one cell
+        # g is non-increasing: locate the cell on grid indices, then solve inside it
         lo_i = int(np.searchsorted(xs, eps_min, side="right"))
         hi_i = xs.size - 1
         if lo_i > hi_i or g(float(xs[hi_i])) > 0:
@@ -201,7 +202,7 @@ class ComposedPLD:
         lo = eps_min if hi_i == 0 or float(xs[hi_i - 1]) < eps_min else float(xs[hi_i - 1])
         if g(lo) <= 0:
             return lo
-        if extra is None or (use_err and self.tilt == 0.0):
+        if extra is None or (use_err and self.tilt == 0.0):  # (use_err is False for a custom extra)
             # inside one cell delta_disc = A - B e^(eps - ref) and the error term is constant:
             # solve in closed form, and accept only if the root checks out (1e-13 to the safe side)
             ref = 200.0 * math.floor(lo / 200.0) - 1.0
@@ -285,11 +286,22 @@ def _window(terms, tilt, tau):
     base = math.sqrt(2.0 * math.log(1.0 / tau) / max(v, 1e-300))
     # heavy-tailed losses (rare large steps) want a much smaller theta than the variance suggests
     ths = base * np.geomspace(1e-3, 1.5, 20)
-    th_up = _pick_theta(terms, tilt, ths, lambda k, th: (k - K0 - math.log(tau)) / th)
-    th_dn = _pick_theta(terms, tilt, -ths, lambda k, th: (k - K0 - math.log(tau)) / -th)
+    both = np.concatenate([ths, -ths])  # one pass over the blocks for both sides
+    k_up = np.zeros(both.size)
+    for d, c in terms:
+        k_up += c * d.log_mgf_upper(tilt + both)
+    with np.errstate(invalid="ignore", over="ignore"):
+        vals = (k_up - K0 - math.log(tau)) / np.abs(both)
+    th_up = _argmin_theta(vals[:ths.size], ths)
+    th_dn = _argmin_theta(vals[ths.size:], ths)
     hi = (_cgf(terms, tilt + th_up) - K0 - math.log(tau)) / th_up
     lo = -(_cgf(terms, tilt - th_dn) - K0 - math.log(tau)) / th_dn
     return lo, hi, K0
+
+
+def _argmin_theta(vals: np.ndarray, thetas: np.ndarray) -> float:
+    i = int(np.nanargmin(vals)) if np.any(np.isfinite(vals)) else 0
+    return float(abs(thetas[i]))
 
 
 def _pick_theta(terms, tilt, thetas, objective):
@@ -303,8 +315,7 @@ def _pick_theta(terms, tilt, thetas, objective):
         k_up += c * d.log_mgf_upper(tilt + thetas)
     with np.errstate(invalid="ignore", over="ignore"):
         vals = objective(k_up, thetas)
-    i = int(np.nanargmin(vals)) if np.any(np.isfinite(vals)) else 0
-    return float(abs(thetas[i]))
+    return _argmin_theta(vals, thetas)
 
 
 def _tail_masses(terms, tilt, K0, bot, top):
