@@ -119,20 +119,33 @@ class ConnectDotsAccountant(PLDAccountant):
                       {**dict(b.details), "fallback": f"prv ({reason})"})
 
     def _epsilon_dominance(self, delta: float) -> Bounds:
+        """Refine until ``upper - lower <= 2 eps_error``.
+
+        The width has two parts: the gap between the two constructions'
+        discrete answers (discretisation, shrinking like ``h^2``) and the gap
+        between each answer and its certified bound (truncation, aliasing and
+        round-off, proportional to the delta slack; far out in the tail,
+        where the curve is flat in epsilon, a slack of ``1e-3 delta`` can move
+        epsilon by more than ``eps_error``). Each pass shrinks whichever part
+        is too large: the mesh, or the slack (and then the FFT is tilted so
+        that round-off is relative to delta).
+        """
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         k_total = sum(c for _, c in self._ledger)
-        tail = 0.5 * slack / k_total
         # FFT round-off is bounded by about k u log N of the total mass: tilt the FFT towards the
         # answer unless delta is far above that
         tilted = delta < 1e-6
-        tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
-        tilt_delta = delta if tilted else None
         directions = self._directions()
         h = self._model_mesh(math.sqrt(2.0 * math.log(1.0 / delta)))
+        target = 2.0 * self.eps_error
         passes = 0
+        trace: list[dict[str, Any]] = []  # the passes that did not reach the target (details["refinements"])
         coarse: dict[int, float] = {}  # direction -> mesh of its cheapest upper bound so far
         for passes in range(1, self.max_refinements + 2):
+            tail = 0.5 * slack / k_total
+            tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
+            tilt_delta = delta if tilted else None
             # the first direction (remove, the usual worst case) on the mesh h, the others first on a
             # mesh four times coarser: any mesh gives a valid upper bound, and a direction whose coarse
             # bound is already below the worst one cannot change the answer
@@ -152,16 +165,28 @@ class ConnectDotsAccountant(PLDAccountant):
             # the dominated composition of the worst direction bounds epsilon from below (the max over
             # directions of lower bounds is at least any one of them)
             lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
-                                need="lower")
+                                need="lower estimate")
             lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
             width = upper - lower
-            if width <= 2.0 * self.eps_error or not math.isfinite(upper):
+            if width <= target or not math.isfinite(upper):
                 break
-            # the width shrinks like h^2: aim a little below the target, at least halve the cost
-            h *= min(0.7, max(0.25, 0.9 * math.sqrt(2.0 * self.eps_error / width)))
-            coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
+            numerical = (upper - estimate) + max(lo.estimate - lower, 0.0) if math.isfinite(lo.estimate) else 0.0
+            discretisation = width - numerical
+            trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width,
+                          "numerical": numerical})
+            if numerical > 0.4 * target:  # the slack moves epsilon too much: spend less of it
+                slack *= max(1e-6, min(0.5, 0.3 * target / numerical))
+                tilted = True
+                coarse = {}
+            if discretisation > 0.6 * target or numerical <= 0.4 * target:
+                # the width shrinks like h^2: aim a little below the target, at least halve the cost
+                h *= min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation))))
+                coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
+            self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
         est = min(max(estimate, lower), upper)
         details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
+        if trace:
+            details["refinements"] = trace
         notes = [b.note for b in (*ups.values(), lo) if b.note]
         if notes:
             details["note"] = notes[0]

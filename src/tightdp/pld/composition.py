@@ -44,6 +44,8 @@ from .discretise import DiscretisedLoss
 __all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon"]
 
 _U = np.finfo(float).eps / 2  # unit round-off
+#: the largest composition window (points); a window this size needs about 6 GB of temporaries
+_MAX_POINTS = 1 << 26
 
 
 @dataclass(frozen=True, eq=False)
@@ -395,7 +397,7 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         # bound the tilted mass outside [j0 h, (j0 + n - 1) h] by Chernoff
         t_lo, t_hi = _tail_masses(live, tilt, K0, j0 * h, (j0 + n - 1) * h)
         alias = min(2.0, t_hi + t_lo)
-    if n > 1 << 27:
+    if n > _MAX_POINTS:
         raise PrecisionError(f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
                              f"{(n * h):.3g} loss units wide): epsilon is too large for this eps_error; "
                              "loosen eps_error")
