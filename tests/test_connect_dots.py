@@ -112,3 +112,48 @@ def test_poisson_inverse_is_accurate_near_the_support_edge():
         s = np.linspace(edge - 0.01 * np.sign(edge), edge, 1001)[1:-1] if math.isfinite(edge) else None
         _, err = loss.outputs_at(s)
         assert err < 1e-13
+
+
+def test_epsilon_in_the_thousands_is_answered_and_matches_a_saddle_point_reference():
+    """Far out in the tail the curve is flat in epsilon: the accountant must spend less delta slack
+    (it used to refine the mesh until memory ran out). The reference is independent of tightdp
+    (mpmath saddle-point tails, ``tests/data/saddlepoint_reference.py``): it puts epsilon(1e-5) in
+    (1207.19, 1207.35). dp-accounting 0.6.0 reports 1208.23 here, about one unit too pessimistic."""
+    import json
+    from pathlib import Path
+
+    ref = json.loads((Path(__file__).parent / "data" / "saddlepoint_reference.json").read_text())
+    assert ref["delta_at"]["1207.19"] > 1e-5 > ref["delta_at"]["1207.35"]
+    mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3, relation="remove")
+    b = ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
+    assert b.kind == "bound" and "fallback" not in b.details
+    assert b.upper - b.lower <= 0.02
+    assert b.lower < 1207.35 and b.upper > 1207.19  # intersects the reference bracket
+    assert 1207.19 < 0.5 * (b.lower + b.upper) < 1207.35
+    both = tightdp.dpsgd_epsilon(noise_multiplier=0.6, sampling_rate=0.3, steps=5000, delta=1e-5)
+    assert (both.lower, both.upper) == (b.lower, b.upper)  # add-remove: the remove direction is the worse
+
+
+def test_the_default_accountant_and_its_details():
+    b = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
+    same = ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01),
+                                           1000).epsilon(1e-5)
+    assert (b.lower, b.upper) == (same.lower, same.upper)
+    assert b.details["passes"] >= 1 and b.details["mesh"] > 0
+    tightdp.clear_caches()  # memos only save time: the answer after clearing them is the same
+    again = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
+    assert (again.lower, again.upper) == (b.lower, b.upper)
+
+
+@pytest.mark.parametrize("sigma,q", [(1.0, 0.01), (0.6, 0.3), (4.0, 0.001), (0.8, 1.0)])
+def test_loss_spread_matches_a_fine_discretisation(sigma, q):
+    from tightdp.pld.dominance import dominating, loss_spread
+
+    pair = tightdp.dpsgd_mechanism(noise_multiplier=sigma, sampling_rate=q).privacy_losses()
+    for loss in (pair.remove, pair.add):
+        h = loss_spread(loss) / 200
+        u = dominating(loss, h, 1e-14)
+        w = u.pmf / u.pmf.sum()
+        sd = math.sqrt(float(np.dot(w, u.grid ** 2) - np.dot(w, u.grid) ** 2))
+        # connect-the-dots adds at most h^2/4 of variance
+        assert abs(loss_spread(loss) - sd) <= 1e-3 * sd + h
