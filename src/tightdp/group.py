@@ -192,6 +192,12 @@ class LemmaResult:
     queries: int = 0
 
 
+#: the group-privacy-lemma search does not ask for example-level deltas below 1e-250: the accountants'
+#: error budgets are fractions of delta per step, which leave double precision (and the PRV fallback
+#: then spends tens of seconds and gigabytes to certify what the lemma cannot use anyway)
+_LOG_SMALLEST_DELTA = math.log(1e-250)
+
+
 class ExampleCurve:
     """Certified example-level ``eps_1^U(delta')`` from a composed accountant, memoised in ``log delta'``.
 
@@ -211,9 +217,10 @@ class ExampleCurve:
 
     def upper(self, log_delta: float) -> tuple[float, str]:
         """``(eps_1^U(exp(log_delta)), note)``; ``inf`` with a note where it cannot be certified."""
-        if log_delta < math.log(1e-300):
-            return math.inf, (f"the required example-level delta' = exp({log_delta:.4g}) underflows "
-                              "double precision")
+        if log_delta < _LOG_SMALLEST_DELTA:
+            return math.inf, (f"the required example-level delta' = exp({log_delta:.4g}) is below 1e-250, "
+                              "where the truncation and round-off budgets of a certified accountant "
+                              "(a fraction of delta') leave double precision")
         if log_delta <= self._fail_log_delta:
             return math.inf, self._fail_note
         if log_delta in self._memo:

@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
-from ..errors import UnsupportedMechanismError
+from ..errors import PrecisionError, UnsupportedMechanismError
 from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
@@ -78,6 +78,9 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
     lo_s, hi_s = loss.support()
     s_lo = lo_s if math.isfinite(lo_s) else loss.lower_quantile(tail)
     s_hi = hi_s if math.isfinite(hi_s) else loss.upper_quantile(tail)
+    if not (math.isfinite(s_lo) and math.isfinite(s_hi)):
+        raise PrecisionError(f"cannot locate the privacy loss quantiles for a tail mass of {tail:.3g} "
+                             "(below what double precision resolves): delta is too small")
     i0 = math.floor(s_lo / h)
     i1 = max(i0 + 1, math.ceil(s_hi / h))
     if i1 - i0 > 20_000_000:
