@@ -3,10 +3,13 @@
 The upper bound composes connect-the-dots pairs that dominate each mechanism
 (Doroshenko et al. 2022); the lower bound composes merge-to-the-grid pairs that
 each mechanism dominates. Both are exact statements about every grid, so the
-grid need not shrink with the number of compositions: the mesh is halved until
-``upper - lower <= 2 eps_error``. Supports mechanisms whose privacy losses are
-Gaussian or Gaussian mixtures (Gaussian, every subsampled Gaussian, mixtures of
-Gaussians).
+grid need not shrink with the number of compositions. The first mesh comes from
+a variance model; each further pass shrinks the mesh or the delta slack,
+whichever made ``upper - lower`` exceed ``2 eps_error``. Mechanisms whose
+privacy losses are Gaussian or Gaussian mixtures (Gaussian, every subsampled
+Gaussian, mixtures of Gaussians) are discretised this way; other ledgers, and
+the rare queries the constructions cannot resolve, go to the PRV accountant
+(``details["fallback"]`` says why).
 """
 
 from __future__ import annotations
@@ -111,7 +114,11 @@ class ConnectDotsAccountant(PLDAccountant):
         if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9):
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
             # to the grid swallows the tail): both intervals are certified, so answer their intersection
-            other = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
+            try:
+                other = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
+            except ArithmeticError as exc:  # PRV cannot do better: the wide interval is still certified
+                return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
+                              {**dict(out.details), "note": f"wider than 2 eps_error; PRV fallback failed: {exc}"})
             lower, upper = max(out.lower, other.lower), min(out.upper, other.upper)
             if lower > upper:  # two certified intervals that miss each other: a bug, never hide it
                 raise PrecisionError(f"internal: dominance bounds [{out.lower}, {out.upper}] and coupling bounds "
@@ -236,5 +243,6 @@ class ConnectDotsAccountant(PLDAccountant):
             if np.all(upper - lower <= np.maximum(np.max(ests, axis=0) - np.max(shifted, axis=0), 1e-12)):
                 break
             h /= 2.0
+            self._cache.clear()  # compositions of the previous mesh (can be large)
         est = np.clip(np.max(ests, axis=0), lower, upper)
         return Bounds(lower, est, upper, "delta", "bound", {"mesh": h, "seconds": time.perf_counter() - t0})
