@@ -170,3 +170,22 @@ def test_unconverged_dominance_is_intersected_with_the_prv_interval():
     assert "fallback" in b.details and "dominance" in b.details
     assert prv.lower <= b.lower <= b.upper <= prv.upper
     assert b.upper - b.lower <= 0.02
+
+
+def test_grid_cap_answers_with_the_last_certified_pass_or_refuses(monkeypatch):
+    """When refining would exceed the grid cap, the last completed (wider) pass is the answer, with a
+    note; when even the first pass exceeds it, GridTooLargeError (no PRV retry: it needs a finer grid)."""
+    import tightdp.pld.composition as composition
+
+    mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3)
+    full = ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
+    first_pass = full.details["refinements"][0]
+    assert full.details["passes"] == 2 and first_pass["width"] > 0.02
+    # a cap between the first and the second pass's windows
+    monkeypatch.setattr(composition, "_MAX_POINTS", 250_000)
+    b = ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
+    assert "grid_cap" in b.details and "grid cap" in b.details["note"] and "fallback" not in b.details
+    assert b.lower <= full.lower <= full.upper <= b.upper  # both certified; the capped one is wider
+    monkeypatch.setattr(composition, "_MAX_POINTS", 1000)
+    with pytest.raises(tightdp.GridTooLargeError, match="grid points"):
+        ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)

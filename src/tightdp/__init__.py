@@ -5,7 +5,7 @@ bound unless the result's ``kind`` says ``"approximation"``.
 """
 
 from .bounds import Bounds
-from .errors import PrecisionError, TightDPError, UnsupportedMechanismError
+from .errors import GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
 from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
                          RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
 from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
@@ -17,7 +17,7 @@ from .accountants import EdgeworthAccountant, GDPAccountant, RDPAccountant
 __version__ = "0.1.0"
 
 __all__ = [
-    "Bounds", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
+    "Bounds", "GridTooLargeError", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant", "ConnectDotsAccountant",

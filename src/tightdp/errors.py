@@ -15,3 +15,11 @@ class PrecisionError(TightDPError, ArithmeticError):
     Raised instead of returning a number that might be wrong; the message says
     why and what to change.
     """
+
+
+class GridTooLargeError(PrecisionError):
+    """The grid an answer needs exceeds the memory cap (ε far too large for the error budget).
+
+    A finer accountant cannot help (it would need an even larger grid), so
+    accountants with a fallback re-raise it instead of retrying.
+    """

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
-from ..errors import PrecisionError
+from ..errors import GridTooLargeError, PrecisionError
 from ..pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
 from ._pld import PLDAccountant
@@ -107,10 +107,14 @@ class ConnectDotsAccountant(PLDAccountant):
             return self._fallback(delta, f"no dominance discretisation for {other}")
         try:
             out = self._epsilon_dominance(delta)
+        except GridTooLargeError:
+            raise  # the PRV accountant would need a finer grid still
         except ArithmeticError as exc:  # PrecisionError included
             return self._fallback(delta, str(exc))
         if math.isinf(out.upper) and not math.isinf(out.lower):  # not a genuinely infinite epsilon
             return self._fallback(delta, str(out.details.get("note", "window too small")))
+        if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9) and "grid_cap" in out.details:
+            return out  # certified but wider than asked; the PRV accountant would need a finer grid still
         if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9):
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
             # to the grid swallows the tail): both intervals are certified, so answer their intersection
@@ -161,30 +165,20 @@ class ConnectDotsAccountant(PLDAccountant):
         passes = 0
         trace: list[dict[str, Any]] = []  # the passes that did not reach the target (details["refinements"])
         coarse: dict[int, float] = {}  # direction -> mesh of its cheapest upper bound so far
+        best = None  # the last completed pass: (mesh, slack, ups, lo)
+        capped = None
         for passes in range(1, self.max_refinements + 2):
-            tail = 0.5 * slack / k_total
-            tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
-            tilt_delta = delta if tilted else None
-            # the first direction (remove, the usual worst case) on the mesh h, the others first on a
-            # mesh four times coarser: any mesh gives a valid upper bound, and a direction whose coarse
-            # bound is already below the worst one cannot change the answer
-            ups = {0: epsilon_bounds(self._composed(0, directions[0], h, tail, True, tilt_delta, tau),
-                                     delta, _TINY, need=_UP)}
-            for d in range(1, len(directions)):
-                hd = coarse.get(d, 4.0 * h)
-                b = epsilon_bounds(self._composed(d, directions[d], hd, tail, True, tilt_delta, tau), delta, _TINY,
-                                   need=_UP)
-                if hd > h and b.upper >= ups[0].upper:  # too close to call: redo it on the fine mesh
-                    hd = h
-                    b = epsilon_bounds(self._composed(d, directions[d], h, tail, True, tilt_delta, tau),
-                                       delta, _TINY, need=_UP)
-                coarse[d] = hd
-                ups[d] = b
-            j = max(ups, key=lambda i: ups[i].upper)  # on the fine mesh: coarse ones lost to ups[0]
-            # the dominated composition of the worst direction bounds epsilon from below (the max over
-            # directions of lower bounds is at least any one of them)
-            lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
-                                need="lower estimate")
+            try:
+                ups, lo = self._one_pass(delta, directions, h, slack, k_total, tilted, coarse)
+            except GridTooLargeError as exc:
+                if best is None:
+                    raise
+                capped = str(exc)  # refinement hit the memory cap: answer with the last (wider) pass
+                h, slack, ups, lo = best
+                passes -= 1
+                break
+            best = (h, slack, ups, lo)
+            j = max(ups, key=lambda i: ups[i].upper)
             lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
             width = upper - lower
             if width <= target or not math.isfinite(upper):
@@ -204,14 +198,51 @@ class ConnectDotsAccountant(PLDAccountant):
                 h *= min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation))))
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
             self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
+        j = max(ups, key=lambda i: ups[i].upper)
+        lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
         est = min(max(estimate, lower), upper)
         details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
         if trace:
             details["refinements"] = trace
         notes = [b.note for b in (*ups.values(), lo) if b.note]
+        if capped is not None:
+            details["grid_cap"] = capped
+            notes.append(f"interval {upper - lower:.3g} wide, more than 2 eps_error: refining further would "
+                         f"exceed the grid cap ({capped})")
         if notes:
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
+
+    def _one_pass(self, delta, directions, h, slack, k_total, tilted, coarse):
+        """One refinement pass: ``(ups, lo)``, every direction's upper bound and the worst one's lower bound.
+
+        The first direction (remove, the usual worst case) is composed on the
+        mesh ``h``, the others first on a mesh four times coarser: any mesh
+        gives a valid upper bound, and a direction whose coarse bound is
+        already below the worst one cannot change the answer. The dominated
+        composition of the worst direction bounds epsilon from below (the max
+        over directions of lower bounds is at least any one of them).
+        ``coarse`` (direction -> mesh used) is updated in place.
+        """
+        tail = 0.5 * slack / k_total
+        tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
+        tilt_delta = delta if tilted else None
+        ups = {0: epsilon_bounds(self._composed(0, directions[0], h, tail, True, tilt_delta, tau),
+                                 delta, _TINY, need=_UP)}
+        for d in range(1, len(directions)):
+            hd = coarse.get(d, 4.0 * h)
+            b = epsilon_bounds(self._composed(d, directions[d], hd, tail, True, tilt_delta, tau), delta, _TINY,
+                               need=_UP)
+            if hd > h and b.upper >= ups[0].upper:  # too close to call: redo it on the fine mesh
+                hd = h
+                b = epsilon_bounds(self._composed(d, directions[d], h, tail, True, tilt_delta, tau),
+                                   delta, _TINY, need=_UP)
+            coarse[d] = hd
+            ups[d] = b
+        j = max(ups, key=lambda i: ups[i].upper)  # on the fine mesh: coarse ones lost to ups[0]
+        lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
+                            need="lower estimate")
+        return ups, lo
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
         other = self._undominated()

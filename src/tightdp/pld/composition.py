@@ -38,7 +38,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import optimize, special
 
-from ..errors import PrecisionError
+from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
 __all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon"]
@@ -398,7 +398,7 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         t_lo, t_hi = _tail_masses(live, tilt, K0, j0 * h, (j0 + n - 1) * h)
         alias = min(2.0, t_hi + t_lo)
     if n > _MAX_POINTS:
-        raise PrecisionError(f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
+        raise GridTooLargeError(f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
                              f"{(n * h):.3g} loss units wide): epsilon is too large for this eps_error; "
                              "loosen eps_error")
 
