@@ -17,7 +17,9 @@ def test_compare_json_and_plot_lists_all_five(tmp_path, capsys):
                "--points", "3"])
     assert rc == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["accountant"] for r in rows] == ["prv", "fourier", "rdp", "gdp", "edgeworth"]
+    assert [r["accountant"] for r in rows] == ["connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth"]
+    cd, prv = rows[0]["epsilon"], rows[1]["epsilon"]
+    assert cd["lower"] <= prv["upper"] and prv["lower"] <= cd["upper"]  # two certified intervals intersect
     for r in rows:
         assert r["kind"] in ("bound", "approximation") and r["seconds"] >= 0
         assert set(r["epsilon"]) == {"lower", "estimate", "upper"}

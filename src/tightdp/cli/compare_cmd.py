@@ -23,13 +23,14 @@ from ..accountants import ACCOUNTANTS, create
 from ..errors import TightDPError
 from .common import add_run_options, fmt, run_from_args, timed
 
-ALL = ("prv", "fourier", "rdp", "gdp", "edgeworth")
-PLD = ("prv", "fourier")
+ALL = ("connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth")
+PLD = ("connect-dots", "prv", "fourier")
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("compare", help="all accountants side by side",
-                              description="Compare the PRV, Fourier, RDP, GDP and Edgeworth accountants on one run.")
+                              description="Compare the connect-the-dots (default), PRV, Fourier, RDP, GDP and "
+                                          "Edgeworth accountants on one run.")
     add_run_options(p, accountant=False)
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     p.add_argument("--accountants", default=",".join(ALL),
@@ -140,8 +141,8 @@ def _plot(path, names, mech, rng, points, delta, eps_error, params) -> None:
     ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
         np.unique(np.round(np.linspace(a, b, points)).astype(int))
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    styles = {"prv": ("tab:blue", "-"), "fourier": ("tab:cyan", "--"), "rdp": ("tab:red", "-."),
-              "gdp": ("tab:green", ":"), "edgeworth": ("tab:purple", "-")}
+    styles = {"connect-dots": ("tab:orange", "-"), "prv": ("tab:blue", "-"), "fourier": ("tab:cyan", "--"),
+              "rdp": ("tab:red", "-."), "gdp": ("tab:green", ":"), "edgeworth": ("tab:purple", "-")}
     for name in names:
         lows, ests, ups = [], [], []
         for k in ks:
