@@ -189,3 +189,14 @@ def test_grid_cap_answers_with_the_last_certified_pass_or_refuses(monkeypatch):
     monkeypatch.setattr(composition, "_MAX_POINTS", 1000)
     with pytest.raises(tightdp.GridTooLargeError, match="grid points"):
         ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
+
+
+def test_tiny_delta_rare_steps_without_fallback():
+    """delta = 1e-25 with q k ~ 0.16: the answer comes from cells ten standard deviations out, whose
+    masses must be relative-accurate (8-point Gauss-Legendre) for the dominance bounds to certify it."""
+    kw = dict(noise_multiplier=3.0135184086541775, sampling_rate=0.001888614984513166, steps=85,
+              delta=9.800118568796581e-26)
+    b = tightdp.dpsgd_epsilon(**kw)
+    prv = tightdp.dpsgd_epsilon(accountant="prv", **kw)
+    assert "fallback" not in b.details and b.upper - b.lower <= 0.02
+    assert b.lower <= prv.upper and prv.lower <= b.upper

@@ -158,7 +158,7 @@ class ConnectDotsAccountant(PLDAccountant):
         k_total = sum(c for _, c in self._ledger)
         # FFT round-off is bounded by about k u log N of the total mass: tilt the FFT towards the
         # answer unless delta is far above that
-        tilted = delta < 1e-6
+        tilted = delta < 1e-6 or k_total * 1e-10 > delta  # round-off grows like k
         directions = self._directions()
         h = self._model_mesh(math.sqrt(2.0 * math.log(1.0 / delta)))
         target = 2.0 * self.eps_error
