@@ -200,3 +200,38 @@ def test_tiny_delta_rare_steps_without_fallback():
     prv = tightdp.dpsgd_epsilon(accountant="prv", **kw)
     assert "fallback" not in b.details and b.upper - b.lower <= 0.02
     assert b.lower <= prv.upper and prv.lower <= b.upper
+
+
+def test_swapped_pairs_are_recognised():
+    from tightdp.pld.dominance import is_swapped_pair
+
+    for mech in (tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01),
+                 tightdp.GroupPoissonSampled(noise_multiplier=1.0, sampling_rate=0.01, group_size=4)):
+        pair = mech.privacy_losses()
+        assert is_swapped_pair(pair.remove, pair.add) and is_swapped_pair(pair.add, pair.remove)
+        assert not is_swapped_pair(pair.remove, pair.remove)
+    other = tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02).privacy_losses()
+    assert not is_swapped_pair(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01).privacy_losses().remove,
+                               other.add)
+
+
+@pytest.mark.parametrize("k,delta", [(100, 1e-5), (1000, 1e-6), (30, 1e-3)])
+def test_add_direction_bounded_through_the_swap_identity(k, delta):
+    """H_a(Q||P) = 1 - a + a H_{1/a}(P||Q): the add direction's delta at the remove direction's certified
+    epsilon, read off the remove composition, is an upper bound on the add direction's certified lower
+    delta there, and the add-remove answer is never below either direction's own certified answer."""
+    from tightdp.accountants.connect_dots import _TINY
+    from tightdp.pld import delta_bounds
+
+    mk = lambda rel: PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.01, relation=rel)
+    both = ConnectDotsAccountant().compose(mk("add-remove"), k).epsilon(delta)
+    add = ConnectDotsAccountant().compose(mk("add"), k)
+    rem = ConnectDotsAccountant().compose(mk("remove"), k)
+    assert both.upper >= add.epsilon(delta).lower and both.upper >= rem.epsilon(delta).lower
+    # the identity itself, on the remove direction's dominating composition
+    eps = both.upper
+    h = rem.epsilon(delta).details["mesh"]
+    comp = rem._composed(0, rem._directions()[0], h, 0.5e-3 * delta / k, True, None, min(1e-6, 0.05e-3 * delta))
+    up = float(delta_bounds(comp, np.array([-eps]), _TINY)[2][0])
+    swap_bound = math.exp(eps) * (up + math.expm1(-eps))
+    assert swap_bound + 1e-12 >= float(add.delta(eps).lower)

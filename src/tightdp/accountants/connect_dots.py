@@ -23,13 +23,14 @@ import numpy as np
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
-from ..pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
-from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
+from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, supports_dominance
 from ._pld import PLDAccountant
 
 __all__ = ["ConnectDotsAccountant"]
 
 _TINY = 1e-300  # no coupling failure probability to spend
+_U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
 
 
@@ -227,9 +228,13 @@ class ConnectDotsAccountant(PLDAccountant):
         tail = 0.5 * slack / k_total
         tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
         tilt_delta = delta if tilted else None
-        ups = {0: epsilon_bounds(self._composed(0, directions[0], h, tail, True, tilt_delta, tau),
-                                 delta, _TINY, need=_UP)}
+        first = self._composed(0, directions[0], h, tail, True, tilt_delta, tau)
+        ups = {0: epsilon_bounds(first, delta, _TINY, need=_UP)}
         for d in range(1, len(directions)):
+            if self._swap_bound_below(first, directions[0], directions[d], ups[0].upper, delta):
+                # this direction's epsilon is at most the first's: no composition needed
+                ups[d] = CurveBounds(0.0, 0.0, ups[0].upper)
+                continue
             hd = coarse.get(d, 4.0 * h)
             b = epsilon_bounds(self._composed(d, directions[d], hd, tail, True, tilt_delta, tau), delta, _TINY,
                                need=_UP)
@@ -243,6 +248,28 @@ class ConnectDotsAccountant(PLDAccountant):
         lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
                             need="lower estimate")
         return ups, lo
+
+    @staticmethod
+    def _swap_bound_below(first, terms0, terms, eps: float, delta: float) -> bool:
+        """Whether the direction ``terms`` (each step the first direction's pair with P and Q
+        exchanged) certainly has ``delta(eps) <= delta``, read off the first direction's dominating
+        composition ``first``, so its epsilon cannot exceed ``eps``.
+
+        For any pair, ``H_a(Q || P) = 1 - a + a H_{1/a}(P || Q)``; a pair that dominates at every
+        ``a`` dominates the swapped pair too, and so does its composition (Blackwell). With
+        ``a = e^eps``: ``delta_swapped(eps) <= e^eps (U(-eps) - (1 - e^-eps))``, where ``U`` is the
+        certified upper bound on the first composition's curve. The subtraction loses about
+        ``e^eps`` units of round-off, charged at ``8 u e^eps (1 + U)``; for large ``eps`` or tiny
+        ``delta`` the test simply fails and the direction is composed.
+        """
+        if not math.isfinite(eps) or eps > 30.0 or len(terms) != len(terms0):
+            return False
+        if not all(c0 == c and is_swapped_pair(l0, l) for (l0, c0), (l, c) in zip(terms0, terms)):
+            return False
+        up = float(delta_bounds(first, np.array([-eps]), _TINY)[2][0])
+        scale = math.exp(eps)
+        bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
+        return bound <= delta
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
         other = self._undominated()

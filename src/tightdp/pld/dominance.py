@@ -37,7 +37,7 @@ from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
 
-__all__ = ["dominating", "dominated", "loss_spread", "supports_dominance"]
+__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
 
@@ -45,6 +45,39 @@ _U = float(np.finfo(float).eps) / 2
 def supports_dominance(loss: PrivacyLoss) -> bool:
     """Whether both distributions of ``loss`` are known well enough for these constructions."""
     return isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
+
+
+def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
+    """Whether ``b`` is the privacy loss of ``a``'s pair with P and Q exchanged (up to a reflection of
+    the output space, which leaves privacy curves unchanged): ``b``'s P is ``a``'s Q and vice versa.
+
+    Poisson subsampling's add direction is the remove direction swapped, which lets the add
+    direction's curve be bounded from the remove direction's composition
+    (``H_a(Q || P) = 1 - a + a H_{1/a}(P || Q)``).
+    """
+    if not (isinstance(a, GaussianMixtureLoss) and isinstance(b, GaussianMixtureLoss)):
+        return False
+    if a.sigma != b.sigma or a.infinity_mass != 0.0 or b.infinity_mass != 0.0:
+        return False
+
+    def comps(means, weights):
+        return sorted((float(m), float(w)) for m, w in zip(means, weights) if w > 0)
+
+    ap, aq = comps(a.p_means, a.p_weights), comps(a.q_means, a.q_weights)
+    bp, bq = comps(b.p_means, b.p_weights), comps(b.q_means, b.q_weights)
+    if not (ap and aq and bp and bq):
+        return False
+    tol = 1e-12 * (1.0 + max(abs(m) for m, _ in ap + aq + bp + bq))
+
+    def maps(src, dst, f) -> bool:
+        img = sorted((f(m), w) for m, w in src)
+        return len(img) == len(dst) and all(abs(x[0] - y[0]) <= tol and abs(x[1] - y[1]) <= 1e-15 * max(1.0, y[1])
+                                            for x, y in zip(img, dst))
+
+    reflect = bp[-1][0] + aq[0][0]  # x -> reflect - x maps the smallest Q mean of a to the largest P mean of b
+    translate = bp[0][0] - aq[0][0]  # x -> x + translate maps smallest to smallest
+    return any(maps(aq, bp, f) and maps(ap, bq, f)
+               for f in (lambda m: reflect - m, lambda m: m + translate))
 
 
 _HE_NODES, _HE_WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
