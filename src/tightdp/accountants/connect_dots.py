@@ -71,14 +71,17 @@ class ConnectDotsAccountant(PLDAccountant):
         return None
 
     def _composed(self, d: int, terms, h: float, tail: float, upper: bool, tilt_delta: float | None,
-                  tau: float):
-        """The composition of the dominating (``upper``) or dominated pairs of direction ``d``."""
+                  tau: float, *, top_down: bool = False):
+        """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
+        (``top_down``: the dominated pairs of the downward merge)."""
         def build():
-            build_one = dominating if upper else dominated
-            parts = [(build_one(loss, h, tail), c) for loss, c in terms]
+            if upper:
+                parts = [(dominating(loss, h, tail), c) for loss, c in terms]
+            else:
+                parts = [(dominated(loss, h, tail, top_down=top_down), c) for loss, c in terms]
             tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
             return compose(parts, tilt=tilt, tau=tau)
-        return self._memo(("cd", d, upper, h, tail, tilt_delta, tau), build)
+        return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau), build)
 
     def _step_spreads(self) -> list[tuple[float, int]]:
         """``(sd, count)`` of every distinct step's privacy loss under P in the first direction."""
@@ -190,19 +193,35 @@ class ConnectDotsAccountant(PLDAccountant):
             discretisation = width - numerical
             trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width,
                           "numerical": numerical})
-            if numerical > 0.4 * target:  # the slack moves epsilon too much: spend less of it
+            # the slack moves epsilon too much: spend less of it, unless that did not help last time
+            # (then the gap inside a construction is the grid's doing, and the mesh shrinks instead)
+            slack_helps = len(trace) < 2 or not trace[-2]["slack_cut"] or numerical < 0.7 * trace[-2]["numerical"]
+            trace[-1]["slack_cut"] = numerical > 0.4 * target and slack_helps
+            if trace[-1]["slack_cut"]:
                 slack *= max(1e-6, min(0.5, 0.3 * target / numerical))
                 tilted = True
                 coarse = {}
-            if discretisation > 0.6 * target or numerical <= 0.4 * target:
+            if discretisation > 0.6 * target or not trace[-1]["slack_cut"]:
                 # the width shrinks like h^2: aim a little below the target, at least halve the cost
                 h *= min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation))))
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
             self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
         j = max(ups, key=lambda i: ups[i].upper)
         lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
+        if upper - lower > target and math.isfinite(upper) and capped is None:
+            # still too wide: the upward merge may have swallowed a light tail into the bulk; the
+            # downward merge keeps it (both certified: take the better lower bound)
+            tail = 0.5 * slack / k_total
+            tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
+            down = self._composed(j, directions[j], h, tail, False, delta if tilted else None, tau, top_down=True)
+            lower = max(lower, epsilon_bounds(down, delta, _TINY, need="lower").lower)
+            details_merge = "both"
+        else:
+            details_merge = "up"
         est = min(max(estimate, lower), upper)
         details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
+        if details_merge == "both":
+            details["lower_merge"] = "upward and downward sweeps (the better lower bound)"
         if trace:
             details["refinements"] = trace
         notes = [b.note for b in (*ups.values(), lo) if b.note]

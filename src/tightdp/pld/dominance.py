@@ -171,14 +171,27 @@ def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
                            rel_error=r + 4 * _U)
 
 
-def dominated(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
+def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = False) -> DiscretisedLoss:
     """Merge-to-the-grid pair (P-masses at ``s_i``) whose curve lies below the true one everywhere.
+
+    The default sweep runs upwards (each carry is lifted to its upper grid
+    point with mass from above). ``top_down=True`` sweeps downwards instead:
+    each carry is lowered to its lower grid point with a sliver of the cells
+    below, which keeps light tail cells apart from the bulk (the upward sweep
+    can swallow a whole tail into one carry when delta is decided ten standard
+    deviations out). Both are post-processings, so both are dominated.
 
     Returned with ``shift = -(2r + 1e-13)``: every loss is lowered by the worst
     misplacement the floating-point cell masses allow (lowering losses can only
     lower delta, so the result stays a lower bound).
     """
     s, P, Q, r, l1, p_below, p_above, inf_p, i0 = _cells(loss, h, tail)
+    margin = 2.0 * r + 1e-13
+    if top_down:
+        pmf_td = _merge_down(s, P, Q, h, i0)
+        return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf_td), shift=-margin, infinity_mass=inf_p,
+                               truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
+                               rel_error=r + 4 * _U)
     n = P.size
     alpha = np.exp(s).tolist()
     pmf = [0.0] * s.size  # a Python list: this sequential sweep is the hot loop
@@ -210,7 +223,54 @@ def dominated(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
         j = min(target - 1, int(math.floor(math.log(ratio) / h)) - i0) if math.isfinite(ratio) else target - 1
         if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
             pmf[j] += cp
-    margin = 2.0 * r + 1e-13
     return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
+
+
+def _grid_index_below(cp: float, cq: float, h: float, i0: int, cap: int) -> int:
+    """Index of the grid point at or below the loss ``log(cp / cq)`` (at most ``cap``; -1: below the grid)."""
+    if cq <= 0.0:
+        return cap
+    return min(cap, int(math.floor(math.log(cp / cq) / h)) - i0)
+
+
+def _merge_down(s: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float, i0: int) -> list[float]:
+    """The downward merge-to-the-grid sweep of ``dominated(top_down=True)`` (P-masses at ``s``).
+
+    Cell ``i`` spans ``(s_i, s_(i+1)]``; the carry's ratio is at least ``alpha_T = e^(s_T)``. A cell
+    below, whose ratio is at most ``alpha_T``, gives the fraction of itself that brings the merged
+    ratio down to exactly ``alpha_T``; the merged atom goes to ``s_T`` and the rest of the cell
+    carries on with its own lower grid point as target. A carry found below its target by rounding,
+    and the last carry, go to the grid point at or below their ratio (never up).
+    """
+    n = P.size
+    alpha = np.exp(s).tolist()
+    Pl, Ql = P.tolist(), Q.tolist()
+    pmf = [0.0] * s.size
+    cp, cq, target = Pl[n - 1], Ql[n - 1], n - 1
+    for i in range(n - 2, -1, -1):
+        pi, qi = Pl[i], Ql[i]
+        if pi <= 0.0 and qi <= 0.0:
+            continue
+        a = alpha[target]
+        surplus = cp - a * cq  # >= 0: the carry's ratio is at least alpha_T
+        deficit = a * qi - pi  # >= 0: cell i lies at or below alpha_T (i + 1 <= target)
+        if surplus <= 0.0:  # the carry is at alpha_T, or below it by rounding: never round up
+            j = target if surplus == 0.0 else _grid_index_below(cp, cq, h, i0, target - 1)
+            if j >= 0 and cp > 0.0:
+                pmf[j] += cp
+            cp, cq, target = pi, qi, i
+            continue
+        if deficit > surplus:
+            f = surplus / deficit
+            pmf[target] += cp + f * pi
+            cp, cq = (1.0 - f) * pi, (1.0 - f) * qi
+            target = i
+        else:
+            cp, cq = cp + pi, cq + qi
+    if cp > 0.0:  # the last carry: ratio at least alpha_target (up to rounding), so s_target or below
+        j = _grid_index_below(cp, cq, h, i0, target)
+        if j >= 0:
+            pmf[j] += cp
+    return pmf
