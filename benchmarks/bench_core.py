@@ -78,6 +78,16 @@ def _reps_for(seconds: float) -> int:
     return 3 if seconds <= 20 else 1
 
 
+def _cold_then_warm(run, repeat: bool):
+    """``(first result, {"cold_s", "seconds", "times"})``: the first call, then (with ``repeat``) the
+    median of the next calls (``seconds`` is the first call's time without ``repeat``)."""
+    t0 = time.perf_counter()
+    res = run()
+    first = time.perf_counter() - t0
+    med, times = (_median_time(run, _reps_for(first))[:2]) if repeat else (first, [first])
+    return res, {"cold_s": first, "seconds": med, "times": times}
+
+
 def worker_tightdp(job):
     t0 = time.perf_counter()
     import tightdp
@@ -111,15 +121,8 @@ def worker_prv(job):
                             delta_error=job["delta"] / 1000)
         return acc.compute_epsilon(delta=job["delta"], num_self_compositions=[job["k"]])
 
-    t0 = time.perf_counter()
-    res = run()
-    first = time.perf_counter() - t0
-    if job.get("repeat", True):
-        med, times, _ = _median_time(run, _reps_for(first))
-    else:
-        med, times = first, [first]
-    return {"cold_s": first, "seconds": med, "times": times, "lower": float(res[0]), "estimate": float(res[1]),
-            "upper": float(res[2])}
+    res, timing = _cold_then_warm(run, job.get("repeat", True))
+    return {**timing, "lower": float(res[0]), "estimate": float(res[1]), "upper": float(res[2])}
 
 
 def worker_dpa(job):
@@ -130,14 +133,8 @@ def worker_dpa(job):
                                         value_discretization_interval=job["interval"], use_connect_dots=True)
         return p.self_compose(job["k"]).get_epsilon_for_delta(job["delta"])
 
-    t0 = time.perf_counter()
-    eps = run()
-    first = time.perf_counter() - t0
-    if job.get("repeat", True):
-        med, times, _ = _median_time(run, _reps_for(first))
-    else:
-        med, times = first, [first]
-    return {"cold_s": first, "seconds": med, "times": times, "epsilon": float(eps)}
+    eps, timing = _cold_then_warm(run, job.get("repeat", True))
+    return {**timing, "epsilon": float(eps)}
 
 
 WORKERS = {"tightdp": worker_tightdp, "prv": worker_prv, "dpa": worker_dpa}

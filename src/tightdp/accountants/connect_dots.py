@@ -34,6 +34,13 @@ _U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
 
 
+def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
+    """``(tail, tau, tilt_delta)`` for a delta slack: the per-step truncated mass, the Chernoff
+    window's tail level and the delta the FFT is tilted towards (``None``: untilted)."""
+    tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
+    return 0.5 * slack / k_total, tau, (delta if tilted else None)
+
+
 class ConnectDotsAccountant(PLDAccountant):
     """Certified bounds from dominating (upper) and dominated (lower) discretisations.
 
@@ -83,11 +90,7 @@ class ConnectDotsAccountant(PLDAccountant):
             return compose(parts, tilt=tilt, tau=tau)
         return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau), build)
 
-    def _step_spreads(self) -> list[tuple[float, int]]:
-        """``(sd, count)`` of every distinct step's privacy loss under P in the first direction."""
-        return [(max(loss_spread(loss), 1e-12), c) for loss, c in self._directions()[0]]
-
-    def _model_mesh(self, z: float) -> float:
+    def _model_mesh(self, directions, z: float) -> float:
         """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
 
         Splitting a loss between two grid points (and merging, for the lower
@@ -98,7 +101,8 @@ class ConnectDotsAccountant(PLDAccountant):
         times the connect-the-dots share. The model only sets the first mesh:
         the accountant measures the width and refines.
         """
-        spreads = self._step_spreads()
+        # (sd, count) of every distinct step's privacy loss under P in the first direction
+        spreads = [(max(loss_spread(loss), 1e-12), c) for loss, c in directions[0]]
         steps = sum(c for _, c in spreads)
         v = sum(c * sd * sd for sd, c in spreads)
         slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
@@ -117,9 +121,9 @@ class ConnectDotsAccountant(PLDAccountant):
             return self._fallback(delta, str(exc))
         if math.isinf(out.upper) and not math.isinf(out.lower):  # not a genuinely infinite epsilon
             return self._fallback(delta, str(out.details.get("note", "window too small")))
-        if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9) and "grid_cap" in out.details:
-            return out  # certified but wider than asked; the PRV accountant would need a finer grid still
         if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9):
+            if "grid_cap" in out.details:
+                return out  # certified but wider than asked; the PRV accountant would need a finer grid still
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
             # to the grid swallows the tail): both intervals are certified, so answer their intersection
             try:
@@ -164,7 +168,7 @@ class ConnectDotsAccountant(PLDAccountant):
         # answer unless delta is far above that
         tilted = delta < 1e-6 or k_total * 1e-10 > delta  # round-off grows like k
         directions = self._directions()
-        h = self._model_mesh(math.sqrt(2.0 * math.log(1.0 / delta)))
+        h = self._model_mesh(directions, math.sqrt(2.0 * math.log(1.0 / delta)))
         target = 2.0 * self.eps_error
         passes = 0
         trace: list[dict[str, Any]] = []  # the passes that did not reach the target (details["refinements"])
@@ -211,16 +215,15 @@ class ConnectDotsAccountant(PLDAccountant):
         if upper - lower > target and math.isfinite(upper) and capped is None:
             # still too wide: the upward merge may have swallowed a light tail into the bulk; the
             # downward merge keeps it (both certified: take the better lower bound)
-            tail = 0.5 * slack / k_total
-            tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
-            down = self._composed(j, directions[j], h, tail, False, delta if tilted else None, tau, top_down=True)
+            tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
+            down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
             lower = max(lower, epsilon_bounds(down, delta, _TINY, need="lower").lower)
-            details_merge = "both"
+            merged_down = True
         else:
-            details_merge = "up"
+            merged_down = False
         est = min(max(estimate, lower), upper)
         details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
-        if details_merge == "both":
+        if merged_down:
             details["lower_merge"] = "upward and downward sweeps (the better lower bound)"
         if trace:
             details["refinements"] = trace
@@ -244,9 +247,7 @@ class ConnectDotsAccountant(PLDAccountant):
         over directions of lower bounds is at least any one of them).
         ``coarse`` (direction -> mesh used) is updated in place.
         """
-        tail = 0.5 * slack / k_total
-        tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
-        tilt_delta = delta if tilted else None
+        tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
         first = self._composed(0, directions[0], h, tail, True, tilt_delta, tau)
         ups = {0: epsilon_bounds(first, delta, _TINY, need=_UP)}
         for d in range(1, len(directions)):
@@ -306,7 +307,7 @@ class ConnectDotsAccountant(PLDAccountant):
         tail = 0.5 * slack / k_total
         tau = min(1e-6, 0.05 * slack)
         directions = self._directions()
-        h = self._model_mesh(5.0)  # the model needs a delta scale: about 1e-6
+        h = self._model_mesh(directions, 5.0)  # the model needs a delta scale: about 1e-6
         for _ in range(self.max_refinements + 1):
             los, ests, ups, shifted = [], [], [], []
             for d, terms in enumerate(directions):

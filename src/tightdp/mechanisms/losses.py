@@ -50,7 +50,7 @@ def gaussian_mixture_cell_masses(x_edges, means, weights, sigma, cdf, sf):
     Narrow cells (width ``w < 0.05 sigma``) use 8-point Gauss-Legendre quadrature
     of the density, without cancellation: rounding ``(K + 8) u`` relative for
     ``K`` components, and a truncation error per unit weight of at most
-    ``(w^17 (8!)^4 / (17 (16!)^3)) max|f^(16)| <= 1.7e-23 (w/sigma)^17 (|z| + 4.03)^16 phi(z_near) / sigma``,
+    ``(w^17 (8!)^4 / (17 (16!)^3)) max|f^(16)| <= 1.7e-23 (w/sigma)^17 (|z| + 4.03)^16 phi(z_near)``,
     with ``f^(16) = He_16(z) phi(z) / sigma^17`` and ``|He_16(z)| <= (|z| + 4)^16``
     (``He_n(z) = E[(z + iY)^n]``, ``Y ~ N(0, 1)``, so ``|He_n(z)| <= E[(|z| + |Y|)^n] <= (|z| + sqrt(n))^n``;
     ``|z|`` inside the cell exceeds the centre's by at most ``w / 2 < 0.025``). Eight points rather

@@ -102,14 +102,18 @@ class ComposedPLD:
         A, _ = self._suffix_at(flat)
         return (fft + 2.0 * _U * self.tilted.size * A).reshape(eps.shape)
 
-    def _scalar_terms(self, e: float) -> tuple[float, float]:
-        """``(delta_disc(e), numerical_error(e))`` for one float: the root finders' inner loop,
-        the same arithmetic as the vector methods without their array overhead."""
+    def _scalar_suffix(self, e: float) -> tuple[float, float, float]:
+        """``(x_ref, A_j, B_j)`` for one float ``e``: the suffix sums from the first grid point above ``e``."""
         ref = 200.0 * math.floor(e / 200.0) - 1.0
         xs, A, B = self._suffix(ref)
         j = int(xs.searchsorted(e, side="right"))
-        a = float(A[j])
-        d = max(a - float(B[j]) * math.exp(min(e - ref, 700.0)), 0.0)
+        return ref, float(A[j]), float(B[j])
+
+    def _scalar_terms(self, e: float) -> tuple[float, float]:
+        """``(delta_disc(e), numerical_error(e))`` for one float: the root finders' inner loop,
+        the same arithmetic as the vector methods without their array overhead."""
+        ref, a, b = self._scalar_suffix(e)
+        d = max(a - b * math.exp(min(e - ref, 700.0)), 0.0)
         fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * (self.alias_mass + self.float_error)
         return d, fft + 2.0 * _U * self.tilted.size * a
 
@@ -138,13 +142,10 @@ class ComposedPLD:
 
     def _suffix_at(self, eps: np.ndarray):
         """``(A_j, B_j * exp(eps - x_ref), j)`` for each ``eps`` (grouped by reference point)."""
-        if eps.size == 1:  # the root finders' scalar calls: skip the grouping
+        if eps.size == 1:  # scalar calls: skip the grouping
             e = float(eps.reshape(-1)[0])
-            ref = 200.0 * math.floor(e / 200.0) - 1.0
-            xs, A, B = self._suffix(ref)
-            j = int(np.searchsorted(xs, e, side="right"))
-            with np.errstate(over="ignore", under="ignore"):
-                return np.full(eps.shape, A[j]), np.full(eps.shape, B[j] * math.exp(min(e - ref, 700.0)))
+            ref, a, b = self._scalar_suffix(e)
+            return np.full(eps.shape, a), np.full(eps.shape, b * math.exp(min(e - ref, 700.0)))
         A_out = np.empty(eps.shape)
         Be_out = np.empty(eps.shape)
         refs = 200.0 * np.floor(eps / 200.0) - 1.0  # exp(eps - ref) <= e^201: no overflow
@@ -207,13 +208,11 @@ class ComposedPLD:
         if extra is None or (use_err and self.tilt == 0.0):  # (use_err is False for a custom extra)
             # inside one cell delta_disc = A - B e^(eps - ref) and the error term is constant:
             # solve in closed form, and accept only if the root checks out (1e-13 to the safe side)
-            ref = 200.0 * math.floor(lo / 200.0) - 1.0
-            _, A, B = self._suffix(ref)
-            j = int(self._suffix(ref)[0].searchsorted(lo, side="right"))
+            ref, a, b = self._scalar_suffix(lo)
             const = self._scalar_terms(lo)[1] if use_err else 0.0
-            num = float(A[j]) + const - target
-            if num > 0.0 and float(B[j]) > 0.0:
-                e = ref + math.log(num / float(B[j]))
+            num = a + const - target
+            if num > 0.0 and b > 0.0:
+                e = ref + math.log(num / b)
                 if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0:
                     return e + 1e-13
         return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)

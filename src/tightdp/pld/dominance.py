@@ -219,8 +219,7 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
             cp, cq = cp + pi, cq + qi
     # the last carry: ratio below alpha_target, round its loss down to the grid point below
     if cp > 0.0:
-        ratio = cp / cq if cq > 0 else math.inf
-        j = min(target - 1, int(math.floor(math.log(ratio) / h)) - i0) if math.isfinite(ratio) else target - 1
+        j = _grid_index_below(cp, cq, h, i0, target - 1)
         if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
             pmf[j] += cp
     return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
