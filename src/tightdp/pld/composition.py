@@ -423,7 +423,10 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     out = sfft.irfft(spec, n)
     base = sum(c * d.start for d, c in live)
     out = np.roll(out, -((j0 - base) % n))
-    diff = (abs_bound - abs_exact) + 4.0 * _U * total_count * abs_bound
+    # computing phi^c as exp(c log phi) errs by about c u (pi + |log|phi||) relative; live entries have
+    # |c log|phi|| <= 745, so (4 c + 800) u per powered term covers it (c = 1 is not powered)
+    powered = sum(1 for _, c in live if c > 1)
+    diff = (abs_bound - abs_exact) + (4.0 * total_count + 800.0 * powered) * _U * abs_bound
     weights = np.full(diff.size, 2.0)
     weights[0] = 1.0
     if n % 2 == 0:
