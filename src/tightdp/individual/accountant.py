@@ -47,6 +47,7 @@ import contextlib
 import io
 import json
 import math
+import numbers
 import os
 import tempfile
 from typing import Any
@@ -66,6 +67,11 @@ __all__ = ["IndividualAccountant"]
 _U = np.finfo(float).eps / 2
 _FORMAT = "tightdp.IndividualAccountant/1"
 _MARGIN = 1e-9  # relative upward margin of every bucket's sensitivity ratio
+_COUNT_MAX = int(np.iinfo(np.int32).max)
+_CLIP_MIN = float(np.finfo(float).tiny)  # smallest normal float: a subnormal C has no relative precision
+#: memory cap of the ledger (bucket counts, 4 bytes per example and bucket): 16 GiB, or a quarter
+#: of the physical memory if that is smaller. Queries need transient copies of a similar size.
+_LEDGER_CAP_BYTES = 16 << 30
 
 
 class IndividualAccountant:
@@ -90,11 +96,12 @@ class IndividualAccountant:
                  resolution: float = 1600.0) -> None:
         self._n = check_count("num_examples", num_examples)
         self._sigma = check_positive("noise_multiplier", noise_multiplier)
-        self._clip = check_positive("clip_norm", clip_norm)
+        self._clip = _check_clip_norm(clip_norm)
         self._q = check_probability("sampling_rate", sampling_rate)
         self._B = check_count("num_buckets", num_buckets)
         if self._B > 10_000:
             raise ValueError(f"num_buckets must be <= 10000, got {num_buckets!r}")
+        _check_ledger_size(self._n, self._B, self._q)
         self._mesh = None if mesh is None else check_positive("mesh", mesh)
         self._resolution = check_positive("resolution", resolution)
         self._counts = np.zeros((self._n, self._B + 1), dtype=np.int32)
@@ -126,24 +133,13 @@ class IndividualAccountant:
                 "resolution": self._resolution}
 
     # -------------------------------------------------------------- recording
-    def _ratios(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _ratios(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """Bucket indices (0 = no loss) and exact ratios ``min(g, C) / C`` (NaN -> 1)."""
-        m = np.fmin(norms, self._clip)  # fmin: NaN -> C (worst case)
-        # round up; bucket b stands for the ratio (b / B)(1 + _MARGIN), which covers
-        # the rounding of min(g, C) * (B / C) (a few ulp)
-        t = m * (self._B / self._clip)
-        np.ceil(t, out=t)
-        idx = t.astype(np.intp)
-        if self._sumsq is None:
-            return idx, None
-        r = m / self._clip
-        return idx, r
+        return _bucket_index(norms, self._clip, self._B), (None if self._sumsq is None else _clipped_ratio(
+            norms, self._clip))
 
     def _check_norms(self, grad_norms, shape) -> np.ndarray:
-        try:
-            arr = np.asarray(grad_norms, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"grad_norms must be an array of numbers, got {type(grad_norms).__name__}") from None
+        arr = _as_norm_array(grad_norms)
         if arr.shape != shape:
             raise ValueError(f"grad_norms must have shape {shape}, got {arr.shape}")
         if (arr < 0).any():
@@ -152,8 +148,14 @@ class IndividualAccountant:
         return arr
 
     def record_step(self, grad_norms) -> None:
-        """Record one step: ``grad_norms[i]`` is example i's unclipped gradient norm (0: not used)."""
+        """Record one step: ``grad_norms[i]`` is example i's unclipped gradient norm (0: not used).
+
+        ``NaN`` (a norm that was not computed) and ``+inf`` count as the worst case
+        (sensitivity ``C``); negative values, booleans and strings are rejected.
+        """
         arr = self._check_norms(grad_norms, (self._n,))
+        if self._steps + 1 > _COUNT_MAX:
+            raise OverflowError("bucket counts would overflow int32")
         idx, r = self._ratios(arr)
         flat = self._counts.reshape(-1)
         if self._rowbase is None:
@@ -167,18 +169,19 @@ class IndividualAccountant:
 
     def record_steps(self, grad_norms) -> None:
         """Record several steps at once: ``grad_norms`` has shape ``(steps, num_examples)``."""
-        arr = np.asarray(grad_norms, dtype=float) if not isinstance(grad_norms, np.ndarray) else grad_norms
+        arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
         arr = self._check_norms(arr, (arr.shape[0], self._n))
         if arr.shape[0] == 0:
             return
-        idx, r = self._ratios(arr)
-        flat_idx = (np.arange(self._n)[None, :] * (self._B + 1) + idx).ravel()
-        add = np.bincount(flat_idx, minlength=self._counts.size).reshape(self._counts.shape)
-        if np.any(self._counts.astype(np.int64) + add > np.iinfo(np.int32).max):
+        if self._steps + arr.shape[0] > _COUNT_MAX:
             raise OverflowError("bucket counts would overflow int32")
-        self._counts += add.astype(np.int32)
+        idx, r = self._ratios(arr)
+        flat_idx = (np.arange(self._n, dtype=np.intp)[None, :] * (self._B + 1) + idx).ravel()
+        # only the touched cells (memory O(steps * N), not a second full-size ledger)
+        cells, add = np.unique(flat_idx, return_counts=True)
+        self._counts.reshape(-1)[cells] += add.astype(np.int32)
         if self._sumsq is not None:
             self._sumsq += np.sum(r * r, axis=0)
         self._steps += arr.shape[0]
@@ -208,7 +211,7 @@ class IndividualAccountant:
         out = []
         for b in buckets:
             if b not in store:
-                ratio = (b / self._B) * (1.0 + _MARGIN)
+                ratio = _bucket_ratio(b, self._B)
                 loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
                 store[b] = dominating_pld(loss, h)
             out.append(store[b])
@@ -378,9 +381,12 @@ class IndividualAccountant:
             raise ValueError("saved bucket counts do not match the saved options")
         if (sumsq is None) != (acc._sumsq is None) or (sumsq is not None and sumsq.shape != (acc._n,)):
             raise ValueError("saved GDP sums do not match the saved options")
+        steps = check_count("steps", meta["steps"], minimum=0)
+        if np.any(counts.sum(axis=1, dtype=np.int64) != steps):
+            raise ValueError("saved bucket counts do not add up to the saved number of steps")
         acc._counts = counts
         acc._sumsq = sumsq
-        acc._steps = check_count("steps", meta["steps"], minimum=0)
+        acc._steps = steps
         return acc
 
     def __eq__(self, other: object) -> bool:
@@ -413,3 +419,85 @@ def _gdp_eps_vec(delta: float, mu: np.ndarray) -> np.ndarray:
         lo = np.where(good, lo, mid)
     out = np.where(ok(np.zeros_like(mu)), 0.0, hi)
     return np.where(mu == 0, 0.0, out)
+
+
+# ------------------------------------------------------------------ private helpers (validation, buckets)
+def _check_clip_norm(value) -> float:
+    """``clip_norm`` must be a finite *normal* positive float (a subnormal one has no relative precision)."""
+    c = check_positive("clip_norm", value)
+    if c < _CLIP_MIN:
+        raise ValueError(f"clip_norm must be >= {_CLIP_MIN:g} (a normal float), got {value!r}")
+    return c
+
+
+def _ledger_cap_bytes() -> int:
+    cap = _LEDGER_CAP_BYTES
+    try:
+        phys = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        if phys > 0:
+            cap = min(cap, phys // 4)
+    except (AttributeError, ValueError, OSError):  # not available on this platform: the fixed cap
+        pass
+    return int(cap)
+
+
+def _check_ledger_size(n: int, buckets: int, q: float) -> None:
+    """Refuse, before allocating, a ledger larger than the cap (``_LEDGER_CAP_BYTES``)."""
+    need = n * (buckets + 1) * 4 + (8 * n if q == 1.0 else 0)
+    cap = _ledger_cap_bytes()
+    if need > cap:
+        raise ValueError(f"num_examples={n} with num_buckets={buckets} needs a {need / 2 ** 30:.3g} GiB ledger "
+                         f"(4 bytes per example and bucket), above the cap of {cap / 2 ** 30:.3g} GiB "
+                         f"(16 GiB or a quarter of the physical memory); use fewer examples per accountant "
+                         f"or fewer buckets")
+
+
+def _as_norm_array(values) -> np.ndarray:
+    """Gradient norms as a float array; booleans, strings, complex numbers and other objects are rejected."""
+    try:
+        raw = np.asarray(values)
+    except (TypeError, ValueError):
+        raise ValueError(f"grad_norms must be an array of numbers, got {type(values).__name__}") from None
+    kind = raw.dtype.kind
+    if kind == "O":
+        flat = raw.ravel()
+        if not all(isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
+                   for v in flat):
+            raise ValueError("grad_norms must be an array of real numbers (no booleans, strings or objects)")
+    elif kind not in "iuf":
+        raise ValueError(f"grad_norms must be an array of real numbers, got dtype {raw.dtype} "
+                         f"(booleans, strings and complex numbers are not norms)")
+    try:
+        return np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("grad_norms must be an array of real numbers") from None
+
+
+def _bucket_ratio(b: int, buckets: int) -> float:
+    """The sensitivity ratio bucket ``b`` stands for (rounded up by the relative ``_MARGIN``)."""
+    return (b / buckets) * (1.0 + _MARGIN)
+
+
+def _clipped_ratio(norms: np.ndarray, clip: float) -> np.ndarray:
+    """``min(g, C) / C`` in [0, 1] (NaN and +inf -> 1), correctly rounded: never overflows."""
+    m = np.fmin(norms, clip)  # fmin: NaN -> C (worst case)
+    return np.minimum(m / clip, 1.0)
+
+
+def _bucket_index(norms: np.ndarray, clip: float, buckets: int) -> np.ndarray:
+    """Smallest bucket ``b`` in ``0..B`` whose sensitivity ``(b / B)(1 + _MARGIN)`` is >= ``min(g, C) / C``.
+
+    ``r = min(g, C) / C`` is one correctly rounded division of numbers with
+    ``m <= C`` (so ``r <= 1`` and nothing overflows, unlike ``m * (B / C)``,
+    whose rounded ``B / C`` can push a norm at the clip into bucket ``B + 1``);
+    ``r * B`` adds one more rounding, so ``ceil(r B) / B >= r (1 - 2u)``, which
+    the relative ``_MARGIN`` covers. The index is clamped to ``[1, B]`` for every
+    positive norm (an underflowed ratio still lands in bucket 1) and is 0 only
+    for a norm of exactly 0.
+    """
+    r = _clipped_ratio(norms, clip)
+    t = np.ceil(r * buckets)
+    idx = np.clip(t, 0, buckets).astype(np.intp)
+    pos = ~(norms == 0)  # NaN and every positive norm (norms are checked >= 0)
+    np.maximum(idx, pos.astype(np.intp), out=idx)
+    return idx
