@@ -23,3 +23,11 @@ class GridTooLargeError(PrecisionError):
     A finer accountant cannot help (it would need an even larger grid), so
     accountants with a fallback re-raise it instead of retrying.
     """
+
+
+class LossRangeError(PrecisionError):
+    """A single step's privacy loss leaves the range double precision can exponentiate (|loss| > 700).
+
+    Such a step has an epsilon in the hundreds on its own; the message says
+    which step and, where one exists, a certified bound from a closed form.
+    """

@@ -5,7 +5,14 @@ The upper bound composes connect-the-dots pairs that dominate each mechanism
 each mechanism dominates. Both are exact statements about every grid, so the
 grid need not shrink with the number of compositions. The first mesh comes from
 a variance model; each further pass shrinks the mesh or the delta slack,
-whichever made ``upper - lower`` exceed ``2 eps_error``. Mechanisms whose
+whichever made ``upper - lower`` exceed ``2 eps_error``.
+
+Closed forms first: a ledger whose every step has a Gaussian privacy loss
+(Gaussian mechanisms, subsampling at rate 1) is exactly ``mu``-GDP with
+``mu^2 = sum_i c_i mu_i^2`` (Dong, Roth, Su 2022, Cor. 3.3) and is answered
+from that curve, with only its certified float error in the interval; in a
+mixed ledger the Gaussian steps are folded into one Gaussian step of that
+``mu`` (an exact identity of privacy curves) before discretising. Mechanisms whose
 privacy losses are Gaussian or Gaussian mixtures (Gaussian, every subsampled
 Gaussian, mixtures of Gaussians) are discretised this way; other ledgers, and
 the rare queries the constructions cannot resolve, go to the PRV accountant
@@ -22,9 +29,12 @@ import numpy as np
 
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
-from ..errors import GridTooLargeError, PrecisionError
+from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..mechanisms import Gaussian
+from ..mechanisms.losses import GaussianLoss
 from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, supports_dominance
+from ._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
 
 __all__ = ["ConnectDotsAccountant"]
@@ -32,6 +42,7 @@ __all__ = ["ConnectDotsAccountant"]
 _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
+_FOLD_MU = 16.0  # Gaussian parts of a mixed ledger are folded into one step while mu stays this small
 
 
 def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
@@ -77,6 +88,58 @@ class ConnectDotsAccountant(PLDAccountant):
                 return type(mech).__name__
         return None
 
+    def _directions(self):
+        """Per direction, the distinct losses with their counts, the Gaussian ones folded into one
+        Gaussian step of ``mu = sqrt(sum c mu_i^2)`` (exact) while that ``mu`` stays moderate."""
+        out = []
+        for terms in super()._directions():
+            gauss = [(loss, c) for loss, c in terms if isinstance(loss, GaussianLoss)]
+            mu2 = sum(c * loss.mu ** 2 for loss, c in gauss)
+            if len(gauss) > 1 or (gauss and gauss[0][1] > 1):
+                if math.sqrt(mu2) <= _FOLD_MU:
+                    rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
+                    terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
+            out.append(terms)
+        return out
+
+    def _gaussian_mu(self) -> float | None:
+        """``mu`` of the whole ledger when every step's privacy loss is Gaussian (then exactly
+        ``mu``-GDP in both directions), else ``None``."""
+        mu2 = 0.0
+        for mech, count in self._ledger:
+            pair = mech.privacy_losses()
+            if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
+                return None
+            mu2 += count * pair.remove.mu ** 2
+        return math.sqrt(mu2)
+
+    def _unsampled_hint(self, delta: float) -> str:
+        """What can still be certified when a step's loss is out of range: for subsampled Gaussians,
+        the same Gaussians without subsampling (joint convexity of the hockey-stick divergence:
+        ``H(qA + (1-q)C || qB + (1-q)C) <= q H(A || B)``, so subsampling never raises delta)."""
+        mu2 = 0.0
+        for mech, count in self._ledger:
+            inner = getattr(mech, "mechanism", None)
+            if not isinstance(inner, Gaussian):
+                return "no closed-form bound applies to this ledger"
+            factor = 2.0 if getattr(mech, "relation", "substitute") == "substitute" else 1.0
+            mu2 += count * (factor * inner.mu) ** 2
+        mu = math.sqrt(mu2)
+        hi = gdp_epsilon_bounds(mu, delta)[2]
+        return (f"a certified upper bound without subsampling (joint convexity) is epsilon <= {hi:.6g} "
+                f"({mu:.4g}-GDP)")
+
+    def _closed_form_epsilon(self, mu: float, delta: float) -> Bounds:
+        t0 = time.perf_counter()
+        lo, est, hi = gdp_epsilon_bounds(mu, delta)
+        details: dict[str, Any] = {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)",
+                                   "mu": mu}
+        if math.isinf(hi):
+            raise PrecisionError(f"the ledger is {mu:.6g}-GDP; no double-precision epsilon reaches "
+                                 f"delta = {delta:g} (epsilon is about mu^2 / 2 = {mu * mu / 2:.3g})")
+        details["seconds"] = time.perf_counter() - t0
+        return Bounds(lo, est, hi, "epsilon", "bound", details)
+
     def _composed(self, d: int, terms, h: float, tail: float, upper: bool, tilt_delta: float | None,
                   tau: float, *, top_down: bool = False):
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
@@ -110,11 +173,16 @@ class ConnectDotsAccountant(PLDAccountant):
         return float(min(max(h, 1e-7), 0.05, self.eps_error))
 
     def _epsilon(self, delta: float) -> Bounds:
+        mu = self._gaussian_mu()
+        if mu is not None:
+            return self._closed_form_epsilon(mu, delta)
         other = self._undominated()
         if other is not None:
             return self._fallback(delta, f"no dominance discretisation for {other}")
         try:
             out = self._epsilon_dominance(delta)
+        except LossRangeError as exc:
+            raise LossRangeError(f"{exc}; {self._unsampled_hint(delta)}") from None
         except GridTooLargeError:
             raise  # the PRV accountant would need a finer grid still
         except ArithmeticError as exc:  # PrecisionError included
@@ -292,6 +360,11 @@ class ConnectDotsAccountant(PLDAccountant):
         return bound <= delta
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
+        mu = self._gaussian_mu()
+        if mu is not None:
+            lo, est, hi = gdp_delta_bounds(mu, epsilons)
+            return Bounds(lo, est, hi, "delta", "bound",
+                          {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)", "mu": mu})
         other = self._undominated()
         if other is not None:
             return self._fallback(0.0, f"no dominance discretisation for {other}", epsilons=epsilons)

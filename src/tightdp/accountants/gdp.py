@@ -13,9 +13,8 @@
 
 ``delta(eps)`` is the ``mu``-GDP curve (Dong et al. Cor. 2.13)
 ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, evaluated in log space
-(``log_ndtr``) so that it stays accurate in the far tail. ``eps(delta)`` is
-found by bisection on a bracket that is expanded until it holds the root, so
-it cannot fail the way a fixed-bracket ``brentq`` does.
+with a certified float-error term (``_gdp_math``), so that exact answers are
+brackets of the true value, in the far tail too.
 """
 
 from __future__ import annotations
@@ -24,59 +23,24 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
+from ._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds, gdp_log_delta
 from .base import Accountant
 
 __all__ = ["GDPAccountant", "gdp_delta", "gdp_epsilon"]
 
-_EPS_CAP = 1e7  # beyond this epsilon the curve is reported as infinite (with a note)
-
-
-def gdp_log_delta(mu: float, eps: np.ndarray) -> np.ndarray:
-    """``log delta_mu(eps)`` for ``mu``-GDP, stable for large ``eps`` and small ``mu``."""
-    eps = np.asarray(eps, float)
-    la = special.log_ndtr(-eps / mu + mu / 2.0)
-    lb = special.log_ndtr(-eps / mu - mu / 2.0) + eps
-    with np.errstate(divide="ignore"):
-        # delta = e^la (1 - e^{lb - la}); lb < la always (delta > 0 for finite mu)
-        return la + np.log(-np.expm1(np.minimum(lb - la, 0.0)))
-
 
 def gdp_delta(mu: float, eps) -> np.ndarray:
-    """``delta(eps)`` of ``mu``-GDP (Dong, Roth, Su 2022, Cor. 2.13)."""
+    """``delta(eps)`` of ``mu``-GDP (Dong, Roth, Su 2022, Cor. 2.13), the computed value."""
     return np.clip(np.exp(gdp_log_delta(mu, eps)), 0.0, 1.0)
 
 
 def gdp_epsilon(mu: float, delta: float) -> tuple[float, float]:
-    """A bracket ``(lo, hi)`` with ``delta_mu(lo) > delta >= delta_mu(hi)`` and ``hi - lo`` tiny.
-
-    ``lo = hi = 0`` when ``delta_mu(0) <= delta``. The bracket is grown
-    geometrically from 1 until it contains the root, then bisected in the
-    log-delta domain (monotone decreasing), so no sign error can occur.
-    """
-    target = math.log(delta)
-    f = lambda e: float(gdp_log_delta(mu, np.array([e]))[0]) - target
-    if f(0.0) <= 0.0:
-        return 0.0, 0.0
-    lo, hi = 0.0, 1.0
-    while f(hi) > 0.0:
-        lo, hi = hi, 2.0 * hi
-        if hi > _EPS_CAP:
-            return lo, math.inf
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if f(mid) > 0.0:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-13 * max(1.0, hi):
-            break
+    """A certified bracket ``(lo, hi)`` of the epsilon of ``mu``-GDP at ``delta`` (``_gdp_math``)."""
+    lo, _, hi = gdp_epsilon_bounds(mu, delta)
     return lo, hi
 
 
@@ -119,19 +83,18 @@ class GDPAccountant(Accountant):
 
     def _epsilon(self, delta: float) -> Bounds:
         mu, exact = self.mu()
-        lo, hi = gdp_epsilon(mu, delta)
+        lo, est, hi = gdp_epsilon_bounds(mu, delta)
         details: dict[str, Any] = {"mu": mu, "method": "exact mu-GDP" if exact else "CLT (Bu et al. 2020)"}
         if math.isinf(hi):
-            details["note"] = f"epsilon exceeds {_EPS_CAP:g} for this delta (mu = {mu:g})"
+            details["note"] = f"no double-precision epsilon reaches delta = {delta:g} (mu = {mu:g})"
         if exact:
-            return Bounds(lo, hi, hi, "epsilon", "bound", details)
-        return Bounds(None, hi, None, "epsilon", "approximation", details)
+            return Bounds(lo, est, hi, "epsilon", "bound", details)
+        return Bounds(None, est, None, "epsilon", "approximation", details)
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
         mu, exact = self.mu()
-        d = gdp_delta(mu, epsilons)
+        lo, est, hi = gdp_delta_bounds(mu, epsilons)
         details: dict[str, Any] = {"mu": mu, "method": "exact mu-GDP" if exact else "CLT (Bu et al. 2020)"}
         if exact:
-            # relative float error of the log-space evaluation is ~1e-14: widen by that much
-            return Bounds(d * (1 - 1e-12), d, np.minimum(d * (1 + 1e-12), 1.0), "delta", "bound", details)
-        return Bounds(None, d, None, "delta", "approximation", details)
+            return Bounds(lo, est, hi, "delta", "bound", details)
+        return Bounds(None, est, None, "delta", "approximation", details)

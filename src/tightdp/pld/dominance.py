@@ -32,7 +32,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
-from ..errors import PrecisionError, UnsupportedMechanismError
+from ..errors import GridTooLargeError, LossRangeError, PrecisionError, UnsupportedMechanismError
 from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
@@ -40,6 +40,8 @@ from .discretise import DiscretisedLoss
 __all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
+_LOSS_RANGE = 700.0  # exp(700) ~ 1e304: the largest step loss the cell arithmetic can exponentiate
+_MAX_CELLS = 20_000_000
 
 
 def supports_dominance(loss: PrivacyLoss) -> bool:
@@ -111,13 +113,18 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
     lo_s, hi_s = loss.support()
     s_lo = lo_s if math.isfinite(lo_s) else loss.lower_quantile(tail)
     s_hi = hi_s if math.isfinite(hi_s) else loss.upper_quantile(tail)
-    if not (math.isfinite(s_lo) and math.isfinite(s_hi)):
+    if math.isnan(s_lo) or math.isnan(s_hi) or (math.isinf(s_lo) and math.isinf(s_hi)):
         raise PrecisionError(f"cannot locate the privacy loss quantiles for a tail mass of {tail:.3g} "
                              "(below what double precision resolves): delta is too small")
+    if not (abs(s_lo) <= _LOSS_RANGE and abs(s_hi) <= _LOSS_RANGE):
+        raise LossRangeError(f"one step's privacy loss reaches {max(abs(s_lo), abs(s_hi)):.4g}, beyond the "
+                             f"+-{_LOSS_RANGE:g} that the dominance cells can exponentiate in double precision "
+                             "(the step alone has an epsilon in the hundreds)")
     i0 = math.floor(s_lo / h)
     i1 = max(i0 + 1, math.ceil(s_hi / h))
-    if i1 - i0 > 20_000_000:
-        raise MemoryError(f"dominance grid would need {i1 - i0} points")
+    if i1 - i0 > _MAX_CELLS:
+        raise GridTooLargeError(f"the dominance grid of one step would need {i1 - i0:,} points "
+                                f"(cap {_MAX_CELLS:,}; mesh {h:.3g} over losses [{s_lo:.4g}, {s_hi:.4g}])")
     s = np.arange(i0, i1 + 1) * h
     if isinstance(loss, GaussianLoss):
         m, sd = loss.mean, loss.mu
@@ -231,6 +238,8 @@ def _grid_index_below(cp: float, cq: float, h: float, i0: int, cap: int) -> int:
     """Index of the grid point at or below the loss ``log(cp / cq)`` (at most ``cap``; -1: below the grid)."""
     if cq <= 0.0:
         return cap
+    if cp <= 0.0:  # no P-mass to place (its loss would be -inf)
+        return -1
     return min(cap, int(math.floor(math.log(cp / cq) / h)) - i0)
 
 
