@@ -3,6 +3,16 @@
 Each checker names the argument and the offending value in its ``ValueError``,
 so that the CLI can print the message as its single line of output. Checks run
 before any state is touched (compose-then-fail never half-applies).
+
+Declared domains, besides each argument's own interval:
+
+* a number is a real number: not a bool, not a string, not NaN;
+* magnitudes are at most ``MAX_MAGNITUDE`` (1e12) and positive reals at least
+  ``MIN_POSITIVE`` (1e-300): beyond them the privacy losses leave double
+  precision, and refusing up front beats an ``OverflowError`` deep inside;
+* counts (steps, compositions, sizes) are whole numbers up to ``MAX_COUNT`` (1e12);
+* a target delta is at least ``MIN_DELTA`` (1e-300; subnormal deltas have no
+  usable logarithm).
 """
 
 from __future__ import annotations
@@ -12,7 +22,15 @@ import numbers
 
 import numpy as np
 
+MAX_MAGNITUDE = 1e12
+MIN_POSITIVE = 1e-300
+MAX_COUNT = 10 ** 12
+MIN_DELTA = 1e-300
+
 __all__ = [
+    "MAX_MAGNITUDE",
+    "MAX_COUNT",
+    "check_real_array",
     "check_real",
     "check_positive",
     "check_nonnegative",
@@ -20,14 +38,19 @@ __all__ = [
     "check_delta",
     "check_epsilon",
     "check_count",
+    "check_eps_error",
     "check_choice",
 ]
 
 
 def _as_float(name: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude, got a number too large "
+                         "for a float") from None
     if math.isnan(x):
         raise ValueError(f"{name} must be a number, got NaN")
     return x
@@ -39,6 +62,8 @@ def check_real(name: str, value, *, low: float | None = None, high: float | None
     x = _as_float(name, value)
     if math.isinf(x) and not allow_inf:
         raise ValueError(f"{name} must be finite, got {x!r}")
+    if high is None and math.isfinite(x) and abs(x) > MAX_MAGNITUDE:
+        raise ValueError(f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude, got {value!r}")
     if low is not None and (x < low or (low_open and x == low)):
         op = ">" if low_open else ">="
         raise ValueError(f"{name} must be {op} {low:g}, got {value!r}")
@@ -49,8 +74,12 @@ def check_real(name: str, value, *, low: float | None = None, high: float | None
 
 
 def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
-    """``value`` in (0, inf)."""
-    return check_real(name, value, low=0.0, allow_inf=allow_inf)
+    """``value`` in [1e-300, 1e12] (``MIN_POSITIVE``, ``MAX_MAGNITUDE``): a scale, a noise level, a norm."""
+    x = check_real(name, value, low=0.0, allow_inf=allow_inf)
+    if x < MIN_POSITIVE:
+        raise ValueError(f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), "
+                         f"got {value!r}")
+    return x
 
 
 def check_nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
@@ -64,13 +93,22 @@ def check_probability(name: str, value) -> float:
 
 
 def check_delta(name: str, value) -> float:
-    """A target delta: ``value`` in (0, 1)."""
-    return check_real(name, value, low=0.0, high=1.0)
+    """A target delta: ``value`` in [1e-300, 1) (``MIN_DELTA``)."""
+    x = check_real(name, value, low=0.0, high=1.0)
+    if x < MIN_DELTA:
+        raise ValueError(f"{name} must be >= {MIN_DELTA:g} (smaller deltas leave double precision), got {value!r}")
+    return x
 
 
 def check_epsilon(name: str, value) -> float:
     """A target epsilon: ``value`` in [0, inf)."""
     return check_nonnegative(name, value)
+
+
+def check_eps_error(name: str, value) -> float:
+    """An accuracy target for epsilon: ``value`` in [1e-9, 10] (finer than 1e-9 is below what the
+    grids and the float error terms can deliver; a request for it is refused, not silently widened)."""
+    return check_real(name, value, low=1e-9, low_open=False, high=10.0, high_open=False)
 
 
 def check_count(name: str, value, *, minimum: int = 1) -> int:
@@ -79,7 +117,7 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
     Integral floats such as ``1e4`` are accepted; ``10.5``, NaN, booleans and
     strings are rejected.
     """
-    if isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if isinstance(value, (numbers.Integral, np.integer)):
         n = int(value)
@@ -92,6 +130,8 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if n < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if n > MAX_COUNT:
+        raise ValueError(f"{name} must be <= {MAX_COUNT:.0e}, got {value!r}")
     return n
 
 
@@ -105,9 +145,14 @@ def check_choice(name: str, value, choices) -> str:
 def check_real_array(name: str, values, *, low: float | None = None, low_open: bool = False,
                      allow_nan: bool = False) -> np.ndarray:
     """A 1-D float array (scalars become length-1 arrays) with optional lower limit."""
+    if isinstance(values, (str, bytes, bool, np.bool_)):
+        raise ValueError(f"{name} must be a number or an array of numbers, got {values!r}")
     try:
-        arr = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
+        raw = np.asarray(values)
+        if raw.dtype.kind not in "iuf":  # bools, strings, objects: not numbers
+            raise TypeError
+        arr = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {values!r}") from None
     arr = np.atleast_1d(arr)
     if arr.ndim != 1:
@@ -119,4 +164,7 @@ def check_real_array(name: str, values, *, low: float | None = None, low_open: b
         if np.any(bad & ~np.isnan(arr)):
             op = ">" if low_open else ">="
             raise ValueError(f"{name} must be {op} {low:g}, got {arr[bad][0]!r}")
+    big = np.isfinite(arr) & (np.abs(arr) > MAX_MAGNITUDE)
+    if big.any():
+        raise ValueError(f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude, got {arr[big][0]!r}")
     return arr

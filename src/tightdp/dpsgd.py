@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._validation import check_count, check_delta, check_positive, check_probability, check_real
+from ._validation import check_count, check_delta, check_eps_error, check_positive, check_probability
 from .accountants import DEFAULT_ACCOUNTANT, create
 from .bounds import Bounds
 from .mechanisms import Gaussian, PoissonSampled
@@ -28,7 +28,7 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
     check_probability("sampling_rate", sampling_rate)
     steps = check_count("steps", steps)
     check_delta("delta", delta)
-    check_real("eps_error", eps_error, low=0.0, high=10.0, high_open=False)
+    check_eps_error("eps_error", eps_error)
     acc = create(accountant, eps_error=eps_error)
     acc.compose(dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate), steps)
     return acc.epsilon(delta)

@@ -24,7 +24,7 @@ __all__ = ["Accountant", "ACCOUNTANTS", "DEFAULT_ACCOUNTANT", "accountant_from_d
 
 def create(name: str, **options) -> Accountant:
     """A fresh accountant called ``name``; options it does not take (or that are None) are ignored."""
-    cls = ACCOUNTANTS.get(name)
+    cls = ACCOUNTANTS.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"accountant must be one of {', '.join(sorted(ACCOUNTANTS))}; got {name!r}")
     params = inspect.signature(cls.__init__).parameters

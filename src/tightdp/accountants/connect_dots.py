@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_real
+from .._validation import check_delta, check_eps_error, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
@@ -65,7 +65,7 @@ class ConnectDotsAccountant(PLDAccountant):
 
     def __init__(self, *, eps_error: float = 0.01, delta_error: float | None = None,
                  max_refinements: int = 8) -> None:
-        self.eps_error = check_real("eps_error", eps_error, low=0.0, high=10.0, high_open=False)
+        self.eps_error = check_eps_error("eps_error", eps_error)
         self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
         self.max_refinements = int(check_real("max_refinements", max_refinements, low=0.0, low_open=False,
                                               high=20.0, high_open=False))

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_positive, check_real
+from .._validation import check_delta, check_eps_error, check_positive
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..pld import chernoff_epsilon, coarsen, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
@@ -61,7 +61,7 @@ class PRVAccountant(PLDAccountant):
     name = "prv"
 
     def __init__(self, *, eps_error: float = 0.01, delta_error: float | None = None) -> None:
-        self.eps_error = check_real("eps_error", eps_error, low=0.0, high=10.0, high_open=False)
+        self.eps_error = check_eps_error("eps_error", eps_error)
         self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
         super().__init__()
         self._ledger_changed()

@@ -22,6 +22,8 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
+from ..errors import PrecisionError
+
 __all__ = ["PrivacyLoss", "Mechanism", "LossPair", "mechanism_from_dict"]
 
 _U = float(np.finfo(float).eps) / 2  # unit round-off
@@ -136,7 +138,8 @@ def _bisect_tail(ok, lo: float, hi: float, *, lower: bool) -> float:
             break
         step *= 2.0
     if good is None:
-        raise ArithmeticError("could not locate the tail of a privacy loss distribution")
+        raise PrecisionError("could not locate the tail of a privacy loss distribution in double precision "
+                             "(a scale or probability too extreme for the requested delta)")
     bad = x
     if ok(bad):
         return bad

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._validation import check_count, check_delta, check_nonnegative, check_positive, check_real
+from .._validation import check_count, check_delta, check_positive, check_real
 from .base import LossPair, Mechanism
 from .losses import DiscreteLoss, GaussianLoss, LaplaceLoss
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP"]
+
+_MAX_STEP_EPSILON = 500.0  # e^epsilon of one step must stay far inside double precision
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +92,8 @@ class PureDP(Mechanism):
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=False,
+                                                                high=_MAX_STEP_EPSILON, high_open=False))
 
     def privacy_losses(self) -> LossPair:
         e = self.epsilon
@@ -108,7 +111,8 @@ class ApproximateDP(Mechanism):
     delta: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=False,
+                                                                high=_MAX_STEP_EPSILON, high_open=False))
         object.__setattr__(self, "delta", check_real("delta", self.delta, low=0.0, high=1.0,
                                                      low_open=False, high_open=True))
 
