@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .._numerics import logsumexp
 from .._validation import check_count, check_positive, check_probability, check_real
@@ -54,9 +54,21 @@ def _safe_side_weights(sens: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray,
     ``PROBABILITY_SUM_TOLERANCE``). An excess is taken from the smallest
     sensitivities, which makes the sensitivity distribution stochastically
     larger (safe by 002 Lemma 2.9). A deficit ``missing = 1 - sum(w) > 0`` is
-    returned: the remove direction counts it as mass at infinite privacy loss,
-    the add direction leaves ``Q`` short of it, which only raises the loss
-    pointwise. Either way the analysed pair dominates the described one.
+    returned: the remove direction adds it to the largest sensitivity (whether
+    the described mechanism is read as "these probabilities, the rest unknown"
+    or as renormalised, the completed distribution is stochastically larger, so
+    it dominates by 002 Lemma 2.9), the add direction leaves ``Q`` short of it,
+    which only raises the loss pointwise. Either way the analysed pair
+    dominates the described one. (Counting the deficit as mass at infinite
+    loss would also be safe, but it is added to delta at every step, for the
+    lower bound as well: with deficits of 1e-11 over thousands of steps the
+    certified lower bound rose above the truth.)
+
+    Only the upper bound is proven for a residue: the engine analyses one pair
+    per direction, and no single pair is both above and below every completion.
+    Mechanisms whose probabilities are computed (``GroupPoissonSampled``,
+    ``GroupFixedBatchSampled``) therefore do not come through here: they use
+    ``CertifiedPMF`` weights, whose error is proven and reported to the engine.
     """
     uniq, inv = np.unique(sens, return_inverse=True)
     w = np.zeros(uniq.shape, float)
@@ -198,13 +210,53 @@ class _AccurateTails:
         return float(self.loss(np.array([self._tail_x(mass, False)]))[0])
 
 
+class _WeightError:
+    """Carries ``weight_error``: the varying side's mixture weights are known only up to a factor.
+
+    The weights given are the true ones rounded *up*, ``p_i <= w_i <=
+    (1 + r) p_i`` with ``r = weight_error`` (``CertifiedPMF``). Then every cell
+    mass of the varying distribution is within a factor ``1 + r`` of the true
+    one, and the true privacy loss at any output differs from the computed one
+    by at most ``log(1 + r)``. Both are reported through the engine's existing
+    error channels: ``outputs_at`` adds ``log1p(r)`` to the realised loss error
+    (the distance between the requested loss and the *true* loss at the
+    returned output), and ``cell_masses`` adds ``r`` to the relative mass error
+    and ``partial_mean`` the corresponding error of the first moment.
+    """
+
+    def outputs_at(self, s):
+        x, err = super().outputs_at(s)
+        if self.weight_error:
+            err = err + math.log1p(self.weight_error) * (1.0 + 1e-6)
+        return x, err
+
+    def cell_masses(self, edges):
+        below, above, masses, (rel, l1), err = super().cell_masses(edges)
+        if self.weight_error:
+            rel = rel + self.weight_error * (1.0 + 1e-6)
+        return below, above, masses, (rel, l1), err
+
+    def partial_mean(self, a_s, b_s):
+        val, err = super().partial_mean(a_s, b_s)
+        if self.weight_error:
+            lo, hi = self.support()
+            a, b = max(a_s, lo), min(b_s, hi)
+            span = max(abs(a), abs(b)) if math.isfinite(a) and math.isfinite(b) else math.inf
+            # E[Y 1{a < Y <= b}]: the masses move by a factor 1 + r, the losses by log(1 + r)
+            err = err + (self.weight_error * (span + 1.0) + math.log1p(self.weight_error)) * (1.0 + 1e-6)
+        return val, err
+
+
 @dataclass(frozen=True)
-class MixtureRemoveLoss(_AccurateTails, GaussianMixtureLoss):
+class MixtureRemoveLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     """Remove direction of a scalar MoG: ``P = sum p_i N(c_i, s^2)``, ``Q = N(0, s^2)`` (002 Def. 2.8).
 
     ``L(x) = f(x)`` with ``f`` the convex log-sum-exp of ``_ConvexLSE``; the
     inverse is Newton's method from the envelope (monotone, no table).
+    ``weight_error``: see ``_WeightError`` (0 for weights taken as exact).
     """
+
+    weight_error: float = 0.0
 
     @cached_property
     def _lse(self) -> _ConvexLSE:
@@ -228,9 +280,12 @@ class MixtureRemoveLoss(_AccurateTails, GaussianMixtureLoss):
 
 
 @dataclass(frozen=True)
-class MixtureAddLoss(_AccurateTails, GaussianMixtureLoss):
+class MixtureAddLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     """Add direction of a scalar MoG, reflected ``x -> -x`` so the loss increases:
-    ``P = N(0, s^2)``, ``Q = sum p_i N(-c_i, s^2)`` (002 Def. 2.8); ``L(x) = -f(-x)``."""
+    ``P = N(0, s^2)``, ``Q = sum p_i N(-c_i, s^2)`` (002 Def. 2.8); ``L(x) = -f(-x)``.
+    ``weight_error``: see ``_WeightError``."""
+
+    weight_error: float = 0.0
 
     @cached_property
     def _lse(self) -> _ConvexLSE:
@@ -302,35 +357,164 @@ class MixtureOfGaussians(Mechanism):
 
     def privacy_losses(self) -> LossPair:
         c, w, missing = self._components
-        sigma = self.noise_multiplier
-        if c[-1] == 0.0:  # every sensitivity is zero: P == Q (up to the safe-side deficit)
-            if missing == 0.0:
-                loss: PrivacyLoss = DiscreteLoss(values=(0.0,), probs=(1.0,))
-                return LossPair(loss, loss)
-            return LossPair(DiscreteLoss(values=(math.log1p(-missing),), probs=(1.0 - missing,),
-                                         infinity_mass=missing),
-                            DiscreteLoss(values=(-math.log1p(-missing),), probs=(1.0,)))
-        if len(c) == 1 and missing == 0.0:  # a plain Gaussian mechanism with sensitivity c
-            loss = GaussianLoss(mu=float(c[0]) / sigma)
-            return LossPair(loss, loss)
-        cs, ws = tuple(map(float, c)), tuple(map(float, w))
-        remove = MixtureRemoveLoss(cs, ws, (0.0,), (1.0,), sigma, missing)
-        add = MixtureAddLoss((0.0,), (1.0,), tuple(-x for x in cs), ws, sigma)
-        return LossPair(remove, add)
+        w_remove = w.copy()
+        if missing > 0.0:  # the deficit goes to the largest sensitivity in the remove direction
+            top = float(w_remove[-1]) + missing
+            if top - float(w_remove[-1]) < missing:
+                top = math.nextafter(top, math.inf)
+            w_remove[-1] = top
+        return _mixture_pair(c, w_remove, w, self.noise_multiplier)
+
+
+def _mixture_pair(c: np.ndarray, w_remove: np.ndarray, w_add: np.ndarray, sigma: float,
+                  weight_error: float = 0.0) -> LossPair:
+    """The MoG's two directions: ``remove`` with P weights ``w_remove``, ``add`` with Q weights ``w_add``
+    (sorted distinct sensitivities ``c``, positive weights)."""
+    if c[-1] == 0.0:  # every sensitivity is zero: P == Q, but for a deficit in the add direction's Q
+        zero: PrivacyLoss = DiscreteLoss(values=(0.0,), probs=(1.0,))
+        q = math.fsum(w_add.tolist())
+        if q >= 1.0:
+            return LossPair(zero, zero)
+        return LossPair(zero, DiscreteLoss(values=(-math.log(q),), probs=(1.0,)))
+    cs = tuple(map(float, c))
+    if len(c) == 1 and w_remove[0] == 1.0 and w_add[0] == 1.0:  # a Gaussian mechanism with sensitivity c
+        loss = GaussianLoss(mu=cs[0] / sigma)
+        return LossPair(loss, loss)
+    if len(c) == 1 and w_remove[0] == 1.0:
+        remove: PrivacyLoss = GaussianLoss(mu=cs[0] / sigma)
+    else:
+        remove = MixtureRemoveLoss(cs, tuple(map(float, w_remove)), (0.0,), (1.0,), sigma,
+                                   weight_error=weight_error)
+    add = MixtureAddLoss((0.0,), (1.0,), tuple(-x for x in cs), tuple(map(float, w_add)), sigma,
+                         weight_error=weight_error)
+    return LossPair(remove, add)
+
+
+# --------------------------------------------------------------------------- certified probabilities
+#: components whose probability is below this are outside double precision's relative range
+_TINY_PROB = 2.0 ** -1021
+_BITS = 128  # working precision of the interval recursion (the answer needs 53)
+
+
+_SMALLEST = math.nextafter(0.0, 1.0)
+
+
+def _quotient(num: int, den: int, *, up: bool) -> float:
+    """A double ``>= num / den`` (``up``) or ``<= num / den`` (positive integers), within 3 units
+    in the last place: a 64-bit integer quotient rounded the right way, converted (round to
+    nearest, at most half a unit off) and then moved one unit further out (two units where the
+    result is subnormal, whose conversion may round twice)."""
+    s = 64 - (num.bit_length() - den.bit_length())
+    if s >= 0:
+        q, r = divmod(num << s, den)
+    else:
+        q, r = divmod(num, den << -s)
+    if up and r:
+        q += 1
+    f = math.ldexp(float(q), -s)
+    toward = math.inf if up else 0.0
+    f = math.nextafter(f, toward)
+    if f < _TINY_PROB:
+        f = math.nextafter(f, toward)
+    return max(f, _SMALLEST) if up else max(f, 0.0)
+
+
+@dataclass(frozen=True)
+class CertifiedPMF:
+    """Probabilities ``p_0..p_M`` known only through a computation, with a certified error term.
+
+    ``upper[m] >= p_m`` (rounded up) and ``lower[m] <= p_m`` (rounded down);
+    ``rel_error`` bounds ``upper[m] / p_m - 1`` over the components with
+    ``p_m >= 2^-1021`` (the lighter ones lie outside double precision's
+    relative range: each is off by at most one subnormal unit, ``5e-324``).
+    ``nearest`` is ``upper`` or ``lower``, whichever is closer (for display).
+    """
+
+    upper: tuple[float, ...]
+    lower: tuple[float, ...]
+    rel_error: float
+
+    @property
+    def nearest(self) -> np.ndarray:
+        return np.array(self.upper)  # within 2^-52 relative of the exact value
+
+
+def _certified_pmf(ratios: list[tuple[int, int]]) -> CertifiedPMF:
+    """Certified probabilities ``p_m = t_m / sum(t)`` with ``t_0 = 1``, ``t_{m+1} = t_m a_m / b_m``.
+
+    Integer interval arithmetic: every ``t_m`` is kept as ``[L_m, U_m] 2^{e_m}``
+    with ``L_m, U_m`` integers of about 128 bits, the floor / ceiling taken at
+    every division and shift, so ``L_m 2^{e_m} <= t_m <= U_m 2^{e_m}`` exactly
+    (no floating point, no underflow: ``e_m`` is an unbounded integer). Then
+    ``p_m`` lies in ``[L_m 2^{e_m} / S_U, U_m 2^{e_m} / S_L]`` with ``S_L <= sum t
+    <= S_U`` the sums of the ends, evaluated exactly in integers (terms more
+    than 2^1200 below the largest are bounded, not summed), and the ends are
+    rounded outwards to doubles (``_quotient``). The interval is about
+    ``M 2^-120`` wide relative, so ``upper`` is within 3 units in the last
+    place of ``p_m`` (``rel_error`` about ``7e-16``, computed and rounded up).
+    Cost: ``O(M)`` operations on integers of ``O(M)`` bits at most.
+    """
+    one = 1 << _BITS
+    lo, hi, e = one, one, -_BITS
+    ends = [(lo, hi, e)]
+    for a, b in ratios:
+        if a == 0:
+            break
+        lo, hi = (lo * a) // b, -((-hi * a) // b)
+        n = hi.bit_length()
+        if n > _BITS + 64:
+            sh = n - _BITS
+            lo, hi, e = lo >> sh, -((-hi) >> sh), e + sh
+        elif n < _BITS:
+            sh = _BITS - n
+            lo, hi, e = lo << sh, hi << sh, e - sh
+        if lo <= 0:  # cannot happen with 128 bits and a_m, b_m < 2^64; be safe all the same
+            raise ArithmeticError("certified probability recursion lost all precision")
+        ends.append((lo, hi, e))
+    e_max = max(x[2] for x in ends)
+    f0 = e_max - 1200  # terms below 2^f0 are bounded, not summed
+    s_lo = sum(lo << (e - f0) for lo, hi, e in ends if e >= f0)
+    s_hi = sum(hi << (e - f0) for lo, hi, e in ends if e >= f0) + sum(1 for _, _, e in ends if e < f0)
+    upper, lower, rel = [], [], 0.0
+    for lo, hi, e in ends:
+        if e < f0:  # p_m < 2^(e + 192 - f0) / s_lo < 2^-2000: nothing a double can hold
+            upper.append(_SMALLEST)
+            lower.append(0.0)
+            continue
+        u = _quotient(hi << (e - f0), s_lo, up=True)
+        d = _quotient(lo << (e - f0), s_hi, up=False)
+        upper.append(u)
+        lower.append(d)
+        if d >= _TINY_PROB:  # u - d is exact (Sterbenz); the quotient is rounded up twice over
+            rel = max(rel, math.nextafter((u - d) / d * (1.0 + 2.0 ** -51), math.inf))
+    return CertifiedPMF(tuple(upper), tuple(lower), rel)
+
+
+def certified_binomial(k: int, q: float) -> CertifiedPMF:
+    """``Binom(k, q)`` for the double ``q`` taken exactly (``q = a / 2^j``): ``t_{m+1} / t_m = (k - m) a / ((m + 1)(2^j - a))``."""
+    a, d = float(q).as_integer_ratio()
+    if a == d:  # q = 1: everything on m = k
+        z = (0.0,) * k
+        return CertifiedPMF(z + (1.0,), z + (1.0,), 0.0)
+    return _certified_pmf([((k - m) * a, (m + 1) * (d - a)) for m in range(k)])
+
+
+def certified_hypergeometric(k: int, b: int, n: int) -> CertifiedPMF:
+    """``Hypergeom(B, n + k, k)``: ``p_m = C(k, m) C(n, B - m) / C(n + k, B)`` for ``m = 0..min(k, B)``;
+    ``p_{m+1} / p_m = (k - m)(B - m) / ((m + 1)(n - B + m + 1))`` (``B <= n``, so every term is positive)."""
+    return _certified_pmf([((k - m) * (b - m), (m + 1) * (n - b + m + 1)) for m in range(min(k, b))])
 
 
 # --------------------------------------------------------------------------- group sensitivities
 def binomial_sensitivity(group_size: int, sampling_rate: float) -> tuple[np.ndarray, np.ndarray]:
     """Sensitivities ``0..k`` and probabilities ``Binom(k, q)`` (002 Thm 3.1).
 
-    The probabilities are computed from ``logpmf``; any that underflow to 0
-    leave a (tiny) deficit that ``_safe_side_weights`` puts on the safe side.
+    The probabilities are ``certified_binomial``'s upper ends: each within
+    3 units in the last place above the exact value (``q`` taken exactly).
     """
     k = check_count("group_size", group_size)
     q = check_probability("sampling_rate", sampling_rate)
-    m = np.arange(k + 1)
-    p = np.exp(stats.binom.logpmf(m, k, q)) if q < 1.0 else (m == k).astype(float)
-    return m.astype(float), p
+    return np.arange(k + 1, dtype=float), np.array(certified_binomial(k, q).upper)
 
 
 def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -339,12 +523,44 @@ def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: i
     ``m`` counts the group members among ``B`` draws without replacement from
     ``n + k`` examples of which ``k`` belong to the group (scipy:
     ``hypergeom(M=n + k, n=k, N=B)``). Each member drawn displaces one other
-    example, so the batch gradient moves by at most ``2`` per member.
+    example, so the batch gradient moves by at most ``2`` per member. The
+    probabilities are ``certified_hypergeometric``'s upper ends (within 3 units
+    in the last place; scipy's ``logpmf`` is off by up to 1e-11 relative here).
     """
     k, b, n = _check_fixed_batch(group_size, batch_size, dataset_size)
-    m = np.arange(min(k, b) + 1)
-    p = np.exp(stats.hypergeom.logpmf(m, n + k, k, b))
-    return 2.0 * m, p
+    return 2.0 * np.arange(min(k, b) + 1), np.array(certified_hypergeometric(k, b, n).upper)
+
+
+def _group_pair(sens: np.ndarray, pmf: CertifiedPMF, sigma: float) -> LossPair:
+    """The dominating pair of a MoG whose probabilities are computed, not given (002 Thm 3.1 / 3.3).
+
+    Safe sides. The weights are the certified upper ends ``w_i`` with
+    ``p_i <= w_i <= (1 + r) p_i`` (``r = pmf.rel_error``, about 7e-16), used in
+    both directions:
+
+    * remove (``P = sum w_i N(c_i)`` vs ``N(0)``): ``P`` is pointwise at least
+      the true one, so delta(eps) = int (P - e^eps Q)_+ is at least the true one
+      for every eps: the upper bound is safe as it stands; for the lower bound
+      ``P`` is at most ``1 + r`` times the true one;
+    * add (``N(0)`` vs ``Q = sum w_i N(-c_i)``): ``Q`` too large lowers delta,
+      and ``Q <= (1 + r) Q_true`` moves every loss by at most ``log(1 + r)``.
+
+    Both deviations are a relative error ``r`` on every cell mass and a loss
+    error ``log(1 + r)`` at every output, which the losses report to the
+    engine through ``weight_error`` (``_WeightError``), so the engine's bounds
+    cover them on both sides. What would *not* be safe: renormalising computed
+    probabilities (a deficit in the true top component, renormalised away,
+    lowers the upper bound), counting a deficit as mass at infinite loss for
+    the lower bound (it adds ``T`` times the deficit to the lower delta: the
+    cause of certified lower bounds above the truth, issue 15), or dropping
+    mass in the add direction (a lighter ``Q`` raises delta, so not a lower
+    bound). Components below ``2^-1021`` (outside relative precision) carry
+    ``5e-324`` at most, above their exact value: safe for the upper bound.
+    """
+    w = np.array(pmf.upper)
+    keep = w > 0.0
+    c, w = sens[keep], w[keep]
+    return _mixture_pair(c, w, w, sigma, weight_error=pmf.rel_error)
 
 
 def _check_fixed_batch(group_size, batch_size, dataset_size) -> tuple[int, int, int]:
@@ -378,12 +594,15 @@ class GroupPoissonSampled(Mechanism):
         object.__setattr__(self, "group_size", check_count("group_size", self.group_size))
 
     def as_mixture(self) -> MixtureOfGaussians:
+        """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
+        go through it but uses the certified probabilities directly (see ``_group_pair``)."""
         c, p = binomial_sensitivity(self.group_size, self.sampling_rate)
         return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
                                   probabilities=tuple(p.tolist()))
 
     def privacy_losses(self) -> LossPair:
-        return self.as_mixture().privacy_losses()
+        return _group_pair(np.arange(self.group_size + 1, dtype=float),
+                           certified_binomial(self.group_size, self.sampling_rate), self.noise_multiplier)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -414,9 +633,13 @@ class GroupFixedBatchSampled(Mechanism):
         return self.batch_size / self.dataset_size
 
     def as_mixture(self) -> MixtureOfGaussians:
+        """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
+        go through it but uses the certified probabilities directly (see ``_group_pair``)."""
         c, p = hypergeometric_sensitivity(self.group_size, self.batch_size, self.dataset_size)
         return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
                                   probabilities=tuple(p.tolist()))
 
     def privacy_losses(self) -> LossPair:
-        return self.as_mixture().privacy_losses()
+        k, b, n = self.group_size, self.batch_size, self.dataset_size
+        return _group_pair(2.0 * np.arange(min(k, b) + 1), certified_hypergeometric(k, b, n),
+                           self.noise_multiplier)
