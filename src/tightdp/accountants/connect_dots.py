@@ -31,6 +31,7 @@ from .._validation import check_delta, check_eps_error, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import GaussianLoss
 from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, supports_dominance
@@ -141,17 +142,21 @@ class ConnectDotsAccountant(PLDAccountant):
         return Bounds(lo, est, hi, "epsilon", "bound", details)
 
     def _composed(self, d: int, terms, h: float, tail: float, upper: bool, tilt_delta: float | None,
-                  tau: float, *, top_down: bool = False):
+                  tau: float, *, top_down: bool = False, tilt_eps: float | None = None):
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
-        (``top_down``: the dominated pairs of the downward merge)."""
+        (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
+        ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
         def build():
             if upper:
                 parts = [(dominating(loss, h, tail), c) for loss, c in terms]
             else:
                 parts = [(dominated(loss, h, tail, top_down=top_down), c) for loss, c in terms]
-            tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
+            if tilt_eps is not None:
+                tilt = saddle_tilt(parts, tilt_eps)
+            else:
+                tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
             return compose(parts, tilt=tilt, tau=tau)
-        return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau), build)
+        return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
 
     def _model_mesh(self, directions, z: float) -> float:
         """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
@@ -374,26 +379,62 @@ class ConnectDotsAccountant(PLDAccountant):
             return self._fallback(0.0, str(exc), epsilons=epsilons)
 
     def _delta_dominance(self, epsilons: np.ndarray) -> Bounds:
+        """``delta(eps)`` with a delta slack relative to the answer.
+
+        A first, untilted pass spends an absolute slack of ``1e-9`` (or
+        ``delta_error``). Where that leaves the interval wide relative to the
+        answer (deltas far below 1e-6, where a fixed slack would make the
+        upper bound vacuous and the mesh refinement endless), each such
+        epsilon is answered again with an FFT tilted towards it
+        (``saddle_tilt``) and a slack of ``1e-3`` of its first estimate; the
+        better certified ends of the two passes are kept (both are bounds).
+        """
         t0 = time.perf_counter()
-        slack = self.delta_error if self.delta_error is not None else 1e-9
         k_total = sum(c for _, c in self._ledger)
-        tail = 0.5 * slack / k_total
-        tau = min(1e-6, 0.05 * slack)
         directions = self._directions()
-        h = self._model_mesh(directions, 5.0)  # the model needs a delta scale: about 1e-6
+        slack = self.delta_error if self.delta_error is not None else 1e-9
+        lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
+        tilted = []
+        if self.delta_error is None:
+            for i in np.flatnonzero((upper - lower > 0.05 * np.maximum(est, 1e-300)) & (upper < 1e-5)):
+                e = float(epsilons[i])
+                for _ in range(4):  # each pass's estimate sizes the next one's slack
+                    guess = max(float(est[i]), 1e-280)
+                    try:
+                        lo_i, est_i, up_i, _ = self._delta_pass(np.array([e]), directions, k_total, 1e-3 * guess, e)
+                    except ArithmeticError:  # the intervals so far stand (certified, wider)
+                        break
+                    lower[i], upper[i] = max(lower[i], lo_i[0]), min(upper[i], up_i[0])
+                    est[i] = min(max(est_i[0], lower[i]), upper[i])
+                    if upper[i] - lower[i] <= 0.05 * est[i]:
+                        break
+                tilted.append(e)
+        est = np.clip(est, lower, upper)
+        details: dict[str, Any] = {"mesh": h, "seconds": time.perf_counter() - t0}
+        if tilted:
+            details["tilted"] = f"{len(tilted)} epsilon(s) answered again with a tilted FFT and relative slack"
+        return Bounds(lower, est, upper, "delta", "bound", details)
+
+    def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps):
+        """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``."""
+        tail = 0.5 * slack / k_total
+        tau = 1e-13 if tilt_eps is not None else min(1e-6, 0.05 * slack)
+        z = math.sqrt(2.0 * math.log(1.0 / max(min(slack * 1e3, 0.5), 1e-300))) if tilt_eps is not None else 5.0
+        h = self._model_mesh(directions, z)  # the model needs a delta scale: about 1e-6 untilted
         for _ in range(self.max_refinements + 1):
             los, ests, ups, shifted = [], [], [], []
             for d, terms in enumerate(directions):
-                cu = self._composed(d, terms, h, tail, True, None, tau)
+                cu = self._composed(d, terms, h, tail, True, None, tau, tilt_eps=tilt_eps)
                 _, e_u, u = delta_bounds(cu, epsilons, _TINY)
-                lo, _, _ = delta_bounds(self._composed(d, terms, h, tail, False, None, tau), epsilons, _TINY)
+                cl = self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)
+                lo, _, _ = delta_bounds(cl, epsilons, _TINY)
                 los.append(lo), ests.append(e_u), ups.append(u)
                 shifted.append(delta_bounds(cu, epsilons + self.eps_error, _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
-            # stop when the delta interval is no wider than moving epsilon by eps_error would make it
-            if np.all(upper - lower <= np.maximum(np.max(ests, axis=0) - np.max(shifted, axis=0), 1e-12)):
+            # stop when the delta interval is no wider than moving epsilon by eps_error would make it,
+            # or when what is left is the slack's doing (a finer mesh cannot remove it)
+            if np.all(upper - lower <= np.maximum(np.max(ests, axis=0) - np.max(shifted, axis=0), 4.0 * slack)):
                 break
             h /= 2.0
             self._cache.clear()  # compositions of the previous mesh (can be large)
-        est = np.clip(np.max(ests, axis=0), lower, upper)
-        return Bounds(lower, est, upper, "delta", "bound", {"mesh": h, "seconds": time.perf_counter() - t0})
+        return lower, np.max(ests, axis=0), upper, h
