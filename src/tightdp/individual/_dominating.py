@@ -60,10 +60,22 @@ class DominatingPLD:
         return (self.start + np.arange(self.pmf.size)) * self.h
 
     def log_mgf(self, thetas: np.ndarray) -> np.ndarray:
-        """``log sum_j pmf_j exp(theta s_j)`` (finite part) at each ``theta``."""
-        with np.errstate(divide="ignore"):
-            lp = np.log(self.pmf)
-        return logsumexp(lp[None, :] + np.asarray(thetas, float)[:, None] * self.grid[None, :], axis=1)
+        """``log sum_j pmf_j exp(theta s_j)`` (finite part) at each ``theta`` (memoised per theta vector)."""
+        thetas = np.asarray(thetas, float)
+        key = thetas.tobytes()
+        cache = self.__dict__.setdefault("_mgf_cache", {})
+        if key not in cache:
+            nz = np.nonzero(self.pmf)[0]
+            lp = np.log(self.pmf[nz])
+            g = (self.start + nz) * self.h
+            out = np.empty(thetas.size)
+            step = max(1, (1 << 22) // max(nz.size, 1))  # bounded temporary (theta block x atoms)
+            for i in range(0, thetas.size, step):
+                th = thetas[i:i + step]
+                out[i:i + step] = logsumexp(lp[None, :] + th[:, None] * g[None, :], axis=1) if nz.size \
+                    else -np.inf
+            cache[key] = out
+        return cache[key].copy()
 
     def moments(self) -> tuple[float, float]:
         """Mean and variance of the finite part (normalised)."""

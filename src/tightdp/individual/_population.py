@@ -77,13 +77,35 @@ def moments_table(plds: list[DominatingPLD]) -> tuple[np.ndarray, np.ndarray]:
     return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
 
 
-def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float) -> tuple[int, int]:
-    """A common window ``[j0, j0 + n)`` covering every example's composed PLD (mean -8 sd .. mean +12 sd)."""
+def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float) -> float:
+    """Smallest ``a`` with ``P(sign * L >= a) <= e^log_target`` for every example, by the Chernoff bound
+    ``P(sign L >= a) <= exp(K(sign theta) - theta a)`` with the exact cumulant generating functions of the
+    discrete bucket PLDs (the same bound ``_extras`` charges for the wrap-around)."""
+    cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])      # (B, T)
+    cg = counts @ cgf                                                 # (N, T)
+    with np.errstate(invalid="ignore"):
+        a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
+    a = a[np.isfinite(a)]
+    return float(np.max(a)) if a.size else 0.0
+
+
+def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
+                  target: float | None = None) -> tuple[int, int]:
+    """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
+    widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
+    sides. Subsampled PLDs are heavy-tailed: for few steps the mass beyond mean + 12 sd can be far
+    above delta, and the wrap-around term (charged in full to delta) made epsilon infinite."""
     means, vars_ = moments_table(plds)
     m = counts @ means
     sd = np.sqrt(np.maximum(counts @ vars_, 0.0))
-    lo = min(float(np.min(m - _Z_LO * sd)), 0.0) - 8 * h
-    hi = max(float(np.max(m + _Z_HI * sd)), 0.0) + 8 * h
+    lo = min(float(np.min(m - _Z_LO * sd)), 0.0)
+    hi = max(float(np.max(m + _Z_HI * sd)), 0.0)
+    if target is not None:
+        lt = math.log(target)
+        hi = max(hi, _chernoff_reach(plds, counts, lt, 1.0) * (1 + 1e-9))
+        lo = min(lo, -_chernoff_reach(plds, counts, lt, -1.0) * (1 + 1e-9))
+    lo -= 8 * h
+    hi += 8 * h
     j0 = math.floor(lo / h)
     n = sfft.next_fast_len(max(64, math.ceil(hi / h) - j0 + 1), real=True)
     n += n % 2
@@ -174,32 +196,46 @@ def _spectra(bs: BucketSpectra, counts: np.ndarray):
     return spec, err, kmax
 
 
+_WEIGHT_CELLS = 1 << 21  # grid points x window points per block of hockey-stick weights
+
+
 def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
-    """DFTs of the hockey-stick weights ``(1 - e^{eps - x})_+`` on the window, one row per eps (Lemma D.1)."""
-    key = (eps_grid.size, float(eps_grid[0]), float(eps_grid[-1]))
+    """DFTs of the hockey-stick weights ``(1 - e^{eps - x})_+`` on the window, one row per eps (Lemma D.1),
+    truncated to the first ``kmax`` frequencies (computed in blocks of rows: bounded memory)."""
+    key = (eps_grid.tobytes(), kmax)
     cache = bs.__dict__.setdefault("_gcache", {})
     if key not in cache:
         x = bs.x
-        with np.errstate(over="ignore"):
-            g = np.where(x[None, :] > eps_grid[:, None], -np.expm1(eps_grid[:, None] - x[None, :]), 0.0)
+        G = np.empty((eps_grid.size, kmax), dtype=complex)
+        rows = max(1, _WEIGHT_CELLS // bs.n)
+        for r0 in range(0, eps_grid.size, rows):
+            e = eps_grid[r0:r0 + rows, None]
+            with np.errstate(over="ignore"):
+                g = np.where(x[None, :] > e, -np.expm1(e - x[None, :]), 0.0)
+            G[r0:r0 + rows] = sfft.rfft(g, axis=1)[:, :kmax]
+        l1 = np.sum(np.abs(G) * bs.wts[None, :kmax], axis=1)
         cache.clear()
-        cache[key] = sfft.rfft(g, axis=1)
-    G = cache[key][:, :kmax]
-    l1 = np.sum(np.abs(G) * bs.wts[None, :kmax], axis=1)
-    Gw = np.conj(G) * bs.wts[None, :kmax]
-    return Gw, l1
+        Gw = np.conj(G) * bs.wts[None, :kmax]
+        cache[key] = (np.ascontiguousarray(Gw.real.T), np.ascontiguousarray(Gw.imag.T), l1)
+    return cache[key]
 
 
-def _delta_grid(bs: BucketSpectra, counts: np.ndarray, eps_grid: np.ndarray):
-    """Certified upper bounds on delta at every grid epsilon for every example (Plancherel, O(n) each)."""
+def _delta_grid(bs: BucketSpectra, pre, eps_grid: np.ndarray):
+    """Certified upper bounds on delta at every grid epsilon for every example of a chunk (Plancherel,
+    O(n) each); ``pre = _prepare(bs, counts)``."""
+    spec, smax, kmax, extra = pre
+    GrT, GiT, l1 = _weights_dft(bs, eps_grid, kmax)
+    val = (spec.real @ GrT - spec.imag @ GiT) / bs.n
+    ip_err = (4 * kmax + 8) * _U * smax[:, None] * l1[None, :] / bs.n
+    return np.minimum(1.0, np.maximum(val, 0.0) + ip_err + extra[:, None])
+
+
+def _prepare(bs: BucketSpectra, counts: np.ndarray):
+    """Product spectra of a chunk and its error terms (everything but the weights)."""
     inf_mass, wrap, slack = _extras(bs, counts)
     spec, ferr, kmax = _spectra(bs, counts)
-    Gw, l1 = _weights_dft(bs, eps_grid, kmax)
-    val = (spec.real @ Gw.real.T - spec.imag @ Gw.imag.T) / bs.n
     smax = np.max(np.abs(spec), axis=1)
-    ip_err = (4 * kmax + 8) * _U * smax[:, None] * l1[None, :] / bs.n
-    extra = inf_mass + wrap + slack + ferr
-    return np.minimum(1.0, np.maximum(val, 0.0) + ip_err + extra[:, None]), extra
+    return spec, smax, kmax, inf_mass + wrap + slack + ferr
 
 
 def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
@@ -207,42 +243,76 @@ def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
     return np.argsort(counts @ np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)]), kind="stable")
 
 
+def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
+    """Per row: upper bound on eps(delta) from certified upper values ``D`` on ``eps_grid`` (inf if none
+    is <= delta), and the bracket ``[eps_grid[j-1], eps_grid[j]]`` it lies in."""
+    m = D.shape[0]
+    alpha = np.exp(eps_grid)
+    ok = D <= delta
+    first = np.argmax(ok, axis=1)
+    found = ok[np.arange(m), first]
+    e = np.full(m, math.inf)
+    lo = np.full(m, math.nan)
+    hi = np.full(m, math.nan)
+    zero = found & (first == 0)
+    e[zero] = eps_grid[0]
+    lo[zero] = eps_grid[0]
+    hi[zero] = eps_grid[0]
+    mid = found & (first > 0)
+    if np.any(mid):
+        r = np.nonzero(mid)[0]
+        j = first[r]
+        d0, d1 = D[r, j - 1], D[r, j]
+        a0, a1 = alpha[j - 1], alpha[j]
+        frac = np.where(d0 > d1, (d0 - delta) / np.maximum(d0 - d1, 1e-300), 1.0)
+        a = a0 + np.clip(frac, 0.0, 1.0) * (a1 - a0)
+        val = np.log(a)
+        e[r] = np.minimum(val + 1e-12 * (1.0 + val), eps_grid[j])
+        lo[r] = eps_grid[j - 1]
+        hi[r] = eps_grid[j]
+    return e, lo, hi
+
+
 def population_epsilons(bs: BucketSpectra, counts: np.ndarray, delta: float, chunk: int = 2048,
-                        grid_points: int = 256):
+                        grid_points: int = 256, refinements: int = 3):
     """Upper bounds on every example's eps(delta) and the delta spent on error terms.
 
     delta is evaluated on a shared grid of epsilons (pre-computed weight DFTs);
     between grid points the curve is convex in ``alpha = e^eps`` (000 App. C.6),
     so the chord through two certified upper values lies above it and the
-    chord's crossing of ``delta`` is an upper bound on epsilon.
+    chord's crossing of ``delta`` is an upper bound on epsilon. The grid is then
+    refined (``refinements`` times) over the brackets found in a chunk; every
+    pass gives a certified bound and the smallest is kept.
     """
     N = counts.shape[0]
     top = float(bs.x[-1])
-    eps_grid = np.linspace(0.0, max(top, 1e-3), grid_points)
-    alpha = np.exp(eps_grid)
+    G = int(min(grid_points, max(32, (2 * _WEIGHT_CELLS) // bs.n)))
+    G1 = 48  # points of each refinement pass (shared by the distinct brackets of a chunk)
+    eps_grid = np.linspace(0.0, max(top, 1e-3), G)
     eps = np.zeros(N)
     spent = np.zeros(N)
     order = _order(bs, counts)
     for s0 in range(0, N, chunk):
         rows = order[s0:s0 + chunk]
-        D, extra = _delta_grid(bs, counts[rows], eps_grid)
-        spent[rows] = extra
-        ok = D <= delta
-        first = np.argmax(ok, axis=1)
-        found = ok[np.arange(rows.size), first]
-        e = np.full(rows.size, math.inf)
-        zero = found & (first == 0)
-        e[zero] = 0.0
-        mid = found & (first > 0)
-        if np.any(mid):
-            r = np.nonzero(mid)[0]
-            j = first[r]
-            d0, d1 = D[r, j - 1], D[r, j]
-            a0, a1 = alpha[j - 1], alpha[j]
-            frac = np.where(d0 > d1, (d0 - delta) / np.maximum(d0 - d1, 1e-300), 1.0)
-            a = a0 + np.clip(frac, 0.0, 1.0) * (a1 - a0)
-            val = np.log(a)
-            e[r] = np.minimum(val + 1e-12 * (1.0 + val), eps_grid[j])
+        pre = _prepare(bs, counts[rows])
+        spent[rows] = pre[3]
+        e, lo, hi = _chord_eps(_delta_grid(bs, pre, eps_grid), eps_grid, delta)
+        for _ in range(refinements):
+            fin = np.isfinite(lo) & (hi > lo)
+            if not np.any(fin):
+                break
+            br = np.unique(np.stack([lo[fin], hi[fin]], axis=1), axis=0)
+            if np.all(br[:, 1] - br[:, 0] <= 1e-6 * (1.0 + br[:, 1])):
+                break
+            # any increasing grid works (the chord argument holds between any two epsilons)
+            per = max(3, G1 // br.shape[0] + 1)
+            grid = np.unique(np.concatenate([np.linspace(a, b, per) for a, b in br]))
+            e2, lo2, hi2 = _chord_eps(_delta_grid(bs, pre, grid), grid, delta)
+            # rows whose bracket lies in [a, b] get a (certified) bracket on the finer grid
+            better = fin & np.isfinite(e2)
+            e = np.where(better, np.minimum(e, e2), e)
+            lo = np.where(better, lo2, np.nan)
+            hi = np.where(better, hi2, np.nan)
         eps[rows] = e
     return eps, spent
 
@@ -254,6 +324,6 @@ def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chu
     order = _order(bs, counts)
     for s0 in range(0, N, chunk):
         rows = order[s0:s0 + chunk]
-        D, _ = _delta_grid(bs, counts[rows], np.array([float(epsilon)]))
+        D = _delta_grid(bs, _prepare(bs, counts[rows]), np.array([float(epsilon)]))
         out[rows] = D[:, 0]
     return out

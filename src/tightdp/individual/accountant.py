@@ -57,6 +57,7 @@ import numpy as np
 from .._validation import check_choice, check_count, check_delta, check_epsilon, check_positive, \
     check_probability
 from ..bounds import Bounds
+from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
 from ._dominating import dominating_pld
 from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons
@@ -67,6 +68,10 @@ __all__ = ["IndividualAccountant"]
 _U = np.finfo(float).eps / 2
 _FORMAT = "tightdp.IndividualAccountant/1"
 _MARGIN = 1e-9  # relative upward margin of every bucket's sensitivity ratio
+_MAX_FFT = 1 << 18  # largest FFT window of the fast path
+_ERR_SHARE = 0.01  # wrap-around and discretisation slack are each sized to at most this share of delta
+_DELTAS_TARGET = 1e-12  # deltas(epsilon): wrap-around sized to at most this (absolute)
+_FALLBACK_GROUPS = 32  # most compositions the exact fallback runs per query
 _COUNT_MAX = int(np.iinfo(np.int32).max)
 _CLIP_MIN = float(np.finfo(float).tiny)  # smallest normal float: a subnormal C has no relative precision
 #: memory cap of the ledger (bucket counts, 4 bytes per example and bucket): 16 GiB, or a quarter
@@ -217,7 +222,12 @@ class IndividualAccountant:
             out.append(store[b])
         return out
 
-    def _pld_setup(self, counts: np.ndarray, h: float | None = None):
+    def _pld_setup(self, counts: np.ndarray, h: float | None = None, target: float | None = None,
+                   slack_target: float | None = None):
+        """Bucket spectra for both directions. ``target``: the delta the error terms must stay well below
+        (the window is widened until the wrap-around is at most ``target``, within ``_MAX_FFT`` points);
+        ``slack_target`` (default ``target``): the mesh is coarsened until the discretisation slack fits."""
+        slack_target = target if slack_target is None else slack_target
         used = tuple(int(b) for b in np.nonzero(counts[:, 1:].sum(axis=0))[0] + 1)
         if not used:
             return None
@@ -225,27 +235,94 @@ class IndividualAccountant:
         h = self._mesh_for(counts) if h is None else h
         setups = []
         for direction in ("remove", "add"):
-            for _ in range(4):
+            for _ in range(12):
                 plds = self._plds(h, used, direction)
-                j0, n = choose_window(plds, c, h)
-                if n <= (1 << 18):
+                if slack_target is not None and slack_target > 0 and h < 0.05:
+                    slack = float(np.max(c @ np.array([p.float_slack for p in plds])))
+                    if slack > slack_target:  # the slack shrinks about like 1/h^2
+                        h = min(0.05, h * min(10.0, max(1.25, math.sqrt(slack / slack_target))))
+                        continue
+                j0, n = choose_window(plds, c, h, target)
+                if n <= _MAX_FFT:
                     break
-                h *= n / (1 << 17)  # window too large for the mesh: coarsen
+                h *= n / (_MAX_FFT // 2)  # window too large for the mesh: coarsen
             setups.append((direction, bucket_spectra(plds, h, j0, n), h))
         return c, setups
 
-    def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None) -> tuple[np.ndarray, dict]:
-        setup = self._pld_setup(counts, h)
+    def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None, *,
+                    fallback: bool = True) -> tuple[np.ndarray, dict]:
+        """Certified per-row epsilons (fast path; rows it cannot certify go to ``_exact_fallback``)."""
+        setup = self._pld_setup(counts, h, _ERR_SHARE * delta)
         if setup is None:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
         eps = np.zeros(c.shape[0])
-        info = {}
+        info: dict[str, Any] = {}
         for direction, bs, h in setups:
             e, spent = population_epsilons(bs, c, delta)
             eps = np.maximum(eps, e)
             info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent))}
+        bad = ~np.isfinite(eps)
+        if fallback and np.any(bad):
+            eps = eps.copy()
+            eps[bad], info["fallback"] = self._exact_fallback(counts[bad], delta)
         return eps, info
+
+    def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
+        """Certified epsilons of the rows the fast path could not certify, from the core engine
+        (``ConnectDotsAccountant`` composing ``PoissonSampled(Gaussian)`` steps of each bucket's ratio).
+
+        Rows with the same counts share one composition; if there are more than ``_FALLBACK_GROUPS``
+        of them, each row is replaced by the dominating sequence of the same length at its largest
+        bucket (data-processing inequality, 000 Thm D.2), and failing that by the worst case.
+        """
+        from ..accountants import ConnectDotsAccountant
+        from ..mechanisms import Gaussian, PoissonSampled
+
+        def compose(row: np.ndarray) -> float:
+            acc = ConnectDotsAccountant(eps_error=0.005)
+            terms = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=self._sigma,
+                                                        sensitivity=_bucket_ratio(b, self._B)),
+                                     sampling_rate=self._q), int(row[b]))
+                     for b in range(1, self._B + 1) if row[b] > 0]
+            if not terms:
+                return 0.0
+            acc.compose(terms)
+            try:
+                up = float(acc.epsilon(delta).upper)
+            except PrecisionError as exc:
+                raise PrecisionError(f"per-example epsilon at delta={delta:g}: the FFT fast path's error terms "
+                                     f"(wrap-around, discretisation slack, round-off) exceed delta and the "
+                                     f"exact composition failed too ({exc}); use a larger delta") from exc
+            if not math.isfinite(up) or up < 0:
+                raise PrecisionError(f"per-example epsilon at delta={delta:g}: no certified finite bound "
+                                     f"(core engine returned {up!r}); use a larger delta")
+            return up
+
+        rows = np.asarray(counts, dtype=np.int64)
+        method = "exact rows"
+        uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+        if uniq.shape[0] > _FALLBACK_GROUPS:
+            method = "largest bucket"
+            K = rows.sum(axis=1)
+            top = np.where(rows[:, 1:].any(axis=1), self._B - np.argmax(rows[:, :0:-1] > 0, axis=1), 0)
+            dom = np.zeros_like(rows)
+            dom[np.arange(rows.shape[0]), top] = K
+            uniq, inv = np.unique(dom, axis=0, return_inverse=True)
+            if uniq.shape[0] > _FALLBACK_GROUPS:
+                method = "worst case"
+                dom[:] = 0
+                dom[:, self._B] = np.where(rows[:, 1:].any(axis=1), K, 0)
+                dom[:, 0] = K - dom[:, self._B]
+                uniq, inv = np.unique(dom, axis=0, return_inverse=True)
+                if uniq.shape[0] > _FALLBACK_GROUPS:
+                    uniq = np.zeros((1, self._B + 1), dtype=np.int64)
+                    uniq[0, self._B] = int(K.max())
+                    inv = np.where(rows[:, 1:].any(axis=1), 0, -1)
+        vals = np.array([compose(u) for u in uniq])
+        out = np.where(np.asarray(inv).reshape(-1) >= 0, vals[np.maximum(np.asarray(inv).reshape(-1), 0)], 0.0)
+        return out, {"rows": int(rows.shape[0]), "compositions": int(uniq.shape[0]), "method": method,
+                     "engine": "ConnectDotsAccountant"}
 
     def epsilons(self, delta: float) -> Bounds:
         """Every example's epsilon at ``delta``: ``upper`` is a certified upper bound (array of length N)."""
@@ -265,9 +342,8 @@ class IndividualAccountant:
             details.update(worst_case_epsilon=worst)
             details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
             b = Bounds(None, up, up, "epsilon", "bound", details)
-        if np.isinf(b.upper).any():
-            details["note"] = ("some epsilons are infinite: delta is not above the certified error terms "
-                               "(infinite privacy-loss mass, window tail, round-off); use a larger delta")
+        if not np.all(np.isfinite(b.upper)):  # unreachable: the fallback certifies or raises
+            raise PrecisionError("per-example epsilon: no certified finite bound; use a larger delta")
         return b
 
     def deltas(self, epsilon: float) -> Bounds:
@@ -281,16 +357,31 @@ class IndividualAccountant:
             up = np.minimum(1.0, d * (1.0 + 1e-12))
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
-        setup = self._pld_setup(self._counts)
-        if setup is None:
+        out = self._deltas_at(self._counts, eps, 0.0)
+        if out is None:
             z = np.zeros(self._n)
             return Bounds(None, z, z, "delta", "bound", details)
-        c, setups = setup
-        out = np.zeros(self._n)
-        for direction, bs, h in setups:
-            out = np.maximum(out, population_deltas(bs, c, eps))
+        # the discretisation slack is an absolute term: if it is not small next to the answers,
+        # a second pass on a mesh sized for them (both passes are certified; the smaller is kept)
+        pos = out[self._counts[:, 1:].any(axis=1)]
+        tgt = 0.01 * float(np.min(pos)) if pos.size else 0.0
+        if tgt > 0 and self._cache.get(("deltas_slack", eps), math.inf) > tgt:
+            out = np.minimum(out, self._deltas_at(self._counts, eps, tgt))
         details.update(method="pld", source="000 Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
+
+    def _deltas_at(self, counts: np.ndarray, eps: float, slack_target: float) -> np.ndarray | None:
+        setup = self._pld_setup(counts, None, _DELTAS_TARGET, slack_target)
+        if setup is None:
+            return None
+        c, setups = setup
+        out = np.zeros(counts.shape[0])
+        slack = 0.0
+        for direction, bs, h in setups:
+            out = np.maximum(out, population_deltas(bs, c, eps))
+            slack = max(slack, float(np.max(c @ bs.slack)))
+        self._cache[("deltas_slack", eps)] = slack
+        return np.minimum(out, 1.0)
 
     def worst_case_epsilon(self, delta: float) -> Bounds:
         """Epsilon of an example with every recorded step at full sensitivity (the usual DP-SGD bound)."""
@@ -338,7 +429,8 @@ class IndividualAccountant:
             return total * (1.0 + 8 * _U) <= B * B
         counts = self._counts.astype(np.int64)
         counts[:, self._B] += 1
-        e, _ = self._eps_counts(counts, dlt)
+        # an epsilon the fast path cannot certify (inf) drops the example: conservative for a filter
+        e, _ = self._eps_counts(counts, dlt, fallback=False)
         return e <= eps
 
     # ---------------------------------------------------------- persistence
