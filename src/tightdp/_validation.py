@@ -88,8 +88,12 @@ def check_nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
 
 
 def check_probability(name: str, value) -> float:
-    """A sampling rate: ``value`` in (0, 1]."""
-    return check_real(name, value, low=0.0, high=1.0, high_open=False)
+    """A sampling rate: ``value`` in [1e-300, 1] (``MIN_POSITIVE``)."""
+    x = check_real(name, value, low=0.0, high=1.0, high_open=False)
+    if x < MIN_POSITIVE:
+        raise ValueError(f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), "
+                         f"got {value!r}")
+    return x
 
 
 def check_delta(name: str, value) -> float:

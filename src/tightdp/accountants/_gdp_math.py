@@ -70,9 +70,10 @@ def gdp_log_delta_bounds(mu: float, eps) -> tuple[np.ndarray, np.ndarray, np.nda
         tail_hi = np.log(-np.expm1(np.minimum(d_far, 0.0)))
         tail_lo = np.where(d_near < 0.0, np.log(-np.expm1(np.minimum(d_near, 0.0))), -np.inf)
         est = la + tail
-        rnd = _SAFETY * _U * (np.abs(la) + np.abs(tail) + 1.0)
-        upper = np.minimum(la + err_a + tail_hi + rnd, 0.0)
-        lower = la - err_a + tail_lo - rnd
+        rnd_hi = _SAFETY * _U * (np.abs(la) + np.abs(tail_hi) + 1.0)
+        rnd_lo = _SAFETY * _U * (np.abs(la) + np.abs(tail_lo) + 1.0)
+        upper = np.minimum(la + err_a + tail_hi + rnd_hi, 0.0)
+        lower = la - err_a + tail_lo - rnd_lo
     est = np.where(np.isnan(est), -np.inf, np.minimum(est, 0.0))
     # la = -inf: Phi(a) underflows, so delta < Phi(a) < the smallest double (log of it: -745.2)
     upper = np.where(np.isneginf(la), math.log(_TINIEST), upper)
