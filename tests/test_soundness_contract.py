@@ -267,3 +267,33 @@ def test_cli_bad_magnitudes_exit_2(argv, capsys):
     assert code == 2
     err = capsys.readouterr().err.strip()
     assert err and "\n" not in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ exact answers at the loss support
+
+@pytest.mark.parametrize("name", ["connect-dots", "prv"])
+def test_delta_is_exactly_zero_beyond_the_loss_support(name):
+    """Issue 10: randomized response that is exactly 1-DP answered delta(1) in [0, 1.0]."""
+    rr = tightdp.RandomizedResponse(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    b = create(name).compose(rr).delta([1.0, 2.0])
+    assert np.all(b.upper == 0.0) and np.all(b.lower == 0.0)
+    pure = create(name).compose(tightdp.PureDP(epsilon=1.0), 3)
+    assert pure.delta(3.0).upper == 0.0 and pure.epsilon(1e-9).upper <= 3.0
+
+
+@pytest.mark.parametrize("name", ["connect-dots", "prv"])
+def test_approximate_dp_beyond_the_support_is_the_infinite_atom(name):
+    acc = create(name).compose(tightdp.ApproximateDP(epsilon=0.5, delta=1e-6), 4)
+    b = acc.delta(2.0)
+    exact = -math.expm1(4 * math.log1p(-1e-6))
+    assert b.lower <= exact <= b.upper and b.upper - b.lower < 1e-15
+
+
+@pytest.mark.parametrize("name", ["connect-dots", "prv"])
+def test_laplace_at_tiny_delta_is_never_unbounded(name):
+    """Issue 10: 3 x Laplace(1) + 2 x Laplace(2) at delta 1e-14 answered [0, inf]; the loss never
+    exceeds 4, so epsilon <= 4 is certified whatever the discretisation manages."""
+    acc = create(name).compose(tightdp.Laplace(scale=1.0), 3).compose(tightdp.Laplace(scale=2.0), 2)
+    b = acc.epsilon(1e-14)
+    _check_shape(b)
+    assert b.upper <= 4.0 and math.isfinite(b.upper)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..bounds import Bounds
-from ..errors import PrecisionError
+from ..errors import GridTooLargeError, PrecisionError
 from ..mechanisms import Mechanism
 from ..mechanisms.base import PrivacyLoss
 from ..pld import CurveBounds, delta_bounds, epsilon_bounds
@@ -40,6 +40,68 @@ class PLDAccountant(Accountant):
         if add != remove:
             out.append(list(add.items()))
         return out
+
+    # ------------------------------------------------ exact answers at and beyond the loss support
+    def _support_ceiling(self) -> tuple[float, float]:
+        """``(top, p_inf)``: the largest finite value the composed privacy loss can take (``inf`` if
+        unbounded) and the largest probability, over directions, of an infinite loss.
+
+        For ``eps >= top`` only the infinite atom contributes to
+        ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
+        (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
+        """
+        top, p_inf = -math.inf, 0.0
+        for terms in PLDAccountant._directions(self):
+            t = sum(c * loss.support()[1] for loss, c in terms)
+            masses = [(min(max(loss.infinity_mass, 0.0), 1.0), c) for loss, c in terms]
+            p = 1.0 if any(m >= 1.0 for m, _ in masses) else -math.expm1(sum(c * math.log1p(-m) for m, c in masses))
+            top, p_inf = max(top, t), max(p_inf, p)
+        return top, p_inf
+
+    def _epsilon(self, delta: float) -> Bounds:
+        top, p_inf = self._support_ceiling()
+        capped = math.isfinite(top) and delta >= p_inf * (1.0 + 1e-12)  # then epsilon <= top exactly
+        try:
+            out = self._epsilon_numeric(delta)
+        except GridTooLargeError:
+            raise
+        except PrecisionError as exc:
+            if not capped:
+                raise
+            return Bounds(0.0, max(top, 0.0), max(top, 0.0), "epsilon", "bound",
+                          {"note": f"the numerics could not certify a tighter interval ({exc}); the composed "
+                                   f"privacy loss never exceeds {top:.6g}, so epsilon <= {top:.6g}",
+                           "method": "loss support"})
+        if capped and (out.upper > top or math.isinf(out.upper)):
+            top = max(top, 0.0)
+            details = {**dict(out.details), "support_cap": f"the composed privacy loss never exceeds {top:.6g}"}
+            if math.isinf(out.upper):
+                details["note"] = (f"upper bound from the loss support (epsilon <= {top:.6g}); the discretised "
+                                   f"interval was vacuous: {out.details.get('note', 'no reason given')}")
+            return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
+        return out
+
+    def _delta(self, epsilons: np.ndarray) -> Bounds:
+        top, p_inf = self._support_ceiling()
+        beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
+        if not beyond.any():
+            return self._delta_numeric(epsilons)
+        lower = np.full(epsilons.shape, p_inf * (1.0 - 1e-12))
+        upper = np.full(epsilons.shape, min(1.0, p_inf * (1.0 + 1e-12)))
+        est = np.full(epsilons.shape, p_inf)
+        details: dict[str, Any] = {"support": f"delta = P(loss = inf) exactly for epsilon >= {top:.6g}"}
+        if not beyond.all():
+            inner = self._delta_numeric(epsilons[~beyond])
+            for arr, part in ((lower, inner.lower), (est, inner.estimate), (upper, inner.upper)):
+                arr[~beyond] = part
+            details = {**dict(inner.details), **details}
+        return Bounds(lower, est, upper, "delta", "bound", details)
+
+    def _epsilon_numeric(self, delta: float) -> Bounds:
+        raise NotImplementedError
+
+    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+        raise NotImplementedError
 
     def _memo(self, key, fn):
         cache = getattr(self, "_cache", None)

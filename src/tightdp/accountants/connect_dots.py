@@ -177,7 +177,7 @@ class ConnectDotsAccountant(PLDAccountant):
         h = math.sqrt(2.0 * 1.6 * self.eps_error / (steps * slope))
         return float(min(max(h, 1e-7), 0.05, self.eps_error))
 
-    def _epsilon(self, delta: float) -> Bounds:
+    def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()
         if mu is not None:
             return self._closed_form_epsilon(mu, delta)
@@ -364,7 +364,7 @@ class ConnectDotsAccountant(PLDAccountant):
         bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
         return bound <= delta
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
         mu = self._gaussian_mu()
         if mu is not None:
             lo, est, hi = gdp_delta_bounds(mu, epsilons)

@@ -123,7 +123,7 @@ class PRVAccountant(PLDAccountant):
         return self._memo(key, lambda: compose(disc, tilt=tilt, tau=tau))
 
     # --------------------------------------------------------------- queries
-    def _epsilon(self, delta: float) -> Bounds:
+    def _epsilon_numeric(self, delta: float) -> Bounds:
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         if slack >= delta:
@@ -183,7 +183,7 @@ class PRVAccountant(PLDAccountant):
                                  "could not be placed around the answer")
         return res, comp
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
         t0 = time.perf_counter()
         lower = np.zeros_like(epsilons)
         est = np.zeros_like(epsilons)
@@ -198,6 +198,7 @@ class PRVAccountant(PLDAccountant):
         for d, terms in enumerate(self._directions()):
             slack = self.delta_error if self.delta_error is not None else 1e-6
             tilt = 0.0
+            best_lo, best_up, es = 0.0, 1.0, 0.0
             for attempt in range(3):
                 eta, trunc = 0.5 * slack, 0.25 * slack
                 for tau in _taus(slack, round(tilt, 3)):
@@ -205,11 +206,13 @@ class PRVAccountant(PLDAccountant):
                     lo, es, up = (float(v[0]) for v in delta_bounds(comp, np.array([eps]), eta))
                     if float(comp.numerical_error(eps + comp.coupling_shift(eta))) <= 0.25 * slack:
                         break
+                # every attempt is certified: keep the best ends, not the last attempt's
+                best_lo, best_up = max(best_lo, lo), min(best_up, up)
                 if self.delta_error is not None or es <= 0 or slack <= 1e-3 * es or slack <= 1e-300:
                     break
                 # the answer is small: spend less slack, and tilt the FFT towards eps if round-off could matter
                 slack = max(1e-3 * es, 1e-300)
                 if es < 1e-9:
                     tilt = saddle_tilt(self._plan(terms, 0.5 * slack, 0.25 * slack)[0], eps)
-            out.append((lo, es, up))
+            out.append((best_lo, min(max(es, best_lo), best_up), best_up))
         return tuple(max(v[j] for v in out) for j in range(3))
