@@ -20,30 +20,44 @@ Tightness: the search brackets the boundary (exponential expansion), then
 narrows the bracket by safeguarded interpolation on ``log epsilon`` against the
 log of the searched variable, falling back to bisection on the log scale (the
 bound need not be exactly monotone: discretisation moves with the parameters).
-Finally it checks that moving 1 % towards the infeasible side (``0.99 sigma``,
-``1.01 q``, ``steps + 1`` steps) overshoots the target; if it does not (a
-non-monotone wobble of the bound), the search continues from there. The
-returned ``Calibration.details["tightness"]`` records that check.
+Finally it shows tightness: a certified *lower* bound above the target at
+``0.99 sigma`` / ``1.01 q`` / ``steps + 1`` (else at a 2 % or 5 % move); if
+such a neighbour is itself feasible (a non-monotone wobble of the bound), the
+search continues from there. ``Calibration.details["tightness"]`` records the
+neighbour, its interval and whether it was proved to exceed the target.
 
-The accuracy of the accountant is chosen relative to the target
-(``eps_error = min(0.01, target / 500)`` by default) so that the slack between
-the certified bound and the true epsilon costs well under 1 % of noise.
+Accuracy: every answer is certified at one accuracy, ``eps_error`` (default
+``DEFAULT_EPS_ERROR`` = the default of ``dpsgd_epsilon`` and of ``tightdp
+epsilon``), and that accuracy is recorded in ``Calibration.eps_error``:
+re-evaluating the returned run with ``dpsgd_epsilon`` at that accuracy gives an
+upper bound at or below the target. The returned noise is rounded up (the
+sampling rate down) to ``DIGITS`` significant digits before that evaluation, so
+the printed value is the certified one. A coarser pass decides points far from
+the boundary; a finer one (``target / 300``) is used only to prove tightness.
+
+Cost: targets above ``MAX_TARGET_EPSILON`` are refused at once; a target that no
+point of the searched range meets is refused after evaluating the range's end;
+once a certified evaluation takes seconds, points the coarse pass cannot decide
+count as infeasible (safe) instead of being evaluated again.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .accountants import DEFAULT_ACCOUNTANT
-from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability,
-                          check_real)
+from ._validation import (check_choice, check_count, check_delta, check_eps_error, check_positive,
+                          check_probability, check_real)
 from .bounds import Bounds
+from .dpsgd import dpsgd_epsilon as _dpsgd_epsilon
 
 __all__ = ["Calibration", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
-           "steps_from_epochs", "CalibrationError"]
+           "steps_from_epochs", "CalibrationError", "DEFAULT_EPS_ERROR", "MAX_TARGET_EPSILON"]
 
 #: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
 EpsilonFunction = Callable[[float, float, int, float], Bounds]
@@ -83,6 +97,9 @@ class Calibration:
     evaluations: int
     seconds: float
     details: Mapping[str, Any] = field(default_factory=dict)
+    #: the accuracy (``eps_error``) the answer was certified at: re-evaluating the returned run with
+    #: ``dpsgd_epsilon(..., eps_error=eps_error)`` (the default unless one was asked for) gives ``upper <= target``
+    eps_error: float | None = None
 
     @property
     def value(self) -> float | int:
@@ -100,6 +117,7 @@ class Calibration:
             "target_epsilon": self.target_epsilon,
             "epsilon": self.epsilon.to_dict(),
             "accountant": self.accountant,
+            "eps_error": self.eps_error,
             "evaluations": self.evaluations,
             "seconds": self.seconds,
             "details": dict(self.details),
@@ -123,8 +141,23 @@ def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
     return batch_size / dataset_size, epochs * math.ceil(dataset_size / batch_size)
 
 
-def _default_eps_error(target: float) -> float:
-    return min(0.01, max(target / 300.0, 1e-5))
+#: The accuracy every answer is certified at unless told otherwise: the default ``eps_error`` of
+#: ``tightdp.dpsgd_epsilon`` and of ``tightdp epsilon`` (read from the signature, so the two cannot drift).
+DEFAULT_EPS_ERROR: float = float(inspect.signature(_dpsgd_epsilon).parameters["eps_error"].default)
+
+#: Targets above this are refused at once: an epsilon of hundreds carries no meaningful guarantee, and
+#: certifying it needs grids of millions of points per evaluation (minutes and gigabytes each).
+MAX_TARGET_EPSILON = 100.0
+
+#: A certified evaluation slower than this (seconds) switches the search to its cheap levels: undecided
+#: points count as infeasible (the safe side) instead of being evaluated at the full accuracy again.
+_EXPENSIVE_SECONDS = 2.0
+
+
+def _tight_error(target: float, check: float) -> float | None:
+    """A finer accuracy used only to prove tightness (a certified lower bound above the target)."""
+    e = max(target / 300.0, 1e-5)
+    return e if e < check * 0.99 else None
 
 
 #: Coarse evaluations (bracketing) use this many times the fine error budget.
@@ -132,42 +165,60 @@ _COARSE_FACTOR = 8.0
 
 
 def _make_epsilon_fns(accountant: str, eps_error: float | None, target: float):
-    """``(fine, coarse, fine_error)``: the coarse function has a wider (still certified) interval."""
-    from . import dpsgd_epsilon  # late: the top-level package imports this module
+    """``(check, coarse, check_error, tight)``: functions of ``(sigma, q, steps, delta)``.
 
-    err = _default_eps_error(target) if eps_error is None else check_positive("eps_error", eps_error)
+    ``check`` is the accountant at the accuracy the answer is certified at
+    (``eps_error``, default ``DEFAULT_EPS_ERROR``); ``coarse`` the same
+    accountant with a wider (still certified) interval, used to decide points
+    far from the boundary cheaply; ``tight`` a finer one used only to prove
+    tightness (``None`` when not finer than ``check``).
+    """
+    err = DEFAULT_EPS_ERROR if eps_error is None else check_eps_error("eps_error", eps_error)
 
     def make(e):
         def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
-            return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                                 accountant=accountant, eps_error=e)
+            return _dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
+                                  accountant=accountant, eps_error=e)
         return fn
 
-    if accountant not in ("prv", "connect-dots"):  # certified PLD accountants: a coarse pass is cheaper
-        return make(err), None, err
-    return make(err), make(min(_COARSE_FACTOR * err, 0.2)), err
+    tight_e = _tight_error(target, err)
+    tight = None if tight_e is None else make(tight_e)
+    if accountant not in ("prv", "connect-dots"):  # only the PLD accountants have a cheaper coarse pass
+        return make(err), None, err, tight if accountant == "fourier" else None
+    return make(err), make(min(_COARSE_FACTOR * err, 0.2)), err, tight
 
 
 class _Evaluator:
-    """Decides feasibility (certified ``upper <= target``), caching every evaluation.
+    """Decides feasibility (certified ``upper <= target`` at the check accuracy), caching every evaluation.
 
     With a ``coarse`` function (the same accountant with a larger error
-    budget) a point is first evaluated coarsely: a coarse certified upper
-    bound at or below the target proves feasibility, a coarse certified lower
-    bound above it proves infeasibility, and only points in between get the
-    fine evaluation. Anything that cannot be certified (``PrecisionError`` or
-    another ``ArithmeticError``, a ``MemoryError`` for a grid too large, an
-    infinite or missing upper bound) is infeasible: the safe side.
+    budget) a point is first evaluated coarsely: a coarse certified lower
+    bound above the target proves infeasibility (the check accuracy's upper
+    bound is above it too), a coarse upper bound at least ``2 fine_error``
+    below the target makes the point feasible for the search (the check
+    accuracy's interval is at most ``2 fine_error`` wide; the returned answer
+    is always re-evaluated at the check accuracy, ``verify``), and only points
+    in between get the check evaluation. Once a check evaluation has taken
+    longer than ``_EXPENSIVE_SECONDS``, points the coarse pass cannot decide
+    count as infeasible (safe; only tightness suffers, and the tightness record
+    says how tight the answer is). Anything that cannot be certified
+    (``PrecisionError`` or another ``ArithmeticError``, a ``MemoryError`` for a
+    grid too large, an infinite or missing upper bound) is infeasible: the safe side.
     """
 
     def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple],
-                 coarse: EpsilonFunction | None = None, fine_error: float = 0.0):
+                 coarse: EpsilonFunction | None = None, fine_error: float = 0.0,
+                 tight: EpsilonFunction | None = None):
         self.fn, self.coarse, self.target, self.point = fn, coarse, target, point
+        self.tight = tight
         self.fine_error = fine_error
         self.fine: dict[Any, tuple[float, Bounds | None]] = {}
         self.rough: dict[Any, tuple[float, Bounds | None]] = {}
+        self.finer: dict[Any, tuple[float, Bounds | None]] = {}
         self.calls = 0
         self.coarse_calls = 0
+        self.expensive = False
+        self.fine_seconds = 0.0  # the slowest check evaluation so far
         self.failures: list[str] = []
 
     def _eval(self, fn, x) -> tuple[float, Bounds | None]:
@@ -187,7 +238,11 @@ class _Evaluator:
     def _fine(self, x) -> tuple[float, Bounds | None]:
         if x not in self.fine:
             self.calls += 1
+            t = time.perf_counter()
             self.fine[x] = self._eval(self.fn, x)
+            self.fine_seconds = max(self.fine_seconds, time.perf_counter() - t)
+            if self.coarse is not None and self.fine_seconds > _EXPENSIVE_SECONDS:
+                self.expensive = True
         return self.fine[x]
 
     def _rough(self, x) -> tuple[float, Bounds | None]:
@@ -196,19 +251,40 @@ class _Evaluator:
             self.rough[x] = self._eval(self.coarse, x)
         return self.rough[x]
 
+    def _finer(self, x) -> tuple[float, Bounds | None]:
+        if x not in self.finer:
+            self.calls += 1
+            self.finer[x] = self._eval(self.tight, x)
+        return self.finer[x]
+
     def feasible(self, x) -> bool:
         return self.evidence(x)[0] <= self.target
+
+    def verify(self, x) -> tuple[float, Bounds | None]:
+        """``(upper, Bounds)`` at the check accuracy: what the answer is certified on."""
+        return self._fine(x)
 
     def evidence(self, x) -> tuple[float, Bounds | None]:
         """``(upper, Bounds)`` of the evaluation that decides ``x`` (fine unless the coarse one sufficed)."""
         if x in self.fine or self.coarse is None:
             return self._fine(x)
         up, b = self._rough(x)
-        if up <= self.target:
+        if up + 2.0 * self.fine_error <= self.target:
             return up, b
         if b is not None and b.lower is not None and math.isfinite(b.lower) and b.lower > self.target:
             return up, b
+        if self.expensive:  # undecided and costly: the safe side, without the evaluation
+            return math.inf, None
         return self._fine(x)
+
+    def lower_bounds(self, x):
+        """Certified evaluations at ``x``, cheapest first (for proving that ``x`` exceeds the target)."""
+        if self.coarse is not None:
+            yield self._rough(x)
+        if not self.expensive or x in self.fine:
+            yield self._fine(x)
+        if self.tight is not None and not self.expensive:
+            yield self._finer(x)
 
     def value(self, x) -> float:
         """Best guess of the fine upper bound at ``x`` (for interpolation only, never for decisions)."""
@@ -275,24 +351,57 @@ def _narrow(ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: floa
     return bad, good
 
 
+def _round_sig(x: float, digits: int, up: bool) -> float:
+    """``x`` rounded to ``digits`` significant digits, up (``up``) or down, so that printing it with
+    ``:.{digits}g`` shows exactly the value that was evaluated."""
+    if x <= 0 or not math.isfinite(x):
+        return x
+    d = Decimal(x)
+    q = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return float(d.quantize(q, rounding=ROUND_CEILING if up else ROUND_FLOOR))
+
+
+#: Significant digits of a calibrated noise multiplier or sampling rate (what the CLI and the report print).
+DIGITS = 6
+
+
+def _finish(ev: "_Evaluator", x, safer: Callable[[Any, int], Any], *, rounds: int = 12):
+    """The point at or past ``x`` (towards the safe side) whose check-accuracy upper bound meets the target."""
+    for i in range(rounds):
+        up, b = ev.verify(x)
+        if b is not None and up <= ev.target:
+            return x
+        x = safer(x, i)
+    raise CalibrationError(f"no point near the solution could be certified at eps_error={ev.fine_error:g}; "
+                           + (ev.failures or ["the certified upper bound stays above the target"])[-1])
+
+
 def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, accountant, t0,
             details) -> Calibration:
-    up, b = ev(x)
-    if b is None or not up <= target:  # the search only ever returns evaluated feasible points
+    up, b = ev.verify(x)
+    if b is None or not up <= target:  # the search only ever returns verified feasible points
         raise RuntimeError(f"internal error: calibration ended on an infeasible point {x!r}")
     details = dict(details)
     if ev.coarse is not None:
         details["fine_evaluations"] = ev.calls
         details["coarse_evaluations"] = ev.coarse_calls
+    if ev.expensive:
+        details["expensive"] = ("certified evaluations at this accuracy take seconds each; points the coarse "
+                                "pass could not decide were counted as infeasible (safe, possibly less tight)")
     if ev.failures:
         details["uncertified_points"] = ev.failures[:10]
     return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
                        delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
-                       evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details)
+                       evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details,
+                       eps_error=ev.fine_error if ev.fine_error > 0 else None)
 
 
 def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
     target = check_real("target_epsilon", target_epsilon, low=0.0)
+    if target > MAX_TARGET_EPSILON:
+        raise ValueError(f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
+                         "that large promises no meaningful privacy, and certifying it needs grids of millions "
+                         "of points per evaluation)")
     delta = check_delta("delta", delta)
     if epsilon_fn is None:
         from .accountants import ACCOUNTANTS
@@ -306,7 +415,7 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
     else:
         if not callable(epsilon_fn):
             raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
-        fns, name = (epsilon_fn, None, 0.0), getattr(epsilon_fn, "__name__", "custom")
+        fns, name = (epsilon_fn, None, 0.0, None), getattr(epsilon_fn, "__name__", "custom")
     return target, delta, fns, name
 
 
@@ -382,6 +491,35 @@ def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> fl
         return None
 
 
+def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: float, tol: float):
+    """Bracket and narrow the boundary: ``(bad, good)`` on the log scale (either ``None`` as in ``_bracket``).
+
+    With a coarse pass the search runs twice: first on the coarse evaluations
+    alone (undecided points count as infeasible), which is cheap and lands
+    within the coarse interval of the boundary; then, if one check-accuracy
+    evaluation at that answer is fast, again from there with the check
+    evaluations (so the expensive accuracy is only ever used near the answer).
+    """
+    if ev.coarse is not None and not ev.expensive:
+        ev.expensive = True
+        try:
+            bad, good = _bracket(ev, to_x, u0, direction, lo, hi)
+            if bad is not None and good is not None:
+                bad, good = _narrow(ev, to_x, bad, good, tol)
+        finally:
+            ev.expensive = False
+        if good is None:
+            return bad, good
+        ev.verify(to_x(good))  # times the check accuracy here (sets ev.expensive when it is slow)
+        if ev.expensive:
+            return bad, good
+        u0 = good
+    bad, good = _bracket(ev, to_x, u0, direction, lo, hi)
+    if bad is not None and good is not None:
+        bad, good = _narrow(ev, to_x, bad, good, tol)
+    return bad, good
+
+
 # --------------------------------------------------------------------------- public API
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
                     batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
@@ -389,7 +527,12 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
 
     Give ``sampling_rate`` and ``steps``, or ``epochs``, ``dataset_size`` and
-    ``batch_size`` (see ``steps_from_epochs``). ``epsilon_fn(sigma, q, steps,
+    ``batch_size`` (see ``steps_from_epochs``). The answer is certified at the
+    accuracy ``eps_error`` (default ``DEFAULT_EPS_ERROR``, the default of
+    ``dpsgd_epsilon``): ``dpsgd_epsilon(noise_multiplier=cal.noise_multiplier,
+    ..., eps_error=cal.eps_error).upper <= target_epsilon``. The noise is
+    rounded up to ``DIGITS`` significant digits (more noise: the safe side) and
+    the rounded value is the one evaluated. ``epsilon_fn(sigma, q, steps,
     delta) -> Bounds`` replaces the accountant (its ``upper`` is used).
     Raises ``CalibrationError`` when no sigma in [1e-3, 1e6] meets the target.
 
@@ -401,13 +544,14 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
 
-    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2])
-    to_x = lambda u: math.exp(u)  # noqa: E731
+    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2], fns[3])
+    to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)  # noqa: E731
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
-    bad, good = _bracket(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX))
+    bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
     if bad is None:
-        return _result("noise_multiplier", ev, to_x(good), sigma=to_x(good), q=q, steps=k, delta=delta,
+        sigma = _finish(ev, to_x(good), lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
+        return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta,
                        target=target, accountant=name, t0=t0,
                        details={"note": f"the target is met by every searched noise multiplier down to "
                                         f"{_SIGMA_MIN:g}; smaller values were not searched"})
@@ -415,38 +559,63 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
         raise CalibrationError(
             f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
             f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
-    bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
-    good, tight = _tighten(ev, to_x, good, math.log1p(-_TIGHTNESS), rtol)
-    sigma = to_x(good)
+    sigma = _finish(ev, to_x(good), lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
+    sigma, tight = _tighten(ev, to_x, math.log(sigma), -1.0, rtol,
+                            safer=lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
     return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta, target=target,
                    accountant=name, t0=t0, details={"tightness": tight})
 
 
-def _tighten(ev: _Evaluator, to_x, good: float, step: float, rtol: float, *, max_rounds: int = 20):
-    """Check that ``good + step`` (1 % towards infeasible) overshoots; if not, continue from there."""
+#: Neighbours tried (relative move towards the infeasible side) to show that the answer is tight.
+_TIGHTNESS_STEPS = (0.01, 0.02, 0.05)
+
+
+def _prove_exceeds(ev: _Evaluator, x) -> tuple[bool | None, float, Bounds | None]:
+    """Whether some certified lower bound at ``x`` exceeds the target: ``(proved, upper, bounds)``.
+
+    ``proved`` is ``None`` when ``x`` could not be evaluated at all."""
+    last_up, last_b = math.inf, None
+    for up, b in ev.lower_bounds(x):
+        if b is None:
+            continue
+        last_up, last_b = up, b
+        if b.lower is not None and math.isfinite(b.lower) and b.lower > ev.target:
+            return True, up, b
+    return (None if last_b is None else False), last_up, last_b
+
+
+def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, safer, max_rounds: int = 20):
+    """Show that moving ``1 %`` (else 2 %, 5 %) towards the infeasible side exceeds the target, proved by a
+    certified lower bound. If a neighbour is itself feasible at the check accuracy (the bound wobbles), the
+    answer moves there. Returns ``(answer, tightness record)``."""
+    x = to_x(u)
     for _ in range(max_rounds):
-        probe = good + step
-        px = to_x(probe)
-        if px == to_x(good):
-            return good, {"checked": None, "note": "the neighbouring value rounds to the same point"}
-        up, b = ev(px)
-        if b is None:  # the neighbour could not be evaluated: safe, but tightness is not shown
-            return good, {"checked": px, "overshoots": None,
-                          "note": "the neighbouring value could not be certified: " + (ev.failures or ["?"])[-1]}
-        if up > ev.target:
-            return good, {"checked": px, "epsilon_upper": up if math.isfinite(up) else None,
-                          "epsilon_lower": b.lower, "overshoots": True}
-        # a wobble of the bound: the boundary lies further out; bracket again and narrow
-        good = probe
-        bad = good + step
-        for _ in range(200):
-            if not ev.feasible(to_x(bad)):
+        moved = False
+        last = None
+        for frac in _TIGHTNESS_STEPS:
+            probe = to_x(math.log(x) + math.log1p(direction * frac))
+            if probe == x:
+                continue
+            proved, up, b = _prove_exceeds(ev, probe)
+            if proved is None:
+                last = {"checked": probe, "step": frac, "overshoots": None,
+                        "note": "the neighbouring value could not be certified: " + (ev.failures or ["?"])[-1]}
                 break
-            good, bad = bad, bad + step
-        else:
-            return good, {"checked": None, "note": "no infeasible point found past the solution"}
-        _, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
-    return good, {"checked": None, "note": "the bound is not monotone near the solution"}
+            if proved:
+                return x, {"checked": probe, "step": frac, "epsilon_upper": up if math.isfinite(up) else None,
+                           "epsilon_lower": b.lower, "overshoots": True}
+            vup, vb = ev.verify(probe) if not ev.expensive or probe in ev.fine else (math.inf, None)
+            if vb is not None and vup <= ev.target:  # a wobble: the boundary lies further out
+                x = _finish(ev, probe, safer)
+                moved = True
+                break
+            last = {"checked": probe, "step": frac, "epsilon_upper": up if math.isfinite(up) else None,
+                    "epsilon_lower": None if b is None else b.lower, "overshoots": False,
+                    "note": "no certified lower bound above the target within " + f"{frac:.0%}"
+                            + " (a smaller eps_error can prove more)"}
+        if not moved:
+            return x, last or {"checked": None, "note": "the neighbouring value rounds to the same point"}
+    return x, {"checked": None, "note": "the bound is not monotone near the solution"}
 
 
 def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
@@ -454,10 +623,13 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
                     epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
 
-    Exact over the multiples of ``multiple_of`` (1: every integer; the steps
-    per epoch: whole epochs) for the accountant's bound: ``steps`` meets the
-    target and ``steps + multiple_of`` does not (checked). Raises
-    ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
+    Over the multiples of ``multiple_of`` (1: every integer; the steps per
+    epoch: whole epochs), certified at ``eps_error`` (default
+    ``DEFAULT_EPS_ERROR``). Exact (``steps + multiple_of`` does not meet the
+    target) up to 10,000 units; beyond, to a relative 1e-4 (the bound cannot
+    resolve single steps there). Tightness is shown by a certified lower
+    bound above the target at ``steps + multiple_of`` or 1 %, 2 %, 5 % more
+    steps. Raises ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
     """
     t0 = time.perf_counter()
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
@@ -468,20 +640,21 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     max_units = max_steps // unit
     if max_units < 1:
         raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
-    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2])
-    if not ev.feasible(1):
+    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2], fns[3])
+    if not ev.feasible(1) or ev.verify(1)[0] > target:
         raise CalibrationError(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
-            f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev(1)[0]:.6g}")
+            f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}")
     to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))  # noqa: E731  (exact on log(n))
     guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
-    u0 = math.log(max(guess / unit, 1.0)) if guess and math.isfinite(guess) else 0.0
-    bad_u, good_u = _bracket(ev, to_x, u0, -1.0, 0.0, math.log(max_units))
+    u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
+    bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
+    safer = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2 ** i)))  # noqa: E731
     if bad_u is None:
         good = to_x(good_u)
         if good < max_units and ev.feasible(max_units):
             good = max_units
-        if good == max_units:
+        if good == max_units and ev.verify(good)[0] <= target:
             return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
                            accountant=name, t0=t0,
                            details={"note": f"the target is met up to max_steps={max_steps}; more were not "
@@ -490,22 +663,32 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     if good_u is None:  # cannot happen: one unit is feasible (checked above)
         good_u = 0.0
     good, bad = to_x(good_u), to_x(bad_u)
-    ub, ug = _narrow(ev, to_x, math.log(bad), math.log(good), 0.0, max_iter=200)
-    good, bad = to_x(ug), to_x(ub)
-    # finish exactly on the integers (the log-scale loop may stop when rounding merges points)
-    while bad - good > 1:
+    resolution = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1  # noqa: E731
+    # finish on the integers (the log-scale loop may stop when rounding merges points)
+    while bad - good > resolution(good):
         mid = (good + bad) // 2
         if ev.feasible(mid):
             good = mid
         else:
             bad = mid
-    if not ev.feasible(good) or ev.feasible(bad):  # invariant of the search
-        raise RuntimeError(f"internal error: step search ended on ({good}, {bad})")
-    up_bad, b_bad = ev(bad)  # bad == good + 1 was evaluated and overshoots
-    details = {"tightness": {"checked": bad * unit, "epsilon_upper": up_bad if math.isfinite(up_bad) else None,
-                             "epsilon_lower": None if b_bad is None else b_bad.lower, "overshoots": True}}
+    good = _finish(ev, good, safer)
+    details: dict[str, Any] = {}
     if unit > 1:
         details["multiple_of"] = unit
+    tight = None
+    for probe in dict.fromkeys([good + 1] + [max(good + 1, int(math.ceil(good * (1 + f)))) for f in _TIGHTNESS_STEPS]):
+        if probe > max_units:
+            break
+        proved, up, b = _prove_exceeds(ev, probe)
+        tight = {"checked": probe * unit, "epsilon_upper": up if math.isfinite(up) else None,
+                 "epsilon_lower": None if b is None else b.lower, "overshoots": proved}
+        if proved:
+            break
+        tight["note"] = "no certified lower bound above the target at this neighbour (a smaller eps_error can " \
+                        "prove more)"
+        if proved is None:
+            break
+    details["tightness"] = tight or {"checked": None, "note": "max_steps reached"}
     return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
                    accountant=name, t0=t0, details=details)
 
@@ -515,32 +698,37 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
                             epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.
 
-    Returns ``1.0`` when full batches already meet the target; otherwise the
-    rate ``q`` meets it and ``1.01 q`` does not (checked). Raises
-    ``CalibrationError`` below a rate of 1e-9.
+    Certified at ``eps_error`` (default ``DEFAULT_EPS_ERROR``); the rate is
+    rounded down to ``DIGITS`` significant digits. Returns ``1.0`` when full
+    batches already meet the target; otherwise tightness is shown by a
+    certified lower bound above the target at a 1 % (else 2 %, 5 %) larger
+    rate. Raises ``CalibrationError`` at once when even the smallest searched
+    rate (1e-9) misses the target.
     """
     t0 = time.perf_counter()
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count("steps", steps)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2])
-    to_x = lambda u: min(1.0, math.exp(u))  # noqa: E731
-    if ev.feasible(1.0):
+    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2], fns[3])
+    to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))  # noqa: E731
+    safer = lambda q, i: _round_sig(q / (1 + rtol * 2 ** i), DIGITS, up=False)  # noqa: E731
+    if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:
         return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
                        accountant=name, t0=t0, details={"note": "full batches (sampling_rate = 1) meet the target"})
+    if not ev.feasible(_RATE_MIN):  # refuse at once: even the smallest searched rate misses the target
+        raise CalibrationError(
+            f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
+            f"(noise_multiplier={sigma:g}, steps={k}); certified epsilon at that rate <= {ev(_RATE_MIN)[0]:.6g}")
     guess = _clt_guess(target=target, delta=delta, k=k, sigma=sigma)
     u0 = math.log(min(guess, 1.0)) if guess and math.isfinite(guess) and guess > 0 else math.log(0.01)
-    bad, good = _bracket(ev, to_x, u0, -1.0, math.log(_RATE_MIN), 0.0)
+    bad, good = _search(ev, to_x, u0, -1.0, math.log(_RATE_MIN), 0.0, math.log1p(rtol))
     if good is None:
         raise CalibrationError(
             f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, steps={k})")
-    if bad is None:  # cannot happen: q = 1 is infeasible (checked above)
-        bad = 0.0
-    bad, good = _narrow(ev, to_x, bad, good, math.log1p(rtol))
-    good, tight = _tighten(ev, to_x, good, math.log1p(_TIGHTNESS), rtol)
-    q = to_x(good)
+    q = _finish(ev, to_x(good), safer)
+    q, tight = _tighten(ev, to_x, math.log(q), +1.0, rtol, safer=safer)
     return _result("sampling_rate", ev, q, sigma=sigma, q=q, steps=k, delta=delta, target=target,
                    accountant=name, t0=t0, details={"tightness": tight})
 
