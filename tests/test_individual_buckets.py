@@ -66,7 +66,7 @@ def test_issue15_norm_at_clip_lands_in_its_own_row():
     assert c[1, 0] == 1000 and c[1].sum() == 1000
     e = acc.epsilons(1e-5).upper
     ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
-    assert e[0] >= ref.upper  # certified: never below the exact DP-SGD epsilon
+    assert e[0] >= ref.lower  # never below the certified truth (the truth is in [ref.lower, ref.upper])
     assert e[0] <= 1.02 * ref.upper + 0.01
     assert e[1] == 0.0
 

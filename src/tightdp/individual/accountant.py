@@ -71,6 +71,7 @@ _MARGIN = 1e-9  # relative upward margin of every bucket's sensitivity ratio
 _MAX_FFT = 1 << 18  # largest FFT window of the fast path
 _ERR_SHARE = 0.01  # wrap-around and discretisation slack are each sized to at most this share of delta
 _DELTAS_TARGET = 1e-12  # deltas(epsilon): wrap-around sized to at most this (absolute)
+_SLACK_SHARE_FINE = 0.25  # second pass (finer mesh): slack up to this share of delta
 _FALLBACK_GROUPS = 32  # most compositions the exact fallback runs per query
 _COUNT_MAX = int(np.iinfo(np.int32).max)
 _CLIP_MIN = float(np.finfo(float).tiny)  # smallest normal float: a subnormal C has no relative precision
@@ -252,21 +253,42 @@ class IndividualAccountant:
     def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None, *,
                     fallback: bool = True) -> tuple[np.ndarray, dict]:
         """Certified per-row epsilons (fast path; rows it cannot certify go to ``_exact_fallback``)."""
-        setup = self._pld_setup(counts, h, _ERR_SHARE * delta)
+        h0 = self._mesh_for(counts) if h is None else h
+        setup = self._pld_setup(counts, h0, _ERR_SHARE * delta)
         if setup is None:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
-        eps = np.zeros(c.shape[0])
         info: dict[str, Any] = {}
-        for direction, bs, h in setups:
-            e, spent = population_epsilons(bs, c, delta)
-            eps = np.maximum(eps, e)
-            info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent))}
+        eps = self._eps_setups(c, setups, delta, info)
+        if max(hh for _, _, hh in setups) > 1.01 * h0:
+            # the mesh was coarsened so that the discretisation slack is a small share of delta; that
+            # can also lose resolution (long runs): a second pass that allows more slack on the finer
+            # mesh, and the smaller of the two certified bounds is kept
+            _, fine = self._pld_setup(counts, h0, _ERR_SHARE * delta, _SLACK_SHARE_FINE * delta)
+            if max(hh for _, _, hh in fine) < max(hh for _, _, hh in setups):
+                eps = np.minimum(eps, self._eps_setups(c, fine, delta, {}))
         bad = ~np.isfinite(eps)
         if fallback and np.any(bad):
             eps = eps.copy()
             eps[bad], info["fallback"] = self._exact_fallback(counts[bad], delta)
+        elif fallback and h0 is not None and max(hh for _, _, hh in setups) > 4 * h0:
+            # the mesh had to be much coarser than the resolution asks (slack vs a small delta): the
+            # answer is certified but may be loose; if few compositions suffice, take the exact one too
+            live = np.nonzero(counts[:, 1:].any(axis=1))[0]
+            if np.unique(counts[live], axis=0).shape[0] <= _FALLBACK_GROUPS // 4:
+                ex, info["fallback"] = self._exact_fallback(counts[live], delta)
+                eps = eps.copy()
+                eps[live] = np.minimum(eps[live], ex)  # both certified upper bounds
         return eps, info
+
+    @staticmethod
+    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict) -> np.ndarray:
+        eps = np.zeros(c.shape[0])
+        for direction, bs, h in setups:
+            e, spent = population_epsilons(bs, c, delta)
+            eps = np.maximum(eps, e)
+            info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent))}
+        return eps
 
     def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
         """Certified epsilons of the rows the fast path could not certify, from the core engine
