@@ -350,9 +350,9 @@ def test_cli_calibrate_json_and_text(capsys):
 
 @pytest.mark.parametrize("argv, name", [
     (["--target-epsilon", "3", "--delta", "0", "--sampling-rate", "0.01", "--steps", "10"], "delta"),
-    (["--target-epsilon", "nan", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "target_epsilon"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "2", "--steps", "10"], "sampling_rate"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1", "--steps", "2.5"], "steps"),
+    (["--target-epsilon", "nan", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "--target-epsilon"),
+    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "2", "--steps", "10"], "--sampling-rate"),
+    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1", "--steps", "2.5"], "--steps"),
     (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--steps"),
     (["--solve", "steps", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--noise-multiplier"),
     (["--solve", "noise", "--noise-multiplier", "1", "--target-epsilon", "3", "--delta", "1e-5",

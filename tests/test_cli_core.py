@@ -69,7 +69,7 @@ def test_without_replacement(capsys):
     (["--steps", "10.5"], "--steps"),
     (["--steps", "0"], "--steps"),
     (["--steps", "abc"], "--steps"),
-    (["--sampling", "without-replacement"], "--dataset-size"),
+    (["--sampling", "with-replacement"], "--dataset-size"),  # without replacement needs only q (issue 16)
     (["--relation", "sideways"], "--relation"),
     (["--accountant", "magic"], "--accountant"),
 ])

@@ -1,20 +1,27 @@
-"""The ``tightdp`` command line. Each subcommand lives in its own module ``tightdp.cli.<name>_cmd``
-with ``register(subparsers)`` (adding a parser with ``set_defaults(run=run)``) and ``run(args) -> int``.
+"""The ``tightdp`` command line. Each subcommand module ``tightdp.cli.<name>_cmd`` has
+``register(subparsers)`` (adding parsers with ``set_defaults(run=run)``) and ``run(args) -> int``;
+``query_cmd`` registers both ``epsilon`` and ``delta``.
 
 Exit codes: 0 success; 1 an answer that cannot be given (unreachable target,
-numerics that cannot certify); 2 bad input (one line on stderr naming the
-argument, no traceback).
+numerics that cannot certify: an infinite or missing upper bound); 2 bad input
+or a file that cannot be read or written (one line on stderr naming the
+option, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from ..errors import TightDPError
 
 COMMANDS = ("epsilon", "delta", "compare", "group", "calibrate", "report")
+#: the module registering each command (epsilon and delta share one)
+MODULES = ("query", "compare", "group", "calibrate", "report")
+
+_NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -25,11 +32,18 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="tightdp", description="Tight differential-privacy accounting with certified bounds.")
+    parser.add_argument("--version", action="version", version=f"tightdp {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMANDS:
+    for name in MODULES:
         try:
             module = importlib.import_module(f"tightdp.cli.{name}_cmd")
         except ModuleNotFoundError as exc:  # a subcommand whose module is not present in this build
@@ -40,16 +54,62 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def join_negative_values(argv: list[str]) -> list[str]:
+    """``--opt -1e-5`` -> ``--opt=-1e-5``: argparse would take ``-1e-5`` for an option and say
+    "expected one argument"; joined, the value reaches the validation, whose message names the option."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if (tok.startswith("--") and "=" not in tok and len(tok) > 2 and i + 1 < len(argv)
+                and _NEGATIVE_NUMBER.match(argv[i + 1])):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
+def _option_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
+    """``{python name: --option}`` for the subcommand's options (``target_epsilon`` -> ``--target-epsilon``)."""
+    names: dict[str, str] = {}
+    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:  # noqa: SLF001
+            for a in action.choices[command]._actions:  # noqa: SLF001
+                longs = [o for o in a.option_strings if o.startswith("--")]
+                if longs:
+                    names[a.dest] = longs[0]
+    return names
+
+
+def name_options(message: str, names: dict[str, str]) -> str:
+    """Replace API argument names in ``message`` by the command-line options the user typed."""
+    for dest, opt in sorted(names.items(), key=lambda kv: -len(kv[0])):
+        if "_" in dest:
+            message = re.sub(rf"(?<![\w-]){re.escape(dest)}\b", opt, message)
+        elif message.startswith(dest + " "):
+            message = opt + message[len(dest):]
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = join_negative_values(list(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except OSError as exc:  # a file that cannot be read or written: say which, no traceback
+        where = f" {exc.filename!s}" if getattr(exc, "filename", None) else ""
+        sys.stderr.write(f"tightdp: error: cannot access{where}: {exc.strerror or exc}\n")
+        return 2
     except ValueError as exc:
-        sys.stderr.write(f"tightdp: error: {exc}\n")
+        message = " ".join(str(exc).split())  # one line
+        sys.stderr.write(f"tightdp: error: {name_options(message, _option_names(parser, args.command))}\n")
         return 2
     except TightDPError as exc:
-        sys.stderr.write(f"tightdp: cannot answer: {exc}\n")
+        message = " ".join(str(exc).split())
+        sys.stderr.write(f"tightdp: cannot answer: {message}\n")
         return 1
     except KeyboardInterrupt:
         sys.stderr.write("tightdp: interrupted\n")

@@ -5,9 +5,14 @@
     tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 --sampling-rate 0.005
     tightdp calibrate --solve sampling-rate --noise-multiplier 1.0 --steps 1000 --target-epsilon 3 --delta 1e-5 --json
 
-Every answer is judged on the certified upper bound, so it never overshoots
-(``tightdp.calibration``). Bad input: one line on stderr naming the argument,
-exit 2; an unreachable target: one line on stderr, exit 1.
+Every answer is judged on the certified upper bound at one accuracy, the
+``--eps-error`` of ``tightdp epsilon`` (default 0.01 for both), so re-checking
+the printed answer with ``tightdp epsilon`` gives an upper bound at or below the
+target; the output names that accuracy and the command that re-checks it. The
+noise is printed rounded up, the sampling rate rounded down (``tightdp.calibration``).
+Bad input: one line on stderr naming the option, exit 2; an unreachable target:
+one line on stderr, exit 1. A spinner appears on stderr (if it is a terminal)
+once the search takes more than a second.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def register(subparsers) -> None:
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
     p.add_argument("--eps-error", type=float, default=None,
-                   help="accountant error budget (default: min(0.01, target/300))")
+                   help="accuracy the answer is certified at (default 0.01, the default of tightdp epsilon)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=run)
 
@@ -55,10 +60,51 @@ def _forbid(args, *names: str) -> None:
             raise ValueError(f"--{n} cannot be used with --solve {args.solve}")
 
 
+def _check_options(args) -> None:
+    """Validate every given option under its own name (the library would name its Python argument)."""
+    from .._validation import check_count, check_delta, check_eps_error, check_positive, check_probability
+    from ..calibration import MAX_TARGET_EPSILON
+
+    t = check_positive("--target-epsilon", args.target_epsilon)
+    if t > MAX_TARGET_EPSILON:
+        raise ValueError(f"--target-epsilon must be <= {MAX_TARGET_EPSILON:g}, got {args.target_epsilon!r}: an "
+                         "epsilon that large promises no meaningful privacy, and certifying it needs grids of "
+                         "millions of points per evaluation")
+    check_delta("--delta", args.delta)
+    for name, check in (("sampling-rate", check_probability), ("steps", check_count), ("epochs", check_count),
+                        ("dataset-size", check_count), ("batch-size", check_count),
+                        ("noise-multiplier", check_positive), ("eps-error", check_eps_error)):
+        value = getattr(args, name.replace("-", "_"))
+        if value is not None:
+            check(f"--{name}", value)
+    if args.dataset_size is not None and args.batch_size is not None and args.batch_size > args.dataset_size:
+        raise ValueError(f"--batch-size ({args.batch_size:g}) must be <= --dataset-size ({args.dataset_size:g})")
+
+
+def _agree_or_refuse(args) -> None:
+    """Options that say the same thing twice must agree (then the redundant one is dropped)."""
+    from ..calibration import steps_from_epochs
+
+    n, b = args.dataset_size, args.batch_size
+    if args.sampling_rate is not None and n is not None and b is not None:
+        if abs(args.sampling_rate - b / n) > 1e-12 * (b / n):
+            raise ValueError(f"--sampling-rate {args.sampling_rate:g} conflicts with --batch-size / --dataset-size "
+                             f"= {b:g}/{n:g} = {b / n:.6g}; give one or the other")
+        args.sampling_rate = None
+    if args.steps is not None and args.epochs is not None and n is not None and b is not None:
+        _, k = steps_from_epochs(epochs=args.epochs, dataset_size=n, batch_size=b)
+        if int(args.steps) != k:
+            raise ValueError(f"--steps {args.steps:g} conflicts with --epochs {args.epochs:g} ({k} steps of batch "
+                             f"size {b:g} over {n:g} records); give one or the other")
+        args.steps = None
+
+
 def solve(args):
     """Run the calibration the arguments ask for; returns a ``Calibration``."""
     from ..calibration import (calibrate_noise, calibrate_sampling_rate, calibrate_steps, steps_from_epochs)
 
+    _check_options(args)
+    _agree_or_refuse(args)
     common = dict(target_epsilon=args.target_epsilon, delta=args.delta, accountant=args.accountant,
                   eps_error=args.eps_error)
     if args.solve == "noise":
@@ -90,12 +136,31 @@ def solve(args):
     return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, **common)
 
 
+def recheck_command(cal, args) -> str:
+    """The ``tightdp epsilon`` command that re-checks the answer at the accuracy it was certified at."""
+    from ..calibration import DEFAULT_EPS_ERROR
+
+    parts = ["tightdp epsilon", f"--noise-multiplier {cal.noise_multiplier:.6g}"]
+    if args.dataset_size is not None and args.batch_size is not None and cal.solved != "sampling_rate":
+        parts += [f"--dataset-size {args.dataset_size:g}", f"--batch-size {args.batch_size:g}"]
+        spe = -(-int(args.dataset_size) // int(args.batch_size))
+        parts.append(f"--epochs {cal.steps // spe}" if cal.steps % spe == 0 else f"--steps {cal.steps}")
+    else:
+        parts += [f"--sampling-rate {cal.sampling_rate:.6g}", f"--steps {cal.steps}"]
+    parts.append(f"--delta {cal.delta:g}")
+    if args.accountant != "connect-dots":
+        parts.append(f"--accountant {args.accountant}")
+    if cal.eps_error is not None and cal.eps_error != DEFAULT_EPS_ERROR:
+        parts.append(f"--eps-error {cal.eps_error:g}")
+    return " ".join(parts)
+
+
 class _DelayedSpinner:
-    """A rich spinner that appears after ``delay`` seconds, only when stdout is a terminal."""
+    """A rich spinner on stderr that appears after ``delay`` seconds, only when stderr is a terminal."""
 
     def __init__(self, message: str, delay: float = 1.0, stream=None):
         self.message, self.delay = message, delay
-        self.stream = sys.stdout if stream is None else stream
+        self.stream = sys.stderr if stream is None else stream
         self._timer = None
         self._status = None
         self._lock = threading.Lock()
@@ -130,44 +195,77 @@ class _DelayedSpinner:
 
 def run(args) -> int:
     from ..calibration import CalibrationError
+    from . import name_options
 
     try:
         with _DelayedSpinner(f"calibrating {args.solve} (certified search)"):
             cal = solve(args)
     except CalibrationError as exc:
-        print(f"tightdp calibrate: {exc}", file=sys.stderr)
+        names = {"target_epsilon": "--target-epsilon", "noise_multiplier": "--noise-multiplier",
+                 "sampling_rate": "--sampling-rate", "eps_error": "--eps-error", "max_steps": "maximum steps"}
+        print(f"tightdp: cannot answer: {name_options(' '.join(str(exc).split()), names)}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(cal.to_dict(), indent=2))
+        out = cal.to_dict()
+        out["recheck"] = recheck_command(cal, args)
+        print(json.dumps(out, indent=2))
         return 0
     b = cal.epsilon
     lines = []
     if cal.solved == "noise_multiplier":
-        lines.append(f"noise multiplier: {cal.noise_multiplier:.6g}")
+        lines.append(f"noise multiplier: {cal.noise_multiplier:.6g} (rounded up: more noise is the safe side)")
     elif cal.solved == "steps":
         lines.append(f"steps: {cal.steps}")
         if cal.details.get("multiple_of"):
             lines[-1] += f" ({cal.steps // cal.details['multiple_of']} epochs of {cal.details['multiple_of']} steps)"
     else:
-        lines.append(f"sampling rate: {cal.sampling_rate:.6g}")
+        lines.append(f"sampling rate: {cal.sampling_rate:.6g} (rounded down: a smaller rate is the safe side)")
     lines.append(f"run: noise multiplier {cal.noise_multiplier:.6g}, sampling rate {cal.sampling_rate:.6g}, "
                  f"{cal.steps} steps")
     interval = "" if b.lower is None else f" (certified interval [{b.lower:.6g}, {b.upper:.6g}])"
     lines.append(f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
                  f"accountant {cal.accountant} ({b.kind})")
-    tight = cal.details.get("tightness", {})
-    if tight.get("overshoots") and tight.get("epsilon_upper") is not None:
-        what = {"noise_multiplier": "1 % less noise", "steps": "one more step" if not cal.details.get("multiple_of")
-                else "one more epoch", "sampling_rate": "a 1 % larger rate"}[cal.solved]
-        low = tight.get("epsilon_lower")
-        if low is not None and low > cal.target_epsilon:
-            lines.append(f"tight: {what} gives epsilon >= {low:.6g} (certified lower bound) > target")
-        else:
-            lines.append(f"tight: {what} gives epsilon <= {tight['epsilon_upper']:.6g} > target")
+    if cal.eps_error is not None:
+        lines.append(f"accuracy: certified at --eps-error {cal.eps_error:g} (the default of tightdp epsilon is "
+                     f"{_default_error():g}); re-check: {recheck_command(cal, args)}")
+    tight = cal.details.get("tightness") or {}
+    if tight.get("checked") is not None and tight.get("overshoots"):
+        lines.append(f"tight: {_neighbour(cal, tight)} gives epsilon >= {tight['epsilon_lower']:.6g} "
+                     "(certified lower bound) > target")
+    elif tight.get("checked") is not None and tight.get("overshoots") is False:
+        lo, up = tight.get("epsilon_lower"), tight.get("epsilon_upper")
+        lines.append(f"tightness not shown: {_neighbour(cal, tight)} gives epsilon in [{_g(lo)}, {_g(up)}], not "
+                     "certainly above the target (a smaller --eps-error can show more)")
     elif tight.get("note"):
         lines.append(f"tightness not shown: {tight['note']}")
     if cal.details.get("note"):
         lines.append(f"note: {cal.details['note']}")
+    if cal.details.get("expensive"):
+        lines.append(f"note: {cal.details['expensive']}")
     lines.append(f"({cal.evaluations} evaluations, {cal.seconds:.2f} s)")
     print("\n".join(lines))
     return 0
+
+
+def _default_error() -> float:
+    from ..calibration import DEFAULT_EPS_ERROR
+
+    return DEFAULT_EPS_ERROR
+
+
+def _g(v) -> str:
+    return "?" if v is None else f"{v:.6g}"
+
+
+def _neighbour(cal, tight) -> str:
+    """Words for the neighbouring run whose epsilon shows tightness."""
+    x = tight["checked"]
+    if cal.solved == "noise_multiplier":
+        return f"noise {x:.6g} ({(1 - x / cal.noise_multiplier):.0%} less)"
+    if cal.solved == "sampling_rate":
+        return f"sampling rate {x:.6g} ({(x / cal.sampling_rate - 1):.0%} larger)"
+    unit = cal.details.get("multiple_of") or 1
+    more = x - cal.steps
+    if unit > 1:
+        return f"{more // unit} more epoch{'s' if more // unit != 1 else ''} ({x} steps)"
+    return f"{more} more step{'s' if more != 1 else ''} ({x} steps)"

@@ -8,9 +8,10 @@ import sys
 import time
 from typing import Any
 
-from .._validation import check_choice, check_count, check_delta, check_epsilon, check_positive, check_probability
+from .._validation import check_choice, check_count, check_eps_error, check_positive, check_probability
 from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, create
 from ..bounds import Bounds
+from ..calibration import DEFAULT_EPS_ERROR
 from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 
 SAMPLINGS = ("poisson", "without-replacement", "with-replacement")
@@ -32,12 +33,33 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     if accountant:
         p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                        help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth")
-    p.add_argument("--eps-error", type=float, default=0.01, help="half-width of the epsilon interval (default 0.01)")
+    p.add_argument("--eps-error", type=float, default=DEFAULT_EPS_ERROR,
+                   help=f"accuracy: half-width budget of the epsilon interval (default {DEFAULT_EPS_ERROR:g}, "
+                        "the same as tightdp calibrate and dpsgd_epsilon)")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
+def _agree(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
+
+
+def _rate_as_fraction(q: float) -> tuple[int, int] | None:
+    """``(B, N)`` with ``B / N == q`` exactly in floating point (N <= 1e9), or ``None``."""
+    from fractions import Fraction
+
+    f = Fraction(q).limit_denominator(10 ** 9)
+    if f.numerator >= 1 and f.numerator / f.denominator == q:
+        return f.numerator, f.denominator
+    return None
+
+
 def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
-    """Validate the run options; return ``(mechanism, steps, parameters)``."""
+    """Validate the run options; return ``(mechanism, steps, parameters)``.
+
+    Options that describe the same thing twice must agree: ``--sampling-rate``
+    with ``--dataset-size``/``--batch-size`` (q = B / N), ``--steps`` with
+    ``--epochs`` (steps = ceil(epochs * ceil(N / B))); otherwise the run is refused.
+    """
     sigma = check_positive("--noise-multiplier", args.noise_multiplier)
     sampling = check_choice("--sampling", args.sampling, SAMPLINGS)
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
@@ -46,17 +68,26 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
         raise ValueError(f"--batch-size ({b}) must be <= --dataset-size ({n})")
     if args.sampling_rate is not None:
         q = check_probability("--sampling-rate", args.sampling_rate)
+        if n is not None and b is not None and not _agree(q, b / n):
+            raise ValueError(f"--sampling-rate {q:g} conflicts with --batch-size / --dataset-size = {b}/{n} = "
+                             f"{b / n:.6g}; give one or the other")
     elif n is not None and b is not None:
         q = b / n
     else:
         raise ValueError("--sampling-rate is required (or give --dataset-size and --batch-size)")
-    if args.steps is not None:
-        steps = check_count("--steps", args.steps)
-    elif args.epochs is not None:
+    from_epochs = None
+    if args.epochs is not None:
         epochs = check_positive("--epochs", args.epochs)
         if n is None or b is None:
             raise ValueError("--epochs needs --dataset-size and --batch-size")
-        steps = math.ceil(epochs * math.ceil(n / b))  # batches per epoch, as Opacus and the report count
+        from_epochs = math.ceil(epochs * math.ceil(n / b))  # batches per epoch, as Opacus and the report count
+    if args.steps is not None:
+        steps = check_count("--steps", args.steps)
+        if from_epochs is not None and steps != from_epochs:
+            raise ValueError(f"--steps {steps} conflicts with --epochs {args.epochs:g} ({from_epochs} steps of "
+                             f"batch size {b} over {n} records); give one or the other")
+    elif from_epochs is not None:
+        steps = from_epochs
     else:
         raise ValueError("--steps is required (or give --epochs with --dataset-size and --batch-size)")
     relation = args.relation or ("add-remove" if sampling == "poisson" else "substitute")
@@ -67,12 +98,21 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
     else:
         if relation != "substitute":
             raise ValueError(f"--relation must be substitute for --sampling {sampling}, got {relation!r}")
-        if n is None:
-            raise ValueError(f"--dataset-size is required for --sampling {sampling}")
-        if b is None:
-            b = max(1, round(q * n))
-        cls = SampledWithoutReplacement if sampling == "without-replacement" else SampledWithReplacement
-        mech = cls(mechanism=gauss, sample_size=b, dataset_size=n)
+        if sampling == "without-replacement" and (n is None or b is None):
+            # under the substitute relation the answer depends on q = B / N alone: any exact B / N will do
+            frac = _rate_as_fraction(q)
+            if frac is None:
+                raise ValueError(f"--sampling-rate {q!r} is not a ratio B / N with N <= 1e9; "
+                                 "give --dataset-size and --batch-size")
+            mech = SampledWithoutReplacement(mechanism=gauss, sample_size=frac[0], dataset_size=frac[1])
+        else:
+            if n is None:
+                raise ValueError(f"--dataset-size is required for --sampling {sampling} "
+                                 "(with replacement the answer depends on N, not only on q)")
+            if b is None:
+                b = max(1, round(q * n))
+            cls = SampledWithoutReplacement if sampling == "without-replacement" else SampledWithReplacement
+            mech = cls(mechanism=gauss, sample_size=b, dataset_size=n)
         q = mech.sampling_rate
     params = {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
               "relation": relation, "dataset_size": n, "batch_size": b}
@@ -81,7 +121,7 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
 
 def make_accountant(args):
     name = check_choice("--accountant", args.accountant, sorted(ACCOUNTANTS))
-    eps_error = check_positive("--eps-error", args.eps_error)
+    eps_error = check_eps_error("--eps-error", args.eps_error)
     return create(name, eps_error=eps_error)
 
 
@@ -94,12 +134,14 @@ def fmt(v) -> str:
 
 
 def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[str, Any], seconds: float,
-                 as_json: bool, extra: dict[str, Any] | None = None) -> None:
-    """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, parameters, seconds}``."""
+                 as_json: bool, extra: dict[str, Any] | None = None, *, eps_error: float | None = None) -> None:
+    """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, eps_error, parameters,
+    seconds}``; ``eps_error`` is the accuracy asked for (``tightdp calibrate`` certifies at the same one)."""
     if as_json:
         d = bounds.to_dict()
         out = {quantity: {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
-               "accountant": accountant, "kind": bounds.kind, "parameters": params, "seconds": seconds}
+               "accountant": accountant, "kind": bounds.kind, "eps_error": eps_error, "parameters": params,
+               "seconds": seconds}
         if "details" in d:
             out["details"] = d["details"]
         if extra:
@@ -117,6 +159,8 @@ def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[st
     print("  " + run + "".join(f" · {k} {fmt(v)}" for k, v in given.items()))
     print(f"  {'':10s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}")
     print(f"  {quantity:10s}{fmt(bounds.lower):>12s}{fmt(bounds.estimate):>12s}{fmt(bounds.upper):>12s}")
+    if eps_error is not None:
+        print(f"  accuracy: --eps-error {eps_error:g}")
     note = bounds.details.get("note") if bounds.details else None
     if note:
         print(f"  note: {note}")

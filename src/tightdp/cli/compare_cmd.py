@@ -6,7 +6,10 @@ the time taken. ``--json`` prints a list of objects ``{"accountant", "kind",
 "epsilon": {lower, estimate, upper}, "seconds", ...}``. ``--plot FILE.png
 --steps-range A:B`` draws epsilon against the number of steps for every
 accountant, with the certified band of the PLD accountants shaded (like 003
-Fig. 1b and 004 Fig. 2); matplotlib is imported only then.
+Fig. 1b and 004 Fig. 2); matplotlib is imported only then. With ``--json
+--plot`` every row also carries the plotted ``curve`` (``steps``, ``lower``,
+``estimate``, ``upper``). The plot's directory is checked before any work, so a
+path that cannot be written fails at once (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count, check_delta
+from .._validation import check_count, check_delta, check_eps_error
 from ..accountants import ACCOUNTANTS, create
 from ..errors import TightDPError
 from .common import add_run_options, fmt, run_from_args, timed
@@ -90,26 +93,46 @@ def run(args) -> int:
     mech, steps, params = run_from_args(args)
     delta = check_delta("--delta", args.delta)
     names = _names(args.accountants)
-    eps_error = float(args.eps_error)
-    if not (eps_error > 0 and math.isfinite(eps_error)):
-        raise ValueError(f"--eps-error must be > 0, got {args.eps_error!r}")
+    eps_error = check_eps_error("--eps-error", args.eps_error)
     plot_range = None
     if args.plot:
         plot_range = _steps_range(args.steps_range, steps)
         points = check_count("--points", args.points, minimum=2)
+        check_plot_path("--plot", args.plot)
     elif args.steps_range is not None:
         raise ValueError("--steps-range needs --plot")
     rows = [_one(n, mech, steps, delta, eps_error) for n in names]
+    if not args.json:
+        _print_table(rows, params, delta)
+        sys.stdout.flush()
+    curves = _curves(names, mech, plot_range, points, delta, eps_error) if args.plot else {}
+    if args.plot:
+        _plot(args.plot, curves, delta, params)
     if args.json:
+        for r in rows:
+            if r["accountant"] in curves:
+                r["curve"] = curves[r["accountant"]]
+                r["plot"] = str(args.plot)
         json.dump(rows, sys.stdout, indent=2)
         sys.stdout.write("\n")
-    else:
-        _print_table(rows, params, delta)
-    if args.plot:
-        _plot(args.plot, names, mech, plot_range, points, delta, eps_error, params)
-        if not args.json:
-            print(f"  plot written to {args.plot}")
+    elif args.plot:
+        print(f"  plot written to {args.plot}")
     return 0
+
+
+def check_plot_path(option: str, path: str) -> None:
+    """Refuse at once a plot file that cannot be written (missing directory, no permission, bad suffix)."""
+    import os
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".pdf", ".svg"):
+        raise ValueError(f"{option} must name a .png, .pdf or .svg file, got {path!r}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{option}: directory {str(parent)!r} does not exist")
+    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{option}: cannot write {path!r} (permission denied)")
 
 
 def _print_table(rows, params, delta) -> None:
@@ -130,39 +153,49 @@ def _print_table(rows, params, delta) -> None:
         print("  edgeworth: its finite-sample interval (EEAI) is vacuous here, so only the estimate is shown.")
 
 
-def _plot(path, names, mech, rng, points, delta, eps_error, params) -> None:
+def _curves(names, mech, rng, points, delta, eps_error) -> dict[str, dict[str, list]]:
+    """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value)."""
+    a, b = rng
+    ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
+        np.unique(np.round(np.linspace(a, b, points)).astype(int))
+    out = {}
+    for name in names:
+        c = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
+        for k in ks:
+            e = _one(name, mech, int(k), delta, eps_error)["epsilon"] or {}
+            for key in ("lower", "estimate", "upper"):
+                c[key].append(e.get(key))
+        out[name] = c
+    return out
+
+
+def _plot(path, curves, delta, params) -> None:
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ValueError("--plot needs matplotlib (pip install 'tightdp[plot]')") from None
-    a, b = rng
-    ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
-        np.unique(np.round(np.linspace(a, b, points)).astype(int))
+        raise ValueError("--plot needs matplotlib (pip install matplotlib)") from None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     styles = {"connect-dots": ("tab:orange", "-"), "prv": ("tab:blue", "-"), "fourier": ("tab:cyan", "--"),
               "rdp": ("tab:red", "-."), "gdp": ("tab:green", ":"), "edgeworth": ("tab:purple", "-")}
-    for name in names:
-        lows, ests, ups = [], [], []
-        for k in ks:
-            r = _one(name, mech, int(k), delta, eps_error)
-            e = r["epsilon"] or {}
-            ests.append(np.nan if e.get("estimate") is None else e["estimate"])
-            lows.append(np.nan if e.get("lower") is None else e["lower"])
-            ups.append(np.nan if e.get("upper") is None else e["upper"])
+    ks = None
+    for name, c in curves.items():
+        ks = np.asarray(c["steps"])
+        val = lambda key: np.array([np.nan if v is None else v for v in c[key]], float)  # noqa: E731
         color, ls = styles.get(name, ("black", "-"))
         kind = ACCOUNTANTS[name].kind
-        ax.plot(ks, ests, ls, color=color, marker=".", label=f"{name} ({'estimate' if kind != 'bound' else 'bound'})")
+        ax.plot(ks, val("estimate"), ls, color=color, marker=".",
+                label=f"{name} ({'estimate' if kind != 'bound' else 'bound'})")
         if name in PLD:
-            lo, up = np.array(lows, float), np.array(ups, float)
+            lo, up = val("lower"), val("upper")
             ok = np.isfinite(lo) & np.isfinite(up)
             if ok.any():
                 ax.fill_between(ks[ok], lo[ok], up[ok], color=color, alpha=0.25, label=f"{name} certified band")
     ax.set_xlabel("steps")
     ax.set_ylabel(f"epsilon at delta = {delta:g}")
     ax.set_title(f"q = {params['sampling_rate']:g}, sigma = {params['noise_multiplier']:g} ({params['relation']})")
-    if b / a > 20:
+    if ks is not None and len(ks) > 1 and ks[-1] / max(ks[0], 1) > 20:
         ax.set_xscale("log")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

@@ -32,6 +32,19 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
+def _check_out_dir(out: str) -> None:
+    """Create ``--out`` (or refuse at once, in one line, when it cannot be created or written)."""
+    from pathlib import Path
+
+    p = Path(out)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--out: cannot create directory {out!r}: {exc.strerror or exc}") from None
+    if not os.access(p, os.W_OK):
+        raise ValueError(f"--out: cannot write into directory {out!r} (permission denied)")
+
+
 def run(args) -> int:
     import dataclasses
 
@@ -40,6 +53,7 @@ def run(args) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     config = load_config(args.config)
+    _check_out_dir(args.out)  # before the computation, not after it
     if args.no_plots:
         config = dataclasses.replace(config, plots=False)
     jobs = args.jobs if args.jobs is not None else max(1, min(4, os.cpu_count() or 1))
