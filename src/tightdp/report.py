@@ -370,6 +370,7 @@ class Report:
     created: str
     seconds: float
     notes: list[str] = field(default_factory=list)
+    plot_names: list[str] = field(default_factory=list)
 
     # ------------------------------------------------------------------ data
     def to_dict(self) -> dict[str, Any]:
@@ -383,7 +384,7 @@ class Report:
             "certified_band": {repr(d): {"lower": lo, "upper": up} for d, (lo, up) in self.band.items()},
             "calibration": self.calibration, "calibration_note": self.calibration_note,
             "groups": self.groups, "group_note": self.group_note,
-            "notes": self.notes,
+            "notes": self.notes, "settings": dict(_settings_rows(self)), "references": list(REFERENCES),
         }
 
     # -------------------------------------------------------------- rendering
@@ -398,7 +399,7 @@ class Report:
         if c.description:
             out.append(("p", c.description))
         out.append(("h2", "What ran"))
-        out.append(("table", (["", ""], _run_rows(c))))
+        out.append(("table", (["setting", "value"], _run_rows(c))))
         out.append(("h2", "Epsilon by accountant"))
         out.append(("p", "*bound*: each cell is the certified upper bound (the epsilon to report) with the "
                          "certified interval `[lower, upper]` where the accountant gives a lower bound too. "
@@ -441,9 +442,18 @@ class Report:
                 rows = [[str(g["group_size"])] + [_f(g["epsilon"].get(repr(d))) for d in c.deltas]
                         for g in self.groups]
                 out.append(("table", (["group size"] + [f"δ = {d:g}" for d in c.deltas], rows)))
+        left_out = [n for n in (r.name for r in self.results) if n not in self.plot_names] if self.plot_names else []
+        if left_out and (self.curve.get("png") or self.training_curve.get("png")):
+            out.append(("p", f"Left out of the plots: {', '.join(left_out)} (the same certified answer as PRV, both "
+                             "compose discretised PLDs, at several times the cost); name it in "
+                             "`report.plot_accountants` to draw it."))
         if self.notes:
             out.append(("h2", "Notes"))
             out.append(("ul", self.notes))
+        out.append(("h2", "Settings"))
+        out.append(("table", (["", "value"], _settings_rows(self))))
+        out.append(("h2", "References"))
+        out.append(("ul", [f"[{i}] {ref}" for i, ref in enumerate(REFERENCES, 1)]))
         return out
 
     def to_markdown(self, plot_dir: str = "plots") -> str:
@@ -582,7 +592,8 @@ def _plot_series(ax, curve: dict[str, Any], *, x_key: str) -> None:
         up = np.array([np.nan if v is None else v for v in band[1]], float)
         ok = np.isfinite(lo) & np.isfinite(up)
         if ok.any():
-            ax.fill_between(x[ok], lo[ok], up[ok], color="tab:green", alpha=0.25, label="certified band")
+            ax.fill_between(x[ok], lo[ok], up[ok], color="0.55", alpha=0.35, hatch="//", linewidth=0,
+                            label="certified band")
     for name, ys in curve["series"].items():
         y = np.array([np.nan if v is None else v for v in ys], float)
         ax.plot(x, y, marker="o", ms=3, label=name)
@@ -686,7 +697,7 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
     return Report(config=config, results=results, band=band, calibration=calibration,
                   calibration_note=calibration_note, groups=groups, group_note=group_note, curve=curve,
                   training_curve=training_curve, created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                  seconds=time.perf_counter() - t0, notes=notes)
+                  seconds=time.perf_counter() - t0, notes=notes, plot_names=list(plot_names))
 
 
 def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progress) -> list[Any]:
@@ -752,6 +763,10 @@ def _row_job(config: ReportConfig, name: str, queries: tuple[float, ...]) -> tup
             res.seconds += time.perf_counter() - ts
         if b is not None:
             res.bounds[d] = b
+            if b.kind == "bound" and (b.upper is None or not math.isfinite(float(b.upper))):
+                why = (b.details or {}).get("note") or "no finite upper bound"
+                notes.append(f"{name} at δ = {d:g}{'' if d in config.deltas else ' (plot only)'}: not certified "
+                             f"(upper bound {b.upper}): {why}")
         else:
             notes.append(f"{name} at δ = {d:g}{'' if d in config.deltas else ' (plot only)'}: {err}")
     return res, notes
@@ -817,8 +832,14 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
     if len({s.sampling_rate for s in config.segments}) != 1:
         return "Calibration hints need one sampling rate across the schedule.", []
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
-    note = (f"Certified (PRV upper bound) at δ = {delta:g}, sampling rate {q:.6g}. Noise: the smallest constant "
-            f"noise multiplier for {k} steps that meets the target (1 % less noise does not). ")
+    from .accountants import DEFAULT_ACCOUNTANT
+    from .calibration import DEFAULT_EPS_ERROR
+
+    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at eps_error {DEFAULT_EPS_ERROR:g} (the default of "
+            f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
+            f"rate {q:.6g}. Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
+            "rounded up in the printed digits; the note column says when a little less noise is not shown to "
+            "exceed it. ")
     jobs = [("noise", t) for t in config.target_epsilons]
     if len(config.segments) == 1 and config.steps_per_epoch:
         note += "Epochs: the most whole epochs the configured noise affords."
@@ -834,9 +855,9 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
         if what == "noise":
             cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
             tight = cal.details.get("tightness", {})
-            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.4f}",
+            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.6g}",
                     "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
-                    "epsilon_upper": cal.epsilon.upper,
+                    "epsilon_upper": cal.epsilon.upper, "eps_error": cal.eps_error,
                     "note": "" if tight.get("overshoots") else tight.get("note", cal.details.get("note", ""))}
         sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
         cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
@@ -879,7 +900,7 @@ def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
     if len(config.segments) > 1 and sched is None:
         return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
     return ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
-            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, paper 002 Thm 3.1)."), \
+            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."), \
         list(config.group_sizes)
 
 
@@ -914,12 +935,18 @@ def _version() -> str:
         return "?"
 
 
+#: Significant digits of every epsilon the report prints (trailing zeros kept, so columns read alike).
+_DIGITS = 4
+
+
 def _f(v) -> str:
     if v is None:
         return "—"
     if isinstance(v, float) and math.isinf(v):
         return "∞"
-    return f"{v:.4g}"
+    if v == 0:
+        return "0"
+    return f"{v:#.{_DIGITS}g}".rstrip(".") if abs(v) < 10 ** _DIGITS else f"{v:.{_DIGITS}g}"
 
 
 def _fmt_bounds(b: Bounds) -> str:
@@ -929,6 +956,49 @@ def _fmt_bounds(b: Bounds) -> str:
     if b.lower is None:
         return f"≤ {up}"
     return f"{up} [{_f(b.lower)}, {up}]"
+
+
+#: The papers the report's methods come from (cited as [n]).
+REFERENCES = (
+    "A. Koskela, J. Jälkö, A. Honkela. Computing Tight Differential Privacy Guarantees Using FFT. AISTATS 2020 "
+    "(the Fourier accountant).",
+    "S. Gopi, Y. T. Lee, L. Wutschitz. Numerical Composition of Differential Privacy. NeurIPS 2021 "
+    "(the PRV accountant).",
+    "H. Wang et al. Analytical Composition of Differential Privacy via the Edgeworth Accountant. ICLR 2023.",
+    "A. Koskela, M. Tobaben, A. Honkela. Individual Privacy Accounting with Gaussian Differential Privacy. ICLR 2023.",
+    "A. Ganesh. Tight Group-Level DP Guarantees for DP-SGD with Sampling via Mixture of Gaussians Mechanisms "
+    "(group privacy).",
+)
+
+
+def _library_versions() -> str:
+    import platform
+
+    parts = [f"tightdp {_version()}", f"Python {platform.python_version()}", f"numpy {np.__version__}"]
+    try:
+        import scipy
+
+        parts.append(f"scipy {scipy.__version__}")
+    except ImportError:  # pragma: no cover
+        pass
+    return ", ".join(parts)
+
+
+def _settings_rows(report: "Report") -> list[list[str]]:
+    from .accountants import DEFAULT_ACCOUNTANT
+
+    rows = []
+    for r in report.results:
+        try:
+            opts = _make_accountant(r.name).options()
+        except Exception:  # noqa: BLE001 - a description only
+            opts = {}
+        shown = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in opts.items()
+                          if v is not None)
+        rows.append([f"accountant {r.name}", (shown or "defaults") + (" (default accountant)"
+                                                                      if r.name == DEFAULT_ACCOUNTANT else "")])
+    rows.append(["libraries", _library_versions()])
+    return rows
 
 
 def _run_dict(c: ReportConfig) -> dict[str, Any]:

@@ -48,7 +48,7 @@ def _check_out_dir(out: str) -> None:
 def run(args) -> int:
     import dataclasses
 
-    from ..report import build_report, load_config
+    from ..report import _f, build_report, load_config
 
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
@@ -63,8 +63,8 @@ def run(args) -> int:
     for d in config.deltas:
         lo, up = report.band[d]
         if up is not None:
-            interval = f" (certified interval [{lo:.4g}, {up:.4g}])" if lo is not None else ""
-            print(f"  delta = {d:g}: epsilon <= {up:.4g}{interval}")
+            interval = f" (certified interval [{_f(lo)}, {_f(up)}])" if lo is not None else ""
+            print(f"  delta = {d:g}: epsilon <= {_f(up)}{interval}")
     for kind, path in written.items():
         print(f"  {kind}: {path}")
     sys.stdout.flush()
