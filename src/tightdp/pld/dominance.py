@@ -152,18 +152,28 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
     (P, rp, lp, p_below, p_above), (Q, rq, lq, _, _) = out
     if edge_err > 1e-6 * h:
         raise ArithmeticError(f"loss inversion error {edge_err:.2g} too large for the dominance grid (mesh {h:.2g})")
-    # realised cell edges may sit edge_err away from the requested ones: the slivers moved between
-    # neighbouring cells are at most about 2 edge_err / h of a cell's mass for these smooth densities
-    # (counted twice, to be safe)
-    rel = max(rp, rq) + 4.0 * edge_err / h
-    return s, P, Q, rel, lp + lq, p_below, p_above, inf_p, i0
+    # realised cell edges x_i may sit where the loss is s_i +- edge: edge_err as measured, plus the
+    # rounding of that measurement (the loss evaluated in floats, its argument up to |x| / sigma^2)
+    xf_max = float(np.max(np.abs(xf))) if xf.size else 0.0
+    edge = 2.0 * edge_err + 64.0 * _U * (1.0 + max(abs(s_lo), abs(s_hi)) + xf_max * xf_max / (sigma * sigma)) \
+        if edge_err > 0.0 or not isinstance(loss, GaussianLoss) else 0.0
+    return s, P, Q, max(rp, rq), lp + lq, p_below, p_above, inf_p, i0, edge
 
 
 def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
-    """Connect-the-dots pair (P-masses at ``s_i``) whose curve lies above the true one everywhere."""
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0 = _cells(loss, h, tail)
-    alpha = np.exp(s[:-1])
-    den = -math.expm1(-h)
+    """Connect-the-dots pair (P-masses at ``s_i``) whose curve lies above the true one everywhere.
+
+    The realised cell ``i`` holds losses in ``[s_i - e, s_(i+1) + e]``, ``e`` the inversion error of
+    its edges. Its connect-the-dots split is taken on that widened cell (atoms at ``s_i - e`` and
+    ``s_(i+1) + e``: exact dominance), and then every atom is placed at its grid point plus ``e``
+    (``shift = +e``): the upper atom exactly, the lower one raised by ``2e``. Raising a loss can only
+    raise ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, of one step and of any composition, so the pair
+    still dominates; the edge error costs a loss shift of ``e`` (about 1e-15) per step instead of a
+    relative mass error of ``e / h`` per cell, which grew without bound as the mesh shrank.
+    """
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e = _cells(loss, h, tail)
+    alpha = np.exp(s[:-1] - e)
+    den = -math.expm1(-(h + 2.0 * e))
     b = (P - alpha * Q) / den
     # worst-case error of the computed upper atom, pushed to the safe (upper) side
     b_err = (r * (P + alpha * Q) + 4 * _U * (P + alpha * Q)) / den
@@ -173,7 +183,7 @@ def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
     pmf[1:] += upper
     pmf[:-1] += lower
     pmf[0] += p_below  # below the grid: rounded up to the lowest grid value
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=0.0, infinity_mass=min(1.0, inf_p + p_above),
+    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=e, infinity_mass=min(1.0, inf_p + p_above),
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
 
@@ -192,7 +202,9 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
     misplacement the floating-point cell masses allow (lowering losses can only
     lower delta, so the result stays a lower bound).
     """
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0 = _cells(loss, h, tail)
+    # the merges use only the realised cells' own masses and the ratios computed from them, so where
+    # the cell edges sit does not matter (the edge error e is not charged here)
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, _ = _cells(loss, h, tail)
     margin = 2.0 * r + 1e-13
     if top_down:
         pmf_td = _merge_down(s, P, Q, h, i0)
