@@ -48,3 +48,67 @@ def test_readme_example_runs(heading, index, tmp_path, monkeypatch):
         pytest.importorskip(module)
     code = python_blocks(heading)[index]
     exec(compile(code, f"README.md[{heading}][{index}]", "exec"), {"__name__": "__readme__"})
+
+
+# ----------------------------------------------------------------- command-line examples
+#: sections whose ``tightdp ...`` command lines (fenced blocks without a language) run as written
+CLI_SECTIONS = ("### Command line", "## Choosing an accountant (RDP, GDP, Edgeworth)",
+                "## For analysts (calibration and reports)")
+#: commands that take over ~10 s on two cores (the Fourier accountant, plots over many step counts)
+_SLOW = ("--accountant fourier", "--plot", "tightdp report")
+
+
+def cli_commands(heading: str) -> list[str]:
+    text = README.read_text(encoding="utf-8")
+    start = text.find("\n" + heading + "\n")
+    assert start >= 0, f"README.md has no section {heading!r}"
+    body = text[start + len(heading) + 2:]
+    nxt = re.search(r"^#{2,3} ", body, flags=re.M)
+    body = body[: nxt.start()] if nxt else body
+    blocks, current, lang = [], None, None
+    for line in body.splitlines(keepends=True):
+        if line.startswith("```"):
+            if current is None:
+                current, lang = [], line[3:].strip()
+            else:
+                if not lang:
+                    blocks.append("".join(current))
+                current = None
+            continue
+        if current is not None:
+            current.append(line)
+    commands = []
+    for block in blocks:
+        joined = re.sub(r"\\\n\s*", "", block)
+        for line in joined.splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith("tightdp "):
+                commands.append(line)
+    return commands
+
+
+CLI_CASES = [c for h in CLI_SECTIONS for c in cli_commands(h)]
+
+
+def test_cli_sections_have_commands():
+    for heading in CLI_SECTIONS:
+        assert cli_commands(heading), f"{heading} has no tightdp command"
+
+
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if any(s in c for s in _SLOW) else c
+                                     for c in CLI_CASES])
+def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
+    import shlex
+
+    from tightdp.cli import main
+
+    repo = README.parent
+    monkeypatch.chdir(tmp_path)  # commands that write files (plots, reports) write them here
+    argv = [a.replace("examples/", f"{repo}/examples/") for a in shlex.split(command)[1:]]
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # --version
+        code = exc.code
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert out.out

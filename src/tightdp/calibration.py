@@ -33,7 +33,8 @@ re-evaluating the returned run with ``dpsgd_epsilon`` at that accuracy gives an
 upper bound at or below the target. The returned noise is rounded up (the
 sampling rate down) to ``DIGITS`` significant digits before that evaluation, so
 the printed value is the certified one. A coarser pass decides points far from
-the boundary; a finer one (``target / 300``) is used only to prove tightness.
+the boundary; a finer one (``min(target / 300, eps_error / 4)``) is used only to prove
+tightness.
 
 Cost: targets above ``MAX_TARGET_EPSILON`` are refused at once; a target that no
 point of the searched range meets is refused after evaluating the range's end;
@@ -156,7 +157,7 @@ _EXPENSIVE_SECONDS = 2.0
 
 def _tight_error(target: float, check: float) -> float | None:
     """A finer accuracy used only to prove tightness (a certified lower bound above the target)."""
-    e = max(target / 300.0, 1e-5)
+    e = max(min(target / 300.0, check / 4.0), 1e-5)
     return e if e < check * 0.99 else None
 
 
