@@ -60,12 +60,38 @@ def test_tightness_line_uses_a_lower_bound(capsys):
 
 
 # ------------------------------------------------------------- 2. uncertifiable answers exit 1
-def test_uncertifiable_fourier_answer_exits_1_with_its_note(capsys):
-    code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", *CIFAR, "--accountant", "fourier")
-    assert code == 1
-    assert "note:" in out  # the table still shows what is known
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "no certified upper bound" in lines[0] and "composition window" in lines[0]
+def test_uncertifiable_answer_exits_1_with_its_note(capsys, monkeypatch):
+    """An infinite upper bound (what the Fourier accountant gave on the CIFAR run at L = 12) is printed
+    with its note, and the command exits 1 with one line saying why."""
+    from tightdp.bounds import Bounds
+    from tightdp.cli import common, query_cmd
+
+    class Stub:
+        name = "fourier"
+
+        def compose(self, mech, steps):
+            return self
+
+        def epsilon(self, delta):
+            return Bounds(0.0, 3.516, math.inf, "epsilon", "bound",
+                          {"note": "the composition window ended before delta was reached"})
+
+    monkeypatch.setattr(query_cmd, "make_accountant", lambda args: Stub())
+    for extra in ([], ["--json"]):
+        code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", *CIFAR, "--accountant", "fourier",
+                             *extra)
+        assert code == 1
+        assert "composition window" in out  # the table / JSON still shows what is known, with the note
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and "no certified upper bound" in lines[0] and "composition window" in lines[0]
+    assert common is not None
+
+
+@pytest.mark.slow
+def test_fourier_on_the_cifar_run_now_certifies(capsys):
+    code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", *CIFAR, "--accountant", "fourier", "--json")
+    up = json.loads(out)["epsilon"]["upper"]
+    assert (code == 0 and up is not None and math.isfinite(up)) or (code == 1 and err.count("\n") == 1)
 
 
 @pytest.mark.slow
