@@ -235,9 +235,9 @@ def test_cli_plot(tmp_path, capsys):
 @pytest.mark.parametrize("argv, name", [
     (["--group-size", "0"], "--group-size"),
     (["--group-size", "2", "--sampling", "fixed-batch", "--dataset-size", "10", "--batch-size", "20"],
-     "batch_size"),
+     "--batch-size"),
     (["--group-size", "20", "--sampling", "fixed-batch", "--dataset-size", "10", "--batch-size", "5"],
-     "group_size"),
+     "--group-size"),
     (["--group-size", "2", "--max-group-size", "4"], "--max-group-size"),
     (["--group-size", "2", "--sampling", "bogus"], "--sampling"),
     (["--group-size", "2", "--delta", "2"], "--delta"),

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .accountants import DEFAULT_ACCOUNTANT
+from .accountants.connect_dots import ConnectDotsAccountant
 from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
 from .bounds import Bounds, _jsonable
 from .errors import PrecisionError
@@ -198,6 +199,31 @@ class LemmaResult:
 _LOG_SMALLEST_DELTA = math.log(1e-250)
 
 
+def _lemma_accountant(accountant):
+    """The accountant the group-privacy-lemma search queries at the small ``delta'`` it needs.
+
+    A connect-dots accountant is copied into one that does not fall back to the
+    PRV accountant: at ``delta' = delta / S(eps')`` far below ``delta`` that
+    fallback builds grids of gigabytes and takes minutes (issue 16) for a
+    baseline that only needs an upper bound and may legitimately be
+    unavailable. Where dominance alone cannot certify ``delta'``, the query
+    fails with a ``PrecisionError`` and the lemma says so. Other accountants are
+    used as they are.
+    """
+    if type(accountant) is not ConnectDotsAccountant:
+        return accountant
+    return _LemmaConnectDots(**accountant.options()).compose(accountant.ledger)
+
+
+class _LemmaConnectDots(ConnectDotsAccountant):
+    """Connect-dots without the PRV fallback (no ``name``: not a registered accountant of its own)."""
+
+    def _fallback(self, delta: float, reason: str, *, epsilons=None):
+        raise PrecisionError(f"dominance alone cannot certify it ({reason}); the group-privacy-lemma baseline "
+                             "does not use the PRV fallback, whose grids at such deltas take minutes and "
+                             "gigabytes")
+
+
 class ExampleCurve:
     """Certified example-level ``eps_1^U(delta')`` from a composed accountant, memoised in ``log delta'``.
 
@@ -230,7 +256,7 @@ class ExampleCurve:
             b = self.accountant.epsilon(math.exp(log_delta))
             val = math.inf if b.upper is None else float(b.upper)
             why = str(dict(b.details).get("note", "no finite upper bound"))
-        except (PrecisionError, ArithmeticError, ValueError) as exc:
+        except (PrecisionError, ArithmeticError, ValueError, MemoryError) as exc:
             val, why = math.inf, str(exc)
         if not math.isfinite(val):
             self._fail_log_delta = log_delta
@@ -239,6 +265,22 @@ class ExampleCurve:
             return math.inf, self._fail_note
         self._memo[log_delta] = val
         return val, ""
+
+
+def _largest_certifiable(log_delta: float, k: int) -> float:
+    """The largest ``eps'`` whose ``delta' = delta / S(eps')`` is at least 1e-250 (``-1`` if none)."""
+    if log_delta - _log_group_factor(0.0, k) < _LOG_SMALLEST_DELTA:
+        return -1.0
+    lo, hi = 0.0, 1.0
+    while log_delta - _log_group_factor(hi, k) >= _LOG_SMALLEST_DELTA:
+        lo, hi = hi, 2.0 * hi
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if log_delta - _log_group_factor(mid, k) >= _LOG_SMALLEST_DELTA:
+            lo = mid
+        else:
+            hi = mid
+    return hi  # an over-estimate keeps the early stop safe: it only stops when floor is beyond it
 
 
 def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None = None,
@@ -255,7 +297,10 @@ def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None
     secant steps on ``psi = phi - id`` until feasible, then close the bracket
     by regula falsi to ``tol`` (default ``eps_error / k``). Where ``delta'``
     underflows or the accountant cannot certify it, the result is ``None``
-    with a note saying so, never NaN.
+    with a note saying so, never NaN. The search stops as soon as the known
+    lower end ``phi(e) <= e*`` of every solution needs ``delta'`` below 1e-250
+    (the queries closest to that floor are the most expensive ones), and after
+    ``max_queries`` accountant queries.
     """
     k = check_count("group_size", group_size)
     delta = check_delta("delta", delta)
@@ -293,10 +338,16 @@ def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None
     if not math.isfinite(psi_lo):
         return unattainable(0.0)
     e, floor = psi_lo, psi_lo  # floor: a point known to be <= e*
+    e_max = _largest_certifiable(log_delta, k)
     hi = psi_hi = None
     for _ in range(4 * max_queries):
         if used() >= max_queries:
             break
+        if floor > e_max:  # every solution lies above e_max, where delta' is below what can be certified
+            failure.append(f"every solution eps' >= {floor:.4g} needs delta' = exp({log_delta - _log_group_factor(floor, k):.4g}), "
+                           "below 1e-250, where the truncation and round-off budgets of a certified accountant "
+                           "(a fraction of delta') leave double precision")
+            return unattainable(floor)
         v = phi(e)
         if not math.isfinite(v):
             if e - floor <= tol:  # not even (about) the smallest possible solution can be certified
@@ -405,7 +456,7 @@ def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_siz
     example_mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=1, sampling=sampling,
                                    sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
     example_acc = _make_accountant(accountant, eps_error).compose(example_mech, steps)
-    curve = ExampleCurve(example_acc)
+    curve = ExampleCurve(_lemma_accountant(example_acc))
     t0 = time.perf_counter()
     example = example_acc.epsilon(delta)
     t_example = time.perf_counter() - t0

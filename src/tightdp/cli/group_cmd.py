@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
 
@@ -65,9 +66,22 @@ def _parse(args) -> dict:
         raise ValueError(f"--max-group-size ({k_max}) must be >= --group-size ({k})")
     if args.plot and not str(args.plot).lower().endswith((".png", ".pdf", ".svg")):
         raise ValueError(f"--plot must name a .png, .pdf or .svg file, got {args.plot!r}")
+    if args.plot:
+        _check_writable(str(args.plot))
     return dict(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, group_size=k,
                 sampling=sampling, dataset_size=n, batch_size=b, eps_error=eps_error,
                 accountant=args.accountant, k_max=k_max)
+
+
+def _check_writable(path: str) -> None:
+    """Refuse, before minutes of accounting, a plot file that cannot be written (one line, exit 2)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise ValueError(f"--plot: directory {folder!r} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"--plot: directory {folder!r} is not writable")
+    if os.path.isdir(path):
+        raise ValueError(f"--plot: {path!r} is a directory")
 
 
 def run(args) -> int:
@@ -164,5 +178,9 @@ def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=130)
+    except OSError as exc:  # e.g. the folder vanished or the disk is full: one line, exit 2
+        raise ValueError(f"--plot: cannot write {path!r}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)
