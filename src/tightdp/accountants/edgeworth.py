@@ -66,6 +66,10 @@ def _mechanism_stats(mechanism: Mechanism) -> tuple[_Stats, _Stats]:
     return remove, add
 
 
+#: the name ``tightdp.clear_caches`` and the benchmarks clear (``cache_clear``)
+_mechanism_moments = _mechanism_stats
+
+
 class EdgeworthAccountant(Accountant):
     """Edgeworth accountant of 004: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI when informative."""
 
