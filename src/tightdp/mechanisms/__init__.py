@@ -11,3 +11,6 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
 ]
+from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
+
+__all__ += ["RandomAllocation", "AllocationLoss", "allocation_epsilon"]

@@ -1,0 +1,524 @@
+"""Random allocation ("balls and bins"): each record is used in exactly ``k`` of ``t`` steps.
+
+One epoch of ``t`` Gaussian steps (noise ``sigma`` per step, unit sensitivity) in
+which every record contributes to ``num_selected = k`` steps chosen uniformly at
+random (Chua et al. 2024, "Balls-and-bins sampling for DP-SGD", arXiv 2412.16802;
+Feldman & Shenfeld 2025, "Privacy amplification by random allocation",
+arXiv 2502.08202). Output of the epoch: ``x in R^t``.
+
+**k = 1, remove direction** (the differing record is present in ``P``, absent in ``Q``):
+``P = (1/t) sum_i N(e_i, sigma^2 I)`` and ``Q = N(0, sigma^2 I)``, so the likelihood ratio is
+
+    S(x) = dP/dQ (x) = (1/t) sum_i W_i,    W_i = exp((2 x_i - 1) / (2 sigma^2)),
+
+and the epoch's privacy loss is ``log S`` (Feldman & Shenfeld 2026, "Efficient
+privacy loss accounting for subsampling and random allocation", arXiv
+2602.17284: the PLD of random allocation as a log-sum-exp of ``t`` one-step
+losses, realised by a ``t``-wise convolution in the exponentiated domain). The
+add direction is the same pair with ``P`` and ``Q`` exchanged. Under ``Q`` the
+``W_i`` are i.i.d. and ``E_Q[W_i] = 1``; under ``P`` (by symmetry) one of them
+has the law of ``W`` under ``N(1, sigma^2)``.
+
+**How this module certifies both ends (no coupling term).** Write
+``(P_1, Q_1) = (N(1, sigma^2), N(0, sigma^2))`` for one coordinate. If a discrete
+pair ``(P_1', Q_1')`` Blackwell-dominates ``(P_1, Q_1)`` (``P_1 = K P_1'``,
+``Q_1 = K Q_1'`` for a Markov kernel ``K``), applying ``K`` to every coordinate
+turns the random-allocation pair built from ``(P_1', Q_1')`` into the true one,
+so the former dominates the latter; and a garbling of ``(P_1, Q_1)`` yields a
+dominated random-allocation pair (Blackwell; 000 App. C.6). Hence:
+
+1. *per coordinate*, on the lattice ``W in {0, eta, 2 eta, ...}``: the
+   **dominating** pair splits each cell ``(j eta, (j+1) eta]`` of the likelihood
+   ratio onto its two end points (a mean-preserving spread, the connect-the-dots
+   construction of Doroshenko et al. 2022 applied to the ratio instead of its
+   logarithm; the cell above the last lattice point is split onto that point and
+   ``+inf``); the **dominated** pair merges neighbouring cells so that each
+   merged likelihood ratio is exactly a lattice point (a garbling; the
+   merge-to-the-grid sweep of ``tightdp.pld.dominance``);
+2. *per epoch*: for a pair built from lattice-valued ratios, ``t S`` is a sum of
+   ``t`` independent lattice variables (``t - 1`` drawn from ``Q_1'`` and one from
+   ``P_1'`` for the ``P``-law of the remove direction; ``t`` from ``Q_1'`` for the
+   add direction), computed exactly up to the certified FFT round-off and
+   aliasing of ``tightdp.pld.compose``;
+3. *onto the privacy-loss grid* ``h Z``: the same spread (upper) and merge
+   (lower) once more, now between the points ``e^{ih}`` of ``S``, which gives
+   ``DiscretisedLoss`` objects the composition engine composes over epochs.
+
+Every operation is either a Blackwell step (spread or garbling of a valid
+pair) or, at the very end, a first-order move of the ``P``-law of the loss in
+the safe direction (rounding of float edges, a final merged carry that is not
+on the grid); ``delta(eps) = E_P[(1 - e^{eps - L})_+]`` of a composition is
+non-decreasing in each epoch's loss, so those keep the bounds. Floating-point
+error of the cell masses, of the spreads and of the FFT is carried as an
+``l1`` error (``tv_error``), which the engine pays on both sides.
+
+**k > 1.** For ``num_selected = k`` with ``1 < k < t`` the upper bound uses the
+reduction of Feldman & Shenfeld (2502.08202, Sec. 5, as realised in 2602.17284):
+``k``-out-of-``t`` allocation is dominated by the composition of ``k - r``
+allocations of one out of ``floor(t/k)`` steps and ``r = t mod k`` allocations of
+one out of ``ceil(t/k)``. The lower bound is the post-processing
+``sum_i x_i ~ N(k, t sigma^2)`` against ``N(0, t sigma^2)``, a Gaussian with
+``mu = k / (sigma sqrt(t))`` (loose; reported as such). ``k = t`` is the
+Gaussian mechanism composed ``t`` times, exactly ``sqrt(t)/sigma``-GDP, and
+``t = 1`` is one Gaussian step.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from .._validation import check_count
+from ..errors import PrecisionError, UnsupportedMechanismError
+from .base import LossPair, Mechanism, PrivacyLoss
+from .basic import Gaussian
+from .losses import GaussianLoss, gaussian_mixture_cell_masses
+
+__all__ = ["RandomAllocation", "AllocationLoss", "allocation_epsilon", "clear_allocation_caches"]
+
+_U = float(np.finfo(float).eps) / 2
+#: the largest per-coordinate ratio lattice (points); beyond it the lattice mesh grows instead
+_MAX_LATTICE = 4_000_000
+#: lattice mesh (ratio units) per loss-grid mesh and sqrt(t): the lattice spread adds about eta^2/(4t) of
+#: loss variance per epoch near S = 1, the loss-grid spread about h^2/6; this keeps the two comparable
+_ETA_PER_H = 0.8
+
+
+# --------------------------------------------------------------------------- merge-to-the-grid sweep
+def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+    """Garble cells into atoms whose likelihood ratio is exactly a target value.
+
+    Cell ``i`` (masses ``P[i], Q[i]``) has likelihood ratio in ``[alpha[i], alpha[i+1]]``
+    (``alpha`` increasing, one longer than ``P``; the last cell may reach beyond).
+    Sweeping upwards, the carry (ratio below ``alpha[T]``) takes the fraction of the
+    next cells that brings its ratio to exactly ``alpha[T]`` (a randomised merge of
+    outputs: a garbling, so the result is dominated; the sweep of
+    ``tightdp.pld.dominance.dominated`` on an arbitrary increasing lattice).
+
+    Returns the ``P``-masses at the targets (``Q = P / alpha``) and the final carry
+    ``(cp, cq, T)``, whose ratio lies below ``alpha[T]``; the caller places it.
+    """
+    n = P.size
+    al = alpha.tolist()
+    pmf = [0.0] * alpha.size
+    Pl, Ql = P.tolist(), Q.tolist()
+    cp, cq, target = Pl[0], Ql[0], 1
+    for i in range(1, n):
+        pi, qi = Pl[i], Ql[i]
+        if pi <= 0.0 and qi <= 0.0:
+            continue
+        a = al[target]
+        deficit = a * cq - cp
+        surplus = pi - a * qi
+        if deficit <= 0.0:  # the carry reached alpha_T (rounding): emit it there (its ratio is not above)
+            pmf[target] += cp
+            cp, cq, target = pi, qi, i + 1
+            continue
+        if surplus > deficit:
+            f = deficit / surplus
+            pmf[target] += cp + f * pi
+            cp, cq = (1.0 - f) * pi, (1.0 - f) * qi
+            target = i + 1
+        else:
+            cp, cq = cp + pi, cq + qi
+    return np.asarray(pmf), cp, cq, target
+
+
+# --------------------------------------------------------------------------- one coordinate
+@lru_cache(maxsize=16)
+def _coordinate(sigma: float, eta: float, tail: float):
+    """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
+
+    Returns a dict with the lattice mesh ``eta`` actually used (grown if the lattice
+    would exceed ``_MAX_LATTICE`` points) and, on lattice indices ``0..M+1``:
+
+    * ``up_q``, ``up_p``, ``up_inf``: the dominating pair's Q- and P-masses and its
+      P-mass at ratio ``+inf``; ``up_err_q``, ``up_err_p``: l1 error bounds;
+    * ``lo_q_rm``, ``lo_p_rm``: the dominated pair, final carry rounded down
+      (for the remove direction, where lower ratios mean lower losses);
+      ``lo_q_add``: its Q-masses with the carry rounded up (add direction);
+      ``lo_err_q``, ``lo_err_p``: l1 error bounds;
+    * ``rho``: relative error of the realised lattice ratios (float edges).
+    """
+    # P_1(W > w) = ndtr(-(sigma log w - 1/(2 sigma))): choose w_max with that tail <= `tail`
+    z = float(-special.ndtri(tail))
+    w_max = math.exp((z + 0.5 / sigma) / sigma)
+    eta = max(eta, w_max / _MAX_LATTICE)
+    M = max(2, math.ceil(w_max / eta))
+    w = np.arange(M + 2) * eta  # lattice values 0..(M+1) eta
+    with np.errstate(divide="ignore"):
+        xe = sigma * sigma * np.log(w[1:M + 1]) + 0.5  # W <= w  <=>  x <= sigma^2 log w + 1/2
+    x_edges = np.concatenate([[-np.inf], xe, [np.inf]])  # cells 0..M, the last one (w_M, inf)
+    realised = np.exp((2.0 * xe - 1.0) / (2.0 * sigma * sigma))
+    rho = float(np.max(np.abs(realised / w[1:M + 1] - 1.0))) + 8 * _U
+    out = {"eta": eta, "M": M, "rho": rho}
+    masses = []
+    for mean in (1.0, 0.0):
+        zz = (x_edges - mean) / sigma
+        cdf, sf = special.ndtr(zz), special.ndtr(-zz)
+        m, (rel, l1) = gaussian_mixture_cell_masses(x_edges, (mean,), (1.0,), sigma, cdf, sf)
+        masses.append((m, rel, l1))
+    (P, rp, lp), (Q, rq, lq) = masses
+    eP = rp * P + lp  # per-cell absolute error bounds (l1 parts counted on every cell: safe)
+    eQ = rq * Q + lq
+
+    # -- dominating: spread each cell (w_j, w_j+1] onto its end points; the top cell onto w_M and +inf
+    wl, wr = w[:M], w[1:M + 1]
+    a = (P[:M] - wl * Q[:M]) / eta  # Q-mass sent to the upper end point
+    da = (eP[:M] + wl * eQ[:M] + 4 * _U * (P[:M] + wl * Q[:M])) / eta + rho * (wr / eta) * Q[:M]
+    a = np.clip(a, 0.0, Q[:M])
+    up_q = np.zeros(M + 2)
+    up_q[:M] += Q[:M] - a
+    up_q[1:M + 1] += a
+    up_q[M] += Q[M]
+    up_inf = max(float(P[M] - w[M] * Q[M]), 0.0) + eP[M] + w[M] * eQ[M]
+    up_p = w * up_q
+    out.update(up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0),
+               up_err_q=float(np.sum(2 * da + eQ[:M]) + eQ[M]),
+               up_err_p=float(np.sum((wl + wr) * da + eP[:M]) + eP[M] + w[M] * eQ[M]))
+
+    # -- dominated: merge to the lattice (cell j has ratio in [w_j, w_j+1]; the top cell at least w_M)
+    pm, cp, cq, T = _merge_up(P, Q, w)
+    lo_p = pm.copy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lo_q = np.where(w > 0, pm / np.where(w > 0, w, 1.0), 0.0)
+    lo_p_rm, lo_q_rm, lo_q_add = lo_p.copy(), lo_q.copy(), lo_q.copy()
+    if cq > 0.0 or cp > 0.0:
+        r = cp / cq if cq > 0 else math.inf
+        j_dn = min(T - 1, int(math.floor(r / eta))) if math.isfinite(r) else T - 1
+        j_up = min(M + 1, max(j_dn + 1, int(math.ceil(r / eta)))) if math.isfinite(r) else M + 1
+        # remove: P-mass and Q-mass both at the lower lattice point (ratio lowered: a first-order decrease
+        # of every coordinate's value, so S and the remove loss only go down)
+        lo_p_rm[j_dn] += cp
+        lo_q_rm[j_dn] += cq
+        # add: the Q-mass at the upper lattice point (S only goes up, the add loss -log S only down)
+        lo_q_add[j_up] += cq
+    # rounding: every merged atom is a sum of cell masses (relative error rel) plus the sweep's own arithmetic
+    out.update(lo_p_rm=lo_p_rm, lo_q_rm=lo_q_rm, lo_q_add=lo_q_add,
+               lo_err_p=float(np.sum(eP)) + 8 * _U * M, lo_err_q=float(np.sum(eQ)) + 8 * _U * M * 2)
+    return out
+
+
+def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
+    from ..pld import DiscretisedLoss
+    return DiscretisedLoss(h=eta, start=0, pmf=np.asarray(q, float), shift=0.0, infinity_mass=inf_mass,
+                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0)
+
+
+def _sum_law(terms, eta: float):
+    """Law of a sum of independent lattice variables: ``(values, masses, l1_error)`` (FFT, certified)."""
+    from ..pld import compose
+    parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
+    comp = compose(parts, tilt=0.0, tau=1e-15)
+    scale = math.exp(comp.log_norm)
+    masses = comp.tilted * scale
+    err = (2.0 * comp.alias_mass + comp.float_error) * scale + 4 * _U * masses.size * float(masses.sum())
+    return comp.x, masses, err, comp.infinity_mass
+
+
+# --------------------------------------------------------------------------- onto the loss grid
+def _spread_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
+    """Connect-the-dots in the likelihood ratio: each atom (ratio ``r``, P-mass ``m``, Q-mass ``m/r``)
+    is split onto ``e^{ih} <= r < e^{(i+1)h}`` preserving both masses (a spread: dominating).
+    Returns ``(i0, pmf)`` on loss values ``(i0 + j) h``; the upper share is rounded up."""
+    lr = np.log(ratio)
+    i = np.floor(lr / h).astype(np.int64)
+    a = np.exp(i * h)
+    i = np.where(a > ratio, i - 1, i)
+    a = np.exp(i * h)
+    b = np.exp((i + 1) * h)
+    i = np.where(b < ratio, i + 1, i)
+    a = np.exp(i * h)
+    b = np.exp((i + 1) * h)
+    frac = np.clip((ratio - a) / (b - a), 0.0, 1.0)
+    up = pmass * (b / ratio) * frac
+    up = np.minimum(pmass, up + pmass * 16 * _U * b / (b - a))  # rounding: to the safe (upper) side
+    i0 = int(i.min())
+    n = int(i.max()) - i0 + 2
+    pmf = np.bincount(i - i0, weights=pmass - up, minlength=n) + np.bincount(i - i0 + 1, weights=up, minlength=n)
+    return i0, pmf
+
+
+def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
+    """Merge-to-the-grid in the likelihood ratio (dominated): atoms are pooled into loss cells
+    ``[ih, (i+1)h)`` (a garbling), and the cells merged so that each merged ratio is exactly
+    ``e^{ih}``; the final carry is rounded down to the grid. Returns ``(i0, pmf)``."""
+    lr = np.log(ratio)
+    i = np.floor(lr / h).astype(np.int64)
+    i = np.where(np.exp(i * h) > ratio, i - 1, i)
+    i = np.where(np.exp((i + 1) * h) < ratio, i + 1, i)
+    i0 = int(i.min())
+    n = int(i.max()) - i0 + 1
+    Pc = np.bincount(i - i0, weights=pmass, minlength=n)
+    Qc = np.bincount(i - i0, weights=pmass / ratio, minlength=n)
+    alpha = np.exp((i0 + np.arange(n + 1)) * h)
+    pm, cp, cq, T = _merge_up(Pc, Qc, alpha)
+    pmf = np.zeros(n + 1)
+    pmf[:] = pm
+    if cp > 0.0:
+        j = int(math.floor(math.log(cp / cq) / h)) - i0 if cq > 0 else T - 1
+        j = min(j, T - 1)
+        if j >= 0:
+            pmf[j] += cp
+    return i0, pmf
+
+
+@lru_cache(maxsize=24)
+def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, upper: bool):
+    """The epoch's dominating (``upper``) or dominated discretised privacy loss on ``h Z``."""
+    from ..pld import DiscretisedLoss
+    eta = _ETA_PER_H * h * math.sqrt(t)
+    c = _coordinate(sigma, eta, tail)
+    eta = c["eta"]
+    if upper:
+        if direction == "remove":
+            terms = [(c["up_q"], 0.0, t - 1), (c["up_p"], c["up_inf"], 1)]
+            l1 = (t - 1) * c["up_err_q"] + c["up_err_p"]
+        else:
+            terms = [(c["up_q"], 0.0, t)]
+            l1 = t * c["up_err_q"]
+    else:
+        if direction == "remove":
+            terms = [(c["lo_q_rm"], 0.0, t - 1), (c["lo_p_rm"], 0.0, 1)]
+            l1 = (t - 1) * c["lo_err_q"] + c["lo_err_p"]
+        else:
+            terms = [(c["lo_q_add"], 0.0, t)]
+            l1 = t * c["lo_err_q"]
+    x, m, fft_err, inf_mass = _sum_law(terms, eta)
+    l1 += fft_err
+    s = x / t  # the likelihood ratio S of each atom of the sum
+    keep = (m > 0) & (s > 0)
+    if direction == "remove":
+        ratio, pmass = s[keep], m[keep]  # P-law of S; loss log S
+    else:
+        ratio, pmass = 1.0 / s[keep], m[keep]  # add pair: its P is Q, its loss -log S = log(1/S)
+        if upper:  # Q-mass at S <= 0 (all coordinates at ratio 0): infinite add loss
+            inf_mass += float(np.sum(m[(s <= 0) & (m > 0)]))
+    if ratio.size == 0:
+        raise PrecisionError("random allocation: no privacy-loss mass left on the grid")
+    if upper:
+        i0, pmf = _spread_to_grid(ratio, pmass, h)
+    else:
+        i0, pmf = _merge_to_grid(ratio, pmass, h)
+    margin = 2.0 * c["rho"] + 1e-12  # float edges of the ratio lattice: losses moved to the safe side
+    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=margin if upper else -margin,
+                           infinity_mass=min(1.0, inf_mass), truncated_mass=0.0, mean_error=0.0,
+                           coupling_range=0.0, tv_error=l1, rel_error=0.0)
+
+
+def clear_allocation_caches() -> None:
+    """Empty this module's memos (benchmarks call it with ``tightdp.clear_caches()``)."""
+    _coordinate.cache_clear()
+    _epoch_pld.cache_clear()
+
+
+# --------------------------------------------------------------------------- the privacy loss and mechanism
+@dataclass(frozen=True)
+class AllocationLoss(PrivacyLoss):
+    """The privacy loss of one epoch of 1-out-of-``t`` random allocation of a Gaussian (``sigma`` per unit
+    sensitivity), in ``direction`` ``"remove"`` or ``"add"``.
+
+    Its distribution has no closed form; the engine uses ``dominating_pld`` and
+    ``dominated_pld`` (certified discrete pairs on the loss grid, see the module
+    docstring) instead of ``cdf``/``sf``, which refuse: a coupling-based
+    accountant (PRV, Fourier) needs an exact CDF and cannot be handed one.
+    """
+
+    sigma: float
+    num_steps: int
+    direction: str
+
+    def dominating_pld(self, h: float, tail: float):
+        """A discretised loss on ``h Z`` whose composition bounds delta from above (any mesh)."""
+        return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, True)
+
+    def dominated_pld(self, h: float, tail: float):
+        """A discretised loss on ``h Z`` whose composition bounds delta from below (any mesh)."""
+        return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, False)
+
+    def spread(self) -> float:
+        """Rough standard deviation of the loss under P (sets the first mesh only, never a bound):
+        ``log S`` with ``Var_Q(W) = e^{1/sigma^2} - 1``, so about ``sqrt(Var(W) / t)`` when that is small."""
+        v = math.expm1(min(1.0 / self.sigma ** 2, 700.0)) / self.num_steps
+        return math.sqrt(math.log1p(v))
+
+    def _refuse(self):
+        raise UnsupportedMechanismError(
+            "random allocation has no closed-form privacy-loss CDF; account it with the dominance "
+            "accountant (tightdp.mechanisms.allocation.allocation_epsilon, "
+            "dpsgd_epsilon(sampling='random-allocation'))")
+
+    def cdf(self, s):
+        self._refuse()
+
+    def sf(self, s):
+        self._refuse()
+
+    def partial_mean(self, a, b):
+        self._refuse()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RandomAllocation(Mechanism):
+    """One epoch of ``num_steps`` steps in which each record is used in exactly ``num_selected`` of them,
+    chosen uniformly at random (balls-and-bins for ``num_selected = 1``; Chua et al. 2412.16802,
+    Feldman & Shenfeld 2502.08202 / 2602.17284). Add/remove neighbouring.
+
+    Compose it once per epoch. ``privacy_losses()`` returns exact Gaussian losses
+    for ``num_steps = 1`` and ``num_selected = num_steps`` and ``AllocationLoss``
+    pairs otherwise.
+    """
+
+    type_name = "random_allocation"
+    mechanism: Mechanism
+    num_steps: int
+    num_selected: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.mechanism, Gaussian):
+            raise UnsupportedMechanismError(
+                f"random allocation of {type(self.mechanism).__name__} is not supported; only Gaussian")
+        object.__setattr__(self, "num_steps", check_count("num_steps", self.num_steps))
+        object.__setattr__(self, "num_selected", check_count("num_selected", self.num_selected))
+        if self.num_selected > self.num_steps:
+            raise ValueError(f"num_selected ({self.num_selected}) must be <= num_steps ({self.num_steps})")
+        if self.num_steps > 1_000_000:
+            raise ValueError(f"num_steps must be at most 1,000,000 per epoch, got {self.num_steps}")
+
+    @property
+    def sigma(self) -> float:
+        g: Gaussian = self.mechanism  # type: ignore[assignment]
+        return g.noise_multiplier / g.sensitivity
+
+    def blocks(self) -> list[tuple[int, int]]:
+        """``[(steps, count)]``: the 1-out-of-``steps`` allocations whose composition dominates the epoch
+        (2502.08202's reduction for ``k > 1``: ``k - r`` of ``floor(t/k)`` steps, ``r`` of ``ceil(t/k)``)."""
+        t, k = self.num_steps, self.num_selected
+        lo, r = divmod(t, k)
+        return [(s, c) for s, c in ((lo, k - r), (lo + 1, r)) if c > 0]
+
+    def privacy_losses(self) -> LossPair:
+        t, k, sigma = self.num_steps, self.num_selected, self.sigma
+        if k == t:
+            loss = GaussianLoss(mu=math.sqrt(t) / sigma)
+            return LossPair(loss, loss)
+        if k == 1:
+            return LossPair(AllocationLoss(sigma, t, "remove"), AllocationLoss(sigma, t, "add"))
+        raise UnsupportedMechanismError(
+            "random allocation with 1 < num_selected < num_steps is composed as its dominating blocks: use "
+            "allocation_epsilon(), which also reports the Gaussian lower bound")
+
+
+# --------------------------------------------------------------------------- accounting
+def _accountant_class():
+    """The connect-the-dots accountant taught to use ``AllocationLoss``'s own dominating/dominated pairs."""
+    from ..accountants.connect_dots import ConnectDotsAccountant
+    from ..pld import chernoff_epsilon, compose, saddle_tilt
+    from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
+
+    class AllocationAccountant(ConnectDotsAccountant):
+        """``ConnectDotsAccountant`` whose ledger may hold ``RandomAllocation`` epochs (mixed with any
+        Gaussian-based mechanism). Upper bound: composition of dominating pairs; lower bound:
+        composition of dominated pairs; both certified on any mesh (Blackwell)."""
+
+        def _undominated(self):
+            for mech, _ in self._ledger:
+                pair = mech.privacy_losses()
+                for loss in pair:
+                    if not (isinstance(loss, AllocationLoss) or supports_dominance(loss)):
+                        return type(mech).__name__
+            return None
+
+        def _fallback(self, delta, reason, *, epsilons=None):
+            if any(isinstance(loss, AllocationLoss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
+                raise PrecisionError(f"no coupling-based fallback for random allocation ({reason})")
+            return super()._fallback(delta, reason, epsilons=epsilons)
+
+        def _model_mesh(self, directions, z):
+            spreads = [(max(loss.spread() if isinstance(loss, AllocationLoss) else loss_spread(loss), 1e-12), c)
+                       for loss, c in directions[0]]
+            steps = sum(c for _, c in spreads)
+            v = sum(c * sd * sd for sd, c in spreads)
+            slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
+            h = math.sqrt(2.0 * 1.6 * self.eps_error / (steps * slope))
+            return float(min(max(h, 1e-6), 0.05, self.eps_error))
+
+        def _composed(self, d, terms, h, tail, upper, tilt_delta, tau, *, top_down=False, tilt_eps=None):
+            def one(loss):
+                if isinstance(loss, AllocationLoss):
+                    return loss.dominating_pld(h, tail) if upper else loss.dominated_pld(h, tail)
+                return dominating(loss, h, tail) if upper else dominated(loss, h, tail, top_down=top_down)
+
+            def build():
+                parts = [(one(loss), c) for loss, c in terms]
+                if tilt_eps is not None:
+                    tilt = saddle_tilt(parts, tilt_eps)
+                else:
+                    tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
+                return compose(parts, tilt=tilt, tau=tau)
+            return self._memo(("ra", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
+
+    return AllocationAccountant
+
+
+_ACC = None
+
+
+def allocation_accountant(*, eps_error: float = 0.01):
+    """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds."""
+    global _ACC
+    if _ACC is None:
+        _ACC = _accountant_class()
+    return _ACC(eps_error=eps_error)
+
+
+def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, delta: float,
+                       num_selected: int = 1, eps_error: float = 0.01):
+    """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
+    ``num_selected`` of ``num_steps`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
+    sensitivity; add/remove neighbouring).
+
+    ``k = 1`` (balls and bins) and ``k = t``: both ends certified, ``upper - lower <= 2 eps_error``.
+    ``1 < k < t``: ``upper`` is certified through the k-to-1 reduction of 2502.08202 and ``lower``
+    through the Gaussian post-processing ``sum_i x_i`` (a valid but loose lower bound); ``details``
+    says so.
+    """
+    from .._validation import check_delta, check_eps_error, check_positive
+    from ..bounds import Bounds
+    check_positive("noise_multiplier", noise_multiplier)
+    num_steps = check_count("num_steps", num_steps)
+    num_selected = check_count("num_selected", num_selected)
+    epochs = check_count("epochs", epochs)
+    delta = check_delta("delta", delta)
+    eps_error = check_eps_error("eps_error", eps_error)
+    mech = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps,
+                            num_selected=num_selected)
+    k, t = num_selected, num_steps
+    if k == 1 or k == t:
+        out = allocation_accountant(eps_error=eps_error).compose(mech, epochs).epsilon(delta)
+        return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
+                      {**dict(out.details), "sampling": f"random allocation, {k} of {t} steps per epoch",
+                       "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
+                       if k == 1 else "closed form: k = t is the Gaussian mechanism composed t times"})
+    acc = allocation_accountant(eps_error=eps_error)
+    for steps, count in mech.blocks():
+        block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
+        acc.compose(block, count * epochs)
+    up = acc.epsilon(delta)
+    from ..accountants.connect_dots import ConnectDotsAccountant
+    lo_mech = Gaussian(noise_multiplier=noise_multiplier * math.sqrt(t) / k)
+    lo = ConnectDotsAccountant(eps_error=eps_error).compose(lo_mech, epochs).epsilon(delta)
+    lower = min(lo.lower, up.upper)
+    details: dict[str, Any] = {
+        "sampling": f"random allocation, {k} of {t} steps per epoch",
+        "upper": "composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
+                 "reduction), certified",
+        "lower": f"post-processing sum_i x_i: Gaussian mu = k / (sigma sqrt t) = {k / (noise_multiplier * math.sqrt(t)):.4g} "
+                 "per epoch, certified but loose (no tight lower bound implemented for 1 < k < t)",
+        "upper_details": dict(up.details)}
+    return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
