@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean reproduce
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,12 @@ test: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_core.py --quick
+
+# each paper's tables and figures recomputed (examples/papers/, Markdown + PNG in examples/papers/out/);
+# peers (dp_accounting, prv_accountant, fourier_accountant) are compared where installed (make test installs them)
+reproduce: $(VENV)/.core
+	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group; do \
+		$(BIN)/python examples/papers/$$p.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis demo-report
