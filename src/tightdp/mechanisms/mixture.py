@@ -220,8 +220,19 @@ class _WeightError:
     by at most ``log(1 + r)``. Both are reported through the engine's existing
     error channels: ``outputs_at`` adds ``log1p(r)`` to the realised loss error
     (the distance between the requested loss and the *true* loss at the
-    returned output), and ``cell_masses`` adds ``r`` to the relative mass error
+    returned output), ``cell_masses`` adds ``r`` to the relative mass error
     and ``partial_mean`` the corresponding error of the first moment.
+
+    What is covered where: upper bounds are safe in both directions (remove:
+    ``P`` pointwise above the true one; add: ``Q <= (1 + r) Q_true`` is a loss
+    shift of ``log1p(r)``, which the dominance cells charge on the
+    connect-the-dots pair and the PRV discretisation on its coupling range).
+    The PRV accountant's lower bound is covered by the relative mass error.
+    The dominance (connect-dots) *lower* pairs use the realised cell masses
+    only, so in the remove direction a factor ``(1 + r)^T`` on the lower delta
+    (``r`` about 7e-16: 7e-10 relative at ``T = 1e6``) is not yet charged;
+    that needs ``tightdp.pld.dominance._cells`` to add ``weight_error`` to its
+    relative mass error ``rel`` (outside this module).
     """
 
     def outputs_at(self, s):
@@ -547,8 +558,8 @@ def _group_pair(sens: np.ndarray, pmf: CertifiedPMF, sigma: float) -> LossPair:
 
     Both deviations are a relative error ``r`` on every cell mass and a loss
     error ``log(1 + r)`` at every output, which the losses report to the
-    engine through ``weight_error`` (``_WeightError``), so the engine's bounds
-    cover them on both sides. What would *not* be safe: renormalising computed
+    engine through ``weight_error`` (``_WeightError`` says which bound of
+    which accountant charges them). What would *not* be safe: renormalising computed
     probabilities (a deficit in the true top component, renormalised away,
     lowers the upper bound), counting a deficit as mass at infinite loss for
     the lower bound (it adds ``T`` times the deficit to the lower delta: the
