@@ -21,6 +21,11 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
 ``SampledWithoutReplacementDpEvent``  ``SampledWithoutReplacement(Gaussian, ...)``
 ``SampledWithReplacementDpEvent``  ``SampledWithReplacement(Gaussian, ...)``
 ``MixtureOfGaussiansDpEvent``      ``mechanisms.mixture.MixtureOfGaussians``
+``TruncatedSubsampledGaussianDpEvent``  ``mechanisms.truncated.TruncatedPoissonSampled``:
+                                   the dominating pair of Ganesh 2025 (an upper
+                                   bound); compose it with
+                                   ``mechanisms.allocation.allocation_accountant()``
+                                   (``truncated_poisson_epsilon`` adds the lower bound)
 ``SelfComposedDpEvent(e, n)``      the entries of ``e`` with counts times ``n``
 ``ComposedDpEvent(es)``            the entries of each ``e`` in turn
 ``NoOpDpEvent``                    nothing (``PureDP(epsilon=0)`` if nothing else)
@@ -33,7 +38,7 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
 A zero noise multiplier (dp-accounting's spelling of "no noise") is imported
 as non-private; a zero sampling probability as a no-op. Everything else
 (``DiscreteLaplaceDpEvent``, ``ZCDpEvent``, tree aggregation, repeat-and-select,
-truncated subsampling, ``UnsupportedDpEvent``, Poisson-sampled Laplace, ...)
+``UnsupportedDpEvent``, Poisson-sampled Laplace, ...)
 raises ``UnsupportedMechanismError`` naming the event type.
 """
 
@@ -199,6 +204,19 @@ def _with(event, count):
     if inner == "non-private":
         return [(NON_PRIVATE, 1)]
     return [(SampledWithReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
+
+
+@_handles("TruncatedSubsampledGaussianDpEvent")
+def _truncated(event, count):
+    from ..mechanisms.truncated import TruncatedPoissonSampled
+    n, q = _field(event, "dataset_size"), _field(event, "sampling_probability")
+    b, s = _field(event, "truncated_batch_size"), _field(event, "noise_multiplier")
+    if q == 0 or b == 0 or n == 0:  # nothing sampled (as in dp-accounting)
+        return []
+    if s == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=s), sampling_rate=q, dataset_size=n,
+                                     max_batch_size=b), count)]
 
 
 @_handles("SelfComposedDpEvent")

@@ -82,8 +82,8 @@ from .losses import GaussianLoss, gaussian_mixture_cell_masses
 __all__ = ["RandomAllocation", "AllocationLoss", "allocation_epsilon", "clear_allocation_caches"]
 
 _U = float(np.finfo(float).eps) / 2
-#: the largest per-coordinate ratio lattice (points); beyond it the lattice mesh grows instead
-_MAX_LATTICE = 4_000_000
+#: the largest per-coordinate ratio lattice (points); a longer one is cut (see ``_coordinate``)
+_MAX_LATTICE = 2_000_000
 #: lattice mesh (ratio units) per loss-grid mesh and sqrt(t): the lattice spread adds about eta^2/(4t) of
 #: loss variance per epoch near S = 1, the loss-grid spread about h^2/6; this keeps the two comparable
 _ETA_PER_H = 0.8
@@ -134,8 +134,8 @@ def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarr
 def _coordinate(sigma: float, eta: float, tail: float):
     """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
 
-    Returns a dict with the lattice mesh ``eta`` actually used (grown if the lattice
-    would exceed ``_MAX_LATTICE`` points) and, on lattice indices ``0..M+1``:
+    Returns a dict with the lattice mesh ``eta``, the lattice length ``M`` (at most
+    ``_MAX_LATTICE``; ``cut`` is the P_1-mass beyond it) and, on lattice indices ``0..M+1``:
 
     * ``up_q``, ``up_p``, ``up_inf``: the dominating pair's Q- and P-masses and its
       P-mass at ratio ``+inf``; ``up_err_q``, ``up_err_p``: l1 error bounds;
@@ -148,15 +148,16 @@ def _coordinate(sigma: float, eta: float, tail: float):
     # P_1(W > w) = ndtr(-(sigma log w - 1/(2 sigma))): choose w_max with that tail <= `tail`
     z = float(-special.ndtri(tail))
     w_max = math.exp((z + 0.5 / sigma) / sigma)
-    eta = max(eta, w_max / _MAX_LATTICE)
-    M = max(2, math.ceil(w_max / eta))
+    # a lattice longer than _MAX_LATTICE is cut there: the dominating pair then sends more P-mass to
+    # +inf and the dominated pair pays more for its final carry (both reported, both still bounds)
+    M = max(2, min(math.ceil(w_max / eta), _MAX_LATTICE))
     w = np.arange(M + 2) * eta  # lattice values 0..(M+1) eta
     with np.errstate(divide="ignore"):
         xe = sigma * sigma * np.log(w[1:M + 1]) + 0.5  # W <= w  <=>  x <= sigma^2 log w + 1/2
     x_edges = np.concatenate([[-np.inf], xe, [np.inf]])  # cells 0..M, the last one (w_M, inf)
     realised = np.exp((2.0 * xe - 1.0) / (2.0 * sigma * sigma))
     rho = float(np.max(np.abs(realised / w[1:M + 1] - 1.0))) + 8 * _U
-    out = {"eta": eta, "M": M, "rho": rho}
+    out = {"eta": eta, "M": M, "rho": rho, "cut": float(special.ndtr(-(sigma * math.log(M * eta) - 0.5 / sigma)))}
     masses = []
     for mean in (1.0, 0.0):
         zz = (x_edges - mean) / sigma
@@ -189,18 +190,20 @@ def _coordinate(sigma: float, eta: float, tail: float):
         lo_q = np.where(w > 0, pm / np.where(w > 0, w, 1.0), 0.0)
     lo_p_rm, lo_q_rm, lo_q_add = lo_p.copy(), lo_q.copy(), lo_q.copy()
     if cq > 0.0 or cp > 0.0:
+        # the final carry (ratio below alpha_T, or the part of the top cell beyond the lattice) is not on
+        # the lattice: it is put on the nearest lattice point below (remove) / above (add), which moves
+        # S the safe way when its ratio lies inside the lattice, and its whole mass is charged to the
+        # l1 error as well (2 cp, 2 cq), which covers any placement (a cut lattice's top cell)
         r = cp / cq if cq > 0 else math.inf
         j_dn = min(T - 1, int(math.floor(r / eta))) if math.isfinite(r) else T - 1
         j_up = min(M + 1, max(j_dn + 1, int(math.ceil(r / eta)))) if math.isfinite(r) else M + 1
-        # remove: P-mass and Q-mass both at the lower lattice point (ratio lowered: a first-order decrease
-        # of every coordinate's value, so S and the remove loss only go down)
         lo_p_rm[j_dn] += cp
         lo_q_rm[j_dn] += cq
-        # add: the Q-mass at the upper lattice point (S only goes up, the add loss -log S only down)
         lo_q_add[j_up] += cq
     # rounding: every merged atom is a sum of cell masses (relative error rel) plus the sweep's own arithmetic
     out.update(lo_p_rm=lo_p_rm, lo_q_rm=lo_q_rm, lo_q_add=lo_q_add,
-               lo_err_p=float(np.sum(eP)) + 8 * _U * M, lo_err_q=float(np.sum(eQ)) + 8 * _U * M * 2)
+               lo_err_p=float(np.sum(eP)) + 8 * _U * M + 2.0 * cp,
+               lo_err_q=float(np.sum(eQ)) + 8 * _U * M * 2 + 2.0 * cq)
     return out
 
 
@@ -415,6 +418,12 @@ class RandomAllocation(Mechanism):
 
 
 # --------------------------------------------------------------------------- accounting
+def _own_pairs(loss) -> bool:
+    """Whether ``loss`` brings its own certified discrete pairs (``dominating_pld``/``dominated_pld``,
+    ``spread``) instead of a CDF: ``AllocationLoss`` and ``truncated.FlaggedMixtureLoss``."""
+    return callable(getattr(loss, "dominating_pld", None)) and callable(getattr(loss, "dominated_pld", None))
+
+
 def _accountant_class():
     """The connect-the-dots accountant taught to use ``AllocationLoss``'s own dominating/dominated pairs."""
     from ..accountants.connect_dots import ConnectDotsAccountant
@@ -422,25 +431,25 @@ def _accountant_class():
     from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
 
     class AllocationAccountant(ConnectDotsAccountant):
-        """``ConnectDotsAccountant`` whose ledger may hold ``RandomAllocation`` epochs (mixed with any
-        Gaussian-based mechanism). Upper bound: composition of dominating pairs; lower bound:
+        """``ConnectDotsAccountant`` whose ledger may hold ``RandomAllocation`` epochs and truncated Poisson
+        steps (mixed with any Gaussian-based mechanism). Upper bound: composition of dominating pairs; lower bound:
         composition of dominated pairs; both certified on any mesh (Blackwell)."""
 
         def _undominated(self):
             for mech, _ in self._ledger:
                 pair = mech.privacy_losses()
                 for loss in pair:
-                    if not (isinstance(loss, AllocationLoss) or supports_dominance(loss)):
+                    if not (_own_pairs(loss) or supports_dominance(loss)):
                         return type(mech).__name__
             return None
 
         def _fallback(self, delta, reason, *, epsilons=None):
-            if any(isinstance(loss, AllocationLoss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
-                raise PrecisionError(f"no coupling-based fallback for random allocation ({reason})")
+            if any(_own_pairs(loss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
+                raise PrecisionError(f"no coupling-based fallback for this sampling scheme ({reason})")
             return super()._fallback(delta, reason, epsilons=epsilons)
 
         def _model_mesh(self, directions, z):
-            spreads = [(max(loss.spread() if isinstance(loss, AllocationLoss) else loss_spread(loss), 1e-12), c)
+            spreads = [(max(loss.spread() if _own_pairs(loss) else loss_spread(loss), 1e-12), c)
                        for loss, c in directions[0]]
             steps = sum(c for _, c in spreads)
             v = sum(c * sd * sd for sd, c in spreads)
@@ -450,7 +459,7 @@ def _accountant_class():
 
         def _composed(self, d, terms, h, tail, upper, tilt_delta, tau, *, top_down=False, tilt_eps=None):
             def one(loss):
-                if isinstance(loss, AllocationLoss):
+                if _own_pairs(loss):
                     return loss.dominating_pld(h, tail) if upper else loss.dominated_pld(h, tail)
                 return dominating(loss, h, tail) if upper else dominated(loss, h, tail, top_down=top_down)
 
@@ -522,3 +531,53 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
                  "per epoch, certified but loose (no tight lower bound implemented for 1 < k < t)",
         "upper_details": dict(up.details)}
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
+
+
+# --------------------------------------------------------------------------- a one-dimensional lower bound
+@lru_cache(maxsize=8)
+def max_statistic_pld(sigma: float, t: int, h: float, cells: int = 20000):
+    """A discretised loss on ``h Z`` *dominated* by one epoch of 1-out-of-``t`` allocation (remove direction).
+
+    The post-processing ``M = max_i x_i`` of the epoch's output is a garbling, so
+    its pair ``F_P(m) = Phi((m - 1)/s) Phi(m/s)^(t-1)``, ``F_Q(m) = Phi(m/s)^t`` is
+    dominated by the epoch's (Blackwell). Its cells are merged into atoms (a
+    garbling) and onto the loss grid (merge-to-the-grid), so the result is
+    dominated for any mesh. Survival functions are computed as
+    ``-expm1(log_ndtr(.) + (t-1) log_ndtr(.))`` (no cancellation in the upper tail);
+    mass outside the cell range is dropped (lowering delta). Cheap for any
+    ``sigma``, where the exact lattice construction needs ``sigma`` above about 0.7;
+    used for the shuffling lower bound at small noise.
+    """
+    from ..pld import DiscretisedLoss
+    lo, hi = -9.0 * sigma, 1.0 + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(t))
+    m = np.linspace(lo, hi, cells + 1)
+    lq = special.log_ndtr(m / sigma)
+    sf_q = -np.expm1(t * lq)
+    sf_p = -np.expm1(special.log_ndtr((m - 1.0) / sigma) + (t - 1) * lq)
+    P = np.maximum(sf_p[:-1] - sf_p[1:], 0.0)
+    Q = np.maximum(sf_q[:-1] - sf_q[1:], 0.0)
+    err = 8 * _U * (sf_p[:-1] + sf_p[1:] + sf_q[:-1] + sf_q[1:])  # differences of values correct to 4u
+    keep = (P > 0) & (Q > 0)
+    i0, pmf = _merge_to_grid(P[keep] / Q[keep], P[keep], h)
+    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-1e-12, infinity_mass=0.0, truncated_mass=0.0,
+                           mean_error=0.0, coupling_range=0.0,
+                           tv_error=float(np.sum(err)) * (1.0 + 1.0 / h), rel_error=0.0)
+
+
+def lower_bound_epsilon(dominated_fn, epochs: int, delta: float, h0: float, passes: int = 3) -> float:
+    """The best certified lower bound on epsilon from compositions of ``dominated_fn(h)`` over ``epochs``
+    on meshes ``h0, h0/2, ...`` (each pass is a bound on its own; the largest is kept)."""
+    from ..pld import chernoff_epsilon, compose, epsilon_bounds
+    best, h = 0.0, h0
+    for _ in range(passes):
+        d = dominated_fn(h)
+        parts = [(d, epochs)]
+        tilt = chernoff_epsilon(parts, delta)[1] if delta < 1e-6 else 0.0
+        comp = compose(parts, tilt=tilt, tau=1e-13 if tilt else min(1e-6, 5e-5 * delta))
+        lo = epsilon_bounds(comp, delta, 1e-300, need="lower").lower
+        if lo <= best + 1e-3:
+            best = max(best, lo)
+            break
+        best = max(best, lo)
+        h /= 2.0
+    return best
