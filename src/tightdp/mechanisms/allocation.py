@@ -130,6 +130,16 @@ def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarr
 
 
 # --------------------------------------------------------------------------- one coordinate
+def _split(masses: np.ndarray, err: np.ndarray, cap: float = 1e-9) -> tuple[float, float]:
+    """Per-point absolute errors as ``(rel, l1)``: a relative error ``<= cap`` on the points where that
+    holds (composed multiplicatively: ``(1 + rel)^t`` over a sum of ``t`` coordinates) and the l1 error of
+    the others (``tightdp.mechanisms.base.split_errors`` with a looser cap; counted twice, to be safe)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = np.where(masses > 0, err / masses, np.inf)
+    ok = r <= cap
+    return (float(np.max(r[ok])) if np.any(ok) else 0.0), float(2.0 * np.sum(err[~ok]))
+
+
 @lru_cache(maxsize=16)
 def _coordinate(sigma: float, eta: float, tail: float):
     """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
@@ -138,11 +148,11 @@ def _coordinate(sigma: float, eta: float, tail: float):
     ``_MAX_LATTICE``; ``cut`` is the P_1-mass beyond it) and, on lattice indices ``0..M+1``:
 
     * ``up_q``, ``up_p``, ``up_inf``: the dominating pair's Q- and P-masses and its
-      P-mass at ratio ``+inf``; ``up_err_q``, ``up_err_p``: l1 error bounds;
+      P-mass at ratio ``+inf``; ``up_rel_*``, ``up_l1_*``: relative and l1 error bounds;
     * ``lo_q_rm``, ``lo_p_rm``: the dominated pair, final carry rounded down
       (for the remove direction, where lower ratios mean lower losses);
       ``lo_q_add``: its Q-masses with the carry rounded up (add direction);
-      ``lo_err_q``, ``lo_err_p``: l1 error bounds;
+      ``lo_rel``, ``lo_l1``, ``lo_l1_add``, ``lo_margin``: error bounds;
     * ``rho``: relative error of the realised lattice ratios (float edges).
     """
     # P_1(W > w) = ndtr(-(sigma log w - 1/(2 sigma))): choose w_max with that tail <= `tail`
@@ -179,9 +189,16 @@ def _coordinate(sigma: float, eta: float, tail: float):
     up_q[M] += Q[M]
     up_inf = max(float(P[M] - w[M] * Q[M]), 0.0) + eP[M] + w[M] * eQ[M]
     up_p = w * up_q
-    out.update(up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0),
-               up_err_q=float(np.sum(2 * da + eQ[:M]) + eQ[M]),
-               up_err_p=float(np.sum((wl + wr) * da + eP[:M]) + eP[M] + w[M] * eQ[M]))
+    # per lattice point: the errors of the two spreads that feed it and of the cell masses; relative
+    # where small (they compose multiplicatively), l1 elsewhere (split_errors)
+    err_q = np.zeros(M + 2)
+    err_q[:M] += da + eQ[:M]
+    err_q[1:M + 1] += da
+    err_q[M] += eQ[M]
+    rel_q, l1_q = _split(up_q, err_q)
+    rel_p, l1_p = _split(up_p, w * err_q + 4 * _U * up_p)
+    out.update(up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0), up_rel_q=rel_q, up_l1_q=l1_q,
+               up_rel_p=rel_p, up_l1_p=l1_p)
 
     # -- dominated: merge to the lattice (cell j has ratio in [w_j, w_j+1]; the top cell at least w_M)
     pm, cp, cq, T = _merge_up(P, Q, w)
@@ -189,21 +206,26 @@ def _coordinate(sigma: float, eta: float, tail: float):
     with np.errstate(divide="ignore", invalid="ignore"):
         lo_q = np.where(w > 0, pm / np.where(w > 0, w, 1.0), 0.0)
     lo_p_rm, lo_q_rm, lo_q_add = lo_p.copy(), lo_q.copy(), lo_q.copy()
+    l1_add = 0.0
     if cq > 0.0 or cp > 0.0:
-        # the final carry (ratio below alpha_T, or the part of the top cell beyond the lattice) is not on
-        # the lattice: it is put on the nearest lattice point below (remove) / above (add), which moves
-        # S the safe way when its ratio lies inside the lattice, and its whole mass is charged to the
-        # l1 error as well (2 cp, 2 cq), which covers any placement (a cut lattice's top cell)
+        # the final carry (ratio below alpha_T; or the part of the top cell beyond the lattice) goes to the
+        # lattice point below its ratio for the remove direction (S and the remove loss only go down) and
+        # above it for the add direction (S up, the add loss -log S down); if its ratio lies beyond the
+        # lattice there is no point above, and its Q-mass is charged to the add direction's l1 error
         r = cp / cq if cq > 0 else math.inf
         j_dn = min(T - 1, int(math.floor(r / eta))) if math.isfinite(r) else T - 1
         j_up = min(M + 1, max(j_dn + 1, int(math.ceil(r / eta)))) if math.isfinite(r) else M + 1
         lo_p_rm[j_dn] += cp
         lo_q_rm[j_dn] += cq
         lo_q_add[j_up] += cq
-    # rounding: every merged atom is a sum of cell masses (relative error rel) plus the sweep's own arithmetic
-    out.update(lo_p_rm=lo_p_rm, lo_q_rm=lo_q_rm, lo_q_add=lo_q_add,
-               lo_err_p=float(np.sum(eP)) + 8 * _U * M + 2.0 * cp,
-               lo_err_q=float(np.sum(eQ)) + 8 * _U * M * 2 + 2.0 * cq)
+        if not r <= w[M + 1]:
+            l1_add = 2.0 * cq
+    # rounding (as tightdp.pld.dominance.dominated): merged atoms are sums of cell masses, within a factor
+    # 1 +- r of the exact ones; the merged ratios may miss their lattice point by the fractions' rounding,
+    # a relative error below 2 r (1 + w / eta), covered by lowering the epoch's losses (``lo_margin``)
+    r_lo = max(rp, rq) + 4 * _U
+    out.update(lo_p_rm=lo_p_rm, lo_q_rm=lo_q_rm, lo_q_add=lo_q_add, lo_rel=r_lo, lo_l1=lp + lq,
+               lo_l1_add=lp + lq + l1_add, lo_margin=2.0 * r_lo * (M + 2) + 1e-13)
     return out
 
 
@@ -281,17 +303,20 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     if upper:
         if direction == "remove":
             terms = [(c["up_q"], 0.0, t - 1), (c["up_p"], c["up_inf"], 1)]
-            l1 = (t - 1) * c["up_err_q"] + c["up_err_p"]
+            l1 = (t - 1) * c["up_l1_q"] + c["up_l1_p"]
+            rel = math.expm1((t - 1) * math.log1p(c["up_rel_q"]) + math.log1p(c["up_rel_p"]))
         else:
             terms = [(c["up_q"], 0.0, t)]
-            l1 = t * c["up_err_q"]
+            l1 = t * c["up_l1_q"]
+            rel = math.expm1(t * math.log1p(c["up_rel_q"]))
     else:
+        rel = math.expm1(t * math.log1p(c["lo_rel"]))
         if direction == "remove":
             terms = [(c["lo_q_rm"], 0.0, t - 1), (c["lo_p_rm"], 0.0, 1)]
-            l1 = (t - 1) * c["lo_err_q"] + c["lo_err_p"]
+            l1 = t * c["lo_l1"]
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
-            l1 = t * c["lo_err_q"]
+            l1 = t * c["lo_l1_add"]
     x, m, fft_err, inf_mass = _sum_law(terms, eta)
     l1 += fft_err
     s = x / t  # the likelihood ratio S of each atom of the sum
@@ -308,10 +333,13 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         i0, pmf = _spread_to_grid(ratio, pmass, h)
     else:
         i0, pmf = _merge_to_grid(ratio, pmass, h)
-    margin = 2.0 * c["rho"] + 1e-12  # float edges of the ratio lattice: losses moved to the safe side
+    # float edges of the ratio lattice (and the merged ratios' rounding): losses moved to the safe side
+    margin = 2.0 * c["rho"] + 1e-12 + (0.0 if upper else c["lo_margin"])
+    # the spread / merge onto the loss grid only adds and splits masses: relative errors carry through
+    # (16 u for the fractions); the FFT's error is absolute (l1)
     return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=margin if upper else -margin,
                            infinity_mass=min(1.0, inf_mass), truncated_mass=0.0, mean_error=0.0,
-                           coupling_range=0.0, tv_error=l1, rel_error=0.0)
+                           coupling_range=0.0, tv_error=l1, rel_error=min(rel + 16 * _U, 0.5))
 
 
 def clear_allocation_caches() -> None:
