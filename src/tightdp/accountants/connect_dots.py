@@ -12,11 +12,14 @@ Closed forms first: a ledger whose every step has a Gaussian privacy loss
 ``mu^2 = sum_i c_i mu_i^2`` (Dong, Roth, Su 2022, Cor. 3.3) and is answered
 from that curve, with only its certified float error in the interval; in a
 mixed ledger the Gaussian steps are folded into one Gaussian step of that
-``mu`` (an exact identity of privacy curves) before discretising. Mechanisms whose
-privacy losses are Gaussian or Gaussian mixtures (Gaussian, every subsampled
-Gaussian, mixtures of Gaussians) are discretised this way; other ledgers, and
-the rare queries the constructions cannot resolve, go to the PRV accountant
-(``details["fallback"]`` says why).
+``mu`` (an exact identity of privacy curves) before discretising. Every
+mechanism whose privacy loss gives both sides' CDFs is discretised this way:
+Gaussians and Gaussian mixtures (every subsampled Gaussian, group mixtures) by
+their outputs, Laplace, subsampled Laplace, randomized response, pure and
+approximate DP by closed-form cell masses in loss space
+(``tightdp.pld.dominance``). Only a ledger with a loss that cannot (none among
+tightdp's mechanisms today), and the rare queries the constructions cannot
+resolve, go to the PRV accountant (``details["fallback"]`` says why).
 """
 
 from __future__ import annotations
@@ -58,14 +61,24 @@ class ConnectDotsAccountant(PLDAccountant):
 
     Parameters
     ----------
-    eps_error: the mesh is refined until ``upper - lower <= 2 * eps_error`` (or ``max_refinements``).
+    eps_error: absolute accuracy: the mesh is refined until ``upper - lower <= 2 * eps_error``
+        (or ``max_refinements``). Default 0.01, or 5e-5 as the floor of a relative target.
+    rel_error: relative accuracy: refine until ``upper - lower <= 2 * max(rel_error * epsilon,
+        eps_error)`` (``rel_error=1e-3`` states epsilon to about three significant digits).
     delta_error: delta slack for truncation and aliasing (default ``1e-3 * delta``).
+
+    Every pass's interval is certified, so the answer is their intersection: a refinement
+    never widens it.
     """
 
     name = "connect-dots"
 
-    def __init__(self, *, eps_error: float = 0.01, delta_error: float | None = None,
-                 max_refinements: int = 8) -> None:
+    def __init__(self, *, eps_error: float | None = None, rel_error: float | None = None,
+                 delta_error: float | None = None, max_refinements: int = 8) -> None:
+        self.rel_error = None if rel_error is None else check_real("rel_error", rel_error, low=1e-6,
+                                                                   low_open=False, high=0.5, high_open=False)
+        if eps_error is None:
+            eps_error = 0.01 if self.rel_error is None else 5e-5
         self.eps_error = check_eps_error("eps_error", eps_error)
         self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
         self.max_refinements = int(check_real("max_refinements", max_refinements, low=0.0, low_open=False,
@@ -74,8 +87,20 @@ class ConnectDotsAccountant(PLDAccountant):
         self._ledger_changed()
 
     def options(self) -> dict[str, Any]:
-        return {"eps_error": self.eps_error, "delta_error": self.delta_error,
+        return {"eps_error": self.eps_error, "rel_error": self.rel_error, "delta_error": self.delta_error,
                 "max_refinements": self.max_refinements}
+
+    def _targets(self, eps: np.ndarray) -> np.ndarray:
+        """``_target`` for an array of epsilons."""
+        if self.rel_error is None:
+            return np.full(np.shape(eps), 2.0 * self.eps_error)
+        return 2.0 * np.maximum(self.eps_error, self.rel_error * np.asarray(eps, float))
+
+    def _target(self, eps: float) -> float:
+        """The width asked for at an answer near ``eps``: ``2 max(eps_error, rel_error eps)``."""
+        if self.rel_error is None or not math.isfinite(eps):
+            return 2.0 * self.eps_error
+        return 2.0 * max(self.eps_error, self.rel_error * eps)
 
     def _undominated(self) -> str | None:
         """The first mechanism in the ledger without a dominance discretisation (its type name), if any.
@@ -95,7 +120,7 @@ class ConnectDotsAccountant(PLDAccountant):
         out = []
         for terms in super()._directions():
             gauss = [(loss, c) for loss, c in terms if isinstance(loss, GaussianLoss)]
-            mu2 = sum(c * loss.mu ** 2 for loss, c in gauss)
+            mu2 = sum(c * loss.mu * loss.mu for loss, c in gauss)
             if len(gauss) > 1 or (gauss and gauss[0][1] > 1):
                 if math.sqrt(mu2) <= _FOLD_MU:
                     rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
@@ -111,7 +136,7 @@ class ConnectDotsAccountant(PLDAccountant):
             pair = mech.privacy_losses()
             if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
                 return None
-            mu2 += count * pair.remove.mu ** 2
+            mu2 += count * pair.remove.mu * pair.remove.mu
         return math.sqrt(mu2)
 
     def _unsampled_hint(self, delta: float) -> str:
@@ -124,8 +149,11 @@ class ConnectDotsAccountant(PLDAccountant):
             if not isinstance(inner, Gaussian):
                 return "no closed-form bound applies to this ledger"
             factor = 2.0 if getattr(mech, "relation", "substitute") == "substitute" else 1.0
-            mu2 += count * (factor * inner.mu) ** 2
+            m = factor * inner.mu
+            mu2 += count * m * m  # float products overflow to inf (a Python ** would raise)
         mu = math.sqrt(mu2)
+        if not math.isfinite(mu) or mu > 1e150:
+            return f"even without subsampling the run is beyond double precision (mu = {mu:.3g})"
         hi = gdp_epsilon_bounds(mu, delta)[2]
         return (f"a certified upper bound without subsampling (joint convexity) is epsilon <= {hi:.6g} "
                 f"({mu:.4g}-GDP)")
@@ -158,7 +186,7 @@ class ConnectDotsAccountant(PLDAccountant):
             return compose(parts, tilt=tilt, tau=tau)
         return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
 
-    def _model_mesh(self, directions, z: float) -> float:
+    def _model_mesh(self, directions, z: float, half_width: float | None = None) -> float:
         """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
 
         Splitting a loss between two grid points (and merging, for the lower
@@ -174,8 +202,29 @@ class ConnectDotsAccountant(PLDAccountant):
         steps = sum(c for _, c in spreads)
         v = sum(c * sd * sd for sd, c in spreads)
         slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
-        h = math.sqrt(2.0 * 1.6 * self.eps_error / (steps * slope))
-        return float(min(max(h, 1e-7), 0.05, self.eps_error))
+        err = self.eps_error if half_width is None else half_width
+        if half_width is None and self.rel_error is not None:
+            # a relative target needs epsilon's scale: about v/2 + z sqrt(v) for a near-Gaussian composition
+            err = max(self.eps_error, self.rel_error * (0.5 * v + z * math.sqrt(v)))
+        h = math.sqrt(2.0 * 1.6 * err / (steps * slope))
+        return self._snap(float(min(max(h, 1e-7), 0.05, err)), directions)
+
+    @staticmethod
+    def _snap(h: float, directions) -> float:
+        """The largest mesh ``<= h`` on which the support ends of every loss with atoms there are grid
+        points, when they are commensurate (pure DP, randomized response, Laplace: atoms at ``+-r``);
+        else ``h``. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
+
+        An atom on a grid point is split or merged exactly, so atoms cost no discretisation width;
+        off the grid, each step's atom moves by up to a mesh and the gap grows with the steps."""
+        ends = sorted({abs(e) for terms in directions for loss, _ in terms if getattr(loss, "has_q_side", False)
+                       for e in loss.support() if math.isfinite(e) and abs(e) > 1e-12})
+        if not ends:
+            return h
+        unit = ends[0] / math.ceil(ends[0] / h - 1e-9)
+        if all(abs(e / unit - round(e / unit)) <= 1e-9 * max(1.0, e / unit) for e in ends):
+            return unit
+        return h
 
     def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()
@@ -194,7 +243,7 @@ class ConnectDotsAccountant(PLDAccountant):
             return self._fallback(delta, str(exc))
         if math.isinf(out.upper) and not math.isinf(out.lower):  # not a genuinely infinite epsilon
             return self._fallback(delta, str(out.details.get("note", "window too small")))
-        if out.upper - out.lower > 2.0 * self.eps_error * (1.0 + 1e-9):
+        if out.upper - out.lower > self._target(out.upper) * (1.0 + 1e-9):
             if "grid_cap" in out.details:
                 return out  # certified but wider than asked; the PRV accountant would need a finer grid still
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
@@ -217,7 +266,8 @@ class ConnectDotsAccountant(PLDAccountant):
         """The coupling-based PRV accountant, for what the dominance grids cannot resolve
         (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given)."""
         from .prv import PRVAccountant
-        prv = PRVAccountant(eps_error=self.eps_error, delta_error=self.delta_error).compose(self._ledger)
+        prv_error = self.eps_error if self.rel_error is None else min(0.01, max(self.eps_error, self.rel_error))
+        prv = PRVAccountant(eps_error=prv_error, delta_error=self.delta_error).compose(self._ledger)
         b = prv.epsilon(delta) if epsilons is None else prv.delta(epsilons)
         return Bounds(b.lower, b.estimate, b.upper, b.quantity, "bound",
                       {**dict(b.details), "fallback": f"prv ({reason})"})
@@ -237,12 +287,16 @@ class ConnectDotsAccountant(PLDAccountant):
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         k_total = sum(c for _, c in self._ledger)
+        # a bounded loss caps epsilon exactly (``_support_ceiling``): the passes refine towards it
+        top, p_inf = self._support_ceiling()
+        cap = top if math.isfinite(top) and delta >= p_inf * (1.0 + 1e-12) else math.inf
         # FFT round-off is bounded by about k u log N of the total mass: tilt the FFT towards the
         # answer unless delta is far above that
         tilted = delta < 1e-6 or k_total * 1e-10 > delta  # round-off grows like k
         directions = self._directions()
         h = self._model_mesh(directions, math.sqrt(2.0 * math.log(1.0 / delta)))
         target = 2.0 * self.eps_error
+        run_lo, run_up = 0.0, math.inf  # the intersection of every pass's certified interval
         passes = 0
         trace: list[dict[str, Any]] = []  # the passes that did not reach the target (details["refinements"])
         coarse: dict[int, float] = {}  # direction -> mesh of its cheapest upper bound so far
@@ -260,7 +314,10 @@ class ConnectDotsAccountant(PLDAccountant):
                 break
             best = (h, slack, ups, lo)
             j = max(ups, key=lambda i: ups[i].upper)
-            lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
+            lower, upper, estimate = lo.lower, min(ups[j].upper, cap), min(ups[j].estimate, cap)
+            run_lo, run_up = max(run_lo, lower), min(run_up, upper)
+            lower, upper = run_lo, run_up
+            target = self._target(upper)
             width = upper - lower
             if width <= target or not math.isfinite(upper):
                 break
@@ -280,11 +337,13 @@ class ConnectDotsAccountant(PLDAccountant):
                 coarse = {}
             if discretisation > 0.6 * target or not trace[-1]["slack_cut"]:
                 # the width shrinks like h^2: aim a little below the target, at least halve the cost
-                h *= min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation))))
+                h = self._snap(h * min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation)))),
+                               directions)
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
             self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
         j = max(ups, key=lambda i: ups[i].upper)
-        lower, upper, estimate = lo.lower, ups[j].upper, ups[j].estimate
+        lower, upper, estimate = lo.lower, min(ups[j].upper, cap), min(ups[j].estimate, cap)
+        lower, upper = max(lower, run_lo), min(upper, run_up)
         if upper - lower > target and math.isfinite(upper) and capped is None:
             # still too wide: the upward merge may have swallowed a light tail into the bulk; the
             # downward merge keeps it (both certified: take the better lower bound)
@@ -429,7 +488,7 @@ class ConnectDotsAccountant(PLDAccountant):
                 cl = self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)
                 lo, _, _ = delta_bounds(cl, epsilons, _TINY)
                 los.append(lo), ests.append(e_u), ups.append(u)
-                shifted.append(delta_bounds(cu, epsilons + self.eps_error, _TINY)[1])
+                shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
             # stop when the delta interval is no wider than moving epsilon by eps_error would make it,
             # or when what is left is the slack's doing (a finer mesh cannot remove it)

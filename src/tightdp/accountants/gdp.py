@@ -67,16 +67,16 @@ class GDPAccountant(Accountant):
         total, exact = 0.0, True
         for mech, count in self.ledger:
             if isinstance(mech, Gaussian):
-                total += count * mech.mu ** 2
+                total += count * mech.mu * mech.mu
                 continue
             g: Gaussian = mech.mechanism  # type: ignore[union-attr]
             q = mech.sampling_rate  # type: ignore[union-attr]
             if q >= 1.0:
-                total += count * g.mu ** 2
+                total += count * g.mu * g.mu
             else:
                 exact = False
                 # Bu et al. 2020 Thm 5: mu_T^2 = q^2 T (e^{mu^2} - 1)
-                total += count * q * q * math.expm1(g.mu ** 2)
+                total += count * q * q * (math.expm1(g.mu * g.mu) if g.mu < 26.0 else math.inf)
         if not math.isfinite(total):
             raise PrecisionError("the composed GDP parameter overflows (mu^2 = inf); noise is far too small")
         return math.sqrt(total), exact

@@ -80,6 +80,25 @@ class PrivacyLoss(ABC):
         rel, l1 = split_errors(masses, err)
         return float(cdf[0]), float(sf[-1]), masses, (rel, l1), edge_err
 
+    # -------------------------------------------- Q's side (for the dominance constructions)
+    #: whether ``q_cdf`` / ``q_sf`` are implemented: the Q-masses of loss cells, which the
+    #: connect-the-dots and merge-to-the-grid constructions (``tightdp.pld.dominance``) need
+    has_q_side: ClassVar[bool] = False
+
+    def q_cdf(self, s: np.ndarray) -> np.ndarray:
+        """``Q(Y <= s)`` over outputs with finite loss (``Y`` the loss ``log dP/dQ`` at Q's output)."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe Q's side")
+
+    def q_sf(self, s: np.ndarray) -> np.ndarray:
+        """``Q(s < Y < +inf)``, accurate deep in the tail."""
+        raise NotImplementedError(f"{type(self).__name__} does not describe Q's side")
+
+    def q_cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
+        """Q-masses of the loss cells between ``edges`` and their ``(rel, l1)`` errors (as ``cell_masses``)."""
+        edges = np.asarray(edges, dtype=float)
+        masses, err = difference_masses(self.q_cdf(edges), self.q_sf(edges))
+        return masses, split_errors(masses, err)
+
     def lower_quantile(self, mass: float) -> float:
         """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient)."""
         lo, hi = self.support()

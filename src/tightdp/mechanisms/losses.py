@@ -44,6 +44,23 @@ def _ndtr(z):
     return special.ndtr(z)
 
 
+def _laplace_interval_mass(xa, xb, loc: float, b: float) -> np.ndarray:
+    """Mass of ``Lap(loc, b)`` on ``(xa, xb]`` (``xa <= xb``, infinities allowed) as a sum of positive
+    terms, so it is relative-accurate (a few ulp) in the tails too: no CDF differences."""
+    za = (np.asarray(xa, float) - loc) / b
+    zb = (np.asarray(xb, float) - loc) / b
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.where(np.isfinite(za) & np.isfinite(zb), za - zb, -np.inf)
+        left = -0.5 * np.exp(np.minimum(zb, 0.0)) * np.expm1(gap)  # both ends at or below loc
+        right = -0.5 * np.exp(-np.maximum(za, 0.0)) * np.expm1(gap)  # both ends at or above loc
+        across = -0.5 * np.expm1(np.minimum(za, 0.0)) - 0.5 * np.expm1(-np.maximum(zb, 0.0))
+    out = np.where(zb <= 0.0, left, np.where(za >= 0.0, right, across))
+    return np.where(zb > za, np.maximum(out, 0.0), 0.0)
+
+
+_CELL_REL = 16 * float(np.finfo(float).eps)  # relative error of the closed-form cell masses (a few ops)
+
+
 def gaussian_mixture_cell_masses(x_edges, means, weights, sigma, cdf, sf):
     """Masses of a Gaussian mixture between consecutive ``x_edges``, with ``(rel, l1)`` error bounds.
 
@@ -145,6 +162,45 @@ class DiscreteLoss(PrivacyLoss):
         v, _ = self._arrays
         return float(v[0]), float(v[-1])
 
+    has_q_side = True
+
+    @cached_property
+    def _q_atoms(self):
+        v, p = self._arrays
+        return v, p * np.exp(-v)  # Q-mass of an atom of loss v: P-mass times e^-v
+
+    def q_cdf(self, s):
+        v, q = self._q_atoms
+        c = np.concatenate([[0.0], np.cumsum(q)])
+        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+
+    def q_sf(self, s):
+        v, q = self._q_atoms
+        c = np.concatenate([np.cumsum(q[::-1])[::-1], [0.0]])
+        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+
+    def _cells_pq(self, edges):
+        """Cell masses straight from the atoms (cell ``i`` is ``(e_i, e_(i+1)]``): empty cells are exactly
+        0 and a cell's mass is a sum of at most ``len(values)`` atoms, so the relative error is
+        ``len(values) u`` and there is no absolute error term at all."""
+        e = np.asarray(edges, float)
+        v, p = self._arrays
+        _, q = self._q_atoms
+        idx = np.searchsorted(e, v, side="left") - 1
+        inside = (idx >= 0) & (idx < e.size - 1)
+        P = np.bincount(idx[inside], weights=p[inside], minlength=e.size - 1)
+        Q = np.bincount(idx[inside], weights=q[inside], minlength=e.size - 1)
+        below = float(p[idx < 0].sum())
+        above = float(p[idx >= e.size - 1].sum())
+        return below, above, P, Q
+
+    def cell_masses(self, edges):
+        below, above, P, _ = self._cells_pq(edges)
+        return below, above, P, ((len(self.values) + 2) * _U, 0.0), 0.0
+
+    def q_cell_masses(self, edges):
+        return self._cells_pq(edges)[3], ((len(self.values) + 2) * _U, 0.0)
+
 
 @dataclass(frozen=True)
 class LaplaceLoss(PrivacyLoss):
@@ -187,6 +243,49 @@ class LaplaceLoss(PrivacyLoss):
 
     def support(self):
         return -self.r, self.r
+
+    has_q_side = True
+
+    def q_cdf(self, s):
+        """Q = Lap(Delta, b): atom 1/2 at ``-r``, density ``exp(-(r + s)/2)/4`` on ``(-r, r)``, atom
+        ``exp(-r)/2`` at ``r``; so ``Q(Y <= s) = 1 - exp(-(r + s)/2)/2`` on ``[-r, r)``."""
+        s = np.asarray(s, float)
+        r = self.r
+        inner = 1.0 - 0.5 * np.exp(-(r + np.clip(s, -r, r)) / 2.0)
+        return np.where(s < -r, 0.0, np.where(s >= r, 1.0, inner))
+
+    def q_sf(self, s):
+        s = np.asarray(s, float)
+        r = self.r
+        inner = 0.5 * np.exp(-(r + np.clip(s, -r, r)) / 2.0)
+        return np.where(s < -r, 1.0, np.where(s >= r, 0.0, inner))
+
+    def _cells_pq(self, edges):
+        """P- and Q-masses of the cells ``(e_i, e_(i+1)]`` in closed form (no cancellation): the
+        continuous part ``-exp(-(r - v)/2) expm1(-(v - u)/2) / 2`` under P and
+        ``-exp(-(r + u)/2) expm1(-(v - u)/2) / 2`` under Q on ``(u, v) = cell ^ (-r, r)``, plus the atoms
+        (``-r``: P ``exp(-r)/2``, Q ``1/2``; ``r``: P ``1/2``, Q ``exp(-r)/2``)."""
+        e = np.asarray(edges, float)
+        r = self.r
+        a, b = e[:-1], e[1:]
+        u, v = np.clip(a, -r, r), np.clip(b, -r, r)
+        w = np.where(v > u, -np.expm1(-(v - u) / 2.0), 0.0)
+        P = 0.5 * np.exp(-(r - v) / 2.0) * w
+        Q = 0.5 * np.exp(-(r + u) / 2.0) * w
+        lo_atom = (a < -r) & (-r <= b)
+        hi_atom = (a < r) & (r <= b)
+        P = P + np.where(lo_atom, 0.5 * math.exp(-r), 0.0) + np.where(hi_atom, 0.5, 0.0)
+        Q = Q + np.where(lo_atom, 0.5, 0.0) + np.where(hi_atom, 0.5 * math.exp(-r), 0.0)
+        below = float(self.cdf(e[:1])[0])
+        above = float(self.sf(e[-1:])[0])
+        return below, above, P, Q
+
+    def cell_masses(self, edges):
+        below, above, P, _ = self._cells_pq(edges)
+        return below, above, P, (_CELL_REL, 0.0), 0.0
+
+    def q_cell_masses(self, edges):
+        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
 
 
 @dataclass(frozen=True)
@@ -529,6 +628,65 @@ class PoissonLaplaceLoss(PrivacyLoss):
         x = self._x_of(s)
         inner = self._p_sf(x) if self.direction == "remove" else self._p_cdf(x)
         return np.where(s < lo, 1.0, np.where(s >= hi, 0.0, inner))
+
+    has_q_side = True
+
+    def _q_cdf_x(self, x):
+        if self.direction == "remove":  # Q = Lap(0, b)
+            return self._lap_cdf(x, 0.0)
+        return self.q * self._lap_cdf(x, 1.0) + (1 - self.q) * self._lap_cdf(x, 0.0)
+
+    def _q_sf_x(self, x):
+        if self.direction == "remove":
+            return self._lap_sf(x, 0.0)
+        return self.q * self._lap_sf(x, 1.0) + (1 - self.q) * self._lap_sf(x, 0.0)
+
+    def q_cdf(self, s):
+        """``Q(Y <= s)``: the output set is the same as for ``cdf`` (``x <= x_s`` for remove, where the
+        loss increases in ``x``; ``x >= x_s`` for add), measured under Q."""
+        s = np.asarray(s, float)
+        lo, hi = self.support()
+        x = self._x_of(s)
+        inner = self._q_cdf_x(x) if self.direction == "remove" else self._q_sf_x(x)
+        return np.where(s < lo, 0.0, np.where(s >= hi, 1.0, inner))
+
+    def q_sf(self, s):
+        s = np.asarray(s, float)
+        lo, hi = self.support()
+        x = self._x_of(s)
+        inner = self._q_sf_x(x) if self.direction == "remove" else self._q_cdf_x(x)
+        return np.where(s < lo, 1.0, np.where(s >= hi, 0.0, inner))
+
+    def _cells_pq(self, edges):
+        """P- and Q-masses of the loss cells ``(e_i, e_(i+1)]`` as masses of output intervals, each a
+        sum of positive Laplace interval masses (relative-accurate), and the largest distance
+        ``|L(x_i) - e_i|`` of the realised output edges (the inversion is in floats)."""
+        e = np.asarray(edges, float)
+        lo, hi = self.support()
+        x = self._x_of(e)
+        # outputs below 0 carry the loss lo (remove) / hi (add); the atom belongs where the edges bracket it
+        x = np.where(e < lo, -np.inf, np.where(e >= hi, np.inf, x)) if self.direction == "remove" else \
+            np.where(e < lo, np.inf, np.where(e >= hi, -np.inf, x))
+        xa, xb = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
+        q = self.q
+        lap = lambda loc: _laplace_interval_mass(xa, xb, loc, self.b)
+        mix = q * lap(1.0) + (1.0 - q) * lap(0.0)
+        P, Q = (mix, lap(0.0)) if self.direction == "remove" else (lap(0.0), mix)
+        inner = (e > lo) & (e < hi)
+        edge = 0.0
+        if np.any(inner):
+            xi = x[inner]
+            realised = self._ell((np.abs(xi) - np.abs(xi - 1.0)) / self.b)
+            realised = realised if self.direction == "remove" else -realised
+            edge = float(np.max(np.abs(realised - e[inner])))
+        return float(self.cdf(e[:1])[0]), float(self.sf(e[-1:])[0]), P, Q, edge
+
+    def cell_masses(self, edges):
+        below, above, P, _, edge = self._cells_pq(edges)
+        return below, above, P, (_CELL_REL, 0.0), edge
+
+    def q_cell_masses(self, edges):
+        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
 
     def partial_mean(self, a, b_):
         lo, hi = self.support()

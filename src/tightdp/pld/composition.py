@@ -253,6 +253,11 @@ def chernoff_epsilon(terms: Sequence[tuple[DiscretisedLoss, int]], delta: float)
         return m + shift, 0.0
     z = math.sqrt(2.0 * math.log(1.0 / delta))
     guess = m + shift + z * math.sqrt(v)
+    # a bounded loss (atoms, Laplace) cannot exceed the sum of its largest atoms: aim inside that range,
+    # where the saddle-point tilt is finite (beyond it the tilt would run off to its cap)
+    top = sum(c * (float(d.grid[np.flatnonzero(d.pmf > 0)[-1]]) + d.shift) for d, c in terms if np.any(d.pmf > 0))
+    if guess >= m + shift + 0.999 * (top - m - shift):  # only then would the tilt run off to its cap
+        guess = m + shift + 0.9 * max(top - m - shift, 0.0)
     return guess, saddle_tilt(terms, guess)
 
 

@@ -45,8 +45,9 @@ _MAX_CELLS = 20_000_000
 
 
 def supports_dominance(loss: PrivacyLoss) -> bool:
-    """Whether both distributions of ``loss`` are known well enough for these constructions."""
-    return isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
+    """Whether both distributions of ``loss`` are known well enough for these constructions: Gaussian
+    losses and mixtures (by their outputs), and every loss that gives Q's side in loss space."""
+    return isinstance(loss, (GaussianLoss, GaussianMixtureLoss)) or bool(getattr(loss, "has_q_side", False))
 
 
 def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
@@ -93,7 +94,9 @@ def loss_spread(loss: PrivacyLoss) -> float:
     if isinstance(loss, GaussianLoss):
         return float(loss.mu)
     if not isinstance(loss, GaussianMixtureLoss):
-        raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
+        if not supports_dominance(loss):
+            raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
+        return _spread_from_cdf(loss)
     a = np.asarray(loss.p_means, float)
     w = np.asarray(loss.p_weights, float)
     w = w / w.sum()
@@ -103,6 +106,23 @@ def loss_spread(loss: PrivacyLoss) -> float:
     m1 = float(np.sum(w[:, None] * _HE_WEIGHTS[None, :] * vals))
     m2 = float(np.sum(w[:, None] * _HE_WEIGHTS[None, :] * vals * vals))
     return math.sqrt(max(m2 - m1 * m1, 0.0))
+
+
+def _spread_from_cdf(loss: PrivacyLoss) -> float:
+    """The P-standard deviation of a loss from its CDF on 4001 points (finite part; an estimate)."""
+    lo, hi = loss.support()
+    lo = lo if math.isfinite(lo) else loss.lower_quantile(1e-12)
+    hi = hi if math.isfinite(hi) else loss.upper_quantile(1e-12)
+    if not hi > lo:
+        return 0.0
+    e = np.linspace(lo - 1e-9 * (1 + abs(lo)), hi, 4001)
+    p = np.diff(loss.cdf(e))
+    mid = np.concatenate([[lo], 0.5 * (e[1:-1] + e[2:])])  # the first cell holds the atom at lo
+    tot = float(p.sum())
+    if tot <= 0:
+        return 0.0
+    m = float(np.dot(p, mid)) / tot
+    return math.sqrt(max(float(np.dot(p, (mid - m) ** 2)) / tot, 0.0))
 
 
 @lru_cache(maxsize=32)
@@ -122,10 +142,15 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
                              "(the step alone has an epsilon in the hundreds)")
     i0 = math.floor(s_lo / h)
     i1 = max(i0 + 1, math.ceil(s_hi / h))
+    generic = not isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
+    if generic:  # one cell of margin on each side: atoms at the ends of the support fall inside the grid
+        i0, i1 = i0 - 1, i1 + 1
     if i1 - i0 > _MAX_CELLS:
         raise GridTooLargeError(f"the dominance grid of one step would need {i1 - i0:,} points "
                                 f"(cap {_MAX_CELLS:,}; mesh {h:.3g} over losses [{s_lo:.4g}, {s_hi:.4g}])")
     s = np.arange(i0, i1 + 1) * h
+    if generic:
+        return _cells_from_cdfs(loss, s, i0)
     if isinstance(loss, GaussianLoss):
         m, sd = loss.mean, loss.mu
         x = s
@@ -157,7 +182,21 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
     xf_max = float(np.max(np.abs(xf))) if xf.size else 0.0
     edge = 2.0 * edge_err + 64.0 * _U * (1.0 + max(abs(s_lo), abs(s_hi)) + xf_max * xf_max / (sigma * sigma)) \
         if edge_err > 0.0 or not isinstance(loss, GaussianLoss) else 0.0
-    return s, P, Q, max(rp, rq), lp + lq, p_below, p_above, inf_p, i0, edge
+    # mixture weights known only up to a factor 1 + w (rounded up: group privacy's certified
+    # hypergeometric/binomial weights, ``mechanisms.mixture._WeightError``) are a relative mass error
+    rel = max(rp, rq) + float(getattr(loss, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
+    return s, P, Q, rel, lp + lq, p_below, p_above, inf_p, i0, edge
+
+
+def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
+    """``_cells`` for any loss that gives the CDFs of both sides in loss space (``has_q_side``):
+    Laplace, subsampled Laplace, atoms (randomized response, pure and approximate DP). Cell ``i`` is
+    ``(s_i, s_(i+1)]``, its P- and Q-masses are differences of the CDFs (or survival functions, on
+    the side without cancellation), so atoms and densities are handled alike and no output space
+    needs inverting (edge error 0)."""
+    p_below, p_above, P, (rp, lp), edge_err = loss.cell_masses(s)
+    Q, (rq, lq) = loss.q_cell_masses(s)
+    return s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0, float(edge_err)
 
 
 def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
