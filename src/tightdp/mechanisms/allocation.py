@@ -563,27 +563,32 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
 
 # --------------------------------------------------------------------------- a one-dimensional lower bound
 @lru_cache(maxsize=8)
-def max_statistic_pld(sigma: float, t: int, h: float, cells: int = 20000):
-    """A discretised loss on ``h Z`` *dominated* by one epoch of 1-out-of-``t`` allocation (remove direction).
+def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_q: float = 0.0,
+                      reverse: bool = False, cells: int = 20000):
+    """A discretised loss on ``h Z`` *dominated* by the pair ``P = (1/t) sum_i N(mean_p e_i, s^2 I)``
+    against ``Q = (1/t) sum_i N(mean_q e_i, s^2 I)`` (``reverse``: ``Q`` against ``P``).
 
-    The post-processing ``M = max_i x_i`` of the epoch's output is a garbling, so
-    its pair ``F_P(m) = Phi((m - 1)/s) Phi(m/s)^(t-1)``, ``F_Q(m) = Phi(m/s)^t`` is
-    dominated by the epoch's (Blackwell). Its cells are merged into atoms (a
-    garbling) and onto the loss grid (merge-to-the-grid), so the result is
-    dominated for any mesh. Survival functions are computed as
-    ``-expm1(log_ndtr(.) + (t-1) log_ndtr(.))`` (no cancellation in the upper tail);
-    mass outside the cell range is dropped (lowering delta). Cheap for any
-    ``sigma``, where the exact lattice construction needs ``sigma`` above about 0.7;
-    used for the shuffling lower bound at small noise.
+    ``mean_q = 0`` is one epoch of 1-out-of-``t`` allocation (remove direction);
+    ``(2, 1)`` is Chua et al.'s shuffling pair (2403.17673). The post-processing
+    ``M = max_i x_i`` is a garbling, so its pair ``F(m) = Phi((m - mean)/s) Phi(m/s)^(t-1)``
+    is dominated (Blackwell); its cells are merged into atoms (a garbling) and
+    onto the loss grid (merge-to-the-grid), so the result is dominated for any
+    mesh. Survival functions are ``-expm1(log_ndtr(.) + (t-1) log_ndtr(.))`` (no
+    cancellation in the upper tail), each value correct to a few ulps; the cell
+    differences' rounding is charged as l1 error; mass outside the cell range is
+    dropped (lowering delta). Cheap for any ``sigma``.
     """
     from ..pld import DiscretisedLoss
-    lo, hi = -9.0 * sigma, 1.0 + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(t))
+    lo = min(mean_p, mean_q) - 9.0 * sigma
+    hi = max(mean_p, mean_q) + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(max(t, 2)))
     m = np.linspace(lo, hi, cells + 1)
-    lq = special.log_ndtr(m / sigma)
-    sf_q = -np.expm1(t * lq)
-    sf_p = -np.expm1(special.log_ndtr((m - 1.0) / sigma) + (t - 1) * lq)
+    rest = (t - 1) * special.log_ndtr(m / sigma)
+    sf_p = -np.expm1(special.log_ndtr((m - mean_p) / sigma) + rest)
+    sf_q = -np.expm1(special.log_ndtr((m - mean_q) / sigma) + rest)
     P = np.maximum(sf_p[:-1] - sf_p[1:], 0.0)
     Q = np.maximum(sf_q[:-1] - sf_q[1:], 0.0)
+    if reverse:
+        P, Q = Q, P
     err = 8 * _U * (sf_p[:-1] + sf_p[1:] + sf_q[:-1] + sf_q[1:])  # differences of values correct to 4u
     keep = (P > 0) & (Q > 0)
     i0, pmf = _merge_to_grid(P[keep] / Q[keep], P[keep], h)
