@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
+
 __all__ = ["clear_caches", "logsumexp"]
 
 
@@ -22,19 +24,3 @@ def logsumexp(a, axis=None):
     if axis is None:
         return float(out.reshape(()))
     return np.squeeze(out, axis=axis)
-
-
-def clear_caches() -> None:
-    """Empty every process-wide memo of the engine (discretisations, dominance cells, RDP/Edgeworth terms).
-
-    The caches only save time when the same mechanism is accounted again; they
-    can hold grids of up to about a million points each. Benchmarks call this
-    between repetitions so that a repeated call does the whole computation.
-    """
-    from .accountants.edgeworth import _mechanism_moments
-    from .accountants.rdp import _rdp_curve_cached
-    from .pld.discretise import _blocks_cached, discretise
-    from .pld.dominance import _cells
-
-    for fn in (discretise, _blocks_cached, _cells, _mechanism_moments, _rdp_curve_cached):
-        fn.cache_clear()

@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
@@ -54,6 +55,7 @@ _GRID = 2001
 _Stats = tuple[em.Moments, em.Moments, np.ndarray]
 
 
+@_register_cache
 @lru_cache(maxsize=4096)
 def _mechanism_stats(mechanism: Mechanism) -> tuple[_Stats, _Stats]:
     """Per direction (remove, add): ``(moments under P, moments under Q, log E_P[e^(lambda L)] at em.LAMBDAS)``.

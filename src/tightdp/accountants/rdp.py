@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from .._validation import check_real_array
 from ..bounds import Bounds
 from ..mechanisms import (Gaussian, Laplace, Mechanism, PoissonSampled, RandomizedResponse,
@@ -38,6 +39,7 @@ def rdp_curve(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
     return _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float)))
 
 
+@_register_cache
 @lru_cache(maxsize=256)
 def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.ndarray:
     a = np.asarray(orders, float)

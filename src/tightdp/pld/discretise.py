@@ -21,6 +21,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from ..errors import PrecisionError
 from ..mechanisms.base import PrivacyLoss
 
@@ -90,6 +91,7 @@ class DiscretisedLoss:
         return np.where(np.isfinite(m), out, m)
 
 
+@_register_cache
 @lru_cache(maxsize=48)
 def _blocks_cached(key):
     d = key
@@ -109,6 +111,7 @@ def _blocks(d: DiscretisedLoss):
     return _blocks_cached(d)
 
 
+@_register_cache
 @lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
 def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
     """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).

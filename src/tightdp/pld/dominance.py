@@ -32,6 +32,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special
 
+from .._caches import register as _register_cache
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError, UnsupportedMechanismError
 from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
@@ -125,6 +126,7 @@ def _spread_from_cdf(loss: PrivacyLoss) -> float:
     return math.sqrt(max(float(np.dot(p, (mid - m) ** 2)) / tot, 0.0))
 
 
+@_register_cache
 @lru_cache(maxsize=32)
 def _cells(loss: PrivacyLoss, h: float, tail: float):
     """Grid, cell P- and Q-masses with their relative errors, and the P-mass below / above the grid."""
