@@ -216,7 +216,10 @@ def _lemma_accountant(accountant):
 
 
 class _LemmaConnectDots(ConnectDotsAccountant):
-    """Connect-dots without the PRV fallback (no ``name``: not a registered accountant of its own)."""
+    """Connect-dots without the PRV fallback and without the lower bound the lemma never uses (one
+    dominating pass per query; no ``name``: not a registered accountant of its own)."""
+
+    _upper_only = True
 
     def _fallback(self, delta: float, reason: str, *, epsilons=None):
         raise PrecisionError(f"dominance alone cannot certify it ({reason}); the group-privacy-lemma baseline "

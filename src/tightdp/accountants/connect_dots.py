@@ -72,6 +72,9 @@ class ConnectDotsAccountant(PLDAccountant):
     """
 
     name = "connect-dots"
+    #: answer with one pass and no lower bound (for internal searches that use only the upper end,
+    #: such as the group-privacy-lemma baseline; its ``lower`` is then 0)
+    _upper_only = False
 
     def __init__(self, *, eps_error: float | None = None, rel_error: float | None = None,
                  delta_error: float | None = None, max_refinements: int = 8) -> None:
@@ -319,7 +322,7 @@ class ConnectDotsAccountant(PLDAccountant):
             lower, upper = run_lo, run_up
             target = self._target(upper)
             width = upper - lower
-            if width <= target or not math.isfinite(upper):
+            if width <= target or not math.isfinite(upper) or self._upper_only:
                 break
             if len(trace) >= 2 and width > 0.9 * trace[-2]["width"]:
                 break  # two passes without progress: more of the same will not help
@@ -344,7 +347,7 @@ class ConnectDotsAccountant(PLDAccountant):
         j = max(ups, key=lambda i: ups[i].upper)
         lower, upper, estimate = lo.lower, min(ups[j].upper, cap), min(ups[j].estimate, cap)
         lower, upper = max(lower, run_lo), min(upper, run_up)
-        if upper - lower > target and math.isfinite(upper) and capped is None:
+        if upper - lower > target and math.isfinite(upper) and capped is None and not self._upper_only:
             # still too wide: the upward merge may have swallowed a light tail into the bulk; the
             # downward merge keeps it (both certified: take the better lower bound)
             tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
@@ -397,6 +400,8 @@ class ConnectDotsAccountant(PLDAccountant):
             coarse[d] = hd
             ups[d] = b
         j = max(ups, key=lambda i: ups[i].upper)  # on the fine mesh: coarse ones lost to ups[0]
+        if self._upper_only:  # no dominated composition: the lower end stays the trivial 0
+            return ups, CurveBounds(0.0, ups[j].estimate, math.inf)
         lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
                             need="lower estimate")
         return ups, lo
