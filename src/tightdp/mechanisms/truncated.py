@@ -93,7 +93,9 @@ class FlaggedMixtureLoss(PrivacyLoss):
         return math.sqrt(sum(w * loss_spread(loss) ** 2 for w, loss in zip(self.weights, self.losses)))
 
     def _refuse(self):
-        raise UnsupportedMechanismError("a flagged mixture is accounted through its dominance pairs only")
+        raise UnsupportedMechanismError(
+            "truncated Poisson sampling has no closed-form privacy-loss CDF; account it with "
+            "tightdp.mechanisms.allocation.allocation_accountant() or dpsgd_epsilon(sampling='truncated-poisson')")
 
     def cdf(self, s):
         self._refuse()
