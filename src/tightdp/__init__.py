@@ -2,31 +2,56 @@
 
 Every answer is a ``Bounds(lower, estimate, upper)``; ``upper`` is a proven
 bound unless the result's ``kind`` says ``"approximation"``.
+
+The public API, by topic (each name is listed once, in ``__all__`` below):
+
+* results and errors: ``Bounds``, ``TightDPError``, ``PrecisionError``, ``GridTooLargeError``,
+  ``UnsupportedMechanismError``;
+* mechanisms: ``Mechanism``, ``Gaussian``, ``Laplace``, ``RandomizedResponse``, ``PureDP``,
+  ``ApproximateDP``, ``PoissonSampled``, ``SampledWithoutReplacement``, ``SampledWithReplacement``,
+  ``MixtureOfGaussians``, ``GroupPoissonSampled``, ``GroupFixedBatchSampled``;
+* accountants: ``Accountant``, ``accountant_from_dict``, ``ConnectDotsAccountant`` (the default),
+  ``PRVAccountant``, ``FourierAccountant``, ``RDPAccountant``, ``GDPAccountant``, ``EdgeworthAccountant``;
+* DP-SGD questions: ``dpsgd_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate_noise``,
+  ``calibrate_steps``, ``calibrate_sampling_rate``, ``group_epsilon``, ``group_epsilon_schedule``,
+  ``group_report``, ``group_curve``;
+* interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
+
+The command line is ``tightdp.cli``, the privacy report ``tightdp.report``, per-example
+accounting ``tightdp.individual``; framework integrations live in ``tightdp.integrations``
+and are imported only by those who use them.
 """
 
+from ._caches import clear_caches
+from .accountants import (Accountant, ConnectDotsAccountant, EdgeworthAccountant, FourierAccountant, GDPAccountant,
+                          PRVAccountant, RDPAccountant, accountant_from_dict)
 from .bounds import Bounds
-from .errors import GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
-from .mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP,
-                         RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
-from .mechanisms import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
-from .accountants import Accountant, ConnectDotsAccountant, FourierAccountant, PRVAccountant, accountant_from_dict
+from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
-from ._numerics import clear_caches
-from .accountants import EdgeworthAccountant, GDPAccountant, RDPAccountant
+from .errors import GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
+from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
+from .integrations.dp_accounting import from_dp_event
+from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace, Mechanism,
+                         MixtureOfGaussians, PoissonSampled, PureDP, RandomizedResponse, SampledWithoutReplacement,
+                         SampledWithReplacement)
+from .statement import privacy_statement
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Bounds", "GridTooLargeError", "PrecisionError", "TightDPError", "UnsupportedMechanismError",
+    # results and errors
+    "Bounds", "TightDPError", "PrecisionError", "GridTooLargeError", "UnsupportedMechanismError",
+    # mechanisms
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
-    "Accountant", "accountant_from_dict", "PRVAccountant", "FourierAccountant", "ConnectDotsAccountant",
-    "dpsgd_epsilon", "dpsgd_mechanism", "clear_caches",
+    "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
+    # accountants
+    "Accountant", "accountant_from_dict", "ConnectDotsAccountant", "PRVAccountant", "FourierAccountant",
+    "RDPAccountant", "GDPAccountant", "EdgeworthAccountant",
+    # DP-SGD questions
+    "dpsgd_epsilon", "dpsgd_mechanism", "privacy_statement",
+    "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
+    "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
+    # interoperability and housekeeping
+    "from_dp_event", "clear_caches",
 ]
-__all__ += ["RDPAccountant", "GDPAccountant", "EdgeworthAccountant"]
-__all__ += ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled"]
-from .integrations.dp_accounting import from_dp_event
-from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
-__all__ += ["from_dp_event", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate"]
-from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
-__all__ += ["group_epsilon", "group_epsilon_schedule", "group_report", "group_curve"]

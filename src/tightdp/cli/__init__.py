@@ -17,9 +17,9 @@ import sys
 
 from ..errors import TightDPError
 
-COMMANDS = ("epsilon", "delta", "compare", "group", "calibrate", "report")
+COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report")
 #: the module registering each command (epsilon and delta share one)
-MODULES = ("query", "compare", "group", "calibrate", "report")
+MODULES = ("query", "statement", "compare", "group", "calibrate", "report")
 
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 

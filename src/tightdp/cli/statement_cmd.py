@@ -1,0 +1,105 @@
+"""``tightdp statement``: a certified privacy statement for a DP-SGD run (``tightdp.privacy_statement``).
+
+Example-level epsilon at the chosen delta and group-level epsilon for each
+``--group-size``, as certified intervals, with the assumptions in plain language
+(TensorFlow Privacy's ``compute_dp_sgd_privacy_statement``, certified). The run
+comes from the options or from a privacy report's config file (``--config``).
+Exit codes: 0 every epsilon certified; 1 one of them has no finite certified
+upper bound (printed, with the reason on stderr); 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from .._validation import check_count
+from ..statement import STATEMENT_SAMPLINGS
+
+EXAMPLES = """examples:
+  tightdp statement --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 \\
+                    --delta 1e-5 --group-size 2 --group-size 4
+  tightdp statement --config examples/report_config.toml --json
+  tightdp statement --noise-multiplier 2 --sampling fixed-batch --dataset-size 50000 --batch-size 500 \\
+                    --steps 2000 --delta 1e-6 --group-size 4
+"""
+
+#: run options that --config replaces
+_RUN = ("noise_multiplier", "sampling_rate", "steps", "epochs", "dataset_size", "batch_size", "max_batch_size")
+
+
+def register(subparsers) -> None:
+    import argparse
+
+    p = subparsers.add_parser(
+        "statement", help="certified privacy statement: example- and group-level epsilon with assumptions",
+        description="A certified privacy statement for a DP-SGD run: example-level epsilon at delta and "
+                    "group-level epsilon for groups of up to k examples (Ganesh, 002), with the assumptions "
+                    "(neighbouring relation, sampling, what is not covered) spelled out.",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", metavar="FILE", help="a privacy report config (TOML or JSON, see tightdp report) "
+                                                    "instead of the run options")
+    p.add_argument("--noise-multiplier", type=float, help="noise std / clipping norm (sigma)")
+    p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
+    p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
+    p.add_argument("--epochs", type=float, help="epochs; steps = ceil(epochs * ceil(N / B))")
+    p.add_argument("--dataset-size", type=float, help="number of training examples N")
+    p.add_argument("--batch-size", type=float, help="(expected) batch size B")
+    p.add_argument("--sampling", default="poisson", help=", ".join(STATEMENT_SAMPLINGS) + " (default poisson)")
+    p.add_argument("--max-batch-size", type=float, help="truncated-poisson: the largest batch kept")
+    p.add_argument("--delta", type=float, help="target delta in (0, 1) (default with --config: its first delta)")
+    p.add_argument("--group-size", type=float, action="append", dest="group_sizes", metavar="K",
+                   help="also state epsilon for groups of up to K examples (repeatable; with --config default: "
+                        "its privacy.group_sizes)")
+    p.add_argument("--eps-error", type=float, default=0.01, help="accuracy: half-width of each interval (0.01)")
+    p.add_argument("--json", action="store_true", help="print JSON (the statement's fields and its text)")
+    p.set_defaults(run=run)
+
+
+def _group_sizes(args) -> list[int] | None:
+    if args.group_sizes is None:
+        return None
+    return [check_count("--group-size", k) for k in args.group_sizes]
+
+
+def build(args):
+    """The ``PrivacyStatement`` the options ask for."""
+    from .._validation import check_delta, check_eps_error
+    from ..statement import privacy_statement, statement_from_config
+
+    ks = _group_sizes(args)
+    eps_error = check_eps_error("--eps-error", args.eps_error)
+    if args.config is not None:
+        given = [name for name in _RUN if getattr(args, name) is not None]
+        if given:
+            raise ValueError(f"--{given[0].replace('_', '-')} cannot be combined with --config (the config "
+                             "describes the run)")
+        if args.sampling != "poisson":
+            raise ValueError("--sampling cannot be combined with --config (the config describes the run)")
+        from ..report import load_config
+
+        delta = None if args.delta is None else check_delta("--delta", args.delta)
+        return statement_from_config(load_config(args.config), delta=delta, group_sizes=ks, eps_error=eps_error)
+    if args.delta is None:
+        raise ValueError("--delta is required (or give --config)")
+    if args.noise_multiplier is None:
+        raise ValueError("--noise-multiplier is required (or give --config)")
+    return privacy_statement(noise_multiplier=args.noise_multiplier, delta=args.delta, steps=args.steps,
+                             epochs=args.epochs, sampling_rate=args.sampling_rate, dataset_size=args.dataset_size,
+                             batch_size=args.batch_size, sampling=args.sampling, group_sizes=ks or (),
+                             max_batch_size=args.max_batch_size, eps_error=eps_error)
+
+
+def run(args) -> int:
+    s = build(args)
+    if args.json:
+        json.dump(s.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(s.to_text())
+    problems = s.uncertified()
+    if problems:
+        sys.stdout.flush()
+        sys.stderr.write(f"tightdp: cannot answer: {problems[0]}\n")
+        return 1
+    return 0
