@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tightdp
@@ -127,7 +128,8 @@ def test_small_report_content_and_files(tmp_path, capsys):
     md = files["markdown"].read_text()
     assert "## Certified band" in md and "plots/epsilon_vs_delta.png" in md and "## Calibration hints" in md
     html = files["html"].read_text()
-    assert html.count("data:image/png;base64,") == 2  # self-contained
+    assert html.count("data:image/png;base64,") == 3  # self-contained: both epsilon figures and the trade-off
+    assert "dataset.images" in html and "naturalWidth" in html  # the load check a headless browser reads
     data = json.loads(files["json"].read_text())
     assert data["certified_band"][repr(1e-5)]["upper"] == rep.band[1e-5][1]
 
@@ -182,7 +184,7 @@ def test_group_section(tmp_path, monkeypatch):
         b = fn(group_size=2, noise_multiplier=2.0, sampling_rate=0.1, steps=30, delta=1e-5)
         assert rep.groups[0]["epsilon"][repr(1e-5)] == pytest.approx(b.upper)
         assert rep.groups[0]["epsilon"][repr(1e-5)] > rep.band[1e-5][1]  # a group costs more than one example
-    monkeypatch.setattr("tightdp.report._group_functions", lambda: (None, None))
+    monkeypatch.setattr("tightdp.report.compute._group_functions", lambda: (None, None))
     rep2 = build_report(cfg)
     assert rep2.groups == [] and "does not provide" in rep2.group_note
     assert "Group privacy" in rep2.to_markdown()
@@ -250,3 +252,72 @@ def test_shipped_example_report(tmp_path):
     assert {"prv", "rdp"} <= names
     hints = [h for h in data["calibration"] if "noise_multiplier" in h]
     assert len(hints) == 3 and all(h["epsilon_upper"] <= h["target_epsilon"] for h in hints)
+
+
+# ------------------------------------------------------------------------ content (issue 14)
+def test_dense_curves_band_and_guarantee(tmp_path):
+    rep = build_report(small_config(tmp_path))
+    c = rep.curve
+    assert len(c["delta"]) >= 50 and min(c["delta"]) <= 1e-10 and max(c["delta"]) >= 0.1
+    dense = c["series"]["rdp (bound)"]
+    assert sum(v is not None for v in dense) >= 50
+    prv = c["series"]["prv (bound)"]
+    assert 3 <= sum(v is not None for v in prv) <= 6  # about a second per query: a few points only
+    lo, up = c["band"]
+    for d, a, b, v in zip(c["delta"], lo, up, prv):
+        assert b is not None and (a is None or a <= b), d  # rdp's upper bound everywhere
+        if v is not None:
+            assert a is not None and a <= v  # a lower end wherever prv (the only lower bound here) answered
+    assert all(x >= y for x, y in zip(up, up[1:]))  # monotone: an upper bound at a smaller delta holds
+    assert all(x >= y for x, y in zip([v for v in lo if v is not None], [v for v in lo if v is not None][1:]))
+    for d, u in zip(c["delta"], up):  # and still certified: at least the exact epsilon of this run
+        assert u >= tightdp.dpsgd_epsilon(noise_multiplier=2.0, sampling_rate=0.1, steps=30, delta=d).lower - 1e-9
+    tc = rep.training_curve
+    assert tc["x_label"] == "epochs" and tc["steps"] == [10, 20, 30]  # every epoch (3 epochs of 10 steps)
+    assert tc["band"][1][-1] == pytest.approx(rep.band[1e-5][1], rel=1e-9)
+    md = rep.to_markdown()
+    assert "## What this guarantees" in md and "Hyper-parameter tuning" in md and "Poisson sampling" in md
+    assert f"ε ≤ {rep.band[1e-5][1]:#.4g}" in md  # the number to publish, in the guarantee paragraph
+
+
+def test_tradeoff_curve_is_certified_from_the_band(tmp_path):
+    """The report's trade-off curve lies below every (eps_upper(delta), delta) guarantee of the band and is
+    non-increasing; for 30 steps of sigma 2 at q = 0.1 it stays below the mu-GDP curve of the full-batch run."""
+    from scipy.special import ndtr, ndtri
+
+    rep = build_report(small_config(tmp_path))
+    a = np.array(rep.tradeoff["alpha"])
+    b = np.array(rep.tradeoff["beta"])
+    assert a[0] == 0 and a[-1] == 1 and np.all(np.diff(b) <= 1e-15) and np.all((0 <= b) & (b <= 1))
+    for d, up in zip(rep.curve["delta"], rep.curve["band"][1]):
+        # the curve's points are the band's own guarantees: beta >= 1 - d - e^up alpha holds with equality nowhere
+        # above it, i.e. the curve is the envelope (within rounding)
+        assert np.all(b >= 1 - d - np.exp(up) * a - 1e-12)
+    full_batch = ndtr(ndtri(1 - a) - np.sqrt(30) / 2.0)  # no subsampling: a weaker guarantee than q = 0.1
+    assert np.all(b >= full_batch - 1e-9)
+
+
+def test_not_applicable_rows_are_fast_and_sized(tmp_path):
+    cfg = small_config(tmp_path, """
+[[events]]
+mechanism = { type = "pure_dp", epsilon = 0.5 }
+count = 3
+[privacy]
+deltas = [1e-6, 1e-7]
+[report]
+accountants = ["connect-dots", "rdp", "edgeworth"]
+plots = false
+formats = ["markdown"]
+""")
+    import time
+
+    t0 = time.perf_counter()
+    rep = build_report(cfg)
+    assert time.perf_counter() - t0 < 10
+    rdp = next(r for r in rep.results if r.name == "rdp")
+    assert rdp.not_applicable and not rdp.bounds
+    md = rep.to_markdown()
+    table = md.split("## Epsilon by accountant")[1].split("## ")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert len({line.count(" | ") for line in rows}) == 1  # every row has as many cells as the header
+    assert any("| rdp | not applicable |" in line for line in rows)

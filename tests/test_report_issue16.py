@@ -32,7 +32,7 @@ def test_consistent_significant_digits():
 
 
 def test_uncertifiable_row_keeps_its_note(monkeypatch):
-    import tightdp.report as report
+    import tightdp.report.compute as report
 
     class Acc:
         kind = "bound"

@@ -1,0 +1,56 @@
+"""Privacy report: one config in, a self-contained report out (Markdown / HTML / JSON + PNG plots).
+
+``tightdp report CONFIG --out DIR`` (or ``build_report(load_config(path)).write(DIR)``).
+CONFIG is TOML (``tomllib``) or JSON and describes either a DP-SGD training run
+or a list of mechanisms::
+
+    title = "CIFAR-10-like DP-SGD run"
+
+    [training]
+    dataset_size = 50000
+    batch_size = 256           # or: sampling_rate = 0.00512
+    epochs = 100               # or: steps = 19600
+    noise_multiplier = 1.1     # or a schedule of [[training.schedule]] segments
+    sampling = "poisson"       # or "without_replacement" (fixed batches, substitute relation)
+
+    [privacy]
+    deltas = [1e-5, 1e-6, 1e-7]
+    target_epsilons = [1.0, 3.0, 8.0]   # calibration hints
+    group_sizes = [2, 4]                # optional: group-level epsilon
+
+    [report]
+    accountants = ["prv", "rdp"]        # default: every registered accountant
+    formats = ["markdown", "html"]      # also written: report.json
+    plots = true
+
+A schedule is a list of segments run in order, each with ``noise_multiplier``
+and ``epochs`` or ``steps`` (and optionally its own ``sampling_rate`` or
+``batch_size``). Instead of ``[training]``, ``[[events]]`` entries with a
+``mechanism`` table (``tightdp.mechanisms.mechanism_from_dict`` format, e.g.
+``{type = "gaussian", noise_multiplier = 2.0}``) and a ``count`` describe any
+composition.
+
+The report states, for every delta, epsilon from every available accountant
+with its kind (certified ``bound`` or ``approximation``), the **certified
+band** (the largest certified lower bound and the smallest certified upper
+bound over the certified accountants), calibration hints (the smallest noise
+for a few target epsilons, from ``tightdp.calibration``, and how many epochs the
+configured noise affords), group-level epsilon when asked (``tightdp.group_epsilon``),
+and two plots: epsilon against delta, and epsilon over the course of training.
+
+A progress bar (``rich``, optional) appears on a terminal once the work takes
+more than a second; it is silent when stdout is not a terminal.
+
+The package: ``config`` (the file format, ``load_config``), ``compute`` (``build_report``: the
+jobs, the certified band, dense curves, hints), ``render`` (``Report``: Markdown, HTML, JSON) and
+``plots`` (the figures; matplotlib is imported only there). The report also states what the
+guarantee covers (``tightdp.statement.guarantee_paragraphs``) and draws the certified lower f-DP
+trade-off curve (``tightdp.statement.tradeoff_lower_curve``).
+"""
+
+from .compute import _band, _group_functions, _make_accountant, _Progress, _row_job, band, build_report
+from .config import FORMATS, SAMPLINGS, ReportConfig, Segment, load_config
+from .render import REFERENCES, AccountantResult, Report, _f
+
+__all__ = ["ReportConfig", "Segment", "Report", "AccountantResult", "load_config", "build_report", "band",
+           "FORMATS", "SAMPLINGS", "REFERENCES"]

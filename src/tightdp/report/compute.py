@@ -1,0 +1,520 @@
+"""What the report computes: every accountant's epsilon, the certified band, dense curves, hints.
+
+``build_report(config)`` splits the work into independent jobs (one per accountant row, per
+accountant's training curve, per calibration hint, per group size), runs them in order or in
+forked worker processes, and returns a ``tightdp.report.render.Report``.
+
+Curves are dense where they are cheap: epsilon(delta) on ``curve_points`` (50) log-spaced deltas
+and epsilon over training at ``training_points`` (50) checkpoints for the accountants whose
+queries cost milliseconds (``_DENSE``); the PRV accountant (about a second per query) gets
+``_SPARSE_POINTS`` of them; Fourier (several seconds) appears in the table only, unless
+``report.plot_accountants`` names it. An accountant that cannot analyse the run at its
+defaults is a row "not applicable: reason", found at compose time (no query is run).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_count
+from ..bounds import Bounds
+from ..errors import PrecisionError, TightDPError, UnsupportedMechanismError
+from .config import ReportConfig
+from .render import AccountantResult, Report
+
+__all__ = ["build_report", "band"]
+
+#: Epoch hints search up to this many times the configured number of steps.
+_EPOCH_HINT_FACTOR = 20
+#: Left out of the plots unless named in ``report.plot_accountants``: the same certified
+#: answer as PRV (both compose discretised PLDs) at several times the cost.
+_SLOW_IN_PLOTS = ("fourier",)
+#: Accountants whose epsilon queries take milliseconds: plotted on every curve point.
+_DENSE = ("connect-dots", "rdp", "gdp")
+#: How many curve points the other plotted accountants get (spread over the range): Edgeworth
+#: takes about 0.1 s per query, PRV about a second.
+_SPARSE_POINTS = {"edgeworth": 12}
+_DEFAULT_SPARSE = 3
+#: Rows that take seconds: started first so that the workers balance.
+_SLOW_ROWS = ("fourier", "prv")
+#: The delta range of the epsilon(delta) curve (the configured deltas are added); up to 0.3 so
+#: that the trade-off curve built from it reaches small epsilon.
+_CURVE_DELTAS = (1e-10, 0.3)
+
+
+# ============================================================================= progress
+class _Progress:
+    """A rich progress bar that appears only on a terminal and only after ``delay`` seconds."""
+
+    def __init__(self, total: int, *, enabled: bool | None = None, delay: float = 1.0, stream=None):
+        self.total, self.done, self.delay = total, 0, delay
+        self.stream = sys.stdout if stream is None else stream
+        if enabled is None:
+            enabled = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = enabled
+        self.t0 = time.perf_counter()
+        self._bar = None
+        self._task = None
+
+    def advance(self, what: str = "") -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        if self._bar is None and time.perf_counter() - self.t0 >= self.delay:
+            try:
+                from rich.console import Console
+                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+            except ImportError:
+                self.enabled = False
+                return
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                 TimeElapsedColumn(), transient=True, console=Console(file=self.stream))
+            self._bar.start()
+            self._task = self._bar.add_task("privacy report", total=self.total, completed=self.done)
+        if self._bar is not None:
+            self._bar.update(self._task, completed=self.done, description=what or "privacy report")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+# ============================================================================= building
+def _available_accountants(config: ReportConfig) -> list[str]:
+    from ..accountants import ACCOUNTANTS
+
+    if config.accountants is not None:
+        return list(config.accountants)
+    return sorted(ACCOUNTANTS)
+
+
+def _make_accountant(name: str):
+    from ..accountants import create
+
+    return create(name)
+
+
+def _safe_epsilon(acc, delta: float) -> tuple[Bounds | None, str]:
+    try:
+        return acc.epsilon(delta), ""
+    except (TightDPError, ArithmeticError, ValueError) as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def band(results: list[AccountantResult], delta: float) -> tuple[float | None, float | None]:
+    """The certified band at ``delta``: the largest certified lower and the smallest certified upper bound."""
+    lows, ups = [], []
+    for r in results:
+        b = r.bounds.get(delta)
+        if b is None or b.kind != "bound":
+            continue
+        if b.lower is not None and math.isfinite(b.lower):
+            lows.append(float(b.lower))
+        if b.upper is not None and math.isfinite(float(b.upper)):
+            ups.append(float(b.upper))
+    return (max(lows) if lows else None, min(ups) if ups else None)
+
+
+_band = band  # the name the tests and older callers use
+
+
+def _monotone_band(pairs: list[tuple[float | None, float | None]]) -> tuple[list, list]:
+    """The band on an increasing delta grid, tightened by the monotonicity of epsilon(delta).
+
+    epsilon(delta) is non-increasing, so an upper bound at delta' <= delta also bounds epsilon(delta)
+    (running minimum from the small-delta end) and a lower bound at delta' >= delta also bounds it
+    from below (running maximum from the large-delta end). Where accountants answer at different
+    deltas (PRV at a few points, RDP at all) this removes jumps that are not in the truth.
+    """
+    lo = [p[0] for p in pairs]
+    up = [p[1] for p in pairs]
+    best = None
+    for i, u in enumerate(up):
+        if u is not None:
+            best = u if best is None else min(best, u)
+        up[i] = best
+    best = None
+    for i in range(len(lo) - 1, -1, -1):
+        if lo[i] is not None:
+            best = lo[i] if best is None else max(best, lo[i])
+        lo[i] = best
+    return lo, up
+
+
+def _upper(b: Bounds | None) -> float | None:
+    """The value to plot: the certified upper bound, or the estimate of an approximation."""
+    if b is None:
+        return None
+    v = b.upper if b.kind == "bound" else b.estimate
+    if v is None or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _sparse(values: list, n: int) -> list:
+    """``n`` entries of ``values`` spread over it (all if there are fewer)."""
+    if len(values) <= n:
+        return list(values)
+    idx = sorted({int(round(i * (len(values) - 1) / (n - 1))) for i in range(n)})
+    return [values[i] for i in idx]
+
+
+def _plot_points(name: str, points: list, plot_names: list[str]) -> list:
+    if name not in plot_names:
+        return []
+    return list(points) if name in _DENSE else _sparse(points, _SPARSE_POINTS.get(name, _DEFAULT_SPARSE))
+
+
+def build_report(config: ReportConfig, *, progress: bool | None = None, workers: int = 1,
+                 curve_points: int = 50, training_points: int = 50) -> Report:
+    """Compute everything the report shows.
+
+    ``progress=None``: a progress bar only on a terminal (and only after a
+    second). ``workers > 1`` runs the independent computations (one per
+    accountant row, training curve, calibration hint and group size) in that many
+    forked worker processes; the results are identical to ``workers=1``.
+    ``curve_points`` deltas (log-spaced over 1e-10 ... 1e-2, plus the configured
+    ones) and ``training_points`` checkpoints (every epoch when there are fewer
+    epochs) make the curves.
+    """
+    if not isinstance(config, ReportConfig):
+        raise ValueError(f"config must be a ReportConfig (see load_config), got {config!r}")
+    workers = check_count("workers", workers)
+    curve_points = check_count("curve_points", curve_points)
+    training_points = check_count("training_points", training_points)
+    t0 = time.perf_counter()
+    names = _available_accountants(config)
+    plot_names = [n for n in names if (n in config.plot_accountants if config.plot_accountants is not None
+                                       else n not in _SLOW_IN_PLOTS)]
+    deltas = list(config.deltas)
+    curve_deltas = (sorted(set(deltas) | set(np.logspace(math.log10(_CURVE_DELTAS[0]), math.log10(_CURVE_DELTAS[1]),
+                                                         curve_points).tolist())) if config.plots else [])
+    train_x = _training_checkpoints(config, training_points) if config.plots and config.is_training else []
+    calibration_note, calib_jobs = _calibration_plan(config)
+    group_note, group_jobs = _group_plan(config)
+
+    # every independent computation is one job; the slow kinds go first so that workers balance
+    rows = [("row", n, tuple(sorted(set(deltas) | set(_plot_points(n, curve_deltas, plot_names)), reverse=True)))
+            for n in names]
+    jobs: list[tuple] = [r for r in rows if r[1] in _SLOW_ROWS]
+    jobs += [("calib", what, t) for what, t in calib_jobs] + [("group", g) for g in group_jobs]
+    jobs += [r for r in rows if r[1] not in _SLOW_ROWS]
+    jobs += [("train", n, tuple(_plot_points(n, train_x, plot_names))) for n in plot_names if train_x]
+    bar = _Progress(max(len(jobs), 1), enabled=progress)
+    try:
+        out = _run_jobs(config, jobs, workers, bar)
+    finally:
+        bar.close()
+    by_job = dict(zip(jobs, out))
+
+    notes: list[str] = []
+    results = []
+    for job in jobs:
+        if job[0] == "row":
+            res, row_notes = by_job[job]
+            results.append(res)
+            notes += row_notes
+    bands = {d: band(results, d) for d in deltas}
+    curve: dict[str, Any] = {}
+    if curve_deltas:
+        curve = {"delta": curve_deltas,
+                 "series": {f"{r.name} ({r.kind})": [_upper(r.bounds.get(d)) for d in curve_deltas]
+                            for r in results if r.bounds and r.name in plot_names and not r.not_applicable},
+                 "band": _monotone_band([band(results, d) for d in curve_deltas])}
+    training_curve = _training_curve(config, [j for j in jobs if j[0] == "train"], train_x, by_job) if train_x else {}
+    calibration = [by_job[("calib", what, t)] for what, t in calib_jobs]
+    groups, group_errors = [], []
+    for g in group_jobs:
+        row, errs = by_job[("group", g)]
+        groups.append(row)
+        group_errors += errs
+    if group_errors:
+        group_note += " Failures: " + "; ".join(group_errors)
+    tradeoff = _tradeoff(curve) if curve else {}
+    return Report(config=config, results=results, band=bands, calibration=calibration,
+                  calibration_note=calibration_note, groups=groups, group_note=group_note, curve=curve,
+                  training_curve=training_curve, created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+                  seconds=time.perf_counter() - t0, notes=notes, plot_names=list(plot_names), tradeoff=tradeoff,
+                  guarantee=_guarantee(config))
+
+
+def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
+    """The "what this guarantees" paragraphs (``tightdp.statement.guarantee_paragraphs``) for a training run."""
+    from ..statement import guarantee_paragraphs
+
+    if not config.is_training:
+        return {}
+    rates = {s.sampling_rate for s in config.segments}
+    return guarantee_paragraphs(
+        sampling="poisson" if config.sampling == "poisson" else "without-replacement",
+        sampling_rate=rates.pop() if len(rates) == 1 else None, batch_size=config.batch_size,
+        dataset_size=config.dataset_size, group_sizes=config.group_sizes, steps=config.total_steps)
+
+
+def _tradeoff(curve: dict[str, Any]) -> dict[str, Any]:
+    """The certified lower f-DP trade-off curve from the band's certified (upper epsilon, delta) pairs.
+
+    Every point of the epsilon(delta) curve is an (eps_upper(delta), delta)-DP guarantee, so
+    ``tightdp.statement.tradeoff_lower_curve`` over them is a certified lower bound on the
+    trade-off function, at no further cost.
+    """
+    from ..statement import tradeoff_lower_curve
+
+    pairs = [(up, d) for d, up in zip(curve["delta"], curve["band"][1]) if up is not None and math.isfinite(up)]
+    if not pairs:
+        return {"note": "trade-off curve not available: no certified upper epsilon on the delta grid"}
+    alpha, beta = tradeoff_lower_curve([max(0.0, e) for e, _ in pairs], [d for _, d in pairs])
+    return {"alpha": alpha.tolist(), "beta": beta.tolist(), "accountant": "certified band",
+            "points": len(pairs)}
+
+
+def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progress) -> list[Any]:
+    """Run the jobs in order (``workers == 1``) or in forked processes; results in job order."""
+    if workers == 1 or len(jobs) <= 1:
+        out = []
+        for job in jobs:
+            out.append(_run_job(config, job))
+            bar.advance(_job_label(job))
+        return out
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = multiprocessing.get_context("fork")
+    results: dict[int, Any] = {}
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
+        futures = {pool.submit(_run_job, config, job): i for i, job in enumerate(jobs)}
+        for fut in as_completed(futures):
+            i = futures[fut]
+            results[i] = fut.result()
+            bar.advance(_job_label(jobs[i]))
+    return [results[i] for i in range(len(jobs))]
+
+
+def _job_label(job: tuple) -> str:
+    kind = job[0]
+    if kind == "row":
+        return f"{job[1]}: epsilon"
+    if kind == "train":
+        return f"{job[1]}: epsilon over training"
+    if kind == "calib":
+        return f"calibration: {job[1]} for epsilon <= {job[2]:g}"
+    return f"group privacy: size {job[1]}"
+
+
+def _run_job(config: ReportConfig, job: tuple) -> Any:
+    kind = job[0]
+    if kind == "row":
+        return _row_job(config, job[1], job[2])
+    if kind == "train":
+        return _train_job(config, job[1], job[2])
+    if kind == "calib":
+        return _calibration_job(config, job[1], job[2])
+    if kind == "group":
+        return _group_job(config, job[1])
+    raise ValueError(f"unknown job {job!r}")  # pragma: no cover
+
+
+def _row_job(config: ReportConfig, name: str, queries: tuple[float, ...]) -> tuple[AccountantResult, list[str]]:
+    """One accountant's epsilon at every queried delta (time counted for the configured deltas only).
+
+    An accountant that refuses the run at compose time is "not applicable" with its reason; one
+    whose every configured delta fails is "not applicable" with the first failure (no plot query is run).
+    """
+    acc = _make_accountant(name)
+    res = AccountantResult(name=name, kind=acc.kind)
+    notes: list[str] = []
+    try:
+        acc.compose(config.ledger())
+    except (UnsupportedMechanismError, PrecisionError, ValueError) as exc:
+        res.not_applicable = _reason(exc)
+        return res, notes
+    ordered = [d for d in queries if d in config.deltas] + [d for d in queries if d not in config.deltas]
+    failures = []
+    for d in ordered:
+        plot_only = d not in config.deltas
+        if plot_only and len(failures) == len(config.deltas):
+            break  # nothing at the configured deltas: the plot queries would fail the same way
+        ts = time.perf_counter()
+        b, err = _safe_epsilon(acc, d)
+        if not plot_only:
+            res.seconds += time.perf_counter() - ts
+        if b is not None:
+            res.bounds[d] = b
+            if b.kind == "bound" and (b.upper is None or not math.isfinite(float(b.upper))):
+                why = (b.details or {}).get("note") or "no finite upper bound"
+                notes.append(f"{name} at δ = {d:g}{' (plot only)' if plot_only else ''}: not certified "
+                             f"(upper bound {b.upper}): {why}")
+        elif not plot_only:
+            failures.append(err)
+        else:
+            notes.append(f"{name} at δ = {d:g} (plot only): {err}")
+    if failures and len(failures) == len(config.deltas):
+        res.not_applicable = failures[0]
+        res.bounds.clear()
+    else:
+        notes += [f"{name}: {e}" for e in failures]
+    return res, notes
+
+
+def _reason(exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _train_job(config: ReportConfig, name: str, ks: tuple[int, ...]) -> tuple[str, list[Bounds | None]]:
+    """One accountant's epsilon at ``config.deltas[0]`` after each number of steps in ``ks``."""
+    kind, out = "bound", []
+    for k in ks:
+        acc = _make_accountant(name)
+        kind = acc.kind
+        try:
+            acc.compose(config.ledger(upto=k))
+        except (UnsupportedMechanismError, PrecisionError, ValueError):
+            return kind, [None] * len(ks)
+        out.append(_safe_epsilon(acc, config.deltas[0])[0])
+    return kind, out
+
+
+def _training_checkpoints(config: ReportConfig, points: int) -> list[int]:
+    """Every epoch when there are at most ``points`` of them, else ``points`` evenly spread steps."""
+    total = config.total_steps
+    spe = config.steps_per_epoch
+    if spe and len(config.segments) == 1 and math.ceil(total / spe) <= points:
+        return sorted({min(total, spe * (i + 1)) for i in range(math.ceil(total / spe))})
+    return sorted({max(1, int(round(total * (i + 1) / points))) for i in range(points)})
+
+
+def _training_curve(config: ReportConfig, train_jobs: list[tuple], xs: list[int], by_job: dict) -> dict[str, Any]:
+    delta = config.deltas[0]
+    series: dict[str, list] = {}
+    per: dict[int, list[AccountantResult]] = {k: [] for k in xs}
+    for job in train_jobs:
+        name, ks = job[1], job[2]
+        kind, bounds = by_job[job]
+        at = dict(zip(ks, bounds))
+        for k in xs:
+            r = AccountantResult(name=name, kind=kind)
+            if at.get(k) is not None:
+                r.bounds[delta] = at[k]
+            per[k].append(r)
+        ys = [_upper(at.get(k)) for k in xs]
+        if any(y is not None for y in ys):
+            series[f"{name} ({kind})"] = ys
+    lo_up = [band(per[k], delta) for k in xs]
+    if config.steps_per_epoch:
+        x, label = [k / config.steps_per_epoch for k in xs], "epochs"
+    else:
+        x, label = xs, "steps"
+    return {"x": x, "steps": xs, "x_label": label, "series": series,
+            "band": ([b[0] for b in lo_up], [b[1] for b in lo_up])}
+
+
+def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]]]:
+    """The note above the hints and the ``(kind, target)`` jobs."""
+    if not config.target_epsilons:
+        return "No target epsilons given (privacy.target_epsilons).", []
+    if not config.is_training:
+        return "Calibration hints are given for training runs (a [training] table).", []
+    if config.sampling != "poisson":
+        return "Calibration hints use Poisson sampling; this run samples fixed batches without replacement.", []
+    if len({s.sampling_rate for s in config.segments}) != 1:
+        return "Calibration hints need one sampling rate across the schedule.", []
+    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
+    from ..accountants import DEFAULT_ACCOUNTANT
+    from ..calibration import DEFAULT_EPS_ERROR
+
+    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at eps_error {DEFAULT_EPS_ERROR:g} (the default of "
+            f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
+            f"rate {q:.6g}. Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
+            "rounded up in the printed digits; the note column says when a little less noise is not shown to "
+            "exceed it. ")
+    jobs = [("noise", t) for t in config.target_epsilons]
+    if len(config.segments) == 1 and config.steps_per_epoch:
+        note += "Epochs: the most whole epochs the configured noise affords."
+        jobs += [("epochs", t) for t in config.target_epsilons]
+    return note, jobs
+
+
+def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any]:
+    from ..calibration import CalibrationError, calibrate_noise, calibrate_steps
+
+    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
+    try:
+        if what == "noise":
+            cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
+            tight = cal.details.get("tightness", {})
+            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.6g}",
+                    "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
+                    "epsilon_upper": cal.epsilon.upper, "eps_error": cal.eps_error,
+                    "note": "" if tight.get("overshoots") else tight.get("note", cal.details.get("note", ""))}
+        sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
+        cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
+                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)
+        note = ""
+        if "note" in cal.details:
+            note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
+        return {"question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
+                "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)", "steps": cal.steps,
+                "target_epsilon": t, "epsilon_upper": cal.epsilon.upper, "note": note}
+    except (CalibrationError, ArithmeticError) as exc:
+        return {"question": f"{what} for ε ≤ {t:g}", "answer": "—", "target_epsilon": t,
+                "epsilon_upper": None, "note": str(exc)}
+
+
+def _group_functions():
+    """``(group_epsilon, group_epsilon_schedule)`` if this installation has them, else ``(None, None)``."""
+    import tightdp
+
+    fn = getattr(tightdp, "group_epsilon", None)
+    sched = getattr(tightdp, "group_epsilon_schedule", None)
+    if fn is None:
+        try:
+            from .. import group as _group
+        except ImportError:
+            return None, None
+        fn, sched = getattr(_group, "group_epsilon", None), getattr(_group, "group_epsilon_schedule", None)
+    return fn, sched
+
+
+def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
+    if not config.group_sizes:
+        return "", []
+    fn, sched = _group_functions()
+    if fn is None:
+        return "Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.", []
+    if not config.is_training or config.sampling != "poisson":
+        return ("Group-level epsilon is computed for Poisson-sampled training runs "
+                "(add/remove of up to k examples)."), []
+    if len(config.segments) > 1 and sched is None:
+        return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
+    return ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
+            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."), \
+        list(config.group_sizes)
+
+
+def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]:
+    fn, sched = _group_functions()
+    eps, errors = {}, []
+    for d in config.deltas:
+        try:
+            if len(config.segments) == 1:
+                s = config.segments[0]
+                b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
+                       steps=s.steps, delta=d)
+            else:
+                b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
+                          group_size=g, delta=d)
+            eps[repr(d)] = _upper(b)
+            if eps[repr(d)] is None:
+                errors.append(f"group size {g}, δ = {d:g}: {b.details.get('note', 'no finite bound')}")
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            errors.append(f"group size {g}, δ = {d:g}: {type(exc).__name__}: {exc}")
+            eps[repr(d)] = None
+    return {"group_size": g, "epsilon": eps}, errors

@@ -1,0 +1,251 @@
+"""The report's configuration: a TOML or JSON file describing a DP-SGD run or a list of mechanisms.
+
+See ``tightdp.report`` for the file format. ``load_config(path)`` reads and validates it into a
+frozen ``ReportConfig``; every bad value raises ``ValueError`` naming the key (``training.batch_size``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from .._validation import check_choice, check_count, check_delta, check_positive, check_probability, check_real
+from ..mechanisms import Gaussian, Mechanism, PoissonSampled, SampledWithoutReplacement, mechanism_from_dict
+
+__all__ = ["SAMPLINGS", "FORMATS", "Segment", "ReportConfig", "load_config"]
+
+SAMPLINGS = ("poisson", "without_replacement")
+FORMATS = ("markdown", "html", "json")
+_DEFAULT_DELTAS = (1e-5,)
+_DEFAULT_TARGETS = (1.0, 3.0, 8.0)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """``steps`` DP-SGD steps at ``noise_multiplier`` with sampling rate ``sampling_rate``."""
+
+    noise_multiplier: float
+    sampling_rate: float
+    steps: int
+
+
+@dataclass(frozen=True)
+class ReportConfig:
+    """A parsed, validated report configuration (see the module docstring for the file format)."""
+
+    title: str = "Privacy report"
+    description: str = ""
+    segments: tuple[Segment, ...] = ()
+    events: tuple[tuple[Mechanism, int], ...] = ()
+    dataset_size: int | None = None
+    batch_size: int | None = None
+    sampling: str = "poisson"
+    steps_per_epoch: int | None = None
+    deltas: tuple[float, ...] = _DEFAULT_DELTAS
+    target_epsilons: tuple[float, ...] = _DEFAULT_TARGETS
+    group_sizes: tuple[int, ...] = ()
+    accountants: tuple[str, ...] | None = None
+    plot_accountants: tuple[str, ...] | None = None
+    formats: tuple[str, ...] = ("markdown", "html")
+    plots: bool = True
+    source: str = ""
+
+    @property
+    def is_training(self) -> bool:
+        return bool(self.segments)
+
+    @property
+    def total_steps(self) -> int:
+        return sum(s.steps for s in self.segments) if self.segments else sum(c for _, c in self.events)
+
+    def segment_mechanism(self, seg: Segment) -> Mechanism:
+        g = Gaussian(noise_multiplier=seg.noise_multiplier)
+        if self.sampling == "without_replacement":
+            return SampledWithoutReplacement(mechanism=g, sample_size=self.batch_size, dataset_size=self.dataset_size)
+        return PoissonSampled(mechanism=g, sampling_rate=seg.sampling_rate)
+
+    def ledger(self, upto: int | None = None) -> list[tuple[Mechanism, int]]:
+        """The composed ``(mechanism, count)`` entries, optionally only the first ``upto`` steps."""
+        out: list[tuple[Mechanism, int]] = []
+        if self.segments:
+            left = math.inf if upto is None else upto
+            for seg in self.segments:
+                n = int(min(seg.steps, left))
+                if n <= 0:
+                    break
+                out.append((self.segment_mechanism(seg), n))
+                left -= n
+            return out
+        return list(self.events)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> "ReportConfig":
+        if not isinstance(data, Mapping):
+            raise ValueError("config must be a table (TOML) / object (JSON)")
+        known = {"title", "description", "training", "events", "privacy", "report"}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"config: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        title = str(data.get("title", "Privacy report"))
+        description = str(data.get("description", ""))
+        has_training, has_events = "training" in data, "events" in data
+        if has_training == has_events:
+            raise ValueError("config must have exactly one of [training] and [[events]]")
+        kw: dict[str, Any] = {}
+        if has_training:
+            kw.update(_parse_training(data["training"]))
+        else:
+            kw["events"] = _parse_events(data["events"])
+        priv = _table(data, "privacy")
+        _no_unknown("privacy", priv, {"delta", "deltas", "target_epsilons", "group_sizes"})
+        if "delta" in priv and "deltas" in priv:
+            raise ValueError("privacy: give delta or deltas, not both")
+        deltas = priv.get("deltas", [priv["delta"]] if "delta" in priv else list(_DEFAULT_DELTAS))
+        kw["deltas"] = tuple(check_delta(f"privacy.deltas[{i}]", d) for i, d in enumerate(_as_list("deltas", deltas)))
+        if not kw["deltas"]:
+            raise ValueError("privacy.deltas must not be empty")
+        kw["target_epsilons"] = tuple(check_real(f"privacy.target_epsilons[{i}]", e, low=0.0) for i, e in
+                                      enumerate(_as_list("target_epsilons",
+                                                         priv.get("target_epsilons", list(_DEFAULT_TARGETS)))))
+        kw["group_sizes"] = tuple(check_count(f"privacy.group_sizes[{i}]", g) for i, g in
+                                  enumerate(_as_list("group_sizes", priv.get("group_sizes", []))))
+        rep = _table(data, "report")
+        _no_unknown("report", rep, {"accountants", "plot_accountants", "formats", "plots"})
+        for key in ("accountants", "plot_accountants"):
+            if key in rep:
+                accs = tuple(str(a) for a in _as_list(key, rep[key]))
+                from ..accountants import ACCOUNTANTS
+
+                for i, a in enumerate(accs):
+                    check_choice(f"report.{key}[{i}]", a, sorted(ACCOUNTANTS))
+                kw[key] = accs
+        if "formats" in rep:
+            kw["formats"] = tuple(check_choice(f"report.formats[{i}]", f, FORMATS)
+                                  for i, f in enumerate(_as_list("formats", rep["formats"])))
+        if "plots" in rep:
+            if not isinstance(rep["plots"], bool):
+                raise ValueError(f"report.plots must be true or false, got {rep['plots']!r}")
+            kw["plots"] = rep["plots"]
+        return cls(title=title, description=description, source=source, **kw)
+
+
+def _table(data, key) -> Mapping[str, Any]:
+    t = data.get(key, {})
+    if not isinstance(t, Mapping):
+        raise ValueError(f"{key} must be a table")
+    return t
+
+
+def _no_unknown(where: str, table: Mapping[str, Any], known: set[str]) -> None:
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+
+
+def _as_list(name: str, v) -> list:
+    if isinstance(v, (list, tuple)):
+        return list(v)
+    raise ValueError(f"{name} must be a list, got {v!r}")
+
+
+def _parse_training(t) -> dict[str, Any]:
+    if not isinstance(t, Mapping):
+        raise ValueError("training must be a table")
+    _no_unknown("training", t, {"dataset_size", "batch_size", "sampling_rate", "epochs", "steps",
+                                "noise_multiplier", "schedule", "sampling"})
+    sampling = check_choice("training.sampling", t.get("sampling", "poisson"), SAMPLINGS)
+    n = check_count("training.dataset_size", t["dataset_size"]) if "dataset_size" in t else None
+    b = check_count("training.batch_size", t["batch_size"]) if "batch_size" in t else None
+    if "sampling_rate" in t and b is not None:
+        raise ValueError("training: give batch_size or sampling_rate, not both")
+    if b is not None:
+        if n is None:
+            raise ValueError("training.dataset_size is required with training.batch_size")
+        if b > n:
+            raise ValueError(f"training.batch_size ({b}) must be <= training.dataset_size ({n})")
+        q = b / n
+        per_epoch = math.ceil(n / b)
+    elif "sampling_rate" in t:
+        q = check_probability("training.sampling_rate", t["sampling_rate"])
+        per_epoch = math.ceil(1.0 / q)
+    else:
+        q, per_epoch = None, None
+    if sampling == "without_replacement" and (n is None or b is None):
+        raise ValueError("training.sampling = 'without_replacement' needs dataset_size and batch_size")
+
+    def seg(where: str, s: Mapping[str, Any], default_sigma=None) -> Segment:
+        sigma = s.get("noise_multiplier", default_sigma)
+        if sigma is None:
+            raise ValueError(f"{where}.noise_multiplier is required")
+        sigma = check_positive(f"{where}.noise_multiplier", sigma)
+        sq, spe = q, per_epoch
+        if "sampling_rate" in s or "batch_size" in s:
+            if sampling == "without_replacement":
+                raise ValueError(f"{where}: per-segment sampling needs sampling = 'poisson'")
+            if "batch_size" in s:
+                if n is None:
+                    raise ValueError(f"training.dataset_size is required with {where}.batch_size")
+                bs = check_count(f"{where}.batch_size", s["batch_size"])
+                sq, spe = bs / n, math.ceil(n / bs)
+            else:
+                sq = check_probability(f"{where}.sampling_rate", s["sampling_rate"])
+                spe = math.ceil(1.0 / sq)
+        if sq is None:
+            raise ValueError(f"{where}: give training.batch_size (with dataset_size) or training.sampling_rate")
+        if ("epochs" in s) == ("steps" in s):
+            raise ValueError(f"{where}: give exactly one of epochs and steps")
+        steps = (check_count(f"{where}.epochs", s["epochs"]) * spe if "epochs" in s
+                 else check_count(f"{where}.steps", s["steps"]))
+        return Segment(sigma, sq, steps)
+
+    if "schedule" in t:
+        if "noise_multiplier" in t or "epochs" in t or "steps" in t:
+            raise ValueError("training: with a schedule, give noise_multiplier and epochs/steps per segment")
+        sched = _as_list("training.schedule", t["schedule"])
+        if not sched:
+            raise ValueError("training.schedule must not be empty")
+        segs = []
+        for i, s in enumerate(sched):
+            if not isinstance(s, Mapping):
+                raise ValueError(f"training.schedule[{i}] must be a table")
+            _no_unknown(f"training.schedule[{i}]", s, {"noise_multiplier", "epochs", "steps", "sampling_rate",
+                                                       "batch_size"})
+            segs.append(seg(f"training.schedule[{i}]", s))
+    else:
+        segs = [seg("training", t)]
+    return {"segments": tuple(segs), "dataset_size": n, "batch_size": b, "sampling": sampling,
+            "steps_per_epoch": per_epoch}
+
+
+def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:
+    items = _as_list("events", ev)
+    if not items:
+        raise ValueError("events must not be empty")
+    out = []
+    for i, e in enumerate(items):
+        if not isinstance(e, Mapping) or "mechanism" not in e:
+            raise ValueError(f"events[{i}] must be a table with a 'mechanism' table and an optional count")
+        _no_unknown(f"events[{i}]", e, {"mechanism", "count"})
+        out.append((mechanism_from_dict(dict(e["mechanism"])), check_count(f"events[{i}].count", e.get("count", 1))))
+    return tuple(out)
+
+
+def load_config(path: str | Path) -> ReportConfig:
+    """Read a TOML (``.toml``) or JSON config file."""
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"config: no such file {str(p)!r}")
+    text = p.read_text(encoding="utf-8")
+    try:
+        if p.suffix.lower() == ".json":
+            data = json.loads(text)
+        else:
+            import tomllib
+
+            data = tomllib.loads(text)
+    except (ValueError, json.JSONDecodeError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        raise ValueError(f"config: cannot parse {p.name}: {exc}") from None
+    return ReportConfig.from_dict(data, source=str(p))
