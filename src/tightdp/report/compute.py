@@ -216,11 +216,10 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
 
     notes: list[str] = []
     results = []
-    for job in jobs:
-        if job[0] == "row":
-            res, row_notes = by_job[job]
-            results.append(res)
-            notes += row_notes
+    for job in rows:  # in the configured order, whatever order the jobs ran in
+        res, row_notes = by_job[job]
+        results.append(res)
+        notes += row_notes
     bands = {d: band(results, d) for d in deltas}
     curve: dict[str, Any] = {}
     if curve_deltas:

@@ -74,7 +74,7 @@ def _two_panel(plt, curve: dict[str, Any], x_key: str, path: Path, *, xlabel: st
     for name, ys in curve["series"].items():
         y = _arr(ys)
         ok = np.isfinite(y)
-        sparse = ok.sum() <= 12  # drawn at a few points only: markers, no line between them
+        sparse = ok.sum() <= 16  # drawn at a few points only: markers, no line between them
         approx = "approximation" in name
         style = dict(color=_COLOURS.get(name.split(" ")[0], "C7"), lw=1.2, ms=4 if sparse else 0,
                      marker="o" if sparse else None, ls="none" if sparse else ("--" if approx else "-"))
