@@ -21,6 +21,26 @@ COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "r
 #: the module registering each command (epsilon and delta share one)
 MODULES = ("query", "statement", "compare", "group", "calibrate", "report")
 
+#: Shown at the end of each subcommand's --help (a command's own epilog takes precedence).
+EXAMPLES = {
+    "epsilon": ["tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 "
+                "--delta 1e-5",
+                "tightdp epsilon --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --delta 1e-5 --json"],
+    "delta": ["tightdp delta --epsilon 1 --noise-multiplier 1.5 --sampling-rate 0.01 --steps 10000 "
+              "--relation remove --accountant fourier"],
+    "compare": ["tightdp compare --noise-multiplier 1.1 --sampling-rate 0.00512 --steps 19600 --delta 1e-5",
+                "tightdp compare --noise-multiplier 0.8 --sampling-rate 0.001 --steps 2000 --delta 1e-7 "
+                "--accountants connect-dots,rdp,gdp --plot compare.png"],
+    "group": ["tightdp group --noise-multiplier 1 --sampling-rate 0.01 --steps 2000 --delta 1e-6 --group-size 9",
+              "tightdp group --noise-multiplier 2 --steps 2000 --delta 1e-6 --group-size 4 --sampling fixed-batch "
+              "--dataset-size 50000 --batch-size 500 --json"],
+    "calibrate": ["tightdp calibrate --target-epsilon 3 --delta 1e-5 --sampling-rate 0.01 --steps 1000",
+                  "tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 "
+                  "--sampling-rate 0.005 --json"],
+    "report": ["tightdp report examples/report_config.toml --out demo-report",
+               "tightdp report run.json --out report/ --format html --no-plots --json"],
+}
+
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 
 
@@ -51,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                 continue
             raise
         module.register(sub)
+    for name, sub_parser in sub.choices.items():
+        if name in EXAMPLES and not sub_parser.epilog:
+            sub_parser.epilog = "examples:\n" + "\n".join(f"  {line}" for line in EXAMPLES[name])
+            sub_parser.formatter_class = argparse.RawDescriptionHelpFormatter
     return parser
 
 

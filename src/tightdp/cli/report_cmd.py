@@ -27,6 +27,8 @@ def register(subparsers) -> None:
                         "report.json is always written)")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON summary (the certified band and the files written) instead of text")
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes for the independent computations (default: CPU count, at most 4)")
     p.set_defaults(run=run)
@@ -48,7 +50,7 @@ def _check_out_dir(out: str) -> None:
 def run(args) -> int:
     import dataclasses
 
-    from ..report import _f, build_report, load_config
+    from ..report import build_report, load_config
 
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
@@ -57,8 +59,38 @@ def run(args) -> int:
     if args.no_plots:
         config = dataclasses.replace(config, plots=False)
     jobs = args.jobs if args.jobs is not None else max(1, min(4, os.cpu_count() or 1))
-    report = build_report(config, progress=False if args.no_progress else None, workers=jobs)
+    report = build_report(config, progress=False if args.no_progress or args.json else None, workers=jobs)
     written = report.write(args.out, args.formats)
+    if args.json:
+        _print_json(config, report, written)
+    else:
+        _print_summary(config, report, written)
+    sys.stdout.flush()
+    missing = [d for d in config.deltas if report.band[d][1] is None]
+    if missing:
+        sys.stderr.write(f"tightdp: cannot answer: no certified upper bound on epsilon at delta = "
+                         f"{', '.join(f'{d:g}' for d in missing)} (see the report's notes)\n")
+        return 1
+    return 0
+
+
+def _print_json(config, report, written) -> None:
+    """The shared JSON shape: ``epsilon`` {lower, estimate, upper} (the certified band at the first delta)."""
+    import json
+
+    d0 = config.deltas[0]
+    lo, up = report.band[d0]
+    out = {"epsilon": {"lower": lo, "estimate": None, "upper": up}, "delta": d0, "kind": "bound",
+           "accountant": "certified band (every certified accountant)",
+           "certified_band": {repr(d): {"lower": a, "upper": b} for d, (a, b) in report.band.items()},
+           "files": {k: str(v) for k, v in written.items()}, "title": config.title, "seconds": report.seconds}
+    json.dump(out, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+
+
+def _print_summary(config, report, written) -> None:
+    from ..report import _f
+
     print(f"privacy report for {config.title!r} in {report.seconds:.1f} s:")
     for d in config.deltas:
         lo, up = report.band[d]
@@ -67,5 +99,3 @@ def run(args) -> int:
             print(f"  delta = {d:g}: epsilon <= {_f(up)}{interval}")
     for kind, path in written.items():
         print(f"  {kind}: {path}")
-    sys.stdout.flush()
-    return 0
