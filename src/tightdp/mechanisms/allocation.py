@@ -236,7 +236,9 @@ def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
 
 
 def _sum_law(terms, eta: float):
-    """Law of a sum of independent lattice variables: ``(values, masses, l1_error)`` (FFT, certified)."""
+    """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
+    ``(values, masses, l1_error, inf_mass)``, by ``tightdp.pld.compose`` (FFT with its certified round-off
+    and aliasing bounds, charged here as l1 error)."""
     from ..pld import compose
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
     comp = compose(parts, tilt=0.0, tau=1e-15)
@@ -555,8 +557,9 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
         "sampling": f"random allocation, {k} of {t} steps per epoch",
         "upper": "composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
                  "reduction), certified",
-        "lower": f"post-processing sum_i x_i: Gaussian mu = k / (sigma sqrt t) = {k / (noise_multiplier * math.sqrt(t)):.4g} "
-                 "per epoch, certified but loose (no tight lower bound implemented for 1 < k < t)",
+        "lower": f"post-processing sum_i x_i: Gaussian mu = k / (sigma sqrt t) = "
+                 f"{k / (noise_multiplier * math.sqrt(t)):.4g} per epoch, certified but loose (no tight lower "
+                 "bound implemented for 1 < k < t)",
         "upper_details": dict(up.details)}
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 

@@ -201,8 +201,8 @@ def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, 
     up = allocation_accountant(eps_error=eps_error).compose(mech, steps).epsilon(delta)
     q_eff = kept_probability(dataset_size=mech.dataset_size, sampling_rate=mech.sampling_rate,
                              max_batch_size=mech.max_batch_size)
-    lo = ConnectDotsAccountant(eps_error=eps_error).compose(
-        PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=q_eff), steps).epsilon(delta)
+    kept = PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=q_eff)
+    lo = ConnectDotsAccountant(eps_error=eps_error).compose(kept, steps).epsilon(delta)
     p_t, q_t = mech.truncation()
     lower = min(lo.lower, up.upper)
     details: dict[str, Any] = {
