@@ -62,7 +62,7 @@ def test_fallback_when_fast_path_cannot_certify(monkeypatch):
     acc.record_steps(np.tile([1.0, 0.3, 0.0], (20, 1)))
     real = acc_mod.population_epsilons
     monkeypatch.setattr(acc_mod, "population_epsilons",
-                        lambda bs, c, d: (np.full(c.shape[0], math.inf), real(bs, c, d)[1]))
+                        lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf), real(bs, c, d, **kw)[1]))
     b = acc.epsilons(1e-6)
     assert np.all(np.isfinite(b.upper)) and b.upper[2] == 0.0
     for i, r in enumerate([1.0, 0.3]):
@@ -79,8 +79,8 @@ def test_fallback_groups_by_dominating_bucket(monkeypatch):
     n = acc_mod._FALLBACK_GROUPS + 8
     acc = IndividualAccountant(n, 1.0, 1.0, 0.05)
     acc.record_steps(rng.uniform(0, 1.2, size=(6, n)))
-    monkeypatch.setattr(acc_mod, "population_epsilons", lambda bs, c, d: (np.full(c.shape[0], math.inf),
-                                                                          np.zeros(c.shape[0])))
+    monkeypatch.setattr(acc_mod, "population_epsilons", lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf),
+                                                                                np.zeros(c.shape[0])))
     b = acc.epsilons(1e-5)
     assert np.all(np.isfinite(b.upper)) and np.all(b.upper > 0)
     assert b.details["fallback"]["method"] in ("largest bucket", "worst case")

@@ -40,20 +40,27 @@ from scipy import special
 from .._numerics import logsumexp
 from ..mechanisms.losses import GaussianMixtureLoss
 
-__all__ = ["DominatingPLD", "dominating_pld"]
+__all__ = ["DominatingPLD", "dominated_pld", "dominating_pld", "dominating_pld_core"]
 
 _U = np.finfo(float).eps / 2
 
 
 @dataclass(frozen=True, eq=False)
 class DominatingPLD:
-    """Atoms ``pmf[j]`` (P-masses) at loss values ``(start + j) * h``; ``infinity_mass`` at ``+inf``."""
+    """Atoms ``pmf[j]`` (P-masses) at loss values ``(start + j) * h + shift``; ``infinity_mass`` at ``+inf``.
+
+    ``float_slack``: l1 distance to the exact discrete PLD it stands for; ``rel_error``: every
+    mass is within a factor ``1 +- rel_error`` of it (the core's cell masses, ``tightdp.pld.dominance``);
+    ``shift <= 0`` only for a *dominated* (lower-bound) pair, whose losses are lowered by ``-shift``.
+    """
 
     h: float
     start: int
     pmf: np.ndarray
     infinity_mass: float
     float_slack: float
+    rel_error: float = 0.0
+    shift: float = 0.0
 
     @property
     def grid(self) -> np.ndarray:
@@ -153,3 +160,37 @@ def dominating_pld(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) 
     slack = float(np.sum(2.0 * err_upper + errP)) + 16 * _U * (float(Pc[0]) + float(Ps[-1]))
     slack += 2.0 * edge_err * (1.0 + 1e-12)
     return DominatingPLD(h=h, start=i0, pmf=pmf, infinity_mass=inf_mass, float_slack=slack)
+
+
+def _from_core(d, h: float) -> DominatingPLD:
+    return DominatingPLD(h=h, start=int(d.start), pmf=np.asarray(d.pmf, float), infinity_mass=float(d.infinity_mass),
+                         float_slack=float(d.tv_error), rel_error=float(d.rel_error), shift=float(d.shift))
+
+
+def dominating_pld_core(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) -> DominatingPLD:
+    """The same connect-the-dots pair built by the core (``tightdp.pld.dominance.dominating``): its cell
+    masses carry a certified *relative* error (``rel_error``, about 1e-14) instead of the absolute
+    ``float_slack`` of ``dominating_pld`` (about 1e-11 per step at mesh 1e-3, which forced coarse meshes on
+    long runs). Falls back to ``dominating_pld`` where the core refuses the loss (e.g. a step loss beyond
+    the range its cell arithmetic can exponentiate)."""
+    from ..errors import TightDPError
+    from ..pld.dominance import dominating
+    try:
+        return _from_core(dominating(loss, h, tail), h)
+    except (TightDPError, ArithmeticError):
+        return dominating_pld(loss, h, tail=tail)
+
+
+def dominated_pld(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) -> DominatingPLD | None:
+    """A discrete pair *dominated* by ``loss`` ("merge to the grid", ``tightdp.pld.dominance.dominated``):
+    its hockey-stick curve lies below the true one, and stays below under composition (a
+    post-processing of each step), so composing it gives certified *lower* bounds on delta. ``shift``
+    lowers every loss by the worst floating-point misplacement; ``rel_error`` bounds the masses. None if
+    the core refuses the loss (the caller then uses no lower bound for that bucket: a mechanism with
+    sensitivity 0, which every step dominates)."""
+    from ..errors import TightDPError
+    from ..pld.dominance import dominated
+    try:
+        return _from_core(dominated(loss, h, tail), h)
+    except (TightDPError, ArithmeticError):
+        return None

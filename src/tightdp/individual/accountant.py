@@ -59,16 +59,21 @@ from .._validation import check_choice, check_count, check_delta, check_epsilon,
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
-from ._dominating import dominating_pld
-from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons
+from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
+from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons, \
+    single_threaded_blas
 from .gdp import gdp_delta
 
 __all__ = ["IndividualAccountant"]
 
 _U = np.finfo(float).eps / 2
-_FORMAT = "tightdp.IndividualAccountant/1"
+_FORMAT = "tightdp.IndividualAccountant/2"
+_FORMATS_READ = ("tightdp.IndividualAccountant/1", _FORMAT)
 _MARGIN = 1e-9  # relative upward margin of every bucket's sensitivity ratio
-_MAX_FFT = 1 << 18  # largest FFT window of the fast path
+_MAX_FFT = 1 << 15  # largest FFT window of the fast path: a wider one means few steps and a tiny delta
+# (heavy tails far out at a mesh sized for the bulk); its inner-product rounding term (kmax u per
+# frequency) then floors delta near 1e-9, so the mesh is coarsened and few-row ledgers are composed
+# exactly as well (``_eps_counts``)
 _ERR_SHARE = 0.01  # wrap-around and discretisation slack are each sized to at most this share of delta
 _DELTAS_TARGET = 1e-12  # deltas(epsilon): wrap-around sized to at most this (absolute)
 _SLACK_SHARE_FINE = 0.25  # second pass (finer mesh): slack up to this share of delta
@@ -78,6 +83,11 @@ _CLIP_MIN = float(np.finfo(float).tiny)  # smallest normal float: a subnormal C 
 #: memory cap of the ledger (bucket counts, 4 bytes per example and bucket): 16 GiB, or a quarter
 #: of the physical memory if that is smaller. Queries need transient copies of a similar size.
 _LEDGER_CAP_BYTES = 16 << 30
+#: pending per-step bucket indices (uint8/uint16, one row per step) are folded into the counts with one
+#: np.bincount per block of examples once this many bytes are buffered (see ``_flush``)
+_BUFFER_BYTES = 64 << 20
+_BUFFER_STEPS = (8, 1024)  # fewest / most buffered steps
+_MISSING = ("worst-case", "last-seen")
 
 
 class IndividualAccountant:
@@ -99,7 +109,7 @@ class IndividualAccountant:
 
     def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float,
                  sampling_rate: float = 1.0, *, num_buckets: int = 100, mesh: float | None = None,
-                 resolution: float = 1600.0) -> None:
+                 resolution: float = 1600.0, missing_norms: str = "worst-case") -> None:
         self._n = check_count("num_examples", num_examples)
         self._sigma = check_positive("noise_multiplier", noise_multiplier)
         self._clip = _check_clip_norm(clip_norm)
@@ -107,6 +117,7 @@ class IndividualAccountant:
         self._B = check_count("num_buckets", num_buckets)
         if self._B > 10_000:
             raise ValueError(f"num_buckets must be <= 10000, got {num_buckets!r}")
+        self._missing = check_choice("missing_norms", missing_norms, _MISSING)
         _check_ledger_size(self._n, self._B, self._q)
         self._mesh = None if mesh is None else check_positive("mesh", mesh)
         self._resolution = check_positive("resolution", resolution)
@@ -114,7 +125,23 @@ class IndividualAccountant:
         self._sumsq = np.zeros(self._n) if self._q == 1.0 else None
         self._steps = 0
         self._cache: dict[Any, Any] = {}
-        self._rowbase: np.ndarray | None = None
+        # recording state: pending bucket indices (one row per step, folded into _counts by _flush), the
+        # smallest position y - (b - 1) in (0, 1] of any recorded scaled ratio y = min(g, C) B / C within
+        # its bucket b = ceil(y) (lower bounds, see _lower_ratios), and for the last-seen policy each
+        # example's last bucket / ratio and its number of approximated steps
+        self._scale = self._B / self._clip  # inf for a tiny C: _scaled_ratios then divides first
+        self._code_dtype = np.uint8 if self._B <= 255 else np.uint16
+        self._buf: np.ndarray | None = None
+        self._pending = 0
+        self._ybuf = np.empty(0)
+        self._cbuf = np.empty(0)
+        self._frac_min = 1.0
+        if self._missing == "last-seen":
+            self._last = np.full(self._n, self._B, dtype=self._code_dtype)
+            self._last_r = np.ones(self._n) if self._q == 1.0 else None
+            self._approx = np.zeros(self._n, dtype=np.int32)
+        else:
+            self._last = self._last_r = self._approx = None
 
     # ------------------------------------------------------------ properties
     @property
@@ -129,52 +156,179 @@ class IndividualAccountant:
     @property
     def bucket_counts(self) -> np.ndarray:
         """Read-only ``(N, B + 1)`` counts; column ``b`` counts steps with ratio rounded to ``b / B``."""
+        self._flush()
         v = self._counts.view()
         v.flags.writeable = False
         return v
 
+    @property
+    def approximated_steps(self) -> np.ndarray:
+        """Per example, the number of steps recorded with an imputed last-seen norm below the clip
+        (``missing_norms="last-seen"``; all zero under the default worst-case policy). An example with
+        a positive count has an *approximate* epsilon, not a certified one."""
+        out = np.zeros(self._n, dtype=np.int32) if self._approx is None else self._approx.copy()
+        out.flags.writeable = False
+        return out
+
     def options(self) -> dict[str, Any]:
         return {"num_examples": self._n, "noise_multiplier": self._sigma, "clip_norm": self._clip,
                 "sampling_rate": self._q, "num_buckets": self._B, "mesh": self._mesh,
-                "resolution": self._resolution}
+                "resolution": self._resolution, "missing_norms": self._missing}
 
     # -------------------------------------------------------------- recording
-    def _ratios(self, norms: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        """Bucket indices (0 = no loss) and exact ratios ``min(g, C) / C`` (NaN -> 1)."""
-        return _bucket_index(norms, self._clip, self._B), (None if self._sumsq is None else _clipped_ratio(
-            norms, self._clip))
-
     def _check_norms(self, grad_norms, shape) -> np.ndarray:
         arr = _as_norm_array(grad_norms)
         if arr.shape != shape:
             raise ValueError(f"grad_norms must have shape {shape}, got {arr.shape}")
-        if (arr < 0).any():
-            raise ValueError(f"grad_norms must be >= 0 (NaN marks a norm that was not computed), "
-                             f"got {arr[arr < 0].flat[0]!r}")
+        if arr.size:
+            mn = arr.min()
+            if not mn >= 0 and (arr < 0).any():  # NaN minimum: NaN marks a norm that was not computed
+                raise ValueError(f"grad_norms must be >= 0 (NaN marks a norm that was not computed), "
+                                 f"got {arr[arr < 0].flat[0]!r}")
         return arr
 
-    def record_step(self, grad_norms) -> None:
-        """Record one step: ``grad_norms[i]`` is example i's unclipped gradient norm (0: not used).
+    def _check_indices(self, indices, size: int) -> np.ndarray:
+        try:
+            raw = np.asarray(indices)
+        except (TypeError, ValueError):
+            raise ValueError(f"indices must be an array of example indices, got {type(indices).__name__}") from None
+        if raw.ndim != 1 or raw.dtype.kind not in "iu" or raw.dtype == np.bool_:
+            raise ValueError(f"indices must be a 1-D integer array, got dtype {raw.dtype} and shape {raw.shape}")
+        if raw.size != size:
+            raise ValueError(f"indices must have one entry per norm ({size}), got {raw.size}")
+        idx = raw.astype(np.intp)
+        if idx.size and (idx.min() < 0 or idx.max() >= self._n):
+            raise ValueError(f"indices must lie in [0, {self._n}), got {int(idx.min())}..{int(idx.max())}")
+        if idx.size > 1 and np.unique(idx).size != idx.size:
+            raise ValueError("indices must not repeat an example within one step")
+        return idx
 
-        ``NaN`` (a norm that was not computed) and ``+inf`` count as the worst case
-        (sensitivity ``C``); negative values, booleans and strings are rejected.
+    def _row(self) -> np.ndarray:
+        """The next free row of the pending-index buffer (folding the buffer into the counts if full)."""
+        if self._buf is None:
+            item = np.dtype(self._code_dtype).itemsize
+            k = int(min(_BUFFER_STEPS[1], max(_BUFFER_STEPS[0], _BUFFER_BYTES // max(1, self._n * item))))
+            self._buf = np.empty((k, self._n), dtype=self._code_dtype)
+        if self._pending == self._buf.shape[0]:
+            self._flush()
+        return self._buf[self._pending]
+
+    def _flush(self) -> None:
+        """Add the pending rows to the counts: one np.bincount per block of examples (the block's cells
+        stay in cache), instead of a scattered increment of the (N, B + 1) array at every step."""
+        k = self._pending
+        if k == 0:
+            return
+        buf = self._buf[:k]
+        cols = self._B + 1
+        if cols * 256 <= 65536:
+            width, dt = 256, np.uint16  # block codes fit in uint16; 256 examples' cells stay in cache
+        else:
+            width, dt = max(64, (1 << 18) // k), np.intp
+        base = (np.arange(width) * cols).astype(dt)
+        counts = self._counts
+        for e0 in range(0, self._n, width):
+            e1 = min(self._n, e0 + width)
+            codes = buf[:, e0:e1] + base[None, :e1 - e0]
+            hist = np.bincount(codes.ravel(), minlength=(e1 - e0) * cols)
+            counts[e0:e1] += hist.reshape(e1 - e0, cols).astype(np.int32)
+        self._pending = 0
+
+    def _ledger(self) -> np.ndarray:
+        """The bucket counts with every pending step added."""
+        self._flush()
+        return self._counts
+
+    def _codes(self, arr: np.ndarray, out: np.ndarray) -> float:
+        """Bucket indices of ``arr`` written to ``out`` (``_bucket_index`` through reused buffers); returns
+        the smallest position ``y - (b - 1)`` of the step's scaled ratios within their buckets (1 if none)."""
+        n = arr.size
+        if self._ybuf.size < n:
+            self._ybuf, self._cbuf = np.empty(n), np.empty(n)
+        y = _scaled_ratio(arr, self._clip, self._B, self._scale, out=self._ybuf[:n])
+        c = np.ceil(y, out=self._cbuf[:n])
+        np.copyto(out, c, casting="unsafe")  # integers in [0, B]: exact
+        if n and not out.all():  # some index 0: only a norm of exactly 0 may stay there
+            zero = out == 0
+            under = zero & ~(arr == 0)
+            if under.any():  # a positive norm whose ratio underflowed: bucket 1, position 0
+                out[under] = 1
+                c[under] = 1.0
+        frac = float(np.subtract(y, c, out=c).min()) + 1.0 if n else 1.0
+        return frac
+
+    def _note_frac(self, frac: float) -> None:
+        self._frac_min = min(self._frac_min, max(frac, 0.0))
+
+    def record_step(self, grad_norms, indices=None) -> None:
+        """Record one step.
+
+        Dense (``indices=None``): ``grad_norms[i]`` is example i's unclipped gradient norm at this
+        step (0: the example does not contribute).
+
+        Sparse: ``grad_norms[j]`` is the norm of example ``indices[j]`` (e.g. the examples in this
+        step's Poisson batch). Under Poisson sampling every example's step is the subsampled
+        mechanism at its *own* sensitivity, whether or not it was drawn (000 App. D.2), so the
+        examples not listed still need a norm; the constructor's ``missing_norms`` policy gives it:
+
+        * ``"worst-case"`` (default): sensitivity ``C``; every answer stays a certified bound;
+        * ``"last-seen"``: the bucket of the example's last recorded norm (worst case before the
+          first). This is an *approximation* (norms change as the model trains): answers touching
+          such steps are labelled ``kind="approximation"`` and ``approximated_steps`` counts them.
+
+        To keep certified answers with tight per-example values, compute the norms of all examples
+        and record densely. ``NaN`` (a norm that was not computed) and ``+inf`` count as the worst
+        case (sensitivity ``C``); negative values, booleans and strings are rejected. Nothing is
+        recorded if any argument is invalid.
         """
-        arr = self._check_norms(grad_norms, (self._n,))
+        if indices is None:
+            arr = self._check_norms(grad_norms, (self._n,))
+            idx = None
+        else:
+            arr = _as_norm_array(grad_norms)
+            if arr.ndim != 1:
+                raise ValueError(f"grad_norms must be 1-D with indices, got shape {arr.shape}")
+            idx = self._check_indices(indices, arr.size)
+            arr = self._check_norms(arr, (idx.size,))
         if self._steps + 1 > _COUNT_MAX:
             raise OverflowError("bucket counts would overflow int32")
-        idx, r = self._ratios(arr)
-        flat = self._counts.reshape(-1)
-        if self._rowbase is None:
-            self._rowbase = np.arange(self._n, dtype=np.intp) * (self._B + 1)
-        idx += self._rowbase
-        flat[idx] += 1
-        if self._sumsq is not None:
-            self._sumsq += r * r
+        row = self._row()
+        if idx is None:
+            self._note_frac(self._codes(arr, row))
+            if self._sumsq is not None:
+                self._sumsq += np.square(_clipped_ratio(arr, self._clip))
+            if self._last is not None:  # a dense record is every example's last-seen norm
+                self._last[:] = row
+                if self._last_r is not None:
+                    self._last_r[:] = _clipped_ratio(arr, self._clip)
+        else:
+            sub = np.empty(idx.size, dtype=self._code_dtype)
+            self._note_frac(self._codes(arr, sub))
+            r_sub = None if self._sumsq is None else _clipped_ratio(arr, self._clip)
+            if self._last is None:  # worst case for the examples not listed (y = B: position 1)
+                row.fill(self._B)
+                if self._sumsq is not None:
+                    r_all = np.ones(self._n)
+            else:
+                row[:] = self._last
+                approx = self._last < self._B
+                approx[idx] = False
+                self._approx += approx
+                if self._sumsq is not None:
+                    r_all = self._last_r.copy()
+                self._last[idx] = sub
+                if self._last_r is not None:
+                    self._last_r[idx] = r_sub
+            row[idx] = sub
+            if self._sumsq is not None:
+                r_all[idx] = r_sub
+                self._sumsq += np.square(r_all)
+        self._pending += 1
         self._steps += 1
         self._cache.clear()
 
     def record_steps(self, grad_norms) -> None:
-        """Record several steps at once: ``grad_norms`` has shape ``(steps, num_examples)``."""
+        """Record several steps at once: ``grad_norms`` has shape ``(steps, num_examples)`` (dense)."""
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
@@ -183,13 +337,16 @@ class IndividualAccountant:
             return
         if self._steps + arr.shape[0] > _COUNT_MAX:
             raise OverflowError("bucket counts would overflow int32")
-        idx, r = self._ratios(arr)
-        flat_idx = (np.arange(self._n, dtype=np.intp)[None, :] * (self._B + 1) + idx).ravel()
-        # only the touched cells (memory O(steps * N), not a second full-size ledger)
-        cells, add = np.unique(flat_idx, return_counts=True)
-        self._counts.reshape(-1)[cells] += add.astype(np.int32)
+        for t in range(arr.shape[0]):
+            row = self._row()
+            self._note_frac(self._codes(arr[t], row))
+            self._pending += 1
         if self._sumsq is not None:
-            self._sumsq += np.sum(r * r, axis=0)
+            self._sumsq += np.sum(np.square(_clipped_ratio(arr, self._clip)), axis=0)
+        if self._last is not None:  # a dense record is every example's last-seen norm
+            self._last[:] = self._buf[self._pending - 1]
+            if self._last_r is not None:
+                self._last_r[:] = _clipped_ratio(arr[-1], self._clip)
         self._steps += arr.shape[0]
         self._cache.clear()
 
@@ -206,30 +363,42 @@ class IndividualAccountant:
         if self._mesh is not None:
             return self._mesh
         r2 = (np.arange(self._B + 1) / self._B) ** 2
-        k_eff = float(np.max(counts @ r2)) if counts.size else 1.0
+        k_eff = float(np.max(np.asarray(counts @ r2))) if counts.shape[0] else 1.0
         s1 = self._q * math.sqrt(math.expm1(min(1.0 / self._sigma ** 2, 700.0)))
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
 
-    def _plds(self, h: float, buckets: tuple[int, ...], direction: str):
-        key = ("pld", h, direction)
+    def _lower_ratio(self, b: int) -> float:
+        """A lower bound on every sensitivity ratio recorded into bucket ``b``: each has a scaled ratio
+        ``y >= b - 1 + frac_min`` (``_frac_min``: the lowest position within its bucket of any recorded
+        ``y``), and the exact ratio is at least ``y (1 - 2u) / B``; the relative ``_MARGIN`` covers that."""
+        return max(0.0, b - 1 + self._frac_min) / self._B * (1.0 - _MARGIN)
+
+    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False):
+        """Per-bucket discrete pairs on ``h Z``: dominating ones at the bucket's upper ratio (``b / B``,
+        rounded up), or dominated ones at its lower ratio (``_lower_ratio``; a bucket whose lower ratio is
+        0 becomes a point mass at loss 0, the mechanism without privacy loss)."""
+        key = ("pld", h, direction, lower)
         store = self._cache.setdefault(key, {})
         out = []
         for b in buckets:
             if b not in store:
-                ratio = _bucket_ratio(b, self._B)
-                loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
-                store[b] = dominating_pld(loss, h)
+                ratio = self._lower_ratio(b) if lower else _bucket_ratio(b, self._B)
+                pld = None
+                if ratio > 0:
+                    loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
+                    pld = dominated_pld(loss, h) if lower else dominating_pld_core(loss, h)
+                store[b] = pld if pld is not None else DominatingPLD(h, 0, np.ones(1), 0.0, 0.0)
             out.append(store[b])
         return out
 
     def _pld_setup(self, counts: np.ndarray, h: float | None = None, target: float | None = None,
-                   slack_target: float | None = None):
+                   slack_target: float | None = None, lower: bool = False):
         """Bucket spectra for both directions. ``target``: the delta the error terms must stay well below
         (the window is widened until the wrap-around is at most ``target``, within ``_MAX_FFT`` points);
         ``slack_target`` (default ``target``): the mesh is coarsened until the discretisation slack fits."""
         slack_target = target if slack_target is None else slack_target
-        used = tuple(int(b) for b in np.nonzero(counts[:, 1:].sum(axis=0))[0] + 1)
+        used = tuple(int(b) for b in np.nonzero(np.asarray(counts[:, 1:].sum(axis=0)))[0] + 1)
         if not used:
             return None
         c = counts[:, list(used)]
@@ -237,9 +406,9 @@ class IndividualAccountant:
         setups = []
         for direction in ("remove", "add"):
             for _ in range(12):
-                plds = self._plds(h, used, direction)
+                plds = self._plds(h, used, direction, lower)
                 if slack_target is not None and slack_target > 0 and h < 0.05:
-                    slack = float(np.max(c @ np.array([p.float_slack for p in plds])))
+                    slack = float(np.max(np.asarray(c @ np.array([p.float_slack for p in plds]))))
                     if slack > slack_target:  # the slack shrinks about like 1/h^2
                         h = min(0.05, h * min(10.0, max(1.25, math.sqrt(slack / slack_target))))
                         continue
@@ -247,7 +416,9 @@ class IndividualAccountant:
                 if n <= _MAX_FFT:
                     break
                 h *= n / (_MAX_FFT // 2)  # window too large for the mesh: coarsen
-            setups.append((direction, bucket_spectra(plds, h, j0, n), h))
+            bs = bucket_spectra(plds, h, j0, n)
+            bs.plds, bs.target = plds, target  # per-chunk windows (``_population._chunk_spectra``)
+            setups.append((direction, bs, h))
         return c, setups
 
     def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None, *,
@@ -267,28 +438,48 @@ class IndividualAccountant:
             _, fine = self._pld_setup(counts, h0, _ERR_SHARE * delta, _SLACK_SHARE_FINE * delta)
             if max(hh for _, _, hh in fine) < max(hh for _, _, hh in setups):
                 eps = np.minimum(eps, self._eps_setups(c, fine, delta, {}))
+        # an example with no step of positive sensitivity composed only mechanisms without privacy loss:
+        # epsilon 0 exactly (the lattice's error terms alone can keep a large window from showing it)
+        idle = ~np.asarray(c.any(axis=1))
+        eps = np.where(idle, 0.0, eps)
         bad = ~np.isfinite(eps)
         if fallback and np.any(bad):
             eps = eps.copy()
-            eps[bad], info["fallback"] = self._exact_fallback(counts[bad], delta)
-        elif fallback and h0 is not None and max(hh for _, _, hh in setups) > 4 * h0:
-            # the mesh had to be much coarser than the resolution asks (slack vs a small delta): the
-            # answer is certified but may be loose; if few compositions suffice, take the exact one too
-            live = np.nonzero(counts[:, 1:].any(axis=1))[0]
-            if np.unique(counts[live], axis=0).shape[0] <= _FALLBACK_GROUPS // 4:
-                ex, info["fallback"] = self._exact_fallback(counts[live], delta)
+            eps[bad], info["fallback"] = self._exact_fallback(np.asarray(counts[np.nonzero(bad)[0]]), delta)
+        if fallback and h0 is not None and max(hh for _, _, hh in setups) > 4 * h0:
+            # the mesh had to be much coarser than the resolution asks (a window wider than _MAX_FFT):
+            # the answer is certified but may be loose; if few compositions suffice, take the exact one too
+            live = np.nonzero(np.asarray(counts[:, 1:].any(axis=1)) & ~bad)[0]
+            rows = np.asarray(counts[live])
+            if live.size and np.unique(rows, axis=0).shape[0] <= _FALLBACK_GROUPS // 4:
+                ex, more = self._exact_fallback(rows, delta)
+                info.setdefault("fallback", more)
                 eps = eps.copy()
                 eps[live] = np.minimum(eps[live], ex)  # both certified upper bounds
         return eps, info
 
     @staticmethod
-    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict) -> np.ndarray:
+    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict, lower: bool = False) -> np.ndarray:
         eps = np.zeros(c.shape[0])
         for direction, bs, h in setups:
-            e, spent = population_epsilons(bs, c, delta)
-            eps = np.maximum(eps, e)
+            e, spent = population_epsilons(bs, c, delta, lower=lower)
+            eps = np.maximum(eps, e)  # both directions: the larger one (a lower bound of the max, too)
             info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent))}
         return eps
+
+    def _eps_lower_counts(self, counts: np.ndarray, delta: float, h: float) -> tuple[np.ndarray, dict]:
+        """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
+        pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio. A
+        dominated pair composes like a dominating one (each step is a post-processing of the true
+        one), so the composed lower delta is below the true composed delta, and a grid epsilon whose
+        certified lower delta exceeds ``delta`` lies below the true epsilon."""
+        setup = self._pld_setup(counts, h, _ERR_SHARE * delta, None, lower=True)
+        if setup is None:
+            return np.zeros(counts.shape[0]), {}
+        c, setups = setup
+        info: dict[str, Any] = {}
+        lo = self._eps_setups(c, setups, delta, info, lower=True)
+        return np.where(np.asarray(c.any(axis=1)), lo, 0.0), info
 
     def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
         """Certified epsilons of the rows the fast path could not certify, from the core engine
@@ -346,30 +537,85 @@ class IndividualAccountant:
         return out, {"rows": int(rows.shape[0]), "compositions": int(uniq.shape[0]), "method": method,
                      "engine": "ConnectDotsAccountant"}
 
-    def epsilons(self, delta: float) -> Bounds:
-        """Every example's epsilon at ``delta``: ``upper`` is a certified upper bound (array of length N)."""
+    def epsilons(self, delta: float, *, lower: bool = True) -> Bounds:
+        """Every example's epsilon at ``delta``, as an interval per example (arrays of length N).
+
+        ``upper[i]`` is a certified upper bound and ``lower[i]`` a certified lower bound on the
+        epsilon of the *exact* heterogeneous composition of example i's recorded steps (the
+        Poisson-subsampled Gaussian at each step's recorded sensitivity ``min(g, C)``, both
+        neighbouring directions), when every step was recorded with a computed norm (dense
+        ``record_step``, or sparse with ``missing_norms="worst-case"``, which records the unlisted
+        examples at sensitivity ``C``: then the interval is for that worst-case sequence).
+
+        * ``upper``: each bucket's sensitivity interval is rounded up and its PLD replaced by a
+          dominating discrete pair (000 Thm D.2, App. D; ``tightdp.pld.dominance.dominating``),
+          composed by FFT and read off by Plancherel (Lemma D.1); every numerical error is added
+          to delta. For ``sampling_rate = 1``: the exact per-example GDP (000 Thm 11).
+        * ``lower``: each bucket's lower ratio (``b - 1 + frac`` buckets, ``frac`` the lowest recorded
+          position within a bucket, so exact when norms sit on the grid ``k C / B``) and a
+          *dominated* pair (merge to the grid, ``tightdp.pld.dominance.dominated``), which
+          composes like the dominating one; every numerical error is subtracted. ``lower=False``
+          skips it (about half the query time) and returns ``lower=None``.
+
+        What it promises: the privacy of the steps *as recorded*, read off after the fact (an
+        odometer, not a guarantee fixed before training; 000 Sec. 5). Fixed-in-advance
+        per-example guarantees under fully adaptive composition are proven only for GDP-based
+        filters (000 Thm 11-12; Tran, Koskela, Raisa, Honkela 2026, arXiv 2602.06756, show that the
+        natural PLD / f-DP filter is not valid under fully adaptive composition). With
+        ``missing_norms="last-seen"`` an example with imputed steps (``approximated_steps > 0``) has no
+        certified interval: the result's ``kind`` is then ``"approximation"`` and
+        ``details["approximate_examples"]`` counts them.
+        """
+        with single_threaded_blas():
+            return self._epsilons(delta, lower)
+
+    def _epsilons(self, delta: float, lower: bool) -> Bounds:
+        """``epsilons`` (BLAS limited to one thread by the caller)."""
         dlt = check_delta("delta", delta)
-        details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
+        if not isinstance(lower, (bool, np.bool_)):
+            raise ValueError(f"lower must be True or False, got {lower!r}")
+        details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B, "missing_norms": self._missing}
+        lo = None
         if self._q == 1.0:
             mu = self.mus()
             up = _gdp_eps_vec(dlt, mu)
+            if lower:
+                s = self._sumsq * (1.0 - (self._steps + 4) * 2 * _U)
+                lo = np.minimum(_gdp_eps_lower_vec(dlt, np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)),
+                                up)
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
-            b = Bounds(None, up, up, "epsilon", "bound", details)
         else:
-            up, info = self._eps_counts(self._counts, dlt)
+            counts = self._ledger()
+            up, info = self._eps_counts(counts, dlt)
             # every example is dominated by the all-worst-case sequence of the same length
             # (000 Thm D.2's data-processing argument), so that bound applies to each example too
             worst = self.worst_case_epsilon(dlt).upper
             up = np.minimum(up, worst)
             details.update(worst_case_epsilon=worst)
             details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
-            b = Bounds(None, up, up, "epsilon", "bound", details)
-        if not np.all(np.isfinite(b.upper)):  # unreachable: the fallback certifies or raises
+            if lower:
+                h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
+                lo, linfo = self._eps_lower_counts(counts, dlt, h)
+                lo = np.minimum(lo, up)  # both certified: lower <= true <= upper (a tie at most)
+                details.update(lower={"method": "dominated bucket PLDs (merge to the grid) at each bucket's "
+                                                "lower ratio", "frac_min": self._frac_min, **linfo})
+        kind = "bound"
+        n_approx = int(np.count_nonzero(self._approx)) if self._approx is not None else 0
+        if n_approx:
+            kind = "approximation"
+            details.update(approximate_examples=n_approx,
+                           note="missing norms imputed from each example's last-seen norm "
+                                "(approximated_steps > 0): those examples' intervals are not certified")
+        if not np.all(np.isfinite(up)):  # unreachable: the fallback certifies or raises
             raise PrecisionError("per-example epsilon: no certified finite bound; use a larger delta")
-        return b
+        return Bounds(lo, up, up, "epsilon", kind, details)
 
     def deltas(self, epsilon: float) -> Bounds:
         """Every example's delta at ``epsilon`` (certified upper bounds, array of length N)."""
+        with single_threaded_blas():
+            return self._deltas(epsilon)
+
+    def _deltas(self, epsilon: float) -> Bounds:
         eps = check_epsilon("epsilon", epsilon)
         if math.isinf(eps):
             raise ValueError("epsilon must be finite")
@@ -379,16 +625,16 @@ class IndividualAccountant:
             up = np.minimum(1.0, d * (1.0 + 1e-12))
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
-        out = self._deltas_at(self._counts, eps, 0.0)
+        out = self._deltas_at(self._ledger(), eps, 0.0)
         if out is None:
             z = np.zeros(self._n)
             return Bounds(None, z, z, "delta", "bound", details)
         # the discretisation slack is an absolute term: if it is not small next to the answers,
         # a second pass on a mesh sized for them (both passes are certified; the smaller is kept)
-        pos = out[self._counts[:, 1:].any(axis=1)]
+        pos = out[np.asarray(self._ledger()[:, 1:].any(axis=1))]
         tgt = 0.01 * float(np.min(pos)) if pos.size else 0.0
         if tgt > 0 and self._cache.get(("deltas_slack", eps), math.inf) > tgt:
-            out = np.minimum(out, self._deltas_at(self._counts, eps, tgt))
+            out = np.minimum(out, self._deltas_at(self._ledger(), eps, tgt))
         details.update(method="pld", source="000 Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
 
@@ -401,7 +647,8 @@ class IndividualAccountant:
         slack = 0.0
         for direction, bs, h in setups:
             out = np.maximum(out, population_deltas(bs, c, eps))
-            slack = max(slack, float(np.max(c @ bs.slack)))
+            slack = max(slack, float(np.max(np.asarray(c @ bs.slack))))
+        out = np.where(np.asarray(c.any(axis=1)), out, 0.0)  # no step with privacy loss: delta 0 exactly
         self._cache[("deltas_slack", eps)] = slack
         return np.minimum(out, 1.0)
 
@@ -416,7 +663,7 @@ class IndividualAccountant:
             return Bounds(None, e, e, "epsilon", "bound", {"method": "gdp", "mu": mu})
         row = np.zeros((1, self._B + 1), dtype=np.int64)
         row[0, self._B] = self._steps
-        e, info = self._eps_counts(row, dlt, self._mesh_for(self._counts))
+        e, info = self._eps_counts(row, dlt, self._mesh_for(self._ledger()))
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
     def active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
@@ -438,6 +685,10 @@ class IndividualAccountant:
         the recorded sequence, but 000 gives no proof that filtering DP-SGD this
         way is (epsilon, delta)-DP under fully adaptive composition.
         """
+        with single_threaded_blas():
+            return self._active(epsilon, delta, grad_norms)
+
+    def _active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if self._q == 1.0:
@@ -446,11 +697,12 @@ class IndividualAccountant:
             if grad_norms is None:
                 nxt = np.ones(self._n)
             else:
-                _, nxt = self._ratios(self._check_norms(grad_norms, (self._n,)))
+                nxt = _clipped_ratio(self._check_norms(grad_norms, (self._n,)), self._clip)
             total = (self._sumsq + nxt * nxt) * (1.0 + (self._steps + 8) * 2 * _U) / self._sigma ** 2
             return total * (1.0 + 8 * _U) <= B * B
-        counts = self._counts.astype(np.int64)
-        counts[:, self._B] += 1
+        bump = np.zeros(self._B + 1, dtype=np.int64)
+        bump[self._B] = 1
+        counts = self._ledger().astype(np.int64) + bump  # (a dask-backed ledger stays lazy)
         # an epsilon the fast path cannot certify (inf) drops the example: conservative for a filter
         e, _ = self._eps_counts(counts, dlt, fallback=False)
         return e <= eps
@@ -461,9 +713,10 @@ class IndividualAccountant:
         path = os.fspath(path)
         meta = json.dumps({"format": _FORMAT, "options": self.options(), "steps": self._steps})
         buf = io.BytesIO()
-        arrays = {"counts": self._counts, "meta": np.frombuffer(meta.encode(), dtype=np.uint8)}
+        arrays = {"counts": self._ledger(), "meta": np.frombuffer(meta.encode(), dtype=np.uint8)}
         if self._sumsq is not None:
             arrays["sumsq"] = self._sumsq
+        arrays.update(self._extra_state())
         np.savez(buf, **arrays)
         d = os.path.dirname(os.path.abspath(path))
         fd, tmp = tempfile.mkstemp(prefix=".tightdp-", suffix=".tmp", dir=d)
@@ -478,19 +731,53 @@ class IndividualAccountant:
                 os.unlink(tmp)
             raise
 
+    def _extra_state(self) -> dict[str, np.ndarray]:
+        """Recording state beyond the counts (format 2): per-bucket lowest scaled ratio, last-seen data."""
+        out = {"frac_min": np.array([self._frac_min])}
+        if self._last is not None:
+            out.update(last=self._last, approx=self._approx)
+            if self._last_r is not None:
+                out["last_r"] = self._last_r
+        return out
+
+    def _set_extra_state(self, z, fmt: str) -> None:
+        """Inverse of ``_extra_state`` (validated). A format-1 ledger has no recorded positions: bucket
+        ``b`` then stands for every ratio above ``(b - 1) / B`` (``b = ceil(y)``, so ``y > b - 1``)."""
+        if fmt == _FORMATS_READ[0] or "frac_min" not in z:
+            self._frac_min = 0.0
+            return
+        fm = np.array(z["frac_min"], dtype=float).reshape(-1)
+        if fm.shape != (1,) or not 0.0 <= fm[0] <= 1.0:
+            raise ValueError("saved bucket positions do not match the saved options")
+        self._frac_min = float(fm[0])
+        if self._last is not None:
+            last, approx = np.array(z["last"]), np.array(z["approx"])
+            if last.shape != (self._n,) or approx.shape != (self._n,) or np.any(last > self._B) \
+                    or np.any(approx < 0):
+                raise ValueError("saved last-seen state does not match the saved options")
+            self._last = last.astype(self._code_dtype)
+            self._approx = approx.astype(np.int32)
+            if self._last_r is not None:
+                self._last_r = np.array(z["last_r"], dtype=float)
+
     @classmethod
     def load(cls, path) -> "IndividualAccountant":
-        """Read a ledger written by ``save`` (exact round-trip)."""
+        """Read a ledger written by ``save`` (exact round-trip; format-1 files load too)."""
         try:
             with np.load(os.fspath(path), allow_pickle=False) as z:
                 meta = json.loads(bytes(z["meta"]).decode())
                 counts = np.array(z["counts"])
                 sumsq = np.array(z["sumsq"]) if "sumsq" in z.files else None
+                extra = {k: np.array(z[k]) for k in ("frac_min", "last", "approx", "last_r") if k in z.files}
         except (OSError, KeyError, ValueError) as exc:
             raise ValueError(f"path {os.fspath(path)!r} is not a saved IndividualAccountant: {exc}") from None
-        if meta.get("format") != _FORMAT:
+        if meta.get("format") not in _FORMATS_READ:
             raise ValueError(f"path {os.fspath(path)!r} has unknown format {meta.get('format')!r}")
         acc = cls(**meta["options"])
+        try:
+            acc._set_extra_state(extra, meta["format"])
+        except KeyError as exc:
+            raise ValueError(f"path {os.fspath(path)!r}: saved ledger lacks {exc}") from None
         if counts.shape != acc._counts.shape or counts.dtype != np.int32 or np.any(counts < 0):
             raise ValueError("saved bucket counts do not match the saved options")
         if (sumsq is None) != (acc._sumsq is None) or (sumsq is not None and sumsq.shape != (acc._n,)):
@@ -509,7 +796,9 @@ class IndividualAccountant:
         same_sq = (self._sumsq is None and other._sumsq is None) or (
             self._sumsq is not None and other._sumsq is not None and np.array_equal(self._sumsq, other._sumsq))
         return (self.options() == other.options() and self._steps == other._steps
-                and np.array_equal(self._counts, other._counts) and same_sq)
+                and np.array_equal(self._ledger(), other._ledger()) and same_sq
+                and self._frac_min == other._frac_min
+                and np.array_equal(self.approximated_steps, other.approximated_steps))
 
     def __repr__(self) -> str:
         return (f"IndividualAccountant(num_examples={self._n}, noise_multiplier={self._sigma}, "
@@ -533,6 +822,26 @@ def _gdp_eps_vec(delta: float, mu: np.ndarray) -> np.ndarray:
         lo = np.where(good, lo, mid)
     out = np.where(ok(np.zeros_like(mu)), 0.0, hi)
     return np.where(mu == 0, 0.0, out)
+
+
+def _gdp_eps_lower_vec(delta: float, mu: np.ndarray) -> np.ndarray:
+    """Vectorised certified *lower* end of ``gdp_epsilon``: the largest bisection point whose GDP delta,
+    rounded down, is still above ``delta`` (0 if none)."""
+    mu = np.asarray(mu, float)
+    lo = np.zeros_like(mu)
+    hi = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
+    above = lambda e: gdp_delta(e, mu) * (1.0 - 1e-12) > delta
+    grow = above(hi)
+    while np.any(grow):
+        lo = np.where(grow, hi, lo)
+        hi = np.where(grow, 2 * hi, hi)
+        grow = above(hi)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        a = above(mid)
+        lo = np.where(a, mid, lo)
+        hi = np.where(a, hi, mid)
+    return np.where((mu == 0) | ~above(lo), 0.0, lo)
 
 
 # ------------------------------------------------------------------ private helpers (validation, buckets)
@@ -598,20 +907,46 @@ def _clipped_ratio(norms: np.ndarray, clip: float) -> np.ndarray:
     return np.minimum(m / clip, 1.0)
 
 
+def _scaled_ratio(norms: np.ndarray, clip: float, buckets: int, scale: float | None = None,
+                  out: np.ndarray | None = None) -> np.ndarray:
+    """``y = min(g B / C, B)`` for norms ``g >= 0`` (NaN and +inf -> ``B``), two roundings.
+
+    ``scale = fl(B / C)``; ``y = min(fl(g * scale), B)``, so ``y`` is within a relative
+    ``2u`` of the exact ``min(g, C) B / C`` (both roundings are relative, ``fmin``
+    clamps exactly and maps NaN to ``B``; ``g * scale`` may overflow to ``+inf``, which
+    is clamped too). If ``B / C`` itself overflows (a ``C`` below about ``B * 5.6e-309``)
+    the ratio is formed as ``(min(g, C) / C) * B`` instead (the same two roundings).
+    """
+    scale = buckets / clip if scale is None else scale
+    if math.isfinite(scale):
+        with np.errstate(over="ignore"):  # a huge norm overflows to +inf, clamped to B below
+            y = np.multiply(norms, scale, out=out)
+        return np.fmin(y, float(buckets), out=y)
+    y = np.fmin(norms, clip, out=out)
+    np.divide(y, clip, out=y)
+    return np.multiply(y, float(buckets), out=y)
+
+
+def _ceil_index(y: np.ndarray, norms: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out = ceil(y)`` (an integer array), clamped to at least 1 for every positive norm whose ``y``
+    underflowed to 0 (checked cheaply: only where an index is 0)."""
+    np.ceil(y, out=out, casting="unsafe")
+    if out.size and not out.all():
+        under = (out == 0) & ~(norms == 0)  # NaN is not 0 (and has y = B anyway)
+        out[under] = 1
+    return out
+
+
 def _bucket_index(norms: np.ndarray, clip: float, buckets: int) -> np.ndarray:
     """Smallest bucket ``b`` in ``0..B`` whose sensitivity ``(b / B)(1 + _MARGIN)`` is >= ``min(g, C) / C``.
 
-    ``r = min(g, C) / C`` is one correctly rounded division of numbers with
-    ``m <= C`` (so ``r <= 1`` and nothing overflows, unlike ``m * (B / C)``,
-    whose rounded ``B / C`` can push a norm at the clip into bucket ``B + 1``);
-    ``r * B`` adds one more rounding, so ``ceil(r B) / B >= r (1 - 2u)``, which
-    the relative ``_MARGIN`` covers. The index is clamped to ``[1, B]`` for every
-    positive norm (an underflowed ratio still lands in bucket 1) and is 0 only
-    for a norm of exactly 0.
+    ``b = ceil(y)`` with ``y = min(fl(g fl(B / C)), B)`` (``_scaled_ratio``): ``y`` is at
+    least ``(1 - 2u)`` times the exact ``min(g, C) B / C``, which the relative ``_MARGIN``
+    covers, and the ``fmin`` clamp keeps a norm at (or rounded above) the clip in bucket
+    ``B``, never beyond. The index is clamped to ``[1, B]`` for every positive norm (an
+    underflowed ratio still lands in bucket 1) and is 0 only for a norm of exactly 0.
+    This is the function ``record_step`` applies (through reused buffers).
     """
-    r = _clipped_ratio(norms, clip)
-    t = np.ceil(r * buckets)
-    idx = np.clip(t, 0, buckets).astype(np.intp)
-    pos = ~(norms == 0)  # NaN and every positive norm (norms are checked >= 0)
-    np.maximum(idx, pos.astype(np.intp), out=idx)
-    return idx
+    norms = np.asarray(norms, dtype=float)
+    y = _scaled_ratio(norms, clip, buckets)
+    return _ceil_index(y, norms, np.empty(norms.shape, dtype=np.intp))
