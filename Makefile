@@ -22,7 +22,7 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 			|| echo "chromium not installed: tests/test_report_browser.py will skip"; fi
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,plot,progress,torch,opacus]'
+	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask]'
 	touch $@
 
 # the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it

@@ -5,9 +5,12 @@
   per-example epsilons (per-example GDP for DP-GD; sigma-grid buckets, dominating
   bucket PLDs, pre-computed FFTs and Plancherel for DP-SGD, 000 App. D) and the
   individual filter (000 Alg. 1, Thm 12; Sec. 5).
+* ``ShardedLedger``: the same ledger sharded by example (data-parallel recording, crash-safe
+  per-shard saves, queries on a dask cluster bit-identical to the in-memory ones).
 """
 
 from .accountant import IndividualAccountant
 from .gdp import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
+from .sharded import ShardedLedger
 
-__all__ = ["GDPFilter", "IndividualAccountant", "gdp_delta", "gdp_epsilon", "gdp_mu"]
+__all__ = ["GDPFilter", "IndividualAccountant", "ShardedLedger", "gdp_delta", "gdp_epsilon", "gdp_mu"]

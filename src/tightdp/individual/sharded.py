@@ -1,0 +1,331 @@
+"""A per-example ledger sharded by example, for data-parallel recording and cluster-wide queries (000 App. D).
+
+``ShardedLedger`` splits the ``(N, B + 1)`` bucket counts of ``IndividualAccountant`` into shards of
+consecutive examples; each shard *is* an ``IndividualAccountant`` over its range (same options), so
+it can be recorded wherever its examples are processed (a data-parallel rank, a dask worker) and saved
+on its own. Nothing in a shard depends on the others.
+
+**Queries.** ``epsilons`` / ``deltas`` run the same computation as ``IndividualAccountant`` on the
+concatenated counts. By default (``use_dask=False``) the counts are concatenated in memory (plain numpy).
+With ``use_dask=True`` the counts are a ``dask.array`` chunked by shard, read from the shard files of a
+saved ledger (out of core) or from the shards in memory; the population-wide reductions (mesh, window,
+order by spread) are dask reductions, and the chunks of examples are dask tasks on the current scheduler
+-- a ``distributed.Client`` if one is active (``Client("tcp://scheduler:8786")`` for an existing
+cluster, ``LocalCluster`` on one machine). The chunks and the code are those of the in-memory path, so
+the results are bit-identical to it (tests/test_sharded_ledger.py checks that on a ``LocalCluster``).
+
+**Persistence.** ``save(directory)`` writes every shard atomically (temporary file, fsync,
+``os.replace``) under a new *generation* name, then the manifest (same way) *last*, then removes the
+files of older generations. A crash at any point leaves the previous manifest and every file it names
+intact, so ``load`` returns the previous ledger; recording then resumes from it. ``save_shard`` /
+``write_manifest`` do the same in two halves for ranks that each save their own shard.
+
+Every number means what ``IndividualAccountant.epsilons`` says it means (certified per-example
+intervals of the recorded steps; an odometer, not a guarantee fixed in advance).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from typing import Any
+
+import numpy as np
+
+from .._validation import check_count
+from ..bounds import Bounds
+from .accountant import IndividualAccountant, _as_norm_array
+
+__all__ = ["ShardedLedger"]
+
+_FORMAT = "tightdp.ShardedLedger/1"
+_MANIFEST = "manifest.json"
+_DEFAULT_SHARD = 1 << 17
+
+
+class ShardedLedger:
+    """Per-example ledger in shards of ``shard_size`` consecutive examples (see the module docstring).
+
+    Parameters are those of ``IndividualAccountant`` (every shard gets the same options), plus
+    ``shard_size``: examples per shard (the last shard may be smaller).
+    """
+
+    def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float, sampling_rate: float = 1.0,
+                 *, shard_size: int = _DEFAULT_SHARD, **options: Any) -> None:
+        n = check_count("num_examples", num_examples)
+        size = check_count("shard_size", shard_size)
+        self._n = n
+        self._ranges = [(s, min(n, s + size)) for s in range(0, n, size)]
+        self._opts = dict(noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate,
+                          **options)
+        self._shards: list[IndividualAccountant | None] = [
+            IndividualAccountant(e - s, **self._opts) for s, e in self._ranges]
+        self._files: list[str] | None = None  # shard files of a lazily loaded ledger
+        self._directory: str | None = None
+        self._generation = 0
+        self._meta: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ properties
+    @property
+    def num_examples(self) -> int:
+        return self._n
+
+    @property
+    def shard_ranges(self) -> list[tuple[int, int]]:
+        """``[(start, stop)]`` of every shard (examples ``start .. stop - 1``)."""
+        return list(self._ranges)
+
+    @property
+    def steps(self) -> int:
+        if self._shards[0] is None:
+            return int(self._meta["steps"])
+        return self._shards[0].steps
+
+    def options(self) -> dict[str, Any]:
+        first = self._shard(0).options() if self._shards[0] is not None else dict(self._meta["shard_options"])
+        first.pop("num_examples")
+        return {"num_examples": self._n, "shard_size": self._ranges[0][1] - self._ranges[0][0], **first}
+
+    def shard(self, k: int) -> IndividualAccountant:
+        """The live ``IndividualAccountant`` of shard ``k`` (examples ``shard_ranges[k]``), e.g. for a
+        data-parallel rank that records its own examples (``record_step`` with shard-local indices)."""
+        if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k < len(self._ranges):
+            raise ValueError(f"k must be a shard index in [0, {len(self._ranges)}), got {k!r}")
+        return self._shard(int(k))
+
+    def _shard(self, k: int) -> IndividualAccountant:
+        if self._shards[k] is None:  # lazily loaded: bring this shard into memory
+            self._shards[k] = IndividualAccountant.load(self._files[k])
+        return self._shards[k]
+
+    # -------------------------------------------------------------- recording
+    def record_step(self, grad_norms, indices=None) -> None:
+        """``IndividualAccountant.record_step`` for the whole population, routed to the shards.
+
+        Dense: ``grad_norms`` has one norm per example. Sparse: norms of the examples ``indices``
+        (global indices); every shard records the step, the examples it does not list under the
+        ``missing_norms`` policy. All input is validated before any shard records anything.
+        """
+        probe = self._shard(0)
+        if indices is None:
+            arr = probe._check_norms(grad_norms, (self._n,))
+            for k, (s, e) in enumerate(self._ranges):
+                self._shard(k).record_step(arr[s:e])
+            return
+        arr = _as_norm_array(grad_norms)
+        if arr.ndim != 1:
+            raise ValueError(f"grad_norms must be 1-D with indices, got shape {arr.shape}")
+        probe_all = IndividualAccountant.__new__(IndividualAccountant)
+        probe_all._n = self._n
+        idx = IndividualAccountant._check_indices(probe_all, indices, arr.size)
+        arr = probe._check_norms(arr, (idx.size,))
+        order = np.argsort(idx, kind="stable")
+        idx, arr = idx[order], arr[order]
+        cuts = np.searchsorted(idx, [s for s, _ in self._ranges] + [self._n])
+        for k, (s, _) in enumerate(self._ranges):
+            a, b = cuts[k], cuts[k + 1]
+            self._shard(k).record_step(arr[a:b], indices=idx[a:b] - s)
+
+    def record_steps(self, grad_norms) -> None:
+        """Several dense steps, shape ``(steps, num_examples)``, routed to the shards."""
+        arr = _as_norm_array(grad_norms)
+        if arr.ndim != 2:
+            raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
+        arr = self._shard(0)._check_norms(arr, (arr.shape[0], self._n))
+        for k, (s, e) in enumerate(self._ranges):
+            self._shard(k).record_steps(arr[:, s:e])
+
+    # ---------------------------------------------------------------- queries
+    def counts(self, *, use_dask: bool = False):
+        """The ``(N, B + 1)`` bucket counts: a numpy array, or a dask array chunked by shard (read from
+        the shard files of a lazily loaded ledger without bringing them into this process)."""
+        if not use_dask:
+            return np.concatenate([self._shard(k).bucket_counts for k in range(len(self._ranges))])
+        import dask
+        import dask.array as da
+        cols = self._B() + 1
+        parts = []
+        for k, (s, e) in enumerate(self._ranges):
+            if self._shards[k] is None:
+                blk = dask.delayed(_load_counts, pure=True)(self._files[k])
+                parts.append(da.from_delayed(blk, shape=(e - s, cols), dtype=np.int32))
+            else:
+                parts.append(da.from_array(np.array(self._shards[k].bucket_counts), chunks=(e - s, cols)))
+        return da.concatenate(parts, axis=0)
+
+    def _B(self) -> int:
+        return int(self.options()["num_buckets"])
+
+    def _view(self, use_dask: bool) -> IndividualAccountant:
+        """An ``IndividualAccountant`` over the whole population whose ledger is ``counts(...)``."""
+        opts = self.options()
+        opts.pop("shard_size")
+        opts["num_examples"] = 1
+        view = _CountsView(**opts)
+        view._n = self._n
+        view._view_counts = self.counts(use_dask=use_dask)
+        view._steps = self.steps
+        shards = [self._shard_state(k) for k in range(len(self._ranges))]
+        view._frac_min = min(st["frac_min"] for st in shards)
+        if view._approx is not None:
+            view._approx = np.concatenate([st["approx"] for st in shards])
+        if view._sumsq is not None:
+            view._sumsq = np.concatenate([st["sumsq"] for st in shards])
+        return view
+
+    def _shard_state(self, k: int) -> dict[str, Any]:
+        if self._shards[k] is not None:
+            a = self._shards[k]
+            return {"frac_min": a._frac_min, "approx": a.approximated_steps, "sumsq": a._sumsq}
+        with np.load(self._files[k], allow_pickle=False) as z:
+            fm = float(np.array(z["frac_min"]).reshape(-1)[0]) if "frac_min" in z.files else 0.0
+            approx = np.array(z["approx"]) if "approx" in z.files else None
+            sumsq = np.array(z["sumsq"]) if "sumsq" in z.files else None
+        return {"frac_min": fm, "approx": approx, "sumsq": sumsq}
+
+    def epsilons(self, delta: float, *, lower: bool = True, use_dask: bool = False) -> Bounds:
+        """``IndividualAccountant.epsilons`` for every example (``use_dask``: on the dask scheduler)."""
+        return self._view(use_dask).epsilons(delta, lower=lower)
+
+    def deltas(self, epsilon: float, *, use_dask: bool = False) -> Bounds:
+        return self._view(use_dask).deltas(epsilon)
+
+    def worst_case_epsilon(self, delta: float) -> Bounds:
+        return self._view(False).worst_case_epsilon(delta) if self._n <= _DEFAULT_SHARD else \
+            self._view(True).worst_case_epsilon(delta)
+
+    def to_accountant(self) -> IndividualAccountant:
+        """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy)."""
+        opts = self.options()
+        opts.pop("shard_size")
+        acc = IndividualAccountant(**opts)
+        acc._counts = np.ascontiguousarray(self.counts())
+        acc._steps = self.steps
+        states = [self._shard_state(k) for k in range(len(self._ranges))]
+        acc._frac_min = min(st["frac_min"] for st in states)
+        if acc._sumsq is not None:
+            acc._sumsq = np.concatenate([st["sumsq"] for st in states])
+        if acc._approx is not None:
+            acc._approx = np.concatenate([st["approx"] for st in states]).astype(np.int32)
+            acc._last = np.concatenate([self._shard(k)._last for k in range(len(self._ranges))])
+            if acc._last_r is not None:
+                acc._last_r = np.concatenate([self._shard(k)._last_r for k in range(len(self._ranges))])
+        return acc
+
+    # ---------------------------------------------------------- persistence
+    def save(self, directory) -> None:
+        """Write every shard (atomically, new generation) and then the manifest (atomically, last)."""
+        d = os.fspath(directory)
+        os.makedirs(d, exist_ok=True)
+        old = _read_manifest(d) if os.path.exists(os.path.join(d, _MANIFEST)) else None
+        gen = max(self._generation, old["generation"] if old else 0) + 1
+        files = [self.save_shard(d, k, generation=gen) for k in range(len(self._ranges))]
+        self.write_manifest(d, files, generation=gen)
+        keep = set(files) | {_MANIFEST}
+        for name in os.listdir(d):  # files of older generations (best effort)
+            if name.startswith("shard-") and name.endswith(".npz") and name not in keep:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(d, name))
+        self._generation = gen
+
+    def save_shard(self, directory, k: int, *, generation: int) -> str:
+        """Write shard ``k`` atomically as ``shard-KKKKK-gGEN.npz``; returns the file name."""
+        name = f"shard-{int(k):05d}-g{int(generation)}.npz"
+        self._shard(int(k)).save(os.path.join(os.fspath(directory), name))
+        return name
+
+    def write_manifest(self, directory, files: list[str], *, generation: int) -> None:
+        """Write the manifest naming ``files`` (one per shard), atomically; call after every shard is saved."""
+        d = os.fspath(directory)
+        if len(files) != len(self._ranges):
+            raise ValueError(f"files must name one file per shard ({len(self._ranges)}), got {len(files)}")
+        opts = self._shard(0).options()
+        man = {"format": _FORMAT, "generation": int(generation), "num_examples": self._n, "steps": self.steps,
+               "shard_options": opts,
+               "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(self._ranges, files)]}
+        _atomic_write(os.path.join(d, _MANIFEST), json.dumps(man, indent=1).encode())
+
+    @classmethod
+    def load(cls, directory, *, lazy: bool = False) -> "ShardedLedger":
+        """Read a ledger written by ``save``. ``lazy=True`` keeps the shards on disk (queries with
+        ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched)."""
+        d = os.fspath(directory)
+        man = _read_manifest(d)
+        shards = man["shards"]
+        if not shards or shards[0]["start"] != 0 or shards[-1]["stop"] != man["num_examples"] or any(
+                a["stop"] != b["start"] for a, b in zip(shards, shards[1:])):
+            raise ValueError(f"directory {d!r}: the manifest's shard ranges do not tile the examples")
+        self = cls.__new__(cls)
+        self._n = int(man["num_examples"])
+        self._ranges = [(int(x["start"]), int(x["stop"])) for x in shards]
+        opts = dict(man["shard_options"])
+        opts.pop("num_examples")
+        self._opts = opts
+        self._files = [os.path.join(d, x["file"]) for x in shards]
+        self._directory = d
+        self._generation = int(man["generation"])
+        self._meta = man
+        self._shards = [None] * len(shards)
+        for k, f in enumerate(self._files):
+            if not os.path.exists(f):
+                raise ValueError(f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest is missing")
+            if not lazy:
+                self._shard(k)
+                if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or \
+                        self._shards[k].steps != int(man["steps"]):
+                    raise ValueError(f"directory {d!r}: shard {k} does not match the manifest")
+        return self
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ShardedLedger):
+            return NotImplemented
+        return self._ranges == other._ranges and all(
+            self._shard(k) == other._shard(k) for k in range(len(self._ranges)))
+
+    def __repr__(self) -> str:
+        return f"ShardedLedger(num_examples={self._n}, shards={len(self._ranges)}; {self.steps} steps)"
+
+
+class _CountsView(IndividualAccountant):
+    """An ``IndividualAccountant`` whose ledger is an external (numpy or dask) counts array."""
+
+    _view_counts: Any = None
+
+    def _ledger(self):
+        return self._view_counts
+
+    def _flush(self) -> None:
+        return None
+
+
+def _load_counts(path: str) -> np.ndarray:
+    with np.load(path, allow_pickle=False) as z:
+        return np.array(z["counts"])
+
+
+def _read_manifest(d: str) -> dict[str, Any]:
+    try:
+        with open(os.path.join(d, _MANIFEST), "rb") as f:
+            man = json.loads(f.read().decode())
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"directory {d!r} holds no readable ShardedLedger manifest: {exc}") from None
+    if man.get("format") != _FORMAT:
+        raise ValueError(f"directory {d!r}: unknown manifest format {man.get('format')!r}")
+    return man
+
+
+def _atomic_write(path: str, data: bytes) -> None:
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tightdp-", suffix=".tmp", dir=d)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
