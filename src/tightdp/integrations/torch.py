@@ -78,11 +78,20 @@ class IndividualDPTrainer:
        divides by the expected batch size ``sampling_rate * N`` and takes an
        optimizer step;
     4. records the step: active examples with their norms, filtered ones with 0.
+
+    **Data parallel** (``data_parallel=True``, ``torch.distributed`` initialised, e.g. gloo on CPU):
+    every rank passes *its own* examples to ``step`` and an accountant over exactly those examples
+    (typically ``ShardedLedger.shard(rank)`` of a ledger sharded like the data). Steps 1-3 run on
+    the rank's examples (per-example norms, filter and Poisson draws are per example, so nothing
+    is exchanged for them); the clipped sums are summed over ranks with ``all_reduce``, rank 0 adds
+    the noise ``N(0, (sigma C)^2)`` once, and the divisor is ``sampling_rate`` times the total
+    number of examples. Each rank records its own shard; ``ShardedLedger.save_shard`` on every
+    rank and ``write_manifest`` on rank 0 (after a barrier) save the whole ledger.
     """
 
     def __init__(self, model: torch.nn.Module, loss_fn: Callable, optimizer: torch.optim.Optimizer,
                  accountant: IndividualAccountant, *, budget: tuple[float, float] | None = None,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, data_parallel: bool = False) -> None:
         if not isinstance(accountant, IndividualAccountant):
             raise ValueError("accountant must be an IndividualAccountant")
         self.model, self.loss_fn, self.optimizer, self.accountant = model, loss_fn, optimizer, accountant
@@ -95,6 +104,18 @@ class IndividualDPTrainer:
                                                   int(np.random.SeedSequence().entropy % (2 ** 63)))
         opts = accountant.options()
         self.sigma, self.clip, self.q = opts["noise_multiplier"], opts["clip_norm"], opts["sampling_rate"]
+        if not isinstance(data_parallel, bool):
+            raise ValueError(f"data_parallel must be True or False, got {data_parallel!r}")
+        self.data_parallel = data_parallel
+        self.rank, self.total_examples = 0, accountant.num_examples
+        if data_parallel:
+            import torch.distributed as dist
+            if not (dist.is_available() and dist.is_initialized()):
+                raise ValueError("data_parallel=True needs an initialised torch.distributed process group")
+            self.rank = dist.get_rank()
+            n = torch.tensor([accountant.num_examples], dtype=torch.int64)
+            dist.all_reduce(n)
+            self.total_examples = int(n.item())
 
     def step(self, x: torch.Tensor, y: torch.Tensor) -> dict:
         n = self.accountant.num_examples
@@ -122,10 +143,15 @@ class IndividualDPTrainer:
             for j, k in enumerate(names):
                 gk = g[k]
                 summed[j] = (gk * scale.view(-1, *([1] * (gk.dim() - 1)))).sum(dim=0)
-        denom = max(self.q * n, 1.0)
+        denom = max(self.q * self.total_examples, 1.0)
         for p, s in zip(params, summed):
-            noise = torch.randn(p.shape, generator=self._gen, dtype=p.dtype) * (self.sigma * self.clip)
-            p.grad = (s + noise) / denom
+            if self.rank == 0:  # the noise is added once (data parallel: on rank 0, before the sum)
+                s = s + torch.randn(p.shape, generator=self._gen, dtype=p.dtype) * (self.sigma * self.clip)
+            if self.data_parallel:
+                import torch.distributed as dist
+                s = s.contiguous()
+                dist.all_reduce(s)  # sum of every rank's clipped gradients (+ rank 0's noise)
+            p.grad = s / denom
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         # the norms were computed in a separate pass from the gradients that were clipped (other batch
