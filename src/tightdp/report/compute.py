@@ -38,8 +38,10 @@ _SLOW_IN_PLOTS = ("fourier",)
 #: Accountants whose epsilon queries take milliseconds: plotted on every curve point.
 _DENSE = ("connect-dots", "rdp", "gdp")
 #: How many curve points the other plotted accountants get (spread over the range): Edgeworth
-#: takes about 0.1 s per query, PRV about a second.
-_SPARSE_POINTS = {"edgeworth": 12}
+#: takes about 0.1 s per query; PRV about a second, so it is drawn at the configured deltas only.
+_SPARSE_POINTS = {"edgeworth": 12, "prv": 0}
+#: The same over training (each checkpoint is a composition of its own): PRV at 3 checkpoints.
+_TRAIN_SPARSE_POINTS = {"edgeworth": 12, "prv": 3}
 _DEFAULT_SPARSE = 3
 #: Rows that take seconds: started first so that the workers balance.
 _SLOW_ROWS = ("fourier", "prv")
@@ -160,16 +162,18 @@ def _upper(b: Bounds | None) -> float | None:
 
 def _sparse(values: list, n: int) -> list:
     """``n`` entries of ``values`` spread over it (all if there are fewer)."""
+    if n <= 0:
+        return []
     if len(values) <= n:
         return list(values)
     idx = sorted({int(round(i * (len(values) - 1) / (n - 1))) for i in range(n)})
     return [values[i] for i in idx]
 
 
-def _plot_points(name: str, points: list, plot_names: list[str]) -> list:
+def _plot_points(name: str, points: list, plot_names: list[str], sparse: dict[str, int] = _SPARSE_POINTS) -> list:
     if name not in plot_names:
         return []
-    return list(points) if name in _DENSE else _sparse(points, _SPARSE_POINTS.get(name, _DEFAULT_SPARSE))
+    return list(points) if name in _DENSE else _sparse(points, sparse.get(name, _DEFAULT_SPARSE))
 
 
 def build_report(config: ReportConfig, *, progress: bool | None = None, workers: int = 1,
@@ -206,7 +210,8 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
     jobs: list[tuple] = [r for r in rows if r[1] in _SLOW_ROWS]
     jobs += [("calib", what, t) for what, t in calib_jobs] + [("group", g) for g in group_jobs]
     jobs += [r for r in rows if r[1] not in _SLOW_ROWS]
-    jobs += [("train", n, tuple(_plot_points(n, train_x, plot_names))) for n in plot_names if train_x]
+    jobs += [("train", n, tuple(_plot_points(n, train_x, plot_names, _TRAIN_SPARSE_POINTS)))
+             for n in plot_names if train_x]
     bar = _Progress(max(len(jobs), 1), enabled=progress)
     try:
         out = _run_jobs(config, jobs, workers, bar)

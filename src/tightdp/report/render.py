@@ -175,8 +175,8 @@ class Report:
         if left_out and (self.pngs.get("curve") or self.pngs.get("training")):
             out.append(("p", f"Left out of the plots: {', '.join(left_out)} (the same certified answer as PRV, both "
                              "compose discretised PLDs, at several times the cost); name it in "
-                             "`report.plot_accountants` to draw it. PRV is drawn at a few points only "
-                             "(about a second per query), Edgeworth at a dozen."))
+                             "`report.plot_accountants` to draw it. PRV is drawn at the configured δ only and at 3 "
+                             "points of training (about a second per query), Edgeworth at a dozen."))
         if self.notes:
             out.append(("h2", "Notes"))
             out.append(("ul", self.notes))
