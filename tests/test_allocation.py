@@ -250,3 +250,13 @@ def test_bad_input_names_the_argument():
         shuffle_epsilon(noise_multiplier=1.0, num_batches=10, epochs=1, delta=2.0)
     with pytest.raises(ValueError, match="num_batches"):
         shuffle_epsilon(noise_multiplier=1.0, num_batches=-1, epochs=1, delta=1e-5)
+
+
+def test_small_noise_and_tiny_delta_answer_a_wide_certified_interval():
+    """Where the lattice realisation cannot answer, the interval is wide but still certified and says why:
+    upper without amplification (sqrt(E)/sigma-GDP), lower through max_i x_i."""
+    b = allocation_epsilon(noise_multiplier=0.4, num_steps=10, epochs=1, delta=1e-5)
+    lo, _, hi = gdp_epsilon_bounds(1 / 0.4, 1e-5)
+    assert b.upper == pytest.approx(hi, rel=1e-12) and 0 < b.lower < b.upper and "wide" in b.details["note"]
+    tiny = allocation_epsilon(noise_multiplier=1.0, num_steps=196, epochs=10, delta=1e-12)
+    assert 0 < tiny.lower <= tiny.upper < math.inf and "note" in tiny.details

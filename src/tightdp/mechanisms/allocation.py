@@ -516,6 +516,31 @@ def allocation_accountant(*, eps_error: float = 0.01):
     return _ACC(eps_error=eps_error)
 
 
+#: below this noise multiplier (per unit sensitivity) 1-of-t allocation gets the wide interval at once
+_WIDE_SIGMA = 0.5
+
+
+def _wide_bounds(sigma: float, t: int, epochs: int, delta: float, eps_error: float, reason: str):
+    """A certified but wide interval for 1-of-``t`` allocation when the lattice realisation cannot answer
+    (tiny noise or delta): ``upper`` without amplification (for every allocation the epoch is one Gaussian
+    step of sensitivity 1, so by joint convexity ``sqrt(E)/sigma``-GDP), ``lower`` from the post-processing
+    ``max_i x_i`` (``max_statistic_pld``, both directions)."""
+    from ..accountants.connect_dots import ConnectDotsAccountant
+    from ..bounds import Bounds
+    up = ConnectDotsAccountant(eps_error=eps_error).compose(Gaussian(noise_multiplier=sigma), epochs).epsilon(delta)
+    try:
+        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(sigma, t, h, 1.0, 0.0, r), epochs, delta,
+                                        min(0.01, eps_error)) for r in (False, True))
+    except PrecisionError:
+        lower = 0.0
+    lower = min(lower, up.upper)
+    return Bounds(lower, up.upper, up.upper, "epsilon", "bound", {
+        "sampling": f"random allocation, 1 of {t} steps per epoch",
+        "upper": f"no amplification: {math.sqrt(epochs) / sigma:.6g}-GDP (joint convexity over allocations)",
+        "lower": "post-processing max_i x_i of the epoch (certified from below)",
+        "note": f"wide interval: the exact realisation could not answer ({reason})"})
+
+
 def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, delta: float,
                        num_selected: int = 1, eps_error: float = 0.01):
     """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
@@ -538,12 +563,18 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     mech = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps,
                             num_selected=num_selected)
     k, t = num_selected, num_steps
-    if k == 1 or k == t:
-        out = allocation_accountant(eps_error=eps_error).compose(mech, epochs).epsilon(delta)
+    if k == t or (k == 1 and noise_multiplier >= _WIDE_SIGMA):
+        try:
+            out = allocation_accountant(eps_error=eps_error).compose(mech, epochs).epsilon(delta)
+        except PrecisionError as exc:
+            return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, str(exc))
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
                       {**dict(out.details), "sampling": f"random allocation, {k} of {t} steps per epoch",
                        "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
                        if k == 1 else "closed form: k = t is the Gaussian mechanism composed t times"})
+    if k == 1:
+        return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error,
+                            f"noise multiplier below {_WIDE_SIGMA}: the likelihood-ratio lattice would be too long")
     acc = allocation_accountant(eps_error=eps_error)
     for steps, count in mech.blocks():
         block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
