@@ -184,7 +184,7 @@ def test_group_section(tmp_path, monkeypatch):
         b = fn(group_size=2, noise_multiplier=2.0, sampling_rate=0.1, steps=30, delta=1e-5)
         assert rep.groups[0]["epsilon"][repr(1e-5)] == pytest.approx(b.upper)
         assert rep.groups[0]["epsilon"][repr(1e-5)] > rep.band[1e-5][1]  # a group costs more than one example
-    monkeypatch.setattr("tightdp.report.compute._group_functions", lambda: (None, None))
+    monkeypatch.setattr("tightdp.report.hints._group_functions", lambda: (None, None))
     rep2 = build_report(cfg)
     assert rep2.groups == [] and "does not provide" in rep2.group_note
     assert "Group privacy" in rep2.to_markdown()

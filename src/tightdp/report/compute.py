@@ -26,12 +26,11 @@ from .._validation import check_count
 from ..bounds import Bounds
 from ..errors import PrecisionError, TightDPError, UnsupportedMechanismError
 from .config import ReportConfig
-from .render import AccountantResult, Report
+from .hints import _calibration_job, _calibration_plan, _group_job, _group_plan
+from .render import AccountantResult, Report, _upper
 
 __all__ = ["build_report", "band"]
 
-#: Epoch hints search up to this many times the configured number of steps.
-_EPOCH_HINT_FACTOR = 20
 #: Left out of the plots unless named in ``report.plot_accountants``: the same certified
 #: answer as PRV (both compose discretised PLDs) at several times the cost.
 _SLOW_IN_PLOTS = ("fourier",)
@@ -148,16 +147,6 @@ def _monotone_band(pairs: list[tuple[float | None, float | None]]) -> tuple[list
             best = lo[i] if best is None else max(best, lo[i])
         lo[i] = best
     return lo, up
-
-
-def _upper(b: Bounds | None) -> float | None:
-    """The value to plot: the certified upper bound, or the estimate of an approximation."""
-    if b is None:
-        return None
-    v = b.upper if b.kind == "bound" else b.estimate
-    if v is None or not math.isfinite(v):
-        return None
-    return float(v)
 
 
 def _sparse(values: list, n: int) -> list:
@@ -418,107 +407,3 @@ def _training_curve(config: ReportConfig, train_jobs: list[tuple], xs: list[int]
         x, label = xs, "steps"
     return {"x": x, "steps": xs, "x_label": label, "series": series,
             "band": ([b[0] for b in lo_up], [b[1] for b in lo_up])}
-
-
-def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]]]:
-    """The note above the hints and the ``(kind, target)`` jobs."""
-    if not config.target_epsilons:
-        return "No target epsilons given (privacy.target_epsilons).", []
-    if not config.is_training:
-        return "Calibration hints are given for training runs (a [training] table).", []
-    if config.sampling != "poisson":
-        return "Calibration hints use Poisson sampling; this run samples fixed batches without replacement.", []
-    if len({s.sampling_rate for s in config.segments}) != 1:
-        return "Calibration hints need one sampling rate across the schedule.", []
-    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
-    from ..accountants import DEFAULT_ACCOUNTANT
-    from ..calibration import DEFAULT_EPS_ERROR
-
-    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at eps_error {DEFAULT_EPS_ERROR:g} (the default of "
-            f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
-            f"rate {q:.6g}. Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
-            "rounded up in the printed digits; the note column says when a little less noise is not shown to "
-            "exceed it. ")
-    jobs = [("noise", t) for t in config.target_epsilons]
-    if len(config.segments) == 1 and config.steps_per_epoch:
-        note += "Epochs: the most whole epochs the configured noise affords."
-        jobs += [("epochs", t) for t in config.target_epsilons]
-    return note, jobs
-
-
-def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any]:
-    from ..calibration import CalibrationError, calibrate_noise, calibrate_steps
-
-    q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
-    try:
-        if what == "noise":
-            cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
-            tight = cal.details.get("tightness", {})
-            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.6g}",
-                    "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
-                    "epsilon_upper": cal.epsilon.upper, "eps_error": cal.eps_error,
-                    "note": "" if tight.get("overshoots") else tight.get("note", cal.details.get("note", ""))}
-        sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
-        cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
-                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)
-        note = ""
-        if "note" in cal.details:
-            note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
-        return {"question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
-                "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)", "steps": cal.steps,
-                "target_epsilon": t, "epsilon_upper": cal.epsilon.upper, "note": note}
-    except (CalibrationError, ArithmeticError) as exc:
-        return {"question": f"{what} for ε ≤ {t:g}", "answer": "—", "target_epsilon": t,
-                "epsilon_upper": None, "note": str(exc)}
-
-
-def _group_functions():
-    """``(group_epsilon, group_epsilon_schedule)`` if this installation has them, else ``(None, None)``."""
-    import tightdp
-
-    fn = getattr(tightdp, "group_epsilon", None)
-    sched = getattr(tightdp, "group_epsilon_schedule", None)
-    if fn is None:
-        try:
-            from .. import group as _group
-        except ImportError:
-            return None, None
-        fn, sched = getattr(_group, "group_epsilon", None), getattr(_group, "group_epsilon_schedule", None)
-    return fn, sched
-
-
-def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
-    if not config.group_sizes:
-        return "", []
-    fn, sched = _group_functions()
-    if fn is None:
-        return "Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.", []
-    if not config.is_training or config.sampling != "poisson":
-        return ("Group-level epsilon is computed for Poisson-sampled training runs "
-                "(add/remove of up to k examples)."), []
-    if len(config.segments) > 1 and sched is None:
-        return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
-    return ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
-            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."), \
-        list(config.group_sizes)
-
-
-def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]:
-    fn, sched = _group_functions()
-    eps, errors = {}, []
-    for d in config.deltas:
-        try:
-            if len(config.segments) == 1:
-                s = config.segments[0]
-                b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
-                       steps=s.steps, delta=d)
-            else:
-                b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
-                          group_size=g, delta=d)
-            eps[repr(d)] = _upper(b)
-            if eps[repr(d)] is None:
-                errors.append(f"group size {g}, δ = {d:g}: {b.details.get('note', 'no finite bound')}")
-        except (ValueError, TypeError, ArithmeticError) as exc:
-            errors.append(f"group size {g}, δ = {d:g}: {type(exc).__name__}: {exc}")
-            eps[repr(d)] = None
-    return {"group_size": g, "epsilon": eps}, errors

@@ -273,6 +273,16 @@ class Report:
         return written
 
 
+def _upper(b: Bounds | None) -> float | None:
+    """The value to plot: the certified upper bound, or the estimate of an approximation."""
+    if b is None:
+        return None
+    v = b.upper if b.kind == "bound" else b.estimate
+    if v is None or not math.isfinite(v):
+        return None
+    return float(v)
+
+
 def _jsonable_curve(curve: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in curve.items() if k != "png"}
 
