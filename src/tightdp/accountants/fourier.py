@@ -281,19 +281,28 @@ class FourierAccountant(PLDAccountant):
 
     def _auto_L(self, directions, trunc: float, tau: float, at_least: float = 0.0) -> float:
         """The smallest quarter ``L`` whose window ``[-L, L)`` leaves at most ``tau`` outside on each side,
-        by the exact Chernoff bound of the discretised compositions (001 Sec. 7.2)."""
-        L = 12.0
-        for _ in range(3):
+        by the exact Chernoff bound of the discretised compositions (001 Sec. 7.2).
+
+        A first pass on a coarse mesh (cheap: its cost is the number of cells) proposes ``L``; the next
+        passes check it on the mesh ``2L/n`` that the composition will use (the same discretisations,
+        cached), and widen it if needed.
+        """
+        def needed(h: float) -> float:
             need = at_least
             for terms in directions:
-                lo, hi = _window_for(_chernoff_cgfs(self._disc(terms, 2.0 * L / self.n, trunc)), tau)
+                lo, hi = _window_for(_chernoff_cgfs(self._disc(terms, h, trunc)), tau)
                 need = max(need, hi, -lo)
-            new = _round_L(1.02 * need + 2.0 * (2.0 * L / self.n))  # a margin for the change of mesh
+            new = _round_L(1.02 * need + 2.0 * h)  # a margin for the change of mesh
             if new > _L_MAX:
                 raise PrecisionError(f"the composed privacy loss needs L = {new:.4g} > {_L_MAX:g} to hold "
                                      f"all but {tau:.2g} of its mass: epsilon is too large for the Fourier "
                                      "accountant; use the PRV or connect-dots accountant")
-            if new <= L and L <= 1.5 * new:  # the mesh of L already gives a window that fits
+            return new
+
+        L = needed(max(1e-2, 24.0 / self.n))
+        for _ in range(3):
+            new = needed(2.0 * L / self.n)
+            if new <= L:  # verified on the composition's own mesh
                 return L
             L = new
         return L
