@@ -276,7 +276,7 @@ def test_dense_curves_band_and_guarantee(tmp_path):
     assert tc["x_label"] == "epochs" and tc["steps"] == [10, 20, 30]  # every epoch (3 epochs of 10 steps)
     assert tc["band"][1][-1] == pytest.approx(rep.band[1e-5][1], rel=1e-9)
     md = rep.to_markdown()
-    assert "## What this guarantees" in md and "Hyper-parameter tuning" in md and "Poisson sampling" in md
+    assert "## What this guarantees" in md and "Hyper-parameter tuning" in md and "Sampling: Poisson" in md
     assert f"ε ≤ {rep.band[1e-5][1]:#.4g}" in md  # the number to publish, in the guarantee paragraph
 
 

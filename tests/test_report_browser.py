@@ -18,8 +18,8 @@ import pytest
 
 from tightdp.report import ReportConfig, build_report
 
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
-                 if p and Path(p).is_file()), None)
+_CANDIDATES = ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
+CHROMIUM = next((p for p in _CANDIDATES if p and Path(p).is_file()), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -52,7 +52,7 @@ def test_cifar_statement_agrees_with_epsilon_and_group_commands(capsys):
 def test_text_spells_out_the_assumptions(capsys):
     code, out, err = run(capsys, "statement", *CIFAR, "--group-size", "2")
     assert code == 0 and err == ""
-    for phrase in ("Example-level DP at delta = 1e-05", "certified interval", "k = 2", "Poisson sampling",
+    for phrase in ("Example-level DP at delta = 1e-05", "certified interval", "k = 2", "Sampling: Poisson",
                    "adding or removing one example", "Hyper-parameter tuning", "Adaptive composition",
                    "every intermediate model", "What it does not cover"):
         assert phrase in " ".join(out.split()), phrase

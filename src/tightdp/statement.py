@@ -53,22 +53,24 @@ def _scheme_sentence(sampling: str, q: float | None, batch_size: int | None, dat
                      max_batch_size: int | None = None) -> str:
     rate = f"{q:.6g}" if q is not None else "q"
     if sampling == "poisson":
-        return (f"Poisson sampling: at every step each example joins the batch independently with probability "
+        return (f"Sampling: Poisson. At every step each example joins the batch independently with probability "
                 f"q = {rate}, so batch sizes vary (the sampling of Opacus and of dp_accounting's DP-SGD helpers).")
     if sampling == "fixed-batch":
-        return (f"fixed batches: every step draws exactly B = {batch_size} examples uniformly without replacement "
+        return (f"Sampling: fixed batches. Every step draws exactly B = {batch_size} examples uniformly "
+                f"without replacement "
                 f"from a data set of at least N = {dataset_size} examples besides the protected ones.")
     if sampling == "without-replacement":
-        return (f"fixed batches: every step draws a batch uniformly without replacement (sampling rate "
+        return (f"Sampling: fixed batches. Every step draws a batch uniformly without replacement (sampling rate "
                 f"{rate}), independently across steps.")
     if sampling in ("random-allocation", "balls-and-bins"):
-        return (f"random allocation (balls and bins): in every epoch each example is used in exactly one of the "
+        return (f"Sampling: random allocation (balls and bins). In every epoch each example is used in exactly "
+                f"one of the "
                 f"1/q = {round(1 / q) if q else 't'} steps, chosen uniformly at random and independently.")
     if sampling == "shuffle":
-        return (f"shuffling: every epoch a fresh uniformly random permutation of the data is cut into 1/q = "
+        return (f"Sampling: shuffling. Every epoch a fresh uniformly random permutation of the data is cut into 1/q = "
                 f"{round(1 / q) if q else 't'} consecutive batches.")
     if sampling == "truncated-poisson":
-        return (f"truncated Poisson sampling: Poisson batches at rate q = {rate} cut to at most "
+        return (f"Sampling: truncated Poisson. Poisson batches at rate q = {rate} cut to at most "
                 f"{max_batch_size} examples out of {dataset_size}.")
     raise ValueError(f"sampling must be one of {', '.join(STATEMENT_SAMPLINGS)}, got {sampling!r}")
 
@@ -106,9 +108,9 @@ def guarantee_paragraphs(*, sampling: str, sampling_rate: float | None = None, b
         "Mechanism: DP-SGD. Each example's gradient is clipped to L2 norm at most C and Gaussian noise of "
         "standard deviation sigma * C is added to the sum of the clipped gradients of the batch (sigma is the "
         "noise multiplier).",
-        "Sampling: " + _scheme_sentence(sampling, sampling_rate, batch_size, dataset_size, max_batch_size)
+        _scheme_sentence(sampling, sampling_rate, batch_size, dataset_size, max_batch_size)
         + " The guarantee holds only if the pipeline really sampled this way.",
-        "Neighbouring relation: " + _relation_sentence(sampling, relation),
+        _relation_sentence(sampling, relation),
         f"What the attacker sees: every intermediate model (all {length}), not only the final one. The "
         "guarantee covers releasing all checkpoints, and by post-processing anything computed from them.",
         "Adaptive composition: it holds although each step's gradient depends on the models produced by the "

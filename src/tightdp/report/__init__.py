@@ -43,9 +43,10 @@ more than a second; it is silent when stdout is not a terminal.
 
 The package: ``config`` (the file format, ``load_config``), ``compute`` (``build_report``: the
 jobs, the certified band, dense curves), ``hints`` (calibration and group privacy), ``render``
-(``Report``: Markdown, HTML, JSON) and ``plots`` (the figures; matplotlib is imported only there). The report also states what the
-guarantee covers (``tightdp.statement.guarantee_paragraphs``) and draws the certified lower f-DP
-trade-off curve (``tightdp.statement.tradeoff_lower_curve``).
+(``Report``: Markdown, HTML, JSON) and ``plots`` (the figures; matplotlib is imported only
+there). The report also states what the guarantee covers
+(``tightdp.statement.guarantee_paragraphs``) and draws the certified lower f-DP trade-off curve
+(``tightdp.statement.tradeoff_lower_curve``).
 """
 
 from .compute import _band, _make_accountant, _Progress, _row_job, band, build_report

@@ -74,7 +74,8 @@ class _Progress:
             except ImportError:
                 self.enabled = False
                 return
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 TextColumn("{task.completed}/{task.total}"),
                                  TimeElapsedColumn(), transient=True, console=Console(file=self.stream))
             self._bar.start()
             self._task = self._bar.add_task("privacy report", total=self.total, completed=self.done)

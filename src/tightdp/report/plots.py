@@ -40,7 +40,8 @@ def write_plots(report, plot_dir: Path) -> dict[str, Path]:
     if report.training_curve.get("series"):
         p = plot_dir / "epsilon_over_training.png"
         _two_panel(plt, report.training_curve, "x", p, xlabel=report.training_curve.get("x_label", "steps"),
-                   ylabel=f"ε at δ = {delta0:g}", logx=False, title="privacy spent over training; hatched: certified band")
+                   ylabel=f"ε at δ = {delta0:g}", logx=False,
+                   title="privacy spent over training; hatched: certified band")
         report.pngs["training"] = p.name
         written["plot_epsilon_over_training"] = p
     if report.tradeoff.get("alpha"):

@@ -142,15 +142,16 @@ class Report:
         if self.pngs.get("training"):
             out.append(("h2", "Privacy over training"))
             tc = self.training_curve
-            out.append(("p", f"ε at δ = {c.deltas[0]:g} after each of {len(tc.get('steps', []))} checkpoints, with the "
-                             "certified band and each accountant's distance from its upper end."))
+            out.append(("p", f"ε at δ = {c.deltas[0]:g} after each of {len(tc.get('steps', []))} checkpoints, "
+                             "with the certified band and each accountant's distance from its upper end."))
             out.append(("img", img(self.pngs["training"], "epsilon over training")))
         if self.pngs.get("tradeoff"):
             out.append(("h2", "Hypothesis-testing view (f-DP)"))
             out.append(("p", "Any test that tries to tell whether one example was in the training data, with "
-                             "false-positive rate α, misses with probability at least β(α) on this curve: a certified "
-                             "lower bound on the trade-off function, from the certified band's upper ε at "
-                             f"{self.tradeoff.get('points', 0)} values of δ (β(α) ≥ max over them of 1 − δ − e^ε α "
+                             "false-positive rate α, misses with probability at least β(α) on this curve: a "
+                             "certified lower bound on the trade-off function, from the certified band's upper ε at "
+                             f"{self.tradeoff.get('points', 0)} values of δ (β(α) ≥ max over them of "
+                             "1 − δ − e^ε α "
                              "and e^−ε (1 − δ − α); Dong, Roth, Su 2022, Prop. 2.12). The diagonal is perfect "
                              "privacy."))
             out.append(("img", img(self.pngs["tradeoff"], "trade-off curve")))
