@@ -97,15 +97,27 @@ class BucketSpectra:
 
 
 def moments_table(plds: list[DominatingPLD]) -> tuple[np.ndarray, np.ndarray]:
-    mv = np.array([p.moments() for p in plds])
-    return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
+    key = tuple(id(p) for p in plds)
+    hit = _MOMENTS.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], plds)):
+        mv = np.array([p.moments() for p in plds])
+        hit = (list(plds), mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1])
+        _MOMENTS.clear()
+        _MOMENTS[key] = hit
+    return hit[1], hit[2]
 
 
-def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float) -> float:
+_MOMENTS: dict = {}  # the last moments table (chunks of one query share the bucket PLDs)
+
+
+def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float,
+                    cgf: np.ndarray | None = None) -> float:
     """Smallest ``a`` with ``P(sign * L >= a) <= e^log_target`` for every example, by the Chernoff bound
     ``P(sign L >= a) <= exp(K(sign theta) - theta a)`` with the exact cumulant generating functions of the
-    discrete bucket PLDs (the same bound ``_extras`` charges for the wrap-around)."""
-    cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])      # (B, T)
+    discrete bucket PLDs (the same bound ``_extras`` charges for the wrap-around); ``cgf``: the (B, T)
+    table at ``sign * _THETAS`` if already computed."""
+    if cgf is None:
+        cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])  # (B, T)
     cg = _np(counts @ cgf)                                            # (N, T)
     with np.errstate(invalid="ignore"):
         a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
@@ -114,7 +126,7 @@ def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: f
 
 
 def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
-                  target: float | None = None) -> tuple[int, int]:
+                  target: float | None = None, cgfs: tuple | None = None) -> tuple[int, int]:
     """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
     widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
     sides. Subsampled PLDs are heavy-tailed: for few steps the mass beyond mean + 12 sd can be far
@@ -126,8 +138,9 @@ def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
     hi = max(float(np.max(m + _Z_HI * sd)), 0.0)
     if target is not None:
         lt = math.log(target)
-        hi = max(hi, _chernoff_reach(plds, counts, lt, 1.0) * (1 + 1e-9))
-        lo = min(lo, -_chernoff_reach(plds, counts, lt, -1.0) * (1 + 1e-9))
+        cp, cn = cgfs if cgfs is not None else (None, None)
+        hi = max(hi, _chernoff_reach(plds, counts, lt, 1.0, cp) * (1 + 1e-9))
+        lo = min(lo, -_chernoff_reach(plds, counts, lt, -1.0, cn) * (1 + 1e-9))
     lo -= 8 * h
     hi += 8 * h
     j0 = math.floor(lo / h)
@@ -395,7 +408,7 @@ def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
     the Chernoff bound covers folds only the (bounded) mass outside it."""
     if bs.plds is None or counts.shape[0] == 0:
         return bs
-    j0, n = choose_window(bs.plds, counts, bs.h, bs.target)
+    j0, n = choose_window(bs.plds, counts, bs.h, bs.target, cgfs=(bs.cgf, bs.cgf_neg))
     if 4 * n > bs.n:
         return bs
     out = bucket_spectra(bs.plds, bs.h, j0, n)

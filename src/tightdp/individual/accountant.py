@@ -88,6 +88,7 @@ _LEDGER_CAP_BYTES = 16 << 30
 _BUFFER_BYTES = 64 << 20
 _BUFFER_STEPS = (8, 1024)  # fewest / most buffered steps
 _MISSING = ("worst-case", "last-seen")
+_FRAC_FLOOR = 1.0 / 64  # see IndividualAccountant._note_frac
 
 
 class IndividualAccountant:
@@ -246,6 +247,9 @@ class IndividualAccountant:
         if self._ybuf.size < n:
             self._ybuf, self._cbuf = np.empty(n), np.empty(n)
         y = _scaled_ratio(arr, self._clip, self._B, self._scale, out=self._ybuf[:n])
+        if self._frac_min <= 0.0:  # the positions cannot lower it any further: indices only
+            _ceil_index(y, arr, out)
+            return 0.0
         c = np.ceil(y, out=self._cbuf[:n])
         np.copyto(out, c, casting="unsafe")  # integers in [0, B]: exact
         if n and not out.all():  # some index 0: only a norm of exactly 0 may stay there
@@ -258,7 +262,10 @@ class IndividualAccountant:
         return frac
 
     def _note_frac(self, frac: float) -> None:
-        self._frac_min = min(self._frac_min, max(frac, 0.0))
+        # below 1/64 of a bucket the gain in the lower bounds is not worth two passes per step: 0 (the
+        # bucket's lower edge, always valid) and stop tracking
+        f = min(self._frac_min, max(frac, 0.0))
+        self._frac_min = 0.0 if f < _FRAC_FLOOR else f
 
     def record_step(self, grad_norms, indices=None) -> None:
         """Record one step.
@@ -430,7 +437,10 @@ class IndividualAccountant:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
         info: dict[str, Any] = {}
-        eps = self._eps_setups(c, setups, delta, info)
+        per: dict[str, np.ndarray] = {}
+        eps = self._eps_setups(c, setups, delta, info, per=per)
+        # which direction attains each example's upper bound (its lower bound is computed for that one)
+        self._cache["winner"] = (per.get("add", eps) > per.get("remove", eps)) if per else None
         if max(hh for _, _, hh in setups) > 1.01 * h0:
             # the mesh was coarsened so that the discretisation slack is a small share of delta; that
             # can also lose resolution (long runs): a second pass that allows more slack on the finer
@@ -459,17 +469,32 @@ class IndividualAccountant:
         return eps, info
 
     @staticmethod
-    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict, lower: bool = False) -> np.ndarray:
+    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict, lower: bool = False,
+                    per: dict | None = None, rows: dict | None = None) -> np.ndarray:
+        """Both directions' bounds, the larger kept (upper: the bound of the max; lower: a lower bound of
+        it). ``rows[direction]``: compute that direction only for those rows (lower bounds: any one
+        direction's lower bound is a lower bound of the max)."""
         eps = np.zeros(c.shape[0])
         for direction, bs, h in setups:
-            e, spent = population_epsilons(bs, c, delta, lower=lower)
-            eps = np.maximum(eps, e)  # both directions: the larger one (a lower bound of the max, too)
-            info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent))}
+            sel = None if rows is None else rows.get(direction)
+            if sel is not None and sel.size == 0:
+                continue
+            e, spent = population_epsilons(bs, c if sel is None else c[sel], delta, lower=lower)
+            if sel is None:
+                eps = np.maximum(eps, e)
+            else:
+                eps[sel] = np.maximum(eps[sel], e)
+            if per is not None:
+                per[direction] = e
+            info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent)) if spent.size
+                               else 0.0}
         return eps
 
-    def _eps_lower_counts(self, counts: np.ndarray, delta: float, h: float) -> tuple[np.ndarray, dict]:
+    def _eps_lower_counts(self, counts: np.ndarray, delta: float, h: float,
+                          winner: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
         """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
-        pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio. A
+        pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio, for the
+        direction (remove / add) that attains the row's upper bound (half the work of both). A
         dominated pair composes like a dominating one (each step is a post-processing of the true
         one), so the composed lower delta is below the true composed delta, and a grid epsilon whose
         certified lower delta exceeds ``delta`` lies below the true epsilon."""
@@ -478,7 +503,10 @@ class IndividualAccountant:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
         info: dict[str, Any] = {}
-        lo = self._eps_setups(c, setups, delta, info, lower=True)
+        rows = None
+        if winner is not None and winner.shape == (c.shape[0],):
+            rows = {"add": np.nonzero(winner)[0], "remove": np.nonzero(~winner)[0]}
+        lo = self._eps_setups(c, setups, delta, info, lower=True, rows=rows)
         return np.where(np.asarray(c.any(axis=1)), lo, 0.0), info
 
     def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
@@ -587,6 +615,7 @@ class IndividualAccountant:
         else:
             counts = self._ledger()
             up, info = self._eps_counts(counts, dlt)
+            win = self._cache.pop("winner", None)
             # every example is dominated by the all-worst-case sequence of the same length
             # (000 Thm D.2's data-processing argument), so that bound applies to each example too
             worst = self.worst_case_epsilon(dlt).upper
@@ -595,7 +624,7 @@ class IndividualAccountant:
             details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
             if lower:
                 h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
-                lo, linfo = self._eps_lower_counts(counts, dlt, h)
+                lo, linfo = self._eps_lower_counts(counts, dlt, h, win)
                 lo = np.minimum(lo, up)  # both certified: lower <= true <= upper (a tie at most)
                 details.update(lower={"method": "dominated bucket PLDs (merge to the grid) at each bucket's "
                                                 "lower ratio", "frac_min": self._frac_min, **linfo})
