@@ -5,40 +5,48 @@ contribution to the noisy clipped sum has sensitivity ``min(g_i, C)``, so the
 step is, for that example, the (Poisson-subsampled) Gaussian mechanism with
 effective noise multiplier ``sigma * C / min(g_i, C)`` (000 App. C.2, D.2).
 ``g_i = 0`` is no privacy loss; ``NaN`` ("not computed") is the worst case.
+Under Poisson sampling this holds whether or not the example was drawn, so a
+sparse ``record_step(norms, indices=batch)`` records the unlisted examples by
+the ``missing_norms`` policy (worst case ``C`` by default; ``"last-seen"`` is an
+approximation and is labelled as one).
 
-**Ledger.** The ratio ``r = min(g, C) / C`` is rounded *up* to the grid
-``{1/B, 2/B, ..., 1}`` of ``B = num_buckets`` buckets (each widened by a
-relative ``1e-9`` so that float rounding of ``g / C`` cannot cross a bucket edge), i.e. the noise
+**Ledger.** The scaled ratio ``y = min(g B / C, B)`` is rounded *up* to the
+bucket ``b = ceil(y)`` of ``B = num_buckets`` buckets (each widened by a
+relative ``1e-9`` so that float rounding cannot cross a bucket edge), i.e. the noise
 multiplier is rounded *down* to the sigma-grid ``{sigma B / b}``; the rounded
-mechanism dominates the real one (data-processing inequality, 000 Thm D.2), so
-everything computed from the buckets is an upper bound. Each example keeps
-only its bucket counts: memory ``O(N B)``, and the ledger never depends on the
-order of steps. With ``sampling_rate = 1`` the exact sum of ``r^2`` is kept as
+mechanism dominates the real one (data-processing inequality, 000 Thm D.2).
+Each example keeps only its bucket counts: memory ``O(N B)``, and the ledger
+never depends on the order of steps. Steps are buffered as one byte per
+example and folded into the counts by ``np.bincount`` (``_flush``). The lowest
+position ``y - (b - 1)`` of any recorded ratio within its bucket is kept too
+(lower bounds). With ``sampling_rate = 1`` the exact sum of ``r^2`` is kept as
 well (per-example GDP, 000 Thm 11).
 
-**What is computed.** ``epsilons(delta)`` / ``deltas(epsilon)`` bound, for each
-example, the privacy loss of the composition of its recorded per-step
-mechanisms under add/remove of that example (both directions, the max is
-reported):
+**What is computed.** ``epsilons(delta)`` gives, for each example, a certified
+interval ``[lower, upper]`` around the epsilon of the composition of its
+recorded per-step mechanisms under add/remove of that example (both
+directions, the max); ``deltas(epsilon)`` a certified upper bound on delta:
 
 * ``sampling_rate = 1`` (DP-GD): the composition of Gaussian mechanisms with
   ``mu_t = r_t / sigma`` is exactly ``sqrt(sum mu_t^2)``-GDP (000 Thm 11); the
-  conversion (C.2) is exact and rounded up. No buckets are involved.
-* ``sampling_rate < 1`` (DP-SGD): the bucket PLDs are replaced by dominating
-  discrete PLDs on a lattice (``_dominating``) and composed per example by
-  pre-computed FFTs and one matrix product for the population (000 App. D,
-  ``_population``); every numerical error is added to delta, so each reported
-  epsilon is a certified upper bound of the exact heterogeneous composition
-  of the recorded steps.
+  conversion (C.2) is exact, rounded outwards. No buckets are involved.
+* ``sampling_rate < 1`` (DP-SGD): each bucket's PLD is replaced by a dominating
+  discrete pair (upper end) or a dominated one at the bucket's lower ratio
+  (lower end) on a lattice (``tightdp.pld.dominance``, ``_dominating``), and
+  composed per example by pre-computed FFTs and one matrix product per chunk of
+  examples (000 App. D, ``_population``); every numerical error is added to
+  (upper) or subtracted from (lower) delta.
 
 **What is not promised.** The sequence of norms is itself chosen adaptively
 from earlier outputs. For Gaussian steps (``sampling_rate = 1``) a budget
 fixed *in advance* and enforced by the filter (``active``) is a proven
 guarantee (000 Thm 11-12, Alg. 1). A per-example epsilon read off *after* the
 fact is an odometer reading, not a guarantee fixed before training. For
-DP-SGD, 000 Sec. 5 only gives an approximative filter; the per-example epsilon
-is then the exact accounting of the realised sequence, not a theorem about
-the adaptive algorithm.
+DP-SGD, 000 Sec. 5 only gives an approximative filter, and the natural PLD /
+f-DP filter is not valid under fully adaptive composition (Tran, Koskela,
+Raisa, Honkela 2026, arXiv 2602.06756; only GDP-based filters are proven); the
+per-example epsilon is then the accounting of the realised sequence, not a
+theorem about the adaptive algorithm.
 """
 
 from __future__ import annotations
@@ -712,7 +720,9 @@ class IndividualAccountant:
         example stays active iff its certified epsilon after one more step at
         the worst case is at most ``epsilon``. The epsilons are certified for
         the recorded sequence, but 000 gives no proof that filtering DP-SGD this
-        way is (epsilon, delta)-DP under fully adaptive composition.
+        way is (epsilon, delta)-DP under fully adaptive composition, and Tran,
+        Koskela, Raisa, Honkela 2026 (arXiv 2602.06756) show that the natural
+        PLD / f-DP filter is not valid there: only GDP-based filters are proven.
         """
         with single_threaded_blas():
             return self._active(epsilon, delta, grad_norms)
