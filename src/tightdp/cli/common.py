@@ -14,7 +14,9 @@ from ..bounds import Bounds
 from ..calibration import DEFAULT_EPS_ERROR
 from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 
-SAMPLINGS = ("poisson", "without-replacement", "with-replacement")
+#: schemes whose answer comes from ``dpsgd_epsilon(sampling=...)`` (epsilon only, the dominance accountant)
+SCHEME_SAMPLINGS = ("random-allocation", "balls-and-bins", "shuffle", "truncated-poisson")
+SAMPLINGS = ("poisson", "without-replacement", "with-replacement") + SCHEME_SAMPLINGS
 RELATIONS = ("add-remove", "remove", "add", "substitute")
 
 
@@ -27,7 +29,10 @@ def add_run_options(p, *, accountant: bool = True) -> None:
                    help="epochs; steps = ceil(epochs * ceil(dataset size / batch size)), as Opacus counts them")
     p.add_argument("--dataset-size", type=float, help="number of records N")
     p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
-    p.add_argument("--sampling", default="poisson", help="poisson (default), without-replacement, with-replacement")
+    p.add_argument("--sampling", default="poisson",
+                   help="poisson (default), without-replacement, with-replacement, random-allocation, "
+                        "balls-and-bins, shuffle, truncated-poisson (the last four: epsilon only)")
+    p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
     p.add_argument("--relation", default=None,
                    help="add-remove (default for poisson), remove, add, substitute (default otherwise)")
     if accountant:
@@ -90,6 +95,8 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
         steps = from_epochs
     else:
         raise ValueError("--steps is required (or give --epochs with --dataset-size and --batch-size)")
+    if sampling in SCHEME_SAMPLINGS:
+        return None, steps, _scheme_params(args, sampling, sigma, q, steps, n, b)
     relation = args.relation or ("add-remove" if sampling == "poisson" else "substitute")
     check_choice("--relation", relation, RELATIONS)
     gauss = Gaussian(noise_multiplier=sigma)
@@ -117,6 +124,36 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
     params = {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
               "relation": relation, "dataset_size": n, "batch_size": b}
     return mech, steps, params
+
+
+def _scheme_params(args, sampling, sigma, q, steps, n, b) -> dict[str, Any]:
+    """Parameters of a run under an epoch-based or truncated scheme (answered by ``dpsgd_epsilon``).
+
+    Epoch-based schemes (random allocation, balls and bins, shuffling) run ``t`` steps an epoch:
+    ``t = ceil(N / B)`` batches when the data set and batch sizes are given (as the epochs are
+    counted), else ``t = 1 / q``, which must then be a whole number."""
+    if args.relation is not None:
+        raise ValueError(f"--relation does not apply to --sampling {sampling} (its neighbouring relation is "
+                         "fixed by the scheme's analysis)")
+    max_b = None if args.max_batch_size is None else check_count("--max-batch-size", args.max_batch_size)
+    if sampling == "truncated-poisson":
+        if n is None or max_b is None:
+            raise ValueError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
+    elif max_b is not None:
+        raise ValueError(f"--max-batch-size applies to --sampling truncated-poisson only, not {sampling}")
+    elif n is not None and b is not None:
+        q = 1.0 / math.ceil(n / b)
+    relation = "substitute" if sampling == "shuffle" else "add-remove"  # the relation each analysis uses
+    return {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
+            "relation": relation, "dataset_size": n, "batch_size": b, "max_batch_size": max_b}
+
+
+def scheme_epsilon(params: dict[str, Any], delta: float, eps_error: float) -> Bounds:
+    """``dpsgd_epsilon`` for a run described by ``_scheme_params``."""
+    from ..dpsgd import dpsgd_epsilon
+    return dpsgd_epsilon(noise_multiplier=params["noise_multiplier"], sampling_rate=params["sampling_rate"],
+                         steps=params["steps"], delta=delta, eps_error=eps_error, sampling=params["sampling"],
+                         dataset_size=params["dataset_size"], max_batch_size=params["max_batch_size"])
 
 
 def make_accountant(args):

@@ -91,6 +91,9 @@ def _one(name: str, mech, steps: int, delta: float, eps_error: float) -> dict[st
 
 def run(args) -> int:
     mech, steps, params = run_from_args(args)
+    if mech is None:
+        raise ValueError(f"tightdp compare runs every accountant on one mechanism; --sampling {params['sampling']} "
+                         "is answered by tightdp epsilon (the dominance accountant) only")
     delta = check_delta("--delta", args.delta)
     names = _names(args.accountants)
     eps_error = check_eps_error("--eps-error", args.eps_error)

@@ -13,7 +13,8 @@ import math
 import sys
 
 from .._validation import check_delta, check_epsilon
-from .common import add_run_options, make_accountant, print_result, run_from_args, timed
+from ..accountants import DEFAULT_ACCOUNTANT
+from .common import add_run_options, make_accountant, print_result, run_from_args, scheme_epsilon, timed
 
 #: quantity -> (the option giving the other quantity, its help, its checker, help of the subcommand)
 QUERIES = {
@@ -49,7 +50,15 @@ def run(args) -> int:
     mech, steps, params = run_from_args(args)
     given = check(option, getattr(args, option[2:]))
     acc = make_accountant(args)
-    if quantity == "epsilon":
+    if mech is None:  # an epoch-based or truncated scheme: dpsgd_epsilon answers, with the dominance accountant
+        if quantity != "epsilon":
+            raise ValueError(f"tightdp delta supports --sampling poisson, without-replacement and with-replacement; "
+                             f"use tightdp epsilon for --sampling {params['sampling']}")
+        if acc.name != DEFAULT_ACCOUNTANT:
+            raise ValueError(f"--accountant must be {DEFAULT_ACCOUNTANT} for --sampling {params['sampling']} "
+                             f"(its bounds come from dominance pairs), got {acc.name}")
+        bounds, seconds = timed(lambda: scheme_epsilon(params, given, args.eps_error))
+    elif quantity == "epsilon":
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(given))
     else:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).delta(given))
