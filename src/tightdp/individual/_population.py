@@ -66,6 +66,15 @@ def single_threaded_blas():
 
 _U = np.finfo(float).eps / 2
 _np = np.asarray  # materialises a (small) reduction of a dask-backed ledger; a no-op on numpy arrays
+_ROW_BLOCK = 1 << 16
+
+
+def rows_at(counts, table: np.ndarray) -> np.ndarray:
+    """``counts @ table`` as a numpy array, in blocks of rows for a numpy ledger (an int32 ledger would
+    otherwise be cast to a float64 copy of twice its size), lazily blockwise for a dask one."""
+    if hasattr(counts, "dask") or counts.shape[0] <= _ROW_BLOCK:
+        return _np(counts @ table)
+    return np.concatenate([counts[i:i + _ROW_BLOCK] @ table for i in range(0, counts.shape[0], _ROW_BLOCK)])
 _THETAS = np.geomspace(1e-2, 2e3, 48)
 _Z_LO, _Z_HI = 8.0, 12.0
 
@@ -118,11 +127,23 @@ def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: f
     table at ``sign * _THETAS`` if already computed."""
     if cgf is None:
         cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])  # (B, T)
-    cg = _np(counts @ cgf)                                            # (N, T)
-    with np.errstate(invalid="ignore"):
-        a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
-    a = a[np.isfinite(a)]
-    return float(np.max(a)) if a.size else 0.0
+
+    def reach(block) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
+        cg = block @ cgf                                                # (rows, T)
+        with np.errstate(invalid="ignore"):
+            a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
+        if hasattr(a, "dask"):
+            import dask.array as da
+            return float(da.nanmax(da.where(da.isfinite(a), a, np.nan)).compute()) if a.shape[0] else math.nan
+        a = a[np.isfinite(a)]
+        return float(np.max(a)) if a.size else math.nan
+
+    if hasattr(counts, "dask"):
+        r = reach(counts)
+    else:  # blocks of rows: the (N, T) table would be 48 floats per example
+        r = max([reach(counts[i:i + _ROW_BLOCK]) for i in range(0, counts.shape[0], _ROW_BLOCK)] + [math.nan],
+                key=lambda v: -math.inf if math.isnan(v) else v)
+    return 0.0 if math.isnan(r) else r
 
 
 def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
@@ -132,8 +153,8 @@ def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
     sides. Subsampled PLDs are heavy-tailed: for few steps the mass beyond mean + 12 sd can be far
     above delta, and the wrap-around term (charged in full to delta) made epsilon infinite."""
     means, vars_ = moments_table(plds)
-    m = _np(counts @ means)
-    sd = np.sqrt(np.maximum(_np(counts @ vars_), 0.0))
+    m = rows_at(counts, means)
+    sd = np.sqrt(np.maximum(rows_at(counts, vars_), 0.0))
     lo = min(float(np.min(m - _Z_LO * sd)), 0.0)
     hi = max(float(np.max(m + _Z_HI * sd)), 0.0)
     if target is not None:
@@ -418,7 +439,7 @@ def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
 
 def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
     """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies."""
-    return np.argsort(_np(counts @ np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])), kind="stable")
+    return np.argsort(rows_at(counts, np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])), kind="stable")
 
 
 def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):

@@ -68,7 +68,7 @@ from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
-from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons, \
+from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons, rows_at, \
     single_threaded_blas
 from .gdp import gdp_delta
 
@@ -378,7 +378,7 @@ class IndividualAccountant:
         if self._mesh is not None:
             return self._mesh
         r2 = (np.arange(self._B + 1) / self._B) ** 2
-        k_eff = float(np.max(np.asarray(counts @ r2))) if counts.shape[0] else 1.0
+        k_eff = float(np.max(rows_at(counts, r2))) if counts.shape[0] else 1.0
         s1 = self._q * math.sqrt(math.expm1(min(1.0 / self._sigma ** 2, 700.0)))
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
@@ -423,7 +423,7 @@ class IndividualAccountant:
             for _ in range(12):
                 plds = self._plds(h, used, direction, lower)
                 if slack_target is not None and slack_target > 0 and h < 0.05:
-                    slack = float(np.max(np.asarray(c @ np.array([p.float_slack for p in plds]))))
+                    slack = float(np.max(rows_at(c, np.array([p.float_slack for p in plds]))))
                     if slack > slack_target:  # the slack shrinks about like 1/h^2
                         h = min(0.05, h * min(10.0, max(1.25, math.sqrt(slack / slack_target))))
                         continue
@@ -684,7 +684,7 @@ class IndividualAccountant:
         slack = 0.0
         for direction, bs, h in setups:
             out = np.maximum(out, population_deltas(bs, c, eps))
-            slack = max(slack, float(np.max(np.asarray(c @ bs.slack))))
+            slack = max(slack, float(np.max(rows_at(c, bs.slack))))
         out = np.where(np.asarray(c.any(axis=1)), out, 0.0)  # no step with privacy loss: delta 0 exactly
         self._cache[("deltas_slack", eps)] = slack
         return np.minimum(out, 1.0)

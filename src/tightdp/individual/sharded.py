@@ -270,7 +270,8 @@ class ShardedLedger:
         self._shards = [None] * len(shards)
         for k, f in enumerate(self._files):
             if not os.path.exists(f):
-                raise ValueError(f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest is missing")
+                raise ValueError(f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest "
+                                 "is missing")
             if not lazy:
                 self._shard(k)
                 if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or \
