@@ -53,7 +53,9 @@ error of the cell masses, of the spreads and of the FFT is carried as an
 ``l1`` error (``tv_error``), which the engine pays on both sides.
 
 **k > 1.** For ``num_selected = k`` with ``1 < k < t`` the upper bound uses the
-reduction of Feldman & Shenfeld (2502.08202, Sec. 5, as realised in 2602.17284):
+k-to-1 reduction of Feldman & Shenfeld (2502.08202; the decomposition that their
+pld-accounting 2.0 implements for 2602.17284 — its value for t = 10, k = 3, sigma 1,
+delta 1e-5, [5.4773, 5.4801], contains tightdp's upper end 5.4786):
 ``k``-out-of-``t`` allocation is dominated by the composition of ``k - r``
 allocations of one out of ``floor(t/k)`` steps and ``r = t mod k`` allocations of
 one out of ``ceil(t/k)``. The lower bound is the post-processing
@@ -61,6 +63,15 @@ one out of ``ceil(t/k)``. The lower bound is the post-processing
 ``mu = k / (sigma sqrt(t))`` (loose; reported as such). ``k = t`` is the
 Gaussian mechanism composed ``t`` times, exactly ``sqrt(t)/sigma``-GDP, and
 ``t = 1`` is one Gaussian step.
+
+**Range.** The lattice must reach the ratio where ``N(1, sigma^2)``'s tail is
+below the delta budget (``exp(z / sigma + 1 / (2 sigma^2))``), so it grows quickly as
+``sigma`` falls below about 0.6; and the lattice sum's FFT round-off (about 1e-11
+per epoch, charged as absolute error) must stay small against delta (above
+about 1e-10). Outside that range ``allocation_epsilon`` answers a wide certified
+interval with a ``note``: the upper bound without amplification (for every
+allocation the epoch is one Gaussian step of sensitivity 1, so by joint
+convexity it is ``1/sigma``-GDP) and the lower bound of ``max_i x_i``.
 """
 
 from __future__ import annotations
