@@ -25,11 +25,7 @@ KNOWN_LAZY_CYCLE_EDGES = {
 }
 
 #: lru_caches not yet registered with tightdp._caches (same rule: remove once registered).
-KNOWN_UNREGISTERED = {
-    ("tightdp.mechanisms.allocation", "_coordinate"),
-    ("tightdp.mechanisms.allocation", "_epoch_pld"),
-    ("tightdp.mechanisms.allocation", "max_statistic_pld"),
-}
+KNOWN_UNREGISTERED: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

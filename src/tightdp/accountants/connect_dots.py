@@ -37,7 +37,7 @@ from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_
 from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import GaussianLoss
-from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, supports_dominance
+from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, own_pairs, supports_dominance
 from ._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
 
@@ -267,7 +267,11 @@ class ConnectDotsAccountant(PLDAccountant):
 
     def _fallback(self, delta: float, reason: str, *, epsilons: np.ndarray | None = None) -> Bounds:
         """The coupling-based PRV accountant, for what the dominance grids cannot resolve
-        (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given)."""
+        (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given). Ledgers with losses that
+        bring their own pairs (random allocation, truncated Poisson) have no coupling to fall back on."""
+        if any(own_pairs(loss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
+            raise PrecisionError(f"the dominance pairs cannot resolve this query ({reason}), and this sampling "
+                                 "scheme has no coupling-based (PRV) analysis to fall back on")
         from .prv import PRVAccountant
         prv_error = self.eps_error if self.rel_error is None else min(0.01, max(self.eps_error, self.rel_error))
         prv = PRVAccountant(eps_error=prv_error, delta_error=self.delta_error).compose(self._ledger)

@@ -84,6 +84,7 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+from .._caches import register as _register_cache
 from .._validation import check_count
 from ..errors import PrecisionError, UnsupportedMechanismError
 from .base import LossPair, Mechanism, PrivacyLoss
@@ -151,6 +152,7 @@ def _split(masses: np.ndarray, err: np.ndarray, cap: float = 1e-9) -> tuple[floa
     return (float(np.max(r[ok])) if np.any(ok) else 0.0), float(2.0 * np.sum(err[~ok]))
 
 
+@_register_cache
 @lru_cache(maxsize=16)
 def _coordinate(sigma: float, eta: float, tail: float):
     """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
@@ -306,6 +308,7 @@ def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
     return i0, pmf
 
 
+@_register_cache
 @lru_cache(maxsize=24)
 def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, upper: bool):
     """The epoch's dominating (``upper``) or dominated discretised privacy loss on ``h Z``."""
@@ -459,72 +462,12 @@ class RandomAllocation(Mechanism):
 
 
 # --------------------------------------------------------------------------- accounting
-def _own_pairs(loss) -> bool:
-    """Whether ``loss`` brings its own certified discrete pairs (``dominating_pld``/``dominated_pld``,
-    ``spread``) instead of a CDF: ``AllocationLoss`` and ``truncated.FlaggedMixtureLoss``."""
-    return callable(getattr(loss, "dominating_pld", None)) and callable(getattr(loss, "dominated_pld", None))
-
-
-def _accountant_class():
-    """The connect-the-dots accountant taught to use ``AllocationLoss``'s own dominating/dominated pairs."""
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    from ..pld import chernoff_epsilon, compose, saddle_tilt
-    from ..pld.dominance import dominated, dominating, loss_spread, supports_dominance
-
-    class AllocationAccountant(ConnectDotsAccountant):
-        """``ConnectDotsAccountant`` whose ledger may hold ``RandomAllocation`` epochs and truncated Poisson
-        steps (mixed with any Gaussian-based mechanism). Upper bound: composition of dominating pairs; lower bound:
-        composition of dominated pairs; both certified on any mesh (Blackwell)."""
-
-        def _undominated(self):
-            for mech, _ in self._ledger:
-                pair = mech.privacy_losses()
-                for loss in pair:
-                    if not (_own_pairs(loss) or supports_dominance(loss)):
-                        return type(mech).__name__
-            return None
-
-        def _fallback(self, delta, reason, *, epsilons=None):
-            if any(_own_pairs(loss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
-                raise PrecisionError(f"no coupling-based fallback for this sampling scheme ({reason})")
-            return super()._fallback(delta, reason, epsilons=epsilons)
-
-        def _model_mesh(self, directions, z):
-            spreads = [(max(loss.spread() if _own_pairs(loss) else loss_spread(loss), 1e-12), c)
-                       for loss, c in directions[0]]
-            steps = sum(c for _, c in spreads)
-            v = sum(c * sd * sd for sd, c in spreads)
-            slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
-            h = math.sqrt(2.0 * 1.6 * self.eps_error / (steps * slope))
-            return float(min(max(h, 1e-6), 0.05, self.eps_error))
-
-        def _composed(self, d, terms, h, tail, upper, tilt_delta, tau, *, top_down=False, tilt_eps=None):
-            def one(loss):
-                if _own_pairs(loss):
-                    return loss.dominating_pld(h, tail) if upper else loss.dominated_pld(h, tail)
-                return dominating(loss, h, tail) if upper else dominated(loss, h, tail, top_down=top_down)
-
-            def build():
-                parts = [(one(loss), c) for loss, c in terms]
-                if tilt_eps is not None:
-                    tilt = saddle_tilt(parts, tilt_eps)
-                else:
-                    tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
-                return compose(parts, tilt=tilt, tau=tau)
-            return self._memo(("ra", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
-
-    return AllocationAccountant
-
-
-_ACC = None
-
-
 def allocation_accountant(*, eps_error: float = 0.01):
-    """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds."""
-    global _ACC
-    if _ACC is None:
-        _ACC = _accountant_class()
-    return _ACC(eps_error=eps_error)
+    """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds:
+    the default connect-dots accountant, which uses ``AllocationLoss``'s own dominating / dominated pairs
+    (``tightdp.pld.dominance.own_pairs``) and mixes them with any other mechanism."""
+    from ..accountants.connect_dots import ConnectDotsAccountant
+    return ConnectDotsAccountant(eps_error=eps_error)
 
 
 #: below this noise multiplier (per unit sensitivity) 1-of-t allocation gets the wide interval at once
@@ -607,6 +550,7 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
 
 
 # --------------------------------------------------------------------------- a one-dimensional lower bound
+@_register_cache
 @lru_cache(maxsize=8)
 def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_q: float = 0.0,
                       reverse: bool = False, cells: int = 20000):

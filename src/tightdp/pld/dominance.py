@@ -38,7 +38,7 @@ from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
 
-__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "supports_dominance"]
+__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "own_pairs", "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
 _LOSS_RANGE = 700.0  # exp(700) ~ 1e304: the largest step loss the cell arithmetic can exponentiate
@@ -47,8 +47,18 @@ _MAX_CELLS = 20_000_000
 
 def supports_dominance(loss: PrivacyLoss) -> bool:
     """Whether both distributions of ``loss`` are known well enough for these constructions: Gaussian
-    losses and mixtures (by their outputs), and every loss that gives Q's side in loss space."""
-    return isinstance(loss, (GaussianLoss, GaussianMixtureLoss)) or bool(getattr(loss, "has_q_side", False))
+    losses and mixtures (by their outputs), every loss that gives Q's side in loss space, and every
+    loss that brings its own certified pairs (``own_pairs``)."""
+    return (isinstance(loss, (GaussianLoss, GaussianMixtureLoss)) or bool(getattr(loss, "has_q_side", False))
+            or own_pairs(loss))
+
+
+def own_pairs(loss: PrivacyLoss) -> bool:
+    """Whether ``loss`` discretises itself: ``dominating_pld(h, tail)`` / ``dominated_pld(h, tail)``
+    return certified dominating / dominated ``DiscretisedLoss`` pairs on the mesh ``h`` and ``spread()``
+    its loss standard deviation (random allocation's epoch, truncated Poisson's flagged mixture:
+    losses with no closed-form CDF whose pairs are built by their own dominance arguments)."""
+    return callable(getattr(loss, "dominating_pld", None)) and callable(getattr(loss, "dominated_pld", None))
 
 
 def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
@@ -94,6 +104,8 @@ def loss_spread(loss: PrivacyLoss) -> float:
     choosing meshes, never part of a bound."""
     if isinstance(loss, GaussianLoss):
         return float(loss.mu)
+    if own_pairs(loss):
+        return float(loss.spread())
     if not isinstance(loss, GaussianMixtureLoss):
         if not supports_dominance(loss):
             raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
@@ -212,6 +224,8 @@ def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:
     still dominates; the edge error costs a loss shift of ``e`` (about 1e-15) per step instead of a
     relative mass error of ``e / h`` per cell, which grew without bound as the mesh shrank.
     """
+    if own_pairs(loss):
+        return loss.dominating_pld(h, tail)
     s, P, Q, r, l1, p_below, p_above, inf_p, i0, e = _cells(loss, h, tail)
     alpha = np.exp(s[:-1] - e)
     den = -math.expm1(-(h + 2.0 * e))
@@ -243,6 +257,8 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
     misplacement the floating-point cell masses allow (lowering losses can only
     lower delta, so the result stays a lower bound).
     """
+    if own_pairs(loss):
+        return loss.dominated_pld(h, tail)
     # the merges use only the realised cells' own masses and the ratios computed from them, so where
     # the cell edges sit does not matter (the edge error e is not charged here)
     s, P, Q, r, l1, p_below, p_above, inf_p, i0, _ = _cells(loss, h, tail)
