@@ -87,7 +87,7 @@ from scipy import special
 from .._caches import register as _register_cache
 from .._validation import check_count
 from ..errors import PrecisionError, UnsupportedMechanismError
-from .base import LossPair, Mechanism, PrivacyLoss
+from .base import LossPair, Mechanism, SelfDiscretisingLoss
 from .basic import Gaussian
 from .losses import GaussianLoss, gaussian_mixture_cell_masses
 
@@ -103,41 +103,9 @@ _ETA_PER_H = 0.8
 
 # --------------------------------------------------------------------------- merge-to-the-grid sweep
 def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float, int]:
-    """Garble cells into atoms whose likelihood ratio is exactly a target value.
-
-    Cell ``i`` (masses ``P[i], Q[i]``) has likelihood ratio in ``[alpha[i], alpha[i+1]]``
-    (``alpha`` increasing, one longer than ``P``; the last cell may reach beyond).
-    Sweeping upwards, the carry (ratio below ``alpha[T]``) takes the fraction of the
-    next cells that brings its ratio to exactly ``alpha[T]`` (a randomised merge of
-    outputs: a garbling, so the result is dominated; the sweep of
-    ``tightdp.pld.dominance.dominated`` on an arbitrary increasing lattice).
-
-    Returns the ``P``-masses at the targets (``Q = P / alpha``) and the final carry
-    ``(cp, cq, T)``, whose ratio lies below ``alpha[T]``; the caller places it.
-    """
-    n = P.size
-    al = alpha.tolist()
-    pmf = [0.0] * alpha.size
-    Pl, Ql = P.tolist(), Q.tolist()
-    cp, cq, target = Pl[0], Ql[0], 1
-    for i in range(1, n):
-        pi, qi = Pl[i], Ql[i]
-        if pi <= 0.0 and qi <= 0.0:
-            continue
-        a = al[target]
-        deficit = a * cq - cp
-        surplus = pi - a * qi
-        if deficit <= 0.0:  # the carry reached alpha_T (rounding): emit it there (its ratio is not above)
-            pmf[target] += cp
-            cp, cq, target = pi, qi, i + 1
-            continue
-        if surplus > deficit:
-            f = deficit / surplus
-            pmf[target] += cp + f * pi
-            cp, cq = (1.0 - f) * pi, (1.0 - f) * qi
-            target = i + 1
-        else:
-            cp, cq = cp + pi, cq + qi
+    """``tightdp.pld.dominance.merge_up`` on a ratio lattice, the P-masses as an array."""
+    from ..pld.dominance import merge_up
+    pmf, cp, cq, target = merge_up(P, Q, alpha)
     return np.asarray(pmf), cp, cq, target
 
 
@@ -366,7 +334,7 @@ def clear_allocation_caches() -> None:
 
 # --------------------------------------------------------------------------- the privacy loss and mechanism
 @dataclass(frozen=True)
-class AllocationLoss(PrivacyLoss):
+class AllocationLoss(SelfDiscretisingLoss):
     """The privacy loss of one epoch of 1-out-of-``t`` random allocation of a Gaussian (``sigma`` per unit
     sensitivity), in ``direction`` ``"remove"`` or ``"add"``.
 
@@ -375,6 +343,8 @@ class AllocationLoss(PrivacyLoss):
     docstring) instead of ``cdf``/``sf``, which refuse: a coupling-based
     accountant (PRV, Fourier) needs an exact CDF and cannot be handed one.
     """
+
+    how_to = "the dominance accountant, connect-dots (allocation_epsilon, dpsgd_epsilon(sampling='random-allocation'))"
 
     sigma: float
     num_steps: int
@@ -393,21 +363,6 @@ class AllocationLoss(PrivacyLoss):
         ``log S`` with ``Var_Q(W) = e^{1/sigma^2} - 1``, so about ``sqrt(Var(W) / t)`` when that is small."""
         v = math.expm1(min(1.0 / self.sigma ** 2, 700.0)) / self.num_steps
         return math.sqrt(math.log1p(v))
-
-    def _refuse(self):
-        raise UnsupportedMechanismError(
-            "random allocation has no closed-form privacy-loss CDF; account it with the dominance "
-            "accountant (tightdp.mechanisms.allocation.allocation_epsilon, "
-            "dpsgd_epsilon(sampling='random-allocation'))")
-
-    def cdf(self, s):
-        self._refuse()
-
-    def sf(self, s):
-        self._refuse()
-
-    def partial_mean(self, a, b):
-        self._refuse()
 
 
 @dataclass(frozen=True, kw_only=True)

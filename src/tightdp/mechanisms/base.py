@@ -22,7 +22,7 @@ from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from ..errors import PrecisionError
+from ..errors import PrecisionError, UnsupportedMechanismError
 
 __all__ = ["PrivacyLoss", "Mechanism", "LossPair", "mechanism_from_dict"]
 
@@ -112,6 +112,32 @@ class PrivacyLoss(ABC):
         if math.isfinite(hi):  # nothing lies above the support
             return hi
         return _bisect_tail(lambda s: float(self.sf(np.array([s]))[0]) <= mass, lo, hi, lower=False)
+
+
+class SelfDiscretisingLoss(PrivacyLoss):
+    """A privacy loss with no closed-form CDF that builds its own certified pairs instead.
+
+    Subclasses implement ``dominating_pld(h, tail)``, ``dominated_pld(h, tail)`` (certified
+    dominating / dominated discretised pairs on the mesh ``h``) and ``spread()``; the dominance
+    engine composes them (``tightdp.pld.dominance.own_pairs``). The CDF-based accountants (PRV,
+    Fourier, Edgeworth) cannot use them: ``cdf``/``sf``/``partial_mean`` refuse, naming ``how_to``.
+    """
+
+    #: what to use instead, for the refusal message
+    how_to: ClassVar[str] = "the connect-dots accountant"
+
+    def _refuse(self):
+        raise UnsupportedMechanismError(f"{type(self).__name__} has no closed-form privacy-loss CDF; account it "
+                                        f"with {self.how_to}")
+
+    def cdf(self, s):
+        self._refuse()
+
+    def sf(self, s):
+        self._refuse()
+
+    def partial_mean(self, a, b):
+        self._refuse()
 
 
 #: per-cell relative mass errors above this are counted as absolute (l1) error instead

@@ -40,7 +40,7 @@ from scipy import special, stats
 
 from .._validation import check_count, check_positive, check_probability
 from ..errors import UnsupportedMechanismError
-from .base import LossPair, Mechanism, PrivacyLoss
+from .base import LossPair, Mechanism, PrivacyLoss, SelfDiscretisingLoss
 from .basic import Gaussian
 from .losses import poisson_gaussian_loss, without_replacement_gaussian_loss
 
@@ -70,12 +70,14 @@ def _mix(parts, weights):
 
 
 @dataclass(frozen=True)
-class FlaggedMixtureLoss(PrivacyLoss):
+class FlaggedMixtureLoss(SelfDiscretisingLoss):
     """Privacy loss of a public-coin mixture: with probability ``weights[i]`` the pair of ``losses[i]``.
 
     Its loss distribution is the mixture of the components'; so are its dominating
     and dominated discretisations (``dominating_pld``/``dominated_pld``).
     """
+
+    how_to = "the dominance accountant, connect-dots (dpsgd_epsilon(sampling='truncated-poisson'))"
 
     weights: tuple[float, ...]
     losses: tuple[PrivacyLoss, ...]
@@ -91,20 +93,6 @@ class FlaggedMixtureLoss(PrivacyLoss):
     def spread(self) -> float:
         from ..pld.dominance import loss_spread
         return math.sqrt(sum(w * loss_spread(loss) ** 2 for w, loss in zip(self.weights, self.losses)))
-
-    def _refuse(self):
-        raise UnsupportedMechanismError(
-            "truncated Poisson sampling has no closed-form privacy-loss CDF; account it with "
-            "tightdp.mechanisms.allocation.allocation_accountant() or dpsgd_epsilon(sampling='truncated-poisson')")
-
-    def cdf(self, s):
-        self._refuse()
-
-    def sf(self, s):
-        self._refuse()
-
-    def partial_mean(self, a, b):
-        self._refuse()
 
 
 def kept_probability(*, dataset_size: int, sampling_rate: float, max_batch_size: int) -> float:

@@ -268,21 +268,42 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
         return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf_td), shift=-margin, infinity_mass=inf_p,
                                truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                                rel_error=r + 4 * _U)
-    n = P.size
-    alpha = np.exp(s).tolist()
-    pmf = [0.0] * s.size  # a Python list: this sequential sweep is the hot loop
     # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
-    cp, cq = float(P[0]), float(Q[0])
-    target = 1
+    pmf, cp, cq, target = merge_up(P, Q, np.exp(s))
+    # the last carry: ratio below alpha_target, round its loss down to the grid point below
+    if cp > 0.0:
+        j = _grid_index_below(cp, cq, h, i0, target - 1)
+        if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
+            pmf[j] += cp
+    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
+                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
+                           rel_error=r + 4 * _U)
+
+
+def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[list, float, float, int]:
+    """The upward merge-to-the-grid sweep on any increasing lattice of ratios ``alpha``.
+
+    Cell ``i`` (masses ``P[i], Q[i]``) has likelihood ratio in ``[alpha[i], alpha[i+1]]``
+    (``alpha`` one longer than ``P``). Sweeping upwards, the carry (ratio below ``alpha[T]``)
+    takes the fraction of the next cells that brings its ratio to exactly ``alpha[T]``: a
+    randomised merge of outputs, a post-processing, so the result is dominated. Only the cells'
+    own masses are used. Returns the ``P``-masses at the targets (a list; ``Q = P / alpha``) and the
+    final carry ``(cp, cq, T)``, whose ratio lies below ``alpha[T]``: the caller places it.
+    Used by ``dominated`` (ratios ``e^(s_i)``) and by random allocation's ratio lattices.
+    """
+    n = P.size
+    al = alpha.tolist()
+    pmf = [0.0] * alpha.size  # a Python list: this sequential sweep is the hot loop
     Pl, Ql = P.tolist(), Q.tolist()
+    cp, cq, target = Pl[0], Ql[0], 1
     for i in range(1, n):
         pi, qi = Pl[i], Ql[i]
         if pi <= 0.0 and qi <= 0.0:
             continue
-        a = alpha[target]
+        a = al[target]
         deficit = a * cq - cp  # >= 0: the carry's ratio is below alpha_T
         surplus = pi - a * qi  # >= 0: cell i lies at or above alpha_T (i >= target)
-        if deficit <= 0.0:  # the carry already reached alpha_T (rounding): emit it there
+        if deficit <= 0.0:  # the carry reached alpha_T (rounding): emit it there (its ratio is not above)
             pmf[target] += cp
             cp, cq, target = pi, qi, i + 1
             continue
@@ -293,14 +314,7 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
             target = i + 1
         else:
             cp, cq = cp + pi, cq + qi
-    # the last carry: ratio below alpha_target, round its loss down to the grid point below
-    if cp > 0.0:
-        j = _grid_index_below(cp, cq, h, i0, target - 1)
-        if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
-            pmf[j] += cp
-    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
-                           rel_error=r + 4 * _U)
+    return pmf, cp, cq, target
 
 
 def _grid_index_below(cp: float, cq: float, h: float, i0: int, cap: int) -> int:
