@@ -9,10 +9,12 @@ The public API, by topic (each name is listed once, in ``__all__`` below):
   ``UnsupportedMechanismError``;
 * mechanisms: ``Mechanism``, ``Gaussian``, ``Laplace``, ``RandomizedResponse``, ``PureDP``,
   ``ApproximateDP``, ``PoissonSampled``, ``SampledWithoutReplacement``, ``SampledWithReplacement``,
-  ``MixtureOfGaussians``, ``GroupPoissonSampled``, ``GroupFixedBatchSampled``;
+  ``MixtureOfGaussians``, ``GroupPoissonSampled``, ``GroupFixedBatchSampled``, and the sampling schemes
+  people run: ``RandomAllocation`` (balls and bins), ``TruncatedPoissonSampled``;
 * accountants: ``Accountant``, ``accountant_from_dict``, ``ConnectDotsAccountant`` (the default),
   ``PRVAccountant``, ``FourierAccountant``, ``RDPAccountant``, ``GDPAccountant``, ``EdgeworthAccountant``;
-* DP-SGD questions: ``dpsgd_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate_noise``,
+* DP-SGD questions: ``dpsgd_epsilon`` (any sampling scheme), ``allocation_epsilon``, ``shuffle_epsilon``,
+  ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate_noise``,
   ``calibrate_steps``, ``calibrate_sampling_rate``, ``group_epsilon``, ``group_epsilon_schedule``,
   ``group_report``, ``group_curve``;
 * interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
@@ -32,8 +34,12 @@ from .errors import GridTooLargeError, PrecisionError, TightDPError, Unsupported
 from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace, Mechanism,
-                         MixtureOfGaussians, PoissonSampled, PureDP, RandomizedResponse, SampledWithoutReplacement,
-                         SampledWithReplacement)
+                         MixtureOfGaussians, PoissonSampled, PureDP, RandomAllocation, RandomizedResponse,
+                         SampledWithoutReplacement, SampledWithReplacement, allocation_epsilon)
+# the accounting functions of these two schemes run the connect-dots accountant: imported here, not by
+# tightdp.mechanisms (which the accountants import)
+from .mechanisms.shuffle import shuffle_epsilon
+from .mechanisms.truncated import TruncatedPoissonSampled, truncated_poisson_epsilon
 from .statement import privacy_statement
 
 __version__ = "0.1.0"
@@ -45,11 +51,13 @@ __all__ = [
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
+    "RandomAllocation", "TruncatedPoissonSampled",
     # accountants
     "Accountant", "accountant_from_dict", "ConnectDotsAccountant", "PRVAccountant", "FourierAccountant",
     "RDPAccountant", "GDPAccountant", "EdgeworthAccountant",
     # DP-SGD questions
-    "dpsgd_epsilon", "dpsgd_mechanism", "privacy_statement",
+    "dpsgd_epsilon", "allocation_epsilon", "shuffle_epsilon", "truncated_poisson_epsilon",
+    "dpsgd_mechanism", "privacy_statement",
     "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
     "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
     # interoperability and housekeeping

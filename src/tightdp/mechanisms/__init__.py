@@ -4,13 +4,12 @@ from .base import LossPair, Mechanism, PrivacyLoss, mechanism_from_dict
 from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
+from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
 
 __all__ = [
     "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
     "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
+    "RandomAllocation", "AllocationLoss", "allocation_epsilon",
 ]
-from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
-
-__all__ += ["RandomAllocation", "AllocationLoss", "allocation_epsilon"]
