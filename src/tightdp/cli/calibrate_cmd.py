@@ -22,6 +22,7 @@ import sys
 import threading
 
 from ..accountants import DEFAULT_ACCOUNTANT
+from .common import add_length_options
 
 SOLVE = ("noise", "steps", "sampling-rate")
 
@@ -34,11 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--target-epsilon", type=float, required=True, help="the epsilon budget")
     p.add_argument("--delta", type=float, required=True, help="the delta of the guarantee")
     p.add_argument("--solve", choices=SOLVE, default="noise", help="what to solve for (default: noise)")
-    p.add_argument("--sampling-rate", type=float, help="Poisson sampling rate q in (0, 1]")
-    p.add_argument("--steps", type=float, help="number of steps (or give --epochs with --dataset-size/--batch-size)")
-    p.add_argument("--epochs", type=float, help="number of epochs (with --dataset-size and --batch-size)")
-    p.add_argument("--dataset-size", type=float, help="number of training examples")
-    p.add_argument("--batch-size", type=float, help="expected batch size (q = batch size / data set size)")
+    add_length_options(p)
     p.add_argument("--noise-multiplier", type=float, help="the noise multiplier (when solving steps or sampling rate)")
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")

@@ -20,15 +20,21 @@ SAMPLINGS = ("poisson", "without-replacement", "with-replacement") + SCHEME_SAMP
 RELATIONS = ("add-remove", "remove", "add", "substitute")
 
 
-def add_run_options(p, *, accountant: bool = True) -> None:
-    """The description of a DP-SGD run: noise, sampling, steps, relation, accountant."""
-    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
+def add_length_options(p) -> None:
+    """How much data each step sees and how many steps ran: ``--sampling-rate`` or ``--dataset-size`` with
+    ``--batch-size``, and ``--steps`` or ``--epochs`` (one definition for every subcommand)."""
     p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
     p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
     p.add_argument("--epochs", type=float,
                    help="epochs; steps = ceil(epochs * ceil(dataset size / batch size)), as Opacus counts them")
     p.add_argument("--dataset-size", type=float, help="number of records N")
     p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
+
+
+def add_run_options(p, *, accountant: bool = True) -> None:
+    """The description of a DP-SGD run: noise, sampling, steps, relation, accountant."""
+    p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
+    add_length_options(p)
     p.add_argument("--sampling", default="poisson",
                    help="poisson (default), without-replacement, with-replacement, random-allocation, "
                         "balls-and-bins, shuffle, truncated-poisson (the last four: epsilon only)")

@@ -15,6 +15,7 @@ import sys
 
 from .._validation import check_count
 from ..statement import STATEMENT_SAMPLINGS
+from .common import add_length_options
 
 EXAMPLES = """examples:
   tightdp statement --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 \\
@@ -40,11 +41,7 @@ def register(subparsers) -> None:
     p.add_argument("--config", metavar="FILE", help="a privacy report config (TOML or JSON, see tightdp report) "
                                                     "instead of the run options")
     p.add_argument("--noise-multiplier", type=float, help="noise std / clipping norm (sigma)")
-    p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
-    p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
-    p.add_argument("--epochs", type=float, help="epochs; steps = ceil(epochs * ceil(N / B))")
-    p.add_argument("--dataset-size", type=float, help="number of training examples N")
-    p.add_argument("--batch-size", type=float, help="(expected) batch size B")
+    add_length_options(p)
     p.add_argument("--sampling", default="poisson", help=", ".join(STATEMENT_SAMPLINGS) + " (default poisson)")
     p.add_argument("--max-batch-size", type=float, help="truncated-poisson: the largest batch kept")
     p.add_argument("--delta", type=float, help="target delta in (0, 1) (default with --config: its first delta)")
