@@ -56,13 +56,21 @@ def single_threaded_blas():
     epsilons); a multi-threaded OpenBLAS on a busy machine spent ~10x longer waking and
     synchronising threads than computing (measured: 24.6 s against 3.0 s for one pass over
     100,000 examples at load average 5 on 2 cores)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: without it BLAS keeps its own threading
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+            _CONTROLLER = ThreadpoolController()  # scans the loaded libraries once (a few ms)
+        except ImportError:  # optional: without it BLAS keeps its own threading
+            _CONTROLLER = False
+    if _CONTROLLER is False:
         yield
         return
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _CONTROLLER.limit(limits=1, user_api="blas"):
         yield
+
+
+_CONTROLLER = None
 
 _U = np.finfo(float).eps / 2
 _np = np.asarray  # materialises a (small) reduction of a dask-backed ledger; a no-op on numpy arrays

@@ -602,6 +602,8 @@ class IndividualAccountant:
         certified interval: the result's ``kind`` is then ``"approximation"`` and
         ``details["approximate_examples"]`` counts them.
         """
+        if self._q == 1.0:  # closed form: no products to thread
+            return self._epsilons(delta, lower)
         with single_threaded_blas():
             return self._epsilons(delta, lower)
 
@@ -649,6 +651,8 @@ class IndividualAccountant:
 
     def deltas(self, epsilon: float) -> Bounds:
         """Every example's delta at ``epsilon`` (certified upper bounds, array of length N)."""
+        if self._q == 1.0:
+            return self._deltas(epsilon)
         with single_threaded_blas():
             return self._deltas(epsilon)
 
@@ -724,6 +728,8 @@ class IndividualAccountant:
         Koskela, Raisa, Honkela 2026 (arXiv 2602.06756) show that the natural
         PLD / f-DP filter is not valid there: only GDP-based filters are proven.
         """
+        if self._q == 1.0:
+            return self._active(epsilon, delta, grad_norms)
         with single_threaded_blas():
             return self._active(epsilon, delta, grad_norms)
 
