@@ -76,7 +76,7 @@ def test_noise_closed_form_safe_and_tight(target, steps):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log_target=st.floats(math.log(0.01), math.log(100.0)),
+@given(log_target=st.floats(math.log(0.01), math.log(99.99)),  # exp(log(100)) rounds above the 100 cap
        steps=st.integers(1, 10**6),
        log_delta=st.floats(math.log(1e-12), math.log(1e-2)))
 def test_noise_property_never_overshoots_within_one_percent(log_target, steps, log_delta):
