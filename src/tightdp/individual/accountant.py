@@ -70,7 +70,7 @@ from ..mechanisms.losses import poisson_gaussian_loss
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
 from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons, rows_at, \
     single_threaded_blas
-from .gdp import gdp_delta
+from .gdp import gdp_delta_bounds
 
 __all__ = ["IndividualAccountant"]
 
@@ -662,8 +662,7 @@ class IndividualAccountant:
             raise ValueError("epsilon must be finite")
         details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
         if self._q == 1.0:
-            d = gdp_delta(eps, self.mus())
-            up = np.minimum(1.0, d * (1.0 + 1e-12))
+            _, d, up = gdp_delta_bounds(eps, self.mus())
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
         out = self._deltas_at(self._ledger(), eps, 0.0)
@@ -855,7 +854,7 @@ def _gdp_eps_vec(delta: float, mu: np.ndarray) -> np.ndarray:
     mu = np.asarray(mu, float)
     lo = np.zeros_like(mu)
     hi = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
-    ok = lambda e: gdp_delta(e, mu) * (1.0 + 1e-12) <= delta
+    ok = lambda e: gdp_delta_bounds(e, mu)[2] <= delta
     grow = ~ok(hi)
     while np.any(grow):
         hi = np.where(grow, 2 * hi, hi)
@@ -875,7 +874,7 @@ def _gdp_eps_lower_vec(delta: float, mu: np.ndarray) -> np.ndarray:
     mu = np.asarray(mu, float)
     lo = np.zeros_like(mu)
     hi = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
-    above = lambda e: gdp_delta(e, mu) * (1.0 - 1e-12) > delta
+    above = lambda e: gdp_delta_bounds(e, mu)[0] > delta
     grow = above(hi)
     while np.any(grow):
         lo = np.where(grow, hi, lo)

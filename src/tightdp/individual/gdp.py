@@ -12,9 +12,13 @@ and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
 App. C.5: it admits a step of ``mu``-GDP only when the accumulated
 ``sum mu^2`` stays within ``B^2``.
 
-All conversions are computed in log space (``scipy.special.log_ndtr``) and
-rounded to the safe side: ``gdp_mu`` returns a ``mu`` no larger than the exact
-root, ``gdp_epsilon`` an ``eps`` no smaller than the exact one.
+All conversions use the one certified evaluation of this curve,
+``tightdp.accountants._gdp_math`` (log space with a proven float-error term), and
+are rounded to the safe side: ``gdp_mu`` returns a ``mu`` no larger than the exact
+root, ``gdp_epsilon`` an ``eps`` no smaller than the exact one. (A fixed relative
+allowance of 1e-12, used before, was short in the far tail: 85 of 300 random
+``gdp_epsilon`` calls with delta down to 1e-250 came out up to 4e-12 below the
+80-digit truth.)
 """
 
 from __future__ import annotations
@@ -23,42 +27,37 @@ import math
 from fractions import Fraction
 
 import numpy as np
-from scipy import special
 
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
+from ..accountants._gdp_math import gdp_epsilon_bounds, gdp_log_delta_bounds
 from ..bounds import Bounds
 
-__all__ = ["gdp_delta", "gdp_epsilon", "gdp_mu", "GDPFilter"]
+__all__ = ["gdp_delta", "gdp_delta_bounds", "gdp_epsilon", "gdp_mu", "GDPFilter"]
 
-# Relative error allowed for one evaluation of gdp_delta (a handful of
-# correctly-rounded operations on log_ndtr values whose relative error is ~1e-15).
-_REL = 1e-12
-
-
-def gdp_delta(epsilon, mu) -> np.ndarray:
-    """``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised over both arguments.
-
-    ``log a = log Phi(-eps/mu + mu/2)``, ``log b = eps + log Phi(-eps/mu - mu/2)``
-    and ``delta = a (1 - exp(log b - log a))``, which has no cancellation and no
-    overflow for large ``eps``. ``mu = 0`` gives ``delta = 0`` for ``eps >= 0``.
-    """
+def gdp_delta_bounds(epsilon, mu) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lower, estimate, upper)`` of ``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised over both
+    arguments, with the certified float error of ``_gdp_math`` pushed outwards. ``mu = 0`` gives
+    ``delta = 0`` for ``eps >= 0``, ``mu = inf`` gives 1."""
     eps = np.asarray(epsilon, dtype=float)
     mu = np.asarray(mu, dtype=float)
     eps, mu = np.broadcast_arrays(eps, mu)
-    out = np.zeros(eps.shape)
-    pos = mu > 0
+    lo, est, up = np.zeros(eps.shape), np.zeros(eps.shape), np.zeros(eps.shape)
+    pos = (mu > 0) & np.isfinite(mu)
     if np.any(pos):
-        e, m = eps[pos], mu[pos]
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            la = special.log_ndtr(-e / m + m / 2.0)
-            lb = e + special.log_ndtr(-e / m - m / 2.0)
-            d = np.exp(la) * -np.expm1(np.minimum(lb - la, 0.0))
-        out[pos] = np.where(np.isinf(m), 1.0, np.clip(d, 0.0, 1.0))
-    return out
+        bounds = gdp_log_delta_bounds(mu[pos], eps[pos])
+        with np.errstate(under="ignore"):
+            for out, v in zip((lo, est, up), bounds):
+                out[pos] = np.clip(np.exp(v), 0.0, 1.0)
+        up[pos] = np.maximum(up[pos], 5e-324)  # delta > 0 for mu > 0: never round the upper end to 0
+    for out in (lo, est, up):
+        out[np.isinf(mu)] = 1.0
+    return lo, est, up
 
 
-def _delta1(eps: float, mu: float) -> float:
-    return float(gdp_delta(eps, mu))
+def gdp_delta(epsilon, mu) -> np.ndarray:
+    """``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised: the computed value (``gdp_delta_bounds``
+    gives the certified ends)."""
+    return gdp_delta_bounds(epsilon, mu)[1]
 
 
 def gdp_mu(epsilon: float, delta: float) -> float:
@@ -70,7 +69,7 @@ def gdp_mu(epsilon: float, delta: float) -> float:
     """
     eps = check_epsilon("epsilon", epsilon)
     dlt = check_delta("delta", delta)
-    ok = lambda m: _delta1(eps, m) * (1.0 + _REL) <= dlt
+    ok = lambda m: float(gdp_delta_bounds(eps, m)[2]) <= dlt
     lo, hi = 0.0, 1.0
     while ok(hi):
         lo, hi = hi, 2.0 * hi
@@ -101,24 +100,9 @@ def gdp_epsilon(delta: float, mu: float) -> float:
     m = check_nonnegative("mu", mu)
     if m == 0.0:
         return 0.0
-    ok = lambda e: _delta1(e, m) * (1.0 + _REL) <= dlt
-    if ok(0.0):
-        return 0.0
-    lo, hi = 0.0, max(1.0, m * m)
-    while not ok(hi):
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e12:
-            raise ArithmeticError("could not bracket epsilon for the GDP curve")
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 4 * math.ulp(hi):
-            break
+    hi = gdp_epsilon_bounds(m, dlt)[2]
+    if math.isinf(hi):
+        raise ArithmeticError("could not bracket epsilon for the GDP curve")
     return hi
 
 
@@ -224,9 +208,8 @@ class GDPFilter:
         """Exact delta of the steps admitted so far, at ``epsilon``."""
         eps = check_epsilon("epsilon", epsilon)
         m = self.spent_mu
-        d = _delta1(eps, m)
-        up = min(1.0, d * (1.0 + _REL))
-        return Bounds(max(0.0, d * (1.0 - _REL)), d, up, "delta", "bound",
+        lo, d, up = (float(v) for v in gdp_delta_bounds(eps, m))
+        return Bounds(lo, d, up, "delta", "bound",
                       {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
 
     def __repr__(self) -> str:
