@@ -105,3 +105,37 @@ def test_every_mechanism_has_a_dominance_discretisation():
     for m in mechs:
         pair = m.privacy_losses()
         assert supports_dominance(pair.remove) and supports_dominance(pair.add), type(m).__name__
+
+
+@settings(max_examples=60, deadline=None)
+@given(k=st.integers(1, 40), h=st.sampled_from([1e-3, 0.01, 0.1, 1 / 3]), shift=st.integers(-5, 5),
+       data=st.data())
+def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
+    """Atoms binned into cells (e_i, e_(i+1)]: an atom exactly on an edge belongs to the cell below it,
+    atoms at or below the first edge go 'below', above the last edge 'above'; nothing is lost or
+    double-counted, and each Q-mass is the P-mass times e^-v."""
+    from tightdp.mechanisms.losses import DiscreteLoss
+    edges = (np.arange(0, 41) + shift) * h
+    # atoms on edges, between edges, and outside the grid
+    idx = data.draw(st.lists(st.integers(-3, 43), min_size=1, max_size=6))
+    frac = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1e-9]), min_size=len(idx), max_size=len(idx)))
+    values = tuple(float((i + shift) * h + f * h) for i, f in zip(idx, frac))
+    probs = tuple(1.0 / len(values) for _ in values)
+    loss = DiscreteLoss(values=values, probs=probs)
+    below, above, P, _, _ = loss.cell_masses(edges)
+    Q, _ = loss.q_cell_masses(edges)
+    assert below + above + P.sum() == pytest.approx(1.0, abs=1e-15)
+    want_p, want_q = np.zeros(edges.size - 1), np.zeros(edges.size - 1)
+    want_below = want_above = 0.0
+    for v, p in zip(values, probs):
+        cell = np.flatnonzero((edges[:-1] < v) & (v <= edges[1:]))
+        if v <= edges[0]:
+            want_below += p
+        elif v > edges[-1]:
+            want_above += p
+        else:
+            assert cell.size == 1
+            want_p[cell[0]] += p
+            want_q[cell[0]] += p * math.exp(-v)
+    assert below == pytest.approx(want_below, abs=1e-15) and above == pytest.approx(want_above, abs=1e-15)
+    assert np.allclose(P, want_p, rtol=1e-15, atol=0) and np.allclose(Q, want_q, rtol=1e-14, atol=0)

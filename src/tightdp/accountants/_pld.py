@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
+from fractions import Fraction
 from collections import OrderedDict
 from typing import Any
 
@@ -14,6 +16,7 @@ from ..mechanisms import Mechanism
 from ..mechanisms.base import PrivacyLoss
 from ..pld import CurveBounds, delta_bounds, epsilon_bounds
 from .base import Accountant
+
 
 
 class PLDAccountant(Accountant):
@@ -50,9 +53,19 @@ class PLDAccountant(Accountant):
         ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
         (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
         """
+        return self._memo(("support",), self._support_ceiling_uncached)
+
+    def _support_ceiling_uncached(self) -> tuple[float, float]:
         top, p_inf = -math.inf, 0.0
         for terms in PLDAccountant._directions(self):
-            t = sum(c * loss.support()[1] for loss, c in terms)
+            ends = [(loss.support()[1], c) for loss, c in terms]
+            if all(math.isfinite(e) for e, _ in ends):  # the exact sum, rounded up to a float
+                exact = sum(Fraction(e) * c for e, c in ends)
+                t = float(exact)
+                if Fraction(t) < exact:
+                    t = math.nextafter(t, math.inf)
+            else:
+                t = math.inf
             masses = [(min(max(loss.infinity_mass, 0.0), 1.0), c) for loss, c in terms]
             p = 1.0 if any(m >= 1.0 for m, _ in masses) else -math.expm1(sum(c * math.log1p(-m) for m, c in masses))
             top, p_inf = max(top, t), max(p_inf, p)
@@ -97,11 +110,13 @@ class PLDAccountant(Accountant):
             details = {**dict(inner.details), **details}
         return Bounds(lower, est, upper, "delta", "bound", details)
 
+    @abstractmethod
     def _epsilon_numeric(self, delta: float) -> Bounds:
-        raise NotImplementedError
+        """The accountant's own certified ``epsilon(delta)`` (the support cap above is applied to it)."""
 
+    @abstractmethod
     def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
-        raise NotImplementedError
+        """The accountant's own certified ``delta(eps)`` for ``eps`` below the loss support."""
 
     def _memo(self, key, fn):
         cache = getattr(self, "_cache", None)

@@ -86,12 +86,13 @@ class PrivacyLoss(ABC):
     has_q_side: ClassVar[bool] = False
 
     def q_cdf(self, s: np.ndarray) -> np.ndarray:
-        """``Q(Y <= s)`` over outputs with finite loss (``Y`` the loss ``log dP/dQ`` at Q's output)."""
-        raise NotImplementedError(f"{type(self).__name__} does not describe Q's side")
+        """``Q(Y <= s)`` over outputs with finite loss (``Y`` the loss ``log dP/dQ`` at Q's output).
+        Only losses with ``has_q_side`` give it; the others refuse."""
+        raise UnsupportedMechanismError(f"{type(self).__name__} does not describe Q's side in loss space")
 
     def q_sf(self, s: np.ndarray) -> np.ndarray:
-        """``Q(s < Y < +inf)``, accurate deep in the tail."""
-        raise NotImplementedError(f"{type(self).__name__} does not describe Q's side")
+        """``Q(s < Y < +inf)``, accurate deep in the tail (``has_q_side`` losses only)."""
+        raise UnsupportedMechanismError(f"{type(self).__name__} does not describe Q's side in loss space")
 
     def q_cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
         """Q-masses of the loss cells between ``edges`` and their ``(rel, l1)`` errors (as ``cell_masses``)."""

@@ -194,8 +194,8 @@ def _cells(loss: PrivacyLoss, h: float, tail: float):
     # realised cell edges x_i may sit where the loss is s_i +- edge: edge_err as measured, plus the
     # rounding of that measurement (the loss evaluated in floats, its argument up to |x| / sigma^2)
     xf_max = float(np.max(np.abs(xf))) if xf.size else 0.0
-    edge = 2.0 * edge_err + 64.0 * _U * (1.0 + max(abs(s_lo), abs(s_hi)) + xf_max * xf_max / (sigma * sigma)) \
-        if edge_err > 0.0 or not isinstance(loss, GaussianLoss) else 0.0
+    edge = 0.0 if isinstance(loss, GaussianLoss) else \
+        _edge_margin(max(edge_err, _U), s, xf_max * xf_max / (sigma * sigma))
     # mixture weights known only up to a factor 1 + w (rounded up: group privacy's certified
     # hypergeometric/binomial weights, ``mechanisms.mixture._WeightError``) are a relative mass error
     rel = max(rp, rq) + float(getattr(loss, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
@@ -210,7 +210,17 @@ def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
     needs inverting (edge error 0)."""
     p_below, p_above, P, (rp, lp), edge_err = loss.cell_masses(s)
     Q, (rq, lq) = loss.q_cell_masses(s)
-    return s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0, float(edge_err)
+    return (s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0,
+            _edge_margin(edge_err, s))
+
+
+def _edge_margin(edge_err: float, s: np.ndarray, x_scale: float = 0.0) -> float:
+    """The loss distance ``e`` the realised cell edges may sit from the grid: the measured ``edge_err``
+    doubled, plus the rounding of that measurement (the loss evaluated in floats at losses up to
+    ``max |s|``, its argument up to ``x_scale``); 0 where the edges are exact (``edge_err == 0``)."""
+    if edge_err <= 0.0:
+        return 0.0
+    return 2.0 * edge_err + 64.0 * _U * (1.0 + float(np.max(np.abs(s))) + x_scale)
 
 
 def dominating(loss: PrivacyLoss, h: float, tail: float) -> DiscretisedLoss:

@@ -336,13 +336,10 @@ REFERENCES = (
 def _library_versions() -> str:
     import platform
 
-    parts = [f"tightdp {_version()}", f"Python {platform.python_version()}", f"numpy {np.__version__}"]
-    try:
-        import scipy
+    import scipy  # a core dependency, like numpy
 
-        parts.append(f"scipy {scipy.__version__}")
-    except ImportError:  # pragma: no cover
-        pass
+    parts = [f"tightdp {_version()}", f"Python {platform.python_version()}", f"numpy {np.__version__}",
+             f"scipy {scipy.__version__}"]
     return ", ".join(parts)
 
 
