@@ -139,3 +139,20 @@ def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
             want_q[cell[0]] += p * math.exp(-v)
     assert below == pytest.approx(want_below, abs=1e-15) and above == pytest.approx(want_above, abs=1e-15)
     assert np.allclose(P, want_p, rtol=1e-15, atol=0) and np.allclose(Q, want_q, rtol=1e-14, atol=0)
+
+
+def test_safe_side_infinity_is_not_counted_by_lower_bounds():
+    """Sampling with replacement sends its binomial tail (components below 1e-300) to +inf for the upper
+    bound; those losses are finite, so the lower constructions must drop that mass, not count it (the
+    issue-15 group defect in another mechanism)."""
+    from tightdp.pld import discretise
+    from tightdp.pld.dominance import dominated, dominating
+    mech = tightdp.SampledWithReplacement(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=600,
+                                          dataset_size=60000)
+    loss = mech.privacy_losses().remove
+    assert loss.infinity_mass > 0 and not loss.infinity_is_exact
+    assert dominating(loss, 0.01, 1e-12).infinity_mass >= loss.infinity_mass
+    assert dominated(loss, 0.01, 1e-12).infinity_mass == 0.0
+    assert discretise(loss, 0.01, 1e-12).truncated_mass >= loss.infinity_mass  # PRV's lower bound subtracts it
+    exact_atom = tightdp.ApproximateDP(epsilon=1.0, delta=1e-6).privacy_losses().remove
+    assert dominated(exact_atom, 0.01, 1e-12).infinity_mass == exact_atom.infinity_mass

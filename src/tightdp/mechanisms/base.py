@@ -40,6 +40,10 @@ class PrivacyLoss(ABC):
 
     #: P(Y = +inf): the probability of outputs that Q cannot produce.
     infinity_mass: float = 0.0
+    #: whether ``infinity_mass`` is a true atom of the pair (approximate DP) or mass *sent* there on the
+    #: safe side of an upper bound (truncated mixture components, whose true losses are finite): lower
+    #: bounds may count only a true atom, and drop the other (``tightdp.pld``)
+    infinity_is_exact: ClassVar[bool] = True
 
     @abstractmethod
     def cdf(self, s: np.ndarray) -> np.ndarray:

@@ -303,6 +303,7 @@ class GaussianMixtureLoss(PrivacyLoss):
     q_weights: tuple[float, ...]
     sigma: float
     infinity_mass: float = 0.0  # P-mass of outputs treated as fully revealing (safe side)
+    infinity_is_exact = False  # same-variance components have finite losses: the mass above is a device
 
     def __post_init__(self):
         if min(self.p_means) < max(self.q_means) - 1e-12:

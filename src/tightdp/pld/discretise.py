@@ -136,11 +136,14 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
     pmf = masses.copy()
     pmf[0] += below
+    # infinite-loss mass that is a safe-side device, not a true atom, counts as truncated: the lower
+    # bound subtracts it again
+    device = 0.0 if loss.infinity_is_exact else float(loss.infinity_mass)
     total = float(pmf.sum())
     if total <= 0.0:
         # everything is at +inf (or truncated there): no finite part
         return DiscretisedLoss(h, j_lo, np.zeros(1), 0.0, min(1.0, loss.infinity_mass + above),
-                               below + above, 0.0, h, mass_l1, mass_rel)
+                               below + above + device, 0.0, h, mass_l1, mass_rel)
     pm, pm_err = loss.partial_mean(float(edges[0]), float(edges[-1]))
     mean_fin = pm + j_lo * h * below
     grid = (j_lo + np.arange(pmf.size)) * h
@@ -156,5 +159,5 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
             "CDF and its partial mean disagree (numerical trouble in the mechanism's loss)")
     return DiscretisedLoss(h=h, start=j_lo, pmf=pmf, shift=shift,
                            infinity_mass=min(1.0, loss.infinity_mass + above),
-                           truncated_mass=below + above, mean_error=mean_error,
+                           truncated_mass=below + above + device, mean_error=mean_error,
                            coupling_range=h + 2.0 * edge_err, tv_error=mass_l1, rel_error=mass_rel)

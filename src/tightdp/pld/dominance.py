@@ -272,6 +272,8 @@ def dominated(loss: PrivacyLoss, h: float, tail: float, *, top_down: bool = Fals
     # the merges use only the realised cells' own masses and the ratios computed from them, so where
     # the cell edges sit does not matter (the edge error e is not charged here)
     s, P, Q, r, l1, p_below, p_above, inf_p, i0, _ = _cells(loss, h, tail)
+    if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
+        inf_p = 0.0
     margin = 2.0 * r + 1e-13
     if top_down:
         pmf_td = _merge_down(s, P, Q, h, i0)
