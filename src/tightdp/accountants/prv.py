@@ -25,7 +25,8 @@ import numpy as np
 from .._validation import check_delta, check_eps_error, check_positive
 from ..bounds import Bounds
 from ..errors import PrecisionError
-from ..pld import chernoff_epsilon, coarsen, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..pld.hierarchy import compose_tree
 from ._pld import PLDAccountant, check_mechanism
 
 __all__ = ["PRVAccountant"]
@@ -36,6 +37,9 @@ def _taus(slack: float, tilt: float) -> tuple[float, ...]:
     first = min(1e-6, 0.05 * slack) if tilt == 0.0 else 1e-13
     return (first, first * 1e-7, first * 1e-17)
 _HIERARCHY_MIN_STEPS = 3000
+_FINE_SHARE = 0.6  # share of the Hoeffding budget spent on the fine discretisation (the costliest level)
+_FACTOR = 8  # steps per block grow by this factor a level
+_BLOCK_TAU = 1e-14  # window level of the blocks (their aliasing is paid as relative l1 error)
 
 
 def _round_mesh(h: float) -> float:
@@ -80,44 +84,60 @@ class PRVAccountant(PLDAccountant):
         tail = trunc / k
         return [(discretise(loss, h, tail), c) for loss, c in terms], h
 
-    def _hierarchical(self, terms, eta: float, trunc: float):
-        """Final-level terms of a two-level composition (``tightdp.pld.hierarchy``), or None if not worth it.
+    @staticmethod
+    def _tree_budget(eta: float, trunc: float) -> tuple[float, float]:
+        """``(eta, trunc)`` rounded down to powers of 1e4: the tree is built for these, so the slack
+        refinements of ``epsilon`` (factors of 30) reuse one composition. A smaller ``eta`` only
+        makes the mesh finer and a smaller ``trunc`` the truncation smaller: both stay valid."""
+        return 10.0 ** (4 * math.floor(math.log10(eta) / 4)), 10.0 ** (4 * math.floor(math.log10(trunc) / 4))
 
-        Blocks of ``m ~ sqrt(k)`` steps on the fine mesh ``h1``, re-binned on ``h2 = sqrt(m) h1``; ``h1`` is
-        chosen so that the total Hoeffding range, ``sum (sqrt(m) h1 + h2)^2 <= 4 h1^2 (k + m T)``, equals the
-        single-level one, ``k h^2``.
+    def _tree_plan(self, terms, eta: float):
+        """Meshes of the multi-level composition (``tightdp.pld.hierarchy.compose_tree``), or None (flat).
+
+        The flat mesh ``h`` gives the Hoeffding sum ``k h^2``. The tree spends ``_FINE_SHARE`` of it on
+        the fine discretisation (``g_0 = h sqrt(_FINE_SHARE)``) and the rest on the splits: level ``l`` has about
+        ``k / M_l + b`` roundings of width ``g_l = a h sqrt(M_l)`` (``M_l = factor**l`` steps a block, ``b``
+        terms' remainders), so ``a^2 = k (1 - _FINE_SHARE) / sum_l M_l (k // M_l + b)`` keeps ``H <= k h^2`` and
+        the certified width that of the flat composition. Every level then has O(1 / (a h)) points in
+        a block window, i.e. O(sqrt(k) log(k)^1.5) in all instead of O(k) (003 Sec. 5's mesh without its
+        window). The meshes are rounded down (``_round_mesh``), which only shrinks ``H``.
         """
         k = sum(c for _, c in terms)
         if k < _HIERARCHY_MIN_STEPS:
             return None
+        eta = self._tree_budget(eta, eta)[0]
         h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta))
-        m = max(4, int(math.sqrt(k)))
-        h1 = _round_mesh(h * math.sqrt(k) / (2.0 * math.sqrt(k + m * len(terms))))
-        h2 = math.sqrt(m) * h1
-        tail = trunc / k
-        out = []
-        for loss, c in terms:
-            out += coarsen(discretise(loss, h1, tail), c, min(m, c), h2, tau=min(1e-15, 1e-3 * eta * m / k))
-        return out
+        b = _FACTOR
+        levels = max(1, int(math.floor(math.log(k) / math.log(b) + 1e-12)) - 1)
+        g0 = _round_mesh(h * math.sqrt(_FINE_SHARE))
+        rest = k * (h * h - g0 * g0)
+        sizes = [b ** lvl for lvl in range(1, levels + 1)]
+        a2 = rest / (h * h * sum(m * (k // m + len(terms)) for m in sizes))
+        return [g0] + [_round_mesh(h * math.sqrt(m * a2)) for m in sizes]
 
-    def _composed(self, direction: int, terms, eta, trunc, tilt, tau, tv_budget=None):
-        """The composition for one direction: two-level when untilted and long enough (if its l1 block
-        error fits ``tv_budget``, default ``eta``), else single-level."""
+    def _tilt_terms(self, terms, eta: float, trunc: float):
+        """Discretised terms used only to choose tilts (the finest mesh in use; any choice is valid)."""
+        meshes = self._tree_plan(terms, eta)
+        if meshes is None:
+            return self._plan(terms, eta, trunc)[0]
+        k = sum(c for _, c in terms)
+        trunc = self._tree_budget(eta, trunc)[1]
+        return [(discretise(loss, meshes[0], trunc / k), c) for loss, c in terms]
+
+    def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
+        """The composition for one direction: the multi-level tree for long ledgers, else single-level."""
         tilt = round(tilt, 3)
-        if tilt == 0.0:
-            budget = eta if tv_budget is None else tv_budget
-            key = ("hier", direction, round(eta, 300), round(trunc, 300), tau, budget)
+        meshes = self._tree_plan(terms, eta)
+        if meshes is not None:
+            key = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
             def build():
-                final = self._hierarchical(terms, eta, trunc)
-                if final is None:
-                    return None
-                comp = compose(final, tilt=0.0, tau=tau)
-                return comp if comp.tv_error <= budget else None  # else: not worth it, go flat
-
-            comp = self._memo(key, build)
-            if comp is not None:
+                fine = self._tilt_terms(terms, eta, trunc)
+                comp, info = compose_tree(fine, meshes, _FACTOR, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
+                comp.__dict__["tree_info"] = info  # reported in details
                 return comp
+
+            return self._memo(key, build)
         disc, h = self._plan(terms, eta, trunc)
         key = ("comp", direction, h, round(trunc, 300), tilt, tau)
         return self._memo(key, lambda: compose(disc, tilt=tilt, tau=tau))
@@ -141,8 +161,9 @@ class PRVAccountant(PLDAccountant):
                     break
                 s /= 30.0
             parts.append(res)
-            info = {"mesh": comp.h, "coupling_shift": comp.coupling_shift(0.5 * s),
-                    "grid_points": int(comp.tilted.size), "compositions": comp.compositions, "delta_error": s,
+            info = {"mesh": comp.h, **({"tree": comp.__dict__["tree_info"]} if "tree_info" in comp.__dict__ else {}),
+                    "coupling_shift": comp.coupling_shift(0.5 * s),
+                    "grid_points": int(comp.tilted.size), "compositions": sum(c for _, c in terms), "delta_error": s,
                     "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error)}
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
@@ -151,17 +172,16 @@ class PRVAccountant(PLDAccountant):
         """Bounds for one direction with the delta slack split between coupling failure (1/2),
         truncation (1/4) and aliasing/round-off (1/4)."""
         eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
-        plan = lambda: self._plan(terms, eta, trunc)[0]  # single-level discretisation, when a tilt is needed
-        # FFT round-off is ~1e-16 of the total mass: without tilting it is far
-        # below delta >= 1e-10; smaller deltas get an exponentially tilted FFT
-        tilt = 0.0 if delta >= 1e-10 else chernoff_epsilon(plan(), delta)[1]
+        plan = lambda: self._tilt_terms(terms, eta, trunc)  # discretisation to choose tilts from
+        # FFT round-off is ~1e-16 of the total mass: without tilting it is far below delta >= 1e-10
+        # for one FFT; smaller deltas, and the multi-level tree (whose blocks' round-off adds up over
+        # ~k / 8 block uses), get an exponentially tilted FFT
+        tree = self._tree_plan(terms, eta) is not None
+        tilt = 0.0 if delta >= 1e-10 and not tree else chernoff_epsilon(plan(), delta)[1]
         res, tau_i = None, 0
-        # the two-level composition's l1 block error costs delta slack like eta does; 5e-4 delta of it
-        # moves epsilon by far less than eps_error
-        tv_budget = max(eta, 5e-4 * delta)
         for _ in range(4):
             taus = _taus(slack, round(tilt, 3))
-            comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i], tv_budget)
+            comp = self._composed(d, terms, eta, trunc, tilt, taus[tau_i])
             res = epsilon_bounds(comp, delta, eta)
             x = comp.x
             span = x[-1] - x[0]
@@ -197,7 +217,9 @@ class PRVAccountant(PLDAccountant):
         out = []
         for d, terms in enumerate(self._directions()):
             slack = self.delta_error if self.delta_error is not None else 1e-6
-            tilt = 0.0
+            # the multi-level tree's block round-off adds up: tilt towards eps from the start
+            tilt = 0.0 if self._tree_plan(terms, 0.5 * slack) is None else \
+                saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
             best_lo, best_up, es = 0.0, 1.0, 0.0
             for attempt in range(3):
                 eta, trunc = 0.5 * slack, 0.25 * slack
@@ -213,6 +235,6 @@ class PRVAccountant(PLDAccountant):
                 # the answer is small: spend less slack, and tilt the FFT towards eps if round-off could matter
                 slack = max(1e-3 * es, 1e-300)
                 if es < 1e-9:
-                    tilt = saddle_tilt(self._plan(terms, 0.5 * slack, 0.25 * slack)[0], eps)
+                    tilt = saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
             out.append((best_lo, min(max(es, best_lo), best_up), best_up))
         return tuple(max(v[j] for v in out) for j in range(3))
