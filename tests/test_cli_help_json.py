@@ -63,6 +63,7 @@ RUN = ["--noise-multiplier", "1.0", "--sampling-rate", "0.01", "--steps", "100"]
     (["group", *RUN, "--delta", "1e-5", "--group-size", "2"], "epsilon"),
     (["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "100"],
      "epsilon"),
+    (["tradeoff", *RUN, "--fpr", "0.01", "--max-gap", "0.01"], "mu"),
 ])
 def test_json_shape(capsys, argv, key):
     assert main([*argv, "--json"]) == 0

@@ -17,6 +17,8 @@ The public API, by topic (each name is listed once, in ``__all__`` below):
   ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate_noise``,
   ``calibrate_steps``, ``calibrate_sampling_rate``, ``group_epsilon``, ``group_epsilon_schedule``,
   ``group_report``, ``group_curve``;
+* operational views: ``tradeoff_curve`` / ``TradeoffCurve`` (certified f-DP trade-off curve, attack
+  TPR at a given FPR, mu-GDP interval);
 * interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
 
 The command line is ``tightdp.cli``, the privacy report ``tightdp.report``, per-example
@@ -41,6 +43,7 @@ from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupP
 from .mechanisms.shuffle import shuffle_epsilon
 from .mechanisms.truncated import TruncatedPoissonSampled, truncated_poisson_epsilon
 from .statement import privacy_statement
+from .tradeoff import TradeoffCurve, tradeoff_curve
 
 __version__ = "0.1.0"
 
@@ -60,6 +63,8 @@ __all__ = [
     "dpsgd_mechanism", "privacy_statement",
     "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
     "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
+    # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
+    "TradeoffCurve", "tradeoff_curve",
     # interoperability and housekeeping
     "from_dp_event", "clear_caches",
 ]

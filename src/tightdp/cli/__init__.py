@@ -17,9 +17,9 @@ import sys
 
 from ..errors import TightDPError
 
-COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report")
+COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff")
 #: the module registering each command (epsilon and delta share one)
-MODULES = ("query", "statement", "compare", "group", "calibrate", "report")
+MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff")
 
 #: Shown at the end of each subcommand's --help (a command's own epilog takes precedence).
 EXAMPLES = {
@@ -39,6 +39,8 @@ EXAMPLES = {
                   "--sampling-rate 0.005 --json"],
     "report": ["tightdp report examples/report_config.toml --out demo-report",
                "tightdp report run.json --out report/ --format html --no-plots --json"],
+    "tradeoff": ["tightdp tradeoff --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --fpr 0.01,0.001",
+                 "tightdp tradeoff --noise-multiplier 2.0 --sampling-rate 1 --steps 9 --alphas 0.001,0.1 --json"],
 }
 
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
