@@ -127,7 +127,7 @@ def test_cost_independent_of_m():
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.01)
     a = EdgeworthAccountant().compose(mech, 100)
     b = EdgeworthAccountant().compose(mech, 10 ** 7)
-    sa, sb = a._prepare()["dirs"][0][0], b._prepare()["dirs"][0][0]
+    sa, sb = a._prepare()["dirs"][0]["sp"], b._prepare()["dirs"][0]["sp"]
     assert sb.kappa == pytest.approx(tuple(k * 1e5 for k in sa.kappa), rel=1e-12)
     e = b.epsilon(1e-5)
     assert math.isfinite(e.estimate) and e.estimate > 0
