@@ -446,8 +446,37 @@ def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
 
 
 def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
-    """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies."""
-    return np.argsort(rows_at(counts, np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])), kind="stable")
+    """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies.
+
+    Both keys are exact integer functions of a row's content: the variance key (each bucket's
+    ``|log|F_b||`` at the fifth frequency, quantised to ``2^24`` levels) and, for its ties (rows that differ
+    only in buckets of zero weight, e.g. a dominated pair that is a point mass at loss 0), a 64-bit
+    linear hash of the row; only then position. So the chunks depend on the rows' contents and on the
+    relative position of *identical* rows only (unless two different rows collide in both keys, about
+    ``N^2 2^-64``): a ledger whose rows were permuted keeping identical rows in their relative order (the
+    sorted cluster copy of ``individual.sharded``) is cut into the same chunks, and every example's
+    answer is bit-identical. (Float keys from BLAS could differ in the last bit between two copies of
+    one row at different positions of a block.)"""
+    w = np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])
+    top = float(np.max(w)) if w.size else 0.0
+    wq = np.rint(w * ((1 << 24) / top)).astype(np.int64) if top > 0 else np.zeros(w.size, np.int64)
+    return np.lexsort((rows_exact(counts, _hash_weights(w.size)), rows_exact(counts, wq)))
+
+
+def rows_exact(counts, table: np.ndarray) -> np.ndarray:
+    """``counts @ table`` in exact integer arithmetic, so a row's value does not depend on its position:
+    ``table`` int64 (weights below ``2^24``; a row sums to its number of steps, below ``2^38`` for int32
+    cells, so no overflow) or uint64 (sums modulo ``2^64``); in blocks of rows for numpy, lazily for dask."""
+    dt = table.dtype
+    if hasattr(counts, "dask"):
+        return _np(counts.astype(dt) @ table)
+    return np.concatenate([counts[i:i + _ROW_BLOCK].astype(dt) @ table
+                           for i in range(0, counts.shape[0], _ROW_BLOCK)] + [np.zeros(0, dt)])
+
+
+def _hash_weights(m: int) -> np.ndarray:
+    """Fixed pseudo-random odd 64-bit weights (a linear hash of a row modulo ``2^64``)."""
+    return np.random.default_rng(0x7D1D).integers(0, 1 << 63, size=m, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
 
 
 def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
@@ -536,28 +565,55 @@ def _is_dask(counts) -> bool:
     return hasattr(counts, "dask") and hasattr(counts, "chunks")
 
 
-def _run_chunk(fn, bs, cc, *args):
+def _run_chunk(fn, bs, rows, *args):
+    """``fn(bs, counts_rows, *args)`` with BLAS limited to one thread; ``rows`` is the chunk's counts, or
+    ``(local, blocks)``: the chunk gathered on the worker from the ledger blocks it touches (``local``
+    indexes their concatenation). The gathered rows are cast to the in-memory ledger's int32."""
+    if isinstance(rows, tuple):
+        local, blocks = rows
+        cc = np.concatenate([np.asarray(b) for b in blocks])[local] if len(blocks) > 1 else \
+            np.asarray(blocks[0])[local]
+        rows = cc.astype(np.int32, copy=False)
     with single_threaded_blas():
-        return fn(bs, np.asarray(cc), *args)
+        return fn(bs, np.asarray(rows), *args)
+
+
+def _gather_plan(row_chunks: tuple[int, ...], order: np.ndarray, chunk: int):
+    """For every chunk of ``chunk`` rows in ``order``: the ledger blocks it touches (row chunks of a dask
+    array, sizes ``row_chunks``) and the chunk's rows as indices into their concatenation."""
+    edges = np.concatenate([[0], np.cumsum(row_chunks)])
+    blk = np.searchsorted(edges, order, side="right") - 1
+    plan = []
+    for s0 in range(0, order.size, chunk):
+        b = blk[s0:s0 + chunk]
+        used = np.unique(b)
+        base = np.concatenate([[0], np.cumsum(edges[used + 1] - edges[used])])[:-1]
+        local = order[s0:s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
+        plan.append((used, local))
+    return plan
 
 
 def _map_chunks(fn, bs: BucketSpectra, counts, order: np.ndarray, chunk: int, *args):
     """``fn(bs, counts[rows], *args)`` for every chunk of ``chunk`` rows in ``order``, returning
-    ``[(rows, result)]``. A dask-backed ledger is gathered into the same chunks (``counts[order]``,
-    rechunked) and the chunks run as dask tasks on the current scheduler (a ``distributed.Client``
-    if one is active); the chunks and the code are the same as in memory, so the results are
-    bit-identical."""
+    ``[(rows, result)]``. For a dask-backed ledger every chunk is a dask task on the current scheduler
+    (a ``distributed.Client`` if one is active) that depends only on the ledger blocks holding its rows
+    and gathers them where it runs: nothing else of the ledger moves. A ledger stored sorted like
+    ``order`` (``ShardedLedger`` keeps its cluster copy sorted by spread) is thus read block by block,
+    with a few neighbouring rows from the next block. The chunks and the code are the same as in
+    memory, so the results are bit-identical."""
     starts = range(0, order.size, chunk)
     if not _is_dask(counts):
         return [(order[s0:s0 + chunk], fn(bs, counts[order[s0:s0 + chunk]], *args)) for s0 in starts]
     import dask
-    blocks = counts[order].rechunk((chunk, counts.shape[1])).to_delayed().ravel()
+    blocks = counts.to_delayed()[:, 0] if counts.ndim == 2 and len(counts.chunks[1]) == 1 else \
+        counts.rechunk({1: -1}).to_delayed()[:, 0]
     try:  # a distributed client: ship the spectra to every worker once, not inside the graph
         from distributed import default_client
         bs_d = default_client().scatter(bs, broadcast=True, hash=False)
     except (ImportError, ValueError):
         bs_d = dask.delayed(bs, pure=True, traverse=False)
-    tasks = [dask.delayed(_run_chunk, pure=True)(fn, bs_d, blk, *args) for blk in blocks]
+    tasks = [dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
+             for used, local in _gather_plan(counts.chunks[0], order, chunk)]
     results = dask.compute(*tasks)
     return [(order[s0:s0 + chunk], res) for s0, res in zip(starts, results)]
 

@@ -7,18 +7,27 @@ on its own. Nothing in a shard depends on the others.
 
 **Queries.** ``epsilons`` / ``deltas`` run the same computation as ``IndividualAccountant`` on the
 concatenated counts. By default (``use_dask=False``) the counts are concatenated in memory (plain numpy).
-With ``use_dask=True`` the counts are a ``dask.array`` chunked by shard, read from the shard files of a
-saved ledger (out of core) or from the shards in memory; the population-wide reductions (mesh, window,
-order by spread) are dask reductions, and the chunks of examples are dask tasks on the current scheduler
--- a ``distributed.Client`` if one is active (``Client("tcp://scheduler:8786")`` for an existing
-cluster, ``LocalCluster`` on one machine). The chunks and the code are those of the in-memory path, so
-the results are bit-identical to it (tests/test_sharded_ledger.py checks that on a ``LocalCluster``).
+With ``use_dask=True`` the ledger is brought into the memory of the current dask scheduler's workers
+once -- a ``distributed.Client`` if one is active (``Client("tcp://scheduler:8786")`` for an existing
+cluster, ``LocalCluster`` on one machine) -- read from the shard files of a saved ledger (out of core:
+never through this process) or from the shards in memory, in the smallest integer type that holds the
+counts (uint16 up to 65,535 steps), *sorted by spread* (one shuffle), in blocks of ``2^14`` rows, and
+kept there (``persist``) until the ledger changes or ``release()``. Every query then reads it in place:
+the population-wide reductions (mesh, window, order) are dask reductions whose results (a few numbers
+per example) come back, and every chunk of examples is a task that gathers its rows from the one or two
+blocks that hold them (``_population._map_chunks``), so no pass moves the ledger. The answers are
+computed on the sorted population and put back in the examples' order. The chunks are cut by exact
+integer keys of the rows' contents (``_population._order``) and the sort keeps identical rows in their
+order, so the chunks and the code are those of the in-memory path and the results are bit-identical to
+it (tests/test_sharded_ledger.py checks that on a ``LocalCluster``).
 
 **Persistence.** ``save(directory)`` writes every shard atomically (temporary file, fsync,
 ``os.replace``) under a new *generation* name, then the manifest (same way) *last*, then removes the
 files of older generations. A crash at any point leaves the previous manifest and every file it names
 intact, so ``load`` returns the previous ledger; recording then resumes from it. ``save_shard`` /
 ``write_manifest`` do the same in two halves for ranks that each save their own shard.
+``from_shards`` writes the manifest for shard files saved elsewhere (each rank's or dask worker's
+``IndividualAccountant.save``), so a ledger can be recorded on a cluster without ever being in one process.
 
 Every number means what ``IndividualAccountant.epsilons`` says it means (certified per-example
 intervals of the recorded steps; an odometer, not a guarantee fixed in advance).
@@ -27,6 +36,7 @@ intervals of the recorded steps; an odometer, not a guarantee fixed in advance).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
@@ -36,6 +46,7 @@ import numpy as np
 
 from .._validation import check_count
 from ..bounds import Bounds
+from ._population import rows_exact
 from .accountant import IndividualAccountant, _as_norm_array
 
 __all__ = ["ShardedLedger"]
@@ -43,6 +54,7 @@ __all__ = ["ShardedLedger"]
 _FORMAT = "tightdp.ShardedLedger/1"
 _MANIFEST = "manifest.json"
 _DEFAULT_SHARD = 1 << 17
+_CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (8 chunks of 2048 examples)
 
 
 class ShardedLedger:
@@ -66,6 +78,7 @@ class ShardedLedger:
         self._directory: str | None = None
         self._generation = 0
         self._meta: dict[str, Any] = {}
+        self._cluster: tuple | None = None  # (key, sorted dask counts, permutation): see _cluster_copy
 
     # ------------------------------------------------------------ properties
     @property
@@ -158,14 +171,20 @@ class ShardedLedger:
     def _B(self) -> int:
         return int(self.options()["num_buckets"])
 
-    def _view(self, use_dask: bool) -> IndividualAccountant:
-        """An ``IndividualAccountant`` over the whole population whose ledger is ``counts(...)``."""
+    def _view(self, use_dask: bool) -> tuple[IndividualAccountant, np.ndarray | None]:
+        """An ``IndividualAccountant`` over the whole population whose ledger is ``counts(...)`` (numpy), or
+        the sorted cluster copy (``use_dask``; then also the permutation: view row ``j`` is example
+        ``perm[j]``)."""
         opts = self.options()
         opts.pop("shard_size")
         opts["num_examples"] = 1
         view = _CountsView(**opts)
         view._n = self._n
-        view._view_counts = self.counts(use_dask=use_dask)
+        perm = None
+        if use_dask and view._q < 1.0:
+            view._view_counts, perm = self._cluster_copy()
+        else:  # (sampling_rate 1: closed-form GDP from the per-example sums, no counts read)
+            view._view_counts = self.counts(use_dask=use_dask)
         view._steps = self.steps
         shards = [self._shard_state(k) for k in range(len(self._ranges))]
         view._frac_min = min(st["frac_min"] for st in shards)
@@ -173,7 +192,49 @@ class ShardedLedger:
             view._approx = np.concatenate([st["approx"] for st in shards])
         if view._sumsq is not None:
             view._sumsq = np.concatenate([st["sumsq"] for st in shards])
-        return view
+        if perm is not None:
+            view._approx = None if view._approx is None else view._approx[perm]
+            view._sumsq = None if view._sumsq is None else view._sumsq[perm]
+        return view, perm
+
+    def _state_key(self) -> tuple:
+        """What the cluster copy was made from: the scheduler, the saved generation, the live shards' steps."""
+        try:
+            from distributed import default_client
+            client = id(default_client())
+        except (ImportError, ValueError):
+            client = None
+        live = tuple((k, id(a), a.steps) for k, a in enumerate(self._shards) if a is not None)
+        return client, self._directory, self._generation, self.steps, live
+
+    def _cluster_copy(self):
+        """The ledger in the dask workers' memory, sorted by spread (see the module docstring); built once
+        per ledger state and scheduler. Returns the dask array and the permutation (row ``j`` of the copy is
+        example ``perm[j]``)."""
+        key = self._state_key()
+        if self._cluster is not None and self._cluster[0] == key:
+            return self._cluster[1], self._cluster[2]
+        self._cluster = None  # drop a stale copy before making the new one
+        cols = self._B() + 1
+        dt = np.uint16 if self.steps <= np.iinfo(np.uint16).max else np.int32  # a count is at most the steps
+        base = self.counts(use_dask=True).astype(dt).persist()  # every shard read once
+        # layout key: each bucket's one-step loss variance scale q^2 (e^{r^2/sigma^2} - 1), quantised (exact
+        # integers: identical rows get identical keys, and the stable sort keeps them in their order)
+        o = self.options()
+        r = np.arange(cols) / o["num_buckets"]
+        v = np.expm1(np.minimum((r / o["noise_multiplier"]) ** 2, 700.0))
+        wq = np.rint(v * ((1 << 24) / v[-1])).astype(np.int64)
+        perm = np.argsort(rows_exact(base, wq), kind="stable")
+        srt = base[perm].rechunk((_CLUSTER_BLOCK, cols)).persist()
+        _wait(srt)
+        del base
+        self._cluster = (key, srt, perm)
+        return srt, perm
+
+    def release(self) -> None:
+        """Drop the sorted copy of the ledger from the cluster's memory (made again by the next
+        ``use_dask`` query)."""
+        self._cluster = None
 
     def _shard_state(self, k: int) -> dict[str, Any]:
         if self._shards[k] is not None:
@@ -187,14 +248,16 @@ class ShardedLedger:
 
     def epsilons(self, delta: float, *, lower: bool = True, use_dask: bool = False) -> Bounds:
         """``IndividualAccountant.epsilons`` for every example (``use_dask``: on the dask scheduler)."""
-        return self._view(use_dask).epsilons(delta, lower=lower)
+        view, perm = self._view(use_dask)
+        return _in_example_order(view.epsilons(delta, lower=lower), perm)
 
     def deltas(self, epsilon: float, *, use_dask: bool = False) -> Bounds:
-        return self._view(use_dask).deltas(epsilon)
+        """``IndividualAccountant.deltas`` for every example (``use_dask``: on the dask scheduler)."""
+        view, perm = self._view(use_dask)
+        return _in_example_order(view.deltas(epsilon), perm)
 
     def worst_case_epsilon(self, delta: float) -> Bounds:
-        return self._view(False).worst_case_epsilon(delta) if self._n <= _DEFAULT_SHARD else \
-            self._view(True).worst_case_epsilon(delta)
+        return self._view(self._n > _DEFAULT_SHARD)[0].worst_case_epsilon(delta)
 
     def to_accountant(self) -> IndividualAccountant:
         """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy)."""
@@ -241,11 +304,34 @@ class ShardedLedger:
         d = os.fspath(directory)
         if len(files) != len(self._ranges):
             raise ValueError(f"files must name one file per shard ({len(self._ranges)}), got {len(files)}")
-        opts = self._shard(0).options()
-        man = {"format": _FORMAT, "generation": int(generation), "num_examples": self._n, "steps": self.steps,
-               "shard_options": opts,
-               "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(self._ranges, files)]}
-        _atomic_write(os.path.join(d, _MANIFEST), json.dumps(man, indent=1).encode())
+        _write_manifest(d, self._n, self.steps, self._shard(0).options(), self._ranges, files, generation)
+
+    @classmethod
+    def from_shards(cls, directory, files, *, generation: int = 1) -> "ShardedLedger":
+        """The ledger of shards recorded and saved elsewhere -- data-parallel ranks or dask workers, each an
+        ``IndividualAccountant`` over consecutive examples written with its ``save`` (atomic) into
+        ``directory`` -- so that no process ever holds the whole ledger. ``files``: their names, in the
+        examples' order. Checks that they share options and steps, writes the manifest (atomically, last,
+        as ``save`` does) and returns the ledger loaded lazily (``load(directory, lazy=True)``)."""
+        d = os.fspath(directory)
+        gen = check_count("generation", generation)
+        names = [os.path.basename(os.fspath(f)) for f in files]
+        if not names:
+            raise ValueError("files must name at least one shard file")
+        ranges, opts0, steps, start = [], None, None, 0
+        for f in names:
+            meta = _shard_meta(os.path.join(d, f))
+            opts = dict(meta["options"])
+            n = int(opts.pop("num_examples"))
+            if opts0 is None:
+                opts0, steps = opts, int(meta["steps"])
+            elif opts != opts0 or int(meta["steps"]) != steps:
+                raise ValueError(f"files: shard {f!r} ({meta['steps']} steps, options {opts}) differs from the "
+                                 f"first shard ({steps} steps, options {opts0})")
+            ranges.append((start, start + n))
+            start += n
+        _write_manifest(d, start, steps, {"num_examples": ranges[0][1], **opts0}, ranges, names, gen)
+        return cls.load(d, lazy=True)
 
     @classmethod
     def load(cls, directory, *, lazy: bool = False) -> "ShardedLedger":
@@ -267,6 +353,7 @@ class ShardedLedger:
         self._directory = d
         self._generation = int(man["generation"])
         self._meta = man
+        self._cluster = None
         self._shards = [None] * len(shards)
         for k, f in enumerate(self._files):
             if not os.path.exists(f):
@@ -304,6 +391,48 @@ class _CountsView(IndividualAccountant):
 def _load_counts(path: str) -> np.ndarray:
     with np.load(path, allow_pickle=False) as z:
         return np.array(z["counts"])
+
+
+def _wait(arr) -> None:
+    """Block until a persisted dask collection is in the workers' memory (distributed scheduler)."""
+    try:
+        from distributed import default_client, wait
+        default_client()
+    except (ImportError, ValueError):
+        return
+    wait(arr)
+
+
+def _in_example_order(res: Bounds, perm: np.ndarray | None) -> Bounds:
+    """A result computed on the sorted cluster copy, back in the examples' order."""
+    if perm is None:
+        return res
+
+    def back(a):
+        if a is None:
+            return None
+        out = np.empty_like(a)
+        out[perm] = a
+        return out
+    return dataclasses.replace(res, lower=back(res.lower), estimate=back(res.estimate), upper=back(res.upper))
+
+
+def _shard_meta(path: str) -> dict[str, Any]:
+    """The options and steps saved with one shard (``IndividualAccountant.save``), without its counts."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode())
+        meta["options"], meta["steps"]  # noqa: B018 (presence check)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise ValueError(f"files: {os.path.basename(path)!r} is not a saved IndividualAccountant: {exc}") from None
+    return meta
+
+
+def _write_manifest(d: str, n: int, steps: int, opts: dict, ranges, files, generation: int) -> None:
+    man = {"format": _FORMAT, "generation": int(generation), "num_examples": int(n), "steps": int(steps),
+           "shard_options": opts,
+           "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(ranges, files)]}
+    _atomic_write(os.path.join(d, _MANIFEST), json.dumps(man, indent=1).encode())
 
 
 def _read_manifest(d: str) -> dict[str, Any]:
