@@ -348,7 +348,7 @@ class TradeoffCurve:
             return _gdp_c(a, self.mu_upper, up=True), _gdp_c(a, self.mu_lower, up=False)
         d, s = _upper_lines(self.epsilons, self.delta_upper)
         c_up = _c_upper(a, d, s)
-        c_low = _c_lower(a, _segments(self.epsilons, self.delta_upper, self.delta_lower))
+        c_low = _monotone_up(a, _c_lower(a, _segments(self.epsilons, self.delta_upper, self.delta_lower)))
         return c_up, np.minimum(c_low, c_up)
 
     def to_dict(self) -> dict[str, Any]:
@@ -359,6 +359,15 @@ class TradeoffCurve:
                 "epsilons": _jsonable(self.epsilons), "delta_lower": _jsonable(self.delta_lower),
                 "delta_upper": _jsonable(self.delta_upper), "method": self.method,
                 "details": _jsonable(dict(self.details))}
+
+
+def _monotone_up(a: np.ndarray, c_low: np.ndarray) -> np.ndarray:
+    """The best TPR is non-decreasing in the FPR, so a lower bound at ``a'`` holds at every ``a >= a'``:
+    replace ``c_low`` by its running maximum over the sorted ``a``."""
+    order = np.argsort(a, kind="stable")
+    out = np.empty_like(c_low)
+    out[order] = np.maximum.accumulate(c_low[order])
+    return out
 
 
 def _beta_from_c(c: np.ndarray, *, down: bool, alpha: np.ndarray | None = None) -> np.ndarray:
@@ -420,7 +429,7 @@ def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
     d, s = _upper_lines(eps, d_up)
     c_up = _c_upper(alphas, d, s)
     seg = _segments(eps, d_up, d_lo)
-    c_low = np.minimum(_c_lower(alphas, seg), c_up)
+    c_low = np.minimum(_monotone_up(alphas, _c_lower(alphas, seg)), c_up)
     corners = np.concatenate([seg.a0, seg.a1])
     mu_lo = _mu_lower(np.concatenate([alphas, corners]),
                       np.concatenate([c_low, np.minimum(_c_lower(corners, seg), _c_upper(corners, d, s))]))
@@ -497,8 +506,6 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         return _from_grid(eps[ok], lo[ok], up[ok], a, "given delta bounds", {"source": "Bounds"})
     if not isinstance(source, Accountant):
         raise ValueError(f"source must be a tightdp accountant or a delta Bounds, got {type(source).__name__}")
-    if source.kind != "bound":
-        raise ValueError(f"source: accountant {source.name!r} gives approximations, not certified delta bounds")
     if not source.ledger:
         one = np.clip(1.0 - a, 0.0, 1.0)
         return TradeoffCurve(a, one, one, 0.0, 0.0, np.empty(0), np.empty(0), np.empty(0), "nothing composed",
@@ -509,6 +516,8 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         return TradeoffCurve(out.alpha, out.beta_lower, out.beta_upper, out.mu_lower, out.mu_upper, out.epsilons,
                              out.delta_lower, out.delta_upper, out.method,
                              {**out.details, "max_gap": out.max_gap, "accountant": source.name})
+    if source.kind != "bound":
+        raise ValueError(f"source: accountant {source.name!r} gives approximations, not certified delta bounds")
     eps = _default_grid() if epsilons is None else np.unique(check_real_array("epsilons", epsilons, low=0.0))
     eps = eps[np.isfinite(eps) & (eps <= _EPS_CAP)]
     if eps.size == 0:

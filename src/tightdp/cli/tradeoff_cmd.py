@@ -67,9 +67,6 @@ def run(args) -> int:
         raise ValueError(f"tightdp tradeoff supports --sampling poisson, without-replacement and with-replacement, "
                          f"not {params['sampling']}")
     acc = make_accountant(args)
-    if acc.kind != "bound":
-        raise ValueError(f"--accountant {acc.name} gives approximations; the trade-off curve needs certified "
-                         "delta bounds")
     acc.compose(mech, steps)
     curve, seconds = timed(lambda: tradeoff_curve(acc, alphas=sorted(set(DEFAULT_ALPHAS.tolist()) | set(printed)),
                                                   max_gap=args.max_gap, max_points=args.max_points))
