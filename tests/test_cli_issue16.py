@@ -7,7 +7,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tightdp
-from tightdp.calibration import DEFAULT_EPS_ERROR, calibrate_noise
+from tightdp._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
+from tightdp.calibration import calibrate_noise
 from tightdp.cli import join_negative_values, main
 
 CIFAR = ["--dataset-size", "50000", "--batch-size", "256", "--epochs", "100", "--delta", "1e-5"]
@@ -24,17 +25,22 @@ def test_calibrate_then_epsilon_recheck_meets_the_target(capsys):
     code, out, err = run(capsys, "calibrate", "--target-epsilon", "1", *CIFAR, "--json")
     assert code == 0 and err == ""
     cal = json.loads(out)
-    assert cal["eps_error"] == DEFAULT_EPS_ERROR and "--noise-multiplier" in cal["recheck"]
+    assert (cal["eps_error"], cal["rel_error"]) == (REL_ERROR_FLOOR, DEFAULT_REL_ERROR)
+    assert "--noise-multiplier" in cal["recheck"] and "--eps-error" not in cal["recheck"]  # the default accuracy
     printed = f"{cal['noise_multiplier']:.6g}"  # the digits the text output shows
     assert float(printed) == cal["noise_multiplier"]  # already rounded (up) to them
     code, out, _ = run(capsys, "epsilon", "--noise-multiplier", printed, *CIFAR, "--json")
     assert code == 0
     again = json.loads(out)
-    assert again["eps_error"] == DEFAULT_EPS_ERROR
+    assert again["eps_error"] is None and again["rel_error"] is None and again["accuracy"].startswith("relative")
     assert again["epsilon"]["upper"] <= 1.0
     # the text output names the accuracy and the re-check command
     code, out, _ = run(capsys, "calibrate", "--target-epsilon", "1", *CIFAR)
-    assert code == 0 and "accuracy: certified at --eps-error 0.01" in out and "re-check: tightdp epsilon" in out
+    assert code == 0 and "accuracy: certified at relative 0.001" in out and "re-check: tightdp epsilon" in out
+    # an absolute accuracy is certified at, and re-checked with, that accuracy
+    code, out, _ = run(capsys, "calibrate", "--target-epsilon", "1", *CIFAR, "--eps-error", "0.01", "--json")
+    cal = json.loads(out)
+    assert code == 0 and (cal["eps_error"], cal["rel_error"]) == (0.01, None) and "--eps-error 0.01" in cal["recheck"]
 
 
 @pytest.mark.slow
@@ -46,7 +52,7 @@ def test_calibrated_noise_rechecked_at_defaults_never_exceeds_target(log_target,
     """Issue 15 item 8: dpsgd_epsilon at its default accuracy on the calibrated noise is <= target."""
     target, q = math.exp(log_target), math.exp(log_q)
     cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=q, steps=steps)
-    assert cal.eps_error == DEFAULT_EPS_ERROR
+    assert (cal.eps_error, cal.rel_error) == (REL_ERROR_FLOOR, DEFAULT_REL_ERROR)
     again = tightdp.dpsgd_epsilon(noise_multiplier=cal.noise_multiplier, sampling_rate=q, steps=steps, delta=1e-5)
     assert again.upper <= target
 

@@ -48,7 +48,7 @@ def test_heterogeneous_history_composes_segments():
     from tightdp.accountants import DEFAULT_ACCOUNTANT, create
     from tightdp.dpsgd import dpsgd_mechanism
 
-    ref = create(DEFAULT_ACCOUNTANT, eps_error=0.01).compose([
+    ref = create(DEFAULT_ACCOUNTANT).compose([
         (dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02), 40),
         (dpsgd_mechanism(noise_multiplier=2.0, sampling_rate=0.05), 20)]).epsilon(DELTA)
     eps = acc.get_epsilon(DELTA)

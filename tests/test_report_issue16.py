@@ -18,9 +18,9 @@ def _config(**report):
 def test_report_content():
     rep = build_report(_config())
     md = rep.to_markdown()
-    assert "PRV upper bound" not in md and "connect-dots upper bound at eps_error 0.01" in md
+    assert "PRV upper bound" not in md and "connect-dots upper bound at accuracy relative 0.001" in md
     assert "## References" in md and all(ref.split(".")[0] in md for ref in REFERENCES) and len(REFERENCES) == 5
-    assert "## Settings" in md and "eps_error = 0.01" in md and "numpy" in md and "tightdp" in md
+    assert "## Settings" in md and "rel_error = 0.001" in md and "numpy" in md and "tightdp" in md
     assert "| setting | value |" in md and "|  |  |" not in md  # no empty header row
     hint = next(h for h in rep.calibration if h["answer"].startswith("σ"))
     assert hint["answer"] == f"σ = {hint['noise_multiplier']:.6g}"  # the certified (rounded-up) value itself

@@ -201,9 +201,12 @@ def _refuses(call):
         _check_shape(out)
 
 
-@pytest.mark.parametrize("arg", ["noise_multiplier", "sampling_rate", "steps", "delta", "eps_error", "accountant"])
+@pytest.mark.parametrize("arg", ["noise_multiplier", "sampling_rate", "steps", "delta", "eps_error", "rel_error",
+                                 "accountant"])
 @pytest.mark.parametrize("value", BAD_NUMBERS + [1e-320, 0.0])
 def test_dpsgd_epsilon_bad_input(arg, value):
+    if value is None and arg in ("eps_error", "rel_error"):
+        return  # None is the default accuracy
     kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=100, delta=1e-5)
     with pytest.raises(ValueError) as info:
         tightdp.dpsgd_epsilon(**{**kw, arg: value})

@@ -26,11 +26,13 @@ such a neighbour is itself feasible (a non-monotone wobble of the bound), the
 search continues from there. ``Calibration.details["tightness"]`` records the
 neighbour, its interval and whether it was proved to exceed the target.
 
-Accuracy: every answer is certified at one accuracy, ``eps_error`` (default
-``DEFAULT_EPS_ERROR`` = the default of ``dpsgd_epsilon`` and of ``tightdp
-epsilon``), and that accuracy is recorded in ``Calibration.eps_error``:
-re-evaluating the returned run with ``dpsgd_epsilon`` at that accuracy gives an
-upper bound at or below the target. The returned noise is rounded up (the
+Accuracy: every answer is certified at one accuracy (``eps_error`` / ``rel_error``,
+``tightdp._accuracy``; by default the default of ``dpsgd_epsilon`` and of ``tightdp
+epsilon``: relative 1e-3), recorded in ``Calibration.eps_error`` and ``rel_error``:
+re-evaluating the returned run with ``dpsgd_epsilon`` at that accuracy (with the
+default one: the default call) gives an upper bound at or below the target.
+Accountants without a relative mode are certified at the absolute accuracy the
+relative one asks for at the target, ``max(5e-5, 1e-3 target)``. The returned noise is rounded up (the
 sampling rate down) to ``DIGITS`` significant digits before that evaluation, so
 the printed value is the certified one. A coarser pass decides points far from
 the boundary; a finer one (``min(target / 300, eps_error / 4)``) is used only to prove
@@ -44,7 +46,6 @@ count as infeasible (safe) instead of being evaluated again.
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -52,13 +53,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from .accountants import DEFAULT_ACCOUNTANT
-from ._validation import (check_choice, check_count, check_delta, check_eps_error, check_positive,
+from ._accuracy import absolute_error_at, check_accuracy, describe_accuracy, resolve_accuracy
+from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real)
 from .bounds import Bounds
 from .dpsgd import dpsgd_epsilon as _dpsgd_epsilon
 
 __all__ = ["Calibration", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
-           "steps_from_epochs", "CalibrationError", "DEFAULT_EPS_ERROR", "MAX_TARGET_EPSILON"]
+           "steps_from_epochs", "CalibrationError", "MAX_TARGET_EPSILON"]
 
 #: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
 EpsilonFunction = Callable[[float, float, int, float], Bounds]
@@ -98,9 +100,11 @@ class Calibration:
     evaluations: int
     seconds: float
     details: Mapping[str, Any] = field(default_factory=dict)
-    #: the accuracy (``eps_error``) the answer was certified at: re-evaluating the returned run with
-    #: ``dpsgd_epsilon(..., eps_error=eps_error)`` (the default unless one was asked for) gives ``upper <= target``
+    #: the accuracy (``eps_error``, ``rel_error``; ``tightdp._accuracy``) the answer was certified at:
+    #: re-evaluating the returned run with ``dpsgd_epsilon(..., eps_error=eps_error, rel_error=rel_error)``
+    #: (the default unless one was asked for) gives ``upper <= target``; None for a caller's ``epsilon_fn``
     eps_error: float | None = None
+    rel_error: float | None = None
 
     @property
     def value(self) -> float | int:
@@ -119,6 +123,7 @@ class Calibration:
             "epsilon": self.epsilon.to_dict(),
             "accountant": self.accountant,
             "eps_error": self.eps_error,
+            "rel_error": self.rel_error,
             "evaluations": self.evaluations,
             "seconds": self.seconds,
             "details": dict(self.details),
@@ -142,9 +147,6 @@ def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
     return batch_size / dataset_size, epochs * math.ceil(dataset_size / batch_size)
 
 
-#: The accuracy every answer is certified at unless told otherwise: the default ``eps_error`` of
-#: ``tightdp.dpsgd_epsilon`` and of ``tightdp epsilon`` (read from the signature, so the two cannot drift).
-DEFAULT_EPS_ERROR: float = float(inspect.signature(_dpsgd_epsilon).parameters["eps_error"].default)
 
 #: Targets above this are refused at once: an epsilon of hundreds carries no meaningful guarantee, and
 #: certifying it needs grids of millions of points per evaluation (minutes and gigabytes each).
@@ -165,28 +167,36 @@ def _tight_error(target: float, check: float) -> float | None:
 _COARSE_FACTOR = 8.0
 
 
-def _make_epsilon_fns(accountant: str, eps_error: float | None, target: float):
-    """``(check, coarse, check_error, tight)``: functions of ``(sigma, q, steps, delta)``.
+def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float):
+    """``(check, coarse, check_error, tight, accuracy)``: functions of ``(sigma, q, steps, delta)``,
+    the half-width ``check`` certifies near the target and the ``(eps_error, rel_error)`` it runs at.
 
-    ``check`` is the accountant at the accuracy the answer is certified at
-    (``eps_error``, default ``DEFAULT_EPS_ERROR``); ``coarse`` the same
-    accountant with a wider (still certified) interval, used to decide points
-    far from the boundary cheaply; ``tight`` a finer one used only to prove
-    tightness (``None`` when not finer than ``check``).
+    ``check`` is the accountant at the accuracy the answer is certified at (the
+    default accountant: as asked, by default relative; the others, which take an
+    absolute ``eps_error`` only: the absolute width the request asks for at the
+    target); ``coarse`` the same accountant with a wider (still certified)
+    interval, used to decide points far from the boundary cheaply; ``tight`` a
+    finer one used only to prove tightness (``None`` when not finer than ``check``).
     """
-    err = DEFAULT_EPS_ERROR if eps_error is None else check_eps_error("eps_error", eps_error)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    err = absolute_error_at(target, eps_error, rel_error)
+    if accountant == DEFAULT_ACCOUNTANT:
+        accuracy = resolve_accuracy(eps_error, rel_error)
+    else:
+        accuracy = (err, None)
 
-    def make(e):
+    def make(e, r=None):
         def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
             return _dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                                  accountant=accountant, eps_error=e)
+                                  accountant=accountant, eps_error=e, rel_error=r)
         return fn
 
     tight_e = _tight_error(target, err)
     tight = None if tight_e is None else make(tight_e)
+    check = make(*accuracy)
     if accountant not in ("prv", "connect-dots"):  # only the PLD accountants have a cheaper coarse pass
-        return make(err), None, err, tight if accountant == "fourier" else None
-    return make(err), make(min(_COARSE_FACTOR * err, 0.2)), err, tight
+        return check, None, err, tight if accountant == "fourier" else None, accuracy
+    return check, make(min(_COARSE_FACTOR * err, 0.2)), err, tight, accuracy
 
 
 class _Evaluator:
@@ -209,10 +219,11 @@ class _Evaluator:
 
     def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple],
                  coarse: EpsilonFunction | None = None, fine_error: float = 0.0,
-                 tight: EpsilonFunction | None = None):
+                 tight: EpsilonFunction | None = None, accuracy: tuple[float, float | None] | None = None):
         self.fn, self.coarse, self.target, self.point = fn, coarse, target, point
         self.tight = tight
         self.fine_error = fine_error
+        self.accuracy = accuracy  # (eps_error, rel_error) of ``fn``; None for a caller's epsilon_fn
         self.fine: dict[Any, tuple[float, Bounds | None]] = {}
         self.rough: dict[Any, tuple[float, Bounds | None]] = {}
         self.finer: dict[Any, tuple[float, Bounds | None]] = {}
@@ -373,7 +384,7 @@ def _finish(ev: "_Evaluator", x, safer: Callable[[Any, int], Any], *, rounds: in
         if b is not None and up <= ev.target:
             return x
         x = safer(x, i)
-    raise CalibrationError(f"no point near the solution could be certified at eps_error={ev.fine_error:g}; "
+    raise CalibrationError(f"no point near the solution could be certified at {_accuracy_text(ev)}; "
                            + (ev.failures or ["the certified upper bound stays above the target"])[-1])
 
 
@@ -394,10 +405,17 @@ def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, a
     return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
                        delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
                        evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details,
-                       eps_error=ev.fine_error if ev.fine_error > 0 else None)
+                       eps_error=None if ev.accuracy is None else ev.accuracy[0],
+                       rel_error=None if ev.accuracy is None else ev.accuracy[1])
 
 
-def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
+def _accuracy_text(ev: _Evaluator) -> str:
+    if ev.accuracy is None:
+        return "the given epsilon_fn's accuracy"
+    return describe_accuracy(*ev.accuracy)
+
+
+def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None):
     target = check_real("target_epsilon", target_epsilon, low=0.0)
     if target > MAX_TARGET_EPSILON:
         raise ValueError(f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
@@ -411,12 +429,12 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error):
             raise ValueError(f"accountant must be a name, got {accountant!r}")
         if ACCOUNTANTS:
             check_choice("accountant", accountant, sorted(ACCOUNTANTS))
-        fns = _make_epsilon_fns(accountant, eps_error, target)
+        fns = _make_epsilon_fns(accountant, eps_error, rel_error, target)
         name = accountant
     else:
         if not callable(epsilon_fn):
             raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
-        fns, name = (epsilon_fn, None, 0.0, None), getattr(epsilon_fn, "__name__", "custom")
+        fns, name = (epsilon_fn, None, 0.0, None, None), getattr(epsilon_fn, "__name__", "custom")
     return target, delta, fns, name
 
 
@@ -524,14 +542,14 @@ def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: fl
 # --------------------------------------------------------------------------- public API
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
                     batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
-                    rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+                    rel_error: float | None = None, rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
 
     Give ``sampling_rate`` and ``steps``, or ``epochs``, ``dataset_size`` and
     ``batch_size`` (see ``steps_from_epochs``). The answer is certified at the
-    accuracy ``eps_error`` (default ``DEFAULT_EPS_ERROR``, the default of
+    accuracy ``eps_error`` / ``rel_error`` (default: the default of
     ``dpsgd_epsilon``): ``dpsgd_epsilon(noise_multiplier=cal.noise_multiplier,
-    ..., eps_error=cal.eps_error).upper <= target_epsilon``. The noise is
+    ..., eps_error=cal.eps_error, rel_error=cal.rel_error).upper <= target_epsilon``. The noise is
     rounded up to ``DIGITS`` significant digits (more noise: the safe side) and
     the rounded value is the one evaluated. ``epsilon_fn(sigma, q, steps,
     delta) -> Bounds`` replaces the accountant (its ``upper`` is used).
@@ -541,11 +559,11 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
 
-    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2], fns[3])
+    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2], fns[3], fns[4])
     to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)  # noqa: E731
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
@@ -620,20 +638,20 @@ def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, s
 
 
 def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
-                    eps_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
+                    eps_error: float | None = None, rel_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
                     epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
 
     Over the multiples of ``multiple_of`` (1: every integer; the steps per
-    epoch: whole epochs), certified at ``eps_error`` (default
-    ``DEFAULT_EPS_ERROR``). Exact (``steps + multiple_of`` does not meet the
+    epoch: whole epochs), certified at ``eps_error`` / ``rel_error`` (default: that
+    of ``dpsgd_epsilon``). Exact (``steps + multiple_of`` does not meet the
     target) up to 10,000 units; beyond, to a relative 1e-4 (the bound cannot
     resolve single steps there). Tightness is shown by a certified lower
     bound above the target at ``steps + multiple_of`` or 1 %, 2 %, 5 % more
     steps. Raises ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_rate", sampling_rate)
     max_steps = check_count("max_steps", max_steps)
@@ -641,7 +659,7 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     max_units = max_steps // unit
     if max_units < 1:
         raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
-    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2], fns[3])
+    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2], fns[3], fns[4])
     if not ev.feasible(1) or ev.verify(1)[0] > target:
         raise CalibrationError(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
@@ -695,11 +713,12 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
 
 
 def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = DEFAULT_ACCOUNTANT,
-                            eps_error: float | None = None, rtol: float = _DEFAULT_RTOL,
+                            eps_error: float | None = None, rel_error: float | None = None,
+                            rtol: float = _DEFAULT_RTOL,
                             epsilon_fn: EpsilonFunction | None = None) -> Calibration:
     """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.
 
-    Certified at ``eps_error`` (default ``DEFAULT_EPS_ERROR``); the rate is
+    Certified at ``eps_error`` / ``rel_error`` (default: that of ``dpsgd_epsilon``); the rate is
     rounded down to ``DIGITS`` significant digits. Returns ``1.0`` when full
     batches already meet the target; otherwise tightness is shown by a
     certified lower bound above the target at a 1 % (else 2 %, 5 %) larger
@@ -707,11 +726,11 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     rate (1e-9) misses the target.
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count("steps", steps)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2], fns[3])
+    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2], fns[3], fns[4])
     to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))  # noqa: E731
     safer = lambda q, i: _round_sig(q / (1 + rtol * 2 ** i), DIGITS, up=False)  # noqa: E731
     if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:

@@ -14,7 +14,8 @@
 
 from __future__ import annotations
 
-from ._validation import check_choice, check_count, check_delta, check_eps_error, check_positive, check_probability
+from ._accuracy import check_accuracy
+from ._validation import check_choice, check_count, check_delta, check_positive, check_probability
 from .accountants import DEFAULT_ACCOUNTANT, create
 from .bounds import Bounds
 from .mechanisms import Gaussian, PoissonSampled
@@ -44,7 +45,8 @@ def _epochs(sampling_rate: float, steps: int) -> tuple[int, int]:
 
 
 def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, delta: float,
-                  accountant: str = DEFAULT_ACCOUNTANT, eps_error: float = 0.01, sampling: str = "poisson",
+                  accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
+                  rel_error: float | None = None, sampling: str = "poisson",
                   dataset_size: int | None = None, max_batch_size: int | None = None) -> Bounds:
     """Bounds on the epsilon of ``steps`` DP-SGD steps at ``delta`` under the sampling scheme ``sampling``.
 
@@ -54,6 +56,10 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
     Schemes other than ``poisson`` use the dominance accountant (``accountant`` must be its
     name, ``connect-dots``). See the module docstring for what each scheme's interval promises.
 
+    Accuracy (``tightdp._accuracy``): by default relative, ``upper - lower <= 2 max(1e-3 epsilon, 5e-5)``;
+    ``eps_error`` alone asks for an absolute width ``2 eps_error``, ``rel_error`` for another relative
+    one. Accountants other than the default take ``eps_error`` only (absolute; their own default if not given).
+
     >>> b = dpsgd_epsilon(noise_multiplier=1.1, sampling_rate=256/50000, steps=19600, delta=1e-5)
     >>> b.lower <= b.upper
     True
@@ -62,10 +68,10 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
     check_probability("sampling_rate", sampling_rate)
     steps = check_count("steps", steps)
     check_delta("delta", delta)
-    check_eps_error("eps_error", eps_error)
+    check_accuracy(eps_error, rel_error)
     check_choice("sampling", sampling, SAMPLINGS)
     if sampling == "poisson":
-        acc = create(accountant, eps_error=eps_error)
+        acc = create(accountant, eps_error=eps_error, rel_error=rel_error)
         acc.compose(dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate), steps)
         return acc.epsilon(delta)
     if accountant != DEFAULT_ACCOUNTANT:
@@ -79,7 +85,7 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
             raise ValueError("max_batch_size is required for sampling='truncated-poisson'")
         return truncated_poisson_epsilon(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate,
                                          dataset_size=dataset_size, max_batch_size=max_batch_size, steps=steps,
-                                         delta=delta, eps_error=eps_error)
+                                         delta=delta, eps_error=eps_error, rel_error=rel_error)
     t, epochs = _epochs(sampling_rate, steps)
     if dataset_size is not None and check_count("dataset_size", dataset_size) < t:
         raise ValueError(f"dataset_size ({dataset_size}) must be at least the {t} steps per epoch "
@@ -87,7 +93,7 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
     if sampling == "shuffle":
         from .mechanisms.shuffle import shuffle_epsilon
         return shuffle_epsilon(noise_multiplier=noise_multiplier, num_batches=t, epochs=epochs, delta=delta,
-                               eps_error=eps_error)
+                               eps_error=eps_error, rel_error=rel_error)
     from .mechanisms.allocation import allocation_epsilon
     return allocation_epsilon(noise_multiplier=noise_multiplier, num_steps=t, epochs=epochs, delta=delta,
-                              eps_error=eps_error)
+                              eps_error=eps_error, rel_error=rel_error)

@@ -39,6 +39,7 @@ from typing import Any, Iterable, Sequence
 
 from .accountants import DEFAULT_ACCOUNTANT
 from .accountants.connect_dots import ConnectDotsAccountant
+from ._accuracy import check_accuracy
 from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
 from .bounds import Bounds, _jsonable
 from .errors import PrecisionError
@@ -122,7 +123,7 @@ def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str
     return out
 
 
-def _make_accountant(accountant, eps_error: float):
+def _make_accountant(accountant, eps_error: float | None, rel_error: float | None = None):
     from .accountants import ACCOUNTANTS, Accountant, create
 
     if isinstance(accountant, Accountant):
@@ -130,42 +131,44 @@ def _make_accountant(accountant, eps_error: float):
             raise ValueError("accountant must be an accountant name or an empty Accountant instance")
         return type(accountant)(**accountant.options())
     check_choice("accountant", accountant, sorted(ACCOUNTANTS))
-    return create(accountant, eps_error=eps_error)
+    return create(accountant, eps_error=eps_error, rel_error=rel_error)
 
 
 # ------------------------------------------------------------------------------------ epsilon
 def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                  dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
+                  dataset_size=None, batch_size=None, eps_error: float | None = None,
+                  rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
     """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
 
     The ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism``
     under add-or-remove-up-to-k adjacency (002 Sec. 2.2: the worse of the add
     and remove compositions), composed by ``accountant`` (default: the
     dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven
-    bound and ``upper - lower <= 2 * eps_error``). ``group_size = 1`` is
+    bound, at the accuracy asked for: ``tightdp._accuracy``). ``group_size = 1`` is
     example-level DP-SGD.
     """
     mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=group_size, sampling=sampling,
                            sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
     steps = check_count("steps", steps)
-    return _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error, accountant=accountant)
+    return _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant)
 
 
 def group_epsilon_schedule(*, schedule, delta, group_size, sampling: str = "poisson", dataset_size=None,
-                           eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
+                           eps_error: float | None = None, rel_error: float | None = None,
+                           accountant=DEFAULT_ACCOUNTANT) -> Bounds:
     """``group_epsilon`` for a heterogeneous schedule: segments ``(noise_multiplier, q or B, steps)``.
 
     The per-step dominating pairs compose adaptively (002 Lemma 2.6), so the
     schedule's guarantee is that of the composed MoG mechanisms.
     """
     ledger = group_ledger(schedule=schedule, group_size=group_size, sampling=sampling, dataset_size=dataset_size)
-    return _epsilon_of(ledger, delta=delta, eps_error=eps_error, accountant=accountant)
+    return _epsilon_of(ledger, delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant)
 
 
-def _epsilon_of(ledger, *, delta, eps_error, accountant) -> Bounds:
+def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Bounds:
     delta = check_delta("delta", delta)
-    eps_error = check_positive("eps_error", eps_error)
-    acc = _make_accountant(accountant, eps_error)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    acc = _make_accountant(accountant, eps_error, rel_error)
     acc.compose(ledger)
     out = acc.epsilon(delta)
     details = {**dict(out.details), "accountant": acc.name,
@@ -238,7 +241,10 @@ class ExampleCurve:
 
     def __init__(self, accountant) -> None:
         self.accountant = accountant
-        self.eps_error = getattr(accountant, "eps_error", 0.01)
+        rel = getattr(accountant, "rel_error", None)
+        # the lemma search's tolerance (an absolute one): the accountant's absolute accuracy, or for a
+        # relative one the width it asks for at epsilon ~ 1 (the searched eps' are example-level)
+        self.eps_error = getattr(accountant, "eps_error", 0.01) if rel is None else max(accountant.eps_error, rel)
         self.queries = 0
         self._memo: dict[float, float] = {}
         self._fail_log_delta = -math.inf
@@ -436,29 +442,30 @@ class GroupReport:
 
 
 def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                 dataset_size=None, batch_size=None, eps_error: float = 0.01, accountant=DEFAULT_ACCOUNTANT) -> GroupReport:
+                 dataset_size=None, batch_size=None, eps_error: float | None = None,
+                 rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> GroupReport:
     """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
     return group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
                        group_sizes=[group_size], sampling=sampling, dataset_size=dataset_size,
-                       batch_size=batch_size, eps_error=eps_error, accountant=accountant)[0]
+                       batch_size=batch_size, eps_error=eps_error, rel_error=rel_error, accountant=accountant)[0]
 
 
 def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_sizes: Iterable[int],
-                sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float = 0.01,
-                accountant=DEFAULT_ACCOUNTANT) -> list[GroupReport]:
+                sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float | None = None,
+                rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> list[GroupReport]:
     """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once."""
     sizes = [check_count("group_size", k) for k in group_sizes]
     if not sizes:
         raise ValueError("group_sizes must not be empty")
     steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
-    eps_error = check_positive("eps_error", eps_error)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
     mechs = [group_mechanism(noise_multiplier=noise_multiplier, group_size=k, sampling=sampling,
                              sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
              for k in sizes]  # validate every size before any work
     example_mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=1, sampling=sampling,
                                    sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
-    example_acc = _make_accountant(accountant, eps_error).compose(example_mech, steps)
+    example_acc = _make_accountant(accountant, eps_error, rel_error).compose(example_mech, steps)
     curve = ExampleCurve(_lemma_accountant(example_acc))
     t0 = time.perf_counter()
     example = example_acc.epsilon(delta)
@@ -467,11 +474,12 @@ def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_siz
     for k, mech in zip(sizes, mechs):
         t0 = time.perf_counter()
         eps = example if k == 1 else _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error,
-                                                 accountant=accountant)
+                                                 rel_error=rel_error, accountant=accountant)
         t1 = time.perf_counter()
         lemma = group_privacy_lemma_epsilon(curve, delta=delta, group_size=k)
         t2 = time.perf_counter()
         reports.append(GroupReport(k, delta, sampling, eps, example, lemma, {
-            "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name, "eps_error": eps_error,
+            "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name,
+            "eps_error": eps_error, "rel_error": rel_error,
             "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1}}))
     return reports

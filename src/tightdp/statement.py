@@ -32,7 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._validation import (check_choice, check_count, check_delta, check_eps_error, check_positive,
+from ._accuracy import check_accuracy, describe_accuracy
+from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real_array)
 from .bounds import Bounds
 
@@ -175,9 +176,10 @@ class PrivacyStatement:
     guarantees: tuple[str, ...]
     not_covered: tuple[str, ...]
     accountant: str
-    eps_error: float
+    eps_error: float | None  # the accuracy as asked for (``tightdp._accuracy``; None, None: the default)
     seconds: float = 0.0
     notes: tuple[str, ...] = field(default_factory=tuple)
+    rel_error: float | None = None
 
     @property
     def certified(self) -> bool:
@@ -202,7 +204,8 @@ class PrivacyStatement:
         return {
             "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
             "delta": self.delta, "kind": self.epsilon.kind, "accountant": self.accountant,
-            "eps_error": self.eps_error, "parameters": dict(self.parameters),
+            "eps_error": self.eps_error, "rel_error": self.rel_error,
+            "accuracy": describe_accuracy(self.eps_error, self.rel_error), "parameters": dict(self.parameters),
             "groups": [g.to_dict() for g in self.groups],
             "guarantees": list(self.guarantees), "not_covered": list(self.not_covered),
             "notes": list(self.notes), "certified": self.certified, "seconds": self.seconds,
@@ -213,7 +216,7 @@ class PrivacyStatement:
         p = self.parameters
         lines = [_run_sentence(p), ""]
         lines.append(f"Example-level DP at delta = {self.delta:g} ({self.accountant} accountant, "
-                     f"accuracy eps_error {self.eps_error:g}):")
+                     f"accuracy: {describe_accuracy(self.eps_error, self.rel_error)}):")
         lines.append(f"    {'epsilon':22s}{_interval(self.epsilon)}")
         if self.groups:
             lines.append("")
@@ -287,7 +290,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
                       epochs: float | None = None, sampling_rate: float | None = None,
                       dataset_size: int | None = None, batch_size: int | None = None, sampling: str = "poisson",
                       group_sizes: Sequence[int] = (), max_batch_size: int | None = None,
-                      schedule: Sequence[Sequence[float]] | None = None, eps_error: float = 0.01) -> PrivacyStatement:
+                      schedule: Sequence[Sequence[float]] | None = None, eps_error: float | None = None,
+                      rel_error: float | None = None) -> PrivacyStatement:
     """A certified privacy statement for a DP-SGD run (example-level and group-level epsilon, assumptions).
 
     The run: ``noise_multiplier``; the sampling rate as ``sampling_rate`` or
@@ -308,7 +312,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
 
     ``schedule`` (Poisson only) replaces ``noise_multiplier``/``sampling_rate``/
     ``steps`` by segments ``(noise_multiplier, sampling_rate, steps)``.
-    ``group_sizes`` lists the k to state group-level epsilon for.
+    ``group_sizes`` lists the k to state group-level epsilon for. ``eps_error`` /
+    ``rel_error``: the accuracy (``tightdp._accuracy``; by default relative 1e-3).
 
     >>> s = privacy_statement(noise_multiplier=1.1, dataset_size=50_000, batch_size=256, epochs=100, delta=1e-5)
     >>> s.epsilon.lower <= s.epsilon.upper
@@ -316,7 +321,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     """
     t0 = time.perf_counter()
     delta = check_delta("delta", delta)
-    eps_error = check_eps_error("eps_error", eps_error)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    acc_kw = {"eps_error": eps_error, "rel_error": rel_error}
     sampling = check_choice("sampling", sampling, STATEMENT_SAMPLINGS)
     ks = [check_count(f"group_sizes[{i}]", k) for i, k in enumerate(_as_sequence("group_sizes", group_sizes))]
     n = None if dataset_size is None else check_count("dataset_size", dataset_size)
@@ -327,7 +333,7 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
 
     params: dict[str, Any] = {"sampling": sampling, "dataset_size": n, "batch_size": b, "delta": delta}
     if schedule is not None:
-        return _schedule_statement(schedule, sampling, ks, delta, eps_error, params, t0,
+        return _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0,
                                    given=dict(noise_multiplier=noise_multiplier, steps=steps, epochs=epochs,
                                               sampling_rate=sampling_rate))
     if noise_multiplier is None:
@@ -348,27 +354,27 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     groups: list[GroupRow] = []
     if sampling == "poisson":
         example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta,
-                                eps_error=eps_error)
+                                **acc_kw)
         for k in ks:
             groups.append(GroupRow(k, example if k == 1 else group_epsilon(
                 noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta, group_size=k,
-                eps_error=eps_error)))
+                **acc_kw)))
     elif sampling == "fixed-batch":
         if n is None or b is None:
             raise ValueError("sampling='fixed-batch' needs dataset_size and batch_size")
 
         def fixed(k: int) -> Bounds:
             return group_epsilon(noise_multiplier=sigma, steps=k_steps, delta=delta, group_size=k,
-                                 sampling="fixed-batch", dataset_size=n, batch_size=b, eps_error=eps_error)
+                                 sampling="fixed-batch", dataset_size=n, batch_size=b, **acc_kw)
 
         example = fixed(1)
         groups = [GroupRow(k, example if k == 1 else fixed(k)) for k in ks]
     elif sampling == "without-replacement":
-        example = _without_replacement_epsilon(sigma, q, n, b, k_steps, delta, eps_error)
+        example = _without_replacement_epsilon(sigma, q, n, b, k_steps, delta, acc_kw)
         groups = [GroupRow(k, None, _NO_GROUP[sampling]) for k in ks]
     else:
         example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta,
-                                eps_error=eps_error, sampling=sampling, dataset_size=n, max_batch_size=max_batch_size)
+                                sampling=sampling, dataset_size=n, max_batch_size=max_batch_size, **acc_kw)
         groups = [GroupRow(k, example if k == 1 else None, _NO_GROUP.get(sampling, "")) for k in ks]
     text = guarantee_paragraphs(sampling=sampling, sampling_rate=q, batch_size=b, dataset_size=n,
                                 max_batch_size=max_batch_size, group_sizes=ks, steps=k_steps)
@@ -378,8 +384,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
                      "without amplification, the lower end Chua et al.'s attack; the true epsilon is in between.")
     return PrivacyStatement(parameters=params, delta=delta, epsilon=example, groups=tuple(groups),
                             guarantees=tuple(text["guarantees"]), not_covered=tuple(text["not_covered"]),
-                            accountant=DEFAULT_ACCOUNTANT, eps_error=eps_error, seconds=time.perf_counter() - t0,
-                            notes=tuple(notes))
+                            accountant=DEFAULT_ACCOUNTANT, seconds=time.perf_counter() - t0,
+                            notes=tuple(notes), **acc_kw)
 
 
 _NO_GROUP = {
@@ -427,7 +433,7 @@ def _steps(steps, epochs, n, b, q) -> int:
     return check_count("steps", from_epochs)
 
 
-def _without_replacement_epsilon(sigma, q, n, b, steps, delta, eps_error) -> Bounds:
+def _without_replacement_epsilon(sigma, q, n, b, steps, delta, acc_kw) -> Bounds:
     from fractions import Fraction
 
     from .accountants import DEFAULT_ACCOUNTANT, create
@@ -440,10 +446,10 @@ def _without_replacement_epsilon(sigma, q, n, b, steps, delta, eps_error) -> Bou
                              "batch_size")
         b, n = f.numerator, f.denominator
     mech = SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=sigma), sample_size=b, dataset_size=n)
-    return create(DEFAULT_ACCOUNTANT, eps_error=eps_error).compose(mech, steps).epsilon(delta)
+    return create(DEFAULT_ACCOUNTANT, **acc_kw).compose(mech, steps).epsilon(delta)
 
 
-def _schedule_statement(schedule, sampling, ks, delta, eps_error, params, t0, *, given) -> PrivacyStatement:
+def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, given) -> PrivacyStatement:
     from .accountants import DEFAULT_ACCOUNTANT, create
     from .dpsgd import dpsgd_mechanism
     from .group import group_epsilon_schedule
@@ -462,12 +468,12 @@ def _schedule_statement(schedule, sampling, ks, delta, eps_error, params, t0, *,
                      check_count(f"schedule[{i}].steps", seg[2])))
     if not segs:
         raise ValueError("schedule must not be empty")
-    acc = create(DEFAULT_ACCOUNTANT, eps_error=eps_error)
+    acc = create(DEFAULT_ACCOUNTANT, **acc_kw)
     for s, q, k in segs:
         acc.compose(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k)
     example = acc.epsilon(delta)
     groups = [GroupRow(k, example if k == 1 else group_epsilon_schedule(schedule=segs, delta=delta, group_size=k,
-                                                                         eps_error=eps_error)) for k in ks]
+                                                                         **acc_kw)) for k in ks]
     total = sum(k for _, _, k in segs)
     params.update({"schedule": segs, "steps": total, "noise_multiplier": None, "sampling_rate": None})
     rates = {q for _, q, _ in segs}
@@ -475,11 +481,11 @@ def _schedule_statement(schedule, sampling, ks, delta, eps_error, params, t0, *,
                                 group_sizes=ks, steps=total)
     return PrivacyStatement(parameters=params, delta=delta, epsilon=example, groups=tuple(groups),
                             guarantees=tuple(text["guarantees"]), not_covered=tuple(text["not_covered"]),
-                            accountant=DEFAULT_ACCOUNTANT, eps_error=eps_error, seconds=time.perf_counter() - t0)
+                            accountant=DEFAULT_ACCOUNTANT, seconds=time.perf_counter() - t0, **acc_kw)
 
 
 def statement_from_config(config, *, delta: float | None = None, group_sizes: Sequence[int] | None = None,
-                          eps_error: float = 0.01) -> PrivacyStatement:
+                          eps_error: float | None = None, rel_error: float | None = None) -> PrivacyStatement:
     """The statement for a privacy report's configuration (``tightdp.report.load_config``).
 
     ``delta`` defaults to the config's first delta and ``group_sizes`` to its
@@ -495,6 +501,7 @@ def statement_from_config(config, *, delta: float | None = None, group_sizes: Se
     if len(segs) > 1:
         return privacy_statement(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in segs],
                                  delta=d, sampling=sampling, group_sizes=ks, eps_error=eps_error,
+                                 rel_error=rel_error,
                                  dataset_size=config.dataset_size, batch_size=config.batch_size)
     s = segs[0]
     kw: dict[str, Any] = {}
@@ -503,7 +510,7 @@ def statement_from_config(config, *, delta: float | None = None, group_sizes: Se
     else:
         kw["sampling_rate"] = s.sampling_rate
     return privacy_statement(noise_multiplier=s.noise_multiplier, steps=s.steps, delta=d, sampling=sampling,
-                             group_sizes=ks, eps_error=eps_error, **kw)
+                             group_sizes=ks, eps_error=eps_error, rel_error=rel_error, **kw)
 
 
 # =========================================================================================== f-DP

@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_eps_error, check_real
+from .._accuracy import resolve_accuracy
+from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
@@ -62,9 +63,11 @@ class ConnectDotsAccountant(PLDAccountant):
     Parameters
     ----------
     eps_error: absolute accuracy: the mesh is refined until ``upper - lower <= 2 * eps_error``
-        (or ``max_refinements``). Default 0.01, or 5e-5 as the floor of a relative target.
+        (or ``max_refinements``); with ``rel_error``, the floor of the relative target.
     rel_error: relative accuracy: refine until ``upper - lower <= 2 * max(rel_error * epsilon,
-        eps_error)`` (``rel_error=1e-3`` states epsilon to about three significant digits).
+        eps_error)``. With neither given, the default (``tightdp._accuracy``): ``rel_error=1e-3``,
+        floor ``eps_error=5e-5`` (epsilon to about three significant digits at every scale);
+        ``eps_error`` alone is an absolute target.
     delta_error: delta slack for truncation and aliasing (default ``1e-3 * delta``).
 
     Every pass's interval is certified, so the answer is their intersection: a refinement
@@ -78,11 +81,7 @@ class ConnectDotsAccountant(PLDAccountant):
 
     def __init__(self, *, eps_error: float | None = None, rel_error: float | None = None,
                  delta_error: float | None = None, max_refinements: int = 8) -> None:
-        self.rel_error = None if rel_error is None else check_real("rel_error", rel_error, low=1e-6,
-                                                                   low_open=False, high=0.5, high_open=False)
-        if eps_error is None:
-            eps_error = 0.01 if self.rel_error is None else 5e-5
-        self.eps_error = check_eps_error("eps_error", eps_error)
+        self.eps_error, self.rel_error = resolve_accuracy(eps_error, rel_error)
         self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
         self.max_refinements = int(check_real("max_refinements", max_refinements, low=0.0, low_open=False,
                                               high=20.0, high_open=False))

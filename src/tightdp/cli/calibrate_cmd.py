@@ -22,7 +22,8 @@ import sys
 import threading
 
 from ..accountants import DEFAULT_ACCOUNTANT
-from .common import add_length_options
+from .._accuracy import describe_accuracy
+from .common import accuracy_from_args, add_accuracy_options, add_length_options
 
 SOLVE = ("noise", "steps", "sampling-rate")
 
@@ -39,8 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--noise-multiplier", type=float, help="the noise multiplier (when solving steps or sampling rate)")
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
-    p.add_argument("--eps-error", type=float, default=None,
-                   help="accuracy the answer is certified at (default 0.01, the default of tightdp epsilon)")
+    add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=run)
 
@@ -59,7 +59,7 @@ def _forbid(args, *names: str) -> None:
 
 def _check_options(args) -> None:
     """Validate every given option under its own name (the library would name its Python argument)."""
-    from .._validation import check_count, check_delta, check_eps_error, check_positive, check_probability
+    from .._validation import check_count, check_delta, check_positive, check_probability
     from ..calibration import MAX_TARGET_EPSILON
 
     t = check_positive("--target-epsilon", args.target_epsilon)
@@ -68,9 +68,10 @@ def _check_options(args) -> None:
                          "epsilon that large promises no meaningful privacy, and certifying it needs grids of "
                          "millions of points per evaluation")
     check_delta("--delta", args.delta)
+    accuracy_from_args(args)
     for name, check in (("sampling-rate", check_probability), ("steps", check_count), ("epochs", check_count),
                         ("dataset-size", check_count), ("batch-size", check_count),
-                        ("noise-multiplier", check_positive), ("eps-error", check_eps_error)):
+                        ("noise-multiplier", check_positive)):
         value = getattr(args, name.replace("-", "_"))
         if value is not None:
             check(f"--{name}", value)
@@ -103,7 +104,7 @@ def solve(args):
     _check_options(args)
     _agree_or_refuse(args)
     common = dict(target_epsilon=args.target_epsilon, delta=args.delta, accountant=args.accountant,
-                  eps_error=args.eps_error)
+                  eps_error=args.eps_error, rel_error=args.rel_error)
     if args.solve == "noise":
         _forbid(args, "noise-multiplier")
         if args.epochs is not None or args.dataset_size is not None or args.batch_size is not None:
@@ -135,7 +136,7 @@ def solve(args):
 
 def recheck_command(cal, args) -> str:
     """The ``tightdp epsilon`` command that re-checks the answer at the accuracy it was certified at."""
-    from ..calibration import DEFAULT_EPS_ERROR
+    from .._accuracy import resolve_accuracy
 
     parts = ["tightdp epsilon", f"--noise-multiplier {cal.noise_multiplier:.6g}"]
     if args.dataset_size is not None and args.batch_size is not None and cal.solved != "sampling_rate":
@@ -147,7 +148,9 @@ def recheck_command(cal, args) -> str:
     parts.append(f"--delta {cal.delta:g}")
     if args.accountant != "connect-dots":
         parts.append(f"--accountant {args.accountant}")
-    if cal.eps_error is not None and cal.eps_error != DEFAULT_EPS_ERROR:
+    if cal.eps_error is not None and (cal.eps_error, cal.rel_error) != resolve_accuracy():
+        if cal.rel_error is not None:
+            parts.append(f"--rel-error {cal.rel_error:g}")
         parts.append(f"--eps-error {cal.eps_error:g}")
     return " ".join(parts)
 
@@ -223,8 +226,10 @@ def run(args) -> int:
     lines.append(f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
                  f"accountant {cal.accountant} ({b.kind})")
     if cal.eps_error is not None:
-        lines.append(f"accuracy: certified at --eps-error {cal.eps_error:g} (the default of tightdp epsilon is "
-                     f"{_default_error():g}); re-check: {recheck_command(cal, args)}")
+        this = describe_accuracy(cal.eps_error, cal.rel_error)
+        default = describe_accuracy()
+        which = "the default of tightdp epsilon" if this == default else f"the default of tightdp epsilon is {default}"
+        lines.append(f"accuracy: certified at {this} ({which}); re-check: {recheck_command(cal, args)}")
     tight = cal.details.get("tightness") or {}
     if tight.get("checked") is not None and tight.get("overshoots"):
         lines.append(f"tight: {_neighbour(cal, tight)} gives epsilon >= {tight['epsilon_lower']:.6g} "
@@ -242,12 +247,6 @@ def run(args) -> int:
     lines.append(f"({cal.evaluations} evaluations, {cal.seconds:.2f} s)")
     print("\n".join(lines))
     return 0
-
-
-def _default_error() -> float:
-    from ..calibration import DEFAULT_EPS_ERROR
-
-    return DEFAULT_EPS_ERROR
 
 
 def _g(v) -> str:

@@ -8,10 +8,10 @@ import sys
 import time
 from typing import Any
 
-from .._validation import check_choice, check_count, check_eps_error, check_positive, check_probability
+from .._accuracy import check_accuracy, describe_accuracy
+from .._validation import check_choice, check_count, check_positive, check_probability
 from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, create
 from ..bounds import Bounds
-from ..calibration import DEFAULT_EPS_ERROR
 from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 
 #: schemes whose answer comes from ``dpsgd_epsilon(sampling=...)`` (epsilon only, the dominance accountant)
@@ -44,10 +44,34 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     if accountant:
         p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                        help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth")
-    p.add_argument("--eps-error", type=float, default=DEFAULT_EPS_ERROR,
-                   help=f"accuracy: half-width budget of the epsilon interval (default {DEFAULT_EPS_ERROR:g}, "
-                        "the same as tightdp calibrate and dpsgd_epsilon)")
+    add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def add_accuracy_options(p) -> None:
+    """``--rel-error`` and ``--eps-error`` (``tightdp._accuracy``), one definition for every subcommand."""
+    p.add_argument("--rel-error", type=float, default=None,
+                   help="relative accuracy: interval width at most 2 max(REL x epsilon, 5e-5) (default: relative "
+                        "1e-3, the default of every tightdp command and of dpsgd_epsilon; the default accountant only)")
+    p.add_argument("--eps-error", type=float, default=None,
+                   help="absolute accuracy: interval width at most 2 x EPS_ERROR (alone: replaces the relative "
+                        "default; accountants other than connect-dots take only this one, default 0.01)")
+
+
+def accuracy_from_args(args) -> tuple[float | None, float | None]:
+    """The validated ``(eps_error, rel_error)`` of ``--eps-error`` / ``--rel-error`` (None: not given)."""
+    try:
+        return check_accuracy(args.eps_error, args.rel_error)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("eps_error", "--eps-error", 1).replace("rel_error", "--rel-error", 1)) \
+            from None
+
+
+def accuracy_text(accountant: str, eps_error: float | None, rel_error: float | None) -> str:
+    """The accuracy line of a human answer."""
+    if accountant == DEFAULT_ACCOUNTANT:
+        return describe_accuracy(eps_error, rel_error)
+    return f"absolute eps_error {eps_error:g}" if eps_error is not None else "the accountant's default eps_error"
 
 
 def _agree(a: float, b: float) -> bool:
@@ -154,18 +178,20 @@ def _scheme_params(args, sampling, sigma, q, steps, n, b) -> dict[str, Any]:
             "relation": relation, "dataset_size": n, "batch_size": b, "max_batch_size": max_b}
 
 
-def scheme_epsilon(params: dict[str, Any], delta: float, eps_error: float) -> Bounds:
+def scheme_epsilon(params: dict[str, Any], delta: float, eps_error: float | None,
+                   rel_error: float | None = None) -> Bounds:
     """``dpsgd_epsilon`` for a run described by ``_scheme_params``."""
     from ..dpsgd import dpsgd_epsilon
     return dpsgd_epsilon(noise_multiplier=params["noise_multiplier"], sampling_rate=params["sampling_rate"],
-                         steps=params["steps"], delta=delta, eps_error=eps_error, sampling=params["sampling"],
+                         steps=params["steps"], delta=delta, eps_error=eps_error, rel_error=rel_error,
+                         sampling=params["sampling"],
                          dataset_size=params["dataset_size"], max_batch_size=params["max_batch_size"])
 
 
 def make_accountant(args):
     name = check_choice("--accountant", args.accountant, sorted(ACCOUNTANTS))
-    eps_error = check_eps_error("--eps-error", args.eps_error)
-    return create(name, eps_error=eps_error)
+    eps_error, rel_error = accuracy_from_args(args)
+    return create(name, eps_error=eps_error, rel_error=rel_error)
 
 
 def fmt(v) -> str:
@@ -177,13 +203,16 @@ def fmt(v) -> str:
 
 
 def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[str, Any], seconds: float,
-                 as_json: bool, extra: dict[str, Any] | None = None, *, eps_error: float | None = None) -> None:
-    """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, eps_error, parameters,
-    seconds}``; ``eps_error`` is the accuracy asked for (``tightdp calibrate`` certifies at the same one)."""
+                 as_json: bool, extra: dict[str, Any] | None = None, *, eps_error: float | None = None,
+                 rel_error: float | None = None) -> None:
+    """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, eps_error, rel_error,
+    parameters, seconds}``; ``eps_error`` / ``rel_error`` are the accuracy as given (None: the default;
+    ``tightdp calibrate`` certifies at the same one)."""
     if as_json:
         d = bounds.to_dict()
         out = {quantity: {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
-               "accountant": accountant, "kind": bounds.kind, "eps_error": eps_error, "parameters": params,
+               "accountant": accountant, "kind": bounds.kind, "eps_error": eps_error, "rel_error": rel_error,
+               "accuracy": accuracy_text(accountant, eps_error, rel_error), "parameters": params,
                "seconds": seconds}
         if "details" in d:
             out["details"] = d["details"]
@@ -202,8 +231,7 @@ def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[st
     print("  " + run + "".join(f" · {k} {fmt(v)}" for k, v in given.items()))
     print(f"  {'':10s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}")
     print(f"  {quantity:10s}{fmt(bounds.lower):>12s}{fmt(bounds.estimate):>12s}{fmt(bounds.upper):>12s}")
-    if eps_error is not None:
-        print(f"  accuracy: --eps-error {eps_error:g}")
+    print(f"  accuracy: {accuracy_text(accountant, eps_error, rel_error)}")
     note = bounds.details.get("note") if bounds.details else None
     if note:
         print(f"  note: {note}")

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_count, check_delta, check_eps_error
+from .._validation import check_count, check_delta
 from ..accountants import ACCOUNTANTS, create
 from ..errors import TightDPError
-from .common import add_run_options, fmt, run_from_args, timed
+from .common import accuracy_from_args, add_run_options, fmt, run_from_args, timed
 
 ALL = ("connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth")
 PLD = ("connect-dots", "prv", "fourier")
@@ -71,8 +71,9 @@ def _steps_range(spec: str | None, steps: int) -> tuple[int, int]:
     return a, b
 
 
-def _one(name: str, mech, steps: int, delta: float, eps_error: float) -> dict[str, Any]:
-    acc = create(name, eps_error=eps_error)
+def _one(name: str, mech, steps: int, delta: float, eps_error: float | None,
+         rel_error: float | None = None) -> dict[str, Any]:
+    acc = create(name, eps_error=eps_error, rel_error=rel_error)
     try:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(delta))
     except TightDPError as exc:  # unsupported mechanism or numerics that cannot certify: say so, keep going
@@ -96,7 +97,7 @@ def run(args) -> int:
                          "is answered by tightdp epsilon (the dominance accountant) only")
     delta = check_delta("--delta", args.delta)
     names = _names(args.accountants)
-    eps_error = check_eps_error("--eps-error", args.eps_error)
+    eps_error, rel_error = accuracy_from_args(args)
     plot_range = None
     if args.plot:
         plot_range = _steps_range(args.steps_range, steps)
@@ -104,11 +105,11 @@ def run(args) -> int:
         check_plot_path("--plot", args.plot)
     elif args.steps_range is not None:
         raise ValueError("--steps-range needs --plot")
-    rows = [_one(n, mech, steps, delta, eps_error) for n in names]
+    rows = [_one(n, mech, steps, delta, eps_error, rel_error) for n in names]
     if not args.json:
         _print_table(rows, params, delta)
         sys.stdout.flush()
-    curves = _curves(names, mech, plot_range, points, delta, eps_error) if args.plot else {}
+    curves = _curves(names, mech, plot_range, points, delta, eps_error, rel_error) if args.plot else {}
     if args.plot:
         _plot(args.plot, curves, delta, params)
     if args.json:
@@ -156,7 +157,7 @@ def _print_table(rows, params, delta) -> None:
         print("  edgeworth: its finite-sample interval (EEAI) is vacuous here, so only the estimate is shown.")
 
 
-def _curves(names, mech, rng, points, delta, eps_error) -> dict[str, dict[str, list]]:
+def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[str, dict[str, list]]:
     """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value)."""
     a, b = rng
     ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
@@ -165,7 +166,7 @@ def _curves(names, mech, rng, points, delta, eps_error) -> dict[str, dict[str, l
     for name in names:
         c = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
         for k in ks:
-            e = _one(name, mech, int(k), delta, eps_error)["epsilon"] or {}
+            e = _one(name, mech, int(k), delta, eps_error, rel_error)["epsilon"] or {}
             for key in ("lower", "estimate", "upper"):
                 c[key].append(e.get(key))
         out[name] = c

@@ -18,7 +18,7 @@ import time
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
 from ..group import SAMPLING_SCHEMES, GroupReport, group_curve
-from .common import fmt
+from .common import accuracy_from_args, add_accuracy_options, fmt
 
 
 def register(subparsers) -> None:
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--batch-size", type=float, help="fixed-batch: batch size B")
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant composing the steps (default {DEFAULT_ACCOUNTANT})")
-    p.add_argument("--eps-error", type=float, default=0.01, help="half-width of the epsilon interval (default 0.01)")
+    add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot epsilon against k = 1..--max-group-size")
     p.add_argument("--max-group-size", type=float, help="largest k in the plot (default: --group-size)")
@@ -51,7 +51,7 @@ def _parse(args) -> dict:
     delta = check_delta("--delta", args.delta)
     k = check_count("--group-size", args.group_size)
     sampling = check_choice("--sampling", args.sampling, SAMPLING_SCHEMES)
-    eps_error = check_positive("--eps-error", args.eps_error)
+    eps_error, rel_error = accuracy_from_args(args)
     q = None if args.sampling_rate is None else check_probability("--sampling-rate", args.sampling_rate)
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
     b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
@@ -70,7 +70,7 @@ def _parse(args) -> dict:
         _check_writable(str(args.plot))
     return dict(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, group_size=k,
                 sampling=sampling, dataset_size=n, batch_size=b, eps_error=eps_error,
-                accountant=args.accountant, k_max=k_max)
+                rel_error=rel_error, accountant=args.accountant, k_max=k_max)
 
 
 def _check_writable(path: str) -> None:
@@ -95,7 +95,7 @@ def run(args) -> int:
     if args.plot:
         _plot(reports, args.plot, p)
     params = {key: p[key] for key in ("noise_multiplier", "sampling_rate", "steps", "sampling", "dataset_size",
-                                      "batch_size", "eps_error")}
+                                      "batch_size", "eps_error", "rel_error")}
     if args.json:
         out = report.to_dict()
         out.update({"accountant": p["accountant"], "parameters": params, "seconds": seconds})

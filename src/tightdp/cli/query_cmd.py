@@ -14,7 +14,8 @@ import sys
 
 from .._validation import check_delta, check_epsilon
 from ..accountants import DEFAULT_ACCOUNTANT
-from .common import add_run_options, make_accountant, print_result, run_from_args, scheme_epsilon, timed
+from .common import (accuracy_from_args, add_run_options, make_accountant, print_result, run_from_args,
+                     scheme_epsilon, timed)
 
 #: quantity -> (the option giving the other quantity, its help, its checker, help of the subcommand)
 QUERIES = {
@@ -57,13 +58,13 @@ def run(args) -> int:
         if acc.name != DEFAULT_ACCOUNTANT:
             raise ValueError(f"--accountant must be {DEFAULT_ACCOUNTANT} for --sampling {params['sampling']} "
                              f"(its bounds come from dominance pairs), got {acc.name}")
-        bounds, seconds = timed(lambda: scheme_epsilon(params, given, args.eps_error))
+        bounds, seconds = timed(lambda: scheme_epsilon(params, given, *accuracy_from_args(args)))
     elif quantity == "epsilon":
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(given))
     else:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).delta(given))
     print_result(quantity, bounds, acc.name, params, seconds, args.json, {option[2:]: given},
-                 eps_error=args.eps_error)
+                 eps_error=args.eps_error, rel_error=args.rel_error)
     reason = uncertified_reason(bounds)
     if reason is not None:
         sys.stdout.flush()

@@ -15,7 +15,7 @@ import sys
 
 from .._validation import check_count
 from ..statement import STATEMENT_SAMPLINGS
-from .common import add_length_options
+from .common import accuracy_from_args, add_accuracy_options, add_length_options
 
 EXAMPLES = """examples:
   tightdp statement --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 \\
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
     p.add_argument("--group-size", type=float, action="append", dest="group_sizes", metavar="K",
                    help="also state epsilon for groups of up to K examples (repeatable; with --config default: "
                         "its privacy.group_sizes)")
-    p.add_argument("--eps-error", type=float, default=0.01, help="accuracy: half-width of each interval (0.01)")
+    add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (the statement's fields and its text)")
     p.set_defaults(run=run)
 
@@ -61,11 +61,11 @@ def _group_sizes(args) -> list[int] | None:
 
 def build(args):
     """The ``PrivacyStatement`` the options ask for."""
-    from .._validation import check_delta, check_eps_error
+    from .._validation import check_delta
     from ..statement import privacy_statement, statement_from_config
 
     ks = _group_sizes(args)
-    eps_error = check_eps_error("--eps-error", args.eps_error)
+    eps_error, rel_error = accuracy_from_args(args)
     if args.config is not None:
         given = [name for name in _RUN if getattr(args, name) is not None]
         if given:
@@ -76,7 +76,8 @@ def build(args):
         from ..report import load_config
 
         delta = None if args.delta is None else check_delta("--delta", args.delta)
-        return statement_from_config(load_config(args.config), delta=delta, group_sizes=ks, eps_error=eps_error)
+        return statement_from_config(load_config(args.config), delta=delta, group_sizes=ks, eps_error=eps_error,
+                                     rel_error=rel_error)
     if args.delta is None:
         raise ValueError("--delta is required (or give --config)")
     if args.noise_multiplier is None:
@@ -84,7 +85,7 @@ def build(args):
     return privacy_statement(noise_multiplier=args.noise_multiplier, delta=args.delta, steps=args.steps,
                              epochs=args.epochs, sampling_rate=args.sampling_rate, dataset_size=args.dataset_size,
                              batch_size=args.batch_size, sampling=args.sampling, group_sizes=ks or (),
-                             max_batch_size=args.max_batch_size, eps_error=eps_error)
+                             max_batch_size=args.max_batch_size, eps_error=eps_error, rel_error=rel_error)
 
 
 def run(args) -> int:

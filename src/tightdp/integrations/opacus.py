@@ -39,6 +39,7 @@ from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
 from ..accountants import DEFAULT_ACCOUNTANT
+from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
 
 try:
@@ -61,16 +62,18 @@ class TightDPAccountant(IAccountant):
     ----------
     accountant:
         tightdp accountant name for the epsilon (default ``"connect-dots"``, certified).
-    eps_error:
-        The accountant's epsilon error budget; the reported epsilon is the
-        upper end of an interval of width about ``2 * eps_error``.
+    eps_error, rel_error:
+        The accuracy asked for (``tightdp._accuracy``): by default relative, an interval of width
+        at most ``2 max(1e-3 epsilon, 5e-5)``; ``eps_error`` alone is an absolute width ``2 eps_error``.
+        The reported epsilon is the interval's upper end.
     """
 
-    def __init__(self, *, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float = 0.01) -> None:
+    def __init__(self, *, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
+                 rel_error: float | None = None) -> None:
         super().__init__()
         self.history: list[tuple[float, float, int]] = []
         self.accountant = accountant
-        self.eps_error = check_positive("eps_error", eps_error)
+        self.eps_error, self.rel_error = check_accuracy(eps_error, rel_error)
         self._cache: dict[Any, Any] = {}
 
     # ---------------------------------------------------------------- Opacus API
@@ -97,10 +100,11 @@ class TightDPAccountant(IAccountant):
         segments = self._segments()
         if not segments:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "no steps taken"})
-        key = (tuple(segments), delta, self.accountant, self.eps_error)
+        key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error)
         if key not in self._cache:
             self._cache.clear()
-            self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error)
+            self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error,
+                                                         self.rel_error)
         return self._cache[key]
 
     def __len__(self) -> int:
@@ -120,7 +124,8 @@ class TightDPAccountant(IAccountant):
         if destination is None:
             destination = OrderedDict()
         destination = super().state_dict(destination)
-        destination["tightdp"] = {"accountant": self.accountant, "eps_error": self.eps_error}
+        destination["tightdp"] = {"accountant": self.accountant, "eps_error": self.eps_error,
+                                  "rel_error": self.rel_error}
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -134,10 +139,11 @@ class TightDPAccountant(IAccountant):
         accountant = opts.get("accountant", self.accountant)
         if not isinstance(accountant, str):
             raise ValueError(f"tightdp.accountant must be a name, got {accountant!r}")
-        eps_error = check_positive("eps_error", opts.get("eps_error", self.eps_error))
+        eps_error, rel_error = check_accuracy(opts.get("eps_error", self.eps_error),
+                                              opts.get("rel_error", self.rel_error if "eps_error" not in opts else None))
         super().load_state_dict(state_dict)  # Opacus' checks: keys present, same mechanism name
         self.history = history if history is not None else []
-        self.accountant, self.eps_error = accountant, eps_error
+        self.accountant, self.eps_error, self.rel_error = accountant, eps_error, rel_error
         self._cache.clear()
 
     def _segments(self) -> list[tuple[float, float, int]]:
@@ -154,7 +160,8 @@ def _seg(i: int, h) -> tuple[float, float, int]:
             check_count(f"history[{i}] steps", n))
 
 
-def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: float):
+def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: float | None,
+                        rel_error: float | None = None):
     """``dpsgd_epsilon`` for one segment; one composed ledger for a noise schedule."""
     from .. import dpsgd_epsilon
 
@@ -164,11 +171,11 @@ def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: floa
     if len(merged) == 1:
         (sigma, q), n = next(iter(merged.items()))
         return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=n, delta=delta,
-                             accountant=accountant, eps_error=eps_error)
+                             accountant=accountant, eps_error=eps_error, rel_error=rel_error)
     from ..accountants import create
     from ..dpsgd import dpsgd_mechanism
 
-    acc = create(accountant, eps_error=eps_error)
+    acc = create(accountant, eps_error=eps_error, rel_error=rel_error)
     acc.compose([(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), n) for (s, q), n in merged.items()])
     return acc.epsilon(delta)
 
@@ -200,12 +207,11 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
         steps = int(check_real("epochs", epochs, low=0.0) / q)
     steps = check_count("steps", steps)
     cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=q, steps=steps)
-    # The engine will report TightDPAccountant's epsilon (default accountant, eps_error 0.01); make sure that number, not
+    # The engine will report TightDPAccountant's epsilon (default accountant and accuracy); make sure that number, not
     # only the calibration's own certificate, is within the target (a 0.1 % step up settles rare ties).
     sigma = cal.noise_multiplier
     for _ in range(20):
-        reported = _epsilon_of_history([(sigma, q, steps)], target_delta, DEFAULT_ACCOUNTANT,
-                                       TightDPAccountant().eps_error)
+        reported = _epsilon_of_history([(sigma, q, steps)], target_delta, DEFAULT_ACCOUNTANT, None)
         if reported.upper <= target_epsilon:
             return sigma
         sigma *= 1.001

@@ -32,7 +32,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._validation import check_count, check_delta, check_eps_error, check_positive
+from .._accuracy import check_accuracy
+from .._validation import check_count, check_delta, check_positive
 from ..bounds import Bounds
 from .basic import Gaussian
 
@@ -40,7 +41,7 @@ __all__ = ["shuffle_epsilon"]
 
 
 def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, delta: float,
-                    eps_error: float = 0.01) -> Bounds:
+                    eps_error: float | None = None, rel_error: float | None = None) -> Bounds:
     """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``num_batches`` steps
     ("zero-out" neighbouring; see the module docstring for both theorems).
 
@@ -54,11 +55,11 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
     t = check_count("num_batches", num_batches)
     epochs = check_count("epochs", epochs)
     delta = check_delta("delta", delta)
-    eps_error = check_eps_error("eps_error", eps_error)
-    up = ConnectDotsAccountant(eps_error=eps_error).compose(Gaussian(noise_multiplier=noise_multiplier),
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(Gaussian(noise_multiplier=noise_multiplier),
                                                             epochs).epsilon(delta)
     s = noise_multiplier
-    h0 = min(0.01, eps_error)
+    h0 = min(0.01, eps_error or 0.01)
     lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
                 for r in (False, True))
     lower = min(lower, up.upper)

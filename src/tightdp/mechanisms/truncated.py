@@ -166,7 +166,8 @@ class TruncatedPoissonSampled(Mechanism):
 
 
 def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, dataset_size: int,
-                              max_batch_size: int, steps: int, delta: float, eps_error: float = 0.01):
+                              max_batch_size: int, steps: int, delta: float, eps_error: float | None = None,
+                              rel_error: float | None = None):
     """Certified ``[lower, upper]`` on epsilon of ``steps`` truncated-Poisson DP-SGD steps (add/remove).
 
     ``upper``: the dominating pair of Ganesh 2025 / dp-accounting 0.6.0 (module
@@ -174,7 +175,8 @@ def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, 
     at the kept probability ``q_eff`` (an explicit dataset pair), certified by
     dominance. Both are bounds on the truncated mechanism itself.
     """
-    from .._validation import check_delta, check_eps_error
+    from .._accuracy import check_accuracy
+    from .._validation import check_delta
     from ..accountants.connect_dots import ConnectDotsAccountant
     from ..bounds import Bounds
     from .allocation import allocation_accountant
@@ -182,15 +184,15 @@ def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, 
     check_positive("noise_multiplier", noise_multiplier)
     steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
-    eps_error = check_eps_error("eps_error", eps_error)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
     mech = TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier),
                                    sampling_rate=sampling_rate, dataset_size=dataset_size,
                                    max_batch_size=max_batch_size)
-    up = allocation_accountant(eps_error=eps_error).compose(mech, steps).epsilon(delta)
+    up = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, steps).epsilon(delta)
     q_eff = kept_probability(dataset_size=mech.dataset_size, sampling_rate=mech.sampling_rate,
                              max_batch_size=mech.max_batch_size)
     kept = PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=q_eff)
-    lo = ConnectDotsAccountant(eps_error=eps_error).compose(kept, steps).epsilon(delta)
+    lo = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(kept, steps).epsilon(delta)
     p_t, q_t = mech.truncation()
     lower = min(lo.lower, up.upper)
     details: dict[str, Any] = {

@@ -102,11 +102,20 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
         if not math.isfinite(e0):
             lower = 0.0
         else:
-            # the allowance is evaluated at ref <= the solution (err is non-increasing)
-            ref = e0 - 2.0 * max(t, comp.h)
-            c = float(comp.numerical_error(ref))
-            e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
-            if e1 < ref:
+            # the allowance c = err(ref) is evaluated at some ref <= the solution e1: err is
+            # non-increasing, so err(e1) <= c and delta_disc(e1) - err(e1) >= target_l. Far in the
+            # tail (tilted FFTs) err grows fast below e0, so ref steps down from e0 until the
+            # solution lands above it (one fixed jump to ref = -t made the bound vacuous there)
+            gap = 2.0 * max(t, comp.h)
+            ref = e0 - gap
+            for _ in range(64):
+                c = float(comp.numerical_error(ref))
+                e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
+                if not math.isfinite(e1) or e1 >= ref or ref <= -t:
+                    break
+                gap *= 2.0
+                ref = max(-t, min(e1, e0 - gap) - gap)
+            if math.isfinite(e1) and e1 < ref:  # never found: the allowance everywhere above -t
                 c = float(comp.numerical_error(-t))
                 e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
             lower = max(0.0, e1 - t - 1e-12) if math.isfinite(e1) else 0.0

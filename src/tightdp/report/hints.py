@@ -30,9 +30,9 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
         return "Calibration hints need one sampling rate across the schedule.", []
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
     from ..accountants import DEFAULT_ACCOUNTANT
-    from ..calibration import DEFAULT_EPS_ERROR
+    from .._accuracy import describe_accuracy
 
-    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at eps_error {DEFAULT_EPS_ERROR:g} (the default of "
+    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at accuracy {describe_accuracy()} (the default of "
             f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
             f"rate {q:.6g}. Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
             "rounded up in the printed digits; the note column says when a little less noise is not shown to "
