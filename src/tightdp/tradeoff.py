@@ -456,7 +456,8 @@ def _refine(curve: TradeoffCurve, target: float, room: int) -> np.ndarray:
     d, s = _upper_lines(eps, curve.delta_upper)
     vals = d[None, :] + s[None, :] * a[:, None]
     j = np.argmin(vals, axis=1) % eps.size  # a mirror line's epsilon is its own
-    j = np.unique(j)
+    # where the gap is mostly the accountant's own delta width, a finer grid cannot help
+    j = np.unique(j[gap[bad] > 2.0 * (curve.delta_upper[j] - curve.delta_lower[j])])
     mids = []
     for i in j:
         if i > 0:
@@ -538,6 +539,11 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         eps, lo, up = eps[o], lo[o], up[o]
     details = {**dict(curve.details), "max_gap": curve.max_gap, "delta_queries": queries,
                "target_gap": max_gap, "reached": bool(curve.max_gap <= max_gap)}
+    if not details["reached"]:
+        width = float(np.max(curve.delta_upper - curve.delta_lower))
+        details["gap_note"] = (f"max gap {curve.max_gap:.3g} > target {max_gap:g}: the accountant's delta intervals "
+                               f"are up to {width:.3g} wide (a tighter accuracy option narrows them), and the grid "
+                               f"has {eps.size} epsilons after {queries} delta queries (max_points, rounds)")
     return TradeoffCurve(curve.alpha, curve.beta_lower, curve.beta_upper, curve.mu_lower, curve.mu_upper,
                          curve.epsilons, curve.delta_lower, curve.delta_upper, curve.method, details)
 

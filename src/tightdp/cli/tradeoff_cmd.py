@@ -79,7 +79,8 @@ def run(args) -> int:
                "curve": {k: v for k, v in curve.to_dict().items() if k != "mu"},
                "printed": {"alpha": printed, "beta_lower": _jsonable(lo_b), "beta_upper": _jsonable(up_b)},
                "tpr": [{"fpr": r["fpr"], "lower": r["lower"], "estimate": None, "upper": r["upper"]} for r in tpr],
-               "eps_error": args.eps_error, "rel_error": args.rel_error, "seconds": seconds}
+               "eps_error": getattr(args, "eps_error", None), "rel_error": getattr(args, "rel_error", None),
+               "seconds": seconds}
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
@@ -92,6 +93,8 @@ def run(args) -> int:
     for a, lo, up in zip(printed, lo_b, up_b):
         print(f"  {a:>10.4g}{lo:>14.6g}{up:>14.6g}")
     print(f"  max gap {curve.max_gap:.3g} over {curve.alpha.size} alphas ({curve.method})")
+    if curve.details.get("gap_note"):
+        print(f"  note: {curve.details['gap_note']}")
     for r in tpr:
         print(f"  attack TPR at FPR {r['fpr']:g}: between {r['lower']:.6g} and {r['upper']:.6g}")
     print(f"  mu-GDP: mu in [{fmt(float(curve.mu_lower))}, {fmt(float(curve.mu_upper))}]")
