@@ -4,7 +4,12 @@
 * ``IndividualAccountant``: per-example ledger for DP-SGD / DP-GD with certified
   per-example epsilons (per-example GDP for DP-GD; sigma-grid buckets, dominating
   bucket PLDs, pre-computed FFTs and Plancherel for DP-SGD, 000 App. D) and the
-  individual filter (000 Alg. 1, Thm 12; Sec. 5).
+  individual filter (000 Alg. 1, Thm 12; Sec. 5). Beside the PLD intervals: per-example RDP
+  (certified upper bounds, the RDP baseline of 000 Fig. 1) and per-example mu-GDP (exact for DP-GD,
+  the fitted curve of App. D.2 for DP-SGD), ``epsilons(delta, method="pld"|"rdp"|"gdp")``; filters
+  ``active(..., rule="pld"|"paper"|"rdp")`` each documented with what it promises; the paper's
+  sigma-grid (``sigma_grid="paper"``, App. D.2) beside the uniform one.
+* ``tightdp.individual.rdp``: the per-example RDP curves and Feldman and Zrnic's individual RDP filter.
 * ``ShardedLedger``: the same ledger sharded by example (data-parallel recording, crash-safe
   per-shard saves, queries on a dask cluster bit-identical to the in-memory ones).
 """

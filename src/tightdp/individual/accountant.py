@@ -68,9 +68,11 @@ from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
-from ._population import bucket_spectra, choose_window, population_deltas, population_epsilons, rows_at, \
-    single_threaded_blas
+from ._population import _chunk_spectra, _delta_grid, _map_chunks, _order, _prepare, bucket_spectra, \
+    choose_window, population_deltas, population_epsilons, rows_at, single_threaded_blas
 from .gdp import gdp_delta_bounds
+from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows, gaussian_budget_mu, \
+    rdp_filter_active
 
 __all__ = ["IndividualAccountant"]
 
@@ -96,6 +98,11 @@ _LEDGER_CAP_BYTES = 16 << 30
 _BUFFER_BYTES = 64 << 20
 _BUFFER_STEPS = (8, 1024)  # fewest / most buffered steps
 _MISSING = ("worst-case", "last-seen")
+_GRIDS = ("uniform", "paper")
+_METHODS = ("pld", "rdp", "gdp")
+_RULES = ("pld", "paper", "rdp")
+_FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (000 App. D.2)
+_FIT_DELTA_MIN = 1e-10  # the fit's epsilon range reaches the worst case's epsilon at this delta
 _FRAC_FLOOR = 1.0 / 64  # see IndividualAccountant._note_frac
 
 
@@ -114,11 +121,24 @@ class IndividualAccountant:
         query time so that the worst example's composed PLD has about
         ``resolution`` grid points per standard deviation.
     resolution: see ``mesh``.
+    sigma_grid: ``"uniform"`` (default): buckets uniform in the sensitivity ratio, ``b / B``, each
+        ratio rounded up by less than ``1 / B``. ``"paper"``: 000 App. D.2's grid, uniform in the
+        noise ratio: ``sigma_i = sigma + i (sigma_max - sigma) / n`` with ``n = B - 1`` intervals (the
+        ``B`` buckets are ``sigma_0 .. sigma_n``), an effective noise ``sigma C / min(g, C)`` in
+        ``[sigma_i, sigma_{i+1})`` rounded down to ``sigma_i`` and one above ``sigma_max`` to
+        ``sigma_max`` (eq. (D.2)); a zero norm stays exact (no privacy loss). Both grids only round
+        the noise down (000 Thm D.2), so every bound stays certified; the paper's grid is coarse near
+        ratio 1 (``sigma_1 - sigma_0`` is a ratio step of about ``(sigma_max / sigma - 1) / n``) and
+        rounds every ratio below ``sigma / sigma_max`` up to it, so it is looser for the same ``B``
+        (``examples/papers/p000_individual.py`` reports by how much). Sums of squares for
+        ``sampling_rate = 1`` are exact either way.
+    sigma_max: the paper grid's largest noise multiplier (default ``10 * noise_multiplier``).
     """
 
     def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float,
                  sampling_rate: float = 1.0, *, num_buckets: int = 100, mesh: float | None = None,
-                 resolution: float = 1600.0, missing_norms: str = "worst-case") -> None:
+                 resolution: float = 1600.0, missing_norms: str = "worst-case", sigma_grid: str = "uniform",
+                 sigma_max: float | None = None) -> None:
         self._n = check_count("num_examples", num_examples)
         self._sigma = check_positive("noise_multiplier", noise_multiplier)
         self._clip = _check_clip_norm(clip_norm)
@@ -127,6 +147,22 @@ class IndividualAccountant:
         if self._B > 10_000:
             raise ValueError(f"num_buckets must be <= 10000, got {num_buckets!r}")
         self._missing = check_choice("missing_norms", missing_norms, _MISSING)
+        self._grid = check_choice("sigma_grid", sigma_grid, _GRIDS)
+        self._sigma_max = None
+        self._edges = None  # paper grid: nominal bucket ratios, edges[0] = 0 < edges[1] < ... = 1
+        if self._grid == "paper":
+            smax = 10.0 * self._sigma if sigma_max is None else check_positive("sigma_max", sigma_max)
+            if not smax > self._sigma or not math.isfinite(smax):
+                raise ValueError(f"sigma_max must be finite and > noise_multiplier={self._sigma!r}, "
+                                 f"got {sigma_max!r}")
+            self._sigma_max = smax
+            n_int = self._B - 1
+            i = np.arange(self._B - 1, -1, -1, dtype=float)  # bucket b = 1..B <-> sigma_{B - b}
+            sig_i = self._sigma + i * (smax - self._sigma) / n_int if n_int else np.array([self._sigma])
+            self._edges = np.concatenate([[0.0], self._sigma / sig_i])
+            self._edges[-1] = 1.0
+        elif sigma_max is not None:
+            raise ValueError("sigma_max is an option of sigma_grid='paper' only")
         _check_ledger_size(self._n, self._B, self._q)
         self._mesh = None if mesh is None else check_positive("mesh", mesh)
         self._resolution = check_positive("resolution", resolution)
@@ -182,7 +218,8 @@ class IndividualAccountant:
     def options(self) -> dict[str, Any]:
         return {"num_examples": self._n, "noise_multiplier": self._sigma, "clip_norm": self._clip,
                 "sampling_rate": self._q, "num_buckets": self._B, "mesh": self._mesh,
-                "resolution": self._resolution, "missing_norms": self._missing}
+                "resolution": self._resolution, "missing_norms": self._missing, "sigma_grid": self._grid,
+                "sigma_max": self._sigma_max}
 
     # -------------------------------------------------------------- recording
     def _check_norms(self, grad_norms, shape) -> np.ndarray:
@@ -252,6 +289,12 @@ class IndividualAccountant:
         """Bucket indices of ``arr`` written to ``out`` (``_bucket_index`` through reused buffers); returns
         the smallest position ``y - (b - 1)`` of the step's scaled ratios within their buckets (1 if none)."""
         n = arr.size
+        if self._edges is not None:  # paper grid (000 eq. (D.2)): smallest bucket whose ratio is >= r
+            r = _clipped_ratio(arr, self._clip)
+            np.copyto(out, np.minimum(np.searchsorted(self._edges[1:], r, side="left") + 1, self._B),
+                      casting="unsafe")
+            out[arr == 0] = 0
+            return 0.0  # lower bounds: each bucket's lower edge
         if self._ybuf.size < n:
             self._ybuf, self._cbuf = np.empty(n), np.empty(n)
         y = _scaled_ratio(arr, self._clip, self._B, self._scale, out=self._ybuf[:n])
@@ -377,16 +420,29 @@ class IndividualAccountant:
     def _mesh_for(self, counts: np.ndarray) -> float:
         if self._mesh is not None:
             return self._mesh
-        r2 = (np.arange(self._B + 1) / self._B) ** 2
+        r2 = self._nominal_ratios() ** 2
         k_eff = float(np.max(rows_at(counts, r2))) if counts.shape[0] else 1.0
         s1 = self._q * math.sqrt(math.expm1(min(1.0 / self._sigma ** 2, 700.0)))
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
 
+    def _nominal_ratios(self) -> np.ndarray:
+        """The ratio every bucket stands for (before the relative margin): ``b / B`` or the paper grid's."""
+        return np.arange(self._B + 1) / self._B if self._edges is None else self._edges
+
+    def _ratio_of(self, b: int) -> float:
+        """The sensitivity ratio bucket ``b`` stands for, rounded up by the relative ``_MARGIN``."""
+        if self._edges is None:
+            return _bucket_ratio(b, self._B)
+        return float(self._edges[b]) * (1.0 + _MARGIN)
+
     def _lower_ratio(self, b: int) -> float:
         """A lower bound on every sensitivity ratio recorded into bucket ``b``: each has a scaled ratio
         ``y >= b - 1 + frac_min`` (``_frac_min``: the lowest position within its bucket of any recorded
-        ``y``), and the exact ratio is at least ``y (1 - 2u) / B``; the relative ``_MARGIN`` covers that."""
+        ``y``), and the exact ratio is at least ``y (1 - 2u) / B``; the relative ``_MARGIN`` covers that.
+        Paper grid: the bucket's lower edge."""
+        if self._edges is not None:
+            return float(self._edges[b - 1]) * (1.0 - _MARGIN)
         return max(0.0, b - 1 + self._frac_min) / self._B * (1.0 - _MARGIN)
 
     def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False):
@@ -398,7 +454,7 @@ class IndividualAccountant:
         out = []
         for b in buckets:
             if b not in store:
-                ratio = self._lower_ratio(b) if lower else _bucket_ratio(b, self._B)
+                ratio = self._lower_ratio(b) if lower else self._ratio_of(b)
                 pld = None
                 if ratio > 0:
                     loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
@@ -531,7 +587,7 @@ class IndividualAccountant:
         def compose(row: np.ndarray) -> float:
             acc = ConnectDotsAccountant(eps_error=0.005)
             terms = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=self._sigma,
-                                                        sensitivity=_bucket_ratio(b, self._B)),
+                                                        sensitivity=self._ratio_of(b)),
                                      sampling_rate=self._q), int(row[b]))
                      for b in range(1, self._B + 1) if row[b] > 0]
             if not terms:
@@ -573,8 +629,21 @@ class IndividualAccountant:
         return out, {"rows": int(rows.shape[0]), "compositions": int(uniq.shape[0]), "method": method,
                      "engine": "ConnectDotsAccountant"}
 
-    def epsilons(self, delta: float, *, lower: bool = True) -> Bounds:
+    def epsilons(self, delta: float, *, lower: bool = True, method: str = "pld") -> Bounds:
         """Every example's epsilon at ``delta``, as an interval per example (arrays of length N).
+
+        ``method`` (000 Fig. 1 compares the three):
+
+        * ``"pld"`` (default): the certified interval described below (000 Sec. 5, App. D).
+        * ``"rdp"``: a certified *upper* bound through per-example RDP curves and the RDP conversion
+          (000 Lemma C.4; ``tightdp.individual.rdp``); ``lower`` is None. Always at least the PLD
+          upper bound up to the PLD's own error terms (the conversion is lossy).
+        * ``"gdp"``: ``sampling_rate = 1``: the exact per-example mu-GDP (000 Thm 11), the same numbers
+          as ``"pld"``, ``kind="bound"``. ``sampling_rate < 1``: the epsilon of each example's fitted
+          mu-GDP curve (``gdp_mus``, 000 App. D.2 / Sec. 5), ``kind="approximation"``: the fit is
+          checked to dominate the example's certified delta(epsilon) only on ``[0, epsilon_max]``
+          (``details``), so an answer at most ``epsilon_max`` is a certified upper bound
+          (``details["certified"]`` marks them) and a larger one is not; ``lower`` is None.
 
         ``upper[i]`` is a certified upper bound and ``lower[i]`` a certified lower bound on the
         epsilon of the *exact* heterogeneous composition of example i's recorded steps (the
@@ -602,10 +671,153 @@ class IndividualAccountant:
         certified interval: the result's ``kind`` is then ``"approximation"`` and
         ``details["approximate_examples"]`` counts them.
         """
+        m = check_choice("method", method, _METHODS)
+        if m == "rdp":
+            return self._rdp_epsilons(delta)
+        if m == "gdp" and self._q < 1.0:
+            return self._gdp_fit_epsilons(delta)
         if self._q == 1.0:  # closed form: no products to thread
             return self._epsilons(delta, lower)
         with single_threaded_blas():
             return self._epsilons(delta, lower)
+
+    # ------------------------------------------------------- RDP and mu-GDP per example
+    def rdp_curves(self, orders=None) -> tuple[np.ndarray, np.ndarray]:
+        """Per-example RDP curves: ``(orders, curves)`` with ``curves[i, j]`` a certified upper bound on
+        example i's Renyi divergence of order ``orders[j]`` (both directions) for its recorded steps.
+
+        ``sampling_rate = 1``: ``alpha mu_i^2 / 2`` from the exact per-example GDP parameter (``mus``).
+        ``sampling_rate < 1``: ``sum_b counts[i, b] rho_b(alpha)``, ``rho_b`` the Poisson-subsampled
+        Gaussian's curve (Mironov, Talwar, Zhang 2019) at bucket ``b``'s ratio, rounded up
+        (``tightdp.individual.rdp``). Default orders: ``rdp.INDIVIDUAL_ORDERS``.
+        """
+        if orders is None:
+            o = INDIVIDUAL_ORDERS
+        else:
+            o = np.unique(np.asarray(orders, dtype=float).reshape(-1))
+            if o.size == 0 or not np.all(np.isfinite(o)) or np.any(o <= 1.0):
+                raise ValueError(f"orders must be finite numbers > 1, got {orders!r}")
+        if self._q == 1.0:
+            mu = self.mus()
+            return o, (0.5 * (mu * mu)[:, None] * o[None, :]) * (1.0 + 4 * _U)
+        counts = np.asarray(self._ledger())
+        used = np.asarray(counts.sum(axis=0) > 0)
+        ratios = np.array([self._ratio_of(b) if b else 0.0 for b in range(self._B + 1)])
+        table = bucket_rdp_table(self._sigma, self._q, ratios, o, used)
+        return o, compose_rows(counts, table)
+
+    def _rdp_epsilons(self, delta: float) -> Bounds:
+        dlt = check_delta("delta", delta)
+        orders, curves = self.rdp_curves()
+        eps, best = epsilons_from_rdp_rows(orders, curves, dlt)
+        return Bounds(None, eps, eps, "epsilon", self._kind(), {
+            "method": "rdp", "steps": self._steps, "optimal_orders": best, "num_buckets": self._B,
+            "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); 000 Lemma C.4 "
+                      "(Canonne, Kamath, Steinke 2020 Prop. 12) conversion"})
+
+    def _kind(self) -> str:
+        return "approximation" if self._approx is not None and np.any(self._approx) else "bound"
+
+    def gdp_mus(self, *, epsilon_max: float | None = None, points: int = _FIT_POINTS,
+                delta_min: float = _FIT_DELTA_MIN) -> Bounds:
+        """Per-example mu-GDP parameters (000 Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
+
+        ``sampling_rate = 1``: the exact ``sqrt(sum_t r_t^2) / sigma`` (``mus``), ``kind="bound"``.
+
+        ``sampling_rate < 1``: the subsampled Gaussian is not GDP, and 000 fits each example a mu-GDP
+        curve "using the bisection method" (App. D.2; Sec. 5: by the CLT the composed PLD looks
+        Gaussian, "it is then easy to numerically approximate mu", Fig. 1 left). Here: the certified
+        upper bounds ``d_ij`` on example i's delta at ``eps_j`` (``points`` values evenly spaced on
+        ``[0, epsilon_max]``, both directions, one Plancherel pass, 000 Lemma D.1) and the smallest
+        ``mu_i`` (bisection, rounded up) with ``delta_GDP(eps_{j+1}; mu_i) >= d_ij`` for every j with
+        ``d_ij >= delta_min``, the GDP curve rounded down. As both curves decrease in epsilon, the
+        fitted curve then dominates the example's true delta(epsilon) on ``[0, eps*]`` (both
+        directions, so also on ``[-eps*, 0]``), ``eps*`` the first grid point with ``d_ij < delta_min``;
+        hence ``gdp_epsilon(delta, mu_i)`` is a certified upper bound on the example's epsilon for every
+        ``delta >= delta_min`` (``details["certified_above_delta_min"]``; otherwise only up to
+        ``epsilon_max``). Below ``delta_min`` nothing is checked, so ``kind="approximation"``: a mu that
+        dominates for *every* epsilon need not exist (numerical error terms floor the certified delta;
+        the subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's
+        use of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon. Without the floor, the
+        absolute error terms (about 1e-12) would force a large mu on every example.
+        Default ``epsilon_max``: the worst case's epsilon at ``delta_min``.
+        """
+        pts = check_count("points", points, minimum=2)
+        if self._q == 1.0:
+            mu = self.mus()
+            return Bounds(None, mu, mu, "mu", self._kind(), {"method": "gdp", "source": "000 Thm 11"})
+        dmin = check_delta("delta_min", delta_min)
+        counts = self._ledger()
+        if epsilon_max is None:
+            emax = float(self.worst_case_epsilon(dmin).upper)
+        else:
+            emax = check_positive("epsilon_max", epsilon_max)
+        grid = np.linspace(0.0, max(emax, 1e-6), pts)
+        with single_threaded_blas():
+            mu, below = self._gdp_fit_counts(counts, grid, dmin)
+        return Bounds(None, mu, mu, "mu", "approximation", {
+            "method": "gdp-fit", "epsilon_max": float(grid[-1]), "points": pts, "steps": self._steps,
+            "delta_min": dmin, "certified_above_delta_min": below,
+            "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5"})
+
+    def _delta_curves(self, counts, grid: np.ndarray) -> np.ndarray:
+        """Certified upper bounds on every row's delta at each epsilon of ``grid`` (max of both
+        directions): the Plancherel inner products of 000 Lemma D.1 with every error term added."""
+        setup = self._pld_setup(counts, None, _DELTAS_TARGET, 0.0)
+        out = np.zeros((counts.shape[0], grid.size))
+        if setup is None:
+            return out
+        c, setups = setup
+        for _direction, bs, _h in setups:
+            for rows, (d, _) in _map_chunks(_chunk_delta_grid, bs, c, _order(bs, c), 2048, grid):
+                out[rows] = np.maximum(out[rows], d)
+        idle = ~np.asarray(c.any(axis=1))
+        out[idle] = 0.0  # no step with privacy loss: delta 0 exactly
+        return np.minimum(out, 1.0)
+
+    def _gdp_fit_counts(self, counts, grid: np.ndarray, delta_min: float) -> tuple[np.ndarray, np.ndarray]:
+        """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and whether
+        the row's certified delta curve fell below ``delta_min`` on the grid."""
+        D = self._delta_curves(counts, grid)
+        low = D < delta_min
+        first = np.where(low.any(axis=1), np.argmax(low, axis=1), D.shape[1])
+        # d_ij must lie below delta_GDP(eps_{j+1}; mu) for every j before the first point below delta_min
+        need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
+        at = np.broadcast_to(grid[1:][None, :], need.shape)
+
+        def ok(m: np.ndarray) -> np.ndarray:
+            lo = gdp_delta_bounds(at, np.broadcast_to(m[:, None], need.shape))[0]
+            return np.all(lo >= need, axis=1)
+
+        n = D.shape[0]
+        lo, hi = np.zeros(n), np.ones(n)
+        grow = ~ok(hi)
+        while np.any(grow):
+            hi = np.where(grow, 2.0 * hi, hi)
+            if np.any(hi > 1e6):
+                raise PrecisionError("per-example mu-GDP fit: no mu <= 1e6 dominates the delta curve")
+            grow = ~ok(hi)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            good = ok(mid)
+            hi = np.where(good, mid, hi)
+            lo = np.where(good, lo, mid)
+            if np.all(hi - lo <= 1e-10 * hi):
+                break
+        return np.where(np.all(need <= 0.0, axis=1), 0.0, hi), low.any(axis=1)
+
+    def _gdp_fit_epsilons(self, delta: float) -> Bounds:
+        dlt = check_delta("delta", delta)
+        fit = self.gdp_mus()
+        mu = np.asarray(fit.upper, float)
+        eps = _gdp_eps_vec(dlt, mu)
+        d = fit.details
+        cert = (eps <= d["epsilon_max"]) | (np.asarray(d["certified_above_delta_min"]) & (dlt >= d["delta_min"]))
+        kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
+        return Bounds(None, eps, eps, "epsilon", kind, {
+            **d, "mu": mu, "certified": cert,
+            "note": "epsilon of each example's fitted mu-GDP curve (000 App. D.2); a certified upper bound "
+                    "where certified is True (the fit dominates the example's delta curve there)"})
 
     def _epsilons(self, delta: float, lower: bool) -> Bounds:
         """``epsilons`` (BLAS limited to one thread by the caller)."""
@@ -706,31 +918,104 @@ class IndividualAccountant:
         e, info = self._eps_counts(row, dlt, self._mesh_for(self._ledger()))
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
-    def active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
+    def active(self, epsilon: float, delta: float, grad_norms=None, *, rule: str = "pld") -> np.ndarray:
         """Boolean mask of examples whose budget ``(epsilon, delta)`` allows one more step.
 
-        ``sampling_rate = 1``: the individual GDP filter (000 Alg. 1, eq. (4.1)) with
-        budget ``B = gdp_mu(epsilon, delta)``: example i stays active iff
-        ``sum_t mu_t^2 + mu_next^2 <= B^2``, where ``mu_next = min(g_i, C) / (C sigma)``
-        from ``grad_norms`` of the coming step (computed before the release, as
-        Alg. 1 requires) or, if ``grad_norms`` is None, the worst case
-        ``1 / sigma``. Recording the masked step (norm 0 for inactive examples)
-        then keeps every example within ``B``-GDP: a proven (epsilon, delta)
-        guarantee for each example (Thm 11, 12). With ``grad_norms=None``
-        an example once dropped stays dropped.
+        The caller records the step with norm 0 for the inactive examples (they do not contribute).
+        ``grad_norms``: the coming step's norms, computed before the release (Alg. 1 requires that);
+        None: the worst case ``C`` for every example. What each filter promises:
 
-        ``sampling_rate < 1``: the approximative PLD filter of 000 Sec. 5: an
-        example stays active iff its certified epsilon after one more step at
-        the worst case is at most ``epsilon``. The epsilons are certified for
-        the recorded sequence, but 000 gives no proof that filtering DP-SGD this
-        way is (epsilon, delta)-DP under fully adaptive composition, and Tran,
-        Koskela, Raisa, Honkela 2026 (arXiv 2602.06756) show that the natural
-        PLD / f-DP filter is not valid there: only GDP-based filters are proven.
+        ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (000 Alg. 1,
+        eq. (4.1)) with budget ``B = gdp_mu(epsilon, delta)``: example i stays active iff
+        ``sum_t mu_t^2 + mu_next^2 <= B^2``, ``mu_next = min(g_i, C) / (C sigma)``. Proven: every
+        example is ``B``-GDP, hence ``(epsilon, delta)``-DP, under fully adaptive composition
+        (000 Thm 11, 12, Cor. C.2); tight for the Gaussian mechanism. With ``grad_norms=None`` an
+        example once dropped stays dropped.
+
+        ``rule="rdp"`` (any sampling rate): the individual RDP filter of Feldman and Zrnic (2021,
+        Alg. 3, Thm 4.3) at one order ``alpha*``, with the budget ``b(alpha*)`` that 000 Lemma C.4
+        converts to exactly ``epsilon`` at ``delta``: active iff the example's certified RDP of order
+        ``alpha*`` after the next step is at most ``b(alpha*)``. ``alpha*`` depends on the options and
+        ``(epsilon, delta)`` only, not on the data: the order that allows the most worst-case steps
+        (largest ``b(alpha) / rho_worst(alpha)``, as Feldman and Zrnic budget the worst-case run).
+        Proven under fully adaptive composition; certified (RDP curves rounded up). Looser than the
+        GDP filter for DP-GD (RDP's conversion is lossy, 000 Sec. 4.1).
+        (A budget at *every* order, e.g. the whole curve ``alpha B_R^2 / 2``, would also be valid but
+        stops DP-SGD almost at once: the subsampled Gaussian's RDP at large orders grows like the
+        unsubsampled one's.)
+
+        ``rule="paper"`` with ``sampling_rate < 1``: 000 Sec. 5 as stated: example i stays active iff
+        the mu of its fitted mu-GDP curve after the next step (``gdp_mus``, App. D.2) is at most
+        ``B_R``, the largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to
+        ``(epsilon, delta)`` by 000 Lemma C.4 (``rdp.gaussian_budget_mu``; Sec. 5 converts the RDP of
+        ``N(B, 1)`` vs ``N(0, 1)``,
+        eq. (5.3), to (epsilon, delta)). Promise: none proven. Were the fitted curve a true mu-GDP
+        bound for every epsilon, eq. (5.1)-(5.3) would make the example RDP-dominated by
+        ``N(mu, 1)`` vs ``N(0, 1)`` at every order, and the guarantee would follow from Feldman and
+        Zrnic's filter. But the fit is checked only down to delta = 1e-10 (``gdp_mus``), and for
+        DP-SGD no small mu is a true bound at every epsilon (the composition's RDP at large orders
+        grows like that of the unsubsampled mechanism, about ``k alpha r^2 / (2 sigma^2)``), so the
+        rule admits steps that a proven RDP filter with the same curve would refuse. It is here to
+        reproduce the paper; ``"rdp"`` is the proven choice.
+
+        ``rule="pld"`` (default) with ``sampling_rate < 1``: tightdp's heuristic: active iff the
+        example's certified PLD epsilon after one more worst-case step (``grad_norms`` is not used)
+        is at most ``epsilon``. It admits the most steps (no RDP conversion), and the epsilons are
+        certified for the recorded sequence, but it is *not* a guarantee under fully adaptive
+        composition: Tran, Koskela, Raisa, Honkela 2026 (arXiv 2602.06756) show that PLD / f-DP
+        filters are not valid there; only GDP-based filters (and RDP ones) are proven. Use it as an
+        odometer-driven stopping heuristic, and ``"rdp"`` when the filter must be a guarantee.
         """
-        if self._q == 1.0:
+        r = check_choice("rule", rule, _RULES)
+        if self._q == 1.0 and r != "rdp":
             return self._active(epsilon, delta, grad_norms)
         with single_threaded_blas():
-            return self._active(epsilon, delta, grad_norms)
+            if r == "pld":
+                return self._active(epsilon, delta, grad_norms)
+            return self._active_rdp(epsilon, delta, grad_norms, paper=(r == "paper"))
+
+    def _next_codes(self, grad_norms) -> np.ndarray:
+        """Bucket index of every example's coming step (worst case ``B`` if ``grad_norms`` is None)."""
+        if grad_norms is None:
+            return np.full(self._n, self._B, dtype=np.intp)
+        arr = self._check_norms(grad_norms, (self._n,))
+        out = np.empty(self._n, dtype=self._code_dtype)
+        saved = (self._ybuf, self._cbuf)
+        self._codes(arr, out)
+        self._ybuf, self._cbuf = saved
+        return out.astype(np.intp)
+
+    def _active_rdp(self, epsilon: float, delta: float, grad_norms, paper: bool) -> np.ndarray:
+        """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (000 Sec. 5)."""
+        eps = check_epsilon("epsilon", epsilon)
+        dlt = check_delta("delta", delta)
+        if math.isinf(eps):
+            return np.ones(self._n, dtype=bool)
+        nxt = self._next_codes(grad_norms)
+        if not paper:
+            orders, spent = self.rdp_curves()
+            if self._q == 1.0:
+                r = np.ones(self._n) if grad_norms is None else \
+                    _clipped_ratio(self._check_norms(grad_norms, (self._n,)), self._clip)
+                step = 0.5 * ((r / self._sigma) ** 2)[:, None] * orders[None, :] * (1.0 + 8 * _U)
+            else:
+                ratios = np.array([self._ratio_of(b) if b else 0.0 for b in range(self._B + 1)])
+                used = np.zeros(self._B + 1, dtype=bool)
+                used[np.unique(nxt)] = True
+                step = bucket_rdp_table(self._sigma, self._q, ratios, orders, used)[nxt] * (1.0 + 1e-9)
+            # Lemma C.4 solved for the RDP budget at each order, rounded down
+            bvec = eps - np.log1p(-1.0 / orders) + (math.log(dlt) + np.log(orders)) / (orders - 1.0)
+            bvec = bvec - 1e-12 * (np.abs(bvec) + eps + abs(math.log(dlt)))
+            rho_w = bucket_rdp_table(self._sigma, self._q, np.array([_bucket_ratio(self._B, self._B)]), orders)[0]
+            k = int(np.argmax(np.where(bvec > 0, bvec / np.maximum(rho_w, 1e-300), -np.inf)))
+            return rdp_filter_active(spent[:, k:k + 1], step[:, k:k + 1], bvec[k:k + 1])
+        counts = np.asarray(self._ledger()).astype(np.int64)
+        counts[np.arange(self._n), nxt] += 1
+        worst = np.zeros((1, self._B + 1), dtype=np.int64)
+        worst[0, self._B] = self._steps + 1
+        emax = float(self._eps_counts(worst, _FIT_DELTA_MIN)[0][0])
+        mu, _ = self._gdp_fit_counts(counts, np.linspace(0.0, max(emax, 1e-6), _FIT_POINTS), _FIT_DELTA_MIN)
+        return mu <= gaussian_budget_mu(eps, dlt, INDIVIDUAL_ORDERS)
 
     def _active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
         eps = check_epsilon("epsilon", epsilon)
@@ -847,6 +1132,14 @@ class IndividualAccountant:
     def __repr__(self) -> str:
         return (f"IndividualAccountant(num_examples={self._n}, noise_multiplier={self._sigma}, "
                 f"clip_norm={self._clip}, sampling_rate={self._q}; {self._steps} steps)")
+
+
+def _chunk_delta_grid(bs, cc: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk of ``_delta_curves``: certified upper deltas on the grid (``_population``'s own
+    chunk window, product spectra and error terms)."""
+    cb = _chunk_spectra(bs, cc)
+    D = _delta_grid(cb, _prepare(cb, cc), grid)
+    return D, D
 
 
 def _gdp_eps_vec(delta: float, mu: np.ndarray) -> np.ndarray:
