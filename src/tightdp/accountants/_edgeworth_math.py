@@ -51,7 +51,8 @@ from ..errors import UnsupportedMechanismError
 from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, LaplaceLoss, PoissonLaplaceLoss
 
-__all__ = ["Moments", "pllr_moments", "pllr_statistics", "pllr_statistics_pair", "pllr_range", "pllr_char_abs", "LAMBDAS", "edgeworth_sf",
+__all__ = ["Moments", "pllr_moments", "pllr_statistics", "pllr_statistics_pair", "pllr_range", "pllr_char_abs",
+           "LAMBDAS", "edgeworth_sf",
            "edgeworth_uniform_bound", "edgeworth_iid_bounds", "standardized", "SumStats", "integrated_delta_bounds",
            "hoeffding_tail", "thm1_tail"]
 
@@ -497,7 +498,8 @@ def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, 
               + 4.3394 * lam * K3t ** 3 / (8 * math.pi ** 3 * n * n) + rbar
               + 1.306 * (e2n - e3) * lam3 ** 2 / (36 * n)
               + lam * (ug(1.5, low) - ug(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
-              + _PSI * 2 ** 2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, low * low / 8) - ug(1.5, n / (2 * K3t ** 2))))
+              + _PSI * 2 ** 2.5 * K3 / (3 * math.pi * math.sqrt(n))
+              * (ug(1.5, low * low / 8) - ug(1.5, n / (2 * K3t ** 2))))
         return main + skew + r1
     # Thm A.5
     main = 0.327 * K4 * (1 / 12 + 1 / (4 * d13)) / n
@@ -512,7 +514,8 @@ def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, 
                                - _e1(min(_T1STAR ** 2 * T ** 0.5, T * T / math.pi ** 2) * short / 2))
     J5 = _PSI / math.pi * abs(_e1(min(T ** 0.5, T * T) / (2 * math.pi ** 2)) - _e1(T * T / (2 * math.pi ** 2)))
     r2 = (1.2533 * K3t ** 4 / (16 * math.pi ** 4 * n * n) + 0.3334 * K3t ** 4 * lam / (16 * math.pi ** 4 * n ** 2.5)
-          + 14.1961 * K3t ** 16 / ((2 * math.pi) ** 16 * n ** 8) + 4.3394 * K3t ** 12 * lam / ((2 * math.pi) ** 12 * n ** 6.5)
+          + 14.1961 * K3t ** 16 / ((2 * math.pi) ** 16 * n ** 8)
+          + 4.3394 * K3t ** 12 * lam / ((2 * math.pi) ** 12 * n ** 6.5)
           + lam * (ug(1.5, lo1) - ug(1.5, up1)) / math.sqrt(n) + rbar
           + _PSI * 2 ** 2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, lo2) - ug(1.5, up2))
           + 1.306 * (e2n - e3) * lam3 ** 2 / (36 * n) + J4 + J5)
@@ -579,7 +582,7 @@ def pllr_char_abs(loss: PrivacyLoss, freqs: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def pllr_range(loss: PrivacyLoss) -> tuple[float, float] | None:
-    """``(min L, max L)`` when the privacy loss is bounded (Laplace, subsampled Laplace: 004 Prop. 4.5), else ``None``."""
+    """``(min L, max L)`` of a bounded privacy loss (Laplace, subsampled Laplace: 004 Prop. 4.5), else ``None``."""
     if isinstance(loss, (LaplaceLoss, PoissonLaplaceLoss)):
         vals = [a[0] for a in _rule(loss).atoms]
         return min(vals), max(vals)

@@ -40,7 +40,8 @@ so the cost does not depend on the number of compositions ``m``:
 Supported: ``Gaussian``, ``Laplace``, ``PoissonSampled`` (of a Gaussian, or of a
 Laplace mechanism: 004 Prop. 4.5) and ``SampledWithoutReplacement``. Moments and
 tails of each distinct mechanism are computed once (a few milliseconds) and cached,
-so m distinct mechanisms cost O(m) (004 Sec. 4): 1000 take about a second.
+so m distinct mechanisms cost O(m) (004 Sec. 4): 1000 take about 4 s on a loaded 2-core machine
+(the add direction of a Poisson-subsampled Gaussian reuses the remove quadrature).
 """
 
 from __future__ import annotations
@@ -363,7 +364,8 @@ class EdgeworthAccountant(Accountant):
             return Bounds(None, est, None, "epsilon", "approximation", details)
         st = self._prepare()
         details["interval"] = ("EEAI from delta = E_P[(1 - e^(eps - S))_+] (Lemma 4.3 + Chernoff/Hoeffding tails)"
-                               if self.eeai == "integrated" else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)")
+                               if self.eeai == "integrated"
+                               else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)")
         details["edgeworth_error"] = {"remove": [st["dirs"][0]["dp"], st["dirs"][0]["dq"]],
                                       "add": [st["dirs"][1]["dp"], st["dirs"][1]["dq"]]}
         lower, upper = self._interval_epsilon(delta, self._curves, self._scan_cached(None))
