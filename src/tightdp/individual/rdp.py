@@ -31,10 +31,13 @@ from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 __all__ = ["INDIVIDUAL_ORDERS", "bucket_rdp_table", "epsilons_from_rdp_rows", "gaussian_budget_mu",
            "rdp_filter_active"]
 
-#: Orders of the per-example curves: 76 orders (the fractional MTZ series is the slow part, so few
-#: fractional orders); the optimum is interior from epsilon ~ 0.05 to ~ 50 at delta = 1e-5.
-INDIVIDUAL_ORDERS = np.concatenate([[1.25, 1.5, 1.75], np.arange(2.0, 65.0),
-                                    [80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0, 1024.0]])
+#: Orders of the per-example curves: 86 orders (the fractional MTZ series is the slow part, so
+#: fractional orders only in steps of 1/2 below 12); the optimum is interior from epsilon ~ 0.05 to
+#: ~ 50 at delta = 1e-5. Against the library's dense grid (``_rdp_math.DEFAULT_ORDERS``, 429 orders)
+#: the epsilon is at most about 1% larger.
+INDIVIDUAL_ORDERS = np.unique(np.concatenate([[1.25, 1.5, 1.75], np.arange(2.0, 12.0, 0.5), np.arange(12.0, 65.0),
+                                              [80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0,
+                                               1024.0]]))
 _REL_MARGIN = 1e-9  # relative margin on composed RDP curves (series evaluation and summation rounding)
 _CURVES: dict[tuple[float, float, bytes], np.ndarray] = {}  # memo: (noise, q, orders) -> curve
 
