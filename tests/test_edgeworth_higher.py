@@ -194,13 +194,15 @@ def test_add_direction_from_remove_rule():
 
 
 def test_thousand_distinct_mechanisms_under_ten_seconds():
+    """Issue 13: 1000 distinct mechanisms in under 10 s. Timed in CPU seconds of this process (all threads), so a
+    loaded shared machine does not fail it; about 3.5 s here, where wall time ran to 8-15 s at load 10."""
     import time
     tightdp.clear_caches()
-    t = time.perf_counter()
+    t = time.process_time()
     acc = EdgeworthAccountant()
     for i in range(1000):
         acc.compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0 + 1e-3 * i), sampling_rate=0.01))
     e = acc.epsilon(1e-5)
-    assert time.perf_counter() - t < 10.0
+    assert time.process_time() - t < 10.0
     lo, up = e.details["interval_raw"]
     assert lo <= 1.092 and 1.055 <= up  # the PRV accountant's certified interval [1.055, 1.092] (test_edgeworth.py)
