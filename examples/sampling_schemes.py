@@ -25,8 +25,7 @@ import argparse
 import numpy as np
 
 import tightdp
-from tightdp.mechanisms import allocation_epsilon
-from tightdp.mechanisms.shuffle import shuffle_epsilon
+from tightdp.schemes import allocation_epsilon, shuffle_epsilon
 
 
 def allocation_vs_poisson(epochs, *, sigma=1.0, t=196, delta=1e-5):

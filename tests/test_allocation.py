@@ -22,11 +22,10 @@ from scipy import integrate, special
 import tightdp
 from tightdp import Gaussian
 from tightdp.accountants._gdp_math import gdp_epsilon_bounds
-from tightdp.mechanisms import RandomAllocation, allocation_epsilon
-from tightdp.mechanisms.allocation import (AllocationLoss, allocation_accountant, lower_bound_epsilon,
-                                           max_statistic_pld)
-from tightdp.mechanisms.shuffle import shuffle_epsilon
-from tightdp.mechanisms.truncated import TruncatedPoissonSampled, kept_probability, truncated_poisson_epsilon
+from tightdp.mechanisms import RandomAllocation
+from tightdp.mechanisms.allocation import AllocationLoss, lower_bound_epsilon, max_statistic_pld
+from tightdp.mechanisms.truncated import TruncatedPoissonSampled, kept_probability
+from tightdp.schemes import allocation_accountant, allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 
 
 # ----------------------------------------------------------------------------- exact t = 2

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from tightdp.mechanisms import allocation_epsilon
+from tightdp.schemes import allocation_epsilon
 
 #: (sigma, t, epochs) -> pld-accounting (lower, upper), random-allocation decomposition, RDP_DCO, lower bound
 PEERS = {

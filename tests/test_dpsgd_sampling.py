@@ -8,9 +8,7 @@ import pytest
 
 import tightdp
 from tightdp.dpsgd import SAMPLINGS
-from tightdp.mechanisms import allocation_epsilon
-from tightdp.mechanisms.shuffle import shuffle_epsilon
-from tightdp.mechanisms.truncated import truncated_poisson_epsilon
+from tightdp.schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 
 KW = dict(noise_multiplier=1.0, sampling_rate=1 / 100, steps=500, delta=1e-5)
 

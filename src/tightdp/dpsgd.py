@@ -4,12 +4,13 @@
 
 * ``"poisson"`` (default): Poisson sampling at ``sampling_rate``, add/remove neighbouring, any accountant.
 * ``"random-allocation"`` / ``"balls-and-bins"``: every example in exactly one of the ``t = 1/sampling_rate``
-  steps of each epoch, chosen uniformly (``tightdp.mechanisms.allocation``); certified upper and lower bounds.
+  steps of each epoch, chosen uniformly (``tightdp.schemes.allocation_epsilon``; the pairs in
+  ``tightdp.mechanisms.allocation``); certified upper and lower bounds.
 * ``"shuffle"``: a fresh permutation cut into ``t = 1/sampling_rate`` fixed batches each epoch
-  (``tightdp.mechanisms.shuffle``; substitute neighbouring): the certified upper bound without
+  (``tightdp.schemes.shuffle_epsilon``; zero-out neighbouring): the certified upper bound without
   amplification and Chua et al.'s certified lower bound; the gap is what no theorem closes yet.
 * ``"truncated-poisson"``: Poisson batches cut to ``max_batch_size`` out of ``dataset_size``
-  (``tightdp.mechanisms.truncated``; dp-accounting's ``TruncatedSubsampledGaussianDpEvent``).
+  (``tightdp.schemes.truncated_poisson_epsilon``; dp-accounting's ``TruncatedSubsampledGaussianDpEvent``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ._validation import check_choice, check_count, check_delta, check_positive,
 from .accountants import DEFAULT_ACCOUNTANT, create
 from .bounds import Bounds
 from .mechanisms import Gaussian, PoissonSampled
+from .schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 
 __all__ = ["dpsgd_epsilon", "dpsgd_mechanism", "SAMPLINGS"]
 
@@ -78,7 +80,6 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
         raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={sampling!r} (its bounds come "
                          f"from dominance pairs only), got {accountant!r}")
     if sampling == "truncated-poisson":
-        from .mechanisms.truncated import truncated_poisson_epsilon
         if dataset_size is None:
             raise ValueError("dataset_size is required for sampling='truncated-poisson'")
         if max_batch_size is None:
@@ -91,9 +92,7 @@ def dpsgd_epsilon(*, noise_multiplier: float, sampling_rate: float, steps: int, 
         raise ValueError(f"dataset_size ({dataset_size}) must be at least the {t} steps per epoch "
                          "(batch size at least 1)")
     if sampling == "shuffle":
-        from .mechanisms.shuffle import shuffle_epsilon
         return shuffle_epsilon(noise_multiplier=noise_multiplier, num_batches=t, epochs=epochs, delta=delta,
                                eps_error=eps_error, rel_error=rel_error)
-    from .mechanisms.allocation import allocation_epsilon
     return allocation_epsilon(noise_multiplier=noise_multiplier, num_steps=t, epochs=epochs, delta=delta,
                               eps_error=eps_error, rel_error=rel_error)

@@ -68,7 +68,7 @@ Gaussian mechanism composed ``t`` times, exactly ``sqrt(t)/sigma``-GDP, and
 below the delta budget (``exp(z / sigma + 1 / (2 sigma^2))``), so it grows quickly as
 ``sigma`` falls below about 0.6; and the lattice sum's FFT round-off (about 1e-11
 per epoch, charged as absolute error) must stay small against delta (above
-about 1e-10). Outside that range ``allocation_epsilon`` answers a wide certified
+about 1e-10). Outside that range ``tightdp.schemes.allocation_epsilon`` answers a wide certified
 interval with a ``note``: the upper bound without amplification (for every
 allocation the epoch is one Gaussian step of sensitivity 1, so by joint
 convexity it is ``1/sigma``-GDP) and the lower bound of ``max_i x_i``.
@@ -79,7 +79,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 from scipy import special
@@ -416,96 +415,25 @@ class RandomAllocation(Mechanism):
             "allocation_epsilon(), which also reports the Gaussian lower bound")
 
 
-# --------------------------------------------------------------------------- accounting
+# --------------------------------------------------------------------------- accounting (moved)
+# The accounting functions run accountants, so they live above ``tightdp.accountants`` in
+# ``tightdp.schemes``. These forwarders keep ``tightdp.mechanisms.allocation.allocation_epsilon`` (and the
+# package re-export ``tightdp.mechanisms.allocation_epsilon``) working; tests/test_layout.py allows their
+# lazy import of tightdp.schemes and nothing else.
 def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None):
-    """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds:
-    the default connect-dots accountant, which uses ``AllocationLoss``'s own dominating / dominated pairs
-    (``tightdp.pld.dominance.own_pairs``) and mixes them with any other mechanism."""
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+    """Moved to ``tightdp.schemes.allocation_accountant`` (this name forwards to it)."""
+    from ..schemes import allocation_accountant as moved
+    return moved(eps_error=eps_error, rel_error=rel_error)
+
+
+def allocation_epsilon(**kwargs):
+    """Moved to ``tightdp.schemes.allocation_epsilon`` (this name forwards to it; same keywords)."""
+    from ..schemes import allocation_epsilon as moved
+    return moved(**kwargs)
 
 
 #: below this noise multiplier (per unit sensitivity) 1-of-t allocation gets the wide interval at once
 _WIDE_SIGMA = 0.5
-
-
-def _wide_bounds(sigma: float, t: int, epochs: int, delta: float, eps_error: float | None,
-                 rel_error: float | None, reason: str):
-    """A certified but wide interval for 1-of-``t`` allocation when the lattice realisation cannot answer
-    (tiny noise or delta): ``upper`` without amplification (for every allocation the epoch is one Gaussian
-    step of sensitivity 1, so by joint convexity ``sqrt(E)/sigma``-GDP), ``lower`` from the post-processing
-    ``max_i x_i`` (``max_statistic_pld``, both directions)."""
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    from ..bounds import Bounds
-    up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-        Gaussian(noise_multiplier=sigma), epochs).epsilon(delta)
-    try:
-        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(sigma, t, h, 1.0, 0.0, r), epochs, delta,
-                                        min(0.01, eps_error or 0.01)) for r in (False, True))
-    except PrecisionError:
-        lower = 0.0
-    lower = min(lower, up.upper)
-    return Bounds(lower, up.upper, up.upper, "epsilon", "bound", {
-        "sampling": f"random allocation, 1 of {t} steps per epoch",
-        "upper": f"no amplification: {math.sqrt(epochs) / sigma:.6g}-GDP (joint convexity over allocations)",
-        "lower": "post-processing max_i x_i of the epoch (certified from below)",
-        "note": f"wide interval: the exact realisation could not answer ({reason})"})
-
-
-def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, delta: float,
-                       num_selected: int = 1, eps_error: float | None = None, rel_error: float | None = None):
-    """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
-    ``num_selected`` of ``num_steps`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
-    sensitivity; add/remove neighbouring).
-
-    ``k = 1`` (balls and bins) and ``k = t``: both ends certified at the accuracy asked for
-    (``tightdp._accuracy``: relative 1e-3 by default, ``eps_error`` alone absolute).
-    ``1 < k < t``: ``upper`` is certified through the k-to-1 reduction of 2502.08202 and ``lower``
-    through the Gaussian post-processing ``sum_i x_i`` (a valid but loose lower bound); ``details``
-    says so.
-    """
-    from .._accuracy import check_accuracy
-    from .._validation import check_delta, check_positive
-    from ..bounds import Bounds
-    check_positive("noise_multiplier", noise_multiplier)
-    num_steps = check_count("num_steps", num_steps)
-    num_selected = check_count("num_selected", num_selected)
-    epochs = check_count("epochs", epochs)
-    delta = check_delta("delta", delta)
-    eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    mech = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps,
-                            num_selected=num_selected)
-    k, t = num_selected, num_steps
-    if k == t or (k == 1 and noise_multiplier >= _WIDE_SIGMA):
-        try:
-            out = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
-        except PrecisionError as exc:
-            return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
-        return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
-                      {**dict(out.details), "sampling": f"random allocation, {k} of {t} steps per epoch",
-                       "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
-                       if k == 1 else "closed form: k = t is the Gaussian mechanism composed t times"})
-    if k == 1:
-        return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error,
-                            f"noise multiplier below {_WIDE_SIGMA}: the likelihood-ratio lattice would be too long")
-    acc = allocation_accountant(eps_error=eps_error, rel_error=rel_error)
-    for steps, count in mech.blocks():
-        block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
-        acc.compose(block, count * epochs)
-    up = acc.epsilon(delta)
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    lo_mech = Gaussian(noise_multiplier=noise_multiplier * math.sqrt(t) / k)
-    lo = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(lo_mech, epochs).epsilon(delta)
-    lower = min(lo.lower, up.upper)
-    details: dict[str, Any] = {
-        "sampling": f"random allocation, {k} of {t} steps per epoch",
-        "upper": "composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
-                 "reduction), certified",
-        "lower": f"post-processing sum_i x_i: Gaussian mu = k / (sigma sqrt t) = "
-                 f"{k / (noise_multiplier * math.sqrt(t)):.4g} per epoch, certified but loose (no tight lower "
-                 "bound implemented for 1 < k < t)",
-        "upper_details": dict(up.details)}
-    return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 
 
 # --------------------------------------------------------------------------- a one-dimensional lower bound

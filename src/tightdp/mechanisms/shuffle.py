@@ -25,49 +25,13 @@ record with gradient ``-1``; the target has gradient ``+1`` in one dataset and
 the post-processing ``max_i x_i`` (a garbling, so still a lower bound), composed
 over epochs, both directions, certified from below by merge-to-the-grid
 (``allocation.max_statistic_pld``).
+
+The accounting function ``shuffle_epsilon`` runs accountants, so it lives in ``tightdp.schemes``; this
+module keeps the theory and re-exports it (``tightdp.mechanisms.shuffle.shuffle_epsilon`` keeps working).
 """
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-from .._accuracy import check_accuracy
-from .._validation import check_count, check_delta, check_positive
-from ..bounds import Bounds
-from .basic import Gaussian
+from ..schemes import shuffle_epsilon
 
 __all__ = ["shuffle_epsilon"]
-
-
-def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, delta: float,
-                    eps_error: float | None = None, rel_error: float | None = None) -> Bounds:
-    """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``num_batches`` steps
-    ("zero-out" neighbouring; see the module docstring for both theorems).
-
-    ``lower`` is Chua et al.'s attack pair (through ``max_i x_i``) certified from
-    below; ``upper`` is the Gaussian bound without amplification; ``estimate`` is
-    ``upper`` (the number to publish).
-    """
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    from .allocation import lower_bound_epsilon, max_statistic_pld
-    check_positive("noise_multiplier", noise_multiplier)
-    t = check_count("num_batches", num_batches)
-    epochs = check_count("epochs", epochs)
-    delta = check_delta("delta", delta)
-    eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(Gaussian(noise_multiplier=noise_multiplier),
-                                                            epochs).epsilon(delta)
-    s = noise_multiplier
-    h0 = min(0.01, eps_error or 0.01)
-    lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
-                for r in (False, True))
-    lower = min(lower, up.upper)
-    details: dict[str, Any] = {
-        "sampling": f"shuffled fixed batches, {t} per epoch, zero-out neighbouring (Chua et al. 2403.17673)",
-        "upper": f"no amplification: {math.sqrt(epochs) / s:.6g}-GDP (joint convexity over permutations; no tighter "
-                 "certified bound is known for shuffling)",
-        "lower": "Chua et al. 2403.17673 attack pair MoG(2) vs MoG(1) seen through max_i x_i (a post-processing), "
-                 "both directions, certified from below by merge-to-the-grid",
-        "upper_interval": [up.lower, up.upper]}
-    return Bounds(lower, up.upper, up.upper, "epsilon", "bound", details)

@@ -33,12 +33,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from scipy import special, stats
+from scipy import stats
 
-from .._validation import check_count, check_positive, check_probability
+from .._validation import check_count, check_probability
 from ..errors import UnsupportedMechanismError
 from .base import LossPair, Mechanism, PrivacyLoss, SelfDiscretisingLoss
 from .basic import Gaussian
@@ -117,7 +116,7 @@ class TruncatedPoissonSampled(Mechanism):
     ``max_batch_size`` (dp-accounting's ``TruncatedSubsampledGaussianDpEvent``; Ganesh 2025, 2508.15089).
 
     ``privacy_losses()`` returns the dominating pair of the module docstring (an
-    *upper* bound); ``truncated_poisson_epsilon`` adds the explicit lower bound.
+    *upper* bound); ``tightdp.schemes.truncated_poisson_epsilon`` adds the explicit lower bound.
     """
 
     type_name = "truncated_poisson_sampled"
@@ -165,43 +164,8 @@ class TruncatedPoissonSampled(Mechanism):
                         FlaggedMixtureLoss((1.0 - p_t, p_t), (add, repl)))
 
 
-def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, dataset_size: int,
-                              max_batch_size: int, steps: int, delta: float, eps_error: float | None = None,
-                              rel_error: float | None = None):
-    """Certified ``[lower, upper]`` on epsilon of ``steps`` truncated-Poisson DP-SGD steps (add/remove).
-
-    ``upper``: the dominating pair of Ganesh 2025 / dp-accounting 0.6.0 (module
-    docstring), certified by dominance. ``lower``: the Poisson-subsampled Gaussian
-    at the kept probability ``q_eff`` (an explicit dataset pair), certified by
-    dominance. Both are bounds on the truncated mechanism itself.
-    """
-    from .._accuracy import check_accuracy
-    from .._validation import check_delta
-    from ..accountants.connect_dots import ConnectDotsAccountant
-    from ..bounds import Bounds
-    from .allocation import allocation_accountant
-    from .subsampled import PoissonSampled
-    check_positive("noise_multiplier", noise_multiplier)
-    steps = check_count("steps", steps)
-    delta = check_delta("delta", delta)
-    eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    mech = TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                                   sampling_rate=sampling_rate, dataset_size=dataset_size,
-                                   max_batch_size=max_batch_size)
-    up = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, steps).epsilon(delta)
-    q_eff = kept_probability(dataset_size=mech.dataset_size, sampling_rate=mech.sampling_rate,
-                             max_batch_size=mech.max_batch_size)
-    kept = PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=q_eff)
-    lo = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(kept, steps).epsilon(delta)
-    p_t, q_t = mech.truncation()
-    lower = min(lo.lower, up.upper)
-    details: dict[str, Any] = {
-        "sampling": f"truncated Poisson: rate {mech.sampling_rate:g}, batches cut to {mech.max_batch_size} of "
-                    f"{mech.dataset_size}",
-        "upper": "dominating pair of Ganesh 2025 (2508.15089) as built by dp-accounting 0.6.0: "
-                 f"p_T = {p_t:.4g} weight on replace-one (q_T = {q_t:.4g}, sigma/2); certified by dominance",
-        "lower": f"dataset pair with all other gradients 0: Poisson-subsampled Gaussian at q_eff = {q_eff:.6g}; "
-                 "certified by dominance",
-        "upper_interval": [up.lower, up.upper], "lower_interval": [lo.lower, lo.upper],
-        "upper_details": dict(up.details)}
-    return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
+def truncated_poisson_epsilon(**kwargs):
+    """Moved to ``tightdp.schemes.truncated_poisson_epsilon`` (it runs accountants; this name forwards to it,
+    same keywords; tests/test_layout.py allows this forwarder's lazy import and nothing else)."""
+    from ..schemes import truncated_poisson_epsilon as moved
+    return moved(**kwargs)
