@@ -90,6 +90,8 @@ def test_gdp_accountant_gaussian_ledger_and_empty_ledger():
     assert c.mu_lower <= 1.0 <= c.mu_upper
     empty = tradeoff_curve(tightdp.ConnectDotsAccountant(), alphas=[0.0, 0.3, 1.0])
     assert np.allclose(empty.beta_lower, [1.0, 0.7, 0.0]) and empty.mu_upper == 0.0
+    lo, up = empty.tpr([0.0, 0.3, 1.0])  # no information: the best attack is a coin with bias alpha
+    assert np.allclose(lo, [0.0, 0.3, 1.0]) and np.allclose(up, [0.0, 0.3, 1.0])
 
 
 # ------------------------------------------------------------------------------------ pure DP and RR

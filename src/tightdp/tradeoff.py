@@ -510,7 +510,7 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
     if not source.ledger:
         one = np.clip(1.0 - a, 0.0, 1.0)
         return TradeoffCurve(a, one, one, 0.0, 0.0, np.empty(0), np.empty(0), np.empty(0), "nothing composed",
-                             {"max_gap": 0.0})
+                             {"max_gap": 0.0, "mu_exact": 0.0})  # G_0(a) = 1 - a
     mu = _gaussian_ledger_mu(source)
     if mu is not None:
         out = _closed_form(mu, a)
