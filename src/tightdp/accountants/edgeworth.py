@@ -285,8 +285,8 @@ class EdgeworthAccountant(Accountant):
             A = signal.lfilter([1.0], [1.0, -r], a_in)[::-1]
             b_in = np.concatenate([[0.0], (1 - r) * L[:0:-1]])
             B = signal.lfilter([1.0], [1.0, -r], b_in)[::-1]
-            up = np.maximum(up, np.minimum(A * (1 + 1e-11) + 1e-300, 1.0))
-            lo = np.maximum(lo, B * (1 - 1e-11))
+            up = np.maximum(up, np.minimum(A * (1 + 1e-9) + 1e-300, 1.0))  # rounding of an O(N) recurrence
+            lo = np.maximum(lo, B * (1 - 1e-9))
         keep = x <= hi
         return x[keep], lo[keep], up[keep]
 
