@@ -308,6 +308,7 @@ class ConnectDotsAccountant(PLDAccountant):
         coarse: dict[int, float] = {}  # direction -> mesh of its cheapest upper bound so far
         best = None  # the last completed pass: (mesh, slack, ups, lo)
         capped = None
+        merged_down = None  # the mesh the downward merge last ran on
         for passes in range(1, self.max_refinements + 2):
             try:
                 ups, lo = self._one_pass(delta, directions, h, slack, k_total, tilted, coarse)
@@ -325,6 +326,14 @@ class ConnectDotsAccountant(PLDAccountant):
             lower, upper = run_lo, run_up
             target = self._target(upper)
             width = upper - lower
+            if width > target and math.isfinite(upper) and not self._upper_only and lower < 0.5 * upper:
+                # a lower bound off by half or more is the upward merge swallowing a light tail into the
+                # bulk (rare steps deciding a tiny delta), not the mesh: the downward merge on the same
+                # mesh keeps the tail (certified too), and is much cheaper than a finer mesh
+                run_lo = max(run_lo, self._lower_down(j, directions, h, delta, slack, k_total, tilted))
+                lower = run_lo
+                width = upper - lower
+                merged_down = h
             if width <= target or not math.isfinite(upper) or self._upper_only:
                 break
             if len(trace) >= 2 and width > 0.9 * trace[-2]["width"]:
@@ -350,18 +359,15 @@ class ConnectDotsAccountant(PLDAccountant):
         j = max(ups, key=lambda i: ups[i].upper)
         lower, upper, estimate = lo.lower, min(ups[j].upper, cap), min(ups[j].estimate, cap)
         lower, upper = max(lower, run_lo), min(upper, run_up)
-        if upper - lower > target and math.isfinite(upper) and capped is None and not self._upper_only:
+        if (upper - lower > target and math.isfinite(upper) and capped is None and not self._upper_only
+                and merged_down != h):
             # still too wide: the upward merge may have swallowed a light tail into the bulk; the
             # downward merge keeps it (both certified: take the better lower bound)
-            tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
-            down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
-            lower = max(lower, epsilon_bounds(down, delta, _TINY, need="lower").lower)
-            merged_down = True
-        else:
-            merged_down = False
+            lower = max(lower, self._lower_down(j, directions, h, delta, slack, k_total, tilted))
+            merged_down = h
         est = min(max(estimate, lower), upper)
         details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
-        if merged_down:
+        if merged_down is not None:
             details["lower_merge"] = "upward and downward sweeps (the better lower bound)"
         if trace:
             details["refinements"] = trace
@@ -373,6 +379,13 @@ class ConnectDotsAccountant(PLDAccountant):
         if notes:
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
+
+    def _lower_down(self, j: int, directions, h: float, delta: float, slack: float, k_total: int,
+                    tilted: bool) -> float:
+        """The certified lower bound on epsilon from the downward merge-to-the-grid pairs of direction ``j``."""
+        tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
+        down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
+        return epsilon_bounds(down, delta, _TINY, need="lower").lower
 
     def _one_pass(self, delta, directions, h, slack, k_total, tilted, coarse):
         """One refinement pass: ``(ups, lo)``, every direction's upper bound and the worst one's lower bound.
