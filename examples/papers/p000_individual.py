@@ -187,7 +187,8 @@ def _section_fig1(rep: Report, args) -> list:
     cert = np.asarray(gdp.details["certified"])
     rep.row("Fig. 1: individual eps (median / max), fitted mu-GDP curve (App. D.2)", None,
             f"{np.median(g_up):.4g} / {g_up.max():.4g}", f"{100 * cert.mean():.0f}% certified",
-            "the fit dominates each example's certified delta curve down to 1e-10; an approximation below",
+            "the fit dominates each example's certified delta curve down to its numerical floor "
+            "(about 1e-9); an approximation below it",
             key="fig1_gdp", extra={"median": float(np.median(g_up)), "max": float(g_up.max())})
     # one example's curve (Fig. 1 left): its own ledger from its recorded norms
     one = IndividualAccountant(1, sigma, clip, q, **kw)

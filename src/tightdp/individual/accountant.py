@@ -730,16 +730,17 @@ class IndividualAccountant:
         upper bounds ``d_ij`` on example i's delta at ``eps_j`` (``points`` values evenly spaced on
         ``[0, epsilon_max]``, both directions, one Plancherel pass, 000 Lemma D.1) and the smallest
         ``mu_i`` (bisection, rounded up) with ``delta_GDP(eps_{j+1}; mu_i) >= d_ij`` for every j with
-        ``d_ij >= delta_min``, the GDP curve rounded down. As both curves decrease in epsilon, the
-        fitted curve then dominates the example's true delta(epsilon) on ``[0, eps*]`` (both
-        directions, so also on ``[-eps*, 0]``), ``eps*`` the first grid point with ``d_ij < delta_min``;
-        hence ``gdp_epsilon(delta, mu_i)`` is a certified upper bound on the example's epsilon for every
-        ``delta >= delta_min`` (``details["certified_above_delta_min"]``; otherwise only up to
-        ``epsilon_max``). Below ``delta_min`` nothing is checked, so ``kind="approximation"``: a mu that
-        dominates for *every* epsilon need not exist (numerical error terms floor the certified delta;
-        the subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's
-        use of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon. Without the floor, the
-        absolute error terms (about 1e-12) would force a large mu on every example.
+        ``d_ij >= t_i``, the GDP curve rounded down; ``t_i = max(delta_min, 4 min_j d_ij)`` (the
+        certified curve levels off at its numerical error terms, about 1e-10 after 10^3 steps, and a
+        GDP curve through that floor would force a large mu on every example). As both curves
+        decrease in epsilon, the fitted curve then dominates the example's true delta(epsilon) on
+        ``[0, eps*]`` (both directions, so also on ``[-eps*, 0]``), ``eps*`` the first grid point with
+        ``d_ij < t_i``, and beyond ``eps*`` the true delta is below ``t_i``; hence
+        ``gdp_epsilon(delta, mu_i)`` is a certified upper bound on the example's epsilon for every
+        ``delta >= t_i`` (``details["certified_above"]``). Below ``t_i`` nothing is checked, so
+        ``kind="approximation"``: a mu that dominates for *every* epsilon need not exist (the
+        subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's use
+        of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon.
         Default ``epsilon_max``: the worst case's epsilon at ``delta_min``.
         """
         pts = check_count("points", points, minimum=2)
@@ -754,10 +755,10 @@ class IndividualAccountant:
             emax = check_positive("epsilon_max", epsilon_max)
         grid = np.linspace(0.0, max(emax, 1e-6), pts)
         with single_threaded_blas():
-            mu, below = self._gdp_fit_counts(counts, grid, dmin)
+            mu, above = self._gdp_fit_counts(counts, grid, dmin)
         return Bounds(None, mu, mu, "mu", "approximation", {
             "method": "gdp-fit", "epsilon_max": float(grid[-1]), "points": pts, "steps": self._steps,
-            "delta_min": dmin, "certified_above_delta_min": below,
+            "delta_min": dmin, "certified_above": above,
             "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5"})
 
     def _delta_curves(self, counts, grid: np.ndarray) -> np.ndarray:
@@ -776,10 +777,11 @@ class IndividualAccountant:
         return np.minimum(out, 1.0)
 
     def _gdp_fit_counts(self, counts, grid: np.ndarray, delta_min: float) -> tuple[np.ndarray, np.ndarray]:
-        """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and whether
-        the row's certified delta curve fell below ``delta_min`` on the grid."""
+        """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and the delta
+        above which each row's fitted curve is certified (``t_i``; inf if its curve never fell below)."""
         D = self._delta_curves(counts, grid)
-        low = D < delta_min
+        t = np.maximum(delta_min, 4.0 * D.min(axis=1))
+        low = D < t[:, None]
         first = np.where(low.any(axis=1), np.argmax(low, axis=1), D.shape[1])
         # d_ij must lie below delta_GDP(eps_{j+1}; mu) for every j before the first point below delta_min
         need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
@@ -804,7 +806,7 @@ class IndividualAccountant:
             lo = np.where(good, lo, mid)
             if np.all(hi - lo <= 1e-10 * hi):
                 break
-        return np.where(np.all(need <= 0.0, axis=1), 0.0, hi), low.any(axis=1)
+        return np.where(np.all(need <= 0.0, axis=1), 0.0, hi), np.where(low.any(axis=1), t, np.inf)
 
     def _gdp_fit_epsilons(self, delta: float) -> Bounds:
         dlt = check_delta("delta", delta)
@@ -812,7 +814,7 @@ class IndividualAccountant:
         mu = np.asarray(fit.upper, float)
         eps = _gdp_eps_vec(dlt, mu)
         d = fit.details
-        cert = (eps <= d["epsilon_max"]) | (np.asarray(d["certified_above_delta_min"]) & (dlt >= d["delta_min"]))
+        cert = (eps <= d["epsilon_max"]) | (dlt >= np.asarray(d["certified_above"]))
         kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
         return Bounds(None, eps, eps, "epsilon", kind, {
             **d, "mu": mu, "certified": cert,
@@ -952,7 +954,7 @@ class IndividualAccountant:
         eq. (5.3), to (epsilon, delta)). Promise: none proven. Were the fitted curve a true mu-GDP
         bound for every epsilon, eq. (5.1)-(5.3) would make the example RDP-dominated by
         ``N(mu, 1)`` vs ``N(0, 1)`` at every order, and the guarantee would follow from Feldman and
-        Zrnic's filter. But the fit is checked only down to delta = 1e-10 (``gdp_mus``), and for
+        Zrnic's filter. But the fit is checked only down to a delta of about 1e-10 (``gdp_mus``), and for
         DP-SGD no small mu is a true bound at every epsilon (the composition's RDP at large orders
         grows like that of the unsubsampled mechanism, about ``k alpha r^2 / (2 sigma^2)``), so the
         rule admits steps that a proven RDP filter with the same curve would refuse. It is here to
