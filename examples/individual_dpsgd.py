@@ -4,7 +4,8 @@
 
 Part 1 trains a small MLP with DP-SGD (Poisson sampling) and accounts every
 example individually (``IndividualAccountant``, dominating bucket PLDs,
-000 App. D), next to the per-example RDP upper bounds (000 Fig. 1). Part 2 runs full-batch DP-GD with the individual GDP filter
+000 App. D), next to the per-example RDP upper bounds (000 Fig. 1). Part 2
+runs full-batch DP-GD with the individual GDP filter
 (000 Alg. 1): the budget is what the worst case spends in ``--gd-steps``
 steps, and training continues for twice as many steps; examples whose budget
 is spent drop out. Writes ``DIR/summary.json``, ``DIR/epsilon_histogram.png``

@@ -302,7 +302,8 @@ def _section_appE(rep: Report, args) -> list:
 
 def main() -> None:
     args = parse_args(__doc__)
-    rep = Report("p000_individual", "000: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
+    rep = Report("p000_individual",
+                 "000: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
                  "Individual Privacy Accounting with Gaussian Differential Privacy; Sec. 4.1, Fig. 1, App. C.4 "
                  "(Figs 3-5), App. D.2, App. E (Figs 6-8)",
                  args.out)
