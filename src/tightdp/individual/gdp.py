@@ -119,7 +119,10 @@ class GDPFilter:
     step exactly when the theorem's condition holds for the parameters given.
     By Thm 11 (and Thm C.1 for the random stopping time) every sequence of
     admitted steps, with each ``mu_m`` chosen from the outputs so far, is
-    ``B``-GDP, hence ``(epsilon, delta)``-DP.
+    ``B``-GDP, hence ``(epsilon, delta)``-DP. That is the whole promise, and it is a proof:
+    GDP filters are valid under fully adaptive composition, whereas the natural PLD / f-DP filter
+    (stop when the composed privacy profile crosses the budget's) is not (Tran, Koskela, Raisa,
+    Honkela 2026, arXiv 2602.06756). For per-example filters see ``IndividualAccountant.active``.
 
     The odometer (``spent_mu``, ``epsilon_spent(delta)``, ``delta_spent(eps)``)
     reports the GDP parameter ``sqrt(sum mu_m^2)`` of the steps admitted so far
