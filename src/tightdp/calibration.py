@@ -38,6 +38,17 @@ the printed value is the certified one. A coarser pass decides points far from
 the boundary; a finer one (``min(target / 300, eps_error / 4)``) is used only to prove
 tightness.
 
+Sampling schemes (issue 11): every entry takes ``sampling=`` (``tightdp.dpsgd.SAMPLINGS``), and
+the search runs ``dpsgd_epsilon(..., sampling=...)`` (``tightdp.schemes``), so the answer is
+certified for the scheme that runs. Random allocation / balls and bins and shuffling are per
+epoch: ``sampling_rate`` is ``1/t`` (``t`` steps per epoch; from ``dataset_size`` and
+``batch_size``, ``t = ceil(dataset_size / batch_size)``) and steps count whole epochs
+(``calibrate_steps`` searches multiples of ``t``); their sampling rate is not a free variable
+(``calibrate_sampling_rate`` refuses them). ``truncated-poisson`` needs ``dataset_size`` and
+``max_batch_size``. For ``shuffle`` the certified upper bound is the one without amplification
+(no tighter one is known), so the calibrated noise is what that bound needs; the certified lower
+bound (Chua et al.'s attack) is usually far below the target and the tightness record says so.
+
 Cost: targets above ``MAX_TARGET_EPSILON`` are refused at once; a target that no
 point of the searched range meets is refused after evaluating the range's end;
 once a certified evaluation takes seconds, points the coarse pass cannot decide
@@ -57,6 +68,8 @@ from ._accuracy import absolute_error_at, check_accuracy, describe_accuracy, res
 from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real)
 from .bounds import Bounds
+from .dpsgd import SAMPLINGS
+from .dpsgd import _epochs as _scheme_epochs
 from .dpsgd import dpsgd_epsilon as _dpsgd_epsilon
 
 __all__ = ["Calibration", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
@@ -105,6 +118,8 @@ class Calibration:
     #: (the default unless one was asked for) gives ``upper <= target``; None for a caller's ``epsilon_fn``
     eps_error: float | None = None
     rel_error: float | None = None
+    #: the sampling scheme the run was calibrated for (``tightdp.dpsgd.SAMPLINGS``)
+    sampling: str = "poisson"
 
     @property
     def value(self) -> float | int:
@@ -118,6 +133,7 @@ class Calibration:
             "noise_multiplier": self.noise_multiplier,
             "sampling_rate": self.sampling_rate,
             "steps": self.steps,
+            "sampling": self.sampling,
             "delta": self.delta,
             "target_epsilon": self.target_epsilon,
             "epsilon": self.epsilon.to_dict(),
@@ -167,7 +183,54 @@ def _tight_error(target: float, check: float) -> float | None:
 _COARSE_FACTOR = 8.0
 
 
-def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float):
+#: schemes that run a whole number of epochs of ``t = 1 / sampling_rate`` steps
+_EPOCH_SCHEMES = ("random-allocation", "balls-and-bins", "shuffle")
+
+
+def _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn) -> dict[str, Any]:
+    """The validated sampling scheme as keywords of ``dpsgd_epsilon`` (empty for Poisson)."""
+    sampling = check_choice("sampling", sampling, SAMPLINGS)
+    if max_batch_size is not None and sampling != "truncated-poisson":
+        raise ValueError(f"max_batch_size applies to sampling='truncated-poisson' only, not {sampling!r}")
+    if sampling == "poisson":
+        return {}
+    if epsilon_fn is not None:
+        raise ValueError(f"epsilon_fn replaces the accountant and the sampling scheme: give sampling={sampling!r} "
+                         "through it, not both")
+    if accountant != DEFAULT_ACCOUNTANT:
+        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={sampling!r} (its bounds come "
+                         f"from dominance pairs only), got {accountant!r}")
+    out: dict[str, Any] = {"sampling": sampling}
+    if dataset_size is not None:
+        out["dataset_size"] = check_count("dataset_size", dataset_size)
+    if sampling == "truncated-poisson":
+        if dataset_size is None:
+            raise ValueError("dataset_size is required for sampling='truncated-poisson'")
+        if max_batch_size is None:
+            raise ValueError("max_batch_size is required for sampling='truncated-poisson'")
+        out["max_batch_size"] = check_count("max_batch_size", max_batch_size)
+        if out["max_batch_size"] > out["dataset_size"]:
+            raise ValueError(f"max_batch_size ({max_batch_size}) must be <= dataset_size ({dataset_size})")
+    return out
+
+
+def _scheme_details(scheme: dict[str, Any]) -> dict[str, Any]:
+    if not scheme:
+        return {}
+    out: dict[str, Any] = {"sampling": scheme["sampling"]}
+    if scheme["sampling"] == "shuffle":
+        out["note_sampling"] = ("shuffled batches: the certified upper bound is the one without amplification "
+                                "(no tighter certified bound is known), so this is the noise that bound needs; "
+                                "the certified lower bound (Chua et al.'s attack) cannot prove tightness")
+    elif scheme["sampling"] == "truncated-poisson":
+        out["note_sampling"] = ("truncated Poisson: the certified interval is as wide as the gap between Ganesh "
+                                "2025's dominating pair and the explicit lower bound, so tightness can only be "
+                                "shown within that gap")
+    return out
+
+
+def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float,
+                      scheme: Mapping[str, Any] | None = None):
     """``(check, coarse, check_error, tight, accuracy)``: functions of ``(sigma, q, steps, delta)``,
     the half-width ``check`` certifies near the target and the ``(eps_error, rel_error)`` it runs at.
 
@@ -188,7 +251,7 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float
     def make(e, r=None):
         def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
             return _dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                                  accountant=accountant, eps_error=e, rel_error=r)
+                                  accountant=accountant, eps_error=e, rel_error=r, **(scheme or {}))
         return fn
 
     tight_e = _tight_error(target, err)
@@ -403,6 +466,7 @@ def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, a
     if ev.failures:
         details["uncertified_points"] = ev.failures[:10]
     return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
+                       sampling=details.get("sampling", "poisson"),
                        delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
                        evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details,
                        eps_error=None if ev.accuracy is None else ev.accuracy[0],
@@ -415,7 +479,7 @@ def _accuracy_text(ev: _Evaluator) -> str:
     return describe_accuracy(*ev.accuracy)
 
 
-def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None):
+def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None, scheme=None):
     target = check_real("target_epsilon", target_epsilon, low=0.0)
     if target > MAX_TARGET_EPSILON:
         raise ValueError(f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
@@ -429,7 +493,7 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=
             raise ValueError(f"accountant must be a name, got {accountant!r}")
         if ACCOUNTANTS:
             check_choice("accountant", accountant, sorted(ACCOUNTANTS))
-        fns = _make_epsilon_fns(accountant, eps_error, rel_error, target)
+        fns = _make_epsilon_fns(accountant, eps_error, rel_error, target, scheme)
         name = accountant
     else:
         if not callable(epsilon_fn):
@@ -542,7 +606,8 @@ def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: fl
 # --------------------------------------------------------------------------- public API
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
                     batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
-                    rel_error: float | None = None, rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+                    rel_error: float | None = None, rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None,
+                    sampling: str = "poisson", max_batch_size: int | None = None) -> Calibration:
     """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
 
     Give ``sampling_rate`` and ``steps``, or ``epochs``, ``dataset_size`` and
@@ -553,26 +618,34 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     rounded up to ``DIGITS`` significant digits (more noise: the safe side) and
     the rounded value is the one evaluated. ``epsilon_fn(sigma, q, steps,
     delta) -> Bounds`` replaces the accountant (its ``upper`` is used).
+    ``sampling`` (``tightdp.dpsgd.SAMPLINGS``) is the batch sampling that runs, accounted by
+    ``dpsgd_epsilon(sampling=...)``: for the epoch-based schemes ``sampling_rate`` is ``1/t`` and
+    ``steps`` whole epochs (with ``epochs``/``dataset_size``/``batch_size``, ``t = ceil(N / B)``);
+    ``truncated-poisson`` needs ``dataset_size`` and ``max_batch_size``.
     Raises ``CalibrationError`` when no sigma in [1e-3, 1e6] meets the target.
 
     >>> cal = calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000)  # doctest: +SKIP
     >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
-    q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size)
+    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
+    q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
 
     ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2], fns[3], fns[4])
     to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)  # noqa: E731
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
+    if sampling == "shuffle":  # its certified bound is sqrt(epochs)/sigma-GDP: start there
+        guess = _clt_guess(target=target, delta=delta, q=1.0, k=max(1, round(k * q)))
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
     bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
     if bad is None:
         sigma = _finish(ev, to_x(good), lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
         return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta,
                        target=target, accountant=name, t0=t0,
-                       details={"note": f"the target is met by every searched noise multiplier down to "
+                       details={**_scheme_details(scheme),
+                                "note": f"the target is met by every searched noise multiplier down to "
                                         f"{_SIGMA_MIN:g}; smaller values were not searched"})
     if good is None:
         raise CalibrationError(
@@ -582,7 +655,7 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     sigma, tight = _tighten(ev, to_x, math.log(sigma), -1.0, rtol,
                             safer=lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
     return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta, target=target,
-                   accountant=name, t0=t0, details={"tightness": tight})
+                   accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
 
 
 #: Neighbours tried (relative move towards the infeasible side) to show that the answer is tight.
@@ -639,7 +712,8 @@ def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, s
 
 def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
                     eps_error: float | None = None, rel_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
-                    epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+                    epsilon_fn: EpsilonFunction | None = None, sampling: str = "poisson",
+                    dataset_size: int | None = None, max_batch_size: int | None = None) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
 
     Over the multiples of ``multiple_of`` (1: every integer; the steps per
@@ -649,13 +723,19 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     resolve single steps there). Tightness is shown by a certified lower
     bound above the target at ``steps + multiple_of`` or 1 %, 2 %, 5 % more
     steps. Raises ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
+    ``sampling`` as for ``calibrate_noise``; the epoch-based schemes search whole epochs of
+    ``t = 1 / sampling_rate`` steps (``multiple_of`` is then made a multiple of ``t``).
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
+    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     q = check_probability("sampling_rate", sampling_rate)
     max_steps = check_count("max_steps", max_steps)
     unit = check_count("multiple_of", multiple_of)
+    if sampling in _EPOCH_SCHEMES:
+        t, _ = _scheme_epochs(q, max(1, round(1.0 / q)))  # validates sampling_rate = 1/t
+        unit = math.lcm(unit, t)
     max_units = max_steps // unit
     if max_units < 1:
         raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
@@ -666,6 +746,8 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
             f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}")
     to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))  # noqa: E731  (exact on log(n))
     guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
+    if sampling == "shuffle" and guess:  # sqrt(epochs)/sigma-GDP: (sigma mu)^2 epochs of 1/q steps
+        guess = _clt_guess(target=target, delta=delta, q=1.0, sigma=sigma) / q
     u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
     bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
     safer = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2 ** i)))  # noqa: E731
@@ -676,7 +758,8 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
         if good == max_units and ev.verify(good)[0] <= target:
             return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
                            accountant=name, t0=t0,
-                           details={"note": f"the target is met up to max_steps={max_steps}; more were not "
+                           details={**_scheme_details(scheme),
+                                    "note": f"the target is met up to max_steps={max_steps}; more were not "
                                             "searched"})
         bad_u = math.log(max_units)
     if good_u is None:  # cannot happen: one unit is feasible (checked above)
@@ -691,7 +774,7 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
         else:
             bad = mid
     good = _finish(ev, good, safer)
-    details: dict[str, Any] = {}
+    details: dict[str, Any] = _scheme_details(scheme)
     if unit > 1:
         details["multiple_of"] = unit
     tight = None
@@ -715,7 +798,8 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
 def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = DEFAULT_ACCOUNTANT,
                             eps_error: float | None = None, rel_error: float | None = None,
                             rtol: float = _DEFAULT_RTOL,
-                            epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+                            epsilon_fn: EpsilonFunction | None = None, sampling: str = "poisson",
+                            dataset_size: int | None = None, max_batch_size: int | None = None) -> Calibration:
     """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.
 
     Certified at ``eps_error`` / ``rel_error`` (default: that of ``dpsgd_epsilon``); the rate is
@@ -723,10 +807,17 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     batches already meet the target; otherwise tightness is shown by a
     certified lower bound above the target at a 1 % (else 2 %, 5 %) larger
     rate. Raises ``CalibrationError`` at once when even the smallest searched
-    rate (1e-9) misses the target.
+    rate (1e-9) misses the target. ``sampling``: ``poisson`` or ``truncated-poisson`` (with
+    ``dataset_size`` and ``max_batch_size``); the epoch-based schemes are refused (their rate is
+    ``1/t`` with ``steps`` whole epochs, not a free variable: calibrate the noise or the epochs).
     """
     t0 = time.perf_counter()
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
+    if sampling in _EPOCH_SCHEMES:
+        raise ValueError(f"sampling={sampling!r} runs whole epochs of 1/sampling_rate steps, so its sampling rate "
+                         "cannot be calibrated at a fixed number of steps: calibrate the noise (calibrate_noise) or "
+                         "the number of epochs (calibrate_steps) instead")
+    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
     sigma = check_positive("noise_multiplier", noise_multiplier)
     k = check_count("steps", steps)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
@@ -735,7 +826,8 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     safer = lambda q, i: _round_sig(q / (1 + rtol * 2 ** i), DIGITS, up=False)  # noqa: E731
     if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:
         return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
-                       accountant=name, t0=t0, details={"note": "full batches (sampling_rate = 1) meet the target"})
+                       accountant=name, t0=t0, details={**_scheme_details(scheme),
+                                                        "note": "full batches (sampling_rate = 1) meet the target"})
     if not ev.feasible(_RATE_MIN):  # refuse at once: even the smallest searched rate misses the target
         raise CalibrationError(
             f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
@@ -750,11 +842,24 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     q = _finish(ev, to_x(good), safer)
     q, tight = _tighten(ev, to_x, math.log(q), +1.0, rtol, safer=safer)
     return _result("sampling_rate", ev, q, sigma=sigma, q=q, steps=k, delta=delta, target=target,
-                   accountant=name, t0=t0, details={"tightness": tight})
+                   accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
 
 
-def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size) -> tuple[float, int]:
-    via_epochs = any(v is not None for v in (epochs, dataset_size, batch_size))
+def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size,
+                    sampling: str = "poisson") -> tuple[float, int]:
+    """``(sampling_rate, steps)`` of the run; epoch-based schemes: ``(1/t, whole epochs of t steps)``."""
+    q, k = _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling)
+    if sampling in _EPOCH_SCHEMES:
+        if epochs is not None:  # t = ceil(N / B) batches an epoch, as steps_from_epochs counts them
+            q = 1.0 / math.ceil(check_count("dataset_size", dataset_size) / check_count("batch_size", batch_size))
+        _scheme_epochs(q, k)  # sampling_rate = 1/t and whole epochs, or a ValueError naming them
+    return q, k
+
+
+def _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling) -> tuple[float, int]:
+    # the other schemes take dataset_size alongside sampling_rate and steps (truncated Poisson needs it)
+    loose = dataset_size if not (sampling != "poisson" and epochs is None and batch_size is None) else None
+    via_epochs = any(v is not None for v in (epochs, loose, batch_size))
     if via_epochs:
         if sampling_rate is not None or steps is not None:
             raise ValueError("give either sampling_rate and steps, or epochs, dataset_size and batch_size")

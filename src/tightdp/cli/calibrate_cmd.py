@@ -4,6 +4,13 @@
     tightdp calibrate --target-epsilon 3 --delta 1e-5 --dataset-size 50000 --batch-size 256 --epochs 100
     tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 --sampling-rate 0.005
     tightdp calibrate --solve sampling-rate --noise-multiplier 1.0 --steps 1000 --target-epsilon 3 --delta 1e-5 --json
+    tightdp calibrate --target-epsilon 3 --delta 1e-5 --dataset-size 50000 --batch-size 256 --epochs 10 \
+        --sampling balls-and-bins
+
+``--sampling`` (poisson, random-allocation, balls-and-bins, shuffle, truncated-poisson) is the batch
+sampling that runs; the search accounts it with ``dpsgd_epsilon(sampling=...)``. The epoch-based
+schemes run ``t = ceil(N / B)`` steps an epoch (or ``t = 1 / --sampling-rate``) and whole epochs;
+truncated Poisson needs ``--dataset-size`` and ``--max-batch-size``.
 
 Every answer is judged on the certified upper bound at one accuracy, the
 ``--eps-error`` of ``tightdp epsilon`` (default 0.01 for both), so re-checking
@@ -23,9 +30,12 @@ import threading
 
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import describe_accuracy
+from ..dpsgd import SAMPLINGS
 from .common import accuracy_from_args, add_accuracy_options, add_length_options
 
 SOLVE = ("noise", "steps", "sampling-rate")
+#: schemes that run whole epochs of ``t`` steps
+_EPOCH_SCHEMES = ("random-allocation", "balls-and-bins", "shuffle")
 
 
 def register(subparsers) -> None:
@@ -40,6 +50,10 @@ def register(subparsers) -> None:
     p.add_argument("--noise-multiplier", type=float, help="the noise multiplier (when solving steps or sampling rate)")
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
+    p.add_argument("--sampling", default="poisson",
+                   help="the batch sampling that runs: " + ", ".join(SAMPLINGS) + " (default poisson; the others "
+                        "use the default accountant)")
+    p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=run)
@@ -59,8 +73,10 @@ def _forbid(args, *names: str) -> None:
 
 def _check_options(args) -> None:
     """Validate every given option under its own name (the library would name its Python argument)."""
-    from .._validation import check_count, check_delta, check_positive, check_probability
+    from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
     from ..calibration import MAX_TARGET_EPSILON
+
+    check_choice("--sampling", args.sampling, SAMPLINGS)
 
     t = check_positive("--target-epsilon", args.target_epsilon)
     if t > MAX_TARGET_EPSILON:
@@ -71,12 +87,23 @@ def _check_options(args) -> None:
     accuracy_from_args(args)
     for name, check in (("sampling-rate", check_probability), ("steps", check_count), ("epochs", check_count),
                         ("dataset-size", check_count), ("batch-size", check_count),
-                        ("noise-multiplier", check_positive)):
+                        ("noise-multiplier", check_positive), ("max-batch-size", check_count)):
         value = getattr(args, name.replace("-", "_"))
         if value is not None:
             check(f"--{name}", value)
     if args.dataset_size is not None and args.batch_size is not None and args.batch_size > args.dataset_size:
         raise ValueError(f"--batch-size ({args.batch_size:g}) must be <= --dataset-size ({args.dataset_size:g})")
+    if args.max_batch_size is not None and args.sampling != "truncated-poisson":
+        raise ValueError(f"--max-batch-size applies to --sampling truncated-poisson only, not {args.sampling}")
+    if args.sampling == "truncated-poisson" and (args.max_batch_size is None or args.dataset_size is None):
+        raise ValueError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
+
+
+def _scheme_rate(args, n, b) -> float:
+    """The sampling rate a run of batch size ``b`` over ``n`` records has under ``--sampling``: ``b / n``, or
+    ``1 / ceil(n / b)`` for the epoch-based schemes (``t`` steps an epoch)."""
+    import math
+    return 1.0 / math.ceil(n / b) if args.sampling in _EPOCH_SCHEMES else b / n
 
 
 def _agree_or_refuse(args) -> None:
@@ -85,9 +112,10 @@ def _agree_or_refuse(args) -> None:
 
     n, b = args.dataset_size, args.batch_size
     if args.sampling_rate is not None and n is not None and b is not None:
-        if abs(args.sampling_rate - b / n) > 1e-12 * (b / n):
+        rate = _scheme_rate(args, n, b)
+        if abs(args.sampling_rate - rate) > 1e-12 * rate:
             raise ValueError(f"--sampling-rate {args.sampling_rate:g} conflicts with --batch-size / --dataset-size "
-                             f"= {b:g}/{n:g} = {b / n:.6g}; give one or the other")
+                             f"= {b:g}/{n:g} ({rate:.6g} for --sampling {args.sampling}); give one or the other")
         args.sampling_rate = None
     if args.steps is not None and args.epochs is not None and n is not None and b is not None:
         _, k = steps_from_epochs(epochs=args.epochs, dataset_size=n, batch_size=b)
@@ -104,9 +132,17 @@ def solve(args):
     _check_options(args)
     _agree_or_refuse(args)
     common = dict(target_epsilon=args.target_epsilon, delta=args.delta, accountant=args.accountant,
-                  eps_error=args.eps_error, rel_error=args.rel_error)
+                  eps_error=args.eps_error, rel_error=args.rel_error, sampling=args.sampling)
+    if args.max_batch_size is not None:
+        common["max_batch_size"] = int(args.max_batch_size)
+    # truncated Poisson needs the data set size with --sampling-rate too; the other schemes may check it
+    scheme_n = args.sampling != "poisson" and args.epochs is None and args.batch_size is None
     if args.solve == "noise":
         _forbid(args, "noise-multiplier")
+        if scheme_n and args.dataset_size is not None:
+            _need(args, "sampling-rate", "steps")
+            return calibrate_noise(sampling_rate=args.sampling_rate, steps=args.steps,
+                                   dataset_size=int(args.dataset_size), **common)
         if args.epochs is not None or args.dataset_size is not None or args.batch_size is not None:
             _forbid(args, "sampling-rate", "steps")
             _need(args, "epochs", "dataset-size", "batch-size")
@@ -119,19 +155,23 @@ def solve(args):
         _forbid(args, "steps", "epochs")
         multiple = 1
         q = args.sampling_rate
-        if args.dataset_size is not None or args.batch_size is not None:
+        if (args.dataset_size is not None and not scheme_n) or args.batch_size is not None:
             _forbid(args, "sampling-rate")
             _need(args, "dataset-size", "batch-size")
             q, multiple = steps_from_epochs(epochs=1, dataset_size=args.dataset_size, batch_size=args.batch_size)
+            q = _scheme_rate(args, args.dataset_size, args.batch_size)
         else:
             _need(args, "sampling-rate")
+        n = None if args.dataset_size is None else int(args.dataset_size)
         return calibrate_steps(noise_multiplier=args.noise_multiplier, sampling_rate=q, multiple_of=multiple,
-                               **common)
+                               dataset_size=n if args.sampling != "poisson" else None, **common)
     _forbid(args, "sampling-rate", "batch-size")
-    if args.epochs is not None or args.dataset_size is not None:
+    if args.epochs is not None or (args.dataset_size is not None and args.sampling != "truncated-poisson"):
         raise ValueError("--solve sampling-rate takes --steps (epochs depend on the rate)")
     _need(args, "steps")
-    return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, **common)
+    n = None if args.dataset_size is None else int(args.dataset_size)
+    return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, dataset_size=n,
+                                   **common)
 
 
 def recheck_command(cal, args) -> str:
@@ -144,7 +184,15 @@ def recheck_command(cal, args) -> str:
         spe = -(-int(args.dataset_size) // int(args.batch_size))
         parts.append(f"--epochs {cal.steps // spe}" if cal.steps % spe == 0 else f"--steps {cal.steps}")
     else:
-        parts += [f"--sampling-rate {cal.sampling_rate:.6g}", f"--steps {cal.steps}"]
+        # the epoch-based schemes need the rate 1/t exactly (a 6-digit rounding would not be 1/t)
+        rate = repr(cal.sampling_rate) if cal.sampling in _EPOCH_SCHEMES else f"{cal.sampling_rate:.6g}"
+        parts += [f"--sampling-rate {rate}", f"--steps {cal.steps}"]
+        if args.dataset_size is not None and cal.sampling != "poisson":
+            parts.append(f"--dataset-size {args.dataset_size:g}")
+    if cal.sampling != "poisson":
+        parts.append(f"--sampling {cal.sampling}")
+    if args.max_batch_size is not None:
+        parts.append(f"--max-batch-size {args.max_batch_size:g}")
     parts.append(f"--delta {cal.delta:g}")
     if args.accountant != "connect-dots":
         parts.append(f"--accountant {args.accountant}")
@@ -221,7 +269,7 @@ def run(args) -> int:
     else:
         lines.append(f"sampling rate: {cal.sampling_rate:.6g} (rounded down: a smaller rate is the safe side)")
     lines.append(f"run: noise multiplier {cal.noise_multiplier:.6g}, sampling rate {cal.sampling_rate:.6g}, "
-                 f"{cal.steps} steps")
+                 f"{cal.steps} steps" + ("" if cal.sampling == "poisson" else f", sampling {cal.sampling}"))
     interval = "" if b.lower is None else f" (certified interval [{b.lower:.6g}, {b.upper:.6g}])"
     lines.append(f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
                  f"accountant {cal.accountant} ({b.kind})")
@@ -237,11 +285,15 @@ def run(args) -> int:
     elif tight.get("checked") is not None and tight.get("overshoots") is False:
         lo, up = tight.get("epsilon_lower"), tight.get("epsilon_upper")
         lines.append(f"tightness not shown: {_neighbour(cal, tight)} gives epsilon in [{_g(lo)}, {_g(up)}], not "
-                     "certainly above the target (a smaller --eps-error can show more)")
+                     "certainly above the target (" + ("the scheme's certified lower bound is loose: the gap is its "
+                     "analysis', not the accuracy" if cal.sampling in ("shuffle", "truncated-poisson")
+                     else "a smaller --eps-error can show more") + ")")
     elif tight.get("note"):
         lines.append(f"tightness not shown: {tight['note']}")
     if cal.details.get("note"):
         lines.append(f"note: {cal.details['note']}")
+    if cal.details.get("note_sampling"):
+        lines.append(f"note: {cal.details['note_sampling']}")
     if cal.details.get("expensive"):
         lines.append(f"note: {cal.details['expensive']}")
     lines.append(f"({cal.evaluations} evaluations, {cal.seconds:.2f} s)")
