@@ -28,6 +28,25 @@ Two baselines (002 Sec. 4):
   yardstick of linear growth; it is not a theorem for arbitrary mechanisms, so
   it is reported as a reference line, computed from the certified *lower*
   bound on ``eps_1``.
+
+The sampling schemes of issue 11 (``group_epsilon(sampling=...)``, ``SCHEME_GROUP``), where 002's
+mixture-of-Gaussians analysis does not apply:
+
+* ``random-allocation`` / ``balls-and-bins`` (1 of ``t`` steps per epoch, add/remove): ``upper`` is the
+  smaller of (a) the group-privacy lemma (002 Lemma 1.1) on the certified example-level curve of the
+  allocation epochs (the example-level guarantee holds for every pair of add/remove neighbours, and a
+  group of ``k`` is a chain of ``k`` of them) and (b) no amplification: for every allocation of the
+  group's members the epoch's mean shift has L2 norm ``sqrt(sum_i c_i^2) <= k`` (``c_i`` members in
+  step ``i``), so by joint convexity over the data-independent allocation ``E`` epochs are
+  ``k sqrt(E)/sigma``-GDP. ``lower``: the example-level certified lower bound (a group of up to ``k``
+  includes a group of one), loose.
+* ``shuffle`` ("zero-out" neighbouring of Chua et al. 2403.17673, up to ``k`` records zeroed): the same
+  argument (b) gives ``k sqrt(E)/sigma``-GDP, which is also the GDP group-privacy bound of the
+  example-level ``sqrt(E)/sigma``-GDP (Dong, Roth, Su 2022, Thm 2.14); ``lower`` as above (Chua et al.'s
+  attack on one record).
+* ``truncated-poisson``: not applicable. Ganesh 2025's dominating pair holds for one data-set size
+  ``n``, while a group's add/remove chain passes through ``k`` sizes, and adding records can displace
+  others from a truncated batch; no certified group analysis is known.
 """
 
 from __future__ import annotations
@@ -42,14 +61,25 @@ from .accountants.connect_dots import ConnectDotsAccountant
 from ._accuracy import check_accuracy
 from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
 from .bounds import Bounds, _jsonable
-from .errors import PrecisionError
+from .errors import PrecisionError, UnsupportedMechanismError
 from .mechanisms import Mechanism
 from .mechanisms.mixture import GroupFixedBatchSampled, GroupPoissonSampled
 
-__all__ = ["SAMPLING_SCHEMES", "group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
+__all__ = ["SAMPLING_SCHEMES", "SCHEME_GROUP", "group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
            "group_privacy_lemma_epsilon", "ExampleCurve", "LemmaResult", "GroupReport", "group_report", "group_curve"]
 
 SAMPLING_SCHEMES = ("poisson", "fixed-batch")
+
+#: issue 11's schemes and what group privacy can say for them (module docstring): ``None`` where a
+#: certified bound is offered, else the reason it is not applicable
+SCHEME_GROUP: dict[str, str | None] = {
+    "random-allocation": None,
+    "balls-and-bins": None,
+    "shuffle": None,
+    "truncated-poisson": "not applicable: Ganesh 2025's dominating pair holds for one data-set size, while a "
+                         "group's add/remove chain passes through several and added records can displace others "
+                         "from a truncated batch; no certified group analysis for truncated Poisson is known",
+}
 
 
 # ------------------------------------------------------------------------------------ mechanisms
@@ -146,7 +176,18 @@ def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_s
     dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven
     bound, at the accuracy asked for: ``tightdp._accuracy``). ``group_size = 1`` is
     example-level DP-SGD.
+
+    ``sampling`` may also be one of issue 11's schemes (``SCHEME_GROUP``; ``sampling_rate = 1/t`` and whole
+    epochs for the epoch-based ones): random allocation and shuffling get the certified bounds of the
+    module docstring (``details`` says which one is the upper end, and that the lower end is the
+    example-level one); truncated Poisson raises ``UnsupportedMechanismError`` saying why it is not
+    applicable.
     """
+    if sampling in SCHEME_GROUP:
+        return _scheme_group_epsilon(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+                                     delta=delta, group_size=group_size, sampling=sampling,
+                                     dataset_size=dataset_size, eps_error=eps_error, rel_error=rel_error,
+                                     accountant=accountant, batch_size=batch_size)
     mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=group_size, sampling=sampling,
                            sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
     steps = check_count("steps", steps)
@@ -174,6 +215,62 @@ def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Boun
     details = {**dict(out.details), "accountant": acc.name,
                "mechanisms": [{"mechanism": m.to_dict(), "steps": c} for m, c in ledger]}
     return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
+
+
+def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, group_size, sampling, dataset_size,
+                          eps_error, rel_error, accountant, batch_size) -> Bounds:
+    """Group privacy for random allocation and shuffling (module docstring); truncated Poisson refused."""
+    from .dpsgd import _epochs, dpsgd_epsilon
+    from .mechanisms import Gaussian, RandomAllocation
+
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    k = check_count("group_size", group_size)
+    steps = check_count("steps", steps)
+    delta = check_delta("delta", delta)
+    eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    if SCHEME_GROUP[sampling] is not None:
+        raise UnsupportedMechanismError(f"group privacy for sampling={sampling!r}: {SCHEME_GROUP[sampling]}")
+    if accountant != DEFAULT_ACCOUNTANT:
+        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={sampling!r} (its bounds come "
+                         f"from dominance pairs only), got {accountant!r}")
+    if batch_size is not None:
+        raise ValueError(f"batch_size applies only to sampling='fixed-batch'; for sampling={sampling!r} give "
+                         "sampling_rate = 1/t (t steps per epoch)")
+    if sampling_rate is None:
+        raise ValueError(f"sampling_rate (1/t, t steps per epoch) is required for sampling={sampling!r}")
+    q = check_probability("sampling_rate", sampling_rate)
+    t, epochs = _epochs(q, steps)
+    example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, sampling=sampling,
+                            dataset_size=dataset_size, eps_error=eps_error, rel_error=rel_error)
+    if k == 1:
+        return example
+    # (b) no amplification: every allocation / permutation shifts the epoch's mean by at most k in L2
+    gdp = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
+        Gaussian(noise_multiplier=sigma, sensitivity=float(k)), epochs).epsilon(delta)
+    upper, how = gdp.upper, (f"no amplification: {k * math.sqrt(epochs) / sigma:.6g}-GDP (each epoch's mean shift "
+                             f"has L2 norm <= k = {k} for every allocation or permutation; joint convexity)")
+    details: dict[str, Any] = {"sampling": dict(example.details).get("sampling", sampling), "group_size": k,
+                               "no_amplification_epsilon": gdp.upper}
+    if sampling != "shuffle":  # (a) the group-privacy lemma on the certified allocation curve
+        example_acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
+            RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=t), epochs)
+        lemma = group_privacy_lemma_epsilon(ExampleCurve(_lemma_accountant(example_acc)), delta=delta,
+                                            group_size=k)
+        details["group_privacy_lemma_epsilon"] = lemma.epsilon
+        if lemma.note:
+            details["group_privacy_lemma_note"] = lemma.note
+        if lemma.epsilon is not None and lemma.epsilon < upper:
+            upper, how = lemma.epsilon, (f"group-privacy lemma (002 Lemma 1.1) on the certified example-level "
+                                         f"curve: ({lemma.example_epsilon:.6g}, {lemma.example_delta:.3g}) for one "
+                                         f"example gives ({lemma.epsilon:.6g}, {delta:g}) for {k}")
+    else:
+        how += "; the GDP group-privacy bound of the example-level sqrt(E)/sigma-GDP (Dong, Roth, Su 2022, Thm 2.14)"
+    lower = min(float(example.lower), upper)
+    details.update({"upper": how,
+                    "lower": "the example-level certified lower bound (a group of up to k includes one example); "
+                             "loose: no tight group analysis of this scheme is known",
+                    "example_epsilon": [example.lower, example.upper]})
+    return Bounds(lower, upper, upper, "epsilon", "bound", details)
 
 
 # ------------------------------------------------------------------------------------ baselines
