@@ -1,5 +1,5 @@
 """Issue 12, item 4: the sharded per-example ledger (routing, bit-identical queries on a dask
-LocalCluster, crash-safe save / load / resume)."""
+LocalCluster from the sorted cluster copy, shards saved by workers, crash-safe save / load / resume)."""
 
 import os
 
@@ -68,9 +68,65 @@ def test_dask_cluster_bit_identical(client, tmp_path):
     got = sh.epsilons(1e-5, use_dask=True)
     assert np.array_equal(ref.upper, got.upper) and np.array_equal(ref.lower, got.lower)
     # out of core: the shards stay in their files, the workers read them
+    # the sorted copy stays in the workers' memory: a second query reuses it, recording replaces it
+    copy = sh._cluster
+    assert copy is not None and not np.array_equal(copy[2], np.arange(N))  # really permuted
+    assert np.array_equal(one.deltas(0.8).upper, sh.deltas(0.8, use_dask=True).upper)
+    assert sh._cluster is copy
+    sh.release()
+    assert sh._cluster is None
+    # out of core: the shards stay in their files, the workers read them
     sh.save(tmp_path)
-    lazy = ShardedLedger.load(tmp_path, lazy=True)
+    lazy = ShardedLedger.load(tmp_path, lazy=True).persist()
+    assert all(a is None for a in lazy._shards)  # nothing of the ledger came into this process
+    got = lazy.epsilons(1e-5, use_dask=True)
+    assert np.array_equal(ref.upper, got.upper) and np.array_equal(ref.lower, got.lower)
+    g = np.random.default_rng(5).gamma(2.0, 0.3, size=N)
+    one.record_step(g)
+    lazy.record_step(g)
     assert np.array_equal(one.deltas(0.8).upper, lazy.deltas(0.8, use_dask=True).upper)
+    assert lazy._cluster is not copy and lazy._cluster[0][3] == one.steps
+
+
+def test_chunks_follow_row_contents_not_positions():
+    """The property the sorted cluster copy relies on: permuting the examples (identical rows kept in
+    their order) permutes every answer bit for bit, including rows whose variance keys tie."""
+    rng = np.random.default_rng(3)
+    n, steps = 300, 300
+    norms = rng.uniform(0.02, 1.3, size=N)[None, :n] * rng.lognormal(0, 0.3, size=(steps, n))
+    norms[:, n // 2:] = norms[:, :n - n // 2]  # half the examples are copies of the other half
+    norms[:, :50] = np.where(rng.random((steps, 50)) < 0.5, 0.01, 0.9)  # rows tying on a zero-weight bucket
+    uniq, inv = np.unique(norms.T, axis=0, return_inverse=True)
+    perm = np.argsort(rng.random(len(uniq))[inv.reshape(-1)], kind="stable")  # copies keep their order
+    a = IndividualAccountant(n, 1.0, 1.0, Q, num_buckets=B)
+    b = IndividualAccountant(n, 1.0, 1.0, Q, num_buckets=B)
+    a.record_steps(norms)
+    b.record_steps(norms[:, perm])
+    ra, rb = a.epsilons(1e-5), b.epsilons(1e-5)
+    assert np.array_equal(ra.upper[perm], rb.upper) and np.array_equal(ra.lower[perm], rb.lower)
+    assert np.array_equal(a.deltas(0.5).upper[perm], b.deltas(0.5).upper)
+
+
+def test_from_shards_assembles_shards_saved_elsewhere(tmp_path):
+    one, sh = _record_both(steps=20)
+    files = []
+    for k, (s, e) in enumerate(sh.shard_ranges):  # as data-parallel ranks / dask workers would
+        sh.shard(k).save(tmp_path / f"rank{k}.npz")
+        files.append(f"rank{k}.npz")
+    got = ShardedLedger.from_shards(tmp_path, files, generation=4)
+    assert all(a is None for a in got._shards) and got.shard_ranges == sh.shard_ranges and got.steps == 20
+    assert got.to_accountant() == one
+    again = ShardedLedger.load(tmp_path)
+    assert again == sh and again._generation == 4
+    other = IndividualAccountant(10, 2.0, 1.0, Q, num_buckets=B)
+    other.save(tmp_path / "odd.npz")
+    with pytest.raises(ValueError, match="differs from the first shard"):
+        ShardedLedger.from_shards(tmp_path, files + ["odd.npz"])
+    with pytest.raises(ValueError, match="not a saved IndividualAccountant"):
+        ShardedLedger.from_shards(tmp_path, ["manifest.json"])
+    with pytest.raises(ValueError, match="files must name"):
+        ShardedLedger.from_shards(tmp_path, [])
+    assert ShardedLedger.load(tmp_path) == sh  # the refused calls left the manifest as it was
 
 
 def test_crash_mid_save_keeps_previous_ledger_and_resume_works(tmp_path, monkeypatch):

@@ -589,7 +589,7 @@ def _gather_plan(row_chunks: tuple[int, ...], order: np.ndarray, chunk: int):
         used = np.unique(b)
         base = np.concatenate([[0], np.cumsum(edges[used + 1] - edges[used])])[:-1]
         local = order[s0:s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
-        plan.append((used, local))
+        plan.append((used, local.astype(np.int32 if edges[-1] < 2 ** 31 else np.int64)))
     return plan
 
 

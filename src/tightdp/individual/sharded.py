@@ -231,6 +231,13 @@ class ShardedLedger:
         self._cluster = (key, srt, perm)
         return srt, perm
 
+    def persist(self) -> "ShardedLedger":
+        """Bring the sorted copy of the ledger into the dask workers' memory now (otherwise the first
+        ``use_dask`` query does it); returns the ledger."""
+        if self.options()["sampling_rate"] < 1.0:
+            self._cluster_copy()
+        return self
+
     def release(self) -> None:
         """Drop the sorted copy of the ledger from the cluster's memory (made again by the next
         ``use_dask`` query)."""
