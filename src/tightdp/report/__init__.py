@@ -11,7 +11,9 @@ or a list of mechanisms::
     batch_size = 256           # or: sampling_rate = 0.00512
     epochs = 100               # or: steps = 19600
     noise_multiplier = 1.1     # or a schedule of [[training.schedule]] segments
-    sampling = "poisson"       # or "without_replacement" (fixed batches, substitute relation)
+    sampling = "poisson"       # or "without_replacement" (fixed batches, substitute relation), or the
+                               # scheme that ran: "random_allocation", "balls_and_bins", "shuffle",
+                               # "truncated_poisson" (with max_batch_size = ...)
 
     [privacy]
     deltas = [1e-5, 1e-6, 1e-7]
@@ -37,6 +39,13 @@ bound over the certified accountants), calibration hints (the smallest noise
 for a few target epsilons, from ``tightdp.calibration``, and how many epochs the
 configured noise affords), group-level epsilon when asked (``tightdp.group_epsilon``),
 and two plots: epsilon against delta, and epsilon over the course of training.
+
+For the schemes of issue 11 (``sampling`` = random allocation, balls and bins, shuffle, truncated
+Poisson) the report leads with **what you ran vs what Poisson accounting says**: the scheme's
+certified interval (``tightdp.dpsgd_epsilon(sampling=...)``) against Poisson accounting at the same
+noise, rate and steps, with each scheme's caveat (shuffling: the gap no theorem closes). The
+accountant table and band are then Poisson accounting's, labelled as such, and the published
+epsilon is the scheme's upper bound; calibration hints and group privacy use the scheme.
 
 A progress bar (``rich``, optional) appears on a terminal once the work takes
 more than a second; it is silent when stdout is not a terminal.

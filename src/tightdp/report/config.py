@@ -17,7 +17,11 @@ from ..mechanisms import Gaussian, Mechanism, PoissonSampled, SampledWithoutRepl
 
 __all__ = ["SAMPLINGS", "FORMATS", "Segment", "ReportConfig", "load_config"]
 
-SAMPLINGS = ("poisson", "without_replacement")
+SAMPLINGS = ("poisson", "without_replacement", "random_allocation", "balls_and_bins", "shuffle", "truncated_poisson")
+#: the sampling schemes of issue 11: the run is accounted by ``dpsgd_epsilon(sampling=...)`` and the report
+#: compares it with Poisson accounting at the same noise, rate and steps (``ReportConfig.scheme``)
+SCHEMES = ("random_allocation", "balls_and_bins", "shuffle", "truncated_poisson")
+_EPOCH_SCHEMES = ("random_allocation", "balls_and_bins", "shuffle")
 FORMATS = ("markdown", "html", "json")
 _DEFAULT_DELTAS = (1e-5,)
 _DEFAULT_TARGETS = (1.0, 3.0, 8.0)
@@ -44,6 +48,7 @@ class ReportConfig:
     batch_size: int | None = None
     sampling: str = "poisson"
     steps_per_epoch: int | None = None
+    max_batch_size: int | None = None
     deltas: tuple[float, ...] = _DEFAULT_DELTAS
     target_epsilons: tuple[float, ...] = _DEFAULT_TARGETS
     group_sizes: tuple[int, ...] = ()
@@ -58,10 +63,18 @@ class ReportConfig:
         return bool(self.segments)
 
     @property
+    def scheme(self) -> str | None:
+        """The ``dpsgd_epsilon(sampling=...)`` name of an issue-11 scheme (``None`` for Poisson and fixed
+        batches without replacement, which the accountants analyse themselves)."""
+        return self.sampling.replace("_", "-") if self.sampling in SCHEMES else None
+
+    @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.segments) if self.segments else sum(c for _, c in self.events)
 
     def segment_mechanism(self, seg: Segment) -> Mechanism:
+        """The step the accountants compose; for an issue-11 scheme (``scheme``) the Poisson-subsampled
+        Gaussian at the same rate: the report's accountant table is then "what Poisson accounting says"."""
         g = Gaussian(noise_multiplier=seg.noise_multiplier)
         if self.sampling == "without_replacement":
             return SampledWithoutReplacement(mechanism=g, sample_size=self.batch_size, dataset_size=self.dataset_size)
@@ -155,8 +168,15 @@ def _parse_training(t) -> dict[str, Any]:
     if not isinstance(t, Mapping):
         raise ValueError("training must be a table")
     _no_unknown("training", t, {"dataset_size", "batch_size", "sampling_rate", "epochs", "steps",
-                                "noise_multiplier", "schedule", "sampling"})
+                                "noise_multiplier", "schedule", "sampling", "max_batch_size"})
     sampling = check_choice("training.sampling", t.get("sampling", "poisson"), SAMPLINGS)
+    max_b = check_count("training.max_batch_size", t["max_batch_size"]) if "max_batch_size" in t else None
+    if (max_b is not None) != (sampling == "truncated_poisson"):
+        raise ValueError("training.max_batch_size is required with sampling = 'truncated_poisson' and applies "
+                         "to it only")
+    if sampling in SCHEMES and "schedule" in t:
+        raise ValueError(f"training.schedule needs sampling = 'poisson' (sampling = {sampling!r} is accounted "
+                         "for one constant noise multiplier)")
     n = check_count("training.dataset_size", t["dataset_size"]) if "dataset_size" in t else None
     b = check_count("training.batch_size", t["batch_size"]) if "batch_size" in t else None
     if "sampling_rate" in t and b is not None:
@@ -168,13 +188,23 @@ def _parse_training(t) -> dict[str, Any]:
             raise ValueError(f"training.batch_size ({b}) must be <= training.dataset_size ({n})")
         q = b / n
         per_epoch = math.ceil(n / b)
+        if sampling in _EPOCH_SCHEMES:  # ceil(N / B) batches an epoch, each record in one of them
+            q = 1.0 / per_epoch
     elif "sampling_rate" in t:
         q = check_probability("training.sampling_rate", t["sampling_rate"])
         per_epoch = math.ceil(1.0 / q)
+        if sampling in _EPOCH_SCHEMES and abs(per_epoch * q - 1.0) > 1e-9:
+            raise ValueError(f"training.sampling_rate must be 1/t (t steps per epoch) for sampling = {sampling!r}, "
+                             f"got {q!r}; or give dataset_size and batch_size")
     else:
         q, per_epoch = None, None
     if sampling == "without_replacement" and (n is None or b is None):
         raise ValueError("training.sampling = 'without_replacement' needs dataset_size and batch_size")
+    if sampling == "truncated_poisson":
+        if n is None:
+            raise ValueError("training.dataset_size is required with sampling = 'truncated_poisson'")
+        if max_b > n:
+            raise ValueError(f"training.max_batch_size ({max_b}) must be <= training.dataset_size ({n})")
 
     def seg(where: str, s: Mapping[str, Any], default_sigma=None) -> Segment:
         sigma = s.get("noise_multiplier", default_sigma)
@@ -190,6 +220,8 @@ def _parse_training(t) -> dict[str, Any]:
                     raise ValueError(f"training.dataset_size is required with {where}.batch_size")
                 bs = check_count(f"{where}.batch_size", s["batch_size"])
                 sq, spe = bs / n, math.ceil(n / bs)
+                if sampling in _EPOCH_SCHEMES:
+                    sq = 1.0 / spe
             else:
                 sq = check_probability(f"{where}.sampling_rate", s["sampling_rate"])
                 spe = math.ceil(1.0 / sq)
@@ -199,6 +231,9 @@ def _parse_training(t) -> dict[str, Any]:
             raise ValueError(f"{where}: give exactly one of epochs and steps")
         steps = (check_count(f"{where}.epochs", s["epochs"]) * spe if "epochs" in s
                  else check_count(f"{where}.steps", s["steps"]))
+        if sampling in _EPOCH_SCHEMES and steps % spe:
+            raise ValueError(f"{where}.steps ({steps}) must be a whole number of epochs of {spe} steps for "
+                             f"sampling = {sampling!r}")
         return Segment(sigma, sq, steps)
 
     if "schedule" in t:
@@ -217,7 +252,7 @@ def _parse_training(t) -> dict[str, Any]:
     else:
         segs = [seg("training", t)]
     return {"segments": tuple(segs), "dataset_size": n, "batch_size": b, "sampling": sampling,
-            "steps_per_epoch": per_epoch}
+            "steps_per_epoch": per_epoch, "max_batch_size": max_b}
 
 
 def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:

@@ -24,7 +24,7 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
         return "No target epsilons given (privacy.target_epsilons).", []
     if not config.is_training:
         return "Calibration hints are given for training runs (a [training] table).", []
-    if config.sampling != "poisson":
+    if config.sampling == "without_replacement":
         return "Calibration hints use Poisson sampling; this run samples fixed batches without replacement.", []
     if len({s.sampling_rate for s in config.segments}) != 1:
         return "Calibration hints need one sampling rate across the schedule.", []
@@ -34,7 +34,8 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
 
     note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at accuracy {describe_accuracy()} (the default of "
             f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
-            f"rate {q:.6g}. Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
+            f"rate {q:.6g}" + (f", {config.scheme} sampling" if config.scheme else "")
+            + f". Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
             "rounded up in the printed digits; the note column says when a little less noise is not shown to "
             "exceed it. ")
     jobs = [("noise", t) for t in config.target_epsilons]
@@ -48,17 +49,22 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
     from ..calibration import CalibrationError, calibrate_noise, calibrate_steps
 
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
+    scheme: dict[str, Any] = {}
+    if config.scheme:  # calibrate the scheme that ran (tightdp.calibration, sampling=...)
+        scheme = {"sampling": config.scheme, "dataset_size": config.dataset_size,
+                  "max_batch_size": config.max_batch_size}
     try:
         if what == "noise":
-            cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k)
+            cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k, **scheme)
             tight = cal.details.get("tightness", {})
             return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.6g}",
                     "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
                     "epsilon_upper": cal.epsilon.upper, "eps_error": cal.eps_error,
-                    "note": "" if tight.get("overshoots") else tight.get("note", cal.details.get("note", ""))}
+                    "note": "" if tight.get("overshoots") else (cal.details.get("note_sampling")
+                                                                 or tight.get("note", cal.details.get("note", "")))}
         sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
         cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
-                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k)
+                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k, **scheme)
         note = ""
         if "note" in cal.details:
             note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
@@ -91,6 +97,15 @@ def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
     fn, sched = _group_functions()
     if fn is None:
         return "Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.", []
+    if config.scheme:
+        from ..group import SCHEME_GROUP
+
+        if SCHEME_GROUP[config.scheme] is not None:
+            return f"Group-level epsilon for {config.scheme} sampling: {SCHEME_GROUP[config.scheme]}.", []
+        return (f"Certified upper bounds on epsilon for groups of up to k examples under {config.scheme} sampling "
+                "(`tightdp.group_epsilon(sampling=...)`): " + ("k sqrt(epochs)/σ-GDP without amplification"
+                if config.scheme == "shuffle" else "the smaller of the group-privacy lemma on the certified "
+                "example-level curve and k sqrt(epochs)/σ-GDP without amplification") + "."), list(config.group_sizes)
     if not config.is_training or config.sampling != "poisson":
         return ("Group-level epsilon is computed for Poisson-sampled training runs "
                 "(add/remove of up to k examples)."), []
@@ -108,8 +123,9 @@ def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]
         try:
             if len(config.segments) == 1:
                 s = config.segments[0]
+                extra = {"sampling": config.scheme} if config.scheme else {}
                 b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
-                       steps=s.steps, delta=d)
+                       steps=s.steps, delta=d, **extra)
             else:
                 b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
                           group_size=g, delta=d)

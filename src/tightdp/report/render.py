@@ -65,6 +65,9 @@ class Report:
     plot_names: list[str] = field(default_factory=list)
     tradeoff: dict[str, Any] = field(default_factory=dict)
     guarantee: dict[str, list[str]] = field(default_factory=dict)
+    #: issue 11's schemes: the scheme's certified interval against Poisson accounting, per delta
+    #: (``tightdp.report.compute._scheme_job``); empty for Poisson and fixed batches
+    scheme: dict[str, Any] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ data
@@ -85,6 +88,7 @@ class Report:
                        "epsilon_over_training": _jsonable_curve(self.training_curve),
                        "tradeoff": self.tradeoff},
             "notes": self.notes, "settings": dict(_settings_rows(self)), "references": list(REFERENCES),
+            "scheme_vs_poisson": self.scheme or None,
         }
 
     # -------------------------------------------------------------- rendering
@@ -102,14 +106,23 @@ class Report:
         out.append(("table", (["setting", "value"], _run_rows(c))))
         if self.guarantee:
             out.append(("h2", "What this guarantees"))
-            first = self.band.get(c.deltas[0], (None, None))[1]
-            if first is not None:
-                out.append(("p", f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the upper end of the certified "
-                                 "band below) under these assumptions."))
+            if self.scheme:
+                first = _scheme_upper(self.scheme, c.deltas[0])
+                if first is not None:
+                    out.append(("p", f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the certified upper bound "
+                                     f"for {self.scheme['sampling']} sampling, the scheme that ran; see below) under "
+                                     "these assumptions."))
+            else:
+                first = self.band.get(c.deltas[0], (None, None))[1]
+                if first is not None:
+                    out.append(("p", f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the upper end of the "
+                                     "certified band below) under these assumptions."))
             out.append(("ul", self.guarantee.get("guarantees", [])))
             out.append(("p", "Not covered:"))
             out.append(("ul", self.guarantee.get("not_covered", [])))
-        out.append(("h2", "Epsilon by accountant"))
+        if self.scheme:
+            out += _scheme_sections(self.scheme)
+        out.append(("h2", "Epsilon by accountant" + (" — Poisson accounting (not what ran)" if self.scheme else "")))
         out.append(("p", "*bound*: each cell is the certified upper bound (the epsilon to report) with the "
                          "certified interval `[lower, upper]` where the accountant gives a lower bound too. "
                          "*approximation*: an estimate `≈` with no guarantee. *not applicable*: the accountant "
@@ -127,20 +140,27 @@ class Report:
             cells.append(f"{r.seconds:.2f} s")
             rows.append(cells)
         out.append(("table", (header, rows)))
-        out.append(("h2", "Certified band"))
-        out.append(("p", "The true epsilon lies in this interval: the largest certified lower bound and the smallest "
-                         "certified upper bound over the certified accountants (approximations excluded). Report "
-                         "the upper end."))
+        if self.scheme:
+            out.append(("h2", f"Certified band — {self.scheme['sampling']} sampling (what ran)"))
+            out.append(("p", f"The true epsilon of the run ({self.scheme['sampling']} sampling) lies in this "
+                             "interval (`tightdp.dpsgd_epsilon(sampling=...)`; the accountant table above is Poisson "
+                             "accounting, for comparison only). Report the upper end."))
+        else:
+            out.append(("h2", "Certified band"))
+            out.append(("p", "The true epsilon lies in this interval: the largest certified lower bound and the "
+                             "smallest certified upper bound over the certified accountants (approximations "
+                             "excluded). Report the upper end."))
         rows = [[f"{d:g}", _f(lo), _f(up), _f(None if lo is None or up is None else up - lo)]
                 for d, (lo, up) in self.band.items()]
         out.append(("table", (["δ", "lower", "upper (report this)", "width"], rows)))
         if self.pngs.get("curve"):
-            out.append(("p", f"ε(δ) on {len(self.curve.get('delta', []))} values of δ (log axis). Lower panel: each "
+            out.append(("p", ("Poisson accounting (not what ran): " if self.scheme else "")
+                        + f"ε(δ) on {len(self.curve.get('delta', []))} values of δ (log axis). Lower panel: each "
                              "accountant's distance from the upper end of the certified band (0 = the band; the grey "
                              "strip below 0 is the band's width, the room left between the proven bounds)."))
             out.append(("img", img(self.pngs["curve"], "epsilon against delta")))
         if self.pngs.get("training"):
-            out.append(("h2", "Privacy over training"))
+            out.append(("h2", "Privacy over training" + (" (Poisson accounting)" if self.scheme else "")))
             tc = self.training_curve
             out.append(("p", f"ε at δ = {c.deltas[0]:g} after each of {len(tc.get('steps', []))} checkpoints, "
                              "with the certified band and each accountant's distance from its upper end."))
@@ -274,6 +294,39 @@ class Report:
         return written
 
 
+def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
+    for row in scheme.get("rows", []):
+        if row["delta"] == delta and "scheme" in row:
+            return row["scheme"]["upper"]
+    return None
+
+
+def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
+    """"What you ran vs what Poisson accounting says" (issue 11): the scheme's certified interval next to
+    Poisson accounting's at the same noise multiplier, sampling rate and steps, with the scheme's caveat."""
+    name = scheme["sampling"]
+    out: list[tuple[str, Any]] = [("h2", "What you ran vs what Poisson accounting says")]
+    out.append(("p", f"This run used **{name}** sampling. Most libraries (Opacus, dp_accounting's DP-SGD helpers) "
+                     "report the ε of Poisson sampling at the same noise multiplier, sampling rate and steps; the "
+                     f"table sets the certified interval for {name} sampling against that figure. "
+                     + scheme["caveat"]))
+    rows, notes = [], []
+    for r in scheme["rows"]:
+        if "error" in r:
+            rows.append([f"{r['delta']:g}", "—", "—", r["error"]])
+            continue
+        sb, pb = r["scheme"], r["poisson"]
+        rows.append([f"{r['delta']:g}", f"[{_f(sb['lower'])}, {_f(sb['upper'])}]",
+                     f"[{_f(pb['lower'])}, {_f(pb['upper'])}]", r["verdict"]])
+        if sb.get("note"):
+            notes.append(f"δ = {r['delta']:g}: {sb['note']}")
+    out.append(("table", (["δ", f"{name}: certified [lower, upper]", "Poisson accounting [lower, upper]",
+                           "what ran vs Poisson"], rows)))
+    if notes:
+        out.append(("ul", notes))
+    return out
+
+
 def _upper(b: Bounds | None) -> float | None:
     """The value to plot: the certified upper bound, or the estimate of an approximation."""
     if b is None:
@@ -363,10 +416,21 @@ def _settings_rows(report: "Report") -> list[list[str]]:
 def _run_dict(c: ReportConfig) -> dict[str, Any]:
     if c.is_training:
         return {"dataset_size": c.dataset_size, "batch_size": c.batch_size, "sampling": c.sampling,
+                "max_batch_size": c.max_batch_size,
                 "steps_per_epoch": c.steps_per_epoch, "total_steps": c.total_steps,
                 "segments": [{"noise_multiplier": s.noise_multiplier, "sampling_rate": s.sampling_rate,
                               "steps": s.steps} for s in c.segments]}
     return {"events": [{"mechanism": m.to_dict(), "count": n} for m, n in c.events]}
+
+
+_SAMPLING_WORDS = {
+    "poisson": "Poisson (add/remove neighbours)",
+    "without_replacement": "fixed batches without replacement (substitute neighbours)",
+    "random_allocation": "random allocation: each example in exactly one step per epoch (add/remove neighbours)",
+    "balls_and_bins": "balls and bins: each example in exactly one step per epoch (add/remove neighbours)",
+    "shuffle": "shuffled fixed batches, a new permutation each epoch (zero-out neighbours)",
+    "truncated_poisson": "Poisson batches cut to the maximum batch size (add/remove neighbours)",
+}
 
 
 def _run_rows(c: ReportConfig) -> list[list[str]]:
@@ -376,8 +440,9 @@ def _run_rows(c: ReportConfig) -> list[list[str]]:
             rows.append(["data set size", f"{c.dataset_size:,}"])
         if c.batch_size:
             rows.append(["batch size", f"{c.batch_size:,}"])
-        rows.append(["sampling", "Poisson (add/remove neighbours)" if c.sampling == "poisson"
-                     else "fixed batches without replacement (substitute neighbours)"])
+        rows.append(["sampling", _SAMPLING_WORDS.get(c.sampling, c.sampling)])
+        if c.max_batch_size:
+            rows.append(["maximum batch size", f"{c.max_batch_size:,}"])
         if c.steps_per_epoch:
             rows.append(["steps per epoch", f"{c.steps_per_epoch:,} (rounded up: safe side)"])
         for i, s in enumerate(c.segments):
