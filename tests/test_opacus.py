@@ -181,3 +181,89 @@ def test_install_calibration_makes_make_private_with_epsilon_tight(monkeypatch):
     rdp_engine = PrivacyEngine(accountant="rdp")
     _toy_training(rdp_engine, epochs=1, target_epsilon=3.0)
     assert rdp_engine.get_epsilon(DELTA) <= 3.0
+
+
+# ------------------------------------------------------------- which sampling the DataLoader performs (issue 11)
+def _loader(**kw):
+    torch.manual_seed(0)
+    x = torch.randn(64, 5)
+    y = (x[:, 0] > 0).long()
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=16, **kw)
+
+
+def _train(engine, loader, *, epochs=2, poisson_sampling=True):
+    model = torch.nn.Sequential(torch.nn.Linear(5, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=1.0,
+                                             max_grad_norm=1.0, poisson_sampling=poisson_sampling)
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    return loader
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG")
+def test_shuffled_loader_is_accounted_as_shuffling_not_poisson():
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="tightdp")
+    with pytest.warns(UserWarning, match="not Poisson-sampled"):
+        _train(engine, _loader(shuffle=True), poisson_sampling=False)
+    acc = engine.accountant
+    assert acc.sampling == "shuffle" and acc.history == [(1.0, 0.25, 8)]
+    ref = tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=2, delta=DELTA)
+    poisson = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.25, steps=8, delta=DELTA)
+    with pytest.warns(UserWarning, match="Poisson accounting would claim"):
+        eps = engine.get_epsilon(DELTA)
+    assert eps == ref.upper and acc.get_bounds(DELTA).lower == ref.lower
+    assert ref.lower > poisson.upper  # here Poisson's figure is certifiably an under-report
+    # the state carries the sampling; a fresh accountant restored from it reports the same
+    fresh = TightDPAccountant()
+    fresh.load_state_dict(acc.state_dict())
+    assert fresh.sampling == "shuffle" and fresh.get_bounds(DELTA).upper == eps
+    with pytest.raises(ValueError, match="sampling"):
+        fresh.load_state_dict({"history": [], "mechanism": "tightdp", "tightdp": {"sampling": "bins"}})
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG")
+def test_poisson_loader_and_other_accountants_are_unchanged():
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="tightdp")
+    _train(engine, _loader(shuffle=True))  # Opacus replaces it by its DPDataLoader
+    assert engine.accountant.sampling == "poisson"
+    steps = engine.accountant.steps
+    assert engine.get_epsilon(DELTA) == tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.25, steps=steps,
+                                                              delta=DELTA).upper
+    other = PrivacyEngine(accountant="prv")
+    _train(other, _loader(shuffle=True), poisson_sampling=False)  # no tightdp accountant: nothing observed
+    assert other.get_epsilon(DELTA) > 0
+
+
+@pytest.mark.filterwarnings("ignore:tightdp")
+def test_fixed_order_mid_epoch_and_unknown_samplers():
+    # fixed order: each example in one known step per epoch, so the no-amplification bound is exact
+    acc = TightDPAccountant()
+    assert acc.observe_data_loader(_loader(shuffle=False)) == "fixed-order"
+    for _ in range(8):
+        acc.step(noise_multiplier=2.0, sample_rate=0.25)
+    b = acc.get_bounds(DELTA)
+    gauss = tightdp.ConnectDotsAccountant().compose(tightdp.Gaussian(noise_multiplier=2.0), 2).epsilon(DELTA)
+    assert b.upper == gauss.upper and b.lower == gauss.lower
+    # mid-epoch (5 steps of 4 per epoch): epochs counted up for the upper end, down for the lower end
+    shuf = TightDPAccountant()
+    shuf.observe_data_loader(_loader(shuffle=True))
+    for _ in range(5):
+        shuf.step(noise_multiplier=1.0, sample_rate=0.25)
+    b = shuf.get_bounds(DELTA)
+    assert b.upper == tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=2, delta=DELTA).upper
+    assert b.lower == tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=1, delta=DELTA).lower
+    # a sampler no analysis describes: refused, never the Poisson figure
+    weird = TightDPAccountant()
+    sampler = torch.utils.data.WeightedRandomSampler([1.0] * 64, 64)
+    assert weird.observe_data_loader(_loader(sampler=sampler)) == "unknown"
+    weird.step(noise_multiplier=1.0, sample_rate=0.25)
+    with pytest.raises(ValueError, match="data_loader"):
+        weird.get_epsilon(DELTA)

@@ -29,12 +29,37 @@ signature; it runs ``tightdp.calibration.calibrate_noise``) and pass it to
 ``make_private``, or call ``install_calibration()`` once so that
 ``make_private_with_epsilon`` uses it.
 
+**Which sampling ran** (issue 11). Opacus' privacy analysis is that of Poisson sampling, which only its
+``DPDataLoader`` (``UniformWithReplacementSampler``) performs; ``make_private(..., poisson_sampling=False)``
+keeps the caller's loader, usually shuffled fixed batches. Importing this module wraps
+``PrivacyEngine._prepare_data_loader`` so that an engine whose accountant is ``TightDPAccountant``
+shows it the loader its training will use (``TightDPAccountant.observe_data_loader``; other accountants
+are untouched). The accountant then reports the certified epsilon of the scheme that runs:
+
+* ``DPDataLoader`` / ``UniformWithReplacementSampler``: Poisson sampling, as above;
+* a ``BatchSampler`` over a ``RandomSampler`` without replacement (``shuffle=True``): shuffled fixed
+  batches, ``tightdp.schemes.shuffle_epsilon`` (``upper``: no amplification, ``sqrt(E)/sigma``-GDP; no
+  tighter certified bound is known), with a ``UserWarning`` that states what Poisson accounting would
+  have claimed; epochs are counted up (``ceil(steps / t)``, ``t = len(loader)``) for the upper end and
+  down for the lower end;
+* a ``BatchSampler`` over a ``SequentialSampler`` (fixed order): the same upper bound, which is then
+  exact (each example in one known step per epoch);
+* anything else (a weighted or custom sampler): ``get_epsilon`` refuses with a ``ValueError`` rather
+  than report Poisson's figure for sampling it does not describe.
+
+``make_private_with_epsilon(..., poisson_sampling=False)`` calibrates Opacus' way, on the history it
+is given, which assumes Poisson sampling; after the loader is seen, ``get_epsilon`` reports the shuffle
+bound, which is then above the target (and the warning says so). To calibrate for shuffled batches use
+``tightdp.calibrate_noise(..., sampling="shuffle")`` and ``make_private``.
+
 Requires the ``opacus`` extra (``pip install torch==2.13.0`` first, then
 ``pip install 'tightdp[opacus]'``).
 """
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections import OrderedDict
 from typing import Any, Mapping, Optional
 
@@ -49,10 +74,43 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tightdp.integrations.opacus needs Opacus: pip install torch==2.13.0 && "
                       "pip install 'tightdp[opacus]'") from exc
 
-__all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "install_calibration", "register"]
+__all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "install_calibration", "register",
+           "classify_data_loader", "LOADER_SAMPLINGS"]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
+
+#: what ``classify_data_loader`` can say about a loader
+LOADER_SAMPLINGS = ("poisson", "shuffle", "fixed-order", "unknown")
+
+
+def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
+    """``(sampling, facts)`` of a PyTorch / Opacus data loader: ``"poisson"`` (Opacus' ``DPDataLoader`` or a
+    ``(Distributed)UniformWithReplacementSampler``), ``"shuffle"`` (a ``BatchSampler`` over a ``RandomSampler``
+    without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``. ``facts`` has
+    ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name)."""
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
+
+    from opacus.data_loader import DPDataLoader
+    from opacus.utils.uniform_sampler import DistributedUniformWithReplacementSampler, UniformWithReplacementSampler
+
+    bs = getattr(data_loader, "batch_sampler", None)
+    facts: dict[str, Any] = {"sampler": type(bs).__name__ if bs is not None else type(data_loader).__name__}
+    try:
+        facts["dataset_size"] = len(data_loader.dataset)
+        facts["batches"] = len(data_loader)
+    except TypeError:  # an iterable dataset: no length
+        pass
+    if isinstance(data_loader, DPDataLoader) or isinstance(
+            bs, (UniformWithReplacementSampler, DistributedUniformWithReplacementSampler)):
+        return "poisson", facts
+    if isinstance(bs, BatchSampler):
+        facts.update(batch_size=bs.batch_size, drop_last=bool(bs.drop_last), sampler=type(bs.sampler).__name__)
+        if type(bs.sampler) is RandomSampler and not bs.sampler.replacement and bs.sampler._num_samples is None:
+            return "shuffle", facts
+        if type(bs.sampler) is SequentialSampler:
+            return "fixed-order", facts
+    return "unknown", facts
 
 
 class TightDPAccountant(IAccountant):
@@ -75,6 +133,28 @@ class TightDPAccountant(IAccountant):
         self.accountant = accountant
         self.eps_error, self.rel_error = check_accuracy(eps_error, rel_error)
         self._cache: dict[Any, Any] = {}
+        #: the sampling the training loader performs (``observe_data_loader``); ``"poisson"`` until a loader
+        #: is seen, which is Opacus' contract for ``step(sample_rate=...)``
+        self.sampling = "poisson"
+        self.loader_facts: dict[str, Any] = {}
+        self._warned = False
+
+    def observe_data_loader(self, data_loader) -> str:
+        """Record which sampling ``data_loader`` performs (``classify_data_loader``); returns it. Called by
+        ``PrivacyEngine`` through the wrapper this module installs; call it yourself for a loader that Opacus
+        did not prepare. A loader that is not Poisson-sampled makes ``get_epsilon`` account what it does."""
+        sampling, facts = classify_data_loader(data_loader)
+        self.sampling, self.loader_facts = sampling, facts
+        self._cache.clear()
+        self._warned = False
+        if sampling != "poisson":
+            warnings.warn(f"tightdp: the training DataLoader is not Poisson-sampled ({sampling}: "
+                          f"{facts.get('sampler')}); Opacus' Poisson accounting does not describe it. "
+                          + ("TightDPAccountant reports the certified epsilon of shuffled / fixed batches "
+                             "(no amplification) instead." if sampling != "unknown" else
+                             "TightDPAccountant will refuse to report an epsilon for it."), UserWarning,
+                          stacklevel=2)
+        return sampling
 
     # ---------------------------------------------------------------- Opacus API
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
@@ -88,8 +168,15 @@ class TightDPAccountant(IAccountant):
             self.history.append((sigma, q, 1))
 
     def get_epsilon(self, delta: float, *args, **kwargs) -> float:
-        """Certified upper bound on epsilon spent so far at ``delta`` (Opacus' contract: a float)."""
+        """Certified upper bound on epsilon spent so far at ``delta`` (Opacus' contract: a float), for the
+        sampling the loader performs (module docstring); refuses (``ValueError``) for an unknown sampler."""
         b = self.get_bounds(delta)
+        if self.sampling != "poisson" and not self._warned:
+            self._warned = True
+            poisson = dict(b.details).get("poisson_epsilon")
+            warnings.warn(f"tightdp: {self.sampling} batches: certified epsilon <= {b.upper:.4g} at delta = {delta:g} "
+                          f"(interval [{b.lower:.4g}, {b.upper:.4g}]); Poisson accounting would claim "
+                          f"{poisson:.4g}, which no theorem supports for this loader.", UserWarning, stacklevel=2)
         return float(b.upper)
 
     def get_bounds(self, delta: float):
@@ -100,11 +187,20 @@ class TightDPAccountant(IAccountant):
         segments = self._segments()
         if not segments:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "no steps taken"})
-        key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error)
+        key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error, self.sampling)
         if key not in self._cache:
+            if self.sampling == "unknown":
+                raise ValueError(f"data_loader: no epsilon for this training loader: its sampler "
+                                 f"({self.loader_facts.get('sampler')}) is neither Opacus' Poisson sampler nor "
+                                 "shuffled or fixed-order batches, and Opacus' Poisson accounting does not describe "
+                                 "it; use make_private(poisson_sampling=True) or a shuffled DataLoader")
             self._cache.clear()
-            self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error,
-                                                         self.rel_error)
+            if self.sampling == "poisson":
+                self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error,
+                                                       self.rel_error)
+            else:
+                self._cache[key] = _fixed_batches_epsilon(segments, delta, self.sampling, self.loader_facts,
+                                                          self.eps_error, self.rel_error)
         return self._cache[key]
 
     def __len__(self) -> int:
@@ -125,7 +221,8 @@ class TightDPAccountant(IAccountant):
             destination = OrderedDict()
         destination = super().state_dict(destination)
         destination["tightdp"] = {"accountant": self.accountant, "eps_error": self.eps_error,
-                                  "rel_error": self.rel_error}
+                                  "rel_error": self.rel_error, "sampling": self.sampling,
+                                  "loader": dict(self.loader_facts)}
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -141,9 +238,13 @@ class TightDPAccountant(IAccountant):
             raise ValueError(f"tightdp.accountant must be a name, got {accountant!r}")
         eps_error, rel_error = check_accuracy(opts.get("eps_error", self.eps_error),
                                               opts.get("rel_error", self.rel_error if "eps_error" not in opts else None))
+        sampling = opts.get("sampling", "poisson")
+        if sampling not in LOADER_SAMPLINGS:
+            raise ValueError(f"tightdp.sampling must be one of {', '.join(LOADER_SAMPLINGS)}, got {sampling!r}")
         super().load_state_dict(state_dict)  # Opacus' checks: keys present, same mechanism name
         self.history = history if history is not None else []
         self.accountant, self.eps_error, self.rel_error = accountant, eps_error, rel_error
+        self.sampling, self.loader_facts = sampling, dict(opts.get("loader") or {})
         self._cache.clear()
 
     def _segments(self) -> list[tuple[float, float, int]]:
@@ -178,6 +279,43 @@ def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: floa
     acc = create(accountant, eps_error=eps_error, rel_error=rel_error)
     acc.compose([(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), n) for (s, q), n in merged.items()])
     return acc.epsilon(delta)
+
+
+def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping[str, Any],
+                           eps_error: float | None, rel_error: float | None):
+    """Shuffled or fixed-order batches: ``tightdp.schemes.shuffle_epsilon`` with the epochs counted up for the
+    upper end (more epochs: a larger bound) and down for the lower end; Poisson's figure in ``details``."""
+    from ..bounds import Bounds
+    from ..dpsgd import dpsgd_epsilon
+    from ..schemes import shuffle_epsilon
+
+    if len({(s, q) for s, q, _ in segments}) != 1:
+        raise ValueError("history: shuffled / fixed-order batches are accounted for one noise multiplier and one "
+                         "loader; this history has several segments")
+    sigma, q = segments[0][0], segments[0][1]
+    steps = sum(n for _, _, n in segments)
+    t = max(1, round(1.0 / q))
+    up = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=math.ceil(steps / t), delta=delta,
+                         eps_error=eps_error, rel_error=rel_error)
+    notes = []
+    if sampling == "fixed-order":  # each example in one known step per epoch: the upper bound is exact
+        lower = float(up.details["upper_interval"][0]) if steps % t == 0 else 0.0
+    elif steps // t == 0:
+        lower = 0.0
+        notes.append("less than one epoch: no attack lower bound")
+    elif facts.get("drop_last") and facts.get("dataset_size", 0) % max(1, facts.get("batch_size", 1)):
+        lower = 0.0
+        notes.append("drop_last leaves some examples out of an epoch: Chua et al.'s lower bound does not apply")
+    else:
+        lower = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=steps // t, delta=delta,
+                                eps_error=eps_error, rel_error=rel_error).lower
+    poisson = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, eps_error=eps_error,
+                            rel_error=rel_error)
+    details = {**dict(up.details), "loader": sampling, "epochs_counted": math.ceil(steps / t),
+               "poisson_epsilon": poisson.upper,
+               "note": "; ".join(["the DataLoader is not Poisson-sampled: epsilon of shuffled / fixed batches "
+                                  "without amplification (no tighter certified bound is known)"] + notes)}
+    return Bounds(min(lower, up.upper), up.upper, up.upper, "epsilon", "bound", details)
 
 
 def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_rate: float,
@@ -233,9 +371,30 @@ def install_calibration() -> None:
     pe.get_noise_multiplier = get_noise_multiplier
 
 
+def _watch_data_loaders() -> None:
+    """Wrap ``PrivacyEngine._prepare_data_loader`` so that a ``TightDPAccountant`` sees the loader training uses
+    (idempotent; engines with other accountants are unaffected)."""
+    import opacus.privacy_engine as pe
+
+    original = getattr(pe.PrivacyEngine, "_prepare_data_loader", None)
+    if original is None or getattr(original, "_tightdp_watch", False):
+        return
+
+    def _prepare_data_loader(self, data_loader, *args, **kwargs):
+        out = original(self, data_loader, *args, **kwargs)
+        if isinstance(getattr(self, "accountant", None), TightDPAccountant):
+            self.accountant.observe_data_loader(out)
+        return out
+
+    _prepare_data_loader._tightdp_watch = True  # type: ignore[attr-defined]
+    pe.PrivacyEngine._prepare_data_loader = _prepare_data_loader
+
+
 def register() -> None:
-    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"`` (done on import; idempotent)."""
+    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"`` and let it see the training loader
+    (``_watch_data_loaders``); done on import; idempotent."""
     register_accountant(MECHANISM, TightDPAccountant, force=True)
+    _watch_data_loaders()
 
 
 register()
