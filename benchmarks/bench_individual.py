@@ -87,6 +87,12 @@ def _peak_gb() -> float:  # run on each worker
     return round(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss / 1024 ** 2, 3)
 
 
+def _cpu_s() -> float:  # run on each worker: CPU seconds of the worker process so far
+    import resource as _r
+    u = _r.getrusage(_r.RUSAGE_SELF)
+    return round(u.ru_utime + u.ru_stime, 1)
+
+
 def _record_shard(directory: str, k: int, n: int, steps: int, opts: dict, seed: int) -> dict:
     """On a worker: record shard ``k`` (``n`` examples) for ``steps`` steps and save it (atomic)."""
     from tightdp.individual import IndividualAccountant
@@ -159,6 +165,7 @@ def _sharded(args) -> int:
                          "record_seconds_per_worker": round(sum(r["record_seconds"] for r in recs) / args.workers, 1),
                          "save_seconds_sum": round(sum(r["save_seconds"] for r in recs), 1),
                          "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
+                         "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
                          "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
         out["disk_bytes"] = sum(os.path.getsize(os.path.join(directory, r["file"])) for r in recs)
         client.restart()  # fresh worker processes: the query's peaks are its own
@@ -176,6 +183,7 @@ def _sharded(args) -> int:
                         "epsilons_seconds": round(t_eps, 1), "total_seconds": round(t_persist + t_eps, 1),
                         "client_cpu_seconds": round(time.process_time() - c0, 1),
                         "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
+                        "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
                         "load_average_1min": [round(load1, 2), round(os.getloadavg()[0], 2)]}
         out["total_seconds"] = round(out["record"]["wall_seconds_incl_norm_generation"] + t_open + t_persist
                                      + t_eps, 1)
