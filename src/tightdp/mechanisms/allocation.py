@@ -58,9 +58,10 @@ pld-accounting 2.0 implements for 2602.17284 — its value for t = 10, k = 3, si
 delta 1e-5, [5.4773, 5.4801], contains tightdp's upper end 5.4786):
 ``k``-out-of-``t`` allocation is dominated by the composition of ``k - r``
 allocations of one out of ``floor(t/k)`` steps and ``r = t mod k`` allocations of
-one out of ``ceil(t/k)``. The lower bound is the post-processing
+one out of ``ceil(t/k)``. The lower bound is the larger of two post-processings:
 ``sum_i x_i ~ N(k, t sigma^2)`` against ``N(0, t sigma^2)``, a Gaussian with
-``mu = k / (sigma sqrt(t))`` (loose; reported as such). ``k = t`` is the
+``mu = k / (sigma sqrt(t))``, and ``max_i x_i`` (``max_statistic_pld(shifted=k)``); both loose,
+reported as such. ``k = t`` is the
 Gaussian mechanism composed ``t`` times, exactly ``sqrt(t)/sigma``-GDP, and
 ``t = 1`` is one Gaussian step.
 
@@ -440,16 +441,19 @@ _WIDE_SIGMA = 0.5
 @_register_cache
 @lru_cache(maxsize=8)
 def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_q: float = 0.0,
-                      reverse: bool = False, cells: int = 20000):
+                      reverse: bool = False, cells: int = 20000, shifted: int = 1):
     """A discretised loss on ``h Z`` *dominated* by the pair ``P = (1/t) sum_i N(mean_p e_i, s^2 I)``
-    against ``Q = (1/t) sum_i N(mean_q e_i, s^2 I)`` (``reverse``: ``Q`` against ``P``).
+    against ``Q = (1/t) sum_i N(mean_q e_i, s^2 I)`` (``reverse``: ``Q`` against ``P``); with
+    ``shifted = k``, ``P`` and ``Q`` are the uniform mixtures over the ``k``-subsets ``S`` of the steps of
+    ``N(mean 1_S, s^2 I)`` (``mean_q = 0``: one epoch of k-out-of-``t`` allocation, remove direction).
 
     ``mean_q = 0`` is one epoch of 1-out-of-``t`` allocation (remove direction);
     ``(2, 1)`` is Chua et al.'s shuffling pair (2403.17673). The post-processing
     ``M = max_i x_i`` is a garbling, so its pair ``F(m) = Phi((m - mean)/s) Phi(m/s)^(t-1)``
     is dominated (Blackwell); its cells are merged into atoms (a garbling) and
     onto the loss grid (merge-to-the-grid), so the result is dominated for any
-    mesh. Survival functions are ``-expm1(log_ndtr(.) + (t-1) log_ndtr(.))`` (no
+    mesh (``k`` shifted coordinates: ``Phi((m - mean)/s)^k Phi(m/s)^(t-k)``, the same for every ``S``).
+    Survival functions are ``-expm1(k log_ndtr(.) + (t-k) log_ndtr(.))`` (no
     cancellation in the upper tail), each value correct to a few ulps; the cell
     differences' rounding is charged as l1 error; mass outside the cell range is
     dropped (lowering delta). Cheap for any ``sigma``.
@@ -458,9 +462,11 @@ def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_
     lo = min(mean_p, mean_q) - 9.0 * sigma
     hi = max(mean_p, mean_q) + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(max(t, 2)))
     m = np.linspace(lo, hi, cells + 1)
-    rest = (t - 1) * special.log_ndtr(m / sigma)
-    sf_p = -np.expm1(special.log_ndtr((m - mean_p) / sigma) + rest)
-    sf_q = -np.expm1(special.log_ndtr((m - mean_q) / sigma) + rest)
+    if not 1 <= shifted <= t:
+        raise ValueError(f"shifted must be in 1..t = {t}, got {shifted!r}")
+    rest = (t - shifted) * special.log_ndtr(m / sigma)
+    sf_p = -np.expm1(shifted * special.log_ndtr((m - mean_p) / sigma) + rest)
+    sf_q = -np.expm1(shifted * special.log_ndtr((m - mean_q) / sigma) + rest)
     P = np.maximum(sf_p[:-1] - sf_p[1:], 0.0)
     Q = np.maximum(sf_q[:-1] - sf_q[1:], 0.0)
     if reverse:
