@@ -41,7 +41,7 @@ from scipy import optimize, special
 from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
-__all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon"]
+__all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon", "chernoff_window"]
 
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a window this size needs about 6 GB of temporaries
@@ -219,23 +219,51 @@ class ComposedPLD:
 
 
 def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
-    """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``)."""
+    """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``).
+
+    Cached on ``d`` for the two most recent tilts (the window search, the moments and the FFT of
+    one composition all need the same vector); the returned array is read-only.
+    """
+    cache = d.__dict__.setdefault("_tilted_cache", {})
+    w = cache.get(tilt)
+    if w is not None:
+        return w
     if tilt == 0.0:
-        return d.pmf / d.pmf.sum()
-    with np.errstate(divide="ignore"):
-        lw = np.log(d.pmf) + tilt * d.grid
-    w = np.exp(lw - lw.max())
-    return w / w.sum()
+        w = d.pmf / d.pmf.sum()
+    else:
+        with np.errstate(divide="ignore"):
+            lw = np.log(d.pmf) + tilt * d.grid
+        w = np.exp(lw - lw.max())
+        w /= w.sum()
+    w.flags.writeable = False
+    if len(cache) >= 2:
+        cache.pop(next(iter(cache)))
+    cache[tilt] = w
+    return w
+
+
+def _term_moments(d: DiscretisedLoss, tilt: float) -> tuple[float, float]:
+    """Mean and variance of one tilted term (cached on ``d`` per tilt)."""
+    cache = d.__dict__.setdefault("_moment_cache", {})
+    out = cache.get(tilt)
+    if out is None:
+        w = _tilted_weights(d, tilt)
+        g = d.grid
+        mu = float(np.dot(w, g))
+        out = (mu, float(np.dot(w, (g - mu) ** 2)))
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        cache[tilt] = out
+    return out
 
 
 def _moments(terms, tilt):
     """Mean and variance of the tilted composition (exact, on the unshifted grid)."""
     m = v = 0.0
     for d, c in terms:
-        w = _tilted_weights(d, tilt)
-        mu = float(np.dot(w, d.grid))
+        mu, var = _term_moments(d, tilt)
         m += c * mu
-        v += c * float(np.dot(w, (d.grid - mu) ** 2))
+        v += c * var
     return m, v
 
 
@@ -305,6 +333,18 @@ def _window(terms, tilt, tau):
     return lo, hi, K0
 
 
+def chernoff_window(terms: Sequence[tuple[DiscretisedLoss, int]], tilt: float, tau: float) -> tuple[float, float]:
+    """``(lo, hi)`` in loss units (shifts included) outside which the ``tilt``-tilted composition has
+    at most ``tau`` mass on each side (Chernoff bounds from the exact CGFs): the window ``compose``
+    would use. For planning (grid sizes); ``compose`` computes and charges its own window."""
+    terms = [(d, int(c)) for d, c in terms if c > 0 and d.mass > 0]
+    if not terms:
+        raise ValueError("nothing to compose")
+    lo, hi, _ = _window(terms, tilt, tau)
+    shift = sum(c * d.shift for d, c in terms)
+    return lo + shift, hi + shift
+
+
 def _argmin_theta(vals: np.ndarray, thetas: np.ndarray) -> float:
     i = int(np.nanargmin(vals)) if np.any(np.isfinite(vals)) else 0
     return float(abs(thetas[i]))
@@ -338,22 +378,52 @@ def _tail_masses(terms, tilt, K0, bot, top):
     return t_lo, t_hi
 
 
+#: self-compositions up to this count power the spectrum by repeated squaring, beyond it by exp(c log phi)
+_SQUARING_MAX = 1 << 12
+
+
 def _powers(phi, mag, gamma, c):
-    """``phi^c``, ``(|phi| + gamma)^c`` and ``|phi|^c``, skipping coefficients that underflow to 0."""
+    """``phi^c``, ``(|phi| + gamma)^c`` and ``|phi|^c`` (the last two for the round-off bound of ``compose``).
+
+    ``phi^c`` is computed only where ``c log|phi| > -700``; elsewhere it is set to 0 and so is
+    ``|phi|^c``, which keeps ``(|phi| + gamma)^c - |phi|^c >= |exact^c - 0|`` a valid error bound
+    there (``|exact| <= |phi| + gamma``). Exactly zero coefficients never reach a logarithm.
+    For ``c <= _SQUARING_MAX`` the power is formed by repeated squaring: every computed product is
+    ``xy (1 + e)`` with ``|e| <= sqrt(5) u`` (Brent, Percival, Zimmermann 2007), and by induction the
+    computed ``phi^c`` is ``phi^c prod (1 + e_j)^(n_j)`` with ``sum n_j = c - 1``, a relative error
+    below ``(1 + sqrt(5) u)^(c - 1) - 1 < 4 c u``; no intermediate underflows, because every
+    ``|phi|^m`` with ``m <= c`` is at least ``min(1, |phi|^c) > e^-700`` (``|phi| <= 1 + gamma``).
+    Beyond it ``exp(c log phi)`` errs by about ``c u (pi + |log|phi||)`` relative. ``compose`` charges
+    ``(4 c + 800) u (|phi| + gamma)^c`` per powered term, which covers both.
+    """
     if c == 1:
         return phi, mag + gamma, mag
-    with np.errstate(divide="ignore"):
-        lb = c * np.log(mag + gamma)
-    live = lb > -745.0  # elsewhere every power is below the smallest double
-    pw = np.zeros_like(phi)
-    b_ = np.zeros_like(mag)
+    with np.errstate(divide="ignore", under="ignore"):
+        lb = c * np.log(mag + gamma)  # mag + gamma > 0
+        lm = c * np.log(mag)  # -inf where mag == 0 (c > 0: no inf * 0)
+        b_ = np.exp(np.where(lb > -745.0, lb, -np.inf))
+    live = lm > -700.0
     e_ = np.zeros_like(mag)
-    if np.any(live):
-        ph = phi[live]
-        with np.errstate(divide="ignore", under="ignore"):
-            pw[live] = np.exp(c * np.log(ph))
-            b_[live] = np.exp(lb[live])
-            e_[live] = np.exp(c * np.log(mag[live]))
+    pw = np.zeros_like(phi)
+    if not np.any(live):
+        return pw, b_, e_
+    e_[live] = np.exp(lm[live])
+    all_live = bool(live.all())
+    ph = phi if all_live else phi[live]
+    if c <= _SQUARING_MAX:
+        out, base, e = None, ph, c
+        while True:
+            if e & 1:
+                out = base.copy() if out is None else out * base
+            e >>= 1
+            if not e:
+                break
+            base = base * base
+    else:
+        out = np.exp(c * np.log(ph))
+    if all_live:
+        return out, b_, e_
+    pw[live] = out
     return pw, b_, e_
 
 

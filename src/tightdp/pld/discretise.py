@@ -50,8 +50,13 @@ class DiscretisedLoss:
 
     @property
     def grid(self) -> np.ndarray:
-        """Loss values of ``pmf`` without the shift (integer multiples of ``h``)."""
-        return (self.start + np.arange(self.pmf.size)) * self.h
+        """Loss values of ``pmf`` without the shift (integer multiples of ``h``; computed once, read-only)."""
+        g = self.__dict__.get("_grid_cache")
+        if g is None:
+            g = (self.start + np.arange(self.pmf.size)) * self.h
+            g.flags.writeable = False
+            self.__dict__["_grid_cache"] = g
+        return g
 
     @property
     def mass(self) -> float:
