@@ -54,17 +54,25 @@ def test_tree_overlaps_connect_dots_poisson():
 
 
 def test_tree_hoeffding_not_above_flat():
-    """The tree's meshes keep the Hoeffding sum at or below the single-level ``k h^2``."""
+    """The tree's schedule keeps the Hoeffding sum at or below the single-level ``k h^2``, on the plan's
+    formula and on the composition actually built."""
     acc = PRVAccountant()
     loss = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3).privacy_losses().remove
     for k in (3000, 12345, 10 ** 6):
         eta = 5e-9
-        meshes = acc._tree_plan([(loss, k)], eta)
+        radices, meshes = acc._tree_plan([(loss, k)], eta)
+        assert len(meshes) == len(radices) + 1 and all(r >= 2 for r in radices)
         eta_b = acc._tree_budget(eta, eta)[0]
         h = 0.985 * acc.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
-        sizes = [8 ** lvl for lvl in range(1, len(meshes))]
+        sizes = np.cumprod(radices)
+        assert sizes[-1] <= k
         H = k * meshes[0] ** 2 + sum((k // m + 1) * g * g for m, g in zip(sizes, meshes[1:]))
         assert H <= k * h * h * (1 + 1e-12)
+    comp = acc.compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3), 12345)
+    terms = comp._directions()[0]
+    built = comp._composed(0, terms, eta, eta, 0.0, 1e-13)
+    eta_b = acc._tree_budget(eta, eta)[0]
+    assert built.hoeffding_sq <= 12345 * (0.985 * acc.eps_error) ** 2 / (0.5 * 12345 * math.log(1 / eta_b)) * 1.000001
 
 
 def _with_replacement_delta(m: int, n: int, sigma: float, eps: float) -> float:
@@ -91,3 +99,97 @@ def test_with_replacement_contains_truth(acc_factory):
     for e, lo, up in zip(eps, b.lower, b.upper):
         truth = _with_replacement_delta(100, 1000, 0.7, e)
         assert lo <= truth <= up, (e, lo, truth, up)
+
+
+# --------------------------------------------------------------------------- devices of the tree, one by one
+
+def test_powers_by_squaring_within_charged_error():
+    """``_powers`` (repeated squaring up to 2^12, exp-log beyond) stays within the round-off ``compose``
+    charges, against 40-digit mpmath powers; exactly zero coefficients raise no warning and give 0."""
+    import warnings
+
+    from tightdp.pld.composition import _powers
+
+    rng = np.random.default_rng(1)
+    w = rng.random(257)
+    w /= w.sum()
+    phi = np.fft.rfft(w)
+    phi[[3, 7]] = 0.0
+    mag = np.abs(phi)
+    gamma = 5.0 * np.finfo(float).eps / 2 * math.log2(257)
+    u = np.finfo(float).eps / 2
+    mpmath.mp.dps = 40
+    for c in (2, 3, 8, 1000, 4095, 5000):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            pw, b, e = _powers(phi, mag, gamma, c)
+        assert pw[3] == 0 and pw[7] == 0 and e[3] == 0
+        for i in range(0, phi.size, 5):
+            exact = mpmath.mpc(phi[i].real, phi[i].imag) ** c
+            err = float(abs(mpmath.mpc(pw[i].real, pw[i].imag) - exact))
+            assert err <= (b[i] - e[i]) + (4 * c + 800) * u * b[i] + 1e-300, (c, i, err)
+            assert e[i] <= b[i]
+
+
+@pytest.mark.parametrize("radices", [[3, 5, 7], [64, 2]])
+def test_mixed_radix_tree_contains_closed_form(radices):
+    """``compose_tree`` with odd mixed radices (every level has a remainder digit) against the closed-form
+    Gaussian: the certified delta interval contains the truth at three epsilons."""
+    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.pld import delta_bounds, discretise
+    from tightdp.pld.hierarchy import compose_tree
+
+    sigma, k, eta = 12.0, 1234, 1e-10
+    mu = math.sqrt(k) / sigma
+    loss = GaussianLoss(mu=1.0 / sigma)
+    h = 2e-3 / math.sqrt(k)
+    meshes = [h] + [h * math.sqrt(m) / 3 for m in np.cumprod(radices)]
+    fine = [(discretise(loss, meshes[0], 1e-14), k)]
+    comp, info = compose_tree(fine, radices, meshes, tilt=0.5, tau=1e-13, block_tau=1e-14)
+    assert info["radices"] == radices and comp.compositions == k // int(np.prod(radices)) + 1
+    eps = np.array([0.5, 1.5, 3.0])
+    lo, _, up = delta_bounds(comp, eps, eta)
+    truth = np.array([_gdp_delta(mu, e) for e in eps])
+    assert np.all(lo <= truth) and np.all(truth <= up), (lo, truth, up)
+    assert np.all(up - lo <= 0.05 * truth + 1e-9)  # and informative
+
+
+def test_chernoff_window_closed_form_and_heavy_tail():
+    """``chernoff_window`` (what the schedule search prices blocks with) is the Gaussian's closed form
+    ``mean +- sqrt(2 log(1/tau)) sd`` for the Gaussian loss, and for the subsampled Gaussian's heavy
+    tail a block of 512 steps needs far less than sqrt(512) times one step's window, which is why the
+    plan composes hundreds of fine steps before the first split."""
+    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.pld import discretise
+    from tightdp.pld.composition import chernoff_window
+
+    mu, tau, m = 0.05, 1e-14, 64
+    d = discretise(GaussianLoss(mu=mu), 1e-4, 1e-30)
+    lo, hi = chernoff_window([(d, m)], 0.0, tau)
+    mean, sd = m * mu * mu / 2, math.sqrt(m) * mu
+    z = math.sqrt(2 * math.log(1 / tau))
+    assert hi == pytest.approx(mean + z * sd, rel=2e-3) and lo == pytest.approx(mean - z * sd, rel=2e-3)
+    sub = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3).privacy_losses().remove
+    ds = discretise(sub, 2e-4, 1e-20)
+    w1 = np.subtract(*chernoff_window([(ds, 1)], 0.0, tau)[::-1])
+    w512 = np.subtract(*chernoff_window([(ds, 512)], 0.0, tau)[::-1])
+    assert w512 < 3.0 * w1 < math.sqrt(512) * w1
+    acc = PRVAccountant()
+    assert acc._tree_plan([(sub, 300_000)], 5e-9)[0][0] >= 64
+
+
+def test_rebin_coarsen_contains_closed_form():
+    """The older two-level helpers (``rebin`` / ``coarsen``, exported from ``tightdp.pld``): composing
+    the re-binned blocks contains the closed-form Gaussian (the block's aliasing counted twice)."""
+    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.pld import coarsen, compose, delta_bounds, discretise
+
+    sigma, k, eta = 10.0, 900, 1e-10
+    d = discretise(GaussianLoss(mu=1.0 / sigma), 2e-4, 1e-15)
+    blocks = coarsen(d, k, 30, 2e-3)
+    comp = compose(blocks, tilt=0.0, tau=1e-13)
+    eps = np.array([0.5, 1.0, 2.0])
+    lo, _, up = delta_bounds(comp, eps, eta)
+    truth = np.array([_gdp_delta(math.sqrt(k) / sigma, e) for e in eps])
+    assert np.all(lo <= truth) and np.all(truth <= up)
+    assert blocks[0][0].tv_error >= 0.0 and np.all(up - lo <= 0.05 * truth)

@@ -26,6 +26,7 @@ from .._validation import check_delta, check_eps_error, check_positive
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..pld.composition import chernoff_window
 from ..pld.hierarchy import compose_tree
 from ._pld import PLDAccountant, check_mechanism
 
@@ -37,9 +38,12 @@ def _taus(slack: float, tilt: float) -> tuple[float, ...]:
     first = min(1e-6, 0.05 * slack) if tilt == 0.0 else 1e-13
     return (first, first * 1e-7, first * 1e-17)
 _HIERARCHY_MIN_STEPS = 3000
-_FINE_SHARE = 0.6  # share of the Hoeffding budget spent on the fine discretisation (the costliest level)
-_FACTOR = 8  # steps per block grow by this factor a level
+_FINE_SHARES = (0.6, 0.75, 0.9, 0.95)  # shares of the Hoeffding budget the schedule search may spend on the fine mesh
+_FACTOR = 8  # steps per block grow by this factor a level after the first
 _BLOCK_TAU = 1e-14  # window level of the blocks (their aliasing is paid as relative l1 error)
+_TILT_CELLS = 1 << 14  # about this many cells in the coarse discretisation used to choose tilts
+#: relative cost of one fine cell (cell masses by 8-point Gauss-Legendre) against one FFT window point
+_CELL_COST = 8.0
 
 
 def _round_mesh(h: float) -> float:
@@ -86,40 +90,104 @@ class PRVAccountant(PLDAccountant):
 
     @staticmethod
     def _tree_budget(eta: float, trunc: float) -> tuple[float, float]:
-        """``(eta, trunc)`` rounded down to powers of 1e4: the tree is built for these, so the slack
-        refinements of ``epsilon`` (factors of 30) reuse one composition. A smaller ``eta`` only
-        makes the mesh finer and a smaller ``trunc`` the truncation smaller: both stay valid."""
-        return 10.0 ** (4 * math.floor(math.log10(eta) / 4)), 10.0 ** (4 * math.floor(math.log10(trunc) / 4))
+        """``(eta, trunc)`` rounded down to powers of 10: the tree is built for these, so nearby slack
+        values reuse one composition. A smaller ``eta`` only makes the mesh finer and a smaller
+        ``trunc`` the truncation smaller: both stay valid."""
+        return 10.0 ** math.floor(math.log10(eta)), 10.0 ** math.floor(math.log10(trunc))
+
+    def _coarse_terms(self, terms, eta: float):
+        """A coarse discretisation of every term (about ``_TILT_CELLS`` cells each): it only chooses
+        tilts and the tree's schedule, and any choice of either is valid (only accuracy and cost
+        depend on it), so its mesh need not meet the error budget."""
+        k = sum(c for _, c in terms)
+        eta_b = self._tree_budget(eta, eta)[0]
+        h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
+        tail = eta_b / k
+        out = []
+        for loss, c in terms:
+            lo, hi = loss.lower_quantile(0.5 * tail), loss.upper_quantile(0.5 * tail)
+            lo_s, hi_s = loss.support()
+            span = min(hi, hi_s) - max(lo, lo_s) if math.isfinite(min(hi, hi_s) - max(lo, lo_s)) else 1.0
+            hc = _round_mesh(max(h, span / _TILT_CELLS))
+            out.append((discretise(loss, hc, tail), c))
+        return out
 
     def _tree_plan(self, terms, eta: float):
-        """Meshes of the multi-level composition (``tightdp.pld.hierarchy.compose_tree``), or None (flat).
+        """``(radices, meshes)`` of the multi-level composition (``tightdp.pld.hierarchy.compose_tree``),
+        or None (flat, below ``_HIERARCHY_MIN_STEPS`` steps).
 
-        The flat mesh ``h`` gives the Hoeffding sum ``k h^2``. The tree spends ``_FINE_SHARE`` of it on
-        the fine discretisation (``g_0 = h sqrt(_FINE_SHARE)``) and the rest on the splits: level ``l`` has about
-        ``k / M_l + b`` roundings of width ``g_l = a h sqrt(M_l)`` (``M_l = factor**l`` steps a block, ``b``
-        terms' remainders), so ``a^2 = k (1 - _FINE_SHARE) / sum_l M_l (k // M_l + b)`` keeps ``H <= k h^2`` and
-        the certified width that of the flat composition. Every level then has O(1 / (a h)) points in
-        a block window, i.e. O(sqrt(k) log(k)^1.5) in all instead of O(k) (003 Sec. 5's mesh without its
-        window). The meshes are rounded down (``_round_mesh``), which only shrinks ``H``.
+        The flat mesh ``h`` gives the Hoeffding sum ``k h^2``. The tree spends a share ``s`` of it on
+        the fine discretisation (``g_0 = h sqrt(s)``) and the rest on the splits: level ``l`` has at
+        most ``k // M_l + b`` roundings of width ``g_l = a h sqrt(M_l)`` (``M_l`` steps a block, ``b``
+        terms' remainders), so ``a^2 = k (1 - s) / sum_l M_l (k // M_l + b)`` keeps ``H <= k h^2`` and
+        the certified width that of the flat composition. The meshes are rounded down
+        (``_round_mesh``), which only shrinks ``H``; the certificate itself uses the ``H`` of the
+        blocks actually built, whatever the schedule.
+
+        The schedule (first radix ``2^j``, then ``_FACTOR``; the share ``s``) minimises a cost
+        model: ``_CELL_COST`` per fine cell plus the window points of every level's compositions,
+        with the windows of blocks of ``M`` steps from Chernoff bounds on a coarse discretisation
+        (``_coarse_terms``). With a heavy-tailed loss (the subsampled Gaussian's right tail reaches
+        4-7 loss units where the block's bulk spans a few hundredths), the tail sets the window of a
+        small block, so the search composes hundreds of fine steps at once before the first split.
         """
         k = sum(c for _, c in terms)
         if k < _HIERARCHY_MIN_STEPS:
             return None
-        eta = self._tree_budget(eta, eta)[0]
-        h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta))
-        b = _FACTOR
-        levels = max(1, int(math.floor(math.log(k) / math.log(b) + 1e-12)) - 1)
-        g0 = _round_mesh(h * math.sqrt(_FINE_SHARE))
-        rest = k * (h * h - g0 * g0)
-        sizes = [b ** lvl for lvl in range(1, levels + 1)]
-        a2 = rest / (h * h * sum(m * (k // m + len(terms)) for m in sizes))
-        return [g0] + [_round_mesh(h * math.sqrt(m * a2)) for m in sizes]
+        key = (tuple(terms), self._tree_budget(eta, eta)[0])
+        plans = self.__dict__.setdefault("_plans", {})
+        if key not in plans:
+            if len(plans) >= 16:
+                plans.pop(next(iter(plans)))
+            plans[key] = self._search_plan(terms, eta)
+        return plans[key]
+
+    def _search_plan(self, terms, eta: float):
+        k = sum(c for _, c in terms)
+        eta_b = self._tree_budget(eta, eta)[0]
+        h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
+        coarse = self._coarse_terms(terms, eta)
+        widths: dict = {}
+
+        def width(m: int) -> float:  # Chernoff window (loss units) of blocks of m steps of every term
+            if m not in widths:
+                lo, hi = chernoff_window([(d, min(c, m)) for d, c in coarse], 0.0, _BLOCK_TAU)
+                widths[m] = hi - lo
+            return widths[m]
+
+        b = len(terms)
+        best = None
+        first = 2
+        while first * _FACTOR <= k:
+            sizes = [first]
+            while sizes[-1] * _FACTOR * _FACTOR <= k:
+                sizes.append(sizes[-1] * _FACTOR)
+            for share in _FINE_SHARES:
+                g0 = _round_mesh(h * math.sqrt(share))
+                rest = k * (h * h - g0 * g0)
+                a2 = rest / (h * h * sum(m * (k // m + b) for m in sizes))
+                meshes = [g0] + [_round_mesh(h * math.sqrt(m * a2)) for m in sizes]
+                cost = _CELL_COST * width(1) / g0
+                for lvl, m in enumerate(sizes):
+                    cost += 2.0 * width(m) / meshes[lvl]  # the block and the remainder
+                cost += width(k) / meshes[-1]
+                if best is None or cost < best[0]:
+                    best = (cost, [sizes[0]] + [_FACTOR] * (len(sizes) - 1), meshes)
+            first *= 2
+        if best is None:
+            return None
+        return best[1], best[2]
 
     def _tilt_terms(self, terms, eta: float, trunc: float):
-        """Discretised terms used only to choose tilts (the finest mesh in use; any choice is valid)."""
-        meshes = self._tree_plan(terms, eta)
-        if meshes is None:
+        """Discretised terms used only to choose tilts (any choice is valid): the coarse ones for the
+        tree, the single-level plan's otherwise."""
+        if self._tree_plan(terms, eta) is None:
             return self._plan(terms, eta, trunc)[0]
+        return self._coarse_terms(terms, eta)
+
+    def _fine_terms(self, terms, eta: float, trunc: float):
+        """The fine discretisation of the tree (mesh ``meshes[0]``, truncation ``trunc / k`` a term)."""
+        _, meshes = self._tree_plan(terms, eta)
         k = sum(c for _, c in terms)
         trunc = self._tree_budget(eta, trunc)[1]
         return [(discretise(loss, meshes[0], trunc / k), c) for loss, c in terms]
@@ -127,13 +195,14 @@ class PRVAccountant(PLDAccountant):
     def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
         """The composition for one direction: the multi-level tree for long ledgers, else single-level."""
         tilt = round(tilt, 3)
-        meshes = self._tree_plan(terms, eta)
-        if meshes is not None:
+        plan = self._tree_plan(terms, eta)
+        if plan is not None:
+            radices, meshes = plan
             key = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
             def build():
-                fine = self._tilt_terms(terms, eta, trunc)
-                comp, info = compose_tree(fine, meshes, _FACTOR, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
+                fine = self._fine_terms(terms, eta, trunc)
+                comp, info = compose_tree(fine, radices, meshes, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
                 comp.__dict__["tree_info"] = info  # reported in details
                 return comp
 
@@ -156,7 +225,9 @@ class PRVAccountant(PLDAccountant):
                 # where the curve is flat in log(delta) (large epsilon) the delta slack costs epsilon:
                 # spend less of it, unless the user fixed it
                 excess = res.upper - res.lower - 2.0 * comp.coupling_shift(0.5 * s)
-                if (self.delta_error is not None or not math.isfinite(excess) or excess <= 0.1 * self.eps_error
+                # a tree is rebuilt for a new slack (its mesh depends on it): worth it for a larger excess only
+                allowed = (0.25 if "tree_info" in comp.__dict__ else 0.1) * self.eps_error
+                if (self.delta_error is not None or not math.isfinite(excess) or excess <= allowed
                         or comp.tv_error >= s):  # the block error, not the slack, dominates: nothing to gain
                     break
                 s /= 30.0

@@ -53,8 +53,9 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
     shift = mean - float(np.dot(pmf, grid)) / total
     arith = 4 * _U * (float(np.dot(w, np.abs(x))) / total + float(np.dot(pmf, np.abs(grid))) / total) * math.log2(
         max(2, x.size))
-    # l1 error of the block: aliasing (tilted mass outside the window; untilted here) and FFT round-off
-    block_err = (comp.alias_mass + comp.float_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
+    # l1 error of the block: aliasing (untilted here) counts twice, as in ``_block_error``: ``alias_mass``
+    # bounds both the mass the window misses and the mass that wraps into it; plus FFT round-off
+    block_err = (2.0 * comp.alias_mass + comp.float_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
     # exact / computed lies in [low_factor, 1 + up_rel]; as computed = exact (1 + e), |e| <= rel:
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
     return DiscretisedLoss(h=h, start=j0, pmf=pmf, shift=shift, infinity_mass=comp.infinity_mass,
@@ -145,17 +146,26 @@ def _block_error(comp: ComposedPLD, inputs: list[tuple[float, int]]) -> float:
     return prop + 2.0 * comp.alias_mass + comp.float_error
 
 
-def compose_tree(fine: list[tuple[DiscretisedLoss, int]], meshes: list[float], factor: int, *, tilt: float,
-                 tau: float, block_tau: float) -> tuple[ComposedPLD, dict]:
-    """Compose ``count`` copies of each fine discretisation through a ``factor``-ary tree of re-binned blocks.
+def _split_block(comp: ComposedPLD, g: float, e_in: float) -> tuple[DiscretisedLoss, float]:
+    """``split_rebin`` of a block with its relative l1 error (``e_in`` from ``_block_error``)."""
+    out, norm, lost = split_rebin(comp, g)
+    return out, norm * e_in / max(1.0 - 2.0 * comp.alias_mass - comp.float_error, 0.5) + lost
 
-    Level ``l = 1 .. L`` (``L = len(meshes) - 1``) composes ``factor`` copies of the level ``l - 1``
-    block (``factor**(l-1)`` steps) on mesh ``meshes[l-1]`` and splits the result onto ``meshes[l]``
-    (``split_rebin``); the counts' digits in base ``factor`` go into one remainder block per level,
-    built the same way. The top level composes ``count // factor**L`` top blocks and the remainder,
-    all terms together, on ``meshes[L]`` with tilt ``tilt`` and window level ``tau``. Every block is
-    composed with the same tilt (tilting commutes with convolution), so FFT round-off stays relative
-    to the mass that decides ``delta(eps)``.
+
+def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], meshes: list[float], *,
+                 tilt: float, tau: float, block_tau: float) -> tuple[ComposedPLD, dict]:
+    """Compose ``count`` copies of each fine discretisation through a mixed-radix tree of re-binned blocks.
+
+    ``M_0 = 1`` and ``M_l = M_(l-1) radices[l-1]`` (``l = 1 .. L``, ``L = len(radices)``,
+    ``len(meshes) = L + 1``). Level ``l`` composes ``radices[l-1]`` copies of the level ``l - 1``
+    block (``M_(l-1)`` steps) on mesh ``meshes[l-1]`` and splits the result onto ``meshes[l]``
+    (``split_rebin``); the counts' mixed-radix digits go into one remainder block per level, built
+    the same way. The top level composes ``count // M_L`` top blocks and the remainder, all terms
+    together, on ``meshes[L]`` with tilt ``tilt`` and window level ``tau``. Every block is composed
+    with the same tilt (tilting commutes with convolution), so FFT round-off stays relative to the
+    mass that decides ``delta(eps)``. A large first radix pays when the loss has a heavy tail: the
+    Chernoff window of a block of ``m`` steps is then set by the tail, not by ``sqrt(m)`` standard
+    deviations, so many steps cost no more points than a few (see ``PRVAccountant._tree_plan``).
 
     Why it is certified (003 Lemma 5.3 / Thm 5.5 extended):
 
@@ -165,6 +175,7 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], meshes: list[float], f
       below it. Conditioning level by level (tower property) and Hoeffding's lemma give
       ``E exp(s (S - S~ - mean)) <= exp(s^2 H / 8)`` with ``H = sum_i r_i^2 + sum_b g_b^2``: the
       ``hoeffding_sq`` of the returned composition, so ``coupling_shift`` is a valid Hoeffding tail;
+      the radices change only which roundings occur, never this argument;
     * numerics: each block is known to a relative l1 error ``e`` in the ``tilt``-tilted measure
       (``_block_error``; the split multiplies it by ``exp(tilt^2 g^2 / 8)``; underflowed atoms add).
       The top composition's inputs contribute ``F = prod (1 + e)^c - 1``, added to ``float_error``:
@@ -173,22 +184,23 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], meshes: list[float], f
       tilted composition is at most ``exp(log_norm - tilt eps) F`` of untilted mass above ``eps``;
     * infinity, truncated and ``tv`` masses and the relative cell-mass factors pass through unchanged.
     """
-    L = len(meshes) - 1
+    L = len(radices)
+    if len(meshes) != L + 1 or any(int(r) < 2 for r in radices):
+        raise ValueError("compose_tree needs len(meshes) == len(radices) + 1 and radices >= 2")
     top_terms, top_err = [], []
-    info = {"levels": L, "factor": factor, "block_points": 0, "meshes": list(meshes)}
+    info = {"levels": L, "radices": [int(r) for r in radices], "block_points": 0, "meshes": list(meshes)}
     for d, count in fine:
         block, e_block = d, 0.0
         rem, e_rem = None, 0.0
         size = 1
         for lvl in range(1, L + 1):
-            digit = (count // size) % factor
+            r = int(radices[lvl - 1])
+            digit = (count // size) % r
             g = meshes[lvl]
-            if size * factor <= count:
-                comp = compose([(block, factor)], tilt=tilt, tau=block_tau)
+            if size * r <= count:
+                comp = compose([(block, r)], tilt=tilt, tau=block_tau)
                 info["block_points"] += comp.tilted.size
-                e = _block_error(comp, [(e_block, factor)])
-                new_block, norm, lost = split_rebin(comp, g)
-                new_e = norm * e / max(1.0 - 2.0 * comp.alias_mass - comp.float_error, 0.5) + lost
+                new_block, new_e = _split_block(comp, g, _block_error(comp, [(e_block, r)]))
             else:
                 new_block, new_e = None, 0.0
             parts = [(block, digit, e_block)] if digit else []
@@ -197,11 +209,9 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], meshes: list[float], f
             if parts:
                 comp = compose([(p, c) for p, c, _ in parts], tilt=tilt, tau=block_tau)
                 info["block_points"] += comp.tilted.size
-                e = _block_error(comp, [(pe, c) for _, c, pe in parts])
-                rem, norm, lost = split_rebin(comp, g)
-                e_rem = norm * e / max(1.0 - 2.0 * comp.alias_mass - comp.float_error, 0.5) + lost
+                rem, e_rem = _split_block(comp, g, _block_error(comp, [(pe, c) for _, c, pe in parts]))
             block, e_block = new_block, new_e
-            size *= factor
+            size *= r
             if block is None:
                 break
         n_top = count // size if block is not None else 0
@@ -221,13 +231,12 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], meshes: list[float], f
         for (t, c), (e, _) in zip(top_terms, top_err):
             if abs(t.h - g) > 1e-15 * g:
                 comp = compose([(t, 1)], tilt=tilt, tau=block_tau)
-                e2 = _block_error(comp, [(e, 1)])
-                t, norm, lost = split_rebin(comp, g)
-                e = norm * e2 / max(1.0 - 2.0 * comp.alias_mass - comp.float_error, 0.5) + lost
+                t, e = _split_block(comp, g, _block_error(comp, [(e, 1)]))
             moved.append((t, c, e))
         top_terms = [(t, c) for t, c, _ in moved]
         top_err = [(e, c) for _, c, e in moved]
     final = compose(top_terms, tilt=tilt, tau=tau)
+    info["top_points"] = int(final.tilted.size)
     F = math.expm1(sum(c * math.log1p(e) for e, c in top_err))
     info["block_error"] = F
     return replace(final, float_error=final.float_error + F), info
