@@ -48,13 +48,22 @@ _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
 _FOLD_MU = 16.0  # Gaussian parts of a mixed ledger are folded into one step while mu stays this small
+#: The per-step P-mass left outside a step's grid biases the discrete curves themselves, unseen by their
+#: error terms: below the grid it is dropped by the lower construction and raised to the grid by the upper one
+#: (at delta = 0.3 half of a 1e-3 slack moved both ends by 2e-4 of epsilon = 0.04). Below, that share of the
+#: slack is small: the lower tails are light or bounded, a few more cells. Above, the upper construction sends
+#: it to +inf (exactly counted; the lower one lowers it to the grid's top); heavy upper tails make a smaller
+#: share costly, so it keeps half the slack and the refinement loop counts its effect on epsilon as numerical
+#: error (then the slack shrinks).
+_TAIL_BELOW = 1e-3
 
 
 def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
     """``(tail, tau, tilt_delta)`` for a delta slack: the per-step truncated mass, the Chernoff
     window's tail level and the delta the FFT is tilted towards (``None``: untilted)."""
     tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
-    return 0.5 * slack / k_total, tau, (delta if tilted else None)
+    tail = 0.5 * slack / k_total
+    return (_TAIL_BELOW * tail, tail), tau, (delta if tilted else None)
 
 
 class ConnectDotsAccountant(PLDAccountant):
@@ -171,7 +180,7 @@ class ConnectDotsAccountant(PLDAccountant):
         details["seconds"] = time.perf_counter() - t0
         return Bounds(lo, est, hi, "epsilon", "bound", details)
 
-    def _composed(self, d: int, terms, h: float, tail: float, upper: bool, tilt_delta: float | None,
+    def _composed(self, d: int, terms, h: float, tail, upper: bool, tilt_delta: float | None,
                   tau: float, *, top_down: bool = False, tilt_eps: float | None = None):
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
@@ -311,7 +320,7 @@ class ConnectDotsAccountant(PLDAccountant):
         merged_down = None  # the mesh the downward merge last ran on
         for passes in range(1, self.max_refinements + 2):
             try:
-                ups, lo = self._one_pass(delta, directions, h, slack, k_total, tilted, coarse)
+                ups, lo, tail_eps = self._one_pass(delta, directions, h, slack, k_total, tilted, coarse)
             except GridTooLargeError as exc:
                 if best is None:
                     raise
@@ -339,6 +348,7 @@ class ConnectDotsAccountant(PLDAccountant):
             if len(trace) >= 2 and width > 0.9 * trace[-2]["width"]:
                 break  # two passes without progress: more of the same will not help
             numerical = (upper - estimate) + max(lo.estimate - lower, 0.0) if math.isfinite(lo.estimate) else 0.0
+            numerical += tail_eps
             discretisation = width - numerical
             trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width,
                           "numerical": numerical})
@@ -388,7 +398,9 @@ class ConnectDotsAccountant(PLDAccountant):
         return epsilon_bounds(down, delta, _TINY, need="lower").lower
 
     def _one_pass(self, delta, directions, h, slack, k_total, tilted, coarse):
-        """One refinement pass: ``(ups, lo)``, every direction's upper bound and the worst one's lower bound.
+        """One refinement pass: ``(ups, lo, tail_eps)``, every direction's upper bound, the worst one's lower
+        bound, and how far the worst upper composition's estimate moves when its upper-tail mass (sent to
+        +inf, up to half the slack) is discounted: part of the interval only a smaller slack removes.
 
         The first direction (remove, the usual worst case) is composed on the
         mesh ``h``, the others first on a mesh four times coarser: any mesh
@@ -417,10 +429,13 @@ class ConnectDotsAccountant(PLDAccountant):
             ups[d] = b
         j = max(ups, key=lambda i: ups[i].upper)  # on the fine mesh: coarse ones lost to ups[0]
         if self._upper_only:  # no dominated composition: the lower end stays the trivial 0
-            return ups, CurveBounds(0.0, ups[j].estimate, math.inf)
+            return ups, CurveBounds(0.0, ups[j].estimate, math.inf), 0.0
         lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
                             need="lower estimate")
-        return ups, lo
+        comp_j = first if j == 0 else self._composed(j, directions[j], coarse.get(j, h), tail, True, tilt_delta, tau)
+        shifted = epsilon_bounds(comp_j, min(delta + 0.5 * slack, 1.0), _TINY, need="estimate").estimate
+        tail_eps = max(ups[j].estimate - shifted, 0.0) if math.isfinite(ups[j].estimate) else 0.0
+        return ups, lo, tail_eps
 
     @staticmethod
     def _swap_bound_below(first, terms0, terms, eps: float, delta: float) -> bool:
@@ -497,7 +512,7 @@ class ConnectDotsAccountant(PLDAccountant):
 
     def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps):
         """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``."""
-        tail = 0.5 * slack / k_total
+        tail = (_TAIL_BELOW * 0.5 * slack / k_total, 0.5 * slack / k_total)
         tau = 1e-13 if tilt_eps is not None else min(1e-6, 0.05 * slack)
         z = math.sqrt(2.0 * math.log(1.0 / max(min(slack * 1e3, 0.5), 1e-300))) if tilt_eps is not None else 5.0
         h = self._model_mesh(directions, z)  # the model needs a delta scale: about 1e-6 untilted
