@@ -561,6 +561,9 @@ def markdown(results):
                           if "epsilon" in d else d.get("error", "-"))
                     pc, rd, rp = "", "", ""
                 lines.append(f"| {r['k']:.0e} | {t} | {tdc} | {td['passes']} | {tdt} | {dc} | {pc} | {rd} | {rp} |")
+            if r.get("tightdp_error"):
+                missing = ", ".join(t for t in (*TARGETS, "default") if t not in r["tightdp"])
+                lines.append(f"| {r['k']:.0e} | {missing} | tightdp worker failed: {r['tightdp_error'][:120]} | | | | | | |")
         g = s.get("growth", {})
         lines.append("")
         lines.append("Growth of tightdp's warm time with k (log-log slope; <= 0.5 is sqrt(k)): " + "; ".join(
