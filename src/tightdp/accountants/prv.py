@@ -27,6 +27,7 @@ from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
 from ..pld.composition import chernoff_window
+from ..pld.discretise import discretise_coarse_tail
 from ..pld.hierarchy import compose_tree
 from ._pld import PLDAccountant, check_mechanism
 
@@ -44,6 +45,11 @@ _BLOCK_TAU = 1e-14  # window level of the blocks (their aliasing is paid as rela
 _TILT_CELLS = 1 << 14  # about this many cells in the coarse discretisation used to choose tilts
 #: relative cost of one fine cell (cell masses by 8-point Gauss-Legendre) against one FFT window point
 _CELL_COST = 8.0
+#: the fine discretisation's tail cells are R times wider (R from _TAIL_SG, at most _TAIL_RATIO_MAX),
+#: beyond the points where each tail's probability is _TAIL_SHARE / R^2 (``tightdp.pld.discretise_coarse_tail``)
+_TAIL_SG = 0.4
+_TAIL_RATIO_MAX = 63
+_TAIL_SHARE = 0.01
 
 
 def _round_mesh(h: float) -> float:
@@ -155,6 +161,18 @@ class PRVAccountant(PLDAccountant):
                 widths[m] = hi - lo
             return widths[m]
 
+        ratio = max(1, self._tail_ratio(k, eta))
+        bulk = tail = 0.0  # loss range of the fine cells inside and outside the wide-tail thresholds, all terms
+        for loss, c in terms:
+            lo, hi = loss.lower_quantile(0.5 * eta_b / k), loss.upper_quantile(0.5 * eta_b / k)
+            lo, hi = max(lo, loss.support()[0]), min(hi, loss.support()[1])
+            if ratio >= 3:
+                t_lo = min(max(loss.lower_quantile(_TAIL_SHARE / ratio ** 2), lo), hi)
+                t_hi = min(max(loss.upper_quantile(_TAIL_SHARE / ratio ** 2), t_lo), hi)
+            else:
+                t_lo, t_hi = lo, hi
+            bulk += t_hi - t_lo
+            tail += (hi - t_hi) + (t_lo - lo)
         b = len(terms)
         best = None
         first = 2
@@ -167,7 +185,7 @@ class PRVAccountant(PLDAccountant):
                 rest = k * (h * h - g0 * g0)
                 a2 = rest / (h * h * sum(m * (k // m + b) for m in sizes))
                 meshes = [g0] + [_round_mesh(h * math.sqrt(m * a2)) for m in sizes]
-                cost = _CELL_COST * width(1) / g0
+                cost = _CELL_COST * (bulk / g0 + tail / (ratio * g0))
                 for lvl, m in enumerate(sizes):
                     cost += 2.0 * width(m) / meshes[lvl]  # the block and the remainder
                 cost += width(k) / meshes[-1]
@@ -190,7 +208,20 @@ class PRVAccountant(PLDAccountant):
         _, meshes = self._tree_plan(terms, eta)
         k = sum(c for _, c in terms)
         trunc = self._tree_budget(eta, trunc)[1]
-        return [(discretise(loss, meshes[0], trunc / k), c) for loss, c in terms]
+        ratio = self._tail_ratio(k, eta)
+        if ratio < 3:
+            return [(discretise(loss, meshes[0], trunc / k), c) for loss, c in terms]
+        return [(discretise_coarse_tail(loss, meshes[0], trunc / k, ratio, _TAIL_SHARE), c) for loss, c in terms]
+
+    def _tail_ratio(self, k: int, eta: float) -> int:
+        """Width ratio of the fine discretisation's tail cells: the largest odd ``R`` with
+        ``R sqrt(8 log(1/eta) / k) <= _TAIL_SG`` (``s G`` at the Hoeffding-optimal Chernoff parameter ``s``),
+        so the tail's share of the coupling's log-MGF stays a few per cent (``discretise_coarse_tail``);
+        below 3, no wide cells."""
+        eta_b = self._tree_budget(eta, eta)[0]
+        r = int(_TAIL_SG / math.sqrt(8.0 * math.log(1.0 / eta_b) / k))
+        r = min(r, _TAIL_RATIO_MAX)
+        return r if r % 2 else r - 1
 
     def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
         """The composition for one direction: the multi-level tree for long ledgers, else single-level."""

@@ -31,7 +31,7 @@ norm of the spectrum error (plus the inverse transform's own rounding).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -41,7 +41,7 @@ from scipy import optimize, special
 from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
-__all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon", "chernoff_window"]
+__all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon", "chernoff_window", "merge_tails"]
 
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a window this size needs about 6 GB of temporaries
@@ -71,6 +71,8 @@ class ComposedPLD:
     #: exact masses lie within ``[computed * low_factor, computed * (1 + up_rel)]`` pointwise
     up_rel: float = 0.0
     low_factor: float = 1.0
+    #: rare wide roundings in the coupling (``DiscretisedLoss.coupling_tails``, counts summed)
+    coupling_tails: tuple = ()
 
     @property
     def x(self) -> np.ndarray:
@@ -88,9 +90,11 @@ class ComposedPLD:
         Hoeffding for independent differences of ranges ``r_i`` (003 Lemma 5.3),
         plus the accumulated bound on the mean mismatch.
         """
-        if self.hoeffding_sq == 0.0:  # no coupling (dominance-based discretisations)
+        if self.hoeffding_sq == 0.0 and not self.coupling_tails:  # no coupling (dominance-based)
             return float(self.mean_error)
-        return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
+        if not self.coupling_tails:
+            return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
+        return _tail_coupling_shift(self.hoeffding_sq, self.coupling_tails, eta) + float(self.mean_error)
 
     def numerical_error(self, eps) -> np.ndarray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
@@ -218,6 +222,45 @@ class ComposedPLD:
         return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
 
 
+def merge_tails(parts) -> tuple:
+    """Sum the counts of ``coupling_tails`` entries ``(count, v, b, p, a, dsq)`` (``parts``: ``(tails, c)``
+    pairs, each entry's count multiplied by ``c``); equal parameters share one entry."""
+    acc: dict = {}
+    for tails, c in parts:
+        for n, *par in tails:
+            key = tuple(par)
+            acc[key] = acc.get(key, 0) + int(n) * int(c)
+    return tuple((n, *key) for key, n in acc.items())
+
+
+def _tail_coupling_shift(hoeff: float, tails, eta: float) -> float:
+    """``t`` with ``P(sum D_i > t + mean) <= eta`` (and the same for ``-D``) for a coupling whose variables
+    have the log-MGF bound ``s^2 r^2 / 8 + W(s)`` (``hoeff = sum r^2``), ``W`` from ``coupling_tails``.
+
+    Each entry ``(n, v, b, p, a, dsq)`` stands for ``n`` independent steps discretised with a rare wide
+    tail (``tightdp.pld.discretise_coarse_tail``): ``W_step(s) = v phi(|s| b) / b^2 +
+    p exp(|s| a) (exp(s^2 dsq / 8) - 1)`` with ``phi(x) = e^x - 1 - x``. Chernoff: ``P(sum D - mean > t)
+    <= exp(s^2 H / 8 + W(s) - s t)`` for every ``s > 0``, so ``t(s) = (s^2 H / 8 + W(s) + log(1/eta)) / s``
+    is valid for every ``s``; the smallest over a grid of ``s`` below the Hoeffding optimum is returned,
+    rounded up by ``1e-12`` relative (the sums are of a few positive terms).
+    """
+    L = math.log(1.0 / eta)
+    H = max(hoeff, 1e-300)
+    s0 = math.sqrt(8.0 * L / H)
+    ss = s0 * np.geomspace(0.2, 1.0, 64)
+    W = np.zeros_like(ss)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for n, v, b, p, a, dsq in tails:
+            x = ss * b
+            phi = np.expm1(x) - x + 4.0 * _U * (np.exp(x) + x)  # rounded up
+            W += n * (v * phi / (b * b) + p * np.exp(ss * a) * np.expm1(ss * ss * dsq / 8.0))
+        t = (ss * ss * H / 8.0 + W + L) / ss
+    t = t[np.isfinite(t)]
+    if t.size == 0:
+        return math.inf
+    return float(np.min(t)) * (1.0 + 1e-12)
+
+
 def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
     """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``).
 
@@ -249,8 +292,11 @@ def _term_moments(d: DiscretisedLoss, tilt: float) -> tuple[float, float]:
     if out is None:
         w = _tilted_weights(d, tilt)
         g = d.grid
-        mu = float(np.dot(w, g))
-        out = (mu, float(np.dot(w, (g - mu) ** 2)))
+        # einsum, not BLAS dot: these only choose windows' thetas and tilts, and a threaded dot
+        # stalls for milliseconds on mid-sized vectors when the machine is loaded
+        mu = float(np.einsum("i,i->", w, g))
+        c = g - mu
+        out = (mu, float(np.einsum("i,i,i->", w, c, c)))
         if len(cache) >= 8:
             cache.pop(next(iter(cache)))
         cache[tilt] = out
@@ -498,6 +544,7 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         if all(d.infinity_mass < 1.0 for d, _ in terms) else 1.0
     truncated = min(1.0, sum(c * d.truncated_mass for d, c in terms))
     hoeff = sum(c * d.coupling_range ** 2 for d, c in terms)
+    tails = merge_tails([(d.coupling_tails, c) for d, c in terms])
     mean_err = sum(c * d.mean_error for d, c in terms)
     tv = sum(c * d.tv_error for d, c in terms)
     # computed = exact (1 + e), |e| <= r per term: exact <= computed / (1 - r)^c and >= computed / (1 + r)^c
@@ -506,13 +553,13 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     live = [(d, c) for d, c in terms if d.mass > 0]
     if not live:
         return ComposedPLD(h, 0.0, np.zeros(1), 0.0, -math.inf, inf_mass, truncated, hoeff, mean_err,
-                           0.0, 0.0, total_count, tv, up_rel, low_factor)
+                           0.0, 0.0, total_count, tv, up_rel, low_factor, tails)
 
     if window is None:
         direct = _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel,
                                  low_factor)
         if direct is not None:
-            return direct
+            return replace(direct, coupling_tails=tails) if tails else direct
         lo, hi, K0 = _window(live, tilt, tau)
         j0 = math.floor(lo / h) - 1
         n = sfft.next_fast_len(max(16, math.ceil(hi / h) + 2 - j0), real=True)
@@ -568,4 +615,4 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     return ComposedPLD(h=h, offset=offset, tilted=out, tilt=tilt, log_norm=log_norm, infinity_mass=inf_mass,
                        truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err, alias_mass=alias,
                        float_error=float_err, compositions=total_count, tv_error=tv, up_rel=up_rel,
-                       low_factor=low_factor)
+                       low_factor=low_factor, coupling_tails=tails)

@@ -25,7 +25,7 @@ from .._caches import register as _register_cache
 from ..errors import PrecisionError
 from ..mechanisms.base import PrivacyLoss
 
-__all__ = ["DiscretisedLoss", "discretise"]
+__all__ = ["DiscretisedLoss", "discretise", "discretise_coarse_tail"]
 
 _BLOCKS = 1024  # resolution of the cheap CGF upper bound used for windows and tilts
 
@@ -47,6 +47,9 @@ class DiscretisedLoss:
     tv_error: float = 0.0
     #: every mass is within a factor ``1 +- rel_error`` of the exact one (cells not covered count in tv_error)
     rel_error: float = 0.0
+    #: rare wide roundings of the coupling, ``(count, v, b, p, a, dsq)`` entries (``discretise_coarse_tail``);
+    #: empty for 003 Alg. 2, whose every rounding lies in a range ``coupling_range``
+    coupling_tails: tuple = ()
 
     @property
     def grid(self) -> np.ndarray:
@@ -79,11 +82,12 @@ class DiscretisedLoss:
         return m + math.log(float(np.exp(a - m).sum()))
 
     def d_log_mgf(self, theta: float) -> float:
-        """Derivative of ``log_mgf``: the mean of the ``theta``-tilted distribution."""
+        """Derivative of ``log_mgf``: the mean of the ``theta``-tilted distribution (used to choose tilts:
+        ``einsum``, not BLAS ``dot``, whose threads stall for milliseconds on a loaded machine)."""
         lp, g = self._log_support()
         lw = lp + theta * g
         w = np.exp(lw - lw.max())
-        return float(np.dot(w, g) / w.sum())
+        return float(np.einsum("i,i->", w, g) / w.sum())
 
     def log_mgf_upper(self, thetas: np.ndarray) -> np.ndarray:
         """Cheap upper bounds on ``log_mgf`` at many ``thetas`` (block maxima of the grid)."""
@@ -166,3 +170,102 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
                            infinity_mass=min(1.0, loss.infinity_mass + above),
                            truncated_mass=below + above + device, mean_error=mean_error,
                            coupling_range=h + 2.0 * edge_err, tv_error=mass_l1, rel_error=mass_rel)
+
+
+@_register_cache
+@lru_cache(maxsize=8)
+def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio: int = 15,
+                           tail_share: float = 0.01) -> DiscretisedLoss:
+    """003 Alg. 2 on ``h * Z`` in the bulk and on cells ``ratio`` times wider in the tails.
+
+    A heavy tail (the subsampled Gaussian's loss reaches 4-7 units to the right in the remove
+    direction, to the left in the add direction, where its bulk spans a few hundredths) costs most
+    of the cells of ``discretise`` while carrying a tiny probability. Here the cells outside the
+    bulk ``[T_lo, T_hi]`` have width ``G = ratio h`` (``ratio`` odd, so each wide cell is centred on a
+    point of ``h * Z``); ``T_lo`` and ``T_hi`` are where each tail's probability is at most
+    ``tail_share / ratio^2`` (so ``p = P(tail) <= 2 tail_share / ratio^2``). The pmf is
+    ``Y~ = atom + mu`` with one mean-preserving shift ``mu`` for all cells, as in 003 Alg. 2
+    (the upper variant: mass below the first cell moves up to its atom, mass above the last to +inf).
+
+    The coupling ``D = Y^U - Y~`` then lies, given the bulk event ``B``, in an interval of length
+    ``r_B = h + 2 e`` (``e``: the realised edge error), and given the tail event in one of length
+    ``r_T = G + 2 e``. Hoeffding's lemma on each event, with ``c_B``, ``c_T`` the conditional means,
+    gives ``E e^(sD) <= e^(s^2 r_B^2/8) [E e^(sC) + p e^(s c_T) (e^(s^2 (r_T^2 - r_B^2)/8) - 1)]`` with
+    ``C`` the two-valued variable (``c_B`` w.p. ``1 - p``, ``c_T`` w.p. ``p``) of mean ``m = E D``;
+    ``|C - m| <= b = G/2 + e + |mu| + |m|`` and ``Var C <= v = p ((G + h)/2 + 2 e)^2``, so Bennett's
+    inequality bounds ``E e^(s(C - m)) <= exp(v phi(|s| b) / b^2)``, ``phi(x) = e^x - 1 - x``. Hence
+    ``log E e^(sD) <= s^2 r_B^2 / 8 + s m + v phi(|s| b)/b^2 + p e^(|s| a) (e^(s^2 dsq/8) - 1)`` with
+    ``a = G/2 + e + |mu| + |m|`` and ``dsq = r_T^2 - r_B^2``: the ``r_B`` part goes into
+    ``coupling_range`` (the Hoeffding sum), the rest into ``coupling_tails`` (entry ``(1, v, b, p, a,
+    dsq)``), and ``ComposedPLD.coupling_shift`` minimises the Chernoff bound over ``s``
+    (``tightdp.pld.composition._tail_coupling_shift``). The tail event's ``p`` is the computed tail
+    mass rounded up by its relative and l1 errors. Falls back to ``discretise`` when the threshold
+    is above the truncation point or the shift leaves the bulk cell (``|mu| > h/2``).
+    """
+    if not (h > 0 and math.isfinite(h)):
+        raise ValueError(f"mesh h must be positive and finite, got {h!r}")
+    ratio = int(ratio)
+    if ratio < 3 or ratio % 2 == 0:
+        raise ValueError(f"ratio must be an odd integer >= 3, got {ratio!r}")
+    lo_s, hi_s = loss.support()
+    a = loss.lower_quantile(0.5 * tail_mass)
+    b = loss.upper_quantile(0.5 * tail_mass)
+    if math.isfinite(lo_s):
+        a = max(a, lo_s)
+    if math.isfinite(hi_s):
+        b = min(b, hi_s)
+    p_max = tail_share / ratio ** 2
+    j_lo = math.floor(a / h + 0.5)
+    j_hi = max(j_lo, math.ceil(b / h - 0.5))
+    # bulk cells jb0 .. jb1 - 1: P(Y <= (jb0 - 1/2) h) <= p_max and P((jb1 - 1/2) h < Y < inf) <= p_max
+    jb0 = max(j_lo, math.floor(loss.lower_quantile(p_max) / h + 0.5)) if math.isinf(lo_s) or a > lo_s else j_lo
+    jb1 = min(j_hi + 1, math.ceil(loss.upper_quantile(p_max) / h + 0.5)) if math.isinf(hi_s) or b < hi_s \
+        else j_hi + 1
+    if jb0 - ratio < j_lo:
+        jb0 = j_lo
+    if jb1 + ratio > j_hi + 1:
+        jb1 = j_hi + 1
+    if jb1 <= jb0 or (jb0 == j_lo and jb1 == j_hi + 1):
+        return discretise(loss, h, tail_mass)
+    n_lo = -(-(jb0 - j_lo) // ratio)
+    n_hi = -(-(j_hi + 1 - jb1) // ratio)
+    nb = jb1 - jb0
+    if n_lo + nb + n_hi > 50_000_000:
+        raise PrecisionError(f"the discretisation would need {n_lo + nb + n_hi:.3g} cells (mesh {h:.3g}); "
+                             "loosen eps_error (the mesh is proportional to it)")
+    s0 = jb0 - n_lo * ratio
+    edges = np.concatenate([(s0 - 0.5 + ratio * np.arange(n_lo + 1)) * h,
+                            (jb0 - 0.5 + np.arange(1, nb + 1)) * h,
+                            (jb1 - 0.5 + ratio * np.arange(1, n_hi + 1)) * h])
+    below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
+    size = n_lo * ratio + nb + n_hi * ratio
+    half = (ratio - 1) // 2  # each wide cell's atom is its centre, a point of h * Z (ratio odd)
+    pos = np.concatenate([ratio * np.arange(n_lo) + half, n_lo * ratio + np.arange(nb),
+                          n_lo * ratio + nb + ratio * np.arange(n_hi) + half])
+    pmf = np.zeros(size)
+    pmf[pos] = masses
+    pmf[pos[0]] += below  # the upper variant: mass below the first cell moves up to its atom
+    device = 0.0 if loss.infinity_is_exact else float(loss.infinity_mass)
+    total = float(pmf.sum())
+    if total <= 0.0:
+        return discretise(loss, h, tail_mass)
+    grid = (s0 + np.arange(size)) * h
+    pm, pm_err = loss.partial_mean(float(edges[0]), float(edges[-1]))
+    mean_fin = pm + float(grid[pos[0]]) * below
+    shift = (mean_fin - float(np.dot(pmf, grid))) / total
+    arith = 1e-15 * (float(np.dot(pmf, np.abs(grid))) + abs(pm)) + h * 1e-15 * masses.size
+    mean_error = (pm_err + arith) / total + edge_err
+    if abs(shift) > 0.5 * h:
+        return discretise(loss, h, tail_mass)
+    wide = np.concatenate([masses[:n_lo], masses[n_lo + nb:]])
+    G = ratio * h
+    p_tail = float(wide.sum()) * (1.0 + mass_rel) + mass_l1
+    r_b = h + 2.0 * edge_err
+    r_t = G + 2.0 * edge_err
+    bb = 0.5 * G + edge_err + abs(shift) + mean_error
+    v = p_tail * (0.5 * (G + h) + 2.0 * edge_err) ** 2
+    tails = ((1, v, bb, p_tail, bb, r_t * r_t - r_b * r_b),)
+    return DiscretisedLoss(h=h, start=s0, pmf=pmf, shift=shift,
+                           infinity_mass=min(1.0, loss.infinity_mass + above),
+                           truncated_mass=below + above + device, mean_error=mean_error,
+                           coupling_range=r_b, tv_error=mass_l1, rel_error=mass_rel, coupling_tails=tails)

@@ -43,7 +43,8 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
     x, w = x[keep], w[keep]
     if w.size == 0:
         return DiscretisedLoss(h, 0, np.zeros(1), 0.0, comp.infinity_mass, comp.truncated_mass,
-                               comp.mean_error, math.sqrt(comp.hoeffding_sq) + h, comp.tv_error)
+                               comp.mean_error, math.sqrt(comp.hoeffding_sq) + h, comp.tv_error,
+                               coupling_tails=comp.coupling_tails)
     cells = np.ceil(x / h - 0.5).astype(np.int64)  # x in (j h - h/2, j h + h/2]
     j0 = int(cells[0])
     pmf = np.bincount(cells - j0, weights=w)
@@ -60,7 +61,8 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
     return DiscretisedLoss(h=h, start=j0, pmf=pmf, shift=shift, infinity_mass=comp.infinity_mass,
                            truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
-                           coupling_range=math.sqrt(comp.hoeffding_sq) + h, tv_error=block_err, rel_error=rel)
+                           coupling_range=math.sqrt(comp.hoeffding_sq) + h, tv_error=block_err, rel_error=rel,
+                           coupling_tails=comp.coupling_tails)
 
 
 def coarsen(d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau: float = 1e-15
@@ -108,7 +110,8 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     live = t > 0
     if not math.isfinite(comp.log_norm) or not np.any(live):
         empty = DiscretisedLoss(g, 0, np.zeros(1), 0.0, comp.infinity_mass, comp.truncated_mass,
-                                comp.mean_error, math.sqrt(comp.hoeffding_sq + g * g), comp.tv_error, 0.0)
+                                comp.mean_error, math.sqrt(comp.hoeffding_sq + g * g), comp.tv_error, 0.0,
+                                comp.coupling_tails)
         return empty, norm, 0.0
     x, t = x[live], t[live]
     lw = np.log(t) + (comp.log_norm - lam * x)
@@ -129,7 +132,7 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     out = DiscretisedLoss(h=g, start=j0, pmf=pmf, shift=0.0, infinity_mass=comp.infinity_mass,
                           truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
                           coupling_range=math.sqrt(comp.hoeffding_sq + g * g), tv_error=comp.tv_error,
-                          rel_error=rel)
+                          rel_error=rel, coupling_tails=comp.coupling_tails)
     return out, norm, lost
 
 
