@@ -152,8 +152,9 @@ def test_dpsgd_rules_on_a_small_ledger():
     base = rng.lognormal(-1, 0.8, 60)
     for _ in range(30):
         acc.record_step(base * rng.uniform(0.7, 1.3, 60))
-    pld = acc.active(2.0, 1e-5)
+    pld = acc.active(2.0, 1e-5, rule="pld")
     rdp = acc.active(2.0, 1e-5, rule="rdp")
+    assert np.array_equal(acc.active(2.0, 1e-5), rdp)  # the default for DP-SGD: the proven RDP filter
     assert rdp.dtype == bool and pld.shape == rdp.shape == (60,)
     # the proven RDP filter never admits an example the certified PLD odometer already rules out
     assert not np.any(rdp & ~pld)

@@ -920,12 +920,13 @@ class IndividualAccountant:
         e, info = self._eps_counts(row, dlt, self._mesh_for(self._ledger()))
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
-    def active(self, epsilon: float, delta: float, grad_norms=None, *, rule: str = "pld") -> np.ndarray:
+    def active(self, epsilon: float, delta: float, grad_norms=None, *, rule: str | None = None) -> np.ndarray:
         """Boolean mask of examples whose budget ``(epsilon, delta)`` allows one more step.
 
         The caller records the step with norm 0 for the inactive examples (they do not contribute).
         ``grad_norms``: the coming step's norms, computed before the release (Alg. 1 requires that);
-        None: the worst case ``C`` for every example. What each filter promises:
+        None: the worst case ``C`` for every example. ``rule`` None (the default) is a proven filter:
+        the GDP filter for DP-GD and ``"rdp"`` for DP-SGD. What each filter promises:
 
         ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (000 Alg. 1,
         eq. (4.1)) with budget ``B = gdp_mu(epsilon, delta)``: example i stays active iff
@@ -960,7 +961,7 @@ class IndividualAccountant:
         rule admits steps that a proven RDP filter with the same curve would refuse. It is here to
         reproduce the paper; ``"rdp"`` is the proven choice.
 
-        ``rule="pld"`` (default) with ``sampling_rate < 1``: tightdp's heuristic: active iff the
+        ``rule="pld"`` with ``sampling_rate < 1``: tightdp's heuristic: active iff the
         example's certified PLD epsilon after one more worst-case step (``grad_norms`` is not used)
         is at most ``epsilon``. It admits the most steps (no RDP conversion), and the epsilons are
         certified for the recorded sequence, but it is *not* a guarantee under fully adaptive
@@ -968,7 +969,7 @@ class IndividualAccountant:
         filters are not valid there; only GDP-based filters (and RDP ones) are proven. Use it as an
         odometer-driven stopping heuristic, and ``"rdp"`` when the filter must be a guarantee.
         """
-        r = check_choice("rule", rule, _RULES)
+        r = ("pld" if self._q == 1.0 else "rdp") if rule is None else check_choice("rule", rule, _RULES)
         if self._q == 1.0 and r != "rdp":
             return self._active(epsilon, delta, grad_norms)
         with single_threaded_blas():
