@@ -99,19 +99,22 @@ class ComposedPLD:
     def numerical_error(self, eps) -> np.ndarray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
         ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
-        plus the rounding of the suffix sums behind ``delta_disc`` (``2 N u`` times the mass above)."""
+        plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above)."""
         eps = np.asarray(eps, float)
         flat = np.atleast_1d(eps)
         fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * (self.alias_mass + self.float_error)
         A, _ = self._suffix_at(flat)
-        return (fft + 2.0 * _U * self.tilted.size * A).reshape(eps.shape)
+        return (fft + 4.0 * _U * self.tilted.size * A).reshape(eps.shape)
 
     def _scalar_suffix(self, e: float) -> tuple[float, float, float]:
-        """``(x_ref, A_j, B_j)`` for one float ``e``: the suffix sums from the first grid point above ``e``."""
-        ref = 200.0 * math.floor(e / 200.0) - 1.0
-        xs, A, B = self._suffix(ref)
-        j = int(xs.searchsorted(e, side="right"))
-        return ref, float(A[j]), float(B[j])
+        """``(x_j, A_j, S_j)`` for one float ``e``: the sums from the first grid point ``x_j`` above ``e``
+        (``delta_disc(e) = A_j - S_j exp(e - x_j)``)."""
+        A, S = self._sums()
+        x = self.x
+        j = int(x.searchsorted(e, side="right"))
+        if j >= x.size:
+            return e, 0.0, 0.0
+        return float(x[j]), float(A[j]), float(S[j])
 
     def _scalar_terms(self, e: float) -> tuple[float, float]:
         """``(delta_disc(e), numerical_error(e))`` for one float: the root finders' inner loop,
@@ -119,48 +122,43 @@ class ComposedPLD:
         ref, a, b = self._scalar_suffix(e)
         d = max(a - b * math.exp(min(e - ref, 700.0)), 0.0)
         fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * (self.alias_mass + self.float_error)
-        return d, fft + 2.0 * _U * self.tilted.size * a
+        return d, fft + 4.0 * _U * self.tilted.size * a
 
     # -- delta(eps) of the discrete distribution --------------------------------
-    def _suffix(self, x_ref: float):
-        """Suffix sums from the first grid point above ``x_ref``:
-        ``A_j = sum_{i >= j} w(x_i)`` and ``B_j = sum_{i >= j} w(x_i) exp(-(x_i - x_ref))``.
+    def _sums(self):
+        """``(A, S)``, one O(N) pass each: ``A_j = sum_{i >= j} w(x_i)`` and
+        ``S_j = sum_{i >= j} w(x_i) exp(-(x_i - x_j))`` (so ``S_j = w(x_j) + e^-h S_(j+1)``; both
+        have a trailing 0). ``delta_disc(e) = A_j - S_j exp(e - x_j)`` with ``x_j`` the first grid
+        point above ``e``, where ``exp(e - x_j)`` is in ``[e^-h, 1)``: no overflow at any epsilon.
 
-        Measuring ``exp(-x)`` from ``x_ref`` keeps it from underflowing at large losses
-        (epsilon in the hundreds); callers keep ``eps - x_ref`` in ``[1, 201]``.
+        Rounding: ``A_j`` is a sum of at most ``N`` non-negative terms (error ``<= N u A_j``); the
+        recursion for ``S_j`` rounds a product and a sum per step, and ``e^-h`` once, so term ``i``
+        carries at most ``3 (i - j + 1) u`` relative error (``<= 3 N u S_j`` in all, ``S_j <= A_j``):
+        ``numerical_error`` charges ``4 N u A_j``.
         """
-        cache = self.__dict__.setdefault("_suffix_cache", {})
-        if x_ref in cache:
-            return cache[x_ref]
-        x = self.x
-        i0 = int(np.searchsorted(x, x_ref, side="left"))
-        xs = x[i0:]
-        w = self.tilted[i0:]
-        with np.errstate(over="ignore", under="ignore"):
-            a = w * np.exp(np.minimum(self.log_norm - self.tilt * xs, 700.0))
-            b = w * np.exp(np.minimum(self.log_norm - self.tilt * xs - (xs - x_ref), 700.0))
-        A = np.concatenate([np.cumsum(a[::-1])[::-1], [0.0]])
-        B = np.concatenate([np.cumsum(b[::-1])[::-1], [0.0]])
-        cache[x_ref] = (xs, A, B)
-        return xs, A, B
+        cached = self.__dict__.get("_sums_cache")
+        if cached is None:
+            from scipy.signal import lfilter
+
+            with np.errstate(over="ignore", under="ignore"):
+                a = self.tilted * np.exp(np.minimum(self.log_norm - self.tilt * self.x, 700.0))
+            rev = a[::-1]
+            A = np.append(np.cumsum(rev)[::-1], 0.0)
+            S = np.append(lfilter([1.0], [1.0, -math.exp(-self.h)], rev)[::-1], 0.0)
+            cached = (A, S)
+            self.__dict__["_sums_cache"] = cached
+        return cached
 
     def _suffix_at(self, eps: np.ndarray):
-        """``(A_j, B_j * exp(eps - x_ref), j)`` for each ``eps`` (grouped by reference point)."""
-        if eps.size == 1:  # scalar calls: skip the grouping
-            e = float(eps.reshape(-1)[0])
-            ref, a, b = self._scalar_suffix(e)
-            return np.full(eps.shape, a), np.full(eps.shape, b * math.exp(min(e - ref, 700.0)))
-        A_out = np.empty(eps.shape)
-        Be_out = np.empty(eps.shape)
-        refs = 200.0 * np.floor(eps / 200.0) - 1.0  # exp(eps - ref) <= e^201: no overflow
-        for ref in np.unique(refs):
-            sel = refs == ref
-            xs, A, B = self._suffix(float(ref))
-            j = np.searchsorted(xs, eps[sel], side="right")
-            A_out[sel] = A[j]
-            with np.errstate(over="ignore", under="ignore"):
-                Be_out[sel] = B[j] * np.exp(eps[sel] - ref)
-        return A_out, Be_out
+        """``(A_j, S_j * exp(eps - x_j))`` for each ``eps`` (``x_j`` the first grid point above it)."""
+        A, S = self._sums()
+        x = self.x
+        j = np.searchsorted(x, eps, side="right")
+        inside = j < x.size
+        jj = np.minimum(j, x.size - 1)
+        with np.errstate(over="ignore", under="ignore"):
+            Be = np.where(inside, S[jj] * np.exp(np.minimum(eps - x[jj], 700.0)), 0.0)
+        return np.where(inside, A[jj], 0.0), Be
 
     def delta_disc(self, eps) -> np.ndarray:
         """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only)."""
