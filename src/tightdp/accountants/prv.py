@@ -251,6 +251,8 @@ class PRVAccountant(PLDAccountant):
         parts, info = [], {}
         for d, terms in enumerate(self._directions()):
             s = slack
+            if self.delta_error is None and self._tree_plan(terms, 0.5 * slack) is not None:
+                s = self._tree_slack(terms, delta, slack)
             for _ in range(3):
                 res, comp = self._epsilon_direction(d, terms, delta, s)
                 # where the curve is flat in log(delta) (large epsilon) the delta slack costs epsilon:
@@ -269,6 +271,15 @@ class PRVAccountant(PLDAccountant):
                     "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error)}
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
+
+    def _tree_slack(self, terms, delta: float, slack: float) -> float:
+        """The delta slack to start a tree with: a slack ``s`` moves the epsilon bounds apart by about
+        ``(s / delta) / lam`` (``lam``: the saddle-point tilt at the answer, the slope of ``log delta``
+        in epsilon), so ``s = 0.1 eps_error lam delta`` keeps that below a tenth of ``eps_error`` without
+        the rebuild a later refinement would cost (the tree's mesh depends on the slack). Any slack is
+        valid; this only avoids building twice where the curve is flat (large epsilon)."""
+        lam = chernoff_epsilon(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), delta)[1]
+        return min(slack, max(0.1 * self.eps_error * lam * delta, slack / 900.0))
 
     def _epsilon_direction(self, d: int, terms, delta: float, slack: float):
         """Bounds for one direction with the delta slack split between coupling failure (1/2),

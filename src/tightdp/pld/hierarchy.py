@@ -31,6 +31,7 @@ from .discretise import DiscretisedLoss
 __all__ = ["rebin", "coarsen", "split_rebin", "compose_tree"]
 
 _U = np.finfo(float).eps / 2
+_TINY = math.exp(-740.0)  # untilted masses below this (subnormal) are dropped and counted as lost
 
 
 def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
@@ -107,28 +108,47 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     norm = math.exp(lam * lam * g * g / 8.0)
     x = comp.x
     t = comp.tilted
-    live = t > 0
-    if not math.isfinite(comp.log_norm) or not np.any(live):
+    nz = np.flatnonzero(t)
+    if not math.isfinite(comp.log_norm) or nz.size == 0:
         empty = DiscretisedLoss(g, 0, np.zeros(1), 0.0, comp.infinity_mass, comp.truncated_mass,
                                 comp.mean_error, math.sqrt(comp.hoeffding_sq + g * g), comp.tv_error, 0.0,
                                 comp.coupling_tails)
         return empty, norm, 0.0
-    x, t = x[live], t[live]
-    lw = np.log(t) + (comp.log_norm - lam * x)
-    under = lw < -740.0
-    lost = float(t[under].sum()) * math.exp(lam * g) / max(float(comp.tilted.sum()), 1e-300) if np.any(under) else 0.0
-    x, lw = x[~under], lw[~under]
-    w = np.exp(lw)
+    x, t = x[nz[0]:nz[-1] + 1], t[nz[0]:nz[-1] + 1]  # zero atoms inside add nothing to the bincounts
+    f_ends = (comp.log_norm - lam * float(x[0]), comp.log_norm - lam * float(x[-1]))
+    if -700.0 < min(f_ends) and max(f_ends) < 700.0:
+        # untilt as t * exp(log_norm - lam x): exp's argument is moderate, so no log pass is needed
+        w = np.multiply(x, -lam)
+        w += comp.log_norm
+        np.exp(w, out=w)
+        w *= t
+    else:
+        with np.errstate(divide="ignore", under="ignore", over="ignore"):
+            w = np.exp(np.log(t) + (comp.log_norm - lam * x))
+    under = w < _TINY  # (and the zero atoms, which lose nothing)
+    lost = 0.0
+    if np.any(under):
+        lost = float(t[under].sum()) * math.exp(lam * g) / max(float(comp.tilted.sum()), 1e-300)
+        w[under] = 0.0
     u = x / g
     j = np.floor(u)
     a = u - j  # in [0, 1)
     j = j.astype(np.int64)
     j0 = int(j[0])
-    pmf = np.bincount(j - j0, weights=w * (1.0 - a), minlength=int(j[-1] - j0) + 2)
-    pmf += np.bincount(j - j0 + 1, weights=w * a, minlength=pmf.size)[:pmf.size]
+    j -= j0
+    wa = w * a
+    w -= wa  # w (1 - a), and the two parts add up to w up to one rounding
+    pmf = np.bincount(j, weights=w, minlength=int(j[-1]) + 2)
+    j += 1
+    pmf += np.bincount(j, weights=wa, minlength=pmf.size)[:pmf.size]
     # the split fractions are rounded: the conditional mean moves by at most ~2u (|x| + g) per atom
-    arith = 4.0 * _U * (float(np.max(np.abs(x))) + g) if x.size else 0.0
+    arith = 4.0 * _U * (max(abs(float(x[0])), abs(float(x[-1]))) + g)
+    # masses: the untilting (exp of an argument known to 2u (|log_norm| + |lam x|)), the split and the
+    # bincount sums of at most g / h + 1 non-negative terms, relative
+    f_abs = abs(comp.log_norm) + abs(lam) * max(abs(float(x[0])), abs(float(x[-1])))
+    rel_round = 2.0 * _U * f_abs + (g / comp.h + 10.0) * _U
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
+    rel = (1.0 + rel) * (1.0 + rel_round) - 1.0
     out = DiscretisedLoss(h=g, start=j0, pmf=pmf, shift=0.0, infinity_mass=comp.infinity_mass,
                           truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
                           coupling_range=math.sqrt(comp.hoeffding_sq + g * g), tv_error=comp.tv_error,
