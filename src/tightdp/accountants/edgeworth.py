@@ -51,9 +51,9 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import signal
 
 from .._caches import register as _register_cache
+from .._numerics import geometric_suffix
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
@@ -282,9 +282,9 @@ class EdgeworthAccountant(Accountant):
             L = np.clip(sl(x), 0.0, 1.0)
             a_in = (1 - r) * U[::-1]
             a_in[0] = U[-1]
-            A = signal.lfilter([1.0], [1.0, -r], a_in)[::-1]
+            A = geometric_suffix(a_in[::-1], r)  # = lfilter([1], [1, -r], a_in)[::-1]
             b_in = np.concatenate([[0.0], (1 - r) * L[:0:-1]])
-            B = signal.lfilter([1.0], [1.0, -r], b_in)[::-1]
+            B = geometric_suffix(b_in[::-1], r)
             up = np.maximum(up, np.minimum(A * (1 + 1e-9) + 1e-300, 1.0))  # rounding of an O(N) recurrence
             lo = np.maximum(lo, B * (1 - 1e-9))
         keep = x <= hi

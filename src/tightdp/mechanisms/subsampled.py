@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError

@@ -35,7 +35,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .._validation import check_count, check_probability
 from ..errors import UnsupportedMechanismError
@@ -100,6 +99,8 @@ def kept_probability(*, dataset_size: int, sampling_rate: float, max_batch_size:
     n, q, b = dataset_size, sampling_rate, max_batch_size
     if q >= 1.0:
         return min(1.0, b / n) * (1 - 1e-12)
+    from scipy import stats  # lazily: scipy.stats costs 0.3 s of import
+
     dist = stats.binom(n - 1, q)
     lo = max(0, int(dist.ppf(1e-18)) - 1)
     hi = min(n - 1, int(dist.isf(1e-18)) + 1)
@@ -142,6 +143,8 @@ class TruncatedPoissonSampled(Mechanism):
 
     def truncation(self) -> tuple[float, float]:
         """``(p_T, q_T)`` of the module docstring (dp-accounting 0.6.0's formulas)."""
+        from scipy import stats  # lazily (import cost)
+
         n, q, b = self.dataset_size, self.sampling_rate, self.max_batch_size
         p_t = float(stats.binom.sf(b - 1, n - 1, q))
         if p_t <= 0.0:

@@ -36,8 +36,9 @@ from typing import Sequence
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import optimize, special
+from scipy import special
 
+from .._numerics import geometric_suffix
 from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
@@ -46,6 +47,13 @@ __all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon", "chernof
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a window this size needs about 6 GB of temporaries
 _MAX_POINTS = 1 << 26
+
+
+def _brentq(*args, **kwargs) -> float:
+    """``scipy.optimize.brentq``, imported on first use (scipy.optimize is 0.4 s of a cold start)."""
+    from scipy import optimize
+
+    return optimize.brentq(*args, **kwargs)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,7 +136,7 @@ class ComposedPLD:
     def _sums(self):
         """``(A, S)``, one O(N) pass each: ``A_j = sum_{i >= j} w(x_i)`` and
         ``S_j = sum_{i >= j} w(x_i) exp(-(x_i - x_j))`` (so ``S_j = w(x_j) + e^-h S_(j+1)``; both
-        have a trailing 0). ``delta_disc(e) = A_j - S_j exp(e - x_j)`` with ``x_j`` the first grid
+        have a trailing 0; ``tightdp._numerics.geometric_suffix``). ``delta_disc(e) = A_j - S_j exp(e - x_j)`` with ``x_j`` the first grid
         point above ``e``, where ``exp(e - x_j)`` is in ``[e^-h, 1)``: no overflow at any epsilon.
 
         Rounding: ``A_j`` is a sum of at most ``N`` non-negative terms (error ``<= N u A_j``); the
@@ -138,13 +146,11 @@ class ComposedPLD:
         """
         cached = self.__dict__.get("_sums_cache")
         if cached is None:
-            from scipy.signal import lfilter
-
             with np.errstate(over="ignore", under="ignore"):
                 a = self.tilted * np.exp(np.minimum(self.log_norm - self.tilt * self.x, 700.0))
             rev = a[::-1]
             A = np.append(np.cumsum(rev)[::-1], 0.0)
-            S = np.append(lfilter([1.0], [1.0, -math.exp(-self.h)], rev)[::-1], 0.0)
+            S = np.append(geometric_suffix(a, math.exp(-self.h)), 0.0)
             cached = (A, S)
             self.__dict__["_sums_cache"] = cached
         return cached
@@ -217,7 +223,7 @@ class ComposedPLD:
                 e = ref + math.log(num / b)
                 if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0:
                     return e + 1e-13
-        return optimize.brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
+        return _brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
 
 
 def merge_tails(parts) -> tuple:
@@ -345,7 +351,7 @@ def saddle_tilt(terms: Sequence[tuple[DiscretisedLoss, int]], eps: float) -> flo
         hi *= 4.0
     if mean(hi) < target:
         return hi
-    return optimize.brentq(lambda th: mean(th) - target, 0.0, hi, xtol=1e-4, rtol=1e-4)
+    return _brentq(lambda th: mean(th) - target, 0.0, hi, xtol=1e-4, rtol=1e-4)
 
 
 def _cgf(terms, theta):
