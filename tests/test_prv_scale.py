@@ -31,11 +31,14 @@ def _gdp_delta_log(mu: float, eps: float) -> float:
     return math.exp(a) * -math.expm1(b - a)
 
 
-@pytest.mark.parametrize("sigma,k,delta", [(20.0, 4000, 1e-5), (30.0, 3001, 1e-20)])
+@pytest.mark.parametrize("sigma,k,delta", [(20.0, 4000, 1e-5), (30.0, 3001, 1e-20), (60.0, 100_000, 1e-5)])
 def test_tree_contains_closed_form_gaussian(sigma, k, delta):
     acc = PRVAccountant().compose(Gaussian(noise_multiplier=sigma), k)
     b = acc.epsilon(delta)
     assert "tree" in b.details  # the multi-level composition answered
+    if k >= 100_000:  # the fine discretisation has wide tail cells (their coupling in coupling_tails)
+        fine = acc._fine_terms(acc._directions()[0], 0.5e-8, 0.25e-8)
+        assert fine[0][0].coupling_tails
     truth = _gdp_eps(math.sqrt(k) / sigma, delta)
     assert b.lower <= truth <= b.upper
     assert b.upper - b.lower <= 2.2 * acc.eps_error
