@@ -87,15 +87,23 @@ def test_fixed_batch_is_the_group_engine_at_k_1():
 
 
 @pytest.mark.parametrize("sampling", ["random-allocation", "shuffle"])
-def test_epoch_schemes_use_dpsgd_epsilon_and_say_groups_are_not_applicable(sampling):
+def test_epoch_schemes_use_dpsgd_epsilon_and_group_epsilon(sampling):
     s = privacy_statement(noise_multiplier=1.0, dataset_size=10_000, batch_size=100, epochs=2, delta=1e-5,
                           sampling=sampling, group_sizes=[1, 2])
     ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=200, delta=1e-5, sampling=sampling)
     assert (s.epsilon.lower, s.epsilon.upper) == (ref.lower, ref.upper)
     assert s.groups[0].epsilon is s.epsilon  # k = 1 is the example level
-    assert s.groups[1].epsilon is None and "no group analysis" in s.groups[1].not_applicable
-    assert "not applicable" in s.to_text()
-    assert s.certified  # a row that is not applicable is not a failed certificate
+    g = tightdp.group_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=200, delta=1e-5, group_size=2,
+                              sampling=sampling)
+    assert (s.groups[1].epsilon.lower, s.groups[1].epsilon.upper) == (g.lower, g.upper)
+    assert "Group privacy" in s.to_text() and s.certified
+
+
+def test_truncated_poisson_groups_are_not_applicable():
+    s = privacy_statement(noise_multiplier=1.0, dataset_size=10_000, sampling_rate=0.01, steps=100, delta=1e-5,
+                          sampling="truncated-poisson", max_batch_size=130, group_sizes=[2])
+    assert s.groups[0].epsilon is None and s.groups[0].not_applicable.startswith("not applicable: Ganesh")
+    assert "not applicable" in s.to_text() and s.certified
 
 
 def test_without_replacement_is_the_substitute_relation(capsys):

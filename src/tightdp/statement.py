@@ -36,6 +36,7 @@ from ._accuracy import check_accuracy, describe_accuracy
 from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real_array)
 from .bounds import Bounds
+from .group import SCHEME_GROUP
 
 __all__ = ["STATEMENT_SAMPLINGS", "GroupRow", "PrivacyStatement", "privacy_statement", "guarantee_paragraphs",
            "tradeoff_lower_curve"]
@@ -121,12 +122,20 @@ def guarantee_paragraphs(*, sampling: str, sampling_rate: float | None = None, b
         "mechanism (discretisation, truncation and floating-point errors are charged to the safe side); the "
         "lower end is a proven lower bound, so no tighter analysis of this mechanism can go below it.",
     ]
-    if group_sizes:
+    if group_sizes and sampling in _GROUP_SCHEMES:
         guarantees.append(
             "Group privacy: a group is any set of up to k examples added or removed together (e.g. all records "
             "of one user, if no user has more than k). Its epsilon is computed directly from the group's "
             "mixture-of-Gaussians mechanism (Ganesh [002] Thm 3.1 / 3.3), not by the much looser group-privacy "
             "lemma.")
+    elif group_sizes and sampling in ("random-allocation", "balls-and-bins", "shuffle"):
+        guarantees.append(
+            "Group privacy: a group is any set of up to k examples " + ("zeroed out" if sampling == "shuffle" else
+            "added or removed") + " together. Its upper bound is " + ("k sqrt(epochs)/sigma-GDP (no amplification; "
+            "Dong, Roth, Su 2022 Thm 2.14)" if sampling == "shuffle" else "the smaller of the group-privacy lemma "
+            "(Ganesh [002] Lemma 1.1) on the certified example-level curve and k sqrt(epochs)/sigma-GDP without "
+            "amplification") + "; its lower bound is the example-level one (no tight group analysis of this "
+            "sampling is known), so the interval is wide.")
     not_covered = [
         "Hyper-parameter tuning and repeated runs: every training run on the data (including runs for "
         "choosing hyper-parameters, and the choice of which run to publish) spends privacy that this "
@@ -375,7 +384,12 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     else:
         example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta,
                                 sampling=sampling, dataset_size=n, max_batch_size=max_batch_size, **acc_kw)
-        groups = [GroupRow(k, example if k == 1 else None, _NO_GROUP.get(sampling, "")) for k in ks]
+        if _NO_GROUP.get(sampling):
+            groups = [GroupRow(k, example if k == 1 else None, _NO_GROUP[sampling]) for k in ks]
+        else:  # random allocation, shuffling: tightdp.group_epsilon(sampling=...) (group.py's docstring)
+            groups = [GroupRow(k, example if k == 1 else group_epsilon(
+                noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta, group_size=k,
+                sampling=sampling, dataset_size=n, **acc_kw)) for k in ks]
     text = guarantee_paragraphs(sampling=sampling, sampling_rate=q, batch_size=b, dataset_size=n,
                                 max_batch_size=max_batch_size, group_sizes=ks, steps=k_steps)
     notes = []
@@ -391,10 +405,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
 _NO_GROUP = {
     "without-replacement": "no group analysis for the substitute relation; use sampling='fixed-batch' "
                            "(add/remove of a group, 002 Thm 3.3)",
-    "random-allocation": "no group analysis for random allocation is implemented",
-    "balls-and-bins": "no group analysis for random allocation is implemented",
-    "shuffle": "no group analysis for shuffled batches is implemented",
-    "truncated-poisson": "no group analysis for truncated Poisson sampling is implemented",
+    # random allocation and shuffling: group_epsilon(sampling=...); truncated Poisson: why it does not apply
+    "truncated-poisson": SCHEME_GROUP["truncated-poisson"],
 }
 
 
