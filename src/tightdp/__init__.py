@@ -37,11 +37,10 @@ from .group import group_curve, group_epsilon, group_epsilon_schedule, group_rep
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace, Mechanism,
                          MixtureOfGaussians, PoissonSampled, PureDP, RandomAllocation, RandomizedResponse,
-                         SampledWithoutReplacement, SampledWithReplacement, allocation_epsilon)
-# the accounting functions of these two schemes run the connect-dots accountant: imported here, not by
-# tightdp.mechanisms (which the accountants import)
-from .mechanisms.shuffle import shuffle_epsilon
-from .mechanisms.truncated import TruncatedPoissonSampled, truncated_poisson_epsilon
+                         SampledWithoutReplacement, SampledWithReplacement)
+from .mechanisms.truncated import TruncatedPoissonSampled
+# the schemes' accounting functions run the accountants: they live above them, in tightdp.schemes
+from .schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 from .statement import privacy_statement
 from .tradeoff import TradeoffCurve, tradeoff_curve
 
