@@ -1,0 +1,26 @@
+"""Warm in-process timing (issue 10): tightdp at its default accuracy against dp-accounting 0.6.0 at the
+discretisation interval ``bench_horizon.py`` chose for the relative target, both in one process (min of 2 runs,
+``tightdp.clear_caches()`` before each). DP-SGD, delta = 1e-5; A: sigma 1, q 0.01; B: sigma 0.8, q 4e-3.
+
+    .venv/bin/python benchmarks/bench_horizon_warm.py
+"""
+import time, sys, logging, statistics
+import tightdp
+from tightdp import ConnectDotsAccountant
+import dp_accounting
+from dp_accounting.pld import pld_privacy_accountant as ppa
+logging.getLogger().setLevel(logging.ERROR)
+rows = [("A", 1.0, 0.01, 10**6, 0.000781), ("A", 1.0, 0.01, 10**7, 0.000391), ("B", 0.8, 0.004, 10**6, 0.000391),
+        ("B", 0.8, 0.004, 10**7, 0.000391), ("A", 1.0, 0.01, 10**4, 0.000781), ("B", 0.8, 0.004, 10**4, 0.000781)]
+for name, s, q, k, iv in rows:
+    tt, tp = [], []
+    for rep in range(2):
+        tightdp.clear_caches(); t = time.perf_counter()
+        b = ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k).epsilon(1e-5)
+        tt.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        acc = ppa.PLDAccountant(value_discretization_interval=iv)
+        acc.compose(dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), k)
+        e = acc.get_epsilon(1e-5)
+        tp.append(time.perf_counter() - t)
+    print(f"{name} k={k:.0e}: tightdp [{b.lower:.6g}, {b.upper:.6g}] {min(tt):.3f}s | dp-acc({iv}) {e:.6g} {min(tp):.3f}s | ratio {min(tp)/min(tt):.1f}x", flush=True)
