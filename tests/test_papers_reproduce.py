@@ -58,6 +58,14 @@ def test_p000_individual_gdp_steps(tmp_path):
     assert lo <= 2.75 <= hi
     ex = rows["individual_max"]["extra"]
     assert ex["max_individual_upper"] <= ex["worst_upper"] * (1 + 1e-9)
+    # App. C.4 Fig. 5: the most steps at RDP's epsilon of 420 steps, RDP / exact GDP (printed 420 / 495)
+    assert rows["c4_steps_420"]["extra"] == {"rdp": 420, "gdp": 495}
+    # Fig. 1: per-example RDP is above the per-example PLD bound for every example ("PLD smaller")
+    assert rows["fig1_rdp"]["extra"]["share_rdp_above_pld"] >= 0.99
+    # App. D: the paper's sigma-grid is the looser one (its upper bounds sit further above the lower bounds)
+    assert rows["grid_paper"]["extra"]["median"] >= rows["grid_uniform"]["extra"]["median"]
+    # App. E: with a large clipping norm the filter stops few examples near the budget (Figs 6-8)
+    assert rows["appE_clip_5"]["extra"]["share_near_budget"] < rows["appE_clip_1"]["extra"]["share_near_budget"]
 
 
 @pytest.mark.slow
@@ -94,3 +102,9 @@ def test_p004_edgeworth_aea_beats_gdp(tmp_path):
     lap = rows["laplace"]
     assert lap["extra"]["prv_lower"] * 0.98 <= lap["tightdp"] <= lap["extra"]["prv_upper"] * 1.02
     assert rows["distinct"]["extra"]["seconds"] < 10
+    # 004 Fig. 3 left (delta = 0.1, m = 1e5): the default (integrated) EEAI is two-sided and holds the certified value
+    ex = rows["fig3_left_100000"]["extra"]
+    lo, hi = ex["eeai"]
+    assert 0 < lo <= ex["cd_lower"] and ex["cd_upper"] <= hi
+    # Lemma 4.3's error falls below delta only at m ~ 3e5 in Fig. 2 left, never below 1e9 in Fig. 2 right
+    assert rows["mstar_2_left"]["extra"]["lemma43"] > 1e5 and rows["mstar_2_right"]["extra"]["lemma43"] is None
