@@ -403,16 +403,11 @@ def _gdp_c(a: np.ndarray, mu: float, *, up: bool) -> np.ndarray:
 # ============================================================================== building curves
 def _gaussian_ledger_mu(accountant) -> float | None:
     """``mu`` when every step of the ledger has a Gaussian privacy loss, equal in both directions
-    (then exactly mu-GDP, DRS Cor. 3.3), else ``None``."""
-    from .mechanisms.losses import GaussianLoss
+    (then exactly mu-GDP, DRS Cor. 3.3), else ``None`` (an empty ledger and an overflowing mu too)."""
+    from .accountants._gdp_math import gaussian_ledger_mu
 
-    mu2 = 0.0
-    for mech, count in accountant.ledger:
-        pair = mech.privacy_losses()
-        if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
-            return None
-        mu2 += count * pair.remove.mu * pair.remove.mu
-    return math.sqrt(mu2) if accountant.ledger and math.isfinite(mu2) else None
+    mu = gaussian_ledger_mu(accountant.ledger) if accountant.ledger else None
+    return mu if mu is not None and math.isfinite(mu) else None
 
 
 def _closed_form(mu: float, alphas: np.ndarray) -> TradeoffCurve:

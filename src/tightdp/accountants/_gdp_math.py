@@ -31,7 +31,7 @@ import math
 import numpy as np
 from scipy import special
 
-__all__ = ["gdp_log_delta_bounds", "gdp_delta_bounds", "gdp_epsilon_bounds", "gdp_log_delta"]
+__all__ = ["gaussian_ledger_mu", "gdp_log_delta_bounds", "gdp_delta_bounds", "gdp_epsilon_bounds", "gdp_log_delta"]
 
 _TINIEST = 5e-324  # the smallest positive double: an upper bound on any delta that underflows
 
@@ -133,3 +133,19 @@ def gdp_epsilon_bounds(mu: float, delta: float) -> tuple[float, float, float]:
         return lower, upper, upper
     lower = min(lower, upper)
     return lower, min(max(est, lower), upper), upper
+
+
+def gaussian_ledger_mu(ledger) -> float | None:
+    """``mu`` of a ledger ``[(mechanism, count), ...]`` whose every step has a Gaussian privacy loss, equal in
+    both directions (then the composition is exactly ``mu``-GDP with ``mu^2 = sum c mu_i^2``, Dong, Roth,
+    Su 2022, Cor. 3.3; may be ``inf`` when the sum overflows), else ``None``."""
+    from ..mechanisms.losses import GaussianLoss
+
+    mu2 = 0.0
+    for mech, count in ledger:
+        pair = mech.privacy_losses()
+        if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
+            return None
+        mu2 += count * pair.remove.mu * pair.remove.mu
+    return math.sqrt(mu2)
+

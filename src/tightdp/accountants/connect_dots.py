@@ -39,7 +39,7 @@ from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import GaussianLoss
 from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, own_pairs, supports_dominance
-from ._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds
+from ._gdp_math import gaussian_ledger_mu, gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
 
 __all__ = ["ConnectDotsAccountant"]
@@ -142,13 +142,7 @@ class ConnectDotsAccountant(PLDAccountant):
     def _gaussian_mu(self) -> float | None:
         """``mu`` of the whole ledger when every step's privacy loss is Gaussian (then exactly
         ``mu``-GDP in both directions), else ``None``."""
-        mu2 = 0.0
-        for mech, count in self._ledger:
-            pair = mech.privacy_losses()
-            if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
-                return None
-            mu2 += count * pair.remove.mu * pair.remove.mu
-        return math.sqrt(mu2)
+        return gaussian_ledger_mu(self._ledger)
 
     def _unsampled_hint(self, delta: float) -> str:
         """What can still be certified when a step's loss is out of range: for subsampled Gaussians,
