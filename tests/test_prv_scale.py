@@ -285,3 +285,39 @@ def test_coarse_tail_subsampled_both_directions():
     cd = ConnectDotsAccountant().compose(step, 20_000).epsilon(1e-5)
     assert "tree" in prv.details and prv.upper - prv.lower <= 0.022
     assert prv.lower <= cd.upper and cd.lower <= prv.upper
+
+
+def test_tree_heterogeneous_overlaps_connect_dots():
+    """Two distinct subsampled Gaussians in one tree (each with its own wide tail cells, merged coupling
+    tails): the certified interval overlaps the connect-dots accountant's (dominance, no coupling)."""
+    ledger = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3), 20_000),
+              (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=1e-2), 30_000)]
+    prv, cd = PRVAccountant(), ConnectDotsAccountant()
+    for m, k in ledger:
+        prv, cd = prv.compose(m, k), cd.compose(m, k)
+    b, c = prv.epsilon(1e-6), cd.epsilon(1e-6)
+    assert "tree" in b.details and len(b.details["tree"]["radices"]) >= 1 and b.upper - b.lower <= 0.022
+    assert b.lower <= c.upper and c.lower <= b.upper, (b, c)
+
+
+def test_tree_randomized_response_against_exact_binomial():
+    """A bounded, atomic loss through the tree: k-fold binary randomized response, whose composed loss is
+    ``(2J - k) eps0`` with ``J ~ Binom(k, 1/2 + 0.005)`` under P, so ``delta(eps)`` is an exact binomial
+    sum: it is at least 1e-6 at the certified lower end and at most 1e-6 at the upper end."""
+    from tightdp import RandomizedResponse
+
+    k = 100_000
+    acc = PRVAccountant().compose(RandomizedResponse(noise_parameter=0.99, num_buckets=2), k)
+    b = acc.epsilon(1e-6)
+    assert "tree" in b.details and b.upper - b.lower <= 0.022
+    p_true = 0.01 + 0.99 / 2
+    eps0 = math.log(p_true / (1 - p_true))
+    j = np.arange(k + 1)
+    logpmf = stats.binom.logpmf(j, k, p_true)
+    loss = (2 * j - k) * eps0
+
+    def delta(eps):
+        sel = loss > eps
+        return float(np.sum(np.exp(logpmf[sel]) * -np.expm1(eps - loss[sel])))
+
+    assert delta(b.lower) >= 1e-6 >= delta(b.upper)
