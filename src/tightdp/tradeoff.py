@@ -428,7 +428,12 @@ def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
     corners = np.concatenate([seg.a0, seg.a1])
     mu_lo = _mu_lower(np.concatenate([alphas, corners]),
                       np.concatenate([c_low, np.minimum(_c_lower(corners, seg), _c_upper(corners, d, s))]))
-    mu_hi, why = _mu_upper(eps, d_up)
+    if eps.size and eps[0] == 0.0 and d_up[0] == 0.0:
+        # delta(0) = 0 certified: total variation 0, P = Q, the curve is 1 - alpha and mu = 0 exactly (the
+        # grid check below would ask G_mu <= beta_lower within rounding of alpha = 1, where beta_lower is 0)
+        mu_hi, why = 0.0, None
+    else:
+        mu_hi, why = _mu_upper(eps, d_up)
     details = dict(details)
     if why:
         details["mu_note"] = f"no finite mu-GDP statement certified: {why}"

@@ -44,6 +44,7 @@ raises ``UnsupportedMechanismError`` naming the event type.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -54,7 +55,7 @@ from ..mechanisms import (Gaussian, Laplace, Mechanism, PoissonSampled, PureDP, 
 from ..mechanisms.base import LossPair
 from ..mechanisms.losses import DiscreteLoss
 
-__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "SUPPORTED_EVENTS"]
+__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "PoissonSampledNonPrivate", "SUPPORTED_EVENTS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +77,35 @@ class NonPrivate(Mechanism):
 
 #: What a non-private release is imported as.
 NON_PRIVATE = NonPrivate()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoissonSampledNonPrivate(Mechanism):
+    """A release without privacy, run on a Poisson sample of rate ``sampling_rate`` (add/remove neighbouring):
+    dp-accounting's ``PoissonSampledDpEvent(q, GaussianDpEvent(0))``, exactly.
+
+    Remove: ``P = q (revealed) + (1 - q) R`` against ``Q = R``: privacy loss ``+inf`` with probability ``q``
+    and ``log(1 - q)`` otherwise. Add: ``P = R`` against ``Q = q (revealed) + (1 - q) R``: loss ``-log(1 - q)``
+    with probability one. So ``delta(eps) = q`` for every ``eps >= 0`` (the record is revealed exactly when it is
+    sampled), and compositions are exact, not merely dominated (``NonPrivate`` would say ``delta = 1``, a
+    "certified lower bound" above the truth).
+    """
+
+    type_name = "poisson_sampled_non_private"
+    sampling_rate: float
+
+    def __post_init__(self):
+        from .._validation import check_probability
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+
+    def privacy_losses(self) -> LossPair:
+        q = self.sampling_rate
+        if q >= 1.0:
+            return NON_PRIVATE.privacy_losses()
+        keep = math.log1p(-q)
+        remove = DiscreteLoss(values=(keep,), probs=(1.0 - q,), infinity_mass=q)
+        add = DiscreteLoss(values=(-keep,), probs=(1.0,))
+        return LossPair(remove, add)
 
 _Entries = list[tuple[Mechanism, int]]
 _HANDLERS: dict[str, Callable[[Any, int], _Entries]] = {}
@@ -180,7 +210,7 @@ def _poisson(event, count):
     if q == 0 or inner is None:
         return []
     if inner == "non-private":
-        return [(NON_PRIVATE, 1)]
+        return [(PoissonSampledNonPrivate(sampling_rate=q), count)] if q < 1 else [(NON_PRIVATE, 1)]
     return [(PoissonSampled(mechanism=inner, sampling_rate=q), count)]
 
 
