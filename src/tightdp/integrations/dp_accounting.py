@@ -36,7 +36,9 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
 =================================  ===========================================
 
 A zero noise multiplier (dp-accounting's spelling of "no noise") is imported
-as non-private; a zero sampling probability as a no-op. Everything else
+as non-private — under Poisson sampling at rate q < 1 as ``PoissonSampledNonPrivate``
+(delta = q exactly: the record is revealed when it is sampled); a zero sampling
+probability as a no-op. Everything else
 (``DiscreteLaplaceDpEvent``, ``ZCDpEvent``, tree aggregation, repeat-and-select,
 ``UnsupportedDpEvent``, Poisson-sampled Laplace, ...)
 raises ``UnsupportedMechanismError`` naming the event type.
