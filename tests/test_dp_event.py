@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 dpa = pytest.importorskip("dp_accounting")
@@ -200,3 +201,21 @@ def test_tightdp_import_does_not_import_peers_or_torch():
             "bad = [m for m in ('dp_accounting', 'torch', 'opacus') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_zero_noise_on_a_sample_is_exact_or_refused():
+    """A non-private release on a sample that may leave the record out has delta < 1: Poisson sampling is
+    imported exactly (delta = q at every epsilon >= 0), the other samplers are refused rather than
+    certified as delta = 1 from below (found by tests/test_peer_suites.py)."""
+    entries = from_dp_event(de.PoissonSampledDpEvent(0.1, de.GaussianDpEvent(0.0)))
+    b = tightdp.ConnectDotsAccountant().compose(entries).delta([0.0, 1.0])
+    assert np.allclose(b.lower, 0.1) and np.allclose(b.upper, 0.1)
+    three = tightdp.ConnectDotsAccountant().compose([(entries[0][0], 3)]).delta(1.0)
+    assert float(three.lower) <= 1 - 0.9 ** 3 <= float(three.upper) + 1e-15
+    for ev in (de.SampledWithoutReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
+               de.SampledWithReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
+               de.MixtureOfGaussiansDpEvent(0.0, [0.0, 1.0], [0.5, 0.5])):
+        with pytest.raises(tightdp.errors.UnsupportedMechanismError, match="zero noise"):
+            from_dp_event(ev)
+    assert from_dp_event(de.SampledWithoutReplacementDpEvent(10, 10, de.GaussianDpEvent(0.0))) == [(NON_PRIVATE, 1)]
+    assert from_dp_event(de.MixtureOfGaussiansDpEvent(0.0, [1.0], [1.0])) == [(NON_PRIVATE, 1)]

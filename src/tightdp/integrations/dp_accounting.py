@@ -186,9 +186,25 @@ def _mog(event, count):
             "which is not available in this installation") from None
     s = _field(event, "standard_deviation")
     if s == 0:
+        sens = [float(x) for x in _field(event, "sensitivities")]
+        probs = [float(p) for p in _field(event, "sampling_probs")]
+        p_zero = sum(p for c, p in zip(sens, probs) if c == 0)
+        if p_zero >= 1.0:
+            return []  # the record never moves the output: a no-op
+        if p_zero > 0.0:
+            _sampled_non_private(event, f"a mixture that leaves the record out with probability {p_zero:g}")
         return [(NON_PRIVATE, 1)]
     return [(MixtureOfGaussians(noise_multiplier=s, sensitivities=tuple(_field(event, "sensitivities")),
                                 probabilities=tuple(_field(event, "sampling_probs"))), count)]
+
+
+def _sampled_non_private(event, what: str):
+    """A release without noise run on a random sample that may leave the record out: its delta is below 1,
+    and tightdp has no exact pair for it (``NonPrivate`` would state delta = 1 as a *lower* bound too)."""
+    raise UnsupportedMechanismError(
+        f"dp-accounting event {_name(event)} with zero noise: a non-private release on {what}; its delta is "
+        "below 1 (the record may be left out) and tightdp has no exact pair for it (NonPrivate would certify "
+        "delta = 1 from below, above the truth); add noise, or use PoissonSampledDpEvent, which is exact")
 
 
 def _sampled_gaussian(event, kind: str) -> Gaussian | None | str:
@@ -223,7 +239,9 @@ def _without(event, count):
     if inner is None or m == 0:
         return []
     if inner == "non-private":
-        return [(NON_PRIVATE, 1)]
+        if m >= n:  # everyone is in the sample: non-private exactly
+            return [(NON_PRIVATE, 1)]
+        _sampled_non_private(event, f"a sample of {m} of {n} drawn without replacement")
     return [(SampledWithoutReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
 
 
@@ -234,7 +252,7 @@ def _with(event, count):
     if inner is None or m == 0:
         return []
     if inner == "non-private":
-        return [(NON_PRIVATE, 1)]
+        _sampled_non_private(event, f"{m} draws with replacement from {n}")
     return [(SampledWithReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
 
 
@@ -246,7 +264,7 @@ def _truncated(event, count):
     if q == 0 or b == 0 or n == 0:  # nothing sampled (as in dp-accounting)
         return []
     if s == 0:
-        return [(NON_PRIVATE, 1)]
+        _sampled_non_private(event, f"Poisson batches of rate {q:g} cut to {b}")
     return [(TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=s), sampling_rate=q, dataset_size=n,
                                      max_batch_size=b), count)]
 
