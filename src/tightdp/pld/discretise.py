@@ -122,13 +122,8 @@ def _blocks(d: DiscretisedLoss):
 
 @_register_cache
 @lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
-def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
-    """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).
-
-    Cached: the same ``(loss, h, tail_mass)`` is computed once per process.
-    """
-    if not (h > 0 and math.isfinite(h)):
-        raise ValueError(f"mesh h must be positive and finite, got {h!r}")
+def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float]:
+    """The loss range kept when ``tail_mass / 2`` is cut from each tail, clipped to the loss support."""
     lo_s, hi_s = loss.support()
     a = loss.lower_quantile(0.5 * tail_mass)
     b = loss.upper_quantile(0.5 * tail_mass)
@@ -136,6 +131,17 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
         a = max(a, lo_s)
     if math.isfinite(hi_s):
         b = min(b, hi_s)
+    return a, b
+
+
+def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
+    """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).
+
+    Cached: the same ``(loss, h, tail_mass)`` is computed once per process.
+    """
+    if not (h > 0 and math.isfinite(h)):
+        raise ValueError(f"mesh h must be positive and finite, got {h!r}")
+    a, b = _truncation_range(loss, tail_mass)
     j_lo = math.floor(a / h + 0.5)
     j_hi = max(j_lo, math.ceil(b / h - 0.5))
     if j_hi - j_lo > 50_000_000:
@@ -208,12 +214,7 @@ def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio:
     if ratio < 3 or ratio % 2 == 0:
         raise ValueError(f"ratio must be an odd integer >= 3, got {ratio!r}")
     lo_s, hi_s = loss.support()
-    a = loss.lower_quantile(0.5 * tail_mass)
-    b = loss.upper_quantile(0.5 * tail_mass)
-    if math.isfinite(lo_s):
-        a = max(a, lo_s)
-    if math.isfinite(hi_s):
-        b = min(b, hi_s)
+    a, b = _truncation_range(loss, tail_mass)
     p_max = tail_share / ratio ** 2
     j_lo = math.floor(a / h + 0.5)
     j_hi = max(j_lo, math.ceil(b / h - 0.5))
