@@ -120,8 +120,6 @@ def _blocks(d: DiscretisedLoss):
     return _blocks_cached(d)
 
 
-@_register_cache
-@lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
 def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float]:
     """The loss range kept when ``tail_mass / 2`` is cut from each tail, clipped to the loss support."""
     lo_s, hi_s = loss.support()
@@ -134,6 +132,8 @@ def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float
     return a, b
 
 
+@_register_cache
+@lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
 def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
     """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).
 
