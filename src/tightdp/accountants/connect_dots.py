@@ -37,7 +37,7 @@ from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
-from ..mechanisms.losses import GaussianLoss
+from ..mechanisms.losses import DiscreteLoss, GaussianLoss
 from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, own_pairs, supports_dominance
 from ._gdp_math import gaussian_ledger_mu, gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
@@ -219,17 +219,29 @@ class ConnectDotsAccountant(PLDAccountant):
         """The largest mesh ``<= h`` on which the support ends of every loss with atoms there are grid
         points, when they are commensurate (pure DP, randomized response, Laplace: atoms at ``+-r``);
         else ``h``. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
+        A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
+        that holds every atom, however coarse: on it both constructions are the exact composition (an
+        exact enumeration of the atoms' sums, with rounding only), so a finer mesh buys nothing.
 
         An atom on a grid point is split or merged exactly, so atoms cost no discretisation width;
         off the grid, each step's atom moves by up to a mesh and the gap grows with the steps."""
-        ends = sorted({abs(e) for terms in directions for loss, _ in terms if getattr(loss, "has_q_side", False)
-                       for e in loss.support() if math.isfinite(e) and abs(e) > 1e-12})
+        losses = [loss for terms in directions for loss, _ in terms]
+        atoms_only = all(isinstance(loss, DiscreteLoss) for loss in losses)
+        points = ({abs(v) for loss in losses for v in loss.values} if atoms_only else
+                  {abs(e) for loss in losses if getattr(loss, "has_q_side", False) for e in loss.support()})
+        ends = sorted(e for e in points if math.isfinite(e) and e > 1e-12)
         if not ends:
             return h
+
+        def lattice(unit: float) -> bool:
+            return all(abs(e / unit - round(e / unit)) <= 1e-9 * max(1.0, e / unit) for e in ends)
+
+        if atoms_only:
+            for m in range(1, min(math.ceil(ends[0] / h - 1e-9), 1000) + 1):
+                if lattice(ends[0] / m):
+                    return ends[0] / m
         unit = ends[0] / math.ceil(ends[0] / h - 1e-9)
-        if all(abs(e / unit - round(e / unit)) <= 1e-9 * max(1.0, e / unit) for e in ends):
-            return unit
-        return h
+        return unit if lattice(unit) else h
 
     def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()

@@ -40,6 +40,54 @@ _GL_TRUNC = math.factorial(8) ** 4 / (17 * math.factorial(16) ** 3)  # 1.7e-23: 
 _NARROW = 0.05  # cells narrower than this many sigma are integrated, not differenced
 
 
+#: atoms this close (relative) to a cell edge are counted in the cell below it (``_atom_cells``)
+_ATOM_SNAP = 1e-12
+
+
+def _atom_cells(edges: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(cell, on_edge, moved)``: the cell ``(e_i, e_(i+1)]`` of every atom (``-1``: below the grid,
+    ``>= len(edges) - 1``: above), whether it sits on that cell's upper edge, and the largest distance an
+    atom was moved to put it there.
+
+    An atom within ``_ATOM_SNAP`` (relative) of an edge is on that edge, whichever side of it rounding put
+    the edge (``0.3`` against ``3 * 0.1 = 0.30000000000000004``), and belongs to the cell below it: on a
+    lattice that holds the atoms every atom is a cell's upper edge, where both dominance constructions
+    keep it exactly (a mesh's misplacement per step otherwise). The distance moved is charged by the
+    constructions as an edge error (a loss shift)."""
+    idx = np.searchsorted(edges, values, side="left") - 1
+    if edges.size == 0:
+        return idx, np.zeros(idx.shape, bool), 0.0
+    near = np.clip(np.searchsorted(edges, values), 1, edges.size - 1)
+    near = np.where(np.abs(edges[near - 1] - values) < np.abs(edges[near] - values), near - 1, near)
+    gap = np.abs(edges[near] - values)
+    snap = gap <= _ATOM_SNAP * (1.0 + np.abs(values))
+    return np.where(snap, near - 1, idx), snap, float(np.max(gap[snap], initial=0.0))
+
+
+def _place_atoms(edges: np.ndarray, values, p, q, P: np.ndarray, Q: np.ndarray, apart: bool):
+    """Add atoms (losses ``values``, P-masses ``p``, Q-masses ``q``) to the cell masses ``P, Q`` in place;
+    with ``apart``, atoms on an edge go to separate per-edge arrays instead. Returns ``(below, above,
+    edge_err, atoms)``: the P-mass below / above the grid, the distance moved, and ``(P_at, Q_at)``
+    (per edge; ``None`` without ``apart``)."""
+    values, p, q = (np.asarray(x, float) for x in (values, p, q))
+    idx, on_edge, edge_err = _atom_cells(edges, values)
+    n = P.size
+    atoms = (np.zeros(n + 1), np.zeros(n + 1)) if apart else None
+    below = above = 0.0
+    for i, on, pa, qa in zip(idx.tolist(), on_edge.tolist(), p.tolist(), q.tolist()):
+        if i < 0:
+            below += pa
+        elif i >= n:
+            above += pa
+        elif apart and on:
+            atoms[0][i + 1] += pa
+            atoms[1][i + 1] += qa
+        else:
+            P[i] += pa
+            Q[i] += qa
+    return below, above, edge_err, atoms
+
+
 def _ndtr(z):
     return special.ndtr(z)
 
@@ -179,27 +227,31 @@ class DiscreteLoss(PrivacyLoss):
         c = np.concatenate([np.cumsum(q[::-1])[::-1], [0.0]])
         return c[np.searchsorted(v, np.asarray(s, float), side="right")]
 
-    def _cells_pq(self, edges):
+    def _cells_pq(self, edges, apart: bool = False):
         """Cell masses straight from the atoms (cell ``i`` is ``(e_i, e_(i+1)]``): empty cells are exactly
         0 and a cell's mass is a sum of at most ``len(values)`` atoms, so the relative error is
-        ``len(values) u`` and there is no absolute error term at all."""
+        ``len(values) u`` and there is no absolute error term at all. Atoms on an edge up to rounding go to
+        the cell below it (``_atom_cells``), or with ``apart`` to per-edge arrays. Returns ``(below,
+        above, P, Q, edge_err, atoms)``."""
         e = np.asarray(edges, float)
         v, p = self._arrays
         _, q = self._q_atoms
-        idx = np.searchsorted(e, v, side="left") - 1
-        inside = (idx >= 0) & (idx < e.size - 1)
-        P = np.bincount(idx[inside], weights=p[inside], minlength=e.size - 1)
-        Q = np.bincount(idx[inside], weights=q[inside], minlength=e.size - 1)
-        below = float(p[idx < 0].sum())
-        above = float(p[idx >= e.size - 1].sum())
-        return below, above, P, Q
+        P, Q = np.zeros(max(e.size - 1, 0)), np.zeros(max(e.size - 1, 0))
+        below, above, edge_err, atoms = _place_atoms(e, v, p, q, P, Q, apart)
+        return below, above, P, Q, edge_err, atoms
 
     def cell_masses(self, edges):
-        below, above, P, _ = self._cells_pq(edges)
-        return below, above, P, ((len(self.values) + 2) * _U, 0.0), 0.0
+        below, above, P, _, edge_err, _ = self._cells_pq(edges)
+        return below, above, P, ((len(self.values) + 2) * _U, 0.0), edge_err
 
     def q_cell_masses(self, edges):
         return self._cells_pq(edges)[3], ((len(self.values) + 2) * _U, 0.0)
+
+    def edge_atoms(self, edges):
+        """``(P, Q, P_at, Q_at)``: the cell masses without the atoms that sit on an edge, and those atoms'
+        masses per edge (for the merge-to-the-grid construction, which keeps them where they are)."""
+        _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
+        return P, Q, pa, qa
 
 
 @dataclass(frozen=True)
@@ -262,7 +314,7 @@ class LaplaceLoss(PrivacyLoss):
         inner = 0.5 * np.exp(-(r + np.clip(s, -r, r)) / 2.0)
         return np.where(s < -r, 1.0, np.where(s >= r, 0.0, inner))
 
-    def _cells_pq(self, edges):
+    def _cells_pq(self, edges, apart: bool = False):
         """P- and Q-masses of the cells ``(e_i, e_(i+1)]`` in closed form (no cancellation): the
         continuous part ``-exp(-(r - v)/2) expm1(-(v - u)/2) / 2`` under P and
         ``-exp(-(r + u)/2) expm1(-(v - u)/2) / 2`` under Q on ``(u, v) = cell ^ (-r, r)``, plus the atoms
@@ -274,17 +326,22 @@ class LaplaceLoss(PrivacyLoss):
         w = np.where(v > u, -np.expm1(-(v - u) / 2.0), 0.0)
         P = 0.5 * np.exp(-(r - v) / 2.0) * w
         Q = 0.5 * np.exp(-(r + u) / 2.0) * w
-        lo_atom = (a < -r) & (-r <= b)
-        hi_atom = (a < r) & (r <= b)
-        P = P + np.where(lo_atom, 0.5 * math.exp(-r), 0.0) + np.where(hi_atom, 0.5, 0.0)
-        Q = Q + np.where(lo_atom, 0.5, 0.0) + np.where(hi_atom, 0.5 * math.exp(-r), 0.0)
-        below = float(self.cdf(e[:1])[0])
-        above = float(self.sf(e[-1:])[0])
-        return below, above, P, Q
+        below, above, edge_err, atoms = _place_atoms(e, (-r, r), (0.5 * math.exp(-r), 0.5),
+                                                     (0.5, 0.5 * math.exp(-r)), P, Q, apart)
+        if e[0] > -r:  # the continuous part below the grid
+            below += float(0.5 * np.exp(-(r - min(e[0], r)) / 2.0) * -np.expm1(-(min(e[0], r) + r) / 2.0))
+        if e[-1] < r:  # and above it
+            above += float(0.5 * -np.expm1(-(r - max(e[-1], -r)) / 2.0))
+        return below, above, P, Q, edge_err, atoms
 
     def cell_masses(self, edges):
-        below, above, P, _ = self._cells_pq(edges)
-        return below, above, P, (_CELL_REL, 0.0), 0.0
+        below, above, P, _, edge_err, _ = self._cells_pq(edges)
+        return below, above, P, (_CELL_REL, 0.0), edge_err
+
+    def edge_atoms(self, edges):
+        """As ``DiscreteLoss.edge_atoms``: the atoms at ``-r`` and ``r``, where they sit on an edge, apart."""
+        _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
+        return P, Q, pa, qa
 
     def q_cell_masses(self, edges):
         return self._cells_pq(edges)[3], (_CELL_REL, 0.0)

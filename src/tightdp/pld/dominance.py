@@ -42,6 +42,12 @@ __all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "own_pai
 
 _U = float(np.finfo(float).eps) / 2
 _LOSS_RANGE = 700.0  # exp(700) ~ 1e304: the largest step loss the cell arithmetic can exponentiate
+#: A merged carry whose ratio falls short of its grid value by at most this factor (an atom sitting on a
+#: grid point, off by the rounding of ``i * h`` and of its Q-mass) is placed on that grid point, not a mesh
+#: below; ``dominated`` lowers every loss by ``_SNAP_LOSS`` more to pay for it. Without it, pure DP's atoms
+#: lost a whole mesh per step in the lower bound (width growing like ``k h``, eight passes at k = 1e4).
+_SNAP_TOL = 1e-12
+_SNAP_LOSS = 2e-12  # >= log(1 + _SNAP_TOL) plus the rounding of the ratio test and of log(cp / cq)
 _MAX_CELLS = 20_000_000
 
 
@@ -282,24 +288,21 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
     """
     if own_pairs(loss):
         return loss.dominated_pld(h, max(_tails(tail)))
-    # the merges use only the realised cells' own masses and the ratios computed from them, so where
-    # the cell edges sit does not matter (the edge error e is not charged here)
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, _ = _cells(loss, h, tail)
+    # the merges use only the realised cells' own masses and the ratios computed from them, so where the
+    # cell edges sit does not matter, except for atoms moved onto an edge (``e`` then covers the move)
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e = _cells(loss, h, tail)
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
-    margin = 2.0 * r + 1e-13
+    margin = 2.0 * r + 1e-13 + _SNAP_LOSS + e
+    items = _merge_items(loss, s, P, Q)
     if top_down:
-        pmf_td = _merge_down(s, P, Q, h, i0)
-        pmf_td[-1] += p_above
-        return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf_td), shift=-margin, infinity_mass=inf_p,
-                               truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
-                               rel_error=r + 4 * _U)
-    # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
-    pmf, cp, cq, target = merge_up(P, Q, np.exp(s))
-    # the last carry: ratio below alpha_target, round its loss down to the grid point below
-    if cp > 0.0:
-        j = _grid_index_below(cp, cq, h, i0, target - 1)
-        if j >= 0:  # below the grid it is dropped (loss -inf): moving it up to the grid would be optimistic
+        pmf = _merge_down(*items, np.exp(s), s)
+    else:
+        # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
+        pmf, cp, cq, target = merge_up(items[0], items[1], np.exp(s), tol=_SNAP_TOL, start=items[2])
+        # the last carry: ratio below alpha_target, round its loss down to the grid point below
+        j = _grid_index_below(cp, cq, s, target)
+        if j >= 0 and cp > 0.0:  # below the grid it is dropped (loss -inf): moving it up would be optimistic
             pmf[j] += cp
     pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (docstring)
     return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
@@ -307,88 +310,135 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
                            rel_error=r + 4 * _U)
 
 
-def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[list, float, float, int]:
+def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray):
+    """The outputs the merges sweep, in increasing order of likelihood ratio: ``(P, Q, start)``, ``start``
+    the grid index a carry beginning with that item aims at. Cell ``i`` (ratio in ``[alpha_i, alpha_(i+1)]``)
+    aims at ``i + 1``. A loss with atoms on grid points (pure DP, randomized response, Laplace's ``+-r``;
+    ``edge_atoms``) gives them as items of their own between the cells, aiming at their own grid point:
+    a merge then keeps them there instead of merging them with the density of their cell (Laplace's atom
+    at ``r``, half the mass, went a mesh down with its cell's sliver of density: a width growing like
+    ``k h``)."""
+    split = getattr(loss, "edge_atoms", None)
+    n = P.size
+    if split is None:
+        return P, Q, np.arange(1, n + 1)
+    Pc, Qc, Pa, Qa = split(s)
+    ip, iq, start = np.empty(2 * n + 1), np.empty(2 * n + 1), np.empty(2 * n + 1, dtype=np.int64)
+    ip[0::2], ip[1::2] = Pa, Pc
+    iq[0::2], iq[1::2] = Qa, Qc
+    start[0::2], start[1::2] = np.arange(n + 1), np.arange(1, n + 1)
+    keep = (ip > 0.0) | (iq > 0.0)
+    keep[0] = True  # the sweep starts with the first item
+    return ip[keep], iq[keep], start[keep]
+
+
+def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0,
+             start: np.ndarray | None = None) -> tuple[list, float, float, int]:
     """The upward merge-to-the-grid sweep on any increasing lattice of ratios ``alpha``.
 
-    Cell ``i`` (masses ``P[i], Q[i]``) has likelihood ratio in ``[alpha[i], alpha[i+1]]``
-    (``alpha`` one longer than ``P``). Sweeping upwards, the carry (ratio below ``alpha[T]``)
-    takes the fraction of the next cells that brings its ratio to exactly ``alpha[T]``: a
-    randomised merge of outputs, a post-processing, so the result is dominated. Only the cells'
-    own masses are used. Returns the ``P``-masses at the targets (a list; ``Q = P / alpha``) and the
-    final carry ``(cp, cq, T)``, whose ratio lies below ``alpha[T]``: the caller places it.
-    Used by ``dominated`` (ratios ``e^(s_i)``) and by random allocation's ratio lattices.
+    Item ``i`` (masses ``P[i], Q[i]``; by default cell ``i``, ratio in ``[alpha[i], alpha[i+1]]``) has
+    likelihood ratio at least ``alpha[start[i] - 1]`` and at most ``alpha[start[i]]`` (``start[i] = i + 1``
+    by default; an atom on grid point ``g`` has ``start = g``). Sweeping upwards, the carry (ratio below
+    ``alpha[T]``) takes the fraction of the next items that brings its ratio to exactly ``alpha[T]``: a
+    randomised merge of outputs, a post-processing, so the result is dominated; an item whose ratio is
+    ``alpha[T]`` itself (an atom on the grid) is placed there on its own. Only the items' own masses
+    are used. Returns the ``P``-masses at the targets (a list; ``Q = P / alpha``) and the final carry
+    ``(cp, cq, T)``, whose ratio lies below ``alpha[T]``: the caller places it. ``tol``: ratios within a
+    factor ``1 + tol`` of ``alpha[T]`` count as ``alpha[T]`` (the caller lowers every loss by
+    ``log(1 + tol)`` more). Used by ``dominated`` (ratios ``e^(s_i)``) and by random allocation's ratio
+    lattices.
     """
     n = P.size
     al = alpha.tolist()
+    st = list(range(1, n + 1)) if start is None else [int(x) for x in start]
     pmf = [0.0] * alpha.size  # a Python list: this sequential sweep is the hot loop
     Pl, Ql = P.tolist(), Q.tolist()
-    cp, cq, target = Pl[0], Ql[0], 1
+    cp, cq, target = Pl[0], Ql[0], st[0]
     for i in range(1, n):
         pi, qi = Pl[i], Ql[i]
         if pi <= 0.0 and qi <= 0.0:
             continue
         a = al[target]
         deficit = a * cq - cp  # >= 0: the carry's ratio is below alpha_T
-        surplus = pi - a * qi  # >= 0: cell i lies at or above alpha_T (i >= target)
-        if deficit <= 0.0:  # the carry reached alpha_T (rounding): emit it there (its ratio is not above)
+        if deficit <= tol * cp:  # the carry reached alpha_T (up to tol): emit it there
             pmf[target] += cp
-            cp, cq, target = pi, qi, i + 1
+            cp, cq, target = pi, qi, st[i]
+            continue
+        surplus = pi - a * qi  # >= 0: item i lies at or above alpha_T
+        if surplus <= tol * pi:  # item i sits at alpha_T (an atom on the grid point): it stays there
+            pmf[target] += pi
             continue
         if surplus > deficit:
             f = deficit / surplus
             pmf[target] += cp + f * pi
             cp, cq = (1.0 - f) * pi, (1.0 - f) * qi
-            target = i + 1
+            target = st[i]
         else:
             cp, cq = cp + pi, cq + qi
     return pmf, cp, cq, target
 
 
-def _grid_index_below(cp: float, cq: float, h: float, i0: int, cap: int) -> int:
-    """Index of the grid point at or below the loss ``log(cp / cq)`` (at most ``cap``; -1: below the grid)."""
+def _grid_index_below(cp: float, cq: float, s: np.ndarray, cap: int) -> int:
+    """Index of the grid point of ``s`` at or below the loss ``log(cp / cq) + _SNAP_TOL`` (at most ``cap``;
+    -1: below the grid, or no P-mass). The tolerance puts an atom that sits on a grid point up to
+    rounding on that point (``dominated`` lowers every loss by ``_SNAP_LOSS`` to pay for it)."""
     if cq <= 0.0:
         return cap
     if cp <= 0.0:  # no P-mass to place (its loss would be -inf)
         return -1
-    return min(cap, int(math.floor(math.log(cp / cq) / h)) - i0)
+    return min(cap, int(np.searchsorted(s, math.log(cp / cq) + _SNAP_TOL, side="right")) - 1)
 
 
-def _merge_down(s: np.ndarray, P: np.ndarray, Q: np.ndarray, h: float, i0: int) -> list[float]:
+def _merge_down(P: np.ndarray, Q: np.ndarray, start: np.ndarray, alpha: np.ndarray, s: np.ndarray) -> list[float]:
     """The downward merge-to-the-grid sweep of ``dominated(top_down=True)`` (P-masses at ``s``).
 
-    Cell ``i`` spans ``(s_i, s_(i+1)]``; the carry's ratio is at least ``alpha_T = e^(s_T)``. A cell
-    below, whose ratio is at most ``alpha_T``, gives the fraction of itself that brings the merged
-    ratio down to exactly ``alpha_T``; the merged atom goes to ``s_T`` and the rest of the cell
-    carries on with its own lower grid point as target. A carry found below its target by rounding,
-    and the last carry, go to the grid point at or below their ratio (never up).
+    The items are ``_merge_items``' (increasing ratio; cell ``i`` spans ``(s_i, s_(i+1)]``, an atom on
+    grid point ``g`` has ``start = g``) swept from the top. The carry's ratio is at least
+    ``alpha_T = e^(s_T)``; an item below, whose ratio is at most ``alpha_T``, gives the fraction of itself
+    that brings the merged ratio down to exactly ``alpha_T``; the merged atom goes to ``s_T`` and the rest
+    of the item carries on with its own lower grid point as target (a cell whose ratio is its upper edge's,
+    up to rounding, aims there). An item at ``alpha_T`` itself stays there on its own. A carry found below
+    its target by more than the rounding tolerance, and the last carry, go to the grid point at or below
+    their ratio (never up).
     """
     n = P.size
-    alpha = np.exp(s).tolist()
-    Pl, Ql = P.tolist(), Q.tolist()
+    al = alpha.tolist()
+    Pl, Ql, st = P.tolist(), Q.tolist(), [int(x) for x in start]
     pmf = [0.0] * s.size
-    cp, cq, target = Pl[n - 1], Ql[n - 1], n - 1
+
+    cp, cq, target = Pl[n - 1], Ql[n - 1], _aim_down(Pl[n - 1], Ql[n - 1], st[n - 1], al)
     for i in range(n - 2, -1, -1):
         pi, qi = Pl[i], Ql[i]
         if pi <= 0.0 and qi <= 0.0:
             continue
-        a = alpha[target]
+        a = al[target]
         surplus = cp - a * cq  # >= 0: the carry's ratio is at least alpha_T
-        deficit = a * qi - pi  # >= 0: cell i lies at or below alpha_T (i + 1 <= target)
-        if surplus <= 0.0:  # the carry is at alpha_T, or below it by rounding: never round up
-            j = target if surplus == 0.0 else _grid_index_below(cp, cq, h, i0, target - 1)
+        if surplus <= 0.0:  # the carry is at alpha_T, or below it by rounding: never round up beyond tol
+            j = target if surplus >= -_SNAP_TOL * cp else _grid_index_below(cp, cq, s, target - 1)
             if j >= 0 and cp > 0.0:
                 pmf[j] += cp
-            cp, cq, target = pi, qi, i
+            cp, cq, target = pi, qi, _aim_down(pi, qi, st[i], al)
+            continue
+        deficit = a * qi - pi  # >= 0: item i lies at or below alpha_T
+        if deficit <= _SNAP_TOL * pi:  # item i sits at alpha_T (an atom on the grid point): it stays there
+            pmf[target] += pi
             continue
         if deficit > surplus:
             f = surplus / deficit
             pmf[target] += cp + f * pi
             cp, cq = (1.0 - f) * pi, (1.0 - f) * qi
-            target = i
+            target = _aim_down(pi, qi, st[i], al)
         else:
             cp, cq = cp + pi, cq + qi
     if cp > 0.0:  # the last carry: ratio at least alpha_target (up to rounding), so s_target or below
-        j = _grid_index_below(cp, cq, h, i0, target)
+        j = _grid_index_below(cp, cq, s, target)
         if j >= 0:
             pmf[j] += cp
     return pmf
+
+
+def _aim_down(p: float, q: float, start: int, alpha: list) -> int:
+    """The grid point a downward carry beginning with an item aims at: the top of the item's ratio range
+    (``start``) if its ratio is there up to rounding (an atom, or a cell whose mass sits at its upper
+    edge), else the bottom (``start - 1``, a cell's lower edge)."""
+    return start if p > 0.0 and p >= alpha[start] * q * (1.0 - _SNAP_TOL) else max(start - 1, 0)
