@@ -107,7 +107,7 @@ def test_atom_ledgers_are_enumerated_exactly(eps0, delta0, k, delta):
     mech = tightdp.ApproximateDP(epsilon=eps0, delta=delta0) if delta0 else PureDP(epsilon=eps0)
     b = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
     assert "fallback" not in b.details and b.details["passes"] == 1, b.details
-    assert b.details["mesh"] == pytest.approx(eps0, rel=1e-12)
+    assert b.details["mesh"] == pytest.approx(2 * eps0, rel=1e-12)  # atoms at +-eps0, the grid offset by -eps0
     assert b.upper - b.lower <= 2 * max(1e-3 * b.upper, 5e-5), b
     # delta(eps) is non-increasing: the exact epsilon lies in [lower, upper] iff these two hold
     assert _approx_dp_delta_mp(b.upper, eps0, delta0, k) <= delta
@@ -118,7 +118,7 @@ def test_atom_ledger_on_a_common_lattice():
     """Different epsilons on one lattice (0.1 and 0.3) are still composed exactly in one pass."""
     ledger = [(PureDP(epsilon=0.1), 400), (tightdp.ApproximateDP(epsilon=0.3, delta=1e-10), 100)]
     b = ConnectDotsAccountant().compose(ledger).epsilon(1e-6)
-    assert b.details["passes"] == 1 and b.details["mesh"] == pytest.approx(0.1, rel=1e-12)
+    assert b.details["passes"] == 1 and b.details["mesh"] == pytest.approx(0.2, rel=1e-12)
     ref = PRVAccountant().compose(ledger).epsilon(1e-6)
     assert b.lower <= ref.upper and ref.lower <= b.upper and b.upper - b.lower <= 2e-3 * b.upper
 

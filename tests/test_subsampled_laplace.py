@@ -42,3 +42,33 @@ def test_composition_agrees_with_dp_accounting(q, b, k):
 def test_laplace_substitute_is_refused():
     with pytest.raises(UnsupportedMechanismError):
         PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.1, relation="substitute")
+
+
+@pytest.mark.parametrize("q,b", [(0.1, 1.0), (0.3, 0.5), (0.02, 0.2)])
+@pytest.mark.parametrize("eps", [0.0, 0.05, 0.2])
+def test_default_accountant_single_step_contains_exact(q, b, eps):
+    """The dominance grids are offset so that both atoms (outputs x <= 0 and x >= 1) are grid points."""
+    from tightdp import ConnectDotsAccountant
+    bd = ConnectDotsAccountant().compose(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q)).delta(eps)
+    assert "fallback" not in bd.details
+    exact = exact_single_delta(eps, q, b)
+    assert bd.lower <= exact <= bd.upper
+
+
+@pytest.mark.peers
+@pytest.mark.parametrize("q,b,k,delta", [(0.01, 1.0, 3000, 1.1e-4), (0.05, 5.0, 2000, 6e-6), (0.2, 0.7, 500, 1e-9)])
+def test_default_accountant_composition_one_pass_between_dp_accounting_estimates(q, b, k, delta):
+    """Subsampled Laplace fell back to PRV after four passes whose lower end stalled (its atoms were off the
+    grid, and each step's merge swallowed tens of cells of density): now one or two passes, and the interval
+    meets dp-accounting's optimistic and pessimistic estimates (a lower and an upper estimate of the truth)."""
+    from tightdp import ConnectDotsAccountant
+    pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
+    b_ = ConnectDotsAccountant().compose(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q), k).epsilon(delta)
+    assert "fallback" not in b_.details and b_.details["passes"] <= 2, b_.details
+    assert b_.upper - b_.lower <= 2 * max(1e-3 * b_.upper, 5e-5)
+    est = {}
+    for pessimistic in (True, False):
+        ref = pl.from_laplace_mechanism(parameter=b, sensitivity=1, sampling_prob=q, value_discretization_interval=2e-4,
+                                        pessimistic_estimate=pessimistic).self_compose(k)
+        est[pessimistic] = ref.get_epsilon_for_delta(delta)
+    assert est[False] <= b_.upper and b_.lower <= est[True], (b_, est)

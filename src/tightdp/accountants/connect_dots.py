@@ -216,9 +216,11 @@ class ConnectDotsAccountant(PLDAccountant):
 
     @staticmethod
     def _snap(h: float, directions) -> float:
-        """The largest mesh ``<= h`` on which the support ends of every loss with atoms there are grid
-        points, when they are commensurate (pure DP, randomized response, Laplace: atoms at ``+-r``);
-        else ``h``. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
+        """The largest mesh ``<= h`` that divides the distances between every loss's atoms
+        (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
+        Laplace's support ends), when they are commensurate; else ``h``. Each loss's grid is offset to
+        hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every atom is a grid point.
+        (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
         A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
         that holds every atom, however coarse: on it both constructions are the exact composition (an
         exact enumeration of the atoms' sums, with rounding only), so a finer mesh buys nothing.
@@ -227,9 +229,11 @@ class ConnectDotsAccountant(PLDAccountant):
         off the grid, each step's atom moves by up to a mesh and the gap grows with the steps."""
         losses = [loss for terms in directions for loss, _ in terms]
         atoms_only = all(isinstance(loss, DiscreteLoss) for loss in losses)
-        points = ({abs(v) for loss in losses for v in loss.values} if atoms_only else
-                  {abs(e) for loss in losses if getattr(loss, "has_q_side", False) for e in loss.support()})
-        ends = sorted(e for e in points if math.isfinite(e) and e > 1e-12)
+        gaps = set()
+        for loss in losses:
+            atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
+            gaps.update(a - min(atoms) for a in atoms)
+        ends = sorted(g for g in gaps if g > 1e-12)
         if not ends:
             return h
 

@@ -84,6 +84,12 @@ class PrivacyLoss(ABC):
         rel, l1 = split_errors(masses, err)
         return float(cdf[0]), float(sf[-1]), masses, (rel, l1), edge_err
 
+    def lattice_atoms(self) -> tuple[float, ...]:
+        """The losses of this loss's atoms (finite losses with positive probability), which the dominance
+        grids try to place on grid points (``tightdp.pld.dominance``): pure DP's and randomized response's
+        outcomes, Laplace's ``+-r``, subsampled Laplace's support ends. None by default."""
+        return ()
+
     # -------------------------------------------- Q's side (for the dominance constructions)
     #: whether ``q_cdf`` / ``q_sf`` are implemented: the Q-masses of loss cells, which the
     #: connect-the-dots and merge-to-the-grid constructions (``tightdp.pld.dominance``) need

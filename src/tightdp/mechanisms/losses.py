@@ -253,6 +253,10 @@ class DiscreteLoss(PrivacyLoss):
         _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
         return P, Q, pa, qa
 
+    def lattice_atoms(self):
+        v, p = self._arrays
+        return tuple(float(x) for x in v[(p > 0) & np.isfinite(v)])
+
 
 @dataclass(frozen=True)
 class LaplaceLoss(PrivacyLoss):
@@ -342,6 +346,9 @@ class LaplaceLoss(PrivacyLoss):
         """As ``DiscreteLoss.edge_atoms``: the atoms at ``-r`` and ``r``, where they sit on an edge, apart."""
         _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
         return P, Q, pa, qa
+
+    def lattice_atoms(self):
+        return (-self.r, self.r)
 
     def q_cell_masses(self, edges):
         return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
@@ -744,6 +751,27 @@ class PoissonLaplaceLoss(PrivacyLoss):
     def cell_masses(self, edges):
         below, above, P, _, edge = self._cells_pq(edges)
         return below, above, P, (_CELL_REL, 0.0), edge
+
+    def lattice_atoms(self):
+        return self.support()  # the outputs x <= 0 and x >= 1 carry the two end losses
+
+    def edge_atoms(self, edges):
+        """As ``DiscreteLoss.edge_atoms``: the cells' masses of outputs in ``(0, 1)`` only (the density), and
+        the two atoms (outputs ``x <= 0`` and ``x >= 1``) apart where they sit on an edge."""
+        e = np.asarray(edges, float)
+        x = self._x_of(e)  # clipped to [0, 1]: cells beyond the support get empty output intervals
+        xa, xb = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
+        q = self.q
+        lap = lambda loc: _laplace_interval_mass(xa, xb, loc, self.b)
+        mix = q * lap(1.0) + (1.0 - q) * lap(0.0)
+        P, Q = (mix, lap(0.0)) if self.direction == "remove" else (lap(0.0), mix)
+        lo, hi = self.support()
+        p0, p1 = float(self._p_cdf(0.0)), float(self._p_sf(1.0))  # P(X <= 0), P(X >= 1)
+        q0, q1 = float(self._q_cdf_x(0.0)), float(self._q_sf_x(1.0))
+        # remove: x <= 0 has the lowest loss; add: the highest
+        atoms = ((lo, hi), (p0, p1), (q0, q1)) if self.direction == "remove" else ((lo, hi), (p1, p0), (q1, q0))
+        _, _, _, (pa, qa) = _place_atoms(e, *atoms, P, Q, True)
+        return P, Q, pa, qa
 
     def q_cell_masses(self, edges):
         return self._cells_pq(edges)[3], (_CELL_REL, 0.0)

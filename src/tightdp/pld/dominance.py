@@ -167,17 +167,18 @@ def _cells(loss: PrivacyLoss, h: float, tail):
         raise LossRangeError(f"one step's privacy loss reaches {max(abs(s_lo), abs(s_hi)):.4g}, beyond the "
                              f"+-{_LOSS_RANGE:g} that the dominance cells can exponentiate in double precision "
                              "(the step alone has an epsilon in the hundreds)")
-    i0 = math.floor(s_lo / h)
-    i1 = max(i0 + 1, math.ceil(s_hi / h))
+    c = grid_offset(loss, h)
+    i0 = math.floor((s_lo - c) / h)
+    i1 = max(i0 + 1, math.ceil((s_hi - c) / h))
     generic = not isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
     if generic:  # one cell of margin on each side: atoms at the ends of the support fall inside the grid
         i0, i1 = i0 - 1, i1 + 1
     if i1 - i0 > _MAX_CELLS:
         raise GridTooLargeError(f"the dominance grid of one step would need {i1 - i0:,} points "
                                 f"(cap {_MAX_CELLS:,}; mesh {h:.3g} over losses [{s_lo:.4g}, {s_hi:.4g}])")
-    s = np.arange(i0, i1 + 1) * h
+    s = np.arange(i0, i1 + 1) * h + c
     if generic:
-        return _cells_from_cdfs(loss, s, i0)
+        return (*_cells_from_cdfs(loss, s, i0), c)
     if isinstance(loss, GaussianLoss):
         m, sd = loss.mean, loss.mu
         x = s
@@ -212,7 +213,22 @@ def _cells(loss: PrivacyLoss, h: float, tail):
     # mixture weights known only up to a factor 1 + w (rounded up: group privacy's certified
     # hypergeometric/binomial weights, ``mechanisms.mixture._WeightError``) are a relative mass error
     rel = max(rp, rq) + float(getattr(loss, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
-    return s, P, Q, rel, lp + lq, p_below, p_above, inf_p, i0, edge
+    return s, P, Q, rel, lp + lq, p_below, p_above, inf_p, i0, edge, c
+
+
+def grid_offset(loss: PrivacyLoss, h: float) -> float:
+    """The offset ``c`` of the grid ``c + h Z`` a loss is discretised on: one that puts its lowest atom
+    (``PrivacyLoss.lattice_atoms``) on a grid point, so that on a mesh dividing the distances between its
+    atoms every atom is a grid point (subsampled Laplace's two support ends, which are not multiples of
+    a common mesh, but whose difference is). 0 for losses without atoms, and where ``h Z`` already holds
+    the lowest one. A composition's grid is offset by the sum of its steps' offsets (the ``shift`` of
+    ``DiscretisedLoss``), so every step may have its own."""
+    atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
+    if not atoms:
+        return 0.0
+    a = min(atoms)
+    c = a - h * math.floor(a / h + 0.5)
+    return 0.0 if abs(c) <= 1e-12 * (1.0 + abs(a)) else c
 
 
 def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
@@ -249,7 +265,7 @@ def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
     """
     if own_pairs(loss):
         return loss.dominating_pld(h, max(_tails(tail)))
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e = _cells(loss, h, tail)
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c = _cells(loss, h, tail)
     alpha = np.exp(s[:-1] - e)
     den = -math.expm1(-(h + 2.0 * e))
     b = (P - alpha * Q) / den
@@ -261,7 +277,7 @@ def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
     pmf[1:] += upper
     pmf[:-1] += lower
     pmf[0] += p_below  # below the grid: rounded up to the lowest grid value
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=e, infinity_mass=min(1.0, inf_p + p_above),
+    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=c + e, infinity_mass=min(1.0, inf_p + p_above),
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
 
@@ -290,10 +306,11 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
         return loss.dominated_pld(h, max(_tails(tail)))
     # the merges use only the realised cells' own masses and the ratios computed from them, so where the
     # cell edges sit does not matter, except for atoms moved onto an edge (``e`` then covers the move)
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e = _cells(loss, h, tail)
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c = _cells(loss, h, tail)
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
-    margin = 2.0 * r + 1e-13 + _SNAP_LOSS + e
+    generic = not isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
+    margin = 2.0 * r + 1e-13 + _SNAP_LOSS + (e if generic else 0.0)
     items = _merge_items(loss, s, P, Q)
     if top_down:
         pmf = _merge_down(*items, np.exp(s), s)
@@ -305,7 +322,7 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
         if j >= 0 and cp > 0.0:  # below the grid it is dropped (loss -inf): moving it up would be optimistic
             pmf[j] += cp
     pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (docstring)
-    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=-margin, infinity_mass=inf_p,
+    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=c - margin, infinity_mass=inf_p,
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
 
