@@ -329,7 +329,7 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
 
 def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray):
     """The outputs the merges sweep, in increasing order of likelihood ratio: ``(P, Q, start)``, ``start``
-    the grid index a carry beginning with that item aims at. Cell ``i`` (ratio in ``[alpha_i, alpha_(i+1)]``)
+    the grid index a carry beginning with that item aims at (``None``: ``i + 1`` for every cell). Cell ``i`` (ratio in ``[alpha_i, alpha_(i+1)]``)
     aims at ``i + 1``. A loss with atoms on grid points (pure DP, randomized response, Laplace's ``+-r``;
     ``edge_atoms``) gives them as items of their own between the cells, aiming at their own grid point:
     a merge then keeps them there instead of merging them with the density of their cell (Laplace's atom
@@ -338,7 +338,7 @@ def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray)
     split = getattr(loss, "edge_atoms", None)
     n = P.size
     if split is None:
-        return P, Q, np.arange(1, n + 1)
+        return P, Q, None  # merge_up's default: cell i aims at i + 1
     Pc, Qc, Pa, Qa = split(s)
     ip, iq, start = np.empty(2 * n + 1), np.empty(2 * n + 1), np.empty(2 * n + 1, dtype=np.int64)
     ip[0::2], ip[1::2] = Pa, Pc
@@ -367,7 +367,7 @@ def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0,
     """
     n = P.size
     al = alpha.tolist()
-    st = list(range(1, n + 1)) if start is None else [int(x) for x in start]
+    st = list(range(1, n + 1)) if start is None else np.asarray(start).tolist()
     pmf = [0.0] * alpha.size  # a Python list: this sequential sweep is the hot loop
     Pl, Ql = P.tolist(), Q.tolist()
     cp, cq, target = Pl[0], Ql[0], st[0]
@@ -406,7 +406,8 @@ def _grid_index_below(cp: float, cq: float, s: np.ndarray, cap: int) -> int:
     return min(cap, int(np.searchsorted(s, math.log(cp / cq) + _SNAP_TOL, side="right")) - 1)
 
 
-def _merge_down(P: np.ndarray, Q: np.ndarray, start: np.ndarray, alpha: np.ndarray, s: np.ndarray) -> list[float]:
+def _merge_down(P: np.ndarray, Q: np.ndarray, start: np.ndarray | None, alpha: np.ndarray,
+                s: np.ndarray) -> list[float]:
     """The downward merge-to-the-grid sweep of ``dominated(top_down=True)`` (P-masses at ``s``).
 
     The items are ``_merge_items``' (increasing ratio; cell ``i`` spans ``(s_i, s_(i+1)]``, an atom on
@@ -420,7 +421,8 @@ def _merge_down(P: np.ndarray, Q: np.ndarray, start: np.ndarray, alpha: np.ndarr
     """
     n = P.size
     al = alpha.tolist()
-    Pl, Ql, st = P.tolist(), Q.tolist(), [int(x) for x in start]
+    Pl, Ql = P.tolist(), Q.tolist()
+    st = list(range(1, n + 1)) if start is None else np.asarray(start).tolist()
     pmf = [0.0] * s.size
 
     cp, cq, target = Pl[n - 1], Ql[n - 1], _aim_down(Pl[n - 1], Ql[n - 1], st[n - 1], al)
