@@ -248,10 +248,11 @@ class DiscreteLoss(PrivacyLoss):
         return self._cells_pq(edges)[3], ((len(self.values) + 2) * _U, 0.0)
 
     def edge_atoms(self, edges):
-        """``(P, Q, P_at, Q_at)``: the cell masses without the atoms that sit on an edge, and those atoms'
-        masses per edge (for the merge-to-the-grid construction, which keeps them where they are)."""
-        _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
-        return P, Q, pa, qa
+        """``(P, Q, P_at, Q_at, moved)``: the cell masses without the atoms that sit on an edge, those atoms'
+        masses per edge (for the merge-to-the-grid construction, which keeps them where they are), and the
+        largest distance an atom was moved onto its edge."""
+        _, _, P, Q, moved, (pa, qa) = self._cells_pq(edges, apart=True)
+        return P, Q, pa, qa, moved
 
     def lattice_atoms(self):
         v, p = self._arrays
@@ -344,8 +345,8 @@ class LaplaceLoss(PrivacyLoss):
 
     def edge_atoms(self, edges):
         """As ``DiscreteLoss.edge_atoms``: the atoms at ``-r`` and ``r``, where they sit on an edge, apart."""
-        _, _, P, Q, _, (pa, qa) = self._cells_pq(edges, apart=True)
-        return P, Q, pa, qa
+        _, _, P, Q, moved, (pa, qa) = self._cells_pq(edges, apart=True)
+        return P, Q, pa, qa, moved
 
     def lattice_atoms(self):
         return (-self.r, self.r)
@@ -734,11 +735,7 @@ class PoissonLaplaceLoss(PrivacyLoss):
         # outputs below 0 carry the loss lo (remove) / hi (add); the atom belongs where the edges bracket it
         x = np.where(e < lo, -np.inf, np.where(e >= hi, np.inf, x)) if self.direction == "remove" else \
             np.where(e < lo, np.inf, np.where(e >= hi, -np.inf, x))
-        xa, xb = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
-        q = self.q
-        lap = lambda loc: _laplace_interval_mass(xa, xb, loc, self.b)
-        mix = q * lap(1.0) + (1.0 - q) * lap(0.0)
-        P, Q = (mix, lap(0.0)) if self.direction == "remove" else (lap(0.0), mix)
+        P, Q = self._interval_masses(x)
         inner = (e > lo) & (e < hi)
         edge = 0.0
         if np.any(inner):
@@ -752,6 +749,15 @@ class PoissonLaplaceLoss(PrivacyLoss):
         below, above, P, _, edge = self._cells_pq(edges)
         return below, above, P, (_CELL_REL, 0.0), edge
 
+    def _interval_masses(self, x):
+        """P- and Q-masses of the output intervals between the cell edges' outputs ``x`` (the loss rises in
+        ``x`` for remove, falls for add), each a sum of positive Laplace interval masses."""
+        xa, xb = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
+        q = self.q
+        lap = lambda loc: _laplace_interval_mass(xa, xb, loc, self.b)
+        mix = q * lap(1.0) + (1.0 - q) * lap(0.0)
+        return (mix, lap(0.0)) if self.direction == "remove" else (lap(0.0), mix)
+
     def lattice_atoms(self):
         return self.support()  # the outputs x <= 0 and x >= 1 carry the two end losses
 
@@ -759,19 +765,14 @@ class PoissonLaplaceLoss(PrivacyLoss):
         """As ``DiscreteLoss.edge_atoms``: the cells' masses of outputs in ``(0, 1)`` only (the density), and
         the two atoms (outputs ``x <= 0`` and ``x >= 1``) apart where they sit on an edge."""
         e = np.asarray(edges, float)
-        x = self._x_of(e)  # clipped to [0, 1]: cells beyond the support get empty output intervals
-        xa, xb = (x[:-1], x[1:]) if self.direction == "remove" else (x[1:], x[:-1])
-        q = self.q
-        lap = lambda loc: _laplace_interval_mass(xa, xb, loc, self.b)
-        mix = q * lap(1.0) + (1.0 - q) * lap(0.0)
-        P, Q = (mix, lap(0.0)) if self.direction == "remove" else (lap(0.0), mix)
+        P, Q = self._interval_masses(self._x_of(e))  # x clipped to [0, 1]: the density only
         lo, hi = self.support()
         p0, p1 = float(self._p_cdf(0.0)), float(self._p_sf(1.0))  # P(X <= 0), P(X >= 1)
         q0, q1 = float(self._q_cdf_x(0.0)), float(self._q_sf_x(1.0))
         # remove: x <= 0 has the lowest loss; add: the highest
         atoms = ((lo, hi), (p0, p1), (q0, q1)) if self.direction == "remove" else ((lo, hi), (p1, p0), (q1, q0))
-        _, _, _, (pa, qa) = _place_atoms(e, *atoms, P, Q, True)
-        return P, Q, pa, qa
+        _, _, moved, (pa, qa) = _place_atoms(e, *atoms, P, Q, True)
+        return P, Q, pa, qa, moved
 
     def q_cell_masses(self, edges):
         return self._cells_pq(edges)[3], (_CELL_REL, 0.0)

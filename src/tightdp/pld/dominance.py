@@ -305,13 +305,13 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
     if own_pairs(loss):
         return loss.dominated_pld(h, max(_tails(tail)))
     # the merges use only the realised cells' own masses and the ratios computed from them, so where the
-    # cell edges sit does not matter, except for atoms moved onto an edge (``e`` then covers the move)
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c = _cells(loss, h, tail)
+    # cell edges sit does not matter, except for atoms moved onto a grid point (``moved``: charged below)
+    s, P, Q, r, l1, p_below, p_above, inf_p, i0, _, c = _cells(loss, h, tail)
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
-    generic = not isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
-    margin = 2.0 * r + 1e-13 + _SNAP_LOSS + (e if generic else 0.0)
-    items = _merge_items(loss, s, P, Q)
+    *items, moved = _merge_items(loss, s, P, Q)
+    # an atom moved up onto its grid point by ``moved`` is placed there: lower every loss by that much more
+    margin = 2.0 * r + 1e-13 + _SNAP_LOSS + 2.0 * moved
     if top_down:
         pmf = _merge_down(*items, np.exp(s), s)
     else:
@@ -328,25 +328,25 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
 
 
 def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray):
-    """The outputs the merges sweep, in increasing order of likelihood ratio: ``(P, Q, start)``, ``start``
+    """The outputs the merges sweep, in increasing order of likelihood ratio: ``(P, Q, start, moved)``, ``start``
     the grid index a carry beginning with that item aims at (``None``: ``i + 1`` for every cell). Cell ``i`` (ratio in ``[alpha_i, alpha_(i+1)]``)
     aims at ``i + 1``. A loss with atoms on grid points (pure DP, randomized response, Laplace's ``+-r``;
     ``edge_atoms``) gives them as items of their own between the cells, aiming at their own grid point:
     a merge then keeps them there instead of merging them with the density of their cell (Laplace's atom
     at ``r``, half the mass, went a mesh down with its cell's sliver of density: a width growing like
-    ``k h``)."""
+    ``k h``). ``moved``: the largest distance an atom was moved onto its grid point (0 without atoms)."""
     split = getattr(loss, "edge_atoms", None)
     n = P.size
     if split is None:
-        return P, Q, None  # merge_up's default: cell i aims at i + 1
-    Pc, Qc, Pa, Qa = split(s)
+        return P, Q, None, 0.0  # merge_up's default: cell i aims at i + 1
+    Pc, Qc, Pa, Qa, moved = split(s)
     ip, iq, start = np.empty(2 * n + 1), np.empty(2 * n + 1), np.empty(2 * n + 1, dtype=np.int64)
     ip[0::2], ip[1::2] = Pa, Pc
     iq[0::2], iq[1::2] = Qa, Qc
     start[0::2], start[1::2] = np.arange(n + 1), np.arange(1, n + 1)
     keep = (ip > 0.0) | (iq > 0.0)
     keep[0] = True  # the sweep starts with the first item
-    return ip[keep], iq[keep], start[keep]
+    return ip[keep], iq[keep], start[keep], moved
 
 
 def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0,
