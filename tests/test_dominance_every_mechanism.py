@@ -114,6 +114,26 @@ def test_atom_ledgers_are_enumerated_exactly(eps0, delta0, k, delta):
     assert _approx_dp_delta_mp(b.lower, eps0, delta0, k) >= delta
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(eps0=st.floats(0.003, 2.0), log_d0=st.floats(-16, -8), k=st.integers(1, 30_000),
+       log_delta=st.floats(-12, -2))
+def test_random_approximate_dp_ledgers_contain_kairouz(eps0, log_d0, k, log_delta):
+    """Random (eps0, delta0, k, delta) against the exact composition (Kairouz et al., mpmath): the true
+    epsilon lies in the certified interval (or, where k delta0 reaches delta, the answer is infinite)."""
+    delta0, delta = 10.0 ** log_d0, 10.0 ** log_delta
+    b = ConnectDotsAccountant().compose(tightdp.ApproximateDP(epsilon=eps0, delta=delta0), k).epsilon(delta)
+    inf_mass = -math.expm1(k * math.log1p(-delta0))
+    if delta <= inf_mass * (1 + 1e-9):
+        assert math.isinf(b.upper)
+        return
+    if math.isinf(b.upper):  # delta barely above the mass at +inf: epsilon is genuinely enormous
+        assert delta <= inf_mass * (1 + 1e-3)
+        return
+    assert "fallback" not in b.details
+    assert _approx_dp_delta_mp(b.upper, eps0, delta0, k) <= delta
+    assert b.lower <= 0.0 or _approx_dp_delta_mp(b.lower, eps0, delta0, k) >= delta
+
+
 def test_atom_ledger_on_a_common_lattice():
     """Different epsilons on one lattice (0.1 and 0.3) are still composed exactly in one pass."""
     ledger = [(PureDP(epsilon=0.1), 400), (tightdp.ApproximateDP(epsilon=0.3, delta=1e-10), 100)]

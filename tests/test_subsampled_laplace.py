@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import integrate
 
 from tightdp import Laplace, PoissonSampled, PRVAccountant, UnsupportedMechanismError
@@ -72,3 +74,17 @@ def test_default_accountant_composition_one_pass_between_dp_accounting_estimates
                                         pessimistic_estimate=pessimistic).self_compose(k)
         est[pessimistic] = ref.get_epsilon_for_delta(delta)
     assert est[False] <= b_.upper and b_.lower <= est[True], (b_, est)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(q=st.floats(0.001, 1.0), b=st.floats(0.2, 30.0), frac=st.floats(0.0, 0.95))
+def test_default_accountant_single_step_random_contains_exact(q, b, frac):
+    """Random sampling rates and scales, epsilon anywhere below the loss support's top (where delta > 0):
+    the single-step interval contains the quadrature."""
+    from tightdp import ConnectDotsAccountant
+    mech = PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q)
+    top = mech.privacy_losses().remove.support()[1]
+    eps = frac * top
+    bd = ConnectDotsAccountant().compose(mech).delta(eps)
+    exact = exact_single_delta(eps, q, b)
+    assert bd.lower <= exact * (1 + 1e-9) + 1e-13 and exact <= bd.upper * (1 + 1e-9) + 1e-13, (bd, exact)
