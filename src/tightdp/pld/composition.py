@@ -477,46 +477,72 @@ def _powers(phi, mag, gamma, c):
     return pw, b_, e_
 
 
-#: compositions of at most this many steps, with at most this many multiply-adds, are convolved directly
+#: compositions of at most this many steps, with at most this many multiply-adds, are convolved directly;
+#: longer ones too while their repeated squaring stays below ``_DIRECT_MANY_OPS`` (small lattices: pure DP,
+#: randomized response, whose deep tails the FFT's absolute round-off would hide)
 _DIRECT_MAX_STEPS = 8
 _DIRECT_MAX_OPS = 5e8  # about 0.1 s of np.convolve
+_DIRECT_MANY_OPS = 3e7  # a few milliseconds: beyond it the FFT is faster
+
+
+def _power_plan(size: int, c: int) -> float:
+    """Multiply-adds of ``c``-fold self-convolution of a ``size``-vector by repeated squaring."""
+    ops, base, acc, e = 0.0, size, 0, c
+    while e:
+        if e & 1:
+            if acc:
+                ops += float(acc) * base
+                acc += base - 1
+            else:
+                acc = base
+        e >>= 1
+        if e:
+            ops += float(base) * base
+            base = 2 * base - 1
+    return ops
 
 
 def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor):
-    """The composition of a few steps by direct convolution, or ``None`` when too many or too long.
+    """The composition by direct convolution, or ``None`` when too many steps or too long.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
     computed with a *relative* error of at most ``(m + 2) u / (1 - (m + 2) u)`` for ``m`` terms
     per sum (Higham, Accuracy and Stability, Sec. 3.1), so a few steps need neither the FFT's
     absolute round-off nor tilting nor a window: one step (``k = 1``) is its own pmf exactly,
     and delta far below the FFT's round-off (1e-12 at k = 1, say) keeps full relative precision.
-    The rounding is charged as a relative mass error (``up_rel``, ``low_factor``); there is no
-    aliasing and no window truncation.
+    A step repeated ``c`` times is powered by repeated squaring; a product of vectors with relative
+    errors ``g_x, g_y`` has ``g_x + g_y`` plus its own rounding, so the counts add up as in Higham's
+    Lemma 3.3 (``g / (1 - g)`` at the end). The rounding is charged as a relative mass error
+    (``up_rel``, ``low_factor``); there is no aliasing and no window truncation.
     """
-    if total_count > _DIRECT_MAX_STEPS:
+    ops, n = 0.0, 0
+    for d, c in live:
+        ops += _power_plan(d.pmf.size, c)
+        if n:
+            ops += float(n) * (c * (d.pmf.size - 1) + 1)
+        n = n + c * (d.pmf.size - 1) + (0 if n else 1)
+    if ops > (_DIRECT_MAX_OPS if total_count <= _DIRECT_MAX_STEPS else _DIRECT_MANY_OPS):
         return None
-    vecs = [d.pmf for d, c in live for _ in range(c)]
-    ops, n = 0.0, vecs[0].size
-    for v in vecs[1:]:
-        ops += float(n) * v.size
-        n += v.size - 1
-    if ops > _DIRECT_MAX_OPS:
-        return None
-    out = None
+    out, g_out = None, 0.0
     log_norm = 0.0
-    g = 0.0  # relative error bound, accumulated: each convolution's sums of at most min(sizes) products
     for d, c in live:
         mass = float(d.pmf.sum())
-        w = d.pmf / mass
+        base = d.pmf / mass
         log_norm += c * math.log(mass)
-        g += c * (d.pmf.size + 1) * _U  # the sum behind ``mass`` and the division
-        for _ in range(c):
-            if out is None:
-                out = w
-            else:
-                g += (min(out.size, w.size) + 2) * _U
-                out = np.convolve(out, w)
-    g = g / (1.0 - g)
+        g_base = (d.pmf.size + 1) * _U  # the sum behind ``mass`` and the division
+        e = c
+        while e:
+            if e & 1:
+                if out is None:
+                    out, g_out = base, g_base
+                else:
+                    g_out += g_base + (min(out.size, base.size) + 2) * _U
+                    out = np.convolve(out, base)
+            e >>= 1
+            if e:
+                g_base = 2.0 * g_base + (base.size + 2) * _U
+                base = np.convolve(base, base)
+    g = g_out / (1.0 - g_out)
     up = (1.0 + up_rel) * (1.0 + g) - 1.0
     low = low_factor * (1.0 - g)
     start = sum(c * d.start for d, c in live)
