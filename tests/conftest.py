@@ -2,9 +2,19 @@ import json
 import math
 from pathlib import Path
 
+import os
+
 import mpmath
 import pytest
+from hypothesis import settings
 from scipy import optimize
+
+# Property tests draw the same examples on every run ("ci", the default), so a CI failure reproduces and a submission
+# is not refused by the luck of a draw; HYPOTHESIS_PROFILE=explore draws fresh examples, ten times as many, to hunt
+# for new counterexamples before a change is submitted (see CONTRIBUTING.md).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", derandomize=False, max_examples=1000, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 #: reference values (papers and peers; each entry names its source), see tests/data/README.md
