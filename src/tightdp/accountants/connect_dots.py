@@ -35,6 +35,7 @@ from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..pld.atoms import SelfComposedAtoms, atom_lattice
 from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import DiscreteLoss, GaussianLoss
@@ -64,6 +65,23 @@ def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[flo
     tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
     tail = 0.5 * slack / k_total
     return (_TAIL_BELOW * tail, tail), tau, (delta if tilted else None)
+
+
+def _compose_atoms_first(terms):
+    """``terms`` with every repeated atoms-only loss (pure/approximate DP, randomized response) composed
+    exactly first (``pld.atoms.SelfComposedAtoms``: one term, placed on the grid once) when the atoms of
+    the ledger lie on no common lattice, so that no grid holds them all; else ``terms`` unchanged (the
+    grid is snapped to hold every atom, ``ConnectDotsAccountant._snap``)."""
+    if not any(c > 1 and SelfComposedAtoms.applies(loss) for loss, c in terms):
+        return terms
+    gaps = {0.0}
+    for loss, _ in terms:
+        atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
+        gaps.update(a - min(atoms) for a in atoms)
+    if atom_lattice(gaps) is not None:
+        return terms
+    return [(SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
+            for loss, c in terms]
 
 
 class ConnectDotsAccountant(PLDAccountant):
@@ -136,7 +154,7 @@ class ConnectDotsAccountant(PLDAccountant):
                 if math.sqrt(mu2) <= _FOLD_MU:
                     rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
                     terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
-            out.append(terms)
+            out.append(_compose_atoms_first(terms))
         return out
 
     def _gaussian_mu(self) -> float | None:

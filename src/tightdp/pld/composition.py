@@ -42,7 +42,8 @@ from .._numerics import geometric_suffix
 from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
-__all__ = ["ComposedPLD", "compose", "saddle_tilt", "chernoff_epsilon", "chernoff_window", "merge_tails"]
+__all__ = ["ComposedPLD", "compose", "convolution_power", "saddle_tilt", "chernoff_epsilon", "chernoff_window",
+           "merge_tails"]
 
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a window this size needs about 6 GB of temporaries
@@ -502,6 +503,53 @@ def _power_plan(size: int, c: int) -> float:
     return ops
 
 
+def convolution_power(base: np.ndarray, c: int, g_base: float = 0.0, *,
+                      floor: float = 0.0) -> tuple[np.ndarray, float, int]:
+    """``base`` (non-negative) convolved with itself ``c`` times by repeated squaring: ``(out, g, lead)``.
+
+    Every entry of a convolution of non-negative vectors is a sum of non-negative products,
+    computed with a relative error of at most ``(m + 2) u`` for ``m`` terms per sum (Higham,
+    Accuracy and Stability, Sec. 3.1); a product of vectors with relative error counts ``g_x, g_y``
+    has ``g_x + g_y`` plus its own rounding, so the counts add through the squarings (Lemma 3.3):
+    every computed entry is within a factor ``1 +- g / (1 - g)`` of the exact power of the vector
+    ``base`` stands for, if ``base`` itself is within ``g_base``. Underflow aside: an entry below the
+    smallest normal float has an absolute error of up to a few ``2^-1074`` per product.
+
+    ``floor > 0`` trims, after every product, the entries at both ends below ``floor`` times the
+    largest entry (their mass, at most ``floor`` times the vector's size per trim, is the caller's to
+    charge); ``lead`` is the number of leading entries trimmed (``out[i]`` is entry ``i + lead``).
+    """
+    out, g_out, lead_out = None, 0.0, 0
+    lead = 0
+    e = int(c)
+    while e:
+        if e & 1:
+            if out is None:
+                out, g_out, lead_out = base, g_base, lead
+            else:
+                g_out += g_base + (min(out.size, base.size) + 2) * _U
+                out = np.convolve(out, base)
+                lead_out += lead
+                if floor > 0.0:
+                    out, cut = _trim(out, floor)
+                    lead_out += cut
+        e >>= 1
+        if e:
+            g_base = 2.0 * g_base + (base.size + 2) * _U
+            base = np.convolve(base, base)
+            lead *= 2
+            if floor > 0.0:
+                base, cut = _trim(base, floor)
+                lead += cut
+    return out, g_out, lead_out
+
+
+def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
+    """``v`` without the entries at both ends below ``floor * max(v)``, and how many leading ones went."""
+    keep = np.flatnonzero(v >= floor * float(v.max()))
+    return v[keep[0]:keep[-1] + 1], int(keep[0])
+
+
 def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor):
     """The composition by direct convolution, or ``None`` when too many steps or too long.
 
@@ -527,21 +575,14 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
     log_norm = 0.0
     for d, c in live:
         mass = float(d.pmf.sum())
-        base = d.pmf / mass
         log_norm += c * math.log(mass)
-        g_base = (d.pmf.size + 1) * _U  # the sum behind ``mass`` and the division
-        e = c
-        while e:
-            if e & 1:
-                if out is None:
-                    out, g_out = base, g_base
-                else:
-                    g_out += g_base + (min(out.size, base.size) + 2) * _U
-                    out = np.convolve(out, base)
-            e >>= 1
-            if e:
-                g_base = 2.0 * g_base + (base.size + 2) * _U
-                base = np.convolve(base, base)
+        # the sum behind ``mass`` and the division
+        power, g_power, _ = convolution_power(d.pmf / mass, c, (d.pmf.size + 1) * _U)
+        if out is None:
+            out, g_out = power, g_power
+        else:
+            g_out += g_power + (min(out.size, power.size) + 2) * _U
+            out = np.convolve(out, power)
     g = g_out / (1.0 - g_out)
     up = (1.0 + up_rel) * (1.0 + g) - 1.0
     low = low_factor * (1.0 - g)

@@ -1,0 +1,186 @@
+"""A step of atoms composed with itself exactly, discretised once: ``SelfComposedAtoms``.
+
+Pure and approximate DP and randomized response have privacy losses made of a few atoms
+(``DiscreteLoss``). ``c`` such steps compose *exactly* on their own lattice: with atoms at
+``a_0 + m_i g`` (integers ``m_i``) the composition's atoms sit at ``c a_0 + J g`` with the
+P-masses of the ``c``-th convolution power of ``sum_i p_i z^(m_i)`` (Kairouz, Oh, Viswanath 2015,
+Thm 3.3 for pure/approximate DP; the same counting for any atoms on a lattice). On the
+dominance grid ``c0 + h Z`` those atoms are off the grid unless ``h`` divides ``g`` (and then the
+grid holds them, ``ConnectDotsAccountant._snap``). When a ledger mixes such steps with losses whose
+atoms lie on another, incommensurate lattice (randomized response with subsampled Laplace, pure DP
+of two unrelated epsilons), no grid holds every atom, and discretising each of the ``c`` steps moved
+its atoms by up to a mesh: the lower bound drifted by about ``c h / 2`` in loss, and refinement
+stalled (the mesh did not shrink the drift of the merge's isolated carries) until the PRV fallback
+took over, 150 s on one such ledger. Composed first, the ``c`` steps are one term, placed on the grid
+once:
+
+* **upper** (``dominating_pld``): every composed atom, its loss rounded up by a bound on the float
+  error of its value, is split between the two grid points around it keeping its P- and Q-mass
+  (connect-the-dots for one atom, Doroshenko et al. 2022): the pair dominates the composition;
+* **lower** (``dominated_pld``): every composed atom's loss, rounded down by that bound, is lowered to
+  the grid point below it; lowering losses lowers ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, of this
+  term and of any composition with it.
+
+Masses: the power is computed by repeated squaring of non-negative vectors (relative rounding
+only, ``pld.composition.convolution_power``); entries below ``1e-280`` of the largest are trimmed
+after every product and, with underflow, charged as absolute (``tv_error``) mass. The tail masses
+beyond the step budget (``tail`` per step, times ``c``) go to ``+inf`` (upper; dropped or lowered
+onto the top atom for the lower bound) or onto the lowest kept atom (upper; dropped for the lower).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+import numpy as np
+
+from .._caches import register as _register_cache
+from ..mechanisms.base import SelfDiscretisingLoss
+from ..mechanisms.losses import DiscreteLoss
+from .composition import convolution_power
+from .discretise import DiscretisedLoss
+
+__all__ = ["SelfComposedAtoms", "atom_lattice"]
+
+_U = float(np.finfo(float).eps) / 2
+_TRIM = 1e-280  # entries below this fraction of the largest are trimmed from a power's ends
+_TAIL_BELOW = 1e-3  # share of the tail budget spent below the kept atoms (as ``ConnectDotsAccountant``)
+_MAX_UNITS = 64  # the lattice unit is the smallest gap divided by at most this
+
+
+def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
+    """``(g, m)`` with every value ``v_i = v_0 + m_i g`` up to 1e-9 relative (``v_0`` the smallest,
+    ``g`` the smallest gap over at most 64), or ``None`` if the atoms lie on no such lattice."""
+    v = sorted(float(x) for x in values)
+    if len(v) == 1:
+        return 1.0, (0,)
+    gaps = [x - v[0] for x in v]
+    d1 = min(g for g in gaps if g > 0.0) if any(g > 0.0 for g in gaps) else 0.0
+    if d1 <= 0.0:
+        return None
+    for k in range(1, _MAX_UNITS + 1):
+        unit = d1 / k
+        m = [round(g / unit) for g in gaps]
+        if all(abs(g / unit - mi) <= 1e-9 * max(1.0, mi) for g, mi in zip(gaps, m)):
+            return unit, tuple(m)
+    return None
+
+
+@_register_cache
+@lru_cache(maxsize=32)
+def _power(step: DiscreteLoss, count: int):
+    """The exact composition's finite atoms: ``(a0, g, lead, w, rel, absolute, eta)``; atom ``i`` of
+    ``w`` has loss ``count a0 + (lead + i) g`` up to ``eta`` and P-mass ``w[i]`` within a factor
+    ``1 +- rel``, plus at most ``absolute`` of trimmed or underflowed mass in all."""
+    v, p = step._arrays
+    keep = (p > 0) & np.isfinite(v)
+    v, p = v[keep], p[keep]
+    lat = atom_lattice(v)
+    if lat is None:
+        raise ValueError("the atoms lie on no lattice")
+    g, m = lat
+    base = np.zeros(max(m) + 1)
+    np.add.at(base, np.asarray(m), p)
+    out, g_count, lead = convolution_power(base, count, (len(v) + 1) * _U, floor=_TRIM)
+    rel = g_count / (1.0 - g_count)
+    # trimmed: at most _TRIM of the largest entry (<= 1) per entry per product; underflow: far less
+    products = 2 * max(count.bit_length(), 1)
+    absolute = _TRIM * products * (count * max(m) + 1)
+    # exact distance of each atom from its lattice point, summed over count steps, plus the rounding of
+    # count * a0 + J * g in floats
+    a0 = Fraction(float(v[0]))
+    rho = max(abs(Fraction(float(x)) - a0 - mi * Fraction(g)) for x, mi in zip(v, m))
+    top = count * abs(float(v[0])) + (lead + out.size) * g
+    eta = float(count * rho) + 4.0 * _U * top
+    out.flags.writeable = False
+    return float(v[0]), g, lead, out, rel, absolute, eta
+
+
+@dataclass(frozen=True)
+class SelfComposedAtoms(SelfDiscretisingLoss):
+    """``count`` steps of the atoms-only loss ``step``, composed exactly, as one privacy loss (module
+    docstring). The connect-the-dots accountant uses it for ledgers whose atoms no common grid holds."""
+
+    how_to = "the connect-dots accountant (it composes atoms exactly before discretising)"
+
+    step: DiscreteLoss
+    count: int
+
+    @staticmethod
+    def applies(loss) -> bool:
+        """Whether ``loss`` is made of atoms on one lattice (and so can be composed exactly)."""
+        if not isinstance(loss, DiscreteLoss):
+            return False
+        v, p = loss._arrays
+        return atom_lattice(v[(p > 0) & np.isfinite(v)]) is not None if np.any(p > 0) else False
+
+    @property
+    def infinity_mass(self) -> float:  # P(some step's loss is +inf), without cancellation
+        m = min(float(self.step.infinity_mass), 1.0)
+        return 1.0 if m >= 1.0 else -math.expm1(self.count * math.log1p(-m))
+
+    @property
+    def infinity_is_exact(self) -> bool:
+        return self.step.infinity_is_exact
+
+    def support(self) -> tuple[float, float]:
+        lo, hi = self.step.support()
+        return self.count * lo, self.count * hi
+
+    def spread(self) -> float:
+        from .dominance import loss_spread
+        return math.sqrt(self.count) * loss_spread(self.step)
+
+    def _kept(self, h: float, tail: float):
+        """The atoms within the tail budget: values, masses (tails folded in: ``below`` onto the lowest
+        kept atom, ``above`` returned apart), the grid offset and the power's error terms."""
+        a0, g, lead, w, rel, absolute, eta = _power(self.step, self.count)
+        budget = float(tail) * self.count
+        cum = np.cumsum(w)  # mass up to each atom
+        sfx = np.append(np.cumsum(w[::-1])[::-1][1:], 0.0)  # mass above each atom (no cancellation)
+        lo = min(int(np.searchsorted(cum, _TAIL_BELOW * budget, side="right")), w.size - 1)
+        hi = max(min(int(np.searchsorted(-sfx, -budget, side="left")), w.size - 1), lo)  # <= budget above
+        summed = 1.0 + (w.size + 2) * _U  # the sums' relative rounding, to the safe (larger) side
+        below = float(cum[lo - 1]) * summed if lo > 0 else 0.0
+        above = float(sfx[hi]) * summed
+        idx = np.arange(lo, hi + 1)
+        values = self.count * a0 + (lead + idx) * g
+        # the grid offset that puts the lattice origin count * a0 on a grid point (then a mesh dividing
+        # g holds every composed atom)
+        origin = self.count * a0
+        c0 = origin - h * math.floor(origin / h + 0.5)
+        # the float error of the values and of the grid arithmetic below, per atom
+        margin = eta + 8.0 * _U * (np.abs(values) + abs(c0) + 1.0)
+        return values, np.array(w[lo:hi + 1]), below, above, c0, margin, rel, absolute
+
+    def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        values, w, below, above, c0, margin, rel, absolute = self._kept(h, tail)
+        w = w.copy()
+        w[0] += below  # losses below the kept atoms raised to the lowest one
+        v_up = values + margin
+        i = np.floor((v_up - c0) / h)
+        d = np.clip(v_up - (c0 + i * h), 0.0, h)
+        # connect-the-dots for one atom at v in [s_i, s_(i+1)]: the part b at s_(i+1) keeps its Q-mass
+        # p e^-v, b = p (1 - e^(s_i - v)) / (1 - e^-h); rounded up (more mass higher: a larger loss)
+        b = np.minimum(w * (-np.expm1(-d)) / (-math.expm1(-h)) * (1.0 + 8.0 * _U), w)
+        start = int(i.min())
+        pmf = np.zeros(int(i.max()) - start + 2)
+        np.add.at(pmf, (i - start).astype(np.int64), w - b)
+        np.add.at(pmf, (i - start).astype(np.int64) + 1, b)
+        inf_up = min(1.0, self.infinity_mass * (1.0 + 1e-14) + above * (1.0 + rel) + absolute)
+        return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_up, truncated_mass=0.0,
+                               mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 16.0 * _U)
+
+    def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        values, w, below, above, c0, margin, rel, absolute = self._kept(h, tail)
+        w = w.copy()
+        w[-1] += above  # losses above the kept atoms lowered to the highest one; those below are dropped
+        i = np.floor((values - margin - c0) / h)
+        start = int(i.min())
+        pmf = np.bincount((i - start).astype(np.int64), weights=w)
+        inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
+        return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_lo, truncated_mass=0.0,
+                               mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 4.0 * _U)
