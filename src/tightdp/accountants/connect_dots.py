@@ -59,10 +59,20 @@ _FOLD_MU = 16.0  # Gaussian parts of a mixed ledger are folded into one step whi
 _TAIL_BELOW = 1e-3
 
 
+def _tilted_tau(relative_slack: float) -> float:
+    """The tilted mass a tilted FFT's window may leave outside (``pld.composition.compose``): its error
+    in delta is ``e^(K(theta) - theta eps) (2 tau + float)``, a Chernoff bound ``C delta`` times that, with
+    ``C`` measured between e^1 and e^9 on DP-SGD ledgers (k = 1e3 ... 1e7, delta 1e-10 ... 1e-5). At the
+    default slack (``1e-3 delta``) ``tau = 1e-9`` costs at most ``2e-5 delta``, 2 % of the slack, and the
+    window holds +-6.4 standard deviations instead of the +-7.7 of ``tau = 1e-13`` (17 % fewer points);
+    a smaller slack shrinks it in proportion."""
+    return max(1e-13, 1e-6 * min(relative_slack, 1e-3))
+
+
 def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
     """``(tail, tau, tilt_delta)`` for a delta slack: the per-step truncated mass, the Chernoff
     window's tail level and the delta the FFT is tilted towards (``None``: untilted)."""
-    tau = 1e-13 if tilted else min(1e-6, 0.05 * slack)
+    tau = _tilted_tau(slack / delta) if tilted else min(1e-6, 0.05 * slack)
     tail = 0.5 * slack / k_total
     return (_TAIL_BELOW * tail, tail), tau, (delta if tilted else None)
 
