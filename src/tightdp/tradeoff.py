@@ -520,6 +520,10 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
     if source.kind != "bound":
         raise ValueError(f"source: accountant {source.name!r} gives approximations, not certified delta bounds")
     eps = _default_grid() if epsilons is None else np.unique(check_real_array("epsilons", epsilons, low=0.0))
+    kinks = getattr(source, "_curve_kinks", None)
+    kinks = kinks(_EPS_CAP, max_points // 2) if epsilons is None and kinks is not None else None
+    if kinks is not None:  # an atoms-only ledger: delta at its kinks makes the curve exact
+        eps = np.concatenate([eps, kinks])
     eps = eps[np.isfinite(eps) & (eps <= _EPS_CAP)]
     if eps.size == 0:
         raise ValueError("epsilons must contain a finite value <= 700")

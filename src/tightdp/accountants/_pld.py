@@ -15,6 +15,7 @@ from ..errors import GridTooLargeError, PrecisionError
 from ..mechanisms import Mechanism
 from ..mechanisms.base import PrivacyLoss
 from ..pld import CurveBounds, delta_bounds, epsilon_bounds
+from ..pld.atoms import composed_atom_values
 from .base import Accountant
 
 
@@ -43,6 +44,20 @@ class PLDAccountant(Accountant):
         if add != remove:
             out.append(list(add.items()))
         return out
+
+    def _curve_kinks(self, high: float, limit: int) -> np.ndarray | None:
+        """The epsilons in ``[0, high]`` where the privacy curve can have a kink, when the ledger is of
+        atoms on one lattice (pure/approximate DP, randomized response): the composed loss's values, in
+        every direction (``pld.atoms.composed_atom_values``); ``None`` otherwise or beyond ``limit``.
+        ``tradeoff_curve`` asks for delta there, which makes its curve exact up to the delta widths."""
+        out = []
+        for terms in PLDAccountant._directions(self):
+            v = composed_atom_values(terms, 0.0, high, limit)
+            if v is None:
+                return None
+            out.append(v)
+        kinks = np.unique(np.concatenate(out)) if out else np.empty(0)
+        return kinks if kinks.size <= limit else None
 
     # ------------------------------------------------ exact answers at and beyond the loss support
     def _support_ceiling(self) -> tuple[float, float]:

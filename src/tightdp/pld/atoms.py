@@ -43,7 +43,7 @@ from ..mechanisms.losses import DiscreteLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 
-__all__ = ["SelfComposedAtoms", "atom_lattice"]
+__all__ = ["SelfComposedAtoms", "atom_lattice", "composed_atom_values"]
 
 _U = float(np.finfo(float).eps) / 2
 _TRIM = 1e-280  # entries below this fraction of the largest are trimmed from a power's ends
@@ -184,3 +184,34 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
         return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_lo, truncated_mass=0.0,
                                mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 4.0 * _U)
+
+
+def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarray | None:
+    """The values in ``[low, high]`` that a composition of atoms-only losses (``terms``: ``(loss, count)``
+    pairs, every loss a ``DiscreteLoss``) can take, when all their atoms lie on one lattice: the kinks of
+    its privacy curve (between them ``delta(eps) = A - B e^eps`` exactly, and the trade-off curve's
+    facets have slopes ``-e^eps`` at exactly these values). ``None`` for other ledgers, or when more than
+    ``limit`` values fall in the range. Hints for where to ask for delta; never part of a bound."""
+    if not terms or not all(isinstance(loss, DiscreteLoss) for loss, _ in terms):
+        return None
+    origin, span, gaps = 0.0, 0.0, {0.0}
+    for loss, c in terms:
+        v, p = loss._arrays
+        v = v[(p > 0) & np.isfinite(v)]
+        if v.size == 0:
+            continue
+        origin += c * float(v[0])
+        span += c * float(v[-1] - v[0])
+        gaps.update(float(x - v[0]) for x in v)
+    lat = atom_lattice(gaps)
+    if lat is None:
+        return None
+    g = lat[0]
+    j_max = round(span / g)
+    j_lo = max(0, math.ceil((low - origin) / g - 1e-9))
+    j_hi = min(j_max, math.floor((high - origin) / g + 1e-9))
+    if j_hi < j_lo:
+        return np.empty(0)
+    if j_hi - j_lo + 1 > limit:
+        return None
+    return np.clip(origin + g * np.arange(j_lo, j_hi + 1), low, high)
