@@ -333,3 +333,29 @@ def test_curve_kinks_only_for_atoms_on_one_lattice():
     assert acc._curve_kinks(700, 100) is None
     assert ConnectDotsAccountant().compose(Laplace(scale=1.0), 3)._curve_kinks(700, 100) is None
     assert ConnectDotsAccountant().compose(PureDP(epsilon=0.01), 10_000)._curve_kinks(700, 100) is None  # too many
+
+
+def test_long_dpsgd_run_extends_the_grid_past_64():
+    """k = 1e6 DP-SGD steps (epsilon 139 at delta 1e-5): the default grid ends at 64, where delta is still
+    0.92, and the curves were 0.92 apart (after 81 s: every tiny delta was answered again with tilted FFTs).
+    The grid now extends until delta is negligible, and delta is asked with an absolute slack."""
+    from tightdp import ConnectDotsAccountant
+
+    acc = ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01), 10**6)
+    c = tradeoff_curve(acc)
+    assert c.epsilons.max() > 64 and c.delta_upper[-1] <= 2e-6
+    assert c.details["reached"] and np.all(c.beta_lower <= c.beta_upper)
+    # mu-GDP with mu = 13.1 (the CLT's mu for this run) has beta(1e-6) ~ 1e-16: nearly perfect distinguishability
+    assert float(np.max(c.beta_upper[c.alpha >= 1e-6])) < 1e-3
+
+
+def test_delta_of_a_flat_curve_does_not_refine_the_mesh_away():
+    """delta(0) of 1e6 DP-SGD steps is within 1e-7 of 1: the stop rule asked its interval to be as narrow
+    as moving epsilon by 1e-4 would make it (nothing, on a flat curve) and halved the mesh eight times
+    (79 s); at the relative default the interval only has to state delta to 0.2 %."""
+    from tightdp import ConnectDotsAccountant
+
+    acc = ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01), 10**6)
+    b = acc.delta([0.0, 32.0, 64.0])
+    assert b.details["mesh"] > 1e-4
+    assert np.all(b.upper - b.lower <= 2e-3 * b.upper)

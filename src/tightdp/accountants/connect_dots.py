@@ -528,19 +528,30 @@ class ConnectDotsAccountant(PLDAccountant):
         slack = self.delta_error if self.delta_error is not None else 1e-9
         lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
         tilted = []
+
+        def wide():
+            return (upper - lower > 0.05 * np.maximum(est, 1e-300)) & (upper < 1e-5)
+
         if self.delta_error is None:
-            for i in np.flatnonzero((upper - lower > 0.05 * np.maximum(est, 1e-300)) & (upper < 1e-5)):
+            # smallest delta first: a tilted pass's compositions certify every epsilon, and the slack sized for
+            # the smallest delta is small enough for the larger ones nearby, which are then often done too
+            for i in np.flatnonzero(wide())[::-1]:
+                if not wide()[i]:
+                    continue
                 e = float(epsilons[i])
                 for _ in range(4):  # each pass's estimate sizes the next one's slack
                     guess = max(float(est[i]), 1e-280)
+                    rest = np.flatnonzero(wide())
                     try:
-                        lo_i, est_i, up_i, _ = self._delta_pass(np.array([e]), directions, k_total, 1e-3 * guess, e)
+                        *_, lo_r, est_r, up_r = self._delta_pass(np.array([e]), directions, k_total, 1e-3 * guess, e,
+                                                                 also=epsilons[rest])
                     except ArithmeticError:  # the intervals so far stand (certified, wider)
                         break
-                    lower[i], upper[i] = max(lower[i], lo_i[0]), min(upper[i], up_i[0])
-                    est[i] = min(max(est_i[0], lower[i]), upper[i])
-                    if upper[i] - lower[i] <= 0.05 * est[i]:
-                        break
+                    before = upper[i]
+                    lower[rest], upper[rest] = np.maximum(lower[rest], lo_r), np.minimum(upper[rest], up_r)
+                    est[rest] = np.minimum(np.maximum(est_r, lower[rest]), upper[rest])
+                    if upper[i] - lower[i] <= 0.05 * est[i] or upper[i] > 0.5 * before:
+                        break  # done, or stuck (a delta of 1e-100 whose upper end a floor of the tails holds)
                 tilted.append(e)
         est = np.clip(est, lower, upper)
         details: dict[str, Any] = {"mesh": h, "seconds": time.perf_counter() - t0}
@@ -548,26 +559,36 @@ class ConnectDotsAccountant(PLDAccountant):
             details["tilted"] = f"{len(tilted)} epsilon(s) answered again with a tilted FFT and relative slack"
         return Bounds(lower, est, upper, "delta", "bound", details)
 
-    def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps):
-        """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``."""
+    def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps, also=None):
+        """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``; with
+        ``also`` (more epsilons), the final compositions' certified ``(lower, estimate, upper)`` there too."""
         tail = (_TAIL_BELOW * 0.5 * slack / k_total, 0.5 * slack / k_total)
         tau = 1e-13 if tilt_eps is not None else min(1e-6, 0.05 * slack)
         z = math.sqrt(2.0 * math.log(1.0 / max(min(slack * 1e3, 0.5), 1e-300))) if tilt_eps is not None else 5.0
         h = self._model_mesh(directions, z)  # the model needs a delta scale: about 1e-6 untilted
         for _ in range(self.max_refinements + 1):
-            los, ests, ups, shifted = [], [], [], []
+            los, ests, ups, shifted, comps = [], [], [], [], []
             for d, terms in enumerate(directions):
                 cu = self._composed(d, terms, h, tail, True, None, tau, tilt_eps=tilt_eps)
                 _, e_u, u = delta_bounds(cu, epsilons, _TINY)
                 cl = self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)
                 lo, _, _ = delta_bounds(cl, epsilons, _TINY)
-                los.append(lo), ests.append(e_u), ups.append(u)
+                los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, cl))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
-            # stop when the delta interval is no wider than moving epsilon by eps_error would make it,
-            # or when what is left is the slack's doing (a finer mesh cannot remove it)
-            if np.all(upper - lower <= np.maximum(np.max(ests, axis=0) - np.max(shifted, axis=0), 4.0 * slack)):
+            # stop when the delta interval is no wider than moving epsilon by eps_error would make it, or
+            # (relative accuracy) when it states delta to the same relative accuracy as epsilon, or when what
+            # is left is the slack's doing (a finer mesh cannot remove it). Without the relative clause, a
+            # flat curve (delta within 1e-7 of 1 at eps = 0, k = 1e6) halved the mesh eight times: 79 s.
+            enough = np.maximum(np.max(ests, axis=0) - np.max(shifted, axis=0), 4.0 * slack)
+            if self.rel_error is not None:
+                enough = np.maximum(enough, 2.0 * self.rel_error * upper)
+            if np.all(upper - lower <= enough):
                 break
             h /= 2.0
             self._cache.clear()  # compositions of the previous mesh (can be large)
-        return lower, np.max(ests, axis=0), upper, h
+        out = (lower, np.max(ests, axis=0), upper, h)
+        if also is None:
+            return out
+        more = [(delta_bounds(cl, also, _TINY)[0], *delta_bounds(cu, also, _TINY)[1:]) for cu, cl in comps]
+        return out + tuple(np.max([m[i] for m in more], axis=0) for i in range(3))
