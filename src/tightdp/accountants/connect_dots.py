@@ -94,6 +94,21 @@ def _compose_atoms_first(terms):
             for loss, c in terms]
 
 
+class _Better:
+    """Two certified lower compositions of one direction (upward and downward merges): evaluated, the
+    better lower bound at each epsilon."""
+
+    def __init__(self, *comps):
+        self.comps = comps
+
+
+def _lower_at(comp, epsilons: np.ndarray) -> np.ndarray:
+    """The certified lower delta at ``epsilons`` from one lower composition or a ``_Better`` pair."""
+    if isinstance(comp, _Better):
+        return np.max([_lower_at(c, epsilons) for c in comp.comps], axis=0)
+    return delta_bounds(comp, epsilons, _TINY)[0]
+
+
 class ConnectDotsAccountant(PLDAccountant):
     """Certified bounds from dominating (upper) and dominated (lower) discretisations.
 
@@ -566,6 +581,7 @@ class ConnectDotsAccountant(PLDAccountant):
         tau = 1e-13 if tilt_eps is not None else min(1e-6, 0.05 * slack)
         z = math.sqrt(2.0 * math.log(1.0 / max(min(slack * 1e3, 0.5), 1e-300))) if tilt_eps is not None else 5.0
         h = self._model_mesh(directions, z)  # the model needs a delta scale: about 1e-6 untilted
+        last_excess = None
         for _ in range(self.max_refinements + 1):
             los, ests, ups, shifted, comps = [], [], [], [], []
             for d, terms in enumerate(directions):
@@ -573,6 +589,14 @@ class ConnectDotsAccountant(PLDAccountant):
                 _, e_u, u = delta_bounds(cu, epsilons, _TINY)
                 cl = self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)
                 lo, _, _ = delta_bounds(cl, epsilons, _TINY)
+                if not self._upper_only and np.any(lo < 0.5 * u):
+                    # the upward merge may have swallowed a light tail (rare steps): the downward merge on the
+                    # same mesh keeps it (both certified; the better lower bound counts, as for epsilon)
+                    cl_down = self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps)
+                    lo_down = delta_bounds(cl_down, epsilons, _TINY)[0]
+                    if np.any(lo_down > lo):
+                        lo = np.maximum(lo, lo_down)
+                        cl = _Better(cl, cl_down)
                 los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, cl))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
@@ -585,10 +609,14 @@ class ConnectDotsAccountant(PLDAccountant):
                 enough = np.maximum(enough, 2.0 * self.rel_error * upper)
             if np.all(upper - lower <= enough):
                 break
+            excess = float(np.max((upper - lower) / np.maximum(enough, 1e-300)))
+            if last_excess is not None and excess > 0.8 * last_excess:
+                break  # halving the mesh did not narrow the intervals: the constructions, not the grid, limit them
+            last_excess = excess
             h /= 2.0
             self._cache.clear()  # compositions of the previous mesh (can be large)
         out = (lower, np.max(ests, axis=0), upper, h)
         if also is None:
             return out
-        more = [(delta_bounds(cl, also, _TINY)[0], *delta_bounds(cu, also, _TINY)[1:]) for cu, cl in comps]
+        more = [(_lower_at(cl, also), *delta_bounds(cu, also, _TINY)[1:]) for cu, cl in comps]
         return out + tuple(np.max([m[i] for m in more], axis=0) for i in range(3))
