@@ -267,3 +267,48 @@ def test_fixed_order_mid_epoch_and_unknown_samplers():
     weird.step(noise_multiplier=1.0, sample_rate=0.25)
     with pytest.raises(ValueError, match="data_loader"):
         weird.get_epsilon(DELTA)
+
+
+@pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG")
+def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
+    """poisson_sampling=False keeps a shuffled loader: the noise is calibrated for shuffled batches, so the
+    epsilon the accountant reports after the planned epochs meets the target (Opacus' Poisson calibration
+    picked a noise whose shuffle epsilon was far above it)."""
+    from opacus import PrivacyEngine
+
+    from tightdp.integrations.opacus import shuffle_noise_multiplier
+
+    target, epochs = 1.0, 2
+    engine = PrivacyEngine(accountant="tightdp")
+    model = torch.nn.Sequential(torch.nn.Linear(5, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.warns(UserWarning, match="not Poisson-sampled"):
+        model, opt, loader = engine.make_private_with_epsilon(
+            module=model, optimizer=opt, data_loader=_loader(shuffle=True), target_epsilon=target,
+            target_delta=DELTA, epochs=epochs, max_grad_norm=1.0, poisson_sampling=False)
+    sigma = opt.noise_multiplier
+    assert sigma == shuffle_noise_multiplier(target_epsilon=target, target_delta=DELTA, num_batches=4, epochs=epochs)
+    for _ in range(epochs):
+        for xb, yb in loader:
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(model(xb), yb).backward()
+            opt.step()
+    with pytest.warns(UserWarning, match="Poisson accounting would claim"):
+        eps = engine.get_epsilon(DELTA)
+    assert eps <= target
+    # the smallest such noise, to 0.1 %: a little less noise misses the target
+    below = tightdp.shuffle_epsilon(noise_multiplier=sigma / 1.003, num_batches=4, epochs=epochs, delta=DELTA)
+    assert below.upper > target
+    # Poisson calibration for the same run, as Opacus does: its shuffle epsilon is far above the target
+    poisson_sigma = tightdp.calibrate_noise(target_epsilon=target, delta=DELTA, sampling_rate=0.25,
+                                            steps=4 * epochs).noise_multiplier
+    assert tightdp.shuffle_epsilon(noise_multiplier=poisson_sigma, num_batches=4, epochs=epochs,
+                                   delta=DELTA).upper > 1.5 * target
+    # a sampler no analysis describes is refused before training
+    weird = PrivacyEngine(accountant="tightdp")
+    sampler = torch.utils.data.WeightedRandomSampler([1.0] * 64, 64)
+    with pytest.raises(ValueError, match="data_loader"):
+        weird.make_private_with_epsilon(module=torch.nn.Sequential(torch.nn.Linear(5, 2)),
+                                        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+                                        data_loader=_loader(sampler=sampler), target_epsilon=target,
+                                        target_delta=DELTA, epochs=epochs, max_grad_norm=1.0, poisson_sampling=False)

@@ -47,10 +47,14 @@ are untouched). The accountant then reports the certified epsilon of the scheme 
 * anything else (a weighted or custom sampler): ``get_epsilon`` refuses with a ``ValueError`` rather
   than report Poisson's figure for sampling it does not describe.
 
-``make_private_with_epsilon(..., poisson_sampling=False)`` calibrates Opacus' way, on the history it
-is given, which assumes Poisson sampling; after the loader is seen, ``get_epsilon`` reports the shuffle
-bound, which is then above the target (and the warning says so). To calibrate for shuffled batches use
-``tightdp.calibrate_noise(..., sampling="shuffle")`` and ``make_private``.
+``make_private_with_epsilon(..., poisson_sampling=False)`` with this accountant calibrates the noise for
+the loader it is given (shuffled or fixed-order batches: ``shuffle_noise_multiplier``, the smallest noise
+whose epsilon, as ``get_epsilon`` will report it after ``epochs`` epochs, meets the target), not Opacus'
+Poisson calibration, whose noise the shuffle bound then put far above the target (target 3 at
+delta 1e-5, 10 epochs of 100 batches: Poisson's noise 0.814 reports epsilon 23.4 for shuffled batches;
+the shuffle calibration picks 4.40); a loader no analysis describes is refused there, before training. Opacus looks
+``get_noise_multiplier`` up at call time; the wrapper substitutes the calibrated noise for the duration of
+that one call.
 
 Requires the ``opacus`` extra (``pip install torch==2.13.0`` first, then
 ``pip install 'tightdp[opacus]'``).
@@ -74,8 +78,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("tightdp.integrations.opacus needs Opacus: pip install torch==2.13.0 && "
                       "pip install 'tightdp[opacus]'") from exc
 
-__all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "install_calibration", "register",
-           "classify_data_loader", "LOADER_SAMPLINGS"]
+__all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "shuffle_noise_multiplier", "install_calibration",
+           "register", "classify_data_loader", "LOADER_SAMPLINGS"]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
@@ -356,6 +360,27 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
     return sigma  # pragma: no cover - the calibration's certificate already holds at the first sigma
 
 
+def shuffle_noise_multiplier(*, target_epsilon: float, target_delta: float, num_batches: int, epochs: int,
+                             eps_error: float | None = None, rel_error: float | None = None) -> float:
+    """The smallest noise multiplier (to 0.1 %) for ``epochs`` epochs of ``num_batches`` shuffled (or
+    fixed-order) batches whose epsilon, as ``TightDPAccountant.get_epsilon`` reports it for such a loader
+    (``tightdp.schemes.shuffle_epsilon``, no amplification), is at most ``target_epsilon``."""
+    from ..calibration import calibrate_noise
+
+    t = check_count("num_batches", num_batches)
+    e = check_count("epochs", epochs)
+    cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=1.0 / t, steps=t * e,
+                          sampling="shuffle", eps_error=eps_error, rel_error=rel_error)
+    sigma = cal.noise_multiplier
+    for _ in range(20):  # the figure the engine will report, not only the calibration's certificate
+        reported = _fixed_batches_epsilon([(sigma, 1.0 / t, t * e)], target_delta, "shuffle",
+                                          {}, eps_error, rel_error)
+        if reported.upper <= target_epsilon:
+            return sigma
+        sigma *= 1.001
+    return sigma  # pragma: no cover - the calibration's certificate already holds at the first sigma
+
+
 def install_calibration() -> None:
     """Opt in: make ``PrivacyEngine.make_private_with_epsilon`` use ``get_noise_multiplier`` above.
 
@@ -390,11 +415,49 @@ def _watch_data_loaders() -> None:
     pe.PrivacyEngine._prepare_data_loader = _prepare_data_loader
 
 
+def _calibrate_for_the_loader() -> None:
+    """Wrap ``PrivacyEngine.make_private_with_epsilon``: with a ``TightDPAccountant`` and
+    ``poisson_sampling=False`` the noise is calibrated for the loader's sampling (module docstring);
+    other engines and Poisson sampling are unaffected (idempotent)."""
+    import opacus.privacy_engine as pe
+
+    original = getattr(pe.PrivacyEngine, "make_private_with_epsilon", None)
+    if original is None or getattr(original, "_tightdp_watch", False):
+        return
+
+    def make_private_with_epsilon(self, *args, **kwargs):
+        if args or kwargs.get("poisson_sampling", True) or not isinstance(getattr(self, "accountant", None),
+                                                                          TightDPAccountant):
+            return original(self, *args, **kwargs)
+        loader = kwargs["data_loader"]
+        sampling, facts = classify_data_loader(loader)
+        if sampling == "poisson":  # already Opacus' Poisson loader: its calibration describes it
+            return original(self, *args, **kwargs)
+        if sampling == "unknown":
+            raise ValueError(f"data_loader: no certified epsilon exists for this loader's sampler "
+                             f"({facts.get('sampler')}), so no noise can be calibrated for it; use "
+                             "poisson_sampling=True or a shuffled DataLoader")
+        acc = self.accountant
+        sigma = shuffle_noise_multiplier(target_epsilon=kwargs["target_epsilon"], target_delta=kwargs["target_delta"],
+                                         num_batches=len(loader), epochs=kwargs["epochs"], eps_error=acc.eps_error,
+                                         rel_error=acc.rel_error)
+        saved = pe.get_noise_multiplier
+        pe.get_noise_multiplier = lambda **_: sigma  # what Opacus' method calls; restored below
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            pe.get_noise_multiplier = saved
+
+    make_private_with_epsilon._tightdp_watch = True  # type: ignore[attr-defined]
+    pe.PrivacyEngine.make_private_with_epsilon = make_private_with_epsilon
+
+
 def register() -> None:
-    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"`` and let it see the training loader
-    (``_watch_data_loaders``); done on import; idempotent."""
+    """Register ``TightDPAccountant`` with Opacus under ``"tightdp"``, let it see the training loader
+    (``_watch_data_loaders``) and calibrate for it (``_calibrate_for_the_loader``); done on import; idempotent."""
     register_accountant(MECHANISM, TightDPAccountant, force=True)
     _watch_data_loaders()
+    _calibrate_for_the_loader()
 
 
 register()
