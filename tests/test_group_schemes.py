@@ -95,3 +95,31 @@ def test_bad_input_names_the_argument(kwargs, name):
     kw = dict(noise_multiplier=1.0, delta=DELTA, group_size=2, sampling="balls-and-bins") | kwargs
     with pytest.raises(ValueError, match=name):
         tightdp.group_epsilon(**kw)
+
+
+@pytest.mark.parametrize("sampling", ["shuffle", "random-allocation"])
+def test_group_curve_and_cli_for_the_epoch_schemes(sampling, capsys):
+    """``group_curve`` / ``tightdp group --sampling <scheme>`` report group_epsilon's certified bound per size
+    (they refused every scheme but Poisson and fixed batches)."""
+    import json
+
+    from tightdp.cli import main
+    from tightdp.group import group_curve
+
+    kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=200, delta=1e-5)
+    reports = group_curve(group_sizes=[1, 4], sampling=sampling, **kw)
+    direct = tightdp.group_epsilon(group_size=4, sampling=sampling, **kw)
+    assert reports[1].epsilon.upper == direct.upper and reports[1].epsilon.lower == direct.lower
+    assert reports[0].epsilon.upper == reports[1].example_epsilon.upper
+    assert reports[0].epsilon.upper <= reports[1].epsilon.upper
+    if sampling == "random-allocation":  # its upper end is the lemma's, here below no amplification
+        assert reports[1].group_privacy_lemma_epsilon == pytest.approx(direct.upper)
+    else:
+        assert reports[1].group_privacy_lemma_epsilon is None
+    code = main(["group", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "200", "--delta", "1e-5",
+                 "--group-size", "4", "--sampling", sampling, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["epsilon"]["upper"] == direct.upper and out["sampling"] == sampling
+    assert main(["group", "--noise-multiplier", "1", "--steps", "200", "--delta", "1e-5", "--group-size", "4",
+                 "--sampling", sampling]) == 2  # no --sampling-rate: one line, exit 2
+    assert "--sampling-rate is required" in capsys.readouterr().err

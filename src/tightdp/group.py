@@ -550,13 +550,20 @@ def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_si
 def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_sizes: Iterable[int],
                 sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float | None = None,
                 rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> list[GroupReport]:
-    """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once."""
+    """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once.
+    For issue 11's schemes (``SCHEME_GROUP``) each report is ``group_epsilon(sampling=...)``'s certified
+    bound, with the group-privacy lemma where that bound computed it (random allocation)."""
     sizes = [check_count("group_size", k) for k in group_sizes]
     if not sizes:
         raise ValueError("group_sizes must not be empty")
     steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
+    if sampling in SCHEME_GROUP:
+        return _scheme_group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
+                                   delta=delta, sizes=sizes, sampling=sampling, dataset_size=dataset_size,
+                                   batch_size=batch_size, eps_error=eps_error, rel_error=rel_error,
+                                   accountant=accountant)
     mechs = [group_mechanism(noise_multiplier=noise_multiplier, group_size=k, sampling=sampling,
                              sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
              for k in sizes]  # validate every size before any work
@@ -579,4 +586,33 @@ def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_siz
             "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name,
             "eps_error": eps_error, "rel_error": rel_error,
             "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1}}))
+    return reports
+
+
+def _scheme_group_curve(*, noise_multiplier, sampling_rate, steps, delta, sizes, sampling, dataset_size, batch_size,
+                        eps_error, rel_error, accountant) -> list[GroupReport]:
+    """``group_curve`` for random allocation and shuffling: ``group_epsilon`` per size (the lemma is part of
+    its upper end for random allocation; shuffling's no-amplification GDP group bound needs none)."""
+    kw = dict(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
+              sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, eps_error=eps_error,
+              rel_error=rel_error, accountant=accountant)
+    t0 = time.perf_counter()
+    example = group_epsilon(group_size=1, **kw)
+    t_example = time.perf_counter() - t0
+    reports = []
+    for k in sizes:
+        t0 = time.perf_counter()
+        eps = example if k == 1 else group_epsilon(group_size=k, **kw)
+        d = dict(eps.details)
+        if k == 1:
+            lemma = LemmaResult(float(example.upper), float(example.upper), delta)
+        elif "group_privacy_lemma_epsilon" in d:
+            lemma = LemmaResult(d["group_privacy_lemma_epsilon"], note=d.get("group_privacy_lemma_note"))
+        else:
+            lemma = LemmaResult(None, note="not computed: for shuffled batches the certified bound is already the "
+                                           "GDP group bound of the example-level sqrt(E)/sigma-GDP guarantee")
+        reports.append(GroupReport(k, delta, sampling, eps, example, lemma, {
+            "sampling": sampling, "upper": d.get("upper", "the example-level bound"), "steps": steps,
+            "accountant": DEFAULT_ACCOUNTANT, "eps_error": eps_error, "rel_error": rel_error,
+            "seconds": {"group": time.perf_counter() - t0, "example": t_example}}))
     return reports

@@ -17,7 +17,7 @@ import time
 
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
-from ..group import SAMPLING_SCHEMES, GroupReport, group_curve
+from ..group import SAMPLING_SCHEMES, SCHEME_GROUP, GroupReport, group_curve
 from .common import accuracy_from_args, add_accuracy_options, fmt
 
 
@@ -32,7 +32,9 @@ def register(subparsers) -> None:
     p.add_argument("--steps", type=float, required=True, help="number of DP-SGD steps T")
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     p.add_argument("--group-size", type=float, required=True, help="largest group size K (examples per group)")
-    p.add_argument("--sampling", default="poisson", help="poisson (default) or fixed-batch")
+    p.add_argument("--sampling", default="poisson",
+                   help="poisson (default), fixed-batch, or one of the epoch schemes random-allocation, "
+                        "balls-and-bins, shuffle (--sampling-rate 1/t, t steps per epoch; steps whole epochs)")
     p.add_argument("--dataset-size", type=float,
                    help="fixed-batch: lower bound N on the number of examples outside the group")
     p.add_argument("--batch-size", type=float, help="fixed-batch: batch size B")
@@ -50,13 +52,14 @@ def _parse(args) -> dict:
     steps = check_count("--steps", args.steps)
     delta = check_delta("--delta", args.delta)
     k = check_count("--group-size", args.group_size)
-    sampling = check_choice("--sampling", args.sampling, SAMPLING_SCHEMES)
+    sampling = check_choice("--sampling", args.sampling, SAMPLING_SCHEMES + tuple(SCHEME_GROUP))
     eps_error, rel_error = accuracy_from_args(args)
     q = None if args.sampling_rate is None else check_probability("--sampling-rate", args.sampling_rate)
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
     b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
-    if sampling == "poisson" and q is None:
-        raise ValueError("--sampling-rate is required for --sampling poisson")
+    if sampling not in ("fixed-batch",) and q is None:
+        raise ValueError(f"--sampling-rate is required for --sampling {sampling}"
+                         + ("" if sampling == "poisson" else " (1/t, t steps per epoch)"))
     if sampling == "fixed-batch" and (n is None or b is None):
         raise ValueError("--sampling fixed-batch needs --dataset-size and --batch-size")
     if args.max_group_size is not None and not args.plot:
@@ -121,6 +124,9 @@ def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
     if p["sampling"] == "poisson":
         run = f"sampling rate {fmt(p['sampling_rate'])}"
         scheme = "Poisson sampling, sensitivity Binom(k, q) (002 Thm 3.1)"
+    elif p["sampling"] in SCHEME_GROUP:
+        run = f"{round(1 / p['sampling_rate'])} steps per epoch"
+        scheme = f"{p['sampling']} (upper: {r.details.get('upper')})"
     else:
         run = f"batch size {p['batch_size']} · dataset size >= {p['dataset_size']}"
         scheme = "fixed batch size, sensitivity 2 Hypergeom(B, N + k, k) (002 Thm 3.3)"
@@ -129,9 +135,11 @@ def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
           f" · accountant {p['accountant']} ({'certified bounds' if e.kind == 'bound' else 'approximation'})")
     row = lambda label, a="", b="", c="": print(f"  {label:38s}{a:>11s}{b:>11s}{c:>11s}")
     row("", "lower", "estimate", "upper")
-    row("group epsilon (mixture of Gaussians)", fmt(e.lower), fmt(e.estimate), fmt(e.upper))
+    row("group epsilon" + ("" if p["sampling"] in SCHEME_GROUP else " (mixture of Gaussians)"),
+        fmt(e.lower), fmt(e.estimate), fmt(e.upper))
     row("example-level epsilon_1", fmt(ex.lower), fmt(ex.estimate), fmt(ex.upper))
-    row("group-privacy lemma (002 Lemma 1.1)", "", "", fmt(r.group_privacy_lemma_epsilon))
+    lemma = r.group_privacy_lemma_epsilon
+    row("group-privacy lemma (002 Lemma 1.1)", "", "", "-" if lemma is None else fmt(lemma))
     row("linear reference k * epsilon_1", fmt(r.linear_lower_bound))
     for note in r.to_dict().get("notes", []):
         print(f"  note: {note}")
