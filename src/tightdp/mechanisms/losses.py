@@ -565,7 +565,8 @@ class _PoissonRemoveLoss(GaussianMixtureLoss):
 
     def loss(self, x):
         q = self.p_weights[0]
-        return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+        with np.errstate(divide="ignore", over="ignore"):  # sigma ~ 1e-160: +-inf, refused as out of range
+            return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
 
     def inverse(self, s):
         q = self.p_weights[0]
@@ -580,7 +581,8 @@ class _PoissonAddLoss(GaussianMixtureLoss):
 
     def loss(self, x):
         q = self.q_weights[1]
-        return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+        with np.errstate(divide="ignore", over="ignore"):  # as above
+            return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
 
     def inverse(self, s):
         q = self.q_weights[1]
