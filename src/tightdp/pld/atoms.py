@@ -82,10 +82,13 @@ def _power(step: DiscreteLoss, count: int):
     if lat is None:
         raise ValueError("the atoms lie on no lattice")
     g, m = lat
-    base = np.zeros(max(m) + 1)
-    np.add.at(base, np.asarray(m), p)
-    out, g_count, lead = convolution_power(base, count, (len(v) + 1) * _U, floor=_TRIM)
-    rel = g_count / (1.0 - g_count)
+    if len(v) == 2:  # pure / approximate DP: a binomial, O(size) by its ratio recurrence
+        out, rel, lead = _binomial_power(float(p[0]), float(p[1]), count)
+    else:
+        base = np.zeros(max(m) + 1)
+        np.add.at(base, np.asarray(m), p)
+        out, g_count, lead = convolution_power(base, count, (len(v) + 1) * _U, floor=_TRIM)
+        rel = g_count / (1.0 - g_count)
     # trimmed: at most _TRIM of the largest entry (<= 1) per entry per product; underflow: far less
     products = 2 * max(count.bit_length(), 1)
     absolute = _TRIM * products * (count * max(m) + 1)
@@ -97,6 +100,45 @@ def _power(step: DiscreteLoss, count: int):
     eta = float(count * rho) + 4.0 * _U * top
     out.flags.writeable = False
     return float(v[0]), g, lead, out, rel, absolute, eta
+
+
+def _binomial_power(p0: float, p1: float, count: int) -> tuple[np.ndarray, float, int]:
+    """``(w, rel, lead)``: the masses ``w[i] = C(c, j) p1^j p0^(c - j)`` of ``j = lead + i`` (``c = count``),
+    within a factor ``1 +- rel``, entries below ``_TRIM`` of the largest left out at both ends.
+
+    From the mode ``j*`` the ratios ``u_(j+1) / u_j = (c - j) / (j + 1) * rho`` (``rho = p1 / p0``, one
+    rounding) give ``u_j = w_j / w_(j*)`` with at most ``6 |j - j*| + 2`` roundings of ``u`` each; the
+    ratios fall monotonically, so the trimmed ends are below their last kept term times a geometric
+    series. ``w_j = (p0 + p1)^c u_j / sum(u)`` (all terms), normalised by the kept sum, whose relative
+    error is at most its length in units of ``u`` plus the trimmed share (below 1e-270)."""
+    rho = p1 / p0
+    c = int(count)
+    mode = min(c, max(0, math.floor((c + 1) * p1 / (p0 + p1))))
+    up, down = [1.0], [1.0]
+    j, u = mode, 1.0
+    while j < c:  # upwards: u_(j+1) = u_j (c - j) rho / (j + 1)
+        u = u * (c - j) * rho / (j + 1)
+        j += 1
+        if u < _TRIM:
+            break
+        up.append(u)
+    j, u = mode, 1.0
+    while j > 0:  # downwards: u_(j-1) = u_j j / ((c - j + 1) rho)
+        u = u * j / ((c - j + 1) * rho)
+        j -= 1
+        if u < _TRIM:
+            break
+        down.append(u)
+    vec = np.array(down[:0:-1] + up)
+    lead = mode - (len(down) - 1)
+    steps = max(len(up), len(down))
+    total = float(vec.sum())
+    # (p0 + p1)^c, the finite part's total mass: p0 + p1 - 1 (exactly rounded, fsum) keeps log(p0 + p1) to a
+    # relative error of a few u; fl(p0 + p1) itself would err by u, raised to the power c (1e-11 at c = 1e5)
+    log_scale = c * math.log1p(math.fsum((p0, p1, -1.0)))
+    w = vec * (math.exp(log_scale) / total)
+    g = (6.0 * steps + 2.0 + vec.size + 8.0 + 4.0 * (1.0 + abs(log_scale))) * _U + 1e-270
+    return w, g / (1.0 - g), int(lead)
 
 
 @dataclass(frozen=True)
