@@ -185,9 +185,11 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         sfx = np.append(np.cumsum(w[::-1])[::-1][1:], 0.0)  # mass above each atom (no cancellation)
         lo = min(int(np.searchsorted(cum, _TAIL_BELOW * budget, side="right")), w.size - 1)
         hi = max(min(int(np.searchsorted(-sfx, -budget, side="left")), w.size - 1), lo)  # <= budget above
-        summed = 1.0 + (w.size + 2) * _U  # the sums' relative rounding, to the safe (larger) side
-        below = float(cum[lo - 1]) * summed if lo > 0 else 0.0
-        above = float(sfx[hi]) * summed
+        # sums of non-negative terms: within (w.size + 2) u of the exact ones; the caller rounds them to its
+        # safe side (up for the upper bound; for the lower bound the lumped atom's mass error is a relative one)
+        summed = (w.size + 2) * _U
+        below = float(cum[lo - 1]) if lo > 0 else 0.0
+        above = float(sfx[hi])
         idx = np.arange(lo, hi + 1)
         values = self.count * a0 + (lead + idx) * g
         # the grid offset that puts the lattice origin count * a0 on a grid point (then a mesh dividing
@@ -196,10 +198,11 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         c0 = origin - h * math.floor(origin / h + 0.5)
         # the float error of the values and of the grid arithmetic below, per atom
         margin = eta + 8.0 * _U * (np.abs(values) + abs(c0) + 1.0)
-        return values, np.array(w[lo:hi + 1]), below, above, c0, margin, rel, absolute
+        return values, np.array(w[lo:hi + 1]), below, above, c0, margin, rel, absolute, summed
 
     def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
-        values, w, below, above, c0, margin, rel, absolute = self._kept(h, tail)
+        values, w, below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
+        below, above = below * (1.0 + summed), above * (1.0 + summed)
         w = w.copy()
         w[0] += below  # losses below the kept atoms raised to the lowest one
         v_up = values + margin
@@ -217,7 +220,7 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
                                mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 16.0 * _U)
 
     def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
-        values, w, below, above, c0, margin, rel, absolute = self._kept(h, tail)
+        values, w, below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
         w = w.copy()
         w[-1] += above  # losses above the kept atoms lowered to the highest one; those below are dropped
         i = np.floor((values - margin - c0) / h)
@@ -225,7 +228,8 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         pmf = np.bincount((i - start).astype(np.int64), weights=w)
         inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
         return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_lo, truncated_mass=0.0,
-                               mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 4.0 * _U)
+                               mean_error=0.0, coupling_range=0.0, tv_error=absolute,
+                               rel_error=rel + summed + 4.0 * _U)
 
 
 def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarray | None:
