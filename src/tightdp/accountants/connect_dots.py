@@ -562,10 +562,10 @@ class ConnectDotsAccountant(PLDAccountant):
                                                                  also=epsilons[rest])
                     except ArithmeticError:  # the intervals so far stand (certified, wider)
                         break
-                    before = upper[i]
+                    before = upper[i] - lower[i]
                     lower[rest], upper[rest] = np.maximum(lower[rest], lo_r), np.minimum(upper[rest], up_r)
                     est[rest] = np.minimum(np.maximum(est_r, lower[rest]), upper[rest])
-                    if upper[i] - lower[i] <= 0.05 * est[i] or upper[i] > 0.5 * before:
+                    if upper[i] - lower[i] <= 0.05 * est[i] or upper[i] - lower[i] > 0.5 * before:
                         break  # done, or stuck (a delta of 1e-100 whose upper end a floor of the tails holds)
                 tilted.append(e)
         est = np.clip(est, lower, upper)
