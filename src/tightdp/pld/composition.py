@@ -46,7 +46,7 @@ __all__ = ["ComposedPLD", "compose", "convolution_power", "saddle_tilt", "cherno
            "merge_tails"]
 
 _U = np.finfo(float).eps / 2  # unit round-off
-#: the largest composition window (points); a window this size needs about 6 GB of temporaries
+#: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
 _MAX_POINTS = 1 << 26
 
 
