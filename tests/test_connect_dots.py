@@ -193,12 +193,23 @@ def test_grid_cap_answers_with_the_last_certified_pass_or_refuses(monkeypatch):
     note; when even the first pass exceeds it, GridTooLargeError (no PRV retry: it needs a finer grid)."""
     import tightdp.pld.composition as composition
 
+    # a first mesh 4x too coarse (the model's is right here: one pass), so that a second, finer pass runs
+    model = ConnectDotsAccountant._model_mesh
+    monkeypatch.setattr(ConnectDotsAccountant, "_model_mesh", lambda self, *a, **k: 4.0 * model(self, *a, **k))
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3)
+    import tightdp.accountants.connect_dots as cd
+
+    sizes = []
+    real_compose = cd.compose
+    monkeypatch.setattr(cd, "compose", lambda *a, **k: sizes.append(real_compose(*a, **k)) or sizes[-1])
     full = ConnectDotsAccountant(eps_error=0.01).compose(mech, 5000).epsilon(1e-5)
+    monkeypatch.setattr(cd, "compose", real_compose)
     first_pass = full.details["refinements"][0]
     assert full.details["passes"] == 2 and first_pass["width"] > 0.02
     # a cap between the first and the second pass's windows
-    monkeypatch.setattr(composition, "_MAX_POINTS", 250_000)
+    first, last = sizes[0].tilted.size, max(c.tilted.size for c in sizes)
+    assert last > 2 * first
+    monkeypatch.setattr(composition, "_MAX_POINTS", int((first * last) ** 0.5))
     b = ConnectDotsAccountant(eps_error=0.01).compose(mech, 5000).epsilon(1e-5)
     assert "grid_cap" in b.details and "grid cap" in b.details["note"] and "fallback" not in b.details
     assert b.lower <= full.lower <= full.upper <= b.upper  # both certified; the capped one is wider
@@ -280,3 +291,15 @@ def test_delta_of_rare_large_steps_is_tight_without_fallback(k):
     if k == 1:
         exact = np.array([_subsampled_gaussian_single_delta_mp(e, 0.1, 1.024e-5) for e in eps])
         assert np.all(b.lower <= exact * (1 + 1e-12)) and np.all(exact <= b.upper * (1 + 1e-12)), (b, exact)
+
+
+def test_tight_absolute_target_is_met_in_one_pass():
+    """eps_error = 1e-3 at k = 1e5: the default delta slack (1e-3 delta) alone moved epsilon by about the
+    target, so the first pass missed and a second one cut the slack; the slack is now sized from the target
+    (``_slack_share``): one pass, within the target, and consistent with the default accountant's interval."""
+    m = tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01)
+    b = ConnectDotsAccountant(eps_error=1e-3).compose(m, 10**5).epsilon(1e-5)
+    assert b.details["passes"] == 1 and b.upper - b.lower <= 2e-3
+    default = ConnectDotsAccountant().compose(m, 10**5).epsilon(1e-5)  # the relative default keeps 1e-3 delta
+    assert default.details["delta_error"] == pytest.approx(1e-8)
+    assert default.lower <= b.upper and b.lower <= default.upper
