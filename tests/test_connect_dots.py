@@ -303,3 +303,43 @@ def test_tight_absolute_target_is_met_in_one_pass():
     default = ConnectDotsAccountant().compose(m, 10**5).epsilon(1e-5)  # the relative default keeps 1e-3 delta
     assert default.details["delta_error"] == pytest.approx(1e-8)
     assert default.lower <= b.upper and b.lower <= default.upper
+
+
+def test_out_of_memory_answers_with_the_last_pass_or_refuses_in_one_line(monkeypatch, capsys):
+    """numpy's MemoryError is never what a user sees: a refinement that runs out of memory answers with the last
+    certified pass (as at the grid cap); a first pass that does is refused as GridTooLargeError, and the CLI
+    prints one line (exit 1). (A 12 GB address-space limit made a k = 1e7 call die with _ArrayMemoryError.)"""
+    import tightdp.accountants.connect_dots as cd
+    from tightdp.cli import main
+
+    model = ConnectDotsAccountant._model_mesh
+    monkeypatch.setattr(ConnectDotsAccountant, "_model_mesh", lambda self, *a, **k: 4.0 * model(self, *a, **k))
+    mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3)
+    full = ConnectDotsAccountant(eps_error=0.01).compose(mech, 5000).epsilon(1e-5)
+    first_size = []
+    real_compose = cd.compose
+
+    def compose(*a, **k):  # the second pass's (larger) windows do not fit
+        out = real_compose(*a, **k)
+        if first_size and out.tilted.size > 2 * first_size[0]:
+            raise MemoryError(f"Unable to allocate {out.tilted.size * 8} bytes")  # as numpy says it
+        first_size.append(out.tilted.size)
+        return out
+
+    monkeypatch.setattr(cd, "compose", compose)
+    b = ConnectDotsAccountant(eps_error=0.01).compose(mech, 5000).epsilon(1e-5)
+    assert "out of memory" in b.details["grid_cap"] and "memory" in b.details["note"]
+    assert b.lower <= full.lower <= full.upper <= b.upper
+
+    def no_memory(*a, **k):
+        raise MemoryError("Unable to allocate 424. MiB")
+
+    monkeypatch.setattr(cd, "compose", no_memory)
+    with pytest.raises(tightdp.GridTooLargeError, match="out of memory"):
+        ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
+    with pytest.raises(tightdp.GridTooLargeError, match="out of memory"):
+        ConnectDotsAccountant().compose(mech, 5000).delta([1.0])
+    assert main(["epsilon", "--noise-multiplier", "0.6", "--sampling-rate", "0.3", "--steps", "5000",
+                 "--delta", "1e-5"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "out of memory" in err and "\n" not in err and "Traceback" not in err

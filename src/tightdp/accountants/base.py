@@ -18,12 +18,19 @@ import numpy as np
 
 from .._validation import check_count, check_delta, check_real_array
 from ..bounds import Bounds
-from ..errors import UnsupportedMechanismError
+from ..errors import GridTooLargeError, UnsupportedMechanismError
 from ..mechanisms import Mechanism, mechanism_from_dict
 
 __all__ = ["Accountant", "accountant_from_dict", "ACCOUNTANTS"]
 
 ACCOUNTANTS: dict[str, type["Accountant"]] = {}
+
+
+def _out_of_memory(what: str, exc: MemoryError) -> GridTooLargeError:
+    """A refusal, with the reason, instead of numpy's MemoryError (an accountant's grid that does not fit)."""
+    detail = " ".join(str(exc).split()) or "MemoryError"
+    return GridTooLargeError(f"out of memory computing {what} ({detail}): the grid this accuracy needs does not fit in "
+                             "this machine's memory; a looser eps_error / rel_error needs a smaller one")
 
 
 class Accountant(ABC):
@@ -78,7 +85,10 @@ class Accountant(ABC):
         delta = check_delta("delta", delta)
         if not self._ledger:
             return Bounds(0.0, 0.0, 0.0, "epsilon", self.kind, {"note": "nothing composed"})
-        return self._epsilon(delta)
+        try:
+            return self._epsilon(delta)
+        except MemoryError as exc:
+            raise _out_of_memory("epsilon", exc) from None
 
     def delta(self, epsilon) -> Bounds:
         """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array."""
@@ -89,7 +99,10 @@ class Accountant(ABC):
         if not self._ledger:
             z = 0.0 if scalar else np.zeros_like(eps)
             return Bounds(z, z, z, "delta", self.kind, {"note": "nothing composed"})
-        out = self._delta(eps)
+        try:
+            out = self._delta(eps)
+        except MemoryError as exc:
+            raise _out_of_memory("delta", exc) from None
         if scalar:
             pick = lambda v: None if v is None else float(np.asarray(v).reshape(-1)[0])
             out = Bounds(pick(out.lower), pick(out.estimate), pick(out.upper), "delta", out.kind, out.details)

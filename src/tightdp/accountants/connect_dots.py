@@ -388,10 +388,12 @@ class ConnectDotsAccountant(PLDAccountant):
         for passes in range(1, self.max_refinements + 2):
             try:
                 ups, lo, tail_eps = self._one_pass(delta, directions, h, slack, k_total, tilted, coarse)
-            except GridTooLargeError as exc:
+            except (GridTooLargeError, MemoryError) as exc:
                 if best is None:
                     raise
-                capped = str(exc)  # refinement hit the memory cap: answer with the last (wider) pass
+                # refinement hit the memory cap, or the machine's memory: answer with the last (wider) pass
+                capped = str(exc) if isinstance(exc, GridTooLargeError) else f"out of memory ({exc or 'MemoryError'})"
+                self._cache.clear()
                 h, slack, ups, lo = best
                 passes -= 1
                 break
@@ -451,8 +453,8 @@ class ConnectDotsAccountant(PLDAccountant):
         notes = [b.note for b in (*ups.values(), lo) if b.note]
         if capped is not None:
             details["grid_cap"] = capped
-            notes.append(f"interval {upper - lower:.3g} wide, more than 2 eps_error: refining further would "
-                         f"exceed the grid cap ({capped})")
+            notes.append(f"interval {upper - lower:.3g} wide, more than the target: refining further would "
+                         f"exceed the grid cap or the memory ({capped})")
         if notes:
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
