@@ -151,9 +151,20 @@ def _tails(tail) -> tuple[float, float]:
     return (float(tail[0]), float(tail[1])) if isinstance(tail, tuple) else (float(tail), float(tail))
 
 
+@_register_cache
+@lru_cache(maxsize=8)
 def _cells(loss: PrivacyLoss, h: float, tail):
     """Grid, cell P- and Q-masses with their relative errors, and the P-mass below / above the grid
-    (``tail``: the mass allowed outside the grid, one number or ``(below, above)``)."""
+    (``tail``: the mass allowed outside the grid, one number or ``(below, above)``). Memoised: the upper and
+    the lower construction of one step on one mesh share them (the arrays are read-only)."""
+    out = _cells_uncached(loss, h, tail)
+    for a in out:
+        if isinstance(a, np.ndarray):
+            a.flags.writeable = False
+    return out
+
+
+def _cells_uncached(loss: PrivacyLoss, h: float, tail):
     if not supports_dominance(loss):
         raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
     t_lo, t_hi = _tails(tail)
