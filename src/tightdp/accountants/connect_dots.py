@@ -35,7 +35,7 @@ from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
-from ..pld.atoms import SelfComposedAtoms, atom_lattice
+from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.composition import saddle_tilt
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import DiscreteLoss, GaussianLoss
@@ -84,11 +84,7 @@ def _compose_atoms_first(terms):
     grid is snapped to hold every atom, ``ConnectDotsAccountant._snap``)."""
     if not any(c > 1 and SelfComposedAtoms.applies(loss) for loss, c in terms):
         return terms
-    gaps = {0.0}
-    for loss, _ in terms:
-        atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
-        gaps.update(a - min(atoms) for a in atoms)
-    if atom_lattice(gaps) is not None:
+    if atom_lattice(atom_gaps(loss for loss, _ in terms)) is not None:
         return terms
     return [(SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
             for loss, c in terms]
@@ -272,7 +268,8 @@ class ConnectDotsAccountant(PLDAccountant):
     def _snap(h: float, directions) -> float:
         """The largest mesh ``<= h`` that divides the distances between every loss's atoms
         (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
-        Laplace's support ends), when they are commensurate; else ``h``. Each loss's grid is offset to
+        Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh is
+        its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each loss's grid is offset to
         hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every atom is a grid point.
         (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
         A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
@@ -283,23 +280,12 @@ class ConnectDotsAccountant(PLDAccountant):
         off the grid, each step's atom moves by up to a mesh and the gap grows with the steps."""
         losses = [loss for terms in directions for loss, _ in terms]
         atoms_only = all(isinstance(loss, DiscreteLoss) for loss in losses)
-        gaps = set()
-        for loss in losses:
-            atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
-            gaps.update(a - min(atoms) for a in atoms)
-        ends = sorted(g for g in gaps if g > 1e-12)
-        if not ends:
+        gaps = atom_gaps(losses)
+        lattice = atom_lattice(gaps)  # the one test of commensurability (as _compose_atoms_first)
+        if len(gaps) == 1 or lattice is None:  # no atom apart from each loss's lowest, or no common lattice
             return h
-
-        def lattice(unit: float) -> bool:
-            return all(abs(e / unit - round(e / unit)) <= 1e-9 * max(1.0, e / unit) for e in ends)
-
-        if atoms_only:
-            for m in range(1, min(math.ceil(ends[0] / h - 1e-9), 1000) + 1):
-                if lattice(ends[0] / m):
-                    return ends[0] / m
-        unit = ends[0] / math.ceil(ends[0] / h - 1e-9)
-        return unit if lattice(unit) else h
+        g = lattice[0]
+        return g if atoms_only else g / math.ceil(g / h - 1e-9)
 
     def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()

@@ -43,12 +43,23 @@ from ..mechanisms.losses import DiscreteLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 
-__all__ = ["SelfComposedAtoms", "atom_lattice", "composed_atom_values"]
+__all__ = ["SelfComposedAtoms", "atom_gaps", "atom_lattice", "composed_atom_values"]
 
 _U = float(np.finfo(float).eps) / 2
 _TRIM = 1e-280  # entries below this fraction of the largest are trimmed from a power's ends
 _TAIL_BELOW = 1e-3  # share of the tail budget spent below the kept atoms (as ``ConnectDotsAccountant``)
 _MAX_UNITS = 64  # the lattice unit is the smallest gap divided by at most this
+
+
+def atom_gaps(losses) -> set[float]:
+    """The distances of every loss's atoms (``PrivacyLoss.lattice_atoms``) from its lowest one, and 0: what a
+    grid offset to hold each loss's lowest atom (``pld.dominance.grid_offset``) must divide to hold them all.
+    Distances below 1e-12 are the same atom."""
+    gaps = {0.0}
+    for loss in losses:
+        atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
+        gaps.update(a - atoms[0] for a in atoms if a - atoms[0] > 1e-12)
+    return gaps
 
 
 def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
@@ -154,10 +165,8 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
     @staticmethod
     def applies(loss) -> bool:
         """Whether ``loss`` is made of atoms on one lattice (and so can be composed exactly)."""
-        if not isinstance(loss, DiscreteLoss):
-            return False
-        v, p = loss._arrays
-        return atom_lattice(v[(p > 0) & np.isfinite(v)]) is not None if np.any(p > 0) else False
+        atoms = loss.lattice_atoms() if isinstance(loss, DiscreteLoss) else ()
+        return bool(atoms) and atom_lattice(atoms) is not None
 
     @property
     def infinity_mass(self) -> float:  # P(some step's loss is +inf), without cancellation
@@ -240,16 +249,13 @@ def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarr
     ``limit`` values fall in the range. Hints for where to ask for delta; never part of a bound."""
     if not terms or not all(isinstance(loss, DiscreteLoss) for loss, _ in terms):
         return None
-    origin, span, gaps = 0.0, 0.0, {0.0}
+    origin = span = 0.0
     for loss, c in terms:
-        v, p = loss._arrays
-        v = v[(p > 0) & np.isfinite(v)]
-        if v.size == 0:
-            continue
-        origin += c * float(v[0])
-        span += c * float(v[-1] - v[0])
-        gaps.update(float(x - v[0]) for x in v)
-    lat = atom_lattice(gaps)
+        atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
+        if atoms:
+            origin += c * atoms[0]
+            span += c * (atoms[-1] - atoms[0])
+    lat = atom_lattice(atom_gaps(loss for loss, _ in terms))
     if lat is None:
         return None
     g = lat[0]
