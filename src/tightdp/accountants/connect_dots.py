@@ -90,19 +90,10 @@ def _compose_atoms_first(terms):
             for loss, c in terms]
 
 
-class _Better:
-    """Two certified lower compositions of one direction (upward and downward merges): evaluated, the
-    better lower bound at each epsilon."""
-
-    def __init__(self, *comps):
-        self.comps = comps
-
-
-def _lower_at(comp, epsilons: np.ndarray) -> np.ndarray:
-    """The certified lower delta at ``epsilons`` from one lower composition or a ``_Better`` pair."""
-    if isinstance(comp, _Better):
-        return np.max([_lower_at(c, epsilons) for c in comp.comps], axis=0)
-    return delta_bounds(comp, epsilons, _TINY)[0]
+def _loss_variance(directions) -> float:
+    """Variance of the composed privacy loss under P in the first direction (the steps' spreads,
+    ``loss_spread``): the near-Gaussian model behind the first mesh and the first delta slack."""
+    return sum(c * max(loss_spread(loss), 1e-12) ** 2 for loss, c in directions[0])
 
 
 class ConnectDotsAccountant(PLDAccountant):
@@ -241,10 +232,8 @@ class ConnectDotsAccountant(PLDAccountant):
         times the connect-the-dots share. The model only sets the first mesh:
         the accountant measures the width and refines.
         """
-        # (sd, count) of every distinct step's privacy loss under P in the first direction
-        spreads = [(max(loss_spread(loss), 1e-12), c) for loss, c in directions[0]]
-        steps = sum(c for _, c in spreads)
-        v = sum(c * sd * sd for sd, c in spreads)
+        steps = sum(c for _, c in directions[0])
+        v = _loss_variance(directions)
         slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
         err = self.eps_error if half_width is None else half_width
         if half_width is None and self.rel_error is not None:
@@ -259,7 +248,7 @@ class ConnectDotsAccountant(PLDAccountant):
         falls by about ``z / sqrt(v)`` per unit of epsilon, so a slack ``s delta`` moves epsilon by about
         ``s sqrt(v) / z``. (At ``eps_error=1e-3``, k = 1e6, the default share moved epsilon by 8e-4: the
         first pass missed the target on the slack alone and a second one ran, 2 s instead of 1.)"""
-        v = sum(c * max(loss_spread(loss), 1e-12) ** 2 for loss, c in directions[0])
+        v = _loss_variance(directions)
         sd = math.sqrt(max(v, 1e-300))
         allowed = 0.1 * self._target(0.5 * v + z * sd)  # epsilon is about v/2 + z sqrt(v)
         return min(1e-3, max(1e-9, allowed * z / sd))
@@ -268,9 +257,9 @@ class ConnectDotsAccountant(PLDAccountant):
     def _snap(h: float, directions) -> float:
         """The largest mesh ``<= h`` that divides the distances between every loss's atoms
         (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
-        Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh is
-        its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each loss's grid is offset to
-        hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every atom is a grid point.
+        Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh
+        is its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each
+        loss's grid is offset to hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every atom is a grid point.
         (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
         A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
         that holds every atom, however coarse: on it both constructions are the exact composition (an
@@ -378,7 +367,7 @@ class ConnectDotsAccountant(PLDAccountant):
                 if best is None:
                     raise
                 # refinement hit the memory cap, or the machine's memory: answer with the last (wider) pass
-                capped = str(exc) if isinstance(exc, GridTooLargeError) else f"out of memory ({exc or 'MemoryError'})"
+                capped = str(exc) if isinstance(exc, GridTooLargeError) else f"out of memory ({exc or 'no detail'})"
                 self._cache.clear()
                 h, slack, ups, lo = best
                 passes -= 1
@@ -589,17 +578,14 @@ class ConnectDotsAccountant(PLDAccountant):
             for d, terms in enumerate(directions):
                 cu = self._composed(d, terms, h, tail, True, None, tau, tilt_eps=tilt_eps)
                 _, e_u, u = delta_bounds(cu, epsilons, _TINY)
-                cl = self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)
-                lo, _, _ = delta_bounds(cl, epsilons, _TINY)
+                lows = [self._composed(d, terms, h, tail, False, None, tau, tilt_eps=tilt_eps)]
+                lo = delta_bounds(lows[0], epsilons, _TINY)[0]
                 if not self._upper_only and np.any(lo < 0.5 * u):
                     # the upward merge may have swallowed a light tail (rare steps): the downward merge on the
                     # same mesh keeps it (both certified; the better lower bound counts, as for epsilon)
-                    cl_down = self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps)
-                    lo_down = delta_bounds(cl_down, epsilons, _TINY)[0]
-                    if np.any(lo_down > lo):
-                        lo = np.maximum(lo, lo_down)
-                        cl = _Better(cl, cl_down)
-                los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, cl))
+                    lows.append(self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps))
+                    lo = np.maximum(lo, delta_bounds(lows[1], epsilons, _TINY)[0])
+                los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, lows))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
             # stop when the delta interval is no wider than moving epsilon by eps_error would make it, or
@@ -620,5 +606,6 @@ class ConnectDotsAccountant(PLDAccountant):
         out = (lower, np.max(ests, axis=0), upper, h)
         if also is None:
             return out
-        more = [(_lower_at(cl, also), *delta_bounds(cu, also, _TINY)[1:]) for cu, cl in comps]
+        more = [(np.max([delta_bounds(c, also, _TINY)[0] for c in lows], axis=0), *delta_bounds(cu, also, _TINY)[1:])
+                for cu, lows in comps]
         return out + tuple(np.max([m[i] for m in more], axis=0) for i in range(3))

@@ -547,6 +547,8 @@ def convolution_power(base: np.ndarray, c: int, g_base: float = 0.0, *,
 def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
     """``v`` without the entries at both ends below ``floor * max(v)``, and how many leading ones went."""
     keep = np.flatnonzero(v >= floor * float(v.max()))
+    if keep.size == 0:  # an all-zero vector (everything underflowed): nothing to trim against
+        return v, 0
     return v[keep[0]:keep[-1] + 1], int(keep[0])
 
 
