@@ -259,8 +259,8 @@ class ConnectDotsAccountant(PLDAccountant):
         (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
         Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh
         is its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each
-        loss's grid is offset to hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every atom is a grid point.
-        (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
+        loss's grid is offset to hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every
+        atom is a grid point. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
         A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
         that holds every atom, however coarse: on it both constructions are the exact composition (an
         exact enumeration of the atoms' sums, with rounding only), so a finer mesh buys nothing.
