@@ -312,3 +312,15 @@ def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
                                         optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
                                         data_loader=_loader(sampler=sampler), target_epsilon=target,
                                         target_delta=DELTA, epochs=epochs, max_grad_norm=1.0, poisson_sampling=False)
+
+
+def test_calibration_never_returns_a_noise_whose_reported_epsilon_misses_the_target():
+    """The 0.1 % steps after the calibration stop at twenty; then it refuses instead of returning the noise."""
+    from types import SimpleNamespace
+
+    from tightdp.calibration import CalibrationError
+    from tightdp.integrations.opacus import _as_reported
+
+    assert _as_reported(1.0, 2.0, lambda s: SimpleNamespace(upper=2.0 / s * 1.0005)) == pytest.approx(1.001)
+    with pytest.raises(CalibrationError, match="still reports"):
+        _as_reported(1.0, 2.0, lambda s: SimpleNamespace(upper=3.0))

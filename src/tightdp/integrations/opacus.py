@@ -349,15 +349,9 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
         steps = int(check_real("epochs", epochs, low=0.0) / q)
     steps = check_count("steps", steps)
     cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=q, steps=steps)
-    # The engine will report TightDPAccountant's epsilon (default accountant and accuracy); make sure that number, not
-    # only the calibration's own certificate, is within the target (a 0.1 % step up settles rare ties).
-    sigma = cal.noise_multiplier
-    for _ in range(20):
-        reported = _epsilon_of_history([(sigma, q, steps)], target_delta, DEFAULT_ACCOUNTANT, None)
-        if reported.upper <= target_epsilon:
-            return sigma
-        sigma *= 1.001
-    return sigma  # pragma: no cover - the calibration's certificate already holds at the first sigma
+    # The engine will report TightDPAccountant's epsilon (default accountant and accuracy): that number is checked
+    return _as_reported(cal.noise_multiplier, target_epsilon,
+                        lambda s: _epsilon_of_history([(s, q, steps)], target_delta, DEFAULT_ACCOUNTANT, None))
 
 
 def shuffle_noise_multiplier(*, target_epsilon: float, target_delta: float, num_batches: int, epochs: int,
@@ -371,14 +365,22 @@ def shuffle_noise_multiplier(*, target_epsilon: float, target_delta: float, num_
     e = check_count("epochs", epochs)
     cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=1.0 / t, steps=t * e,
                           sampling="shuffle", eps_error=eps_error, rel_error=rel_error)
-    sigma = cal.noise_multiplier
-    for _ in range(20):  # the figure the engine will report, not only the calibration's certificate
-        reported = _fixed_batches_epsilon([(sigma, 1.0 / t, t * e)], target_delta, "shuffle",
-                                          {}, eps_error, rel_error)
-        if reported.upper <= target_epsilon:
+    return _as_reported(cal.noise_multiplier, target_epsilon,
+                        lambda s: _fixed_batches_epsilon([(s, 1.0 / t, t * e)], target_delta, "shuffle", {}, eps_error,
+                                                         rel_error))
+
+
+def _as_reported(sigma: float, target_epsilon: float, reported) -> float:
+    """``sigma``, raised in 0.1 % steps until the epsilon the engine will report (``reported(sigma).upper``), not
+    only the calibration's own certificate, is within the target (a step settles rare ties between accuracies);
+    ``CalibrationError`` if twenty steps do not (never a noise whose reported epsilon misses the target)."""
+    from ..calibration import CalibrationError
+
+    for _ in range(20):
+        if reported(sigma).upper <= target_epsilon:
             return sigma
         sigma *= 1.001
-    return sigma  # pragma: no cover - the calibration's certificate already holds at the first sigma
+    raise CalibrationError(f"the calibrated noise {sigma:.6g} still reports an epsilon above {target_epsilon:g}")
 
 
 def install_calibration() -> None:
