@@ -166,3 +166,57 @@ def test_long_pure_dp_run_mixed_with_laplace_is_fast_and_contains_the_stepwise_a
     assert "fallback" not in b.details and b.details["passes"] == 1
     assert b.upper - b.lower <= 2e-3 * b.upper
     assert 654.5 < b.lower < b.upper < 654.7
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log_odds=st.floats(-25.0, 25.0), log_d=st.floats(-16.0, -6.0), c=st.integers(1, 200_000),
+       with_delta=st.booleans())
+def test_random_binomial_powers_within_their_relative_error(log_odds, log_d, c, with_delta):
+    """Any two-atom step (pure DP's e^eps odds up to e^25 either way; approximate DP's masses summing to 1 - d),
+    any count: every kept term within the claimed factor of mpmath's, and the trimmed ends below 1e-280 of
+    the largest."""
+    from tightdp.pld.atoms import _TRIM, _binomial_power
+
+    d = 10.0 ** log_d if with_delta else 0.0
+    p1 = (1.0 - d) / (1.0 + math.exp(-log_odds))
+    p0 = (1.0 - d) / (1.0 + math.exp(log_odds))
+    w, rel, lead = _binomial_power(p0, p1, c)
+    assert 0 <= lead and lead + w.size - 1 <= c and rel < 1e-8
+    mpmath.mp.dps = 40
+    exact = lambda j: mpmath.binomial(c, j) * mpmath.mpf(p1) ** j * mpmath.mpf(p0) ** (c - j)  # noqa: E731
+    for i in np.unique(np.linspace(0, w.size - 1, 12).astype(int)):
+        e = exact(lead + int(i))
+        assert abs(mpmath.mpf(float(w[i])) - e) <= mpmath.mpf(rel) * e
+    top = max(exact(lead + int(np.argmax(w))), mpmath.mpf(1e-300))
+    for j in (lead - 1, lead + w.size):  # the first terms left out
+        if 0 <= j <= c:
+            assert exact(j) < 2 * _TRIM * top
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(e1=st.floats(0.01, 1.5), e2=st.floats(0.01, 1.5), c1=st.integers(2, 120), c2=st.integers(2, 120),
+       log_d1=st.floats(-15, -9), log_delta=st.floats(-8, -2))
+def test_random_approximate_dp_two_term_ledgers_contain_exact(e1, e2, c1, c2, log_d1, log_delta):
+    """As the pure-DP test above, with a mass at +inf in one term (approximate DP)."""
+    terms = ((e1, 10.0 ** log_d1, c1), (e2, 0.0, c2))
+    delta = 10.0 ** log_delta
+    b = ConnectDotsAccountant().compose(_ledger(terms)).epsilon(delta)
+    if math.isinf(b.upper):
+        assert delta <= -math.expm1(c1 * math.log1p(-terms[0][1])) * (1 + 1e-3)
+        return
+    assert _two_binary_delta_mp(b.upper, terms) <= delta * (1 + 1e-9)
+    assert b.lower <= 0.0 or _two_binary_delta_mp(b.lower, terms) >= delta * (1 - 1e-9)
+
+
+@settings(max_examples=60, deadline=None)
+@given(unit=st.floats(1e-3, 10.0), mult=st.lists(st.integers(1, 64), min_size=1, max_size=5),
+       base=st.floats(-50.0, 50.0))
+def test_atom_lattice_finds_integer_multiples(unit, mult, base):
+    """Atoms at base + m_i * unit (m_i <= 64) always lie on a lattice whose unit divides every gap."""
+    values = [base] + [base + m * unit for m in mult]
+    lat = atom_lattice(values)
+    assert lat is not None
+    g, m = lat
+    gaps = sorted(v - min(values) for v in values)
+    for gap, mi in zip(gaps, sorted(m)):
+        assert abs(gap - mi * g) <= 1e-8 * max(1.0, abs(gap))
