@@ -343,3 +343,17 @@ def test_out_of_memory_answers_with_the_last_pass_or_refuses_in_one_line(monkeyp
                  "--delta", "1e-5"]) == 1
     err = capsys.readouterr().err.strip()
     assert "out of memory" in err and "\n" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("ratio", [1e-12, 0.999999, 1.0, 1.0000001, 3.0, 1e6])
+def test_snap_divides_the_common_lattice_at_every_mesh(ratio):
+    """The mesh from the atoms' common lattice (unit g): g / ceil(g / h), never 0, never above h unless g itself
+    is below h (then g), and always dividing g (here Laplace's 2r and pure DP's 2 eps on one lattice)."""
+    from tightdp import PureDP
+
+    acc = ConnectDotsAccountant().compose([(tightdp.Laplace(scale=1.0 / 0.3), 10), (PureDP(epsilon=0.15), 5)])
+    g = 0.3  # gaps 0.6 and 0.3
+    h = g / ratio if ratio > 1e-9 else 1e12 * g
+    mesh = acc._snap(h, acc._directions())
+    assert 0 < mesh <= max(h, g) * (1 + 1e-12)
+    assert abs(g / mesh - round(g / mesh)) <= 1e-9 * g / mesh

@@ -274,7 +274,7 @@ class ConnectDotsAccountant(PLDAccountant):
         if len(gaps) == 1 or lattice is None:  # no atom apart from each loss's lowest, or no common lattice
             return h
         g = lattice[0]
-        return g if atoms_only else g / math.ceil(g / h - 1e-9)
+        return g if atoms_only else g / max(1, math.ceil(g / h - 1e-9))
 
     def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()
