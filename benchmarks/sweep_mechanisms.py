@@ -96,6 +96,7 @@ def main(argv=None) -> int:
                "wider_than_target": sum(bool(r.get("wide")) for r in rows),
                "refusals": sum("error" in r for r in rows),
                "disagree_with_prv": sum(bool(r.get("disagree")) for r in rows),
+               "prv_not_checked": sum(isinstance(r.get("prv"), str) for r in rows),
                "max_seconds": max(times), "median_seconds": float(np.median(times))}
     print(json.dumps(summary))
     if args.json:
