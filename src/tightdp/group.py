@@ -218,8 +218,11 @@ def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Boun
 
 
 def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, group_size, sampling, dataset_size,
-                          eps_error, rel_error, accountant, batch_size) -> Bounds:
-    """Group privacy for random allocation and shuffling (module docstring); truncated Poisson refused."""
+                          eps_error, rel_error, accountant, batch_size, shared: dict | None = None) -> Bounds:
+    """Group privacy for random allocation and shuffling (module docstring); truncated Poisson refused.
+    ``shared`` (a dict, filled on first use) carries the example-level answer and the lemma's example curve
+    from one group size to the next (``group_curve``), which do not depend on it."""
+    shared = {} if shared is None else shared
     from .dpsgd import _epochs, dpsgd_epsilon
     from .mechanisms import Gaussian, RandomAllocation
 
@@ -240,8 +243,11 @@ def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, grou
         raise ValueError(f"sampling_rate (1/t, t steps per epoch) is required for sampling={sampling!r}")
     q = check_probability("sampling_rate", sampling_rate)
     t, epochs = _epochs(q, steps)
-    example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, sampling=sampling,
-                            dataset_size=dataset_size, eps_error=eps_error, rel_error=rel_error)
+    if "example" not in shared:
+        shared["example"] = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
+                                          sampling=sampling, dataset_size=dataset_size, eps_error=eps_error,
+                                          rel_error=rel_error)
+    example = shared["example"]
     if k == 1:
         return example
     # (b) no amplification: every allocation / permutation shifts the epoch's mean by at most k in L2
@@ -252,10 +258,11 @@ def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, grou
     details: dict[str, Any] = {"sampling": dict(example.details).get("sampling", sampling), "group_size": k,
                                "no_amplification_epsilon": gdp.upper}
     if sampling != "shuffle":  # (a) the group-privacy lemma on the certified allocation curve
-        example_acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-            RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=t), epochs)
-        lemma = group_privacy_lemma_epsilon(ExampleCurve(_lemma_accountant(example_acc)), delta=delta,
-                                            group_size=k)
+        if "curve" not in shared:
+            example_acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
+                RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=t), epochs)
+            shared["curve"] = ExampleCurve(_lemma_accountant(example_acc))
+        lemma = group_privacy_lemma_epsilon(shared["curve"], delta=delta, group_size=k)
         details["group_privacy_lemma_epsilon"] = lemma.epsilon
         if lemma.note:
             details["group_privacy_lemma_note"] = lemma.note
@@ -593,16 +600,17 @@ def _scheme_group_curve(*, noise_multiplier, sampling_rate, steps, delta, sizes,
                         eps_error, rel_error, accountant) -> list[GroupReport]:
     """``group_curve`` for random allocation and shuffling: ``group_epsilon`` per size (the lemma is part of
     its upper end for random allocation; shuffling's no-amplification GDP group bound needs none)."""
+    shared: dict = {}  # the example-level answer and curve, computed once for every size
     kw = dict(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
               sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, eps_error=eps_error,
-              rel_error=rel_error, accountant=accountant)
+              rel_error=rel_error, accountant=accountant, shared=shared)
     t0 = time.perf_counter()
-    example = group_epsilon(group_size=1, **kw)
+    example = _scheme_group_epsilon(group_size=1, **kw)
     t_example = time.perf_counter() - t0
     reports = []
     for k in sizes:
         t0 = time.perf_counter()
-        eps = example if k == 1 else group_epsilon(group_size=k, **kw)
+        eps = example if k == 1 else _scheme_group_epsilon(group_size=k, **kw)
         d = dict(eps.details)
         if k == 1:
             lemma = LemmaResult(float(example.upper), float(example.upper), delta)
