@@ -82,6 +82,9 @@ class ComposedPLD:
     low_factor: float = 1.0
     #: rare wide roundings in the coupling (``DiscretisedLoss.coupling_tails``, counts summed)
     coupling_tails: tuple = ()
+    #: bound on the round-off of any one entry of ``tilted`` (``float_error`` bounds their sum); ``None``:
+    #: no better bound than ``float_error``
+    pointwise_error: float | None = None
 
     @property
     def x(self) -> np.ndarray:
@@ -681,6 +684,11 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     if n % 2 == 0:
         weights[-1] = 1.0
     float_err = math.sqrt(float(np.sum(weights * diff * diff))) + gamma * float(np.sum(weights * np.abs(spec)))
+    # one entry: irfft's i-th output is (1/n) sum_j w_j Re(X_j e^(...)), so the spectrum's errors move it by at
+    # most (1/n) sum w diff; the inverse transform's own rounding is at most its l2 error, gamma ||x||_2
+    # = gamma ||X||_2 / sqrt(n) (Parseval)
+    point_err = (float(np.sum(weights * diff)) / n
+                 + gamma * math.sqrt(float(np.sum(weights * np.abs(spec) ** 2)) / n)) * (1.0 + 1e-6)
     # true masses are >= 0, so clipping can only reduce the (already bounded) error
     out = np.maximum(out, 0.0)
     offset = j0 * h + shift
@@ -688,4 +696,4 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     return ComposedPLD(h=h, offset=offset, tilted=out, tilt=tilt, log_norm=log_norm, infinity_mass=inf_mass,
                        truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err, alias_mass=alias,
                        float_error=float_err, compositions=total_count, tv_error=tv, up_rel=up_rel,
-                       low_factor=low_factor, coupling_tails=tails)
+                       low_factor=low_factor, coupling_tails=tails, pointwise_error=min(point_err, float_err))

@@ -27,7 +27,7 @@ from ..mechanisms.base import PrivacyLoss
 
 __all__ = ["DiscretisedLoss", "discretise", "discretise_coarse_tail"]
 
-_BLOCKS = 1024  # resolution of the cheap CGF upper bound used for windows and tilts
+_BLOCKS = 256  # resolution of the cheap CGF upper bound used for windows and tilts
 
 
 @dataclass(frozen=True, eq=False)

@@ -38,7 +38,8 @@ from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
 
-__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "own_pairs", "supports_dominance"]
+__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_spread", "merge_cells", "own_pairs", "split_cells",
+           "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
 _LOSS_RANGE = 700.0  # exp(700) ~ 1e304: the largest step loss the cell arithmetic can exponentiate
@@ -276,7 +277,15 @@ def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
     """
     if own_pairs(loss):
         return loss.dominating_pld(h, max(_tails(tail)))
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c = _cells(loss, h, tail)
+    return split_cells(h, *_cells(loss, h, tail))
+
+
+def split_cells(h, s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c) -> DiscretisedLoss:
+    """The connect-the-dots pair of the cells ``(s_i, s_(i+1)]``, ``s = c + (i0 + arange) h``, with P- and Q-masses ``P, Q`` (relative error
+    ``r``, l1 error ``l1``; ``p_below``/``p_above`` the P-mass below/above the grid, ``inf_p`` at +inf, ``i0``
+    the index of ``s_0``, ``e`` the cells' edge margin, ``c`` the grid's offset): ``dominating``'s
+    construction for any cells, those of a mechanism's loss or of a composed block
+    (``tightdp.pld.hierarchy.dominating_block``)."""
     alpha = np.exp(s[:-1] - e)
     den = -math.expm1(-(h + 2.0 * e))
     b = (P - alpha * Q) / den
@@ -321,6 +330,16 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
     *items, moved = _merge_items(loss, s, P, Q)
+    return merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, moved=moved, top_down=top_down)
+
+
+def merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, *, moved: float = 0.0,
+                top_down: bool = False) -> DiscretisedLoss:
+    """The merge-to-the-grid pair of the grid ``s = c + (i0 + arange) h`` from the items ``(P, Q, start)``
+    (``_merge_items``: cells, and atoms on grid points, in increasing order of ratio; relative error ``r``,
+    l1 error ``l1``), ``p_above`` the P-mass above the grid, ``inf_p`` at +inf (the P-mass below the grid is
+    dropped): ``dominated``'s construction for any cells, those of a mechanism's loss or of a composed block
+    (``tightdp.pld.hierarchy.dominated_block``)."""
     # an atom moved up onto its grid point by ``moved`` is placed there: lower every loss by that much more
     margin = 2.0 * r + 1e-13 + _SNAP_LOSS + 2.0 * moved
     if top_down:
@@ -332,7 +351,7 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
         j = _grid_index_below(cp, cq, s, target)
         if j >= 0 and cp > 0.0:  # below the grid it is dropped (loss -inf): moving it up would be optimistic
             pmf[j] += cp
-    pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (docstring)
+    pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (``dominated``)
     return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=c - margin, infinity_mass=inf_p,
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
                            rel_error=r + 4 * _U)
