@@ -83,7 +83,7 @@ def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[flo
 #: (``pld.hierarchy.compose_two_level``); below that one level is as fast (measured: even at k = 1e4,
 #: 17 000 points; two levels 2x faster at 1e5 with ``eps_error = 1e-3``, 300 000 points)
 _TWO_LEVEL_MIN = 1 << 12
-_TWO_LEVEL_POINTS = 50_000
+_TWO_LEVEL_POINTS = 30_000
 _BLOCK_TAU = 1e-6  # a block's window level, relative to the final composition's (its lower envelope
 # subtracts the wrapped mass, at most twice that, from every atom)
 
