@@ -2,13 +2,14 @@
 discretisation interval ``bench_horizon.py`` chose for the relative target, both in one process (min of 2 runs,
 ``tightdp.clear_caches()`` before each). DP-SGD, delta = 1e-5; A: sigma 1, q 0.01; B: sigma 0.8, q 4e-3.
 
-    .venv/bin/python benchmarks/bench_horizon_warm.py [--both-estimates] [--abs]
+    .venv/bin/python benchmarks/bench_horizon_warm.py [--both-estimates] [--abs [--with-1e7]]
 
 ``--both-estimates`` also times dp-accounting's interval: its pessimistic estimate (connect-the-dots, an upper
 estimate) *and* its optimistic one (privacy buckets, a lower estimate), the two compositions a two-sided answer
 costs there, as tightdp's certified interval needs its dominating and its dominated composition.
 ``--abs`` times ``ConnectDotsAccountant(eps_error=1e-3)`` instead of the default, against dp-accounting at the
-interval ``bench_horizon.py`` chose for that target (k = 1e4 and 1e6).
+interval ``bench_horizon.py`` chose for that target (k = 1e2, 1e4 and 1e6; ``--with-1e7`` adds B at 1e7, where
+dp-accounting needs about 40 s a call). ``benchmarks/one_call.py`` runs one such call in a fresh process (cold).
 """
 import logging
 import sys
@@ -25,10 +26,15 @@ logging.getLogger().setLevel(logging.ERROR)
 both = "--both-estimates" in sys.argv[1:]
 absolute = "--abs" in sys.argv[1:]
 rows = [("A", 1.0, 0.01, 10**6, 0.000781), ("A", 1.0, 0.01, 10**7, 0.000391), ("B", 0.8, 0.004, 10**6, 0.000391),
-        ("B", 0.8, 0.004, 10**7, 0.000391), ("A", 1.0, 0.01, 10**4, 0.000781), ("B", 0.8, 0.004, 10**4, 0.000781)]
+        ("B", 0.8, 0.004, 10**7, 0.000391), ("A", 1.0, 0.01, 10**4, 0.000781), ("B", 0.8, 0.004, 10**4, 0.000781),
+        ("A", 1.0, 0.01, 10**2, 0.00156), ("B", 0.8, 0.004, 10**2, 0.00156)]
 if absolute:
+    # (A, 1e7: no dp-accounting interval down to 1e-4 is within 1e-3 of the truth, BENCHMARKS.md; B, 1e7 takes it
+    # about 40 s per call at 2.44e-5)
     rows = [("A", 1.0, 0.01, 10**4, 0.000391), ("B", 0.8, 0.004, 10**4, 0.000391), ("A", 1.0, 0.01, 10**6, 9.77e-05),
-            ("B", 0.8, 0.004, 10**6, 4.88e-05)]
+            ("B", 0.8, 0.004, 10**6, 4.88e-05), ("A", 1.0, 0.01, 10**2, 0.00156), ("B", 0.8, 0.004, 10**2, 0.00313)]
+    if "--with-1e7" in sys.argv[1:]:
+        rows.append(("B", 0.8, 0.004, 10**7, 2.44e-05))
 for name, s, q, k, iv in rows:
     tt, tp, to = [], [], []
     for rep in range(2):
