@@ -113,7 +113,7 @@ def test_dpsgd_two_levels_meet_one_level(monkeypatch, sigma, q, k, kw):
     monkeypatch.setattr(cd, "compose_two_level", lambda *a, **k2: sizes.append(real(*a, **k2)) or sizes[-1])
     two = ConnectDotsAccountant(**kw).compose(mech, k).epsilon(1e-5)
     assert sizes and all(s is not None for s in sizes), "the two-level composition did not run"
-    monkeypatch.setattr(cd, "_TWO_LEVEL_MIN", 1 << 62)
+    monkeypatch.setattr(cd, "_TWO_LEVEL_STEPS", 1 << 62)
     one = ConnectDotsAccountant(**kw).compose(mech, k).epsilon(1e-5)
     assert two.lower <= one.upper and one.lower <= two.upper, (two, one)
     assert two.details["passes"] == 1 and "fallback" not in two.details
