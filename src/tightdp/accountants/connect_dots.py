@@ -40,7 +40,8 @@ from ..pld.composition import saddle_tilt
 from ..pld.hierarchy import compose_two_level
 from ..mechanisms import Gaussian
 from ..mechanisms.losses import DiscreteLoss, GaussianLoss
-from ..pld.dominance import dominated, dominating, is_swapped_pair, loss_spread, own_pairs, supports_dominance
+from ..pld.dominance import (dominated, dominating, is_swapped_pair, loss_excess_kurtosis, loss_spread, own_pairs,
+                             supports_dominance)
 from ._gdp_math import gaussian_ledger_mu, gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
 
@@ -136,6 +137,14 @@ def _compose_atoms_first(terms):
         return terms
     return [(SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
             for loss, c in terms]
+
+
+def _excess_kurtosis(directions) -> float:
+    """Excess kurtosis of the composed privacy loss under P in the first direction (``loss_excess_kurtosis``:
+    fourth cumulants add over the steps, as variances do)."""
+    var = [(loss, c, max(loss_spread(loss), 1e-12) ** 2) for loss, c in directions[0]]
+    v = sum(c * s2 for _, c, s2 in var)
+    return sum(c * loss_excess_kurtosis(loss) * s2 * s2 for loss, c, s2 in var) / (v * v)
 
 
 def _loss_variance(directions) -> float:
@@ -290,6 +299,12 @@ class ConnectDotsAccountant(PLDAccountant):
         variance, and the two constructions together move it by about three
         times the connect-the-dots share. The model only sets the first mesh:
         the accountant measures the width and refines.
+
+        Far from Gaussian (few sampled steps: excess kurtosis ``kappa`` of the composition well above 0) the
+        model overstates the gap: epsilon is decided by the rare steps' tail, whose own spread dwarfs the
+        grid's, not by the whole variance. The mesh is then ``min(3, 1 + kappa)`` times larger (measured on
+        DP-SGD, k = 1 ... 1e4, q k = 0.01 ... 100: the widths at the model's mesh were 2-50 % of the target
+        where ``kappa > 0.3``; with the factor every first pass still met it).
         """
         steps = sum(c for _, c in directions[0])
         v = _loss_variance(directions)
@@ -299,7 +314,8 @@ class ConnectDotsAccountant(PLDAccountant):
             # a relative target needs epsilon's scale: about v/2 + z sqrt(v) for a near-Gaussian composition
             err = max(self.eps_error, self.rel_error * (0.5 * v + z * math.sqrt(v)))
         h = math.sqrt(2.0 * 1.6 * err / (steps * slope))
-        return self._snap(float(min(max(h, 1e-7), 0.05, err)), directions)
+        f = min(3.0, 1.0 + max(_excess_kurtosis(directions), 0.0))
+        return self._snap(float(min(max(f * h, 1e-7), 0.05, f * err)), directions)
 
     def _slack_share(self, directions, z: float) -> float:
         """The first pass's delta slack as a share of delta: 1e-3, or less where that would move epsilon by
