@@ -362,6 +362,11 @@ def _cgf(terms, theta):
     return sum(c * d.log_mgf(theta) for d, c in terms)
 
 
+#: the window search's theta grid, relative to the normal-theory optimum (np.geomspace costs 0.2 ms a call)
+_WINDOW_THETAS = np.geomspace(1e-3, 1.5, 20)
+_WINDOW_THETAS.flags.writeable = False
+
+
 def _window(terms, tilt, tau):
     """``[lo, hi]`` (unshifted grid units) with tilted mass <= tau outside on each side (Chernoff).
 
@@ -373,7 +378,7 @@ def _window(terms, tilt, tau):
     _, v = _moments(terms, tilt)
     base = math.sqrt(2.0 * math.log(1.0 / tau) / max(v, 1e-300))
     # heavy-tailed losses (rare large steps) want a much smaller theta than the variance suggests
-    ths = base * np.geomspace(1e-3, 1.5, 20)
+    ths = base * _WINDOW_THETAS
     both = np.concatenate([ths, -ths])  # one pass over the blocks for both sides
     k_up = np.zeros(both.size)
     for d, c in terms:
