@@ -162,3 +162,27 @@ def test_cell_masses_against_mpmath(z0, log_w, cells, sep, weight):
         over = abs(mpmath.mpf(masses[i]) - exact) - rel * exact
         slack += max(float(over), 0.0)
     assert slack <= l1 + 1e-300, (slack, rel, l1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(count=st.one_of(st.integers(4096, 10**8), st.integers(10**8, 10**13)))
+def test_block_size_divides_or_is_the_nearest_power_of_two(count):
+    """The block size is a divisor of the count within a factor 1.5 of its square root (no remainder block),
+    or, where none is found, the power of two nearest the root; checked against a direct search for counts up
+    to 1e8. Counts up to 1e13 answer quickly (the search is bounded)."""
+    import time
+
+    t = time.perf_counter()
+    b = cd._block_size(count)
+    assert time.perf_counter() - t < 0.05
+    root = math.isqrt(count)
+    assert 2 <= b <= count
+    # the candidates: within a factor 1.5 of the root and 4096 of it
+    cands = range(max(2, int(root / 1.5), root - 4096), min(int(root * 1.5), root + 4096) + 1)
+    if count % b == 0 and b in cands:
+        if count <= 10**8:  # the nearest divisor among them, found by brute force
+            assert abs(b - root) == min(abs(d - root) for d in cands if count % d == 0)
+    else:
+        assert b == 1 << max(1, round(0.5 * math.log2(count)))
+        if count <= 10**8:
+            assert not any(count % d == 0 for d in cands)

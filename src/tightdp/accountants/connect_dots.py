@@ -117,12 +117,14 @@ def _two_level_plan(terms, h: float) -> tuple[float, int, float] | None:
 
 
 def _block_size(count: int) -> int:
-    """About ``sqrt(count)``: a divisor of ``count`` within a factor 1.5 of it where there is one (no
-    remainder block to compose), else the power of two nearest to it."""
+    """About ``sqrt(count)``: the divisor of ``count`` nearest to it within a factor 1.5 and at most 4096
+    candidates either side (no remainder block to compose), else the power of two nearest to it."""
     root = math.isqrt(count)
-    for b in sorted(range(max(2, int(root / 1.5)), int(root * 1.5) + 1), key=lambda b: abs(b - root)):
-        if count % b == 0:
-            return b
+    lo, hi = max(2, int(root / 1.5)), int(root * 1.5)
+    for d in range(min(root, 4096) + 1):
+        for b in (root - d, root + d):
+            if lo <= b <= hi and count % b == 0:
+                return b
     return 1 << max(1, round(0.5 * math.log2(count)))
 
 
@@ -266,10 +268,9 @@ class ConnectDotsAccountant(PLDAccountant):
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
         ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
-        # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
-        plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
-
         def build():
+            # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
+            plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
             mesh = h if plan is None else plan[0]
             if upper:
                 parts = [(dominating(loss, mesh, tail), c) for loss, c in terms]

@@ -36,9 +36,11 @@ __all__ = ["GaussianLoss", "DiscreteLoss", "LaplaceLoss", "GaussianMixtureLoss",
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _U = float(np.finfo(float).eps) / 2
 
+
 def _gauss_legendre(n: int):
     """``n``-point Gauss-Legendre nodes, weights, the truncation constant ``(n!)^4 / ((2n+1) ((2n)!)^3)`` and
-    ``sqrt(2n) + 0.03``, which bounds ``|He_2n(z)|^(1/2n) - |z|`` inside a cell (``gaussian_mixture_cell_masses``)."""
+    ``sqrt(2n) + 0.03``, which bounds ``|He_2n(z)|^(1/2n) - |z|`` inside a cell
+    (``gaussian_mixture_cell_masses``)."""
     nodes, weights = np.polynomial.legendre.leggauss(n)
     return nodes, weights, math.factorial(n) ** 4 / ((2 * n + 1) * math.factorial(2 * n) ** 3), math.sqrt(2 * n) + 0.03
 

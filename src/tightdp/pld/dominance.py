@@ -38,8 +38,8 @@ from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
 from .discretise import DiscretisedLoss
 
-__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_excess_kurtosis", "loss_spread", "merge_cells", "own_pairs", "split_cells",
-           "supports_dominance"]
+__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_excess_kurtosis", "loss_spread", "merge_cells",
+           "own_pairs", "split_cells", "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
 _LOSS_RANGE = 700.0  # exp(700) ~ 1e304: the largest step loss the cell arithmetic can exponentiate
@@ -303,10 +303,10 @@ def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
 
 
 def split_cells(h, s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c) -> DiscretisedLoss:
-    """The connect-the-dots pair of the cells ``(s_i, s_(i+1)]``, ``s = c + (i0 + arange) h``, with P- and Q-masses ``P, Q`` (relative error
-    ``r``, l1 error ``l1``; ``p_below``/``p_above`` the P-mass below/above the grid, ``inf_p`` at +inf, ``i0``
-    the index of ``s_0``, ``e`` the cells' edge margin, ``c`` the grid's offset): ``dominating``'s
-    construction for any cells, those of a mechanism's loss or of a composed block
+    """The connect-the-dots pair of the cells ``(s_i, s_(i+1)]``, ``s = c + (i0 + arange) h``, with P- and
+    Q-masses ``P, Q`` (relative error ``r``, l1 error ``l1``; ``p_below``/``p_above`` the P-mass below/above
+    the grid, ``inf_p`` at +inf, ``i0`` the index of ``s_0``, ``e`` the cells' edge margin, ``c`` the grid's
+    offset): ``dominating``'s construction for any cells, those of a mechanism's loss or of a composed block
     (``tightdp.pld.hierarchy.dominating_block``)."""
     alpha = np.exp(s[:-1] - e)
     den = -math.expm1(-(h + 2.0 * e))

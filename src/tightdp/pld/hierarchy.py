@@ -29,7 +29,8 @@ from .composition import ComposedPLD, compose
 from .discretise import DiscretisedLoss
 from .dominance import merge_cells, split_cells
 
-__all__ = ["rebin", "coarsen", "split_rebin", "compose_tree", "dominating_block", "dominated_block", "compose_two_level"]
+__all__ = ["rebin", "coarsen", "split_rebin", "compose_tree", "dominating_block", "dominated_block",
+           "compose_two_level"]
 
 _U = np.finfo(float).eps / 2
 _TINY = math.exp(-740.0)  # untilted masses below this (subnormal) are dropped and counted as lost
