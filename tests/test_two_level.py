@@ -93,7 +93,7 @@ def test_block_pairs_bracket_the_block_curve():
     pair, err = dominating_block(up, g)
     coarse_up = compose([(pair, 1)])
     fine_up = delta_bounds(up, eps, _TINY)
-    assert np.all(delta_bounds(coarse_up, eps, _TINY)[2] + err * 10 >= fine_up[0])
+    assert np.all(delta_bounds(coarse_up, eps, _TINY)[2] + err.l1 * 10 >= fine_up[0])
     lo = compose([(dominated(loss, h, tail), c)], tilt=0.5, tau=1e-14)
     coarse_lo = compose([(dominated_block(lo, g), 1)])
     assert np.all(delta_bounds(coarse_lo, eps, _TINY)[0] <= delta_bounds(lo, eps, _TINY)[2])

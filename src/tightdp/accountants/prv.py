@@ -314,7 +314,7 @@ class PRVAccountant(PLDAccountant):
                        or (res.estimate == 0.0 and x[0] <= 0.0))
             if res.numerical_error <= num_budget and centred:
                 break
-            if centred and comp.alias_mass > comp.float_error and tau_i + 1 < len(taus):
+            if centred and comp.alias_mass > comp.l1_error and tau_i + 1 < len(taus):
                 tau_i += 1  # widen the window
             else:  # re-centre the tilt on the answer
                 new_tilt = saddle_tilt(plan(), res.estimate) if math.isfinite(res.estimate) else tilt

@@ -225,7 +225,7 @@ def _sum_law(terms, eta: float):
     comp = compose(parts, tilt=0.0, tau=1e-15)
     scale = math.exp(comp.log_norm)
     masses = comp.tilted * scale
-    err = (2.0 * comp.alias_mass + comp.float_error) * scale + 4 * _U * masses.size * float(masses.sum())
+    err = (2.0 * comp.alias_mass + comp.l1_error) * scale + 4 * _U * masses.size * float(masses.sum())
     return comp.x, masses, err, comp.infinity_mass
 
 

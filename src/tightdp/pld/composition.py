@@ -57,6 +57,14 @@ def _brentq(*args, **kwargs) -> float:
     return optimize.brentq(*args, **kwargs)
 
 
+def hockey_stick_points(a: float, h: float) -> float:
+    """``sum_{m >= 0} e^(-a m) (1 - e^(-(m + 1) h))`` for ``a, h > 0`` (rounded up): how many grid points'
+    worth of an entrywise error a tilted composition's delta can collect above any epsilon, the ``m``-th
+    point above it being at least ``m h`` above (tilt weight ``e^(-a m)``, ``a = tilt h``) and at most
+    ``(m + 1) h`` (hockey-stick weight). Closed form: ``(1 - e^-h) / ((1 - e^-a) (1 - e^-(a + h)))``."""
+    return -math.expm1(-h) / (math.expm1(-a) * math.expm1(-a - h)) * (1.0 + 1e-12)
+
+
 @dataclass(frozen=True, eq=False)
 class ComposedPLD:
     """The composed finite part, stored tilted: ``w(x_i) = tilted[i] * exp(log_norm - tilt * x_i)``.
@@ -85,6 +93,44 @@ class ComposedPLD:
     #: bound on the round-off of any one entry of ``tilted`` (``float_error`` bounds their sum); ``None``:
     #: no better bound than ``float_error``
     pointwise_error: float | None = None
+    #: errors of the composed inputs themselves (``pld.hierarchy``: blocks composed by FFT), tilted units of
+    #: ``tilted``, charged on top of this composition's own round-off: ``input_error`` in l1 only (the
+    #: blocks' window), ``input_round_off = (l1, entrywise)`` bounded both ways (the blocks' round-off)
+    input_error: float = 0.0
+    input_round_off: tuple = (0.0, 0.0)
+
+    @property
+    def l1_error(self) -> float:
+        """Bound on the l1 distance of ``tilted`` from the exact composition of the exact inputs, window
+        aside: this composition's round-off plus its inputs' errors."""
+        return self.float_error + self.input_error + self.input_round_off[0]
+
+    @property
+    def delta_error_factor(self) -> float:
+        """``F`` with ``|delta_disc(e') - exact(e')| <= exp(log_norm - tilt e) F`` for every ``e' >= e``
+        (window, round-off and input errors; the suffix sums' own rounding is charged apart).
+
+        The aliased mass and the inputs' window errors are l1 bounds: in the worst case all of it sits
+        just above ``e``, where one unit of tilted mass is ``exp(log_norm - tilt e)`` of delta. Round-off
+        (this FFT's, ``float_error`` / ``pointwise_error``, and the inputs', ``input_round_off``) is
+        also bounded entry by entry (``p``): the ``m``-th grid point above ``e'`` lies at least ``m h``
+        above it, so its error moves delta by at most ``p exp(log_norm - tilt e') e^(-tilt m h)
+        (1 - e^(-(m + 1) h))``; summed over ``m >= 0``, ``p exp(log_norm - tilt e')`` times
+        ``hockey_stick_points(tilt h, h)``, about ``1 / (tilt^2 h)`` points' worth instead of the l1
+        bound's ``~N``. Each error takes the smaller of its two bounds. (Decisive where the composition
+        is nearly a point mass, its l1 round-off ~1e-10 of the tilted mass while delta is ~1e-9 of it:
+        rare sampled steps at a tiny delta.)"""
+        cached = self.__dict__.get("_delta_error_factor")
+        if cached is None:
+            fft, (in_l1, in_point) = self.float_error, self.input_round_off
+            if self.tilt > 0.0 and self.h > 0.0:
+                points = hockey_stick_points(self.tilt * self.h, self.h)
+                if self.pointwise_error is not None:
+                    fft = min(fft, self.pointwise_error * points)
+                in_l1 = min(in_l1, in_point * points)
+            cached = self.alias_mass + self.input_error + fft + in_l1
+            self.__dict__["_delta_error_factor"] = cached
+        return cached
 
     @property
     def x(self) -> np.ndarray:
@@ -114,7 +160,7 @@ class ComposedPLD:
         plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above)."""
         eps = np.asarray(eps, float)
         flat = np.atleast_1d(eps)
-        fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * (self.alias_mass + self.float_error)
+        fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * self.delta_error_factor
         A, _ = self._suffix_at(flat)
         return (fft + 4.0 * _U * self.tilted.size * A).reshape(eps.shape)
 
@@ -133,7 +179,7 @@ class ComposedPLD:
         the same arithmetic as the vector methods without their array overhead."""
         ref, a, b = self._scalar_suffix(e)
         d = max(a - b * math.exp(min(e - ref, 700.0)), 0.0)
-        fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * (self.alias_mass + self.float_error)
+        fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * self.delta_error_factor
         return d, fft + 4.0 * _U * self.tilted.size * a
 
     # -- delta(eps) of the discrete distribution --------------------------------

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,7 +60,7 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
         max(2, x.size))
     # l1 error of the block: aliasing (untilted here) counts twice, as in ``_block_error``: ``alias_mass``
     # bounds both the mass the window misses and the mass that wraps into it; plus FFT round-off
-    block_err = (2.0 * comp.alias_mass + comp.float_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
+    block_err = (2.0 * comp.alias_mass + comp.l1_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
     # exact / computed lies in [low_factor, 1 + up_rel]; as computed = exact (1 + e), |e| <= rel:
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
     return DiscretisedLoss(h=h, start=j0, pmf=pmf, shift=shift, infinity_mass=comp.infinity_mass,
@@ -174,7 +175,7 @@ def _block_error(comp: ComposedPLD, inputs: list[tuple[float, int]]) -> float:
 def _split_block(comp: ComposedPLD, g: float, e_in: float) -> tuple[DiscretisedLoss, float]:
     """``split_rebin`` of a block with its relative l1 error (``e_in`` from ``_block_error``)."""
     out, norm, lost = split_rebin(comp, g)
-    return out, norm * e_in / max(1.0 - 2.0 * comp.alias_mass - comp.float_error, 0.5) + lost
+    return out, norm * e_in / max(1.0 - 2.0 * comp.alias_mass - comp.l1_error, 0.5) + lost
 
 
 def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], meshes: list[float], *,
@@ -203,8 +204,8 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], me
       the radices change only which roundings occur, never this argument;
     * numerics: each block is known to a relative l1 error ``e`` in the ``tilt``-tilted measure
       (``_block_error``; the split multiplies it by ``exp(tilt^2 g^2 / 8)``; underflowed atoms add).
-      The top composition's inputs contribute ``F = prod (1 + e)^c - 1``, added to ``float_error``:
-      ``numerical_error(eps) = exp(log_norm - tilt eps) (alias + float_error)`` then bounds the
+      The top composition's inputs contribute ``F = prod (1 + e)^c - 1``, its ``input_error``:
+      ``numerical_error(eps) = exp(log_norm - tilt eps) (alias + input_error + round-off)`` then bounds the
       change of ``delta_disc`` at every ``eps' >= eps``, because an l1 error ``F`` of the normalised
       tilted composition is at most ``exp(log_norm - tilt eps) F`` of untilted mass above ``eps``;
     * infinity, truncated and ``tv`` masses and the relative cell-mass factors pass through unchanged.
@@ -264,7 +265,7 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], me
     info["top_points"] = int(final.tilted.size)
     F = math.expm1(sum(c * math.log1p(e) for e, c in top_err))
     info["block_error"] = F
-    return replace(final, float_error=final.float_error + F), info
+    return replace(final, input_error=final.input_error + F), info
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -292,7 +293,8 @@ def _block_cells(comp: ComposedPLD, g: float, upper: bool):
     if upper:
         t = t * (1.0 + comp.up_rel)
     else:
-        point = comp.float_error if comp.pointwise_error is None else comp.pointwise_error
+        point = comp.l1_error if comp.pointwise_error is None else (comp.pointwise_error + comp.input_error
+                                                                         + comp.input_round_off[1])
         t = np.maximum(t - (point + comp.alias_mass), 0.0) * comp.low_factor
     nz = np.flatnonzero(t)
     if nz.size == 0 or not math.isfinite(comp.log_norm):
@@ -315,13 +317,30 @@ def _block_cells(comp: ComposedPLD, g: float, upper: bool):
     return s, P, Q, r, comp.tv_error, comp.infinity_mass, j0
 
 
-def dominating_block(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float] | None:
+class BlockError(NamedTuple):
+    """How far a re-discretised block (``dominating_block``) may be from the pair of the exact block, in the
+    pair's own normalised tilted measure: ``window`` in l1 only (the block's aliasing), ``round_off`` in l1
+    and ``pointwise`` entry by entry (the block's FFT round-off, carried through the split)."""
+
+    window: float
+    round_off: float
+    pointwise: float
+
+    @property
+    def l1(self) -> float:
+        return self.window + self.round_off
+
+
+def dominating_block(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, BlockError] | None:
     """A connect-the-dots pair on ``g Z`` for a composed block ``comp`` of dominating pairs on a finer mesh
-    (``pld.dominance.split_cells`` on its cells), and ``err``: the l1 distance, in the pair's own
-    normalised ``comp.tilt``-tilted measure, from the pair of the exact block, which dominates it. The split
-    is linear and, tilted, multiplies an atom's mass by at most ``e^(tilt g)``; it never lowers the tilted
-    total (Jensen: it keeps each atom's Q-mass, ``E[e^(-X)] = e^(-x)``, and ``t -> t^(-tilt)`` is convex).
-    ``None`` where the block's masses leave double precision."""
+    (``pld.dominance.split_cells`` on its cells), and its distance from the pair of the exact block, which
+    dominates it (``BlockError``, in the pair's own normalised ``comp.tilt``-tilted measure). The split is
+    linear and, tilted, multiplies an atom's mass by at most ``e^(|tilt| (g + 2e))``; it never lowers the
+    tilted total (Jensen: it keeps each atom's Q-mass, ``E[e^(-X)] = e^(-x)``, and ``t -> t^(-tilt)`` is
+    convex). Entry by entry: a coarse atom takes the upper part of one cell and the lower part of the next,
+    each part moving by at most its cell's errors (the split's fractions lie in ``[0, 1]``; its safety term
+    ``r (P + alpha Q) / den`` moves by ``2 r / den`` of them), so at most ``(3 + 4 r / den)`` cells' worth,
+    ``ceil(g / h) + 1`` fine atoms each. ``None`` where the block's masses leave double precision."""
     cells = _block_cells(comp, g, upper=True)
     if cells is None:
         return None
@@ -330,8 +349,14 @@ def dominating_block(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, floa
     e = 8.0 * _U * (1.0 + float(np.max(np.abs(s))))
     out = split_cells(g, s, P, Q, r, l1, 0.0, 0.0, inf, j0, e, 0.0)
     total = float(np.sum(comp.tilted))
-    err = (comp.float_error + 2.0 * comp.alias_mass) * (1.0 + comp.up_rel) * math.exp(comp.tilt * (g + 2.0 * e))
-    return replace(out, truncated_mass=comp.truncated_mass), err / max(total * (1.0 - 1e-12), 1e-300)
+    scale = (1.0 + comp.up_rel) * math.exp(abs(comp.tilt) * (g + 2.0 * e)) / max(total * (1.0 - 1e-12), 1e-300)
+    point = comp.float_error if comp.pointwise_error is None else comp.pointwise_error
+    per_cell = math.ceil(g / comp.h) + 1
+    spread = (3.0 + 4.0 * (r + 4.0 * _U) / -math.expm1(-(g + 2.0 * e))) * per_cell
+    err = BlockError(window=(2.0 * comp.alias_mass + comp.input_error) * scale,
+                     round_off=(comp.float_error + comp.input_round_off[0]) * scale,
+                     pointwise=(point + comp.input_round_off[1]) * spread * scale)
+    return replace(out, truncated_mass=comp.truncated_mass), err
 
 
 def dominated_block(comp: ComposedPLD, g: float, *, top_down: bool = False) -> DiscretisedLoss | None:
@@ -361,11 +386,13 @@ def compose_two_level(parts, count_block: int, g: float, *, upper: bool, tilt: f
     per composition instead of ``O(k^(1/2))``. The blocks are composed at the final ``tilt``, so that
     their error terms, like the final one's, are relative where the answer is decided.
 
-    The upper pairs' l1 errors (``dominating_block``) add up over the blocks (a product of measures moves
-    in l1 by at most the sum of its factors' moves, times ``(1 + err)^(n - 1)``) and are charged to the
-    result's ``float_error``, which ``numerical_error`` turns into delta at every epsilon.
+    The upper pairs' errors (``dominating_block``) add up over the blocks (a product of measures moves
+    in l1 by at most the sum of its factors' moves, times ``(1 + err)^(n - 1)``, and entry by entry by at
+    most the sum of their entrywise moves times the same) and are charged to the result's ``input_error``
+    (window) and ``input_round_off`` (round-off, l1 and entrywise), which ``numerical_error`` turns into
+    delta at every epsilon.
     """
-    blocks, err = [], 0.0
+    blocks, window, round_off, point = [], 0.0, 0.0, 0.0
     for d, c in parts:
         q, rest = divmod(int(c), int(count_block))
         for size, mult in ((count_block, q), (rest, 1)):
@@ -376,15 +403,23 @@ def compose_two_level(parts, count_block: int, g: float, *, upper: bool, tilt: f
                     if out is None:
                         return None
                     b, e = out
-                    err += mult * e
+                    window += mult * e.window
+                    round_off += mult * e.round_off
+                    point += mult * e.pointwise
                 else:
                     b = dominated_block(comp, g, top_down=top_down)
                     if b is None:
                         return None
                 blocks.append((b, mult))
     final = compose(blocks, tilt=tilt, tau=tau)
+    err = window + round_off
     if err > 0.0:
         if err >= 0.5:
             return None
-        final = replace(final, float_error=final.float_error + err * (1.0 + 2.0 * err))
+        # a product of measures moves by at most the sum of its factors' moves times (1 + err)^(n - 1)
+        # <= 1 + 2 err, in l1 and entry by entry (sup of a convolution <= sup of one factor x l1 of the rest)
+        grow = 1.0 + 2.0 * err
+        final = replace(final, input_error=final.input_error + window * grow,
+                        input_round_off=(final.input_round_off[0] + round_off * grow,
+                                         final.input_round_off[1] + point * grow))
     return final
