@@ -222,6 +222,31 @@ class ComposedPLD:
         A, Be = self._suffix_at(eps)
         return np.maximum(A - Be, 0.0)
 
+    def _first_grid_point_below(self, target: float, use_err: bool, start: int) -> int | None:
+        """The first grid index ``i >= start`` with ``delta_disc(x_i) (+ numerical_error(x_i)) <= target``,
+        from one vector pass over the grid (``None``: none, or a grid too small to bother). The same
+        arithmetic as ``_scalar_terms`` up to the last ulp of ``exp``: ``solve_epsilon`` confirms the
+        cell with the scalar terms before it uses it, and bisects as before where they disagree."""
+        n = self.tilted.size
+        if n < 64 or start >= n - 1:
+            return None
+        key = "_grid_g_err" if use_err else "_grid_g"
+        vals = self.__dict__.get(key)
+        if vals is None:
+            A, S = self._sums()
+            x = self.x
+            # at e = x_i the first grid point above is x_(i+1); the last grid point has nothing above it
+            with np.errstate(over="ignore", under="ignore"):
+                d = np.maximum(A[1:n] - S[1:n] * np.exp(np.minimum(x[:-1] - x[1:], 700.0)), 0.0)
+                if use_err:
+                    d = d + (np.exp(np.minimum(self.log_norm - self.tilt * x[:-1], 700.0)) * self.delta_error_factor
+                             + 4.0 * _U * n * A[1:n])
+            vals = np.append(d, 0.0)
+            vals.flags.writeable = False
+            self.__dict__[key] = vals
+        hits = np.flatnonzero(vals[start:] <= target)
+        return int(start + hits[0]) if hits.size else None
+
     def solve_epsilon(self, target: float, extra=None, *, eps_min: float = -1.0) -> float:
         """Smallest ``eps >= eps_min`` with ``delta_disc(eps) + extra(eps) <= target``.
 
@@ -250,7 +275,10 @@ class ComposedPLD:
         hi_i = xs.size - 1
         if lo_i > hi_i or g(float(xs[hi_i])) > 0:
             return math.inf
-        if g(float(xs[lo_i])) <= 0:
+        first = self._first_grid_point_below(target, use_err, lo_i) if extra is None or use_err else None
+        if first is not None and first > lo_i and g(float(xs[first])) <= 0 < g(float(xs[first - 1])):
+            hi_i = first  # the vector scan's cell, confirmed by the scalar arithmetic at both of its ends
+        elif g(float(xs[lo_i])) <= 0:
             hi_i = lo_i
         else:
             while hi_i - lo_i > 1:  # invariant: g(xs[lo_i]) > 0 >= g(xs[hi_i])

@@ -18,7 +18,7 @@ Q-masses ``P_i, Q_i`` (so ``e^{s_i} Q_i <= P_i <= e^{s_{i+1}} Q_i``).
 
 Neither needs the Hoeffding shift of 003 Thm 5.5, so the grid does not have to
 shrink like ``1/sqrt(k)``. Floating point: cell masses carry a relative error
-``r`` (``tightdp.mechanisms.losses.gaussian_mixture_cell_masses``); the split is
+``r`` (``tightdp.mechanisms.losses.gaussian_cell_masses_and_errors``); the split is
 moved to the safe side by its worst-case error, the merged atoms' losses are
 lowered by ``2r`` plus a margin, and both results carry ``rel_error = r`` so the
 composition's ``(1 +- r)^k`` factors apply (``tightdp.pld.curve``).
@@ -34,8 +34,8 @@ from scipy import special
 
 from .._caches import register as _register_cache
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError, UnsupportedMechanismError
-from ..mechanisms.base import PrivacyLoss
-from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_mixture_cell_masses
+from ..mechanisms.base import PrivacyLoss, split_errors
+from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_cell_masses_and_errors
 from .discretise import DiscretisedLoss
 
 __all__ = ["dominating", "dominated", "is_swapped_pair", "loss_excess_kurtosis", "loss_spread", "merge_cells",
@@ -224,18 +224,22 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
         q_par = (tuple(loss.q_means), tuple(loss.q_weights))
         sigma, inf_p = loss.sigma, loss.infinity_mass
     xf = np.where(np.isfinite(x), x, 0.0)
+    # each distinct component once (DP-SGD's P and Q share the component at 0): unit-weight cell masses with
+    # absolute error bounds, CDF and survival values at the edges
+    comps = {}
+    for m in {float(a) for a in (*p_par[0], *q_par[0])}:
+        z = (xf - m) / sigma
+        cdf = np.where(x == -np.inf, 0.0, np.where(x == np.inf, 1.0, special.ndtr(z)))
+        sf = np.where(x == -np.inf, 1.0, np.where(x == np.inf, 0.0, special.ndtr(-z)))
+        comps[m] = (*gaussian_cell_masses_and_errors(x, (m,), (1.0,), sigma, cdf, sf), float(cdf[0]), float(sf[-1]))
     out = []
     for means, weights in (p_par, q_par):
-        a = np.asarray(means, float)
-        w = np.asarray(weights, float)
-        z = (xf[:, None] - a[None, :]) / sigma
-        cdf = special.ndtr(z) @ w
-        sf = special.ndtr(-z) @ w
-        tot = float(w.sum())
-        cdf = np.where(x == -np.inf, 0.0, np.where(x == np.inf, tot, cdf))
-        sf = np.where(x == -np.inf, tot, np.where(x == np.inf, 0.0, sf))
-        masses, (rel, l1) = gaussian_mixture_cell_masses(x, means, weights, sigma, cdf, sf)
-        out.append((masses, rel, l1, float(cdf[0]), float(sf[-1])))
+        # a weighted sum of K non-negative terms: (K + 1) u of the sum on top of the terms' own errors
+        parts = [(float(w), comps[float(m)]) for m, w in zip(means, weights)]
+        masses = sum(w * c[0] for w, c in parts)
+        err = sum(w * c[1] for w, c in parts) + (len(parts) + 1) * _U * masses
+        rel, l1 = split_errors(masses, err)
+        out.append((masses, rel, l1, sum(w * c[2] for w, c in parts), sum(w * c[3] for w, c in parts)))
     (P, rp, lp, p_below, p_above), (Q, rq, lq, _, _) = out
     if edge_err > 1e-6 * h:
         raise ArithmeticError(f"loss inversion error {edge_err:.2g} too large for the dominance grid (mesh {h:.2g})")
