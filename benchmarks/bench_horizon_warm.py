@@ -2,14 +2,16 @@
 discretisation interval ``bench_horizon.py`` chose for the relative target, both in one process, in turn (min of
 5 runs, 3 for calls over 5 s; ``tightdp.clear_caches()`` and a new accountant before each). DP-SGD, delta = 1e-5; A: sigma 1, q 0.01; B: sigma 0.8, q 4e-3.
 
-    .venv/bin/python benchmarks/bench_horizon_warm.py [--both-estimates] [--abs [--with-1e7]]
+    .venv/bin/python benchmarks/bench_horizon_warm.py [--both-estimates] [--abs [--with-1e7]] [--k K] [--reps N]
 
 ``--both-estimates`` also times dp-accounting's interval: its pessimistic estimate (connect-the-dots, an upper
 estimate) *and* its optimistic one (privacy buckets, a lower estimate), the two compositions a two-sided answer
 costs there, as tightdp's certified interval needs its dominating and its dominated composition.
 ``--abs`` times ``ConnectDotsAccountant(eps_error=1e-3)`` instead of the default, against dp-accounting at the
 interval ``bench_horizon.py`` chose for that target (k = 1e2, 1e4 and 1e6; ``--with-1e7`` adds B at 1e7, where
-dp-accounting needs about 40 s a call). ``benchmarks/one_call.py`` runs one such call in a fresh process (cold).
+dp-accounting needs about 40 s a call). ``--k 100`` keeps the rows of one horizon; ``--reps`` runs each call
+that many times (default 5) and keeps the fastest. ``benchmarks/one_call.py`` runs one such call in a fresh
+process (cold).
 """
 import logging
 import sys
@@ -35,9 +37,14 @@ if absolute:
             ("B", 0.8, 0.004, 10**6, 4.88e-05), ("A", 1.0, 0.01, 10**2, 0.00156), ("B", 0.8, 0.004, 10**2, 0.00313)]
     if "--with-1e7" in sys.argv[1:]:
         rows.append(("B", 0.8, 0.004, 10**7, 2.44e-05))
+args = sys.argv[1:]
+if "--k" in args:
+    only = int(float(args[args.index("--k") + 1]))
+    rows = [r for r in rows if r[3] == only]
+reps = int(args[args.index("--reps") + 1]) if "--reps" in args else 5
 for name, s, q, k, iv in rows:
     tt, tp, to = [], [], []
-    for rep in range(5):
+    for rep in range(reps):
         if rep == 3 and tp and min(tp) > 5.0:
             break
         tightdp.clear_caches(); t = time.perf_counter()

@@ -444,21 +444,22 @@ class GaussianMixtureLoss(PrivacyLoss):
 
     @cached_property
     def _limits(self):
-        """Limits of L at -inf and +inf (the support of the finite part)."""
-        a, lw, b, lv, _ = self._par
-        s2 = self.sigma ** 2
-        near = lambda v, x: np.abs(v - x) <= 1e-8 + 1e-5 * abs(x)  # np.isclose's tolerances
-        ia, ib = np.argmin(a), np.argmin(b)
-        if a[ia] > b[ib] + 1e-12:
-            lo = -math.inf
-        else:  # equal smallest means: L -> log(w/v) of those components
-            lo = float(logsumexp(lw[near(a, a[ia])]) - logsumexp(lv[near(b, b[ib])]))
-        ja, jb = np.argmax(a), np.argmax(b)
-        if a[ja] > b[jb] + 1e-12:
-            hi = math.inf
-        else:
-            hi = float(logsumexp(lw[near(a, a[ja])]) - logsumexp(lv[near(b, b[jb])]))
-        return lo, hi
+        """Limits of L at -inf and +inf (the support of the finite part). (Plain floats: a few components,
+        where numpy's per-call overhead was a tenth of a millisecond of every small composition.)"""
+        a, lw, b, lv, _ = (arr.tolist() for arr in self._par)
+        near = lambda v, x: abs(v - x) <= 1e-8 + 1e-5 * abs(x)  # np.isclose's tolerances
+
+        def lse(vals):
+            m = max(vals)
+            return m + math.log(math.fsum(math.exp(t - m) for t in vals))
+
+        def end(ea, eb):  # equal extreme means: L -> log(w / v) of those components
+            return (lse([l for m, l in zip(a, lw) if near(m, ea)])
+                    - lse([l for m, l in zip(b, lv) if near(m, eb)]))
+
+        lo = -math.inf if min(a) > min(b) + 1e-12 else end(min(a), min(b))
+        hi = math.inf if max(a) > max(b) + 1e-12 else end(max(a), max(b))
+        return float(lo), float(hi)
 
     def support(self):
         return self._limits

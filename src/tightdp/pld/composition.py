@@ -267,17 +267,14 @@ class ComposedPLD:
         if g(eps_min) <= 0:
             return eps_min
         xs = self.x
-        top = float(xs[-1])
-        if g(top) > 0:
-            return math.inf
         # g is non-increasing: locate the cell on grid indices, then solve inside it
         lo_i = int(np.searchsorted(xs, eps_min, side="right"))
         hi_i = xs.size - 1
-        if lo_i > hi_i or g(float(xs[hi_i])) > 0:
-            return math.inf
         first = self._first_grid_point_below(target, use_err, lo_i) if extra is None or use_err else None
         if first is not None and first > lo_i and g(float(xs[first])) <= 0 < g(float(xs[first - 1])):
             hi_i = first  # the vector scan's cell, confirmed by the scalar arithmetic at both of its ends
+        elif g(float(xs[-1])) > 0 or lo_i > hi_i or g(float(xs[hi_i])) > 0:
+            return math.inf
         elif g(float(xs[lo_i])) <= 0:
             hi_i = lo_i
         else:
@@ -461,8 +458,9 @@ def _window(terms, tilt, tau):
         vals = (k_up - K0 - math.log(tau)) / np.abs(both)
     th_up = _argmin_theta(vals[:ths.size], ths)
     th_dn = _argmin_theta(vals[ths.size:], ths)
-    hi = (_cgf(terms, tilt + th_up) - K0 - math.log(tau)) / th_up
-    lo = -(_cgf(terms, tilt - th_dn) - K0 - math.log(tau)) / th_dn
+    k_up, k_dn = sum(c * d.log_mgf_many((tilt + th_up, tilt - th_dn)) for d, c in terms)
+    hi = (float(k_up) - K0 - math.log(tau)) / th_up
+    lo = -(float(k_dn) - K0 - math.log(tau)) / th_dn
     return lo, hi, K0
 
 
@@ -479,7 +477,8 @@ def chernoff_window(terms: Sequence[tuple[DiscretisedLoss, int]], tilt: float, t
 
 
 def _argmin_theta(vals: np.ndarray, thetas: np.ndarray) -> float:
-    i = int(np.nanargmin(vals)) if np.any(np.isfinite(vals)) else 0
+    """``|theta|`` at the smallest finite value (the first theta if none is finite)."""
+    i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
     return float(abs(thetas[i]))
 
 

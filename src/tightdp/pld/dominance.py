@@ -122,6 +122,8 @@ def loss_spread(loss: PrivacyLoss) -> float:
     return math.sqrt(_mixture_central_moments(loss)[0])
 
 
+@_register_cache
+@lru_cache(maxsize=64)
 def _mixture_central_moments(loss: GaussianMixtureLoss) -> tuple[float, float]:
     """Second and fourth central moments of a Gaussian mixture's finite loss under P (60-point Gauss-Hermite
     quadrature per component of P; estimates)."""
