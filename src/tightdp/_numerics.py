@@ -8,7 +8,9 @@ import numpy as np
 
 from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
 
-__all__ = ["clear_caches", "geometric_suffix", "logsumexp"]
+__all__ = ["clear_caches", "geometric_suffix", "logsumexp", "falling_root"]
+
+_U = float(np.finfo(float).eps) / 2
 
 
 def logsumexp(a, axis=None):
@@ -63,3 +65,71 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
         end = start
     return out
 
+
+
+def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500) -> float:
+    """A point ``x`` in ``(lo, hi]`` with ``g(x) <= 0``, within ``xtol + rtol |x|`` of where ``g`` crosses 0,
+    for a non-increasing ``g`` with ``g(lo) > 0 >= g(hi)`` (the caller checks both).
+
+    Brent's method (``zeroin``, Brent 1973, ch. 4: inverse quadratic interpolation, secant and bisection steps
+    on a bracket that never loses the root), stopped when the bracket ``[b, c]`` is at most
+    ``xtol + rtol |b|`` wide. Unlike ``scipy.optimize.brentq``, which returns its best estimate ``b`` (within the
+    tolerance on either side of the root), the answer is the bracket's end where ``g`` was evaluated and found
+    ``<= 0``: for an upper bound the safe side, certified by that evaluation. (Written out here because the
+    import of scipy.optimize costs a cold start 0.15-0.4 s: more than a whole long-horizon epsilon.)
+    """
+    a, b = lo, hi
+    fa, fb = g(a), g(b)
+    c, fc = a, fa
+    d = e = b - a
+    probed = False
+    for _ in range(max_iter):
+        if (fb > 0) == (fc > 0):  # c on b's side: take the other end of the bracket back
+            c, fc = a, fa
+            d = e = b - a
+        if abs(fc) < abs(fb):
+            a, b, c = b, c, b
+            fa, fb, fc = fb, fc, fb
+        tol1 = 0.5 * (rtol * abs(b) + xtol)
+        xm = 0.5 * (c - b)
+        if abs(xm) <= tol1:
+            break
+        if fb == 0:  # an exact zero: one minimal step across towards c closes the bracket, unless g = 0
+            # on a whole stretch (then bisect towards its left end)
+            d = e = math.copysign(tol1, xm) if not probed else xm
+            probed = not probed
+        elif abs(e) >= tol1 and abs(fa) > abs(fb):
+            s = fb / fa
+            if a == c:  # secant
+                p, q = 2.0 * xm * s, 1.0 - s
+            else:  # inverse quadratic interpolation
+                q, r = fa / fc, fb / fc
+                p = s * (2.0 * xm * q * (q - r) - (b - a) * (r - 1.0))
+                q = (q - 1.0) * (r - 1.0) * (s - 1.0)
+            if p > 0:
+                q = -q
+            p = abs(p)
+            if 2.0 * p < min(3.0 * xm * q - abs(tol1 * q), abs(e * q)):
+                e, d = d, p / q
+            else:
+                d = e = xm
+        else:
+            d = e = xm
+        a, fa = b, fb
+        b = b + d if abs(d) > tol1 else b + math.copysign(tol1, xm)
+        fb = g(b)
+    else:  # Brent's steps did not close the bracket (never seen): plain bisection does, on any g
+        if (fb > 0) == (fc > 0):
+            c, fc = a, fa
+        lo_, hi_ = (b, c) if fb > 0 else (c, b)
+        while hi_ - lo_ > 0.5 * (rtol * abs(hi_) + xtol):
+            mid = 0.5 * (lo_ + hi_)
+            if not lo_ < mid < hi_:
+                break
+            if g(mid) <= 0:
+                hi_ = mid
+            else:
+                lo_ = mid
+        return hi_
+    # the crossing lies between b and c; the one where g <= 0 is the answer
+    return b if fb <= 0 else c

@@ -38,7 +38,7 @@ import numpy as np
 from scipy import fft as sfft
 from scipy import special
 
-from .._numerics import geometric_suffix
+from .._numerics import falling_root, geometric_suffix
 from ..errors import GridTooLargeError, PrecisionError
 from .discretise import DiscretisedLoss
 
@@ -48,13 +48,6 @@ __all__ = ["ComposedPLD", "compose", "convolution_power", "saddle_tilt", "cherno
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
 _MAX_POINTS = 1 << 26
-
-
-def _brentq(*args, **kwargs) -> float:
-    """``scipy.optimize.brentq``, imported on first use (scipy.optimize is 0.4 s of a cold start)."""
-    from scipy import optimize
-
-    return optimize.brentq(*args, **kwargs)
 
 
 def hockey_stick_points(a: float, h: float) -> float:
@@ -253,7 +246,9 @@ class ComposedPLD:
         ``extra`` is a non-increasing function of ``eps`` (error terms). Returns
         ``inf`` when the window ends before the condition is met. ``delta_disc``
         is continuous and non-increasing, so bisection on grid points followed by
-        Brent's method inside one cell is exact to round-off.
+        a bracketing root finder inside one cell (``_numerics.falling_root``) is exact to round-off; the
+        answer is a point where the condition was evaluated and holds (the right end of the last bracket,
+        within ``1e-13 + 4 u |eps|`` of the crossing).
         """
         if extra is None or extra == self.numerical_error:
             use_err = extra is not None
@@ -261,7 +256,7 @@ class ComposedPLD:
             def g(e: float) -> float:
                 d, err = self._scalar_terms(e)
                 return d + err - target if use_err else d - target
-        else:  # any other non-increasing error term: generic (vector) evaluation, Brent inside the cell
+        else:  # any other non-increasing error term: generic (vector) evaluation, root finder inside the cell
             use_err = False
             g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
         if g(eps_min) <= 0:
@@ -298,7 +293,7 @@ class ComposedPLD:
                 e = ref + math.log(num / b)
                 if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0:
                     return e + 1e-13
-        return _brentq(g, lo, hi, xtol=1e-13, rtol=1e-14)
+        return falling_root(g, lo, hi, xtol=1e-13)
 
 
 def merge_tails(parts) -> tuple:
@@ -426,7 +421,7 @@ def saddle_tilt(terms: Sequence[tuple[DiscretisedLoss, int]], eps: float) -> flo
         hi *= 4.0
     if mean(hi) < target:
         return hi
-    return _brentq(lambda th: mean(th) - target, 0.0, hi, xtol=1e-4, rtol=1e-4)
+    return falling_root(lambda th: target - mean(th), 0.0, hi, xtol=1e-4, rtol=1e-4)
 
 
 def _cgf(terms, theta):

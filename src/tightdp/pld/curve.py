@@ -33,6 +33,9 @@ from .composition import ComposedPLD
 __all__ = ["CurveBounds", "delta_bounds", "epsilon_bounds"]
 
 
+_U = float(np.finfo(float).eps) / 2
+
+
 @dataclass(frozen=True)
 class CurveBounds:
     lower: float
@@ -79,7 +82,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
     else:
         up = 1.0 + comp.up_rel
         e_u = comp.solve_epsilon(target_u / up, comp.numerical_error, eps_min=-t)
-        # 1e-12: Brent's tolerance on the root, rounded to the safe side
+        # the condition holds at e_u itself (solve_epsilon evaluates it there); 1e-12 more to the safe side
         upper = max(0.0, e_u + t + 1e-12) if math.isfinite(e_u) else math.inf
         if math.isfinite(e_u):
             used = float(comp.numerical_error(e_u))
@@ -118,7 +121,8 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
             if math.isfinite(e1) and e1 < ref:  # never found: the allowance everywhere above -t
                 c = float(comp.numerical_error(-t))
                 e1 = comp.solve_epsilon(target_l + c, eps_min=-t)
-            lower = max(0.0, e1 - t - 1e-12) if math.isfinite(e1) else 0.0
+            # e1 lies within 1e-13 + 4 u |e1| above the crossing (solve_epsilon's bracket): step below it
+            lower = max(0.0, e1 - t - 1e-12 - 8.0 * _U * abs(e1)) if math.isfinite(e1) else 0.0
             if e1 - t > 0:
                 used = max(used, c)
     if math.isfinite(upper):
