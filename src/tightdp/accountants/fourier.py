@@ -71,47 +71,96 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
 # ------------------------------------------------------------------------ Chernoff tails (001 Sec. 7.2)
+_CGF_BLOCKS = 4096  # blocks of the grid whose maxima bound the CGF while a theta is chosen (``_log_mgfs``)
+
+
 def _log_mgfs(disc, thetas: np.ndarray) -> np.ndarray:
-    """Exact ``log E[e^(theta Y~)] - log mass`` of one discretised PLD at each ``theta`` (unshifted grid)."""
-    nz = disc.pmf > 0
-    lp = np.log(disc.pmf[nz])
-    g = disc.grid[nz]
-    out = np.empty(thetas.size)
-    lm = float(np.logaddexp.reduce(lp))
-    for i, th in enumerate(thetas):  # one pass per theta keeps memory at one grid
-        a = lp + th * g
-        m = float(a.max())
-        out[i] = m + math.log(float(np.exp(a - m).sum())) - lm
+    """Upper bounds on ``log E[e^(theta Y~)] - log mass`` of one discretised PLD at each ``theta`` (unshifted
+    grid): the grid cut into ``_CGF_BLOCKS`` blocks, each block's mass placed at its largest (``theta >= 0``)
+    or smallest value. Cheap (72 thetas x 4096 blocks); only used to choose the thetas at which
+    ``_exact_log_mgf`` is then evaluated."""
+    pmf = disc.pmf
+    n = pmf.size
+    size = max(1, math.ceil(n / _CGF_BLOCKS))
+    pad = (-n) % size
+    masses = np.concatenate([pmf, np.zeros(pad)]).reshape(-1, size).sum(axis=1)
+    starts = disc.start + np.arange(masses.size) * size
+    keep = masses > 0
+    lm_b = np.log(masses[keep])
+    top = (starts[keep] + size - 1) * disc.h
+    bottom = starts[keep] * disc.h
+    th = np.asarray(thetas, float)[:, None]
+    a = lm_b[None, :] + th * np.where(th >= 0, top[None, :], bottom[None, :])
+    m = a.max(axis=1)
+    return m + np.log(np.exp(a - m[:, None]).sum(axis=1)) - float(np.log(masses.sum()))
+
+
+def _exact_log_mgf(terms, theta: float) -> float:
+    """``sum_i c_i (log E[e^(theta Y~_i)] - log mass_i)``: the exact CGF of the normalised composition at one
+    ``theta`` (one pass over each grid)."""
+    out = 0.0
+    for d, c in terms:
+        nz = d.pmf > 0
+        lp = np.log(d.pmf[nz])
+        a = lp + theta * d.grid[nz]
+        m, m0 = float(a.max()), float(lp.max())
+        out += c * (m + math.log(float(np.exp(a - m).sum())) - m0 - math.log(float(np.exp(lp - m0).sum())))
     return out
 
 
-def _chernoff_cgfs(terms) -> tuple[np.ndarray, np.ndarray, float]:
-    """``(K(+theta), K(-theta), shift)`` of the normalised composition of discretised PLDs ``terms``."""
+def _chernoff_cgfs(terms):
+    """``(K+, K-, shift, terms)``: upper bounds on the normalised composition's CGF at ``+theta`` and
+    ``-theta`` for the grid of thetas (to choose a theta), its shift, and the terms (for the exact CGF at
+    the thetas chosen: ``_best``)."""
+    terms = [(d, c) for d, c in terms if d.mass > 0]
     k_up = np.zeros(_THETAS.size)
     k_dn = np.zeros(_THETAS.size)
     for d, c in terms:
-        if d.mass <= 0:
-            continue
         k_up += c * _log_mgfs(d, _THETAS)
         k_dn += c * _log_mgfs(d, -_THETAS)
-    return k_up, k_dn, float(sum(c * d.shift for d, c in terms))
+    return k_up, k_dn, float(sum(c * d.shift for d, c in terms)), terms
+
+
+def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
+    """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (001 Sec. 7.2:
+    any theta gives a valid Chernoff bound). The bounds of ``_log_mgfs`` propose a theta; from there the exact
+    objective, convex in theta for a fixed tail and quasi-convex for a window, is followed downhill along the
+    grid: a few passes over the grids instead of one per theta (144 passes of 10^6 points were 3.2 s of a
+    5.5 s epsilon), and the same minimum."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        vals = objective(bounds, _THETAS)
+    i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
+    seen = {}
+
+    def at(j: int) -> float:
+        if j not in seen:
+            th = float(_THETAS[j])
+            with np.errstate(over="ignore", invalid="ignore"):
+                v = objective(_exact_log_mgf(terms, sign * th), th)
+            seen[j] = v if math.isfinite(v) else math.inf
+        return seen[j]
+
+    for step in (1, -1):
+        j = i
+        while 0 <= j + step < _THETAS.size and at(j + step) < at(j):
+            j += step
+    return min(seen.values()) if seen else math.inf
 
 
 def _window_for(cgfs, tau: float) -> tuple[float, float]:
     """``(lo, hi)`` in loss units with ``P(S < lo) <= tau`` and ``P(S > hi) <= tau`` (Chernoff)."""
-    k_up, k_dn, shift = cgfs
-    with np.errstate(over="ignore", invalid="ignore"):
-        hi = float(np.nanmin((k_up - math.log(tau)) / _THETAS))
-        lo = -float(np.nanmin((k_dn - math.log(tau)) / _THETAS))
+    k_up, k_dn, shift, terms = cgfs
+    log_tau = math.log(tau)
+    hi = _best(terms, k_up, 1.0, lambda k, th: (k - log_tau) / th)
+    lo = -_best(terms, k_dn, -1.0, lambda k, th: (k - log_tau) / th)
     return lo + shift, hi + shift
 
 
 def _outside_mass(cgfs, lo: float, hi: float) -> float:
     """Chernoff bound on ``P(S < lo) + P(S > hi)`` (loss units), at most 2."""
-    k_up, k_dn, shift = cgfs
-    with np.errstate(over="ignore", invalid="ignore"):
-        up = float(np.nanmin(k_up - _THETAS * (hi - shift)))
-        dn = float(np.nanmin(k_dn + _THETAS * (lo - shift)))
+    k_up, k_dn, shift, terms = cgfs
+    up = _best(terms, k_up, 1.0, lambda k, th: k - th * (hi - shift))
+    dn = _best(terms, k_dn, -1.0, lambda k, th: k + th * (lo - shift))
     return min(1.0, math.exp(min(up, 0.0))) + min(1.0, math.exp(min(dn, 0.0)))
 
 
