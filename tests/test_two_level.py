@@ -186,3 +186,18 @@ def test_block_size_divides_or_is_the_nearest_power_of_two(count):
         assert b == 1 << max(1, round(0.5 * math.log2(count)))
         if count <= 10**8:
             assert not any(count % d == 0 for d in cands)
+
+
+@pytest.mark.parametrize("sigma,q,k", [(1.0, 0.01, 10**6), (0.8, 0.004, 10**7)])
+def test_single_delta_query_of_a_long_run_is_tilted_and_consistent(sigma, q, k):
+    """delta(eps) for one eps of a long run composes on two levels, tilted towards eps (untilted, one level,
+    it took 1.2-3.2 s), and is consistent with epsilon(delta): for eps(1e-5) in [l, u], the certified
+    delta(u) cannot start above 1e-5 nor delta(l) end below it."""
+    mech = tightdp.dpsgd_mechanism(noise_multiplier=sigma, sampling_rate=q)
+    e = ConnectDotsAccountant().compose(mech, k).epsilon(1e-5)
+    tightdp.clear_caches()
+    at_u = ConnectDotsAccountant().compose(mech, k).delta(e.upper)
+    at_l = ConnectDotsAccountant().compose(mech, k).delta(e.lower)
+    assert at_u.details.get("first_pass", "").startswith("tilted")
+    assert at_u.lower <= 1e-5 <= at_l.upper
+    assert at_u.upper - at_u.lower <= 0.05 * at_u.upper
