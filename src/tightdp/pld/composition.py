@@ -48,6 +48,8 @@ __all__ = ["ComposedPLD", "compose", "convolution_power", "saddle_tilt", "cherno
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
 _MAX_POINTS = 1 << 26
+#: the longest grid whose epsilon cell is found by one vector pass (``ComposedPLD._first_grid_point_below``)
+_VECTOR_SCAN_MAX = 1 << 17
 
 
 def hockey_stick_points(a: float, h: float) -> float:
@@ -217,11 +219,13 @@ class ComposedPLD:
 
     def _first_grid_point_below(self, target: float, use_err: bool, start: int) -> int | None:
         """The first grid index ``i >= start`` with ``delta_disc(x_i) (+ numerical_error(x_i)) <= target``,
-        from one vector pass over the grid (``None``: none, or a grid too small to bother). The same
+        from one vector pass over the grid (``None``: none, or a grid too small or too large to bother: on
+        a long grid the bisection's few scalar evaluations are cheaper than a pass, and the two cached
+        arrays would add 16 bytes a point to the largest compositions). The same
         arithmetic as ``_scalar_terms`` up to the last ulp of ``exp``: ``solve_epsilon`` confirms the
         cell with the scalar terms before it uses it, and bisects as before where they disagree."""
         n = self.tilted.size
-        if n < 64 or start >= n - 1:
+        if not 64 <= n <= _VECTOR_SCAN_MAX or start >= n - 1:
             return None
         key = "_grid_g_err" if use_err else "_grid_g"
         vals = self.__dict__.get(key)
