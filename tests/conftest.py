@@ -29,6 +29,19 @@ def gdp_delta_mp(eps: float, mu: float) -> float:
     return float(ncdf(-e / m + m / 2) - mpmath.exp(e) * ncdf(-e / m - m / 2))
 
 
+def power_by_squaring(base, k: int, convolve):
+    """The ``k``-fold convolution of the vector ``base`` with itself by repeated squaring, ``convolve`` doing
+    each product (``np.convolve``: direct sums of non-negative products; ``scipy.signal.fftconvolve``)."""
+    out = None
+    while k:
+        if k & 1:
+            out = base if out is None else convolve(out, base)
+        k >>= 1
+        if k:
+            base = convolve(base, base)
+    return out
+
+
 def gdp_epsilon_mp(delta: float, mu: float) -> float:
     """Exact epsilon(delta) of mu-GDP by bracketing on the 60-digit delta."""
     mpmath.mp.dps = 60

@@ -25,6 +25,7 @@ from tightdp.pld import chernoff_epsilon, compose
 from tightdp.pld.composition import hockey_stick_points
 from tightdp.pld.dominance import dominating
 from tightdp.pld.hierarchy import dominating_block
+from tests.conftest import power_by_squaring
 
 
 @settings(max_examples=60, deadline=None)
@@ -36,6 +37,25 @@ def test_points_factor_is_the_sum_it_stands_for(log_a, log_h):
     brute = math.fsum(np.exp(-a * m) * -np.expm1(-(m + 1) * h))
     got = hockey_stick_points(a, h)
     assert brute <= got <= brute * (1.0 + 1e-9)
+
+
+def _direct_power(d, k: int):
+    """The k-fold composition of a discretised pair by direct convolution (repeated squaring; every entry a sum
+    of non-negative products, relative error ~1e-12) and its loss values."""
+    exact = power_by_squaring(d.pmf, k, np.convolve)
+    return exact, (k * d.start + np.arange(exact.size)) * d.h + k * d.shift
+
+
+def _on_window(c, exact, xs):
+    """``exact`` (masses at ``xs``) in the units of the composition ``c``'s tilted window: its index ``j`` holds
+    the direct grid's index ``j + i0`` (zero outside the support)."""
+    i0 = int(round((c.offset - xs[0]) / c.h))
+    assert abs(c.offset - (xs[0] + i0 * c.h)) < 1e-9
+    idx = np.arange(c.tilted.size) + i0
+    inside = (idx >= 0) & (idx < exact.size)
+    out = np.zeros(c.tilted.size)
+    out[inside] = exact[idx[inside]] * np.exp(c.tilt * xs[idx[inside]] - c.log_norm)
+    return out
 
 
 def _loss(q: float, sigma: float):
@@ -50,24 +70,11 @@ def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, d
     of the same discretised pair (computed directly: sums of non-negative products), and
     ``delta_disc`` within ``numerical_error`` at every epsilon."""
     d = dominating(_loss(q, sigma), h, (1e-18, 1e-15))
-    exact, base, e = np.array([1.0]), d.pmf, k
-    while e:
-        if e & 1:
-            exact = np.convolve(exact, base)
-        e >>= 1
-        if e:
-            base = np.convolve(base, base)
-    xs = (k * d.start + np.arange(exact.size)) * h + k * d.shift
+    exact, xs = _direct_power(d, k)
     tilt = chernoff_epsilon([(d, k)], delta)[1]
     c = compose([(d, k)], tilt=tilt, tau=1e-12)
     assert c.tilt > 0.0 and c.pointwise_error is not None
-    # the entries: the FFT's index j holds the direct grid's index j + i0 (zero outside the support)
-    i0 = int(round((c.offset - xs[0]) / h))
-    assert abs(c.offset - (xs[0] + i0 * h)) < 1e-9
-    idx = np.arange(c.tilted.size) + i0
-    inside = (idx >= 0) & (idx < exact.size)
-    exact_tilted = np.zeros(c.tilted.size)
-    exact_tilted[inside] = exact[idx[inside]] * np.exp(c.tilt * xs[idx[inside]] - c.log_norm)
+    exact_tilted = _on_window(c, exact, xs)
     assert np.max(np.abs(c.tilted - exact_tilted)) <= c.pointwise_error
     for eps in np.linspace(-0.2, 3.0, 33):
         above = xs > eps
@@ -95,20 +102,9 @@ def test_block_split_moves_entries_by_at_most_its_reported_errors():
     entry by entry and ``BlockError.l1`` in all, in the normalised tilted measure the top FFT uses."""
     q, sigma, k, h, g = 2e-4, 1.0, 64, 2e-3, 2e-2
     d = dominating(_loss(q, sigma), h, (1e-18, 1e-15))
-    exact, base, e = np.array([1.0]), d.pmf, k
-    while e:
-        if e & 1:
-            exact = np.convolve(exact, base)
-        e >>= 1
-        if e:
-            base = np.convolve(base, base)
-    xs = (k * d.start + np.arange(exact.size)) * h + k * d.shift
+    exact, xs = _direct_power(d, k)
     c = compose([(d, k)], tilt=chernoff_epsilon([(d, k)], 1e-12)[1], tau=1e-12)
-    i0 = int(round((c.offset - xs[0]) / h))
-    idx = np.arange(c.tilted.size) + i0
-    inside = (idx >= 0) & (idx < exact.size)
-    exact_tilted = np.zeros(c.tilted.size)
-    exact_tilted[inside] = exact[idx[inside]] * np.exp(c.tilt * xs[idx[inside]] - c.log_norm)
+    exact_tilted = _on_window(c, exact, xs)
     truth = replace(c, tilted=exact_tilted, float_error=0.0, pointwise_error=0.0, alias_mass=0.0)
     pair, err = dominating_block(c, g)
     ref, _ = dominating_block(truth, g)

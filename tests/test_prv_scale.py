@@ -208,6 +208,7 @@ def test_tail_coupling_shift_against_exact_sum():
     from scipy import signal
 
     from tightdp.pld.composition import _tail_coupling_shift
+    from tests.conftest import power_by_squaring
 
     h, R, n, eta = 1.0, 15, 3000, 1e-6
     p = 2 * 0.01 / R ** 2  # the accountant's design point (both tails at tail_share 0.01)
@@ -218,13 +219,7 @@ def test_tail_coupling_shift_against_exact_sum():
     step[R + 1] += (1 - p) / 2
     step[0] += p / 2
     step[2 * R] += p / 2
-    dist, base, m = np.array([1.0]), step, n
-    while m:
-        if m & 1:
-            dist = signal.fftconvolve(dist, base)
-        m >>= 1
-        if m:
-            base = signal.fftconvolve(base, base)
+    dist = power_by_squaring(step, n, signal.fftconvolve)
     dist = np.maximum(dist, 0.0)
     values = (np.arange(dist.size) - n * R) / 2.0
     v = p * ((G + h) / 2) ** 2
