@@ -65,6 +65,7 @@ from typing import Any, Callable, Mapping
 
 from .accountants import DEFAULT_ACCOUNTANT
 from ._accuracy import absolute_error_at, check_accuracy, describe_accuracy, resolve_accuracy
+from ._numerics import falling_root
 from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real)
 from .bounds import Bounds
@@ -538,7 +539,7 @@ def _bracket(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: f
 
 def _gdp_mu(target: float, delta: float) -> float:
     """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2.3), Lemma 10); for initial guesses only."""
-    from scipy import optimize, special
+    from scipy import special
 
     def d(mu: float) -> float:
         return float(special.ndtr(-target / mu + mu / 2)
@@ -551,7 +552,7 @@ def _gdp_mu(target: float, delta: float) -> float:
         hi *= 2
     else:
         return hi
-    return optimize.brentq(d, lo, hi, xtol=1e-10)
+    return falling_root(lambda mu: -d(mu), lo, hi, xtol=1e-10)
 
 
 def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> float | None:
