@@ -201,3 +201,12 @@ def test_single_delta_query_of_a_long_run_is_tilted_and_consistent(sigma, q, k):
     assert at_u.details.get("first_pass", "").startswith("tilted")
     assert at_u.lower <= 1e-5 <= at_l.upper
     assert at_u.upper - at_u.lower <= 0.05 * at_u.upper
+
+
+def test_single_delta_query_without_a_holdable_tilt_falls_back_to_the_untilted_pass():
+    """epsilon ~ 5e5 (sigma 0.42, q 0.31, k ~ 1e6): the window tilted towards it would span 1.8e7 loss units;
+    delta(eps) then answers from the untilted first pass, as before the tilt, instead of raising."""
+    mech = tightdp.dpsgd_mechanism(noise_multiplier=0.4245667220653354, sampling_rate=0.3081639783082263)
+    b = ConnectDotsAccountant().compose(mech, 1012709).delta(507908.0)
+    assert "first_pass" not in b.details
+    assert 0.0 <= b.lower <= b.upper < 1e-6

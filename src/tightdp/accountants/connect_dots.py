@@ -618,7 +618,16 @@ class ConnectDotsAccountant(PLDAccountant):
         if epsilons.size == 1 and math.isfinite(float(epsilons[0])) and \
                 _two_level_plan(directions[0], self._model_mesh(directions, 5.0)) is not None:
             first_tilt = float(epsilons[0])
-        lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, first_tilt)
+        try:
+            lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, first_tilt)
+        except (GridTooLargeError, MemoryError, ArithmeticError):
+            if first_tilt is None:
+                raise
+            # a tilt the window cannot hold (epsilon ~ 5e5, sigma 0.42, q 0.31, k = 1e6: a tilted window of
+            # 1.8e7 loss units): the untilted first pass, as for several epsilons
+            self._cache.clear()
+            first_tilt = None
+            lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
         tilted = []
 
         def wide():
