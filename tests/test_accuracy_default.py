@@ -111,3 +111,23 @@ def test_large_delta_meets_the_target_without_fallback():
     assert b.upper - b.lower <= _target(b.upper) * (1 + 1e-9)
     fine = ConnectDotsAccountant(rel_error=1e-4).compose(_dpsgd(1.1, 256 / 50000), 19600).epsilon(0.3)
     assert max(b.lower, fine.lower) <= min(b.upper, fine.upper)
+
+
+def test_first_mesh_where_the_merge_holds():
+    """sigma 0.49, q 1e-3, k = 579: the few-sampled-steps model's first mesh (1.8e-3) exceeded the bulk's
+    width (|log(1 - q)| ~ 1e-3) and the upward merge swallowed the step into one atom (lower end 0, a slow
+    second pass); the first mesh is now halved until the merge keeps the step's delta(0): one pass."""
+    b = ConnectDotsAccountant().compose(_dpsgd(0.4909, 1e-3), 579).epsilon(1e-5)
+    assert b.details["passes"] == 1 and "fallback" not in b.details
+    assert b.upper - b.lower <= _target(b.upper)
+
+
+def test_lagging_lower_end_gets_a_deeper_pass_before_the_fallback():
+    """sigma 0.287, q 0.01, k = 1000, eps ~ 80: the lower end stayed 0.2 under at three meshes (7.6e-3 ...
+    3.7e-3) and 'two passes without progress' sent the call to the PRV fallback (35-40 s); a quarter of the
+    mesh meets the target, and it meets PRV's certified interval."""
+    mech = _dpsgd(0.28735, 0.01)
+    b = ConnectDotsAccountant().compose(mech, 1000).epsilon(1e-5)
+    assert "fallback" not in b.details and b.upper - b.lower <= _target(b.upper)
+    assert any(r.get("deep_probe") for r in b.details["refinements"])
+    assert b.lower <= 79.8209 and 79.8190 <= b.upper  # PRV's interval (eps_error 1e-3 x eps, 38 s)
