@@ -118,8 +118,8 @@ class ComposedPLD:
         cached = self.__dict__.get("_delta_error_factor")
         if cached is None:
             fft, (in_l1, in_point) = self.float_error, self.input_round_off
-            if self.tilt > 0.0 and self.h > 0.0:
-                points = hockey_stick_points(self.tilt * self.h, self.h)
+            points = hockey_stick_points(self.tilt * self.h, self.h) if self.tilt > 0.0 and self.h > 0.0 else math.inf
+            if math.isfinite(points):  # (a tilt of 1e-300 gives inf points: 0 x inf must not become nan)
                 if self.pointwise_error is not None:
                     fft = min(fft, self.pointwise_error * points)
                 in_l1 = min(in_l1, in_point * points)

@@ -97,9 +97,11 @@ class DiscretisedLoss:
         w = np.exp(lw - lw.max())
         return float(np.einsum("i,i->", w, g) / w.sum())
 
-    def log_mgf_upper(self, thetas: np.ndarray) -> np.ndarray:
-        """Cheap upper bounds on ``log_mgf`` at many ``thetas`` (block maxima of the grid)."""
-        hi, lo, lm = _blocks(self)
+    def log_mgf_upper(self, thetas: np.ndarray, blocks: int = _BLOCKS) -> np.ndarray:
+        """Cheap upper bounds on ``log_mgf`` at many ``thetas``: the grid cut into about ``blocks`` blocks (of
+        at least ``_BLOCK_MIN`` points), each block's mass placed at its largest (``theta >= 0``) or smallest
+        value; within ``|theta|`` times a block's width of the exact value."""
+        hi, lo, lm = _blocks_cached(self, blocks)
         thetas = np.atleast_1d(np.asarray(thetas, float))
         a = lm[None, :] + thetas[:, None] * np.where(thetas[:, None] >= 0, hi[None, :], lo[None, :])
         m = a.max(axis=1)
@@ -110,10 +112,9 @@ class DiscretisedLoss:
 
 @_register_cache
 @lru_cache(maxsize=48)
-def _blocks_cached(key):
-    d = key
+def _blocks_cached(d, blocks: int):
     n = d.pmf.size
-    size = max(min(_BLOCK_MIN, n), math.ceil(n / _BLOCKS))
+    size = max(min(_BLOCK_MIN, n), math.ceil(n / blocks))
     pad = (-n) % size
     p = np.concatenate([d.pmf, np.zeros(pad)]).reshape(-1, size)
     m = p.sum(axis=1)
@@ -123,9 +124,6 @@ def _blocks_cached(key):
     keep = m > 0
     return hi[keep], lo[keep], np.log(m[keep])
 
-
-def _blocks(d: DiscretisedLoss):
-    return _blocks_cached(d)
 
 
 def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float]:
