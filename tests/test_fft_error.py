@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tightdp
@@ -54,7 +54,9 @@ def _on_window(c, exact, xs):
     idx = np.arange(c.tilted.size) + i0
     inside = (idx >= 0) & (idx < exact.size)
     out = np.zeros(c.tilted.size)
-    out[inside] = exact[idx[inside]] * np.exp(c.tilt * xs[idx[inside]] - c.log_norm)
+    e, x = exact[idx[inside]], xs[idx[inside]]
+    with np.errstate(divide="ignore"):  # in log space: a zero mass far out times an overflowing tilt is 0
+        out[inside] = np.where(e > 0.0, np.exp(np.log(e) + c.tilt * x - c.log_norm), 0.0)
     return out
 
 
@@ -77,6 +79,26 @@ def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, d
     exact_tilted = _on_window(c, exact, xs)
     assert np.max(np.abs(c.tilted - exact_tilted)) <= c.pointwise_error
     for eps in np.linspace(-0.2, 3.0, 33):
+        above = xs > eps
+        truth = math.fsum(exact[above] * -np.expm1(eps - xs[above]))
+        assert abs(float(c.delta_disc(eps)[0]) - truth) <= float(c.numerical_error(eps)) + 1e-12 * truth
+
+
+@settings(max_examples=20, deadline=None)
+@given(log_q=st.floats(-4.0, -0.7), sigma=st.floats(0.6, 4.0), k=st.integers(8, 300),
+       log_h=st.floats(-2.7, -1.5), log_delta=st.floats(-14.0, -4.0))
+def test_random_tilted_ffts_within_their_bounds_of_direct_convolution(log_q, sigma, k, log_h, log_delta):
+    """The same two checks on random steps, counts, meshes and deltas (hypothesis), wherever ``compose`` takes
+    its FFT path and the direct reference stays small."""
+    h = 10.0 ** log_h
+    d = dominating(_loss(10.0 ** log_q, sigma), h, (1e-18, 1e-15))
+    assume(d.pmf.size * k <= 60_000)
+    tilt = chernoff_epsilon([(d, k)], 10.0 ** log_delta)[1]
+    c = compose([(d, k)], tilt=tilt, tau=1e-12)
+    assume(c.tilt > 0.0 and c.pointwise_error is not None)
+    exact, xs = _direct_power(d, k)
+    assert np.max(np.abs(c.tilted - _on_window(c, exact, xs))) <= c.pointwise_error
+    for eps in np.linspace(float(xs[0]), float(xs[-1]), 25):
         above = xs > eps
         truth = math.fsum(exact[above] * -np.expm1(eps - xs[above]))
         assert abs(float(c.delta_disc(eps)[0]) - truth) <= float(c.numerical_error(eps)) + 1e-12 * truth
