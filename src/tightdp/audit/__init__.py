@@ -1,0 +1,19 @@
+"""Privacy auditing next to the certified accounting: empirical epsilon lower bounds from canaries.
+
+* ``epsilon_from_guesses`` / ``epsilon_one_run``: one-run guess counting (Steinke, Nasr, Jagielski 2023);
+* ``epsilon_one_run_fdp`` / ``fdp_one_run_test``: f-DP one-run auditing (Mahloujifar, Melis, Chaudhuri
+  2024) against the mu-GDP family, the (eps, delta) family or a certified ``TradeoffCurve``;
+* ``epsilon_clopper_pearson``: multi-run Clopper-Pearson on TPR / FPR at a threshold chosen on a
+  held-out split or among fixed thresholds with a Bonferroni correction;
+* ``expected_audit`` / ``canaries_needed``: what an optimal attack on a correct implementation reaches
+  with probability >= 1/2, from tightdp's certified trade-off curves;
+* ``audit_verdict`` / ``audit_run`` / ``audit_section``: the empirical bound against the certified
+  interval ("consistent", "too weak", "violates").
+"""
+
+from .one_run import epsilon_from_guesses, epsilon_one_run, one_run_p_value
+from .result import AuditBound
+from .scores import CanaryScores, read_scores_csv
+
+__all__ = ["AuditBound", "CanaryScores", "read_scores_csv", "one_run_p_value", "epsilon_from_guesses",
+           "epsilon_one_run"]
