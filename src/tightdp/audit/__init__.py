@@ -17,3 +17,10 @@ from .scores import CanaryScores, read_scores_csv
 
 __all__ = ["AuditBound", "CanaryScores", "read_scores_csv", "one_run_p_value", "epsilon_from_guesses",
            "epsilon_one_run"]
+from .fdp import FAMILIES, FdpTest, epsilon_fdp_from_guesses, epsilon_one_run_fdp, fdp_one_run_test, fdp_rejects, gdp_epsilon, gdp_mu_for
+
+__all__ += ["FAMILIES", "FdpTest", "epsilon_fdp_from_guesses", "epsilon_one_run_fdp", "fdp_one_run_test", "fdp_rejects", "gdp_epsilon",
+            "gdp_mu_for"]
+from .multi_run import STRATEGIES, clopper_pearson_epsilon_at, epsilon_clopper_pearson
+
+__all__ += ["STRATEGIES", "clopper_pearson_epsilon_at", "epsilon_clopper_pearson"]
