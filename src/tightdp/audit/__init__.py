@@ -24,3 +24,9 @@ __all__ += ["FAMILIES", "FdpTest", "epsilon_fdp_from_guesses", "epsilon_one_run_
 from .multi_run import STRATEGIES, clopper_pearson_epsilon_at, epsilon_clopper_pearson
 
 __all__ += ["STRATEGIES", "clopper_pearson_epsilon_at", "epsilon_clopper_pearson"]
+from .expected import AUDIT_METHODS, ExpectedAudit, canaries_needed, expected_audit, run_curve
+
+__all__ += ["AUDIT_METHODS", "ExpectedAudit", "canaries_needed", "expected_audit", "run_curve"]
+from .verdict import RUN_METHODS, VERDICTS, AuditVerdict, audit_run, audit_section, audit_verdict
+
+__all__ += ["RUN_METHODS", "VERDICTS", "AuditVerdict", "audit_run", "audit_section", "audit_verdict"]
