@@ -17,9 +17,9 @@ import sys
 
 from ..errors import TightDPError
 
-COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff")
+COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit")
 #: the module registering each command (epsilon and delta share one)
-MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff")
+MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit")
 
 #: Shown at the end of each subcommand's --help (a command's own epilog takes precedence).
 EXAMPLES = {
@@ -41,6 +41,9 @@ EXAMPLES = {
                "tightdp report run.json --out report/ --format html --no-plots --json"],
     "tradeoff": ["tightdp tradeoff --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --fpr 0.01,0.001",
                  "tightdp tradeoff --noise-multiplier 2.0 --sampling-rate 1 --steps 9 --alphas 0.001,0.1 --json"],
+    "audit": ["tightdp audit scores.csv --delta 1e-5",
+              "tightdp audit scores.csv --delta 1e-5 --method fdp-eps-delta --noise-multiplier 1.0 "
+              "--sampling-rate 0.1 --steps 100 --json"],
 }
 
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
