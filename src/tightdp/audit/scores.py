@@ -83,11 +83,13 @@ def guess_counts(scores: CanaryScores, ks) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def read_scores_csv(path) -> CanaryScores:
-    """Read ``score,in`` rows (a header is allowed; ``in`` is 1/0, true/false or in/out) into ``CanaryScores``.
+    """Read ``score,in`` rows (a header line and ``#`` comments are allowed; ``in`` is 1/0, true/false or
+    in/out) into ``CanaryScores``.
 
     Raises ``ValueError`` naming the line for anything else.
     """
     ins, outs = [], []
+    first = True
     with open(path, newline="") as fh:
         for lineno, row in enumerate(csv.reader(fh), start=1):
             if not row or all(not c.strip() for c in row) or row[0].lstrip().startswith("#"):
@@ -95,10 +97,11 @@ def read_scores_csv(path) -> CanaryScores:
             if len(row) < 2:
                 raise ValueError(f"scores file line {lineno}: expected 'score,in', got {','.join(row)!r}")
             s, flag = row[0].strip(), row[1].strip().lower()
+            header, first = first, False
             try:
                 x = float(s)
             except ValueError:
-                if lineno == 1:
+                if header:
                     continue  # a header
                 raise ValueError(f"scores file line {lineno}: score {s!r} is not a number") from None
             if flag in ("1", "true", "in", "yes"):
