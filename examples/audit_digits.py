@@ -107,7 +107,8 @@ def train_with_canaries(*, canaries: int = CANARIES, noise_multiplier: float = S
     return score[member], score[~member], acc, q
 
 
-def audit(broken: bool, seed: int = 0, **kw):
+def audit(broken: bool, seed: int = 0, expected: bool = True, **kw):
+    """Train (``train_with_canaries(**kw)``) and audit; returns ``(AuditVerdict, info)``."""
     from tightdp.audit import audit_run
 
     t0 = time.perf_counter()
@@ -115,7 +116,7 @@ def audit(broken: bool, seed: int = 0, **kw):
     t1 = time.perf_counter()
     v = audit_run(in_scores=ins, out_scores=outs, delta=DELTA, beta=BETA, method=METHOD, test_curve=True,
                   noise_multiplier=kw.get("noise_multiplier", SIGMA), sampling_rate=q, steps=kw.get("steps", STEPS),
-                  seed=seed)
+                  seed=seed, expected=expected)
     return v, {"accuracy": acc, "train_seconds": t1 - t0, "audit_seconds": time.perf_counter() - t1,
                "sampling_rate": q}
 
