@@ -14,7 +14,8 @@ from scipy import special
 from tightdp import Bounds
 from tightdp.audit import (AuditBound, audit_verdict, canaries_needed, clopper_pearson_epsilon_at,
                            epsilon_clopper_pearson, epsilon_fdp_from_guesses, epsilon_from_guesses, epsilon_one_run,
-                           epsilon_one_run_fdp, expected_audit, fdp_one_run_test, gdp_epsilon, gdp_mu_for,
+                           epsilon_one_run_fdp, expected_audit, fdp_one_run_test, fdp_rejects, gdp_epsilon,
+                           gdp_mu_for,
                            one_run_p_value, read_scores_csv)
 from tightdp.cli import main
 
@@ -222,3 +223,19 @@ def test_read_scores_csv(tmp_path):
     p.write_text("# comment\nscore,in\n1.5,in\n0.2,out\n3,true\n")
     s = read_scores_csv(p)
     assert list(s.in_scores) == [1.5, 3.0] and list(s.out_scores) == [0.2]
+
+
+@given(m=st.integers(2, 600), frac_r=st.floats(0.01, 1.0), frac_v=st.floats(0.0, 1.0),
+       family=st.sampled_from(["gdp", "eps-delta"]), beta=st.sampled_from([0.01, 0.05, 0.2]))
+def test_fdp_bound_is_a_rejected_epsilon(m, frac_r, frac_v, family, beta):
+    """The f-DP bound's curve is rejected by the counts (MMC's test), and the curve a little above is not."""
+    from tightdp.audit.fdp import _family_g
+
+    r = max(1, int(frac_r * m))
+    v = int(frac_v * r)
+    e = epsilon_fdp_from_guesses(canaries=m, guesses=r, correct=v, delta=1e-5, beta=beta, family=family).epsilon_lower
+    assert math.isfinite(e) and e >= 0
+    fam = _family_g(family, 1e-5)
+    if e > 0:
+        assert fdp_rejects(fam(e), canaries=m, guesses=r, correct=v, level=beta)
+        assert not fdp_rejects(fam(e * 1.01 + 1e-3), canaries=m, guesses=r, correct=v, level=beta)

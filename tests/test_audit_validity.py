@@ -96,3 +96,24 @@ def test_clopper_pearson_is_valid(strategy):
     assert np.all(bounds <= _certified_upper(mu))
     assert np.median(bounds) > 0.5
     assert np.sum(bounds > 0.5 * np.median(bounds)) > _max_allowed(AUDITS, BETA)
+
+
+def test_the_curve_test_never_flags_a_correct_subsampled_run_too_often():
+    """Dirac canaries of a Poisson-subsampled Gaussian run (q = 1/2, 10 steps, sigma = 2), simulated exactly and
+    scored with the likelihood ratio: the f-DP test of the run's certified curve rejects in at most a beta
+    fraction of 300 audits; the same audits of a run with a tenth of the noise are rejected in most."""
+    from tightdp.audit import fdp_one_run_test, run_curve
+
+    q, steps, sigma, m, n = 0.5, 10, 2.0, 400, 300
+    curve, _ = run_curve(noise_multiplier=sigma, sampling_rate=q, steps=steps)
+    rng = np.random.default_rng(5)
+
+    def audits(noise):
+        member = rng.random((n, m)) < 0.5
+        x = (rng.random((n, steps, m)) < q) * member[:, None, :] + noise * rng.standard_normal((n, steps, m))
+        score = np.sum(np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma ** 2)), axis=1)
+        return [fdp_one_run_test(in_scores=score[i, member[i]], out_scores=score[i, ~member[i]], curve=curve,
+                                 beta=BETA, guess_counts=(10, 25, 50, 100)).rejected for i in range(n)]
+
+    assert sum(audits(sigma)) <= _max_allowed(n, BETA)
+    assert sum(audits(sigma / 10)) > n / 2

@@ -105,9 +105,25 @@ def _curve_grid() -> np.ndarray:
     return np.unique(np.concatenate([[0.0], t, np.linspace(0.0, 1.0, 801), 1.0 - t, [1.0]]))
 
 
+_G_CACHE: dict[int, tuple[object, Callable[[float], float]]] = {}
+
+
 def _g_curve(curve) -> Callable[[float], float]:
     """``g(y) = f(1 - y)`` from below for a certified ``TradeoffCurve`` (its ``beta_lower``), or for a
-    callable ``beta(alpha)`` that is itself a lower bound on ``f`` (vectorised, non-increasing)."""
+    callable ``beta(alpha)`` that is itself a lower bound on ``f`` (vectorised, non-increasing). The
+    tabulation of a ``TradeoffCurve`` is kept for the last few curves (it costs a few hundred ms)."""
+    hit = _G_CACHE.get(id(curve))
+    if hit is not None and hit[0] is curve:
+        return hit[1]
+    g = _tabulate(curve)
+    if hasattr(curve, "at"):
+        if len(_G_CACHE) >= 8:
+            _G_CACHE.pop(next(iter(_G_CACHE)))
+        _G_CACHE[id(curve)] = (curve, g)
+    return g
+
+
+def _tabulate(curve) -> Callable[[float], float]:
     a = _curve_grid()
     if hasattr(curve, "at"):
         lo = np.asarray(curve.at(a)[0], float)

@@ -73,9 +73,9 @@ def guess_counts(scores: CanaryScores, ks) -> tuple[np.ndarray, np.ndarray, np.n
     ``k``-th largest pooled score": ``r`` guesses (more than ``k`` when scores tie at the threshold),
     ``v`` of them correct (in canaries)."""
     m = scores.canaries
-    ks = np.asarray([check_count("guess count", k) for k in np.atleast_1d(ks)], dtype=int)
+    ks = np.asarray([check_count("guess_counts", k) for k in np.atleast_1d(ks)], dtype=int)
     if np.any(ks > m):
-        raise ValueError(f"guess counts must be at most the number of canaries {m}, got {int(ks.max())}")
+        raise ValueError(f"guess_counts must be at most the number of canaries {m}, got {int(ks.max())}")
     pooled = np.sort(np.concatenate([scores.in_scores, scores.out_scores]))[::-1]
     thresholds = pooled[ks - 1]
     tp, fp = scores.counts_at(thresholds)

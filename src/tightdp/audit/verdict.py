@@ -113,7 +113,8 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
               draws: int = 101, seed: int = 0, **run) -> AuditVerdict:
     """Audit a run from its canary scores and give the verdict against its certified interval.
 
-    ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
+    ``method="fdp-gdp"`` is refused for a run whose certified curve is not exactly Gaussian (its
+    family assumption would not hold). ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
     ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``. ``test_curve``: also test the
     certified trade-off curve with the f-DP one-run test (each of the two tests then runs at ``beta / 2``,
     so a correct run is still flagged with probability at most ``beta``). ``expected``: also simulate
@@ -124,6 +125,10 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
     b = check_beta(beta)
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     curve, certified = run_curve(**run, delta=delta)
+    if method == "fdp-gdp" and curve.details.get("mu_exact") is None:
+        raise ValueError("method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and this run's is not one "
+                         "(a subsampled or non-Gaussian run): a correct run could be flagged; use 'fdp-eps-delta' or "
+                         "'one-run'")
     b_eps = b / 2 if test_curve else b
     kw = {"in_scores": scores.in_scores, "out_scores": scores.out_scores, "delta": delta, "beta": b_eps}
     if method == "one-run":
