@@ -15,8 +15,7 @@ from tightdp import Bounds
 from tightdp.audit import (AuditBound, audit_verdict, canaries_needed, clopper_pearson_epsilon_at,
                            epsilon_clopper_pearson, epsilon_fdp_from_guesses, epsilon_from_guesses, epsilon_one_run,
                            epsilon_one_run_fdp, expected_audit, fdp_one_run_test, fdp_rejects, gdp_epsilon,
-                           gdp_mu_for,
-                           one_run_p_value, read_scores_csv)
+                           gdp_mu_for, one_run_p_value, read_scores_csv)
 from tightdp.cli import main
 
 DATA = Path(__file__).parent / "data"
