@@ -43,7 +43,11 @@ def _timed(fn, reps):
 
 
 def part_one(reps: int) -> list[dict]:
-    from tightdp.audit import epsilon_clopper_pearson, epsilon_one_run, epsilon_one_run_fdp
+    from tightdp.audit import (
+        epsilon_clopper_pearson,
+        epsilon_one_run,
+        epsilon_one_run_fdp,
+    )
 
     rng = np.random.default_rng(0)
     m = 10_000
@@ -104,7 +108,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "audit.json"))
     args = ap.parse_args(argv)
-    res = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": _dt.datetime.now(_dt.timezone.utc)
+    res = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": _dt.datetime.now(_dt.UTC)
            .isoformat(timespec="seconds"), "nproc": os.cpu_count(), "loadavg_start": os.getloadavg(),
            "python": platform.python_version(), "quick": args.quick}
     res["one_run_1e4"] = part_one(3 if args.quick else 5)

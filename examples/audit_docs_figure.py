@@ -21,7 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tightdp.audit import epsilon_one_run_fdp, expected_audit, fdp_one_run_test, run_curve
+from tightdp.audit import (
+    epsilon_one_run_fdp,
+    expected_audit,
+    fdp_one_run_test,
+    run_curve,
+)
 
 DELTA, BETA, RATE, STEPS, CANARIES, BATCH = 1e-5, 0.05, 0.5, 20, 2000, 1400
 SIGMAS = (1.0, 1.5, 2.0, 2.5, 3.0, 4.0)

@@ -12,10 +12,26 @@ from hypothesis import strategies as st
 from scipy import special
 
 from tightdp import Bounds
-from tightdp.audit import (AuditBound, audit_verdict, canaries_needed, clopper_pearson_epsilon_at,
-                           epsilon_clopper_pearson, epsilon_fdp_from_guesses, epsilon_from_guesses, epsilon_one_run,
-                           epsilon_one_run_fdp, expected_audit, fdp_one_run_test, fdp_rejects, gdp_epsilon,
-                           gdp_mu_for, one_run_p_value, read_scores_csv)
+from tightdp.audit import (
+    AuditBound,
+    audit_run,
+    audit_section,
+    audit_verdict,
+    canaries_needed,
+    clopper_pearson_epsilon_at,
+    epsilon_clopper_pearson,
+    epsilon_fdp_from_guesses,
+    epsilon_from_guesses,
+    epsilon_one_run,
+    epsilon_one_run_fdp,
+    expected_audit,
+    fdp_one_run_test,
+    fdp_rejects,
+    gdp_epsilon,
+    gdp_mu_for,
+    one_run_p_value,
+    read_scores_csv,
+)
 from tightdp.cli import main
 
 DATA = Path(__file__).parent / "data"
@@ -238,3 +254,16 @@ def test_fdp_bound_is_a_rejected_epsilon(m, frac_r, frac_v, family, beta):
     if e > 0:
         assert fdp_rejects(fam(e), canaries=m, guesses=r, correct=v, level=beta)
         assert not fdp_rejects(fam(e * 1.01 + 1e-3), canaries=m, guesses=r, correct=v, level=beta)
+
+
+def test_audit_section_for_the_report():
+    rng = np.random.default_rng(2)
+    s = rng.random(600) < 0.5
+    x = rng.standard_normal(600) + s
+    sec = audit_section(in_scores=x[s], out_scores=x[~s], delta=1e-5, mu=1.0)
+    assert sec["verdict"] in ("consistent", "too weak") and sec["certified_epsilon"]["upper"] > 4.3
+    assert all(len(r) == 2 for r in sec["rows"]) and sec["rows"][-1][0] == "verdict"
+    json.dumps(sec)
+    with pytest.raises(ValueError, match="fdp-gdp"):
+        audit_run(in_scores=x[s], out_scores=x[~s], delta=1e-5, method="fdp-gdp", noise_multiplier=1.0,
+                  sampling_rate=0.1, steps=10)

@@ -13,8 +13,14 @@ import pytest
 from scipy import stats
 
 from tightdp import ConnectDotsAccountant, Gaussian
-from tightdp.audit import (clopper_pearson_epsilon_at, epsilon_clopper_pearson, epsilon_from_guesses,
-                           epsilon_one_run, epsilon_one_run_fdp, gdp_epsilon)
+from tightdp.audit import (
+    clopper_pearson_epsilon_at,
+    epsilon_clopper_pearson,
+    epsilon_from_guesses,
+    epsilon_one_run,
+    epsilon_one_run_fdp,
+    gdp_epsilon,
+)
 
 AUDITS = 1000
 BETA = 0.05

@@ -20,10 +20,10 @@ reaches at most this.
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -34,7 +34,7 @@ from .one_run import _eps0, _epsilon
 from .result import check_beta
 from .scores import default_guess_counts
 
-__all__ = ["ExpectedAudit", "expected_audit", "canaries_needed", "run_curve", "AUDIT_METHODS"]
+__all__ = ["AUDIT_METHODS", "ExpectedAudit", "canaries_needed", "expected_audit", "run_curve"]
 
 #: the one-run audits that ``expected_audit`` can simulate
 AUDIT_METHODS = ("one-run", "fdp-eps-delta", "fdp-gdp")
@@ -85,7 +85,8 @@ def run_curve(*, curve=None, accountant=None, mu=None, noise_multiplier=None, sa
         if sampling_rate is None or steps is None:
             raise ValueError("noise_multiplier needs sampling_rate and steps")
         accountant = ConnectDotsAccountant().compose(
-            dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate), check_count("steps", steps))
+            dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate),
+            check_count("steps", steps))
     elif mu is not None:
         mu = check_positive("mu", mu)
         accountant = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=1.0 / mu), 1)

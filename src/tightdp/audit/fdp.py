@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Callable
 from statistics import NormalDist
-from typing import Callable
 
 import numpy as np
 from scipy import optimize, special
@@ -46,8 +46,17 @@ from .result import AuditBound, check_beta
 from .scores import CanaryScores, default_guess_counts
 from .scores import guess_counts as _guess_counts
 
-__all__ = ["fdp_rejects", "epsilon_one_run_fdp", "epsilon_fdp_from_guesses", "fdp_one_run_test", "FdpTest", "gdp_mu_for", "gdp_delta",
-           "gdp_epsilon", "FAMILIES"]
+__all__ = [
+    "FAMILIES",
+    "FdpTest",
+    "epsilon_fdp_from_guesses",
+    "epsilon_one_run_fdp",
+    "fdp_one_run_test",
+    "fdp_rejects",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_mu_for",
+]
 
 FAMILIES = ("gdp", "eps-delta")
 _N = NormalDist()
@@ -310,7 +319,7 @@ def fdp_one_run_test(*, in_scores, out_scores, curve, beta: float = 0.05, guess_
     g = _g_curve(curve)
     m = scores.canaries
     ks = default_guess_counts(m) if guess_counts is None else np.unique(np.atleast_1d(guess_counts))
-    rs, vs, ts = _guess_counts(scores, ks)
+    rs, vs, _ = _guess_counts(scores, ks)
     level = b / len(ks)
     hits = [int(k) for k, r, v in zip(ks, rs, vs)
             if fdp_rejects(g, canaries=m, guesses=int(r), correct=int(v), level=level)]

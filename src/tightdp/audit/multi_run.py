@@ -26,7 +26,7 @@ from .._validation import check_choice, check_count, check_real, check_real_arra
 from .result import AuditBound, check_beta
 from .scores import CanaryScores
 
-__all__ = ["epsilon_clopper_pearson", "clopper_pearson_epsilon_at", "STRATEGIES"]
+__all__ = ["STRATEGIES", "clopper_pearson_epsilon_at", "epsilon_clopper_pearson"]
 
 STRATEGIES = ("split", "bonferroni")
 

@@ -6,7 +6,8 @@ model and makes ``r`` guesses ("in" or "out") about the canaries, abstaining on 
 guesses are right. If the training run is ``(eps, delta)``-DP, SNJ Thm. 5.2 (with Prop. 5.7 for
 delta > 0) bound the chance of ``v`` or more right guesses by
 
-    p(eps, delta) = P[B >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= B < v] / i,  B ~ Binomial(r, e^eps / (1 + e^eps)).
+    p(eps, delta) = P[B >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= B < v] / i,
+    B ~ Binomial(r, e^eps / (1 + e^eps)).
 
 So ``p(eps, delta) <= beta`` rejects "(eps, delta)-DP" at level ``beta``; the reported lower bound is the
 largest ``eps`` rejected (SNJ Alg. 1, the bisection of their Sec. 6). ``p`` grows with ``eps``: the
@@ -17,17 +18,15 @@ point where ``p <= beta`` was evaluated, rounded down.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from scipy import special, stats
 
-from .._validation import check_count, check_delta, check_real
+from .._validation import check_count, check_real
 from .result import AuditBound, check_beta
 from .scores import CanaryScores, default_guess_counts
 from .scores import guess_counts as _guess_counts
 
-__all__ = ["one_run_p_value", "epsilon_from_guesses", "epsilon_one_run"]
+__all__ = ["epsilon_from_guesses", "epsilon_one_run", "one_run_p_value"]
 
 _SCAN = 33  # scan points on [0, eps_0]
 _XTOL = 1e-7

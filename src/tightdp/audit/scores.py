@@ -18,7 +18,7 @@ import numpy as np
 
 from .._validation import check_count, check_real_array
 
-__all__ = ["CanaryScores", "guess_counts", "default_guess_counts", "read_scores_csv"]
+__all__ = ["CanaryScores", "default_guess_counts", "guess_counts", "read_scores_csv"]
 
 
 @dataclass(frozen=True)

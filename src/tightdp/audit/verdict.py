@@ -15,18 +15,25 @@ confidence ``1 - beta`` and the certified upper end is an upper bound).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .._validation import check_choice, check_real
-from .expected import AUDIT_METHODS, ExpectedAudit, canaries_needed, expected_audit, run_curve
+from .expected import (
+    AUDIT_METHODS,
+    ExpectedAudit,
+    canaries_needed,
+    expected_audit,
+    run_curve,
+)
 from .fdp import epsilon_one_run_fdp, fdp_one_run_test
 from .multi_run import epsilon_clopper_pearson
 from .one_run import epsilon_one_run
 from .result import AuditBound, _plain, check_beta
 from .scores import CanaryScores
 
-__all__ = ["AuditVerdict", "audit_verdict", "audit_run", "audit_section", "VERDICTS", "RUN_METHODS"]
+__all__ = ["RUN_METHODS", "VERDICTS", "AuditVerdict", "audit_run", "audit_section", "audit_verdict"]
 
 VERDICTS = ("consistent", "too weak", "violates")
 #: methods ``audit_run`` accepts: the one-run audits and the multi-run Clopper-Pearson
@@ -114,8 +121,8 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
     """Audit a run from its canary scores and give the verdict against its certified interval.
 
     ``method="fdp-gdp"`` is refused for a run whose certified curve is not exactly Gaussian (its
-    family assumption would not hold). ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
-    ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``. ``test_curve``: also test the
+    family assumption would not hold). ``run``: the run keywords of ``run_curve`` (``noise_multiplier``,
+    ``sampling_rate``, ``steps``; or ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``. ``test_curve``: also test the
     certified trade-off curve with the f-DP one-run test (each of the two tests then runs at ``beta / 2``,
     so a correct run is still flagged with probability at most ``beta``). ``expected``: also simulate
     what a correct implementation shows (``expected_audit``, one-run methods) and, when that is too

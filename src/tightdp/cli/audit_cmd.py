@@ -55,9 +55,14 @@ def _ints(option: str, text: str | None):
 
 
 def run(args) -> int:
-    from ..audit import (audit_run, epsilon_clopper_pearson, epsilon_one_run, epsilon_one_run_fdp,
-                         read_scores_csv)
     from .._validation import check_choice
+    from ..audit import (
+        audit_run,
+        epsilon_clopper_pearson,
+        epsilon_one_run,
+        epsilon_one_run_fdp,
+        read_scores_csv,
+    )
 
     check_choice("--method", args.method, METHODS)
     ks = _ints("--guess-counts", args.guess_counts)
@@ -76,16 +81,18 @@ def run(args) -> int:
         emp, out = verdict.empirical, verdict.to_dict()
     else:
         if args.method == "one-run":
-            fn = lambda: epsilon_one_run(**kw, guess_counts=ks)  # noqa: E731
+            fn = lambda: epsilon_one_run(**kw, guess_counts=ks)
         elif args.method == "clopper-pearson":
-            fn = lambda: epsilon_clopper_pearson(**kw, seed=args.seed)  # noqa: E731
+            fn = lambda: epsilon_clopper_pearson(**kw, seed=args.seed)
         else:
-            fn = lambda: epsilon_one_run_fdp(**kw, family=args.method[4:], guess_counts=ks)  # noqa: E731
+            fn = lambda: epsilon_one_run_fdp(**kw, family=args.method[4:], guess_counts=ks)
         emp, seconds = timed(fn)
         verdict, out = None, {"empirical": emp.to_dict()}
     out["seconds"] = seconds
     if args.json:
-        json.dump(out, sys.stdout, indent=2)
+        from ..audit.result import _plain
+
+        json.dump(_plain(out), sys.stdout, indent=2)  # inf becomes null: strict JSON
         sys.stdout.write("\n")
         return 0
     d = emp.details
