@@ -120,13 +120,13 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
               draws: int = 101, seed: int = 0, **run) -> AuditVerdict:
     """Audit a run from its canary scores and give the verdict against its certified interval.
 
-    ``method="fdp-gdp"`` is refused for a run whose certified curve is not exactly Gaussian (its
-    family assumption would not hold). ``run``: the run keywords of ``run_curve`` (``noise_multiplier``,
-    ``sampling_rate``, ``steps``; or ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``.
+    ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
+    ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``; ``"fdp-gdp"`` is refused for a run
+    whose certified curve is not exactly Gaussian (its family assumption would not hold).
     ``test_curve``: also test the certified trade-off curve with the f-DP one-run test (each of the two
-    tests then runs at ``beta / 2``, so a correct run is still flagged with probability at most ``beta``). ``expected``: also simulate
-    what a correct implementation shows (``expected_audit``, one-run methods) and, when that is too
-    weak, how many canaries are needed.
+    tests then runs at ``beta / 2``, so a correct run is still flagged with probability at most
+    ``beta``). ``expected``: also simulate what a correct implementation shows (``expected_audit``,
+    one-run methods) and, when that is too weak, how many canaries are needed.
     """
     check_choice("method", method, RUN_METHODS)
     b = check_beta(beta)
