@@ -57,6 +57,7 @@ count as infeasible (safe) instead of being evaluated again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
@@ -69,15 +70,18 @@ from ._numerics import falling_root
 from ._validation import (check_choice, check_count, check_delta, check_positive,
                           check_probability, check_real)
 from .bounds import Bounds
-from .dpsgd import SAMPLINGS
-from .dpsgd import _epochs as _scheme_epochs
-from .dpsgd import dpsgd_epsilon as _dpsgd_epsilon
+from .runs import TrainingRun
+from .sampling import Poisson, SamplingScheme, parse_sampling
 
-__all__ = ["Calibration", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
-           "steps_from_epochs", "CalibrationError", "MAX_TARGET_EPSILON"]
+__all__ = ["Calibration", "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
+           "steps_from_epochs", "CalibrationError", "MAX_TARGET_EPSILON", "PARAMETERS"]
 
 #: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
 EpsilonFunction = Callable[[float, float, int, float], Bounds]
+
+#: what ``calibrate`` can solve for: the run's noise, its length (``steps``, or ``epochs`` of an epoch-based
+#: scheme: whole epochs), and a scheme's ``free_fields`` (``sampling_rate``)
+PARAMETERS = ("noise_multiplier", "steps", "epochs", "sampling_rate")
 
 #: Relative width (in log) the bracket is narrowed to before the tightness check.
 _DEFAULT_RTOL = 1e-3
@@ -119,8 +123,10 @@ class Calibration:
     #: (the default unless one was asked for) gives ``upper <= target``; None for a caller's ``epsilon_fn``
     eps_error: float | None = None
     rel_error: float | None = None
-    #: the sampling scheme the run was calibrated for (``tightdp.dpsgd.SAMPLINGS``)
+    #: the sampling scheme the run was calibrated for (its registry name, ``tightdp.sampling``)
     sampling: str = "poisson"
+    #: the calibrated run (``tightdp.runs.TrainingRun``)
+    run: TrainingRun | None = None
 
     @property
     def value(self) -> float | int:
@@ -184,55 +190,35 @@ def _tight_error(target: float, check: float) -> float | None:
 _COARSE_FACTOR = 8.0
 
 
-#: schemes that run a whole number of epochs of ``t = 1 / sampling_rate`` steps
-_EPOCH_SCHEMES = ("random-allocation", "balls-and-bins", "shuffle")
+def _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, **options) -> SamplingScheme:
+    """The validated sampling scheme of a calibration (parsed by the registry of ``tightdp.sampling``)."""
+    scheme = parse_sampling(sampling, dataset_size=dataset_size, max_batch_size=max_batch_size, **options)
+    if max_batch_size is not None and "max_batch_size" not in type(scheme).options:
+        raise ValueError(f"max_batch_size does not apply to sampling={scheme.name!r}")
+    _check_scheme(scheme, accountant, epsilon_fn)
+    return scheme
 
 
-def _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn) -> dict[str, Any]:
-    """The validated sampling scheme as keywords of ``dpsgd_epsilon`` (empty for Poisson)."""
-    sampling = check_choice("sampling", sampling, SAMPLINGS)
-    if max_batch_size is not None and sampling != "truncated-poisson":
-        raise ValueError(f"max_batch_size applies to sampling='truncated-poisson' only, not {sampling!r}")
-    if sampling == "poisson":
-        return {}
+def _check_scheme(scheme: SamplingScheme, accountant, epsilon_fn) -> None:
+    if isinstance(scheme, Poisson):
+        return
     if epsilon_fn is not None:
-        raise ValueError(f"epsilon_fn replaces the accountant and the sampling scheme: give sampling={sampling!r} "
-                         "through it, not both")
-    if accountant != DEFAULT_ACCOUNTANT:
-        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={sampling!r} (its bounds come "
+        raise ValueError(f"epsilon_fn replaces the accountant and the sampling scheme: give sampling="
+                         f"{scheme.name!r} through it, not both")
+    if not scheme.any_accountant and accountant != DEFAULT_ACCOUNTANT:
+        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
                          f"from dominance pairs only), got {accountant!r}")
-    out: dict[str, Any] = {"sampling": sampling}
-    if dataset_size is not None:
-        out["dataset_size"] = check_count("dataset_size", dataset_size)
-    if sampling == "truncated-poisson":
-        if dataset_size is None:
-            raise ValueError("dataset_size is required for sampling='truncated-poisson'")
-        if max_batch_size is None:
-            raise ValueError("max_batch_size is required for sampling='truncated-poisson'")
-        out["max_batch_size"] = check_count("max_batch_size", max_batch_size)
-        if out["max_batch_size"] > out["dataset_size"]:
-            raise ValueError(f"max_batch_size ({max_batch_size}) must be <= dataset_size ({dataset_size})")
+
+
+def _scheme_details(scheme: SamplingScheme) -> dict[str, Any]:
+    out: dict[str, Any] = {"sampling": scheme.name, "scheme": scheme.describe()}
+    if scheme.calibration_note:
+        out["note_sampling"] = scheme.calibration_note
     return out
 
 
-def _scheme_details(scheme: dict[str, Any]) -> dict[str, Any]:
-    if not scheme:
-        return {}
-    out: dict[str, Any] = {"sampling": scheme["sampling"]}
-    if scheme["sampling"] == "shuffle":
-        out["note_sampling"] = ("shuffled batches: the certified upper bound is the one without amplification "
-                                "(no tighter certified bound is known), so this is the noise that bound needs; "
-                                "the certified lower bound (Chua et al.'s attack) cannot prove tightness")
-    elif scheme["sampling"] == "truncated-poisson":
-        out["note_sampling"] = ("truncated Poisson: the certified interval is as wide as the gap between Ganesh "
-                                "2025's dominating pair and the explicit lower bound, so tightness can only be "
-                                "shown within that gap")
-    return out
-
-
-def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float,
-                      scheme: Mapping[str, Any] | None = None):
-    """``(check, coarse, check_error, tight, accuracy)``: functions of ``(sigma, q, steps, delta)``,
+def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float):
+    """``(check, coarse, check_error, tight, accuracy)``: functions of ``(run, delta)``,
     the half-width ``check`` certifies near the target and the ``(eps_error, rel_error)`` it runs at.
 
     ``check`` is the accountant at the accuracy the answer is certified at (the
@@ -250,9 +236,8 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float
         accuracy = (err, None)
 
     def make(e, r=None):
-        def fn(sigma: float, q: float, steps: int, delta: float) -> Bounds:
-            return _dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                                  accountant=accountant, eps_error=e, rel_error=r, **(scheme or {}))
+        def fn(run: TrainingRun, delta: float) -> Bounds:
+            return run.epsilon(delta=delta, accountant=accountant, eps_error=e, rel_error=r)
         return fn
 
     tight_e = _tight_error(target, err)
@@ -452,8 +437,7 @@ def _finish(ev: "_Evaluator", x, safer: Callable[[Any, int], Any], *, rounds: in
                            + (ev.failures or ["the certified upper bound stays above the target"])[-1])
 
 
-def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, accountant, t0,
-            details) -> Calibration:
+def _result(solved: str, ev: _Evaluator, x, *, run, delta, target, accountant, t0, details) -> Calibration:
     up, b = ev.verify(x)
     if b is None or not up <= target:  # the search only ever returns verified feasible points
         raise RuntimeError(f"internal error: calibration ended on an infeasible point {x!r}")
@@ -466,8 +450,9 @@ def _result(solved: str, ev: _Evaluator, x, *, sigma, q, steps, delta, target, a
                                 "pass could not decide were counted as infeasible (safe, possibly less tight)")
     if ev.failures:
         details["uncertified_points"] = ev.failures[:10]
-    return Calibration(solved=solved, noise_multiplier=float(sigma), sampling_rate=float(q), steps=int(steps),
-                       sampling=details.get("sampling", "poisson"),
+    return Calibration(solved=solved, noise_multiplier=float(run.noise_multiplier),
+                       sampling_rate=float(run.sampling_rate), steps=int(run.steps), sampling=run.sampling.name,
+                       run=run,
                        delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
                        evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details,
                        eps_error=None if ev.accuracy is None else ev.accuracy[0],
@@ -480,7 +465,7 @@ def _accuracy_text(ev: _Evaluator) -> str:
     return describe_accuracy(*ev.accuracy)
 
 
-def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None, scheme=None):
+def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None):
     target = check_real("target_epsilon", target_epsilon, low=0.0)
     if target > MAX_TARGET_EPSILON:
         raise ValueError(f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
@@ -494,12 +479,15 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=
             raise ValueError(f"accountant must be a name, got {accountant!r}")
         if ACCOUNTANTS:
             check_choice("accountant", accountant, sorted(ACCOUNTANTS))
-        fns = _make_epsilon_fns(accountant, eps_error, rel_error, target, scheme)
+        fns = _make_epsilon_fns(accountant, eps_error, rel_error, target)
         name = accountant
     else:
         if not callable(epsilon_fn):
             raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
-        fns, name = (epsilon_fn, None, 0.0, None, None), getattr(epsilon_fn, "__name__", "custom")
+        def fn(run: TrainingRun, d: float) -> Bounds:
+            return epsilon_fn(run.noise_multiplier, run.sampling_rate, run.steps, d)
+
+        fns, name = (fn, None, 0.0, None, None), getattr(epsilon_fn, "__name__", "custom")
     return target, delta, fns, name
 
 
@@ -605,11 +593,62 @@ def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: fl
 
 
 # --------------------------------------------------------------------------- public API
+def calibrate(*, run: TrainingRun, parameter: str, target_epsilon, delta, accountant: str = DEFAULT_ACCOUNTANT,
+              eps_error: float | None = None, rel_error: float | None = None, rtol: float = _DEFAULT_RTOL,
+              max_steps: int = _STEPS_MAX, multiple_of: int = 1,
+              epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+    """The value of one numeric field of ``run`` at which its certified epsilon meets ``target_epsilon``.
+
+    The one calibrator over a run description (like dp_accounting's ``calibrate_dp_mechanism``): ``run``'s
+    value of ``parameter`` is ignored (a placeholder), every other field is kept.
+
+    Parameters
+    ----------
+    run : TrainingRun
+        The run (``tightdp.runs.TrainingRun``); its scheme says how it is accounted.
+    parameter : str
+        One of ``PARAMETERS``: ``"noise_multiplier"`` (the smallest noise), ``"steps"`` (the largest number of
+        steps; whole epochs for the epoch-based schemes), ``"epochs"`` (the same, counted in epochs of an
+        epoch-based scheme) or a field of the scheme's ``free_fields`` (``"sampling_rate"``: the largest rate).
+    target_epsilon, delta : float
+    accountant, eps_error, rel_error
+        As for ``dpsgd_epsilon``; the answer is certified at that accuracy.
+    rtol : float
+        Relative tolerance of the continuous searches (noise, rate).
+    max_steps, multiple_of : int
+        The steps search: at most ``max_steps``, over multiples of ``multiple_of``.
+    epsilon_fn : callable, optional
+        ``epsilon_fn(sigma, q, steps, delta) -> Bounds`` replaces the accountant (Poisson runs only).
+
+    Returns
+    -------
+    Calibration
+        ``Calibration.run`` is the calibrated run; ``epsilon.upper <= target_epsilon``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument (a ``parameter`` the run's scheme cannot vary among them).
+    CalibrationError
+        No value in the searched range meets the target.
+    """
+    if not isinstance(run, TrainingRun):
+        raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
+    if not isinstance(parameter, str) or parameter not in _SOLVERS:
+        raise ValueError(f"parameter must be one of {', '.join(PARAMETERS)}, got {parameter!r}")
+    t0 = time.perf_counter()
+    _check_scheme(run.sampling, accountant, epsilon_fn)
+    return _SOLVERS[parameter](run, target_epsilon=target_epsilon, delta=delta, accountant=accountant,
+                               eps_error=eps_error, rel_error=rel_error, rtol=rtol, max_steps=max_steps,
+                               multiple_of=multiple_of, epsilon_fn=epsilon_fn, t0=t0)
+
+
 def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
                     batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
                     rel_error: float | None = None, rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None,
-                    sampling: str = "poisson", max_batch_size: int | None = None) -> Calibration:
-    """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``.
+                    sampling: str | SamplingScheme | None = None, max_batch_size: int | None = None) -> Calibration:
+    """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``:
+    ``calibrate(run=..., parameter="noise_multiplier")`` for the run the keywords describe.
 
     Give ``sampling_rate`` and ``steps``, or ``epochs``, ``dataset_size`` and
     ``batch_size`` (see ``steps_from_epochs``). The answer is certified at the
@@ -619,31 +658,46 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
     rounded up to ``DIGITS`` significant digits (more noise: the safe side) and
     the rounded value is the one evaluated. ``epsilon_fn(sigma, q, steps,
     delta) -> Bounds`` replaces the accountant (its ``upper`` is used).
-    ``sampling`` (``tightdp.dpsgd.SAMPLINGS``) is the batch sampling that runs, accounted by
-    ``dpsgd_epsilon(sampling=...)``: for the epoch-based schemes ``sampling_rate`` is ``1/t`` and
-    ``steps`` whole epochs (with ``epochs``/``dataset_size``/``batch_size``, ``t = ceil(N / B)``);
-    ``truncated-poisson`` needs ``dataset_size`` and ``max_batch_size``.
+    ``sampling`` (a name of ``tightdp.sampling`` or a scheme object) is the batch sampling that runs: for
+    the epoch-based schemes ``sampling_rate`` is ``1/t`` and ``steps`` whole epochs (with
+    ``epochs``/``dataset_size``/``batch_size``, ``t = ceil(N / B)``); ``truncated-poisson`` needs
+    ``dataset_size`` and ``max_batch_size``.
     Raises ``CalibrationError`` when no sigma in [1e-3, 1e6] meets the target.
 
     >>> cal = calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000)  # doctest: +SKIP
     >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
     """
-    t0 = time.perf_counter()
-    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
-    q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling)
-    rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
+    cls = type(sampling) if isinstance(sampling, SamplingScheme) else None
+    if cls is None:
+        from .sampling import scheme_class
 
-    ev = _Evaluator(fns[0], target, lambda s: (s, q, k, delta), fns[1], fns[2], fns[3], fns[4])
+        cls = scheme_class(sampling)
+    q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls)
+    scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, sampling_rate=q,
+                        batch_size=batch_size)
+    run = TrainingRun(noise_multiplier=1.0, sampling=scheme, steps=k)
+    return calibrate(run=run, parameter="noise_multiplier", target_epsilon=target_epsilon, delta=delta,
+                     accountant=accountant, eps_error=eps_error, rel_error=rel_error, rtol=rtol,
+                     epsilon_fn=epsilon_fn)
+
+
+def _solve_noise(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0,
+                 **_) -> Calibration:
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
+    rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
+    scheme, q, k = run.sampling, run.sampling_rate, run.steps
+    ev = _Evaluator(fns[0], target, lambda s: (run.replace(noise_multiplier=s), delta), fns[1], fns[2], fns[3],
+                    fns[4])
     to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)  # noqa: E731
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
-    if sampling == "shuffle":  # its certified bound is sqrt(epochs)/sigma-GDP: start there
+    if not scheme.amplifies:  # its certified bound is sqrt(epochs)/sigma-GDP: start there
         guess = _clt_guess(target=target, delta=delta, q=1.0, k=max(1, round(k * q)))
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
     bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
+    safer = lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True)  # noqa: E731
     if bad is None:
-        sigma = _finish(ev, to_x(good), lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
-        return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta,
+        sigma = _finish(ev, to_x(good), safer)
+        return _result("noise_multiplier", ev, sigma, run=run.replace(noise_multiplier=sigma), delta=delta,
                        target=target, accountant=name, t0=t0,
                        details={**_scheme_details(scheme),
                                 "note": f"the target is met by every searched noise multiplier down to "
@@ -652,11 +706,10 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
         raise CalibrationError(
             f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
             f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
-    sigma = _finish(ev, to_x(good), lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
-    sigma, tight = _tighten(ev, to_x, math.log(sigma), -1.0, rtol,
-                            safer=lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True))
-    return _result("noise_multiplier", ev, sigma, sigma=sigma, q=q, steps=k, delta=delta, target=target,
-                   accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
+    sigma = _finish(ev, to_x(good), safer)
+    sigma, tight = _tighten(ev, to_x, math.log(sigma), -1.0, rtol, safer=safer)
+    return _result("noise_multiplier", ev, sigma, run=run.replace(noise_multiplier=sigma), delta=delta,
+                   target=target, accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
 
 
 #: Neighbours tried (relative move towards the infeasible side) to show that the answer is tight.
@@ -712,10 +765,12 @@ def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, s
 
 
 def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
-                    eps_error: float | None = None, rel_error: float | None = None, max_steps: int = _STEPS_MAX, multiple_of: int = 1,
-                    epsilon_fn: EpsilonFunction | None = None, sampling: str = "poisson",
-                    dataset_size: int | None = None, max_batch_size: int | None = None) -> Calibration:
-    """The largest number of steps whose certified epsilon is at most ``target_epsilon``.
+                    eps_error: float | None = None, rel_error: float | None = None, max_steps: int = _STEPS_MAX,
+                    multiple_of: int = 1, epsilon_fn: EpsilonFunction | None = None,
+                    sampling: str | SamplingScheme | None = None, dataset_size: int | None = None,
+                    max_batch_size: int | None = None) -> Calibration:
+    """The largest number of steps whose certified epsilon is at most ``target_epsilon``:
+    ``calibrate(run=..., parameter="steps")`` for the run the keywords describe.
 
     Over the multiples of ``multiple_of`` (1: every integer; the steps per
     epoch: whole epochs), certified at ``eps_error`` / ``rel_error`` (default: that
@@ -727,27 +782,34 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     ``sampling`` as for ``calibrate_noise``; the epoch-based schemes search whole epochs of
     ``t = 1 / sampling_rate`` steps (``multiple_of`` is then made a multiple of ``t``).
     """
-    t0 = time.perf_counter()
-    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    q = check_probability("sampling_rate", sampling_rate)
+    check_positive("noise_multiplier", noise_multiplier)
+    scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn,
+                        sampling_rate=check_probability("sampling_rate", sampling_rate))
+    run = TrainingRun(noise_multiplier=noise_multiplier, sampling=scheme, steps=scheme.epoch_length() or 1)
+    return calibrate(run=run, parameter="steps", target_epsilon=target_epsilon, delta=delta, accountant=accountant,
+                     eps_error=eps_error, rel_error=rel_error, max_steps=max_steps, multiple_of=multiple_of,
+                     epsilon_fn=epsilon_fn)
+
+
+def _solve_steps(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, max_steps,
+                 multiple_of, epsilon_fn, t0, **_) -> Calibration:
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
+    scheme, sigma, q = run.sampling, run.noise_multiplier, run.sampling_rate
     max_steps = check_count("max_steps", max_steps)
     unit = check_count("multiple_of", multiple_of)
-    if sampling in _EPOCH_SCHEMES:
-        t, _ = _scheme_epochs(q, max(1, round(1.0 / q)))  # validates sampling_rate = 1/t
-        unit = math.lcm(unit, t)
+    if scheme.per_epoch:
+        unit = math.lcm(unit, scheme.epoch_length())
     max_units = max_steps // unit
     if max_units < 1:
         raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
-    ev = _Evaluator(fns[0], target, lambda n: (sigma, q, n * unit, delta), fns[1], fns[2], fns[3], fns[4])
+    ev = _Evaluator(fns[0], target, lambda n: (run.replace(steps=n * unit), delta), fns[1], fns[2], fns[3], fns[4])
     if not ev.feasible(1) or ev.verify(1)[0] > target:
         raise CalibrationError(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}")
     to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))  # noqa: E731  (exact on log(n))
     guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
-    if sampling == "shuffle" and guess:  # sqrt(epochs)/sigma-GDP: (sigma mu)^2 epochs of 1/q steps
+    if not scheme.amplifies and guess:  # sqrt(epochs)/sigma-GDP: (sigma mu)^2 epochs of 1/q steps
         guess = _clt_guess(target=target, delta=delta, q=1.0, sigma=sigma) / q
     u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
     bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
@@ -757,7 +819,7 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
         if good < max_units and ev.feasible(max_units):
             good = max_units
         if good == max_units and ev.verify(good)[0] <= target:
-            return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
+            return _result("steps", ev, good, run=run.replace(steps=good * unit), delta=delta, target=target,
                            accountant=name, t0=t0,
                            details={**_scheme_details(scheme),
                                     "note": f"the target is met up to max_steps={max_steps}; more were not "
@@ -792,41 +854,72 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
         if proved is None:
             break
     details["tightness"] = tight or {"checked": None, "note": "max_steps reached"}
-    return _result("steps", ev, good, sigma=sigma, q=q, steps=good * unit, delta=delta, target=target,
+    return _result("steps", ev, good, run=run.replace(steps=good * unit), delta=delta, target=target,
                    accountant=name, t0=t0, details=details)
+
+
+def _solve_epochs(run: TrainingRun, **kw) -> Calibration:
+    if not run.sampling.per_epoch:
+        raise ValueError(f"parameter 'epochs' needs an epoch-based scheme (sampling={run.sampling.name!r} has no "
+                         "epochs of its own): calibrate 'steps'")
+    cal = _solve_steps(run, **kw)
+    return dataclasses.replace(cal,
+                               run=cal.run.replace(epochs=cal.steps // run.sampling.epoch_length()))
 
 
 def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = DEFAULT_ACCOUNTANT,
                             eps_error: float | None = None, rel_error: float | None = None,
-                            rtol: float = _DEFAULT_RTOL,
-                            epsilon_fn: EpsilonFunction | None = None, sampling: str = "poisson",
-                            dataset_size: int | None = None, max_batch_size: int | None = None) -> Calibration:
-    """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``.
+                            rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None,
+                            sampling: str | SamplingScheme | None = None, dataset_size: int | None = None,
+                            max_batch_size: int | None = None) -> Calibration:
+    """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``:
+    ``calibrate(run=..., parameter="sampling_rate")`` for the run the keywords describe.
 
     Certified at ``eps_error`` / ``rel_error`` (default: that of ``dpsgd_epsilon``); the rate is
     rounded down to ``DIGITS`` significant digits. Returns ``1.0`` when full
     batches already meet the target; otherwise tightness is shown by a
     certified lower bound above the target at a 1 % (else 2 %, 5 %) larger
     rate. Raises ``CalibrationError`` at once when even the smallest searched
-    rate (1e-9) misses the target. ``sampling``: ``poisson`` or ``truncated-poisson`` (with
-    ``dataset_size`` and ``max_batch_size``); the epoch-based schemes are refused (their rate is
-    ``1/t`` with ``steps`` whole epochs, not a free variable: calibrate the noise or the epochs).
+    rate (1e-9) misses the target. ``sampling``: a scheme whose ``free_fields`` include the rate
+    (``poisson``, ``truncated-poisson`` with ``dataset_size`` and ``max_batch_size``); the epoch-based
+    schemes are refused (their rate is ``1/t`` with ``steps`` whole epochs, not a free variable:
+    calibrate the noise or the epochs).
     """
-    t0 = time.perf_counter()
-    if sampling in _EPOCH_SCHEMES:
-        raise ValueError(f"sampling={sampling!r} runs whole epochs of 1/sampling_rate steps, so its sampling rate "
+    from .sampling import scheme_class
+
+    cls = type(sampling) if isinstance(sampling, SamplingScheme) else scheme_class(sampling)
+    _rate_is_free(cls)
+    scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, sampling_rate=1.0)
+    check_positive("noise_multiplier", noise_multiplier)
+    run = TrainingRun(noise_multiplier=noise_multiplier, sampling=scheme, steps=check_count("steps", steps))
+    return calibrate(run=run, parameter="sampling_rate", target_epsilon=target_epsilon, delta=delta,
+                     accountant=accountant, eps_error=eps_error, rel_error=rel_error, rtol=rtol,
+                     epsilon_fn=epsilon_fn)
+
+
+def _rate_is_free(cls) -> None:
+    if "sampling_rate" in cls.free_fields:
+        return
+    if cls.per_epoch:
+        raise ValueError(f"sampling={cls.name!r} runs whole epochs of 1/sampling_rate steps, so its sampling rate "
                          "cannot be calibrated at a fixed number of steps: calibrate the noise (calibrate_noise) or "
                          "the number of epochs (calibrate_steps) instead")
-    scheme = _scheme(sampling, dataset_size, max_batch_size, accountant, epsilon_fn)
-    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error, scheme)
-    sigma = check_positive("noise_multiplier", noise_multiplier)
-    k = check_count("steps", steps)
+    raise ValueError(f"the sampling rate of sampling={cls.name!r} is not a free variable (it follows from "
+                     f"{', '.join(f.name for f in dataclasses.fields(cls))}): calibrate the noise or the steps")
+
+
+def _solve_rate(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0,
+                **_) -> Calibration:
+    _rate_is_free(type(run.sampling))
+    target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
+    scheme, sigma, k = run.sampling, run.noise_multiplier, run.steps
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    ev = _Evaluator(fns[0], target, lambda q: (sigma, q, k, delta), fns[1], fns[2], fns[3], fns[4])
+    at = lambda q: run.replace(sampling_rate=q)  # noqa: E731
+    ev = _Evaluator(fns[0], target, lambda q: (at(q), delta), fns[1], fns[2], fns[3], fns[4])
     to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))  # noqa: E731
     safer = lambda q, i: _round_sig(q / (1 + rtol * 2 ** i), DIGITS, up=False)  # noqa: E731
     if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:
-        return _result("sampling_rate", ev, 1.0, sigma=sigma, q=1.0, steps=k, delta=delta, target=target,
+        return _result("sampling_rate", ev, 1.0, run=at(1.0), delta=delta, target=target,
                        accountant=name, t0=t0, details={**_scheme_details(scheme),
                                                         "note": "full batches (sampling_rate = 1) meet the target"})
     if not ev.feasible(_RATE_MIN):  # refuse at once: even the smallest searched rate misses the target
@@ -842,24 +935,25 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
             f"(noise_multiplier={sigma:g}, steps={k})")
     q = _finish(ev, to_x(good), safer)
     q, tight = _tighten(ev, to_x, math.log(q), +1.0, rtol, safer=safer)
-    return _result("sampling_rate", ev, q, sigma=sigma, q=q, steps=k, delta=delta, target=target,
+    return _result("sampling_rate", ev, q, run=at(q), delta=delta, target=target,
                    accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
 
 
-def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size,
-                    sampling: str = "poisson") -> tuple[float, int]:
+_SOLVERS: dict[str, Callable[..., Calibration]] = {"noise_multiplier": _solve_noise, "steps": _solve_steps,
+                                                   "epochs": _solve_epochs, "sampling_rate": _solve_rate}
+
+
+def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls) -> tuple[float, int]:
     """``(sampling_rate, steps)`` of the run; epoch-based schemes: ``(1/t, whole epochs of t steps)``."""
-    q, k = _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling)
-    if sampling in _EPOCH_SCHEMES:
-        if epochs is not None:  # t = ceil(N / B) batches an epoch, as steps_from_epochs counts them
-            q = 1.0 / math.ceil(check_count("dataset_size", dataset_size) / check_count("batch_size", batch_size))
-        _scheme_epochs(q, k)  # sampling_rate = 1/t and whole epochs, or a ValueError naming them
+    q, k = _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls)
+    if cls.per_epoch and epochs is not None:  # t = ceil(N / B) batches an epoch, as steps_from_epochs counts them
+        q = 1.0 / math.ceil(check_count("dataset_size", dataset_size) / check_count("batch_size", batch_size))
     return q, k
 
 
-def _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, sampling) -> tuple[float, int]:
-    # the other schemes take dataset_size alongside sampling_rate and steps (truncated Poisson needs it)
-    loose = dataset_size if not (sampling != "poisson" and epochs is None and batch_size is None) else None
+def _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls) -> tuple[float, int]:
+    # schemes other than Poisson take dataset_size alongside sampling_rate and steps (truncated Poisson needs it)
+    loose = dataset_size if not (cls is not Poisson and epochs is None and batch_size is None) else None
     via_epochs = any(v is not None for v in (epochs, loose, batch_size))
     if via_epochs:
         if sampling_rate is not None or steps is not None:

@@ -423,16 +423,6 @@ def _run_dict(c: ReportConfig) -> dict[str, Any]:
     return {"events": [{"mechanism": m.to_dict(), "count": n} for m, n in c.events]}
 
 
-_SAMPLING_WORDS = {
-    "poisson": "Poisson (add/remove neighbours)",
-    "without_replacement": "fixed batches without replacement (substitute neighbours)",
-    "random_allocation": "random allocation: each example in exactly one step per epoch (add/remove neighbours)",
-    "balls_and_bins": "balls and bins: each example in exactly one step per epoch (add/remove neighbours)",
-    "shuffle": "shuffled fixed batches, a new permutation each epoch (zero-out neighbours)",
-    "truncated_poisson": "Poisson batches cut to the maximum batch size (add/remove neighbours)",
-}
-
-
 def _run_rows(c: ReportConfig) -> list[list[str]]:
     rows = []
     if c.is_training:
@@ -440,7 +430,8 @@ def _run_rows(c: ReportConfig) -> list[list[str]]:
             rows.append(["data set size", f"{c.dataset_size:,}"])
         if c.batch_size:
             rows.append(["batch size", f"{c.batch_size:,}"])
-        rows.append(["sampling", _SAMPLING_WORDS.get(c.sampling, c.sampling)])
+        cls = c.sampling_scheme
+        rows.append(["sampling", f"{cls.summary} ({cls.relations[0].value} neighbours)"])
         if c.max_batch_size:
             rows.append(["maximum batch size", f"{c.max_batch_size:,}"])
         if c.steps_per_epoch:
