@@ -110,7 +110,17 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     for steps, count in mech.blocks():
         block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
         acc.compose(block, count * epochs)
-    up = acc.epsilon(delta)
+    try:
+        up = acc.epsilon(delta)
+        upper_how = ("composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
+                     "reduction; adaptive steps: tightdp.mechanisms.allocation, 'Adaptive steps'), certified")
+    except PrecisionError as exc:
+        # for every allocation an epoch is k Gaussian steps of sensitivity 1: by joint convexity over the
+        # allocations, E epochs are sqrt(k E) / sigma-GDP (no amplification), the wide certified fallback
+        up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
+            Gaussian(noise_multiplier=noise_multiplier / math.sqrt(k)), epochs).epsilon(delta)
+        upper_how = (f"no amplification: {math.sqrt(k * epochs) / noise_multiplier:.6g}-GDP (joint convexity "
+                     f"over allocations); wide interval: the k-to-1 reduction could not answer ({exc})")
     lo_mech = Gaussian(noise_multiplier=noise_multiplier * math.sqrt(t) / k)
     lo = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(lo_mech, epochs).epsilon(delta)
     # the post-processing max_i x_i: P(max <= m) = Phi((m - 1)/s)^k Phi(m/s)^(t-k) for every k-subset (both
@@ -124,12 +134,13 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     lower = min(max(lo.lower, by_max), up.upper)
     details: dict[str, Any] = {
         "sampling": f"random allocation, {k} of {t} steps per epoch", "scheme": FRESH_BIN,
-        "upper": "composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
-                 "reduction), certified",
+        "upper": upper_how,
         "lower": f"the larger of two post-processings, each certified: sum_i x_i (Gaussian mu = k / (sigma sqrt t) "
                  f"= {k / (noise_multiplier * math.sqrt(t)):.4g} per epoch: {lo.lower:.6g}) and max_i x_i "
                  f"({by_max:.6g}); loose (no tight lower bound implemented for 1 < k < t)",
         "upper_details": dict(up.details)}
+    if upper_how.startswith("no amplification"):
+        details["note"] = "wide interval: the k-to-1 reduction could not answer at this noise and delta"
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 
 
