@@ -59,7 +59,7 @@ def test_the_ambiguous_name_is_refused_everywhere_naming_both_schemes(capsys, tm
                                       sampling="Balls-And-Bins"),
         lambda: tightdp.calibrate_noise(target_epsilon=2.0, delta=DELTA, sampling_rate=0.1, steps=10,
                                         sampling="balls-and-bins"),
-        lambda: tightdp.report.ReportConfig.from_dict({"training": {
+        lambda: ReportConfig.from_dict({"training": {
             "sampling_rate": 0.1, "steps": 10, "noise_multiplier": 1.0, "sampling": "balls_and_bins"}}),
     ]
     for call in calls:

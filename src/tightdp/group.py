@@ -69,7 +69,7 @@ from .bounds import Bounds, _jsonable
 from .errors import PrecisionError, UnsupportedMechanismError
 from .mechanisms import Mechanism
 from .runs import TrainingRun
-from .sampling import GroupAnalysis, SamplingScheme, parse_sampling, scheme_class
+from .sampling import GroupAnalysis, SamplingScheme, scheme_class
 
 __all__ = ["group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
            "group_privacy_lemma_epsilon", "ExampleCurve", "LemmaResult", "GroupReport", "group_report", "group_curve"]

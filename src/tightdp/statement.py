@@ -30,11 +30,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
 
 from ._accuracy import check_accuracy, describe_accuracy
-from ._validation import (check_choice, check_count, check_delta, check_positive,
-                          check_probability, check_real_array)
+from ._validation import (check_count, check_delta, check_positive,
+                          check_probability)
 from .bounds import Bounds
 from .runs import TrainingRun
 from .sampling import GroupAnalysis, Poisson, SamplingScheme, scheme_class

@@ -10,7 +10,6 @@ for all three (002 Fig. 1-2).
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time

@@ -213,11 +213,11 @@ def _parse_training(t) -> dict[str, Any]:
     fixed_batches = "batch_size" in cls.options  # the scheme needs the batch size itself
     if fixed_batches and (n is None or b is None):
         raise ValueError(f"training.sampling = {sampling!r} needs dataset_size and batch_size")
-    if max_b is not None:
-        if n is None:
-            raise ValueError(f"training.dataset_size is required with sampling = {sampling!r}")
-        if max_b > n:
-            raise ValueError(f"training.max_batch_size ({max_b}) must be <= training.dataset_size ({n})")
+    if q is not None:  # the scheme's own checks (e.g. a batch cap within the data set), under the config's keys
+        try:
+            cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_b)
+        except ValueError as exc:
+            raise ValueError(f"training: {exc}") from None
 
     def seg(where: str, s: Mapping[str, Any], default_sigma=None) -> Segment:
         sigma = s.get("noise_multiplier", default_sigma)
