@@ -7,7 +7,8 @@ no number).
     python benchmarks/run_equivalence.py compare before.json after.json
 
 Only the keyword API both checkouts share is called (``dpsgd_epsilon``, ``group_epsilon``, ``group_curve``,
-``privacy_statement``, ``calibrate_noise`` / ``calibrate_steps`` / ``calibrate_sampling_rate``), so the
+``privacy_statement``, ``calibrate_noise`` / ``calibrate_steps`` / ``calibrate_sampling_rate``, the Opacus
+``TightDPAccountant`` for Poisson, shuffled and fixed-order loaders), so the
 same call runs before and after. Every float of every interval is compared to the last bit (``repr``).
 """
 
@@ -21,7 +22,8 @@ import time
 SEED = 20261125
 
 
-def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal: int = 9) -> list[dict]:
+def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal: int = 9,
+             n_opacus: int = 16) -> list[dict]:
     rng = random.Random(SEED)
     out: list[dict] = []
     accountants = ["connect-dots", "connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth"]
@@ -100,6 +102,15 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
         else:
             kw.update(noise_multiplier=round(rng.uniform(0.8, 2.0), 3), steps=rng.randint(10, 300))
         out.append({"fn": fn, "kw": kw})
+    for i in range(n_opacus):  # TightDPAccountant: Poisson histories, shuffled and fixed-order loaders
+        t = rng.randint(2, 40)
+        loader = ["poisson", "shuffle", "fixed-order", "shuffle"][i % 4]
+        steps = t * rng.randint(1, 5) + (rng.randint(1, t - 1) if rng.random() < 0.4 else 0)
+        history = [[round(rng.uniform(0.8, 3.0), 3), 1.0 / t, steps]]
+        if loader == "poisson" and rng.random() < 0.5:
+            history.append([round(rng.uniform(0.8, 3.0), 3), 1.0 / t, rng.randint(1, 50)])
+        out.append({"fn": "opacus", "kw": {"history": history, "sampling": loader, "delta": 1e-5,
+                                           "facts": {"dataset_size": 10 * t, "batch_size": 10, "drop_last": False}}})
     return out
 
 
@@ -123,6 +134,13 @@ def evaluate(item: dict):
         st = tightdp.privacy_statement(**kw)
         return {"example": _bounds(st.epsilon), "steps": st.parameters["steps"],
                 "groups": [[g.group_size, None if g.epsilon is None else _bounds(g.epsilon)] for g in st.groups]}
+    if fn == "opacus":
+        from tightdp.integrations.opacus import TightDPAccountant
+
+        acc = TightDPAccountant(eps_error=0.02)
+        acc.history = [tuple(h) for h in kw["history"]]
+        acc.sampling, acc.loader_facts = kw["sampling"], kw["facts"]
+        return _bounds(acc.get_bounds(kw["delta"]))
     cal = getattr(calibration, fn)(**kw)
     return {"noise": repr(cal.noise_multiplier), "rate": repr(cal.sampling_rate), "steps": cal.steps,
             "epsilon": _bounds(cal.epsilon)}

@@ -250,3 +250,14 @@ def test_a_new_scheme_flows_through_every_front_end(toy, capsys):
     with pytest.raises(tightdp.UnsupportedMechanismError, match="toy-full-batch"):
         tightdp.group_epsilon(noise_multiplier=sigma, sampling_rate=1.0, steps=steps, delta=DELTA, group_size=2,
                               sampling="toy-full-batch")
+
+
+def test_fixed_order_is_the_gaussian_mechanism_once_per_epoch():
+    sigma, t, epochs = 2.0, 5, 3
+    exact = gaussian_epsilon(math.sqrt(epochs) / sigma, DELTA)
+    b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA,
+                              sampling="fixed-order")
+    assert b.lower <= exact <= b.upper and b.upper - b.lower <= 2e-3 * exact + 1e-4
+    shuffled = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA,
+                                     sampling="shuffle")
+    assert shuffled.upper == b.upper and shuffled.lower <= b.lower  # the same no-amplification bound

@@ -356,7 +356,7 @@ def _lemma_accountant(accountant):
 
     A connect-dots accountant is copied into one that does not fall back to the
     PRV accountant: at ``delta' = delta / S(eps')`` far below ``delta`` that
-    fallback builds grids of gigabytes and takes minutes (issue 16) for a
+    fallback builds grids of gigabytes and takes minutes for a
     baseline that only needs an upper bound and may legitimately be
     unavailable. Where dominance alone cannot certify ``delta'``, the query
     fails with a ``PrecisionError`` and the lemma says so. Other accountants are

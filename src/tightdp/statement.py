@@ -179,7 +179,8 @@ class PrivacyStatement:
                          f"delta = {self.delta:g}:")
             for g in self.groups:
                 label = f"k = {g.group_size}"
-                value = _interval(g.epsilon) if g.epsilon is not None else f"not applicable: {g.not_applicable}"
+                why = g.not_applicable.removeprefix("not applicable: ")
+                value = _interval(g.epsilon) if g.epsilon is not None else f"not applicable: {why}"
                 lines.append(f"    {label:22s}{value}")
         lines.append("")
         lines.append("What this guarantees:")

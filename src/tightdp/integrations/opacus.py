@@ -29,7 +29,7 @@ signature; it runs ``tightdp.calibration.calibrate_noise``) and pass it to
 ``make_private``, or call ``install_calibration()`` once so that
 ``make_private_with_epsilon`` uses it.
 
-**Which sampling ran** (issue 11). Opacus' privacy analysis is that of Poisson sampling, which only its
+**Which sampling ran.** Opacus' privacy analysis is that of Poisson sampling, which only its
 ``DPDataLoader`` (``UniformWithReplacementSampler``) performs; ``make_private(..., poisson_sampling=False)``
 keeps the caller's loader, usually shuffled fixed batches. Importing this module wraps
 ``PrivacyEngine._prepare_data_loader`` so that an engine whose accountant is ``TightDPAccountant``

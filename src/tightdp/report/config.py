@@ -81,7 +81,7 @@ class ReportConfig:
         return sum(s.steps for s in self.segments) if self.segments else sum(c for _, c in self.events)
 
     def segment_mechanism(self, seg: Segment) -> Mechanism:
-        """The step the accountants compose; for an issue-11 scheme (``scheme``) the Poisson-subsampled
+        """The step the accountants compose; for a scheme with its own certified function (``scheme``) the Poisson-subsampled
         Gaussian at the same rate: the report's accountant table is then "what Poisson accounting says"."""
         if self.sampling_scheme.any_accountant:
             mech = self.segment_scheme(seg).step_mechanism(noise_multiplier=seg.noise_multiplier)

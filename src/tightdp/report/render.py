@@ -65,7 +65,7 @@ class Report:
     plot_names: list[str] = field(default_factory=list)
     tradeoff: dict[str, Any] = field(default_factory=dict)
     guarantee: dict[str, list[str]] = field(default_factory=dict)
-    #: issue 11's schemes: the scheme's certified interval against Poisson accounting, per delta
+    #: a scheme with its own certified function: its interval against Poisson accounting, per delta
     #: (``tightdp.report.compute._scheme_job``); empty for Poisson and fixed batches
     scheme: dict[str, Any] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
@@ -302,7 +302,7 @@ def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
 
 
 def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
-    """"What you ran vs what Poisson accounting says" (issue 11): the scheme's certified interval next to
+    """"What you ran vs what Poisson accounting says": the scheme's certified interval next to
     Poisson accounting's at the same noise multiplier, sampling rate and steps, with the scheme's caveat."""
     name = scheme["sampling"]
     out: list[tuple[str, Any]] = [("h2", "What you ran vs what Poisson accounting says")]

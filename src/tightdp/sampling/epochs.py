@@ -9,6 +9,8 @@ from typing import ClassVar
 from .._validation import check_count
 from ..accountants import DEFAULT_ACCOUNTANT, create
 from ..mechanisms import Gaussian
+from ..mechanisms import RandomAllocation as AllocationMechanism
+from ..schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon
 from ._base import GroupAnalysis, Relation, SamplingScheme, _epoch_options, register_scheme
 
 __all__ = ["RandomAllocation", "CyclicAllocation", "Shuffle", "FixedOrder", "from_jax_privacy"]
@@ -73,16 +75,12 @@ class RandomAllocation(_Epochs):
                                               "with more than one step per epoch is implemented")
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
-        from ..schemes import allocation_epsilon
-
         self._dominance_only(accountant)
         return allocation_epsilon(noise_multiplier=run.noise_multiplier, num_steps=self.steps_per_epoch,
                                   epochs=run.steps // self.steps_per_epoch, delta=delta,
                                   num_selected=self.selected, eps_error=eps_error, rel_error=rel_error)
 
     def group_lemma_step(self, *, noise_multiplier):
-        from ..mechanisms import RandomAllocation as AllocationMechanism
-
         return AllocationMechanism(mechanism=Gaussian(noise_multiplier=noise_multiplier),
                                    num_steps=self.steps_per_epoch)
 
@@ -133,8 +131,6 @@ class CyclicAllocation(_Epochs):
         return steps  # a partial last cycle is accounted too (``cyclic_allocation_epsilon(steps=...)``)
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
-        from ..schemes import cyclic_allocation_epsilon
-
         self._dominance_only(accountant)
         return cyclic_allocation_epsilon(noise_multiplier=run.noise_multiplier, steps_per_cycle=self.steps_per_cycle,
                                          steps=run.steps, delta=delta, eps_error=eps_error, rel_error=rel_error)
@@ -188,8 +184,6 @@ class Shuffle(_Epochs):
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
-        from ..schemes import shuffle_epsilon
-
         self._dominance_only(accountant)
         return shuffle_epsilon(noise_multiplier=run.noise_multiplier, num_batches=self.steps_per_epoch,
                                epochs=run.steps // self.steps_per_epoch, delta=delta, eps_error=eps_error,

@@ -12,6 +12,7 @@ from .._validation import check_count, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT
 from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from ..mechanisms.mixture import GroupFixedBatchSampled, GroupPoissonSampled
+from ..schemes import truncated_poisson_epsilon
 from ._base import GroupAnalysis, Relation, SamplingScheme, register_scheme
 
 __all__ = ["Poisson", "FixedBatch", "WithoutReplacement", "WithReplacement", "TruncatedPoisson"]
@@ -235,8 +236,6 @@ class TruncatedPoisson(SamplingScheme):
             raise ValueError(f"max_batch_size ({self.max_batch_size}) must be <= dataset_size ({self.dataset_size})")
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
-        from ..schemes import truncated_poisson_epsilon
-
         self._dominance_only(accountant)
         return truncated_poisson_epsilon(noise_multiplier=run.noise_multiplier, sampling_rate=self.sampling_rate,
                                          dataset_size=self.dataset_size, max_batch_size=self.max_batch_size,
