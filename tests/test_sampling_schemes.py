@@ -261,3 +261,18 @@ def test_fixed_order_is_the_gaussian_mechanism_once_per_epoch():
     shuffled = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA,
                                      sampling="shuffle")
     assert shuffled.upper == b.upper and shuffled.lower <= b.lower  # the same no-amplification bound
+
+
+def test_the_run_derives_its_step_and_group_mechanisms():
+    run = TrainingRun(noise_multiplier=1.5, sampling=Poisson(sampling_rate=0.01), steps=10)
+    assert run.step_mechanism() == tightdp.dpsgd_mechanism(noise_multiplier=1.5, sampling_rate=0.01)
+    assert run.group_mechanism(group_size=3) == tightdp.group.group_mechanism(noise_multiplier=1.5, group_size=3,
+                                                                             sampling_rate=0.01)
+    shuffled = TrainingRun(noise_multiplier=1.5, sampling=Shuffle(steps_per_epoch=10), steps=10)
+    assert shuffled.step_mechanism() is None
+    with pytest.raises(tightdp.UnsupportedMechanismError, match="without amplification"):
+        shuffled.group_mechanism(group_size=2)
+    capped = TrainingRun(noise_multiplier=1.5, steps=10,
+                         sampling=TruncatedPoisson(sampling_rate=0.01, dataset_size=100, max_batch_size=5))
+    with pytest.raises(tightdp.UnsupportedMechanismError, match="Ganesh 2025"):
+        capped.group_mechanism(group_size=2)

@@ -103,13 +103,27 @@ class TrainingRun:
             run_changes["steps"] = None
         return dataclasses.replace(self, sampling=scheme, **run_changes)
 
+    def step_mechanism(self):
+        """One step's mechanism for the accountants (``None`` where only the scheme's own function answers)."""
+        return self.sampling.step_mechanism(noise_multiplier=self.noise_multiplier, relation=self.relation)
+
+    def group_mechanism(self, *, group_size: int):
+        """One step as seen by a group of up to ``group_size`` examples (002 Thm 3.1 / 3.3); raises
+        ``UnsupportedMechanismError`` saying why where the scheme has none (``tightdp.group_epsilon`` answers
+        the schemes with a bound without amplification)."""
+        return self.sampling.group_step(noise_multiplier=self.noise_multiplier,
+                                        group_size=check_count("group_size", group_size))
+
     def epsilon(self, *, delta: float, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
                 rel_error: float | None = None) -> Bounds:
         """Bounds on the run's epsilon at ``delta``; ``details["scheme"]`` names the scheme accounted."""
         out = self.sampling.epsilon(self, delta=delta, accountant=accountant, eps_error=eps_error,
                                     rel_error=rel_error)
-        return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind,
-                      {**dict(out.details), "scheme": self.sampling.describe()})
+        details = dict(out.details)
+        if "scheme" in details and details["scheme"] != self.sampling.describe():
+            details["scheme_analysis"] = details["scheme"]  # the scheme function's own words, kept
+        details["scheme"] = self.sampling.describe()
+        return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
 
     def to_dict(self) -> dict[str, Any]:
         return {"noise_multiplier": self.noise_multiplier, "steps": self.steps, "epochs": self.epochs,

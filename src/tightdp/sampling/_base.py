@@ -134,6 +134,9 @@ class SamplingScheme:
     # ---- group privacy
     def group_step(self, *, noise_multiplier: float, group_size: int) -> Mechanism:
         """One step as seen by a group of up to ``group_size`` (``GroupAnalysis.MIXTURE`` schemes)."""
+        if self.group_analysis is GroupAnalysis.NO_AMPLIFICATION:
+            raise UnsupportedMechanismError(f"sampling={self.name!r} has no per-step group mechanism; "
+                                            "tightdp.group_epsilon gives its bound without amplification")
         raise UnsupportedMechanismError(f"group privacy for sampling={self.name!r}: {self.group_reason}")
 
     def group_lemma_step(self, *, noise_multiplier: float) -> Mechanism | None:
