@@ -28,8 +28,9 @@ The schemes (``SCHEMES`` maps every accepted spelling to its class):
   (Ganesh 2025, 2508.15089).
 
 The spelling ``"balls-and-bins"`` is refused: tightdp used it for the fresh-every-epoch scheme while
-jax_privacy's balls-in-bins fixes the bin for the whole run, which is far less private (issue text:
-8.5 times the delta at sigma 1, 8 steps a cycle, 32 steps). A name that means either must mean neither.
+jax_privacy's balls-in-bins fixes the bin for the whole run, which is far less private (sigma 1, 8 steps a
+cycle, 32 steps, epsilon 2: delta 0.088 against 0.010, ``tightdp.schemes.cyclic_allocation_epsilon``).
+A name that means either must mean neither.
 
 The scheme classes are named as their samplers; ``tightdp.RandomAllocation`` (the one-epoch *mechanism*
 the accountants compose) keeps its name, so the schemes live in this namespace
@@ -39,7 +40,6 @@ Adding a scheme is one subclass of ``SamplingScheme`` decorated with ``register_
 (``dpsgd_epsilon``, ``privacy_statement``, ``group_epsilon``, ``calibrate``, the CLI, the report) reads
 what it needs from the class.
 """
-
 
 from ._base import (AMBIGUOUS, DEFAULT_SCHEME, SCHEMES, GroupAnalysis, Relation, SamplingScheme, parse_sampling,
                     register_scheme, scheme_class, scheme_from_dict, scheme_names, unregister_scheme)
