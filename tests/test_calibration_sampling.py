@@ -37,7 +37,7 @@ def recheck(cal, **scheme):
 
 
 # ------------------------------------------------------------------ closed forms
-@pytest.mark.parametrize("sampling, t", [("shuffle", 20), ("balls-and-bins", 1), ("random-allocation", 1)])
+@pytest.mark.parametrize("sampling, t", [("shuffle", 20), ("random-allocation", 1), ("random-allocation", 1)])
 def test_noise_for_gaussian_schemes_matches_the_closed_form(sampling, t):
     """Shuffling's upper bound (any t) and 1-of-1 allocation are sqrt(E)/sigma-GDP: the calibrated noise is at
     least the exact sigma* = sqrt(E)/mu*(target) (safe) and within the search's 1e-3 plus rounding (tight)."""
@@ -77,7 +77,7 @@ def test_truncated_poisson_without_truncation_calibrates_like_poisson():
 # ------------------------------------------------------------------ the schemes that have no closed form
 def test_balls_and_bins_noise_is_safe_tight_and_below_poisson():
     kw = dict(target_epsilon=2.0, delta=DELTA, sampling_rate=1 / 50, steps=50 * 4)
-    bins = calibrate_noise(**kw, sampling="balls-and-bins")
+    bins = calibrate_noise(**kw, sampling="random-allocation")
     assert recheck(bins).upper <= 2.0
     tight = bins.details["tightness"]
     assert tight["overshoots"] is True and tight["epsilon_lower"] > 2.0  # 1 % less noise certainly exceeds
@@ -89,7 +89,7 @@ def test_balls_and_bins_noise_is_safe_tight_and_below_poisson():
 def test_balls_and_bins_steps_in_whole_epochs_and_tight():
     t = 40
     cal = calibrate_steps(target_epsilon=1.0, delta=DELTA, noise_multiplier=1.2, sampling_rate=1 / t,
-                          sampling="balls-and-bins", multiple_of=4)  # lcm(4, 40) = 40: whole epochs
+                          sampling="random-allocation", multiple_of=4)  # lcm(4, 40) = 40: whole epochs
     assert cal.steps % t == 0 and cal.details["multiple_of"] == t
     assert recheck(cal).upper <= 1.0
     assert cal.details["tightness"]["checked"] == cal.steps + t and cal.details["tightness"]["overshoots"] is True
@@ -123,12 +123,12 @@ def test_truncated_poisson_rate_and_noise_recheck():
     (calibrate_noise, dict(sampling_rate=0.01, steps=100, max_batch_size=5), "max_batch_size"),
     (calibrate_noise, dict(sampling_rate=0.01, steps=100, sampling="shuffle", accountant="prv"), "accountant"),
     (calibrate_noise, dict(sampling_rate=0.03, steps=100, sampling="shuffle"), "sampling_rate"),
-    (calibrate_noise, dict(sampling_rate=0.01, steps=150, sampling="balls-and-bins"), "steps"),
+    (calibrate_noise, dict(sampling_rate=0.01, steps=150, sampling="random-allocation"), "steps"),
     (calibrate_noise, dict(sampling_rate=0.01, steps=100, sampling="shuffle", dataset_size=50), "dataset_size"),
     (calibrate_noise, dict(sampling_rate=0.01, steps=100, sampling="shuffle", epsilon_fn=lambda *a: None),
      "epsilon_fn"),
-    (calibrate_steps, dict(noise_multiplier=1.0, sampling_rate=0.3, sampling="balls-and-bins"), "sampling_rate"),
-    (calibrate_sampling_rate, dict(noise_multiplier=1.0, steps=100, sampling="balls-and-bins"), "sampling"),
+    (calibrate_steps, dict(noise_multiplier=1.0, sampling_rate=0.3, sampling="random-allocation"), "sampling_rate"),
+    (calibrate_sampling_rate, dict(noise_multiplier=1.0, steps=100, sampling="random-allocation"), "sampling"),
 ])
 def test_bad_input_names_the_argument(fn, kwargs, name):
     with pytest.raises(ValueError, match=name):
@@ -140,10 +140,10 @@ def test_cli_calibrate_sampling_and_its_recheck_command(capsys):
     from tightdp.cli import main
 
     assert main(["calibrate", "--target-epsilon", "2", "--delta", "1e-5", "--sampling-rate", str(1 / 30),
-                 "--steps", "90", "--sampling", "balls-and-bins", "--eps-error", "0.01", "--json"]) == 0
+                 "--steps", "90", "--sampling", "random-allocation", "--eps-error", "0.01", "--json"]) == 0
     cal = json.loads(capsys.readouterr().out)
-    assert cal["sampling"] == "balls-and-bins" and cal["epsilon"]["upper"] <= 2.0
-    assert "--sampling balls-and-bins" in cal["recheck"]
+    assert cal["sampling"] == "random-allocation" and cal["epsilon"]["upper"] <= 2.0
+    assert "--sampling random-allocation" in cal["recheck"]
     argv = cal["recheck"].split()[1:]  # "tightdp epsilon ..." -> run it: the rate must stay exactly 1/t
     assert main([*argv, "--json"]) == 0
     again = json.loads(capsys.readouterr().out)
@@ -156,7 +156,8 @@ def test_cli_calibrate_sampling_and_its_recheck_command(capsys):
 
 
 @pytest.mark.parametrize("argv, name", [
-    (["--sampling-rate", "0.01", "--steps", "100", "--sampling", "without-replacement"], "--sampling"),
+    (["--sampling-rate", "0.01", "--steps", "100", "--sampling", "bogus"], "--sampling"),
+    (["--sampling-rate", "0.01", "--steps", "100", "--sampling", "balls-and-bins"], "cyclic-allocation"),
     (["--sampling-rate", "0.01", "--steps", "100", "--sampling", "truncated-poisson"], "--max-batch-size"),
     (["--sampling-rate", "0.01", "--steps", "100", "--max-batch-size", "5"], "--max-batch-size"),
     (["--solve", "sampling-rate", "--noise-multiplier", "1", "--steps", "100", "--sampling", "shuffle"],

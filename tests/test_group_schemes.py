@@ -15,7 +15,8 @@ from scipy import optimize, special
 
 import tightdp
 from tightdp.errors import UnsupportedMechanismError
-from tightdp.group import SCHEME_GROUP, _log_group_factor
+from tightdp.group import _log_group_factor
+from tightdp.sampling import TruncatedPoisson
 
 DELTA = 1e-5
 
@@ -31,7 +32,7 @@ def test_one_step_per_epoch_is_the_gaussian_group_bound(k):
     """t = 1: the epoch is one Gaussian step, a group of k shifts it by k: exactly k sqrt(E)/sigma-GDP."""
     sigma, epochs = 3.0, 4
     b = tightdp.group_epsilon(noise_multiplier=sigma, sampling_rate=1.0, steps=epochs, delta=DELTA, group_size=k,
-                              sampling="balls-and-bins")
+                              sampling="random-allocation")
     exact = gdp_epsilon(k * math.sqrt(epochs) / sigma, DELTA)
     assert b.kind == "bound" and b.lower <= exact <= b.upper
     assert b.upper <= exact + 2 * max(1e-3 * exact, 5e-5)  # the no-amplification bound is exact here
@@ -53,7 +54,7 @@ def test_shuffle_group_upper_is_the_gdp_group_bound(k):
 def test_balls_and_bins_group_lemma_is_rederived_and_beats_no_amplification():
     sigma, t, epochs, k = 1.0, 100, 3, 2
     kw = dict(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA)
-    b = tightdp.group_epsilon(**kw, group_size=k, sampling="balls-and-bins")
+    b = tightdp.group_epsilon(**kw, group_size=k, sampling="random-allocation")
     lemma = b.details["group_privacy_lemma_epsilon"]
     assert lemma is not None and b.upper == lemma < b.details["no_amplification_epsilon"]
     # re-derive: (eps', delta / S(eps')) certified for one example by an independent query gives (k eps', delta)
@@ -61,10 +62,10 @@ def test_balls_and_bins_group_lemma_is_rederived_and_beats_no_amplification():
     delta1 = math.exp(math.log(DELTA) - _log_group_factor(eps1, k))
     one = tightdp.allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=delta1)
     assert one.upper <= eps1 * (1 + 1e-9)
-    example = tightdp.dpsgd_epsilon(**kw, sampling="balls-and-bins")
+    example = tightdp.dpsgd_epsilon(**kw, sampling="random-allocation")
     assert b.lower == example.lower <= b.upper
     # more members never certify less
-    b4 = tightdp.group_epsilon(**kw, group_size=4, sampling="balls-and-bins")
+    b4 = tightdp.group_epsilon(**kw, group_size=4, sampling="random-allocation")
     assert b4.upper >= b.upper and b4.lower <= b4.upper
 
 
@@ -77,7 +78,7 @@ def test_group_of_one_is_the_example_level_answer():
 
 
 def test_truncated_poisson_group_is_not_applicable_with_its_reason():
-    assert SCHEME_GROUP["truncated-poisson"].startswith("not applicable:")
+    assert TruncatedPoisson.group_reason.startswith("not applicable:")
     with pytest.raises(UnsupportedMechanismError, match="not applicable: Ganesh 2025"):
         tightdp.group_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=10, delta=DELTA, group_size=2,
                               sampling="truncated-poisson", dataset_size=1000)
@@ -92,7 +93,7 @@ def test_truncated_poisson_group_is_not_applicable_with_its_reason():
     (dict(sampling_rate=0.1, steps=10, group_size=0), "group_size"),
 ])
 def test_bad_input_names_the_argument(kwargs, name):
-    kw = dict(noise_multiplier=1.0, delta=DELTA, group_size=2, sampling="balls-and-bins") | kwargs
+    kw = dict(noise_multiplier=1.0, delta=DELTA, group_size=2, sampling="random-allocation") | kwargs
     with pytest.raises(ValueError, match=name):
         tightdp.group_epsilon(**kw)
 

@@ -24,7 +24,7 @@ def _config(sampling: str, **extra) -> ReportConfig:
         "report": {"accountants": ["connect-dots"], "plots": False, "formats": ["markdown"]}})
 
 
-@pytest.mark.parametrize("sampling, verdict", [("shuffle", "less private"), ("balls_and_bins", "more private")])
+@pytest.mark.parametrize("sampling, verdict", [("shuffle", "less private"), ("random_allocation", "more private")])
 def test_scheme_section_against_dpsgd_epsilon(sampling, verdict, tmp_path):
     cfg = _config(sampling)
     assert cfg.segments[0].sampling_rate == 1 / 50 and cfg.total_steps == 100 and cfg.scheme

@@ -159,12 +159,12 @@ def test_cli_bad_input_is_one_line_exit_2(capsys):
 
 
 def test_uncertified_epsilon_exits_1(capsys, monkeypatch):
-    import tightdp.dpsgd
+    from tightdp.runs import TrainingRun
 
-    def no_bound(**kwargs):
+    def no_bound(self, **kwargs):
         return Bounds(1.0, float("inf"), float("inf"), "epsilon", "bound", {"note": "grid too small (test stub)"})
 
-    monkeypatch.setattr(tightdp.dpsgd, "dpsgd_epsilon", no_bound)
+    monkeypatch.setattr(TrainingRun, "epsilon", no_bound)
     code, out, err = run(capsys, "statement", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "10",
                          "--delta", "1e-5")
     assert code == 1 and "inf" in out

@@ -13,10 +13,14 @@ The public API, by topic (each name is listed once, in ``__all__`` below):
   people run: ``RandomAllocation`` (balls and bins), ``TruncatedPoissonSampled``;
 * accountants: ``Accountant``, ``accountant_from_dict``, ``ConnectDotsAccountant`` (the default),
   ``PRVAccountant``, ``FourierAccountant``, ``RDPAccountant``, ``GDPAccountant``, ``EdgeworthAccountant``;
+* what ran: ``TrainingRun`` (noise, sampling scheme, steps or epochs, ``Relation``) and the module
+  ``sampling`` (the schemes ``sampling.Poisson``, ``sampling.RandomAllocation``, ``sampling.CyclicAllocation``,
+  ``sampling.Shuffle``, ... and the one registry of their names; the scheme classes stay in that
+  namespace, apart from the one-epoch mechanism ``RandomAllocation``);
 * DP-SGD questions: ``dpsgd_epsilon`` (any sampling scheme), ``allocation_epsilon``, ``shuffle_epsilon``,
-  ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate_noise``,
-  ``calibrate_steps``, ``calibrate_sampling_rate``, ``group_epsilon``, ``group_epsilon_schedule``,
-  ``group_report``, ``group_curve``;
+  ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate`` (any numeric
+  field of a run) and its wrappers ``calibrate_noise``, ``calibrate_steps``, ``calibrate_sampling_rate``,
+  ``group_epsilon``, ``group_epsilon_schedule``, ``group_report``, ``group_curve``;
 * operational views: ``tradeoff_curve`` / ``TradeoffCurve`` (certified f-DP trade-off curve, attack
   TPR at a given FPR, mu-GDP interval);
 * interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
@@ -30,7 +34,8 @@ from ._caches import clear_caches
 from .accountants import (Accountant, ConnectDotsAccountant, EdgeworthAccountant, FourierAccountant, GDPAccountant,
                           PRVAccountant, RDPAccountant, accountant_from_dict)
 from .bounds import Bounds
-from .calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps
+from . import sampling
+from .calibration import calibrate, calibrate_noise, calibrate_sampling_rate, calibrate_steps
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
 from .errors import GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
 from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
@@ -41,6 +46,8 @@ from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupP
 from .mechanisms.truncated import TruncatedPoissonSampled
 # the schemes' accounting functions run the accountants: they live above them, in tightdp.schemes
 from .schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
+from .runs import TrainingRun
+from .sampling import Relation
 from .statement import privacy_statement
 from .tradeoff import TradeoffCurve, tradeoff_curve
 
@@ -57,10 +64,12 @@ __all__ = [
     # accountants
     "Accountant", "accountant_from_dict", "ConnectDotsAccountant", "PRVAccountant", "FourierAccountant",
     "RDPAccountant", "GDPAccountant", "EdgeworthAccountant",
+    # what ran
+    "TrainingRun", "Relation", "sampling",
     # DP-SGD questions
     "dpsgd_epsilon", "allocation_epsilon", "shuffle_epsilon", "truncated_poisson_epsilon",
     "dpsgd_mechanism", "privacy_statement",
-    "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
+    "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
     "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
     # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
     "TradeoffCurve", "tradeoff_curve",

@@ -29,10 +29,11 @@ Two baselines (002 Sec. 4):
   it is reported as a reference line, computed from the certified *lower*
   bound on ``eps_1``.
 
-The sampling schemes of issue 11 (``group_epsilon(sampling=...)``, ``SCHEME_GROUP``), where 002's
+Every scheme of ``tightdp.sampling`` declares its ``group_analysis``: ``MIXTURE`` (Poisson, fixed batches:
+the MoG step above), ``NO_AMPLIFICATION`` (below) or ``NONE`` (``group_reason`` says why). Where 002's
 mixture-of-Gaussians analysis does not apply:
 
-* ``random-allocation`` / ``balls-and-bins`` (1 of ``t`` steps per epoch, add/remove): ``upper`` is the
+* ``random-allocation`` (1 of ``t`` steps per epoch, drawn afresh every epoch, add/remove): ``upper`` is the
   smaller of (a) the group-privacy lemma (002 Lemma 1.1) on the certified example-level curve of the
   allocation epochs (the example-level guarantee holds for every pair of add/remove neighbours, and a
   group of ``k`` is a chain of ``k`` of them) and (b) no amplification: for every allocation of the
@@ -46,7 +47,11 @@ mixture-of-Gaussians analysis does not apply:
   attack on one record).
 * ``truncated-poisson``: not applicable. Ganesh 2025's dominating pair holds for one data-set size
   ``n``, while a group's add/remove chain passes through ``k`` sizes, and adding records can displace
-  others from a truncated batch; no certified group analysis is known.
+  others from a truncated batch; no certified group analysis is known. The substitute-relation schemes and
+  cyclic allocation: not applicable either (their ``group_reason``).
+
+Every function takes the run as keywords (``sampling`` a registered name or a scheme object) or as
+``run=TrainingRun(...)``.
 """
 
 from __future__ import annotations
@@ -63,61 +68,71 @@ from ._validation import (check_choice, check_count, check_delta, check_positive
 from .bounds import Bounds, _jsonable
 from .errors import PrecisionError, UnsupportedMechanismError
 from .mechanisms import Mechanism
-from .mechanisms.mixture import GroupFixedBatchSampled, GroupPoissonSampled
+from .runs import TrainingRun
+from .sampling import GroupAnalysis, SamplingScheme, scheme_class
 
-__all__ = ["SAMPLING_SCHEMES", "SCHEME_GROUP", "group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
+__all__ = ["group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
            "group_privacy_lemma_epsilon", "ExampleCurve", "LemmaResult", "GroupReport", "group_report", "group_curve"]
-
-SAMPLING_SCHEMES = ("poisson", "fixed-batch")
-
-#: issue 11's schemes and what group privacy can say for them (module docstring): ``None`` where a
-#: certified bound is offered, else the reason it is not applicable
-SCHEME_GROUP: dict[str, str | None] = {
-    "random-allocation": None,
-    "balls-and-bins": None,
-    "shuffle": None,
-    "truncated-poisson": "not applicable: Ganesh 2025's dominating pair holds for one data-set size, while a "
-                         "group's add/remove chain passes through several and added records can displace others "
-                         "from a truncated batch; no certified group analysis for truncated Poisson is known",
-}
 
 
 # ------------------------------------------------------------------------------------ mechanisms
-def group_mechanism(*, noise_multiplier, group_size, sampling: str = "poisson", sampling_rate=None,
+def _group_scheme(*, sampling, sampling_rate, dataset_size, batch_size, group_size) -> SamplingScheme:
+    """The scheme a group question is about, from a scheme object or a name and its keywords; keywords the
+    scheme does not read are refused, and a given ``sampling_rate`` must be the scheme's."""
+    if isinstance(sampling, SamplingScheme):
+        given = [k for k, v in (("sampling_rate", sampling_rate), ("dataset_size", dataset_size),
+                                ("batch_size", batch_size)) if v is not None]
+        if given:
+            raise ValueError(f"the sampling scheme object replaces {', '.join(given)}; give one or the other")
+        return sampling
+    cls = scheme_class(sampling)
+    if batch_size is not None and "batch_size" not in cls.options:
+        raise ValueError(f"batch_size applies only to sampling='fixed-batch', not {cls.name!r}"
+                         + ("; give sampling_rate = 1/t (t steps per epoch)" if cls.per_epoch else ""))
+    if dataset_size is not None and "dataset_size" not in cls.options:
+        n = check_count("dataset_size", dataset_size)
+        k = check_count("group_size", group_size)
+        if k > n:
+            raise ValueError(f"group_size ({k}) must be <= dataset_size ({n})")
+    scheme = cls.from_options(sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
+    if scheme.group_analysis is GroupAnalysis.MIXTURE:  # the group's own checks (size against the data) first
+        scheme.group_step(noise_multiplier=1.0, group_size=check_count("group_size", group_size))
+    if sampling_rate is not None:
+        q = check_probability("sampling_rate", sampling_rate)
+        if not math.isclose(q, scheme.sampling_rate, rel_tol=1e-9):  # type: ignore[attr-defined]
+            raise ValueError(f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
+                             f"({batch_size}/{dataset_size} = {scheme.sampling_rate!r}) "  # type: ignore[attr-defined]
+                             f"for sampling={cls.name!r}; omit it to use the ratio")
+    return scheme
+
+
+def group_mechanism(*, noise_multiplier, group_size, sampling="poisson", sampling_rate=None,
                     dataset_size=None, batch_size=None) -> Mechanism:
     """The mechanism of one DP-SGD step as seen by a group of up to ``group_size`` examples.
 
-    ``sampling="poisson"`` needs ``sampling_rate`` (002 Thm 3.1);
-    ``sampling="fixed-batch"`` needs ``batch_size`` and ``dataset_size`` (a lower
-    bound on the number of examples outside the group, 002 Thm 3.3);
-    ``sampling_rate`` is then optional and, if given, must equal
-    ``batch_size / dataset_size``.
+    Parameters
+    ----------
+    noise_multiplier : float
+    group_size : int
+    sampling : str or SamplingScheme
+        A scheme with a mixture-of-Gaussians group step (``GroupAnalysis.MIXTURE``): ``"poisson"`` needs
+        ``sampling_rate`` (002 Thm 3.1); ``"fixed-batch"`` needs ``batch_size`` and ``dataset_size`` (a lower
+        bound on the number of examples outside the group, 002 Thm 3.3), ``sampling_rate`` is then optional
+        and, if given, must equal ``batch_size / dataset_size``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument; a scheme without a mixture-of-Gaussians group step.
     """
-    check_choice("sampling", sampling, SAMPLING_SCHEMES)
     k = check_count("group_size", group_size)
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    if sampling == "poisson":
-        if batch_size is not None:
-            raise ValueError("batch_size applies only to sampling='fixed-batch'")
-        if sampling_rate is None:
-            raise ValueError("sampling_rate is required for sampling='poisson'")
-        q = check_probability("sampling_rate", sampling_rate)
-        if dataset_size is not None:
-            n = check_count("dataset_size", dataset_size)
-            if k > n:
-                raise ValueError(f"group_size ({k}) must be <= dataset_size ({n})")
-        return GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=k)
-    if dataset_size is None or batch_size is None:
-        raise ValueError("sampling='fixed-batch' needs both dataset_size and batch_size")
-    mech = GroupFixedBatchSampled(noise_multiplier=sigma, batch_size=batch_size, dataset_size=dataset_size,
-                                  group_size=k)
-    if sampling_rate is not None:
-        q = check_probability("sampling_rate", sampling_rate)
-        if not math.isclose(q, mech.sampling_rate, rel_tol=1e-9):
-            raise ValueError(f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
-                             f"({mech.batch_size}/{mech.dataset_size} = {mech.sampling_rate!r}) "
-                             "for sampling='fixed-batch'; omit it to use the ratio")
-    return mech
+    scheme = _group_scheme(sampling=sampling, sampling_rate=sampling_rate, dataset_size=dataset_size,
+                           batch_size=batch_size, group_size=k)
+    if scheme.group_analysis is not GroupAnalysis.MIXTURE:
+        raise ValueError(f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), "
+                         f"got {scheme.name!r}")
+    return scheme.group_step(noise_multiplier=sigma, group_size=k)
 
 
 def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str = "poisson",
@@ -128,7 +143,11 @@ def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str
     sampling or ``(noise_multiplier, batch_size, steps)`` for fixed batches
     (all sharing ``dataset_size``). Everything is validated before returning.
     """
-    check_choice("sampling", sampling, SAMPLING_SCHEMES)
+    cls = scheme_class(sampling)
+    if cls.group_analysis is not GroupAnalysis.MIXTURE:
+        raise ValueError(f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), "
+                         f"got {sampling!r}")
+    by_batch = "batch_size" in cls.options  # the segment's middle entry is a batch size, else a rate
     if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
         raise ValueError(f"schedule must be a sequence of (noise_multiplier, rate or batch, steps), got {schedule!r}")
     out: list[tuple[Mechanism, int]] = []
@@ -138,13 +157,10 @@ def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str
                              f"triple, got {seg!r}")
         sigma, rate_or_batch, steps = seg
         steps = check_count(f"schedule[{i}] steps", steps)
+        which = {"batch_size" if by_batch else "sampling_rate": rate_or_batch}
         try:
-            if sampling == "poisson":
-                mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=sampling,
-                                       sampling_rate=rate_or_batch, dataset_size=dataset_size)
-            else:
-                mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=sampling,
-                                       batch_size=rate_or_batch, dataset_size=dataset_size)
+            mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=cls.name,
+                                   dataset_size=dataset_size, **which)
         except ValueError as exc:
             raise ValueError(f"schedule[{i}]: {exc}") from None
         out.append((mech, steps))
@@ -165,33 +181,69 @@ def _make_accountant(accountant, eps_error: float | None, rel_error: float | Non
 
 
 # ------------------------------------------------------------------------------------ epsilon
-def group_epsilon(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                  dataset_size=None, batch_size=None, eps_error: float | None = None,
-                  rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> Bounds:
+def _group_run(*, run, noise_multiplier, sampling, sampling_rate, steps, dataset_size, batch_size,
+               group_size) -> TrainingRun:
+    """The run a group question is about: ``run`` itself (then the keywords must be absent) or one built from
+    the keywords (``sampling`` parsed by the registry of ``tightdp.sampling``)."""
+    if run is not None:
+        if not isinstance(run, TrainingRun):
+            raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
+        given = [k for k, v in (("noise_multiplier", noise_multiplier), ("sampling_rate", sampling_rate),
+                                ("steps", steps), ("dataset_size", dataset_size), ("batch_size", batch_size))
+                 if v is not None]
+        if given or sampling is not None:
+            raise ValueError(f"run replaces {', '.join(given) or 'sampling'}; give one or the other")
+        return run
+    sigma = check_positive("noise_multiplier", noise_multiplier)
+    if not isinstance(sampling, SamplingScheme):
+        cls = scheme_class(sampling)
+        if cls.group_analysis is GroupAnalysis.NONE:  # refused before its own arguments are asked for
+            raise UnsupportedMechanismError(f"group privacy for sampling={cls.name!r}: {cls.group_reason}")
+    scheme = _group_scheme(sampling=sampling, sampling_rate=sampling_rate, dataset_size=dataset_size,
+                           batch_size=batch_size, group_size=group_size)
+    return TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=check_count("steps", steps))
+
+
+def group_epsilon(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_size,
+                  sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
+                  eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
+                  run: TrainingRun | None = None) -> Bounds:
     """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
 
-    The ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism``
-    under add-or-remove-up-to-k adjacency (002 Sec. 2.2: the worse of the add
-    and remove compositions), composed by ``accountant`` (default: the
-    dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven
-    bound, at the accuracy asked for: ``tightdp._accuracy``). ``group_size = 1`` is
-    example-level DP-SGD.
+    For a scheme with a mixture-of-Gaussians group step (Poisson, fixed batches): the ``T = steps``-fold
+    composition of the MoG mechanism of ``group_mechanism`` under add-or-remove-up-to-k adjacency (002 Sec.
+    2.2: the worse of the add and remove compositions), composed by ``accountant`` (default: the
+    dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven bound, at the accuracy asked
+    for: ``tightdp._accuracy``). ``group_size = 1`` is example-level DP-SGD.
 
-    ``sampling`` may also be one of issue 11's schemes (``SCHEME_GROUP``; ``sampling_rate = 1/t`` and whole
-    epochs for the epoch-based ones): random allocation and shuffling get the certified bounds of the
-    module docstring (``details`` says which one is the upper end, and that the lower end is the
-    example-level one); truncated Poisson raises ``UnsupportedMechanismError`` saying why it is not
-    applicable.
+    Random allocation and shuffling (``GroupAnalysis.NO_AMPLIFICATION``; ``sampling_rate = 1/t`` and whole
+    epochs) get the certified bounds of the module docstring (``details`` says which one is the upper end,
+    and that the lower end is the example-level one).
+
+    Parameters
+    ----------
+    run : TrainingRun, optional
+        The run; replaces ``noise_multiplier``, ``sampling_rate``, ``steps``, ``sampling``, ``dataset_size``,
+        ``batch_size``.
+    sampling : str or SamplingScheme
+        A registered name (``tightdp.sampling.scheme_names()``) or a scheme object.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument (``sampling`` that is not a scheme name or object among them).
+    UnsupportedMechanismError
+        No group analysis applies to the scheme (the message says why).
     """
-    if sampling in SCHEME_GROUP:
-        return _scheme_group_epsilon(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
-                                     delta=delta, group_size=group_size, sampling=sampling,
-                                     dataset_size=dataset_size, eps_error=eps_error, rel_error=rel_error,
-                                     accountant=accountant, batch_size=batch_size)
-    mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=group_size, sampling=sampling,
-                           sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
-    steps = check_count("steps", steps)
-    return _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant)
+    run = _group_run(run=run, noise_multiplier=noise_multiplier, sampling=sampling, sampling_rate=sampling_rate,
+                     steps=steps, dataset_size=dataset_size, batch_size=batch_size, group_size=group_size)
+    scheme = run.sampling
+    if scheme.group_analysis is not GroupAnalysis.MIXTURE:
+        return _scheme_group_epsilon(run=run, delta=delta, group_size=group_size, eps_error=eps_error,
+                                     rel_error=rel_error, accountant=accountant)
+    mech = scheme.group_step(noise_multiplier=run.noise_multiplier, group_size=check_count("group_size", group_size))
+    return _epsilon_of([(mech, run.steps)], delta=delta, eps_error=eps_error, rel_error=rel_error,
+                       accountant=accountant)
 
 
 def group_epsilon_schedule(*, schedule, delta, group_size, sampling: str = "poisson", dataset_size=None,
@@ -217,36 +269,29 @@ def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Boun
     return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
 
 
-def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, group_size, sampling, dataset_size,
-                          eps_error, rel_error, accountant, batch_size, shared: dict | None = None) -> Bounds:
-    """Group privacy for random allocation and shuffling (module docstring); truncated Poisson refused.
-    ``shared`` (a dict, filled on first use) carries the example-level answer and the lemma's example curve
-    from one group size to the next (``group_curve``), which do not depend on it."""
+def _scheme_group_epsilon(*, run: TrainingRun, delta, group_size, eps_error, rel_error, accountant,
+                          shared: dict | None = None) -> Bounds:
+    """Group privacy for the ``NO_AMPLIFICATION`` schemes (random allocation, shuffling; module docstring);
+    the ``NONE`` ones are refused with their reason. ``shared`` (a dict, filled on first use) carries the
+    example-level answer and the lemma's example curve from one group size to the next (``group_curve``),
+    which do not depend on it."""
     shared = {} if shared is None else shared
-    from .dpsgd import _epochs, dpsgd_epsilon
-    from .mechanisms import Gaussian, RandomAllocation
+    from .mechanisms import Gaussian
 
-    sigma = check_positive("noise_multiplier", noise_multiplier)
+    scheme = run.sampling
+    sigma = run.noise_multiplier
     k = check_count("group_size", group_size)
-    steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    if SCHEME_GROUP[sampling] is not None:
-        raise UnsupportedMechanismError(f"group privacy for sampling={sampling!r}: {SCHEME_GROUP[sampling]}")
+    if scheme.group_analysis is not GroupAnalysis.NO_AMPLIFICATION:
+        raise UnsupportedMechanismError(f"group privacy for sampling={scheme.name!r}: {scheme.group_reason}")
     if accountant != DEFAULT_ACCOUNTANT:
-        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={sampling!r} (its bounds come "
+        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
                          f"from dominance pairs only), got {accountant!r}")
-    if batch_size is not None:
-        raise ValueError(f"batch_size applies only to sampling='fixed-batch'; for sampling={sampling!r} give "
-                         "sampling_rate = 1/t (t steps per epoch)")
-    if sampling_rate is None:
-        raise ValueError(f"sampling_rate (1/t, t steps per epoch) is required for sampling={sampling!r}")
-    q = check_probability("sampling_rate", sampling_rate)
-    t, epochs = _epochs(q, steps)
+    t = scheme.epoch_length()
+    epochs = run.steps // t
     if "example" not in shared:
-        shared["example"] = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta,
-                                          sampling=sampling, dataset_size=dataset_size, eps_error=eps_error,
-                                          rel_error=rel_error)
+        shared["example"] = run.epsilon(delta=delta, eps_error=eps_error, rel_error=rel_error)
     example = shared["example"]
     if k == 1:
         return example
@@ -255,12 +300,12 @@ def _scheme_group_epsilon(*, noise_multiplier, sampling_rate, steps, delta, grou
         Gaussian(noise_multiplier=sigma, sensitivity=float(k)), epochs).epsilon(delta)
     upper, how = gdp.upper, (f"no amplification: {k * math.sqrt(epochs) / sigma:.6g}-GDP (each epoch's mean shift "
                              f"has L2 norm <= k = {k} for every allocation or permutation; joint convexity)")
-    details: dict[str, Any] = {"sampling": dict(example.details).get("sampling", sampling), "group_size": k,
-                               "no_amplification_epsilon": gdp.upper}
-    if sampling != "shuffle":  # (a) the group-privacy lemma on the certified allocation curve
+    details: dict[str, Any] = {"sampling": dict(example.details).get("sampling", scheme.name), "group_size": k,
+                               "scheme": scheme.describe(), "no_amplification_epsilon": gdp.upper}
+    lemma_step = scheme.group_lemma_step(noise_multiplier=sigma)
+    if lemma_step is not None:  # (a) the group-privacy lemma on the certified example-level curve
         if "curve" not in shared:
-            example_acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-                RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=t), epochs)
+            example_acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(lemma_step, epochs)
             shared["curve"] = ExampleCurve(_lemma_accountant(example_acc))
         lemma = group_privacy_lemma_epsilon(shared["curve"], delta=delta, group_size=k)
         details["group_privacy_lemma_epsilon"] = lemma.epsilon
@@ -311,7 +356,7 @@ def _lemma_accountant(accountant):
 
     A connect-dots accountant is copied into one that does not fall back to the
     PRV accountant: at ``delta' = delta / S(eps')`` far below ``delta`` that
-    fallback builds grids of gigabytes and takes minutes (issue 16) for a
+    fallback builds grids of gigabytes and takes minutes for a
     baseline that only needs an upper bound and may legitimately be
     unavailable. Where dominance alone cannot certify ``delta'``, the query
     fails with a ``PrecisionError`` and the lemma says so. Other accountants are
@@ -545,37 +590,42 @@ class GroupReport:
         return out
 
 
-def group_report(*, noise_multiplier, sampling_rate=None, steps, delta, group_size, sampling: str = "poisson",
-                 dataset_size=None, batch_size=None, eps_error: float | None = None,
-                 rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> GroupReport:
+def group_report(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_size,
+                 sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
+                 eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
+                 run: TrainingRun | None = None) -> GroupReport:
     """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
     return group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
                        group_sizes=[group_size], sampling=sampling, dataset_size=dataset_size,
-                       batch_size=batch_size, eps_error=eps_error, rel_error=rel_error, accountant=accountant)[0]
+                       batch_size=batch_size, eps_error=eps_error, rel_error=rel_error, accountant=accountant,
+                       run=run)[0]
 
 
-def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_sizes: Iterable[int],
-                sampling: str = "poisson", dataset_size=None, batch_size=None, eps_error: float | None = None,
-                rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT) -> list[GroupReport]:
+def group_curve(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_sizes: Iterable[int],
+                sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
+                eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
+                run: TrainingRun | None = None) -> list[GroupReport]:
     """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once.
-    For issue 11's schemes (``SCHEME_GROUP``) each report is ``group_epsilon(sampling=...)``'s certified
-    bound, with the group-privacy lemma where that bound computed it (random allocation)."""
+    For the ``NO_AMPLIFICATION`` schemes each report is ``group_epsilon``'s certified bound, with the
+    group-privacy lemma where that bound computed it (random allocation). The run as keywords or ``run``."""
+    if isinstance(group_sizes, (str, bytes)) or not hasattr(group_sizes, "__iter__"):
+        raise ValueError(f"group_sizes must be a list of whole numbers, got {group_sizes!r}")
     sizes = [check_count("group_size", k) for k in group_sizes]
     if not sizes:
         raise ValueError("group_sizes must not be empty")
-    steps = check_count("steps", steps)
+    if run is None:
+        steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    if sampling in SCHEME_GROUP:
-        return _scheme_group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
-                                   delta=delta, sizes=sizes, sampling=sampling, dataset_size=dataset_size,
-                                   batch_size=batch_size, eps_error=eps_error, rel_error=rel_error,
+    run = _group_run(run=run, noise_multiplier=noise_multiplier, sampling=sampling, sampling_rate=sampling_rate,
+                     steps=steps, dataset_size=dataset_size, batch_size=batch_size, group_size=max(sizes))
+    scheme, steps = run.sampling, run.steps
+    if scheme.group_analysis is not GroupAnalysis.MIXTURE:
+        return _scheme_group_curve(run=run, delta=delta, sizes=sizes, eps_error=eps_error, rel_error=rel_error,
                                    accountant=accountant)
-    mechs = [group_mechanism(noise_multiplier=noise_multiplier, group_size=k, sampling=sampling,
-                             sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
-             for k in sizes]  # validate every size before any work
-    example_mech = group_mechanism(noise_multiplier=noise_multiplier, group_size=1, sampling=sampling,
-                                   sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size)
+    sigma = run.noise_multiplier
+    mechs = [scheme.group_step(noise_multiplier=sigma, group_size=k) for k in sizes]  # validate before any work
+    example_mech = scheme.group_step(noise_multiplier=sigma, group_size=1)
     example_acc = _make_accountant(accountant, eps_error, rel_error).compose(example_mech, steps)
     curve = ExampleCurve(_lemma_accountant(example_acc))
     t0 = time.perf_counter()
@@ -589,21 +639,19 @@ def group_curve(*, noise_multiplier, sampling_rate=None, steps, delta, group_siz
         t1 = time.perf_counter()
         lemma = group_privacy_lemma_epsilon(curve, delta=delta, group_size=k)
         t2 = time.perf_counter()
-        reports.append(GroupReport(k, delta, sampling, eps, example, lemma, {
+        reports.append(GroupReport(k, delta, scheme.name, eps, example, lemma, {
             "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name,
-            "eps_error": eps_error, "rel_error": rel_error,
+            "scheme": scheme.describe(), "eps_error": eps_error, "rel_error": rel_error,
             "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1}}))
     return reports
 
 
-def _scheme_group_curve(*, noise_multiplier, sampling_rate, steps, delta, sizes, sampling, dataset_size, batch_size,
-                        eps_error, rel_error, accountant) -> list[GroupReport]:
-    """``group_curve`` for random allocation and shuffling: ``group_epsilon`` per size (the lemma is part of
-    its upper end for random allocation; shuffling's no-amplification GDP group bound needs none)."""
+def _scheme_group_curve(*, run: TrainingRun, delta, sizes, eps_error, rel_error, accountant) -> list[GroupReport]:
+    """``group_curve`` for the ``NO_AMPLIFICATION`` schemes: ``group_epsilon`` per size (the lemma is part of
+    the upper end where the scheme has a lemma step; shuffling's no-amplification GDP group bound needs none)."""
     shared: dict = {}  # the example-level answer and curve, computed once for every size
-    kw = dict(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
-              sampling=sampling, dataset_size=dataset_size, batch_size=batch_size, eps_error=eps_error,
-              rel_error=rel_error, accountant=accountant, shared=shared)
+    kw = dict(run=run, delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant, shared=shared)
+    name = run.sampling.name
     t0 = time.perf_counter()
     example = _scheme_group_epsilon(group_size=1, **kw)
     t_example = time.perf_counter() - t0
@@ -617,10 +665,10 @@ def _scheme_group_curve(*, noise_multiplier, sampling_rate, steps, delta, sizes,
         elif "group_privacy_lemma_epsilon" in d:
             lemma = LemmaResult(d["group_privacy_lemma_epsilon"], note=d.get("group_privacy_lemma_note"))
         else:
-            lemma = LemmaResult(None, note="not computed: for shuffled batches the certified bound is already the "
-                                           "GDP group bound of the example-level sqrt(E)/sigma-GDP guarantee")
-        reports.append(GroupReport(k, delta, sampling, eps, example, lemma, {
-            "sampling": sampling, "upper": d.get("upper", "the example-level bound"), "steps": steps,
-            "accountant": DEFAULT_ACCOUNTANT, "eps_error": eps_error, "rel_error": rel_error,
+            lemma = LemmaResult(None, note=f"not computed: for {name} the certified bound is already the GDP group "
+                                           "bound of the example-level sqrt(E)/sigma-GDP guarantee")
+        reports.append(GroupReport(k, delta, name, eps, example, lemma, {
+            "sampling": name, "scheme": run.sampling.describe(), "upper": d.get("upper", "the example-level bound"),
+            "steps": run.steps, "accountant": DEFAULT_ACCOUNTANT, "eps_error": eps_error, "rel_error": rel_error,
             "seconds": {"group": time.perf_counter() - t0, "example": t_example}}))
     return reports

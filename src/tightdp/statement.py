@@ -30,89 +30,46 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import numpy as np
 
 from ._accuracy import check_accuracy, describe_accuracy
-from ._validation import (check_choice, check_count, check_delta, check_positive,
-                          check_probability, check_real_array)
+from ._validation import (check_count, check_delta, check_positive,
+                          check_probability)
 from .bounds import Bounds
-from .group import SCHEME_GROUP
+from .runs import TrainingRun
+from .sampling import GroupAnalysis, Poisson, SamplingScheme, scheme_class
 
-__all__ = ["STATEMENT_SAMPLINGS", "GroupRow", "PrivacyStatement", "privacy_statement", "guarantee_paragraphs",
-           "tradeoff_lower_curve"]
-
-#: The sampling schemes a statement can be made for.
-#: ``poisson`` and ``fixed-batch`` have example- and group-level answers; the
-#: others (``tightdp.dpsgd_epsilon(sampling=...)``) have example-level answers only.
-STATEMENT_SAMPLINGS = ("poisson", "fixed-batch", "without-replacement", "random-allocation", "balls-and-bins",
-                       "shuffle", "truncated-poisson")
-
-_GROUP_SCHEMES = ("poisson", "fixed-batch")
+__all__ = ["GroupRow", "PrivacyStatement", "privacy_statement", "guarantee_paragraphs", "tradeoff_lower_curve"]
 
 
 # =========================================================================================== plain language
-def _scheme_sentence(sampling: str, q: float | None, batch_size: int | None, dataset_size: int | None,
-                     max_batch_size: int | None = None) -> str:
-    rate = f"{q:.6g}" if q is not None else "q"
-    if sampling == "poisson":
-        return (f"Sampling: Poisson. At every step each example joins the batch independently with probability "
-                f"q = {rate}, so batch sizes vary (the sampling of Opacus and of dp_accounting's DP-SGD helpers).")
-    if sampling == "fixed-batch":
-        return (f"Sampling: fixed batches. Every step draws exactly B = {batch_size} examples uniformly "
-                f"without replacement "
-                f"from a data set of at least N = {dataset_size} examples besides the protected ones.")
-    if sampling == "without-replacement":
-        return (f"Sampling: fixed batches. Every step draws a batch uniformly without replacement (sampling rate "
-                f"{rate}), independently across steps.")
-    if sampling in ("random-allocation", "balls-and-bins"):
-        return (f"Sampling: random allocation (balls and bins). In every epoch each example is used in exactly "
-                f"one of the "
-                f"1/q = {round(1 / q) if q else 't'} steps, chosen uniformly at random and independently.")
-    if sampling == "shuffle":
-        return (f"Sampling: shuffling. Every epoch a fresh uniformly random permutation of the data is cut into 1/q = "
-                f"{round(1 / q) if q else 't'} consecutive batches.")
-    if sampling == "truncated-poisson":
-        return (f"Sampling: truncated Poisson. Poisson batches at rate q = {rate} cut to at most "
-                f"{max_batch_size} examples out of {dataset_size}.")
-    raise ValueError(f"sampling must be one of {', '.join(STATEMENT_SAMPLINGS)}, got {sampling!r}")
-
-
-def _relation_sentence(sampling: str, relation: str | None = None) -> str:
-    if sampling == "without-replacement" or relation == "substitute":
-        return ("Neighbouring data sets differ by replacing one example with another (substitute relation); the "
-                "data set size is the same for both and treated as public.")
-    if sampling == "fixed-batch":
-        return ("Neighbouring data sets differ by adding or removing one example (groups: up to k examples) to a "
-                "data set of at least N others; with fixed batches a present example displaces another, so it "
-                "moves the clipped-gradient sum by up to twice the clipping norm (Ganesh [002] Thm 3.3).")
-    if sampling == "shuffle":
-        return ("Neighbouring data sets differ in one example being replaced by a zero-contribution example "
-                "(Chua et al.'s zero-out relation); the number of batches is public.")
-    if relation in ("remove", "add"):
-        return (f"Neighbouring data sets differ by {'removing' if relation == 'remove' else 'adding'} one example "
-                "(only this direction is accounted).")
-    return ("Neighbouring data sets differ by adding or removing one example (add-or-remove adjacency); the "
-            "bound is the worse of the two directions.")
-
-
-def guarantee_paragraphs(*, sampling: str, sampling_rate: float | None = None, batch_size: int | None = None,
-                         dataset_size: int | None = None, max_batch_size: int | None = None,
-                         relation: str | None = None, group_sizes: Sequence[int] = (),
-                         steps: int | None = None) -> dict[str, list[str]]:
+def guarantee_paragraphs(*, sampling: str | SamplingScheme, sampling_rate: float | None = None,
+                         batch_size: int | None = None, dataset_size: int | None = None,
+                         max_batch_size: int | None = None, relation: str | None = None,
+                         group_sizes: Sequence[int] = (), steps: int | None = None) -> dict[str, list[str]]:
     """What a DP-SGD guarantee of this configuration promises, in plain language.
 
-    Returns ``{"guarantees": [...], "not_covered": [...]}``; each entry is one sentence
-    or a short paragraph. Used by ``privacy_statement`` and by the privacy report.
+    ``sampling`` is a scheme object (``tightdp.sampling``) or a registered name with the keywords its
+    ``from_options`` reads; where they do not determine the scheme's numbers (a schedule of several rates),
+    the scheme's sentence is stated without them. Returns ``{"guarantees": [...], "not_covered": [...]}``;
+    each entry is one sentence or a short paragraph. Used by ``privacy_statement`` and by the privacy report.
     """
-    check_choice("sampling", sampling, STATEMENT_SAMPLINGS)
+    if isinstance(sampling, SamplingScheme):
+        cls, scheme = type(sampling), sampling
+    else:
+        cls = scheme_class(sampling)
+        try:
+            scheme = cls.from_options(sampling_rate=sampling_rate, batch_size=batch_size, dataset_size=dataset_size,
+                                      max_batch_size=max_batch_size)
+        except ValueError:
+            scheme = None
+    scheme_sentence = scheme.sentence() if scheme is not None else f"Sampling: {cls.summary}."
     length = f"{steps:,} noisy gradient steps" if steps else "every noisy gradient step"
     guarantees = [
         "Mechanism: DP-SGD. Each example's gradient is clipped to L2 norm at most C and Gaussian noise of "
         "standard deviation sigma * C is added to the sum of the clipped gradients of the batch (sigma is the "
         "noise multiplier).",
-        _scheme_sentence(sampling, sampling_rate, batch_size, dataset_size, max_batch_size)
-        + " The guarantee holds only if the pipeline really sampled this way.",
-        _relation_sentence(sampling, relation),
+        scheme_sentence + " The guarantee holds only if the pipeline really sampled this way.",
+        cls.relation_sentence(relation),
         f"What the attacker sees: every intermediate model (all {length}), not only the final one. The "
         "guarantee covers releasing all checkpoints, and by post-processing anything computed from them.",
         "Adaptive composition: it holds although each step's gradient depends on the models produced by the "
@@ -122,20 +79,9 @@ def guarantee_paragraphs(*, sampling: str, sampling_rate: float | None = None, b
         "mechanism (discretisation, truncation and floating-point errors are charged to the safe side); the "
         "lower end is a proven lower bound, so no tighter analysis of this mechanism can go below it.",
     ]
-    if group_sizes and sampling in _GROUP_SCHEMES:
-        guarantees.append(
-            "Group privacy: a group is any set of up to k examples added or removed together (e.g. all records "
-            "of one user, if no user has more than k). Its epsilon is computed directly from the group's "
-            "mixture-of-Gaussians mechanism (Ganesh [002] Thm 3.1 / 3.3), not by the much looser group-privacy "
-            "lemma.")
-    elif group_sizes and sampling in ("random-allocation", "balls-and-bins", "shuffle"):
-        guarantees.append(
-            "Group privacy: a group is any set of up to k examples " + ("zeroed out" if sampling == "shuffle" else
-            "added or removed") + " together. Its upper bound is " + ("k sqrt(epochs)/sigma-GDP (no amplification; "
-            "Dong, Roth, Su 2022 Thm 2.14)" if sampling == "shuffle" else "the smaller of the group-privacy lemma "
-            "(Ganesh [002] Lemma 1.1) on the certified example-level curve and k sqrt(epochs)/sigma-GDP without "
-            "amplification") + "; its lower bound is the example-level one (no tight group analysis of this "
-            "sampling is known), so the interval is wide.")
+    group_text = (scheme if scheme is not None else cls).group_sentence() if group_sizes else None
+    if group_text:
+        guarantees.append(group_text)
     not_covered = [
         "Hyper-parameter tuning and repeated runs: every training run on the data (including runs for "
         "choosing hyper-parameters, and the choice of which run to publish) spends privacy that this "
@@ -233,7 +179,8 @@ class PrivacyStatement:
                          f"delta = {self.delta:g}:")
             for g in self.groups:
                 label = f"k = {g.group_size}"
-                value = _interval(g.epsilon) if g.epsilon is not None else f"not applicable: {g.not_applicable}"
+                why = g.not_applicable.removeprefix("not applicable: ")
+                value = _interval(g.epsilon) if g.epsilon is not None else f"not applicable: {why}"
                 lines.append(f"    {label:22s}{value}")
         lines.append("")
         lines.append("What this guarantees:")
@@ -283,7 +230,8 @@ def _run_sentence(p: dict[str, Any]) -> str:
     if p.get("dataset_size"):
         parts.append(f"over {p['dataset_size']:,} examples")
     if p.get("batch_size"):
-        parts.append(f"with {'expected ' if p['sampling'] == 'poisson' else ''}batch size {p['batch_size']:,}")
+        expected = scheme_class(p["sampling"]).random_batch_size
+        parts.append(f"with {'expected ' if expected else ''}batch size {p['batch_size']:,}")
     if p.get("schedule"):
         segs = ", ".join(f"sigma {s:g} at q {q:.6g} for {k:,} steps" for s, q, k in p["schedule"])
         parts.append(f"({p['sampling']} sampling), noise schedule: {segs}")
@@ -297,32 +245,40 @@ def _run_sentence(p: dict[str, Any]) -> str:
 
 def privacy_statement(*, noise_multiplier: float | None = None, delta: float, steps: int | None = None,
                       epochs: float | None = None, sampling_rate: float | None = None,
-                      dataset_size: int | None = None, batch_size: int | None = None, sampling: str = "poisson",
-                      group_sizes: Sequence[int] = (), max_batch_size: int | None = None,
-                      schedule: Sequence[Sequence[float]] | None = None, eps_error: float | None = None,
-                      rel_error: float | None = None) -> PrivacyStatement:
+                      dataset_size: int | None = None, batch_size: int | None = None,
+                      sampling: str | SamplingScheme | None = None, group_sizes: Sequence[int] = (),
+                      max_batch_size: int | None = None, schedule: Sequence[Sequence[float]] | None = None,
+                      eps_error: float | None = None, rel_error: float | None = None,
+                      run: TrainingRun | None = None) -> PrivacyStatement:
     """A certified privacy statement for a DP-SGD run (example-level and group-level epsilon, assumptions).
 
-    The run: ``noise_multiplier``; the sampling rate as ``sampling_rate`` or
-    ``batch_size / dataset_size``; the length as ``steps`` or ``epochs``
-    (``steps = ceil(epochs * ceil(dataset_size / batch_size))``, as Opacus and
-    ``tightdp epsilon`` count them). ``sampling`` is one of ``STATEMENT_SAMPLINGS``:
+    Parameters
+    ----------
+    run : TrainingRun, optional
+        The run (``tightdp.runs.TrainingRun``); replaces the run keywords.
+    noise_multiplier, sampling_rate, dataset_size, batch_size, steps, epochs, sampling, max_batch_size
+        The run as keywords: the sampling rate as ``sampling_rate`` or ``batch_size / dataset_size``; the
+        length as ``steps`` or ``epochs`` (``steps = ceil(epochs * ceil(dataset_size / batch_size))``, as
+        Opacus and ``tightdp epsilon`` count them); ``sampling`` a registered name
+        (``tightdp.sampling.scheme_names()``) or a scheme object. The example-level epsilon is the run's
+        (``TrainingRun.epsilon`` with the default accountant); group rows come from ``group_epsilon``
+        (Poisson: 002 Thm 3.1; ``fixed-batch``: 002 Thm 3.3, ``2 Hypergeom(B, N + k, k)``; random
+        allocation and shuffling: the no-amplification bound) or say why no group analysis applies.
+    schedule : sequence of (noise_multiplier, sampling_rate, steps), optional
+        Poisson only: replaces ``noise_multiplier``/``sampling_rate``/``steps``.
+    group_sizes : sequence of int
+        The k to state group-level epsilon for.
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; by default relative 1e-3).
 
-    * ``"poisson"``: example-level epsilon by ``dpsgd_epsilon`` (add/remove, the
-      default accountant); groups by ``group_epsilon`` (002 Thm 3.1);
-    * ``"fixed-batch"``: batches of exactly ``batch_size`` from at least
-      ``dataset_size`` other examples under add/remove adjacency: example- and
-      group-level epsilon from the mixture of Gaussians with sensitivity
-      ``2 Hypergeom(B, N + k, k)`` (002 Thm 3.3; k = 1 for the example level);
-    * ``"without-replacement"``: fixed batches under the substitute relation
-      (001 Sec. 6.2); no group analysis;
-    * ``"random-allocation"``/``"balls-and-bins"``, ``"shuffle"``,
-      ``"truncated-poisson"``: ``dpsgd_epsilon(sampling=...)``; no group analysis.
+    Returns
+    -------
+    PrivacyStatement
 
-    ``schedule`` (Poisson only) replaces ``noise_multiplier``/``sampling_rate``/
-    ``steps`` by segments ``(noise_multiplier, sampling_rate, steps)``.
-    ``group_sizes`` lists the k to state group-level epsilon for. ``eps_error`` /
-    ``rel_error``: the accuracy (``tightdp._accuracy``; by default relative 1e-3).
+    Raises
+    ------
+    ValueError
+        Bad or conflicting input, naming the argument.
 
     >>> s = privacy_statement(noise_multiplier=1.1, dataset_size=50_000, batch_size=256, epochs=100, delta=1e-5)
     >>> s.epsilon.lower <= s.epsilon.upper
@@ -332,82 +288,77 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     acc_kw = {"eps_error": eps_error, "rel_error": rel_error}
-    sampling = check_choice("sampling", sampling, STATEMENT_SAMPLINGS)
     ks = [check_count(f"group_sizes[{i}]", k) for i, k in enumerate(_as_sequence("group_sizes", group_sizes))]
+    if run is not None:
+        return _run_statement(run, ks, delta, acc_kw, t0, given=dict(
+            noise_multiplier=noise_multiplier, steps=steps, epochs=epochs, sampling_rate=sampling_rate,
+            dataset_size=dataset_size, batch_size=batch_size, max_batch_size=max_batch_size, schedule=schedule))
+    cls = scheme_class(sampling) if not isinstance(sampling, SamplingScheme) else type(sampling)
     n = None if dataset_size is None else check_count("dataset_size", dataset_size)
     b = None if batch_size is None else check_count("batch_size", batch_size)
     if n is not None and b is not None and b > n:
         raise ValueError(f"batch_size ({b}) must be <= dataset_size ({n})")
-    from .accountants import DEFAULT_ACCOUNTANT
-
-    params: dict[str, Any] = {"sampling": sampling, "dataset_size": n, "batch_size": b, "delta": delta}
+    params: dict[str, Any] = {"sampling": cls.name, "dataset_size": n, "batch_size": b, "delta": delta}
     if schedule is not None:
-        return _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0,
+        if cls is not Poisson:
+            raise ValueError(f"schedule needs sampling='poisson', got {sampling!r}")
+        return _schedule_statement(schedule, cls.name, ks, delta, acc_kw, params, t0,
                                    given=dict(noise_multiplier=noise_multiplier, steps=steps, epochs=epochs,
                                               sampling_rate=sampling_rate))
     if noise_multiplier is None:
         raise ValueError("noise_multiplier is required (or give a schedule)")
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    q = _rate(sampling_rate, n, b)
+    if isinstance(sampling, SamplingScheme):
+        scheme = sampling
+        q = scheme.sampling_rate  # type: ignore[attr-defined]
+    else:
+        q = _rate(sampling_rate, n, b)
     k_steps = _steps(steps, epochs, n, b, q)
-    params.update({"noise_multiplier": sigma, "sampling_rate": q, "steps": k_steps,
-                   "epochs": None if epochs is None else float(epochs)})
     if max_batch_size is not None:
         max_batch_size = check_count("max_batch_size", max_batch_size)
-    if sampling == "truncated-poisson":
-        params["max_batch_size"] = max_batch_size
+    if not isinstance(sampling, SamplingScheme):
+        scheme = cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_batch_size)
+    params["epochs"] = None if epochs is None else float(epochs)
+    return _run_statement(TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=k_steps), ks, delta, acc_kw,
+                          t0, params=params)
 
-    from .dpsgd import dpsgd_epsilon
+
+def _run_statement(run: TrainingRun, ks: list[int], delta: float, acc_kw: dict, t0: float, *,
+                   params: dict[str, Any] | None = None, given: dict | None = None) -> PrivacyStatement:
+    """The statement of one ``TrainingRun``: its epsilon, a row per group size, the scheme's sentences."""
+    from .accountants import DEFAULT_ACCOUNTANT
     from .group import group_epsilon
 
+    if given:
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise ValueError(f"run replaces {', '.join(extra)}; give one or the other")
+    if not isinstance(run, TrainingRun):
+        raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
+    scheme = run.sampling
+    n, b = getattr(scheme, "dataset_size", None), getattr(scheme, "batch_size", None)
+    params = dict(params or {"sampling": scheme.name, "dataset_size": n, "batch_size": b, "delta": delta,
+                             "epochs": run.epochs})
+    params.update({"noise_multiplier": run.noise_multiplier, "sampling_rate": run.sampling_rate,
+                   "steps": run.steps, "scheme": scheme.describe(), "relation": run.relation.value})
+    params.setdefault("epochs", None)
+    if getattr(scheme, "max_batch_size", None) is not None:
+        params["max_batch_size"] = scheme.max_batch_size  # type: ignore[attr-defined]
+    example = run.epsilon(delta=delta, **acc_kw)
     groups: list[GroupRow] = []
-    if sampling == "poisson":
-        example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta,
-                                **acc_kw)
-        for k in ks:
-            groups.append(GroupRow(k, example if k == 1 else group_epsilon(
-                noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta, group_size=k,
-                **acc_kw)))
-    elif sampling == "fixed-batch":
-        if n is None or b is None:
-            raise ValueError("sampling='fixed-batch' needs dataset_size and batch_size")
-
-        def fixed(k: int) -> Bounds:
-            return group_epsilon(noise_multiplier=sigma, steps=k_steps, delta=delta, group_size=k,
-                                 sampling="fixed-batch", dataset_size=n, batch_size=b, **acc_kw)
-
-        example = fixed(1)
-        groups = [GroupRow(k, example if k == 1 else fixed(k)) for k in ks]
-    elif sampling == "without-replacement":
-        example = _without_replacement_epsilon(sigma, q, n, b, k_steps, delta, acc_kw)
-        groups = [GroupRow(k, None, _NO_GROUP[sampling]) for k in ks]
-    else:
-        example = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta,
-                                sampling=sampling, dataset_size=n, max_batch_size=max_batch_size, **acc_kw)
-        if _NO_GROUP.get(sampling):
-            groups = [GroupRow(k, example if k == 1 else None, _NO_GROUP[sampling]) for k in ks]
-        else:  # random allocation, shuffling: tightdp.group_epsilon(sampling=...) (group.py's docstring)
-            groups = [GroupRow(k, example if k == 1 else group_epsilon(
-                noise_multiplier=sigma, sampling_rate=q, steps=k_steps, delta=delta, group_size=k,
-                sampling=sampling, dataset_size=n, **acc_kw)) for k in ks]
-    text = guarantee_paragraphs(sampling=sampling, sampling_rate=q, batch_size=b, dataset_size=n,
-                                max_batch_size=max_batch_size, group_sizes=ks, steps=k_steps)
-    notes = []
-    if sampling == "shuffle":
-        notes.append("For shuffled batches no amplification theorem is known: the upper end is the guarantee "
-                     "without amplification, the lower end Chua et al.'s attack; the true epsilon is in between.")
+    for k in ks:
+        if k == 1:
+            groups.append(GroupRow(k, example))
+        elif scheme.group_analysis is GroupAnalysis.NONE:
+            groups.append(GroupRow(k, None, scheme.group_reason))
+        else:
+            groups.append(GroupRow(k, group_epsilon(run=run, delta=delta, group_size=k, **acc_kw)))
+    text = guarantee_paragraphs(sampling=scheme, relation=run.relation.value, group_sizes=ks, steps=run.steps)
+    notes = [scheme.caveat] if scheme.caveat else []
     return PrivacyStatement(parameters=params, delta=delta, epsilon=example, groups=tuple(groups),
                             guarantees=tuple(text["guarantees"]), not_covered=tuple(text["not_covered"]),
                             accountant=DEFAULT_ACCOUNTANT, seconds=time.perf_counter() - t0,
                             notes=tuple(notes), **acc_kw)
-
-
-_NO_GROUP = {
-    "without-replacement": "no group analysis for the substitute relation; use sampling='fixed-batch' "
-                           "(add/remove of a group, 002 Thm 3.3)",
-    # random allocation and shuffling: group_epsilon(sampling=...); truncated Poisson: why it does not apply
-    "truncated-poisson": SCHEME_GROUP["truncated-poisson"],
-}
 
 
 def _as_sequence(name: str, v) -> list:
@@ -445,22 +396,6 @@ def _steps(steps, epochs, n, b, q) -> int:
     return check_count("steps", from_epochs)
 
 
-def _without_replacement_epsilon(sigma, q, n, b, steps, delta, acc_kw) -> Bounds:
-    from fractions import Fraction
-
-    from .accountants import DEFAULT_ACCOUNTANT, create
-    from .mechanisms import Gaussian, SampledWithoutReplacement
-
-    if n is None or b is None:
-        f = Fraction(q).limit_denominator(10 ** 9)
-        if f.numerator / f.denominator != q:
-            raise ValueError(f"sampling_rate {q!r} is not a ratio B / N with N <= 1e9; give dataset_size and "
-                             "batch_size")
-        b, n = f.numerator, f.denominator
-    mech = SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=sigma), sample_size=b, dataset_size=n)
-    return create(DEFAULT_ACCOUNTANT, **acc_kw).compose(mech, steps).epsilon(delta)
-
-
 def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, given) -> PrivacyStatement:
     from .accountants import DEFAULT_ACCOUNTANT, create
     from .dpsgd import dpsgd_mechanism
@@ -469,8 +404,6 @@ def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, gi
     extra = [k for k, v in given.items() if v is not None]
     if extra:
         raise ValueError(f"schedule replaces {', '.join(extra)}; give one or the other")
-    if sampling != "poisson":
-        raise ValueError(f"schedule needs sampling='poisson', got {sampling!r}")
     segs = []
     for i, seg in enumerate(_as_sequence("schedule", schedule)):
         if not isinstance(seg, (list, tuple)) or len(seg) != 3:
@@ -501,27 +434,29 @@ def statement_from_config(config, *, delta: float | None = None, group_sizes: Se
     """The statement for a privacy report's configuration (``tightdp.report.load_config``).
 
     ``delta`` defaults to the config's first delta and ``group_sizes`` to its
-    ``privacy.group_sizes``. The report's ``without_replacement`` sampling is the
-    substitute relation (001 Sec. 6.2), the statement's ``without-replacement``.
+    ``privacy.group_sizes``; the config's ``training.sampling`` is parsed by the registry of
+    ``tightdp.sampling`` (``without_replacement``: the substitute relation, 001 Sec. 6.2).
     """
     if not getattr(config, "is_training", False):
         raise ValueError("config: a privacy statement needs a [training] table (a DP-SGD run), not [[events]]")
     d = config.deltas[0] if delta is None else delta
     ks = list(config.group_sizes if group_sizes is None else group_sizes)
-    sampling = "poisson" if config.sampling == "poisson" else "without-replacement"
+    cls = config.sampling_scheme
     segs = config.segments
     if len(segs) > 1:
         return privacy_statement(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in segs],
-                                 delta=d, sampling=sampling, group_sizes=ks, eps_error=eps_error,
+                                 delta=d, sampling=cls.name, group_sizes=ks, eps_error=eps_error,
                                  rel_error=rel_error,
                                  dataset_size=config.dataset_size, batch_size=config.batch_size)
     s = segs[0]
-    kw: dict[str, Any] = {}
-    if config.dataset_size is not None and config.batch_size is not None:
+    kw: dict[str, Any] = {"max_batch_size": config.max_batch_size}
+    if config.dataset_size is not None and config.batch_size is not None and not cls.per_epoch:
         kw.update(dataset_size=config.dataset_size, batch_size=config.batch_size)
-    else:
+    else:  # the epoch-based schemes: the rate 1/t of t = ceil(N / B) batches an epoch
         kw["sampling_rate"] = s.sampling_rate
-    return privacy_statement(noise_multiplier=s.noise_multiplier, steps=s.steps, delta=d, sampling=sampling,
+        if "dataset_size" in cls.options:
+            kw["dataset_size"] = config.dataset_size
+    return privacy_statement(noise_multiplier=s.noise_multiplier, steps=s.steps, delta=d, sampling=cls.name,
                              group_sizes=ks, eps_error=eps_error, rel_error=rel_error, **kw)
 
 

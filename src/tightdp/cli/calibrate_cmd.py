@@ -5,10 +5,10 @@
     tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 --sampling-rate 0.005
     tightdp calibrate --solve sampling-rate --noise-multiplier 1.0 --steps 1000 --target-epsilon 3 --delta 1e-5 --json
     tightdp calibrate --target-epsilon 3 --delta 1e-5 --dataset-size 50000 --batch-size 256 --epochs 10 \
-        --sampling balls-and-bins
+        --sampling random-allocation
 
-``--sampling`` (poisson, random-allocation, balls-and-bins, shuffle, truncated-poisson) is the batch
-sampling that runs; the search accounts it with ``dpsgd_epsilon(sampling=...)``. The epoch-based
+``--sampling`` (a scheme of ``tightdp.sampling``: poisson, random-allocation, shuffle, truncated-poisson, ...)
+is the batch sampling that runs; the search accounts its ``TrainingRun`` (``tightdp.calibration.calibrate``). The epoch-based
 schemes run ``t = ceil(N / B)`` steps an epoch (or ``t = 1 / --sampling-rate``) and whole epochs;
 truncated Poisson needs ``--dataset-size`` and ``--max-batch-size``.
 
@@ -30,12 +30,10 @@ import threading
 
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import describe_accuracy
-from ..dpsgd import SAMPLINGS
-from .common import accuracy_from_args, add_accuracy_options, add_length_options
+from ..sampling import DEFAULT_SCHEME, scheme_class
+from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
 
 SOLVE = ("noise", "steps", "sampling-rate")
-#: schemes that run whole epochs of ``t`` steps
-_EPOCH_SCHEMES = ("random-allocation", "balls-and-bins", "shuffle")
 
 
 def register(subparsers) -> None:
@@ -51,8 +49,7 @@ def register(subparsers) -> None:
     p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                    help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
     p.add_argument("--sampling", default="poisson",
-                   help="the batch sampling that runs: " + ", ".join(SAMPLINGS) + " (default poisson; the others "
-                        "use the default accountant)")
+                   help="the batch sampling that runs: " + sampling_help())
     p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -73,10 +70,10 @@ def _forbid(args, *names: str) -> None:
 
 def _check_options(args) -> None:
     """Validate every given option under its own name (the library would name its Python argument)."""
-    from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
+    from .._validation import check_count, check_delta, check_positive, check_probability
     from ..calibration import MAX_TARGET_EPSILON
 
-    check_choice("--sampling", args.sampling, SAMPLINGS)
+    cls = scheme_class(args.sampling, argument="--sampling")
 
     t = check_positive("--target-epsilon", args.target_epsilon)
     if t > MAX_TARGET_EPSILON:
@@ -93,17 +90,17 @@ def _check_options(args) -> None:
             check(f"--{name}", value)
     if args.dataset_size is not None and args.batch_size is not None and args.batch_size > args.dataset_size:
         raise ValueError(f"--batch-size ({args.batch_size:g}) must be <= --dataset-size ({args.dataset_size:g})")
-    if args.max_batch_size is not None and args.sampling != "truncated-poisson":
-        raise ValueError(f"--max-batch-size applies to --sampling truncated-poisson only, not {args.sampling}")
-    if args.sampling == "truncated-poisson" and (args.max_batch_size is None or args.dataset_size is None):
-        raise ValueError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
+    if args.max_batch_size is not None and "max_batch_size" not in cls.options:
+        raise ValueError(f"--max-batch-size does not apply to --sampling {cls.name}")
+    if "max_batch_size" in cls.options and (args.max_batch_size is None or args.dataset_size is None):
+        raise ValueError(f"--sampling {cls.name} needs --dataset-size and --max-batch-size")
 
 
 def _scheme_rate(args, n, b) -> float:
     """The sampling rate a run of batch size ``b`` over ``n`` records has under ``--sampling``: ``b / n``, or
     ``1 / ceil(n / b)`` for the epoch-based schemes (``t`` steps an epoch)."""
     import math
-    return 1.0 / math.ceil(n / b) if args.sampling in _EPOCH_SCHEMES else b / n
+    return 1.0 / math.ceil(n / b) if scheme_class(args.sampling).per_epoch else b / n
 
 
 def _agree_or_refuse(args) -> None:
@@ -135,8 +132,9 @@ def solve(args):
                   eps_error=args.eps_error, rel_error=args.rel_error, sampling=args.sampling)
     if args.max_batch_size is not None:
         common["max_batch_size"] = int(args.max_batch_size)
-    # truncated Poisson needs the data set size with --sampling-rate too; the other schemes may check it
-    scheme_n = args.sampling != "poisson" and args.epochs is None and args.batch_size is None
+    # a scheme with a data-set size of its own (truncated Poisson) takes it with --sampling-rate too
+    own_n = "dataset_size" in scheme_class(args.sampling).options
+    scheme_n = own_n and args.epochs is None and args.batch_size is None
     if args.solve == "noise":
         _forbid(args, "noise-multiplier")
         if scheme_n and args.dataset_size is not None:
@@ -164,9 +162,9 @@ def solve(args):
             _need(args, "sampling-rate")
         n = None if args.dataset_size is None else int(args.dataset_size)
         return calibrate_steps(noise_multiplier=args.noise_multiplier, sampling_rate=q, multiple_of=multiple,
-                               dataset_size=n if args.sampling != "poisson" else None, **common)
+                               dataset_size=n if own_n else None, **common)
     _forbid(args, "sampling-rate", "batch-size")
-    if args.epochs is not None or (args.dataset_size is not None and args.sampling != "truncated-poisson"):
+    if args.epochs is not None or (args.dataset_size is not None and not own_n):
         raise ValueError("--solve sampling-rate takes --steps (epochs depend on the rate)")
     _need(args, "steps")
     n = None if args.dataset_size is None else int(args.dataset_size)
@@ -185,11 +183,12 @@ def recheck_command(cal, args) -> str:
         parts.append(f"--epochs {cal.steps // spe}" if cal.steps % spe == 0 else f"--steps {cal.steps}")
     else:
         # the epoch-based schemes need the rate 1/t exactly (a 6-digit rounding would not be 1/t)
-        rate = repr(cal.sampling_rate) if cal.sampling in _EPOCH_SCHEMES else f"{cal.sampling_rate:.6g}"
+        cls = scheme_class(cal.sampling)
+        rate = repr(cal.sampling_rate) if cls.per_epoch else f"{cal.sampling_rate:.6g}"
         parts += [f"--sampling-rate {rate}", f"--steps {cal.steps}"]
-        if args.dataset_size is not None and cal.sampling != "poisson":
+        if args.dataset_size is not None and "dataset_size" in cls.options:
             parts.append(f"--dataset-size {args.dataset_size:g}")
-    if cal.sampling != "poisson":
+    if scheme_class(cal.sampling) is not scheme_class(DEFAULT_SCHEME):
         parts.append(f"--sampling {cal.sampling}")
     if args.max_batch_size is not None:
         parts.append(f"--max-batch-size {args.max_batch_size:g}")
@@ -269,7 +268,8 @@ def run(args) -> int:
     else:
         lines.append(f"sampling rate: {cal.sampling_rate:.6g} (rounded down: a smaller rate is the safe side)")
     lines.append(f"run: noise multiplier {cal.noise_multiplier:.6g}, sampling rate {cal.sampling_rate:.6g}, "
-                 f"{cal.steps} steps" + ("" if cal.sampling == "poisson" else f", sampling {cal.sampling}"))
+                 f"{cal.steps} steps" + ("" if cal.run is None or cal.run.sampling.name == DEFAULT_SCHEME
+                                         else f", sampling {cal.run.sampling.name}"))
     interval = "" if b.lower is None else f" (certified interval [{b.lower:.6g}, {b.upper:.6g}])"
     lines.append(f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
                  f"accountant {cal.accountant} ({b.kind})")
@@ -286,7 +286,7 @@ def run(args) -> int:
         lo, up = tight.get("epsilon_lower"), tight.get("epsilon_upper")
         lines.append(f"tightness not shown: {_neighbour(cal, tight)} gives epsilon in [{_g(lo)}, {_g(up)}], not "
                      "certainly above the target (" + ("the scheme's certified lower bound is loose: the gap is its "
-                     "analysis', not the accuracy" if cal.sampling in ("shuffle", "truncated-poisson")
+                     "analysis', not the accuracy" if scheme_class(cal.sampling).calibration_note
                      else "a smaller --eps-error can show more") + ")")
     elif tight.get("note"):
         lines.append(f"tightness not shown: {tight['note']}")

@@ -12,12 +12,17 @@ from .._accuracy import check_accuracy, describe_accuracy
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, create
 from ..bounds import Bounds
-from ..mechanisms import Gaussian, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
+from ..runs import TrainingRun
+from ..sampling import Relation, scheme_class, scheme_names
 
-#: schemes whose answer comes from ``dpsgd_epsilon(sampling=...)`` (epsilon only, the dominance accountant)
-SCHEME_SAMPLINGS = ("random-allocation", "balls-and-bins", "shuffle", "truncated-poisson")
-SAMPLINGS = ("poisson", "without-replacement", "with-replacement") + SCHEME_SAMPLINGS
-RELATIONS = ("add-remove", "remove", "add", "substitute")
+
+def sampling_help() -> str:
+    """``--sampling``'s help: the registered schemes (``tightdp.sampling``), those answered by their own
+    certified function last."""
+    own = scheme_names(step_mechanism=False)
+    return (f"{', '.join(scheme_names(step_mechanism=True))} (any accountant), {', '.join(own)} (epsilon only, "
+            "the default accountant); default poisson. 'balls-and-bins' is refused as ambiguous: say "
+            "random-allocation (fresh every epoch) or cyclic-allocation (jax_privacy's balls-in-bins)")
 
 
 def add_length_options(p) -> None:
@@ -35,12 +40,10 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     """The description of a DP-SGD run: noise, sampling, steps, relation, accountant."""
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
     add_length_options(p)
-    p.add_argument("--sampling", default="poisson",
-                   help="poisson (default), without-replacement, with-replacement, random-allocation, "
-                        "balls-and-bins, shuffle, truncated-poisson (the last four: epsilon only)")
+    p.add_argument("--sampling", default="poisson", help=sampling_help())
     p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
     p.add_argument("--relation", default=None,
-                   help="add-remove (default for poisson), remove, add, substitute (default otherwise)")
+                   help="add-remove, remove, add, substitute, zero-out (default: the scheme's own)")
     if accountant:
         p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
                        help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth")
@@ -78,25 +81,17 @@ def _agree(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
 
 
-def _rate_as_fraction(q: float) -> tuple[int, int] | None:
-    """``(B, N)`` with ``B / N == q`` exactly in floating point (N <= 1e9), or ``None``."""
-    from fractions import Fraction
-
-    f = Fraction(q).limit_denominator(10 ** 9)
-    if f.numerator >= 1 and f.numerator / f.denominator == q:
-        return f.numerator, f.denominator
-    return None
-
-
 def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
-    """Validate the run options; return ``(mechanism, steps, parameters)``.
+    """Validate the run options; return ``(mechanism, steps, parameters)``; ``mechanism`` is ``None`` for a
+    scheme answered by its own certified function (``parameters["run"]``, the ``TrainingRun``, answers it;
+    ``scheme_epsilon``).
 
     Options that describe the same thing twice must agree: ``--sampling-rate``
     with ``--dataset-size``/``--batch-size`` (q = B / N), ``--steps`` with
     ``--epochs`` (steps = ceil(epochs * ceil(N / B))); otherwise the run is refused.
     """
     sigma = check_positive("--noise-multiplier", args.noise_multiplier)
-    sampling = check_choice("--sampling", args.sampling, SAMPLINGS)
+    cls = scheme_class(args.sampling, argument="--sampling")
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
     b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
     if b is not None and n is not None and b > n:
@@ -125,67 +120,37 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
         steps = from_epochs
     else:
         raise ValueError("--steps is required (or give --epochs with --dataset-size and --batch-size)")
-    if sampling in SCHEME_SAMPLINGS:
-        return None, steps, _scheme_params(args, sampling, sigma, q, steps, n, b)
-    relation = args.relation or ("add-remove" if sampling == "poisson" else "substitute")
-    check_choice("--relation", relation, RELATIONS)
-    gauss = Gaussian(noise_multiplier=sigma)
-    if sampling == "poisson":
-        mech = PoissonSampled(mechanism=gauss, sampling_rate=q, relation=relation)
-    else:
-        if relation != "substitute":
-            raise ValueError(f"--relation must be substitute for --sampling {sampling}, got {relation!r}")
-        if sampling == "without-replacement" and (n is None or b is None):
-            # under the substitute relation the answer depends on q = B / N alone: any exact B / N will do
-            frac = _rate_as_fraction(q)
-            if frac is None:
-                raise ValueError(f"--sampling-rate {q!r} is not a ratio B / N with N <= 1e9; "
-                                 "give --dataset-size and --batch-size")
-            mech = SampledWithoutReplacement(mechanism=gauss, sample_size=frac[0], dataset_size=frac[1])
-        else:
-            if n is None:
-                raise ValueError(f"--dataset-size is required for --sampling {sampling} "
-                                 "(with replacement the answer depends on N, not only on q)")
-            if b is None:
-                b = max(1, round(q * n))
-            cls = SampledWithoutReplacement if sampling == "without-replacement" else SampledWithReplacement
-            mech = cls(mechanism=gauss, sample_size=b, dataset_size=n)
-        q = mech.sampling_rate
-    params = {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
-              "relation": relation, "dataset_size": n, "batch_size": b}
-    return mech, steps, params
-
-
-def _scheme_params(args, sampling, sigma, q, steps, n, b) -> dict[str, Any]:
-    """Parameters of a run under an epoch-based or truncated scheme (answered by ``dpsgd_epsilon``).
-
-    Epoch-based schemes (random allocation, balls and bins, shuffling) run ``t`` steps an epoch:
-    ``t = ceil(N / B)`` batches when the data set and batch sizes are given (as the epochs are
-    counted), else ``t = 1 / q``, which must then be a whole number."""
-    if args.relation is not None:
-        raise ValueError(f"--relation does not apply to --sampling {sampling} (its neighbouring relation is "
-                         "fixed by the scheme's analysis)")
     max_b = None if args.max_batch_size is None else check_count("--max-batch-size", args.max_batch_size)
-    if sampling == "truncated-poisson":
-        if n is None or max_b is None:
-            raise ValueError("--sampling truncated-poisson needs --dataset-size and --max-batch-size")
-    elif max_b is not None:
-        raise ValueError(f"--max-batch-size applies to --sampling truncated-poisson only, not {sampling}")
-    elif n is not None and b is not None:
-        q = 1.0 / math.ceil(n / b)
-    relation = "substitute" if sampling == "shuffle" else "add-remove"  # the relation each analysis uses
-    return {"noise_multiplier": sigma, "sampling_rate": q, "steps": steps, "sampling": sampling,
-            "relation": relation, "dataset_size": n, "batch_size": b, "max_batch_size": max_b}
+    if max_b is not None and "max_batch_size" not in cls.options:
+        raise ValueError(f"--max-batch-size does not apply to --sampling {cls.name}")
+    if cls.per_epoch and n is not None and b is not None:
+        q = 1.0 / math.ceil(n / b)  # t = ceil(N / B) batches an epoch, as the epochs are counted
+    relation = args.relation
+    if relation is not None:
+        if not cls.any_accountant:
+            raise ValueError(f"--relation does not apply to --sampling {cls.name} (its neighbouring relation is "
+                             "fixed by the scheme's analysis)")
+        check_choice("--relation", relation, [r.value for r in Relation])
+        if Relation(relation) not in cls.relations:
+            raise ValueError(f"--relation must be {' or '.join(r.value for r in cls.relations)} for --sampling "
+                             f"{cls.name}, got {relation!r}")
+    scheme = cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_b)
+    run = TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=steps, relation=relation)
+    mech = scheme.step_mechanism(noise_multiplier=sigma, relation=run.relation) if cls.any_accountant else None
+    params = {"noise_multiplier": sigma, "sampling_rate": run.sampling_rate, "steps": steps, "sampling": cls.name,
+              "relation": run.relation.value, "dataset_size": n, "batch_size": getattr(scheme, "batch_size", b),
+              "max_batch_size": max_b, "scheme": scheme.describe()}
+    return mech, steps, params
 
 
 def scheme_epsilon(params: dict[str, Any], delta: float, eps_error: float | None,
                    rel_error: float | None = None) -> Bounds:
-    """``dpsgd_epsilon`` for a run described by ``_scheme_params``."""
-    from ..dpsgd import dpsgd_epsilon
-    return dpsgd_epsilon(noise_multiplier=params["noise_multiplier"], sampling_rate=params["sampling_rate"],
-                         steps=params["steps"], delta=delta, eps_error=eps_error, rel_error=rel_error,
-                         sampling=params["sampling"],
-                         dataset_size=params["dataset_size"], max_batch_size=params["max_batch_size"])
+    """The epsilon of the run ``run_from_args`` described (its scheme's own certified function)."""
+    cls = scheme_class(params["sampling"])
+    scheme = cls.from_options(sampling_rate=params["sampling_rate"], dataset_size=params["dataset_size"],
+                              batch_size=params["batch_size"], max_batch_size=params["max_batch_size"])
+    run = TrainingRun(noise_multiplier=params["noise_multiplier"], sampling=scheme, steps=params["steps"])
+    return run.epsilon(delta=delta, eps_error=eps_error, rel_error=rel_error)
 
 
 def make_accountant(args):

@@ -10,14 +10,14 @@ for all three (002 Fig. 1-2).
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 import time
 
 from ..accountants import DEFAULT_ACCOUNTANT
-from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
-from ..group import SAMPLING_SCHEMES, SCHEME_GROUP, GroupReport, group_curve
+from .._validation import check_count, check_delta, check_positive, check_probability
+from ..group import GroupReport, group_curve
+from ..sampling import GroupAnalysis, scheme_class
 from .common import accuracy_from_args, add_accuracy_options, fmt
 
 
@@ -33,8 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     p.add_argument("--group-size", type=float, required=True, help="largest group size K (examples per group)")
     p.add_argument("--sampling", default="poisson",
-                   help="poisson (default), fixed-batch, or one of the epoch schemes random-allocation, "
-                        "balls-and-bins, shuffle (--sampling-rate 1/t, t steps per epoch; steps whole epochs)")
+                   help="poisson (default), fixed-batch, or a scheme with a group bound without amplification: "
+                        "random-allocation, shuffle (--sampling-rate 1/t, t steps per epoch; steps whole epochs); "
+                        "the others say why no group analysis applies")
     p.add_argument("--dataset-size", type=float,
                    help="fixed-batch: lower bound N on the number of examples outside the group")
     p.add_argument("--batch-size", type=float, help="fixed-batch: batch size B")
@@ -52,16 +53,17 @@ def _parse(args) -> dict:
     steps = check_count("--steps", args.steps)
     delta = check_delta("--delta", args.delta)
     k = check_count("--group-size", args.group_size)
-    sampling = check_choice("--sampling", args.sampling, SAMPLING_SCHEMES + tuple(SCHEME_GROUP))
+    cls = scheme_class(args.sampling, argument="--sampling")
+    sampling = cls.name
     eps_error, rel_error = accuracy_from_args(args)
     q = None if args.sampling_rate is None else check_probability("--sampling-rate", args.sampling_rate)
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
     b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
-    if sampling not in ("fixed-batch",) and q is None:
+    if "batch_size" not in cls.options and q is None:
         raise ValueError(f"--sampling-rate is required for --sampling {sampling}"
-                         + ("" if sampling == "poisson" else " (1/t, t steps per epoch)"))
-    if sampling == "fixed-batch" and (n is None or b is None):
-        raise ValueError("--sampling fixed-batch needs --dataset-size and --batch-size")
+                         + (" (1/t, t steps per epoch)" if cls.per_epoch else ""))
+    if "batch_size" in cls.options and (n is None or b is None):
+        raise ValueError(f"--sampling {sampling} needs --dataset-size and --batch-size")
     if args.max_group_size is not None and not args.plot:
         raise ValueError("--max-group-size applies only with --plot")
     k_max = k if args.max_group_size is None else check_count("--max-group-size", args.max_group_size)
@@ -121,21 +123,21 @@ def _curve_point(r: GroupReport) -> dict:
 
 def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
     e, ex = r.epsilon, r.example_epsilon
-    if p["sampling"] == "poisson":
-        run = f"sampling rate {fmt(p['sampling_rate'])}"
-        scheme = "Poisson sampling, sensitivity Binom(k, q) (002 Thm 3.1)"
-    elif p["sampling"] in SCHEME_GROUP:
-        run = f"{round(1 / p['sampling_rate'])} steps per epoch"
-        scheme = f"{p['sampling']} (upper: {r.details.get('upper')})"
-    else:
+    cls = scheme_class(p["sampling"])
+    mixture = cls.group_analysis is GroupAnalysis.MIXTURE
+    if "batch_size" in cls.options:
         run = f"batch size {p['batch_size']} · dataset size >= {p['dataset_size']}"
-        scheme = "fixed batch size, sensitivity 2 Hypergeom(B, N + k, k) (002 Thm 3.3)"
+    elif cls.per_epoch:
+        run = f"{round(1 / p['sampling_rate'])} steps per epoch"
+    else:
+        run = f"sampling rate {fmt(p['sampling_rate'])}"
+    scheme = cls.group_summary if mixture else f"{p['sampling']} (upper: {r.details.get('upper')})"
     print(f"tightdp group · groups of up to {r.group_size} examples · {scheme}")
     print(f"  noise multiplier {fmt(p['noise_multiplier'])} · {run} · steps {p['steps']} · delta {fmt(r.delta)}"
           f" · accountant {p['accountant']} ({'certified bounds' if e.kind == 'bound' else 'approximation'})")
     row = lambda label, a="", b="", c="": print(f"  {label:38s}{a:>11s}{b:>11s}{c:>11s}")
     row("", "lower", "estimate", "upper")
-    row("group epsilon" + ("" if p["sampling"] in SCHEME_GROUP else " (mixture of Gaussians)"),
+    row("group epsilon" + (" (mixture of Gaussians)" if mixture else ""),
         fmt(e.lower), fmt(e.estimate), fmt(e.upper))
     row("example-level epsilon_1", fmt(ex.lower), fmt(ex.estimate), fmt(ex.upper))
     lemma = r.group_privacy_lemma_epsilon
@@ -177,10 +179,10 @@ def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
     ax.set_xlabel("group size k")
     ax.set_ylabel(f"epsilon at delta = {reports[0].delta:g}")
     ax.set_yscale("log")
-    if p["sampling"] == "poisson":
-        what = f"Poisson q = {p['sampling_rate']:g}"
+    if "batch_size" in scheme_class(p["sampling"]).options:
+        what = f"{p['sampling']} B = {p['batch_size']}, N = {p['dataset_size']}"
     else:
-        what = f"fixed batch B = {p['batch_size']}, N = {p['dataset_size']}"
+        what = f"{p['sampling']} q = {p['sampling_rate']:g}"
     ax.set_title(f"Group privacy of DP-SGD: sigma = {p['noise_multiplier']:g}, {what}, T = {p['steps']}",
                  fontsize=9)
     ax.grid(True, which="both", alpha=0.3)

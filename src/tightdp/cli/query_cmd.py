@@ -14,6 +14,7 @@ import sys
 
 from .._validation import check_delta, check_epsilon
 from ..accountants import DEFAULT_ACCOUNTANT
+from ..sampling import scheme_names
 from .common import (accuracy_from_args, add_run_options, make_accountant, print_result, run_from_args,
                      scheme_epsilon, timed)
 
@@ -53,7 +54,7 @@ def run(args) -> int:
     acc = make_accountant(args)
     if mech is None:  # an epoch-based or truncated scheme: dpsgd_epsilon answers, with the dominance accountant
         if quantity != "epsilon":
-            raise ValueError(f"tightdp delta supports --sampling poisson, without-replacement and with-replacement; "
+            raise ValueError(f"tightdp delta supports --sampling {', '.join(scheme_names(step_mechanism=True))}; "
                              f"use tightdp epsilon for --sampling {params['sampling']}")
         if acc.name != DEFAULT_ACCOUNTANT:
             raise ValueError(f"--accountant must be {DEFAULT_ACCOUNTANT} for --sampling {params['sampling']} "

@@ -14,8 +14,7 @@ import json
 import sys
 
 from .._validation import check_count
-from ..statement import STATEMENT_SAMPLINGS
-from .common import accuracy_from_args, add_accuracy_options, add_length_options
+from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
 
 EXAMPLES = """examples:
   tightdp statement --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 \\
@@ -42,7 +41,7 @@ def register(subparsers) -> None:
                                                     "instead of the run options")
     p.add_argument("--noise-multiplier", type=float, help="noise std / clipping norm (sigma)")
     add_length_options(p)
-    p.add_argument("--sampling", default="poisson", help=", ".join(STATEMENT_SAMPLINGS) + " (default poisson)")
+    p.add_argument("--sampling", default=None, help=sampling_help())
     p.add_argument("--max-batch-size", type=float, help="truncated-poisson: the largest batch kept")
     p.add_argument("--delta", type=float, help="target delta in (0, 1) (default with --config: its first delta)")
     p.add_argument("--group-size", type=float, action="append", dest="group_sizes", metavar="K",
@@ -71,7 +70,7 @@ def build(args):
         if given:
             raise ValueError(f"--{given[0].replace('_', '-')} cannot be combined with --config (the config "
                              "describes the run)")
-        if args.sampling != "poisson":
+        if args.sampling is not None:
             raise ValueError("--sampling cannot be combined with --config (the config describes the run)")
         from ..report import load_config
 

@@ -15,6 +15,7 @@ import math
 import sys
 
 from ..bounds import _jsonable
+from ..sampling import scheme_names
 from .common import add_run_options, fmt, make_accountant, run_from_args, timed
 
 #: the alphas printed by default (the curve itself is computed on tightdp.tradeoff.DEFAULT_ALPHAS)
@@ -64,7 +65,7 @@ def run(args) -> int:
     if args.max_points < 2:
         raise ValueError(f"--max-points must be at least 2, got {args.max_points}")
     if mech is None:
-        raise ValueError(f"tightdp tradeoff supports --sampling poisson, without-replacement and with-replacement, "
+        raise ValueError(f"tightdp tradeoff supports --sampling {', '.join(scheme_names(step_mechanism=True))}, "
                          f"not {params['sampling']}")
     acc = make_accountant(args)
     acc.compose(mech, steps)

@@ -29,7 +29,7 @@ signature; it runs ``tightdp.calibration.calibrate_noise``) and pass it to
 ``make_private``, or call ``install_calibration()`` once so that
 ``make_private_with_epsilon`` uses it.
 
-**Which sampling ran** (issue 11). Opacus' privacy analysis is that of Poisson sampling, which only its
+**Which sampling ran.** Opacus' privacy analysis is that of Poisson sampling, which only its
 ``DPDataLoader`` (``UniformWithReplacementSampler``) performs; ``make_private(..., poisson_sampling=False)``
 keeps the caller's loader, usually shuffled fixed batches. Importing this module wraps
 ``PrivacyEngine._prepare_data_loader`` so that an engine whose accountant is ``TightDPAccountant``
@@ -42,8 +42,8 @@ are untouched). The accountant then reports the certified epsilon of the scheme 
   tighter certified bound is known), with a ``UserWarning`` that states what Poisson accounting would
   have claimed; epochs are counted up (``ceil(steps / t)``, ``t = len(loader)``) for the upper end and
   down for the lower end;
-* a ``BatchSampler`` over a ``SequentialSampler`` (fixed order): the same upper bound, which is then
-  exact (each example in one known step per epoch);
+* a ``BatchSampler`` over a ``SequentialSampler`` (fixed order, ``tightdp.sampling.FixedOrder``): the same
+  upper bound, which is then exact (each example in one known step per epoch);
 * anything else (a weighted or custom sampler): ``get_epsilon`` refuses with a ``ValueError`` rather
   than report Poisson's figure for sampling it does not describe.
 
@@ -79,20 +79,41 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'tightdp[opacus]'") from exc
 
 __all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "shuffle_noise_multiplier", "install_calibration",
-           "register", "classify_data_loader", "LOADER_SAMPLINGS"]
+           "register", "classify_data_loader", "loader_scheme", "UNKNOWN"]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
 
-#: what ``classify_data_loader`` can say about a loader
-LOADER_SAMPLINGS = ("poisson", "shuffle", "fixed-order", "unknown")
+#: ``classify_data_loader``'s answer for a loader no scheme of ``tightdp.sampling`` describes
+UNKNOWN = "unknown"
+
+
+def loader_scheme(label: str):
+    """The ``tightdp.sampling`` class a loader classification names (``None`` for ``UNKNOWN``); a data loader
+    is Poisson-sampled, shuffled or in a fixed order, so other schemes are refused (``ValueError``)."""
+    from ..sampling import FixedOrder, Poisson, Shuffle, scheme_class
+
+    if label == UNKNOWN:
+        return None
+    cls = scheme_class(label, argument="tightdp.sampling")
+    if cls not in (Poisson, Shuffle, FixedOrder):
+        raise ValueError(f"tightdp.sampling: a data loader is Poisson-sampled, shuffled or in a fixed order, got "
+                         f"{label!r}")
+    return cls
+
+
+def _accounts_history(sampling: str) -> bool:
+    """Whether the history of ``(noise, rate, steps)`` segments describes the loader (Poisson sampling)."""
+    cls = loader_scheme(sampling)
+    return cls is not None and cls.any_accountant
 
 
 def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
     """``(sampling, facts)`` of a PyTorch / Opacus data loader: ``"poisson"`` (Opacus' ``DPDataLoader`` or a
     ``(Distributed)UniformWithReplacementSampler``), ``"shuffle"`` (a ``BatchSampler`` over a ``RandomSampler``
     without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``. ``facts`` has
-    ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name)."""
+    ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name).
+    The first three are names of ``tightdp.sampling`` schemes (``loader_scheme``)."""
     from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
     from opacus.data_loader import DPDataLoader
@@ -114,7 +135,7 @@ def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
             return "shuffle", facts
         if type(bs.sampler) is SequentialSampler:
             return "fixed-order", facts
-    return "unknown", facts
+    return UNKNOWN, facts
 
 
 class TightDPAccountant(IAccountant):
@@ -151,11 +172,11 @@ class TightDPAccountant(IAccountant):
         self.sampling, self.loader_facts = sampling, facts
         self._cache.clear()
         self._warned = False
-        if sampling != "poisson":
+        if not _accounts_history(sampling):
             warnings.warn(f"tightdp: the training DataLoader is not Poisson-sampled ({sampling}: "
                           f"{facts.get('sampler')}); Opacus' Poisson accounting does not describe it. "
                           + ("TightDPAccountant reports the certified epsilon of shuffled / fixed batches "
-                             "(no amplification) instead." if sampling != "unknown" else
+                             "(no amplification) instead." if loader_scheme(sampling) is not None else
                              "TightDPAccountant will refuse to report an epsilon for it."), UserWarning,
                           stacklevel=2)
         return sampling
@@ -175,7 +196,7 @@ class TightDPAccountant(IAccountant):
         """Certified upper bound on epsilon spent so far at ``delta`` (Opacus' contract: a float), for the
         sampling the loader performs (module docstring); refuses (``ValueError``) for an unknown sampler."""
         b = self.get_bounds(delta)
-        if self.sampling != "poisson" and not self._warned:
+        if not _accounts_history(self.sampling) and not self._warned:
             self._warned = True
             poisson = dict(b.details).get("poisson_epsilon")
             warnings.warn(f"tightdp: {self.sampling} batches: certified epsilon <= {b.upper:.4g} at delta = {delta:g} "
@@ -193,13 +214,13 @@ class TightDPAccountant(IAccountant):
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "no steps taken"})
         key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error, self.sampling)
         if key not in self._cache:
-            if self.sampling == "unknown":
+            if loader_scheme(self.sampling) is None:
                 raise ValueError(f"data_loader: no epsilon for this training loader: its sampler "
                                  f"({self.loader_facts.get('sampler')}) is neither Opacus' Poisson sampler nor "
                                  "shuffled or fixed-order batches, and Opacus' Poisson accounting does not describe "
                                  "it; use make_private(poisson_sampling=True) or a shuffled DataLoader")
             self._cache.clear()
-            if self.sampling == "poisson":
+            if _accounts_history(self.sampling):
                 self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error,
                                                        self.rel_error)
             else:
@@ -243,8 +264,7 @@ class TightDPAccountant(IAccountant):
         eps_error, rel_error = check_accuracy(opts.get("eps_error", self.eps_error),
                                               opts.get("rel_error", self.rel_error if "eps_error" not in opts else None))
         sampling = opts.get("sampling", "poisson")
-        if sampling not in LOADER_SAMPLINGS:
-            raise ValueError(f"tightdp.sampling must be one of {', '.join(LOADER_SAMPLINGS)}, got {sampling!r}")
+        loader_scheme(sampling)  # a ValueError naming tightdp.sampling if no loader samples that way
         super().load_state_dict(state_dict)  # Opacus' checks: keys present, same mechanism name
         self.history = history if history is not None else []
         self.accountant, self.eps_error, self.rel_error = accountant, eps_error, rel_error
@@ -287,11 +307,13 @@ def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: floa
 
 def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping[str, Any],
                            eps_error: float | None, rel_error: float | None):
-    """Shuffled or fixed-order batches: ``tightdp.schemes.shuffle_epsilon`` with the epochs counted up for the
-    upper end (more epochs: a larger bound) and down for the lower end; Poisson's figure in ``details``."""
+    """Shuffled or fixed-order batches: the ``TrainingRun`` of the loader's scheme (``loader_scheme``) with the
+    epochs counted up for the upper end (more epochs: a larger bound) and down for the lower end; Poisson's
+    figure in ``details``."""
     from ..bounds import Bounds
     from ..dpsgd import dpsgd_epsilon
-    from ..schemes import shuffle_epsilon
+    from ..runs import TrainingRun
+    from ..sampling import FixedOrder
 
     if len({(s, q) for s, q, _ in segments}) != 1:
         raise ValueError("history: shuffled / fixed-order batches are accounted for one noise multiplier and one "
@@ -299,11 +321,16 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
     sigma, q = segments[0][0], segments[0][1]
     steps = sum(n for _, _, n in segments)
     t = max(1, round(1.0 / q))
-    up = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=math.ceil(steps / t), delta=delta,
-                         eps_error=eps_error, rel_error=rel_error)
+    scheme = loader_scheme(sampling)(steps_per_epoch=t)
+
+    def epochs(e: int):
+        return TrainingRun(noise_multiplier=sigma, sampling=scheme, epochs=e).epsilon(
+            delta=delta, eps_error=eps_error, rel_error=rel_error)
+
+    up = epochs(math.ceil(steps / t))
     notes = []
-    if sampling == "fixed-order":  # each example in one known step per epoch: the upper bound is exact
-        lower = float(up.details["upper_interval"][0]) if steps % t == 0 else 0.0
+    if isinstance(scheme, FixedOrder):  # each example in one known step per epoch: the interval is exact
+        lower = float(up.lower) if steps % t == 0 else 0.0
     elif steps // t == 0:
         lower = 0.0
         notes.append("less than one epoch: no attack lower bound")
@@ -311,8 +338,7 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
         lower = 0.0
         notes.append("drop_last leaves some examples out of an epoch: Chua et al.'s lower bound does not apply")
     else:
-        lower = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=steps // t, delta=delta,
-                                eps_error=eps_error, rel_error=rel_error).lower
+        lower = epochs(steps // t).lower
     poisson = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, eps_error=eps_error,
                             rel_error=rel_error)
     details = {**dict(up.details), "loader": sampling, "epochs_counted": math.ceil(steps / t),
@@ -433,9 +459,9 @@ def _calibrate_for_the_loader() -> None:
             return original(self, *args, **kwargs)
         loader = kwargs["data_loader"]
         sampling, facts = classify_data_loader(loader)
-        if sampling == "poisson":  # already Opacus' Poisson loader: its calibration describes it
+        if _accounts_history(sampling):  # already Opacus' Poisson loader: its calibration describes it
             return original(self, *args, **kwargs)
-        if sampling == "unknown":
+        if loader_scheme(sampling) is None:
             raise ValueError(f"data_loader: no certified epsilon exists for this loader's sampler "
                              f"({facts.get('sampler')}), so no noise can be calibrated for it; use "
                              "poisson_sampling=True or a shuffled DataLoader")

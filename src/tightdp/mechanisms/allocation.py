@@ -65,6 +65,37 @@ reported as such. ``k = t`` is the
 Gaussian mechanism composed ``t`` times, exactly ``sqrt(t)/sigma``-GDP, and
 ``t = 1`` is one Gaussian step.
 
+**Adaptive steps (DP-SGD).** Everything above is about the *non-adaptive* pair,
+in which the target's clipped gradient is the same unit vector at every step.
+DP-SGD is adaptive: step ``s`` releases ``x_s = f_s(x_<s) + 1[s in U] g_s(x_<s) + Z_s``
+with ``||g_s|| <= 1``, ``Z_s ~ N(0, sigma^2 I_d)`` and ``U`` the random set of steps
+the target joins, drawn independently of the data (any law: ``k`` of ``t`` per
+epoch, fresh each epoch, or one slot repeated every cycle as in
+``tightdp.schemes.cyclic_allocation_epsilon``). Claim: for every ``a >= 0`` both
+``H_a(P||Q)`` and ``H_a(Q||P)`` are at most those of the non-adaptive pair (so the
+upper bounds here hold for adaptive DP-SGD). Proof. Subtracting ``f_s`` is the
+same invertible map under both laws, so take ``f_s = 0``. Let ``u_s`` be a unit
+vector fixed by ``x_<s`` (``g_s / ||g_s||``, or any one if ``g_s = 0``),
+``y_s = <u_s, x_s>`` and ``n_s = ||g_s||``. By the chain rule of conditional
+densities ``L = dP/dQ = E_U[prod_{s in U} M_s]`` with
+``M_s = exp((n_s y_s - n_s^2 / 2) / sigma^2)``; under ``Q`` each ``y_s`` is
+``N(0, sigma^2)`` independently of ``x_<s``. ``L`` is affine in each ``M_s`` with
+non-negative coefficients fixed by the other factors, and both divergences are
+``E_Q[phi(L)]`` with ``phi`` convex (``(L - a)_+``, and ``(1 - a L)_+`` for
+``H_a(Q||P)``). For ``n <= 1``, ``M_1`` has the law of ``M_n M'`` with ``M'`` an
+independent log-normal of mean 1, so ``M_1`` dominates ``M_n`` in convex order.
+Backward induction on ``s``: let ``W_s`` be the expected ``phi(L)`` given
+``x_<=s`` when every later step has ``n = 1``; it is ``E[phi(affine in the
+later M's)]``, a convex function of each of the current factors. Given
+``x_<s``, step ``s`` chooses ``n_s`` and draws a fresh ``y_s``; replacing
+``M_{n_s}`` by ``M_1`` can only raise ``E[W_s]`` (convex order). So no adaptive
+choice of ``(n_s)`` beats ``n_s = 1`` for every ``s``, which is the non-adaptive
+pair with all ``y_s`` i.i.d. ``N(0, sigma^2)`` under ``Q``. The k-to-1 reduction
+of 2502.08202 is a statement about that non-adaptive pair, so it covers adaptive
+steps through this claim. Lower bounds need no argument: the non-adaptive pair is
+attained by a pair of data sets (one coordinate, the target's gradient ``+1``
+at every step, every other record's 0).
+
 **Range.** The lattice must reach the ratio where ``N(1, sigma^2)``'s tail is
 below the delta budget (``exp(z / sigma + 1 / (2 sigma^2))``), so it grows quickly as
 ``sigma`` falls below about 0.6; and the lattice sum's FFT round-off (about 1e-11

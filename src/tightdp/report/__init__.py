@@ -12,8 +12,10 @@ or a list of mechanisms::
     epochs = 100               # or: steps = 19600
     noise_multiplier = 1.1     # or a schedule of [[training.schedule]] segments
     sampling = "poisson"       # or "without_replacement" (fixed batches, substitute relation), or the
-                               # scheme that ran: "random_allocation", "balls_and_bins", "shuffle",
-                               # "truncated_poisson" (with max_batch_size = ...)
+                               # scheme that ran: "random_allocation" (a fresh step every epoch),
+                               # "cyclic_allocation" (jax_privacy's balls-in-bins), "shuffle",
+                               # "truncated_poisson" (with max_batch_size = ...); any name of
+                               # tightdp.sampling, hyphens or underscores
 
     [privacy]
     deltas = [1e-5, 1e-6, 1e-7]
@@ -40,8 +42,8 @@ for a few target epsilons, from ``tightdp.calibration``, and how many epochs the
 configured noise affords), group-level epsilon when asked (``tightdp.group_epsilon``),
 and two plots: epsilon against delta, and epsilon over the course of training.
 
-For the schemes of issue 11 (``sampling`` = random allocation, balls and bins, shuffle, truncated
-Poisson) the report leads with **what you ran vs what Poisson accounting says**: the scheme's
+For the schemes answered by their own certified function (``sampling`` = random allocation, cyclic
+allocation, shuffle, truncated Poisson; ``tightdp.sampling``) the report leads with **what you ran vs what Poisson accounting says**: the scheme's
 certified interval (``tightdp.dpsgd_epsilon(sampling=...)``) against Poisson accounting at the same
 noise, rate and steps, with each scheme's caveat (shuffling: the gap no theorem closes). The
 accountant table and band are then Poisson accounting's, labelled as such, and the published
@@ -59,9 +61,9 @@ there). The report also states what the guarantee covers
 """
 
 from .compute import _band, _make_accountant, _Progress, _row_job, band, build_report
-from .config import FORMATS, SAMPLINGS, ReportConfig, Segment, load_config
+from .config import FORMATS, ReportConfig, Segment, load_config
 from .hints import _group_functions
 from .render import REFERENCES, AccountantResult, Report, _f
 
 __all__ = ["ReportConfig", "Segment", "Report", "AccountantResult", "load_config", "build_report", "band",
-           "FORMATS", "SAMPLINGS", "REFERENCES"]
+           "FORMATS", "REFERENCES"]

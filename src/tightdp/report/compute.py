@@ -255,30 +255,12 @@ def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
     if not config.is_training:
         return {}
     rates = {s.sampling_rate for s in config.segments}
-    sampling = config.scheme or ("poisson" if config.sampling == "poisson" else "without-replacement")
     return guarantee_paragraphs(
-        sampling=sampling, sampling_rate=rates.pop() if len(rates) == 1 else None, batch_size=config.batch_size,
+        sampling=config.sampling, sampling_rate=rates.pop() if len(rates) == 1 else None, batch_size=config.batch_size,
         dataset_size=config.dataset_size, max_batch_size=config.max_batch_size,
         # the statement's group sentence describes 002's mixture-of-Gaussians analysis, which does not cover the
-        # issue-11 schemes: their group section says which bound it gives (hints._group_plan)
+        # schemes with their own function: their group section says which bound it gives (hints._group_plan)
         group_sizes=() if config.scheme else config.group_sizes, steps=config.total_steps)
-
-
-#: what each scheme's interval means next to Poisson accounting's (the report's caveat)
-SCHEME_CAVEATS = {
-    "random-allocation": "Random allocation (each example in exactly one step per epoch): both ends are certified "
-                         "(Feldman & Shenfeld 2026's PLD realisation, made certified by dominance). Poisson "
-                         "accounting describes a different sampling; it is the right figure only if batches were "
-                         "Poisson-sampled.",
-    "shuffle": "Shuffled fixed batches: no amplification theorem is known. The upper end is the guarantee without "
-               "amplification (sqrt(epochs)/σ-GDP), the lower end Chua et al.'s attack (2403.17673); the true ε lies "
-               "in between and no theorem closes the gap. Publishing Poisson accounting's ε for shuffled training "
-               "is not backed by any theorem.",
-    "truncated-poisson": "Truncated Poisson (batches capped at max_batch_size): the upper end is Ganesh 2025's "
-                         "dominating pair (dp-accounting's construction), the lower end Poisson sampling at the "
-                         "probability that a record survives the cut; the gap is the price of the analysis.",
-}
-SCHEME_CAVEATS["balls-and-bins"] = SCHEME_CAVEATS["random-allocation"]
 
 
 def _verdict(scheme: Bounds, poisson: Bounds) -> str:
@@ -309,7 +291,9 @@ def _scheme_job(config: ReportConfig) -> dict[str, Any]:
         row.update({"scheme": {"lower": sb.lower, "upper": sb.upper, "note": (sb.details or {}).get("note")},
                     "poisson": {"lower": pb.lower, "upper": pb.upper}, "verdict": _verdict(sb, pb)})
         rows.append(row)
-    return {"sampling": config.scheme, "caveat": SCHEME_CAVEATS[config.scheme], "rows": rows}
+    cls = config.sampling_scheme
+    return {"sampling": config.scheme, "scheme": cls.summary, "caveat": cls.report_caveat or cls.summary,
+            "rows": rows}
 
 
 def _tradeoff(curve: dict[str, Any]) -> dict[str, Any]:

@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability, check_real
-from ..mechanisms import Gaussian, Mechanism, PoissonSampled, SampledWithoutReplacement, mechanism_from_dict
+from ..mechanisms import Gaussian, Mechanism, PoissonSampled, mechanism_from_dict
+from ..sampling import SamplingScheme, scheme_class
 
-__all__ = ["SAMPLINGS", "FORMATS", "Segment", "ReportConfig", "load_config"]
+__all__ = ["FORMATS", "Segment", "ReportConfig", "load_config"]
 
-SAMPLINGS = ("poisson", "without_replacement", "random_allocation", "balls_and_bins", "shuffle", "truncated_poisson")
-#: the sampling schemes of issue 11: the run is accounted by ``dpsgd_epsilon(sampling=...)`` and the report
-#: compares it with Poisson accounting at the same noise, rate and steps (``ReportConfig.scheme``)
-SCHEMES = ("random_allocation", "balls_and_bins", "shuffle", "truncated_poisson")
-_EPOCH_SCHEMES = ("random_allocation", "balls_and_bins", "shuffle")
 FORMATS = ("markdown", "html", "json")
 _DEFAULT_DELTAS = (1e-5,)
 _DEFAULT_TARGETS = (1.0, 3.0, 8.0)
@@ -63,22 +59,36 @@ class ReportConfig:
         return bool(self.segments)
 
     @property
+    def sampling_scheme(self) -> type[SamplingScheme]:
+        """The class of ``training.sampling`` in the registry of ``tightdp.sampling``."""
+        return scheme_class(self.sampling)
+
+    @property
     def scheme(self) -> str | None:
-        """The ``dpsgd_epsilon(sampling=...)`` name of an issue-11 scheme (``None`` for Poisson and fixed
-        batches without replacement, which the accountants analyse themselves)."""
-        return self.sampling.replace("_", "-") if self.sampling in SCHEMES else None
+        """The registry name of a scheme answered by its own certified function (random allocation,
+        shuffling, truncated Poisson, ...); ``None`` for a scheme whose step mechanism the accountants analyse
+        themselves (Poisson, fixed batches)."""
+        cls = self.sampling_scheme
+        return None if cls.any_accountant else cls.name
+
+    def segment_scheme(self, seg: Segment) -> SamplingScheme:
+        """The scheme object of one segment (its rate; the config's sizes)."""
+        return self.sampling_scheme.from_options(sampling_rate=seg.sampling_rate, dataset_size=self.dataset_size,
+                                                 batch_size=self.batch_size, max_batch_size=self.max_batch_size)
 
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.segments) if self.segments else sum(c for _, c in self.events)
 
     def segment_mechanism(self, seg: Segment) -> Mechanism:
-        """The step the accountants compose; for an issue-11 scheme (``scheme``) the Poisson-subsampled
+        """The step the accountants compose; for a scheme with its own certified function (``scheme``) the Poisson-subsampled
         Gaussian at the same rate: the report's accountant table is then "what Poisson accounting says"."""
-        g = Gaussian(noise_multiplier=seg.noise_multiplier)
-        if self.sampling == "without_replacement":
-            return SampledWithoutReplacement(mechanism=g, sample_size=self.batch_size, dataset_size=self.dataset_size)
-        return PoissonSampled(mechanism=g, sampling_rate=seg.sampling_rate)
+        if self.sampling_scheme.any_accountant:
+            mech = self.segment_scheme(seg).step_mechanism(noise_multiplier=seg.noise_multiplier)
+            if mech is not None:
+                return mech
+        return PoissonSampled(mechanism=Gaussian(noise_multiplier=seg.noise_multiplier),
+                              sampling_rate=seg.sampling_rate)
 
     def ledger(self, upto: int | None = None) -> list[tuple[Mechanism, int]]:
         """The composed ``(mechanism, count)`` entries, optionally only the first ``upto`` steps."""
@@ -169,12 +179,14 @@ def _parse_training(t) -> dict[str, Any]:
         raise ValueError("training must be a table")
     _no_unknown("training", t, {"dataset_size", "batch_size", "sampling_rate", "epochs", "steps",
                                 "noise_multiplier", "schedule", "sampling", "max_batch_size"})
-    sampling = check_choice("training.sampling", t.get("sampling", "poisson"), SAMPLINGS)
+    cls = scheme_class(t.get("sampling"), argument="training.sampling")
+    sampling = cls.name.replace("-", "_")  # the config's spelling
+    epoch_based = cls.per_epoch
     max_b = check_count("training.max_batch_size", t["max_batch_size"]) if "max_batch_size" in t else None
-    if (max_b is not None) != (sampling == "truncated_poisson"):
-        raise ValueError("training.max_batch_size is required with sampling = 'truncated_poisson' and applies "
-                         "to it only")
-    if sampling in SCHEMES and "schedule" in t:
+    if (max_b is not None) != ("max_batch_size" in cls.options):
+        raise ValueError(f"training.max_batch_size is required with sampling = {sampling!r} and applies "
+                         "to schemes with a batch cap only")
+    if not cls.any_accountant and "schedule" in t:
         raise ValueError(f"training.schedule needs sampling = 'poisson' (sampling = {sampling!r} is accounted "
                          "for one constant noise multiplier)")
     n = check_count("training.dataset_size", t["dataset_size"]) if "dataset_size" in t else None
@@ -188,23 +200,24 @@ def _parse_training(t) -> dict[str, Any]:
             raise ValueError(f"training.batch_size ({b}) must be <= training.dataset_size ({n})")
         q = b / n
         per_epoch = math.ceil(n / b)
-        if sampling in _EPOCH_SCHEMES:  # ceil(N / B) batches an epoch, each record in one of them
+        if epoch_based:  # ceil(N / B) batches an epoch, each record in one of them
             q = 1.0 / per_epoch
     elif "sampling_rate" in t:
         q = check_probability("training.sampling_rate", t["sampling_rate"])
         per_epoch = math.ceil(1.0 / q)
-        if sampling in _EPOCH_SCHEMES and abs(per_epoch * q - 1.0) > 1e-9:
+        if epoch_based and abs(per_epoch * q - 1.0) > 1e-9:
             raise ValueError(f"training.sampling_rate must be 1/t (t steps per epoch) for sampling = {sampling!r}, "
                              f"got {q!r}; or give dataset_size and batch_size")
     else:
         q, per_epoch = None, None
-    if sampling == "without_replacement" and (n is None or b is None):
-        raise ValueError("training.sampling = 'without_replacement' needs dataset_size and batch_size")
-    if sampling == "truncated_poisson":
-        if n is None:
-            raise ValueError("training.dataset_size is required with sampling = 'truncated_poisson'")
-        if max_b > n:
-            raise ValueError(f"training.max_batch_size ({max_b}) must be <= training.dataset_size ({n})")
+    fixed_batches = "batch_size" in cls.options  # the scheme needs the batch size itself
+    if fixed_batches and (n is None or b is None):
+        raise ValueError(f"training.sampling = {sampling!r} needs dataset_size and batch_size")
+    if q is not None:  # the scheme's own checks (e.g. a batch cap within the data set), under the config's keys
+        try:
+            cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_b)
+        except ValueError as exc:
+            raise ValueError(f"training: {exc}") from None
 
     def seg(where: str, s: Mapping[str, Any], default_sigma=None) -> Segment:
         sigma = s.get("noise_multiplier", default_sigma)
@@ -213,14 +226,14 @@ def _parse_training(t) -> dict[str, Any]:
         sigma = check_positive(f"{where}.noise_multiplier", sigma)
         sq, spe = q, per_epoch
         if "sampling_rate" in s or "batch_size" in s:
-            if sampling == "without_replacement":
+            if fixed_batches:
                 raise ValueError(f"{where}: per-segment sampling needs sampling = 'poisson'")
             if "batch_size" in s:
                 if n is None:
                     raise ValueError(f"training.dataset_size is required with {where}.batch_size")
                 bs = check_count(f"{where}.batch_size", s["batch_size"])
                 sq, spe = bs / n, math.ceil(n / bs)
-                if sampling in _EPOCH_SCHEMES:
+                if epoch_based:
                     sq = 1.0 / spe
             else:
                 sq = check_probability(f"{where}.sampling_rate", s["sampling_rate"])
@@ -231,7 +244,7 @@ def _parse_training(t) -> dict[str, Any]:
             raise ValueError(f"{where}: give exactly one of epochs and steps")
         steps = (check_count(f"{where}.epochs", s["epochs"]) * spe if "epochs" in s
                  else check_count(f"{where}.steps", s["steps"]))
-        if sampling in _EPOCH_SCHEMES and steps % spe:
+        if epoch_based and steps % spe:
             raise ValueError(f"{where}.steps ({steps}) must be a whole number of epochs of {spe} steps for "
                              f"sampling = {sampling!r}")
         return Segment(sigma, sq, steps)

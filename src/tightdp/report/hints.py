@@ -24,8 +24,9 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
         return "No target epsilons given (privacy.target_epsilons).", []
     if not config.is_training:
         return "Calibration hints are given for training runs (a [training] table).", []
-    if config.sampling == "without_replacement":
-        return "Calibration hints use Poisson sampling; this run samples fixed batches without replacement.", []
+    if "batch_size" in config.sampling_scheme.options:
+        return (f"Calibration hints are given for schemes set by their sampling rate; this run samples "
+                f"{config.sampling_scheme.summary}."), []
     if len({s.sampling_rate for s in config.segments}) != 1:
         return "Calibration hints need one sampling rate across the schedule.", []
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
@@ -98,15 +99,16 @@ def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
     if fn is None:
         return "Group-level epsilon needs `tightdp.group_epsilon`, which this installation does not provide.", []
     if config.scheme:
-        from ..group import SCHEME_GROUP
+        from ..sampling import GroupAnalysis
 
-        if SCHEME_GROUP[config.scheme] is not None:
-            return f"Group-level epsilon for {config.scheme} sampling: {SCHEME_GROUP[config.scheme]}.", []
+        cls = config.sampling_scheme
+        if cls.group_analysis is GroupAnalysis.NONE:
+            return f"Group-level epsilon for {config.scheme} sampling: {cls.group_reason}.", []
         return (f"Certified upper bounds on epsilon for groups of up to k examples under {config.scheme} sampling "
-                "(`tightdp.group_epsilon(sampling=...)`): " + ("k sqrt(epochs)/σ-GDP without amplification"
-                if config.scheme == "shuffle" else "the smaller of the group-privacy lemma on the certified "
-                "example-level curve and k sqrt(epochs)/σ-GDP without amplification") + "."), list(config.group_sizes)
-    if not config.is_training or config.sampling != "poisson":
+                f"(`tightdp.group_epsilon(sampling=...)`). {cls.group_sentence()}"), list(config.group_sizes)
+    from ..sampling import Poisson
+
+    if not config.is_training or config.sampling_scheme is not Poisson:
         return ("Group-level epsilon is computed for Poisson-sampled training runs "
                 "(add/remove of up to k examples)."), []
     if len(config.segments) > 1 and sched is None:

@@ -65,7 +65,7 @@ class Report:
     plot_names: list[str] = field(default_factory=list)
     tradeoff: dict[str, Any] = field(default_factory=dict)
     guarantee: dict[str, list[str]] = field(default_factory=dict)
-    #: issue 11's schemes: the scheme's certified interval against Poisson accounting, per delta
+    #: a scheme with its own certified function: its interval against Poisson accounting, per delta
     #: (``tightdp.report.compute._scheme_job``); empty for Poisson and fixed batches
     scheme: dict[str, Any] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
@@ -302,7 +302,7 @@ def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
 
 
 def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
-    """"What you ran vs what Poisson accounting says" (issue 11): the scheme's certified interval next to
+    """"What you ran vs what Poisson accounting says": the scheme's certified interval next to
     Poisson accounting's at the same noise multiplier, sampling rate and steps, with the scheme's caveat."""
     name = scheme["sampling"]
     out: list[tuple[str, Any]] = [("h2", "What you ran vs what Poisson accounting says")]
@@ -423,16 +423,6 @@ def _run_dict(c: ReportConfig) -> dict[str, Any]:
     return {"events": [{"mechanism": m.to_dict(), "count": n} for m, n in c.events]}
 
 
-_SAMPLING_WORDS = {
-    "poisson": "Poisson (add/remove neighbours)",
-    "without_replacement": "fixed batches without replacement (substitute neighbours)",
-    "random_allocation": "random allocation: each example in exactly one step per epoch (add/remove neighbours)",
-    "balls_and_bins": "balls and bins: each example in exactly one step per epoch (add/remove neighbours)",
-    "shuffle": "shuffled fixed batches, a new permutation each epoch (zero-out neighbours)",
-    "truncated_poisson": "Poisson batches cut to the maximum batch size (add/remove neighbours)",
-}
-
-
 def _run_rows(c: ReportConfig) -> list[list[str]]:
     rows = []
     if c.is_training:
@@ -440,7 +430,8 @@ def _run_rows(c: ReportConfig) -> list[list[str]]:
             rows.append(["data set size", f"{c.dataset_size:,}"])
         if c.batch_size:
             rows.append(["batch size", f"{c.batch_size:,}"])
-        rows.append(["sampling", _SAMPLING_WORDS.get(c.sampling, c.sampling)])
+        cls = c.sampling_scheme
+        rows.append(["sampling", f"{cls.summary} ({cls.relations[0].value} neighbours)"])
         if c.max_batch_size:
             rows.append(["maximum batch size", f"{c.max_batch_size:,}"])
         if c.steps_per_epoch:
