@@ -1,0 +1,15 @@
+"""Correlated-noise training (matrix mechanism: DP-FTRL / tree aggregation, banded MF, BLT) with certified bounds.
+
+* ``strategies``: the strategy matrix ``C`` (``Identity``, ``BinaryTree``, ``BandedToeplitz``, ``BLT``,
+  ``DenseStrategy``; ``as_strategy`` from a ``c_col`` array, a matrix or jax_privacy's ``BufferedToeplitz``);
+* ``sensitivity``: participation patterns (``SINGLE``, ``MinSeparation``, ``Cyclic``) and the certified
+  two-sided sensitivity ``sensitivity(strategy, participation, steps=n)``.
+"""
+
+from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, pattern_value, sensitivity
+from .strategies import BLT, BandedToeplitz, BinaryTree, DenseStrategy, Identity, Strategy, as_strategy, \
+    strategy_from_dict
+
+__all__ = ["Strategy", "Identity", "BinaryTree", "BandedToeplitz", "BLT", "DenseStrategy", "as_strategy",
+           "strategy_from_dict", "Participation", "MinSeparation", "Cyclic", "SINGLE", "SensitivityBounds",
+           "sensitivity", "pattern_value"]
