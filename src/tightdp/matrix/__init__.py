@@ -13,3 +13,9 @@ from .strategies import BLT, BandedToeplitz, BinaryTree, DenseStrategy, Identity
 __all__ = ["Strategy", "Identity", "BinaryTree", "BandedToeplitz", "BLT", "DenseStrategy", "as_strategy",
            "strategy_from_dict", "Participation", "MinSeparation", "Cyclic", "SINGLE", "SensitivityBounds",
            "sensitivity", "pattern_value"]
+
+from .accounting import (BallsInBins, CyclicPoisson, EpochAllocation, NoAmplification, PoissonSampling,  # noqa: E402
+                         Sampler, matrix_epsilon)
+
+__all__ += ["Sampler", "NoAmplification", "CyclicPoisson", "PoissonSampling", "BallsInBins", "EpochAllocation",
+            "matrix_epsilon"]

@@ -92,6 +92,15 @@ class MinSeparation(Participation):
         fit = -(-n // self.min_sep)
         return fit if self.max_participations is None else min(fit, self.max_participations)
 
+    def count(self, n: int, limit: int) -> int:
+        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``."""
+        total = 0
+        for r in range(1, self.max_count(n) + 1):
+            total += math.comb(n - (r - 1) * (self.min_sep - 1), r)
+            if total > limit:
+                return limit + 1
+        return total
+
     def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
         k, b = self.max_count(n), self.min_sep
 
@@ -214,22 +223,44 @@ def _pattern_bounds(m_full: np.ndarray, pattern) -> tuple[float, float, np.ndarr
     return lo, max(hi, lo), signs
 
 
-def _dp_max(x: np.ndarray, sep: int, k: int) -> np.ndarray:
+def _dp_max(x: np.ndarray, sep: int, k: int, *, keep: bool = False) -> np.ndarray:
     """``F[j, i]``: the largest sum of at most ``j`` entries of ``x[i:]``, pairwise ``>= sep`` apart
-    (BandMF paper Alg. 3; rows ``x`` may be a matrix: one programme per row, vectorised)."""
+    (BandMF paper Alg. 3; rows ``x`` may be a matrix: one programme per row, vectorised). Only the last layer
+    ``F[k]`` unless ``keep`` (the traceback needs them all)."""
     x = np.atleast_2d(x)
     r, n = x.shape
-    f = np.zeros((k + 1, r, n + sep))
-    for j in range(1, k + 1):
+    prev = np.zeros((r, n + sep))
+    layers = [prev] if keep else None
+    for _ in range(k):
         g = np.zeros((r, n + sep))
-        g[:, :n] = x + f[j - 1][:, sep:sep + n]
-        f[j] = np.maximum.accumulate(g[:, ::-1], axis=1)[:, ::-1]
-    return f
+        g[:, :n] = x + prev[:, sep:sep + n]
+        prev = np.maximum.accumulate(g[:, ::-1], axis=1)[:, ::-1]
+        if keep:
+            layers.append(prev)
+    return np.stack(layers) if keep else prev
+
+
+def _top_k_sum(x: np.ndarray, k: int) -> np.ndarray:
+    """Row-wise sum of the ``k`` largest positive entries: the separation constraint relaxed (an upper bound)."""
+    x = np.atleast_2d(x)
+    k = min(k, x.shape[1])
+    part = -np.partition(-x, k - 1, axis=1)[:, :k]
+    return np.maximum(part, 0.0).sum(axis=1)
+
+
+def _two_stage_bound(absm: np.ndarray, sep: int, k: int) -> float:
+    """F5: the two-stage dynamic programme on ``|M|``; when it would cost more than ~1e9 operations the
+    separation is relaxed (sums of the ``k`` largest entries): still an upper bound."""
+    n = absm.shape[0]
+    if sep == 1 or k * n * n > 1e9:
+        return float(_top_k_sum(_top_k_sum(absm, k)[None, :], k)[0])
+    row = _dp_max(absm, sep, k)[:, 0]
+    return float(_dp_max(row, sep, k)[0, 0])
 
 
 def _dp_pattern(x: np.ndarray, sep: int, k: int) -> tuple[float, tuple[int, ...]]:
     """The DP's optimum for one vector ``x`` and a pattern attaining it (traceback)."""
-    f = _dp_max(x, sep, k)[:, 0, :]
+    f = _dp_max(x, sep, k, keep=True)[:, 0, :]
     n = x.size
     pat, i, j = [], 0, k
     while j > 0 and i < n:
@@ -311,14 +342,17 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
                        f"{b}-banded strategy, patterns {sep} apart: orthogonal columns (F3)", True)
     m = c.T @ c
     nonneg = bool(np.all(m >= 0))
+    if nonneg and isinstance(participation, MinSeparation) and sep == 1 and k >= n:
+        # every step may be taken: with M >= 0 adding a step never lowers the value (F1), so all steps is worst
+        val = pattern_value(c, range(n))
+        return _finish(val, val, n, n, kappa2, tuple(range(n)), (1,) * n,
+                       "non-negative Gram matrix, every step allowed: all steps is worst (F1)", True)
     pats = None
     if isinstance(participation, Cyclic):
         pats = list(participation.patterns(n))
     else:
-        gen = participation.patterns(n)
-        pats = list(itertools.islice(gen, BRUTE_FORCE_LIMIT + 1))
-        if len(pats) > BRUTE_FORCE_LIMIT:
-            pats = None
+        if participation.count(n, BRUTE_FORCE_LIMIT) <= BRUTE_FORCE_LIMIT:
+            pats = list(participation.patterns(n))
     if pats is not None:  # exact search over every pattern (subsets: F2's bounds cover them too)
         best_lo, best_hi, arg, arg_s = -math.inf, -math.inf, None, None
         for p in pats:
@@ -337,8 +371,7 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
                                                      " (signed Gram matrix: signs below, F2 above)")
         return _finish(best_lo, max(best_hi, best_lo), n, k, kappa2, arg, arg_s, how, exact)
     # F5 upper bound, explicit patterns below
-    row = _dp_max(np.abs(m), sep, k)[k, :, 0]
-    hi = float(_dp_max(row, sep, k)[k, 0, 0])
+    hi = _two_stage_bound(np.abs(m), sep, k)
     cands = [_dp_pattern(col2, sep, k)[1], tuple(range(0, sep * k, sep))[:k],
              tuple(range(n - 1 - sep * (k - 1), n, sep))[-k:]]
     best_lo, arg, arg_s = -math.inf, None, None
