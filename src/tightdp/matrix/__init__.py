@@ -19,3 +19,7 @@ from .accounting import (BallsInBins, CyclicPoisson, EpochAllocation, NoAmplific
 
 __all__ += ["Sampler", "NoAmplification", "CyclicPoisson", "PoissonSampling", "BallsInBins", "EpochAllocation",
             "matrix_epsilon"]
+
+from .calibration import MatrixCalibration, calibrate_matrix_noise  # noqa: E402
+
+__all__ += ["MatrixCalibration", "calibrate_matrix_noise"]

@@ -136,7 +136,7 @@ def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_er
 
 
 def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, rel_error=None,
-                     fracs=(0.0, 0.02, 0.1, 0.3)):
+                     fracs=(0.0, 0.1)):
     """``(lower, upper, (c, d) used above, (c', d') used below)``: the best of a few sandwiches, each certified.
     ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise)."""
     t = g.shape[0]
@@ -149,20 +149,16 @@ def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, 
         for f in fracs:  # pick the sandwich on a coarse accuracy, then certify it at the one asked for
             c, d = upper_sandwich(g, f)
             r = _pair_epsilon(c, d, sigma, t, delta, coarse, None)
-            if r is not None and r[2] < best_up:
-                best_up, arg_up = r[2], (c, d)
-    best_lo, arg_lo = 0.0, None
-    for f in (1.0, 0.0):
+            if r is not None and r[1] < best_up:  # by the estimate: the coarse ends are wide
+                best_up, arg_up = r[1], (c, d)
+    lo, arg_lo = 0.0, None
+    for f in (1.0, 0.0):  # two candidates, each certified at the accuracy asked for
         c, d = lower_sandwich(g, f)
-        r = _pair_epsilon(c, d, sigma, t, delta, coarse, None)
-        if r is not None and r[0] > best_lo:
-            best_lo, arg_lo = r[0], (c, d)
+        r = _pair_epsilon(c, d, sigma, t, delta, eps_error, rel_error)
+        if r is not None and r[0] > lo:
+            lo, arg_lo = r[0], (c, d)
     up = math.inf
     if arg_up is not None:
         r = _pair_epsilon(*arg_up, sigma, t, delta, eps_error, rel_error)
         up = r[2] if r is not None else math.inf
-    lo = 0.0
-    if arg_lo is not None:
-        r = _pair_epsilon(*arg_lo, sigma, t, delta, eps_error, rel_error)
-        lo = r[0] if r is not None else 0.0
     return lo, up, arg_up, arg_lo
