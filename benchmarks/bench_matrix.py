@@ -47,8 +47,14 @@ def main(argv=None) -> int:
     ap.add_argument("--mc-samples", type=int, default=20000)
     args = ap.parse_args(argv)
     import tightdp
-    from tightdp.matrix import (BallsInBins, CyclicPoisson, MinSeparation, NoAmplification, PoissonSampling,
-                                matrix_epsilon)
+    from tightdp.matrix import (
+        BallsInBins,
+        CyclicPoisson,
+        MinSeparation,
+        NoAmplification,
+        PoissonSampling,
+        matrix_epsilon,
+    )
     c = coefs(B)
     samplers = {
         "single participation": NoAmplification(),
@@ -86,7 +92,7 @@ def main(argv=None) -> int:
               "delta_3sigma": [est - 3 * se, est + 3 * se], "samples_needed_for_delta": int(need),
               "seconds_needed_extrapolated": dt * need / args.mc_samples,
               "note": "remove direction only (jax_privacy samples the included case)"}
-    out = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), "python": platform.python_version(),
+    out = {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "python": platform.python_version(),
            "setting": {"steps": N, "bands": B, "noise_multiplier": SIGMA, "delta": DELTA,
                        "strategy": "optimal max-error Toeplitz coefficients, 64 bands, unit column norm"},
            "rows": rows, "monte_carlo": mc, "note": "shared 2-core machine under load"}

@@ -8,13 +8,26 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
 from conftest import gdp_delta_mp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from tightdp import ConnectDotsAccountant, Gaussian, RandomAllocation, dpsgd_epsilon
-from tightdp.matrix import (SINGLE, BallsInBins, BandedToeplitz, BinaryTree, CyclicPoisson, DenseStrategy,
-                            EpochAllocation, Identity, MinSeparation, NoAmplification, PoissonSampling,
-                            calibrate_matrix_noise, matrix_epsilon, sensitivity)
+from tightdp.matrix import (
+    BallsInBins,
+    BandedToeplitz,
+    BinaryTree,
+    CyclicPoisson,
+    DenseStrategy,
+    EpochAllocation,
+    Identity,
+    MinSeparation,
+    NoAmplification,
+    PoissonSampling,
+    calibrate_matrix_noise,
+    matrix_epsilon,
+    sensitivity,
+)
 
 
 def _bandmf_coefs(b: int) -> np.ndarray:

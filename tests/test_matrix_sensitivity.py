@@ -8,16 +8,29 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tightdp.matrix import (BLT, SINGLE, BandedToeplitz, BinaryTree, Cyclic, DenseStrategy, Identity, MinSeparation,
-                            as_strategy, pattern_value, sensitivity, strategy_from_dict)
+from tightdp.matrix import (
+    BLT,
+    SINGLE,
+    BandedToeplitz,
+    BinaryTree,
+    Cyclic,
+    DenseStrategy,
+    Identity,
+    MinSeparation,
+    as_strategy,
+    pattern_value,
+    sensitivity,
+    strategy_from_dict,
+)
 
 
 def _all_patterns(n, k, sep):
     for r in range(1, k + 1):
         for p in itertools.combinations(range(n), r):
-            if all(b - a >= sep for a, b in zip(p, p[1:])):
+            if all(b - a >= sep for a, b in itertools.pairwise(p)):
                 yield p
 
 

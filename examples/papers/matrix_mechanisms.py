@@ -31,8 +31,18 @@ try:
 except ImportError:
     from ._common import Report, fmt, interval, parse_args
 
-from tightdp.matrix import (BallsInBins, BandedToeplitz, BinaryTree, CyclicPoisson, Identity, MinSeparation,
-                            NoAmplification, PoissonSampling, matrix_epsilon, sensitivity)
+from tightdp.matrix import (
+    BallsInBins,
+    BandedToeplitz,
+    BinaryTree,
+    CyclicPoisson,
+    Identity,
+    MinSeparation,
+    NoAmplification,
+    PoissonSampling,
+    matrix_epsilon,
+    sensitivity,
+)
 
 N_STEPS, DATASET, BATCH, DELTA = 2000, 50_000, 500, 1e-6
 
@@ -74,9 +84,9 @@ def main() -> None:
         partial = N_STEPS % b != 0
         inside = paper is not None and ours.lower <= paper <= ours.upper + 2e-3 * ours.upper
         consistent = paper is not None and ours.lower <= paper and (inside or partial)
-        why = ("the theorem charges the last, partial round (n mod b = %d steps) the full column norm; tightdp "
-               "charges its own, smaller one, so the theorem's value lies above the certified upper end" % (N_STEPS % b)
-               ) if partial and not inside else ("inside the interval (+0.2 %% for dp_accounting's discretisation)")
+        why = (f"the theorem charges the last, partial round (n mod b = {N_STEPS % b} steps) the full column norm; "
+               "tightdp charges its own, smaller one, so the theorem's value lies above the certified upper end"
+               ) if partial and not inside else "inside the interval (+0.2 % for dp_accounting's discretisation)"
         rep.row(f"BandMF Thm 1, σ = {sigma:g}, b = {b}, q = {q:g}, n = {N_STEPS}", paper, float(ours.estimate),
                 interval(ours), f"paper's accounting via dp_accounting (PLD, pessimistic, mesh 1e-4); {why}; "
                 f"{dt:.2f} s", key=f"bandmf_{sigma:g}_{b}",

@@ -16,9 +16,10 @@ chosen gradients are no worse than non-adaptive ones of the same norms (Denisov 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,10 +32,18 @@ from ..mechanisms.subsampled import PoissonSampled
 from ..schemes import allocation_epsilon
 from .allocation import mode_gram, sandwich_epsilon
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
-from .strategies import Strategy, as_strategy
+from .strategies import Strategy, as_strategy, reject
 
-__all__ = ["Sampler", "NoAmplification", "CyclicPoisson", "PoissonSampling", "BallsInBins", "EpochAllocation",
-           "matrix_epsilon"]
+__all__ = [
+    "BallsInBins",
+    "CyclicPoisson",
+    "EpochAllocation",
+    "NoAmplification",
+    "PoissonSampling",
+    "Sampler",
+    "matrix_epsilon",
+    "sampler_from_dict",
+]
 
 _U = float(np.finfo(float).eps) / 2
 Ledger = list  # [(Mechanism, count)]
@@ -66,7 +75,7 @@ def _clusters(values, max_groups: int = 4, tol: float = 1e-9) -> list[np.ndarray
     ``max_groups`` runs are cut into ``max_groups`` equal parts instead (coarser, still safe below)."""
     s = np.sort(np.asarray(values, float))[::-1]
     cuts = [0] + [i for i in range(1, s.size) if s[i] < s[i - 1] * (1 - tol)] + [s.size]
-    runs = [s[a:b] for a, b in zip(cuts, cuts[1:])]
+    runs = [s[a:b] for a, b in itertools.pairwise(cuts)]
     if len(runs) > max_groups:  # merge neighbouring runs, keeping the split points between the largest gaps
         runs = [p for p in np.array_split(s, max_groups) if p.size]
     return runs
@@ -86,6 +95,16 @@ def _grouped_up(values, n: int) -> list[tuple[float, int]]:
 class Sampler:
     """How a user's participations are drawn (abstract). ``ledgers`` returns ``(lower, upper, details)``."""
 
+    #: name in ``to_dict`` (a run description / strategy file)
+    type_name: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type_name}
+        for k, v in self.__dict__.items():
+            out[k] = {"type": "min_separation" if isinstance(v, MinSeparation) else "cyclic", **v.__dict__} \
+                if isinstance(v, Participation) else v
+        return out
+
     def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Ledger, dict[str, Any]]:
         raise NotImplementedError
 
@@ -104,11 +123,13 @@ class NoAmplification(Sampler):
     al. 2023 Sec. 2). Upper ledger: the certified sensitivity upper bound; lower ledger: the worst explicit
     pattern's attained sensitivity (equal when the sensitivity is exact)."""
 
+    type_name: ClassVar[str] = "no_amplification"
+
     participation: Participation = SINGLE
 
     def __post_init__(self):
         if not isinstance(self.participation, Participation):
-            raise ValueError(f"participation must be a Participation, got {self.participation!r}")
+            reject(f"participation must be a Participation, got {self.participation!r}")
 
     def ledgers(self, strategy, sigma, n):
         s = sensitivity(strategy, self.participation, steps=n)
@@ -137,6 +158,8 @@ class CyclicPoisson(Sampler):
     0); lower ledger: group 0 with the gradient scaled to the grouped column norms (an explicit pair).
     ``period = 1`` is DP-SGD at rate ``sampling_rate``.
     """
+
+    type_name: ClassVar[str] = "cyclic_poisson"
 
     sampling_rate: float
     period: int | None = None
@@ -198,6 +221,8 @@ class PoissonSampling(Sampler):
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps.
     """
 
+    type_name: ClassVar[str] = "poisson"
+
     sampling_rate: float
 
     def __post_init__(self):
@@ -234,6 +259,8 @@ class BallsInBins(Sampler):
     implemented, so the interval can be wide (``details`` say which end came from where).
     """
 
+    type_name: ClassVar[str] = "balls_in_bins"
+
     cycle_length: int
 
     def __post_init__(self):
@@ -260,6 +287,8 @@ class EpochAllocation(Sampler):
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs.
     """
 
+    type_name: ClassVar[str] = "epoch_allocation"
+
     steps_per_epoch: int
 
     def __post_init__(self):
@@ -270,6 +299,31 @@ class EpochAllocation(Sampler):
 
     def describe(self):
         return f"random allocation afresh each epoch of {self.steps_per_epoch} steps"
+
+
+def sampler_from_dict(data: dict[str, Any]) -> Sampler:
+    """Rebuild a sampler from ``Sampler.to_dict()`` output (a run description, a CLI strategy file).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``type`` or bad fields.
+    """
+    types = {c.type_name: c for c in (NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins, EpochAllocation)}
+    if not isinstance(data, dict) or data.get("type") not in types:
+        reject(f"sampler must be a dict with 'type' one of {sorted(types)}, got {data!r}")
+    kw = {k: v for k, v in data.items() if k != "type"}
+    part = kw.get("participation")
+    if isinstance(part, dict):
+        pk = {k: v for k, v in part.items() if k != "type"}
+        kind = part.get("type")
+        if kind not in ("min_separation", "cyclic"):
+            reject(f"participation type must be 'min_separation' or 'cyclic', got {kind!r}")
+        kw["participation"] = MinSeparation(**pk) if kind == "min_separation" else Cyclic(**pk)
+    try:
+        return types[data["type"]](**kw)
+    except TypeError as exc:
+        raise ValueError(f"sampler {data['type']!r}: {exc}") from None
 
 
 def _epsilon_of(ledger: Ledger, delta: float, eps_error, rel_error) -> Bounds:
@@ -377,7 +431,7 @@ def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: floa
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     sampler = NoAmplification() if sampler is None else sampler
     if not isinstance(sampler, Sampler):
-        raise ValueError(f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins or "
+        reject(f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins or "
                          f"EpochAllocation, "
                          f"got {sampler!r}")
     head = {"strategy": strat.describe(), "sampler": sampler.describe(), "steps": n}

@@ -40,7 +40,7 @@ from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from .strategies import Strategy
 
-__all__ = ["mode_gram", "upper_sandwich", "lower_sandwich", "sandwich_epsilon", "MIN_ALLOCATION_SIGMA"]
+__all__ = ["MIN_ALLOCATION_SIGMA", "lower_sandwich", "mode_gram", "sandwich_epsilon", "upper_sandwich"]
 
 _U = float(np.finfo(float).eps) / 2
 #: below this noise multiplier per unit sensitivity the allocation's lattice is too long to be practical

@@ -20,7 +20,7 @@ from ..bounds import Bounds
 from ..errors import PrecisionError
 from .accounting import Sampler, matrix_epsilon
 
-__all__ = ["MatrixCalibration", "calibrate_matrix_noise", "DIGITS"]
+__all__ = ["DIGITS", "MatrixCalibration", "calibrate_matrix_noise"]
 
 #: significant digits of the returned noise multiplier (rounded up)
 DIGITS = 4
@@ -94,7 +94,7 @@ def calibrate_matrix_noise(*, target_epsilon: float, delta: float, strategy, ste
             lo, hi = hi, hi * 2.0
             if hi > max_noise:
                 raise ValueError(f"target_epsilon {target!r} is not met even with noise_multiplier {max_noise:g}")
-    g = lambda u: upper(math.exp(u)) - target  # noqa: E731
+    g = lambda u: upper(math.exp(u)) - target
     u = falling_root(g, math.log(lo), math.log(hi), xtol=1e-5)
     sigma = _round_up(math.exp(u), DIGITS)
     best = matrix_epsilon(strategy=strategy, noise_multiplier=sigma, steps=steps, delta=delta, sampler=sampler,

@@ -37,16 +37,23 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
 from .._validation import check_count
-from .strategies import Strategy
+from .strategies import Strategy, reject
 
-__all__ = ["Participation", "MinSeparation", "Cyclic", "SINGLE", "SensitivityBounds", "sensitivity",
-           "pattern_value"]
+__all__ = [
+    "SINGLE",
+    "Cyclic",
+    "MinSeparation",
+    "Participation",
+    "SensitivityBounds",
+    "pattern_value",
+    "sensitivity",
+]
 
 _U = float(np.finfo(float).eps) / 2
 #: patterns enumerated at most by the exact search (beyond it: certified bounds)
@@ -199,7 +206,7 @@ def _best_signs(m: np.ndarray) -> tuple[float, np.ndarray]:
             if v > best:
                 best, arg = v, s
         return best, arg
-    w, v = np.linalg.eigh(m)
+    v = np.linalg.eigh(m)[1]
     s = np.where(v[:, -1] >= 0, 1.0, -1.0)
     val = float(s @ m @ s)
     for _ in range(4 * k):  # single flips while they help
@@ -302,9 +309,9 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
     """
     n = check_count("steps", steps)
     if not isinstance(strategy, Strategy):
-        raise ValueError(f"strategy must be a tightdp.matrix Strategy, got {strategy!r}")
+        reject(f"strategy must be a tightdp.matrix Strategy, got {strategy!r}")
     if not isinstance(participation, Participation):
-        raise ValueError(f"participation must be a Participation (SINGLE, MinSeparation, Cyclic), "
+        reject(f"participation must be a Participation (SINGLE, MinSeparation, Cyclic), "
                          f"got {participation!r}")
     k = participation.max_count(n)
     coefs = strategy.toeplitz_coefs(n)

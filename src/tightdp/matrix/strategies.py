@@ -27,16 +27,29 @@ import numpy as np
 
 from .._validation import check_count
 
-__all__ = ["Strategy", "Identity", "BinaryTree", "BandedToeplitz", "BLT", "DenseStrategy", "strategy_from_dict",
-           "as_strategy"]
+__all__ = [
+    "BLT",
+    "BandedToeplitz",
+    "BinaryTree",
+    "DenseStrategy",
+    "Identity",
+    "Strategy",
+    "as_strategy",
+    "strategy_from_dict",
+]
 
 #: largest number of steps a strategy is materialised for (an n x n float matrix: 8 n^2 bytes)
 MAX_STEPS = 20_000
 
 
+def reject(message: str):
+    """Raise the ``ValueError`` every bad input gets in tightdp (wrong types included: one exception to catch)."""
+    raise ValueError(message)
+
+
 def _float_vector(name: str, values, *, min_len: int = 1) -> np.ndarray:
     if isinstance(values, (str, bytes)):
-        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}")
+        reject(f"{name} must be a sequence of numbers, got {values!r}")
     try:
         a = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
