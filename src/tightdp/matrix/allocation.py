@@ -44,7 +44,7 @@ __all__ = ["MIN_ALLOCATION_SIGMA", "lower_sandwich", "mode_gram", "sandwich_epsi
 
 _U = float(np.finfo(float).eps) / 2
 #: below this noise multiplier per unit sensitivity the allocation's lattice is too long to be practical
-MIN_ALLOCATION_SIGMA = 0.8
+MIN_ALLOCATION_SIGMA = 1.0
 
 
 def mode_gram(strategy: Strategy, n: int, t: int) -> np.ndarray:
@@ -68,56 +68,76 @@ def _error(g: np.ndarray, extra: float = 0.0) -> float:
     return (64.0 * t * _U + 1e-10) * (float(np.linalg.norm(g, "fro")) + extra)
 
 
-def upper_sandwich(g: np.ndarray, frac: float) -> tuple[float, float]:
-    """``(c, d)`` with ``G <= c J + d I`` (checked), ``d`` a fraction ``frac`` of the way from the least admissible
-    value (the top eigenvalue of ``G`` on the complement of the ones vector) to the largest eigenvalue."""
-    t = g.shape[0]
-    ones = np.ones(t) / math.sqrt(t)
-    p = np.eye(t) - np.outer(ones, ones)
-    w_perp = np.linalg.eigvalsh(p @ g @ p)
-    lam_top = float(np.linalg.eigvalsh(g)[-1])
-    d_min = max(float(w_perp[-1]), 0.0)
-    d = d_min + max(frac, 1e-9) * max(lam_top - d_min, 1e-12 * lam_top)
-    h = g - d * np.eye(t)
-    # c = max over a with 1^T a = 1 of a^T H a: H is negative definite on the complement of 1
-    q = np.linalg.qr(np.column_stack([np.ones(t), np.eye(t)[:, :t - 1]]))[0][:, 1:]
-    a_mat = q.T @ h @ q
-    b = q.T @ h @ np.ones(t) / t
-    c = float(np.ones(t) @ h @ np.ones(t)) / t ** 2
+class _Spectra:
+    """The eigen-decompositions every sandwich needs, computed once: ``G`` and ``G`` restricted to the complement
+    of the ones vector (orthonormal basis ``Q`` from a Householder reflection)."""
+
+    def __init__(self, g: np.ndarray):
+        t = g.shape[0]
+        self.g, self.t = g, t
+        self.w, self.v = np.linalg.eigh(g)
+        self.proj = self.v.T @ np.ones(t)
+        u = np.ones(t) / math.sqrt(t)
+        u[0] -= 1.0  # Householder: I - 2 u u^T / |u|^2 maps e_0 to the normalised ones vector (up to sign)
+        nu = float(u @ u)
+        h = np.eye(t) - (2.0 / nu) * np.outer(u, u) if nu > 0 else np.eye(t)
+        q = h[:, 1:]
+        self.beta, self.u = np.linalg.eigh(q.T @ g @ q) if t > 1 else (np.zeros(0), np.zeros((0, 0)))
+        self.bq = self.u.T @ (q.T @ g @ np.ones(t)) / t if t > 1 else np.zeros(0)
+        self.mean = float(np.ones(t) @ g @ np.ones(t)) / t ** 2
+        self.d_floor = max(float(self.beta[-1]), 0.0) if t > 1 else 0.0
+
+
+def upper_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[float, float]:
+    """``(c, d)`` with ``G <= c J + d I``: ``d`` a fraction ``frac`` of the way from the least admissible value (the
+    top eigenvalue of ``G`` on the complement of the ones vector) to the largest eigenvalue, ``c`` the least then
+    admissible, ``max_{1^T a = 1} a^T (G - d I) a`` (a Schur complement). ``verify``: the inequality is checked by
+    an eigenvalue solve and ``d`` raised by the residual and the solver's error bound."""
+    t, g = sp.t, sp.g
+    lam_top = float(sp.w[-1])
+    d = sp.d_floor + max(frac, 1e-9) * max(lam_top - sp.d_floor, 1e-12 * lam_top)
+    c = sp.mean - d / t
     if t > 1:
-        c -= float(b @ np.linalg.solve(a_mat, b))
+        gap = d - sp.beta
+        live = sp.bq != 0.0
+        if np.any(live & (gap <= 0.0)):
+            return math.inf, d  # no finite c at this d (refused by _pair_epsilon)
+        c += float(np.sum(sp.bq[live] ** 2 / gap[live]))
     c = max(c, 0.0)
-    resid = float(np.linalg.eigvalsh(c * np.ones((t, t)) + d * np.eye(t) - g)[0])
-    d += max(0.0, -resid) + _error(g, c * t + d)
+    if verify:
+        resid = float(np.linalg.eigvalsh(c * np.ones((t, t)) + d * np.eye(t) - g)[0])
+        d += max(0.0, -resid) + _error(g, c * t + d)
     return c, d
 
 
-def lower_sandwich(g: np.ndarray, frac: float) -> tuple[float, float]:
-    """``(c', d')`` with ``c' J + d' I <= G`` (checked): ``d'`` a fraction ``frac`` of ``lambda_min(G)``, ``c'`` the
-    largest then admissible, ``1 / (1^T (G - d' I)^+ 1)`` (zero when ``1`` leaves the range)."""
-    t = g.shape[0]
-    w, v = np.linalg.eigh(g)
+def lower_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[float, float]:
+    """``(c', d')`` with ``c' J + d' I <= G``: ``d'`` a fraction ``frac`` of ``lambda_min(G)``, ``c'`` the largest then
+    admissible, ``1 / (1^T (G - d' I)^+ 1)`` (zero when ``1`` leaves the range). ``verify``: checked as above, the
+    constants lowered by the residual and the solver's error bound."""
+    t, g, w = sp.t, sp.g, sp.w
     d = max(0.0, frac * float(w[0]))
     lam = w - d
-    proj = v.T @ np.ones(t)
     tol = 1e-9 * max(float(w[-1]), 1e-300)
-    if np.any((lam <= tol) & (np.abs(proj) > 1e-9 * math.sqrt(t))):
+    if np.any((lam <= tol) & (np.abs(sp.proj) > 1e-9 * math.sqrt(t))):
         c = 0.0
     else:
         keep = lam > tol
-        c = 1.0 / float(np.sum(proj[keep] ** 2 / lam[keep]))
-    resid = float(np.linalg.eigvalsh(g - c * np.ones((t, t)) - d * np.eye(t))[0])
-    eta = max(0.0, -resid) + _error(g, c * t + d)
-    if d >= eta:
-        d -= eta
-    else:
-        c = max(0.0, c - (eta - d) / t)
-        d = 0.0
+        c = 1.0 / float(np.sum(sp.proj[keep] ** 2 / lam[keep]))
+    if verify:
+        resid = float(np.linalg.eigvalsh(g - c * np.ones((t, t)) - d * np.eye(t))[0])
+        eta = max(0.0, -resid) + _error(g, c * t + d)
+        if d >= eta:
+            d -= eta
+        else:
+            c = max(0.0, c - (eta - d) / t)
+            d = 0.0
     return c, d
 
 
 def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_error, rel_error):
     """Bounds on epsilon of Gaussian(sqrt c) x RandomAllocation(1 of t, sqrt d); ``None`` if out of reach."""
+    if not (math.isfinite(c) and math.isfinite(d)):
+        return None
     acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
     if c > 0:
         acc.compose(Gaussian(noise_multiplier=sigma, sensitivity=math.sqrt(c)))
@@ -140,25 +160,29 @@ def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, 
     """``(lower, upper, (c, d) used above, (c', d') used below)``: the best of a few sandwiches, each certified.
     ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise)."""
     t = g.shape[0]
-    ones = np.ones(t) / math.sqrt(t)
-    p = np.eye(t) - np.outer(ones, ones)
-    d_floor = max(float(np.linalg.eigvalsh(p @ g @ p)[-1]), 0.0)
+    sp = _Spectra(g)
     best_up, arg_up = math.inf, None
     coarse = 0.05
-    if d_floor == 0.0 or sigma / math.sqrt(d_floor) >= MIN_ALLOCATION_SIGMA:
-        for f in fracs:  # pick the sandwich on a coarse accuracy, then certify it at the one asked for
-            c, d = upper_sandwich(g, f)
+    if sp.d_floor == 0.0 or sigma / math.sqrt(sp.d_floor) >= MIN_ALLOCATION_SIGMA:
+        for f in fracs:  # pick the sandwich on a coarse accuracy (unverified constants), then verify and certify it
+            c, d = upper_sandwich(sp, f, verify=False)
             r = _pair_epsilon(c, d, sigma, t, delta, coarse, None)
             if r is not None and r[1] < best_up:  # by the estimate: the coarse ends are wide
-                best_up, arg_up = r[1], (c, d)
-    lo, arg_lo = 0.0, None
-    for f in (1.0, 0.0):  # two candidates, each certified at the accuracy asked for
-        c, d = lower_sandwich(g, f)
-        r = _pair_epsilon(c, d, sigma, t, delta, eps_error, rel_error)
-        if r is not None and r[0] > lo:
-            lo, arg_lo = r[0], (c, d)
-    up = math.inf
+                best_up, arg_up = r[1], f
+    up, used_up = math.inf, None
     if arg_up is not None:
-        r = _pair_epsilon(*arg_up, sigma, t, delta, eps_error, rel_error)
+        used_up = upper_sandwich(sp, arg_up)
+        r = _pair_epsilon(*used_up, sigma, t, delta, eps_error, rel_error)
         up = r[2] if r is not None else math.inf
-    return lo, up, arg_up, arg_lo
+    best_lo, arg_lo = -math.inf, None
+    for f in (1.0, 0.0):
+        c, d = lower_sandwich(sp, f, verify=False)
+        r = _pair_epsilon(c, d, sigma, t, delta, coarse, None)
+        if r is not None and r[1] > best_lo:
+            best_lo, arg_lo = r[1], f
+    lo, used_lo = 0.0, None
+    if arg_lo is not None:
+        used_lo = lower_sandwich(sp, arg_lo)
+        r = _pair_epsilon(*used_lo, sigma, t, delta, eps_error, rel_error)
+        lo = r[0] if r is not None else 0.0
+    return lo, up, used_up, used_lo

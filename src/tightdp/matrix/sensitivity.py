@@ -43,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_count
+from ._blas import one_blas_thread
 from .strategies import Strategy, reject
 
 __all__ = [
@@ -284,6 +285,7 @@ def _monotone_toeplitz(coefs: np.ndarray | None) -> bool:
     return coefs is not None and bool(np.all(coefs >= 0) and np.all(np.diff(coefs) <= 0))
 
 
+@one_blas_thread
 def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, steps: int) -> SensitivityBounds:
     """Certified bounds on the L2 sensitivity of ``strategy`` over ``steps`` steps and ``participation``.
 
