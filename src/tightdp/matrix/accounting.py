@@ -35,7 +35,7 @@ from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive, check_probability
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
-from ..errors import PrecisionError
+from ..errors import PrecisionError, TightDPError
 from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
@@ -485,7 +485,15 @@ def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: floa
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", {**head, **dict(out.details)})
     lower_ledger, upper_ledger, details = sampler.ledgers(strat, sigma, n)
     if isinstance(upper_ledger, tuple):  # alternatives, each an upper bound: keep the smallest
-        ups = [(_epsilon_of(u, delta, eps_error, rel_error), i) for i, u in enumerate(upper_ledger) if u]
+        ups, failures = [], []
+        for i, u in enumerate(upper_ledger):
+            if u:
+                try:
+                    ups.append((_epsilon_of(u, delta, eps_error, rel_error), i))
+                except TightDPError as exc:  # an alternative out of the engine's reach: the others still hold
+                    failures.append(exc)
+        if not ups:
+            raise failures[0]
         up, which = min(ups, key=lambda r: r[0].upper)
         details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
         upper_ledger = upper_ledger[which]
