@@ -223,10 +223,12 @@ class PoissonSampling(Sampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper ledger (no amplification; MMCC's conditional composition, Choquette-Choo et al. 2024 arXiv
-    2310.15526, is not implemented): the output is a mixture over participation patterns of Gaussian
-    mechanisms, each dominated by the Gaussian of the sensitivity over all patterns (``MinSeparation`` with any
-    number of participations), so by joint convexity of the hockey-stick divergence so is the mixture.
+    Upper: the smaller of two certified ledgers (MMCC's conditional composition, Choquette-Choo et al. 2024 arXiv
+    2310.15526, which would be tighter, is not implemented). (i) No amplification: the output is a mixture over
+    participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
+    patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
+    divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (module docstring): DP-SGD over
+    all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity ``||C_s||``.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps.
@@ -267,10 +269,11 @@ class BallsInBins(Sampler):
 
     ``lower``: the explicit pair of a record with a fixed unit gradient, certified from below through a Loewner
     sandwich of its modes' Gram matrix (``tightdp.matrix.allocation``; unconditional). ``upper``: the smaller of
-    no amplification (the sensitivity over the ``cycle_length`` cyclic patterns; always valid) and the sandwich
-    from above, which holds given 2410.06266's dominating pair and so only for a non-negative ``C``. Exact for a
-    diagonal ``C`` (plain random allocation); for banded ``C`` the sandwich from above is loose and the no-amplification
-    bound usually wins: the deterministic amplified bound of Schuchardt & Kalinin 2026 (2601.21636) is not
+    no amplification (the sensitivity over the ``cycle_length`` cyclic patterns; always valid), the sandwich from
+    above and noise splitting (random allocation with orthogonal modes at noise ``sigma / sqrt(b)``); the last two
+    hold given 2410.06266's dominating pair and so only for a non-negative ``C``. Exact for a diagonal ``C``
+    (plain random allocation); for banded ``C`` both amplified bounds are loose and the no-amplification bound
+    often wins: the deterministic amplified bound of Schuchardt & Kalinin 2026 (2601.21636) is not
     implemented, so the interval can be wide (``details`` say which end came from where).
     """
 
@@ -296,8 +299,9 @@ class EpochAllocation(Sampler):
     * A diagonal ``C`` (one band): the run is random allocation with per-step sensitivities ``|C_ss|``; the upper
       ledger takes the largest (dominates), the lower the least (a gradient scaled down at the other steps is
       an explicit pair): both certified by ``tightdp.schemes.allocation_epsilon``.
-    * More bands: upper without amplification (mixture over allocations, joint convexity) with the
-      sensitivity over any ``epochs`` participations (a superset of one per epoch); lower from the pair whose
+    * More bands: upper the smaller of no amplification (mixture over allocations, joint convexity; the
+      sensitivity over any ``epochs`` participations, a superset of one per epoch) and noise splitting (DP-SGD
+      with per-epoch random allocation at noise ``sigma / sqrt(b)`` / largest column norm); lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs.
     """
@@ -466,6 +470,8 @@ def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: floa
     ------
     ValueError
         Bad arguments, naming the argument.
+    PrecisionError
+        No upper bound of the run is within the engine's reach (every alternative refused).
     """
     strat = as_strategy(strategy, bands=bands)
     sigma = check_positive("noise_multiplier", noise_multiplier)
