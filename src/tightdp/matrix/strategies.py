@@ -1,0 +1,354 @@
+"""Strategy matrices ``C`` of the matrix mechanism (DP-FTRL, banded MF, BLT) as frozen, validated objects.
+
+The matrix mechanism trains on ``A x`` from the noisy release ``C x + z`` (``z ~ N(0, sigma^2 I)``; the
+decoder ``B = A C^-1`` is post-processing), so privacy depends on ``C`` only, through the Gram matrix
+``M = C^T C`` and, for amplification, the row structure of ``C`` (Choquette-Choo et al. 2023,
+"(Amplified) Banded Matrix Factorization", arXiv 2306.08153, Sec. 2). Each strategy here is the user's
+vocabulary for what ran; ``matrix(n)`` materialises its ``m x n`` matrix (row ``t`` released at step
+``t`` for the square causal strategies) and the Toeplitz ones also give their first column
+``toeplitz_coefs(n)`` for the closed forms of ``tightdp.matrix.sensitivity``.
+
+* ``Identity``: DP-SGD (independent noise);
+* ``BinaryTree``: tree aggregation (DP-FTRL, Kairouz et al. 2021): one row per dyadic node;
+* ``BandedToeplitz``: BandMF's Toeplitz strategy from its column ``c_col`` and band count ``num_bands``;
+* ``BLT``: buffered linear Toeplitz (McMahan et al. 2024, arXiv 2408.08868), jax_privacy's
+  ``BufferedToeplitz(buf_decay, output_scale)``: ``c_0 = 1``, ``c_t = sum_j output_scale_j buf_decay_j^(t-1)``;
+* ``DenseStrategy``: any lower-triangular ``n x n`` array (or any ``m x n`` array with
+  ``causal=False``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._validation import check_count
+
+__all__ = [
+    "BLT",
+    "BandedToeplitz",
+    "BinaryTree",
+    "DenseStrategy",
+    "Identity",
+    "Strategy",
+    "as_strategy",
+    "strategy_from_dict",
+]
+
+#: largest number of steps a strategy is materialised for (an n x n float matrix: 8 n^2 bytes)
+MAX_STEPS = 20_000
+
+
+def reject(message: str):
+    """Raise the ``ValueError`` every bad input gets in tightdp (wrong types included: one exception to catch)."""
+    raise ValueError(message)
+
+
+def _float_vector(name: str, values, *, min_len: int = 1) -> np.ndarray:
+    if isinstance(values, (str, bytes)):
+        reject(f"{name} must be a sequence of numbers, got {values!r}")
+    try:
+        a = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a sequence of numbers, got {values!r}") from None
+    if a.ndim != 1 or a.size < min_len:
+        raise ValueError(f"{name} must be a one-dimensional sequence of at least {min_len} numbers, "
+                         f"got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite (no NaN or inf), got {values!r}")
+    return a
+
+
+def _check_steps(n) -> int:
+    n = check_count("steps", n)
+    if n > MAX_STEPS:
+        raise ValueError(f"steps must be at most {MAX_STEPS} to materialise a strategy matrix, got {n}")
+    return n
+
+
+class Strategy:
+    """A strategy matrix ``C`` (abstract). Subclasses are frozen keyword-only dataclasses."""
+
+    #: name in ``to_dict`` / the statement
+    type_name: ClassVar[str] = ""
+    #: whether ``C`` is square lower-triangular (row ``t`` released at step ``t``)
+    causal: ClassVar[bool] = True
+
+    def matrix(self, n: int) -> np.ndarray:
+        """The ``m x n`` matrix for ``n`` steps (``m = n`` for causal strategies)."""
+        raise NotImplementedError
+
+    def toeplitz_coefs(self, n: int) -> np.ndarray | None:
+        """The first column ``c_0 .. c_(n-1)`` of a lower-triangular Toeplitz ``C``; ``None`` if not Toeplitz."""
+        return None
+
+    def bands(self, n: int) -> int | None:
+        """The number of bands ``b`` (``C[t, s] = 0`` unless ``0 <= t - s < b``) of a causal ``C``, else ``None``."""
+        if not self.causal:
+            return None
+        c = self.matrix(n)
+        t, s = np.nonzero(c)
+        return int(np.max(t - s)) + 1 if t.size else 1
+
+    def describe(self) -> str:
+        """One phrase for the privacy statement."""
+        return self.type_name
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type_name}
+        for k, v in self.__dict__.items():
+            out[k] = v.tolist() if isinstance(v, np.ndarray) else (list(v) if isinstance(v, tuple) else v)
+        return out
+
+
+def _toeplitz_matrix(coefs: np.ndarray) -> np.ndarray:
+    n = coefs.size
+    idx = np.subtract.outer(np.arange(n), np.arange(n))
+    return np.where(idx >= 0, coefs[np.clip(idx, 0, n - 1)], 0.0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Identity(Strategy):
+    """``C = I``: DP-SGD, independent noise at every step."""
+
+    type_name: ClassVar[str] = "identity"
+
+    def matrix(self, n: int) -> np.ndarray:
+        return np.eye(_check_steps(n))
+
+    def toeplitz_coefs(self, n: int) -> np.ndarray:
+        c = np.zeros(_check_steps(n))
+        c[0] = 1.0
+        return c
+
+    def bands(self, n: int) -> int:
+        return 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class BinaryTree(Strategy):
+    """Tree aggregation (Kairouz et al. 2021, DP-FTRL): one row per node of the complete binary tree over
+    ``2^h >= n`` leaves (``h`` levels above the leaves), a row being the indicator of the node's leaves;
+    every column has ``h + 1`` ones. Not square: no band structure (``bands`` is ``None``)."""
+
+    type_name: ClassVar[str] = "binary_tree"
+    causal: ClassVar[bool] = False
+
+    def matrix(self, n: int) -> np.ndarray:
+        n = _check_steps(n)
+        h = max(0, math.ceil(math.log2(n))) if n > 1 else 0
+        rows = []
+        for level in range(h + 1):
+            width = 2 ** level
+            for start in range(0, n, width):
+                r = np.zeros(n)
+                r[start:start + width] = 1.0
+                rows.append(r)
+        return np.array(rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BandedToeplitz(Strategy):
+    """BandMF's banded Toeplitz strategy: ``C[t, s] = c_col[t - s]`` for ``0 <= t - s < bands``, else 0.
+
+    Parameters
+    ----------
+    c_col : sequence of float
+        The first column's leading entries (jax_privacy's ``strategy_coef``); entries beyond ``bands`` must be
+        zero or absent; ``c_col[0]`` must be non-zero (``C`` invertible).
+    num_bands : int, optional
+        The band count ``b``; defaults to ``len(c_col)``.
+
+    Raises
+    ------
+    ValueError
+        A non-finite or empty ``c_col``, ``c_col[0] == 0``, ``num_bands < 1`` or non-zero entries beyond it.
+    """
+
+    type_name: ClassVar[str] = "banded_toeplitz"
+    c_col: tuple[float, ...]
+    num_bands: int | None = field(default=None)
+
+    def __post_init__(self):
+        c = _float_vector("c_col", self.c_col)
+        b = c.size if self.num_bands is None else check_count("num_bands", self.num_bands)
+        if c[0] == 0.0:
+            raise ValueError("c_col[0] must be non-zero (the strategy matrix must be invertible)")
+        if np.any(c[b:] != 0.0):
+            raise ValueError(f"c_col has non-zero entries beyond num_bands={b}: {c[b:].tolist()!r}")
+        object.__setattr__(self, "c_col", tuple(float(v) for v in c[:b]))
+        object.__setattr__(self, "num_bands", b)
+
+    def toeplitz_coefs(self, n: int) -> np.ndarray:
+        n = _check_steps(n)
+        out = np.zeros(n)
+        m = min(n, len(self.c_col))
+        out[:m] = self.c_col[:m]
+        return out
+
+    def matrix(self, n: int) -> np.ndarray:
+        return _toeplitz_matrix(self.toeplitz_coefs(n))
+
+    def bands(self, n: int) -> int:
+        return min(self.num_bands, _check_steps(n))
+
+    def describe(self) -> str:
+        return f"banded Toeplitz, {self.num_bands} bands"
+
+
+@dataclass(frozen=True, kw_only=True)
+class BLT(Strategy):
+    """Buffered linear Toeplitz strategy (McMahan et al. 2024; jax_privacy ``BufferedToeplitz``):
+    ``C`` lower-triangular Toeplitz with ``c_0 = 1`` and ``c_t = sum_j output_scale_j buf_decay_j^(t-1)``.
+
+    Raises
+    ------
+    ValueError
+        Lengths differ or are zero, a ``buf_decay`` outside ``[0, 1]`` or non-finite parameters.
+    """
+
+    type_name: ClassVar[str] = "blt"
+    buf_decay: tuple[float, ...]
+    output_scale: tuple[float, ...]
+
+    def __post_init__(self):
+        d = _float_vector("buf_decay", self.buf_decay)
+        w = _float_vector("output_scale", self.output_scale)
+        if d.size != w.size:
+            raise ValueError(f"buf_decay and output_scale must have the same length, got {d.size} and {w.size}")
+        if np.any(d < 0.0) or np.any(d > 1.0):
+            raise ValueError(f"buf_decay must lie in [0, 1], got {d.tolist()!r}")
+        object.__setattr__(self, "buf_decay", tuple(float(v) for v in d))
+        object.__setattr__(self, "output_scale", tuple(float(v) for v in w))
+
+    def toeplitz_coefs(self, n: int) -> np.ndarray:
+        n = _check_steps(n)
+        d, w = np.array(self.buf_decay), np.array(self.output_scale)
+        powers = np.arange(n - 1, dtype=float)
+        with np.errstate(under="ignore"):
+            tail = (d[None, :] ** powers[:, None] * w[None, :]).sum(axis=1)
+        return np.concatenate([[1.0], tail])
+
+    def matrix(self, n: int) -> np.ndarray:
+        return _toeplitz_matrix(self.toeplitz_coefs(n))
+
+    def bands(self, n: int) -> int:
+        c = self.toeplitz_coefs(n)
+        nz = np.nonzero(c)[0]
+        return int(nz[-1]) + 1
+
+    def describe(self) -> str:
+        return f"BLT with {len(self.buf_decay)} buffers"
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class DenseStrategy(Strategy):
+    """Any strategy matrix given as an array: lower-triangular ``n x n`` (``causal=True``, the default), or
+    any ``m x n`` matrix (``causal=False``: no band structure, so no amplification by cyclic sampling).
+
+    Raises
+    ------
+    ValueError
+        Not a finite two-dimensional array, not square lower-triangular when causal, an all-zero column.
+    """
+
+    type_name: ClassVar[str] = "dense"
+    array: Any
+    lower_triangular: bool = True
+
+    def __post_init__(self):
+        try:
+            a = np.array(self.array, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError("array must be a two-dimensional array of numbers") from None
+        if a.ndim != 2 or a.size == 0:
+            raise ValueError(f"array must be a non-empty two-dimensional array, got shape {a.shape}")
+        if not np.all(np.isfinite(a)):
+            raise ValueError("array must be finite (no NaN or inf)")
+        if a.shape[1] > MAX_STEPS:
+            raise ValueError(f"array must have at most {MAX_STEPS} columns, got {a.shape[1]}")
+        if self.lower_triangular:
+            if a.shape[0] != a.shape[1]:
+                raise ValueError(f"array must be square when lower_triangular=True, got shape {a.shape}")
+            if np.any(np.triu(a, 1) != 0.0):
+                raise ValueError("array must be lower-triangular (a row may not use a later step's gradient); "
+                                 "pass lower_triangular=False for a non-causal strategy")
+        if np.any(np.all(a == 0.0, axis=0)):
+            raise ValueError("array has an all-zero column (a step whose gradient is never released)")
+        a.setflags(write=False)
+        object.__setattr__(self, "array", a)
+
+    @property
+    def causal(self) -> bool:  # type: ignore[override]
+        return self.lower_triangular
+
+    @property
+    def steps(self) -> int:
+        return int(self.array.shape[1])
+
+    def matrix(self, n: int) -> np.ndarray:
+        n = check_count("steps", n)
+        if n != self.steps:
+            raise ValueError(f"steps must equal the strategy's {self.steps} columns, got {n}")
+        return self.array
+
+    def __eq__(self, other):
+        return isinstance(other, DenseStrategy) and self.lower_triangular == other.lower_triangular \
+            and np.array_equal(self.array, other.array)
+
+    def __hash__(self):
+        return hash((self.array.shape, self.array.tobytes(), self.lower_triangular))
+
+    def describe(self) -> str:
+        return f"dense {self.array.shape[0]}x{self.array.shape[1]} strategy"
+
+
+_TYPES = {cls.type_name: cls for cls in (Identity, BinaryTree, BandedToeplitz, BLT, DenseStrategy)}
+
+
+def strategy_from_dict(data: dict[str, Any]) -> Strategy:
+    """Rebuild a strategy from ``Strategy.to_dict()`` output (e.g. a JSON strategy file).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``type`` or bad fields.
+    """
+    if not isinstance(data, dict) or data.get("type") not in _TYPES:
+        raise ValueError(f"strategy must be a dict with 'type' one of {sorted(_TYPES)}, got {data!r}")
+    kw = {k: v for k, v in data.items() if k != "type"}
+    try:
+        return _TYPES[data["type"]](**kw)
+    except TypeError as exc:
+        raise ValueError(f"strategy {data['type']!r}: {exc}") from None
+
+
+def as_strategy(obj, *, bands: int | None = None) -> Strategy:
+    """A ``Strategy`` from what a user holds: a ``Strategy``; jax_privacy's ``BufferedToeplitz`` (duck-typed on
+    ``buf_decay`` / ``output_scale``; jax_privacy is not imported); a one-dimensional ``c_col`` array (banded
+    Toeplitz with ``bands``, default its length); or a two-dimensional lower-triangular array.
+
+    Raises
+    ------
+    ValueError
+        Anything else.
+    """
+    if isinstance(obj, Strategy):
+        return obj
+    if hasattr(obj, "buf_decay") and hasattr(obj, "output_scale"):
+        return BLT(buf_decay=np.asarray(obj.buf_decay, float).ravel(),
+                   output_scale=np.asarray(obj.output_scale, float).ravel())
+    if isinstance(obj, dict):
+        return strategy_from_dict(obj)
+    try:
+        a = np.asarray(obj, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"strategy must be a Strategy, a c_col vector or a matrix, got {obj!r}") from None
+    if a.ndim == 1:
+        return BandedToeplitz(c_col=a, num_bands=bands)
+    if a.ndim == 2:
+        return DenseStrategy(array=a)
+    raise ValueError(f"strategy must be a Strategy, a c_col vector or a matrix, got an array of shape {a.shape}")
