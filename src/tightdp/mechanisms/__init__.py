@@ -5,6 +5,7 @@ from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
+from .discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
 
 __all__ = [
     "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
@@ -12,4 +13,5 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
     "RandomAllocation", "AllocationLoss", "allocation_epsilon",
+    "DiscreteGaussian", "DiscreteLaplace", "PoissonSampledDiscrete",
 ]
