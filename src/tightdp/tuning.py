@@ -28,15 +28,19 @@ published) with ``K`` fixed: the ``K``-fold composition's own lower end.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
+from ._caches import register as _register_cache
 from ._validation import check_choice, check_count, check_delta, check_real
 from .accountants import ConnectDotsAccountant, RDPAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
+from .errors import UnsupportedMechanismError
 from .mechanisms.base import Mechanism
+from .mechanisms.losses import DiscreteLoss
 from .mechanisms.selection import (BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp)
 
 __all__ = ["selection_epsilon", "tuning_epsilon", "TUNING_DISTRIBUTIONS", "truncated_negative_binomial_mean"]
@@ -60,6 +64,18 @@ def _ledger(run) -> list[tuple[Mechanism, int]]:
 
 def _times(entries, k: int):
     return [(m, c * k) for m, c in entries]
+
+
+#: Renyi orders for the bounded-range bound (96 orders from 1.01 to 501: a denser grid moves epsilon by <1e-3)
+_BR_ORDERS = 1.0 + np.geomspace(0.01, 500.0, 96)
+
+
+@_register_cache
+@lru_cache(maxsize=64)
+def _br_rdp(epsilon: float) -> np.ndarray:
+    out = bounded_range_rdp(epsilon, _BR_ORDERS)
+    out.flags.writeable = False
+    return out
 
 
 def _is_bounded_range(mechanism: Mechanism) -> bool:
@@ -88,8 +104,7 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
     upper, method = float(up.upper), "dominating pair (connect-the-dots)"
     if _is_bounded_range(mechanism):
-        orders = rm.DEFAULT_ORDERS
-        eps_rdp, order = rm.epsilon_from_rdp(orders=orders, rdp=count * bounded_range_rdp(mechanism.epsilon, orders),
+        eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)),
                                              delta=delta)
         if eps_rdp < upper:
             upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
@@ -116,6 +131,28 @@ def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
     if gamma >= 1.0:
         return 1.0
     return shape * (1.0 / gamma - 1.0) / -math.expm1(shape * math.log(gamma))
+
+
+def _run_rdp(entries) -> tuple[np.ndarray, np.ndarray]:
+    """One run's RDP curve on the RDP accountant's orders: its own for the mechanisms it knows, and for
+    finite pairs (pure / approximate DP, randomized response, the discrete Laplace) the exact Renyi
+    divergences of their atoms (both directions, the larger)."""
+    acc = RDPAccountant()
+    orders = acc.orders
+    known = [(m, c) for m, c in entries if acc._supports(m)]
+    total = acc.compose(known).rdp() if known else np.zeros_like(orders)
+    for m, c in entries:
+        if acc._supports(m):
+            continue
+        curves = []
+        for loss in m.privacy_losses():
+            if not isinstance(loss, DiscreteLoss) or loss.infinity_mass > 0.0:
+                raise UnsupportedMechanismError(f"no Renyi curve for {m.describe()}: the Papernot-Steinke bounds "
+                                                "need one (use distribution='fixed')")
+            v, p = (np.asarray(x, float) for x in (loss.values, loss.probs))
+            curves.append(rm.discrete_rdp(p=p, q=p * np.exp(-v), orders=orders))
+        total = total + c * np.maximum(*curves)
+    return orders, total
 
 
 def _gamma_for_mean(mean: float, shape: float) -> float:
@@ -194,9 +231,7 @@ def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int 
         raise ValueError(f"shape is fixed by distribution={distribution!r}; leave it out")
     else:
         shape = {"geometric": 1.0, "logarithmic": 0.0, "poisson": math.inf}[distribution]
-    rdp_acc = RDPAccountant().compose(entries)
-    orders = rdp_acc.orders
-    rdp = rdp_acc.rdp()
+    orders, rdp = _run_rdp(entries)
     details: dict[str, Any] = {"distribution": distribution, "mean": mean}
     if math.isinf(shape):
         eps_hat = np.log1p(1.0 / (orders - 1.0))

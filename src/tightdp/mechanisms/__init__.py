@@ -6,6 +6,7 @@ from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, Sa
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
 from .discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
+from .selection import BoundedRange, ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
 
 __all__ = [
     "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
@@ -14,4 +15,5 @@ __all__ = [
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
     "RandomAllocation", "AllocationLoss", "allocation_epsilon",
     "DiscreteGaussian", "DiscreteLaplace", "PoissonSampledDiscrete",
+    "BoundedRange", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
 ]

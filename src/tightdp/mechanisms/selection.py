@@ -76,27 +76,51 @@ def bounded_range_delta(epsilon: float, eps_prime: float) -> float:
     return 1.0 - a + (math.sqrt(a * big) - 1.0) ** 2 / math.expm1(epsilon)
 
 
+def _br_log_masses(t: np.ndarray, epsilon: float):
+    """``log p_t`` and ``log(1 - p_t)`` without cancellation: ``p_t = e^((1-t) eps) expm1(t eps) / expm1(eps)``,
+    ``1 - p_t = expm1((1 - t) eps) / expm1(eps)``."""
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.expm1(t * epsilon)) + (1.0 - t) * epsilon - math.log(math.expm1(epsilon))
+        log_1mp = np.log(np.expm1((1.0 - t) * epsilon)) - math.log(math.expm1(epsilon))
+    return log_p, log_1mp
+
+
+def _br_cell_bounds(t: np.ndarray, epsilon: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(values at the points t, upper bounds on the cells between them)`` of ``D_lambda(T_t)``."""
+    log_p, log_1mp = _br_log_masses(t, epsilon)
+    a, b = (lam - 1.0) * (1.0 - t) * epsilon, -(lam - 1.0) * t * epsilon
+    vals = np.logaddexp(log_p + a, log_1mp + b) / (lam - 1.0)
+    cells = np.logaddexp(log_p[..., 1:] + a[..., :-1], log_1mp[..., :-1] + b[..., :-1]) / (lam - 1.0)
+    return vals, cells
+
+
 def bounded_range_rdp(epsilon: float, orders) -> np.ndarray:
     """Certified upper bounds on ``sup_t D_lambda(T_t)``, the Renyi divergence of every epsilon-BR pair at the
     orders ``lambda`` (step (1) of the module docstring: a dominated pair is a post-processing, Blackwell, so
     its Renyi divergences are smaller; Cesar & Rogers 2021 bound the same supremum).
 
     ``D_lambda(T_t) = log(p_t e^((lambda - 1)(1 - t) eps) + (1 - p_t) e^(-(lambda - 1) t eps)) / (lambda - 1)``;
-    on each interval ``[t_j, t_(j+1)]`` of a 65536-cell grid, ``p_t`` rises and both exponentials fall in
-    ``t``, so ``log(p_(j+1) e^((lambda - 1)(1 - t_j) eps) + (1 - p_j) e^(-(lambda - 1) t_j eps)) / (lambda - 1)``
-    bounds it; the largest over the cells (plus a rounding margin) bounds the supremum. Also at most
-    ``lambda eps^2 / 8`` (epsilon-BR implies ``eps^2 / 8``-zCDP, Cesar & Rogers 2021, Lemma 3.2): the smaller."""
-    lam = np.asarray(orders, float)[:, None]
-    t = np.linspace(0.0, 1.0, 65537)
-    x = np.exp(t * epsilon)
-    with np.errstate(divide="ignore"):
-        log_p = np.log(np.expm1(t * epsilon) * math.exp(epsilon) / (x * math.expm1(epsilon)))
-        log_1mp = np.log1p(-np.exp(log_p))
-    a = (lam - 1.0) * (1.0 - t[None, :-1]) * epsilon
-    b = -(lam - 1.0) * t[None, :-1] * epsilon
-    val = np.logaddexp(log_p[None, 1:] + a, log_1mp[None, :-1] + b) / (lam - 1.0)
-    out = np.max(val, axis=1) * (1.0 + 1e-12) + 1e-15
-    return np.minimum(out, lam[:, 0] * epsilon * epsilon / 8.0)
+    on each interval ``[t_j, t_(j+1)]`` ``p_t`` rises and both exponentials fall in ``t``, so
+    ``log(p_(j+1) e^((lambda - 1)(1 - t_j) eps) + (1 - p_j) e^(-(lambda - 1) t_j eps)) / (lambda - 1)`` bounds it.
+    Branch and bound: 4096 cells, then every cell whose bound exceeds the best point value split into 64;
+    the largest bound (plus a rounding margin) bounds the supremum. Also at most ``lambda eps^2 / 8``
+    (epsilon-BR implies ``eps^2 / 8``-zCDP, Cesar & Rogers 2021, Lemma 3.2): the smaller.
+    """
+    orders = np.asarray(orders, float)
+    t = np.linspace(0.0, 1.0, 4097)
+    vals, cells = _br_cell_bounds(t[None, :], epsilon, orders[:, None])
+    best = np.max(vals, axis=1)
+    out = np.empty(orders.size)
+    frac = np.linspace(0.0, 1.0, 65)
+    for i, lam in enumerate(orders.tolist()):
+        js = np.nonzero(cells[i] > best[i])[0]
+        top = float(best[i])
+        if js.size:
+            sub = t[js, None] + (t[js + 1] - t[js])[:, None] * frac[None, :]
+            _, c = _br_cell_bounds(sub, epsilon, lam)
+            top = max(top, float(np.max(c)))
+        out[i] = top * (1.0 + 1e-12) + 1e-15
+    return np.minimum(out, orders * epsilon * epsilon / 8.0)
 
 
 def two_point_pair(epsilon: float, t: float) -> DiscreteLoss:
