@@ -58,6 +58,7 @@ __all__ = ["BoundedRange", "BoundedRangeLoss", "ExponentialMechanism", "FinitePa
 _U = float(np.finfo(float).eps) / 2
 _MAX_EPSILON = 500.0
 _CELL_REL = 16 * float(np.finfo(float).eps)
+_BR_REFINE = 128  # most cells ``bounded_range_rdp`` refines per order
 
 
 def _check_epsilon(value) -> float:
@@ -102,7 +103,8 @@ def bounded_range_rdp(epsilon: float, orders) -> np.ndarray:
     ``D_lambda(T_t) = log(p_t e^((lambda - 1)(1 - t) eps) + (1 - p_t) e^(-(lambda - 1) t eps)) / (lambda - 1)``;
     on each interval ``[t_j, t_(j+1)]`` ``p_t`` rises and both exponentials fall in ``t``, so
     ``log(p_(j+1) e^((lambda - 1)(1 - t_j) eps) + (1 - p_j) e^(-(lambda - 1) t_j eps)) / (lambda - 1)`` bounds it.
-    Branch and bound: 4096 cells, then every cell whose bound exceeds the best point value split into 64;
+    Branch and bound: 4096 cells, then every cell whose bound exceeds the best point value split into 64 (when
+    there are at most 128 such cells);
     the largest bound (plus a rounding margin) bounds the supremum. Also at most ``lambda eps^2 / 8``
     (epsilon-BR implies ``eps^2 / 8``-zCDP, Cesar & Rogers 2021, Lemma 3.2): the smaller.
     """
@@ -112,15 +114,16 @@ def bounded_range_rdp(epsilon: float, orders) -> np.ndarray:
     best = np.max(vals, axis=1)
     out = np.empty(orders.size)
     frac = np.linspace(0.0, 1.0, 65)
+    zcdp = orders * epsilon * epsilon / 8.0
+    coarse = np.max(cells, axis=1) * (1.0 + 1e-12) + 1e-15
     for i, lam in enumerate(orders.tolist()):
-        js = np.nonzero(cells[i] > best[i])[0]
-        top = float(best[i])
-        if js.size:
+        out[i] = coarse[i]
+        js = np.nonzero(cells[i] > best[i])[0]  # the cells that may hold the supremum above the best point
+        if 0 < js.size <= _BR_REFINE:  # (a flat supremum, many such cells: the coarse and zCDP bounds stand)
             sub = t[js, None] + (t[js + 1] - t[js])[:, None] * frac[None, :]
             _, c = _br_cell_bounds(sub, epsilon, lam)
-            top = max(top, float(np.max(c)))
-        out[i] = top * (1.0 + 1e-12) + 1e-15
-    return np.minimum(out, orders * epsilon * epsilon / 8.0)
+            out[i] = min(out[i], max(float(best[i]), float(np.max(c))) * (1.0 + 1e-12) + 1e-15)
+    return np.minimum(out, zcdp)
 
 
 def two_point_pair(epsilon: float, t: float) -> DiscreteLoss:
