@@ -173,3 +173,41 @@ def test_serialisation_and_bad_input():
     from tightdp import Gaussian
     with pytest.raises(UnsupportedMechanismError):
         PoissonSampledDiscrete(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.5)
+
+
+def _vector_delta_exact(sigma: float, shifts, k: int, eps: float) -> mpmath.mpf:
+    """delta(eps) of k releases of the product pair with coordinate shifts ``shifts`` (exact: the loss is
+    sum_i (v_i^2 - 2 v_i x_i) / (2 sigma^2); enumerated over integer-indexed sums, as ``_delta_lattice``)."""
+    lo, hi = _window("gauss", sigma, max(shifts))
+    s2 = 2 * mpmath.mpf(sigma) ** 2
+    step = {x: p for x, p in _dgauss_pmf(sigma, 0, lo, hi).items() if p > mpmath.mpf("1e-45")}
+    dist = {0: mpmath.mpf(1)}  # keyed by J = sum v_i x_i over all coordinates and releases
+    for v in list(shifts) * k:
+        nxt: dict = {}
+        for (j0, p0), (x, p1) in itertools.product(dist.items(), step.items()):
+            nxt[j0 + v * x] = nxt.get(j0 + v * x, 0) + p0 * p1
+        dist = nxt
+    c = k * sum(v * v for v in shifts) / s2
+    e = mpmath.mpf(eps)
+    return mpmath.fsum(p * (1 - mpmath.exp(e - (c - 2 * j / s2))) for j, p in dist.items() if c - 2 * j / s2 > e)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sigma=st.floats(0.6, 1.5), linf=st.integers(1, 2), coords=st.integers(1, 3), l2sq=st.integers(1, 6),
+       k=st.integers(1, 2), delta=st.sampled_from([1e-2, 1e-5]))
+def test_vector_interval_contains_the_worst_admissible_shift(sigma, linf, coords, l2sq, k, delta):
+    """Every admissible integer shift of a 3-dimensional discrete Gaussian, enumerated: the largest exact
+    delta at the upper end is at most delta (the dominating pair holds), and the lower end is attained."""
+    from tightdp.mechanisms.discrete import DiscreteGaussianVector
+    from tightdp.tuning import discrete_vector_epsilon
+    mech = DiscreteGaussianVector(sigma=sigma, dimension=3, linf_sensitivity=linf, max_coordinates=coords,
+                                  l2_sensitivity=math.sqrt(l2sq))
+    b = discrete_vector_epsilon(mechanism=mech, delta=delta, count=k)
+    shifts = [tuple(sorted((abs(a) for a in v if a), reverse=True)) for v in
+              itertools.product(range(-linf, linf + 1), repeat=3)
+              if 0 < sum(a * a for a in v) <= l2sq and sum(1 for a in v if a) <= coords]
+    worst_up = max(_vector_delta_exact(sigma, s, k, b.upper) for s in set(shifts))
+    assert worst_up <= delta * (1 + _SLACK), (b, float(worst_up))
+    if b.lower > 0:
+        worst_lo = max(_vector_delta_exact(sigma, s, k, b.lower) for s in set(shifts))
+        assert worst_lo >= delta * (1 - _SLACK), (b, float(worst_lo))

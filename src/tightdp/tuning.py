@@ -43,7 +43,8 @@ from .mechanisms.base import Mechanism
 from .mechanisms.losses import DiscreteLoss
 from .mechanisms.selection import (BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp)
 
-__all__ = ["selection_epsilon", "tuning_epsilon", "TUNING_DISTRIBUTIONS", "truncated_negative_binomial_mean"]
+__all__ = ["selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon", "TUNING_DISTRIBUTIONS",
+           "truncated_negative_binomial_mean"]
 
 #: the laws of the number of runs ``tuning_epsilon`` accepts
 TUNING_DISTRIBUTIONS = ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial")
@@ -118,6 +119,32 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     return Bounds(lower=lower, estimate=upper, upper=upper, details={"upper_method": method,
                                                                      "lower_method": lower_method,
                                                                      "count": count})
+
+
+def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bounds:
+    """Certified epsilon of ``count`` releases of a ``DiscreteGaussianVector``: upper from its proven dominating
+    ledger (``upper_ledger``) composed ``count`` times, lower the largest certified lower end of its attained
+    directions (``attained_ledgers``), each composed ``count`` times (``details`` name both).
+
+    Raises
+    ------
+    ValueError
+        ``delta`` outside ``(0, 1)``, ``count`` not a positive integer, ``mechanism`` of another type.
+    """
+    from .mechanisms.discrete import DiscreteGaussianVector
+    delta = check_delta("delta", delta)
+    count = check_count("count", count)
+    if not isinstance(mechanism, DiscreteGaussianVector):
+        raise ValueError(f"mechanism must be a DiscreteGaussianVector, got {mechanism!r}")
+    up = ConnectDotsAccountant().compose(_times(mechanism.upper_ledger(), count)).epsilon(delta)
+    lower, how = 0.0, "none"
+    for ledger in mechanism.attained_ledgers():
+        lo = float(ConnectDotsAccountant().compose(_times(ledger, count)).epsilon(delta).lower)
+        if lo > lower:
+            lower, how = lo, ", ".join(f"{c} x {m.describe()}" for m, c in ledger)
+    return Bounds(lower=min(lower, float(up.upper)), estimate=float(up.estimate), upper=float(up.upper),
+                  details={"upper_ledger": ", ".join(f"{c} x {m.describe()}" for m, c in mechanism.upper_ledger()),
+                           "lower_direction": how, "count": count})
 
 
 def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
