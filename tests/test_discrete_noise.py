@@ -211,3 +211,32 @@ def test_vector_interval_contains_the_worst_admissible_shift(sigma, linf, coords
     if b.lower > 0:
         worst_lo = max(_vector_delta_exact(sigma, s, k, b.lower) for s in set(shifts))
         assert worst_lo >= delta * (1 - _SLACK), (b, float(worst_lo))
+
+
+def _skellam_pair(mu: float, d: int, q: float, direction: str):
+    """Atoms ``(loss, P-mass, Q-mass)`` of the (subsampled) Skellam pair, P-masses by direct 40-digit Bessel
+    functions ``e^(-2 mu) I_|k|(2 mu)`` (independent of the implementation's recurrence)."""
+    m = int(math.ceil(30 * math.sqrt(2 * mu))) + 12
+    x2 = 2 * mpmath.mpf(mu)
+    pmf = {k: mpmath.exp(-x2) * mpmath.besseli(abs(k), x2) for k in range(-m - d, m + d + 1)}
+    q = mpmath.mpf(q)
+    out = []
+    for x in range(-m, m + d + 1):
+        mix = q * pmf[x - d] + (1 - q) * pmf[x]
+        p_, q_ = (mix, pmf[x]) if direction == "remove" else (pmf[x], mix)
+        if p_ > mpmath.mpf("1e-42"):
+            out.append((mpmath.log(p_ / q_), p_, q_))
+    return out
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mu=st.floats(0.3, 4.0), d=st.integers(1, 2), q=st.sampled_from([1.0, 0.05, 0.5]), k=st.integers(1, 2),
+       delta=st.sampled_from([1e-2, 1e-5]))
+def test_skellam_contains_exact_enumeration(mu, d, q, k, delta):
+    from tightdp.mechanisms.discrete import Skellam
+    mech = Skellam(mu=mu, sensitivity=d)
+    if q < 1.0:
+        mech = PoissonSampledDiscrete(mechanism=mech, sampling_rate=q)
+    b = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
+    rem, add = _skellam_pair(mu, d, q, "remove"), _skellam_pair(mu, d, q, "add")
+    _check(b, delta, lambda e: max(_delta_composed(rem, k, e), _delta_composed(add, k, e)))

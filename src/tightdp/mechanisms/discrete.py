@@ -1,5 +1,6 @@
-"""Discrete noise for integer-valued queries: the discrete Gaussian and the discrete Laplace, alone and
-Poisson-subsampled, with exact one-dimensional privacy-loss distributions.
+"""Discrete noise for integer-valued queries: the discrete Gaussian, the discrete Laplace and the Skellam
+mechanism, alone and Poisson-subsampled, with exact one-dimensional privacy-loss distributions; and the
+d-dimensional discrete Gaussian through a proven dominating ledger (``DiscreteGaussianVector``).
 
 * ``DiscreteGaussian``: ``X ~ N_Z(0, sigma^2)``, ``P(X = x) = exp(-x^2 / (2 sigma^2)) / Z(sigma)`` on the
   integers (Canonne, Kamath, Steinke 2020, Def. 1), added to a query with integer sensitivity ``Delta``.
@@ -9,7 +10,10 @@ Poisson-subsampled, with exact one-dimensional privacy-loss distributions.
 * ``DiscreteLaplace``: ``P(X = x) ∝ exp(-noise_parameter |x|)`` (dp_accounting's
   ``DiscreteLaplaceDpEvent``); its loss takes ``Delta + 1`` values, a finite ``DiscreteLoss`` with
   closed-form masses.
-* ``PoissonSampledDiscrete``: either one under Poisson sampling (remove: ``P = q N(Delta) + (1 - q) N(0)``
+* ``Skellam``: ``Pois(mu) - Pois(mu)`` (Agarwal, Kairouz, Liu 2021), symmetric and log-concave; exact PLD
+  by enumeration with 30-digit Bessel functions (``SkellamLoss``). The distributed Skellam mechanism (a sum
+  of clients' Skellam noises) is ``Skellam`` with the total ``mu``.
+* ``PoissonSampledDiscrete``: any one of them under Poisson sampling (remove: ``P = q N(Delta) + (1 - q) N(0)``
   against ``Q = N(0)``, with ``N`` the discrete noise law; add: the reverse pair). The loss
   ``log(1 - q + q exp(l(x)))`` is a monotone function of the one-step loss ``l(x)`` of the shift, so the
   outputs ``x`` in ``Z`` again give the exact PLD, atom by atom.
@@ -55,8 +59,8 @@ from ..errors import GridTooLargeError, UnsupportedMechanismError
 from .base import LossPair, Mechanism, PrivacyLoss, split_errors
 from .losses import DiscreteLoss, _atom_cells
 
-__all__ = ["DiscreteGaussian", "DiscreteLaplace", "PoissonSampledDiscrete", "DiscreteGaussianVector",
-           "DiscreteGaussianLoss", "discrete_gaussian_log_normaliser", "discrete_laplace_loss"]
+__all__ = ["DiscreteGaussian", "DiscreteLaplace", "Skellam", "PoissonSampledDiscrete", "DiscreteGaussianVector",
+           "DiscreteGaussianLoss", "SkellamLoss", "discrete_gaussian_log_normaliser", "discrete_laplace_loss"]
 
 _U = float(np.finfo(float).eps) / 2
 #: each noise law's mass outside the enumerated window is below this (``_window``)
@@ -66,6 +70,8 @@ _MAX_ATOMS = 8_000_000
 #: the loss lattice (spacing Delta / sigma^2) is declared to the engine (``lattice_atoms``) when sigma is at
 #: most this: coarser lattices are composed with every atom on a grid point; denser ones are near-continuous
 _LATTICE_SIGMA = 50.0
+#: most outputs a Skellam PLD enumerates (each a 30-digit Bessel function)
+_MAX_SKELLAM = 200_000
 
 
 def discrete_gaussian_log_normaliser(sigma: float) -> tuple[float, float]:
@@ -102,64 +108,24 @@ def _window(sigma: float, delta: int) -> tuple[int, int, float]:
     return lo, hi, max(tail, 1e-300)
 
 
-@dataclass(frozen=True)
-class DiscreteGaussianLoss(PrivacyLoss):
-    """Exact PLD of the discrete Gaussian with integer shift ``delta``, optionally Poisson-subsampled.
+def _finish(v, pm, qm, atom_rel: float, l_err: float, tail: float):
+    """The arrays a ``_LatticeLoss`` works from: atoms in increasing order of loss ``v`` with P- and Q-masses,
+    their prefix and suffix sums, the atoms' relative mass error, their loss error and the outside mass."""
+    v, pm, qm = (np.ascontiguousarray(t) for t in (v, pm, qm))
+    cp, cq = np.cumsum(pm), np.cumsum(qm)
+    sp, sq = np.cumsum(pm[::-1])[::-1], np.cumsum(qm[::-1])[::-1]
+    for t in (v, pm, qm, cp, cq, sp, sq):
+        t.flags.writeable = False
+    return v, pm, qm, cp, cq, sp, sq, atom_rel, l_err, tail
 
-    Outputs ``x`` in the window ``[-m, delta + m]`` (``_window``); with ``A = N_Z(delta, sigma^2)`` and
-    ``B = N_Z(0, sigma^2)``, ``l(x) = log(A(x) / B(x)) = (2 delta x - delta^2) / (2 sigma^2)`` and
-    ``direction`` ``"remove"``: ``P = q A + (1 - q) B``, ``Q = B``, ``L = log(1 - q + q e^l)`` (increasing
-    in ``x``); ``"add"``: ``P = B``, ``Q = q A + (1 - q) B``, ``L = -log(1 - q + q e^l)`` (decreasing).
-    ``q = 1`` is the unsampled mechanism (``L = l``).
 
-    The P- and Q-masses of every atom are computed from their closed forms (``exp`` of a rounded exponent
-    minus the certified ``log Z``), within a relative error ``atom_rel`` (``_arrays``); cells sum atoms
-    (at most ``n u`` more for ``n`` atoms). Each atom's loss is the rounded value of its closed form,
-    within ``loss_err``: charged as an edge error (a loss shift) by the engine.
-    """
+class _LatticeLoss(PrivacyLoss):
+    """A privacy loss with countably many atoms, enumerated on a window of integer outputs (subclasses give
+    ``_arrays``, built by ``_finish``): CDFs of both sides from prefix / suffix sums, cells by summing atoms
+    (relative error ``atom_rel`` plus ``n u`` for ``n`` atoms), the window's outside mass at ``+inf`` for
+    upper bounds only."""
 
-    sigma: float
-    delta: int
-    q: float = 1.0
-    direction: str = "remove"
     infinity_is_exact = False  # the window's outside mass, sent to +inf on the upper side only
-
-    @cached_property
-    def _arrays(self):
-        s2 = 2.0 * self.sigma * self.sigma
-        lo, hi, tail = _window(self.sigma, self.delta)
-        if hi - lo + 1 > _MAX_ATOMS:
-            raise GridTooLargeError(f"the discrete Gaussian with sigma={self.sigma:g} would enumerate "
-                                    f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}); sigma is too large for "
-                                    "the exact PLD")
-        log_z, z_err = discrete_gaussian_log_normaliser(self.sigma)
-        x = np.arange(lo, hi + 1, dtype=float)
-        d = float(self.delta)
-        ya = -((x - d) * (x - d)) / s2 - log_z  # (x - d)^2 is an exact integer below 2^53
-        yb = -(x * x) / s2 - log_z
-        a, b = np.exp(ya), np.exp(yb)
-        ell = (2.0 * d * x - d * d) / s2  # exact integer numerator, one rounded division
-        q = self.q
-        if q >= 1.0:
-            pm, qm, v = a, b, ell
-            l_err = 2.0 * _U * float(np.max(np.abs(ell)))
-        else:
-            mix = q * a + (1.0 - q) * b
-            lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
-            pm, qm, v = (mix, b, lv) if self.direction == "remove" else (b, mix, -lv)
-            l_err = 8.0 * _U * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv)))
-                                + abs(math.log(q)) + abs(math.log1p(-q)))
-        if self.direction == "add" and q < 1.0:  # the loss decreases in x: reverse to increasing order
-            v, pm, qm = v[::-1], pm[::-1], qm[::-1]
-        # exponent rounding (3u of |y| plus u of the subtraction), exp (u), log Z's error; the mixture 3u
-        y_max = float(max(np.max(np.abs(ya)), np.max(np.abs(yb))))
-        atom_rel = 1.02 * ((4.0 * y_max + 8.0) * _U + z_err) + (3.0 * _U if q < 1.0 else 0.0)
-        v, pm, qm = (np.ascontiguousarray(t) for t in (v, pm, qm))
-        cp, cq = np.cumsum(pm), np.cumsum(qm)
-        sp, sq = np.cumsum(pm[::-1])[::-1], np.cumsum(qm[::-1])[::-1]
-        for t in (v, pm, qm, cp, cq, sp, sq):
-            t.flags.writeable = False
-        return v, pm, qm, cp, cq, sp, sq, atom_rel, l_err, tail
 
     @property
     def infinity_mass(self) -> float:  # type: ignore[override]
@@ -253,6 +219,61 @@ class DiscreteGaussianLoss(PrivacyLoss):
         c = self._cells(edges, True)
         return c["P"], c["Q"], c["Pa"], c["Qa"], c["edge"]
 
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianLoss(_LatticeLoss):
+    """Exact PLD of the discrete Gaussian with integer shift ``delta``, optionally Poisson-subsampled.
+
+    Outputs ``x`` in the window ``[-m, delta + m]`` (``_window``); with ``A = N_Z(delta, sigma^2)`` and
+    ``B = N_Z(0, sigma^2)``, ``l(x) = log(A(x) / B(x)) = (2 delta x - delta^2) / (2 sigma^2)`` and
+    ``direction`` ``"remove"``: ``P = q A + (1 - q) B``, ``Q = B``, ``L = log(1 - q + q e^l)`` (increasing
+    in ``x``); ``"add"``: ``P = B``, ``Q = q A + (1 - q) B``, ``L = -log(1 - q + q e^l)`` (decreasing).
+    ``q = 1`` is the unsampled mechanism (``L = l``).
+
+    The P- and Q-masses of every atom are computed from their closed forms (``exp`` of a rounded exponent
+    minus the certified ``log Z``), within a relative error ``atom_rel`` (``_arrays``); cells sum atoms
+    (at most ``n u`` more for ``n`` atoms). Each atom's loss is the rounded value of its closed form,
+    within ``loss_err``: charged as an edge error (a loss shift) by the engine.
+    """
+
+    sigma: float
+    delta: int
+    q: float = 1.0
+    direction: str = "remove"
+
+    @cached_property
+    def _arrays(self):
+        s2 = 2.0 * self.sigma * self.sigma
+        lo, hi, tail = _window(self.sigma, self.delta)
+        if hi - lo + 1 > _MAX_ATOMS:
+            raise GridTooLargeError(f"the discrete Gaussian with sigma={self.sigma:g} would enumerate "
+                                    f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}); sigma is too large for "
+                                    "the exact PLD")
+        log_z, z_err = discrete_gaussian_log_normaliser(self.sigma)
+        x = np.arange(lo, hi + 1, dtype=float)
+        d = float(self.delta)
+        ya = -((x - d) * (x - d)) / s2 - log_z  # (x - d)^2 is an exact integer below 2^53
+        yb = -(x * x) / s2 - log_z
+        a, b = np.exp(ya), np.exp(yb)
+        ell = (2.0 * d * x - d * d) / s2  # exact integer numerator, one rounded division
+        q = self.q
+        if q >= 1.0:
+            pm, qm, v = a, b, ell
+            l_err = 2.0 * _U * float(np.max(np.abs(ell)))
+        else:
+            mix = q * a + (1.0 - q) * b
+            lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
+            pm, qm, v = (mix, b, lv) if self.direction == "remove" else (b, mix, -lv)
+            l_err = 8.0 * _U * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv)))
+                                + abs(math.log(q)) + abs(math.log1p(-q)))
+        if self.direction == "add" and q < 1.0:  # the loss decreases in x: reverse to increasing order
+            v, pm, qm = v[::-1], pm[::-1], qm[::-1]
+        # exponent rounding (3u of |y| plus u of the subtraction), exp (u), log Z's error; the mixture 3u
+        y_max = float(max(np.max(np.abs(ya)), np.max(np.abs(yb))))
+        atom_rel = 1.02 * ((4.0 * y_max + 8.0) * _U + z_err) + (3.0 * _U if q < 1.0 else 0.0)
+        return _finish(v, pm, qm, atom_rel, l_err, tail)
+
     def lattice_atoms(self):
         """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``), unsampled and for
         ``sigma <= 50`` only: a denser lattice would force a needlessly fine mesh (``_LATTICE_SIGMA``)."""
@@ -261,6 +282,74 @@ class DiscreteGaussianLoss(PrivacyLoss):
         s2 = 2.0 * self.sigma * self.sigma
         d = float(self.delta)
         return ((d * d - 2.0 * d) / s2, (d * d) / s2)
+
+
+def _skellam_window(mu: float, delta: int) -> tuple[int, int, float]:
+    """``(lo, hi, tail)`` for ``Sk(mu)`` (difference of two Poisson(mu)): Chernoff,
+    ``P(X >= m) <= exp(-m t + 2 mu (cosh t - 1))`` at ``t = asinh(m / (2 mu))``, below ``1e-75`` outside
+    ``[-m, Delta + m]`` for both ``Sk(mu)`` and ``Sk(mu) + Delta``."""
+    def bound(m):
+        t = math.asinh(m / (2.0 * mu))
+        return math.exp(-m * t + 2.0 * mu * (math.cosh(t) - 1.0))
+    m = max(2, int(math.ceil(20.0 * math.sqrt(2.0 * mu))))
+    while 2.0 * bound(m + 1) > _WINDOW_TAIL:
+        m = int(m * 1.25) + 1
+    return -m, delta + m, max(2.0 * bound(m + 1) * (1.0 + 1e-9), 1e-300)
+
+
+@dataclass(frozen=True)
+class SkellamLoss(_LatticeLoss):
+    """Exact PLD of the Skellam mechanism (noise ``Sk(mu) = Pois(mu) - Pois(mu)``, Agarwal, Kairouz, Liu
+    2021) with integer shift ``delta``, optionally Poisson-subsampled (pairs as ``DiscreteGaussianLoss``).
+
+    ``P(X = k) = e^(-2 mu) I_k(2 mu)`` is evaluated in mpmath (30 digits; ``I_k`` the modified Bessel function,
+    two values at the top of the window and the stable backward recurrence below),
+    so each float mass and each loss is within a few ulp (``atom_rel = 4u``; the loss error ``4u (1 + |L|)``).
+    ``Sk(mu)`` is symmetric and log-concave (a convolution of log-concave laws), so the module docstring's
+    dominance argument applies: the shift ``Delta`` is the worst neighbour.
+    """
+
+    mu: float
+    delta: int
+    q: float = 1.0
+    direction: str = "remove"
+
+    @cached_property
+    def _arrays(self):
+        import mpmath
+
+        lo, hi, tail = _skellam_window(self.mu, self.delta)
+        if hi - lo + 1 > _MAX_SKELLAM:
+            raise GridTooLargeError(f"the Skellam mechanism with mu={self.mu:g} would enumerate {hi - lo + 1:,} "
+                                    f"outputs (cap {_MAX_SKELLAM:,})")
+        with mpmath.workdps(30):
+            x2 = mpmath.mpf(2) * mpmath.mpf(self.mu)
+            # I_k for k = 0..K by the backward recurrence I_(k-1) = I_(k+1) + (2k / x) I_k from two 30-digit
+            # Bessel values at the top: a sum of positive terms, so the relative error stays near 1e-30 per step
+            top = max(abs(lo - self.delta), abs(hi))
+            i_k = [mpmath.mpf(0)] * (top + 2)
+            i_k[top + 1], i_k[top] = mpmath.besseli(top + 1, x2), mpmath.besseli(top, x2)
+            for k in range(top, 0, -1):
+                i_k[k - 1] = i_k[k + 1] + (2 * k / x2) * i_k[k]
+            logp = {k: mpmath.log(i_k[abs(k)]) - x2 for k in range(lo - self.delta, hi + 1)}
+            q = mpmath.mpf(self.q)
+            v, pm, qm = [], [], []
+            for x in range(lo, hi + 1):
+                la, lb = logp[x - self.delta], logp[x]  # A = Sk + Delta, B = Sk
+                if self.q >= 1.0:
+                    lp, lq = la, lb
+                elif self.direction == "remove":
+                    lp, lq = mpmath.log(q * mpmath.exp(la) + (1 - q) * mpmath.exp(lb)), lb
+                else:
+                    lp, lq = lb, mpmath.log(q * mpmath.exp(la) + (1 - q) * mpmath.exp(lb))
+                v.append(float(lp - lq))
+                pm.append(float(mpmath.exp(lp)))
+                qm.append(float(mpmath.exp(lq)))
+        v, pm, qm = np.array(v), np.array(pm), np.array(qm)
+        order = np.argsort(v, kind="stable")  # the loss is monotone in x (log-concavity); sort to be sure
+        v, pm, qm = v[order], pm[order], qm[order]
+        l_err = 4.0 * _U * (1.0 + float(np.max(np.abs(v))))
+        return _finish(v, pm, qm, 4.0 * _U, l_err, tail)
 
 
 def discrete_laplace_loss(*, noise_parameter: float, delta: int, q: float = 1.0,
@@ -354,6 +443,34 @@ class DiscreteLaplace(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Skellam(Mechanism):
+    """The Skellam mechanism: noise ``Pois(mu) - Pois(mu)`` on a query with integer sensitivity ``sensitivity``
+    (one coordinate; Agarwal, Kairouz, Liu 2021). A sum of ``n`` clients' ``Sk(mu_i)`` noises is
+    ``Sk(sum mu_i)``, so the distributed version is this mechanism with the total ``mu``.
+
+    Exact PLD: ``SkellamLoss``. Attained pair (lower end): two data sets whose query values differ by exactly
+    ``sensitivity``.
+    """
+
+    type_name = "skellam"
+    mu: float
+    sensitivity: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "mu", check_positive("mu", self.mu))
+        if self.mu < 1e-2 or self.mu > 1e6:
+            raise ValueError(f"mu must lie in [0.01, 1e6] for the exact PLD, got {self.mu!r}")
+        object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
+
+    def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
+        return SkellamLoss(self.mu, self.sensitivity, q, direction)
+
+    def privacy_losses(self) -> LossPair:
+        loss = self.loss()
+        return LossPair(loss, loss)
+
+
+@dataclass(frozen=True, kw_only=True)
 class PoissonSampledDiscrete(Mechanism):
     """``DiscreteGaussian`` or ``DiscreteLaplace`` under Poisson sampling at rate ``sampling_rate``.
 
@@ -371,9 +488,9 @@ class PoissonSampledDiscrete(Mechanism):
     relation: str = "add-remove"
 
     def __post_init__(self):
-        if not isinstance(self.mechanism, (DiscreteGaussian, DiscreteLaplace)):
+        if not isinstance(self.mechanism, (DiscreteGaussian, DiscreteLaplace, Skellam)):
             raise UnsupportedMechanismError(
-                f"PoissonSampledDiscrete needs a DiscreteGaussian or DiscreteLaplace mechanism, got "
+                f"PoissonSampledDiscrete needs a DiscreteGaussian, DiscreteLaplace or Skellam mechanism, got "
                 f"{self.mechanism!r}")
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         check_choice("relation", self.relation, ("add-remove", "remove", "add"))
