@@ -240,3 +240,32 @@ def test_skellam_contains_exact_enumeration(mu, d, q, k, delta):
     b = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
     rem, add = _skellam_pair(mu, d, q, "remove"), _skellam_pair(mu, d, q, "add")
     _check(b, delta, lambda e: max(_delta_composed(rem, k, e), _delta_composed(add, k, e)))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sigma=st.floats(0.4, 1.5), n=st.integers(2, 4), d=st.integers(1, 2), q=st.sampled_from([1.0, 0.3]),
+       k=st.integers(1, 2), delta=st.sampled_from([1e-2, 1e-5]))
+def test_distributed_discrete_gaussian_contains_exact_enumeration(sigma, n, d, q, k, delta):
+    """The sum of n discrete Gaussians, convolved in mpmath, and its (subsampled) pair enumerated."""
+    from tightdp.mechanisms.discrete import DistributedDiscreteGaussian
+    mech = DistributedDiscreteGaussian(sigma=sigma, clients=n, sensitivity=d)
+    if q < 1.0:
+        mech = PoissonSampledDiscrete(mechanism=mech, sampling_rate=q)
+    b = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
+    lo, hi = _window("gauss", sigma, 0)
+    one = {x: p for x, p in _dgauss_pmf(sigma, 0, lo, hi).items() if p > mpmath.mpf("1e-60")}
+    law = {0: mpmath.mpf(1)}
+    for _ in range(n):
+        nxt: dict = {}
+        for (a, pa), (x, px) in itertools.product(law.items(), one.items()):
+            nxt[a + x] = nxt.get(a + x, 0) + pa * px
+        law = nxt
+    qq = mpmath.mpf(q)
+    atoms = {"remove": [], "add": []}
+    for x in range(min(law) , max(law) + d + 1):
+        a, bb = law.get(x - d, 0), law.get(x, 0)
+        mix = qq * a + (1 - qq) * bb
+        for direction, (p_, q_) in (("remove", (mix, bb)), ("add", (bb, mix))):
+            if p_ > mpmath.mpf("1e-42"):
+                atoms[direction].append((mpmath.log(p_ / q_) if q_ > 0 else mpmath.inf, p_, q_))
+    _check(b, delta, lambda e: max(_delta_composed(atoms["remove"], k, e), _delta_composed(atoms["add"], k, e)))

@@ -5,7 +5,8 @@ from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
-from .discrete import DiscreteGaussian, DiscreteGaussianVector, DiscreteLaplace, PoissonSampledDiscrete, Skellam
+from .discrete import (DiscreteGaussian, DiscreteGaussianVector, DiscreteLaplace, DistributedDiscreteGaussian,
+                       PoissonSampledDiscrete, Skellam)
 from .selection import BoundedRange, ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
     "RandomAllocation", "AllocationLoss", "allocation_epsilon",
-    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "PoissonSampledDiscrete", "DiscreteGaussianVector",
+    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
+    "DiscreteGaussianVector",
     "BoundedRange", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
 ]
