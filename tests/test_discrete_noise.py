@@ -198,7 +198,7 @@ def _vector_delta_exact(sigma: float, shifts, k: int, eps: float) -> mpmath.mpf:
 def test_vector_interval_contains_the_worst_admissible_shift(sigma, linf, coords, l2sq, k, delta):
     """Every admissible integer shift of a 3-dimensional discrete Gaussian, enumerated: the largest exact
     delta at the upper end is at most delta (the dominating pair holds), and the lower end is attained."""
-    from tightdp.mechanisms.discrete import DiscreteGaussianVector
+    from tightdp.mechanisms.discrete_vector import DiscreteGaussianVector
     from tightdp.tuning import discrete_vector_epsilon
     mech = DiscreteGaussianVector(sigma=sigma, dimension=3, linf_sensitivity=linf, max_coordinates=coords,
                                   l2_sensitivity=math.sqrt(l2sq))

@@ -55,7 +55,7 @@ def test_envelope_curve_is_the_supremum_of_the_two_point_curves(eps0, frac):
     the engine's one-step interval contains it."""
     eps = frac * eps0
     t = np.linspace(0.0, 1.0, 200001)
-    x, big = np.exp(t * eps0), math.exp(eps0)
+    x, _big = np.exp(t * eps0), math.exp(eps0)
     p = np.expm1(t * eps0) * np.exp((1 - t) * eps0) / math.expm1(eps0)  # P-mass of the loss (1 - t) eps0
     q = p * np.exp(-(1 - t) * eps0)
     lo_p, lo_q = 1 - p, (1 - p) * x

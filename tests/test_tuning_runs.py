@@ -77,7 +77,7 @@ def test_theorem_6_pure_dp_poisson(eps, mu):
 
 
 def test_agrees_with_dp_accounting_and_improves_poisson():
-    dpa = pytest.importorskip("dp_accounting")
+    pytest.importorskip("dp_accounting")
     from dp_accounting import dp_event as de
     from dp_accounting.rdp import rdp_privacy_accountant as rpa
     run = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.1), sampling_rate=0.01), 500)]

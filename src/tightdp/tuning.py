@@ -131,7 +131,7 @@ def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bound
     ValueError
         ``delta`` outside ``(0, 1)``, ``count`` not a positive integer, ``mechanism`` of another type.
     """
-    from .mechanisms.discrete import DiscreteGaussianVector
+    from .mechanisms.discrete_vector import DiscreteGaussianVector
     delta = check_delta("delta", delta)
     count = check_count("count", count)
     if not isinstance(mechanism, DiscreteGaussianVector):

@@ -5,8 +5,8 @@ from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
-from .discrete import (DiscreteGaussian, DiscreteGaussianVector, DiscreteLaplace, DistributedDiscreteGaussian,
-                       PoissonSampledDiscrete, Skellam)
+from .discrete import DiscreteGaussian, DiscreteLaplace, DistributedDiscreteGaussian, PoissonSampledDiscrete, Skellam
+from .discrete_vector import DiscreteGaussianVector
 from .selection import BoundedRange, ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
 
 __all__ = [
