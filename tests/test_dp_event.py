@@ -170,10 +170,8 @@ def test_non_private():
 
 
 @pytest.mark.parametrize("event, name", [
-    (de.DiscreteLaplaceDpEvent(1.0, 1), "DiscreteLaplaceDpEvent"),
     (de.ZCDpEvent(0.5), "ZCDpEvent"),
     (de.UnsupportedDpEvent(), "UnsupportedDpEvent"),
-    (de.SingleEpochTreeAggregationDpEvent(1.0, 4), "SingleEpochTreeAggregationDpEvent"),
     (de.RepeatAndSelectDpEvent(de.GaussianDpEvent(1.0), 2.0, 1.0), "RepeatAndSelectDpEvent"),
     (de.PoissonSampledDpEvent(0.1, de.LaplaceDpEvent(1.0)), "LaplaceDpEvent"),
     (de.SampledWithoutReplacementDpEvent(10, 2, de.RandomizedResponseDpEvent(0.5, 2)), "RandomizedResponseDpEvent"),

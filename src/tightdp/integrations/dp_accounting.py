@@ -33,15 +33,22 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
                                    record (all mass at infinite privacy loss),
                                    so PLD accountants report epsilon = inf
                                    with a note
+``DiscreteLaplaceDpEvent``         ``DiscreteLaplace(noise_parameter, sensitivity)``
+                                   (exact PLD); Poisson-sampled: ``PoissonSampledDiscrete``
+``DiscreteGaussianDpEvent``        ``DiscreteGaussian(sigma, sensitivity)`` (exact PLD)
+``EpsilonDeltaDpEvent``            ``ApproximateDP`` / ``PureDP`` (dominating pair)
+``SingleEpochTreeAggregationDpEvent``  ``Gaussian(s, sensitivity=sqrt(depth))``
 =================================  ===========================================
+
+Refused, each with its reason (``REFUSED_EVENTS``; docs/dp_events.md): ``ZCDpEvent``,
+``RepeatAndSelectDpEvent``, ``UnsupportedDpEvent``, and the 2026 events ``ExponentialMechanismDpEvent``,
+``PermuteAndFlipDpEvent``, ``RandomAllocationDpEvent``.
 
 A zero noise multiplier (dp-accounting's spelling of "no noise") is imported
 as non-private — under Poisson sampling at rate q < 1 as ``PoissonSampledNonPrivate``
 (delta = q exactly: the record is revealed when it is sampled); a zero sampling
-probability as a no-op. Everything else
-(``DiscreteLaplaceDpEvent``, ``ZCDpEvent``, tree aggregation, repeat-and-select,
-``UnsupportedDpEvent``, Poisson-sampled Laplace, ...)
-raises ``UnsupportedMechanismError`` naming the event type.
+probability as a no-op. Everything else (``ZCDpEvent``, repeat-and-select, ``UnsupportedDpEvent``,
+Poisson-sampled Laplace, ...) raises ``UnsupportedMechanismError`` naming the event type and the reason.
 """
 
 from __future__ import annotations
@@ -52,12 +59,14 @@ from typing import Any, Callable
 
 from .._validation import check_count
 from ..errors import UnsupportedMechanismError
-from ..mechanisms import (Gaussian, Laplace, Mechanism, PoissonSampled, PureDP, RandomizedResponse,
+from ..mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP, RandomizedResponse,
                           SampledWithoutReplacement, SampledWithReplacement)
+from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
 from ..mechanisms.base import LossPair
 from ..mechanisms.losses import DiscreteLoss
 
-__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "PoissonSampledNonPrivate", "SUPPORTED_EVENTS"]
+__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "PoissonSampledNonPrivate", "SUPPORTED_EVENTS",
+           "REFUSED_EVENTS"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +142,8 @@ def _field(event: Any, attr: str) -> Any:
 
 def _convert(event: Any, count: int) -> _Entries:
     handler = _HANDLERS.get(_name(event))
+    if handler is None and _name(event) in REFUSED_EVENTS:
+        raise UnsupportedMechanismError(f"dp-accounting event {_name(event)} is refused: {REFUSED_EVENTS[_name(event)]}")
     if handler is None:
         raise UnsupportedMechanismError(
             f"dp-accounting event {_name(event)} is not supported by tightdp; "
@@ -216,9 +227,13 @@ def _sampled_gaussian(event, kind: str) -> Gaussian | None | str:
     if name == "GaussianDpEvent":
         s = _field(inner, "noise_multiplier")
         return "non-private" if s == 0 else Gaussian(noise_multiplier=s)
+    if name == "DiscreteLaplaceDpEvent" and kind == "Poisson sampling":
+        a = _field(inner, "noise_parameter")
+        return "non-private" if a == 0 else DiscreteLaplace(noise_parameter=a, sensitivity=_field(inner, "sensitivity"))
     raise UnsupportedMechanismError(
         f"dp-accounting event {_name(event)} of {name} is not supported by tightdp; "
-        f"{kind} is supported for GaussianDpEvent only")
+        f"{kind} is supported for GaussianDpEvent{' and DiscreteLaplaceDpEvent' if kind == 'Poisson sampling' else ''} "
+        "only")
 
 
 @_handles("PoissonSampledDpEvent")
@@ -229,6 +244,8 @@ def _poisson(event, count):
         return []
     if inner == "non-private":
         return [(PoissonSampledNonPrivate(sampling_rate=q), count)] if q < 1 else [(NON_PRIVATE, 1)]
+    if isinstance(inner, DiscreteLaplace):
+        return [(PoissonSampledDiscrete(mechanism=inner, sampling_rate=q), count)]
     return [(PoissonSampled(mechanism=inner, sampling_rate=q), count)]
 
 
@@ -283,6 +300,82 @@ def _composed(event, count):
     for sub in _field(event, "events"):
         out.extend(_convert(sub, count))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# discrete noise, tree aggregation, pure / approximate DP, and the events refused with their reason
+
+
+@_handles("DiscreteLaplaceDpEvent")
+def _discrete_laplace(event, count):
+    """``DiscreteLaplace(noise_parameter, sensitivity)``: the exact PLD (``mechanisms.discrete``)."""
+    a = _field(event, "noise_parameter")
+    if a == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(DiscreteLaplace(noise_parameter=a, sensitivity=_field(event, "sensitivity")), count)]
+
+
+def _first_field(event, names):
+    for n in names:
+        if hasattr(event, n):
+            return getattr(event, n)
+    raise ValueError(f"{_name(event)} has none of the fields {', '.join(names)}; is it a dp_accounting DpEvent?")
+
+
+@_handles("DiscreteGaussianDpEvent")
+def _discrete_gaussian(event, count):
+    """``DiscreteGaussian(sigma, sensitivity)`` (dp_accounting's 2026 event; its fields are read by name:
+    the noise ``sigma`` / ``noise_multiplier`` / ``standard_deviation`` and an integer ``sensitivity``)."""
+    s = _first_field(event, ("sigma", "noise_multiplier", "standard_deviation"))
+    if s == 0:
+        return [(NON_PRIVATE, 1)]
+    return [(DiscreteGaussian(sigma=s, sensitivity=_first_field(event, ("sensitivity", "l2_sensitivity"))), count)]
+
+
+@_handles("EpsilonDeltaDpEvent")
+def _epsilon_delta(event, count):
+    """``ApproximateDP(epsilon, delta)``: the dominating pair of every (epsilon, delta)-DP mechanism
+    (Kairouz, Oh, Viswanath 2015), the tightest statement the event allows."""
+    e, d = _field(event, "epsilon"), _field(event, "delta")
+    if d == 0:
+        return [(PureDP(epsilon=e), count)]
+    return [(ApproximateDP(epsilon=e, delta=d), count)]
+
+
+@_handles("SingleEpochTreeAggregationDpEvent")
+def _tree(event, count):
+    """``Gaussian(noise_multiplier=s, sensitivity=sqrt(depth))``, ``depth = ceil(log2(max steps + 1))``: one
+    record enters one leaf, so ``depth`` tree nodes (each with its own noise ``s``, sensitivity 1), an
+    L2 shift of ``sqrt(depth)`` of the released node vector; the pair is exactly Gaussian (dp_accounting's
+    RDP of the event, ``a depth / (2 s^2)``, is that Gaussian's)."""
+    s = _field(event, "noise_multiplier")
+    steps = _field(event, "step_counts")
+    steps = [steps] if isinstance(steps, (int, float)) else list(steps)
+    if not steps or any((not float(x).is_integer()) or x < 0 for x in steps):
+        raise ValueError(f"step_counts must be non-negative integers, got {steps!r}")
+    if max(steps) == 0:
+        return []
+    if s == 0:
+        return [(NON_PRIVATE, 1)]
+    depth = math.ceil(math.log2(max(steps) + 1))
+    return [(Gaussian(noise_multiplier=s, sensitivity=math.sqrt(depth)), count)]
+
+
+#: events tightdp refuses, with the reason (``from_dp_event`` raises ``UnsupportedMechanismError`` saying it)
+REFUSED_EVENTS: dict[str, str] = {
+    "UnsupportedDpEvent": "the event says the mechanism is unknown to accounting; there is nothing to certify",
+    "ZCDpEvent": "a (xi, rho)-zCDP guarantee is a family of Renyi bounds, not a mechanism: no pair of "
+                 "distributions is known to dominate every rho-zCDP mechanism (the Gaussian with the same rho "
+                 "does not), so no certified PLD exists; account the mechanism that ran instead",
+    "RepeatAndSelectDpEvent": "private selection with a random number of runs (Papernot & Steinke 2022) is "
+                              "bounded through Renyi DP only; use tightdp.tuning.tuning_epsilon, whose upper end "
+                              "is that RDP bound and lower end one run's certified lower bound",
+    "ExponentialMechanismDpEvent": "a bounded-range mechanism; use tightdp.mechanisms.selection "
+                                   "(ExponentialMechanism), where the event's fields are read with their meaning",
+    "PermuteAndFlipDpEvent": "use tightdp.mechanisms.selection (PermuteAndFlip)",
+    "RandomAllocationDpEvent": "the 2026 event's fields are not known to this version; build "
+                               "tightdp.RandomAllocation(num_steps, num_epochs...) instead",
+}
 
 
 SUPPORTED_EVENTS = tuple(sorted(_HANDLERS))

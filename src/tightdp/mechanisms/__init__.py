@@ -5,6 +5,9 @@ from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
+from .discrete import DiscreteGaussian, DiscreteLaplace, DistributedDiscreteGaussian, PoissonSampledDiscrete, Skellam
+from .discrete_vector import DiscreteGaussianVector
+from .selection import BoundedRange, ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
 
 __all__ = [
     "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
@@ -12,4 +15,7 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
     "RandomAllocation", "AllocationLoss", "allocation_epsilon",
+    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
+    "DiscreteGaussianVector",
+    "BoundedRange", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
 ]

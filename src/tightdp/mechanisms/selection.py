@@ -1,0 +1,371 @@
+"""Selection mechanisms: the exponential mechanism and every epsilon-bounded-range mechanism, permute-and-flip,
+report-noisy-max (Gumbel, Laplace, exponential noise) and the sparse vector technique.
+
+Each class hands the engine a dominating pair (``privacy_losses``) and, separately, the attained pairs
+whose certified lower bounds give the interval's lower end (``attained_pairs``; ``tightdp.tuning.
+selection_epsilon`` composes both). Scores have sensitivity ``Delta``; ``epsilon`` is each mechanism's usual
+privacy parameter.
+
+**The bounded-range pair** (``BoundedRangeLoss``). A mechanism is epsilon-BR (Durfee & Rogers 2019,
+Def. 3.1) when for neighbours ``D, D'`` the log ratio ``L(y) = log(P(y) / Q(y))`` of its output laws ranges
+over an interval of length ``epsilon``: ``L in [-t epsilon, (1 - t) epsilon]`` for some ``t in [0, 1]``
+(the interval must contain 0, as ``E_Q[e^L] = 1``). Theorem: every such pair is dominated, at every
+``alpha = e^eps' > 0``, by the pair ``(P*, Q*)`` whose loss has the P-density
+``f(l) = sqrt(E) e^(l / 2) / (2 (E - 1))`` on ``[-epsilon, epsilon]`` (``E = e^epsilon``), whose curve is
+``D(alpha) = (sqrt(E) - sqrt(alpha))^2 / (E - 1)`` on ``[1, E]``, ``1 - alpha + (sqrt(alpha E) - 1)^2 / (E - 1)``
+on ``[1/E, 1]``, ``1 - alpha`` below and 0 above. Proof. (1) ``H_alpha(P || Q) = E_P[(1 - alpha Y)_+]`` with
+``Y = e^(-L) in [e^(-(1-t) epsilon), e^(t epsilon)]`` and ``E_P[Y] = 1``; ``y -> (1 - alpha y)_+`` is convex,
+so among laws of ``Y`` on that interval with mean 1 the two-point law on its ends maximises it: the pair
+is dominated by the two-point pair ``T_t`` (losses ``(1 - t) epsilon``, ``-t epsilon``; P-mass
+``p_t = (x - 1) E / (x (E - 1))`` on the first, ``x = e^(t epsilon)``). (2) For ``alpha in [1, E]``,
+``H_alpha(T_t) = (x - 1)(E - alpha x) / (x (E - 1))``, maximised over ``x in [1, E]`` at ``x = sqrt(E / alpha)``,
+with value ``D(alpha)``; swapping P and Q maps ``T_t`` to ``T_(1 - t)``, so for ``alpha < 1`` the identity
+``H_alpha(P || Q) = 1 - alpha + alpha H_(1/alpha)(Q || P)`` gives the stated ``D``. (3) ``(P*, Q*)`` has exactly
+this curve: ``D''(alpha) = sqrt(E) alpha^(-3/2) / (2 (E - 1))`` is the density of ``Q*``'s likelihood ratio
+``r = e^l`` at ``alpha`` (both branches), which integrates to 1 on ``[1/E, E]`` (so no atoms), and
+``D(E) = D'(E) = 0``. Hence ``H_alpha(P || Q) <= H_alpha(P* || Q*)`` for every ``alpha > 0``: a dominating
+pair, composed by the engine (dominance survives adaptive composition). The constant-``alpha`` value
+``D(1) = tanh(epsilon / 4)`` is Durfee & Rogers' total-variation bound.
+
+**Pure DP.** Permute-and-flip (McKenna & Sheldon 2020), report-noisy-max with exponential noise (the same
+mechanism, Ding et al. 2021) or Laplace noise (Dwork & Roth 2014, Claim 3.9) and the sparse vector technique
+(Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries) are epsilon-DP; ``PureDP(epsilon)``'s
+pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
+
+**Attained pairs** (lower ends), two candidates of scores ``(0, 0)`` on ``D`` and ``(Delta, -Delta)`` on ``D'``
+(each score moves by at most ``Delta``) unless said: exponential mechanism / Gumbel noise: ``m`` of
+``n`` candidates raised to ``+Delta``, the rest lowered to ``-Delta`` from all-zero scores, a two-point pair
+``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``); permute-and-flip: output 2 w.p.
+``e^(-epsilon) / 2`` on ``D'``; Laplace noise: ``P(2 wins on D') = e^(-epsilon) (1 + epsilon / 2) / 2``
+(difference of two Laplace variables); sparse vector: none implemented, lower end 0.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_choice, check_count, check_real
+from .base import LossPair, Mechanism, PrivacyLoss
+from .basic import PureDP
+from .losses import DiscreteLoss
+
+__all__ = ["BoundedRange", "BoundedRangeLoss", "ExponentialMechanism", "FinitePair", "PermuteAndFlip",
+           "ReportNoisyMax", "SparseVector", "bounded_range_delta", "bounded_range_rdp", "two_point_pair"]
+
+_U = float(np.finfo(float).eps) / 2
+_MAX_EPSILON = 500.0
+_CELL_REL = 16 * float(np.finfo(float).eps)
+_BR_REFINE = 128  # most cells ``bounded_range_rdp`` refines per order
+
+
+def _check_epsilon(value) -> float:
+    return check_real("epsilon", value, low=0.0, high=_MAX_EPSILON, high_open=False)
+
+
+def bounded_range_delta(epsilon: float, eps_prime: float) -> float:
+    """``D(e^eps')``: the largest delta(eps') of one epsilon-BR mechanism (module docstring)."""
+    big, a = math.exp(epsilon), math.exp(eps_prime)
+    if a >= big:
+        return 0.0
+    if a >= 1.0:
+        return (math.sqrt(big) - math.sqrt(a)) ** 2 / math.expm1(epsilon)
+    if a <= 1.0 / big:
+        return 1.0 - a
+    return 1.0 - a + (math.sqrt(a * big) - 1.0) ** 2 / math.expm1(epsilon)
+
+
+def _br_log_masses(t: np.ndarray, epsilon: float):
+    """``log p_t`` and ``log(1 - p_t)`` without cancellation: ``p_t = e^((1-t) eps) expm1(t eps) / expm1(eps)``,
+    ``1 - p_t = expm1((1 - t) eps) / expm1(eps)``."""
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.expm1(t * epsilon)) + (1.0 - t) * epsilon - math.log(math.expm1(epsilon))
+        log_1mp = np.log(np.expm1((1.0 - t) * epsilon)) - math.log(math.expm1(epsilon))
+    return log_p, log_1mp
+
+
+def _br_cell_bounds(t: np.ndarray, epsilon: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(values at the points t, upper bounds on the cells between them)`` of ``D_lambda(T_t)``."""
+    log_p, log_1mp = _br_log_masses(t, epsilon)
+    a, b = (lam - 1.0) * (1.0 - t) * epsilon, -(lam - 1.0) * t * epsilon
+    vals = np.logaddexp(log_p + a, log_1mp + b) / (lam - 1.0)
+    cells = np.logaddexp(log_p[..., 1:] + a[..., :-1], log_1mp[..., :-1] + b[..., :-1]) / (lam - 1.0)
+    return vals, cells
+
+
+def bounded_range_rdp(epsilon: float, orders) -> np.ndarray:
+    """Certified upper bounds on ``sup_t D_lambda(T_t)``, the Renyi divergence of every epsilon-BR pair at the
+    orders ``lambda`` (step (1) of the module docstring: a dominated pair is a post-processing, Blackwell, so
+    its Renyi divergences are smaller; Cesar & Rogers 2021 bound the same supremum).
+
+    ``D_lambda(T_t) = log(p_t e^((lambda - 1)(1 - t) eps) + (1 - p_t) e^(-(lambda - 1) t eps)) / (lambda - 1)``;
+    on each interval ``[t_j, t_(j+1)]`` ``p_t`` rises and both exponentials fall in ``t``, so
+    ``log(p_(j+1) e^((lambda - 1)(1 - t_j) eps) + (1 - p_j) e^(-(lambda - 1) t_j eps)) / (lambda - 1)`` bounds it.
+    Branch and bound: 4096 cells, then every cell whose bound exceeds the best point value split into 64 (when
+    there are at most 128 such cells);
+    the largest bound (plus a rounding margin) bounds the supremum. Also at most ``lambda eps^2 / 8``
+    (epsilon-BR implies ``eps^2 / 8``-zCDP, Cesar & Rogers 2021, Lemma 3.2): the smaller.
+    """
+    orders = np.asarray(orders, float)
+    t = np.linspace(0.0, 1.0, 4097)
+    vals, cells = _br_cell_bounds(t[None, :], epsilon, orders[:, None])
+    best = np.max(vals, axis=1)
+    out = np.empty(orders.size)
+    frac = np.linspace(0.0, 1.0, 65)
+    zcdp = orders * epsilon * epsilon / 8.0
+    coarse = np.max(cells, axis=1) * (1.0 + 1e-12) + 1e-15
+    for i, lam in enumerate(orders.tolist()):
+        out[i] = coarse[i]
+        js = np.nonzero(cells[i] > best[i])[0]  # the cells that may hold the supremum above the best point
+        if 0 < js.size <= _BR_REFINE:  # (a flat supremum, many such cells: the coarse and zCDP bounds stand)
+            sub = t[js, None] + (t[js + 1] - t[js])[:, None] * frac[None, :]
+            _, c = _br_cell_bounds(sub, epsilon, lam)
+            out[i] = min(out[i], max(float(best[i]), float(np.max(c))) * (1.0 + 1e-12) + 1e-15)
+    return np.minimum(out, zcdp)
+
+
+def two_point_pair(epsilon: float, t: float) -> DiscreteLoss:
+    """The pair ``T_t``: losses ``(1 - t) epsilon`` and ``-t epsilon`` with P-masses ``p_t`` and ``1 - p_t``."""
+    x = math.exp(t * epsilon)
+    p_hi = math.expm1(t * epsilon) * math.exp(epsilon) / (x * math.expm1(epsilon))
+    return DiscreteLoss(values=(-t * epsilon, (1.0 - t) * epsilon), probs=(1.0 - p_hi, p_hi))
+
+
+@dataclass(frozen=True)
+class BoundedRangeLoss(PrivacyLoss):
+    """The dominating pair of every epsilon-BR mechanism (module docstring): P-density
+    ``sqrt(E) e^(l/2) / (2 (E - 1))`` on ``[-epsilon, epsilon]``, Q-density that times ``e^(-l)``.
+
+    ``P(L <= s) = (e^((s + eps)/2) - 1) / (E - 1)``, ``Q(L <= s) = (E - e^((eps - s)/2)) / (E - 1)``; cell
+    masses are products of exponentials and one ``expm1`` (no cancellation).
+    """
+
+    epsilon: float
+
+    def support(self):
+        return -self.epsilon, self.epsilon
+
+    def _clip(self, s):
+        return np.clip(np.asarray(s, float), -self.epsilon, self.epsilon)
+
+    def cdf(self, s):
+        e = self.epsilon
+        return np.expm1((self._clip(s) + e) / 2.0) / math.expm1(e)
+
+    def sf(self, s):
+        e = self.epsilon
+        c = self._clip(s)
+        return np.exp((c + e) / 2.0) * np.expm1((e - c) / 2.0) / math.expm1(e)
+
+    has_q_side = True
+
+    def q_cdf(self, s):
+        e = self.epsilon
+        c = self._clip(s)
+        return np.exp((e - c) / 2.0) * np.expm1((e + c) / 2.0) / math.expm1(e)  # (E - e^((e - c)/2)) / (E - 1)
+
+    def q_sf(self, s):
+        e = self.epsilon
+        return np.expm1((e - self._clip(s)) / 2.0) / math.expm1(e)
+
+    def _cells(self, edges):
+        e = self.epsilon
+        s = self._clip(edges)
+        u, v = s[:-1], s[1:]
+        w = np.expm1(np.maximum(v - u, 0.0) / 2.0) / math.expm1(e)
+        P = np.exp((u + e) / 2.0) * w  # e^((u + e)/2) (e^((v - u)/2) - 1) / (E - 1)
+        Q = np.exp((e - v) / 2.0) * w  # e^((e - v)/2) (e^((v - u)/2) - 1) / (E - 1)
+        return P, Q
+
+    def cell_masses(self, edges):
+        e = np.asarray(edges, float)
+        P, _ = self._cells(e)
+        below = float(self.cdf(e[:1])[0])
+        above = float(self.sf(e[-1:])[0])
+        return below, above, P, (_CELL_REL, 0.0), 0.0
+
+    def q_cell_masses(self, edges):
+        return self._cells(np.asarray(edges, float))[1], (_CELL_REL, 0.0)
+
+    def partial_mean(self, a, b):
+        e = self.epsilon
+        lo, hi = max(a, -e), min(b, e)
+        if hi <= lo:
+            return 0.0, 0.0
+        # int l sqrt(E) e^(l/2) / (2 (E - 1)) dl = sqrt(E) e^(l/2) (l - 2) / (E - 1)
+        g = lambda l: math.exp((l + e) / 2.0) * (l - 2.0) / math.expm1(e)
+        val = g(hi) - g(lo)
+        return val, 1e-14 * (abs(g(hi)) + abs(g(lo)) + 1e-300)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoundedRange(Mechanism):
+    """Any epsilon-bounded-range mechanism (Durfee & Rogers 2019): dominated by ``BoundedRangeLoss``.
+    Attained pair: none in general (the lower end is 0 unless a concrete mechanism says more)."""
+
+    type_name = "bounded_range"
+    epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+
+    def privacy_losses(self) -> LossPair:
+        loss = BoundedRangeLoss(self.epsilon)
+        return LossPair(loss, loss)
+
+    def attained_pairs(self) -> tuple[Mechanism, ...]:
+        return ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExponentialMechanism(Mechanism):
+    """The exponential mechanism, ``P(y) ∝ exp(epsilon u(y) / (2 Delta))`` (``monotonic=True``: scores that
+    move in one direction between neighbours, ``exp(epsilon u(y) / Delta)``), over ``num_candidates``
+    candidates; the same as report-noisy-max with Gumbel noise of scale ``2 Delta / epsilon``
+    (``Delta / epsilon``). It is epsilon-BR (Durfee & Rogers 2019, Lemma 3.2): dominated by
+    ``BoundedRangeLoss(epsilon)``. Attained pairs: ``T_(m/n)``-like two-point pairs (``attained_pairs``:
+    ``m`` of ``n`` candidates moved up by ``Delta``, the others down; monotonic: the ``m`` up, the rest fixed)
+    for ``n = num_candidates`` (``None``: any number of candidates, so any ``t``).
+
+    Matches dp_accounting's ``ExponentialMechanismDpEvent`` (its ``epsilon``).
+    """
+
+    type_name = "exponential_mechanism"
+    epsilon: float
+    num_candidates: int | None = None
+    monotonic: bool = False
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        if self.num_candidates is not None:
+            object.__setattr__(self, "num_candidates", check_count("num_candidates", self.num_candidates, minimum=2))
+        if not isinstance(self.monotonic, bool):
+            raise ValueError(f"monotonic must be True or False, got {self.monotonic!r}")
+
+    def privacy_losses(self) -> LossPair:
+        loss = BoundedRangeLoss(self.epsilon)
+        return LossPair(loss, loss)
+
+    def attained_pairs(self) -> tuple[Mechanism, ...]:
+        """Two-point pairs attained by the mechanism on concrete neighbours: from all-zero scores, ``m`` of
+        ``n`` candidates move to ``+Delta`` and the rest to ``-Delta`` (monotonic: stay at 0). The output
+        "one of the ``m``" against "one of the others" is a sufficient statistic (within each group the laws
+        are uniform on both sides), and its log ratios differ by exactly ``epsilon``: the pair is ``T_t``
+        with ``t`` fixed by ``m / n``. Seven ``t`` spread over ``(0, 1)`` (the nearest ``m / n`` for a
+        given ``n``)."""
+        e = self.epsilon
+        out = []
+        for rho in (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9):
+            n = self.num_candidates
+            m = rho if n is None else min(max(round(rho * n), 1), n - 1) / n
+            # P: uniform, so group "up" has P-mass m; Q: up-weight e^(eps), down-weight 1 (exp(+-eps/2) scaled)
+            q_up = m * math.exp(e) / (m * math.exp(e) + (1.0 - m))
+            out.append(FinitePair(values=(math.log(m / q_up), math.log((1.0 - m) / (1.0 - q_up))),
+                                  probs=(m, 1.0 - m)))
+        return tuple(out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinitePair(Mechanism):
+    """A concrete pair of output laws on finitely many outputs, given by its losses ``values`` and P-masses
+    ``probs`` (an attained pair of a selection mechanism: its certified interval bounds that pair)."""
+
+    type_name = "finite_pair"
+    values: tuple
+    probs: tuple
+
+    def __post_init__(self):
+        v = tuple(float(x) for x in self.values)
+        p = tuple(float(x) for x in self.probs)
+        if len(v) != len(p) or not v or any(not math.isfinite(x) for x in v) or any(x < 0 for x in p):
+            raise ValueError("values and probs must be equally long, finite, probs non-negative")
+        object.__setattr__(self, "values", v)
+        object.__setattr__(self, "probs", p)
+
+    def privacy_losses(self) -> LossPair:
+        loss = DiscreteLoss(values=self.values, probs=self.probs)
+        return LossPair(loss, loss)
+
+
+def _binary(p2: float) -> "FinitePair":
+    """The attained pair of two candidates: ``P = (1/2, 1/2)`` on ``D`` (all-zero scores) and candidate 2's
+    probability ``p2`` on ``D'`` (scores ``(Delta, -Delta)``): losses ``log(1/2 / (1 - p2))``, ``log(1/2 / p2)``."""
+    return FinitePair(values=(math.log(0.5 / (1.0 - p2)), math.log(0.5 / p2)), probs=(0.5, 0.5))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PermuteAndFlip(Mechanism):
+    """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
+    epsilon-DP, dominated by ``PureDP(epsilon)``; equal to report-noisy-max with exponential noise (Ding et
+    al. 2021). Attained pair: two candidates, scores ``(0, 0)`` / ``(Delta, -Delta)``, ``P(2 on D') =
+    e^(-epsilon) / 2``. Matches dp_accounting's ``PermuteAndFlipDpEvent``."""
+
+    type_name = "permute_and_flip"
+    epsilon: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+
+    def privacy_losses(self) -> LossPair:
+        return PureDP(epsilon=self.epsilon).privacy_losses()
+
+    def attained_pairs(self) -> tuple[Mechanism, ...]:
+        return (_binary(0.5 * math.exp(-self.epsilon)),) if self.epsilon > 0 else ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportNoisyMax(Mechanism):
+    """Report-noisy-max: the index of the largest ``u(y) + Z_y``, ``Z`` of scale ``2 Delta / epsilon``.
+
+    ``noise="gumbel"`` is the exponential mechanism (``ExponentialMechanism``'s pairs); ``"exponential"`` is
+    permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9),
+    dominated by ``PureDP(epsilon)``, with the attained two-candidate pair
+    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``.
+    """
+
+    type_name = "report_noisy_max"
+    epsilon: float
+    noise: str = "gumbel"
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        check_choice("noise", self.noise, ("gumbel", "laplace", "exponential"))
+
+    def _equivalent(self) -> Mechanism:
+        if self.noise == "gumbel":
+            return ExponentialMechanism(epsilon=self.epsilon)
+        return PermuteAndFlip(epsilon=self.epsilon)
+
+    def privacy_losses(self) -> LossPair:
+        if self.noise == "laplace":
+            return PureDP(epsilon=self.epsilon).privacy_losses()
+        return self._equivalent().privacy_losses()
+
+    def attained_pairs(self) -> tuple[Mechanism, ...]:
+        if self.noise == "laplace":
+            e = self.epsilon
+            return (_binary(0.5 * math.exp(-e) * (1.0 + 0.5 * e)),) if e > 0 else ()
+        return self._equivalent().attained_pairs()
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparseVector(Mechanism):
+    """The sparse vector technique answering until ``cutoff`` queries exceed a noisy threshold (Lyu, Su, Li
+    2017, Alg. 1 with ``epsilon`` in total between threshold and query noise): epsilon-DP, dominated by
+    ``PureDP(epsilon)``. Attained pair: none implemented (lower end 0)."""
+
+    type_name = "sparse_vector"
+    epsilon: float
+    cutoff: int = 1
+
+    def __post_init__(self):
+        object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
+        object.__setattr__(self, "cutoff", check_count("cutoff", self.cutoff))
+
+    def privacy_losses(self) -> LossPair:
+        return PureDP(epsilon=self.epsilon).privacy_losses()
+
+    def attained_pairs(self) -> tuple[Mechanism, ...]:
+        return ()

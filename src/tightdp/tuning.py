@@ -1,0 +1,286 @@
+"""Private selection and hyper-parameter tuning: certified intervals for selection mechanisms composed
+``count`` times (``selection_epsilon``) and for tuning runs (``tuning_epsilon``): ``K`` fixed runs, or a
+random number of runs with the best one released (Papernot & Steinke 2022; Liu & Talwar 2019).
+
+Upper ends, the tightest proven analysis available:
+
+* ``K`` fixed runs: the composition of ``K`` runs (the connect-the-dots accountant, a dominating pair);
+  releasing only the best run is a post-processing of releasing all.
+* Random ``K`` (Papernot & Steinke 2022): only Renyi-DP proofs exist, so the bound is RDP-based and says
+  so in ``details["method"]``. Truncated negative binomial ``K`` (shape ``eta``, ``gamma``; ``eta = 1`` the
+  geometric, ``eta = 0`` the logarithmic law), Theorem 2:
+  ``eps'(lambda) = eps(lambda) + (1 + eta) min_lambda^ [(1 - 1/lambda^) eps(lambda^) + log(1/gamma) / lambda^]
+  + log(E K) / (lambda - 1)``. Poisson ``K`` (mean ``mu``), Theorem 6: ``eps'(lambda) = eps(lambda) + mu delta^
+  + log(mu) / (lambda - 1)`` where one run is ``(eps^, delta^)``-DP with ``e^eps^ = 1 + 1/(lambda - 1)``;
+  tightdp's certified curve gives ``delta^`` (dp_accounting converts the RDP curve instead, looser). The
+  RDP of one run is tightdp's ``RDPAccountant``'s, converted by Canonne, Kamath, Steinke 2020 Prop. 12.
+  Liu & Talwar 2019's geometric-stopping bound (``3 eps``-DP for an ``eps``-DP run) is Papernot & Steinke's
+  Corollary 3 with ``eta = 1``, which this covers.
+
+Lower ends, from attained pairs: with a constant score every run is equally good and the released
+output is one run's output (any tie-breaking that does not look at the data), so the procedure is one
+run (``K >= 1``), or one run mixed with the empty output ``w.p. P(K = 0)`` (Poisson: ``delta`` scales by
+``1 - e^(-mu)``, as ``H_a((1-p) P + p o || (1-p) Q + p o) = (1 - p) H_a(P || Q)`` for ``a >= 1``); its
+certified lower bound is a lower bound of the tuning procedure. ``release="all"`` (every run's output
+published) with ``K`` fixed: the ``K``-fold composition's own lower end.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from ._caches import register as _register_cache
+from ._validation import check_choice, check_count, check_delta, check_real
+from .accountants import ConnectDotsAccountant, RDPAccountant
+from .accountants import _rdp_math as rm
+from .bounds import Bounds
+from .errors import UnsupportedMechanismError
+from .mechanisms.base import Mechanism
+from .mechanisms.losses import DiscreteLoss
+from .mechanisms.selection import (BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp)
+
+__all__ = ["selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon", "TUNING_DISTRIBUTIONS",
+           "truncated_negative_binomial_mean"]
+
+#: the laws of the number of runs ``tuning_epsilon`` accepts
+TUNING_DISTRIBUTIONS = ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial")
+
+
+def _ledger(run) -> list[tuple[Mechanism, int]]:
+    if isinstance(run, Mechanism):
+        return [(run, 1)]
+    try:
+        entries = [(m, int(c)) for m, c in run]
+    except (TypeError, ValueError):
+        raise ValueError(f"run must be a tightdp Mechanism or a list of (Mechanism, count), got {run!r}") from None
+    if not entries or not all(isinstance(m, Mechanism) and c >= 1 for m, c in entries):
+        raise ValueError(f"run must be a tightdp Mechanism or a non-empty list of (Mechanism, count >= 1), "
+                         f"got {run!r}")
+    return entries
+
+
+def _times(entries, k: int):
+    return [(m, c * k) for m, c in entries]
+
+
+#: Renyi orders for the bounded-range bound (96 orders from 1.01 to 501: a denser grid moves epsilon by <1e-3)
+_BR_ORDERS = 1.0 + np.geomspace(0.01, 500.0, 96)
+
+
+@_register_cache
+@lru_cache(maxsize=64)
+def _br_rdp(epsilon: float) -> np.ndarray:
+    out = bounded_range_rdp(epsilon, _BR_ORDERS)
+    out.flags.writeable = False
+    return out
+
+
+def _is_bounded_range(mechanism: Mechanism) -> bool:
+    return isinstance(mechanism, (BoundedRange, ExponentialMechanism)) or (
+        isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel")
+
+
+def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
+    """Certified epsilon of ``count`` adaptive uses of a selection mechanism (``tightdp.mechanisms.selection``).
+
+    Upper: the dominating pair composed by the connect-the-dots accountant; for bounded-range mechanisms
+    also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta``; the
+    smaller (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
+    attained pairs composed ``count`` times (``attained_pairs()``; 0 where none is known, said in
+    ``details["lower_method"]``).
+
+    Raises
+    ------
+    ValueError
+        ``delta`` outside ``(0, 1)``, ``count`` not a positive integer, ``mechanism`` not a Mechanism.
+    """
+    delta = check_delta("delta", delta)
+    count = check_count("count", count)
+    if not isinstance(mechanism, Mechanism):
+        raise ValueError(f"mechanism must be a tightdp Mechanism, got {mechanism!r}")
+    up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
+    upper, method = float(up.upper), "dominating pair (connect-the-dots)"
+    if _is_bounded_range(mechanism):
+        eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)),
+                                             delta=delta)
+        if eps_rdp < upper:
+            upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
+    pairs = getattr(mechanism, "attained_pairs", lambda: ())()
+    lower, lower_method = 0.0, "none known: 0"
+    for pair in pairs:
+        lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
+        if lo > lower:
+            lower, lower_method = lo, f"attained pair {pair.describe()}"
+    lower = min(lower, upper)
+    return Bounds(lower=lower, estimate=upper, upper=upper, details={"upper_method": method,
+                                                                     "lower_method": lower_method,
+                                                                     "count": count})
+
+
+def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bounds:
+    """Certified epsilon of ``count`` releases of a ``DiscreteGaussianVector``: upper from its proven dominating
+    ledger (``upper_ledger``) composed ``count`` times, lower the largest certified lower end of its attained
+    directions (``attained_ledgers``), each composed ``count`` times (``details`` name both).
+
+    Raises
+    ------
+    ValueError
+        ``delta`` outside ``(0, 1)``, ``count`` not a positive integer, ``mechanism`` of another type.
+    """
+    from .mechanisms.discrete_vector import DiscreteGaussianVector
+    delta = check_delta("delta", delta)
+    count = check_count("count", count)
+    if not isinstance(mechanism, DiscreteGaussianVector):
+        raise ValueError(f"mechanism must be a DiscreteGaussianVector, got {mechanism!r}")
+    up = ConnectDotsAccountant().compose(_times(mechanism.upper_ledger(), count)).epsilon(delta)
+    lower, how = 0.0, "none"
+    for ledger in mechanism.attained_ledgers():
+        lo = float(ConnectDotsAccountant().compose(_times(ledger, count)).epsilon(delta).lower)
+        if lo > lower:
+            lower, how = lo, ", ".join(f"{c} x {m.describe()}" for m, c in ledger)
+    return Bounds(lower=min(lower, float(up.upper)), estimate=float(up.estimate), upper=float(up.upper),
+                  details={"upper_ledger": ", ".join(f"{c} x {m.describe()}" for m, c in mechanism.upper_ledger()),
+                           "lower_direction": how, "count": count})
+
+
+def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
+    """``E K`` of the truncated negative binomial law (Papernot & Steinke 2022, Def. 1): ``1/gamma`` for
+    ``shape = 1``, ``(1/gamma - 1) / log(1/gamma)`` for ``shape = 0``, ``shape (1/gamma - 1) / (1 - gamma^shape)``
+    otherwise."""
+    if shape == 1.0:
+        return 1.0 / gamma
+    if shape == 0.0:
+        return (1.0 / gamma - 1.0) / -math.log(gamma) if gamma < 1.0 else 1.0
+    if gamma >= 1.0:
+        return 1.0
+    return shape * (1.0 / gamma - 1.0) / -math.expm1(shape * math.log(gamma))
+
+
+def _run_rdp(entries) -> tuple[np.ndarray, np.ndarray]:
+    """One run's RDP curve on the RDP accountant's orders: its own for the mechanisms it knows, and for
+    finite pairs (pure / approximate DP, randomized response, the discrete Laplace) the exact Renyi
+    divergences of their atoms (both directions, the larger)."""
+    acc = RDPAccountant()
+    orders = acc.orders
+    known = [(m, c) for m, c in entries if acc._supports(m)]
+    total = acc.compose(known).rdp() if known else np.zeros_like(orders)
+    for m, c in entries:
+        if acc._supports(m):
+            continue
+        curves = []
+        for loss in m.privacy_losses():
+            if not isinstance(loss, DiscreteLoss) or loss.infinity_mass > 0.0:
+                raise UnsupportedMechanismError(f"no Renyi curve for {m.describe()}: the Papernot-Steinke bounds "
+                                                "need one (use distribution='fixed')")
+            v, p = (np.asarray(x, float) for x in (loss.values, loss.probs))
+            curves.append(rm.discrete_rdp(p=p, q=p * np.exp(-v), orders=orders))
+        total = total + c * np.maximum(*curves)
+    return orders, total
+
+
+def _gamma_for_mean(mean: float, shape: float) -> float:
+    """The largest ``gamma`` whose mean is at least ``mean`` (bisection; a smaller ``gamma`` only raises the
+    Theorem 2 bound, so rounding this way keeps it an upper bound)."""
+    if shape == 1.0:
+        return 1.0 / mean
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= 0.0 or mid >= 1.0:
+            break
+        if truncated_negative_binomial_mean(gamma=mid, shape=shape) >= mean:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int | None = None,
+                   mean: float | None = None, shape: float | None = None, release: str = "best") -> Bounds:
+    """Certified epsilon of a tuning procedure that trains ``run`` (one run's ledger) several times.
+
+    Parameters
+    ----------
+    run : Mechanism or list of (Mechanism, count)
+        One training run (e.g. ``[(PoissonSampled(Gaussian(...), sampling_rate=q), steps)]``).
+    delta : float
+        Target delta in ``(0, 1)``.
+    distribution : str
+        ``"fixed"`` (``runs`` runs), ``"poisson"`` (``mean``), ``"geometric"`` (``mean``; shape 1),
+        ``"logarithmic"`` (``mean``; shape 0) or ``"negative-binomial"`` (``mean`` and ``shape > 0``).
+    release : str
+        ``"best"`` (only the selected run's output) or ``"all"`` (fixed runs only: every output).
+
+    Returns
+    -------
+    Bounds
+        ``upper``: the composition (fixed) or Papernot & Steinke 2022 Thm 2 / Thm 6 (RDP-based: said in
+        ``details["method"]``); ``lower``: one run's certified lower end (``K``-fold for ``release="all"``),
+        scaled for ``P(K = 0)`` under Poisson (module docstring).
+
+    Raises
+    ------
+    ValueError
+        A parameter missing, out of range or not meaningful for the distribution (named).
+    """
+    delta = check_delta("delta", delta)
+    check_choice("distribution", distribution, TUNING_DISTRIBUTIONS)
+    check_choice("release", release, ("best", "all"))
+    entries = _ledger(run)
+    if distribution == "fixed":
+        if runs is None:
+            raise ValueError("runs is required for distribution='fixed'")
+        runs = check_count("runs", runs)
+        if mean is not None or shape is not None:
+            raise ValueError("mean and shape apply to random numbers of runs, not to distribution='fixed'")
+        b = ConnectDotsAccountant().compose(_times(entries, runs)).epsilon(delta)
+        one = ConnectDotsAccountant().compose(entries).epsilon(delta) if release == "best" else b
+        return Bounds(lower=float(min(one.lower, b.upper)), estimate=float(b.estimate), upper=float(b.upper),
+                      details={"method": f"composition of {runs} runs (dominating pair)", "runs": runs,
+                               "lower_method": "one run (constant score)" if release == "best"
+                               else f"composition of {runs} runs"})
+    if runs is not None:
+        raise ValueError("runs applies to distribution='fixed'; give mean for a random number of runs")
+    if release != "best":
+        raise ValueError("release='all' needs a fixed number of runs")
+    if mean is None:
+        raise ValueError(f"mean is required for distribution={distribution!r}")
+    mean = check_real("mean", mean, low=1.0, low_open=False)
+    if distribution == "negative-binomial":
+        if shape is None:
+            raise ValueError("shape is required for distribution='negative-binomial'")
+        shape = check_real("shape", shape, low=0.0)
+    elif shape is not None:
+        raise ValueError(f"shape is fixed by distribution={distribution!r}; leave it out")
+    else:
+        shape = {"geometric": 1.0, "logarithmic": 0.0, "poisson": math.inf}[distribution]
+    orders, rdp = _run_rdp(entries)
+    details: dict[str, Any] = {"distribution": distribution, "mean": mean}
+    if math.isinf(shape):
+        eps_hat = np.log1p(1.0 / (orders - 1.0))
+        d_hat = np.asarray(ConnectDotsAccountant().compose(entries).delta(eps_hat).upper, float)
+        out = rdp + mean * d_hat + math.log(mean) / (orders - 1.0)
+        details["method"] = ("Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
+                             "certified curve; CKS 2020 Prop. 12 conversion")
+        p_zero = math.exp(-mean)
+    else:
+        gamma = _gamma_for_mean(mean, shape)
+        e_k = truncated_negative_binomial_mean(gamma=gamma, shape=shape)
+        c = (1.0 + shape) * float(np.min((1.0 - 1.0 / orders) * rdp - math.log(gamma) / orders))
+        out = rdp + math.log(e_k) / (orders - 1.0) + c
+        out = np.minimum.accumulate(out[::-1])[::-1]  # RDP is non-decreasing in the order
+        details.update(method="Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 "
+                              "Prop. 12 conversion", gamma=gamma, shape=shape)
+        p_zero = 0.0
+    upper, order = rm.epsilon_from_rdp(orders=orders, rdp=out, delta=delta)
+    details["order"] = order
+    target = delta / (1.0 - p_zero)
+    lower = 0.0
+    if target < 1.0:
+        lower = float(ConnectDotsAccountant().compose(entries).epsilon(target).lower)
+    details["lower_method"] = "one run (constant score)" + (", scaled by P(K >= 1)" if p_zero else "")
+    return Bounds(lower=min(lower, upper), estimate=upper, upper=upper, details=details)
