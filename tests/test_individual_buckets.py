@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tightdp
 from tightdp.individual import IndividualAccountant
-from tightdp.individual.accountant import _MARGIN, _bucket_index, _bucket_ratio
+from tightdp.individual._buckets import _MARGIN, _bucket_index, _bucket_ratio
 
 #: TIGHTDP_FUZZ=1 runs the property tests with many more examples
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import tightdp
 from tightdp.accountants import ConnectDotsAccountant
 from tightdp.individual import IndividualAccountant
-from tightdp.individual import accountant as acc_mod
+from tightdp.individual import _pld_queries as acc_mod
 from tightdp.mechanisms import Gaussian, PoissonSampled
 
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")

@@ -10,7 +10,7 @@ import pytest
 import tightdp.individual.accountant as acc_mod
 from tightdp.individual import IndividualAccountant
 from tightdp.individual._population import _weights_closed
-from tightdp.individual.accountant import _bucket_index
+from tightdp.individual._buckets import _bucket_index
 
 
 def _reference_counts(rows, clip, B, n):

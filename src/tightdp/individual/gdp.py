@@ -217,3 +217,40 @@ class GDPFilter:
 
     def __repr__(self) -> str:
         return f"GDPFilter(budget={self._budget:.6g}, spent_mu={self.spent_mu:.6g}, steps={self._steps})"
+def _gdp_eps_vec(delta: float, mu: np.ndarray) -> np.ndarray:
+    """Vectorised ``gdp_epsilon``: bisection on every example at once, upper end returned."""
+    mu = np.asarray(mu, float)
+    lo = np.zeros_like(mu)
+    hi = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
+    ok = lambda e: gdp_delta_bounds(e, mu)[2] <= delta
+    grow = ~ok(hi)
+    while np.any(grow):
+        hi = np.where(grow, 2 * hi, hi)
+        grow = ~ok(hi)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        good = ok(mid)
+        hi = np.where(good, mid, hi)
+        lo = np.where(good, lo, mid)
+    out = np.where(ok(np.zeros_like(mu)), 0.0, hi)
+    return np.where(mu == 0, 0.0, out)
+
+
+def _gdp_eps_lower_vec(delta: float, mu: np.ndarray) -> np.ndarray:
+    """Vectorised certified *lower* end of ``gdp_epsilon``: the largest bisection point whose GDP delta,
+    rounded down, is still above ``delta`` (0 if none)."""
+    mu = np.asarray(mu, float)
+    lo = np.zeros_like(mu)
+    hi = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
+    above = lambda e: gdp_delta_bounds(e, mu)[0] > delta
+    grow = above(hi)
+    while np.any(grow):
+        lo = np.where(grow, hi, lo)
+        hi = np.where(grow, 2 * hi, hi)
+        grow = above(hi)
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        a = above(mid)
+        lo = np.where(a, mid, lo)
+        hi = np.where(a, hi, mid)
+    return np.where((mu == 0) | ~above(lo), 0.0, lo)

@@ -47,7 +47,8 @@ import numpy as np
 from .._validation import check_count
 from ..bounds import Bounds
 from ._population import rows_exact
-from .accountant import IndividualAccountant, _as_norm_array
+from ._buckets import _as_norm_array, check_indices, check_norms
+from .accountant import IndividualAccountant
 
 __all__ = ["ShardedLedger"]
 
@@ -121,19 +122,16 @@ class ShardedLedger:
         (global indices); every shard records the step, the examples it does not list under the
         ``missing_norms`` policy. All input is validated before any shard records anything.
         """
-        probe = self._shard(0)
         if indices is None:
-            arr = probe._check_norms(grad_norms, (self._n,))
+            arr = check_norms(grad_norms, (self._n,))
             for k, (s, e) in enumerate(self._ranges):
                 self._shard(k).record_step(arr[s:e])
             return
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 1:
             raise ValueError(f"grad_norms must be 1-D with indices, got shape {arr.shape}")
-        probe_all = IndividualAccountant.__new__(IndividualAccountant)
-        probe_all._n = self._n
-        idx = IndividualAccountant._check_indices(probe_all, indices, arr.size)
-        arr = probe._check_norms(arr, (idx.size,))
+        idx = check_indices(indices, arr.size, self._n)
+        arr = check_norms(arr, (idx.size,))
         order = np.argsort(idx, kind="stable")
         idx, arr = idx[order], arr[order]
         cuts = np.searchsorted(idx, [s for s, _ in self._ranges] + [self._n])
@@ -146,7 +144,7 @@ class ShardedLedger:
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
-        arr = self._shard(0)._check_norms(arr, (arr.shape[0], self._n))
+        arr = check_norms(arr, (arr.shape[0], self._n))
         for k, (s, e) in enumerate(self._ranges):
             self._shard(k).record_steps(arr[:, s:e])
 
