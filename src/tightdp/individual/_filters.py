@@ -73,6 +73,27 @@ class _Filters:
         composition: Tran, Koskela, Raisa, Honkela 2026 (arXiv 2602.06756) show that PLD / f-DP
         filters are not valid there; only GDP-based filters (and RDP ones) are proven. Use it as an
         odometer-driven stopping heuristic, and ``"rdp"`` when the filter must be a guarantee.
+
+        Parameters
+        ----------
+        epsilon : float
+            The per-example budget's epsilon, ``>= 0``.
+        delta : float
+            The per-example budget's delta in ``(0, 1)``.
+        grad_norms : array_like, optional
+            The coming step's unclipped per-example norms, shape ``(N,)``; None: the worst case.
+        rule : {"pld", "paper", "rdp"}, optional
+            See above; None: the proven filter for the sampling rate.
+
+        Returns
+        -------
+        numpy.ndarray
+            Boolean mask of length N: True for the examples that may take the step.
+
+        Raises
+        ------
+        ValueError
+            An argument out of range, an unknown ``rule``, norms of the wrong shape.
         """
         r = ("pld" if self._q == 1.0 else "rdp") if rule is None else check_choice("rule", rule, _RULES)
         if self._q == 1.0 and r != "rdp":
@@ -129,8 +150,7 @@ class _Filters:
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if self._q == 1.0:
-            from .gdp import gdp_mu
-            B = gdp_mu(eps, dlt)
+            B = gdp_mu(epsilon=eps, delta=dlt)
             if grad_norms is None:
                 nxt = np.ones(self._n)
             else:

@@ -27,7 +27,18 @@ class _Persistence:
     """The persistence half of ``IndividualAccountant``: ``save``, ``load`` and the extra state."""
 
     def save(self, path) -> None:
-        """Write the ledger atomically (temporary file in the same directory, then ``os.replace``)."""
+        """Write the ledger atomically (temporary file in the same directory, then ``os.replace``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The ``.npz`` file to write (replaced if it exists).
+
+        Raises
+        ------
+        OSError
+            The file cannot be written (the previous file, if any, is left as it was).
+        """
         path = os.fspath(path)
         meta = json.dumps({"format": _FORMAT, "options": self.options(), "steps": self._steps})
         buf = io.BytesIO()
@@ -80,7 +91,23 @@ class _Persistence:
 
     @classmethod
     def load(cls, path) -> "IndividualAccountant":
-        """Read a ledger written by ``save`` (exact round-trip; format-1 files load too)."""
+        """Read a ledger written by ``save`` (exact round-trip; format-1 files load too).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            A file written by ``save``.
+
+        Returns
+        -------
+        IndividualAccountant
+            The ledger, equal (``==``) to the one saved.
+
+        Raises
+        ------
+        ValueError
+            Not a saved ledger, an unknown format, or contents inconsistent with the saved options.
+        """
         try:
             with np.load(os.fspath(path), allow_pickle=False) as z:
                 meta = json.loads(bytes(z["meta"]).decode())

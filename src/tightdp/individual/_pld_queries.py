@@ -30,7 +30,7 @@ from ._buckets import _MARGIN, _U, _bucket_ratio
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
 from ._population import _chunk_spectra, _delta_grid, _map_chunks, _order, _prepare, bucket_spectra, \
     choose_window, population_deltas, population_epsilons, rows_at, single_threaded_blas
-from .gdp import gdp_delta_bounds, _gdp_eps_vec, _gdp_eps_lower_vec
+from .gdp import _delta_bounds, gdp_epsilon_bounds_array
 
 __all__: list[str] = []
 
@@ -302,6 +302,30 @@ class _PLDQueries:
         ``missing_norms="last-seen"`` an example with imputed steps (``approximated_steps > 0``) has no
         certified interval: the result's ``kind`` is then ``"approximation"`` and
         ``details["approximate_examples"]`` counts them.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+        lower : bool
+            Whether to compute the certified lower ends (``method="pld"``; about half the query time).
+        method : {"pld", "rdp", "gdp"}
+            See above.
+
+        Returns
+        -------
+        Bounds
+            ``lower`` (or None) and ``upper`` arrays of length N, quantity ``"epsilon"``; ``kind`` is
+            ``"bound"`` or ``"approximation"`` as described; ``details`` records the method, meshes,
+            error terms and the source.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range, an unknown ``method``, a non-boolean ``lower``.
+        PrecisionError
+            An example whose epsilon neither the FFT fast path nor the exact fallback can certify
+            (use a larger delta).
         """
         m = check_choice("method", method, _METHODS)
         if m == "rdp":
@@ -337,11 +361,11 @@ class _PLDQueries:
         lo = None
         if self._q == 1.0:
             mu = self.mus()
-            up = _gdp_eps_vec(dlt, mu)
+            up = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
             if lower:
                 s = self._sumsq * (1.0 - (self._steps + 4) * 2 * _U)
-                lo = np.minimum(_gdp_eps_lower_vec(dlt, np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)),
-                                up)
+                mu_lo = np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)
+                lo = np.minimum(gdp_epsilon_bounds_array(mu_lo, dlt)[0], up)
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
         else:
             counts = self._ledger()
@@ -371,7 +395,28 @@ class _PLDQueries:
         return Bounds(lo, up, up, "epsilon", kind, details)
 
     def deltas(self, epsilon: float) -> Bounds:
-        """Every example's delta at ``epsilon`` (certified upper bounds, array of length N)."""
+        """Every example's delta at ``epsilon``: certified upper bounds (000 Lemma D.1; Thm 11 for DP-GD).
+
+        ``sampling_rate = 1``: the exact per-example GDP curve (000 eq. (C.2)), rounded outwards.
+        ``sampling_rate < 1``: the Plancherel inner products of the composed dominating bucket PLDs with
+        every error term added (a second pass on a finer mesh when the discretisation slack is not small
+        next to the answers; both certified, the smaller kept).
+
+        Parameters
+        ----------
+        epsilon : float
+            Finite epsilon, ``>= 0``.
+
+        Returns
+        -------
+        Bounds
+            Quantity ``"delta"``: ``estimate`` and ``upper`` arrays of length N (``lower`` None).
+
+        Raises
+        ------
+        ValueError
+            ``epsilon`` negative, NaN or infinite.
+        """
         if self._q == 1.0:
             return self._deltas(epsilon)
         with single_threaded_blas():
@@ -383,7 +428,7 @@ class _PLDQueries:
             raise ValueError("epsilon must be finite")
         details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
         if self._q == 1.0:
-            _, d, up = gdp_delta_bounds(eps, self.mus())
+            _, d, up = _delta_bounds(self.mus(), eps)
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
         out = self._deltas_at(self._ledger(), eps, 0.0)
@@ -414,13 +459,31 @@ class _PLDQueries:
         return np.minimum(out, 1.0)
 
     def worst_case_epsilon(self, delta: float) -> Bounds:
-        """Epsilon of an example with every recorded step at full sensitivity (the usual DP-SGD bound)."""
+        """Epsilon of an example with every recorded step at full sensitivity (the usual DP-SGD bound).
+
+        Every example is dominated by this sequence (000 Thm D.2), so it bounds each one's epsilon too.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        Bounds
+            A certified upper bound (``estimate == upper``; exact GDP for ``sampling_rate = 1``).
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        """
         dlt = check_delta("delta", delta)
         if self._steps == 0:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "nothing recorded"})
         if self._q == 1.0:
             mu = math.sqrt(self._steps) / self._sigma * (1.0 + 4 * _U)
-            e = float(_gdp_eps_vec(dlt, np.array([mu]))[0])
+            e = float(gdp_epsilon_bounds_array(np.array([mu]), dlt, lower=False)[1][0])
             return Bounds(None, e, e, "epsilon", "bound", {"method": "gdp", "mu": mu})
         row = np.zeros((1, self._B + 1), dtype=np.int64)
         row[0, self._B] = self._steps

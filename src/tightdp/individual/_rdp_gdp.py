@@ -12,10 +12,9 @@ import numpy as np
 
 from .._validation import check_count, check_delta, check_positive
 from ..bounds import Bounds
-from ..errors import PrecisionError
 from ._buckets import _U
 from ._population import single_threaded_blas
-from .gdp import _gdp_eps_vec, gdp_delta_bounds
+from .gdp import _boundary, _delta_bounds, gdp_epsilon_bounds_array
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 
 __all__: list[str] = []
@@ -28,7 +27,18 @@ class _RDPGDPMethods:
     """The RDP and mu-GDP half of ``IndividualAccountant``: ``mus``, ``rdp_curves``, ``gdp_mus``."""
 
     def mus(self) -> np.ndarray:
-        """Per-example GDP parameters ``sqrt(sum_t r_t^2) / sigma`` (sampling_rate = 1 only), rounded up."""
+        """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (000 Thm 11).
+
+        Returns
+        -------
+        numpy.ndarray
+            Length N; example i's recorded steps compose to exactly ``mu_i``-GDP.
+
+        Raises
+        ------
+        ValueError
+            ``sampling_rate < 1`` (the subsampled Gaussian is not GDP; see ``gdp_mus`` for the fit).
+        """
         if self._sumsq is None:
             raise ValueError("per-example GDP needs sampling_rate = 1 (the subsampled Gaussian is not GDP)")
         # float summation of s nonnegative terms: relative error <= s u; then sqrt and division
@@ -42,7 +52,22 @@ class _RDPGDPMethods:
         ``sampling_rate = 1``: ``alpha mu_i^2 / 2`` from the exact per-example GDP parameter (``mus``).
         ``sampling_rate < 1``: ``sum_b counts[i, b] rho_b(alpha)``, ``rho_b`` the Poisson-subsampled
         Gaussian's curve (Mironov, Talwar, Zhang 2019) at bucket ``b``'s ratio, rounded up
-        (``tightdp.individual.rdp``). Default orders: ``rdp.INDIVIDUAL_ORDERS``.
+        (``tightdp.individual.rdp``).
+
+        Parameters
+        ----------
+        orders : array_like, optional
+            Finite Renyi orders ``> 1`` (sorted, duplicates dropped); default ``rdp.INDIVIDUAL_ORDERS``.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            ``(orders, curves)``, ``curves`` of shape ``(N, len(orders))``.
+
+        Raises
+        ------
+        ValueError
+            An order that is not a finite number ``> 1``.
         """
         if orders is None:
             o = INDIVIDUAL_ORDERS
@@ -94,7 +119,28 @@ class _RDPGDPMethods:
         ``kind="approximation"``: a mu that dominates for *every* epsilon need not exist (the
         subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's use
         of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon.
-        Default ``epsilon_max``: the worst case's epsilon at ``delta_min``.
+
+        Parameters
+        ----------
+        epsilon_max : float, optional
+            Largest epsilon of the fit's grid; default: the worst case's epsilon at ``delta_min``.
+        points : int
+            Number of grid points on ``[0, epsilon_max]``, ``>= 2``.
+        delta_min : float
+            The delta down to which each fit is checked (``t_i`` above).
+
+        Returns
+        -------
+        Bounds
+            Quantity ``"mu"``, arrays of length N: ``kind="bound"`` (DP-GD) or ``"approximation"``
+            (DP-SGD, with ``details["certified_above"]``).
+
+        Raises
+        ------
+        ValueError
+            An argument out of range.
+        PrecisionError
+            No ``mu <= 1e6`` dominates an example's delta curve.
         """
         pts = check_count("points", points, minimum=2)
         if self._q == 1.0:
@@ -126,31 +172,19 @@ class _RDPGDPMethods:
         at = np.broadcast_to(grid[1:][None, :], need.shape)
 
         def ok(m: np.ndarray) -> np.ndarray:
-            lo = gdp_delta_bounds(at, np.broadcast_to(m[:, None], need.shape))[0]
+            lo = _delta_bounds(np.broadcast_to(m[:, None], need.shape), at)[0]
             return np.all(lo >= need, axis=1)
 
         n = D.shape[0]
-        lo, hi = np.zeros(n), np.ones(n)
-        grow = ~ok(hi)
-        while np.any(grow):
-            hi = np.where(grow, 2.0 * hi, hi)
-            if np.any(hi > 1e6):
-                raise PrecisionError("per-example mu-GDP fit: no mu <= 1e6 dominates the delta curve")
-            grow = ~ok(hi)
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            good = ok(mid)
-            hi = np.where(good, mid, hi)
-            lo = np.where(good, lo, mid)
-            if np.all(hi - lo <= 1e-10 * hi):
-                break
+        _, hi = _boundary(ok, np.zeros(n), np.ones(n), iterations=60, rtol=1e-10, cap=1e6,
+                          what="per-example mu-GDP fit: no mu dominates the delta curve")
         return np.where(np.all(need <= 0.0, axis=1), 0.0, hi), np.where(low.any(axis=1), t, np.inf)
 
     def _gdp_fit_epsilons(self, delta: float) -> Bounds:
         dlt = check_delta("delta", delta)
         fit = self.gdp_mus()
         mu = np.asarray(fit.upper, float)
-        eps = _gdp_eps_vec(dlt, mu)
+        eps = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
         d = fit.details
         cert = (eps <= d["epsilon_max"]) | (dlt >= np.asarray(d["certified_above"]))
         kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"

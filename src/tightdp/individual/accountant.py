@@ -47,6 +47,12 @@ f-DP filter is not valid under fully adaptive composition (Tran, Koskela,
 Raisa, Honkela 2026, arXiv 2602.06756; only GDP-based filters are proven); the
 per-example epsilon is then the accounting of the realised sequence, not a
 theorem about the adaptive algorithm.
+
+**Layout.** This module holds the constructor and the recording; the queries live beside it, each
+a one-level mixin over the same state: ``_pld_queries`` (``epsilons``, ``deltas``,
+``worst_case_epsilon``), ``_rdp_gdp`` (``mus``, ``rdp_curves``, ``gdp_mus``), ``_filters``
+(``active``), ``_persistence`` (``save``, ``load``); ``_buckets`` has the bucket geometry and the
+input checks as plain functions.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_choice, check_count, check_positive, check_probability
+from ..errors import PrecisionError
 from ._buckets import _COUNT_MAX, _as_norm_array, _ceil_index, _check_clip_norm, _check_ledger_size, \
     _clipped_ratio, _scaled_ratio, check_indices, check_norms
 from ._filters import _Filters
@@ -76,36 +83,59 @@ _FRAC_FLOOR = 1.0 / 64  # see IndividualAccountant._note_frac
 
 
 class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
-    """Per-example privacy ledger (see the module docstring for what each number means).
+    """Per-example privacy ledger for DP-SGD / DP-GD (000 Sec. 3-5, App. C.2, App. D).
+
+    Records each step's per-example gradient norms (``record_step``) and answers, per example, certified
+    epsilon intervals (``epsilons``), deltas (``deltas``), RDP curves and mu-GDP parameters
+    (``rdp_curves``, ``gdp_mus``), and filters (``active``). The module docstring says what each number
+    means and what is not promised.
 
     Parameters
     ----------
-    num_examples: N, the number of examples tracked.
-    noise_multiplier: sigma (noise standard deviation divided by the clipping norm).
-    clip_norm: C.
-    sampling_rate: Poisson sampling probability q (1 for full-batch DP-GD).
-    num_buckets: B, the size of the sigma-grid (000 App. D.2). Each recorded
-        sensitivity ratio is rounded up by less than ``1/B``.
-    mesh: lattice spacing of the PLDs (``sampling_rate < 1``); default: chosen at
-        query time so that the worst example's composed PLD has about
-        ``resolution`` grid points per standard deviation.
-    resolution: see ``mesh``.
-    sigma_grid: ``"uniform"`` (default): buckets uniform in the sensitivity ratio, ``b / B``, each
-        ratio rounded up by less than ``1 / B``. ``"paper"``: 000 App. D.2's grid, uniform in the
-        noise ratio: ``sigma_i = sigma + i (sigma_max - sigma) / n`` with ``n = B - 1`` intervals (the
-        ``B`` buckets are ``sigma_0 .. sigma_n``), an effective noise ``sigma C / min(g, C)`` in
+    num_examples : int
+        N, the number of examples tracked.
+    noise_multiplier : float
+        sigma, the noise standard deviation divided by the clipping norm.
+    clip_norm : float
+        C, the clipping norm (a normal positive float).
+    sampling_rate : float
+        Poisson sampling probability q; 1 (the default) for full-batch DP-GD.
+    num_buckets : int
+        B, the size of the sigma-grid (000 App. D.2), at most 10000. Each recorded sensitivity ratio is
+        rounded up by less than ``1 / B``.
+    mesh : float, optional
+        Lattice spacing of the PLDs (``sampling_rate < 1``); default: chosen at query time so that the
+        worst example's composed PLD has about ``resolution`` grid points per standard deviation.
+    resolution : float
+        See ``mesh``.
+    missing_norms : {"worst-case", "last-seen"}
+        The norm of an example not listed in a sparse ``record_step``: the clip norm (certified), or the
+        example's last recorded one (an approximation, labelled as one).
+    sigma_grid : {"uniform", "paper"}
+        ``"uniform"`` (default): buckets uniform in the sensitivity ratio, ``b / B``, each ratio rounded
+        up by less than ``1 / B``. ``"paper"``: 000 App. D.2's grid, uniform in the noise ratio:
+        ``sigma_i = sigma + i (sigma_max - sigma) / n`` with ``n = B - 1`` intervals (the ``B`` buckets
+        are ``sigma_0 .. sigma_n``), an effective noise ``sigma C / min(g, C)`` in
         ``[sigma_i, sigma_{i+1})`` rounded down to ``sigma_i`` and one above ``sigma_max`` to
-        ``sigma_max`` (eq. (D.2)); a zero norm stays exact (no privacy loss). Both grids only round
-        the noise down (000 Thm D.2), so every bound stays certified; the paper's grid is coarse near
-        ratio 1 (``sigma_1 - sigma_0`` is a ratio step of about ``(sigma_max / sigma - 1) / n``) and
-        rounds every ratio below ``sigma / sigma_max`` up to it, so it is looser for the same ``B``
+        ``sigma_max`` (eq. (D.2)); a zero norm stays exact (no privacy loss). Both grids only round the
+        noise down (000 Thm D.2), so every bound stays certified; the paper's grid is coarse near ratio 1
+        (``sigma_1 - sigma_0`` is a ratio step of about ``(sigma_max / sigma - 1) / n``) and rounds every
+        ratio below ``sigma / sigma_max`` up to it, so it is looser for the same ``B``
         (``examples/papers/p000_individual.py`` reports by how much). Sums of squares for
         ``sampling_rate = 1`` are exact either way.
-    sigma_max: the paper grid's largest noise multiplier (default ``10 * noise_multiplier``).
+    sigma_max : float, optional
+        The paper grid's largest noise multiplier (default ``10 * noise_multiplier``).
+
+    Raises
+    ------
+    ValueError
+        An argument out of its range (the message names it), ``sigma_max`` without
+        ``sigma_grid="paper"``, or a ledger above the memory cap (16 GiB or a quarter of the physical
+        memory).
     """
 
-    def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float,
-                 sampling_rate: float = 1.0, *, num_buckets: int = 100, mesh: float | None = None,
+    def __init__(self, *, num_examples: int, noise_multiplier: float, clip_norm: float,
+                 sampling_rate: float = 1.0, num_buckets: int = 100, mesh: float | None = None,
                  resolution: float = 1600.0, missing_norms: str = "worst-case", sigma_grid: str = "uniform",
                  sigma_max: float | None = None) -> None:
         self._n = check_count("num_examples", num_examples)
@@ -160,6 +190,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
     # ------------------------------------------------------------ properties
     @property
     def num_examples(self) -> int:
+        """N, the number of examples tracked."""
         return self._n
 
     @property
@@ -185,6 +216,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return out
 
     def options(self) -> dict[str, Any]:
+        """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy)."""
         return {"num_examples": self._n, "noise_multiplier": self._sigma, "clip_norm": self._clip,
                 "sampling_rate": self._q, "num_buckets": self._B, "mesh": self._mesh,
                 "resolution": self._resolution, "missing_norms": self._missing, "sigma_grid": self._grid,
@@ -280,6 +312,21 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         and record densely. ``NaN`` (a norm that was not computed) and ``+inf`` count as the worst
         case (sensitivity ``C``); negative values, booleans and strings are rejected. Nothing is
         recorded if any argument is invalid.
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Unclipped per-example gradient norms, ``>= 0`` (NaN: not computed): shape ``(N,)``, or one
+            per entry of ``indices``.
+        indices : array_like of int, optional
+            Distinct example indices in ``[0, N)`` (sparse recording).
+
+        Raises
+        ------
+        ValueError
+            A wrong shape, a negative norm, a non-numeric entry, or a bad or repeated index.
+        PrecisionError
+            More than ``2**31 - 1`` steps (the bucket counts are int32).
         """
         if indices is None:
             arr = check_norms(grad_norms, (self._n,))
@@ -291,7 +338,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
             idx = check_indices(indices, arr.size, self._n)
             arr = check_norms(arr, (idx.size,))
         if self._steps + 1 > _COUNT_MAX:
-            raise OverflowError("bucket counts would overflow int32")
+            raise PrecisionError(f"bucket counts would overflow int32: at most {_COUNT_MAX} steps per ledger")
         row = self._row()
         if idx is None:
             self._note_frac(self._codes(arr, row))
@@ -328,7 +375,20 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         self._cache.clear()
 
     def record_steps(self, grad_norms) -> None:
-        """Record several steps at once: ``grad_norms`` has shape ``(steps, num_examples)`` (dense)."""
+        """Record several dense steps at once (``record_step`` for each row, in one pass).
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Shape ``(steps, num_examples)``: row ``t`` is step ``t``'s unclipped per-example norms.
+
+        Raises
+        ------
+        ValueError
+            As ``record_step``.
+        PrecisionError
+            More than ``2**31 - 1`` steps in total.
+        """
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
@@ -336,7 +396,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         if arr.shape[0] == 0:
             return
         if self._steps + arr.shape[0] > _COUNT_MAX:
-            raise OverflowError("bucket counts would overflow int32")
+            raise PrecisionError(f"bucket counts would overflow int32: at most {_COUNT_MAX} steps per ledger")
         for t in range(arr.shape[0]):
             row = self._row()
             self._note_frac(self._codes(arr[t], row))
