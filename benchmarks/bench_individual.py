@@ -58,7 +58,8 @@ def _one(args, rep: int):
         extra["resolution"] = args.resolution
     if args.buckets is not None:
         extra["num_buckets"] = args.buckets
-    acc = IndividualAccountant(num_examples=N, noise_multiplier=args.sigma, clip_norm=1.0, sampling_rate=args.q, **extra)
+    acc = IndividualAccountant(num_examples=N, noise_multiplier=args.sigma, clip_norm=1.0, sampling_rate=args.q,
+                               **extra)
     load0 = os.getloadavg()[0]
     t_rec = c_rec = 0.0
     for _ in range(T):

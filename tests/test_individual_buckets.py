@@ -88,8 +88,10 @@ def test_record_step_and_record_steps_agree_on_edges():
         for B in (1, 10, 100, 1000):
             norms = np.array([x for x in _edge_norms(clip, B) if not math.isnan(x)])
             norms = rng.permutation(np.tile(norms, 3))[: 3 * (norms.size // 3)].reshape(3, -1)
-            a = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B)
-            b = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B)
+            a = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
+                                     sampling_rate=0.1, num_buckets=B)
+            b = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
+                                     sampling_rate=0.1, num_buckets=B)
             a.record_steps(norms)
             for row in norms:
                 b.record_step(row)

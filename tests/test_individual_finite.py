@@ -119,7 +119,8 @@ def test_clip_norm_rejected(clip):
 
 def test_tiny_and_huge_normal_clip_norms_work():
     for clip in (1e-300, 1e6):
-        acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=10)
+        acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1,
+                                   num_buckets=10)
         acc.record_step([clip, clip * 0.45, clip * 1e-310])
         assert acc.bucket_counts[:, 1:].argmax(axis=1).tolist() == [9, 4, 0]  # buckets 10, 5, 1
 
@@ -140,7 +141,8 @@ def test_bool_str_arguments_rejected(arg):
     with pytest.raises(ValueError):
         IndividualAccountant(num_examples=arg, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     with pytest.raises(ValueError, match="noise_multiplier"):
-        IndividualAccountant(num_examples=2, noise_multiplier=arg if arg != 2.5 else "x", clip_norm=1.0, sampling_rate=0.1)
+        IndividualAccountant(num_examples=2, noise_multiplier=arg if arg != 2.5 else "x", clip_norm=1.0,
+                             sampling_rate=0.1)
 
 
 def test_nan_and_inf_norms_are_worst_case():

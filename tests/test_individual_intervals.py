@@ -56,7 +56,8 @@ def test_sparse_worst_case_equals_dense_with_clip_for_missing():
 
 
 def test_sparse_last_seen_is_labelled_approximation():
-    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=1.0, num_buckets=4, missing_norms="last-seen")  # GDP: fast
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=1.0, num_buckets=4,
+                               missing_norms="last-seen")  # GDP: fast
     acc.record_step([0.25, 0.5, 3.0])             # dense: every example seen (buckets 1, 2, 4)
     acc.record_step([0.75], indices=[0])          # 1 and 2 imputed: 1 from 0.5 (approx), 2 from the clip
     acc.record_step(np.array([]), indices=np.array([], dtype=int))  # all imputed; 0 from 0.75 (approx)
@@ -81,12 +82,14 @@ def test_sparse_last_seen_is_labelled_approximation():
     (dict(grad_norms=[[0.1, 0.2]], indices=[0, 1]), "grad_norms"),
 ])
 def test_sparse_bad_input_records_nothing(bad, match):
-    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               missing_norms="last-seen")
     with pytest.raises(ValueError, match=match):
         acc.record_step(**bad)
     assert acc.steps == 0 and acc.bucket_counts.sum() == 0 and acc.approximated_steps.sum() == 0
     with pytest.raises(ValueError, match="missing_norms"):
-        IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, missing_norms="zero")
+        IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                             missing_norms="zero")
 
 
 def _dp_accounting_bracket(sigma, q, ratio_counts, delta, interval=1e-4):
@@ -163,7 +166,8 @@ def test_closed_form_weight_dft_within_its_error_bound():
 
 
 def test_save_load_roundtrip_keeps_policy_state(tmp_path):
-    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               missing_norms="last-seen")
     acc.record_step([0.2, 0.4, 0.6, 0.8])
     acc.record_step([0.5, 0.1], indices=[1, 3])
     acc.save(tmp_path / "l.npz")
@@ -189,7 +193,8 @@ def test_save_load_roundtrip_keeps_policy_state(tmp_path):
 
 
 def test_last_seen_gdp_sums_use_the_imputed_ratio():
-    acc = IndividualAccountant(num_examples=2, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0,
+                               missing_norms="last-seen")
     acc.record_step([0.5, 0.25])
     acc.record_step([0.75], indices=[1])  # example 0 imputed at 0.5
     np.testing.assert_allclose(acc.mus() * 2.0, np.sqrt([0.5, 0.25 ** 2 + 0.75 ** 2]), rtol=1e-12)

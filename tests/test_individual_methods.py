@@ -28,7 +28,8 @@ RATIOS = (0.25, 0.5, 1.0)  # on the uniform grid of 8 buckets: only the 1e-9 mar
 
 @pytest.fixture(scope="module")
 def constant_norms():
-    acc = IndividualAccountant(num_examples=len(RATIOS), noise_multiplier=SIGMA, clip_norm=2.0, sampling_rate=Q, num_buckets=8, resolution=400.0)
+    acc = IndividualAccountant(num_examples=len(RATIOS), noise_multiplier=SIGMA, clip_norm=2.0, sampling_rate=Q,
+                               num_buckets=8, resolution=400.0)
     for _ in range(K):
         acc.record_step(2.0 * np.array(RATIOS))
     return acc
@@ -148,7 +149,8 @@ def test_rdp_filter_stopping_rule_by_hand():
 
 def test_dpsgd_rules_on_a_small_ledger():
     rng = np.random.default_rng(1)
-    acc = IndividualAccountant(num_examples=60, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, num_buckets=16, resolution=400.0)
+    acc = IndividualAccountant(num_examples=60, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               num_buckets=16, resolution=400.0)
     base = rng.lognormal(-1, 0.8, 60)
     for _ in range(30):
         acc.record_step(base * rng.uniform(0.7, 1.3, 60))
@@ -171,7 +173,8 @@ def test_dpsgd_rules_on_a_small_ledger():
        st.floats(1.5, 50))
 def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
     sigma, clip = 0.9, 1.7
-    acc = IndividualAccountant(num_examples=len(norms), noise_multiplier=sigma, clip_norm=clip, sampling_rate=0.1, num_buckets=buckets, sigma_grid="paper",
+    acc = IndividualAccountant(num_examples=len(norms), noise_multiplier=sigma, clip_norm=clip, sampling_rate=0.1,
+                               num_buckets=buckets, sigma_grid="paper",
                                sigma_max=sigma * smax_factor)
     acc.record_step(np.array(norms))
     codes = np.argmax(acc.bucket_counts, axis=1)
@@ -198,7 +201,8 @@ def test_paper_grid_is_looser_for_small_norms_and_still_certified():
     r_small = 0.05  # below sigma / sigma_max = 0.1: the paper's grid rounds it up to 0.1
     kw = dict(num_buckets=20, resolution=400.0)
     uni = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q, **kw)
-    pap = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q, sigma_grid="paper", **kw)
+    pap = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q,
+                               sigma_grid="paper", **kw)
     for _ in range(K):
         uni.record_step(np.array([r_small, 1.0]))
         pap.record_step(np.array([r_small, 1.0]))
@@ -212,7 +216,8 @@ def test_paper_grid_is_looser_for_small_norms_and_still_certified():
 
 
 def test_paper_grid_save_load_round_trip(tmp_path):
-    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, num_buckets=5, sigma_grid="paper", sigma_max=4.0)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, num_buckets=5,
+                               sigma_grid="paper", sigma_max=4.0)
     acc.record_step(np.array([0.0, 0.3, 2.0]))
     acc.save(tmp_path / "l.npz")
     back = IndividualAccountant.load(tmp_path / "l.npz")

@@ -15,8 +15,10 @@ N, SHARD, Q, B = 3000, 1100, 0.02, 8
 def _record_both(steps=300, policy="worst-case", seed=0):
     rng = np.random.default_rng(seed)
     scale = rng.uniform(0.05, 1.5, size=N)
-    one = IndividualAccountant(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B, missing_norms=policy)
-    sh = ShardedLedger(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, shard_size=SHARD, num_buckets=B, missing_norms=policy)
+    one = IndividualAccountant(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B,
+                               missing_norms=policy)
+    sh = ShardedLedger(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, shard_size=SHARD,
+                       num_buckets=B, missing_norms=policy)
     for t in range(steps):
         if t % 3 == 2:  # a sparse step: Poisson batch, global indices in any order
             idx = rng.permutation(np.nonzero(rng.random(N) < 0.1)[0])

@@ -151,7 +151,8 @@ def _section_fig1(rep: Report, args) -> list:
     steps = int(round(epochs / q))
     buckets = 20 if args.quick else 100
     kw = dict(num_buckets=buckets, resolution=400.0 if args.quick else 1600.0)
-    accs = {grid: IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q, sigma_grid=grid, **kw) for grid in ("uniform", "paper")}
+    accs = {grid: IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q,
+                                       sigma_grid=grid, **kw) for grid in ("uniform", "paper")}
     w = np.zeros((x.shape[1], 10))
     track = int(rng.integers(N))
     history = []
@@ -216,7 +217,8 @@ def _section_fig1(rep: Report, args) -> list:
         epsg = np.linspace(0.0, max(2.0 * e1, 0.5), 40)
         d_pld = np.array([float(one.deltas(float(e)).upper[0]) for e in epsg])
         axes[0].semilogy(epsg, np.maximum(d_pld, 1e-16), label="PLD (certified upper)")
-        axes[0].semilogy(epsg, np.maximum(gdp_delta(mu=mu1, epsilon=epsg), 1e-16), "--", label=f"mu-GDP fit, mu = {mu1:.3g}")
+        axes[0].semilogy(epsg, np.maximum(gdp_delta(mu=mu1, epsilon=epsg), 1e-16), "--",
+                         label=f"mu-GDP fit, mu = {mu1:.3g}")
         axes[0].set_ylim(max(1e-12, delta / 100), 1)
         axes[0].set_xlabel("epsilon")
         axes[0].set_ylabel("delta")
@@ -260,7 +262,8 @@ def _section_appE(rep: Report, args) -> list:
     x, y, xte, yte = _digits(500 if args.quick else None)
     budget = (2.75, 1e-5)
     T = 10 if args.quick else 50
-    sigma = math.sqrt(T) / gdp_mu(epsilon=budget[0], delta=budget[1])  # the worst case spends the budget in T steps (000: ~10.61 for 50)
+    # the worst case spends the budget in T steps (000: ~10.61 for 50)
+    sigma = math.sqrt(T) / gdp_mu(epsilon=budget[0], delta=budget[1])
     sweep = (0.5, 2.0) if args.quick else (0.25, 0.5, 1.0, 2.0, 4.0)
     best = max(sweep, key=lambda c: _filtered_dpgd(x, y, xte, yte, c, sigma, T, T, budget, 2.0, 1)[1][-1])
     runs = {}
