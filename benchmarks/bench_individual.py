@@ -58,7 +58,8 @@ def _one(args, rep: int):
         extra["resolution"] = args.resolution
     if args.buckets is not None:
         extra["num_buckets"] = args.buckets
-    acc = IndividualAccountant(N, args.sigma, 1.0, args.q, **extra)
+    acc = IndividualAccountant(num_examples=N, noise_multiplier=args.sigma, clip_norm=1.0, sampling_rate=args.q,
+                               **extra)
     load0 = os.getloadavg()[0]
     t_rec = c_rec = 0.0
     for _ in range(T):
@@ -101,7 +102,7 @@ def _record_shard(directory: str, k: int, n: int, steps: int, opts: dict, seed: 
     scale = rng.uniform(0.1, 1.6, size=n)
     period = 9973  # a prime: every step reads the pool at a new offset
     pool = rng.lognormal(0.0, 0.3, size=n + period)
-    acc = IndividualAccountant(n, **opts)
+    acc = IndividualAccountant(num_examples=n, **opts)
     t_rec = c_rec = 0.0
     for t in range(steps):
         off = (t * 7919) % period

@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     q = min(1.0, args.batch_size / n)
     steps = max(1, int(round(args.epochs / q)))
     model = _model(torch, args.hidden, args.seed)
-    acc = IndividualAccountant(n, args.sigma, args.clip, q)
+    acc = IndividualAccountant(num_examples=n, noise_multiplier=args.sigma, clip_norm=args.clip, sampling_rate=q)
     tr = IndividualDPTrainer(model, loss_fn, torch.optim.SGD(model.parameters(), lr=args.lr), acc, seed=args.seed)
     for _ in range(steps):
         tr.step(X, Y)
@@ -111,8 +111,8 @@ def main(argv=None) -> int:
     plt.close(fig)
 
     # ---- part 2: filtered DP-GD past the worst-case budget
-    gd = IndividualAccountant(n, args.gd_sigma, args.clip, 1.0)
-    probe = IndividualAccountant(1, args.gd_sigma, args.clip, 1.0)
+    gd = IndividualAccountant(num_examples=n, noise_multiplier=args.gd_sigma, clip_norm=args.clip, sampling_rate=1.0)
+    probe = IndividualAccountant(num_examples=1, noise_multiplier=args.gd_sigma, clip_norm=args.clip, sampling_rate=1.0)
     probe.record_steps(np.full((args.gd_steps, 1), np.nan))
     budget = probe.worst_case_epsilon(args.delta).upper
     model2 = _model(torch, args.hidden, args.seed)

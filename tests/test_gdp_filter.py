@@ -39,7 +39,7 @@ def test_sec_4_1_filter_admits_exactly_495_steps():
     assert f.steps == 495
     assert not f.admit(1 / 100)  # still full
     # the odometer after 495 steps: exact GDP epsilon (reference value) and never above the budget
-    spent = f.epsilon_spent(delta)
+    spent = f.epsilon(delta)
     assert spent.upper <= eps
     assert spent.upper == pytest.approx(0.8152302923531627, abs=1e-12)
 
@@ -47,33 +47,33 @@ def test_sec_4_1_filter_admits_exactly_495_steps():
 @pytest.mark.parametrize("eps,mu", [(0.0, 0.5), (0.3, 1.0), (2.0, 1.0), (5.0, 0.7), (1.0, 4.0), (40.0, 3.0)])
 def test_gdp_delta_matches_mpmath(eps, mu):
     exact = float(_mp_delta(eps, mu))
-    assert float(gdp_delta(eps, mu)) == pytest.approx(exact, rel=1e-12, abs=1e-300)
+    assert float(gdp_delta(mu=mu, epsilon=eps)) == pytest.approx(exact, rel=1e-12, abs=1e-300)
 
 
 def test_gdp_delta_far_tail_is_positive_and_accurate():
     # computed naively, Phi(-a) - e^eps Phi(-b) underflows / cancels to 0 here
     exact = float(_mp_delta(30.0, 2.0))
     assert exact > 0
-    assert float(gdp_delta(30.0, 2.0)) == pytest.approx(exact, rel=1e-10)
+    assert float(gdp_delta(mu=2.0, epsilon=30.0)) == pytest.approx(exact, rel=1e-10)
 
 
 @pytest.mark.parametrize("eps,delta", [(0.5, 1e-5), (1.0, 1e-6), (3.0, 1e-10), (0.8156299871929082, 1e-5)])
 def test_gdp_mu_is_safe_and_tight(eps, delta):
-    mu = gdp_mu(eps, delta)
+    mu = gdp_mu(epsilon=eps, delta=delta)
     assert float(_mp_delta(eps, mu)) <= delta
     assert float(_mp_delta(eps, mu * (1 + 1e-9))) > delta
 
 
 @pytest.mark.parametrize("delta,mu", [(1e-5, 0.2), (1e-5, 1.0), (1e-10, 3.0), (0.3, 0.1)])
 def test_gdp_epsilon_is_safe_and_tight(delta, mu):
-    e = gdp_epsilon(delta, mu)
+    e = gdp_epsilon(mu=mu, delta=delta)
     assert float(_mp_delta(e, mu)) <= delta
     if e > 0:
         assert float(_mp_delta(e * (1 - 1e-9), mu)) > delta
 
 
 def test_gdp_epsilon_mu_zero():
-    assert gdp_epsilon(1e-5, 0.0) == 0.0
+    assert gdp_epsilon(mu=0.0, delta=1e-5) == 0.0
 
 
 @settings(max_examples=60, deadline=None)
@@ -102,8 +102,8 @@ def test_filter_odometer_stays_within_eps_delta(eps, logd, mus):
     f = GDPFilter(epsilon=eps, delta=delta)
     for m in mus:
         f.admit(m)
-    assert float(f.delta_spent(eps).upper) <= delta * (1 + 1e-9)
-    assert f.epsilon_spent(delta).upper <= eps * (1 + 1e-12) + 1e-12
+    assert float(f.delta(eps).upper) <= delta * (1 + 1e-9)
+    assert f.epsilon(delta).upper <= eps * (1 + 1e-12) + 1e-12
 
 
 def test_filter_rejects_bad_input():
@@ -123,9 +123,9 @@ def test_filter_rejects_bad_input():
     with pytest.raises(ValueError, match="mu"):
         f.admit(-0.1)
     with pytest.raises(ValueError, match="delta"):
-        f.epsilon_spent(0.0)
+        f.epsilon(0.0)
     with pytest.raises(ValueError, match="delta"):
-        gdp_mu(1.0, 1.0)
+        gdp_mu(epsilon=1.0, delta=1.0)
 
 
 def test_spent_mu_with_subnormal_steps_terminates_and_rounds_up():
@@ -161,6 +161,6 @@ def test_gdp_epsilon_never_below_the_80_digit_truth(log_mu, log_delta):
     """Far-tail regression: a fixed 1e-12 relative allowance under-reported by up to 4e-12 (85 of 300
     random calls at delta down to 1e-250); the certified curve of _gdp_math never does."""
     mu, delta = math.exp(log_mu), math.exp(log_delta)
-    assert mp.mpf(gdp_epsilon(delta, mu)) >= _gdp_epsilon_mp80(delta, mu)
-    m = gdp_mu(1.0, min(delta, 0.2))
+    assert mp.mpf(gdp_epsilon(mu=mu, delta=delta)) >= _gdp_epsilon_mp80(delta, mu)
+    m = gdp_mu(epsilon=1.0, delta=min(delta, 0.2))
     assert _gdp_epsilon_mp80(min(delta, 0.2), m) <= 1.0  # the mu it returns does give (1, delta)

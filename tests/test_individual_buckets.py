@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import tightdp
 from tightdp.individual import IndividualAccountant
-from tightdp.individual.accountant import _MARGIN, _bucket_index, _bucket_ratio
+from tightdp.individual._buckets import _MARGIN, _bucket_index, _bucket_ratio
 
 #: TIGHTDP_FUZZ=1 runs the property tests with many more examples
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
@@ -59,7 +59,7 @@ def test_boundaries_round_up_and_stay_in_range(clip, B):
 
 def test_issue15_norm_at_clip_lands_in_its_own_row():
     # ceil(0.3 * (100 / 0.3)) = 101: the step went to bucket 0 of the next example (epsilon [0, 0])
-    acc = IndividualAccountant(2, 1.0, 0.3, 0.01)
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=0.3, sampling_rate=0.01)
     acc.record_steps(np.tile([0.3, 0.0], (1000, 1)))
     c = acc.bucket_counts
     assert c[0, 100] == 1000 and c[0].sum() == 1000
@@ -74,9 +74,9 @@ def test_issue15_norm_at_clip_lands_in_its_own_row():
 @pytest.mark.parametrize("clip", [0.3, 0.1, 1 / 3, 7.77])
 def test_issue15_last_example_at_clip(clip):
     # used to raise IndexError (record_step) / a reshape ValueError (record_steps)
-    a = IndividualAccountant(2, 1.0, clip, 0.01)
+    a = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.01)
     a.record_step([0.0, clip])
-    b = IndividualAccountant(2, 1.0, clip, 0.01)
+    b = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.01)
     b.record_steps([[0.0, clip]])
     for acc in (a, b):
         assert acc.bucket_counts[1, 100] == 1 and acc.bucket_counts[0, 0] == 1
@@ -88,8 +88,10 @@ def test_record_step_and_record_steps_agree_on_edges():
         for B in (1, 10, 100, 1000):
             norms = np.array([x for x in _edge_norms(clip, B) if not math.isnan(x)])
             norms = rng.permutation(np.tile(norms, 3))[: 3 * (norms.size // 3)].reshape(3, -1)
-            a = IndividualAccountant(norms.shape[1], 1.0, clip, 0.1, num_buckets=B)
-            b = IndividualAccountant(norms.shape[1], 1.0, clip, 0.1, num_buckets=B)
+            a = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
+                                     sampling_rate=0.1, num_buckets=B)
+            b = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
+                                     sampling_rate=0.1, num_buckets=B)
             a.record_steps(norms)
             for row in norms:
                 b.record_step(row)
@@ -143,8 +145,8 @@ def test_property_bucket_covers_clipped_norm(data, clip, B):
 @given(data=st.data(), clip=_clip_st, B=st.sampled_from([1, 10, 100, 1000]), n=st.integers(1, 6))
 def test_property_recording_touches_only_own_row(data, clip, B, n):
     steps = data.draw(st.lists(st.lists(_norm_for(clip, B), min_size=n, max_size=n), min_size=1, max_size=4))
-    a = IndividualAccountant(n, 1.0, clip, 0.5, num_buckets=B)
-    b = IndividualAccountant(n, 1.0, clip, 0.5, num_buckets=B)
+    a = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.5, num_buckets=B)
+    b = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.5, num_buckets=B)
     arr = np.array(steps, dtype=float)
     a.record_steps(arr)
     for row in arr:
@@ -161,7 +163,7 @@ def test_property_recording_touches_only_own_row(data, clip, B, n):
 @given(clip=_clip_st, factor=st.sampled_from([1.0, 1.0000001, 3.0]), q=st.sampled_from([0.01, 0.05]),
        steps=st.integers(1, 300))
 def test_property_constant_clipped_norm_is_dpsgd(clip, factor, q, steps):
-    acc = IndividualAccountant(2, 1.0, clip, q)
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=q)
     acc.record_steps(np.tile([clip * factor, 0.0], (steps, 1)))
     e = acc.epsilons(1e-5).upper
     ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=q, steps=steps, delta=1e-5)

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import tightdp
 from tightdp.accountants import ConnectDotsAccountant
 from tightdp.individual import IndividualAccountant
-from tightdp.individual import accountant as acc_mod
+from tightdp.individual import _pld_queries as acc_mod
 from tightdp.mechanisms import Gaussian, PoissonSampled
 
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
@@ -33,7 +33,7 @@ def _truth(sigma, q, ratios, delta):
 @pytest.mark.slow
 def test_issue15_one_step_is_finite_and_tight():
     # was: worst_case_epsilon = inf (wrap-around term 0.27 >> delta), no note
-    acc = IndividualAccountant(4, 1.0, 1.0, 0.01)
+    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
     acc.record_step([0.5, 1.0, 2.0, 0.1])
     w = acc.worst_case_epsilon(1e-5).upper
     ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1, delta=1e-5)
@@ -48,7 +48,7 @@ def test_issue15_one_step_is_finite_and_tight():
 
 @pytest.mark.parametrize("delta", [1e-7, 1e-9, 1e-12])
 def test_small_delta_few_steps_finite(delta):
-    acc = IndividualAccountant(3, 1.0, 1.0, 0.01)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
     acc.record_steps(np.tile([2.0, 0.5, 0.0], (3, 1)))
     e = acc.epsilons(delta).upper
     assert np.all(np.isfinite(e)) and e[2] == 0.0
@@ -58,7 +58,7 @@ def test_small_delta_few_steps_finite(delta):
 
 
 def test_fallback_when_fast_path_cannot_certify(monkeypatch):
-    acc = IndividualAccountant(3, 1.0, 1.0, 0.05)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(np.tile([1.0, 0.3, 0.0], (20, 1)))
     real = acc_mod.population_epsilons
     monkeypatch.setattr(acc_mod, "population_epsilons",
@@ -77,7 +77,7 @@ def test_fallback_when_fast_path_cannot_certify(monkeypatch):
 def test_fallback_groups_by_dominating_bucket(monkeypatch):
     rng = np.random.default_rng(0)
     n = acc_mod._FALLBACK_GROUPS + 8
-    acc = IndividualAccountant(n, 1.0, 1.0, 0.05)
+    acc = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(rng.uniform(0, 1.2, size=(6, n)))
     monkeypatch.setattr(acc_mod, "population_epsilons", lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf),
                                                                                 np.zeros(c.shape[0])))
@@ -94,7 +94,7 @@ def test_property_subsampled_finite_and_certified(sigma, q, steps, logd, seed):
     rng = np.random.default_rng(seed)
     delta = 10.0 ** logd
     norms = rng.choice([0.0, 0.25, 0.6, 1.0, 4.0], size=(steps, 3))
-    acc = IndividualAccountant(3, sigma, 1.0, q)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=sigma, clip_norm=1.0, sampling_rate=q)
     acc.record_steps(norms)
     e = acc.epsilons(delta).upper
     assert np.all(np.isfinite(e)) and np.all(e >= 0)
@@ -108,18 +108,19 @@ def test_property_subsampled_finite_and_certified(sigma, q, steps, logd, seed):
 # ------------------------------------------------------------------------- bad input, resources
 def test_huge_ledger_refused_before_allocating():
     with pytest.raises(ValueError, match=r"num_examples=1000000000.*GiB"):
-        IndividualAccountant(10 ** 9, 1.0, 1.0, 0.01)
+        IndividualAccountant(num_examples=10 ** 9, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
 
 
 @pytest.mark.parametrize("clip", [1e-320, 5e-324, 0.0, -1.0, math.inf, math.nan, True, "1.0", None])
 def test_clip_norm_rejected(clip):
     with pytest.raises(ValueError, match="clip_norm"):
-        IndividualAccountant(2, 1.0, clip, 0.1)
+        IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1)
 
 
 def test_tiny_and_huge_normal_clip_norms_work():
     for clip in (1e-300, 1e6):
-        acc = IndividualAccountant(3, 1.0, clip, 0.1, num_buckets=10)
+        acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1,
+                                   num_buckets=10)
         acc.record_step([clip, clip * 0.45, clip * 1e-310])
         assert acc.bucket_counts[:, 1:].argmax(axis=1).tolist() == [9, 4, 0]  # buckets 10, 5, 1
 
@@ -127,7 +128,7 @@ def test_tiny_and_huge_normal_clip_norms_work():
 @pytest.mark.parametrize("bad", [[True, False], ["1.0", "2.0"], [1 + 2j, 0], [None, 1.0], [[1.0], [2.0]],
                                  [-1.0, 0.0], [-math.inf, 0.0], "ab", [object(), 1.0]])
 def test_bad_norms_rejected(bad):
-    acc = IndividualAccountant(2, 1.0, 1.0, 0.1)
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     with pytest.raises(ValueError, match="grad_norms"):
         acc.record_step(bad)
     with pytest.raises(ValueError, match="grad_norms"):
@@ -138,20 +139,21 @@ def test_bad_norms_rejected(bad):
 @pytest.mark.parametrize("arg", [True, "3", 2.5, None])
 def test_bool_str_arguments_rejected(arg):
     with pytest.raises(ValueError):
-        IndividualAccountant(arg, 1.0, 1.0, 0.1)
+        IndividualAccountant(num_examples=arg, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     with pytest.raises(ValueError, match="noise_multiplier"):
-        IndividualAccountant(2, arg if arg != 2.5 else "x", 1.0, 0.1)
+        IndividualAccountant(num_examples=2, noise_multiplier=arg if arg != 2.5 else "x", clip_norm=1.0,
+                             sampling_rate=0.1)
 
 
 def test_nan_and_inf_norms_are_worst_case():
     # documented: NaN marks a norm that was not computed, +inf is clipped to C; both are sensitivity 1
-    acc = IndividualAccountant(3, 1.0, 1.0, 0.1, num_buckets=10)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, num_buckets=10)
     acc.record_step([math.nan, math.inf, 1.0])
     assert acc.bucket_counts[:, 10].tolist() == [1, 1, 1]
 
 
 def test_load_rejects_inconsistent_counts(tmp_path):
-    a = IndividualAccountant(2, 1.0, 1.0, 0.1)
+    a = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     a.record_step([1.0, 0.5])
     p = tmp_path / "l.npz"
     a.save(p)

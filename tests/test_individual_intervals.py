@@ -10,7 +10,7 @@ import pytest
 import tightdp.individual.accountant as acc_mod
 from tightdp.individual import IndividualAccountant
 from tightdp.individual._population import _weights_closed
-from tightdp.individual.accountant import _bucket_index
+from tightdp.individual._buckets import _bucket_index
 
 
 def _reference_counts(rows, clip, B, n):
@@ -28,10 +28,10 @@ def test_buffered_recording_matches_per_step_scatter(monkeypatch, B):
     rows = rng.gamma(1.5, 0.4, size=(T, n))
     rows[rng.random((T, n)) < 0.1] = 0.0
     rows[0, :4] = [np.nan, np.inf, 5e-324, clip]
-    a = IndividualAccountant(n, 1.0, clip, 0.1, num_buckets=B)
+    a = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B)
     for r in rows:
         a.record_step(r)
-    b = IndividualAccountant(n, 1.0, clip, 0.1, num_buckets=B)
+    b = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B)
     b.record_steps(rows[:13])
     b.record_steps(rows[13:])
     np.testing.assert_array_equal(a.bucket_counts, _reference_counts(rows, clip, B, n))
@@ -41,8 +41,8 @@ def test_buffered_recording_matches_per_step_scatter(monkeypatch, B):
 def test_sparse_worst_case_equals_dense_with_clip_for_missing():
     rng = np.random.default_rng(1)
     n, B = 20, 50
-    a = IndividualAccountant(n, 1.0, 1.0, 0.05, num_buckets=B)
-    b = IndividualAccountant(n, 1.0, 1.0, 0.05, num_buckets=B)
+    a = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, num_buckets=B)
+    b = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, num_buckets=B)
     for _ in range(30):
         idx = np.nonzero(rng.random(n) < 0.3)[0]
         g = rng.gamma(2.0, 0.2, size=idx.size)
@@ -56,7 +56,8 @@ def test_sparse_worst_case_equals_dense_with_clip_for_missing():
 
 
 def test_sparse_last_seen_is_labelled_approximation():
-    acc = IndividualAccountant(3, 1.0, 1.0, 1.0, num_buckets=4, missing_norms="last-seen")  # GDP: fast
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=1.0, num_buckets=4,
+                               missing_norms="last-seen")  # GDP: fast
     acc.record_step([0.25, 0.5, 3.0])             # dense: every example seen (buckets 1, 2, 4)
     acc.record_step([0.75], indices=[0])          # 1 and 2 imputed: 1 from 0.5 (approx), 2 from the clip
     acc.record_step(np.array([]), indices=np.array([], dtype=int))  # all imputed; 0 from 0.75 (approx)
@@ -65,7 +66,7 @@ def test_sparse_last_seen_is_labelled_approximation():
     assert c[1, 2] == 3 and c[2, 4] == 3 and c[0, 1] == 1 and c[0, 3] == 2
     r = acc.epsilons(1e-5, lower=False)
     assert r.kind == "approximation" and r.details["approximate_examples"] == 2
-    worst = IndividualAccountant(3, 1.0, 1.0, 1.0, num_buckets=4)
+    worst = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=1.0, num_buckets=4)
     worst.record_step([0.25, 0.5, 3.0])
     worst.record_step([0.75], indices=[0])
     assert worst.epsilons(1e-5, lower=False).kind == "bound"
@@ -81,12 +82,14 @@ def test_sparse_last_seen_is_labelled_approximation():
     (dict(grad_norms=[[0.1, 0.2]], indices=[0, 1]), "grad_norms"),
 ])
 def test_sparse_bad_input_records_nothing(bad, match):
-    acc = IndividualAccountant(4, 1.0, 1.0, 0.05, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               missing_norms="last-seen")
     with pytest.raises(ValueError, match=match):
         acc.record_step(**bad)
     assert acc.steps == 0 and acc.bucket_counts.sum() == 0 and acc.approximated_steps.sum() == 0
     with pytest.raises(ValueError, match="missing_norms"):
-        IndividualAccountant(4, 1.0, 1.0, 0.05, missing_norms="zero")
+        IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                             missing_norms="zero")
 
 
 def _dp_accounting_bracket(sigma, q, ratio_counts, delta, interval=1e-4):
@@ -110,7 +113,7 @@ def test_per_example_interval_contains_exact_few_distinct_values():
     C = 2.0
     cols = [np.full(T, 3.0), np.full(T, 1.0), np.full(T, 0.5), np.r_[np.full(400, 2.0), np.full(200, 1.0)]]
     ratios = [[(1.0, T)], [(0.5, T)], [(0.25, T)], [(1.0, 400), (0.5, 200)]]
-    acc = IndividualAccountant(len(cols), sigma, C, q)
+    acc = IndividualAccountant(num_examples=len(cols), noise_multiplier=sigma, clip_norm=C, sampling_rate=q)
     for t in range(T):
         acc.record_step([c[t] for c in cols])
     r = acc.epsilons(delta)
@@ -125,11 +128,11 @@ def test_per_example_interval_contains_exact_few_distinct_values():
 
 def test_gdp_interval_and_generic_norm_widths():
     rng = np.random.default_rng(3)
-    gd = IndividualAccountant(5, 2.0, 1.0, 1.0)
+    gd = IndividualAccountant(num_examples=5, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0)
     gd.record_steps(rng.gamma(2.0, 0.3, size=(200, 5)))
     r = gd.epsilons(1e-6)
     assert np.all(r.lower <= r.upper) and np.all(r.upper - r.lower <= 1e-6 * r.upper + 1e-9)
-    sgd = IndividualAccountant(6, 1.0, 1.0, 0.05)
+    sgd = IndividualAccountant(num_examples=6, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     sgd.record_steps(rng.gamma(2.0, 0.3, size=(300, 6)))
     r = sgd.epsilons(1e-5)
     assert np.all(r.lower >= 0) and np.all(r.lower <= r.upper) and np.all(np.isfinite(r.upper))
@@ -163,7 +166,8 @@ def test_closed_form_weight_dft_within_its_error_bound():
 
 
 def test_save_load_roundtrip_keeps_policy_state(tmp_path):
-    acc = IndividualAccountant(4, 1.0, 1.0, 0.05, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               missing_norms="last-seen")
     acc.record_step([0.2, 0.4, 0.6, 0.8])
     acc.record_step([0.5, 0.1], indices=[1, 3])
     acc.save(tmp_path / "l.npz")
@@ -173,7 +177,7 @@ def test_save_load_roundtrip_keeps_policy_state(tmp_path):
     acc.record_step([0.3], indices=[0])
     assert back == acc
     # a format-1 file (no recorded positions) still loads: buckets then use their lower edges
-    plain = IndividualAccountant(2, 1.0, 1.0, 0.05)
+    plain = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     plain.record_steps([[0.5, 1.0]] * 3)
     plain.save(tmp_path / "p.npz")
     with np.load(tmp_path / "p.npz") as z:
@@ -189,11 +193,12 @@ def test_save_load_roundtrip_keeps_policy_state(tmp_path):
 
 
 def test_last_seen_gdp_sums_use_the_imputed_ratio():
-    acc = IndividualAccountant(2, 2.0, 1.0, 1.0, missing_norms="last-seen")
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0,
+                               missing_norms="last-seen")
     acc.record_step([0.5, 0.25])
     acc.record_step([0.75], indices=[1])  # example 0 imputed at 0.5
     np.testing.assert_allclose(acc.mus() * 2.0, np.sqrt([0.5, 0.25 ** 2 + 0.75 ** 2]), rtol=1e-12)
-    worst = IndividualAccountant(2, 2.0, 1.0, 1.0)
+    worst = IndividualAccountant(num_examples=2, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0)
     worst.record_step([0.5, 0.25])
     worst.record_step([0.75], indices=[1])  # example 0 at the clip
     np.testing.assert_allclose(worst.mus() * 2.0, np.sqrt([0.25 + 1.0, 0.25 ** 2 + 0.75 ** 2]), rtol=1e-12)

@@ -12,7 +12,7 @@ from tightdp.individual import IndividualAccountant
 def test_small_norm_examples_are_tight_after_10000_steps():
     steps = 10_000
     norms = np.array([2.0, 0.5, 0.2])  # clipped at C = 1: sensitivities 1, 0.5, 0.2
-    acc = IndividualAccountant(3, 1.0, 1.0, 0.01)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
     acc.record_steps(np.tile(norms, (steps, 1)))
     ours = acc.epsilons(1e-5).upper
     for e, n in zip(ours, (1.0, 0.5, 0.2)):

@@ -28,7 +28,8 @@ RATIOS = (0.25, 0.5, 1.0)  # on the uniform grid of 8 buckets: only the 1e-9 mar
 
 @pytest.fixture(scope="module")
 def constant_norms():
-    acc = IndividualAccountant(len(RATIOS), SIGMA, 2.0, Q, num_buckets=8, resolution=400.0)
+    acc = IndividualAccountant(num_examples=len(RATIOS), noise_multiplier=SIGMA, clip_norm=2.0, sampling_rate=Q,
+                               num_buckets=8, resolution=400.0)
     for _ in range(K):
         acc.record_step(2.0 * np.array(RATIOS))
     return acc
@@ -70,7 +71,7 @@ def test_vectorised_rdp_conversion_matches_the_library():
 
 def test_dpgd_gdp_and_rdp_closed_forms():
     sigma, n = 8.0, 4
-    acc = IndividualAccountant(n, sigma, 1.0, 1.0)
+    acc = IndividualAccountant(num_examples=n, noise_multiplier=sigma, clip_norm=1.0, sampling_rate=1.0)
     norms = np.array([0.0, 0.3, 0.7, 5.0])
     for t in range(40):
         acc.record_step(norms * (1 + 0.01 * t))
@@ -79,7 +80,7 @@ def test_dpgd_gdp_and_rdp_closed_forms():
     g = acc.epsilons(DELTA, method="gdp")
     assert g.kind == "bound"
     for i in range(n):
-        assert g.upper[i] == pytest.approx(gdp_epsilon(DELTA, mu[i]) if mu[i] else 0.0, rel=1e-9)
+        assert g.upper[i] == pytest.approx(gdp_epsilon(mu=mu[i], delta=DELTA) if mu[i] else 0.0, rel=1e-9)
     np.testing.assert_allclose(acc.gdp_mus().upper, mu, rtol=1e-12)
     orders, curves = acc.rdp_curves()
     np.testing.assert_allclose(curves, 0.5 * mu[:, None] ** 2 * orders[None, :], rtol=1e-12)
@@ -97,7 +98,7 @@ def test_gdp_fit_dominates_the_certified_delta_curve(constant_norms):
         d = constant_norms.deltas(float(e)).upper  # certified upper deltas
         mask = d >= np.asarray(fit.details["certified_above"])
         # the fit is checked against the next point of its own (finer) grid: compare one step further
-        lo = gdp_delta_bounds(min(e + emax / 23, emax), mu)[0]
+        lo = gdp_delta_bounds(mu=mu, epsilon=min(e + emax / 23, emax))[0]
         assert np.all(lo[mask] >= d[mask] * (1 - 1e-9))
     g = constant_norms.epsilons(DELTA, method="gdp")
     assert g.details["certified"].all() and g.kind == "bound"
@@ -116,8 +117,8 @@ def test_gdp_filter_stopping_rule_by_hand():
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
         B = float(lo)
-    assert gdp_mu(1.0, 1e-5) == pytest.approx(B, rel=1e-9)
-    acc = IndividualAccountant(2, 10.0, 1.0, 1.0)
+    assert gdp_mu(epsilon=1.0, delta=1e-5) == pytest.approx(B, rel=1e-9)
+    acc = IndividualAccountant(num_examples=2, noise_multiplier=10.0, clip_norm=1.0, sampling_rate=1.0)
     k = 0
     while acc.active(1.0, 1e-5).all():
         acc.record_step(np.ones(2))
@@ -132,23 +133,24 @@ def test_rdp_filter_stopping_rule_by_hand():
     a = INDIVIDUAL_ORDERS
     b = 1.0 - np.log1p(-1 / a) + (math.log(1e-5) + np.log(a)) / (a - 1)
     expected = int(np.max(np.floor(200 * b / a)))
-    acc = IndividualAccountant(1, 10.0, 1.0, 1.0)
+    acc = IndividualAccountant(num_examples=1, noise_multiplier=10.0, clip_norm=1.0, sampling_rate=1.0)
     k = 0
     while acc.active(1.0, 1e-5, rule="rdp")[0]:
         acc.record_step(np.ones(1))
         k += 1
         assert k < 1000
     assert k == expected
-    assert k < math.floor(100 * gdp_mu(1.0, 1e-5) ** 2)  # GDP admits more (000 Sec. 4.1)
+    assert k < math.floor(100 * gdp_mu(epsilon=1.0, delta=1e-5) ** 2)  # GDP admits more (000 Sec. 4.1)
     # the Gaussian budget of Sec. 5: its curve converts to at most eps = 1
     bm = gaussian_budget_mu(1.0, 1e-5, INDIVIDUAL_ORDERS)
     e = epsilons_from_rdp_rows(INDIVIDUAL_ORDERS, 0.5 * bm * bm * INDIVIDUAL_ORDERS[None, :], 1e-5)[0][0]
-    assert e <= 1.0 and bm < gdp_mu(1.0, 1e-5)
+    assert e <= 1.0 and bm < gdp_mu(epsilon=1.0, delta=1e-5)
 
 
 def test_dpsgd_rules_on_a_small_ledger():
     rng = np.random.default_rng(1)
-    acc = IndividualAccountant(60, 1.0, 1.0, 0.05, num_buckets=16, resolution=400.0)
+    acc = IndividualAccountant(num_examples=60, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
+                               num_buckets=16, resolution=400.0)
     base = rng.lognormal(-1, 0.8, 60)
     for _ in range(30):
         acc.record_step(base * rng.uniform(0.7, 1.3, 60))
@@ -171,7 +173,8 @@ def test_dpsgd_rules_on_a_small_ledger():
        st.floats(1.5, 50))
 def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
     sigma, clip = 0.9, 1.7
-    acc = IndividualAccountant(len(norms), sigma, clip, 0.1, num_buckets=buckets, sigma_grid="paper",
+    acc = IndividualAccountant(num_examples=len(norms), noise_multiplier=sigma, clip_norm=clip, sampling_rate=0.1,
+                               num_buckets=buckets, sigma_grid="paper",
                                sigma_max=sigma * smax_factor)
     acc.record_step(np.array(norms))
     codes = np.argmax(acc.bucket_counts, axis=1)
@@ -197,8 +200,9 @@ def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
 def test_paper_grid_is_looser_for_small_norms_and_still_certified():
     r_small = 0.05  # below sigma / sigma_max = 0.1: the paper's grid rounds it up to 0.1
     kw = dict(num_buckets=20, resolution=400.0)
-    uni = IndividualAccountant(2, SIGMA, 1.0, Q, **kw)
-    pap = IndividualAccountant(2, SIGMA, 1.0, Q, sigma_grid="paper", **kw)
+    uni = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q, **kw)
+    pap = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q,
+                               sigma_grid="paper", **kw)
     for _ in range(K):
         uni.record_step(np.array([r_small, 1.0]))
         pap.record_step(np.array([r_small, 1.0]))
@@ -212,7 +216,8 @@ def test_paper_grid_is_looser_for_small_norms_and_still_certified():
 
 
 def test_paper_grid_save_load_round_trip(tmp_path):
-    acc = IndividualAccountant(3, 1.0, 1.0, 0.1, num_buckets=5, sigma_grid="paper", sigma_max=4.0)
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, num_buckets=5,
+                               sigma_grid="paper", sigma_max=4.0)
     acc.record_step(np.array([0.0, 0.3, 2.0]))
     acc.save(tmp_path / "l.npz")
     back = IndividualAccountant.load(tmp_path / "l.npz")
@@ -227,7 +232,7 @@ def test_paper_grid_save_load_round_trip(tmp_path):
 ])
 def test_bad_grid_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        IndividualAccountant(3, 1.0, 1.0, 0.1, **kwargs)
+        IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, **kwargs)
 
 
 def test_bad_method_rule_and_fit_arguments(constant_norms):

@@ -15,8 +15,10 @@ N, SHARD, Q, B = 3000, 1100, 0.02, 8
 def _record_both(steps=300, policy="worst-case", seed=0):
     rng = np.random.default_rng(seed)
     scale = rng.uniform(0.05, 1.5, size=N)
-    one = IndividualAccountant(N, 1.0, 1.0, Q, num_buckets=B, missing_norms=policy)
-    sh = ShardedLedger(N, 1.0, 1.0, Q, shard_size=SHARD, num_buckets=B, missing_norms=policy)
+    one = IndividualAccountant(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B,
+                               missing_norms=policy)
+    sh = ShardedLedger(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, shard_size=SHARD,
+                       num_buckets=B, missing_norms=policy)
     for t in range(steps):
         if t % 3 == 2:  # a sparse step: Poisson batch, global indices in any order
             idx = rng.permutation(np.nonzero(rng.random(N) < 0.1)[0])
@@ -98,8 +100,8 @@ def test_chunks_follow_row_contents_not_positions():
     norms[:, :50] = np.where(rng.random((steps, 50)) < 0.5, 0.01, 0.9)  # rows tying on a zero-weight bucket
     uniq, inv = np.unique(norms.T, axis=0, return_inverse=True)
     perm = np.argsort(rng.random(len(uniq))[inv.reshape(-1)], kind="stable")  # copies keep their order
-    a = IndividualAccountant(n, 1.0, 1.0, Q, num_buckets=B)
-    b = IndividualAccountant(n, 1.0, 1.0, Q, num_buckets=B)
+    a = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B)
+    b = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B)
     a.record_steps(norms)
     b.record_steps(norms[:, perm])
     ra, rb = a.epsilons(1e-5), b.epsilons(1e-5)
@@ -118,7 +120,7 @@ def test_from_shards_assembles_shards_saved_elsewhere(tmp_path):
     assert got.to_accountant() == one
     again = ShardedLedger.load(tmp_path)
     assert again == sh and again._generation == 4
-    other = IndividualAccountant(10, 2.0, 1.0, Q, num_buckets=B)
+    other = IndividualAccountant(num_examples=10, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B)
     other.save(tmp_path / "odd.npz")
     with pytest.raises(ValueError, match="differs from the first shard"):
         ShardedLedger.from_shards(tmp_path, files + ["odd.npz"])

@@ -32,7 +32,8 @@ def _rank(rank: int, world: int, root: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{root}/pg", rank=rank, world_size=world)
     try:
         x, y = _data()
-        ledger = ShardedLedger(N, SIGMA, C, Q, shard_size=N // world, num_buckets=20)
+        ledger = ShardedLedger(num_examples=N, noise_multiplier=SIGMA, clip_norm=C, sampling_rate=Q,
+                               shard_size=N // world, num_buckets=20)
         s, e = ledger.shard_ranges[rank]
         model = _model()
         tr = IndividualDPTrainer(model, torch.nn.functional.cross_entropy,
@@ -72,4 +73,5 @@ def test_two_rank_gloo_training_records_into_the_sharded_ledger(tmp_path):
         from tightdp.integrations.torch import IndividualDPTrainer
         m = _model()
         IndividualDPTrainer(m, torch.nn.functional.cross_entropy, torch.optim.SGD(m.parameters(), lr=0.1),
-                            ShardedLedger(4, SIGMA, C, Q).shard(0), data_parallel=True)
+                            ShardedLedger(num_examples=4, noise_multiplier=SIGMA, clip_norm=C,
+                                          sampling_rate=Q).shard(0), data_parallel=True)

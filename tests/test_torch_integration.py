@@ -40,7 +40,7 @@ def test_trainer_records_norms_and_applies_filter():
     model, x, y = _setup(30)
     f = torch.nn.functional.cross_entropy
     sigma, C, delta = 10.0, 0.5, 1e-5
-    acc = IndividualAccountant(30, sigma, C, 1.0)
+    acc = IndividualAccountant(num_examples=30, noise_multiplier=sigma, clip_norm=C, sampling_rate=1.0)
     budget = (1.0, delta)
     tr = IndividualDPTrainer(model, f, torch.optim.SGD(model.parameters(), lr=0.1), acc, budget=budget, seed=1)
     actives = []
@@ -51,14 +51,14 @@ def test_trainer_records_norms_and_applies_filter():
         actives.append(info["active"])
     assert acc.steps == 40
     assert actives[0] == 30 and actives[-1] < 30  # the filter kicked in
-    assert np.all(acc.mus() <= gdp_mu(*budget) * (1 + 1e-12))
+    assert np.all(acc.mus() <= gdp_mu(epsilon=budget[0], delta=budget[1]) * (1 + 1e-12))
     assert np.all(acc.epsilons(delta).upper <= budget[0] * (1 + 1e-9))
 
 
 def test_trainer_dpsgd_poisson_and_bad_input():
     model, x, y = _setup(25)
     f = torch.nn.functional.cross_entropy
-    acc = IndividualAccountant(25, 1.0, 1.0, 0.2)
+    acc = IndividualAccountant(num_examples=25, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.2)
     tr = IndividualDPTrainer(model, f, torch.optim.SGD(model.parameters(), lr=0.1), acc, seed=3)
     batches = [tr.step(x, y)["batch"] for _ in range(20)]
     assert 0 < np.mean(batches) < 25

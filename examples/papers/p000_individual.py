@@ -69,8 +69,8 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
     eps_targets = (0.5, eps420, 2.0) if args.quick else (0.25, 0.5, eps420, 1.0, 1.5, 2.0, 3.0)
     steps = {}
     for e in eps_targets:
-        k_gdp = math.floor((100.0 * gdp_mu(e, DELTA)) ** 2)  # k / 100^2 <= B^2 (Thm 11), exact
-        while (k_gdp + 1) / 1e4 <= gdp_mu(e, DELTA) ** 2:
+        k_gdp = math.floor((100.0 * gdp_mu(epsilon=e, delta=DELTA)) ** 2)  # k / 100^2 <= B^2 (Thm 11), exact
+        while (k_gdp + 1) / 1e4 <= gdp_mu(epsilon=e, delta=DELTA) ** 2:
             k_gdp += 1
         k_rdp = _max_steps(lambda k: k == 0 or _rdp_eps(g, k) <= e, hi=1 << 16)
         steps[e] = (k_rdp, k_gdp)
@@ -85,7 +85,7 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
         for ax, k in zip(np.atleast_1d(axes), ks):
             mu = math.sqrt(k) / 100.0
             ax.semilogy(eps, _rdp_delta(g, k, eps), label="RDP (Lemma C.4)")
-            ax.semilogy(eps, gdp_delta(eps, mu), label=f"GDP, mu = {mu:.3g} (exact)")
+            ax.semilogy(eps, gdp_delta(mu=mu, epsilon=eps), label=f"GDP, mu = {mu:.3g} (exact)")
             ax.set_title(f"k = {k}" + (" (Fig. 3)" if k == 420 else ""))
             ax.set_xlabel("epsilon")
             ax.set_ylim(1e-10, 1)
@@ -151,7 +151,8 @@ def _section_fig1(rep: Report, args) -> list:
     steps = int(round(epochs / q))
     buckets = 20 if args.quick else 100
     kw = dict(num_buckets=buckets, resolution=400.0 if args.quick else 1600.0)
-    accs = {grid: IndividualAccountant(N, sigma, clip, q, sigma_grid=grid, **kw) for grid in ("uniform", "paper")}
+    accs = {grid: IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q,
+                                       sigma_grid=grid, **kw) for grid in ("uniform", "paper")}
     w = np.zeros((x.shape[1], 10))
     track = int(rng.integers(N))
     history = []
@@ -191,7 +192,7 @@ def _section_fig1(rep: Report, args) -> list:
             "(about 1e-9); an approximation below it",
             key="fig1_gdp", extra={"median": float(np.median(g_up)), "max": float(g_up.max())})
     # one example's curve (Fig. 1 left): its own ledger from its recorded norms
-    one = IndividualAccountant(1, sigma, clip, q, **kw)
+    one = IndividualAccountant(num_examples=1, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q, **kw)
     for v in history:
         one.record_step(np.array([v]))
     mu1 = float(one.gdp_mus().upper[0])
@@ -216,7 +217,8 @@ def _section_fig1(rep: Report, args) -> list:
         epsg = np.linspace(0.0, max(2.0 * e1, 0.5), 40)
         d_pld = np.array([float(one.deltas(float(e)).upper[0]) for e in epsg])
         axes[0].semilogy(epsg, np.maximum(d_pld, 1e-16), label="PLD (certified upper)")
-        axes[0].semilogy(epsg, np.maximum(gdp_delta(epsg, mu1), 1e-16), "--", label=f"mu-GDP fit, mu = {mu1:.3g}")
+        axes[0].semilogy(epsg, np.maximum(gdp_delta(mu=mu1, epsilon=epsg), 1e-16), "--",
+                         label=f"mu-GDP fit, mu = {mu1:.3g}")
         axes[0].set_ylim(max(1e-12, delta / 100), 1)
         axes[0].set_xlabel("epsilon")
         axes[0].set_ylabel("delta")
@@ -240,7 +242,7 @@ def _filtered_dpgd(x, y, xte, yte, clip, sigma, epochs, filter_from, budget, lr,
     """Full-batch DP-GD with the individual GDP filter of 000 Alg. 1 from epoch ``filter_from`` on."""
     rng = np.random.default_rng(seed)
     N = x.shape[0]
-    acc = IndividualAccountant(N, sigma, clip, 1.0)
+    acc = IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=1.0)
     w = np.zeros((x.shape[1], 10))
     active, accuracy, eps50 = [], [], None
     for t in range(epochs):
@@ -260,7 +262,8 @@ def _section_appE(rep: Report, args) -> list:
     x, y, xte, yte = _digits(500 if args.quick else None)
     budget = (2.75, 1e-5)
     T = 10 if args.quick else 50
-    sigma = math.sqrt(T) / gdp_mu(*budget)  # the worst case spends the budget in T steps (000: ~10.61 for 50)
+    # the worst case spends the budget in T steps (000: ~10.61 for 50)
+    sigma = math.sqrt(T) / gdp_mu(epsilon=budget[0], delta=budget[1])
     sweep = (0.5, 2.0) if args.quick else (0.25, 0.5, 1.0, 2.0, 4.0)
     best = max(sweep, key=lambda c: _filtered_dpgd(x, y, xte, yte, c, sigma, T, T, budget, 2.0, 1)[1][-1])
     runs = {}

@@ -31,6 +31,9 @@ composition of the bucket PLDs (which dominate the real steps):
   ``gamma ||S||_2`` for the inverse FFT itself; the weights ``(1 - e^{eps-x})_+``
   lie in ``[0, 1]``;
 * ``slack``: ``sum_b c_b float_slack_b`` from the bucket discretisation.
+
+(About 650 lines: the spectra, the window, the error terms and the chunked products are one pipeline
+whose error terms refer to each other; split, the accounting of one error would span modules.)
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ from __future__ import annotations
 import contextlib
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import special
 
+from .._caches import register as _register_cache
 from ._dominating import DominatingPLD
 
 __all__ = ["BucketSpectra", "population_epsilons", "population_deltas", "single_threaded_blas"]
@@ -114,17 +118,15 @@ class BucketSpectra:
 
 
 def moments_table(plds: list[DominatingPLD]) -> tuple[np.ndarray, np.ndarray]:
-    key = tuple(id(p) for p in plds)
-    hit = _MOMENTS.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[0], plds)):
-        mv = np.array([p.moments() for p in plds])
-        hit = (list(plds), mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1])
-        _MOMENTS.clear()
-        _MOMENTS[key] = hit
-    return hit[1], hit[2]
+    """Per bucket PLD: its mean times its mass, and its second moment (``DominatingPLD.moments``)."""
+    return _moments_table(tuple(plds))
 
 
-_MOMENTS: dict = {}  # the last moments table (chunks of one query share the bucket PLDs)
+@_register_cache
+@lru_cache(maxsize=1)  # the last table: the chunks of one query share the bucket PLDs (keyed by identity)
+def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[np.ndarray, np.ndarray]:
+    mv = np.array([p.moments() for p in plds])
+    return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
 
 
 def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float,

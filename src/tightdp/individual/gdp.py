@@ -1,4 +1,4 @@
-"""Gaussian differential privacy: exact (eps, delta) conversion, fully adaptive filter and odometer.
+"""Gaussian differential privacy for per-example accounting: conversions, fully adaptive filter and odometer.
 
 000 Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
 (each chosen from the outputs so far) satisfy ``sum_m mu_m^2 <= B^2`` almost
@@ -12,105 +12,270 @@ and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
 App. C.5: it admits a step of ``mu``-GDP only when the accumulated
 ``sum mu^2`` stays within ``B^2``.
 
-All conversions use the one certified evaluation of this curve,
-``tightdp.accountants._gdp_math`` (log space with a proven float-error term), and
-are rounded to the safe side: ``gdp_mu`` returns a ``mu`` no larger than the exact
-root, ``gdp_epsilon`` an ``eps`` no smaller than the exact one. (A fixed relative
-allowance of 1e-12, used before, was short in the far tail: 85 of 300 random
-``gdp_epsilon`` calls with delta down to 1e-250 came out up to 4e-12 below the
-80-digit truth.)
+The curve and its epsilon are those of ``tightdp.accountants._gdp_math`` (log space with a proven
+float-error term), the one implementation of the mu-GDP conversion; this module adds what per-example
+accounting needs on top of it, each rounded to the safe side:
+
+* ``gdp_delta`` / ``gdp_delta_bounds``: the curve vectorised over ``mu`` as well (``mu = 0``: delta 0;
+  ``mu = inf``: delta 1);
+* ``gdp_epsilon``: the certified upper end of ``_gdp_math.gdp_epsilon_bounds``, validated;
+* ``gdp_mu``: the inverse in ``mu`` (the largest ``mu`` whose certified curve is at most ``delta`` at
+  ``epsilon``), by ``tightdp._numerics.falling_root``;
+* ``gdp_epsilon_bounds_array``: ``gdp_epsilon_bounds`` for an array of ``mu`` at once (the ledger's
+  per-example epsilons), bisection on every element with the same endpoint checks on the same certified
+  curve.
 """
 
 from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import Callable
 
 import numpy as np
 
+from .._numerics import falling_root
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
-from ..accountants._gdp_math import gdp_epsilon_bounds, gdp_log_delta_bounds
+from ..accountants._gdp_math import gdp_delta_bounds as _curve_bounds
+from ..accountants._gdp_math import gdp_epsilon_bounds
 from ..bounds import Bounds
+from ..errors import PrecisionError
 
-__all__ = ["gdp_delta", "gdp_delta_bounds", "gdp_epsilon", "gdp_mu", "GDPFilter"]
+__all__ = ["gdp_delta", "gdp_delta_bounds", "gdp_epsilon", "gdp_epsilon_bounds_array", "gdp_mu", "GDPFilter"]
 
-def gdp_delta_bounds(epsilon, mu) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(lower, estimate, upper)`` of ``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised over both
-    arguments, with the certified float error of ``_gdp_math`` pushed outwards. ``mu = 0`` gives
-    ``delta = 0`` for ``eps >= 0``, ``mu = inf`` gives 1."""
-    eps = np.asarray(epsilon, dtype=float)
-    mu = np.asarray(mu, dtype=float)
-    eps, mu = np.broadcast_arrays(eps, mu)
+
+def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
+    """``values`` as a float array of any shape (no NaN, no booleans or strings, each ``>= low``)."""
+    try:
+        raw = np.asarray(values)
+        if raw.dtype.kind not in "iuf":
+            raise TypeError
+        arr = raw.astype(float)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be a real number or an array of real numbers, got {values!r}") from None
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} must not be NaN")
+    if low is not None and np.any(arr < low):
+        raise ValueError(f"{name} must be >= {low:g}, got {arr[arr < low].flat[0]!r}")
+    return arr
+
+
+def _delta_bounds(mu, eps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``gdp_delta_bounds`` without input checks (the hot loops call it), broadcast over both arguments."""
+    eps, mu = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(mu, dtype=float))
     lo, est, up = np.zeros(eps.shape), np.zeros(eps.shape), np.zeros(eps.shape)
     pos = (mu > 0) & np.isfinite(mu)
     if np.any(pos):
-        bounds = gdp_log_delta_bounds(mu[pos], eps[pos])
-        with np.errstate(under="ignore"):
-            for out, v in zip((lo, est, up), bounds):
-                out[pos] = np.clip(np.exp(v), 0.0, 1.0)
-        up[pos] = np.maximum(up[pos], 5e-324)  # delta > 0 for mu > 0: never round the upper end to 0
+        for out, v in zip((lo, est, up), _curve_bounds(mu[pos], eps[pos])):
+            out[pos] = v
     for out in (lo, est, up):
         out[np.isinf(mu)] = 1.0
     return lo, est, up
 
 
-def gdp_delta(epsilon, mu) -> np.ndarray:
-    """``delta(eps)`` of ``mu``-GDP, 000 eq. (C.2), vectorised: the computed value (``gdp_delta_bounds``
-    gives the certified ends)."""
-    return gdp_delta_bounds(epsilon, mu)[1]
+def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Certified ``(lower, estimate, upper)`` of the delta of ``mu``-GDP at ``epsilon``.
+
+    000 eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
+    its float error pushed outwards, broadcast over both arguments.
+
+    Parameters
+    ----------
+    mu : float or array_like
+        GDP parameters, ``>= 0``; ``mu = 0`` gives delta 0 (for ``epsilon >= 0``), ``mu = inf`` gives 1.
+    epsilon : float or array_like
+        Real epsilons (the curve is defined for negative ones too).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(lower, estimate, upper)``, each of the broadcast shape, in ``[0, 1]``; ``upper > 0`` for
+        ``mu > 0`` (it never underflows to 0).
+
+    Raises
+    ------
+    ValueError
+        A NaN, a negative ``mu``, or an argument that is not real.
+    """
+    return _delta_bounds(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
 
 
-def gdp_mu(epsilon: float, delta: float) -> float:
+def gdp_delta(*, mu, epsilon) -> np.ndarray:
+    """The delta of ``mu``-GDP at ``epsilon`` (000 eq. (C.2)): the computed value, vectorised.
+
+    Parameters
+    ----------
+    mu : float or array_like
+        GDP parameters, ``>= 0``.
+    epsilon : float or array_like
+        Real epsilons.
+
+    Returns
+    -------
+    numpy.ndarray
+        The estimate of ``gdp_delta_bounds`` (which gives the certified ends), of the broadcast shape.
+
+    Raises
+    ------
+    ValueError
+        As ``gdp_delta_bounds``.
+    """
+    return gdp_delta_bounds(mu=mu, epsilon=epsilon)[1]
+
+
+def gdp_mu(*, epsilon: float, delta: float) -> float:
     """The largest ``mu`` (rounded down) such that ``mu``-GDP implies ``(epsilon, delta)``-DP.
 
-    ``delta(eps; mu)`` is increasing in ``mu``; bisection keeps as answer the
-    lower end of the bracket, whose delta (inflated by the relative evaluation
-    error ``1e-12``) is at most ``delta``. The bracket is narrowed to 4 ulp.
+    The inverse of 000 eq. (C.2) in ``mu`` (delta is increasing in ``mu``): the root of the certified
+    upper curve ``log delta_up(epsilon; mu) = log delta`` by ``tightdp._numerics.falling_root`` (Brent's
+    method, relative tolerance ``4u``), whose answer is a point where that upper curve was evaluated and
+    found ``<= delta``: ``mu``-GDP then gives ``(epsilon, delta)``-DP whatever the rounding.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, ``>= 0``.
+    delta : float
+        Target delta in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The GDP budget ``B`` (000 eq. (4.1)).
+
+    Raises
+    ------
+    ValueError
+        ``epsilon`` or ``delta`` out of range.
+    PrecisionError
+        No ``mu <= 1e6`` reaches ``delta`` (cannot happen for ``delta < 1``).
     """
     eps = check_epsilon("epsilon", epsilon)
     dlt = check_delta("delta", delta)
-    ok = lambda m: float(gdp_delta_bounds(eps, m)[2]) <= dlt
+    target = math.log(dlt)
+
+    def g(x: float) -> float:  # x = -mu: non-increasing in x, <= 0 exactly where the upper curve is <= delta
+        d = float(_delta_bounds(-x, eps)[2])
+        r = math.log(d) - target if d > 0.0 else -1e3
+        return min(r, 0.0) if d <= dlt else max(r, 5e-324)
+
     lo, hi = 0.0, 1.0
-    while ok(hi):
+    while g(-hi) <= 0.0:
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:  # delta(eps; mu) -> 1 as mu -> inf, so this cannot happen for delta < 1
-            raise ArithmeticError("could not bracket the GDP parameter")
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= lo or mid >= hi:
-            break
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 4 * math.ulp(hi):
-            break
-    return lo
+            raise PrecisionError(f"gdp_mu: no GDP parameter <= 1e6 reaches delta={dlt!r} at epsilon={eps!r}")
+    return -falling_root(g, -hi, -lo, xtol=1e-300)
 
 
-def gdp_epsilon(delta: float, mu: float) -> float:
-    """The smallest ``eps >= 0`` (rounded up) with ``delta(eps; mu) <= delta``.
+def gdp_epsilon(*, mu: float, delta: float) -> float:
+    """The epsilon of ``mu``-GDP at ``delta`` (000 eq. (C.2)), rounded up: a certified upper bound.
 
-    Bisection on the decreasing function ``eps -> delta(eps; mu)``; the upper
-    end of the bracket is returned, and its delta is checked with the relative
-    evaluation error ``1e-12`` added, so the answer is never below the exact
-    ``eps``. ``mu = 0`` gives 0.
+    The upper end of ``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` (its upper curve is at most
+    ``delta`` there whatever the rounding); ``mu = 0`` gives 0.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``>= 0``.
+    delta : float
+        Target delta in ``(0, 1)``.
+
+    Returns
+    -------
+    float
+        The smallest ``epsilon >= 0`` with ``delta(epsilon; mu) <= delta``, rounded up.
+
+    Raises
+    ------
+    ValueError
+        ``mu`` or ``delta`` out of range.
+    PrecisionError
+        No double epsilon reaches ``delta`` (``mu`` above about 1e150).
     """
-    dlt = check_delta("delta", delta)
     m = check_nonnegative("mu", mu)
+    dlt = check_delta("delta", delta)
     if m == 0.0:
         return 0.0
     hi = gdp_epsilon_bounds(m, dlt)[2]
     if math.isinf(hi):
-        raise ArithmeticError("could not bracket epsilon for the GDP curve")
+        raise PrecisionError(f"gdp_epsilon: no finite epsilon reaches delta={dlt!r} for mu={m!r}")
     return hi
+
+
+def _boundary(ok: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray, *, iterations: int,
+              grow_lo: bool = False, rtol: float = 0.0, cap: float = math.inf,
+              what: str = "bisection") -> tuple[np.ndarray, np.ndarray]:
+    """Vectorised bisection for the boundary of ``ok`` (false below it, true above it), element-wise.
+
+    ``hi`` is doubled until ``ok(hi)`` holds everywhere (``grow_lo``: ``lo`` moves to the old ``hi``),
+    then ``iterations`` halvings (fewer once every bracket is within ``rtol`` relative). Returns
+    ``(lo, hi)``: ``ok`` holds at every ``hi`` (it was evaluated there) and fails at every ``lo`` that
+    moved. ``falling_root`` is the scalar counterpart; this one serves arrays of examples at once.
+
+    Raises
+    ------
+    PrecisionError
+        ``hi`` would exceed ``cap`` before ``ok`` holds.
+    """
+    grow = ~ok(hi)
+    while np.any(grow):
+        if grow_lo:
+            lo = np.where(grow, hi, lo)
+        hi = np.where(grow, 2.0 * hi, hi)
+        if np.any(hi > cap):
+            raise PrecisionError(f"{what}: no bracket below {cap:g}")
+        grow = ~ok(hi)
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        good = ok(mid)
+        hi = np.where(good, mid, hi)
+        lo = np.where(good, lo, mid)
+        if rtol and np.all(hi - lo <= rtol * hi):
+            break
+    return lo, hi
+
+
+def gdp_epsilon_bounds_array(mu, delta: float, *, lower: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
+    """``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` for an array of ``mu`` at once: certified
+    ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta`` (000 eq. (C.2)).
+
+    Bisection on every element at once (80 halvings of ``[0, max(1, mu^2 + 10 mu + 10)]``, doubled
+    while too small) with the endpoint checks of ``gdp_epsilon_bounds`` on the same certified curve:
+    ``upper`` has its upper delta ``<= delta``; ``lower`` is 0 or has its lower delta ``> delta``.
+    (The scalar root finder per example would cost about a thousand times more for a large ledger.)
+
+    Parameters
+    ----------
+    mu : array_like
+        GDP parameters, ``>= 0`` (not checked: the callers pass rounded-up sums of squares).
+    delta : float
+        Target delta in ``(0, 1)`` (not checked).
+    lower : bool
+        Whether to compute the lower ends (a second bisection); ``False``: ``lower`` is None.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(lower, upper)``, 0 where ``mu = 0``.
+    """
+    mu = np.asarray(mu, float)
+    start = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
+    up_ok = lambda e: _delta_bounds(mu, e)[2] <= delta
+    lo_ok = lambda e: ~(_delta_bounds(mu, e)[0] > delta)
+    _, hi = _boundary(up_ok, np.zeros_like(mu), start, iterations=80)
+    upper = np.where(mu == 0, 0.0, np.where(up_ok(np.zeros_like(mu)), 0.0, hi))
+    if not lower:
+        return None, upper
+    lo, _ = _boundary(lo_ok, np.zeros_like(mu), start, iterations=80, grow_lo=True)
+    lower = np.where((mu == 0) | lo_ok(lo), 0.0, lo)
+    return lower, upper
 
 
 class GDPFilter:
     """Fully adaptive GDP privacy filter with an odometer (000 Thm 11, eq. (4.1), Alg. 2, App. C.5).
 
     Construct with a GDP budget ``mu=B``, or with ``epsilon`` and ``delta``, in
-    which case ``B = gdp_mu(epsilon, delta)`` (the largest ``B`` whose tight
+    which case ``B = gdp_mu(epsilon=epsilon, delta=delta)`` (the largest ``B`` whose tight
     curve (C.2) gives at most ``delta`` at ``epsilon``, rounded down).
 
     ``admit(mu)`` says whether a step of ``mu``-GDP keeps ``sum mu_m^2 <= B^2``
@@ -124,9 +289,21 @@ class GDPFilter:
     (stop when the composed privacy profile crosses the budget's) is not (Tran, Koskela, Raisa,
     Honkela 2026, arXiv 2602.06756). For per-example filters see ``IndividualAccountant.active``.
 
-    The odometer (``spent_mu``, ``epsilon_spent(delta)``, ``delta_spent(eps)``)
-    reports the GDP parameter ``sqrt(sum mu_m^2)`` of the steps admitted so far
-    and its exact (eps, delta) curve (C.2).
+    The odometer (``spent_mu``, ``epsilon(delta)``, ``delta(epsilon)``, the names of the accountants'
+    queries) reports the GDP parameter ``sqrt(sum mu_m^2)`` of the steps admitted so far and its exact
+    (eps, delta) curve (C.2).
+
+    Parameters
+    ----------
+    epsilon, delta : float, optional
+        The budget as ``(epsilon, delta)``: ``B = gdp_mu(epsilon=epsilon, delta=delta)``.
+    mu : float, optional
+        The budget ``B`` itself (give either ``mu`` or both ``epsilon`` and ``delta``).
+
+    Raises
+    ------
+    ValueError
+        Both or neither kinds of budget, an argument out of range, or a budget that allows no step.
     """
 
     def __init__(self, *, epsilon: float | None = None, delta: float | None = None,
@@ -141,7 +318,7 @@ class GDPFilter:
                 raise ValueError("give either mu or both epsilon and delta")
             eps = check_epsilon("epsilon", epsilon)
             dlt = check_delta("delta", delta)
-            b = gdp_mu(eps, dlt)
+            b = gdp_mu(epsilon=eps, delta=dlt)
             if b <= 0.0:
                 raise ValueError(f"epsilon={eps!r}, delta={dlt!r} allows no GDP budget")
             self._budget = b
@@ -162,12 +339,44 @@ class GDPFilter:
         return self._steps
 
     def fits(self, mu: float) -> bool:
-        """Whether a step of ``mu``-GDP fits the remaining budget (nothing is recorded)."""
+        """Whether a step of ``mu``-GDP fits the remaining budget (nothing is recorded).
+
+        Parameters
+        ----------
+        mu : float
+            The step's GDP parameter, ``>= 0``.
+
+        Returns
+        -------
+        bool
+            ``sum mu_m^2 + mu^2 <= B^2``, in exact rational arithmetic (000 eq. (4.1)).
+
+        Raises
+        ------
+        ValueError
+            ``mu`` negative or NaN.
+        """
         m = check_nonnegative("mu", mu)
         return self._spent_sq + Fraction(m) ** 2 <= self._budget_sq
 
     def admit(self, mu: float) -> bool:
-        """Record a step of ``mu``-GDP if it fits (000 eq. (4.1)); return whether it did."""
+        """Record a step of ``mu``-GDP if it fits (000 eq. (4.1), Alg. 2); return whether it did.
+
+        Parameters
+        ----------
+        mu : float
+            The step's GDP parameter, ``>= 0``, chosen from the outputs so far (000 Thm 11).
+
+        Returns
+        -------
+        bool
+            Whether the step was admitted (and recorded).
+
+        Raises
+        ------
+        ValueError
+            ``mu`` negative or NaN (nothing is recorded).
+        """
         m = check_nonnegative("mu", mu)
         new = self._spent_sq + Fraction(m) ** 2
         if new > self._budget_sq:
@@ -199,19 +408,51 @@ class GDPFilter:
             r = math.nextafter(r, math.inf) if r > 1e-290 else (2.0 * r if r > 0 else 5e-324)
         return r
 
-    def epsilon_spent(self, delta: float) -> Bounds:
-        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta``."""
+    def epsilon(self, delta: float) -> Bounds:
+        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta`` (000 eq. (C.2)).
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        Bounds
+            ``lower = estimate = upper``: the certified upper end of the epsilon of ``spent_mu``-GDP.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        """
         dlt = check_delta("delta", delta)
         m = self.spent_mu
-        e = gdp_epsilon(dlt, m)
+        e = gdp_epsilon(mu=m, delta=dlt)
         return Bounds(e, e, e, "epsilon", "bound",
                       {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
 
-    def delta_spent(self, epsilon: float) -> Bounds:
-        """Exact delta of the steps admitted so far, at ``epsilon``."""
+    def delta(self, epsilon: float) -> Bounds:
+        """Exact delta of the steps admitted so far, at ``epsilon`` (000 eq. (C.2)).
+
+        Parameters
+        ----------
+        epsilon : float
+            Epsilon, ``>= 0``.
+
+        Returns
+        -------
+        Bounds
+            Certified ``(lower, estimate, upper)`` of the delta of ``spent_mu``-GDP.
+
+        Raises
+        ------
+        ValueError
+            ``epsilon`` out of range.
+        """
         eps = check_epsilon("epsilon", epsilon)
         m = self.spent_mu
-        lo, d, up = (float(v) for v in gdp_delta_bounds(eps, m))
+        lo, d, up = (float(v) for v in _delta_bounds(m, eps))
         return Bounds(lo, d, up, "delta", "bound",
                       {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
 

@@ -23,8 +23,12 @@ budget ``b`` fixed in advance, the output is ``(alpha, b(alpha))``-RDP, at every
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
+
+from .._caches import register as _register_cache
+from .._numerics import falling_root
 
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 
@@ -39,23 +43,22 @@ INDIVIDUAL_ORDERS = np.unique(np.concatenate([[1.25, 1.5, 1.75], np.arange(2.0, 
                                               [80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0,
                                                1024.0]]))
 _REL_MARGIN = 1e-9  # relative margin on composed RDP curves (series evaluation and summation rounding)
-_CURVES: dict[tuple[float, float, bytes], np.ndarray] = {}  # memo: (noise, q, orders) -> curve
 
 
 def _curve(noise: float, q: float, orders: np.ndarray) -> np.ndarray:
-    key = (noise, q, orders.tobytes())
-    if key not in _CURVES:
-        if len(_CURVES) > 4096:
-            _CURVES.clear()
-        if q >= 1.0:
-            _CURVES[key] = gaussian_rdp(mu=1.0 / noise, orders=orders)
-        else:
-            _CURVES[key] = poisson_gaussian_rdp(q=q, sigma=noise, orders=orders)
-    return _CURVES[key]
+    """The RDP curve of one step (noise multiplier ``noise``, sampling rate ``q``) at ``orders`` (memoised)."""
+    return _curve_at(float(noise), float(q), np.ascontiguousarray(orders, dtype=float).tobytes())
 
 
-def clear_cache() -> None:
-    _CURVES.clear()
+@_register_cache
+@lru_cache(maxsize=4096)
+def _curve_at(noise: float, q: float, orders: bytes) -> np.ndarray:
+    """``_curve`` keyed by the orders' bytes (read-only: the memo shares it)."""
+    o = np.frombuffer(orders, dtype=float)
+    out = gaussian_rdp(mu=1.0 / noise, orders=o) if q >= 1.0 else poisson_gaussian_rdp(q=q, sigma=noise, orders=o)
+    out = np.asarray(out, dtype=float)
+    out.flags.writeable = False
+    return out
 
 
 def bucket_rdp_table(sigma: float, q: float, ratios: np.ndarray, orders: np.ndarray,
@@ -98,10 +101,34 @@ def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) ->
 
 
 def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> float:
-    """The largest ``B`` (rounded down, bisection) whose Gaussian RDP curve ``alpha B^2 / 2`` converts
-    (CKS 2020 Prop. 12 over ``orders``) to an epsilon of at most ``epsilon`` at ``delta``: the budget of
-    000 Sec. 5, where the filtered composition is RDP-dominated by ``N(B, 1)`` vs ``N(0, 1)`` (eq. (5.3))
-    and that curve is converted to (epsilon, delta)."""
+    """The largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to at most ``epsilon``.
+
+    The budget of 000 Sec. 5: the filtered composition is RDP-dominated by ``N(B, 1)`` vs ``N(0, 1)``
+    (eq. (5.3)) and that curve, rounded up by ``_REL_MARGIN``, is converted to (epsilon, delta) by CKS
+    2020 Prop. 12 over ``orders`` (000 Lemma C.4). This is an RDP conversion, not the mu-GDP curve
+    (C.2): for the same (epsilon, delta) it gives a smaller ``B`` than ``gdp.gdp_mu`` (000 Sec. 4.1).
+    Root of ``epsilon(B) = epsilon`` by ``tightdp._numerics.falling_root`` (relative tolerance
+    ``1e-12``); the answer is a ``B`` whose converted epsilon was evaluated and found ``<= epsilon``.
+
+    Parameters
+    ----------
+    epsilon : float
+        Target epsilon, ``>= 0``.
+    delta : float
+        Target delta in ``(0, 1)``.
+    orders : array_like
+        Renyi orders ``> 1``.
+
+    Returns
+    -------
+    float
+        The budget ``B`` (rounded down).
+
+    Raises
+    ------
+    ValueError
+        No ``B <= 1e6`` exceeds ``epsilon`` (an epsilon too large for an RDP budget).
+    """
     orders = np.asarray(orders, float)
 
     def eps_of(b: float) -> float:
@@ -113,15 +140,8 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> floa
         lo, hi = hi, 2.0 * hi
         if hi > 1e6:
             raise ValueError(f"epsilon={epsilon!r} is too large for an RDP budget")
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if eps_of(mid) <= epsilon:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo <= 1e-12 * hi:
-            break
-    return lo
+    # x = -B: eps_of(-x) - epsilon is non-increasing in x and <= 0 exactly where B is within budget
+    return -falling_root(lambda x: eps_of(-x) - epsilon, -hi, -lo, xtol=1e-300, rtol=1e-12)
 
 
 def rdp_filter_active(spent: np.ndarray, next_step: np.ndarray, budget: np.ndarray) -> np.ndarray:

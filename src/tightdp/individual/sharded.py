@@ -47,7 +47,8 @@ import numpy as np
 from .._validation import check_count
 from ..bounds import Bounds
 from ._population import rows_exact
-from .accountant import IndividualAccountant, _as_norm_array
+from ._buckets import _as_norm_array, check_indices, check_norms
+from .accountant import IndividualAccountant
 
 __all__ = ["ShardedLedger"]
 
@@ -60,12 +61,27 @@ _CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (8 chunks 
 class ShardedLedger:
     """Per-example ledger in shards of ``shard_size`` consecutive examples (see the module docstring).
 
-    Parameters are those of ``IndividualAccountant`` (every shard gets the same options), plus
-    ``shard_size``: examples per shard (the last shard may be smaller).
+    Every answer is the one ``IndividualAccountant`` gives for the whole population (000 Sec. 5,
+    App. D), bit for bit.
+
+    Parameters
+    ----------
+    num_examples, noise_multiplier, clip_norm, sampling_rate
+        As for ``IndividualAccountant`` (keyword-only).
+    shard_size : int
+        Examples per shard (the last shard may be smaller).
+    **options
+        The other options of ``IndividualAccountant`` (``num_buckets``, ``mesh``, ...), the same for
+        every shard.
+
+    Raises
+    ------
+    ValueError
+        As ``IndividualAccountant``, or a ``shard_size`` that is not a positive count.
     """
 
-    def __init__(self, num_examples: int, noise_multiplier: float, clip_norm: float, sampling_rate: float = 1.0,
-                 *, shard_size: int = _DEFAULT_SHARD, **options: Any) -> None:
+    def __init__(self, *, num_examples: int, noise_multiplier: float, clip_norm: float, sampling_rate: float = 1.0,
+                 shard_size: int = _DEFAULT_SHARD, **options: Any) -> None:
         n = check_count("num_examples", num_examples)
         size = check_count("shard_size", shard_size)
         self._n = n
@@ -73,7 +89,7 @@ class ShardedLedger:
         self._opts = dict(noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate,
                           **options)
         self._shards: list[IndividualAccountant | None] = [
-            IndividualAccountant(e - s, **self._opts) for s, e in self._ranges]
+            IndividualAccountant(num_examples=e - s, **self._opts) for s, e in self._ranges]
         self._files: list[str] | None = None  # shard files of a lazily loaded ledger
         self._directory: str | None = None
         self._generation = 0
@@ -121,19 +137,16 @@ class ShardedLedger:
         (global indices); every shard records the step, the examples it does not list under the
         ``missing_norms`` policy. All input is validated before any shard records anything.
         """
-        probe = self._shard(0)
         if indices is None:
-            arr = probe._check_norms(grad_norms, (self._n,))
+            arr = check_norms(grad_norms, (self._n,))
             for k, (s, e) in enumerate(self._ranges):
                 self._shard(k).record_step(arr[s:e])
             return
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 1:
             raise ValueError(f"grad_norms must be 1-D with indices, got shape {arr.shape}")
-        probe_all = IndividualAccountant.__new__(IndividualAccountant)
-        probe_all._n = self._n
-        idx = IndividualAccountant._check_indices(probe_all, indices, arr.size)
-        arr = probe._check_norms(arr, (idx.size,))
+        idx = check_indices(indices, arr.size, self._n)
+        arr = check_norms(arr, (idx.size,))
         order = np.argsort(idx, kind="stable")
         idx, arr = idx[order], arr[order]
         cuts = np.searchsorted(idx, [s for s, _ in self._ranges] + [self._n])
@@ -146,7 +159,7 @@ class ShardedLedger:
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
-        arr = self._shard(0)._check_norms(arr, (arr.shape[0], self._n))
+        arr = check_norms(arr, (arr.shape[0], self._n))
         for k, (s, e) in enumerate(self._ranges):
             self._shard(k).record_steps(arr[:, s:e])
 
@@ -254,16 +267,66 @@ class ShardedLedger:
         return {"frac_min": fm, "approx": approx, "sumsq": sumsq}
 
     def epsilons(self, delta: float, *, lower: bool = True, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.epsilons`` for every example (``use_dask``: on the dask scheduler)."""
+        """``IndividualAccountant.epsilons`` for every example (000 Sec. 5, App. D).
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+        lower : bool
+            Whether to compute the certified lower ends.
+        use_dask : bool
+            Run on the dask scheduler, over the sorted cluster copy of the ledger (``persist``).
+
+        Returns
+        -------
+        Bounds
+            Arrays of length N in example order, identical to the in-memory query's.
+
+        Raises
+        ------
+        ValueError, PrecisionError
+            As ``IndividualAccountant.epsilons``.
+        """
         view, perm = self._view(use_dask)
         return _in_example_order(view.epsilons(delta, lower=lower), perm)
 
     def deltas(self, epsilon: float, *, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.deltas`` for every example (``use_dask``: on the dask scheduler)."""
+        """``IndividualAccountant.deltas`` for every example (000 Lemma D.1).
+
+        Parameters
+        ----------
+        epsilon : float
+            Finite epsilon, ``>= 0``.
+        use_dask : bool
+            Run on the dask scheduler.
+
+        Returns
+        -------
+        Bounds
+            Certified upper deltas, arrays of length N in example order.
+
+        Raises
+        ------
+        ValueError
+            As ``IndividualAccountant.deltas``.
+        """
         view, perm = self._view(use_dask)
         return _in_example_order(view.deltas(epsilon), perm)
 
     def worst_case_epsilon(self, delta: float) -> Bounds:
+        """``IndividualAccountant.worst_case_epsilon``: every recorded step at full sensitivity.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        Bounds
+            A certified upper bound on every example's epsilon.
+        """
         return self._view(self._n > _DEFAULT_SHARD)[0].worst_case_epsilon(delta)
 
     def to_accountant(self) -> IndividualAccountant:
