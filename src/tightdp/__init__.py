@@ -37,7 +37,7 @@ from .bounds import Bounds
 from . import sampling
 from .calibration import calibrate, calibrate_noise, calibrate_sampling_rate, calibrate_steps
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
-from .errors import GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
+from .errors import CalibrationError, GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
 from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
 from .integrations.dp_accounting import from_dp_event
 from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace, Mechanism,
@@ -55,7 +55,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     # results and errors
-    "Bounds", "TightDPError", "PrecisionError", "GridTooLargeError", "UnsupportedMechanismError",
+    "Bounds", "TightDPError", "CalibrationError", "PrecisionError", "GridTooLargeError", "UnsupportedMechanismError",
     # mechanisms
     "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",

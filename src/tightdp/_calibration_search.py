@@ -14,15 +14,12 @@ from typing import Any, Callable
 from ._accuracy import describe_accuracy
 from ._numerics import falling_root
 from .bounds import Bounds
+from .errors import CalibrationError
 
 __all__ = ["CalibrationError", "DIGITS"]
 
 #: ``fn(*point(x)) -> Bounds`` (epsilon): what ``_Evaluator`` evaluates; ``upper`` is what counts.
 EpsilonFunction = Callable[..., Bounds]
-
-class CalibrationError(ValueError):
-    """The target cannot be met within the searched range (the message says what was tried)."""
-
 
 #: A certified evaluation slower than this (seconds) switches the search to its cheap levels: undecided
 #: points count as infeasible (the safe side) instead of being evaluated at the full accuracy again.

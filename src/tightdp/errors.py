@@ -1,8 +1,19 @@
-"""Exceptions that tightdp raises besides ``ValueError`` for bad input."""
+"""Exceptions that tightdp raises besides ``ValueError`` for bad input.
+
+Every error of tightdp's own is a ``TightDPError``; each also derives from the built-in exception a caller
+would expect (``ValueError``, ``TypeError``, ``ArithmeticError``), so ``except ValueError`` keeps working.
+"""
+
+__all__ = ["TightDPError", "CalibrationError", "UnsupportedMechanismError", "PrecisionError", "GridTooLargeError",
+           "LossRangeError"]
 
 
 class TightDPError(Exception):
     """Base class of tightdp's own errors."""
+
+
+class CalibrationError(TightDPError, ValueError):
+    """A calibration target cannot be met within the searched range (the message says what was tried)."""
 
 
 class UnsupportedMechanismError(TightDPError, TypeError):

@@ -28,6 +28,7 @@ from scipy import special
 
 from .._numerics import logsumexp
 from .._validation import check_count, check_positive, check_probability, check_real
+from ..errors import PrecisionError
 from .base import LossPair, Mechanism, PrivacyLoss
 from .losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss
 
@@ -480,7 +481,7 @@ def _certified_pmf(ratios: list[tuple[int, int]]) -> CertifiedPMF:
             sh = _BITS - n
             lo, hi, e = lo << sh, hi << sh, e - sh
         if lo <= 0:  # cannot happen with 128 bits and a_m, b_m < 2^64; be safe all the same
-            raise ArithmeticError("certified probability recursion lost all precision")
+            raise PrecisionError("certified probability recursion lost all precision")
         ends.append((lo, hi, e))
     e_max = max(x[2] for x in ends)
     f0 = e_max - 1200  # terms below 2^f0 are bounded, not summed
