@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test bench clean reproduce
+.PHONY: demo test test-fast bench clean reproduce
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,8 +30,13 @@ demo: $(VENV)/.core
 	$(BIN)/tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 --delta 1e-5
 	$(BIN)/tightdp report examples/report_config.toml --out demo-report
 
+# the whole suite on both cores (pytest-xdist); CI runs this
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
+
+# the edit-test loop: every module's tests without the slow, peer and torch ones, few hypothesis examples
+test-fast: $(VENV)/.test
+	HYPOTHESIS_PROFILE=fast $(BIN)/python -m pytest -q -n 2 -m "not slow and not peers and not torch"
 
 bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_core.py --quick
