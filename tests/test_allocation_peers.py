@@ -22,6 +22,8 @@ import pytest
 
 from tightdp.schemes import allocation_epsilon
 
+pytestmark = pytest.mark.peers
+
 #: (sigma, t, epochs) -> pld-accounting (lower, upper), random-allocation decomposition, RDP_DCO, lower bound
 PEERS = {
     (1.0, 10, 1): ((2.1869457976652007, 2.195369951976939), 3.380318549704409, 2.829567587037128,

@@ -47,6 +47,8 @@ from tightdp import (ApproximateDP, ConnectDotsAccountant, Gaussian, Laplace, Mi
                      PureDP, RandomizedResponse, TruncatedPoissonSampled)
 from tightdp.mechanisms import GroupPoissonSampled
 
+pytestmark = pytest.mark.peers
+
 DATA = Path(__file__).resolve().parent / "data" / "peer_suites.json"
 RECORDS = json.loads(DATA.read_text())
 KINDS = {"exact", "upper", "lower", "estimate", "approximation", "width"}
