@@ -29,3 +29,9 @@ def test_k_of_t_at_small_noise_falls_back_to_a_certified_wide_interval():
     # no amplification: 5 Gaussian steps, sqrt(5)/0.6-GDP; the lower end is sum_i x_i: 5/(0.6 sqrt 6)-GDP
     assert b.upper == pytest.approx(gauss_epsilon(math.sqrt(5) / 0.6, 1e-4), rel=2e-3)
     assert gauss_epsilon(5 / (0.6 * math.sqrt(6)), 1e-4) * (1 - 3e-3) <= b.lower <= b.upper
+
+
+def test_details_say_what_is_covered():
+    for k in (1, 3):
+        d = allocation_epsilon(noise_multiplier=1.5, num_steps=6, num_selected=k, epochs=2, delta=1e-5).details
+        assert "a fresh bin every epoch" in d["scheme"] and "adaptive steps" in d["adaptive"]
