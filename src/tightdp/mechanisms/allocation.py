@@ -251,15 +251,18 @@ def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
 
 def _sum_law(terms, eta: float):
     """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
-    ``(values, masses, l1_error, inf_mass)``, by ``tightdp.pld.compose`` (FFT with its certified round-off
-    and aliasing bounds, charged here as l1 error)."""
+    ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` bounds the
+    round-off of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``),
+    ``l1`` the aliased mass, and the masses are within ``1 +- 8u`` of the rescaled FFT output."""
     from ..pld import compose
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
     comp = compose(parts, tilt=0.0, tau=1e-15)
     scale = math.exp(comp.log_norm)
     masses = comp.tilted * scale
-    err = (2.0 * comp.alias_mass + comp.l1_error) * scale + 4 * _U * masses.size * float(masses.sum())
-    return comp.x, masses, err, comp.infinity_mass
+    pw = comp.float_error if comp.pointwise_error is None else min(comp.pointwise_error, comp.float_error)
+    pointwise = (pw + comp.input_round_off[1]) * scale * (1.0 + 8 * _U)
+    l1 = (2.0 * comp.alias_mass + comp.input_error) * scale
+    return comp.x, masses, pointwise, l1, comp.infinity_mass
 
 
 # --------------------------------------------------------------------------- onto the loss grid
@@ -334,8 +337,16 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
             l1 = t * c["lo_l1_add"]
-    x, m, fft_err, inf_mass = _sum_law(terms, eta)
-    l1 += fft_err
+    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta)
+    # the FFT's round-off is paid where it sits, not as an absolute floor: each computed mass is within
+    # ``pointwise`` of the exact sum law of the lattice pair, so the dominating pair takes ``m + pointwise``
+    # (more P-mass at any loss can only raise delta, of one epoch and of any composition: delta is
+    # multilinear in the epochs' P-laws with a non-negative integrand) and the dominated pair
+    # ``max(m - pointwise, 0)``, a sub-measure of the exact pair with the same ratios (its hockey-stick
+    # divergence, composed and after any garbling, is at most the exact pair's)
+    m = m + pointwise if upper else np.maximum(m - pointwise, 0.0)
+    l1 += alias
+    rel = math.expm1(math.log1p(rel) + math.log1p(8 * _U))
     s = x / t  # the likelihood ratio S of each atom of the sum
     keep = (m > 0) & (s > 0)
     if direction == "remove":
@@ -353,7 +364,7 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     # float edges of the ratio lattice (and the merged ratios' rounding): losses moved to the safe side
     margin = 2.0 * c["rho"] + 1e-12 + (0.0 if upper else c["lo_margin"])
     # the spread / merge onto the loss grid only adds and splits masses: relative errors carry through
-    # (16 u for the fractions); the FFT's error is absolute (l1)
+    # (16 u for the fractions); the aliased mass is l1
     return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=margin if upper else -margin,
                            infinity_mass=min(1.0, inf_mass), truncated_mass=0.0, mean_error=0.0,
                            coupling_range=0.0, tv_error=l1, rel_error=min(rel + 16 * _U, 0.5))
