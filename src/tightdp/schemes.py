@@ -276,7 +276,8 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
     ``upper``: the Gaussian bound without amplification, ``sqrt(epochs)/sigma``-GDP (joint convexity over
     permutations; Dong, Roth, Su 2022 Cor. 3.3); no tighter certified bound for shuffling is known.
     ``lower``: Chua et al.'s attack pair (through ``max_i x_i``) certified from below by
-    merge-to-the-grid. ``estimate`` is ``upper`` (the number to publish).
+    merge-to-the-grid; with one batch per epoch (``num_batches = 1``) the scheme is the Gaussian mechanism
+    and ``lower`` is its certified lower end. ``estimate`` is ``upper`` (the number to publish).
     """
     check_positive("noise_multiplier", noise_multiplier)
     t = check_count("num_batches", num_batches)
@@ -287,8 +288,13 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
         Gaussian(noise_multiplier=noise_multiplier), epochs).epsilon(delta)
     s = noise_multiplier
     h0 = min(0.01, eps_error or 0.01)
-    lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
-                for r in (False, True))
+    if t == 1:
+        # one batch per epoch: every epoch is the Gaussian step itself (the pair with the target's gradient
+        # +1 against 0 and every other record's 0 attains it), so the Gaussian's certified lower end holds
+        lower = up.lower
+    else:
+        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
+                    for r in (False, True))
     lower = min(lower, up.upper)
     details: dict[str, Any] = {
         "sampling": f"shuffled fixed batches, {t} per epoch, zero-out neighbouring (Chua et al. 2403.17673)",
