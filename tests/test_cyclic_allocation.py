@@ -139,3 +139,33 @@ def test_agrees_with_jax_privacy_monte_carlo(sigma, t, iterations, eps):
     kw = dict(noise_multiplier=sigma, steps_per_cycle=t, steps=iterations)
     assert cyclic_allocation_epsilon(delta=d + 5 * se, **kw).lower <= eps + 1e-3
     assert cyclic_allocation_epsilon(delta=max(d - 5 * se, 1e-6), **kw).upper >= eps - 1e-3
+
+
+def mc_adaptive_delta(sigma: float, t: int, cycles: int, eps: float, n: int, seed: int):
+    """Monte Carlo delta of an *adaptive* run: the target's gradient norm at step s is 1 when the previous
+    output was positive and 0.3 otherwise (one coordinate); the likelihood ratio is the product over the
+    target's steps of exp((n_s y_s - n_s^2/2) / sigma^2), averaged over its slot."""
+    rng = np.random.default_rng(seed)
+    T = t * cycles
+    out = []
+    for present in (True, False):
+        slot = rng.integers(0, t, size=n)
+        y = np.zeros((n, T))
+        log_terms = np.zeros((n, t))
+        prev = np.zeros(n)
+        for s in range(T):
+            norm = np.where(prev > 0, 1.0, 0.3)
+            y[:, s] = rng.normal(0.0, sigma, size=n) + (norm * (slot == s % t) if present else 0.0)
+            log_terms[:, s % t] += (norm * y[:, s] - norm ** 2 / 2) / sigma ** 2
+            prev = y[:, s]
+        log_l = special.logsumexp(log_terms, axis=1) - math.log(t)
+        v = -np.expm1(np.minimum(eps - log_l, 0.0)) if present else -np.expm1(np.minimum(eps + log_l, 0.0))
+        out.append((float(v.mean()), float(v.std() / math.sqrt(n))))
+    return out
+
+
+@pytest.mark.parametrize("sigma,t,cycles,delta", [(1.0, 3, 2, 0.05), (1.5, 4, 3, 0.02)])
+def test_an_adaptive_run_is_below_the_non_adaptive_bound(sigma, t, cycles, delta):
+    b = cyclic_allocation_epsilon(noise_multiplier=sigma, steps_per_cycle=t, cycles=cycles, delta=delta)
+    (rm, se1), (ad, se2) = mc_adaptive_delta(sigma, t, cycles, b.upper, 40_000, 3)
+    assert max(rm, ad) <= delta + 5 * max(se1, se2)

@@ -37,6 +37,9 @@ __all__ = ["allocation_accountant", "allocation_epsilon", "cyclic_allocation_eps
 
 #: what ``allocation_epsilon`` accounts, said in every answer (jax_privacy's balls-in-bins is the other one)
 FRESH_BIN = "a fresh bin every epoch (random allocation, tightdp's balls-and-bins)"
+#: what the upper ends cover (the proof is in tightdp.mechanisms.allocation's docstring)
+ADAPTIVE = ("upper bound proven for adaptive steps (DP-SGD): the adaptive pair is dominated by the non-adaptive "
+            "one, tightdp.mechanisms.allocation, 'Adaptive steps'")
 #: what ``cyclic_allocation_epsilon`` accounts
 CYCLIC_BIN = "one bin for the whole run, repeated every cycle (jax_privacy BallsInBinsSampling)"
 
@@ -65,6 +68,7 @@ def _wide_bounds(sigma: float, t: int, epochs: int, delta: float, eps_error: flo
     lower = min(lower, up.upper)
     return Bounds(lower, up.upper, up.upper, "epsilon", "bound", {
         "sampling": f"random allocation, 1 of {t} steps per epoch", "scheme": scheme,
+        "adaptive": ADAPTIVE,
         "upper": f"no amplification: {math.sqrt(epochs) / sigma:.6g}-GDP (joint convexity over allocations)",
         "lower": "post-processing max_i x_i of the epoch (certified from below)",
         "note": f"wide interval: the exact realisation could not answer ({reason})"})
@@ -82,7 +86,13 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     by default, ``eps_error`` alone absolute). ``1 < k < t``: ``upper`` is certified through the k-to-1
     reduction of Feldman & Shenfeld 2502.08202 and ``lower`` through the larger of the post-processings
     ``sum_i x_i`` (Gaussian) and ``max_i x_i`` (``max_statistic_pld(shifted=k)``): valid, loose; ``details``
-    says so.
+    says so. When the reduction cannot answer (small noise and delta), ``upper`` is ``sqrt(k E)/sigma``-GDP
+    (no amplification) and ``details["note"]`` says the interval is wide.
+
+    The accounted scheme draws *a fresh bin every epoch* (``details["scheme"]``); one bin for the whole run
+    (jax_privacy's ``BallsInBinsSampling``) is ``cyclic_allocation_epsilon``. Every upper end holds for
+    adaptive steps (DP-SGD), the k-to-1 reduction included: the adaptive pair is dominated by the
+    non-adaptive one (proof in ``tightdp.mechanisms.allocation``, "Adaptive steps"); ``details["adaptive"]``.
     """
     check_positive("noise_multiplier", noise_multiplier)
     num_steps = check_count("num_steps", num_steps)
@@ -100,7 +110,7 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
             return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
                       {**dict(out.details), "sampling": f"random allocation, {k} of {t} steps per epoch",
-                       "scheme": FRESH_BIN,
+                       "scheme": FRESH_BIN, "adaptive": ADAPTIVE,
                        "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
                        if k == 1 else "closed form: k = t is the Gaussian mechanism composed t times"})
     if k == 1:
@@ -134,7 +144,7 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     lower = min(max(lo.lower, by_max), up.upper)
     details: dict[str, Any] = {
         "sampling": f"random allocation, {k} of {t} steps per epoch", "scheme": FRESH_BIN,
-        "upper": upper_how,
+        "adaptive": ADAPTIVE, "upper": upper_how,
         "lower": f"the larger of two post-processings, each certified: sum_i x_i (Gaussian mu = k / (sigma sqrt t) "
                  f"= {k / (noise_multiplier * math.sqrt(t)):.4g} per epoch: {lo.lower:.6g}) and max_i x_i "
                  f"({by_max:.6g}); loose (no tight lower bound implemented for 1 < k < t)",
@@ -266,7 +276,8 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
     ``upper``: the Gaussian bound without amplification, ``sqrt(epochs)/sigma``-GDP (joint convexity over
     permutations; Dong, Roth, Su 2022 Cor. 3.3); no tighter certified bound for shuffling is known.
     ``lower``: Chua et al.'s attack pair (through ``max_i x_i``) certified from below by
-    merge-to-the-grid. ``estimate`` is ``upper`` (the number to publish).
+    merge-to-the-grid; with one batch per epoch (``num_batches = 1``) the scheme is the Gaussian mechanism
+    and ``lower`` is its certified lower end. ``estimate`` is ``upper`` (the number to publish).
     """
     check_positive("noise_multiplier", noise_multiplier)
     t = check_count("num_batches", num_batches)
@@ -277,8 +288,13 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
         Gaussian(noise_multiplier=noise_multiplier), epochs).epsilon(delta)
     s = noise_multiplier
     h0 = min(0.01, eps_error or 0.01)
-    lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
-                for r in (False, True))
+    if t == 1:
+        # one batch per epoch: every epoch is the Gaussian step itself (the pair with the target's gradient
+        # +1 against 0 and every other record's 0 attains it), so the Gaussian's certified lower end holds
+        lower = up.lower
+    else:
+        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
+                    for r in (False, True))
     lower = min(lower, up.upper)
     details: dict[str, Any] = {
         "sampling": f"shuffled fixed batches, {t} per epoch, zero-out neighbouring (Chua et al. 2403.17673)",

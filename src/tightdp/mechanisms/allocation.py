@@ -58,7 +58,9 @@ pld-accounting 2.0 implements for 2602.17284 — its value for t = 10, k = 3, si
 delta 1e-5, [5.4773, 5.4801], contains tightdp's upper end 5.4786):
 ``k``-out-of-``t`` allocation is dominated by the composition of ``k - r``
 allocations of one out of ``floor(t/k)`` steps and ``r = t mod k`` allocations of
-one out of ``ceil(t/k)``. The lower bound is the larger of two post-processings:
+one out of ``ceil(t/k)``. Feldman & Shenfeld prove this for the non-adaptive pair;
+it covers adaptive steps through the domination of the adaptive pair by the
+non-adaptive one ("Adaptive steps" below). The lower bound is the larger of two post-processings:
 ``sum_i x_i ~ N(k, t sigma^2)`` against ``N(0, t sigma^2)``, a Gaussian with
 ``mu = k / (sigma sqrt(t))``, and ``max_i x_i`` (``max_statistic_pld(shifted=k)``); both loose,
 reported as such. ``k = t`` is the
@@ -249,15 +251,18 @@ def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
 
 def _sum_law(terms, eta: float):
     """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
-    ``(values, masses, l1_error, inf_mass)``, by ``tightdp.pld.compose`` (FFT with its certified round-off
-    and aliasing bounds, charged here as l1 error)."""
+    ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` bounds the
+    round-off of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``),
+    ``l1`` the aliased mass, and the masses are within ``1 +- 8u`` of the rescaled FFT output."""
     from ..pld import compose
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
     comp = compose(parts, tilt=0.0, tau=1e-15)
     scale = math.exp(comp.log_norm)
     masses = comp.tilted * scale
-    err = (2.0 * comp.alias_mass + comp.l1_error) * scale + 4 * _U * masses.size * float(masses.sum())
-    return comp.x, masses, err, comp.infinity_mass
+    pw = comp.float_error if comp.pointwise_error is None else min(comp.pointwise_error, comp.float_error)
+    pointwise = (pw + comp.input_round_off[1]) * scale * (1.0 + 8 * _U)
+    l1 = (2.0 * comp.alias_mass + comp.input_error) * scale
+    return comp.x, masses, pointwise, l1, comp.infinity_mass
 
 
 # --------------------------------------------------------------------------- onto the loss grid
@@ -332,8 +337,16 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
             l1 = t * c["lo_l1_add"]
-    x, m, fft_err, inf_mass = _sum_law(terms, eta)
-    l1 += fft_err
+    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta)
+    # the FFT's round-off is paid where it sits, not as an absolute floor: each computed mass is within
+    # ``pointwise`` of the exact sum law of the lattice pair, so the dominating pair takes ``m + pointwise``
+    # (more P-mass at any loss can only raise delta, of one epoch and of any composition: delta is
+    # multilinear in the epochs' P-laws with a non-negative integrand) and the dominated pair
+    # ``max(m - pointwise, 0)``, a sub-measure of the exact pair with the same ratios (its hockey-stick
+    # divergence, composed and after any garbling, is at most the exact pair's)
+    m = m + pointwise if upper else np.maximum(m - pointwise, 0.0)
+    l1 += alias
+    rel = math.expm1(math.log1p(rel) + math.log1p(8 * _U))
     s = x / t  # the likelihood ratio S of each atom of the sum
     keep = (m > 0) & (s > 0)
     if direction == "remove":
@@ -351,7 +364,7 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     # float edges of the ratio lattice (and the merged ratios' rounding): losses moved to the safe side
     margin = 2.0 * c["rho"] + 1e-12 + (0.0 if upper else c["lo_margin"])
     # the spread / merge onto the loss grid only adds and splits masses: relative errors carry through
-    # (16 u for the fractions); the FFT's error is absolute (l1)
+    # (16 u for the fractions); the aliased mass is l1
     return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=margin if upper else -margin,
                            infinity_mass=min(1.0, inf_mass), truncated_mass=0.0, mean_error=0.0,
                            coupling_range=0.0, tv_error=l1, rel_error=min(rel + 16 * _U, 0.5))
@@ -469,6 +482,77 @@ _WIDE_SIGMA = 0.5
 
 
 # --------------------------------------------------------------------------- a one-dimensional lower bound
+#: cells whose computed mass may be off by more than this factor are dropped (a dominated pair may lose atoms)
+_CELL_REL_MAX = 1e-7
+
+
+def max_statistic_cells(sigma: float, t: int, mean_p: float = 1.0, mean_q: float = 0.0, cells: int = 20000,
+                        shifted: int = 1):
+    """Cell masses of ``M = max_i x_i`` under ``P`` and ``Q`` (see ``max_statistic_pld``) on ``cells``
+    equal cells, each with a certified relative error bound.
+
+    ``log F(m) = k log_ndtr((m - mean)/s) + (t - k) log_ndtr(m/s)`` is computed with absolute error at most
+    ``a(m)``: each ``log Phi(x)`` with the error bound of ``log_ndtr_and_error`` below (the upper tail's
+    relative error grows like ``x^2 u``: scipy's own ``log_ndtr`` is off by 2e-9 relative at ``x = 12``, so
+    it is not used there), then the sum's rounding. Where ``F(m_{i+1}) <= 1/2`` the cell mass is taken from the CDF in log space,
+    ``F(m_{i+1}) (-expm1(log F(m_i) - log F(m_{i+1})))``: with ``D = log F(m_{i+1}) - log F(m_i) > 0``,
+    ``|d log(1 - e^{-D}) / dD| = 1 / (e^D - 1) <= 1 / D``, so its relative error is at most
+    ``a_{i+1} + (a_i + a_{i+1}) / D`` (first order, doubled) plus a few ulps. Elsewhere it is a difference
+    of survival values ``S = -expm1(log F)``, each with absolute error ``a (1 - S) + 2 u S``: relative error
+    ``(err_i + err_{i+1}) / mass + 2 u``. (The lower tail is no longer a difference of values near 1.)
+
+    Returns ``(edges, P, Q, rel_p, rel_q)``: the ``cells + 1`` edges and, per cell, the masses and their
+    relative error bounds (infinite where the mass is 0).
+    """
+    if not 1 <= shifted <= t:
+        raise ValueError(f"shifted must be in 1..t = {t}, got {shifted!r}")
+    lo = min(mean_p, mean_q) - 9.0 * sigma
+    hi = max(mean_p, mean_q) + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(max(t, 2)))
+    m = np.linspace(lo, hi, cells + 1)
+
+    def log_ndtr_and_error(mean: float):
+        # log Phi(x) and an absolute error bound. x <= 0: scipy's log_ndtr (within 4.5 ulps of its value,
+        # checked against mpmath); x > 0: log1p(-ndtr(-x)), ndtr(-x) within 3.4 u (1 + x^2) relative (x's
+        # conditioning; checked against mpmath), bounded here by 8 u (1 + x^2). Plus the rounding of x
+        # itself, dx = u (2|x| + (|m| + |mean|) / s), times the slope phi(x) / Phi(x): at most |x| + 1 for
+        # x <= 0 (Mills ratio), at most 2 Phi(-x) (x + 1) for x > 0.
+        x = (m - mean) / sigma
+        ax = np.abs(x)
+        dx = _U * (2.0 * ax + (np.abs(m) + abs(mean)) / sigma)
+        tail = special.ndtr(-ax)
+        neg = x <= 0
+        v = np.where(neg, special.log_ndtr(np.minimum(x, 0.0)), np.log1p(-tail))
+        err = np.where(neg, 8 * _U * np.abs(v) + (ax + 1.0) * dx,
+                       2.0 * tail * (8 * _U * (1.0 + ax * ax) + (ax + 1.0) * dx) + 2 * _U * np.abs(v) + 1e-300)
+        return v, err
+
+    rest, rest_err = log_ndtr_and_error(0.0)
+    out = []
+    for mean in (mean_p, mean_q):
+        own, own_err = log_ndtr_and_error(mean)
+        log_f = shifted * own + (t - shifted) * rest
+        a = (shifted * own_err + (t - shifted) * rest_err
+             + 4 * _U * (shifted * np.abs(own) + (t - shifted) * np.abs(rest)))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # lower part: from the CDF in log space
+            d = log_f[1:] - log_f[:-1]
+            low = np.exp(log_f[1:]) * -np.expm1(-d)
+            rel_low = 2.0 * (a[1:] + (a[:-1] + a[1:]) / d) + 8 * _U
+            # upper part: differences of survival values
+            sf = -np.expm1(log_f)
+            err = a * (1.0 - sf) + 2 * _U * sf
+            high = sf[:-1] - sf[1:]
+            rel_high = (err[:-1] + err[1:]) / high + 2 * _U
+        use_low = log_f[1:] <= -math.log(2.0)
+        mass = np.maximum(np.where(use_low, low, high), 0.0)
+        rel = np.where(use_low, rel_low, rel_high)
+        # subnormal masses have no relative accuracy: dropped with the infinite bounds
+        rel = np.where((mass > 1e-290) & np.isfinite(rel) & (rel >= 0), rel, np.inf)
+        out.append((mass, rel))
+    (P, rp), (Q, rq) = out
+    return m, P, Q, rp, rq
+
+
 @_register_cache
 @lru_cache(maxsize=8)
 def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_q: float = 0.0,
@@ -484,30 +568,25 @@ def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_
     is dominated (Blackwell); its cells are merged into atoms (a garbling) and
     onto the loss grid (merge-to-the-grid), so the result is dominated for any
     mesh (``k`` shifted coordinates: ``Phi((m - mean)/s)^k Phi(m/s)^(t-k)``, the same for every ``S``).
-    Survival functions are ``-expm1(k log_ndtr(.) + (t-k) log_ndtr(.))`` (no
-    cancellation in the upper tail), each value correct to a few ulps; the cell
-    differences' rounding is charged as l1 error; mass outside the cell range is
-    dropped (lowering delta). Cheap for any ``sigma``.
+
+    Floating point (``max_statistic_cells``): every cell mass carries a certified relative error; cells
+    whose bound exceeds ``_CELL_REL_MAX`` are dropped with the mass outside the cell range (dropping atoms
+    of a pair only lowers its hockey-stick divergence), the others' ratios are within ``1 +- (r_P + r_Q)``
+    of the exact ones, so every loss is lowered by ``2 (r_P + r_Q)`` (lowering losses lowers delta), and the
+    masses carry ``rel_error = r_P`` (the composition's ``(1 +- r)^k`` factors). Cheap for any ``sigma``.
     """
     from ..pld import DiscretisedLoss
-    lo = min(mean_p, mean_q) - 9.0 * sigma
-    hi = max(mean_p, mean_q) + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(max(t, 2)))
-    m = np.linspace(lo, hi, cells + 1)
-    if not 1 <= shifted <= t:
-        raise ValueError(f"shifted must be in 1..t = {t}, got {shifted!r}")
-    rest = (t - shifted) * special.log_ndtr(m / sigma)
-    sf_p = -np.expm1(shifted * special.log_ndtr((m - mean_p) / sigma) + rest)
-    sf_q = -np.expm1(shifted * special.log_ndtr((m - mean_q) / sigma) + rest)
-    P = np.maximum(sf_p[:-1] - sf_p[1:], 0.0)
-    Q = np.maximum(sf_q[:-1] - sf_q[1:], 0.0)
+    _, P, Q, rp, rq = max_statistic_cells(sigma, t, mean_p, mean_q, cells, shifted)
     if reverse:
-        P, Q = Q, P
-    err = 8 * _U * (sf_p[:-1] + sf_p[1:] + sf_q[:-1] + sf_q[1:])  # differences of values correct to 4u
-    keep = (P > 0) & (Q > 0)
+        P, Q, rp, rq = Q, P, rq, rp
+    keep = (P > 0) & (Q > 0) & (rp <= _CELL_REL_MAX) & (rq <= _CELL_REL_MAX)
+    if not np.any(keep):
+        raise PrecisionError("max statistic: no cell mass is certified")
+    r_p, r_q = float(np.max(rp[keep])), float(np.max(rq[keep]))
     i0, pmf = _merge_to_grid(P[keep] / Q[keep], P[keep], h)
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-1e-12, infinity_mass=0.0, truncated_mass=0.0,
-                           mean_error=0.0, coupling_range=0.0,
-                           tv_error=float(np.sum(err)) * (1.0 + 1.0 / h), rel_error=0.0)
+    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-(2.0 * (r_p + r_q) + 1e-12), infinity_mass=0.0,
+                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=0.0,
+                           rel_error=r_p + 16 * _U)
 
 
 def lower_bound_epsilon(dominated_fn, epochs: int, delta: float, h0: float, passes: int = 3) -> float:
