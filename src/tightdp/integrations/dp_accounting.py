@@ -68,9 +68,12 @@ class NonPrivate(Mechanism):
     ``Q`` has none, so the privacy loss is ``+inf`` with probability one and
     ``delta(eps) = 1`` for every ``eps`` (total variation 1). Accountants that
     work on privacy losses report ``epsilon = inf`` with a note.
+
+    Attained pair: a release that outputs the differing record's bit.
     """
 
     type_name = "non_private"
+    pair_attained = True
 
     def privacy_losses(self) -> LossPair:
         loss = DiscreteLoss(values=(0.0,), probs=(0.0,), infinity_mass=1.0)
@@ -91,9 +94,12 @@ class PoissonSampledNonPrivate(Mechanism):
     with probability one. So ``delta(eps) = q`` for every ``eps >= 0`` (the record is revealed exactly when it is
     sampled), and compositions are exact, not merely dominated (``NonPrivate`` would say ``delta = 1``, a
     "certified lower bound" above the truth).
+
+    Attained pair: the release of the sampled records themselves, on data sets with and without the record.
     """
 
     type_name = "poisson_sampled_non_private"
+    pair_attained = True
     sampling_rate: float
 
     def __post_init__(self):
