@@ -32,7 +32,7 @@ Computed (``revealed_components``): the ``X >= b`` flags are grouped in buckets,
 of its members (a pair at a smaller rate is a garbling of one at a larger rate:
 ``(1 - r') Q + r' P = K((1 - r) Q + r P)`` for the kernel that keeps the sample with probability
 ``r' / r``, else redraws from ``Q``), the whole upper tail of ``X`` in the last bucket; weights are rounded
-down and their deficit goes to the flag whose pair dominates every other (rate ``q``, shift 2). Each flag's
+down or moved to flags of larger rate (``revealed_components`` says how). Each flag's
 discretisations are the engine's; their mixture is ``FlaggedMixtureLoss``.
 
 **Upper bound 2, Ganesh's pair** (``ganesh_pair``; dp-accounting's
@@ -123,20 +123,33 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
     #: count it at ``+inf``, lower bounds drop it
     infinity_weight: float = 0.0
 
-    def _tails(self, tail: float):
-        """Each flag's share of the tail budget ``tail``: ``tail / (K w_i)`` (at most 0.1), so the mixture
-        leaves out at most ``tail`` in all and a flag of tiny weight does not stretch the grid."""
+    def _split(self, tail: float):
+        """``(kept flags as (weight, loss, tail share), weight dropped)``. Each flag's share of the tail budget
+        ``tail`` is ``tail / (K w_i)`` (at most 0.1), so the mixture leaves out at most ``tail`` in all and a
+        flag of tiny weight does not stretch the grid; a flag of weight at most ``tail / K`` is left out whole
+        (the upper construction puts it at ``+inf``, the lower one drops it, as any truncated mass)."""
         k = len(self.weights)
-        return [min(0.1, tail / (k * w)) if w > 0 else 0.1 for w in self.weights]
+        kept, dropped = [], 0.0
+        for w, loss in zip(self.weights, self.losses):
+            if w * k <= tail:
+                dropped += w
+            else:
+                kept.append((w, loss, min(0.1, tail / (k * w))))
+        if not kept:  # (a budget above 1/K: keep the heaviest flag)
+            w, loss = max(zip(self.weights, self.losses), key=lambda t: t[0])
+            kept, dropped = [(w, loss, 0.1)], dropped - w
+        return kept, dropped
 
     def dominating_pld(self, h: float, tail: float):
         from ..pld.dominance import dominating
-        return _mix([dominating(loss, h, t) for loss, t in zip(self.losses, self._tails(tail))], self.weights,
-                    self.infinity_weight)
+        kept, dropped = self._split(tail)
+        return _mix([dominating(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept],
+                    self.infinity_weight + dropped)
 
     def dominated_pld(self, h: float, tail: float):
         from ..pld.dominance import dominated
-        return _mix([dominated(loss, h, t) for loss, t in zip(self.losses, self._tails(tail))], self.weights)
+        kept, _ = self._split(tail)
+        return _mix([dominated(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept])
 
     def spread(self) -> float:
         from ..pld.dominance import loss_spread
@@ -148,68 +161,88 @@ _BULK_BUCKETS = 48
 _BULK_SD = 8.0
 
 
-def _binom_mass(lo: int, hi: int, n: int, q: float) -> float:
-    """``P(lo <= Bin(n, q) <= hi)``, rounded down: a difference of CDF values left of the mean and of
-    survival values right of it (no cancellation near 1), lowered by a relative 1e-12 (scipy's incomplete
-    beta, Boost's ``ibeta``, is accurate to a few hundred ulp) and by the absolute round-off of the difference."""
+def _binom_cdf_up(x: int, n: int, q: float) -> float:
+    """``P(Bin(n, q) <= x)``, rounded up (a relative 1e-12 above scipy's incomplete beta, Boost's ``ibeta``,
+    accurate to a few hundred ulp, plus an absolute ulp-scale margin)."""
     from scipy import stats  # lazily (import cost)
 
-    if hi < lo:
+    if x < 0:
         return 0.0
-    if hi >= n:
-        v = float(stats.binom.sf(lo - 1, n, q))
-        return max(0.0, v * (1.0 - 1e-12))
-    if lo <= n * q:
-        a, b = float(stats.binom.cdf(hi, n, q)), float(stats.binom.cdf(lo - 1, n, q)) if lo > 0 else 0.0
-    else:
-        a, b = float(stats.binom.sf(lo - 1, n, q)), float(stats.binom.sf(hi, n, q))
-    return max(0.0, (a - b) * (1.0 - 1e-12) - 4.0 * _U * a)
+    if x >= n:
+        return 1.0
+    return min(1.0, float(stats.binom.cdf(x, n, q)) * (1.0 + 1e-12) + 1e-300)
 
 
 def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_size: int):
-    """The flags of the revealed-S upper pair (module docstring): ``(weights, rates, shifts, deficit)``.
+    """The flags of the revealed-S upper pair (module docstring): ``(weights, rates, shifts)``, weights summing to 1.
 
-    ``X ~ Bin(n - 1, q)`` (the other sampled records) is grouped: ``X < b`` (rate ``q``, shift 1); ``X >= b``
-    in buckets, each with the largest rate ``q b / (X + 1)`` of its members (shift 2): below the bulk, the
-    bulk (``mean +- 8`` standard deviations) in at most ``_BULK_BUCKETS`` equal widths, and everything above
-    it in one bucket. Weights are rounded down; ``deficit`` (their shortfall from 1, rounded up) is the
-    weight of the component that dominates all others (rate ``q``, shift 2) or, when even that is too
-    costly, of the fully revealing pair (``FlaggedMixtureLoss.infinity_weight``).
+    ``X ~ Bin(n - 1, q)`` (the other sampled records). Flags:
+
+    * the uncut flag ``X < b`` (rate ``q``, shift 1), at ``P(X < b)`` rounded down by a relative ``1e-12``;
+    * one flag at rate ``q``, shift 2 (it dominates every other flag: a shift-1 pair is a garbling of the
+      shift-2 pair at the same rate) carrying that rounding, ``2e-12 P(X < b)``;
+    * the cut flags ``X >= b`` in buckets, each at the largest rate ``q b / (X + 1)`` of its members (shift 2):
+      below the bulk in buckets of doubling ``X`` (rates within a factor 2), the bulk (``mean +- 8`` standard
+      deviations) in at most ``_BULK_BUCKETS`` equal widths, the upper tail in the last bulk bucket. Their
+      weights are differences of *upper* bounds on the cumulative mass ``P(b <= X < x)``, capped at the cut
+      flags' total: any error moves mass to buckets of smaller ``X``, that is to larger rates, whose pairs
+      dominate (a transport of each true flag's mass to a dominating flag, so the pair still dominates).
+      No mass is sent to ``+inf`` and no tiny weight sits at a large rate, which at ``delta = 1e-12`` over
+      many steps would cost more than the whole budget.
+
+    Without possible cuts (``b >= n``) the only flag is the uncut one, weight 1 (the Poisson-subsampled
+    Gaussian itself).
     """
     n, q, b = dataset_size, sampling_rate, max_batch_size
     m = n - 1
+    if b > m:
+        return (1.0,), (q,), (1.0,)
+    from scipy import stats  # lazily (import cost)
+
+    uncut = float(stats.binom.cdf(b - 1, m, q)) if b > 0 else 0.0
     weights: list[float] = []
     rates: list[float] = []
     shifts: list[float] = []
-    below = _binom_mass(0, b - 1, m, q)
-    if below > 0:
-        weights.append(below), rates.append(q), shifts.append(1.0)
-    if b <= m:
-        mean, sd = m * q, math.sqrt(m * q * (1.0 - q))
-        bulk_lo = max(b, int(math.floor(mean - _BULK_SD * sd)))
-        bulk_hi = min(m, max(bulk_lo, int(math.ceil(mean + _BULK_SD * sd))))
-        edges = [b] if bulk_lo > b else []
-        width = bulk_hi - bulk_lo + 1
-        count = min(_BULK_BUCKETS, width)
-        edges += sorted({bulk_lo + (i * width) // count for i in range(count)})
-        edges.append(bulk_hi + 1)
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            last = hi - 1 if hi <= bulk_hi else m  # the last bulk bucket takes the whole upper tail
-            w = _binom_mass(lo, last, m, q)
-            if w > 0:
-                weights.append(w), rates.append(min(1.0, q * b / (lo + 1))), shifts.append(2.0)
-    deficit = 1.0 - math.fsum(weights)
-    deficit = max(0.0, deficit + 4.0 * _U * len(weights) + 1e-300)
-    return tuple(weights), tuple(rates), tuple(shifts), min(1.0, deficit)
+    if uncut > 0.0:
+        weights += [uncut * (1.0 - 1e-12), uncut * 2e-12]
+        rates += [q, q]
+        shifts += [1.0, 2.0]
+    total = 1.0 - math.fsum(weights)  # the cut flags' share: at most the true P(X >= b)
+    mean, sd = m * q, math.sqrt(m * q * (1.0 - q))
+    bulk_lo = max(b, int(math.floor(mean - _BULK_SD * sd)))
+    bulk_hi = min(m, max(bulk_lo, int(math.ceil(mean + _BULK_SD * sd))))
+    edges = []
+    x = bulk_lo
+    while x > b:  # doubling buckets below the bulk, from the bulk down to b
+        edges.append(x)
+        x = max(b, (x + 1) // 2 - 1)
+    edges.append(b)
+    edges.reverse()
+    width = bulk_hi - bulk_lo + 1
+    count = min(_BULK_BUCKETS, width)
+    edges += sorted({bulk_lo + (i * width) // count for i in range(count)} - {bulk_lo})
+    base = float(stats.binom.cdf(b - 1, m, q)) * (1.0 - 1e-12) if b > 0 else 0.0  # P(X < b), rounded down
+    prev = 0.0
+    for i, lo in enumerate(edges):
+        if i + 1 < len(edges):
+            cum = min(total, max(prev, _binom_cdf_up(edges[i + 1] - 1, m, q) - base))  # P(b <= X < next), up
+        else:
+            cum = total  # the last bucket takes the whole upper tail
+        w = cum - prev
+        if w > 0.0:
+            weights.append(w), rates.append(min(1.0, q * b / (lo + 1))), shifts.append(2.0)
+        prev = cum
+    return tuple(weights), tuple(rates), tuple(shifts)
 
 
 def revealed_pair(*, dataset_size: int, sampling_rate: float, max_batch_size: int, sigma: float) -> LossPair:
-    """The revealed-S upper pair of the module docstring, both directions (``FlaggedMixtureLoss``)."""
-    w, r, sh, deficit = revealed_components(dataset_size=dataset_size, sampling_rate=sampling_rate,
-                                            max_batch_size=max_batch_size)
-    # the deficit (about 1e-14) goes to a flag whose pair dominates every component: shift 2 at the largest
-    # rate present (q where the uncut flag is present; its shift-1 pair is a garbling of shift 2)
-    w, r, sh = w + (deficit,), r + (max(r),), sh + (2.0,)
+    """The revealed-S upper pair of the module docstring, both directions (``FlaggedMixtureLoss``; the
+    Poisson-subsampled Gaussian itself where no batch can be cut)."""
+    w, r, sh = revealed_components(dataset_size=dataset_size, sampling_rate=sampling_rate,
+                                   max_batch_size=max_batch_size)
+    if len(w) == 1 and sh[0] == 1.0:
+        return LossPair(poisson_gaussian_loss(sigma=sigma, q=r[0], direction="remove"),
+                        poisson_gaussian_loss(sigma=sigma, q=r[0], direction="add"))
     out = []
     for direction in ("remove", "add"):
         losses = tuple(poisson_gaussian_loss(sigma=sigma / s, q=rate, direction=direction) for rate, s in zip(r, sh))
