@@ -96,6 +96,9 @@ class Accountant(ABC):
         if np.isinf(eps).any():
             raise ValueError("epsilon must be finite")
         scalar = np.ndim(epsilon) == 0
+        if not scalar and eps.size == 0:  # nothing asked: an empty answer, from every accountant alike
+            empty = np.zeros(0)
+            return Bounds(empty, empty.copy(), empty.copy(), "delta", self.kind, {"note": "no epsilon given"})
         if not self._ledger:
             z = 0.0 if scalar else np.zeros_like(eps)
             return Bounds(z, z, z, "delta", self.kind, {"note": "nothing composed"})

@@ -22,10 +22,10 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
 ``SampledWithReplacementDpEvent``  ``SampledWithReplacement(Gaussian, ...)``
 ``MixtureOfGaussiansDpEvent``      ``mechanisms.mixture.MixtureOfGaussians``
 ``TruncatedSubsampledGaussianDpEvent``  ``mechanisms.truncated.TruncatedPoissonSampled``:
-                                   the dominating pair of Ganesh 2025 (an upper
-                                   bound); compose it with
-                                   ``mechanisms.allocation.allocation_accountant()``
-                                   (``truncated_poisson_epsilon`` adds the lower bound)
+                                   upper end from the revealed-S pair (at most
+                                   Ganesh 2025's), lower end from an attained pair
+                                   (Poisson at the kept probability); any
+                                   dominance accountant (connect-dots)
 ``SelfComposedDpEvent(e, n)``      the entries of ``e`` with counts times ``n``
 ``ComposedDpEvent(es)``            the entries of each ``e`` in turn
 ``NoOpDpEvent``                    nothing (``PureDP(epsilon=0)`` if nothing else)
