@@ -446,3 +446,39 @@ def test_truncated_poisson_huge_dataset_answers_quickly():
                                       dataset_size=n, max_batch_size=15)
         assert 0.0 <= r.lower <= r.upper < 1e-3 and "gap" in r.details
     assert time.perf_counter() - t0 < 20.0  # measured 0.1-0.5 s each under load
+
+
+def _minus_one_pair_delta(n, q, b, sigma, eps):
+    """Exact delta(eps) of one step on the concrete pair "every other gradient -1, the target's +1" (one
+    dimension), both directions, by quadrature of the two Gaussian mixtures (a truth the upper pair must hold)."""
+    px = [float(v) for v in _binom(n - 1, q)]
+    p_comp, q_comp = [], []
+    for x, w in enumerate(px):
+        if x < b:
+            p_comp += [(w * (1 - q), -x), (w * q, -x + 1)]
+            q_comp.append((w, -x))
+        else:
+            r = q * b / (x + 1)
+            p_comp += [(w * (1 - r), -b), (w * r, -b + 2)]
+            q_comp.append((w, -b))
+    merge = lambda comps: [(sum(w for w, m in comps if m == mm), mm) for mm in sorted({m for _, m in comps})]
+    p_comp, q_comp = merge(p_comp), merge(q_comp)
+    lp, lq = _log_mixture(p_comp, sigma), _log_mixture(q_comp, sigma)
+    pts = sorted({float(m) for _, m in p_comp + q_comp})
+    edges = [-math.inf] + pts + [math.inf]
+    out = 0.0
+    for a_, b_ in ((lp, lq), (lq, lp)):
+        f = lambda x: max(math.exp(a_(x)) - math.exp(eps + b_(x)), 0.0)
+        out = max(out, sum(integrate.quad(f, u, v, epsabs=1e-14, epsrel=1e-10, limit=200)[0]
+                           for u, v in zip(edges, edges[1:])))
+    return out
+
+
+@pytest.mark.parametrize("n,q,b,sigma", [(12, 0.3, 3, 1.0), (20, 0.5, 4, 0.8), (8, 0.9, 2, 1.5), (30, 0.2, 10, 0.7)])
+def test_revealed_pair_holds_a_concrete_pair_exactly_enumerated(n, q, b, sigma):
+    """The revealed-S bound is an upper bound: at every epsilon its delta is at least the exact delta of a
+    concrete pair of neighbouring data sets (enumerated over the number of other sampled records)."""
+    mp.mp.dps = 20
+    for eps in (0.0, 0.25, 0.5, 1.0, 2.0):
+        truth = _minus_one_pair_delta(n, q, b, sigma, eps)
+        assert truth <= float(revealed_delta(n, q, b, sigma, eps)) * (1 + 1e-7) + 1e-12, (eps, truth)
