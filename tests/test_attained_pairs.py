@@ -394,7 +394,6 @@ def test_truncated_lower_and_revealed_upper_against_mpmath(n, q, frac, sigma, lo
     assert 0.0 <= got.lower <= got.estimate <= got.upper
 
 
-@pytest.mark.slow
 @settings(max_examples=12, deadline=None)
 @given(n=st.integers(2, 30), q=st.floats(0.02, 0.5), frac=st.floats(0.0, 1.0), sigma=st.floats(0.8, 3.0),
        steps=st.integers(2, 20), log_delta=st.floats(-10.0, -3.0))
