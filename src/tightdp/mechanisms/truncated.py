@@ -230,7 +230,8 @@ def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_si
             cum = total  # the last bucket takes the whole upper tail
         w = cum - prev
         if w > 0.0:
-            weights.append(w), rates.append(min(1.0, q * b / (lo + 1))), shifts.append(2.0)
+            # the bucket's largest rate, rounded up (two roundings)
+            weights.append(w), rates.append(min(1.0, q * b / (lo + 1) * (1.0 + 4.0 * _U))), shifts.append(2.0)
         prev = cum
     return tuple(weights), tuple(rates), tuple(shifts)
 
