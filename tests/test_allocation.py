@@ -221,8 +221,9 @@ def test_truncated_poisson_matches_dp_accounting(key):
     r = truncated_poisson_epsilon(noise_multiplier=1.0, sampling_rate=q, dataset_size=n, max_batch_size=b,
                                   steps=steps, delta=1e-5)
     ref = DP_ACCOUNTING_TRUNCATED[key]
-    lo_u, up_u = r.details["upper_interval"]
+    lo_u, up_u = r.details["ganesh_interval"]
     assert lo_u <= ref + 1e-3 and ref <= up_u + 1e-3  # the same dominating pair, both certified/pessimistic
+    assert r.upper <= up_u  # the smaller of Ganesh's and the revealed-S bound
     assert r.lower < r.upper
     po = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=q, steps=steps, delta=1e-5)
     assert r.lower <= po.upper  # kept probability <= q
@@ -244,7 +245,12 @@ def test_truncated_event_import():
     entries = tightdp.from_dp_event(ev)
     assert len(entries) == 1 and isinstance(entries[0][0], TruncatedPoissonSampled) and entries[0][1] == 100
     up = allocation_accountant().compose(entries).epsilon(1e-5)
-    assert up.upper == pytest.approx(DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)], abs=0.02)
+    assert up.upper <= DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)] + 0.02  # revealed-S: at most Ganesh's pair
+    m = entries[0][0]
+    g = TruncatedPoissonSampled(mechanism=m.mechanism, sampling_rate=m.sampling_rate, dataset_size=m.dataset_size,
+                                max_batch_size=m.max_batch_size, upper_pair="ganesh")
+    assert allocation_accountant().compose(g, 100).epsilon(1e-5).upper == pytest.approx(
+        DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)], abs=0.02)
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -77,7 +77,23 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
     tolerance on either side of the root), the answer is the bracket's end where ``g`` was evaluated and found
     ``<= 0``: for an upper bound the safe side, certified by that evaluation. (Written out here because the
     import of scipy.optimize costs a cold start 0.15-0.4 s: more than a whole long-horizon epsilon.)
+
+    Raises
+    ------
+    FloatingPointError
+        If ``g`` returns NaN anywhere it is evaluated (NaN is neither side of 0: treating it as one would
+        certify a point nothing was computed at). An ``ArithmeticError``, as ``tightdp.errors.PrecisionError``
+        is, so the engine's fallbacks catch it alike; this module imports no engine module (tests/test_layout.py).
     """
+    raw = g
+
+    def g(x):  # noqa: F811 (the checked function)
+        v = raw(x)
+        if v != v:
+            raise FloatingPointError(f"root finding: the function is NaN at {x!r} (bracket [{lo!r}, {hi!r}]); "
+                                 "no bound can be certified from it")
+        return v
+
     a, b = lo, hi
     fa, fb = g(a), g(b)
     c, fc = a, fa

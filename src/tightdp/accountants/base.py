@@ -86,7 +86,7 @@ class Accountant(ABC):
         if not self._ledger:
             return Bounds(0.0, 0.0, 0.0, "epsilon", self.kind, {"note": "nothing composed"})
         try:
-            return self._epsilon(delta)
+            return self._attained_lower(self._epsilon(delta), lambda acc: acc.epsilon(delta))
         except MemoryError as exc:
             raise _out_of_memory("epsilon", exc) from None
 
@@ -96,17 +96,72 @@ class Accountant(ABC):
         if np.isinf(eps).any():
             raise ValueError("epsilon must be finite")
         scalar = np.ndim(epsilon) == 0
+        if not scalar and eps.size == 0:  # nothing asked: an empty answer, from every accountant alike
+            empty = np.zeros(0)
+            return Bounds(empty, empty.copy(), empty.copy(), "delta", self.kind, {"note": "no epsilon given"})
         if not self._ledger:
             z = 0.0 if scalar else np.zeros_like(eps)
             return Bounds(z, z, z, "delta", self.kind, {"note": "nothing composed"})
         try:
-            out = self._delta(eps)
+            out = self._attained_lower(self._delta(eps), lambda acc: acc.delta(eps))
         except MemoryError as exc:
             raise _out_of_memory("delta", exc) from None
         if scalar:
             pick = lambda v: None if v is None else float(np.asarray(v).reshape(-1)[0])
             out = Bounds(pick(out.lower), pick(out.estimate), pick(out.upper), "delta", out.kind, out.details)
         return out
+
+    # ------------------------------------------------ lower ends from attained pairs only
+    def _attained_ledger(self) -> tuple[tuple[Mechanism, int], ...] | None:
+        """The ledger whose pairs are attained (``Mechanism.attained_mechanism``): ``None`` when it is the
+        ledger itself, ``()`` when some step has no attained pair (no certified lower end)."""
+        entries = []
+        same = True
+        for mech, count in self._ledger:
+            low = mech.attained_mechanism()
+            if low is None:
+                return ()
+            same = same and low is mech
+            entries.append((low, count))
+        return None if same else tuple(entries)
+
+    def _attained_lower(self, out: Bounds, query) -> Bounds:
+        """``out`` with its lower end taken from the attained ledger (``Mechanism`` says why).
+
+        The accountant's own lower end bounds the curve of the composed dominating pairs; where some
+        step's pair is not attained by neighbouring data sets, that is no lower bound on the mechanism.
+        Then the lower end is the same accountant's (same options) certified lower end of the ledger of
+        attained pairs, capped at ``upper``, or 0 where no step offers one; ``estimate`` is clipped into
+        the new interval. A ledger of attained pairs is returned unchanged.
+        """
+        if out.lower is None or not np.any(np.asarray(out.lower) > 0):
+            return out
+        ledger = self._attained_ledger()
+        if ledger is None:
+            return out
+        details = dict(out.details)
+        details["dominating_pair_lower"] = _jsonable_end(out.lower)
+        if not ledger:
+            names = sorted({type(m).__name__ for m, _ in self._ledger if m.attained_mechanism() is None})
+            lower = np.zeros_like(np.asarray(out.lower, float))
+            details["lower"] = (f"0: no pair attained by neighbouring data sets is known for {', '.join(names)} "
+                                "(the dominating pair's lower end certifies only that pair)")
+        else:
+            twin = type(self)(**self.options())
+            try:
+                low = query(twin.compose(list(ledger)))
+                lower = np.asarray(low.lower if low.lower is not None else 0.0, float)
+                details["lower"] = ("certified lower end of the attained pairs: "
+                                    + ", ".join(sorted({m.describe() for m, _ in ledger})))
+            except (ArithmeticError, UnsupportedMechanismError) as exc:  # PrecisionError included
+                lower = np.zeros_like(np.asarray(out.lower, float))
+                details["lower"] = f"0: the attained pairs could not be certified ({exc})"
+        upper = np.asarray(out.upper, float)
+        lower = np.minimum(lower, upper)
+        est = np.minimum(np.maximum(np.asarray(out.estimate, float), lower), upper)
+        if np.ndim(out.lower) == 0:
+            return Bounds(float(lower), float(est), out.upper, out.quantity, out.kind, details)
+        return Bounds(lower, est, out.upper, out.quantity, out.kind, details)
 
     @abstractmethod
     def _epsilon(self, delta: float) -> Bounds: ...
@@ -143,6 +198,12 @@ class Accountant(ABC):
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"{type(self).__name__}({opts}; {sum(c for _, c in self._ledger)} compositions)"
+
+
+def _jsonable_end(value):
+    """A float or a list of floats (for ``details``)."""
+    arr = np.asarray(value, float)
+    return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
 def accountant_from_dict(data: dict[str, Any]) -> Accountant:

@@ -26,6 +26,14 @@ Mass below the lowest grid value becomes an atom there (its Q-surplus goes to
 the true ``H`` at every ``alpha_i``, is linear in ``alpha`` in between, and is
 ``>=`` the true curve everywhere (the true ``H`` is convex in ``alpha``).
 
+Lower ends (attained pairs, ``tightdp.mechanisms.base.Mechanism``): ``dominated_pld`` is built at a bucket's
+*lower* ratio ``r_low``, the Poisson-subsampled Gaussian of sensitivity ``r_low``: the exact pair of the data
+sets in which this example's clipped gradient is a fixed vector of norm ``r_low`` at that step and every other
+example's is 0. Every ratio recorded into the bucket is at least ``r_low``, and the pair at a smaller norm is a
+garbling of the pair at a larger one (``N(r) -> N(r_low)`` by scaling and added noise, on both sides), so its
+curve lies below the example's; a composition of such pairs is realised by one pair of data sets at every
+step, so the per-example lower ends are certified.
+
 Floating point (``tightdp.pld.dominance``): cell masses carry a relative error
 ``rel_error``; ``float_slack`` is the l1 error of the cells without one (usually 0);
 a composition of ``k`` such steps is within those factors and ``sum k_b float_slack_b``

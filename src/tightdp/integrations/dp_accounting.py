@@ -22,10 +22,10 @@ the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
 ``SampledWithReplacementDpEvent``  ``SampledWithReplacement(Gaussian, ...)``
 ``MixtureOfGaussiansDpEvent``      ``mechanisms.mixture.MixtureOfGaussians``
 ``TruncatedSubsampledGaussianDpEvent``  ``mechanisms.truncated.TruncatedPoissonSampled``:
-                                   the dominating pair of Ganesh 2025 (an upper
-                                   bound); compose it with
-                                   ``mechanisms.allocation.allocation_accountant()``
-                                   (``truncated_poisson_epsilon`` adds the lower bound)
+                                   upper end from the revealed-S pair (at most
+                                   Ganesh 2025's), lower end from an attained pair
+                                   (Poisson at the kept probability); any
+                                   dominance accountant (connect-dots)
 ``SelfComposedDpEvent(e, n)``      the entries of ``e`` with counts times ``n``
 ``ComposedDpEvent(es)``            the entries of each ``e`` in turn
 ``NoOpDpEvent``                    nothing (``PureDP(epsilon=0)`` if nothing else)
@@ -77,9 +77,12 @@ class NonPrivate(Mechanism):
     ``Q`` has none, so the privacy loss is ``+inf`` with probability one and
     ``delta(eps) = 1`` for every ``eps`` (total variation 1). Accountants that
     work on privacy losses report ``epsilon = inf`` with a note.
+
+    Attained pair: a release that outputs the differing record's bit.
     """
 
     type_name = "non_private"
+    pair_attained = True
 
     def privacy_losses(self) -> LossPair:
         loss = DiscreteLoss(values=(0.0,), probs=(0.0,), infinity_mass=1.0)
@@ -100,9 +103,12 @@ class PoissonSampledNonPrivate(Mechanism):
     with probability one. So ``delta(eps) = q`` for every ``eps >= 0`` (the record is revealed exactly when it is
     sampled), and compositions are exact, not merely dominated (``NonPrivate`` would say ``delta = 1``, a
     "certified lower bound" above the truth).
+
+    Attained pair: the release of the sampled records themselves, on data sets with and without the record.
     """
 
     type_name = "poisson_sampled_non_private"
+    pair_attained = True
     sampling_rate: float
 
     def __post_init__(self):

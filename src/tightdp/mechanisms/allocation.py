@@ -418,9 +418,18 @@ class RandomAllocation(Mechanism):
     Compose it once per epoch. ``privacy_losses()`` returns exact Gaussian losses
     for ``num_steps = 1`` and ``num_selected = num_steps`` and ``AllocationLoss``
     pairs otherwise.
+
+    Attained pair: the differing record's clipped gradient is a fixed unit vector at every step and every
+    other record's is 0. For ``num_selected = 1`` the epoch's outputs are then ``(1/t) sum_i N(e_i)`` against
+    ``N(0)`` (``AllocationLoss``, certified from both sides); for ``num_selected = num_steps`` the record is
+    in every step: the Gaussian of ``mu = sqrt(t) / sigma``. For ``1 < num_selected < num_steps`` no pair is
+    returned (the epoch is bounded above through its dominating blocks, which are *not* attained by it);
+    ``attained_mechanism()`` gives the post-processing ``sum_i x_i`` of the same data sets,
+    ``N(k, t sigma^2)`` against ``N(0, t sigma^2)``: a Gaussian of noise ``sigma sqrt(t) / k``.
     """
 
     type_name = "random_allocation"
+    pair_attained = True
     mechanism: Mechanism
     num_steps: int
     num_selected: int = 1
@@ -447,6 +456,13 @@ class RandomAllocation(Mechanism):
         t, k = self.num_steps, self.num_selected
         lo, r = divmod(t, k)
         return [(s, c) for s, c in ((lo, k - r), (lo + 1, r)) if c > 0]
+
+    def attained_mechanism(self) -> Mechanism:
+        """``self`` for ``num_selected`` 1 or ``num_steps``; else the post-processing ``sum_i x_i`` (see above)."""
+        t, k = self.num_steps, self.num_selected
+        if k == 1 or k == t:
+            return self
+        return Gaussian(noise_multiplier=self.sigma * math.sqrt(t) / k)
 
     def privacy_losses(self) -> LossPair:
         t, k, sigma = self.num_steps, self.num_selected, self.sigma

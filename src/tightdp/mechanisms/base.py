@@ -235,9 +235,28 @@ class Mechanism(ABC):
     Subclasses are frozen, keyword-only dataclasses that validate their
     parameters in ``__post_init__`` and register under ``type_name`` for
     serialisation.
+
+    **Where lower ends come from.** An accountant's ``upper`` end bounds the curve of the pair
+    ``privacy_losses()`` returns, which dominates the mechanism; its ``lower`` end is a lower bound on the
+    mechanism's privacy only if that pair is *attained*: the exact output distributions of one concrete pair
+    of neighbouring data sets (or a post-processing of them). Every concrete subclass declares it in its own
+    class body: ``pair_attained = True`` (the pair is attained; the docstring names the data sets), or
+    ``False`` with ``attained_mechanism()`` overridden to return a mechanism whose pair *is* attained by
+    neighbouring data sets of this one (its curve lies below this mechanism's true curve), or ``None``
+    (no certified lower end: ``lower = 0``). The accountants take lower ends only from attained pairs
+    (``tightdp.accountants.base``); ``tests/test_attained_pairs.py`` enumerates the subclasses.
+
+    For a ledger of several steps the attained pairs must be realised by *one* pair of data sets for all
+    steps at once. Each declaration below uses the same canonical pair: the differing record's clipped
+    contribution is a fixed unit vector (the query's full sensitivity) at every step and every other
+    record contributes 0 (or, where the docstring says so, a fixed value), which the queries of an
+    adaptive composition may choose at every step.
     """
 
     type_name: ClassVar[str] = ""
+    #: whether ``privacy_losses()`` is attained by a concrete pair of neighbouring data sets (see above);
+    #: ``None`` on the base class: undeclared, treated as "no certified lower end"
+    pair_attained: ClassVar[bool | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -248,6 +267,19 @@ class Mechanism(ABC):
     @abstractmethod
     def privacy_losses(self) -> LossPair:
         """The dominating pairs' privacy losses for the remove and add directions."""
+
+    def attained_mechanism(self) -> "Mechanism | None":
+        """The mechanism whose pair gives this one's certified lower ends.
+
+        Returns
+        -------
+        Mechanism or None
+            ``self`` when ``pair_attained``; otherwise a mechanism whose ``privacy_losses()`` is the exact
+            pair of one concrete pair of neighbouring data sets of *this* mechanism (same directions), so
+            every lower bound on its curve is a lower bound on this mechanism's; ``None`` when there is
+            none (lower ends are then 0). Subclasses with ``pair_attained = False`` override it.
+        """
+        return self if self.pair_attained else None
 
     def to_dict(self) -> dict[str, Any]:
         """``{"type": ..., **parameters}``; nested mechanisms serialise recursively."""

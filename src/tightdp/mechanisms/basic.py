@@ -20,9 +20,14 @@ class Gaussian(Mechanism):
 
     Its privacy is exactly mu-GDP with ``mu = sensitivity / noise_multiplier``
     (Dong, Roth, Su 2019; 000 Def. 5): the PRV is ``N(mu^2/2, mu^2)``.
+
+    Attained pair: the query differs by exactly ``sensitivity`` between the two data sets (the differing
+    record's contribution is a vector of that norm, the others' are equal), so the outputs are
+    ``N(sensitivity e, s^2 I)`` and ``N(0, s^2 I)``, whose loss is this one: lower ends are certified.
     """
 
     type_name = "gaussian"
+    pair_attained = True
     noise_multiplier: float
     sensitivity: float = 1.0
 
@@ -41,9 +46,14 @@ class Gaussian(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class Laplace(Mechanism):
-    """Laplace mechanism: noise ``Lap(0, scale)`` on a query of L1 sensitivity ``sensitivity``."""
+    """Laplace mechanism: noise ``Lap(0, scale)`` on a query of L1 sensitivity ``sensitivity``.
+
+    Attained pair: a scalar query that differs by exactly ``sensitivity`` (``Lap(sensitivity, scale)``
+    against ``Lap(0, scale)``), whose loss is ``LaplaceLoss``: lower ends are certified.
+    """
 
     type_name = "laplace"
+    pair_attained = True
     scale: float
     sensitivity: float = 1.0
 
@@ -61,9 +71,14 @@ class RandomizedResponse(Mechanism):
     """k-ary randomized response: the true value w.p. ``1 - noise_parameter``, else uniform over ``num_buckets``.
 
     Same parametrisation as dp_accounting's ``RandomizedResponseDpEvent``.
+
+    Attained pair: two data sets whose records' values differ (true value ``a`` against ``a' != a``): the
+    outputs put ``1 - p + p/k`` on the own value, ``p/k`` on the other's and on each other bucket, which
+    is the pair returned: lower ends are certified.
     """
 
     type_name = "randomized_response"
+    pair_attained = True
     noise_parameter: float
     num_buckets: int
 
@@ -86,9 +101,16 @@ class RandomizedResponse(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class PureDP(Mechanism):
-    """Any epsilon-DP mechanism, through its dominating pair (randomized response with ratio e^epsilon)."""
+    """Any epsilon-DP mechanism, through its dominating pair (randomized response with ratio e^epsilon).
+
+    Attained pair: the description names the class of epsilon-DP mechanisms, and its worst member, binary
+    randomized response with ratio ``e^epsilon`` (itself epsilon-DP), attains the returned pair on two data
+    sets whose bits differ (Kairouz, Oh, Viswanath 2015). Lower ends are therefore certified for the
+    worst mechanism the description admits; a particular epsilon-DP mechanism may be more private.
+    """
 
     type_name = "pure_dp"
+    pair_attained = True
     epsilon: float
 
     def __post_init__(self):
@@ -104,9 +126,16 @@ class PureDP(Mechanism):
 @dataclass(frozen=True, kw_only=True)
 class ApproximateDP(Mechanism):
     """Any (epsilon, delta)-DP mechanism, through its dominating pair (Kairouz et al. 2015):
-    mass ``delta`` at infinite loss and ``(1 - delta)`` times the epsilon-DP pair."""
+    mass ``delta`` at infinite loss and ``(1 - delta)`` times the epsilon-DP pair.
+
+    Attained pair: the mechanism that reveals its bit with probability ``delta`` and otherwise runs binary
+    randomized response with ratio ``e^epsilon`` is (epsilon, delta)-DP and has exactly this pair on two data
+    sets whose bits differ (Kairouz, Oh, Viswanath 2015): lower ends are certified for the worst mechanism
+    the description admits.
+    """
 
     type_name = "approximate_dp"
+    pair_attained = True
     epsilon: float
     delta: float
 

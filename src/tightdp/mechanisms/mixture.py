@@ -335,9 +335,13 @@ class MixtureOfGaussians(Mechanism):
     stored reflected so that the loss is non-decreasing. All evaluations are in
     log space (``logsumexp`` over components), so sensitivities of ``k = 64``
     with ``sigma = 0.5`` (``c^2 / (2 s^2) = 8192``) do not overflow.
+
+    Attained pair: the scalar MoG mechanism (002 Def. 2.8) on a data set whose sensitive bit is 1 against
+    one where it is 0 has exactly these output laws: lower ends are certified.
     """
 
     type_name = "mixture_of_gaussians"
+    pair_attained = True
     noise_multiplier: float
     sensitivities: tuple[float, ...]
     probabilities: tuple[float, ...]
@@ -593,9 +597,14 @@ class GroupPoissonSampled(Mechanism):
     Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
     ``Binom(group_size, sampling_rate)`` and the same noise (002 Thm 3.1);
     ``group_size = 1`` is the Poisson-subsampled Gaussian.
+
+    Attained pair (002 Sec. 3.3, tightness): one-dimensional gradients, ``+1`` for each of the
+    ``group_size`` records of the group and 0 for every other record; adding the group moves the sum by
+    ``Binom(group_size, q)``, which is the returned mixture. Lower ends are certified.
     """
 
     type_name = "group_poisson_sampled"
+    pair_attained = True
     noise_multiplier: float
     sampling_rate: float
     group_size: int
@@ -625,9 +634,18 @@ class GroupFixedBatchSampled(Mechanism):
 
     Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
     ``2 * Hypergeom(B, n + k, k)`` and the same noise (002 Thm 3.3).
+
+    Attained pair (002 Sec. 3.3, tightness): a data set ``D`` of exactly ``dataset_size`` records, each with
+    one-dimensional gradient ``+1``, and ``D'`` = ``D`` plus ``group_size`` records with gradient ``-1``
+    (add-up-to-k). A batch of ``B`` from ``D`` sums to ``B``; from ``D'`` it holds
+    ``m ~ Hypergeom(B, n + k, k)`` group records and sums to ``B - 2 m``. After the public shift by ``B``
+    the outputs are ``N(0)`` and the mixture of ``N(-2 m)``: the returned pair (the remove direction is the
+    same pair of data sets read the other way). So the pair is attained under add/remove-up-to-k and lower
+    ends are certified.
     """
 
     type_name = "group_fixed_batch_sampled"
+    pair_attained = True
     noise_multiplier: float
     batch_size: int
     dataset_size: int

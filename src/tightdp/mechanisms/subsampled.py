@@ -40,9 +40,17 @@ class PoissonSampled(Mechanism):
     ``"remove"`` (001 Sec. 6.1: P = q N(1, s^2) + (1-q) N(0, s^2), Q = N(0, s^2)),
     ``"add"`` (the reverse pair) or ``"substitute"`` (same pair as sampling
     without replacement at rate q, 001 Sec. 6.2 remark).
+
+    Attained pair: the differing record's clipped contribution is a fixed vector of the inner
+    mechanism's full sensitivity (Laplace: a scalar ``sensitivity``) and every other record contributes 0.
+    Remove / add: the output is the inner mechanism at that vector with probability ``q`` (the record is
+    sampled) and at 0 otherwise, against the inner mechanism at 0: exactly the returned pairs. Substitute:
+    the record's contribution ``+v`` is replaced by ``-v`` (``|v|`` the sensitivity), which gives the
+    pair of sampling without replacement. Lower ends are certified.
     """
 
     type_name = "poisson_sampled"
+    pair_attained = True
     mechanism: Mechanism
     sampling_rate: float
     relation: str = "add-remove"
@@ -84,9 +92,14 @@ class SampledWithoutReplacement(Mechanism):
     """A batch of ``sample_size`` distinct records out of ``dataset_size``; substitute relation (001 Sec. 6.2).
 
     The differing record is in the batch with probability ``q = sample_size / dataset_size``.
+
+    Attained pair: the differing record contributes ``+v`` in one data set and ``-v`` in the other (``|v|``
+    the sensitivity), every other record 0: with probability ``q`` the batch holds its slot and the
+    outputs are ``N(+v)`` and ``N(-v)``, else both ``N(0)``: the returned pair. Lower ends are certified.
     """
 
     type_name = "sampled_without_replacement"
+    pair_attained = True
     mechanism: Mechanism
     sample_size: int
     dataset_size: int
@@ -120,9 +133,14 @@ class SampledWithReplacement(Mechanism):
     ``_TAIL_CUT`` are not represented (``_WithReplacementLoss`` says why that is
     safe on both sides): an exact-sized upper bound on their mass is put at
     infinite privacy loss for the upper bound and dropped by lower bounds.
+
+    Attained pair: the differing record contributes ``+v`` in one data set and ``-v`` in the other, every
+    other record 0; drawn ``l`` times, the outputs are ``N(+l v)`` and ``N(-l v)``: the binomial mixtures
+    above. Lower ends are certified (the left-out components are dropped on that side).
     """
 
     type_name = "sampled_with_replacement"
+    pair_attained = True
     mechanism: Mechanism
     sample_size: int
     dataset_size: int

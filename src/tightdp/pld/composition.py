@@ -289,13 +289,16 @@ class ComposedPLD:
             return lo
         if extra is None or (use_err and self.tilt == 0.0):  # (use_err is False for a custom extra)
             # inside one cell delta_disc = A - B e^(eps - ref) and the error term is constant:
-            # solve in closed form, and accept only if the root checks out (1e-13 to the safe side)
+            # solve in closed form, and accept only if both sides check out: g <= 0 at the answer (1e-13 to the
+            # safe side) and g > 0 just below it, so the crossing is bracketed by two evaluations whatever the
+            # rounding of A + c - target did to the closed form (else the bracketing root finder decides)
             ref, a, b = self._scalar_suffix(lo)
             const = self._scalar_terms(lo)[1] if use_err else 0.0
             num = a + const - target
             if num > 0.0 and b > 0.0:
                 e = ref + math.log(num / b)
-                if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0:
+                below = max(lo, e - 1e-13)
+                if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0 and (below == lo or g(below) > 0):
                     return e + 1e-13
         return falling_root(g, lo, hi, xtol=1e-13)
 
