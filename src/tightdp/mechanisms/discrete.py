@@ -496,6 +496,7 @@ class DiscreteGaussian(Mechanism):
     """
 
     type_name = "discrete_gaussian"
+    pair_attained = True
     sigma: float
     sensitivity: int = 1
 
@@ -523,6 +524,7 @@ class DiscreteLaplace(Mechanism):
     """
 
     type_name = "discrete_laplace"
+    pair_attained = True
     noise_parameter: float
     sensitivity: int = 1
 
@@ -555,6 +557,7 @@ class DistributedDiscreteGaussian(Mechanism):
     """
 
     type_name = "distributed_discrete_gaussian"
+    pair_attained = True
     sigma: float
     clients: int
     sensitivity: int = 1
@@ -587,6 +590,7 @@ class Skellam(Mechanism):
     """
 
     type_name = "skellam"
+    pair_attained = True
     mu: float
     sensitivity: int = 1
 
@@ -617,6 +621,7 @@ class PoissonSampledDiscrete(Mechanism):
     """
 
     type_name = "poisson_sampled_discrete"
+    pair_attained = True
     mechanism: Mechanism
     sampling_rate: float
     relation: str = "add-remove"

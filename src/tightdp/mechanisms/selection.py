@@ -206,6 +206,7 @@ class BoundedRange(Mechanism):
     Attained pair: none in general (the lower end is 0 unless a concrete mechanism says more)."""
 
     type_name = "bounded_range"
+    pair_attained = False
     epsilon: float
 
     def __post_init__(self):
@@ -217,6 +218,10 @@ class BoundedRange(Mechanism):
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
         return ()
+
+    def attained_mechanism(self) -> Mechanism | None:
+        """None: an arbitrary bounded-range mechanism has no known attained pair (lower ends are 0)."""
+        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -233,6 +238,7 @@ class ExponentialMechanism(Mechanism):
     """
 
     type_name = "exponential_mechanism"
+    pair_attained = False
     epsilon: float
     num_candidates: int | None = None
     monotonic: bool = False
@@ -266,6 +272,11 @@ class ExponentialMechanism(Mechanism):
                                   probs=(m, 1.0 - m)))
         return tuple(out)
 
+    def attained_mechanism(self) -> Mechanism | None:
+        """The accountants' lower end: the attained pair with half the candidates moved up (``m / n`` nearest
+        1/2; ``tightdp.tuning.selection_epsilon`` takes the best of all seven)."""
+        return self.attained_pairs()[3]
+
 
 @dataclass(frozen=True, kw_only=True)
 class FinitePair(Mechanism):
@@ -273,6 +284,8 @@ class FinitePair(Mechanism):
     ``probs`` (an attained pair of a selection mechanism: its certified interval bounds that pair)."""
 
     type_name = "finite_pair"
+    #: the pair is given as the output laws of one concrete pair of neighbouring data sets (its attained pair)
+    pair_attained = True
     values: tuple
     probs: tuple
 
@@ -303,6 +316,7 @@ class PermuteAndFlip(Mechanism):
     e^(-epsilon) / 2``. Matches dp_accounting's ``PermuteAndFlipDpEvent``."""
 
     type_name = "permute_and_flip"
+    pair_attained = False
     epsilon: float
 
     def __post_init__(self):
@@ -313,6 +327,11 @@ class PermuteAndFlip(Mechanism):
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
         return (_binary(0.5 * math.exp(-self.epsilon)),) if self.epsilon > 0 else ()
+
+    def attained_mechanism(self) -> Mechanism | None:
+        """The two-candidate attained pair of the class docstring (None at epsilon 0)."""
+        pairs = self.attained_pairs()
+        return pairs[0] if pairs else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,6 +345,7 @@ class ReportNoisyMax(Mechanism):
     """
 
     type_name = "report_noisy_max"
+    pair_attained = False
     epsilon: float
     noise: str = "gumbel"
 
@@ -349,6 +369,14 @@ class ReportNoisyMax(Mechanism):
             return (_binary(0.5 * math.exp(-e) * (1.0 + 0.5 * e)),) if e > 0 else ()
         return self._equivalent().attained_pairs()
 
+    def attained_mechanism(self) -> Mechanism | None:
+        """Laplace noise: the two-candidate attained pair; Gumbel / exponential noise: the equivalent
+        mechanism's (exponential mechanism / permute-and-flip)."""
+        if self.noise == "laplace":
+            pairs = self.attained_pairs()
+            return pairs[0] if pairs else None
+        return self._equivalent().attained_mechanism()
+
 
 @dataclass(frozen=True, kw_only=True)
 class SparseVector(Mechanism):
@@ -357,6 +385,7 @@ class SparseVector(Mechanism):
     ``PureDP(epsilon)``. Attained pair: none implemented (lower end 0)."""
 
     type_name = "sparse_vector"
+    pair_attained = False
     epsilon: float
     cutoff: int = 1
 
@@ -369,3 +398,7 @@ class SparseVector(Mechanism):
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
         return ()
+
+    def attained_mechanism(self) -> Mechanism | None:
+        """None: no attained pair of the sparse vector technique is implemented (lower ends are 0)."""
+        return None
