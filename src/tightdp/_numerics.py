@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
+from .errors import PrecisionError  # a leaf module, like _caches
 
 __all__ = ["clear_caches", "geometric_suffix", "logsumexp", "falling_root"]
 
@@ -80,17 +81,16 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
 
     Raises
     ------
-    FloatingPointError
+    PrecisionError
         If ``g`` returns NaN anywhere it is evaluated (NaN is neither side of 0: treating it as one would
-        certify a point nothing was computed at). An ``ArithmeticError``, as ``tightdp.errors.PrecisionError``
-        is, so the engine's fallbacks catch it alike; this module imports no engine module (tests/test_layout.py).
+        certify a point nothing was computed at).
     """
     raw = g
 
     def g(x):  # noqa: F811 (the checked function)
         v = raw(x)
         if v != v:
-            raise FloatingPointError(f"root finding: the function is NaN at {x!r} (bracket [{lo!r}, {hi!r}]); "
+            raise PrecisionError(f"root finding: the function is NaN at {x!r} (bracket [{lo!r}, {hi!r}]); "
                                  "no bound can be certified from it")
         return v
 

@@ -175,7 +175,7 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     arith = 1e-15 * (float(np.dot(pmf, np.abs(grid))) + abs(pm)) + h * 1e-15 * pmf.size
     mean_error = (pm_err + arith) / total + edge_err
     if abs(shift) > 0.5 * h + edge_err + mean_error + 1e-12:
-        raise ArithmeticError(
+        raise PrecisionError(
             f"mean-preserving shift {shift:.3g} exceeds half the mesh {h:.3g}: the privacy loss "
             "CDF and its partial mean disagree (numerical trouble in the mechanism's loss)")
     return DiscretisedLoss(h=h, start=j_lo, pmf=pmf, shift=shift,

@@ -261,7 +261,7 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
             out.append((masses, *split_errors(masses, err), float(cdf[0]), float(sf[-1])))
     (P, rp, lp, p_below, p_above), (Q, rq, lq, _, _) = out
     if edge_err > 1e-6 * h:
-        raise ArithmeticError(f"loss inversion error {edge_err:.2g} too large for the dominance grid (mesh {h:.2g})")
+        raise PrecisionError(f"loss inversion error {edge_err:.2g} too large for the dominance grid (mesh {h:.2g})")
     # realised cell edges x_i may sit where the loss is s_i +- edge: edge_err as measured, plus the
     # rounding of that measurement (the loss evaluated in floats, its argument up to |x| / sigma^2)
     xf_max = float(np.max(np.abs(xf))) if xf.size else 0.0
