@@ -50,6 +50,21 @@ def register(subparsers) -> None:
         description="Certified bounds on epsilon(delta) of a matrix-mechanism run (correlated noise: tree "
                     "aggregation / DP-FTRL, banded matrix factorisation, buffered linear Toeplitz), add/remove "
                     "neighbouring; or, with --target-epsilon, the smallest noise multiplier meeting it.")
+    add_strategy_options(p)
+    add_sampler_options(p)
+    p.add_argument("--noise-multiplier", type=float, help="sigma: noise N(0, sigma^2 I) added to C x (unit "
+                                                          "clipping norm)")
+    p.add_argument("--target-epsilon", type=float, help="calibrate: the smallest noise multiplier whose certified "
+                                                        "epsilon is at most this (instead of --noise-multiplier)")
+    p.add_argument("--steps", type=float, required=True, help="number of training steps n (columns of C)")
+    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
+    add_accuracy_options(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=run)
+
+
+def add_strategy_options(p) -> None:
+    """``--strategy`` / ``--strategy-file`` and the strategy parameters (also used by ``tightdp statement``)."""
     s = p.add_argument_group("strategy (the matrix C)")
     s.add_argument("--strategy", choices=STRATEGIES, default=None,
                    help="identity (DP-SGD), tree (binary-tree aggregation), banded (banded Toeplitz, needs "
@@ -61,12 +76,17 @@ def register(subparsers) -> None:
     s.add_argument("--bands", type=float, help="banded: number of bands (default: the length of --c-col)")
     s.add_argument("--buf-decay", metavar="LIST", help="blt: comma-separated buffer decays")
     s.add_argument("--output-scale", metavar="LIST", help="blt: comma-separated output scales")
+
+
+def add_sampler_options(p, *, sampling_rate: bool = True, default: str | None = "none") -> None:
+    """``--sampler`` and its parameters (``sampling_rate=False``: the parser already has ``--sampling-rate``)."""
     m = p.add_argument_group("participation (how a user's steps are drawn)")
-    m.add_argument("--sampler", choices=SAMPLERS, default="none",
+    m.add_argument("--sampler", choices=SAMPLERS, default=default,
                    help="none (deterministic participation: --participations, --min-sep or --period), "
                         "cyclic-poisson (BandMF: --sampling-rate, --period), poisson (--sampling-rate), "
                         "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch); default none")
-    m.add_argument("--sampling-rate", type=float, help="cyclic-poisson, poisson: the sampling rate q in (0, 1]")
+    if sampling_rate:
+        m.add_argument("--sampling-rate", type=float, help="cyclic-poisson, poisson: the sampling rate q in (0, 1]")
     m.add_argument("--period", type=float, help="none: cyclic participation every PERIOD steps; cyclic-poisson: "
                                                 "the number of groups (default: the strategy's bands)")
     m.add_argument("--participations", type=float, help="none: at most this many participations per user "
@@ -75,15 +95,6 @@ def register(subparsers) -> None:
                                                  "(default 1)")
     m.add_argument("--cycle-length", type=float, help="balls-in-bins: the number of bins")
     m.add_argument("--steps-per-epoch", type=float, help="epoch-allocation: steps per epoch")
-    p.add_argument("--noise-multiplier", type=float, help="sigma: noise N(0, sigma^2 I) added to C x (unit "
-                                                          "clipping norm)")
-    p.add_argument("--target-epsilon", type=float, help="calibrate: the smallest noise multiplier whose certified "
-                                                        "epsilon is at most this (instead of --noise-multiplier)")
-    p.add_argument("--steps", type=float, required=True, help="number of training steps n (columns of C)")
-    p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
-    add_accuracy_options(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(run=run)
 
 
 def _numbers(option: str, text: str) -> list[float]:
@@ -171,7 +182,7 @@ def sampler_from_args(args):
     from ..matrix import (BallsInBins, Cyclic, CyclicPoisson, EpochAllocation, MinSeparation, NoAmplification,
                           PoissonSampling)
 
-    name = args.sampler
+    name = args.sampler or "none"
     required, optional = SAMPLER_OPTIONS[name]
     for d in _ALL_SAMPLER_OPTIONS:
         if getattr(args, d) is not None and d not in required + optional:
