@@ -146,3 +146,11 @@ def test_subprocess_bad_sampler_is_one_line_exit_2():
     out = subprocess.run([sys.executable, "-m", "tightdp", "matrix", "--sampler", "shuffle", "--noise-multiplier",
                           "1", "--steps", "5", "--delta", "1e-5"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--sampler" in out.stderr
+
+
+@pytest.mark.parametrize("participation", [["--participations", "0", "--min-sep", "10"], ["--period", "10"]])
+def test_every_tenth_step_is_five_participations(capsys, participation):
+    # identity strategy over 50 steps, a user in every 10th step (as many as fit, or cyclic): sensitivity sqrt(5)
+    d = _json(capsys, ["matrix", "--strategy", "identity", *participation, "--noise-multiplier", "2",
+                       "--steps", "50", "--delta", "1e-5"])
+    _brackets_exact(d, math.sqrt(5) / 2, 1e-5)

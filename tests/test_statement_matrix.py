@@ -7,7 +7,10 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
 from tightdp import privacy_statement
@@ -92,3 +95,19 @@ def test_cli_bad_matrix_statement_exits_2(capsys, argv, needle):
     assert main(["statement", *argv, "--delta", "1e-5"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+@given(sigma=st.floats(0.5, 5.0), steps=st.integers(1, 40), log_delta=st.floats(-9.0, -3.0),
+       c_col=st.lists(st.floats(0.05, 1.0), min_size=1, max_size=4))
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_banded_single_participation_statement_brackets_the_closed_form(sigma, steps, log_delta, c_col):
+    """One participation of a banded Toeplitz run is the Gaussian mechanism at the largest column norm,
+    ``||c_col[:min(steps, bands)]||`` (the first column; later ones are its truncations)."""
+    delta = 10.0 ** log_delta
+    s = privacy_statement(strategy=BandedToeplitz(c_col=c_col), noise_multiplier=sigma, steps=steps, delta=delta)
+    mu = float(np.linalg.norm(c_col[:min(steps, len(c_col))])) / sigma
+    lo, up = s.epsilon.lower, s.epsilon.upper
+    assert 0 <= lo <= up and math.isfinite(up)
+    assert _gaussian_delta(up, mu) <= delta * (1 + 1e-6) + 1e-300
+    assert lo == 0 or _gaussian_delta(lo, mu) >= delta * (1 - 1e-6)
+    assert s.certified and f"{steps:,} steps" in s.to_text()
