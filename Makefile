@@ -42,9 +42,10 @@ bench: $(VENV)/.test
 	$(BIN)/python benchmarks/bench_core.py --quick
 
 # each paper's tables and figures recomputed (examples/papers/, Markdown + PNG in examples/papers/out/);
-# peers (dp_accounting, prv_accountant, fourier_accountant) are compared where installed (make test installs them)
+# peers (dp_accounting, prv_accountant, fourier_accountant, jax_privacy) are compared where installed (make test
+# installs them); without them the peer columns stay empty
 reproduce: $(VENV)/.core
-	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group; do \
+	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group matrix_mechanisms; do \
 		$(BIN)/python examples/papers/$$p.py || exit 1; done
 
 clean:

@@ -87,6 +87,8 @@ def main() -> None:
         why = (f"the theorem charges the last, partial round (n mod b = {N_STEPS % b} steps) the full column norm; "
                "tightdp charges its own, smaller one, so the theorem's value lies above the certified upper end"
                ) if partial and not inside else "inside the interval (+0.2 % for dp_accounting's discretisation)"
+        if paper is None:
+            why = "dp_accounting not installed, so the paper's accounting is not computed"
         rep.row(f"BandMF Thm 1, σ = {sigma:g}, b = {b}, q = {q:g}, n = {N_STEPS}", paper, float(ours.estimate),
                 interval(ours), f"paper's accounting via dp_accounting (PLD, pessimistic, mesh 1e-4); {why}; "
                 f"{dt:.2f} s", key=f"bandmf_{sigma:g}_{b}",

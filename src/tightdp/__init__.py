@@ -21,6 +21,8 @@ The public API, by topic (each name is listed once, in ``__all__`` below):
   ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate`` (any numeric
   field of a run) and its wrappers ``calibrate_noise``, ``calibrate_steps``, ``calibrate_sampling_rate``,
   ``group_epsilon``, ``group_epsilon_schedule``, ``group_report``, ``group_curve``;
+* correlated noise (DP-FTRL, BandMF, BLT): ``matrix_epsilon``, ``calibrate_matrix_noise`` (the strategies
+  and samplers stay in ``tightdp.matrix``);
 * operational views: ``tradeoff_curve`` / ``TradeoffCurve`` (certified f-DP trade-off curve, attack
   TPR at a given FPR, mu-GDP interval);
 * interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
@@ -44,6 +46,7 @@ from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupP
                          MixtureOfGaussians, PoissonSampled, PureDP, RandomAllocation, RandomizedResponse,
                          SampledWithoutReplacement, SampledWithReplacement)
 from .mechanisms.truncated import TruncatedPoissonSampled
+from .matrix import calibrate_matrix_noise, matrix_epsilon
 # the schemes' accounting functions run the accountants: they live above them, in tightdp.schemes
 from .schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 from .runs import TrainingRun
@@ -71,6 +74,8 @@ __all__ = [
     "dpsgd_mechanism", "privacy_statement",
     "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
     "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
+    # correlated noise (matrix mechanism)
+    "matrix_epsilon", "calibrate_matrix_noise",
     # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
     "TradeoffCurve", "tradeoff_curve",
     # interoperability and housekeeping

@@ -82,13 +82,19 @@ def guarantee_paragraphs(*, sampling: str | SamplingScheme, sampling_rate: float
     group_text = (scheme if scheme is not None else cls).group_sentence() if group_sizes else None
     if group_text:
         guarantees.append(group_text)
+    not_covered = _not_covered(group_sizes, training="DP-SGD")
+    return {"guarantees": guarantees, "not_covered": not_covered}
+
+
+def _not_covered(group_sizes: Sequence[int], *, training: str) -> list[str]:
+    """What a guarantee of ``training`` (e.g. "DP-SGD") does not cover, in plain language."""
     not_covered = [
         "Hyper-parameter tuning and repeated runs: every training run on the data (including runs for "
         "choosing hyper-parameters, and the choice of which run to publish) spends privacy that this "
         "statement does not account.",
-        "Data-dependent preprocessing: statistics computed from the private data outside DP-SGD (normalisation, "
-        "vocabularies, deduplication, feature selection, early stopping or model selection on private data) "
-        "are not covered.",
+        f"Data-dependent preprocessing: statistics computed from the private data outside {training} "
+        "(normalisation, vocabularies, deduplication, feature selection, early stopping or model selection on "
+        "private data) are not covered.",
         "Public facts: the number of steps, the batch size, the data set size and all hyper-parameters are "
         "assumed fixed in advance and public.",
         "Implementation: an ideal implementation is assumed (exact Gaussian noise from a cryptographically "
@@ -98,7 +104,7 @@ def guarantee_paragraphs(*, sampling: str | SamplingScheme, sampling_rate: float
         not_covered.append("Users with several examples: the example-level epsilon protects one example; a person "
                            "contributing k examples is protected only at the group-level epsilon for groups of k "
                            "(give group sizes to compute it).")
-    return {"guarantees": guarantees, "not_covered": not_covered}
+    return not_covered
 
 
 # =========================================================================================== the statement
@@ -226,6 +232,9 @@ def _bullets(items: Sequence[str]) -> list[str]:
 
 
 def _run_sentence(p: dict[str, Any]) -> str:
+    if p.get("mechanism") == "matrix":
+        return (f"Correlated-noise training (matrix mechanism) with strategy {p['strategy_text']}, "
+                f"{p['sampler_text']}, noise multiplier {p['noise_multiplier']:g}, for {p['steps']:,} steps.")
     parts = ["DP-SGD"]
     if p.get("dataset_size"):
         parts.append(f"over {p['dataset_size']:,} examples")
@@ -249,7 +258,7 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
                       sampling: str | SamplingScheme | None = None, group_sizes: Sequence[int] = (),
                       max_batch_size: int | None = None, schedule: Sequence[Sequence[float]] | None = None,
                       eps_error: float | None = None, rel_error: float | None = None,
-                      run: TrainingRun | None = None) -> PrivacyStatement:
+                      run: TrainingRun | None = None, strategy=None, sampler=None) -> PrivacyStatement:
     """A certified privacy statement for a DP-SGD run (example-level and group-level epsilon, assumptions).
 
     Parameters
@@ -264,6 +273,13 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
         (``TrainingRun.epsilon`` with the default accountant); group rows come from ``group_epsilon``
         (Poisson: 002 Thm 3.1; ``fixed-batch``: 002 Thm 3.3, ``2 Hypergeom(B, N + k, k)``; random
         allocation and shuffling: the no-amplification bound) or say why no group analysis applies.
+    strategy, sampler : optional
+        A correlated-noise (matrix-mechanism) run instead of DP-SGD: the strategy matrix ``C`` (anything
+        ``tightdp.matrix.as_strategy`` takes) and how a user's participations are drawn (a
+        ``tightdp.matrix`` sampler, default ``NoAmplification()``: one participation), with
+        ``noise_multiplier``, ``steps`` and ``delta``; the epsilon is ``tightdp.matrix.matrix_epsilon``'s
+        (add/remove). The batch-sampling keywords do not apply; group rows say "not applicable" (state a
+        user's several participations through the sampler's participation instead).
     schedule : sequence of (noise_multiplier, sampling_rate, steps), optional
         Poisson only: replaces ``noise_multiplier``/``sampling_rate``/``steps``.
     group_sizes : sequence of int
@@ -289,6 +305,10 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     acc_kw = {"eps_error": eps_error, "rel_error": rel_error}
     ks = [check_count(f"group_sizes[{i}]", k) for i, k in enumerate(_as_sequence("group_sizes", group_sizes))]
+    if strategy is not None or sampler is not None:
+        return _matrix_statement(strategy, sampler, noise_multiplier, steps, ks, delta, acc_kw, t0, given=dict(
+            epochs=epochs, sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size,
+            sampling=sampling, max_batch_size=max_batch_size, schedule=schedule, run=run))
     if run is not None:
         return _run_statement(run, ks, delta, acc_kw, t0, given=dict(
             noise_multiplier=noise_multiplier, steps=steps, epochs=epochs, sampling_rate=sampling_rate,
@@ -359,6 +379,74 @@ def _run_statement(run: TrainingRun, ks: list[int], delta: float, acc_kw: dict, 
                             guarantees=tuple(text["guarantees"]), not_covered=tuple(text["not_covered"]),
                             accountant=DEFAULT_ACCOUNTANT, seconds=time.perf_counter() - t0,
                             notes=tuple(notes), **acc_kw)
+
+
+#: what each matrix sampler means for a user, after its own ``describe()``
+_MATRIX_SAMPLING = {
+    "no_amplification": "fixed in advance (no sampling); no amplification by sampling is claimed",
+    "cyclic_poisson": "the data split into groups used in turn, each record of the active group joining the batch "
+                      "independently (BandMF's cyclic Poisson sampling, Choquette-Choo et al. 2023 Thm 1)",
+    "poisson": "each record joining every step's batch independently",
+    "balls_in_bins": "each record assigned once to one uniformly random bin of steps for the whole run "
+                     "(Choquette-Choo et al. 2025)",
+    "epoch_allocation": "each record in exactly one uniformly random step of each epoch, drawn afresh each epoch",
+}
+
+
+def _matrix_statement(strategy, sampler, noise_multiplier, steps, ks, delta, acc_kw, t0, *,
+                      given: dict) -> PrivacyStatement:
+    """The statement of a correlated-noise run (``tightdp.matrix.matrix_epsilon``)."""
+    from .matrix import NoAmplification, Sampler, as_strategy, matrix_epsilon
+
+    extra = [k for k, v in given.items() if v is not None]
+    if extra:
+        raise ValueError(f"{extra[0]} does not apply to a correlated-noise run (strategy=, sampler=); give one "
+                         "or the other")
+    if strategy is None:
+        raise ValueError("strategy is required with sampler (the correlated-noise run's matrix C)")
+    strat = as_strategy(strategy)
+    samp = NoAmplification() if sampler is None else sampler
+    if not isinstance(samp, Sampler):
+        raise ValueError(f"sampler must be a tightdp.matrix sampler (NoAmplification, CyclicPoisson, "
+                         f"PoissonSampling, BallsInBins, EpochAllocation), got {sampler!r}")
+    if noise_multiplier is None:
+        raise ValueError("noise_multiplier is required")
+    if steps is None:
+        raise ValueError("steps is required")
+    sigma, n = check_positive("noise_multiplier", noise_multiplier), check_count("steps", steps)
+    example = matrix_epsilon(strategy=strat, noise_multiplier=sigma, steps=n, delta=delta, sampler=samp, **acc_kw)
+    why = ("not applicable: no group analysis of correlated noise is implemented; state a user's several "
+           "participations through the sampler's participation pattern instead")
+    groups = tuple(GroupRow(k, example) if k == 1 else GroupRow(k, None, why) for k in ks)
+    params = {"mechanism": "matrix", "strategy": strat.to_dict(), "sampler": samp.to_dict(),
+              "strategy_text": strat.describe(), "sampler_text": samp.describe(), "noise_multiplier": sigma,
+              "steps": n, "delta": delta, "relation": "add-remove"}
+    guarantees = [
+        "Mechanism: correlated-noise training (the matrix mechanism: DP-FTRL / tree aggregation, banded matrix "
+        "factorisation, BLT). Each example's gradient is clipped to L2 norm at most 1 (noise in units of the "
+        "clipping norm); the run releases C x + z, where x stacks the steps' sums of clipped gradients, C is the "
+        f"strategy matrix ({strat.describe()}, {n:,} steps) and z ~ N(0, sigma^2 I) with noise multiplier "
+        f"sigma = {sigma:g}.",
+        f"Participation and sampling: {samp.describe()}: "
+        f"{_MATRIX_SAMPLING.get(samp.type_name, samp.type_name)}. The guarantee holds only if the pipeline "
+        "really drew participations this way.",
+        "Neighbouring data sets: add or remove one example (with all of its participations).",
+        "What the attacker sees: every intermediate model, not only the final one (they are post-processing "
+        "of the noisy release).",
+        "Certification: the upper end of the interval is a proven upper bound on the exact epsilon of this "
+        "mechanism (the strategy's sensitivity bounded from above, discretisation and truncation charged to the "
+        "safe side); the lower end is attained by an explicit pair of neighbouring inputs. Where the sampler's "
+        "amplification theory is incomplete the interval is wide rather than optimistic.",
+    ]
+    not_covered = _not_covered([1], training="the matrix mechanism") + [
+        "Users with several examples: the epsilon protects one example with the participations stated above; "
+        "a person contributing several examples is covered only if the participation pattern given to the "
+        "sampler bounds all of that person's participations together."]
+    notes = [example.details[k] for k in ("note",) if isinstance((example.details or {}).get(k), str)]
+    return PrivacyStatement(parameters=params, delta=delta, epsilon=example, groups=groups,
+                            guarantees=tuple(guarantees), not_covered=tuple(not_covered),
+                            accountant="connect-dots", seconds=time.perf_counter() - t0, notes=tuple(notes),
+                            **acc_kw)
 
 
 def _as_sequence(name: str, v) -> list:

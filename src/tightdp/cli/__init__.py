@@ -17,9 +17,10 @@ import sys
 
 from ..errors import TightDPError
 
-COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit")
+COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit",
+            "matrix")
 #: the module registering each command (epsilon and delta share one)
-MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit")
+MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit", "matrix")
 
 #: Shown at the end of each subcommand's --help (a command's own epilog takes precedence).
 EXAMPLES = {
@@ -44,6 +45,12 @@ EXAMPLES = {
     "audit": ["tightdp audit scores.csv --delta 1e-5",
               "tightdp audit scores.csv --delta 1e-5 --method fdp-eps-delta --noise-multiplier 1.0 "
               "--sampling-rate 0.1 --steps 100 --json"],
+    "matrix": ["tightdp matrix --strategy banded --c-col 1,0.5,0.25 --sampler cyclic-poisson --sampling-rate 0.1 "
+               "--noise-multiplier 1.0 --steps 300 --delta 1e-5",
+               "tightdp matrix --strategy tree --participations 2 --min-sep 32 --noise-multiplier 3 --steps 64 "
+               "--delta 1e-5 --json",
+               "tightdp matrix --strategy-file strategy.json --sampler balls-in-bins --cycle-length 8 "
+               "--target-epsilon 8 --steps 64 --delta 1e-6"],
 }
 
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)

@@ -22,6 +22,8 @@ EXAMPLES = """examples:
   tightdp statement --config examples/report_config.toml --json
   tightdp statement --noise-multiplier 2 --sampling fixed-batch --dataset-size 50000 --batch-size 500 \\
                     --steps 2000 --delta 1e-6 --group-size 4
+  tightdp statement --strategy banded --c-col 1,0.5,0.25 --sampler cyclic-poisson --sampling-rate 0.1 \\
+                    --noise-multiplier 1 --steps 300 --delta 1e-5
 """
 
 #: run options that --config replaces
@@ -47,6 +49,10 @@ def register(subparsers) -> None:
     p.add_argument("--group-size", type=float, action="append", dest="group_sizes", metavar="K",
                    help="also state epsilon for groups of up to K examples (repeatable; with --config default: "
                         "its privacy.group_sizes)")
+    from .matrix_cmd import add_sampler_options, add_strategy_options
+
+    add_strategy_options(p)  # a correlated-noise run (tightdp matrix's options) instead of DP-SGD
+    add_sampler_options(p, sampling_rate=False, default=None)
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON (the statement's fields and its text)")
     p.set_defaults(run=run)
@@ -65,6 +71,8 @@ def build(args):
 
     ks = _group_sizes(args)
     eps_error, rel_error = accuracy_from_args(args)
+    if _matrix_run(args):
+        return _matrix_build(args, ks, eps_error, rel_error)
     if args.config is not None:
         given = [name for name in _RUN if getattr(args, name) is not None]
         if given:
@@ -85,6 +93,30 @@ def build(args):
                              epochs=args.epochs, sampling_rate=args.sampling_rate, dataset_size=args.dataset_size,
                              batch_size=args.batch_size, sampling=args.sampling, group_sizes=ks or (),
                              max_batch_size=args.max_batch_size, eps_error=eps_error, rel_error=rel_error)
+
+
+def _matrix_run(args) -> bool:
+    from .matrix_cmd import _ALL_SAMPLER_OPTIONS, _ALL_STRATEGY_OPTIONS
+
+    names = ("strategy", "strategy_file", "sampler", *_ALL_STRATEGY_OPTIONS, *_ALL_SAMPLER_OPTIONS)
+    return any(getattr(args, d) is not None for d in names if d != "sampling_rate")
+
+
+def _matrix_build(args, ks, eps_error, rel_error):
+    """The statement of a correlated-noise run (``--strategy`` / ``--sampler``, as for ``tightdp matrix``)."""
+    from ..statement import privacy_statement
+    from .matrix_cmd import sampler_from_args, strategy_from_args
+
+    for name in ("config", "epochs", "dataset_size", "batch_size", "sampling", "max_batch_size"):
+        if getattr(args, name) is not None:
+            raise ValueError(f"--{name.replace('_', '-')} does not apply to a correlated-noise run (--strategy, "
+                             "--sampler)")
+    for name in ("delta", "noise_multiplier", "steps"):
+        if getattr(args, name) is None:
+            raise ValueError(f"--{name.replace('_', '-')} is required")
+    return privacy_statement(strategy=strategy_from_args(args), sampler=sampler_from_args(args),
+                             noise_multiplier=args.noise_multiplier, steps=check_count("--steps", args.steps),
+                             delta=args.delta, group_sizes=ks or (), eps_error=eps_error, rel_error=rel_error)
 
 
 def run(args) -> int:
