@@ -115,3 +115,34 @@ def test_fdp_gdp_refused_for_a_subsampled_run(tmp_path, scores_at_mu2):
     with pytest.raises(ValueError, match=r"audit\.method"):
         _config(tmp_path, sigma=1.0, audit={"scores": "scores.csv", "method": "fdp-gdp"},
                 training={"sampling_rate": 0.1, "steps": 10, "noise_multiplier": 1.0})
+
+
+def test_cli_prints_the_verdict_and_refuses_a_bad_key(tmp_path, scores_at_mu2, capsys):
+    from tightdp.cli import main
+
+    cfg = tmp_path / "run.toml"
+    base = ('[training]\nsampling_rate = 1.0\nsteps = 1\nnoise_multiplier = 0.5\n[privacy]\ndeltas = [1e-5]\n'
+            'target_epsilons = []\n[report]\naccountants = ["connect-dots"]\n[audit]\nscores = "scores.csv"\n')
+    cfg.write_text(base, encoding="utf-8")
+    assert main(["report", str(cfg), "--out", str(tmp_path / "out"), "--format", "markdown", "--no-plots"]) == 0
+    out = capsys.readouterr().out
+    assert "audit: consistent" in out
+    assert "## Audit" in (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
+    cfg.write_text(base + "beta = 0\n", encoding="utf-8")
+    assert main(["report", str(cfg), "--out", str(tmp_path / "out2")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "audit.beta" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("training", [
+    {"sampling_rate": 0.05, "steps": 20, "noise_multiplier": 1.0},
+    {"sampling_rate": 0.05, "schedule": [{"noise_multiplier": 1.0, "steps": 10}, {"noise_multiplier": 2.0, "steps": 10}]},
+], ids=["poisson", "poisson-schedule"])
+def test_poisson_runs_are_audited_against_their_own_certified_interval(tmp_path, scores_at_mu2, training):
+    report = build_report(_config(tmp_path, sigma=1.0, audit={"scores": "scores.csv"}, training=training))
+    audit = report.audit
+    assert audit["computed"] and audit["verdict"] in ("consistent", "too weak", "violates")
+    # the verdict's certified interval is the report's (connect-dots) certified interval of the same run
+    lo, up = report.band[1e-5]
+    assert audit["certified_epsilon"]["upper"] == pytest.approx(up, rel=1e-6)
+    assert audit["certified_epsilon"]["lower"] == pytest.approx(lo, rel=1e-6)
