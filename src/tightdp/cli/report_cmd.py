@@ -83,7 +83,8 @@ def _print_json(config, report, written) -> None:
     out = {"epsilon": {"lower": lo, "estimate": None, "upper": up}, "delta": d0, "kind": "bound",
            "accountant": "certified band (every certified accountant)",
            "certified_band": {repr(d): {"lower": a, "upper": b} for d, (a, b) in report.band.items()},
-           "files": {k: str(v) for k, v in written.items()}, "title": config.title, "seconds": report.seconds}
+           "files": {k: str(v) for k, v in written.items()}, "title": config.title, "seconds": report.seconds,
+           "audit": report.audit or None}
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
@@ -97,5 +98,8 @@ def _print_summary(config, report, written) -> None:
         if up is not None:
             interval = f" (certified interval [{_f(lo)}, {_f(up)}])" if lo is not None else ""
             print(f"  delta = {d:g}: epsilon <= {_f(up)}{interval}")
+    if report.audit:
+        a = report.audit
+        print(f"  audit: {a['message'] if a.get('computed') else a['note']}")
     for kind, path in written.items():
         print(f"  {kind}: {path}")

@@ -27,6 +27,12 @@ or a list of mechanisms::
     formats = ["markdown", "html"]      # also written: report.json
     plots = true
 
+    [audit]                             # optional: an "Audit" section
+    scores = "canaries.csv"             # rows 'score,in' (tightdp.audit.read_scores_csv); relative to the config
+    beta = 0.05                         # one minus the confidence (default 0.05)
+    method = "one-run"                  # one of tightdp.audit.RUN_METHODS (default "one-run")
+    delta = 1e-5                        # default: the first of privacy.deltas
+
 A schedule is a list of segments run in order, each with ``noise_multiplier``
 and ``epochs`` or ``steps`` (and optionally its own ``sampling_rate`` or
 ``batch_size``). Instead of ``[training]``, ``[[events]]`` entries with a
@@ -48,6 +54,12 @@ certified interval (``tightdp.dpsgd_epsilon(sampling=...)``) against Poisson acc
 noise, rate and steps, with each scheme's caveat (shuffling: the gap no theorem closes). The
 accountant table and band are then Poisson accounting's, labelled as such, and the published
 epsilon is the scheme's upper bound; calibration hints and group privacy use the scheme.
+
+With an ``[audit]`` table the report adds an **Audit** section: the empirical lower bound on epsilon from
+the canary scores against the run's certified interval, and the verdict ("consistent", "too weak",
+"violates"; ``tightdp.audit.audit_section``, docs/audit.md). The verdict covers Poisson-sampled runs
+(one segment or a schedule); for any other scheme or a list of mechanisms the section says it is not
+computed and why.
 
 A progress bar (``rich``, optional) appears on a terminal once the work takes
 more than a second; it is silent when stdout is not a terminal.

@@ -241,11 +241,12 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
                             f"certified band, and this run used {config.scheme} sampling."}
     else:
         tradeoff = _tradeoff(curve) if curve else {}
+    audit = _audit_job(config) if config.audit is not None else {}
     return Report(config=config, results=results, band=bands, calibration=calibration,
                   calibration_note=calibration_note, groups=groups, group_note=group_note, curve=curve,
                   training_curve=training_curve, created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
                   seconds=time.perf_counter() - t0, notes=notes, plot_names=list(plot_names), tradeoff=tradeoff,
-                  guarantee=_guarantee(config), scheme=scheme)
+                  guarantee=_guarantee(config), scheme=scheme, audit=audit)
 
 
 def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
@@ -294,6 +295,52 @@ def _scheme_job(config: ReportConfig) -> dict[str, Any]:
     cls = config.sampling_scheme
     return {"sampling": config.scheme, "scheme": cls.summary, "caveat": cls.report_caveat or cls.summary,
             "rows": rows}
+
+
+def _audit_run_keywords(config: ReportConfig) -> tuple[dict[str, Any] | None, str]:
+    """The run keywords of ``tightdp.audit.audit_run`` for the run the report describes, or ``(None, why not)``.
+
+    The audit's verdict compares against the certified curve of the Poisson-subsampled Gaussian under
+    add/remove neighbours (``tightdp.audit.run_curve``): a Poisson run of one segment is given by its
+    noise multiplier, rate and steps; a Poisson schedule by its composed connect-dots accountant. Any other
+    scheme (fixed batches, shuffling, random allocation, ...) or a list of mechanisms is not one the
+    verdict supports: the section says so rather than audit against another run's curve.
+    """
+    if not config.is_training:
+        return None, ("the audit's verdict supports DP-SGD training runs with Poisson sampling; this report "
+                      "describes a list of mechanisms")
+    if config.sampling_scheme.name != "poisson":
+        return None, (f"the audit's verdict supports Poisson sampling (add/remove neighbours) only; this run used "
+                      f"{config.sampling} sampling, whose certified curve the audit does not take")
+    if len(config.segments) == 1:
+        seg = config.segments[0]
+        return {"noise_multiplier": seg.noise_multiplier, "sampling_rate": seg.sampling_rate,
+                "steps": seg.steps}, ""
+    from ..accountants import ConnectDotsAccountant
+
+    return {"accountant": ConnectDotsAccountant().compose(config.ledger())}, ""
+
+
+def _audit_job(config: ReportConfig) -> dict[str, Any]:
+    """The "Audit" section: ``tightdp.audit.audit_section`` for the run, or why it is not computed.
+
+    Keys: ``computed`` (bool), ``note`` (why not, when not computed), ``scores``, ``method``, ``beta``,
+    ``delta``, and when computed every key of ``audit_section`` (``verdict``, ``message``, ``rows``, ...).
+    """
+    from ..audit import audit_section
+
+    a = config.audit
+    out: dict[str, Any] = {"scores": a.scores, "method": a.method, "beta": a.beta, "delta": a.delta,
+                           "canaries": len(a.in_scores) + len(a.out_scores)}
+    run, why = _audit_run_keywords(config)
+    if run is None:
+        return {**out, "computed": False, "note": f"Not computed: {why}."}
+    try:
+        sec = audit_section(in_scores=list(a.in_scores), out_scores=list(a.out_scores), delta=a.delta,
+                            beta=a.beta, method=a.method, **run)
+    except (TightDPError, ArithmeticError, ValueError) as exc:
+        return {**out, "computed": False, "note": f"Not computed: {_reason(exc)}."}
+    return {**out, "computed": True, **sec}
 
 
 def _tradeoff(curve: dict[str, Any]) -> dict[str, Any]:

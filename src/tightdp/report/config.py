@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,7 +16,7 @@ from .._validation import check_choice, check_count, check_delta, check_positive
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled, mechanism_from_dict
 from ..sampling import SamplingScheme, scheme_class
 
-__all__ = ["FORMATS", "Segment", "ReportConfig", "load_config"]
+__all__ = ["FORMATS", "AuditConfig", "Segment", "ReportConfig", "load_config"]
 
 FORMATS = ("markdown", "html", "json")
 _DEFAULT_DELTAS = (1e-5,)
@@ -30,6 +30,23 @@ class Segment:
     noise_multiplier: float
     sampling_rate: float
     steps: int
+
+
+@dataclass(frozen=True)
+class AuditConfig:
+    """The ``[audit]`` table: canary scores (``tightdp.audit.read_scores_csv`` format) and the audit's settings.
+
+    ``scores`` is the path as resolved (relative paths are relative to the config file); ``in_scores`` /
+    ``out_scores`` are the scores read from it at load time, so a bad file fails before any computation.
+    ``delta`` is the delta the verdict is stated at (default: the first of ``privacy.deltas``).
+    """
+
+    scores: str
+    in_scores: tuple[float, ...] = field(repr=False)
+    out_scores: tuple[float, ...] = field(repr=False)
+    beta: float = 0.05
+    method: str = "one-run"
+    delta: float = 1e-5
 
 
 @dataclass(frozen=True)
@@ -53,6 +70,8 @@ class ReportConfig:
     formats: tuple[str, ...] = ("markdown", "html")
     plots: bool = True
     source: str = ""
+    #: the optional "Audit" section's input (``[audit]``); ``None``: no audit section
+    audit: AuditConfig | None = None
 
     @property
     def is_training(self) -> bool:
@@ -108,7 +127,7 @@ class ReportConfig:
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> "ReportConfig":
         if not isinstance(data, Mapping):
             raise ValueError("config must be a table (TOML) / object (JSON)")
-        known = {"title", "description", "training", "events", "privacy", "report"}
+        known = {"title", "description", "training", "events", "privacy", "report", "audit"}
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"config: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -152,6 +171,11 @@ class ReportConfig:
             if not isinstance(rep["plots"], bool):
                 raise ValueError(f"report.plots must be true or false, got {rep['plots']!r}")
             kw["plots"] = rep["plots"]
+        if "audit" in data:
+            kw["audit"] = _parse_audit(data["audit"], deltas=kw["deltas"], source=source)
+            if kw["audit"].method == "fdp-gdp" and any(s.sampling_rate < 1.0 for s in kw.get("segments", ())):
+                raise ValueError("audit.method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and a subsampled "
+                                 "run's is not one (a correct run could be flagged); use 'fdp-eps-delta' or 'one-run'")
         return cls(title=title, description=description, source=source, **kw)
 
 
@@ -266,6 +290,35 @@ def _parse_training(t) -> dict[str, Any]:
         segs = [seg("training", t)]
     return {"segments": tuple(segs), "dataset_size": n, "batch_size": b, "sampling": sampling,
             "steps_per_epoch": per_epoch, "max_batch_size": max_b}
+
+
+def _parse_audit(t, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
+    """The ``[audit]`` table: ``scores`` (a CSV of ``score,in`` rows, read by ``tightdp.audit.read_scores_csv``),
+    ``beta`` (default 0.05), ``method`` (one of ``tightdp.audit.RUN_METHODS``, default ``"one-run"``) and
+    ``delta`` (default the first of ``privacy.deltas``)."""
+    from ..audit import RUN_METHODS, read_scores_csv
+
+    if not isinstance(t, Mapping):
+        raise ValueError("audit must be a table")
+    _no_unknown("audit", t, {"scores", "beta", "method", "delta"})
+    if "scores" not in t:
+        raise ValueError("audit.scores is required: a CSV file of 'score,in' rows (as `tightdp audit` reads)")
+    if not isinstance(t["scores"], str) or not t["scores"].strip():
+        raise ValueError(f"audit.scores must be a file path, got {t['scores']!r}")
+    path = Path(t["scores"])
+    if not path.is_absolute() and source:
+        path = Path(source).resolve().parent / path
+    if not path.is_file():
+        raise ValueError(f"audit.scores: no such file {str(path)!r}")
+    try:
+        scores = read_scores_csv(path)
+    except ValueError as exc:
+        raise ValueError(f"audit.scores: {exc}") from None
+    beta = check_real("audit.beta", t.get("beta", 0.05), low=0.0, high=1.0)  # one minus the confidence, in (0, 1)
+    method = check_choice("audit.method", t.get("method", "one-run"), RUN_METHODS)
+    delta = check_delta("audit.delta", t["delta"]) if "delta" in t else deltas[0]
+    return AuditConfig(scores=str(path), in_scores=tuple(float(x) for x in scores.in_scores),
+                       out_scores=tuple(float(x) for x in scores.out_scores), beta=beta, method=method, delta=delta)
 
 
 def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:

@@ -68,6 +68,8 @@ class Report:
     #: a scheme with its own certified function: its interval against Poisson accounting, per delta
     #: (``tightdp.report.compute._scheme_job``); empty for Poisson and fixed batches
     scheme: dict[str, Any] = field(default_factory=dict)
+    #: the "Audit" section (``tightdp.report.compute._audit_job``); empty when the config has no ``[audit]``
+    audit: dict[str, Any] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ data
@@ -89,6 +91,7 @@ class Report:
                        "tradeoff": self.tradeoff},
             "notes": self.notes, "settings": dict(_settings_rows(self)), "references": list(REFERENCES),
             "scheme_vs_poisson": self.scheme or None,
+            "audit": self.audit or None,
         }
 
     # -------------------------------------------------------------- rendering
@@ -192,6 +195,8 @@ class Report:
                 rows = [[str(g["group_size"])] + [_f(g["epsilon"].get(repr(d))) for d in c.deltas]
                         for g in self.groups]
                 out.append(("table", (["group size"] + [f"δ = {d:g}" for d in c.deltas], rows)))
+        if self.audit:
+            out += _audit_sections(self.audit)
         left_out = [r.name for r in self.results if r.name not in self.plot_names and not r.not_applicable]
         if left_out and (self.pngs.get("curve") or self.pngs.get("training")):
             out.append(("p", f"Left out of the plots: {', '.join(left_out)} (the same certified answer as PRV, both "
@@ -324,6 +329,22 @@ def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
                            "what ran vs Poisson"], rows)))
     if notes:
         out.append(("ul", notes))
+    return out
+
+
+def _audit_sections(audit: dict[str, Any]) -> list[tuple[str, Any]]:
+    """"Audit": the empirical lower bound from the canary scores against the certified interval, and the verdict
+    (``tightdp.audit.audit_section``), or why the audit was not computed."""
+    out: list[tuple[str, Any]] = [("h2", "Audit")]
+    src = (f"{audit['canaries']} canaries from `{Path(audit['scores']).name}`, method {audit['method']}, "
+           f"confidence {100 * (1 - audit['beta']):g} %, δ = {audit['delta']:g}")
+    if not audit.get("computed"):
+        out.append(("p", f"Canary scores: {src}. {audit['note']}"))
+        return out
+    out.append(("p", f"Canary scores: {src}. An empirical lower bound on ε from a membership attack on inserted "
+                     "canaries, set against the certified interval of this run."))
+    out.append(("p", f"Verdict: {audit['message']}."))  # the message opens with the verdict
+    out.append(("table", (["", "value"], [[str(k), str(v)] for k, v in audit["rows"]])))
     return out
 
 
