@@ -5,24 +5,30 @@ bound unless the result's ``kind`` says ``"approximation"``.
 
 The public API, by topic (each name is listed once, in ``__all__`` below):
 
-* results and errors: ``Bounds``, ``TightDPError``, ``PrecisionError``, ``GridTooLargeError``,
-  ``UnsupportedMechanismError``;
+* results and errors: ``Bounds``, ``TightDPError``, ``CalibrationError``, ``PrecisionError``,
+  ``GridTooLargeError``, ``UnsupportedMechanismError``;
 * mechanisms: ``Mechanism``, ``Gaussian``, ``Laplace``, ``RandomizedResponse``, ``PureDP``,
   ``ApproximateDP``, ``PoissonSampled``, ``SampledWithoutReplacement``, ``SampledWithReplacement``,
   ``MixtureOfGaussians``, ``GroupPoissonSampled``, ``GroupFixedBatchSampled``, and the sampling schemes
-  people run: ``RandomAllocation`` (balls and bins), ``TruncatedPoissonSampled``;
+  people run: ``RandomAllocation`` (one epoch, a fresh step per epoch), ``TruncatedPoissonSampled``;
+  discrete noise: ``DiscreteGaussian``, ``DiscreteLaplace``, ``Skellam``, ``DistributedDiscreteGaussian``,
+  ``PoissonSampledDiscrete``, ``DiscreteGaussianVector``; selection: ``ExponentialMechanism``,
+  ``PermuteAndFlip``, ``ReportNoisyMax``, ``SparseVector``, ``BoundedRange``;
 * accountants: ``Accountant``, ``accountant_from_dict``, ``ConnectDotsAccountant`` (the default),
   ``PRVAccountant``, ``FourierAccountant``, ``RDPAccountant``, ``GDPAccountant``, ``EdgeworthAccountant``;
 * what ran: ``TrainingRun`` (noise, sampling scheme, steps or epochs, ``Relation``) and the module
   ``sampling`` (the schemes ``sampling.Poisson``, ``sampling.RandomAllocation``, ``sampling.CyclicAllocation``,
   ``sampling.Shuffle``, ... and the one registry of their names; the scheme classes stay in that
   namespace, apart from the one-epoch mechanism ``RandomAllocation``);
-* DP-SGD questions: ``dpsgd_epsilon`` (any sampling scheme), ``allocation_epsilon``, ``shuffle_epsilon``,
-  ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate`` (any numeric
+* DP-SGD questions: ``dpsgd_epsilon`` (any sampling scheme), ``allocation_epsilon``,
+  ``cyclic_allocation_epsilon``, ``shuffle_epsilon``, ``truncated_poisson_epsilon``, ``dpsgd_mechanism``, ``privacy_statement``, ``calibrate`` (any numeric
   field of a run) and its wrappers ``calibrate_noise``, ``calibrate_steps``, ``calibrate_sampling_rate``,
   ``group_epsilon``, ``group_epsilon_schedule``, ``group_report``, ``group_curve``;
 * correlated noise (DP-FTRL, BandMF, BLT): ``matrix_epsilon``, ``calibrate_matrix_noise`` (the strategies
   and samplers stay in ``tightdp.matrix``);
+* selection and tuning: ``selection_epsilon``, ``tuning_epsilon`` (hyper-parameter tuning runs),
+  ``discrete_vector_epsilon``;
+* auditing: the module ``tightdp.audit`` (empirical lower bounds from canaries beside the certificate);
 * operational views: ``tradeoff_curve`` / ``TradeoffCurve`` (certified f-DP trade-off curve, attack
   TPR at a given FPR, mu-GDP interval);
 * interoperability and housekeeping: ``from_dp_event`` (dp_accounting events), ``clear_caches``.
@@ -48,7 +54,11 @@ from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupP
 from .mechanisms.truncated import TruncatedPoissonSampled
 from .matrix import calibrate_matrix_noise, matrix_epsilon
 # the schemes' accounting functions run the accountants: they live above them, in tightdp.schemes
-from .schemes import allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
+from .mechanisms import (BoundedRange, DiscreteGaussian, DiscreteGaussianVector, DiscreteLaplace,
+                         DistributedDiscreteGaussian, ExponentialMechanism, PermuteAndFlip, PoissonSampledDiscrete,
+                         ReportNoisyMax, Skellam, SparseVector)
+from .schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
+from .tuning import discrete_vector_epsilon, selection_epsilon, tuning_epsilon
 from .runs import TrainingRun
 from .sampling import Relation
 from .statement import privacy_statement
@@ -64,18 +74,24 @@ __all__ = [
     "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
     "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
     "RandomAllocation", "TruncatedPoissonSampled",
+    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
+    "DiscreteGaussianVector", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
+    "BoundedRange",
     # accountants
     "Accountant", "accountant_from_dict", "ConnectDotsAccountant", "PRVAccountant", "FourierAccountant",
     "RDPAccountant", "GDPAccountant", "EdgeworthAccountant",
     # what ran
     "TrainingRun", "Relation", "sampling",
     # DP-SGD questions
-    "dpsgd_epsilon", "allocation_epsilon", "shuffle_epsilon", "truncated_poisson_epsilon",
+    "dpsgd_epsilon", "allocation_epsilon", "cyclic_allocation_epsilon", "shuffle_epsilon",
+    "truncated_poisson_epsilon",
     "dpsgd_mechanism", "privacy_statement",
     "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
     "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
     # correlated noise (matrix mechanism)
     "matrix_epsilon", "calibrate_matrix_noise",
+    # selection mechanisms and tuning runs
+    "selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon",
     # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
     "TradeoffCurve", "tradeoff_curve",
     # interoperability and housekeeping
