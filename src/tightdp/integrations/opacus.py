@@ -70,6 +70,7 @@ from typing import Any, Mapping, Optional
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
+from ..errors import TightDPError
 
 try:
     from opacus.accountants import IAccountant
@@ -79,13 +80,64 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'tightdp[opacus]'") from exc
 
 __all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "shuffle_noise_multiplier", "install_calibration",
-           "register", "classify_data_loader", "loader_scheme", "UNKNOWN"]
+           "register", "classify_data_loader", "loader_scheme", "check_data_loader", "UnsupportedSamplerError",
+           "UNKNOWN"]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
 
 #: ``classify_data_loader``'s answer for a loader no scheme of ``tightdp.sampling`` describes
 UNKNOWN = "unknown"
+
+
+class UnsupportedSamplerError(TightDPError, ValueError):
+    """A training loader (or a way of accumulating batches) whose sampling no certified analysis describes."""
+
+
+def _sampler_reason(data_loader) -> str:
+    """Why the sampling of an ``UNKNOWN`` loader cannot be accounted (for ``UnsupportedSamplerError``)."""
+    from torch.utils.data import BatchSampler, RandomSampler, WeightedRandomSampler
+
+    bs = getattr(data_loader, "batch_sampler", None)
+    if bs is None:
+        return (f"{type(data_loader).__name__} has no batch sampler (an iterable dataset?): which examples a batch "
+                "can hold is unknown")
+    if not isinstance(bs, BatchSampler):
+        return (f"custom batch sampler {type(bs).__name__}: which examples each batch can contain, and with what "
+                "probability, is not known to tightdp")
+    sampler = bs.sampler
+    name = type(sampler).__name__
+    if isinstance(sampler, WeightedRandomSampler):
+        return (f"{name} draws examples with non-uniform per-example probabilities (weights), "
+                f"{'with' if sampler.replacement else 'without'} replacement, num_samples={sampler.num_samples}: "
+                "no single sampling rate describes it, and Opacus' Poisson replacement ignores the weights and "
+                "infers the rate 1 / len(data_loader) from num_samples / batch_size, not from the dataset size "
+                "(opacus #813)")
+    if type(sampler) is RandomSampler:
+        return (f"{name}(replacement={sampler.replacement}, num_samples={sampler._num_samples}) does not visit each "
+                "example once per epoch, and the rate 1 / len(data_loader) Opacus infers is not batch_size / "
+                "dataset size")
+    return (f"custom sampler {name}: its per-example inclusion probabilities are unknown, so the rate "
+            "1 / len(data_loader) Opacus infers need not be any example's")
+
+
+def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
+    """The loader's sampling (``classify_data_loader``), or ``UnsupportedSamplerError`` naming its sampler and why
+    no certified epsilon exists for it. With ``poisson_sampling=True`` Opacus replaces the loader by a uniform
+    Poisson one at rate ``1 / len(data_loader)``; that is the standard DP-SGD substitute only for a loader that
+    visits every example once per epoch (shuffled, sequential, or a ``DistributedSampler``), so any other sampler
+    (``WeightedRandomSampler``, a custom (batch) sampler, sampling with replacement) is refused in both modes."""
+    from torch.utils.data.distributed import DistributedSampler
+
+    sampling, facts = classify_data_loader(data_loader)
+    if sampling != UNKNOWN:
+        return sampling
+    bs = getattr(data_loader, "batch_sampler", None)
+    if poisson_sampling and type(getattr(bs, "sampler", None)) is DistributedSampler:
+        return "poisson"  # Opacus' distributed Poisson sampler replaces it, over the whole dataset
+    raise UnsupportedSamplerError(f"data_loader: tightdp refuses to account this training loader: "
+                                  f"{_sampler_reason(data_loader)}; use a shuffled or sequential DataLoader "
+                                  "(make_private replaces it by Poisson sampling) or a uniform sampler")
 
 
 def loader_scheme(label: str):
@@ -434,8 +486,11 @@ def _watch_data_loaders() -> None:
         return
 
     def _prepare_data_loader(self, data_loader, *args, **kwargs):
+        tight = isinstance(getattr(self, "accountant", None), TightDPAccountant)
+        if tight:  # before Opacus replaces the sampler: refuse what no analysis describes
+            check_data_loader(data_loader, poisson_sampling=bool(kwargs.get("poisson_sampling", True)))
         out = original(self, data_loader, *args, **kwargs)
-        if isinstance(getattr(self, "accountant", None), TightDPAccountant):
+        if tight:
             self.accountant.observe_data_loader(out)
         return out
 
@@ -454,17 +509,14 @@ def _calibrate_for_the_loader() -> None:
         return
 
     def make_private_with_epsilon(self, *args, **kwargs):
-        if args or kwargs.get("poisson_sampling", True) or not isinstance(getattr(self, "accountant", None),
-                                                                          TightDPAccountant):
+        if args or not isinstance(getattr(self, "accountant", None), TightDPAccountant) or \
+                kwargs.get("data_loader") is None:
             return original(self, *args, **kwargs)
         loader = kwargs["data_loader"]
-        sampling, facts = classify_data_loader(loader)
-        if _accounts_history(sampling):  # already Opacus' Poisson loader: its calibration describes it
+        poisson = bool(kwargs.get("poisson_sampling", True))
+        sampling = check_data_loader(loader, poisson_sampling=poisson)  # refused before any calibration
+        if poisson or _accounts_history(sampling):  # Opacus' Poisson loader: its calibration describes it
             return original(self, *args, **kwargs)
-        if loader_scheme(sampling) is None:
-            raise ValueError(f"data_loader: no certified epsilon exists for this loader's sampler "
-                             f"({facts.get('sampler')}), so no noise can be calibrated for it; use "
-                             "poisson_sampling=True or a shuffled DataLoader")
         acc = self.accountant
         sigma = shuffle_noise_multiplier(target_epsilon=kwargs["target_epsilon"], target_delta=kwargs["target_delta"],
                                          num_batches=len(loader), epochs=kwargs["epochs"], eps_error=acc.eps_error,
