@@ -234,3 +234,23 @@ def test_the_noisy_sum_is_divided_by_the_constant_expected_batch_size():
     text = b.details["mechanism"]
     assert "Poisson-subsampled Gaussian" in text and "rate 0.25" in text
     assert "expected_batch_size * accumulated_iterations (16 * 1)" in text and "post-processing" in text
+
+
+def test_adaptive_clipping_is_refused():
+    """AdaClip adapts the clipping norm to the data: not the subsampled Gaussian on a fixed-norm sum."""
+    from opacus import PrivacyEngine
+
+    engine = PrivacyEngine(accountant="tightdp")
+    model = torch.nn.Linear(5, 2)
+    model, opt, loader = engine.make_private(
+        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=torch.utils.data.DataLoader(_data(), batch_size=16), noise_multiplier=1.0, max_grad_norm=1.0,
+        clipping="adaptive", target_unclipped_quantile=0.5, clipbound_learning_rate=0.2, max_clipbound=10.0,
+        min_clipbound=0.1, unclipped_num_std=5.0)
+    assert type(opt).__name__.startswith("AdaClip")
+    for xb, yb in loader:
+        opt.zero_grad()
+        _loss(model, xb, yb).backward()
+        opt.step()
+    with pytest.raises(UnsupportedSamplerError, match="AdaClip"):
+        engine.get_epsilon(DELTA)

@@ -16,7 +16,7 @@ UNKNOWN = "unknown"
 
 
 class UnsupportedSamplerError(TightDPError, ValueError):
-    """A training loader (or a way of accumulating batches) whose sampling no certified analysis describes."""
+    """A training loader, a way of accumulating batches or a clipping rule that no certified analysis describes."""
 
 
 def _sampler_reason(data_loader) -> str:
