@@ -254,3 +254,38 @@ def test_adaptive_clipping_is_refused():
         opt.step()
     with pytest.raises(UnsupportedSamplerError, match="AdaClip"):
         engine.get_epsilon(DELTA)
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(deadline=None, max_examples=8)  # each example runs several certified shuffle bounds
+@given(logical=st.integers(1, 12), k=st.integers(1, 5), steps=st.integers(1, 40),
+       sigma=st.floats(0.8, 8.0))
+def test_accumulated_steps_are_shuffled_batches_of_k_times_the_size(logical, k, steps, sigma):
+    """At random parameters: k of the t = logical * k physical shuffled batches per optimizer step make `logical`
+    shuffled batches per epoch: the interval is shuffle_epsilon's for them, the epochs counted up (upper) and
+    down (lower); a k that does not divide t is refused."""
+    from tightdp.integrations.opacus import TightDPAccountant
+
+    t = logical * k
+    acc = TightDPAccountant()
+    acc.sampling, acc.loader_facts = "shuffle", {"batches": t, "dataset_size": 4 * t, "batch_size": 4}
+    for _ in range(steps):
+        acc.step(noise_multiplier=sigma, sample_rate=k / t)
+    b = acc.get_bounds(DELTA)
+    up = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=-(-steps // logical),
+                                 delta=DELTA)
+    assert b.upper == up.upper
+    if steps >= logical:
+        down = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=steps // logical,
+                                       delta=DELTA)
+        assert b.lower == down.lower
+    else:
+        assert b.lower == 0.0
+    if k > 1:
+        straddling = TightDPAccountant()
+        straddling.sampling, straddling.loader_facts = "shuffle", {"batches": t + 1}
+        straddling.step(noise_multiplier=sigma, sample_rate=k / (t + 1))
+        with pytest.raises(UnsupportedSamplerError, match="straddles"):
+            straddling.get_epsilon(DELTA)
