@@ -51,10 +51,28 @@ def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
     no certified epsilon exists for it. With ``poisson_sampling=True`` Opacus replaces the loader by a uniform
     Poisson one at rate ``1 / len(data_loader)``; that is the standard DP-SGD substitute only for a loader that
     visits every example once per epoch (shuffled, sequential, or a ``DistributedSampler``), so any other sampler
-    (``WeightedRandomSampler``, a custom (batch) sampler, sampling with replacement) is refused in both modes."""
+    (``WeightedRandomSampler``, a custom (batch) sampler, sampling with replacement) is refused in both modes.
+
+    Parameters
+    ----------
+    data_loader:
+        The loader given to ``PrivacyEngine.make_private``, before Opacus replaces its sampler.
+    poisson_sampling:
+        ``make_private``'s argument of that name.
+
+    Returns
+    -------
+    str
+        ``"poisson"``, ``"shuffle"`` or ``"fixed-order"`` (names of ``tightdp.sampling`` schemes).
+
+    Raises
+    ------
+    UnsupportedSamplerError
+        For any other sampler, naming its class and why (opacus #813 for ``WeightedRandomSampler``).
+    """
     from torch.utils.data.distributed import DistributedSampler
 
-    sampling, facts = classify_data_loader(data_loader)
+    sampling, _ = classify_data_loader(data_loader)
     if sampling != UNKNOWN:
         return sampling
     bs = getattr(data_loader, "batch_sampler", None)
