@@ -8,9 +8,9 @@ import pytest
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
 
-import tightdp  # noqa: E402
-from tightdp.errors import TightDPError  # noqa: E402
-from tightdp.integrations.opacus import UnsupportedSamplerError, check_data_loader  # noqa: E402
+import tightdp
+from tightdp.errors import TightDPError
+from tightdp.integrations.opacus import UnsupportedSamplerError, check_data_loader
 
 pytestmark = [pytest.mark.torch, pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG",
                                                             "ignore:Optimal order")]
@@ -256,7 +256,8 @@ def test_adaptive_clipping_is_refused():
         engine.get_epsilon(DELTA)
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(deadline=None, max_examples=8)  # each example runs several certified shuffle bounds

@@ -103,10 +103,12 @@ def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
     without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``. ``facts`` has
     ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name).
     The first three are names of ``tightdp.sampling`` schemes (``loader_scheme``)."""
-    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
-
     from opacus.data_loader import DPDataLoader
-    from opacus.utils.uniform_sampler import DistributedUniformWithReplacementSampler, UniformWithReplacementSampler
+    from opacus.utils.uniform_sampler import (
+        DistributedUniformWithReplacementSampler,
+        UniformWithReplacementSampler,
+    )
+    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
 
     bs = getattr(data_loader, "batch_sampler", None)
     facts: dict[str, Any] = {"sampler": type(bs).__name__ if bs is not None else type(data_loader).__name__}

@@ -154,7 +154,7 @@ class TightDPAccountant(IAccountant):
         #: ``expected_batch_size``, ``loss_reduction``, ``max_grad_norm``, ``accumulated`` physical batches
         self.optimizer_facts: dict[str, Any] = {}
         #: why no epsilon can be reported (an accumulation no analysis describes), or ``None``
-        self.refusal: Optional[str] = None
+        self.refusal: str | None = None
         self._warned = False
 
     def observe_data_loader(self, data_loader) -> str:
