@@ -44,8 +44,40 @@ are untouched). The accountant then reports the certified epsilon of the scheme 
   down for the lower end;
 * a ``BatchSampler`` over a ``SequentialSampler`` (fixed order, ``tightdp.sampling.FixedOrder``): the same
   upper bound, which is then exact (each example in one known step per epoch);
-* anything else (a weighted or custom sampler): ``get_epsilon`` refuses with a ``ValueError`` rather
-  than report Poisson's figure for sampling it does not describe.
+* anything else is refused (``UnsupportedSamplerError``, a ``TightDPError`` and ``ValueError`` naming the sampler
+  class and why), by ``make_private`` / ``make_private_with_epsilon`` before Opacus replaces the sampler, in both
+  modes (``check_data_loader``): a ``WeightedRandomSampler`` has non-uniform per-example inclusion probabilities,
+  which no single rate describes, and with ``poisson_sampling=True`` Opacus drops its weights and infers the rate
+  ``1 / len(data_loader) = batch_size / num_samples``, not ``batch_size / N`` (opacus #813); a custom (batch)
+  sampler or sampling with replacement has unknown inclusion probabilities. A loader given to
+  ``observe_data_loader`` directly makes ``get_epsilon`` refuse instead.
+
+**Accumulated batches are logical steps.** The accountant counts noise additions, not physical batches: Opacus
+calls its hook (``get_optimizer_hook_fn``) once per noise addition, i.e. per optimizer step that is not skipped.
+The logical batch of a step is what that one noise addition summed:
+
+* ``BatchMemoryManager`` splits one Poisson batch into physical batches (``signal_skip_step`` on all but the last):
+  one step at Opacus' Poisson rate; the split changes nothing;
+* with ``poisson_sampling=False``, ``k`` backward passes before a step (``accumulated_iterations``) or ``k - 1``
+  skipped steps (``signal_skip_step``) join ``k`` consecutive shuffled / fixed batches into one batch of ``k`` times
+  the size: one step at rate ``k / len(loader)``, so ``len(loader) / k`` logical batches per epoch; a ``k`` that does
+  not divide ``len(loader)`` is refused (a logical batch would straddle two epochs and could hold an example twice);
+* skipped steps over Poisson batches outside ``BatchMemoryManager`` sum independent Poisson samples (an example
+  can enter one noise addition several times): no Poisson-subsampled Gaussian describes it (Opacus counts one step
+  at rate ``q``, an under-report; jax_privacy #271 is the same bug), so ``get_epsilon`` refuses. With
+  ``poisson_sampling=True`` Opacus itself forbids several backward passes per step.
+
+**Which mechanism ran (opacus #819).** ``DPOptimizer`` clips each per-example gradient to norm ``C``, sums the
+logical batch, adds ``N(0, (noise_multiplier C)^2 I)`` once, then (``loss_reduction="mean"``) divides by
+``expected_batch_size * accumulated_iterations``. ``expected_batch_size = int(N / len(data_loader))`` is fixed by
+``make_private`` before training, whatever the realised Poisson batch size, so the division is a data-independent
+post-processing of the noisy sum, and the accounted mechanism, the Poisson-subsampled Gaussian sum under add/remove
+of one example, is the one that ran; the certified interval is ``dpsgd_epsilon``'s. Dividing by the realised batch
+size ``|B|`` instead (or any data-dependent scale, e.g. adaptive clipping) would not be post-processing: ``|B|``
+changes by one with the example's inclusion, so the output's scale depends on it and the Gaussian analysis no
+longer bounds it (in high dimension the noise's scale reveals ``|B|``, a count released without noise); such a run is not what
+tightdp certifies (``AdaClipDPOptimizer`` is refused). ``get_bounds(delta).details["mechanism"]``
+(``TightDPAccountant.mechanism_statement``) states the mechanism, rate, accumulation and divisor of the run.
 
 ``make_private_with_epsilon(..., poisson_sampling=False)`` with this accountant calibrates the noise for
 the loader it is given (shuffled or fixed-order batches: ``shuffle_noise_multiplier``, the smallest noise
@@ -65,11 +97,14 @@ from __future__ import annotations
 import math
 import warnings
 from collections import OrderedDict
+from dataclasses import replace
 from typing import Any, Mapping, Optional
 
 from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
+from ._opacus_loaders import (UNKNOWN, UnsupportedSamplerError, check_data_loader, classify_data_loader,
+                              loader_scheme)
 
 try:
     from opacus.accountants import IAccountant
@@ -79,63 +114,16 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'tightdp[opacus]'") from exc
 
 __all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "shuffle_noise_multiplier", "install_calibration",
-           "register", "classify_data_loader", "loader_scheme", "UNKNOWN"]
+           "register", "classify_data_loader", "loader_scheme", "check_data_loader", "UnsupportedSamplerError",
+           "UNKNOWN"]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
-
-#: ``classify_data_loader``'s answer for a loader no scheme of ``tightdp.sampling`` describes
-UNKNOWN = "unknown"
-
-
-def loader_scheme(label: str):
-    """The ``tightdp.sampling`` class a loader classification names (``None`` for ``UNKNOWN``); a data loader
-    is Poisson-sampled, shuffled or in a fixed order, so other schemes are refused (``ValueError``)."""
-    from ..sampling import FixedOrder, Poisson, Shuffle, scheme_class
-
-    if label == UNKNOWN:
-        return None
-    cls = scheme_class(label, argument="tightdp.sampling")
-    if cls not in (Poisson, Shuffle, FixedOrder):
-        raise ValueError(f"tightdp.sampling: a data loader is Poisson-sampled, shuffled or in a fixed order, got "
-                         f"{label!r}")
-    return cls
-
 
 def _accounts_history(sampling: str) -> bool:
     """Whether the history of ``(noise, rate, steps)`` segments describes the loader (Poisson sampling)."""
     cls = loader_scheme(sampling)
     return cls is not None and cls.any_accountant
-
-
-def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
-    """``(sampling, facts)`` of a PyTorch / Opacus data loader: ``"poisson"`` (Opacus' ``DPDataLoader`` or a
-    ``(Distributed)UniformWithReplacementSampler``), ``"shuffle"`` (a ``BatchSampler`` over a ``RandomSampler``
-    without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``. ``facts`` has
-    ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name).
-    The first three are names of ``tightdp.sampling`` schemes (``loader_scheme``)."""
-    from torch.utils.data import BatchSampler, RandomSampler, SequentialSampler
-
-    from opacus.data_loader import DPDataLoader
-    from opacus.utils.uniform_sampler import DistributedUniformWithReplacementSampler, UniformWithReplacementSampler
-
-    bs = getattr(data_loader, "batch_sampler", None)
-    facts: dict[str, Any] = {"sampler": type(bs).__name__ if bs is not None else type(data_loader).__name__}
-    try:
-        facts["dataset_size"] = len(data_loader.dataset)
-        facts["batches"] = len(data_loader)
-    except TypeError:  # an iterable dataset: no length
-        pass
-    if isinstance(data_loader, DPDataLoader) or isinstance(
-            bs, (UniformWithReplacementSampler, DistributedUniformWithReplacementSampler)):
-        return "poisson", facts
-    if isinstance(bs, BatchSampler):
-        facts.update(batch_size=bs.batch_size, drop_last=bool(bs.drop_last), sampler=type(bs.sampler).__name__)
-        if type(bs.sampler) is RandomSampler and not bs.sampler.replacement and bs.sampler._num_samples is None:
-            return "shuffle", facts
-        if type(bs.sampler) is SequentialSampler:
-            return "fixed-order", facts
-    return UNKNOWN, facts
 
 
 class TightDPAccountant(IAccountant):
@@ -162,6 +150,11 @@ class TightDPAccountant(IAccountant):
         #: is seen, which is Opacus' contract for ``step(sample_rate=...)``
         self.sampling = "poisson"
         self.loader_facts: dict[str, Any] = {}
+        #: what the last noise addition saw of the optimizer (``get_optimizer_hook_fn``): its type,
+        #: ``expected_batch_size``, ``loss_reduction``, ``max_grad_norm``, ``accumulated`` physical batches
+        self.optimizer_facts: dict[str, Any] = {}
+        #: why no epsilon can be reported (an accumulation no analysis describes), or ``None``
+        self.refusal: str | None = None
         self._warned = False
 
     def observe_data_loader(self, data_loader) -> str:
@@ -182,6 +175,38 @@ class TightDPAccountant(IAccountant):
         return sampling
 
     # ---------------------------------------------------------------- Opacus API
+    def get_optimizer_hook_fn(self, sample_rate: float):
+        """The hook Opacus runs after each noise addition (``DPOptimizer.pre_step``): one logical step per call,
+        at the rate of the logical batch, ``sample_rate`` times the physical batches it accumulated (backward
+        passes, ``accumulated_iterations``, times the skipped steps, ``signal_skip_step``, that were not a
+        ``BatchMemoryManager`` split of one sampled batch). Skipped steps over a Poisson loader accumulate
+        independent Poisson batches (an example can enter one noise addition several times), which no
+        Poisson-subsampled Gaussian describes: ``get_epsilon`` then refuses (``UnsupportedSamplerError``)."""
+        base = check_probability("sample_rate", sample_rate)
+
+        def hook_fn(optim) -> None:
+            skips, optim._tightdp_skips = int(getattr(optim, "_tightdp_skips", 0)), 0
+            k = int(optim.accumulated_iterations) * (skips + 1)
+            self.optimizer_facts = {"optimizer": type(optim).__name__, "accumulated": k,
+                                    "expected_batch_size": getattr(optim, "expected_batch_size", None),
+                                    "loss_reduction": getattr(optim, "loss_reduction", None),
+                                    "max_grad_norm": getattr(optim, "max_grad_norm", None)}
+            if skips and _accounts_history(self.sampling) and self.refusal is None:
+                self.refusal = (f"gradient accumulation over {skips + 1} Poisson batches by signal_skip_step: "
+                                "one noise addition then sums independent Poisson samples, in which an example "
+                                "can appear several times; use BatchMemoryManager (it splits one Poisson batch) "
+                                "or a larger Poisson batch")
+            if type(optim).__name__.startswith("AdaClip") and self.refusal is None:
+                self.refusal = (f"{type(optim).__name__} adapts the clipping norm to the data: not the "
+                                "subsampled Gaussian accounted here")
+            self._cache.clear()
+            # Poisson: Opacus' own rate (it forbids backward passes without a step); otherwise k consecutive
+            # shuffled / fixed batches form one logical batch of k times the size
+            mult = int(optim.accumulated_iterations) if _accounts_history(self.sampling) else k
+            self.step(noise_multiplier=optim.noise_multiplier, sample_rate=min(1.0, base * mult))
+
+        return hook_fn
+
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
         """Record one optimisation step (consecutive identical steps share a history segment)."""
         sigma = check_positive("noise_multiplier", noise_multiplier)
@@ -212,6 +237,8 @@ class TightDPAccountant(IAccountant):
         segments = self._segments()
         if not segments:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "no steps taken"})
+        if self.refusal is not None:
+            raise UnsupportedSamplerError(f"training: tightdp refuses to account this run: {self.refusal}")
         key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error, self.sampling)
         if key not in self._cache:
             if loader_scheme(self.sampling) is None:
@@ -226,7 +253,29 @@ class TightDPAccountant(IAccountant):
             else:
                 self._cache[key] = _fixed_batches_epsilon(segments, delta, self.sampling, self.loader_facts,
                                                           self.eps_error, self.rel_error)
-        return self._cache[key]
+        b = self._cache[key]
+        return replace(b, details={**dict(b.details), "mechanism": self.mechanism_statement()})
+
+    def mechanism_statement(self) -> str:
+        """The mechanism the reported interval is for (module docstring, "Which mechanism ran")."""
+        seg = self._segments()
+        rates = sorted({q for _, q, _ in seg})
+        f = self.optimizer_facts
+        k = f.get("accumulated", 1)
+        if _accounts_history(self.sampling):
+            text = ("Poisson-subsampled Gaussian (add/remove one example): each optimizer step adds "
+                    "N(0, (noise_multiplier * C)^2 I) once to the sum of the per-example gradients, each clipped to "
+                    f"norm C, of one Poisson sample at rate {', '.join(f'{q:g}' for q in rates) or 'q'}")
+        else:
+            text = (f"Gaussian on the sum of clipped per-example gradients over {self.sampling} batches, one noise "
+                    "addition per logical batch, no amplification by sampling")
+        if k > 1:
+            text += f"; the logical batch of a step was accumulated from {k} physical batches (one noise addition)"
+        if f.get("loss_reduction") == "mean":
+            text += (f"; Opacus then divides by the constant expected_batch_size * accumulated_iterations "
+                     f"({f.get('expected_batch_size')} * {k}), fixed before training: post-processing, no change "
+                     "to epsilon (a division by the realised batch size would not be covered)")
+        return text
 
     def __len__(self) -> int:
         """Number of history segments (as Opacus' accountants: ``len(history)``)."""
@@ -247,7 +296,8 @@ class TightDPAccountant(IAccountant):
         destination = super().state_dict(destination)
         destination["tightdp"] = {"accountant": self.accountant, "eps_error": self.eps_error,
                                   "rel_error": self.rel_error, "sampling": self.sampling,
-                                  "loader": dict(self.loader_facts)}
+                                  "loader": dict(self.loader_facts), "refusal": self.refusal,
+                                  "optimizer": dict(self.optimizer_facts)}
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -269,6 +319,7 @@ class TightDPAccountant(IAccountant):
         self.history = history if history is not None else []
         self.accountant, self.eps_error, self.rel_error = accountant, eps_error, rel_error
         self.sampling, self.loader_facts = sampling, dict(opts.get("loader") or {})
+        self.refusal, self.optimizer_facts = opts.get("refusal"), dict(opts.get("optimizer") or {})
         self._cache.clear()
 
     def _segments(self) -> list[tuple[float, float, int]]:
@@ -321,6 +372,14 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
     sigma, q = segments[0][0], segments[0][1]
     steps = sum(n for _, _, n in segments)
     t = max(1, round(1.0 / q))
+    physical = facts.get("batches")
+    if physical:  # k physical batches per step (q = k / physical): t = physical / k logical batches per epoch
+        k = round(q * physical)
+        if k < 1 or abs(q * physical - k) > 1e-9 * k or physical % k:
+            raise UnsupportedSamplerError(
+                f"history: steps accumulate {q * physical:g} of the {physical} batches of an epoch, which does not "
+                "divide it: a logical batch then straddles two epochs and can hold an example twice")
+        t = physical // k
     scheme = loader_scheme(sampling)(steps_per_epoch=t)
 
     def epochs(e: int):
@@ -434,8 +493,11 @@ def _watch_data_loaders() -> None:
         return
 
     def _prepare_data_loader(self, data_loader, *args, **kwargs):
+        tight = isinstance(getattr(self, "accountant", None), TightDPAccountant)
+        if tight:  # before Opacus replaces the sampler: refuse what no analysis describes
+            check_data_loader(data_loader, poisson_sampling=bool(kwargs.get("poisson_sampling", True)))
         out = original(self, data_loader, *args, **kwargs)
-        if isinstance(getattr(self, "accountant", None), TightDPAccountant):
+        if tight:
             self.accountant.observe_data_loader(out)
         return out
 
@@ -454,17 +516,14 @@ def _calibrate_for_the_loader() -> None:
         return
 
     def make_private_with_epsilon(self, *args, **kwargs):
-        if args or kwargs.get("poisson_sampling", True) or not isinstance(getattr(self, "accountant", None),
-                                                                          TightDPAccountant):
+        if args or not isinstance(getattr(self, "accountant", None), TightDPAccountant) or \
+                kwargs.get("data_loader") is None:
             return original(self, *args, **kwargs)
         loader = kwargs["data_loader"]
-        sampling, facts = classify_data_loader(loader)
-        if _accounts_history(sampling):  # already Opacus' Poisson loader: its calibration describes it
+        poisson = bool(kwargs.get("poisson_sampling", True))
+        sampling = check_data_loader(loader, poisson_sampling=poisson)  # refused before any calibration
+        if poisson or _accounts_history(sampling):  # Opacus' Poisson loader: its calibration describes it
             return original(self, *args, **kwargs)
-        if loader_scheme(sampling) is None:
-            raise ValueError(f"data_loader: no certified epsilon exists for this loader's sampler "
-                             f"({facts.get('sampler')}), so no noise can be calibrated for it; use "
-                             "poisson_sampling=True or a shuffled DataLoader")
         acc = self.accountant
         sigma = shuffle_noise_multiplier(target_epsilon=kwargs["target_epsilon"], target_delta=kwargs["target_delta"],
                                          num_batches=len(loader), epochs=kwargs["epochs"], eps_error=acc.eps_error,
@@ -480,12 +539,47 @@ def _calibrate_for_the_loader() -> None:
     pe.PrivacyEngine.make_private_with_epsilon = make_private_with_epsilon
 
 
+def _count_skipped_steps() -> None:
+    """Wrap ``DPOptimizer.signal_skip_step`` to count skipped steps (accumulated physical batches) on the optimizer,
+    except those ``BatchMemoryManager``'s ``BatchSplittingSampler`` signals while splitting one sampled batch
+    (idempotent)."""
+    from opacus.optimizers.optimizer import DPOptimizer
+    from opacus.utils.batch_memory_manager import BatchSplittingSampler
+
+    signal = DPOptimizer.signal_skip_step
+    if not getattr(signal, "_tightdp_watch", False):
+        def signal_skip_step(self, do_skip=True):
+            if do_skip and not getattr(self, "_tightdp_splitting", False):
+                self._tightdp_skips = getattr(self, "_tightdp_skips", 0) + 1
+            return signal(self, do_skip)
+
+        signal_skip_step._tightdp_watch = True  # type: ignore[attr-defined]
+        DPOptimizer.signal_skip_step = signal_skip_step
+    split = BatchSplittingSampler.__iter__
+    if not getattr(split, "_tightdp_watch", False):
+        def __iter__(self):
+            batches = split(self)
+            while True:
+                self.optimizer._tightdp_splitting = True
+                try:
+                    batch = next(batches)
+                except StopIteration:
+                    return
+                finally:
+                    self.optimizer._tightdp_splitting = False
+                yield batch
+
+        __iter__._tightdp_watch = True  # type: ignore[attr-defined]
+        BatchSplittingSampler.__iter__ = __iter__
+
+
 def register() -> None:
     """Register ``TightDPAccountant`` with Opacus under ``"tightdp"``, let it see the training loader
     (``_watch_data_loaders``) and calibrate for it (``_calibrate_for_the_loader``); done on import; idempotent."""
     register_accountant(MECHANISM, TightDPAccountant, force=True)
     _watch_data_loaders()
     _calibrate_for_the_loader()
+    _count_skipped_steps()
 
 
 register()
