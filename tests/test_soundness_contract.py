@@ -300,3 +300,25 @@ def test_laplace_at_tiny_delta_is_never_unbounded(name):
     b = acc.epsilon(1e-14)
     _check_shape(b)
     assert b.upper <= 4.0 and math.isfinite(b.upper)
+
+
+@SETTINGS
+@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10 ** 30, 10 ** 30),
+                       st.booleans(), st.text(max_size=12), st.just([]), st.just({}), st.just(np.zeros(2))),
+       arg=st.sampled_from(["noise_multiplier", "sampling_rate", "steps", "delta", "group_size", "sampling",
+                            "dataset_size", "batch_size"]))
+def test_group_epsilon_never_crashes(value, arg):
+    """Any value of any argument of group_epsilon: an answer of the right shape or a refusal naming it."""
+    kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=50, delta=1e-5, group_size=2)
+    _refuses(lambda: tightdp.group_epsilon(**{**kw, arg: value}))
+
+
+@settings(SETTINGS, max_examples=6 * FUZZ)  # a few seconds each: TIGHTDP_FUZZ=1 runs 120
+@given(n=st.integers(10 ** 3, 10 ** 12), q=st.floats(1e-6, 0.5), b=st.integers(1, 10 ** 4),
+       sigma=st.floats(0.5, 5.0), steps=st.integers(1, 20))
+def test_truncated_poisson_never_crashes_at_any_dataset_size(n, q, b, sigma, steps):
+    """Data-set sizes to 10^12 are in the declared domain: truncated Poisson answers (or refuses) without an
+    array of the data set's size."""
+    _refuses(lambda: tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=1e-6,
+                                           sampling="truncated-poisson", dataset_size=n,
+                                           max_batch_size=min(b, n)))
