@@ -42,7 +42,7 @@ def test_poisson_matches_tuning_epsilon():
     direct = tuning_epsilon(run=[(_mech(), STEPS)], delta=DELTA, distribution="poisson", mean=5)
     assert (s.epsilon.lower, s.epsilon.upper) == (direct.lower, direct.upper)
     assert "Papernot & Steinke 2022 Thm 6" in s.guarantees[-1] and "poisson law, mean 5" in s.guarantees[-1]
-    assert "rdp" in s.accountant and "Tuned:" in s.to_text()
+    assert "rdp" in s.accountant and "Tuned:" in s.to_text() and "width is not controlled" in s.to_text()
     assert s.parameters["tuning"]["mean"] == 5.0
     assert 0.0 < s.epsilon.lower <= s.epsilon.upper
 

@@ -186,8 +186,11 @@ class PrivacyStatement:
 
             lines[-1:] = [f"Tuned: {Tuning(**p['tuning']).describe()}; the epsilon below is the whole tuning "
                           "procedure's.", ""]
+        accuracy = describe_accuracy(self.eps_error, self.rel_error)
+        if (p.get("tuning") or {}).get("distribution", "fixed") != "fixed":
+            accuracy = "an RDP-based upper bound; the interval's width is not controlled"
         lines.append(f"Example-level DP at delta = {self.delta:g} ({self.accountant} accountant, "
-                     f"accuracy: {describe_accuracy(self.eps_error, self.rel_error)}):")
+                     f"accuracy: {accuracy}):")
         lines.append(f"    {'epsilon':22s}{_interval(self.epsilon)}")
         if self.groups:
             lines.append("")
