@@ -45,13 +45,15 @@ __all__ = ["GroupRow", "PrivacyStatement", "privacy_statement", "guarantee_parag
 def guarantee_paragraphs(*, sampling: str | SamplingScheme, sampling_rate: float | None = None,
                          batch_size: int | None = None, dataset_size: int | None = None,
                          max_batch_size: int | None = None, relation: str | None = None,
-                         group_sizes: Sequence[int] = (), steps: int | None = None) -> dict[str, list[str]]:
+                         group_sizes: Sequence[int] = (), steps: int | None = None,
+                         tuning=None) -> dict[str, list[str]]:
     """What a DP-SGD guarantee of this configuration promises, in plain language.
 
     ``sampling`` is a scheme object (``tightdp.sampling``) or a registered name with the keywords its
     ``from_options`` reads; where they do not determine the scheme's numbers (a schedule of several rates),
     the scheme's sentence is stated without them. Returns ``{"guarantees": [...], "not_covered": [...]}``;
     each entry is one sentence or a short paragraph. Used by ``privacy_statement`` and by the privacy report.
+    With ``tuning`` (a ``tightdp.tuning.Tuning``) the hyper-parameter tuning item leaves the "not covered" list.
     """
     if isinstance(sampling, SamplingScheme):
         cls, scheme = type(sampling), sampling
@@ -82,16 +84,19 @@ def guarantee_paragraphs(*, sampling: str | SamplingScheme, sampling_rate: float
     group_text = (scheme if scheme is not None else cls).group_sentence() if group_sizes else None
     if group_text:
         guarantees.append(group_text)
-    not_covered = _not_covered(group_sizes, training="DP-SGD")
+    not_covered = _not_covered(group_sizes, training="DP-SGD", tuning=tuning is not None)
     return {"guarantees": guarantees, "not_covered": not_covered}
 
 
-def _not_covered(group_sizes: Sequence[int], *, training: str) -> list[str]:
-    """What a guarantee of ``training`` (e.g. "DP-SGD") does not cover, in plain language."""
-    not_covered = [
+def _not_covered(group_sizes: Sequence[int], *, training: str, tuning: bool = False) -> list[str]:
+    """What a guarantee of ``training`` (e.g. "DP-SGD") does not cover, in plain language; with ``tuning``
+    the tuning procedure is accounted and its item is left out."""
+    not_covered = [] if tuning else [
         "Hyper-parameter tuning and repeated runs: every training run on the data (including runs for "
         "choosing hyper-parameters, and the choice of which run to publish) spends privacy that this "
-        "statement does not account.",
+        "statement does not account; give the tuning procedure (privacy_statement(tuning=...), or "
+        "--tuning-runs / --tuning-distribution on the command line) to account it."]
+    not_covered += [
         f"Data-dependent preprocessing: statistics computed from the private data outside {training} "
         "(normalisation, vocabularies, deduplication, feature selection, early stopping or model selection on "
         "private data) are not covered.",
@@ -176,8 +181,16 @@ class PrivacyStatement:
     def to_text(self) -> str:
         p = self.parameters
         lines = [_run_sentence(p), ""]
+        if p.get("tuning"):
+            from .tuning import Tuning
+
+            lines[-1:] = [f"Tuned: {Tuning(**p['tuning']).describe()}; the epsilon below is the whole tuning "
+                          "procedure's.", ""]
+        accuracy = describe_accuracy(self.eps_error, self.rel_error)
+        if (p.get("tuning") or {}).get("distribution", "fixed") != "fixed":
+            accuracy = "an RDP-based upper bound; the interval's width is not controlled"
         lines.append(f"Example-level DP at delta = {self.delta:g} ({self.accountant} accountant, "
-                     f"accuracy: {describe_accuracy(self.eps_error, self.rel_error)}):")
+                     f"accuracy: {accuracy}):")
         lines.append(f"    {'epsilon':22s}{_interval(self.epsilon)}")
         if self.groups:
             lines.append("")
@@ -258,7 +271,8 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
                       sampling: str | SamplingScheme | None = None, group_sizes: Sequence[int] = (),
                       max_batch_size: int | None = None, schedule: Sequence[Sequence[float]] | None = None,
                       eps_error: float | None = None, rel_error: float | None = None,
-                      run: TrainingRun | None = None, strategy=None, sampler=None) -> PrivacyStatement:
+                      run: TrainingRun | None = None, strategy=None, sampler=None,
+                      tuning=None) -> PrivacyStatement:
     """A certified privacy statement for a DP-SGD run (example-level and group-level epsilon, assumptions).
 
     Parameters
@@ -284,6 +298,13 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
         Poisson only: replaces ``noise_multiplier``/``sampling_rate``/``steps``.
     group_sizes : sequence of int
         The k to state group-level epsilon for.
+    tuning : tightdp.tuning.Tuning or dict, optional
+        The hyper-parameter tuning procedure that trained this run several times (``Tuning(distribution=
+        "fixed", runs=K)``, or a random number of runs: ``"poisson"``, ``"geometric"``, ``"logarithmic"``,
+        ``"negative-binomial"`` with ``mean`` and ``shape``; ``release="best"`` or ``"all"``). The epsilon is
+        then the whole procedure's (``tightdp.tuning.tuning_epsilon`` of the run's per-step ledger: the
+        ``K``-fold composition, or Papernot & Steinke 2022 Thm 2 / Thm 6, RDP-based), and hyper-parameter
+        tuning leaves the "not covered" list. Group rows of ``k > 1`` say "not applicable". DP-SGD runs only.
     eps_error, rel_error : float, optional
         The accuracy (``tightdp._accuracy``; by default relative 1e-3).
 
@@ -305,12 +326,18 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     acc_kw = {"eps_error": eps_error, "rel_error": rel_error}
     ks = [check_count(f"group_sizes[{i}]", k) for i, k in enumerate(_as_sequence("group_sizes", group_sizes))]
+    if tuning is not None:
+        from .tuning import Tuning
+
+        tuning = Tuning.parse(tuning)
     if strategy is not None or sampler is not None:
+        if tuning is not None:
+            raise ValueError("tuning does not apply to a correlated-noise run (strategy=, sampler=)")
         return _matrix_statement(strategy, sampler, noise_multiplier, steps, ks, delta, acc_kw, t0, given=dict(
             epochs=epochs, sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size,
             sampling=sampling, max_batch_size=max_batch_size, schedule=schedule, run=run))
     if run is not None:
-        return _run_statement(run, ks, delta, acc_kw, t0, given=dict(
+        return _run_statement(run, ks, delta, acc_kw, t0, tuning=tuning, given=dict(
             noise_multiplier=noise_multiplier, steps=steps, epochs=epochs, sampling_rate=sampling_rate,
             dataset_size=dataset_size, batch_size=batch_size, max_batch_size=max_batch_size, schedule=schedule))
     cls = scheme_class(sampling) if not isinstance(sampling, SamplingScheme) else type(sampling)
@@ -322,7 +349,7 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
     if schedule is not None:
         if cls is not Poisson:
             raise ValueError(f"schedule needs sampling='poisson', got {sampling!r}")
-        return _schedule_statement(schedule, cls.name, ks, delta, acc_kw, params, t0,
+        return _schedule_statement(schedule, cls.name, ks, delta, acc_kw, params, t0, tuning=tuning,
                                    given=dict(noise_multiplier=noise_multiplier, steps=steps, epochs=epochs,
                                               sampling_rate=sampling_rate))
     if noise_multiplier is None:
@@ -340,11 +367,12 @@ def privacy_statement(*, noise_multiplier: float | None = None, delta: float, st
         scheme = cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_batch_size)
     params["epochs"] = None if epochs is None else float(epochs)
     return _run_statement(TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=k_steps), ks, delta, acc_kw,
-                          t0, params=params)
+                          t0, params=params, tuning=tuning)
 
 
 def _run_statement(run: TrainingRun, ks: list[int], delta: float, acc_kw: dict, t0: float, *,
-                   params: dict[str, Any] | None = None, given: dict | None = None) -> PrivacyStatement:
+                   params: dict[str, Any] | None = None, given: dict | None = None,
+                   tuning=None) -> PrivacyStatement:
     """The statement of one ``TrainingRun``: its epsilon, a row per group size, the scheme's sentences."""
     from .accountants import DEFAULT_ACCOUNTANT
     from .group import group_epsilon
@@ -364,6 +392,15 @@ def _run_statement(run: TrainingRun, ks: list[int], delta: float, acc_kw: dict, 
     params.setdefault("epochs", None)
     if getattr(scheme, "max_batch_size", None) is not None:
         params["max_batch_size"] = scheme.max_batch_size  # type: ignore[attr-defined]
+    if tuning is not None:
+        step = run.step_mechanism()
+        if step is None:
+            raise ValueError(f"tuning: no per-step mechanism for the {scheme.name} scheme, so its tuning runs "
+                             "cannot be composed; leave tuning out")
+        return _tuned_statement([(step, run.steps)], tuning, ks, delta, acc_kw, t0, params=params,
+                                text=guarantee_paragraphs(sampling=scheme, relation=run.relation.value,
+                                                          group_sizes=(), steps=run.steps, tuning=tuning),
+                                notes=[scheme.caveat] if scheme.caveat else [])
     example = run.epsilon(delta=delta, **acc_kw)
     groups: list[GroupRow] = []
     for k in ks:
@@ -379,6 +416,36 @@ def _run_statement(run: TrainingRun, ks: list[int], delta: float, acc_kw: dict, 
                             guarantees=tuple(text["guarantees"]), not_covered=tuple(text["not_covered"]),
                             accountant=DEFAULT_ACCOUNTANT, seconds=time.perf_counter() - t0,
                             notes=tuple(notes), **acc_kw)
+
+
+def _tuned_statement(ledger, tuning, ks, delta, acc_kw, t0, *, params, text, notes) -> PrivacyStatement:
+    """The statement of a tuning procedure over one run's ledger (``tightdp.tuning.tuning_epsilon``)."""
+    from .accountants import DEFAULT_ACCOUNTANT
+
+    if acc_kw.get("eps_error") is not None or acc_kw.get("rel_error") is not None:
+        notes = list(notes) + ["the tuning bounds use the accountants' default accuracy; eps_error / rel_error "
+                               "do not apply to them"]
+    eps = tuning.epsilon(run=ledger, delta=delta)
+    details = dict(eps.details or {})
+    params["tuning"] = tuning.to_dict()
+    rdp = tuning.distribution != "fixed"
+    sentence = (f"Hyper-parameter tuning: the epsilon covers the whole tuning procedure, {tuning.describe()}; "
+                "every run is assumed to be a run as stated above (same sampling, noise and length; other "
+                "hyper-parameters may differ) and the choice of the run to release may use the private data. "
+                f"Upper end: {details.get('method', 'tuning_epsilon')}"
+                + (" (only Renyi-DP proofs exist for a random number of runs, so this bound may be loose)"
+                   if rdp else "") + f". Lower end: {details.get('lower_method', 'none')}: "
+                + ("every run's output is released, so the composition's certified lower end is attained."
+                   if tuning.release == "all" else
+                   "with a constant score every run is equally good and the released output is one run's, so "
+                   "one run's certified lower end is attained by the procedure."))
+    why = "not applicable: no group analysis of tuning runs is implemented"
+    groups = tuple(GroupRow(k, eps) if k == 1 else GroupRow(k, None, why) for k in ks)
+    accountant = "rdp (Papernot-Steinke)" if rdp else DEFAULT_ACCOUNTANT
+    return PrivacyStatement(parameters=params, delta=delta, epsilon=eps, groups=groups,
+                            guarantees=tuple(text["guarantees"]) + (sentence,),
+                            not_covered=tuple(text["not_covered"]), accountant=accountant,
+                            seconds=time.perf_counter() - t0, notes=tuple(notes), eps_error=None, rel_error=None)
 
 
 #: what each matrix sampler means for a user, after its own ``describe()``
@@ -484,7 +551,8 @@ def _steps(steps, epochs, n, b, q) -> int:
     return check_count("steps", from_epochs)
 
 
-def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, given) -> PrivacyStatement:
+def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, given,
+                        tuning=None) -> PrivacyStatement:
     from .accountants import DEFAULT_ACCOUNTANT, create
     from .dpsgd import dpsgd_mechanism
     from .group import group_epsilon_schedule
@@ -501,6 +569,14 @@ def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, gi
                      check_count(f"schedule[{i}].steps", seg[2])))
     if not segs:
         raise ValueError("schedule must not be empty")
+    if tuning is not None:
+        total = sum(k for _, _, k in segs)
+        params.update({"schedule": segs, "steps": total, "noise_multiplier": None, "sampling_rate": None})
+        rates = {q for _, q, _ in segs}
+        text = guarantee_paragraphs(sampling=sampling, sampling_rate=rates.pop() if len(rates) == 1 else None,
+                                    group_sizes=(), steps=total, tuning=tuning)
+        ledger = [(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k) for s, q, k in segs]
+        return _tuned_statement(ledger, tuning, ks, delta, acc_kw, t0, params=params, text=text, notes=[])
     acc = create(DEFAULT_ACCOUNTANT, **acc_kw)
     for s, q, k in segs:
         acc.compose(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k)

@@ -28,6 +28,7 @@ published) with ``K`` fixed: the ``K``-fold composition's own lower end.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -43,12 +44,88 @@ from .mechanisms.base import Mechanism
 from .mechanisms.losses import DiscreteLoss
 from .mechanisms.selection import (BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp)
 
-__all__ = ["selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon", "TUNING_DISTRIBUTIONS",
+__all__ = ["Tuning", "selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon", "TUNING_DISTRIBUTIONS",
            "truncated_negative_binomial_mean"]
 
 #: the laws of the number of runs ``tuning_epsilon`` accepts
 TUNING_DISTRIBUTIONS = ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial")
 
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tuning:
+    """How a training run was tuned: the law of the number of runs and what was released.
+
+    ``distribution`` is one of ``TUNING_DISTRIBUTIONS``: ``"fixed"`` needs ``runs``; the random laws need
+    ``mean`` (``E K >= 1``), and ``"negative-binomial"`` also ``shape > 0``; ``release`` is ``"best"`` (only the
+    selected run's output) or ``"all"`` (fixed runs only). ``epsilon(run=..., delta=...)`` is
+    ``tuning_epsilon``'s interval. Bad values raise ``ValueError`` naming ``tuning.<field>``.
+    """
+
+    distribution: str
+    runs: int | None = None
+    mean: float | None = None
+    shape: float | None = None
+    release: str = "best"
+
+    def __post_init__(self):
+        check_choice("tuning.distribution", self.distribution, TUNING_DISTRIBUTIONS)
+        check_choice("tuning.release", self.release, ("best", "all"))
+        if self.distribution == "fixed":
+            if self.runs is None:
+                raise ValueError("tuning.runs is required for distribution='fixed'")
+            object.__setattr__(self, "runs", check_count("tuning.runs", self.runs))
+            for name in ("mean", "shape"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"tuning.{name} applies to a random number of runs, not to "
+                                     "distribution='fixed'")
+            return
+        if self.runs is not None:
+            raise ValueError("tuning.runs applies to distribution='fixed'; give tuning.mean for a random number "
+                             "of runs")
+        if self.release != "best":
+            raise ValueError("tuning.release='all' needs a fixed number of runs (distribution='fixed')")
+        if self.mean is None:
+            raise ValueError(f"tuning.mean is required for distribution={self.distribution!r}")
+        object.__setattr__(self, "mean", check_real("tuning.mean", self.mean, low=1.0, low_open=False))
+        if self.distribution == "negative-binomial":
+            if self.shape is None:
+                raise ValueError("tuning.shape is required for distribution='negative-binomial'")
+            object.__setattr__(self, "shape", check_real("tuning.shape", self.shape, low=0.0))
+        elif self.shape is not None:
+            raise ValueError(f"tuning.shape is fixed by distribution={self.distribution!r}; leave it out")
+
+    @classmethod
+    def parse(cls, value) -> "Tuning":
+        """A ``Tuning`` from itself or a dict of its fields (unknown keys raise, naming them)."""
+        if isinstance(value, cls):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError(f"tuning must be a tightdp.tuning.Tuning or a dict of its fields, got {value!r}")
+        fields = ("distribution", "runs", "mean", "shape", "release")
+        unknown = [k for k in value if k not in fields]
+        if unknown:
+            raise ValueError(f"tuning.{unknown[0]} is not a field (fields: {', '.join(fields)})")
+        if "distribution" not in value:
+            raise ValueError("tuning.distribution is required")
+        return cls(**value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"distribution": self.distribution, "runs": self.runs, "mean": self.mean, "shape": self.shape,
+                "release": self.release}
+
+    def describe(self) -> str:
+        """The procedure in words, e.g. "8 fixed runs, the best released"."""
+        what = "the best released" if self.release == "best" else "every run's output released"
+        if self.distribution == "fixed":
+            return f"{self.runs} fixed run{'s' if self.runs != 1 else ''}, {what}"
+        law = self.distribution + (f" (shape {self.shape:g})" if self.shape is not None else "")
+        return f"a random number of runs ({law} law, mean {self.mean:g}), {what}"
+
+    def epsilon(self, *, run, delta: float) -> Bounds:
+        """``tuning_epsilon`` of ``run`` (one run's ledger) under this procedure."""
+        return tuning_epsilon(run=run, delta=delta, distribution=self.distribution, runs=self.runs,
+                              mean=self.mean, shape=self.shape, release=self.release)
 
 def _ledger(run) -> list[tuple[Mechanism, int]]:
     if isinstance(run, Mechanism):

@@ -14,6 +14,7 @@ import json
 import sys
 
 from .._validation import check_count
+from ..tuning import TUNING_DISTRIBUTIONS
 from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
 
 EXAMPLES = """examples:
@@ -22,6 +23,9 @@ EXAMPLES = """examples:
   tightdp statement --config examples/report_config.toml --json
   tightdp statement --noise-multiplier 2 --sampling fixed-batch --dataset-size 50000 --batch-size 500 \\
                     --steps 2000 --delta 1e-6 --group-size 4
+  tightdp statement --noise-multiplier 1.1 --sampling-rate 0.01 --steps 1000 --delta 1e-5 --tuning-runs 8
+  tightdp statement --noise-multiplier 1.1 --sampling-rate 0.01 --steps 1000 --delta 1e-5 \
+                    --tuning-distribution poisson --tuning-mean 5
   tightdp statement --strategy banded --c-col 1,0.5,0.25 --sampler cyclic-poisson --sampling-rate 0.1 \\
                     --noise-multiplier 1 --steps 300 --delta 1e-5
 """
@@ -54,6 +58,15 @@ def register(subparsers) -> None:
     add_strategy_options(p)  # a correlated-noise run (tightdp matrix's options) instead of DP-SGD
     add_sampler_options(p, sampling_rate=False, default=None)
     add_accuracy_options(p)
+    t = p.add_argument_group("hyper-parameter tuning (the epsilon of the whole tuning procedure, "
+                             "tightdp.tuning.tuning_epsilon)")
+    t.add_argument("--tuning-runs", type=float, metavar="K", help="K runs of this training (a fixed number)")
+    t.add_argument("--tuning-distribution", choices=[d for d in TUNING_DISTRIBUTIONS if d != "fixed"],
+                   help="a random number of runs with this law (Papernot & Steinke 2022; RDP-based bound)")
+    t.add_argument("--tuning-mean", type=float, metavar="MU", help="the expected number of runs E K >= 1")
+    t.add_argument("--tuning-shape", type=float, metavar="ETA", help="negative-binomial: the shape eta > 0")
+    t.add_argument("--tuning-release", choices=("best", "all"), default=None,
+                   help="release only the best run (default) or every run's output (--tuning-runs only)")
     p.add_argument("--json", action="store_true", help="print JSON (the statement's fields and its text)")
     p.set_defaults(run=run)
 
@@ -64,6 +77,41 @@ def _group_sizes(args) -> list[int] | None:
     return [check_count("--group-size", k) for k in args.group_sizes]
 
 
+def tuning_from_args(args):
+    """The ``tightdp.tuning.Tuning`` the ``--tuning-*`` options describe, or None (no tuning option given)."""
+    from ..tuning import Tuning
+
+    runs, dist, mean, shape = args.tuning_runs, args.tuning_distribution, args.tuning_mean, args.tuning_shape
+    release = args.tuning_release
+    if runs is None and dist is None:
+        for name, v in (("--tuning-mean", mean), ("--tuning-shape", shape), ("--tuning-release", release)):
+            if v is not None:
+                raise ValueError(f"{name} needs --tuning-runs or --tuning-distribution")
+        return None
+    if runs is not None and dist is not None:
+        raise ValueError("--tuning-runs (a fixed number of runs) and --tuning-distribution (a random number) "
+                         "exclude each other")
+    if runs is not None:
+        for name, v in (("--tuning-mean", mean), ("--tuning-shape", shape)):
+            if v is not None:
+                raise ValueError(f"{name} applies to --tuning-distribution, not to --tuning-runs")
+        return Tuning(distribution="fixed", runs=check_count("--tuning-runs", runs), release=release or "best")
+    if mean is None:
+        raise ValueError(f"--tuning-mean is required with --tuning-distribution {dist}")
+    if (shape is not None) != (dist == "negative-binomial"):
+        raise ValueError("--tuning-shape is required with --tuning-distribution negative-binomial and applies "
+                         "to it only")
+    if release == "all":
+        raise ValueError("--tuning-release all needs --tuning-runs (a fixed number of runs)")
+    try:
+        return Tuning(distribution=dist, mean=mean, shape=shape)
+    except ValueError as e:  # name the option rather than the field
+        msg = str(e)
+        for field in ("mean", "shape"):
+            msg = msg.replace(f"tuning.{field}", f"--tuning-{field}")
+        raise ValueError(msg) from None
+
+
 def build(args):
     """The ``PrivacyStatement`` the options ask for."""
     from .._validation import check_delta
@@ -71,9 +119,14 @@ def build(args):
 
     ks = _group_sizes(args)
     eps_error, rel_error = accuracy_from_args(args)
+    tuning = tuning_from_args(args)
     if _matrix_run(args):
+        if tuning is not None:
+            raise ValueError("--tuning-* options do not apply to a correlated-noise run (--strategy, --sampler)")
         return _matrix_build(args, ks, eps_error, rel_error)
     if args.config is not None:
+        if tuning is not None:
+            raise ValueError("--tuning-* options cannot be combined with --config (give the run as options)")
         given = [name for name in _RUN if getattr(args, name) is not None]
         if given:
             raise ValueError(f"--{given[0].replace('_', '-')} cannot be combined with --config (the config "
@@ -92,7 +145,8 @@ def build(args):
     return privacy_statement(noise_multiplier=args.noise_multiplier, delta=args.delta, steps=args.steps,
                              epochs=args.epochs, sampling_rate=args.sampling_rate, dataset_size=args.dataset_size,
                              batch_size=args.batch_size, sampling=args.sampling, group_sizes=ks or (),
-                             max_batch_size=args.max_batch_size, eps_error=eps_error, rel_error=rel_error)
+                             max_batch_size=args.max_batch_size, eps_error=eps_error, rel_error=rel_error,
+                             tuning=tuning)
 
 
 def _matrix_run(args) -> bool:
