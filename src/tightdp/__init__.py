@@ -26,7 +26,7 @@ The public API, by topic (each name is listed once, in ``__all__`` below):
   ``group_epsilon``, ``group_epsilon_schedule``, ``group_report``, ``group_curve``;
 * correlated noise (DP-FTRL, BandMF, BLT): ``matrix_epsilon``, ``calibrate_matrix_noise`` (the strategies
   and samplers stay in ``tightdp.matrix``);
-* selection and tuning: ``selection_epsilon``, ``tuning_epsilon`` (hyper-parameter tuning runs),
+* selection and tuning: ``selection_epsilon``, ``tuning_epsilon`` and ``Tuning`` (hyper-parameter tuning runs),
   ``discrete_vector_epsilon``;
 * auditing: the module ``tightdp.audit`` (empirical lower bounds from canaries beside the certificate);
 * operational views: ``tradeoff_curve`` / ``TradeoffCurve`` (certified f-DP trade-off curve, attack
@@ -58,7 +58,7 @@ from .mechanisms import (BoundedRange, DiscreteGaussian, DiscreteGaussianVector,
                          DistributedDiscreteGaussian, ExponentialMechanism, PermuteAndFlip, PoissonSampledDiscrete,
                          ReportNoisyMax, Skellam, SparseVector)
 from .schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
-from .tuning import discrete_vector_epsilon, selection_epsilon, tuning_epsilon
+from .tuning import Tuning, discrete_vector_epsilon, selection_epsilon, tuning_epsilon
 from .runs import TrainingRun
 from .sampling import Relation
 from .statement import privacy_statement
@@ -91,7 +91,7 @@ __all__ = [
     # correlated noise (matrix mechanism)
     "matrix_epsilon", "calibrate_matrix_noise",
     # selection mechanisms and tuning runs
-    "selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon",
+    "selection_epsilon", "tuning_epsilon", "Tuning", "discrete_vector_epsilon",
     # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
     "TradeoffCurve", "tradeoff_curve",
     # interoperability and housekeeping
