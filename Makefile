@@ -14,7 +14,8 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[plot,progress]'
 	touch $@
 
-# everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel) and Opacus
+# everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel), Opacus and the docs tools
+# (tests/test_docs_site.py builds the site)
 # chromium renders the report's HTML in tests/test_report_browser.py: installed where it is missing and apt-get
 # can (root); otherwise that test skips, and this step never fails the target
 $(VENV)/.test: pyproject.toml | $(BIN)/python
@@ -22,7 +23,7 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 			|| echo "chromium not installed: tests/test_report_browser.py will skip"; fi
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask]'
+	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask,docs]'
 	touch $@
 
 # the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it
