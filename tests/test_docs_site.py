@@ -176,3 +176,25 @@ def test_browser_screenshots(site, tmp_path, page, name):
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
                           (site / page).resolve().as_uri()], capture_output=True, text=True, timeout=120).stdout
     assert "md-nav" in dom and "md-search" in dom  # navigation and search rendered
+
+
+@pytest.mark.parametrize("module, page", [("tightdp", "tightdp"), ("tightdp.sampling", "sampling"),
+                                          ("tightdp.matrix", "matrix"), ("tightdp.audit", "audit"),
+                                          ("tightdp.individual", "individual"), ("tightdp.report", "report")])
+def test_every_public_name_has_a_reference_entry(site, module, page):
+    """Each name of the module's ``__all__`` has its own heading in the API reference (anchor ``module.name``,
+    or ``module.submodule.name`` where a submodule shadows the name); a public submodule has its own page."""
+    import importlib
+    import inspect
+
+    mod = importlib.import_module(module)
+    ids = _parse(site / "api" / page / "index.html").ids
+    missing = []
+    for name in mod.__all__:
+        if inspect.ismodule(getattr(mod, name)):
+            if not (site / "api" / name / "index.html").is_file():
+                missing.append(name)
+        elif f"{module}.{name}" not in ids and not any(i.startswith(module + ".") and i.endswith("." + name)
+                                                      for i in ids):
+            missing.append(name)
+    assert missing == []
