@@ -165,12 +165,12 @@ def test_browser_screenshots(site, tmp_path, page, name):
     shot = ARTIFACTS / name
     profile = tmp_path / "profile"
     profile.mkdir()
-    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1200,1600",
+    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1440,1600",
                           f"--screenshot={shot}", (site / page).resolve().as_uri()],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     pixels = image.imread(shot)
-    assert pixels.shape[0] == 1600 and pixels.shape[1] == 1200
+    assert pixels.shape[0] == 1600 and pixels.shape[1] == 1440
     rgb = pixels[..., :3].reshape(-1, 3)
     assert 0.001 < (rgb.sum(axis=1) < 1.5).mean() < 0.9  # text on a page, not a blank or black image
     dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
