@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench clean reproduce
+.PHONY: demo test test-fast bench clean reproduce docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,7 +14,8 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(PIP) install -e '.[plot,progress]'
 	touch $@
 
-# everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel) and Opacus
+# everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel), Opacus and the docs tools
+# (tests/test_docs_site.py builds the site)
 # chromium renders the report's HTML in tests/test_report_browser.py: installed where it is missing and apt-get
 # can (root); otherwise that test skips, and this step never fails the target
 $(VENV)/.test: pyproject.toml | $(BIN)/python
@@ -22,7 +23,7 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 			|| echo "chromium not installed: tests/test_report_browser.py will skip"; fi
 	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask]'
+	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask,docs]'
 	touch $@
 
 # the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it
@@ -48,5 +49,14 @@ reproduce: $(VENV)/.core
 	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group matrix_mechanisms; do \
 		$(BIN)/python examples/papers/$$p.py || exit 1; done
 
+# the documentation site (mkdocs-material + mkdocstrings + markdown-exec): every code block runs, every figure is
+# drawn by the build, strict mode (a broken link, a docstring warning or a failing example fails it); open site/index.html
+$(VENV)/.docs: pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[docs]'
+	touch $@
+
+docs: $(VENV)/.docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis demo-report
+	rm -rf $(VENV) .pytest_cache .hypothesis demo-report site
