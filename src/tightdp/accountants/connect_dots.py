@@ -164,18 +164,28 @@ def _loss_variance(directions) -> float:
 class ConnectDotsAccountant(PLDAccountant):
     """Certified bounds from dominating (upper) and dominated (lower) discretisations.
 
-    Parameters
-    ----------
-    eps_error: absolute accuracy: the mesh is refined until ``upper - lower <= 2 * eps_error``
-        (or ``max_refinements``); with ``rel_error``, the floor of the relative target.
-    rel_error: relative accuracy: refine until ``upper - lower <= 2 * max(rel_error * epsilon,
-        eps_error)``. With neither given, the default (``tightdp._accuracy``): ``rel_error=1e-3``,
-        floor ``eps_error=5e-5`` (epsilon to about three significant digits at every scale);
-        ``eps_error`` alone is an absolute target.
-    delta_error: delta slack for truncation and aliasing (default ``1e-3 * delta``).
-
     Every pass's interval is certified, so the answer is their intersection: a refinement
     never widens it.
+
+    Parameters
+    ----------
+    eps_error : float, optional
+        Absolute accuracy: the mesh is refined until ``upper - lower <= 2 * eps_error`` (or
+        ``max_refinements``); with ``rel_error``, the floor of the relative target.
+    rel_error : float, optional
+        Relative accuracy: refine until ``upper - lower <= 2 * max(rel_error * epsilon, eps_error)``.
+        With neither given, the default (``tightdp._accuracy``): ``rel_error=1e-3``, floor
+        ``eps_error=5e-5`` (epsilon to about three significant digits at every scale); ``eps_error``
+        alone is an absolute target.
+    delta_error : float, optional
+        Delta slack for truncation and aliasing (default ``1e-3 * delta``).
+    max_refinements : int, default 8
+        Most mesh refinements per query, in ``[0, 20]``.
+
+    Raises
+    ------
+    ValueError
+        An accuracy or ``max_refinements`` out of its domain, naming the argument.
     """
 
     name = "connect-dots"
