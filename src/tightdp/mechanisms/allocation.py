@@ -39,7 +39,10 @@ dominated random-allocation pair (Blackwell; 000 App. C.6). Hence:
    ``t`` independent lattice variables (``t - 1`` drawn from ``Q_1'`` and one from
    ``P_1'`` for the ``P``-law of the remove direction; ``t`` from ``Q_1'`` for the
    add direction), computed exactly up to the certified FFT round-off and
-   aliasing of ``tightdp.pld.compose``;
+   aliasing of ``tightdp.pld.compose``; the FFT's round-off is an absolute floor (about 1e-16 of the
+   largest mass), so the tail that decides a tiny delta is computed a second time with an exponential
+   tilt (``compose(tilt=theta)``, whose floor is in tilted units) and every atom keeps the estimate with
+   the smaller certified error (``_sum_law``);
 3. *onto the privacy-loss grid* ``h Z``: the same spread (upper) and merge
    (lower) once more, now between the points ``e^{ih}`` of ``S``, which gives
    ``DiscretisedLoss`` objects the composition engine composes over epochs.
@@ -132,6 +135,12 @@ _MAX_LATTICE = 2_000_000
 #: lattice mesh (ratio units) per loss-grid mesh and sqrt(t): the lattice spread adds about eta^2/(4t) of
 #: loss variance per epoch near S = 1, the loss-grid spread about h^2/6; this keeps the two comparable
 _ETA_PER_H = 0.8
+#: Chernoff level of the lattice sum's FFT window: the aliased mass (2 tau per epoch, charged as l1 on both
+#: ends) must stay far below the engine's per-epoch ``tail`` (about delta / epochs); tau = 1e-2 tail,
+#: clipped to this range (a smaller tau widens the window)
+_SUM_TAU = (1e-20, 1e-15)
+#: the far-tail tilted composition is run only when the first window has at most this many points
+_TILT_MAX_POINTS = 1 << 17
 
 
 # --------------------------------------------------------------------------- merge-to-the-grid sweep
@@ -281,7 +290,7 @@ def _tilt_for_mean(terms, eta: float, target: float) -> float:
     return sign * 0.5 * (lo + hi)
 
 
-def _sum_law(terms, eta: float, focus: str | None = None):
+def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, tail: float = 0.0):
     """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
     ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` (an array)
     bounds the error of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``,
@@ -297,7 +306,7 @@ def _sum_law(terms, eta: float, focus: str | None = None):
     bound (sound atom by atom; the first run's aliased mass stays charged as l1)."""
     from ..pld import compose
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
-    comp = compose(parts, tilt=0.0, tau=1e-15)
+    comp = compose(parts, tilt=0.0, tau=tau)
     scale = math.exp(comp.log_norm)
     masses = comp.tilted * scale
     pw = comp.float_error if comp.pointwise_error is None else min(comp.pointwise_error, comp.float_error)
@@ -306,7 +315,9 @@ def _sum_law(terms, eta: float, focus: str | None = None):
     pointwise = (pw + comp.input_round_off[1]) * scale * (1.0 + 8 * _U) + g * masses
     l1 = (2.0 * comp.alias_mass + comp.input_error) * scale
     x = comp.x
-    if focus is not None and pw > 0.0:
+    # the tilted run only where the floor matters: its total exceeds a hundredth of the per-epoch tail
+    # (and only on short sums: the tilted window of a heavy-tailed sum can be many times the first one)
+    if focus is not None and pw > 0.0 and x.size <= _TILT_MAX_POINTS and float(np.sum(pointwise)) > 1e-2 * tail:
         ok = masses > 1e4 * pointwise
         if np.count_nonzero(ok) >= 2:
             idx = np.flatnonzero(ok)
@@ -317,12 +328,12 @@ def _sum_law(terms, eta: float, focus: str | None = None):
                 # reliable atom (the choice affects accuracy only, never soundness)
                 theta = _tilt_for_mean(terms, eta, x[edge] + 0.5 * (x[edge] - x[mode]))
                 if math.isfinite(theta) and theta != 0.0:
-                    c2 = compose(parts, tilt=theta, tau=1e-15)
+                    c2 = compose(parts, tilt=theta, tau=tau)
                     pw2 = c2.float_error if c2.pointwise_error is None else min(c2.pointwise_error,
                                                                                 c2.float_error)
                     g2 = max(c2.up_rel, 1.0 / c2.low_factor - 1.0 if c2.low_factor > 0 else 1.0)
                     x2 = c2.x
-                    with np.errstate(over="ignore", under="ignore"):
+                    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                         f = np.exp(c2.log_norm - c2.tilt * x2)
                         m2 = c2.tilted * f
                         e2 = ((pw2 + c2.input_round_off[1] + 2.0 * c2.alias_mass + c2.input_error) * f
@@ -409,7 +420,8 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
             l1 = t * c["lo_l1_add"]
-    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta, "high" if direction == "remove" else "low")
+    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta, "high" if direction == "remove" else "low",
+                                                 min(_SUM_TAU[1], max(_SUM_TAU[0], 1e-2 * tail)), tail)
     # the FFT's round-off is paid where it sits, not as an absolute floor: each computed mass is within
     # ``pointwise`` of the exact sum law of the lattice pair, so the dominating pair takes ``m + pointwise``
     # (more P-mass at any loss can only raise delta, of one epoch and of any composition: delta is
