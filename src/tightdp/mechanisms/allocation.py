@@ -39,7 +39,10 @@ dominated random-allocation pair (Blackwell; 000 App. C.6). Hence:
    ``t`` independent lattice variables (``t - 1`` drawn from ``Q_1'`` and one from
    ``P_1'`` for the ``P``-law of the remove direction; ``t`` from ``Q_1'`` for the
    add direction), computed exactly up to the certified FFT round-off and
-   aliasing of ``tightdp.pld.compose``;
+   aliasing of ``tightdp.pld.compose``; the FFT's round-off is an absolute floor (about 1e-16 of the
+   largest mass), so the tail that decides a tiny delta is computed a second time with an exponential
+   tilt (``compose(tilt=theta)``, whose floor is in tilted units) and every atom keeps the estimate with
+   the smaller certified error (``_sum_law``);
 3. *onto the privacy-loss grid* ``h Z``: the same spread (upper) and merge
    (lower) once more, now between the points ``e^{ih}`` of ``S``, which gives
    ``DiscretisedLoss`` objects the composition engine composes over epochs.
@@ -132,6 +135,12 @@ _MAX_LATTICE = 2_000_000
 #: lattice mesh (ratio units) per loss-grid mesh and sqrt(t): the lattice spread adds about eta^2/(4t) of
 #: loss variance per epoch near S = 1, the loss-grid spread about h^2/6; this keeps the two comparable
 _ETA_PER_H = 0.8
+#: Chernoff level of the lattice sum's FFT window: the aliased mass (2 tau per epoch, charged as l1 on both
+#: ends) must stay far below the engine's per-epoch ``tail`` (about delta / epochs); tau = 1e-2 tail,
+#: clipped to this range (a smaller tau widens the window)
+_SUM_TAU = (1e-20, 1e-15)
+#: the far-tail tilted composition is run only when the first window has at most this many points
+_TILT_MAX_POINTS = 1 << 17
 
 
 # --------------------------------------------------------------------------- merge-to-the-grid sweep
@@ -249,20 +258,94 @@ def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
                            truncated_mass=0.0, mean_error=0.0, coupling_range=0.0)
 
 
-def _sum_law(terms, eta: float):
+def _tilt_for_mean(terms, eta: float, target: float) -> float:
+    """The exponential tilt ``theta`` under which the sum of ``terms`` (lattice pmfs on ``j eta``, counts)
+    has mean ``target`` (bisection on the tilted means; 0 when the target is outside the support)."""
+    vals = [(np.arange(np.asarray(q).size) * eta, np.asarray(q, float), c) for q, _, c in terms]
+
+    def mean(th: float) -> float:
+        tot = 0.0
+        for v, q, c in vals:
+            with np.errstate(divide="ignore"):
+                lw = np.where(q > 0, np.log(np.where(q > 0, q, 1.0)), -np.inf) + th * v
+            w = np.exp(lw - np.max(lw))
+            tot += c * float(np.sum(w * v) / np.sum(w))
+        return tot
+
+    m0 = mean(0.0)
+    if not math.isfinite(target) or target == m0:
+        return 0.0
+    sign = 1.0 if target > m0 else -1.0
+    lo, hi = 0.0, 1.0
+    while sign * (mean(sign * hi) - target) < 0.0:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            return 0.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if sign * (mean(sign * mid) - target) < 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return sign * 0.5 * (lo + hi)
+
+
+def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, tail: float = 0.0):
     """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
-    ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` bounds the
-    round-off of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``),
-    ``l1`` the aliased mass, and the masses are within ``1 +- 8u`` of the rescaled FFT output."""
+    ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` (an array)
+    bounds the error of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``,
+    and the direct convolution's relative error), ``l1`` the aliased mass, and the masses are within
+    ``1 +- 8u`` of the rescaled FFT output.
+
+    ``focus`` (``"high"`` or ``"low"``): the FFT's round-off is an absolute floor (about ``1e-16`` of the
+    largest mass), so the far tail of the sum, where a small delta is decided, is lost in it. A second
+    composition with an exponential tilt ``theta`` (``tightdp.pld.compose``'s tilted FFT: it computes
+    ``m(x) e^{theta x}`` normalised, with the same absolute floor in *tilted* units) puts that tail near the
+    tilted mode; each of its masses has the error bound ``(round-off + aliasing + inputs) e^{log_norm -
+    theta x}``. Both runs bound the same exact masses, so every atom takes the estimate with the smaller
+    bound (sound atom by atom; the first run's aliased mass stays charged as l1)."""
     from ..pld import compose
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
-    comp = compose(parts, tilt=0.0, tau=1e-15)
+    comp = compose(parts, tilt=0.0, tau=tau)
     scale = math.exp(comp.log_norm)
     masses = comp.tilted * scale
     pw = comp.float_error if comp.pointwise_error is None else min(comp.pointwise_error, comp.float_error)
-    pointwise = (pw + comp.input_round_off[1]) * scale * (1.0 + 8 * _U)
+    # the direct convolution (no FFT) reports a relative error instead: charged here per atom
+    g = max(comp.up_rel, 1.0 / comp.low_factor - 1.0 if comp.low_factor > 0 else 1.0)
+    pointwise = (pw + comp.input_round_off[1]) * scale * (1.0 + 8 * _U) + g * masses
     l1 = (2.0 * comp.alias_mass + comp.input_error) * scale
-    return comp.x, masses, pointwise, l1, comp.infinity_mass
+    x = comp.x
+    # the tilted run only where the floor matters: its total exceeds a hundredth of the per-epoch tail
+    # (and only on short sums: the tilted window of a heavy-tailed sum can be many times the first one)
+    if focus is not None and pw > 0.0 and x.size <= _TILT_MAX_POINTS and float(np.sum(pointwise)) > 1e-2 * tail:
+        ok = masses > 1e4 * pointwise
+        if np.count_nonzero(ok) >= 2:
+            idx = np.flatnonzero(ok)
+            mode = int(np.argmax(masses))
+            edge = int(idx[-1] if focus == "high" else idx[0])
+            if edge != mode:
+                # the tilt whose tilted sum has its mean half the mode-to-edge distance beyond the last
+                # reliable atom (the choice affects accuracy only, never soundness)
+                theta = _tilt_for_mean(terms, eta, x[edge] + 0.5 * (x[edge] - x[mode]))
+                if math.isfinite(theta) and theta != 0.0:
+                    c2 = compose(parts, tilt=theta, tau=tau)
+                    pw2 = c2.float_error if c2.pointwise_error is None else min(c2.pointwise_error,
+                                                                                c2.float_error)
+                    g2 = max(c2.up_rel, 1.0 / c2.low_factor - 1.0 if c2.low_factor > 0 else 1.0)
+                    x2 = c2.x
+                    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                        f = np.exp(c2.log_norm - c2.tilt * x2)
+                        m2 = c2.tilted * f
+                        e2 = ((pw2 + c2.input_round_off[1] + 2.0 * c2.alias_mass + c2.input_error) * f
+                              * (1.0 + 8 * _U) + g2 * m2 + 8 * _U * m2)
+                    k = np.rint((x2 - x[0]) / eta).astype(np.int64)
+                    inside = (k >= 0) & (k < x.size) & np.isfinite(e2) & np.isfinite(m2)
+                    k, m2, e2 = k[inside], m2[inside], e2[inside]
+                    better = e2 < pointwise[k]
+                    masses = masses.copy()
+                    masses[k[better]] = m2[better]
+                    pointwise[k[better]] = e2[better]
+    return x, masses, pointwise, l1, comp.infinity_mass
 
 
 # --------------------------------------------------------------------------- onto the loss grid
@@ -337,7 +420,8 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
             l1 = t * c["lo_l1_add"]
-    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta)
+    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta, "high" if direction == "remove" else "low",
+                                                 min(_SUM_TAU[1], max(_SUM_TAU[0], 1e-2 * tail)), tail)
     # the FFT's round-off is paid where it sits, not as an absolute floor: each computed mass is within
     # ``pointwise`` of the exact sum law of the lattice pair, so the dominating pair takes ``m + pointwise``
     # (more P-mass at any loss can only raise delta, of one epoch and of any composition: delta is
