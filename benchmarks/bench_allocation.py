@@ -8,7 +8,7 @@ The setting is CIFAR-10 with balls-and-bins batches: ``t = 196`` steps per
 epoch (50,000 examples, expected batch 255), noise multiplier 1, ``delta = 1e-5``,
 1 epoch and 100 epochs (``--quick``: 1 and 10). It times
 
-* tightdp ``allocation_epsilon`` (= ``dpsgd_epsilon(sampling="balls-and-bins")``),
+* tightdp ``allocation_epsilon`` (= ``dpsgd_epsilon(sampling="random-allocation")``),
   default ``eps_error = 0.01`` (certified ``upper - lower <= 0.02``);
 * pld-accounting 2.0 ``gaussian_allocation_epsilon_range(epsilon_accuracy=0.01)``
   (Feldman & Shenfeld 2602.17284, the PLD realisation; upper and lower);

@@ -88,10 +88,10 @@ def test_identity_balls_in_bins_is_random_allocation(sigma, epochs):
         assert b.upper - b.lower <= 0.01 * b.upper + 1e-4
 
 
-def test_epoch_allocation_identity_is_dpsgd_balls_and_bins():
+def test_epoch_allocation_identity_is_dpsgd_random_allocation():
     b = matrix_epsilon(strategy=Identity(), noise_multiplier=1.5, steps=100, delta=1e-5,
                        sampler=EpochAllocation(steps_per_epoch=10))
-    ref = dpsgd_epsilon(noise_multiplier=1.5, sampling_rate=0.1, steps=100, delta=1e-5, sampling="balls-and-bins")
+    ref = dpsgd_epsilon(noise_multiplier=1.5, sampling_rate=0.1, steps=100, delta=1e-5, sampling="random-allocation")
     assert math.isclose(b.upper, ref.upper, rel_tol=1e-6) and math.isclose(b.lower, ref.lower, rel_tol=1e-6)
 
 

@@ -293,7 +293,7 @@ class BallsInBins(Sampler):
 
 @dataclass(frozen=True, kw_only=True)
 class EpochAllocation(Sampler):
-    """Random allocation afresh each epoch (tightdp's ``sampling="balls-and-bins"`` for DP-SGD): each record in
+    """Random allocation afresh each epoch (tightdp's ``sampling="random-allocation"`` for DP-SGD): each record in
     exactly one uniform step of each epoch of ``steps_per_epoch`` steps.
 
     * A diagonal ``C`` (one band): the run is random allocation with per-step sensitivities ``|C_ss|``; the upper
