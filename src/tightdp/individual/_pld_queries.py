@@ -28,8 +28,9 @@ from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
+from .._blas import single_threaded_blas
 from ._population import _chunk_spectra, _delta_grid, _map_chunks, _order, _prepare, bucket_spectra, \
-    choose_window, population_deltas, population_epsilons, rows_at, single_threaded_blas
+    choose_window, population_deltas, population_epsilons, rows_at
 from .gdp import _delta_bounds, gdp_epsilon_bounds_array
 
 __all__: list[str] = []

@@ -38,7 +38,6 @@ whose error terms refer to each other; split, the accounting of one error would 
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -47,34 +46,11 @@ import numpy as np
 from scipy import fft as sfft
 
 from .._caches import register as _register_cache
+from .._blas import single_threaded_blas
 from ._dominating import DominatingPLD
 
-__all__ = ["BucketSpectra", "population_epsilons", "population_deltas", "single_threaded_blas"]
+__all__ = ["BucketSpectra", "population_epsilons", "population_deltas"]
 
-
-@contextlib.contextmanager
-def single_threaded_blas():
-    """Limit BLAS to one thread while the population is processed (if ``threadpoolctl`` is installed).
-
-    The products here are many and small (a chunk of 2048 examples x ~100 frequencies x ~100
-    epsilons); a multi-threaded OpenBLAS on a busy machine spent ~10x longer waking and
-    synchronising threads than computing (measured: 24.6 s against 3.0 s for one pass over
-    100,000 examples at load average 5 on 2 cores)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-            _CONTROLLER = ThreadpoolController()  # scans the loaded libraries once (a few ms)
-        except ImportError:  # optional: without it BLAS keeps its own threading
-            _CONTROLLER = False
-    if _CONTROLLER is False:
-        yield
-        return
-    with _CONTROLLER.limit(limits=1, user_api="blas"):
-        yield
-
-
-_CONTROLLER = None
 
 _U = np.finfo(float).eps / 2
 _np = np.asarray  # materialises a (small) reduction of a dask-backed ledger; a no-op on numpy arrays

@@ -13,7 +13,7 @@ import numpy as np
 from .._validation import check_count, check_delta, check_positive
 from ..bounds import Bounds
 from ._buckets import _U
-from ._population import single_threaded_blas
+from .._blas import single_threaded_blas
 from .gdp import _boundary, _delta_bounds, gdp_epsilon_bounds_array
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 

@@ -40,7 +40,7 @@ from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
 from ..schemes import allocation_epsilon
-from ._blas import one_blas_thread
+from .._blas import one_blas_thread
 from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
 from .strategies import Strategy, as_strategy, reject

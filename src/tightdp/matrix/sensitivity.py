@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_count
-from ._blas import one_blas_thread
+from .._blas import one_blas_thread
 from .strategies import Strategy, reject
 
 __all__ = [

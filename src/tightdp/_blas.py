@@ -1,8 +1,10 @@
-"""One BLAS thread for the dense linear algebra of this package (if ``threadpoolctl`` is installed).
+"""One BLAS thread for small dense linear algebra (if ``threadpoolctl`` is installed).
 
-The matrices here are a few hundred to a few thousand wide; on a busy 2-core machine a multi-threaded OpenBLAS
-spent 100x longer synchronising than computing (measured: ``eigh`` of a 500 x 500 matrix, 16 s with two threads
-at load average 11, 0.12 s with one). Same approach as ``tightdp.individual``'s population code.
+The per-example population products (``tightdp.individual``: chunks of 2048 examples x ~100 frequencies x
+~100 epsilons) and the matrix-mechanism Gram matrices (``tightdp.matrix``: a few hundred to a few thousand
+wide) are many or small; on a busy 2-core machine a multi-threaded OpenBLAS spends far longer waking and
+synchronising threads than computing (measured: one population pass over 100,000 examples 24.6 s against
+3.0 s; ``eigh`` of a 500 x 500 matrix 16 s against 0.12 s). This module imports nothing from tightdp.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ def single_threaded_blas():
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController
-            _CONTROLLER = ThreadpoolController()
+            _CONTROLLER = ThreadpoolController()  # scans the loaded libraries once (a few ms)
         except ImportError:  # optional: without it BLAS keeps its own threading
             _CONTROLLER = False
     if _CONTROLLER is False:
