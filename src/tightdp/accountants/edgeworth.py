@@ -127,7 +127,7 @@ class EdgeworthAccountant(Accountant):
     name = "edgeworth"
     kind = "approximation"
 
-    def __init__(self, order: int = 2, interval: bool = True, eeai: str = "integrated") -> None:
+    def __init__(self, *, order: int = 2, interval: bool = True, eeai: str = "integrated") -> None:
         super().__init__()
         if isinstance(order, bool) or order not in (1, 2, 3):
             raise ValueError(f"order must be one of 1, 2, 3; got {order!r}")

@@ -83,7 +83,7 @@ class RDPAccountant(Accountant):
     name = "rdp"
     kind = "bound"
 
-    def __init__(self, orders=None) -> None:
+    def __init__(self, *, orders=None) -> None:
         super().__init__()
         if orders is None:
             self._orders = rm.DEFAULT_ORDERS.copy()
