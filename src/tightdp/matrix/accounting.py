@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -103,8 +104,8 @@ def _grouped_up(values, n: int) -> list[tuple[float, int]]:
     return [(_up(float(r[0]), n), int(r.size)) for r in _clusters(values)]
 
 
-class Sampler:
-    """How a user's participations are drawn (abstract). ``ledgers`` returns ``(lower, upper, details)``."""
+class Sampler(ABC):
+    """How a user's participations are drawn (abstract): each sampler answers ``epsilon`` with its own proof."""
 
     #: name in ``to_dict`` (a run description / strategy file)
     type_name: ClassVar[str] = ""
@@ -116,11 +117,47 @@ class Sampler:
                 if isinstance(v, Participation) else v
         return out
 
-    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Ledger, dict[str, Any]]:
-        raise NotImplementedError
+    @abstractmethod
+    def epsilon(self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None,
+                rel_error: float | None) -> Bounds:
+        """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``."""
 
+    @abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """A short phrase for statements and ``details``."""
+
+
+class LedgerSampler(Sampler):
+    """A sampler whose ends are compositions of tightdp mechanisms: ``ledgers`` returns ``(lower, upper,
+    details)``, the upper possibly a tuple of alternative upper ledgers (each a proven bound: the smallest
+    answer is kept)."""
+
+    @abstractmethod
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Ledger, dict[str, Any]]:
+        """The attained lower ledger, the dominating upper ledger(s) and their details."""
+
+    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+        lower_ledger, upper_ledger, details = self.ledgers(strategy, sigma, n)
+        if isinstance(upper_ledger, tuple):  # alternatives, each an upper bound: keep the smallest
+            ups, failures = [], []
+            for i, u in enumerate(upper_ledger):
+                if u:
+                    try:
+                        ups.append((_epsilon_of(u, delta, eps_error, rel_error), i))
+                    except TightDPError as exc:  # an alternative out of the engine's reach: the others hold
+                        failures.append(exc)
+            if not ups:
+                raise failures[0]
+            up, which = min(ups, key=lambda r: r[0].upper)
+            details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
+            upper_ledger = upper_ledger[which]
+        else:
+            up = _epsilon_of(upper_ledger, delta, eps_error, rel_error)
+        if lower_ledger == upper_ledger:
+            lo = up.lower
+        else:
+            lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower if lower_ledger else 0.0
+        return _combine(lo, up, details)
 
 
 def _sens_details(s: SensitivityBounds) -> dict[str, Any]:
@@ -128,7 +165,7 @@ def _sens_details(s: SensitivityBounds) -> dict[str, Any]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class NoAmplification(Sampler):
+class NoAmplification(LedgerSampler):
     """Deterministic participation (no sampling), any strategy: the run is the Gaussian mechanism with the
     strategy's sensitivity over ``participation`` (exact ``mu``-GDP, ``mu = sens / sigma``; Choquette-Choo et
     al. 2023 Sec. 2). Upper ledger: the certified sensitivity upper bound; lower ledger: the worst explicit
@@ -154,7 +191,7 @@ class NoAmplification(Sampler):
 
 
 @dataclass(frozen=True, kw_only=True)
-class CyclicPoisson(Sampler):
+class CyclicPoisson(LedgerSampler):
     """BandMF's cyclic Poisson sampling (Choquette-Choo et al. 2023, arXiv 2306.08153, Thm 1; jax_privacy
     ``amplified_bandmf_event``): the data split into ``period`` groups (default: the strategy's band count
     ``b``), group ``j`` active at steps ``j, j + period, ...``, each of its records joining that step's batch
@@ -219,7 +256,7 @@ def _orthogonal_steps(strategy: Strategy, n: int, norms: np.ndarray) -> list[int
 
 
 @dataclass(frozen=True, kw_only=True)
-class PoissonSampling(Sampler):
+class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
@@ -284,8 +321,8 @@ class BallsInBins(Sampler):
     def __post_init__(self):
         object.__setattr__(self, "cycle_length", check_count("cycle_length", self.cycle_length))
 
-    def ledgers(self, strategy, sigma, n):
-        raise NotImplementedError  # matrix_epsilon calls _balls_in_bins: the sandwich is not a plain ledger
+    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+        return _balls_in_bins(strategy, sigma, n, self.cycle_length, delta, eps_error, rel_error)
 
     def describe(self):
         return f"balls-in-bins, cycle length {self.cycle_length}"
@@ -313,8 +350,8 @@ class EpochAllocation(Sampler):
     def __post_init__(self):
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
 
-    def ledgers(self, strategy, sigma, n):
-        raise NotImplementedError  # matrix_epsilon calls _epoch_allocation (allocation has its own accounting)
+    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+        return _epoch_allocation(strategy, sigma, n, self.steps_per_epoch, delta, eps_error, rel_error)
 
     def describe(self):
         return f"random allocation afresh each epoch of {self.steps_per_epoch} steps"
@@ -484,29 +521,5 @@ def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: floa
                          f"EpochAllocation, "
                          f"got {sampler!r}")
     head = {"strategy": strat.describe(), "sampler": sampler.describe(), "steps": n}
-    if isinstance(sampler, (BallsInBins, EpochAllocation)):
-        run = _balls_in_bins if isinstance(sampler, BallsInBins) else _epoch_allocation
-        size = sampler.cycle_length if isinstance(sampler, BallsInBins) else sampler.steps_per_epoch
-        out = run(strat, sigma, n, size, delta, eps_error, rel_error)
-        return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", {**head, **dict(out.details)})
-    lower_ledger, upper_ledger, details = sampler.ledgers(strat, sigma, n)
-    if isinstance(upper_ledger, tuple):  # alternatives, each an upper bound: keep the smallest
-        ups, failures = [], []
-        for i, u in enumerate(upper_ledger):
-            if u:
-                try:
-                    ups.append((_epsilon_of(u, delta, eps_error, rel_error), i))
-                except TightDPError as exc:  # an alternative out of the engine's reach: the others still hold
-                    failures.append(exc)
-        if not ups:
-            raise failures[0]
-        up, which = min(ups, key=lambda r: r[0].upper)
-        details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
-        upper_ledger = upper_ledger[which]
-    else:
-        up = _epsilon_of(upper_ledger, delta, eps_error, rel_error)
-    if lower_ledger == upper_ledger:
-        lo = up.lower
-    else:
-        lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower if lower_ledger else 0.0
-    return _combine(lo, up, {**head, **details})
+    out = sampler.epsilon(strat, sigma, n, delta, eps_error, rel_error)
+    return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", {**head, **dict(out.details)})

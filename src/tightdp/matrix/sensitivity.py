@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -61,19 +62,21 @@ _U = float(np.finfo(float).eps) / 2
 BRUTE_FORCE_LIMIT = 20_000
 
 
-class Participation:
+class Participation(ABC):
     """How often and how far apart one user may take part (abstract)."""
 
+    @abstractmethod
     def max_count(self, n: int) -> int:
-        raise NotImplementedError
+        """The most participations of one user in ``n`` steps."""
 
+    @abstractmethod
     def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
         """Every maximal pattern (all subsets of a pattern are dominated by it when ``M >= 0``; the exact
         search also scores the subsets, see ``_pattern_bounds``)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """A short phrase for statements and ``details``."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,7 @@ vocabulary for what ran; ``matrix(n)`` materialises its ``m x n`` matrix (row ``
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -69,7 +70,7 @@ def _check_steps(n) -> int:
     return n
 
 
-class Strategy:
+class Strategy(ABC):
     """A strategy matrix ``C`` (abstract). Subclasses are frozen keyword-only dataclasses."""
 
     #: name in ``to_dict`` / the statement
@@ -77,9 +78,9 @@ class Strategy:
     #: whether ``C`` is square lower-triangular (row ``t`` released at step ``t``)
     causal: ClassVar[bool] = True
 
+    @abstractmethod
     def matrix(self, n: int) -> np.ndarray:
         """The ``m x n`` matrix for ``n`` steps (``m = n`` for causal strategies)."""
-        raise NotImplementedError
 
     def toeplitz_coefs(self, n: int) -> np.ndarray | None:
         """The first column ``c_0 .. c_(n-1)`` of a lower-triangular Toeplitz ``C``; ``None`` if not Toeplitz."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping
 
@@ -45,7 +46,7 @@ class GroupAnalysis(enum.Enum):
 
 # ------------------------------------------------------------------------------------------- base
 @dataclass(frozen=True, kw_only=True)
-class SamplingScheme:
+class SamplingScheme(ABC):
     """How the batches of a DP-SGD run are drawn (abstract; see the module docstring).
 
     Class attributes a scheme declares: ``name`` (its registry spelling) and ``aliases``; ``relations``
@@ -161,10 +162,10 @@ class SamplingScheme:
 
     # ---- construction from keywords
     @classmethod
+    @abstractmethod
     def from_options(cls, **options) -> "SamplingScheme":
         """The scheme from the convenience keywords ``sampling_rate``, ``dataset_size``, ``batch_size``,
         ``max_batch_size`` (``None``: not given), validated under those names."""
-        raise NotImplementedError
 
 
 _RELATION_SENTENCES = {
