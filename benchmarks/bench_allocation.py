@@ -59,34 +59,46 @@ def worker(job):
         def reset():
             tightdp.clear_caches()
             clear_allocation_caches()
+
         if tool == "tightdp":
+
             def run():
                 b = allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=delta)
                 return [b.lower, b.upper]
         else:  # tightdp-poisson
+
             def run():
                 b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=delta)
                 return [b.lower, b.upper]
     elif tool == "pld-accounting":
         import warnings
+
         warnings.filterwarnings("ignore")
         from PLD_accounting import gaussian_allocation_epsilon_range
 
         def run():
-            up, lo = gaussian_allocation_epsilon_range(delta=delta, sigma=sigma, num_steps=t, num_epochs=epochs,
-                                                       epsilon_accuracy=0.01)
+            up, lo = gaussian_allocation_epsilon_range(
+                delta=delta, sigma=sigma, num_steps=t, num_epochs=epochs, epsilon_accuracy=0.01
+            )
             return [lo, up]
     else:
         import warnings
+
         warnings.filterwarnings("ignore")
-        from random_allocation import (PrivacyParams, SchemeConfig, allocation_epsilon_decomposition,
-                                       allocation_epsilon_RDP_DCO)
+        from random_allocation import (
+            PrivacyParams,
+            SchemeConfig,
+            allocation_epsilon_decomposition,
+            allocation_epsilon_RDP_DCO,
+        )
         from random_allocation.comparisons.definitions import Direction
+
         fn = allocation_epsilon_decomposition if tool == "ra-decomposition" else allocation_epsilon_RDP_DCO
 
         def run():
             pp = PrivacyParams(sigma=sigma, num_steps=t, num_selected=1, num_epochs=epochs, delta=delta)
             return [None, float(fn(pp, SchemeConfig(), Direction.BOTH))]
+
     res, cold = _time(run)
     out = {"tool": tool, "result": res, "cold_s": cold}
     if job.get("warm", True):
@@ -103,8 +115,14 @@ def worker(job):
 
 def _spawn(job, timeout):
     try:
-        p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(job)], capture_output=True, text=True,
-                           timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        p = subprocess.run(
+            [sys.executable, __file__, "--worker", json.dumps(job)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
     except subprocess.TimeoutExpired:
         return {"tool": job["tool"], "error": f"timed out after {timeout} s"}
     if p.returncode != 0:
@@ -123,10 +141,13 @@ def main():
         print(json.dumps(worker(json.loads(args.worker))))
         return
     settings = [dict(SETTING, epochs=1), dict(SETTING, epochs=10 if args.quick else SETTING["epochs"])]
-    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
-            "python": platform.python_version(), "settings": settings,
-            "command": "benchmarks/bench_allocation.py" + (" --quick" if args.quick else "")}
+    meta = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
+        "python": platform.python_version(),
+        "settings": settings,
+        "command": "benchmarks/bench_allocation.py" + (" --quick" if args.quick else ""),
+    }
     results = []
     for setting in settings:
         rows = []
@@ -140,8 +161,10 @@ def main():
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     for res in results:
         s = res["setting"]
-        print(f"\nRandom allocation, sigma {s['sigma']}, t = {s['t']} steps/epoch, {s['epochs']} epoch(s), "
-              f"delta {s['delta']:g} ({meta['date']})\n")
+        print(
+            f"\nRandom allocation, sigma {s['sigma']}, t = {s['t']} steps/epoch, {s['epochs']} epoch(s), "
+            f"delta {s['delta']:g} ({meta['date']})\n"
+        )
         print("| tool | lower | upper | cold (s) | warm (s) |")
         print("| --- | --- | --- | --- | --- |")
         for r in res["rows"]:

@@ -22,7 +22,7 @@ from tightdp.accountants import create
 from tightdp.accountants import edgeworth as ew_mod
 from tightdp.accountants import rdp as rdp_mod
 
-MS = [10 ** k for k in range(2, 8)]
+MS = [10**k for k in range(2, 8)]
 
 
 def clear_caches() -> None:
@@ -69,11 +69,14 @@ def main() -> None:
             if name in ("prv", "fourier") and t > args.pld_limit:
                 break
     ew = {r["m"]: r["seconds"] for r in rows if r["accountant"] == "edgeworth"}
-    ratio = ew[10 ** 7] / ew[10 ** 2]
+    ratio = ew[10**7] / ew[10**2]
     print(f"edgeworth time(m=1e7) / time(m=1e2) = {ratio:.2f}  (acceptance: <= 3)")
     with open(args.out, "w") as f:
-        json.dump({"setting": {"q": 0.01, "sigma": 1.0, "delta": delta}, "rows": rows,
-                   "edgeworth_ratio_1e7_over_1e2": ratio}, f, indent=2)
+        json.dump(
+            {"setting": {"q": 0.01, "sigma": 1.0, "delta": delta}, "rows": rows, "edgeworth_ratio_1e7_over_1e2": ratio},
+            f,
+            indent=2,
+        )
 
 
 if __name__ == "__main__":

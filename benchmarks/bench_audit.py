@@ -55,13 +55,23 @@ def part_one(reps: int) -> list[dict]:
     x = rng.standard_normal(m) + 2.0 * s
     kw = dict(in_scores=x[s], out_scores=x[~s], delta=1e-5, beta=0.05)
     rows = []
-    for name, fn in (("epsilon_one_run", lambda: epsilon_one_run(**kw)),
-                     ("epsilon_one_run_fdp (eps-delta)", lambda: epsilon_one_run_fdp(**kw, family="eps-delta")),
-                     ("epsilon_one_run_fdp (gdp)", lambda: epsilon_one_run_fdp(**kw, family="gdp")),
-                     ("epsilon_clopper_pearson (split)", lambda: epsilon_clopper_pearson(**kw))):
+    for name, fn in (
+        ("epsilon_one_run", lambda: epsilon_one_run(**kw)),
+        ("epsilon_one_run_fdp (eps-delta)", lambda: epsilon_one_run_fdp(**kw, family="eps-delta")),
+        ("epsilon_one_run_fdp (gdp)", lambda: epsilon_one_run_fdp(**kw, family="gdp")),
+        ("epsilon_clopper_pearson (split)", lambda: epsilon_clopper_pearson(**kw)),
+    ):
         sec, b = _timed(fn, reps)
-        rows.append({"call": name, "canaries": m, "seconds": sec, "epsilon_lower": b.epsilon_lower,
-                     "target_seconds": 1.0, "ok": sec <= 1.0})
+        rows.append(
+            {
+                "call": name,
+                "canaries": m,
+                "seconds": sec,
+                "epsilon_lower": b.epsilon_lower,
+                "target_seconds": 1.0,
+                "ok": sec <= 1.0,
+            }
+        )
     return rows
 
 
@@ -78,13 +88,19 @@ def part_two() -> dict:
     out = {}
     for name, broken in (("correct", False), ("broken", True)):
         v, info = demo.audit(broken, seed=0)
-        out[name] = {"verdict": v.verdict, "message": v.message, "epsilon_lower": v.empirical.epsilon_lower,
-                     "certified": [v.certified_lower, v.certified_upper],
-                     "expected": [v.expected.epsilon_lower, v.expected.epsilon_upper], **info}
+        out[name] = {
+            "verdict": v.verdict,
+            "message": v.message,
+            "epsilon_lower": v.empirical.epsilon_lower,
+            "certified": [v.certified_lower, v.certified_upper],
+            "expected": [v.expected.epsilon_lower, v.expected.epsilon_upper],
+            **info,
+        }
     out["seconds"] = time.perf_counter() - t
     out["target_seconds"] = 300.0
-    out["ok"] = out["seconds"] <= 300.0 and out["correct"]["verdict"] == "consistent" \
-        and out["broken"]["verdict"] == "violates"
+    out["ok"] = (
+        out["seconds"] <= 300.0 and out["correct"]["verdict"] == "consistent" and out["broken"]["verdict"] == "violates"
+    )
     return out
 
 
@@ -96,10 +112,15 @@ def part_three(seeds: int) -> dict:
         for name, broken in (("correct", False), ("broken", True)):
             v, _ = demo.audit(broken, seed=1000 + seed, canaries=400, steps=6, expected=False)
             flagged[name] += v.verdict == "violates"
-    return {"seeds": seeds, "flagged_correct": flagged["correct"], "flagged_broken": flagged["broken"],
-            "rate_correct": flagged["correct"] / seeds, "rate_broken": flagged["broken"] / seeds,
-            "ok": flagged["broken"] >= 0.95 * seeds and flagged["correct"] <= 0.05 * seeds,
-            "seconds": time.perf_counter() - t}
+    return {
+        "seeds": seeds,
+        "flagged_correct": flagged["correct"],
+        "flagged_broken": flagged["broken"],
+        "rate_correct": flagged["correct"] / seeds,
+        "rate_broken": flagged["broken"] / seeds,
+        "ok": flagged["broken"] >= 0.95 * seeds and flagged["correct"] <= 0.05 * seeds,
+        "seconds": time.perf_counter() - t,
+    }
 
 
 def main(argv=None) -> int:
@@ -108,9 +129,14 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "audit.json"))
     args = ap.parse_args(argv)
-    res = {"command": " ".join([Path(sys.executable).name, *sys.argv]), "date": _dt.datetime.now(_dt.UTC)
-           .isoformat(timespec="seconds"), "nproc": os.cpu_count(), "loadavg_start": os.getloadavg(),
-           "python": platform.python_version(), "quick": args.quick}
+    res = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "nproc": os.cpu_count(),
+        "loadavg_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "quick": args.quick,
+    }
     res["one_run_1e4"] = part_one(3 if args.quick else 5)
     if not args.quick:
         res["demonstration"] = part_two()
@@ -123,12 +149,16 @@ def main(argv=None) -> int:
         print(f"| {r['call']} | {r['canaries']} | {r['seconds']:.3f} | {r['epsilon_lower']:.4f} |")
     if "demonstration" in res:
         d = res["demonstration"]
-        print(f"\ndemonstration: {d['seconds']:.1f} s; correct: {d['correct']['verdict']} "
-              f"(eps >= {d['correct']['epsilon_lower']:.3f}); broken: {d['broken']['verdict']} "
-              f"(eps >= {d['broken']['epsilon_lower']:.3f}); certified {d['correct']['certified']}")
+        print(
+            f"\ndemonstration: {d['seconds']:.1f} s; correct: {d['correct']['verdict']} "
+            f"(eps >= {d['correct']['epsilon_lower']:.3f}); broken: {d['broken']['verdict']} "
+            f"(eps >= {d['broken']['epsilon_lower']:.3f}); certified {d['correct']['certified']}"
+        )
         f = res["flag_rates"]
-        print(f"flag rates over {f['seeds']} seeds: broken {f['rate_broken']:.0%}, correct {f['rate_correct']:.0%} "
-              f"({f['seconds']:.0f} s)")
+        print(
+            f"flag rates over {f['seeds']} seeds: broken {f['rate_broken']:.0%}, correct {f['rate_correct']:.0%} "
+            f"({f['seconds']:.0f} s)"
+        )
     return 0
 
 

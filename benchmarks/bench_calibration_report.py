@@ -36,25 +36,36 @@ def timed(label, fn):
 def main() -> int:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     for t in (0.05, 3.0, 80.0):
-        timed(f"calibrate_noise target={t:g} q=0.01 steps=1000",
-              lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} "
-                                 f"evals={c.evaluations}")(
-                  calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=0.01, steps=1000)))
+        timed(
+            f"calibrate_noise target={t:g} q=0.01 steps=1000",
+            lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} evals={c.evaluations}")(
+                calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=0.01, steps=1000)
+            ),
+        )
     for t in (1.0, 3.0, 8.0):
-        timed(f"calibrate_noise target={t:g} CIFAR q=256/50000 steps=19600",
-              lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} "
-                                 f"evals={c.evaluations}")(
-                  calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=256 / 50000, steps=19600)))
-    timed("calibrate_steps target=3 CIFAR sigma=1.1 (whole epochs)",
-          lambda: (lambda c: f"steps={c.steps} eps<={c.epsilon.upper:.5g} evals={c.evaluations}")(
-              calibrate_steps(target_epsilon=3.0, delta=1e-5, noise_multiplier=1.1, sampling_rate=256 / 50000,
-                              multiple_of=196)))
+        timed(
+            f"calibrate_noise target={t:g} CIFAR q=256/50000 steps=19600",
+            lambda: (lambda c: f"sigma={c.noise_multiplier:.5g} eps<={c.epsilon.upper:.5g} evals={c.evaluations}")(
+                calibrate_noise(target_epsilon=t, delta=1e-5, sampling_rate=256 / 50000, steps=19600)
+            ),
+        )
+    timed(
+        "calibrate_steps target=3 CIFAR sigma=1.1 (whole epochs)",
+        lambda: (lambda c: f"steps={c.steps} eps<={c.epsilon.upper:.5g} evals={c.evaluations}")(
+            calibrate_steps(
+                target_epsilon=3.0, delta=1e-5, noise_multiplier=1.1, sampling_rate=256 / 50000, multiple_of=196
+            )
+        ),
+    )
     cfg = load_config(ROOT / "examples" / "report_config.toml")
     for workers in (1, 2):
         with tempfile.TemporaryDirectory() as tmp:
-            timed(f"demo report examples/report_config.toml workers={workers}",
-                  lambda: (lambda r: (r.write(tmp), f"eps<={r.band[1e-5][1]:.4g} at 1e-5")[1])(
-                      build_report(cfg, progress=False, workers=workers)))
+            timed(
+                f"demo report examples/report_config.toml workers={workers}",
+                lambda: (lambda r: (r.write(tmp), f"eps<={r.band[1e-5][1]:.4g} at 1e-5")[1])(
+                    build_report(cfg, progress=False, workers=workers)
+                ),
+            )
     return 0
 
 

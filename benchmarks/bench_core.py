@@ -38,7 +38,9 @@ The script prints a Markdown table and writes the JSON and a log-log plot.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
+import itertools
 import json
 import math
 import os
@@ -56,8 +58,8 @@ SETTINGS = (
     {"name": "B", "sigma": 0.8, "q": 0.004, "delta": 1e-5},
 )
 EPS_ERROR = 0.01
-TOL = 0.01          # dp-accounting interval: answer within TOL of the truth
-SLACK = 1e-3        # peers must lie within [lower - SLACK, upper + SLACK]
+TOL = 0.01  # dp-accounting interval: answer within TOL of the truth
+SLACK = 1e-3  # peers must lie within [lower - SLACK, upper + SLACK]
 SRC = ROOT / "src"
 MEM_LIMIT = 12 * 2**30  # bytes of address space per worker (the machine is shared)
 
@@ -91,34 +93,50 @@ def _cold_then_warm(run, repeat: bool):
 def worker_tightdp(job):
     t0 = time.perf_counter()
     import tightdp
+
     import_s = time.perf_counter() - t0
-    kw = dict(noise_multiplier=job["sigma"], sampling_rate=job["q"], steps=job["k"], delta=job["delta"],
-              eps_error=job.get("eps_error", EPS_ERROR))
+    kw = dict(
+        noise_multiplier=job["sigma"],
+        sampling_rate=job["q"],
+        steps=job["k"],
+        delta=job["delta"],
+        eps_error=job.get("eps_error", EPS_ERROR),
+    )
     if job.get("accountant"):
         kw["accountant"] = job["accountant"]
     t0 = time.perf_counter()
     b = tightdp.dpsgd_epsilon(**kw)
     cold = time.perf_counter() - t0
-    out = {"import_s": import_s, "cold_s": cold, "lower": float(b.lower), "estimate": float(b.estimate),
-           "upper": float(b.upper), "kind": b.kind,
-           "details": {k: (float(v) if isinstance(v, (int, float)) else str(v)) for k, v in b.details.items()}}
+    out = {
+        "import_s": import_s,
+        "cold_s": cold,
+        "lower": float(b.lower),
+        "estimate": float(b.estimate),
+        "upper": float(b.upper),
+        "kind": b.kind,
+        "details": {k: (float(v) if isinstance(v, (int, float)) else str(v)) for k, v in b.details.items()},
+    }
     if job.get("warm", True):
+
         def again():
             tightdp.clear_caches()  # no memoised discretisation: the whole computation again
             return tightdp.dpsgd_epsilon(**kw)
+
         warm, times, _ = _median_time(again, _reps_for(cold))
         out.update(warm_s=warm, warm_times=times)
     return out
 
 
 def worker_prv(job):
-    from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism
+    from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
     def run():
-        acc = PRVAccountant(prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=job["sigma"],
-                                                                      sampling_probability=job["q"])],
-                            max_self_compositions=[job["k"]], eps_error=EPS_ERROR,
-                            delta_error=job["delta"] / 1000)
+        acc = PRVAccountant(
+            prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=job["sigma"], sampling_probability=job["q"])],
+            max_self_compositions=[job["k"]],
+            eps_error=EPS_ERROR,
+            delta_error=job["delta"] / 1000,
+        )
         return acc.compute_epsilon(delta=job["delta"], num_self_compositions=[job["k"]])
 
     res, timing = _cold_then_warm(run, job.get("repeat", True))
@@ -129,8 +147,12 @@ def worker_dpa(job):
     from dp_accounting.pld import privacy_loss_distribution as pld
 
     def run():
-        p = pld.from_gaussian_mechanism(standard_deviation=job["sigma"], sampling_prob=job["q"],
-                                        value_discretization_interval=job["interval"], use_connect_dots=True)
+        p = pld.from_gaussian_mechanism(
+            standard_deviation=job["sigma"],
+            sampling_prob=job["q"],
+            value_discretization_interval=job["interval"],
+            use_connect_dots=True,
+        )
         return p.self_compose(job["k"]).get_epsilon_for_delta(job["delta"])
 
     eps, timing = _cold_then_warm(run, job.get("repeat", True))
@@ -143,6 +165,7 @@ WORKERS = {"tightdp": worker_tightdp, "prv": worker_prv, "dpa": worker_dpa}
 def _limit_memory():
     try:
         import resource
+
         resource.setrlimit(resource.RLIMIT_AS, (MEM_LIMIT, MEM_LIMIT))
     except (ImportError, ValueError, OSError):
         pass
@@ -157,8 +180,14 @@ def run_job(job, timeout: float):
     env = dict(os.environ, PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     t0 = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env,
-                              preexec_fn=_limit_memory if os.name == "posix" else None)
+        proc = subprocess.run(
+            cmd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            preexec_fn=_limit_memory if os.name == "posix" else None,
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout:.0f} s"}
     wall = time.perf_counter() - t0
@@ -187,8 +216,7 @@ def bench_setting(st, ks, skip_s: float, log):
     rows = []
     hist = {"tightdp": [], "prv": [], "dpa": []}
     for k in ks:
-        job = {"sigma": st["sigma"], "q": st["q"], "delta": st["delta"], "k": k,
-               "accountant": ACCOUNTANT}
+        job = {"sigma": st["sigma"], "q": st["q"], "delta": st["delta"], "k": k, "accountant": ACCOUNTANT}
         row = {"k": k}
         # tightdp: 3 fresh processes for the cold time, warm repeats inside each
         pred = _predict(hist["tightdp"], k)
@@ -196,7 +224,7 @@ def bench_setting(st, ks, skip_s: float, log):
             row["tightdp"] = {"skipped": f"predicted {pred:.0f} s"}
         else:
             runs = []
-            for i in range(3):
+            for _i in range(3):
                 r = run_job(dict(job, tool="tightdp", warm=True), timeout=max(900.0, 3 * pred))
                 runs.append(r)
                 if "error" in r or r["cold_s"] > 20:
@@ -207,12 +235,17 @@ def bench_setting(st, ks, skip_s: float, log):
             else:
                 r0 = good[0]
                 warm = [r["warm_s"] for r in good if "warm_s" in r]
-                row["tightdp"] = {"cold_s": statistics.median(r["cold_s"] for r in good),
-                                  "cold_times": [r["cold_s"] for r in good],
-                                  "warm_s": statistics.median(warm) if warm else None,
-                                  "import_s": statistics.median(r["import_s"] for r in good),
-                                  "lower": r0["lower"], "estimate": r0["estimate"], "upper": r0["upper"],
-                                  "width": r0["upper"] - r0["lower"], "details": r0["details"]}
+                row["tightdp"] = {
+                    "cold_s": statistics.median(r["cold_s"] for r in good),
+                    "cold_times": [r["cold_s"] for r in good],
+                    "warm_s": statistics.median(warm) if warm else None,
+                    "import_s": statistics.median(r["import_s"] for r in good),
+                    "lower": r0["lower"],
+                    "estimate": r0["estimate"],
+                    "upper": r0["upper"],
+                    "width": r0["upper"] - r0["lower"],
+                    "details": r0["details"],
+                }
                 hist["tightdp"].append((k, row["tightdp"]["cold_s"]))
         log(f"[{st['name']}] k={k:g} tightdp: {_short(row['tightdp'])}")
         td = row["tightdp"]
@@ -225,13 +258,17 @@ def bench_setting(st, ks, skip_s: float, log):
                     ref = None
             src = ref if ref is not None else td
             truth = 0.5 * (src["lower"] + src["upper"])
-            row["truth"] = {"value": truth, "half_width": 0.5 * (src["upper"] - src["lower"]),
-                            "eps_error": 0.002 if ref is not None else EPS_ERROR,
-                            "inside_tightdp_bounds": bool(td["lower"] <= truth <= td["upper"])}
+            row["truth"] = {
+                "value": truth,
+                "half_width": 0.5 * (src["upper"] - src["lower"]),
+                "eps_error": 0.002 if ref is not None else EPS_ERROR,
+                "inside_tightdp_bounds": bool(td["lower"] <= truth <= td["upper"]),
+            }
             if ref is not None:
                 row["truth"]["ref_bounds"] = [ref["lower"], ref["upper"]]
-                row["truth"]["ref_inside_check"] = bool(td["lower"] - 1e-12 <= ref["lower"]
-                                                        and ref["upper"] <= td["upper"] + 1e-12)
+                row["truth"]["ref_inside_check"] = bool(
+                    td["lower"] - 1e-12 <= ref["lower"] and ref["upper"] <= td["upper"] + 1e-12
+                )
         else:
             truth = None
             row["truth"] = None
@@ -262,8 +299,11 @@ def bench_setting(st, ks, skip_s: float, log):
                 if truth is None and len(tried) >= 2 and abs(tried[-1]["epsilon"] - tried[-2]["epsilon"]) <= 1e-3:
                     # tightdp failed here: fall back to dp-accounting's converged answer as the reference
                     truth = r["epsilon"]
-                    row["truth"] = {"value": truth, "source": "dp-accounting (two successive intervals agree "
-                                    "within 1e-3; no tightdp answer)", "inside_tightdp_bounds": True}
+                    row["truth"] = {
+                        "value": truth,
+                        "source": "dp-accounting (two successive intervals agree within 1e-3; no tightdp answer)",
+                        "inside_tightdp_bounds": True,
+                    }
                     chosen = next(t["interval"] for t in tried if abs(t["epsilon"] - truth) <= TOL)
                     break
                 if truth is not None and abs(r["epsilon"] - truth) <= TOL:
@@ -317,13 +357,23 @@ def analyse(rows):
     out = {"ratios": [], "checks": []}
     for r in rows:
         td = r["tightdp"]
-        peers = [(name, r[name]["seconds"], r[name].get("cold_s", r[name]["seconds"]))
-                 for name in ("prv", "dpa") if "seconds" in r.get(name, {})]
+        peers = [
+            (name, r[name]["seconds"], r[name].get("cold_s", r[name]["seconds"]))
+            for name in ("prv", "dpa")
+            if "seconds" in r.get(name, {})
+        ]
         if "cold_s" in td and peers:
             name, best, best_cold = min(peers, key=lambda p: p[1])
-            out["ratios"].append({"k": r["k"], "faster_peer": name, "peer_s": best, "peer_cold_s": best_cold,
-                                  "ratio_cold": min(p[2] for p in peers) / td["cold_s"],
-                                  "ratio_warm": best / td["warm_s"] if td.get("warm_s") else None})
+            out["ratios"].append(
+                {
+                    "k": r["k"],
+                    "faster_peer": name,
+                    "peer_s": best,
+                    "peer_cold_s": best_cold,
+                    "ratio_cold": min(p[2] for p in peers) / td["cold_s"],
+                    "ratio_warm": best / td["warm_s"] if td.get("warm_s") else None,
+                }
+            )
         for name in ("prv", "dpa"):
             if "inside" in r.get(name, {}) and not r[name]["inside"]:
                 out["checks"].append(f"k={r['k']}: {name} answer outside tightdp bounds +- {SLACK}")
@@ -335,7 +385,7 @@ def analyse(rows):
     out["exponent_warm_1e2_1e5"] = fit_exponent(warm)
     out["exponent_cold_all"] = fit_exponent([(r["k"], r["tightdp"].get("cold_s")) for r in rows])
     local = []
-    for a, b in zip(rows, rows[1:]):
+    for a, b in itertools.pairwise(rows):
         ta, tb = a["tightdp"].get("cold_s"), b["tightdp"].get("cold_s")
         if ta and tb:
             local.append({"k": [a["k"], b["k"]], "exponent": math.log(tb / ta) / math.log(b["k"] / a["k"])})
@@ -343,34 +393,42 @@ def analyse(rows):
     in_range = [x for x in out["ratios"] if x["k"] <= 100_000]
     needed = {100, 1000, 10_000, 100_000}
     have = {x["k"] for x in in_range}
-    out["speed_3x_met"] = bool(needed <= have and all(x["ratio_cold"] >= 3 and (x["ratio_warm"] or 0) >= 3
-                                                      for x in in_range))
+    out["speed_3x_met"] = bool(
+        needed <= have and all(x["ratio_cold"] >= 3 and (x["ratio_warm"] or 0) >= 3 for x in in_range)
+    )
     exp = out["exponent_cold_1e2_1e5"]
     out["sqrt_growth_met"] = bool(exp is not None and exp <= 0.5 + 0.05)
     return out
 
 
 def markdown_table(st, rows):
-    lines = [f"Setting {st['name']}: sigma={st['sigma']}, q={st['q']}, delta={st['delta']:g}, add-remove, "
-             f"eps_error={EPS_ERROR}, tightdp accountant: {ACCOUNTANT or 'default (connect-dots)'}",
-             "",
-             "| steps k | tightdp cold s | tightdp warm s | tightdp width | prv-accountant cold / warm s | "
-             "dp-accounting interval: cold / warm s | faster peer / tightdp (cold, warm) | truth eps |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"Setting {st['name']}: sigma={st['sigma']}, q={st['q']}, delta={st['delta']:g}, add-remove, "
+        f"eps_error={EPS_ERROR}, tightdp accountant: {ACCOUNTANT or 'default (connect-dots)'}",
+        "",
+        "| steps k | tightdp cold s | tightdp warm s | tightdp width | prv-accountant cold / warm s | "
+        "dp-accounting interval: cold / warm s | faster peer / tightdp (cold, warm) | truth eps |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         td = r["tightdp"]
         if "cold_s" in td:
-            c1, c2, c3 = f"{td['cold_s']:.3g}", (f"{td['warm_s']:.3g}" if td.get("warm_s") else "-"), \
-                f"{td['width']:.4f}"
+            c1, c2, c3 = (
+                f"{td['cold_s']:.3g}",
+                (f"{td['warm_s']:.3g}" if td.get("warm_s") else "-"),
+                f"{td['width']:.4f}",
+            )
         else:
             c1, c2, c3 = td.get("skipped") or td.get("error", "-"), "-", "-"
         pr, dp = r["prv"], r["dpa"]
         missing = lambda d: "skipped: " + d["skipped"] if "skipped" in d else "error: " + d.get("error", "?")
         c4 = f"{pr.get('cold_s', pr['seconds']):.3g} / {pr['seconds']:.3g}" if "seconds" in pr else missing(pr)
-        c5 = (f"{dp['interval']:g}: {dp.get('cold_s', dp['seconds']):.3g} / {dp['seconds']:.3g}"
-              if "seconds" in dp else missing(dp))
-        peers = [(n, r[n]["seconds"], r[n].get("cold_s", r[n]["seconds"]))
-                 for n in ("prv", "dpa") if "seconds" in r[n]]
+        c5 = (
+            f"{dp['interval']:g}: {dp.get('cold_s', dp['seconds']):.3g} / {dp['seconds']:.3g}"
+            if "seconds" in dp
+            else missing(dp)
+        )
+        peers = [(n, r[n]["seconds"], r[n].get("cold_s", r[n]["seconds"])) for n in ("prv", "dpa") if "seconds" in r[n]]
         if peers and "cold_s" in td:
             n, best, _ = min(peers, key=lambda p: p[1])
             best_cold = min(p[2] for p in peers)
@@ -386,6 +444,7 @@ def markdown_table(st, rows):
 
 def plot(results, path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -393,10 +452,12 @@ def plot(results, path):
     fig, axes = plt.subplots(1, len(sets), figsize=(6 * len(sets), 4.5), squeeze=False)
     for ax, s in zip(axes[0], sets):
         rows = s["rows"]
-        for key, sub, label, style in (("tightdp", "cold_s", "tightdp (cold)", "o-"),
-                                       ("tightdp", "warm_s", "tightdp (warm)", "o--"),
-                                       ("prv", "seconds", "prv-accountant 0.2.0", "s-"),
-                                       ("dpa", "seconds", "dp-accounting 0.6.0 PLD", "^-")):
+        for key, sub, label, style in (
+            ("tightdp", "cold_s", "tightdp (cold)", "o-"),
+            ("tightdp", "warm_s", "tightdp (warm)", "o--"),
+            ("prv", "seconds", "prv-accountant 0.2.0", "s-"),
+            ("dpa", "seconds", "dp-accounting 0.6.0 PLD", "^-"),
+        ):
             pts = [(r["k"], r[key].get(sub)) for r in rows if r[key].get(sub)]
             if pts:
                 ax.loglog(*zip(*pts), style, label=label)
@@ -418,15 +479,19 @@ def plot(results, path):
 def profile(k: int, sigma: float, q: float, delta: float, n: int = 30):
     import cProfile
     import pstats
+
     import tightdp
+
     pr = cProfile.Profile()
     pr.enable()
     t0 = time.perf_counter()
     b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta, eps_error=EPS_ERROR)
     wall = time.perf_counter() - t0
     pr.disable()
-    print(f"k={k} sigma={sigma} q={q} delta={delta:g}: {wall:.3f} s, bounds {b.lower:.5f} {b.upper:.5f}, "
-          f"details {b.details}")
+    print(
+        f"k={k} sigma={sigma} q={q} delta={delta:g}: {wall:.3f} s, bounds {b.lower:.5f} {b.upper:.5f}, "
+        f"details {b.details}"
+    )
     st = pstats.Stats(pr)
     st.sort_stats("cumulative").print_stats(n)
     st.sort_stats("tottime").print_stats(n)
@@ -435,14 +500,22 @@ def profile(k: int, sigma: float, q: float, delta: float, n: int = 30):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="steps up to 1e5 only")
-    ap.add_argument("--accountant", default=None, help="tightdp accountant to time (default: the library's "
-                    "default, connect-dots; or prv)")
+    ap.add_argument(
+        "--accountant",
+        default=None,
+        help="tightdp accountant to time (default: the library's default, connect-dots; or prv)",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_core.json"))
     ap.add_argument("--plot", default=str(ROOT / "benchmarks" / "core_time_vs_steps.png"))
-    ap.add_argument("--settings", default="A,B", help="comma list of setting names (A: sigma=1,q=0.01; "
-                    "B: sigma=0.8,q=0.004)")
-    ap.add_argument("--src", default=None, help="import tightdp from this src directory (e.g. a `git archive` "
-                    "snapshot of a commit) instead of the checkout's src/")
+    ap.add_argument(
+        "--settings", default="A,B", help="comma list of setting names (A: sigma=1,q=0.01; B: sigma=0.8,q=0.004)"
+    )
+    ap.add_argument(
+        "--src",
+        default=None,
+        help="import tightdp from this src directory (e.g. a `git archive` "
+        "snapshot of a commit) instead of the checkout's src/",
+    )
     ap.add_argument("--steps", default=None, help="comma list of steps overriding the default sizes")
     ap.add_argument("--skip-seconds", type=float, default=60.0)
     ap.add_argument("--profile", type=int, default=None, metavar="K", help="cProfile one cold call at K steps")
@@ -467,11 +540,18 @@ def main(argv=None):
         ks = [int(float(x)) for x in args.steps.split(",")]
     names = set(args.settings.split(","))
     cmd = " ".join([".venv/bin/python", "benchmarks/bench_core.py"] + (argv if argv is not None else sys.argv[1:]))
-    results = {"command": cmd, "date": _dt.datetime.now().isoformat(timespec="seconds"),
-               "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                           "python": platform.python_version()},
-               "versions": _versions(), "tightdp_src": str(SRC), "eps_error": EPS_ERROR, "tolerance": TOL, "slack": SLACK,
-               "ladder": LADDER, "settings": []}
+    results = {
+        "command": cmd,
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "versions": _versions(),
+        "tightdp_src": str(SRC),
+        "eps_error": EPS_ERROR,
+        "tolerance": TOL,
+        "slack": SLACK,
+        "ladder": LADDER,
+        "settings": [],
+    }
     t_start = time.perf_counter()
     for st in SETTINGS:
         if st["name"] not in names:
@@ -485,11 +565,15 @@ def main(argv=None):
     for s in results["settings"]:
         print(markdown_table(s["setting"], s["rows"]))
         a = s["analysis"]
-        print(f"\nfitted exponent of tightdp cold time vs k (1e2..1e5): {_fmt(a['exponent_cold_1e2_1e5'])}; "
-              f"warm: {_fmt(a['exponent_warm_1e2_1e5'])}; local: "
-              + ", ".join(f"{x['k'][0]:.0e}->{x['k'][1]:.0e}: {x['exponent']:.2f}" for x in a["local_exponents_cold"]))
-        print(f"3x faster than the faster peer for 1e2..1e5: {a['speed_3x_met']}; grows <= sqrt(k): "
-              f"{a['sqrt_growth_met']}; checks: {a['checks'] or 'all peers inside tightdp bounds'}\n")
+        print(
+            f"\nfitted exponent of tightdp cold time vs k (1e2..1e5): {_fmt(a['exponent_cold_1e2_1e5'])}; "
+            f"warm: {_fmt(a['exponent_warm_1e2_1e5'])}; local: "
+            + ", ".join(f"{x['k'][0]:.0e}->{x['k'][1]:.0e}: {x['exponent']:.2f}" for x in a["local_exponents_cold"])
+        )
+        print(
+            f"3x faster than the faster peer for 1e2..1e5: {a['speed_3x_met']}; grows <= sqrt(k): "
+            f"{a['sqrt_growth_met']}; checks: {a['checks'] or 'all peers inside tightdp bounds'}\n"
+        )
     if args.plot:
         try:
             plot(results, args.plot)
@@ -501,6 +585,7 @@ def main(argv=None):
 
 def _versions():
     from importlib import metadata
+
     out = {}
     for pkg in ("tightdp", "prv-accountant", "dp-accounting", "numpy", "scipy"):
         try:
@@ -510,11 +595,10 @@ def _versions():
     snap = SRC.parent / "COMMIT"  # written next to a `git archive` snapshot
     if snap.exists():
         out["tightdp_snapshot_commit"] = snap.read_text().strip()
-    try:
-        out["tightdp_git"] = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                                            capture_output=True, text=True).stdout.strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        out["tightdp_git"] = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
     return out
 
 

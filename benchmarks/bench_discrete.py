@@ -39,6 +39,7 @@ def _timed(fn):
 
 def _tightdp(fn, repeats: int = 3):
     import tightdp
+
     tightdp.clear_caches()
     out, cold = _timed(fn)
     warm = []
@@ -56,10 +57,20 @@ def _peer_pld(make, k: int, delta: float, lower: float, width: float):
         eps, t = _timed(lambda: make(h).self_compose(k).get_epsilon_for_delta(delta))
         tried.append({"interval": h, "epsilon": eps, "seconds": t})
         if eps - lower <= width + 1e-12 or t > 60:
-            return {"epsilon": eps, "seconds": t, "interval": h, "qualifies": eps - lower <= width + 1e-12,
-                    "tried": tried}
-    return {"epsilon": tried[-1]["epsilon"], "seconds": tried[-1]["seconds"], "interval": 1e-5,
-            "qualifies": False, "tried": tried}
+            return {
+                "epsilon": eps,
+                "seconds": t,
+                "interval": h,
+                "qualifies": eps - lower <= width + 1e-12,
+                "tried": tried,
+            }
+    return {
+        "epsilon": tried[-1]["epsilon"],
+        "seconds": tried[-1]["seconds"],
+        "interval": 1e-5,
+        "qualifies": False,
+        "tried": tried,
+    }
 
 
 def run(quick: bool) -> list[dict]:
@@ -76,65 +87,133 @@ def run(quick: bool) -> list[dict]:
     delta = 1e-6
     rows = []
     noise = [
-        ("discrete Gaussian sigma=2", DiscreteGaussian(sigma=2.0), k_big,
-         lambda h: pld.from_discrete_gaussian_mechanism(2.0, 1, value_discretization_interval=h,
-                                                        use_connect_dots=True)),
-        ("discrete Gaussian sigma=200 Delta=150", DiscreteGaussian(sigma=200.0, sensitivity=150), 100,
-         lambda h: pld.from_discrete_gaussian_mechanism(200.0, 150, value_discretization_interval=h,
-                                                        use_connect_dots=True)),
-        ("discrete Laplace a=0.5", DiscreteLaplace(noise_parameter=0.5), k_big,
-         lambda h: pld.from_discrete_laplace_mechanism(0.5, 1, value_discretization_interval=h,
-                                                       use_connect_dots=True)),
-        ("Poisson-sampled discrete Gaussian sigma=1.5 q=0.01",
-         PoissonSampledDiscrete(mechanism=DiscreteGaussian(sigma=1.5), sampling_rate=0.01), k_big,
-         lambda h: pld.from_discrete_gaussian_mechanism(1.5, 1, value_discretization_interval=h, sampling_prob=0.01,
-                                                        use_connect_dots=True)),
-        ("Poisson-sampled discrete Laplace a=1 Delta=3 q=0.05",
-         PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0, sensitivity=3), sampling_rate=0.05),
-         k_big,
-         lambda h: pld.from_discrete_laplace_mechanism(1.0, 3, value_discretization_interval=h, sampling_prob=0.05,
-                                                       use_connect_dots=True)),
+        (
+            "discrete Gaussian sigma=2",
+            DiscreteGaussian(sigma=2.0),
+            k_big,
+            lambda h: pld.from_discrete_gaussian_mechanism(
+                2.0, 1, value_discretization_interval=h, use_connect_dots=True
+            ),
+        ),
+        (
+            "discrete Gaussian sigma=200 Delta=150",
+            DiscreteGaussian(sigma=200.0, sensitivity=150),
+            100,
+            lambda h: pld.from_discrete_gaussian_mechanism(
+                200.0, 150, value_discretization_interval=h, use_connect_dots=True
+            ),
+        ),
+        (
+            "discrete Laplace a=0.5",
+            DiscreteLaplace(noise_parameter=0.5),
+            k_big,
+            lambda h: pld.from_discrete_laplace_mechanism(
+                0.5, 1, value_discretization_interval=h, use_connect_dots=True
+            ),
+        ),
+        (
+            "Poisson-sampled discrete Gaussian sigma=1.5 q=0.01",
+            PoissonSampledDiscrete(mechanism=DiscreteGaussian(sigma=1.5), sampling_rate=0.01),
+            k_big,
+            lambda h: pld.from_discrete_gaussian_mechanism(
+                1.5, 1, value_discretization_interval=h, sampling_prob=0.01, use_connect_dots=True
+            ),
+        ),
+        (
+            "Poisson-sampled discrete Laplace a=1 Delta=3 q=0.05",
+            PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0, sensitivity=3), sampling_rate=0.05),
+            k_big,
+            lambda h: pld.from_discrete_laplace_mechanism(
+                1.0, 3, value_discretization_interval=h, sampling_prob=0.05, use_connect_dots=True
+            ),
+        ),
     ]
     for name, mech, k, make in noise:
         b, cold, warm = _tightdp(lambda: ConnectDotsAccountant().compose(mech, k).epsilon(delta))
         width = float(b.upper - b.lower)
         peer = _peer_pld(make, k, delta, float(b.lower), width)
-        rows.append({"setting": name, "steps": k, "delta": delta, "tightdp": {"lower": b.lower, "upper": b.upper,
-                     "cold_s": cold, "warm_s": warm}, "peer": {"name": "dp_accounting PLD", **peer},
-                     "speedup_warm": peer["seconds"] / warm if peer["qualifies"] else None})
+        rows.append(
+            {
+                "setting": name,
+                "steps": k,
+                "delta": delta,
+                "tightdp": {"lower": b.lower, "upper": b.upper, "cold_s": cold, "warm_s": warm},
+                "peer": {"name": "dp_accounting PLD", **peer},
+                "speedup_warm": peer["seconds"] / warm if peer["qualifies"] else None,
+            }
+        )
     from tightdp.mechanisms.discrete import DistributedDiscreteGaussian, Skellam
-    for name, mech in (("Skellam mu=5000 Delta=70", Skellam(mu=5000.0, sensitivity=70)),
-                       ("distributed discrete Gaussian sigma=3, 100 clients, Delta=30",
-                        DistributedDiscreteGaussian(sigma=3.0, clients=100, sensitivity=30))):
+
+    for name, mech in (
+        ("Skellam mu=5000 Delta=70", Skellam(mu=5000.0, sensitivity=70)),
+        (
+            "distributed discrete Gaussian sigma=3, 100 clients, Delta=30",
+            DistributedDiscreteGaussian(sigma=3.0, clients=100, sensitivity=30),
+        ),
+    ):
         b, cold, warm = _tightdp(lambda: ConnectDotsAccountant().compose(mech, 100).epsilon(delta))
-        rows.append({"setting": name, "steps": 100, "delta": delta,
-                     "tightdp": {"lower": b.lower, "upper": b.upper, "cold_s": cold, "warm_s": warm},
-                     "peer": {"name": "none (dp_accounting 0.6 has no Skellam / distributed discrete Gaussian)"},
-                     "speedup_warm": None})
-    for name, mech in (("exponential mechanism eps=0.1", ExponentialMechanism(epsilon=0.1)),
-                       ("permute-and-flip eps=0.1", PermuteAndFlip(epsilon=0.1))):
+        rows.append(
+            {
+                "setting": name,
+                "steps": 100,
+                "delta": delta,
+                "tightdp": {"lower": b.lower, "upper": b.upper, "cold_s": cold, "warm_s": warm},
+                "peer": {"name": "none (dp_accounting 0.6 has no Skellam / distributed discrete Gaussian)"},
+                "speedup_warm": None,
+            }
+        )
+    for name, mech in (
+        ("exponential mechanism eps=0.1", ExponentialMechanism(epsilon=0.1)),
+        ("permute-and-flip eps=0.1", PermuteAndFlip(epsilon=0.1)),
+    ):
         b, cold, warm = _tightdp(lambda: selection_epsilon(mechanism=mech, delta=delta, count=k_big))
-        rows.append({"setting": name, "steps": k_big, "delta": delta,
-                     "tightdp": {"lower": b.lower, "upper": b.upper, "cold_s": cold, "warm_s": warm,
-                                 "upper_method": b.details["upper_method"]},
-                     "peer": {"name": "none (dp_accounting 0.6 has no selection events)"}, "speedup_warm": None})
+        rows.append(
+            {
+                "setting": name,
+                "steps": k_big,
+                "delta": delta,
+                "tightdp": {
+                    "lower": b.lower,
+                    "upper": b.upper,
+                    "cold_s": cold,
+                    "warm_s": warm,
+                    "upper_method": b.details["upper_method"],
+                },
+                "peer": {"name": "none (dp_accounting 0.6 has no selection events)"},
+                "speedup_warm": None,
+            }
+        )
     run_ = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.1), sampling_rate=0.01), k_big)]
     for dist, shape in (("geometric", 1.0), ("poisson", math.inf)):
         b, cold, warm = _tightdp(lambda: tuning_epsilon(run=run_, delta=delta, distribution=dist, mean=10.0))
 
         def peer_fn():
             acc = rpa.RdpAccountant()
-            acc.compose(de.RepeatAndSelectDpEvent(de.SelfComposedDpEvent(
-                de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), k_big), 10.0, shape))
+            acc.compose(
+                de.RepeatAndSelectDpEvent(
+                    de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), k_big), 10.0, shape
+                )
+            )
             return acc.get_epsilon(delta)
+
         peer_fn()
         eps, t = _timed(peer_fn)
-        rows.append({"setting": f"tuning, {dist} runs (mean 10) of DP-SGD q=0.01 sigma=1.1", "steps": k_big,
-                     "delta": delta, "tightdp": {"lower": b.lower, "upper": b.upper, "cold_s": cold, "warm_s": warm,
-                                                 "method": b.details["method"]},
-                     "peer": {"name": "dp_accounting RDP", "epsilon": eps, "seconds": t,
-                              "qualifies": b.upper <= eps + 1e-9},
-                     "speedup_warm": t / warm if b.upper <= eps + 1e-9 else None})
+        rows.append(
+            {
+                "setting": f"tuning, {dist} runs (mean 10) of DP-SGD q=0.01 sigma=1.1",
+                "steps": k_big,
+                "delta": delta,
+                "tightdp": {
+                    "lower": b.lower,
+                    "upper": b.upper,
+                    "cold_s": cold,
+                    "warm_s": warm,
+                    "method": b.details["method"],
+                },
+                "peer": {"name": "dp_accounting RDP", "epsilon": eps, "seconds": t, "qualifies": b.upper <= eps + 1e-9},
+                "speedup_warm": t / warm if b.upper <= eps + 1e-9 else None,
+            }
+        )
     return rows
 
 
@@ -150,14 +229,29 @@ def main() -> None:
         t, p = r["tightdp"], r["peer"]
         pe = f"{p['epsilon']:.5g}" if "epsilon" in p else "-"
         ps = f"{p['seconds']:.3g}" if "seconds" in p else "-"
-        sp = f"{r['speedup_warm']:.1f}x" if r["speedup_warm"] else (
-            "peer never within tightdp's width" if p.get("qualifies") is False else "-")
-        print(f"| {r['setting']} | {r['steps']} | [{t['lower']:.5g}, {t['upper']:.5g}] | {t['warm_s']:.3g} | {pe} "
-              f"| {ps} | {sp} |")
+        sp = (
+            f"{r['speedup_warm']:.1f}x"
+            if r["speedup_warm"]
+            else ("peer never within tightdp's width" if p.get("qualifies") is False else "-")
+        )
+        print(
+            f"| {r['setting']} | {r['steps']} | [{t['lower']:.5g}, {t['upper']:.5g}] | {t['warm_s']:.3g} | {pe} "
+            f"| {ps} | {sp} |"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"date": _dt.datetime.now(_dt.timezone.utc).isoformat(), "quick": args.quick,
-                               "machine": platform.platform(), "rows": rows}, indent=1, default=float))
+    out.write_text(
+        json.dumps(
+            {
+                "date": _dt.datetime.now(_dt.UTC).isoformat(),
+                "quick": args.quick,
+                "machine": platform.platform(),
+                "rows": rows,
+            },
+            indent=1,
+            default=float,
+        )
+    )
     print(f"wrote {out}")
 
 

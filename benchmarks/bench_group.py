@@ -47,20 +47,20 @@ ROOT = Path(__file__).resolve().parent.parent
 LADDER = (1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4)
 Q, STEPS, DELTA, EPS_ERROR = 0.01, 2000, 1e-6, 0.01
 
-_TIGHTDP = """
+_TIGHTDP = f"""
 import json, sys, time
 from tightdp.group import group_epsilon
 sigma, k = float(sys.argv[1]), int(sys.argv[2])
 kw = {{"accountant": sys.argv[3]}} if len(sys.argv) > 3 and sys.argv[3] != "default" else {{}}
 t0 = time.perf_counter()
-b = group_epsilon(noise_multiplier=sigma, sampling_rate={q}, steps={steps}, delta={delta}, group_size=k,
-                  eps_error={eps_error}, **kw)
+b = group_epsilon(noise_multiplier=sigma, sampling_rate={Q}, steps={STEPS}, delta={DELTA}, group_size=k,
+                  eps_error={EPS_ERROR}, **kw)
 dt = time.perf_counter() - t0
 print(json.dumps({{"seconds": dt, "lower": b.lower, "estimate": b.estimate, "upper": b.upper,
                   "grid_points": b.details.get("grid_points")}}))
-""".format(q=Q, steps=STEPS, delta=DELTA, eps_error=EPS_ERROR)
+"""
 
-_DPACC = """
+_DPACC = f"""
 import json, sys, time
 from scipy import stats
 import numpy as np
@@ -68,19 +68,25 @@ from dp_accounting import dp_event
 from dp_accounting.pld import pld_privacy_accountant
 sigma, k, d = float(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 m = np.arange(k + 1)
-p = stats.binom.pmf(m, k, {q})
+p = stats.binom.pmf(m, k, {Q})
 t0 = time.perf_counter()
 acc = pld_privacy_accountant.PLDAccountant(value_discretization_interval=d)
-acc.compose(dp_event.MixtureOfGaussiansDpEvent(sigma, m.astype(float).tolist(), p.tolist()), {steps})
-eps = acc.get_epsilon({delta})
+acc.compose(dp_event.MixtureOfGaussiansDpEvent(sigma, m.astype(float).tolist(), p.tolist()), {STEPS})
+eps = acc.get_epsilon({DELTA})
 print(json.dumps({{"seconds": time.perf_counter() - t0, "epsilon": eps}}))
-""".format(q=Q, steps=STEPS, delta=DELTA)
+"""
 
 
 def _run(code: str, *args, timeout: float = 900.0) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True,
-                         timeout=timeout, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -128,11 +134,17 @@ def bench(sigma: float, k: int, default: bool) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="k in {2, 8} only")
-    ap.add_argument("--accountant", default="default",
-                    help="tightdp accountant: the library's default (connect-dots), prv or connect-dots")
-    ap.add_argument("--tolerance", default="0.01",
-                    help="equal accuracy = dp-accounting within this of our certified midpoint (default 0.01), "
-                         "or 'inside': inside our certified interval +- 0.001")
+    ap.add_argument(
+        "--accountant",
+        default="default",
+        help="tightdp accountant: the library's default (connect-dots), prv or connect-dots",
+    )
+    ap.add_argument(
+        "--tolerance",
+        default="0.01",
+        help="equal accuracy = dp-accounting within this of our certified midpoint (default 0.01), "
+        "or 'inside': inside our certified interval +- 0.001",
+    )
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_group.json"))
     ap.add_argument("--profile", nargs=2, metavar=("SIGMA", "K"), help="cProfile one cold tightdp call")
     a = ap.parse_args()
@@ -140,33 +152,52 @@ def main() -> int:
     ACCOUNTANT = a.accountant
     TOLERANCE = None if a.tolerance == "inside" else float(a.tolerance)
     if a.profile:
-        code = ("import cProfile, pstats; from tightdp.group import group_epsilon\n"
-                f"cProfile.run('group_epsilon(noise_multiplier={float(a.profile[0])}, sampling_rate={Q}, "
-                f"steps={STEPS}, delta={DELTA}, group_size={int(a.profile[1])}, eps_error={EPS_ERROR})', "
-                "'/tmp/bench_group.prof')\n"
-                "pstats.Stats('/tmp/bench_group.prof').sort_stats('cumulative').print_stats(30)\n")
+        code = (
+            "import cProfile, pstats; from tightdp.group import group_epsilon\n"
+            f"cProfile.run('group_epsilon(noise_multiplier={float(a.profile[0])}, sampling_rate={Q}, "
+            f"steps={STEPS}, delta={DELTA}, group_size={int(a.profile[1])}, eps_error={EPS_ERROR})', "
+            "'/tmp/bench_group.prof')\n"
+            "pstats.Stats('/tmp/bench_group.prof').sort_stats('cumulative').print_stats(30)\n"
+        )
         subprocess.run([sys.executable, "-c", code], env=dict(os.environ, PYTHONPATH=str(ROOT / "src")))
         return 0
     ks = (2, 8) if a.quick else (2, 4, 8, 16)
     rows = []
-    print("| sigma | k | tightdp eps [lower, upper] | tightdp s | dp-acc. interval | dp-acc. eps | dp-acc. s "
-          "| speed-up | dp-acc. s at 1e-4 (default) | speed-up vs default |")
+    print(
+        "| sigma | k | tightdp eps [lower, upper] | tightdp s | dp-acc. interval | dp-acc. eps | dp-acc. s "
+        "| speed-up | dp-acc. s at 1e-4 (default) | speed-up vs default |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for sigma in (1.0, 2.0):
         for k in ks:
             r = bench(sigma, k, default=not a.quick)
             rows.append(r)
             o, p = r["tightdp"], r["dp_accounting"]
-            peer = (f"{p['interval']:g} | {p['epsilon']:.4f} | {p['seconds']:.2f} | {r['speedup']:.1f}x"
-                    if p else "none within accuracy | — | — | —")
+            peer = (
+                f"{p['interval']:g} | {p['epsilon']:.4f} | {p['seconds']:.2f} | {r['speedup']:.1f}x"
+                if p
+                else "none within accuracy | — | — | —"
+            )
             dflt = r.get("dp_accounting_default")
             dcol = f"{dflt['seconds']:.2f} | {r['speedup_vs_default']:.1f}x" if dflt else "— | —"
-            print(f"| {sigma:g} | {k} | {o['estimate']:.4f} [{o['lower']:.4f}, {o['upper']:.4f}] | "
-                  f"{o['seconds']:.2f} | {peer} | {dcol} |", flush=True)
-    meta = {"date": _dt.date.today().isoformat(), "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-            "python": platform.python_version(), "command": "python benchmarks/bench_group.py"
-            + (" --quick" if a.quick else "") + f" --accountant {a.accountant} --tolerance {a.tolerance}",
-            "accountant": a.accountant, "q": Q, "steps": STEPS, "delta": DELTA, "eps_error": EPS_ERROR}
+            print(
+                f"| {sigma:g} | {k} | {o['estimate']:.4f} [{o['lower']:.4f}, {o['upper']:.4f}] | "
+                f"{o['seconds']:.2f} | {peer} | {dcol} |",
+                flush=True,
+            )
+    meta = {
+        "date": _dt.date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "command": "python benchmarks/bench_group.py"
+        + (" --quick" if a.quick else "")
+        + f" --accountant {a.accountant} --tolerance {a.tolerance}",
+        "accountant": a.accountant,
+        "q": Q,
+        "steps": STEPS,
+        "delta": DELTA,
+        "eps_error": EPS_ERROR,
+    }
     Path(a.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
     print(f"\nwritten {a.out}")
     return 0

@@ -53,7 +53,9 @@ started and the row says ``"> cap (predicted ...)"``. Each worker runs under a 1
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
+import itertools
 import json
 import math
 import os
@@ -74,7 +76,7 @@ KS_QUICK = (100, 10_000)
 #: tightdp accuracy targets: (ConnectDotsAccountant keyword arguments, relative part, absolute floor)
 TARGETS = {"rel": ({"rel_error": 1e-3}, 1e-3, 5e-5), "abs": ({"eps_error": 1e-3}, None, 1e-3)}
 REFERENCE = {"rel": {"rel_error": 1e-4}, "abs": {"eps_error": 1e-4}}
-LADDER = tuple(0.1 * 2.0 ** -j for j in range(18))  # 0.1 ... 7.6e-7
+LADDER = tuple(0.1 * 2.0**-j for j in range(18))  # 0.1 ... 7.6e-7
 DPA_DEFAULT_INTERVAL = 1e-4
 MEM_LIMIT = 12 * 2**30
 SLOW_CALL_S = 20.0  # a call slower than this is not repeated (warm = its first call) and run cold once
@@ -97,9 +99,11 @@ def _stats(times):
 
 def _tightdp_call(kind: str, kw: dict, job: dict):
     import tightdp
+
     if kind == "default":
-        return tightdp.dpsgd_epsilon(noise_multiplier=job["sigma"], sampling_rate=job["q"], steps=job["k"],
-                                     delta=job["delta"])
+        return tightdp.dpsgd_epsilon(
+            noise_multiplier=job["sigma"], sampling_rate=job["q"], steps=job["k"], delta=job["delta"]
+        )
     step = tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=job["sigma"]), sampling_rate=job["q"])
     return tightdp.ConnectDotsAccountant(**kw).compose(step, job["k"]).epsilon(job["delta"])
 
@@ -108,8 +112,8 @@ def worker_tightdp(job):
     """One line per call: ``{"label", "first_call_s", "warm": {...}, "lower", "estimate", "upper", ...}``."""
     t0 = time.perf_counter()
     import tightdp
-    _emit({"import_s": time.perf_counter() - t0,
-           "default_options": tightdp.ConnectDotsAccountant().options()})
+
+    _emit({"import_s": time.perf_counter() - t0, "default_options": tightdp.ConnectDotsAccountant().options()})
     for label, kind, kw, reps in job["calls"]:
         tightdp.clear_caches()
         t0 = time.perf_counter()
@@ -123,17 +127,29 @@ def worker_tightdp(job):
             times.append(time.perf_counter() - t0)
         det = b.details
         refs = det.get("refinements") or []
-        _emit({"label": label, "first_call_s": first, "warm": _stats(times) if times else None,
-               "lower": float(b.lower), "estimate": float(b.estimate), "upper": float(b.upper),
-               "passes": det.get("passes"), "mesh": det.get("mesh"), "fallback": det.get("fallback"),
-               "grid_cap": det.get("grid_cap"), "note": det.get("note"),
-               "refinement_widths": [r.get("width") for r in refs],
-               "refinement_meshes": [r.get("mesh") for r in refs]})
+        _emit(
+            {
+                "label": label,
+                "first_call_s": first,
+                "warm": _stats(times) if times else None,
+                "lower": float(b.lower),
+                "estimate": float(b.estimate),
+                "upper": float(b.upper),
+                "passes": det.get("passes"),
+                "mesh": det.get("mesh"),
+                "fallback": det.get("fallback"),
+                "grid_cap": det.get("grid_cap"),
+                "note": det.get("note"),
+                "refinement_widths": [r.get("width") for r in refs],
+                "refinement_meshes": [r.get("mesh") for r in refs],
+            }
+        )
 
 
 def _dpa_epsilon(job, interval):
     from dp_accounting import dp_event
     from dp_accounting.pld import PLDAccountant
+
     acc = PLDAccountant(value_discretization_interval=interval)
     acc.compose(dp_event.PoissonSampledDpEvent(job["q"], dp_event.GaussianDpEvent(job["sigma"])), job["k"])
     return float(acc.get_epsilon(job["delta"]))
@@ -159,8 +175,15 @@ def worker_dpa(job):
         eps = _dpa_epsilon(job, interval)
         first = time.perf_counter() - t0
         ok = {t: within(eps, job["bracket"], e) for t, e in errs.items()}
-        _emit({"interval": interval, "epsilon": eps, "first_call_s": first,
-               "within": {t: v[0] for t, v in ok.items()}, "criterion": {t: v[1] for t, v in ok.items()}})
+        _emit(
+            {
+                "interval": interval,
+                "epsilon": eps,
+                "first_call_s": first,
+                "within": {t: v[0] for t, v in ok.items()},
+                "criterion": {t: v[1] for t, v in ok.items()},
+            }
+        )
         new = {t for t, v in ok.items() if v[0]} - found
         if new:
             found |= new
@@ -178,14 +201,17 @@ def worker_dpa(job):
 
 def worker_prv(job):
     """One line per target: ``job["eps_errors"]`` maps a target to prv-accountant's ``eps_error``."""
-    from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism
+    from prv_accountant import PoissonSubsampledGaussianMechanism, PRVAccountant
 
     for target, eps_error in job["eps_errors"].items():
+
         def run():
-            acc = PRVAccountant(prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=job["sigma"],
-                                                                          sampling_probability=job["q"])],
-                                max_self_compositions=[job["k"]], eps_error=eps_error,
-                                delta_error=job["delta"] / 1000)
+            acc = PRVAccountant(
+                prvs=[PoissonSubsampledGaussianMechanism(noise_multiplier=job["sigma"], sampling_probability=job["q"])],
+                max_self_compositions=[job["k"]],
+                eps_error=eps_error,
+                delta_error=job["delta"] / 1000,
+            )
             return acc.compute_epsilon(delta=job["delta"], num_self_compositions=[job["k"]])
 
         t0 = time.perf_counter()
@@ -196,8 +222,17 @@ def worker_prv(job):
             t0 = time.perf_counter()
             run()
             times.append(time.perf_counter() - t0)
-        _emit({"target": target, "eps_error": eps_error, "lower": float(lo), "estimate": float(est),
-               "upper": float(up), "first_call_s": first, "warm": _stats(times) if times else None})
+        _emit(
+            {
+                "target": target,
+                "eps_error": eps_error,
+                "lower": float(lo),
+                "estimate": float(est),
+                "upper": float(up),
+                "first_call_s": first,
+                "warm": _stats(times) if times else None,
+            }
+        )
 
 
 WORKERS = {"tightdp": worker_tightdp, "dpa": worker_dpa, "prv": worker_prv}
@@ -207,22 +242,30 @@ WORKERS = {"tightdp": worker_tightdp, "dpa": worker_dpa, "prv": worker_prv}
 def cold_code(tool: str, job: dict, **kw) -> str:
     s, q, k, d = job["sigma"], job["q"], job["k"], job["delta"]
     if tool == "tightdp-default":
-        return (f"import tightdp; b = tightdp.dpsgd_epsilon(noise_multiplier={s!r}, sampling_rate={q!r}, "
-                f"steps={k}, delta={d!r}); print(b.lower, b.upper)")
+        return (
+            f"import tightdp; b = tightdp.dpsgd_epsilon(noise_multiplier={s!r}, sampling_rate={q!r}, "
+            f"steps={k}, delta={d!r}); print(b.lower, b.upper)"
+        )
     if tool == "tightdp":
         args = ", ".join(f"{a}={v!r}" for a, v in kw.items())
-        return ("from tightdp import ConnectDotsAccountant, PoissonSampled, Gaussian; "
-                f"b = ConnectDotsAccountant({args}).compose(PoissonSampled(mechanism=Gaussian(noise_multiplier={s!r}), "
-                f"sampling_rate={q!r}), {k}).epsilon({d!r}); print(b.lower, b.upper)")
+        return (
+            "from tightdp import ConnectDotsAccountant, PoissonSampled, Gaussian; "
+            f"b = ConnectDotsAccountant({args}).compose(PoissonSampled(mechanism=Gaussian(noise_multiplier={s!r}), "
+            f"sampling_rate={q!r}), {k}).epsilon({d!r}); print(b.lower, b.upper)"
+        )
     if tool == "dpa":
-        return ("from dp_accounting import dp_event as e; from dp_accounting.pld import PLDAccountant; "
-                f"a = PLDAccountant(value_discretization_interval={kw['interval']!r}); "
-                f"a.compose(e.PoissonSampledDpEvent({q!r}, e.GaussianDpEvent({s!r})), {k}); print(a.get_epsilon({d!r}))")
+        return (
+            "from dp_accounting import dp_event as e; from dp_accounting.pld import PLDAccountant; "
+            f"a = PLDAccountant(value_discretization_interval={kw['interval']!r}); "
+            f"a.compose(e.PoissonSampledDpEvent({q!r}, e.GaussianDpEvent({s!r})), {k}); print(a.get_epsilon({d!r}))"
+        )
     if tool == "prv":
-        return ("from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism as M; "
-                f"a = PRVAccountant(prvs=[M(noise_multiplier={s!r}, sampling_probability={q!r})], "
-                f"max_self_compositions=[{k}], eps_error={kw['eps_error']!r}, delta_error={d / 1000!r}); "
-                f"print(a.compute_epsilon(delta={d!r}, num_self_compositions=[{k}]))")
+        return (
+            "from prv_accountant import PRVAccountant, PoissonSubsampledGaussianMechanism as M; "
+            f"a = PRVAccountant(prvs=[M(noise_multiplier={s!r}, sampling_probability={q!r})], "
+            f"max_self_compositions=[{k}], eps_error={kw['eps_error']!r}, delta_error={d / 1000!r}); "
+            f"print(a.compute_epsilon(delta={d!r}, num_self_compositions=[{k}]))"
+        )
     raise ValueError(f"unknown tool {tool!r}")
 
 
@@ -231,10 +274,8 @@ def _env():
 
 
 def _limit_memory():
-    try:
+    with contextlib.suppress(ValueError, OSError):
         resource.setrlimit(resource.RLIMIT_AS, (MEM_LIMIT, MEM_LIMIT))
-    except (ValueError, OSError):
-        pass
 
 
 def run_cold(code: str, runs: int, timeout: float):
@@ -244,8 +285,14 @@ def run_cold(code: str, runs: int, timeout: float):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout,
-                                  env=_env(), preexec_fn=_limit_memory)
+            proc = subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=_env(),
+                preexec_fn=_limit_memory,
+            )
         except subprocess.TimeoutExpired:
             return {"error": f"> cap ({timeout:.0f} s)", "runs": walls}
         wall = time.perf_counter() - t0
@@ -256,16 +303,22 @@ def run_cold(code: str, runs: int, timeout: float):
         cpus.append((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
     if not walls:
         return None
-    return {"min_s": min(walls), "median_s": statistics.median(walls), "times": walls,
-            "cpu_median_s": statistics.median(cpus), "runs": len(walls)}
+    return {
+        "min_s": min(walls),
+        "median_s": statistics.median(walls),
+        "times": walls,
+        "cpu_median_s": statistics.median(cpus),
+        "runs": len(walls),
+    }
 
 
 def run_worker(tool: str, job: dict, timeout: float):
     """The JSON lines a worker printed, and an error string (``None`` if it finished)."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", tool, json.dumps(job)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_env(),
-                              preexec_fn=_limit_memory)
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=timeout, env=_env(), preexec_fn=_limit_memory
+        )
         out, err = proc.stdout, None
         if proc.returncode != 0:
             err = f"exit {proc.returncode}: {(proc.stderr.strip().splitlines() or ['killed (memory?)'])[-1][:300]}"
@@ -335,11 +388,16 @@ def bench_row(st, k, args, hist, log):
             runs = 0 if (args.quick and t != "rel") else (1 if slow else args.cold_runs)
             cold = run_cold(code, runs, timeout=args.tightdp_cap)
             row["tightdp"][t].update(cold=cold, cold_cmd=f"python -c {json.dumps(code)}")
-    log(f"[{st['name']}] k={k:.0e} tightdp " + "; ".join(
-        f"{t}: [{r['lower']:.6f}, {r['upper']:.6f}] w={r['width']:.2e} passes={r['passes']} "
-        f"warm={r['warm']['median_s'] if r['warm'] else float('nan'):.3g}s "
-        f"cold={(r.get('cold') or {}).get('median_s', float('nan')):.3g}s" for t, r in row["tightdp"].items())
-        + (f" ERROR {err}" if err else ""))
+    log(
+        f"[{st['name']}] k={k:.0e} tightdp "
+        + "; ".join(
+            f"{t}: [{r['lower']:.6f}, {r['upper']:.6f}] w={r['width']:.2e} passes={r['passes']} "
+            f"warm={r['warm']['median_s'] if r['warm'] else float('nan'):.3g}s "
+            f"cold={(r.get('cold') or {}).get('median_s', float('nan')):.3g}s"
+            for t, r in row["tightdp"].items()
+        )
+        + (f" ERROR {err}" if err else "")
+    )
     certified = [(r["lower"], r["upper"]) for r in row["tightdp"].values()]
     for t, kw in REFERENCE.items():
         if args.ref_cap <= 0:
@@ -369,11 +427,21 @@ def bench_row(st, k, args, hist, log):
         lines = []
     else:
         pd = _predict(hist["dpa_default"], k)
-        row["dpa"]["default_skipped"] = (f"> cap (predicted {pd:.0f} s)" if pd > args.skip_factor * args.peer_cap
-                                         else None)
-        lines, err = run_worker("dpa", dict(job, intervals=list(LADDER), bracket=[lo, up], errs=errs, reps=args.reps,
-                                            default=row["dpa"]["default_skipped"] is None),
-                                timeout=2 * args.peer_cap)
+        row["dpa"]["default_skipped"] = (
+            f"> cap (predicted {pd:.0f} s)" if pd > args.skip_factor * args.peer_cap else None
+        )
+        lines, err = run_worker(
+            "dpa",
+            dict(
+                job,
+                intervals=list(LADDER),
+                bracket=[lo, up],
+                errs=errs,
+                reps=args.reps,
+                default=row["dpa"]["default_skipped"] is None,
+            ),
+            timeout=2 * args.peer_cap,
+        )
         if err:
             row["dpa"]["ladder_error"] = err
     calls = {}  # interval -> record (ladder and default runs kept apart)
@@ -398,7 +466,8 @@ def bench_row(st, k, args, hist, log):
             row["dpa"][t] = {x: hit[x] for x in ("interval", "epsilon", "first_call_s", "warm")}
             row["dpa"][t]["criterion"] = hit["criterion"][t]
     row["dpa"]["default"] = calls.get((DPA_DEFAULT_INTERVAL, "default")) or {
-        "error": row["dpa"].get("default_skipped") or row["dpa"].get("ladder_error") or "not reached"}
+        "error": row["dpa"].get("default_skipped") or row["dpa"].get("ladder_error") or "not reached"
+    }
     for t in TARGETS:
         if "first_call_s" in row["dpa"][t]:
             hist["dpa"].append((k, row["dpa"][t]["first_call_s"]))
@@ -414,10 +483,19 @@ def bench_row(st, k, args, hist, log):
             runs = args.cold_runs if rec["first_call_s"] < SLOW_CALL_S else 1
             cold_done[code] = run_cold(code, runs, timeout=2 * args.peer_cap)
         rec.update(cold=cold_done[code], cold_cmd=f"python -c {json.dumps(code)}")
-    log(f"[{st['name']}] k={k:.0e} dp-accounting " + "; ".join(
-        f"{t}: " + (f"v={r['interval']:.3g} eps={r['epsilon']:.6f} first={r['first_call_s']:.3g}s "
-                    f"warm={_med(r.get('warm'))} cold={_med(r.get('cold'))}" if "epsilon" in r else str(r))
-        for t, r in ((t, row["dpa"][t]) for t in (*TARGETS, "default"))))
+    log(
+        f"[{st['name']}] k={k:.0e} dp-accounting "
+        + "; ".join(
+            f"{t}: "
+            + (
+                f"v={r['interval']:.3g} eps={r['epsilon']:.6f} first={r['first_call_s']:.3g}s "
+                f"warm={_med(r.get('warm'))} cold={_med(r.get('cold'))}"
+                if "epsilon" in r
+                else str(r)
+            )
+            for t, r in ((t, row["dpa"][t]) for t in (*TARGETS, "default"))
+        )
+    )
     # --- prv-accountant at each target's err, one worker
     todo = {}
     for t in TARGETS:
@@ -447,10 +525,19 @@ def bench_row(st, k, args, hist, log):
                 if rec["first_call_s"] * runs < args.peer_cap:
                     rec["cold"] = run_cold(code, runs, timeout=2 * args.peer_cap)
                 rec["cold_cmd"] = f"python -c {json.dumps(code)}"
-    log(f"[{st['name']}] k={k:.0e} prv-accountant " + "; ".join(
-        f"{t}: " + (f"[{r['lower']:.6f}, {r['upper']:.6f}] first={r['first_call_s']:.3g}s warm={_med(r.get('warm'))} "
-                    f"cold={_med(r.get('cold'))}" if "lower" in r else r.get("error", "?"))
-        for t, r in row["prv"].items()))
+    log(
+        f"[{st['name']}] k={k:.0e} prv-accountant "
+        + "; ".join(
+            f"{t}: "
+            + (
+                f"[{r['lower']:.6f}, {r['upper']:.6f}] first={r['first_call_s']:.3g}s warm={_med(r.get('warm'))} "
+                f"cold={_med(r.get('cold'))}"
+                if "lower" in r
+                else r.get("error", "?")
+            )
+            for t, r in row["prv"].items()
+        )
+    )
     row["checks"] = check_peers(row)
     row["ratios"] = ratios(row)
     for c in row["checks"]:
@@ -471,15 +558,21 @@ def check_peers(row):
         if r and "epsilon" in r:
             e = r["epsilon"]
             if e < lo:
-                out.append(f"dp-accounting (interval {r['interval']:g}) eps {e:.9g} BELOW the certified lower bound "
-                           f"{lo:.9g} (under-report by {lo - e:.3g})")
+                out.append(
+                    f"dp-accounting (interval {r['interval']:g}) eps {e:.9g} BELOW the certified lower bound "
+                    f"{lo:.9g} (under-report by {lo - e:.3g})"
+                )
             elif e > up + half_width("abs" if name == "abs" else "rel", up):
-                out.append(f"dp-accounting (interval {r['interval']:g}) eps {e:.9g} above the certified upper bound "
-                           f"{up:.9g} by {e - up:.3g} (pessimistic)")
+                out.append(
+                    f"dp-accounting (interval {r['interval']:g}) eps {e:.9g} above the certified upper bound "
+                    f"{up:.9g} by {e - up:.3g} (pessimistic)"
+                )
     for t, r in row["prv"].items():
         if "lower" in r and (r["upper"] < lo or r["lower"] > up):
-            out.append(f"prv-accountant ({t}, eps_error {r['eps_error']:.3g}) interval [{r['lower']:.9g}, "
-                       f"{r['upper']:.9g}] misses the certified bracket [{lo:.9g}, {up:.9g}]")
+            out.append(
+                f"prv-accountant ({t}, eps_error {r['eps_error']:.3g}) interval [{r['lower']:.9g}, "
+                f"{r['upper']:.9g}] misses the certified bracket [{lo:.9g}, {up:.9g}]"
+            )
     return out
 
 
@@ -524,50 +617,72 @@ def growth(rows):
     for t in (*TARGETS, "default"):
         pts = [(r["k"], warm_s(r["tightdp"].get(t))) for r in rows]
         pts = [p for p in pts if p[1]]
-        local = [{"k": [a[0], b[0]], "slope": math.log(b[1] / a[1]) / math.log(b[0] / a[0])}
-                 for a, b in zip(pts, pts[1:])]
+        local = [
+            {"k": [a[0], b[0]], "slope": math.log(b[1] / a[1]) / math.log(b[0] / a[0])}
+            for a, b in itertools.pairwise(pts)
+        ]
         s = slope(pts)
-        out[t] = {"slope_warm": s, "local": local,
-                  "met": bool(s is not None and s <= 0.5 and all(x["slope"] <= 0.5 for x in local))}
+        out[t] = {
+            "slope_warm": s,
+            "local": local,
+            "met": bool(s is not None and s <= 0.5 and all(x["slope"] <= 0.5 for x in local)),
+        }
     return out
 
 
 def markdown(results):
     lines = []
     for s in results["settings"]:
-        lines += ["", f"Setting {s['name']}: sigma = {s['sigma']}, q = {s['q']}, delta = {DELTA:g}", "",
-                  "| k | target | tightdp [lower, upper] | passes | tightdp warm / cold s | dp-acc interval: eps, "
-                  "warm / cold s | prv-acc warm / cold s | ratio dp-acc (warm, cold) | ratio prv (warm, cold) |",
-                  "|---:|---|---|---:|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"Setting {s['name']}: sigma = {s['sigma']}, q = {s['q']}, delta = {DELTA:g}",
+            "",
+            "| k | target | tightdp [lower, upper] | passes | tightdp warm / cold s | dp-acc interval: eps, "
+            "warm / cold s | prv-acc warm / cold s | ratio dp-acc (warm, cold) | ratio prv (warm, cold) |",
+            "|---:|---|---|---:|---|---|---|---|---|",
+        ]
         for r in s["rows"]:
             for t in (*TARGETS, "default"):
                 td = r["tightdp"].get(t)
                 if not td:
                     continue
-                tdc = f"[{td['lower']:.6g}, {td['upper']:.6g}]" + ("" if td.get("met_width") in (None, True) else " (wide)")
+                tdc = f"[{td['lower']:.6g}, {td['upper']:.6g}]" + (
+                    "" if td.get("met_width") in (None, True) else " (wide)"
+                )
                 tdt = f"{_f(warm_s(td))} / {_sec(td.get('cold'))}"
                 if t in TARGETS:
                     d, p, ra = r["dpa"].get(t) or {}, r["prv"].get(t) or {}, r.get("ratios", {}).get(t, {})
-                    dc = (f"{d['interval']:.3g}: {d['epsilon']:.6g}, {_f(warm_s(d))}"
-                          f" / {_sec(d.get('cold'))}") if "epsilon" in d else (d.get("missing") or d.get("error") or "-")
-                    pc = (f"{_f(warm_s(p))} / {_sec(p.get('cold'))}"
-                          if "lower" in p else p.get("error", "-"))
+                    dc = (
+                        (f"{d['interval']:.3g}: {d['epsilon']:.6g}, {_f(warm_s(d))} / {_sec(d.get('cold'))}")
+                        if "epsilon" in d
+                        else (d.get("missing") or d.get("error") or "-")
+                    )
+                    pc = f"{_f(warm_s(p))} / {_sec(p.get('cold'))}" if "lower" in p else p.get("error", "-")
                     rd = f"{_r(ra.get('dpa_warm'))}, {_r(ra.get('dpa_cold'))}"
                     rp = f"{_r(ra.get('prv_warm'))}, {_r(ra.get('prv_cold'))}"
                 else:
                     d = r["dpa"].get("default") or {}
-                    dc = (f"default {d['interval']:g}: {d['epsilon']:.6g}, "
-                          f"{_f(warm_s(d))} / {_sec(d.get('cold'))}"
-                          if "epsilon" in d else d.get("error", "-"))
+                    dc = (
+                        f"default {d['interval']:g}: {d['epsilon']:.6g}, {_f(warm_s(d))} / {_sec(d.get('cold'))}"
+                        if "epsilon" in d
+                        else d.get("error", "-")
+                    )
                     pc, rd, rp = "", "", ""
                 lines.append(f"| {r['k']:.0e} | {t} | {tdc} | {td['passes']} | {tdt} | {dc} | {pc} | {rd} | {rp} |")
             if r.get("tightdp_error"):
                 missing = ", ".join(t for t in (*TARGETS, "default") if t not in r["tightdp"])
-                lines.append(f"| {r['k']:.0e} | {missing} | tightdp worker failed: {r['tightdp_error'][:120]} | | | | | | |")
+                lines.append(
+                    f"| {r['k']:.0e} | {missing} | tightdp worker failed: {r['tightdp_error'][:120]} | | | | | | |"
+                )
         g = s.get("growth", {})
         lines.append("")
-        lines.append("Growth of tightdp's warm time with k (log-log slope; <= 0.5 is sqrt(k)): " + "; ".join(
-            f"{t}: {_f(v['slope_warm'])} (local {', '.join(_f(x['slope']) for x in v['local'])})" for t, v in g.items()))
+        lines.append(
+            "Growth of tightdp's warm time with k (log-log slope; <= 0.5 is sqrt(k)): "
+            + "; ".join(
+                f"{t}: {_f(v['slope_warm'])} (local {', '.join(_f(x['slope']) for x in v['local'])})"
+                for t, v in g.items()
+            )
+        )
     return "\n".join(lines)
 
 
@@ -586,19 +701,31 @@ def _r(v):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="k = 1e2 and 1e4, one repetition, 10 s peer cap")
-    ap.add_argument("--out", default=None, help="results JSON (default benchmarks/results_horizon.json; "
-                                                "--quick: benchmarks/results_horizon_quick.json)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="results JSON (default benchmarks/results_horizon.json; --quick: benchmarks/results_horizon_quick.json)",
+    )
     ap.add_argument("--settings", default="A,B")
     ap.add_argument("--ks", default=None, help="comma-separated step counts")
     ap.add_argument("--reps", type=int, default=None, help="warm repetitions (default 3, --quick 1)")
-    ap.add_argument("--cold-runs", type=int, default=None, help="fresh processes per cold figure (default 3, --quick 1)")
-    ap.add_argument("--peer-cap", type=float, default=None, help="seconds a peer call may take (default 600, --quick 10)")
+    ap.add_argument(
+        "--cold-runs", type=int, default=None, help="fresh processes per cold figure (default 3, --quick 1)"
+    )
+    ap.add_argument(
+        "--peer-cap", type=float, default=None, help="seconds a peer call may take (default 600, --quick 10)"
+    )
     ap.add_argument("--tightdp-cap", type=float, default=1800.0)
     ap.add_argument("--ref-cap", type=float, default=None, help="seconds per reference run (default 600, --quick 10)")
-    ap.add_argument("--skip-factor", type=float, default=2.0,
-                    help="skip a peer call whose predicted time exceeds this many caps")
-    ap.add_argument("--report", metavar="JSON", help="recompute checks, ratios, growth and the tables of a results "
-                                                  "file (written back in place) and print the tables")
+    ap.add_argument(
+        "--skip-factor", type=float, default=2.0, help="skip a peer call whose predicted time exceeds this many caps"
+    )
+    ap.add_argument(
+        "--report",
+        metavar="JSON",
+        help="recompute checks, ratios, growth and the tables of a results "
+        "file (written back in place) and print the tables",
+    )
     ap.add_argument("--worker", nargs=2, metavar=("TOOL", "JOB"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -617,25 +744,43 @@ def main(argv=None):
     args.peer_cap = args.peer_cap if args.peer_cap is not None else (10.0 if q else 600.0)
     args.ref_cap = args.ref_cap if args.ref_cap is not None else (0.0 if q else 600.0)
     ks = [int(float(x)) for x in args.ks.split(",")] if args.ks else list(KS_QUICK if q else KS_FULL)
-    out = Path(args.out) if args.out else ROOT / "benchmarks" / ("results_horizon_quick.json" if q else
-                                                                 "results_horizon.json")
+    out = (
+        Path(args.out)
+        if args.out
+        else ROOT / "benchmarks" / ("results_horizon_quick.json" if q else "results_horizon.json")
+    )
 
     def log(msg):
         print(msg, flush=True)
 
+    from importlib.metadata import version
+
     import dp_accounting  # noqa: F401  (fail early if a peer is missing)
     import prv_accountant  # noqa: F401
-    from importlib.metadata import version
+
     t_start = time.time()
-    results = {"command": " ".join([".venv/bin/python", "benchmarks/bench_horizon.py", *(argv or sys.argv[1:])]),
-               "date": _dt.datetime.now().isoformat(timespec="seconds"), "nproc": os.cpu_count(),
-               "loadavg_start": os.getloadavg(), "python": platform.python_version(),
-               "versions": {p: version(p) for p in ("numpy", "scipy", "dp-accounting", "prv-accountant")},
-               "commit": _git_head(), "delta": DELTA, "ks": ks, "quick": q,
-               "options": {"reps": args.reps, "cold_runs": args.cold_runs, "peer_cap_s": args.peer_cap,
-                           "ref_cap_s": args.ref_cap, "skip_factor": args.skip_factor},
-               "targets": {t: {"kwargs": v[0], "rel": v[1], "floor": v[2]} for t, v in TARGETS.items()},
-               "ladder": list(LADDER), "settings": []}
+    results = {
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_horizon.py", *(argv or sys.argv[1:])]),
+        "date": _dt.datetime.now().isoformat(timespec="seconds"),
+        "nproc": os.cpu_count(),
+        "loadavg_start": os.getloadavg(),
+        "python": platform.python_version(),
+        "versions": {p: version(p) for p in ("numpy", "scipy", "dp-accounting", "prv-accountant")},
+        "commit": _git_head(),
+        "delta": DELTA,
+        "ks": ks,
+        "quick": q,
+        "options": {
+            "reps": args.reps,
+            "cold_runs": args.cold_runs,
+            "peer_cap_s": args.peer_cap,
+            "ref_cap_s": args.ref_cap,
+            "skip_factor": args.skip_factor,
+        },
+        "targets": {t: {"kwargs": v[0], "rel": v[1], "floor": v[2]} for t, v in TARGETS.items()},
+        "ladder": list(LADDER),
+        "settings": [],
+    }
     for name in args.settings.split(","):
         st = dict(SETTINGS[name], delta=DELTA)
         hist = {"dpa": [], "dpa_default": [], **{f"prv-{t}": [] for t in TARGETS}}
@@ -645,7 +790,8 @@ def main(argv=None):
             row["loadavg"] = os.getloadavg()
             rows.append(row)
             results["settings"] = [s for s in results["settings"] if s["name"] != name] + [
-                {**st, "rows": rows, "growth": growth(rows)}]
+                {**st, "rows": rows, "growth": growth(rows)}
+            ]
             out.write_text(json.dumps(results, indent=1, default=str) + "\n")  # partial results survive a crash
     results["loadavg_end"] = os.getloadavg()
     results["total_s"] = time.time() - t_start
@@ -667,14 +813,19 @@ def finish(results):
         s["growth"] = growth(s["rows"])
     defaults = {json.dumps(r.get("default_options"), sort_keys=True) for s in results["settings"] for r in s["rows"]}
     results["default_accuracy"] = [json.loads(d) for d in defaults]
-    results["checks"] = [f"{s['name']} k={r['k']:.0e}: {c}" for s in results["settings"] for r in s["rows"]
-                         for c in r.get("checks", [])]
+    results["checks"] = [
+        f"{s['name']} k={r['k']:.0e}: {c}" for s in results["settings"] for r in s["rows"] for c in r.get("checks", [])
+    ]
 
 
 def _git_head():
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ).stdout.strip()
+            or None
+        )
     except (OSError, subprocess.SubprocessError):
         return None
 

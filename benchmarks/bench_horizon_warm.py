@@ -13,6 +13,7 @@ dp-accounting needs about 40 s a call). ``--k 100`` keeps the rows of one horizo
 that many times (default 5) and keeps the fastest. ``benchmarks/one_call.py`` runs one such call in a fresh
 process (cold).
 """
+
 import logging
 import sys
 import time
@@ -27,14 +28,27 @@ from tightdp import ConnectDotsAccountant
 logging.getLogger().setLevel(logging.ERROR)
 both = "--both-estimates" in sys.argv[1:]
 absolute = "--abs" in sys.argv[1:]
-rows = [("A", 1.0, 0.01, 10**6, 0.000781), ("A", 1.0, 0.01, 10**7, 0.000391), ("B", 0.8, 0.004, 10**6, 0.000391),
-        ("B", 0.8, 0.004, 10**7, 0.000391), ("A", 1.0, 0.01, 10**4, 0.000781), ("B", 0.8, 0.004, 10**4, 0.000781),
-        ("A", 1.0, 0.01, 10**2, 0.00156), ("B", 0.8, 0.004, 10**2, 0.00156)]
+rows = [
+    ("A", 1.0, 0.01, 10**6, 0.000781),
+    ("A", 1.0, 0.01, 10**7, 0.000391),
+    ("B", 0.8, 0.004, 10**6, 0.000391),
+    ("B", 0.8, 0.004, 10**7, 0.000391),
+    ("A", 1.0, 0.01, 10**4, 0.000781),
+    ("B", 0.8, 0.004, 10**4, 0.000781),
+    ("A", 1.0, 0.01, 10**2, 0.00156),
+    ("B", 0.8, 0.004, 10**2, 0.00156),
+]
 if absolute:
     # (A, 1e7: no dp-accounting interval down to 1e-4 is within 1e-3 of the truth, BENCHMARKS.md; B, 1e7 takes it
     # about 40 s per call at 2.44e-5)
-    rows = [("A", 1.0, 0.01, 10**4, 0.000391), ("B", 0.8, 0.004, 10**4, 0.000391), ("A", 1.0, 0.01, 10**6, 9.77e-05),
-            ("B", 0.8, 0.004, 10**6, 4.88e-05), ("A", 1.0, 0.01, 10**2, 0.00156), ("B", 0.8, 0.004, 10**2, 0.00313)]
+    rows = [
+        ("A", 1.0, 0.01, 10**4, 0.000391),
+        ("B", 0.8, 0.004, 10**4, 0.000391),
+        ("A", 1.0, 0.01, 10**6, 9.77e-05),
+        ("B", 0.8, 0.004, 10**6, 4.88e-05),
+        ("A", 1.0, 0.01, 10**2, 0.00156),
+        ("B", 0.8, 0.004, 10**2, 0.00313),
+    ]
     if "--with-1e7" in sys.argv[1:]:
         rows.append(("B", 0.8, 0.004, 10**7, 2.44e-05))
 args = sys.argv[1:]
@@ -47,7 +61,8 @@ for name, s, q, k, iv in rows:
     for rep in range(reps):
         if rep == 3 and tp and min(tp) > 5.0:
             break
-        tightdp.clear_caches(); t = time.perf_counter()
+        tightdp.clear_caches()
+        t = time.perf_counter()
         acc_t = ConnectDotsAccountant(eps_error=1e-3) if absolute else ConnectDotsAccountant()
         b = acc_t.compose(tightdp.dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k).epsilon(1e-5)
         tt.append(time.perf_counter() - t)
@@ -59,15 +74,20 @@ for name, s, q, k, iv in rows:
         if both:
             t = time.perf_counter()
             try:
-                opt = pld.from_gaussian_mechanism(s, sampling_prob=q, value_discretization_interval=iv,
-                                                  pessimistic_estimate=False).self_compose(k)
+                opt = pld.from_gaussian_mechanism(
+                    s, sampling_prob=q, value_discretization_interval=iv, pessimistic_estimate=False
+                ).self_compose(k)
                 e_opt = f"{opt.get_epsilon_for_delta(1e-5):.6g}"
             except (OverflowError, ValueError, FloatingPointError) as exc:  # it fails at long horizons
                 e_opt = f"{type(exc).__name__}: {exc}"
             to.append(time.perf_counter() - t)
-    line = (f"{name} k={k:.0e}: tightdp [{b.lower:.6g}, {b.upper:.6g}] {min(tt):.3f}s | dp-acc({iv}) {e:.6g} "
-            f"{min(tp):.3f}s | ratio {min(tp)/min(tt):.1f}x")
+    line = (
+        f"{name} k={k:.0e}: tightdp [{b.lower:.6g}, {b.upper:.6g}] {min(tt):.3f}s | dp-acc({iv}) {e:.6g} "
+        f"{min(tp):.3f}s | ratio {min(tp) / min(tt):.1f}x"
+    )
     if both:
-        line += (f" | dp-acc optimistic {e_opt} {min(to):.3f}s, both {min(tp) + min(to):.3f}s: "
-                 f"ratio {(min(tp) + min(to)) / min(tt):.1f}x")
+        line += (
+            f" | dp-acc optimistic {e_opt} {min(to):.3f}s, both {min(tp) + min(to):.3f}s: "
+            f"ratio {(min(tp) + min(to)) / min(tt):.1f}x"
+        )
     print(line, flush=True)

@@ -42,7 +42,7 @@ import numpy as np
 
 
 def _rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 ** 2
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
 def _one(args, rep: int):
@@ -58,8 +58,9 @@ def _one(args, rep: int):
         extra["resolution"] = args.resolution
     if args.buckets is not None:
         extra["num_buckets"] = args.buckets
-    acc = IndividualAccountant(num_examples=N, noise_multiplier=args.sigma, clip_norm=1.0, sampling_rate=args.q,
-                               **extra)
+    acc = IndividualAccountant(
+        num_examples=N, noise_multiplier=args.sigma, clip_norm=1.0, sampling_rate=args.q, **extra
+    )
     load0 = os.getloadavg()[0]
     t_rec = c_rec = 0.0
     for _ in range(T):
@@ -69,7 +70,7 @@ def _one(args, rep: int):
         t_rec += time.perf_counter() - t0
         c_rec += time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
-    acc.bucket_counts  # folds the last buffered steps into the counts (part of recording)
+    _ = acc.bucket_counts  # folds the last buffered steps into the counts (part of recording)
     t_rec += time.perf_counter() - t0
     c_rec += time.process_time() - c0
     load1 = os.getloadavg()[0]
@@ -77,19 +78,30 @@ def _one(args, rep: int):
     res = acc.epsilons(1e-5)
     t_eps = time.perf_counter() - t1
     c_eps = time.process_time() - c1
-    return acc, res, {"record_seconds": round(t_rec, 2), "record_cpu_seconds": round(c_rec, 2),
-                      "epsilons_seconds": round(t_eps, 2), "epsilons_cpu_seconds": round(c_eps, 2),
-                      "total_seconds": round(t_rec + t_eps, 2), "total_cpu_seconds": round(c_rec + c_eps, 2),
-                      "load_average_1min": [round(load0, 2), round(load1, 2), round(os.getloadavg()[0], 2)]}
+    return (
+        acc,
+        res,
+        {
+            "record_seconds": round(t_rec, 2),
+            "record_cpu_seconds": round(c_rec, 2),
+            "epsilons_seconds": round(t_eps, 2),
+            "epsilons_cpu_seconds": round(c_eps, 2),
+            "total_seconds": round(t_rec + t_eps, 2),
+            "total_cpu_seconds": round(c_rec + c_eps, 2),
+            "load_average_1min": [round(load0, 2), round(load1, 2), round(os.getloadavg()[0], 2)],
+        },
+    )
 
 
 def _peak_gb() -> float:  # run on each worker
     import resource as _r
-    return round(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss / 1024 ** 2, 3)
+
+    return round(_r.getrusage(_r.RUSAGE_SELF).ru_maxrss / 1024**2, 3)
 
 
 def _cpu_s() -> float:  # run on each worker: CPU seconds of the worker process so far
     import resource as _r
+
     u = _r.getrusage(_r.RUSAGE_SELF)
     return round(u.ru_utime + u.ru_stime, 1)
 
@@ -106,20 +118,24 @@ def _record_shard(directory: str, k: int, n: int, steps: int, opts: dict, seed: 
     t_rec = c_rec = 0.0
     for t in range(steps):
         off = (t * 7919) % period
-        norms = scale * pool[off:off + n]  # not timed
+        norms = scale * pool[off : off + n]  # not timed
         t0, c0 = time.perf_counter(), time.process_time()
         acc.record_step(norms)
         t_rec += time.perf_counter() - t0
         c_rec += time.process_time() - c0
     t0, c0 = time.perf_counter(), time.process_time()
-    acc.bucket_counts  # the final fold of buffered steps (part of recording)
+    _ = acc.bucket_counts  # the final fold of buffered steps (part of recording)
     t_rec += time.perf_counter() - t0
     c_rec += time.process_time() - c0
     name = f"shard-{k:05d}-g1.npz"
     t0 = time.perf_counter()
     acc.save(os.path.join(directory, name))
-    return {"file": name, "record_seconds": t_rec, "record_cpu_seconds": c_rec,
-            "save_seconds": time.perf_counter() - t0}
+    return {
+        "file": name,
+        "record_seconds": t_rec,
+        "record_cpu_seconds": c_rec,
+        "save_seconds": time.perf_counter() - t0,
+    }
 
 
 def _sharded(args) -> int:
@@ -137,8 +153,9 @@ def _sharded(args) -> int:
     os.makedirs(base, exist_ok=True)
     free = shutil.disk_usage(base).free
     if free < 1.5 * need:
-        raise SystemExit(f"--directory {base}: {free / 2 ** 30:.1f} GiB free, the ledger needs "
-                         f"{need / 2 ** 30:.1f} GiB (+50 % margin)")
+        raise SystemExit(
+            f"--directory {base}: {free / 2**30:.1f} GiB free, the ledger needs {need / 2**30:.1f} GiB (+50 % margin)"
+        )
     directory = tempfile.mkdtemp(prefix="tightdp-sharded-", dir=base)
     opts = {"noise_multiplier": args.sigma, "clip_norm": 1.0, "sampling_rate": args.q}
     if args.buckets is not None:
@@ -146,28 +163,42 @@ def _sharded(args) -> int:
     if args.resolution is not None:
         opts["resolution"] = args.resolution
     tightdp.clear_caches()
-    out = {"mode": "sharded", "examples": N, "steps": T, "q": args.q, "sigma": args.sigma, "workers": args.workers,
-           "shard_size": args.shard_size, "directory": directory, "disk_free_gb_before": round(free / 2 ** 30, 1)}
+    out = {
+        "mode": "sharded",
+        "examples": N,
+        "steps": T,
+        "q": args.q,
+        "sigma": args.sigma,
+        "workers": args.workers,
+        "shard_size": args.shard_size,
+        "directory": directory,
+        "disk_free_gb_before": round(free / 2**30, 1),
+    }
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster)
     try:
-        out["worker_memory_limit_gb"] = [round(w["memory_limit"] / 2 ** 30, 2)
-                                         for w in client.scheduler_info()["workers"].values()]
+        out["worker_memory_limit_gb"] = [
+            round(w["memory_limit"] / 2**30, 2) for w in client.scheduler_info()["workers"].values()
+        ]
         ranges = [(s, min(N, s + args.shard_size)) for s in range(0, N, args.shard_size)]
         load0 = os.getloadavg()[0]
         t0 = time.perf_counter()
-        futs = [client.submit(_record_shard, directory, k, e - s, T, opts, args.seed, pure=False)
-                for k, (s, e) in enumerate(ranges)]
+        futs = [
+            client.submit(_record_shard, directory, k, e - s, T, opts, args.seed, pure=False)
+            for k, (s, e) in enumerate(ranges)
+        ]
         recs = client.gather(futs)
         t_phase = time.perf_counter() - t0
-        out["record"] = {"wall_seconds_incl_norm_generation": round(t_phase, 1),
-                         "record_seconds_sum": round(sum(r["record_seconds"] for r in recs), 1),
-                         "record_cpu_seconds_sum": round(sum(r["record_cpu_seconds"] for r in recs), 1),
-                         "record_seconds_per_worker": round(sum(r["record_seconds"] for r in recs) / args.workers, 1),
-                         "save_seconds_sum": round(sum(r["save_seconds"] for r in recs), 1),
-                         "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
-                         "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
-                         "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)]}
+        out["record"] = {
+            "wall_seconds_incl_norm_generation": round(t_phase, 1),
+            "record_seconds_sum": round(sum(r["record_seconds"] for r in recs), 1),
+            "record_cpu_seconds_sum": round(sum(r["record_cpu_seconds"] for r in recs), 1),
+            "record_seconds_per_worker": round(sum(r["record_seconds"] for r in recs) / args.workers, 1),
+            "save_seconds_sum": round(sum(r["save_seconds"] for r in recs), 1),
+            "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
+            "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
+            "load_average_1min": [round(load0, 2), round(os.getloadavg()[0], 2)],
+        }
         out["disk_bytes"] = sum(os.path.getsize(os.path.join(directory, r["file"])) for r in recs)
         client.restart()  # fresh worker processes: the query's peaks are its own
         t0 = time.perf_counter()
@@ -180,20 +211,24 @@ def _sharded(args) -> int:
         t1 = time.perf_counter()
         res = ledger.epsilons(1e-5, use_dask=True)
         t_eps = time.perf_counter() - t1
-        out["query"] = {"manifest_seconds": round(t_open, 2), "persist_sorted_seconds": round(t_persist, 1),
-                        "epsilons_seconds": round(t_eps, 1), "total_seconds": round(t_persist + t_eps, 1),
-                        "client_cpu_seconds": round(time.process_time() - c0, 1),
-                        "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
-                        "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
-                        "load_average_1min": [round(load1, 2), round(os.getloadavg()[0], 2)]}
-        out["total_seconds"] = round(out["record"]["wall_seconds_incl_norm_generation"] + t_open + t_persist
-                                     + t_eps, 1)
+        out["query"] = {
+            "manifest_seconds": round(t_open, 2),
+            "persist_sorted_seconds": round(t_persist, 1),
+            "epsilons_seconds": round(t_eps, 1),
+            "total_seconds": round(t_persist + t_eps, 1),
+            "client_cpu_seconds": round(time.process_time() - c0, 1),
+            "peak_rss_gb_per_worker": sorted(client.run(_peak_gb).values()),
+            "cpu_seconds_per_worker": sorted(client.run(_cpu_s).values()),
+            "load_average_1min": [round(load1, 2), round(os.getloadavg()[0], 2)],
+        }
+        out["total_seconds"] = round(out["record"]["wall_seconds_incl_norm_generation"] + t_open + t_persist + t_eps, 1)
         out["client_peak_rss_gb"] = round(_rss_gb(), 3)
         up, lo = res.upper, res.lower
         out["worst_case_epsilon"] = res.details["worst_case_epsilon"]
         out["epsilon_quantiles"] = {k: float(np.quantile(up, v)) for k, v in [("min", 0), ("median", 0.5), ("max", 1)]}
-        out["relative_width_quantiles"] = {k: float(np.quantile((up - lo) / np.maximum(up, 1e-300), v))
-                                           for k, v in [("median", 0.5), ("max", 1)]}
+        out["relative_width_quantiles"] = {
+            k: float(np.quantile((up - lo) / np.maximum(up, 1e-300), v)) for k, v in [("median", 0.5), ("max", 1)]
+        }
         out["all_finite_and_ordered"] = bool(np.all(np.isfinite(up)) and np.all(lo <= up))
         if args.sample > 0:
             idx = np.sort(np.random.default_rng(12345).choice(N, size=args.sample, replace=False))
@@ -218,17 +253,22 @@ def _compare(args, rows: np.ndarray, idx, lo, up, ours_per_example: float) -> di
     for row in rows:
         pld = None
         for b in np.nonzero(row[1:])[0] + 1:
-            one = P.from_gaussian_mechanism(args.sigma * B / b, sampling_prob=args.q,
-                                            value_discretization_interval=1e-3)
+            one = P.from_gaussian_mechanism(
+                args.sigma * B / b, sampling_prob=args.q, value_discretization_interval=1e-3
+            )
             one = one.self_compose(int(row[b]))
             pld = one if pld is None else pld.compose(one)
         ref.append(pld.get_epsilon_for_delta(1e-5))
     per_example = (time.perf_counter() - t2) / len(rows)
-    return {"dp_accounting_seconds_per_example": round(per_example, 3),
-            "ours_seconds_per_example": ours_per_example,
-            "speedup": round(per_example / ours_per_example, 1),
-            "sample_comparison": [{"ours": [float(lo[i]) if lo is not None else None, float(up[i])],
-                                   "dp_accounting": float(r)} for i, r in zip(idx, ref)]}
+    return {
+        "dp_accounting_seconds_per_example": round(per_example, 3),
+        "ours_seconds_per_example": ours_per_example,
+        "speedup": round(per_example / ours_per_example, 1),
+        "sample_comparison": [
+            {"ours": [float(lo[i]) if lo is not None else None, float(up[i])], "dp_accounting": float(r)}
+            for i, r in zip(idx, ref)
+        ],
+    }
 
 
 def main(argv=None) -> int:
@@ -240,10 +280,14 @@ def main(argv=None) -> int:
     p.add_argument("--sigma", type=float, default=1.0)
     p.add_argument("--q", type=float, default=0.01)
     p.add_argument("--buckets", type=int, default=None, help="num_buckets (default: the accountant's, 100)")
-    p.add_argument("--resolution", type=float, default=None,
-                   help="IndividualAccountant resolution (default: the accountant's own)")
-    p.add_argument("--sharded", action="store_true",
-                   help="out of core on a dask LocalCluster (ShardedLedger; see the module docstring)")
+    p.add_argument(
+        "--resolution", type=float, default=None, help="IndividualAccountant resolution (default: the accountant's own)"
+    )
+    p.add_argument(
+        "--sharded",
+        action="store_true",
+        help="out of core on a dask LocalCluster (ShardedLedger; see the module docstring)",
+    )
     p.add_argument("--workers", type=int, default=2, help="--sharded: LocalCluster worker processes")
     p.add_argument("--shard-size", type=int, default=1 << 17, help="--sharded: examples per shard")
     p.add_argument("--directory", default=None, help="--sharded: where the shard files go (default: $TMPDIR)")
@@ -257,20 +301,30 @@ def main(argv=None) -> int:
         acc, res, timing = _one(args, rep)
         runs.append(timing)
     eps = res.upper
-    out = {"examples": args.examples, "steps": args.steps, "q": args.q, "sigma": args.sigma,
-           "options": acc.options(), "runs": runs,
-           "best_total_seconds": min(r["total_seconds"] for r in runs),
-           "peak_rss_gb": round(_rss_gb(), 3), "worst_case_epsilon": res.details["worst_case_epsilon"],
-           "epsilon_quantiles": {k: float(np.quantile(eps, v)) for k, v in
-                                 [("min", 0), ("median", 0.5), ("max", 1)]},
-           "relative_width_quantiles": {k: float(np.quantile((res.upper - res.lower) / np.maximum(res.upper, 1e-300),
-                                                             v)) for k, v in [("median", 0.5), ("max", 1)]}
-           if res.lower is not None else None,
-           "pld": {k: v for k, v in res.details.items() if k in ("remove", "add")}}
+    out = {
+        "examples": args.examples,
+        "steps": args.steps,
+        "q": args.q,
+        "sigma": args.sigma,
+        "options": acc.options(),
+        "runs": runs,
+        "best_total_seconds": min(r["total_seconds"] for r in runs),
+        "peak_rss_gb": round(_rss_gb(), 3),
+        "worst_case_epsilon": res.details["worst_case_epsilon"],
+        "epsilon_quantiles": {k: float(np.quantile(eps, v)) for k, v in [("min", 0), ("median", 0.5), ("max", 1)]},
+        "relative_width_quantiles": {
+            k: float(np.quantile((res.upper - res.lower) / np.maximum(res.upper, 1e-300), v))
+            for k, v in [("median", 0.5), ("max", 1)]
+        }
+        if res.lower is not None
+        else None,
+        "pld": {k: v for k, v in res.details.items() if k in ("remove", "add")},
+    }
     if args.sample > 0:
         idx = np.random.default_rng(12345).choice(args.examples, size=args.sample, replace=False)
-        out.update(_compare(args, acc.bucket_counts[idx], idx, res.lower, eps,
-                            runs[-1]["total_seconds"] / args.examples))
+        out.update(
+            _compare(args, acc.bucket_counts[idx], idx, res.lower, eps, runs[-1]["total_seconds"] / args.examples)
+        )
     print(json.dumps(out, indent=1))
     return 0
 

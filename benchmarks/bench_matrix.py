@@ -55,11 +55,13 @@ def main(argv=None) -> int:
         PoissonSampling,
         matrix_epsilon,
     )
+
     c = coefs(B)
     samplers = {
         "single participation": NoAmplification(),
         "min-sep, 31 participations 64 apart": NoAmplification(
-            participation=MinSeparation(max_participations=N // B, min_sep=B)),
+            participation=MinSeparation(max_participations=N // B, min_sep=B)
+        ),
         "cyclic Poisson, rate 0.5": CyclicPoisson(sampling_rate=0.5),
         "balls-in-bins, cycle 64": BallsInBins(cycle_length=B),
         "Poisson every step, rate 1/64": PoissonSampling(sampling_rate=1 / B),
@@ -70,9 +72,16 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         b = matrix_epsilon(strategy=c, noise_multiplier=SIGMA, steps=N, delta=DELTA, sampler=smp)
         dt = time.perf_counter() - t0
-        rows.append({"sampler": name, "lower": b.lower, "upper": b.upper, "seconds": dt,
-                     "upper_method": str(b.details.get("upper", b.details.get("method", ""))),
-                     "lower_method": str(b.details.get("lower", b.details.get("method", "")))})
+        rows.append(
+            {
+                "sampler": name,
+                "lower": b.lower,
+                "upper": b.upper,
+                "seconds": dt,
+                "upper_method": str(b.details.get("upper", b.details.get("method", ""))),
+                "lower_method": str(b.details.get("lower", b.details.get("method", ""))),
+            }
+        )
     mc = None
     try:
         from jax_privacy import batch_selection
@@ -88,24 +97,42 @@ def main(argv=None) -> int:
         vals = -np.expm1(np.minimum(eps - np.asarray(losses), 0.0))
         est, se = float(vals.mean()), float(vals.std() / math.sqrt(vals.size))
         need = delta_calculation.minimum_samples_to_calibrate(DELTA / 2, DELTA)
-        mc = {"samples": args.mc_samples, "seconds": dt, "epsilon": eps, "delta_estimate": est,
-              "delta_3sigma": [est - 3 * se, est + 3 * se], "samples_needed_for_delta": int(need),
-              "seconds_needed_extrapolated": dt * need / args.mc_samples,
-              "note": "remove direction only (jax_privacy samples the included case)"}
-    out = {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"), "python": platform.python_version(),
-           "setting": {"steps": N, "bands": B, "noise_multiplier": SIGMA, "delta": DELTA,
-                       "strategy": "optimal max-error Toeplitz coefficients, 64 bands, unit column norm"},
-           "rows": rows, "monte_carlo": mc, "note": "shared 2-core machine under load"}
+        mc = {
+            "samples": args.mc_samples,
+            "seconds": dt,
+            "epsilon": eps,
+            "delta_estimate": est,
+            "delta_3sigma": [est - 3 * se, est + 3 * se],
+            "samples_needed_for_delta": int(need),
+            "seconds_needed_extrapolated": dt * need / args.mc_samples,
+            "note": "remove direction only (jax_privacy samples the included case)",
+        }
+    out = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "setting": {
+            "steps": N,
+            "bands": B,
+            "noise_multiplier": SIGMA,
+            "delta": DELTA,
+            "strategy": "optimal max-error Toeplitz coefficients, 64 bands, unit column norm",
+        },
+        "rows": rows,
+        "monte_carlo": mc,
+        "note": "shared 2-core machine under load",
+    }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
     print("| sampler | lower | upper | seconds |\n|---|---|---|---|")
     for r in rows:
         print(f"| {r['sampler']} | {r['lower']:.6g} | {r['upper']:.6g} | {r['seconds']:.2f} |")
     if mc:
-        print(f"\nMonte Carlo (jax_privacy), balls-in-bins: {mc['samples']} samples in {mc['seconds']:.1f} s; delta at "
-              f"eps={mc['epsilon']:.4g}: {mc['delta_estimate']:.3g} (3 sigma {mc['delta_3sigma'][0]:.3g}.."
-              f"{mc['delta_3sigma'][1]:.3g}); {mc['samples_needed_for_delta']} samples needed for delta={DELTA:g} "
-              f"(~{mc['seconds_needed_extrapolated']:.0f} s)")
+        print(
+            f"\nMonte Carlo (jax_privacy), balls-in-bins: {mc['samples']} samples in {mc['seconds']:.1f} s; delta at "
+            f"eps={mc['epsilon']:.4g}: {mc['delta_estimate']:.3g} (3 sigma {mc['delta_3sigma'][0]:.3g}.."
+            f"{mc['delta_3sigma'][1]:.3g}); {mc['samples_needed_for_delta']} samples needed for delta={DELTA:g} "
+            f"(~{mc['seconds_needed_extrapolated']:.0f} s)"
+        )
     return 0
 
 

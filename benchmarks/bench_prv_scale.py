@@ -27,9 +27,17 @@ def run(k: int, runs: int) -> dict:
         b = acc.epsilon(1e-5)
         times.append(time.perf_counter() - t0)
     tree = b.details.get("tree", {})
-    return {"k": k, "lower": b.lower, "upper": b.upper, "width": b.upper - b.lower, "min": min(times),
-            "median": statistics.median(times), "radices": tree.get("radices"), "top": tree.get("top_points"),
-            "load": os.getloadavg()[0]}
+    return {
+        "k": k,
+        "lower": b.lower,
+        "upper": b.upper,
+        "width": b.upper - b.lower,
+        "min": min(times),
+        "median": statistics.median(times),
+        "radices": tree.get("radices"),
+        "top": tree.get("top_points"),
+        "load": os.getloadavg()[0],
+    }
 
 
 def main(argv: list[str]) -> None:
@@ -37,14 +45,17 @@ def main(argv: list[str]) -> None:
     if "--runs" in argv:
         i = argv.index("--runs")
         runs = int(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    ks = [int(float(a)) for a in argv] or [10 ** 4, 10 ** 5, 3 * 10 ** 5, 10 ** 6]
+        argv = argv[:i] + argv[i + 2 :]
+    ks = [int(float(a)) for a in argv] or [10**4, 10**5, 3 * 10**5, 10**6]
     print("| k | lower | upper | width | seconds (min / median) | radices | top points | load |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for k in ks:
         r = run(k, runs)
-        print(f"| {k:.0e} | {r['lower']:.4f} | {r['upper']:.4f} | {r['width']:.4f} | {r['min']:.2f} / "
-              f"{r['median']:.2f} | {r['radices']} | {r['top']} | {r['load']:.1f} |", flush=True)
+        print(
+            f"| {k:.0e} | {r['lower']:.4f} | {r['upper']:.4f} | {r['width']:.4f} | {r['min']:.2f} / "
+            f"{r['median']:.2f} | {r['radices']} | {r['top']} | {r['load']:.1f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

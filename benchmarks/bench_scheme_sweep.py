@@ -40,14 +40,19 @@ SCHEMES = ("allocation", "cyclic", "shuffle")
 
 def draw(n: int, seed: int) -> list[dict]:
     import numpy as np
+
     rng = np.random.default_rng(seed)
     out = []
     for i in range(n):
-        out.append({"scheme": SCHEMES[i % 3],
-                    "sigma": float(round(math.exp(rng.uniform(math.log(0.5), math.log(10.0))), 4)),
-                    "t": int(round(math.exp(rng.uniform(0.0, math.log(1e4))))),
-                    "epochs": int(round(math.exp(rng.uniform(0.0, math.log(1000.0))))),
-                    "delta": float(f"{10.0 ** rng.uniform(-12.0, -3.0):.3g}")})
+        out.append(
+            {
+                "scheme": SCHEMES[i % 3],
+                "sigma": float(round(math.exp(rng.uniform(math.log(0.5), math.log(10.0))), 4)),
+                "t": int(round(math.exp(rng.uniform(0.0, math.log(1e4))))),
+                "epochs": int(round(math.exp(rng.uniform(0.0, math.log(1000.0))))),
+                "delta": float(f"{10.0 ** rng.uniform(-12.0, -3.0):.3g}"),
+            }
+        )
     return out
 
 
@@ -56,20 +61,28 @@ def worker(s: dict) -> dict:
 
     import tightdp
     from tightdp.schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon
+
     tightdp.clear_caches()
     base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     if s["scheme"] == "allocation":
         b = allocation_epsilon(noise_multiplier=s["sigma"], num_steps=s["t"], epochs=s["epochs"], delta=s["delta"])
     elif s["scheme"] == "cyclic":
-        b = cyclic_allocation_epsilon(noise_multiplier=s["sigma"], steps_per_cycle=s["t"], cycles=s["epochs"],
-                                      delta=s["delta"])
+        b = cyclic_allocation_epsilon(
+            noise_multiplier=s["sigma"], steps_per_cycle=s["t"], cycles=s["epochs"], delta=s["delta"]
+        )
     else:
         b = shuffle_epsilon(noise_multiplier=s["sigma"], num_batches=s["t"], epochs=s["epochs"], delta=s["delta"])
     dt = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"lower": b.lower, "upper": b.upper, "seconds": dt, "peak_rss_mb": peak_kb / 1024,
-            "baseline_rss_mb": base_kb / 1024, "note": b.details.get("note")}
+    return {
+        "lower": b.lower,
+        "upper": b.upper,
+        "seconds": dt,
+        "peak_rss_mb": peak_kb / 1024,
+        "baseline_rss_mb": base_kb / 1024,
+        "note": b.details.get("note"),
+    }
 
 
 def within(lower: float, upper: float) -> bool:
@@ -78,8 +91,14 @@ def within(lower: float, upper: float) -> bool:
 
 def spawn(s: dict, timeout: float) -> dict:
     try:
-        p = subprocess.run([sys.executable, __file__, "--worker", json.dumps(s)], capture_output=True, text=True,
-                           timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        p = subprocess.run(
+            [sys.executable, __file__, "--worker", json.dumps(s)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
     except subprocess.TimeoutExpired:
         return {**s, "error": f"timed out after {timeout} s"}
     if p.returncode != 0:
@@ -94,14 +113,17 @@ def summary(rows: list[dict]) -> dict:
     for scheme in SCHEMES + ("all",):
         rs = [r for r in rows if scheme in ("all", r["scheme"])]
         ok = [r for r in rs if "error" not in r]
-        out[scheme] = {"settings": len(rs), "answered": len(ok),
-                       "within_accuracy": sum(r["within_accuracy"] for r in ok),
-                       "max_seconds": max((r["seconds"] for r in ok), default=None),
-                       "median_seconds": sorted(r["seconds"] for r in ok)[len(ok) // 2] if ok else None,
-                       "max_peak_rss_mb": max((r["peak_rss_mb"] for r in ok), default=None),
-                       "over_2s": sum(r["seconds"] > 2.0 for r in ok),
-                       "over_1gb": sum(r["peak_rss_mb"] > 1024 for r in ok),
-                       "errors": [r["error"] for r in rs if "error" in r]}
+        out[scheme] = {
+            "settings": len(rs),
+            "answered": len(ok),
+            "within_accuracy": sum(r["within_accuracy"] for r in ok),
+            "max_seconds": max((r["seconds"] for r in ok), default=None),
+            "median_seconds": sorted(r["seconds"] for r in ok)[len(ok) // 2] if ok else None,
+            "max_peak_rss_mb": max((r["peak_rss_mb"] for r in ok), default=None),
+            "over_2s": sum(r["seconds"] > 2.0 for r in ok),
+            "over_1gb": sum(r["peak_rss_mb"] > 1024 for r in ok),
+            "errors": [r["error"] for r in rs if "error" in r],
+        }
     return out
 
 
@@ -121,18 +143,22 @@ def main():
         r = spawn(s, args.timeout)
         rows.append(r)
         print(json.dumps(r), file=sys.stderr, flush=True)
-    meta = {"date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
-            "python": platform.python_version(),
-            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-            "command": f"benchmarks/bench_scheme_sweep.py --n {args.n} --seed {args.seed} --timeout {args.timeout:g}"}
+    meta = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()} {platform.processor() or ''} {os.cpu_count()} cores".strip(),
+        "python": platform.python_version(),
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "command": f"benchmarks/bench_scheme_sweep.py --n {args.n} --seed {args.seed} --timeout {args.timeout:g}",
+    }
     out = {"meta": meta, "summary": summary(rows), "rows": rows}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
     for scheme, v in out["summary"].items():
-        print(f"{scheme:10s} {v['answered']}/{v['settings']} answered, {v['within_accuracy']} within accuracy, "
-              f"max {v['max_seconds']} s, median {v['median_seconds']} s, max RSS {v['max_peak_rss_mb']} MB, "
-              f"{v['over_2s']} over 2 s, {v['over_1gb']} over 1 GB")
+        print(
+            f"{scheme:10s} {v['answered']}/{v['settings']} answered, {v['within_accuracy']} within accuracy, "
+            f"max {v['max_seconds']} s, median {v['median_seconds']} s, max RSS {v['max_peak_rss_mb']} MB, "
+            f"{v['over_2s']} over 2 s, {v['over_1gb']} over 1 GB"
+        )
 
 
 if __name__ == "__main__":

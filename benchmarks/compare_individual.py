@@ -26,11 +26,30 @@ import numpy as np
 
 #: name -> which way a change is safe: +1 larger is safe (upper ends), -1 smaller is safe (lower ends,
 #: budgets), 0 must be identical, "mask" fewer True is safe
-SAFE = {"pld_upper": +1, "pld_lower": -1, "deltas": +1, "rdp": +1, "gdp_eps": +1, "worst": +1,
-        "gdp_mus": +1, "rdp_curves": +1, "active_default": "mask", "active_pld": "mask",
-        "active_rdp": "mask", "active_paper": "mask", "roundtrip": 0, "gdp_mu": -1, "gdp_epsilon": +1,
-        "gdp_delta": 0, "budget_mu": -1, "filter_budget": -1, "filter_eps": +1, "filter_delta_up": +1,
-        "filter_delta_lo": -1, "kind": 0}
+SAFE = {
+    "pld_upper": +1,
+    "pld_lower": -1,
+    "deltas": +1,
+    "rdp": +1,
+    "gdp_eps": +1,
+    "worst": +1,
+    "gdp_mus": +1,
+    "rdp_curves": +1,
+    "active_default": "mask",
+    "active_pld": "mask",
+    "active_rdp": "mask",
+    "active_paper": "mask",
+    "roundtrip": 0,
+    "gdp_mu": -1,
+    "gdp_epsilon": +1,
+    "gdp_delta": 0,
+    "budget_mu": -1,
+    "filter_budget": -1,
+    "filter_eps": +1,
+    "filter_delta_up": +1,
+    "filter_delta_lo": -1,
+    "kind": 0,
+}
 
 
 def run(n_settings: int, out: str) -> None:
@@ -52,8 +71,15 @@ def run(n_settings: int, out: str) -> None:
         clip = float(rng.uniform(0.5, 2.0))
         delta = float(10 ** rng.uniform(-10, -2))
         eps_q = float(rng.uniform(0.1, 4.0))
-        kw = dict(num_examples=n, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q, num_buckets=buckets,
-                  sigma_grid=grid, missing_norms=missing)
+        kw = dict(
+            num_examples=n,
+            noise_multiplier=sigma,
+            clip_norm=clip,
+            sampling_rate=q,
+            num_buckets=buckets,
+            sigma_grid=grid,
+            missing_norms=missing,
+        )
         acc = IndividualAccountant(**kw)
         t = 0
         while t < steps:
@@ -121,7 +147,7 @@ def compare(before: list, after: list) -> dict:
                 continue
             x, y = np.asarray(b[k]), np.asarray(a[k])
             if x.dtype == object or y.dtype == object or x.shape != y.shape:
-                same = (x.tolist() == y.tolist())
+                same = x.tolist() == y.tolist()
                 s["values"] += 1
                 s["identical" if same else "unsafe"] += 1
                 continue
@@ -160,8 +186,9 @@ def main() -> None:
         path = os.path.join(keep, f"{side}.pkl")
         if not (side == "before" and os.path.exists(path)):
             env = {**os.environ, "PYTHONPATH": os.path.abspath(tree)}
-            subprocess.run([sys.executable, os.path.abspath(__file__), "--run", str(ns.settings), path],
-                           env=env, check=True)
+            subprocess.run(
+                [sys.executable, os.path.abspath(__file__), "--run", str(ns.settings), path], env=env, check=True
+            )
         with open(path, "rb") as fh:
             out[side] = pickle.load(fh)
     print(json.dumps(compare(out["before"], out["after"]), indent=1))

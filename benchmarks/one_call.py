@@ -10,6 +10,7 @@ Besides the answer it prints ``import S call S``: the seconds of the library's i
 this fresh process (cold caches, lazily built tables and plans; no memo of an earlier call), for the ratio with
 the import's floor set apart.
 """
+
 import sys
 import time
 

@@ -23,12 +23,14 @@ import json
 import random
 import sys
 import time
+from pathlib import Path
 
 SEED = 20261125
 
 
-def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal: int = 9,
-             n_opacus: int = 16) -> list[dict]:
+def settings(
+    n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal: int = 9, n_opacus: int = 16
+) -> list[dict]:
     rng = random.Random(SEED)
     out: list[dict] = []
     accountants = ["connect-dots", "connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth"]
@@ -39,8 +41,11 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
         delta = 10 ** rng.uniform(-9, -3)
         kw: dict = {"noise_multiplier": sigma, "delta": delta}
         if s == "poisson":
-            kw.update(sampling_rate=round(10 ** rng.uniform(-3.5, -0.5), 6), steps=rng.randint(1, 3000),
-                      accountant=rng.choice(accountants))
+            kw.update(
+                sampling_rate=round(10 ** rng.uniform(-3.5, -0.5), 6),
+                steps=rng.randint(1, 3000),
+                accountant=rng.choice(accountants),
+            )
         elif s in ("random-allocation", "shuffle"):
             t = rng.randint(1, 60)
             kw.update(sampling_rate=1.0 / t, steps=t * rng.randint(1, 20), sampling=s)
@@ -48,8 +53,13 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
                 kw["dataset_size"] = t * rng.randint(1, 100)
         else:
             n = rng.randint(50, 5000)
-            kw.update(sampling_rate=round(rng.uniform(0.001, 0.1), 5), steps=rng.randint(1, 300), sampling=s,
-                      dataset_size=n, max_batch_size=rng.randint(1, n))
+            kw.update(
+                sampling_rate=round(rng.uniform(0.001, 0.1), 5),
+                steps=rng.randint(1, 300),
+                sampling=s,
+                dataset_size=n,
+                max_batch_size=rng.randint(1, n),
+            )
         if rng.random() < 0.25:
             kw["eps_error"] = rng.choice([0.01, 0.05])
         elif rng.random() < 0.2 and kw.get("accountant", "connect-dots") == "connect-dots":
@@ -60,8 +70,12 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
     for _ in range(n_group):
         s = rng.choice(["poisson", "poisson", "fixed-batch", "random-allocation", "shuffle"])
         sigma = round(rng.uniform(0.8, 3.0), 3)
-        kw = {"noise_multiplier": sigma, "delta": 10 ** rng.uniform(-8, -4), "group_size": rng.randint(1, 6),
-              "sampling": s}
+        kw = {
+            "noise_multiplier": sigma,
+            "delta": 10 ** rng.uniform(-8, -4),
+            "group_size": rng.randint(1, 6),
+            "sampling": s,
+        }
         if s == "poisson":
             kw.update(sampling_rate=round(10 ** rng.uniform(-3, -1), 6), steps=rng.randint(1, 1000))
         elif s == "fixed-batch":
@@ -76,12 +90,18 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
             kw["group_sizes"] = sorted({1, kw.pop("group_size"), rng.randint(1, 4)})
         out.append({"fn": fn, "kw": kw})
     for _ in range(n_statement):
-        s = rng.choice(["poisson", "fixed-batch", "without-replacement", "random-allocation", "shuffle",
-                        "truncated-poisson"])
+        s = rng.choice(
+            ["poisson", "fixed-batch", "without-replacement", "random-allocation", "shuffle", "truncated-poisson"]
+        )
         n = rng.randint(1000, 60000)
         b = rng.randint(10, 512)
-        kw = {"noise_multiplier": round(rng.uniform(0.8, 3.0), 3), "delta": 10 ** rng.uniform(-7, -4),
-              "sampling": s, "group_sizes": rng.choice([[], [1, 2], [3]]), "eps_error": 0.02}
+        kw = {
+            "noise_multiplier": round(rng.uniform(0.8, 3.0), 3),
+            "delta": 10 ** rng.uniform(-7, -4),
+            "sampling": s,
+            "group_sizes": rng.choice([[], [1, 2], [3]]),
+            "eps_error": 0.02,
+        }
         if s in ("random-allocation", "shuffle"):
             t = rng.randint(2, 40)
             kw.update(sampling_rate=1.0 / t, steps=t * rng.randint(1, 6))
@@ -95,8 +115,7 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
         out.append({"fn": "privacy_statement", "kw": kw})
     for i in range(n_cal):
         fn = ["calibrate_noise", "calibrate_steps", "calibrate_sampling_rate"][i % 3]
-        s = ["poisson", "random-allocation", "shuffle"][(i // 3) % 3] if fn != "calibrate_sampling_rate" \
-            else "poisson"
+        s = ["poisson", "random-allocation", "shuffle"][(i // 3) % 3] if fn != "calibrate_sampling_rate" else "poisson"
         kw = {"target_epsilon": round(rng.uniform(1.0, 6.0), 2), "delta": 1e-5, "sampling": s, "eps_error": 0.05}
         t = rng.randint(5, 40)
         q = 1.0 / t if s != "poisson" else round(10 ** rng.uniform(-2.5, -1), 5)
@@ -114,8 +133,17 @@ def settings(n_dpsgd: int = 150, n_group: int = 40, n_statement: int = 25, n_cal
         history = [[round(rng.uniform(0.8, 3.0), 3), 1.0 / t, steps]]
         if loader == "poisson" and rng.random() < 0.5:
             history.append([round(rng.uniform(0.8, 3.0), 3), 1.0 / t, rng.randint(1, 50)])
-        out.append({"fn": "opacus", "kw": {"history": history, "sampling": loader, "delta": 1e-5,
-                                           "facts": {"dataset_size": 10 * t, "batch_size": 10, "drop_last": False}}})
+        out.append(
+            {
+                "fn": "opacus",
+                "kw": {
+                    "history": history,
+                    "sampling": loader,
+                    "delta": 1e-5,
+                    "facts": {"dataset_size": 10 * t, "batch_size": 10, "drop_last": False},
+                },
+            }
+        )
     return out
 
 
@@ -133,12 +161,17 @@ def evaluate(item: dict):
     if fn == "group_epsilon":
         return _bounds(tightdp.group_epsilon(**kw))
     if fn == "group_curve":
-        return [[r.group_size, _bounds(r.epsilon), _bounds(r.example_epsilon), repr(r.group_privacy_lemma.epsilon)]
-                for r in tightdp.group_curve(**kw)]
+        return [
+            [r.group_size, _bounds(r.epsilon), _bounds(r.example_epsilon), repr(r.group_privacy_lemma.epsilon)]
+            for r in tightdp.group_curve(**kw)
+        ]
     if fn == "privacy_statement":
         st = tightdp.privacy_statement(**kw)
-        return {"example": _bounds(st.epsilon), "steps": st.parameters["steps"],
-                "groups": [[g.group_size, None if g.epsilon is None else _bounds(g.epsilon)] for g in st.groups]}
+        return {
+            "example": _bounds(st.epsilon),
+            "steps": st.parameters["steps"],
+            "groups": [[g.group_size, None if g.epsilon is None else _bounds(g.epsilon)] for g in st.groups],
+        }
     if fn == "opacus":
         from tightdp.integrations.opacus import TightDPAccountant
 
@@ -147,8 +180,12 @@ def evaluate(item: dict):
         acc.sampling, acc.loader_facts = kw["sampling"], kw["facts"]
         return _bounds(acc.get_bounds(kw["delta"]))
     cal = getattr(calibration, fn)(**kw)
-    return {"noise": repr(cal.noise_multiplier), "rate": repr(cal.sampling_rate), "steps": cal.steps,
-            "epsilon": _bounds(cal.epsilon)}
+    return {
+        "noise": repr(cal.noise_multiplier),
+        "rate": repr(cal.sampling_rate),
+        "steps": cal.steps,
+        "epsilon": _bounds(cal.epsilon),
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -162,11 +199,11 @@ def main(argv: list[str]) -> int:
             except Exception as exc:  # a refusal is a result too: it must be the same before and after
                 res = {"error": type(exc).__name__}
             results.append({**item, **res})
-        json.dump({"seconds": time.perf_counter() - t0, "results": results}, open(argv[2], "w"), indent=1)
+        Path(argv[2]).write_text(json.dumps({"seconds": time.perf_counter() - t0, "results": results}, indent=1))
         print(f"{len(results)} settings in {time.perf_counter() - t0:.1f} s")
         return 0
-    before = json.load(open(argv[2]))["results"]
-    after = json.load(open(argv[3]))["results"]
+    before = json.loads(Path(argv[2]).read_text())["results"]
+    after = json.loads(Path(argv[3]).read_text())["results"]
     assert len(before) == len(after)
     diff = [(b, a) for b, a in zip(before, after) if b.get("ok") != a.get("ok") or b.get("error") != a.get("error")]
     errors = sum("error" in b for b in before)

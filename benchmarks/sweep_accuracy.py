@@ -10,11 +10,18 @@ each time is a full computation. The last line counts the calls whose width miss
 ``--rare`` draws from the fuzz space's hardest corner instead: few sampled steps (q k between 0.01 and 3,
 q 1e-4...1e-2) at a tiny delta (1e-12...1e-8), where the composition is nearly a point mass.
 """
-import math, sys, time, warnings, json
+
+import math
+import sys
+import time
+import warnings
+
 warnings.simplefilter("ignore")
 import numpy as np
+
 import tightdp
 from tightdp import ConnectDotsAccountant, dpsgd_mechanism
+
 rare = "--rare" in sys.argv[1:]
 sys.argv = [a for a in sys.argv if a != "--rare"]
 rng = np.random.default_rng(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
@@ -24,26 +31,53 @@ absolute = arg == "abs"
 rel = None if arg in (None, "abs") else float(arg)
 target = (lambda e: 0.02) if absolute else (lambda e: 2 * max((rel or 1e-3) * e, 5e-5))
 rows = []
-for i in range(n):
+for _i in range(n):
     if rare:
-        q = float(10 ** rng.uniform(-4, -2)); s = float(10 ** rng.uniform(math.log10(0.4), 1))
-        k = max(1, int(10 ** rng.uniform(-2, math.log10(3)) / q)); d = float(10 ** rng.uniform(-12, -8))
+        q = float(10 ** rng.uniform(-4, -2))
+        s = float(10 ** rng.uniform(math.log10(0.4), 1))
+        k = max(1, int(10 ** rng.uniform(-2, math.log10(3)) / q))
+        d = float(10 ** rng.uniform(-12, -8))
     else:
-        q = float(10 ** rng.uniform(-4, 0)); s = float(10 ** rng.uniform(math.log10(0.4), 1)); k = int(10 ** rng.uniform(0, 7))
+        q = float(10 ** rng.uniform(-4, 0))
+        s = float(10 ** rng.uniform(math.log10(0.4), 1))
+        k = int(10 ** rng.uniform(0, 7))
         d = float(10 ** rng.uniform(-12, -3))
-    tightdp.clear_caches(); t = time.time()
+    tightdp.clear_caches()
+    t = time.time()
     try:
-        acc = (ConnectDotsAccountant(eps_error=0.01) if absolute else
-               ConnectDotsAccountant(rel_error=rel) if rel else ConnectDotsAccountant())
+        acc = (
+            ConnectDotsAccountant(eps_error=0.01)
+            if absolute
+            else ConnectDotsAccountant(rel_error=rel)
+            if rel
+            else ConnectDotsAccountant()
+        )
         b = acc.compose(dpsgd_mechanism(noise_multiplier=s, sampling_rate=q), k).epsilon(d)
         dt = time.time() - t
-        rows.append(dict(q=q, s=s, k=k, d=d, lo=b.lower, up=b.upper, t=dt, fb=b.details.get('fallback'), note=b.details.get('note'),
-                         miss=b.upper - b.lower > target(b.upper) * (1 + 1e-9)))
-        print(f"q={q:.2e} s={s:.2f} k={k:8d} d={d:.1e}: [{b.lower:.6g}, {b.upper:.6g}] w={b.upper-b.lower:.2e} rel={(b.upper-b.lower)/max(b.upper,1e-300):.1e} {dt:.2f}s {'FB' if b.details.get('fallback') else ''}{' MISS' if rows[-1]['miss'] else ''}", flush=True)
+        rows.append(
+            dict(
+                q=q,
+                s=s,
+                k=k,
+                d=d,
+                lo=b.lower,
+                up=b.upper,
+                t=dt,
+                fb=b.details.get("fallback"),
+                note=b.details.get("note"),
+                miss=b.upper - b.lower > target(b.upper) * (1 + 1e-9),
+            )
+        )
+        print(
+            f"q={q:.2e} s={s:.2f} k={k:8d} d={d:.1e}: [{b.lower:.6g}, {b.upper:.6g}] w={b.upper - b.lower:.2e} rel={(b.upper - b.lower) / max(b.upper, 1e-300):.1e} {dt:.2f}s {'FB' if b.details.get('fallback') else ''}{' MISS' if rows[-1]['miss'] else ''}",
+            flush=True,
+        )
     except Exception as e:
         dt = time.time() - t
         rows.append(dict(q=q, s=s, k=k, d=d, err=f"{type(e).__name__}: {e}", t=dt))
         print(f"q={q:.2e} s={s:.2f} k={k:8d} d={d:.1e}: {type(e).__name__}: {str(e)[:120]} {dt:.2f}s", flush=True)
-ts = [r['t'] for r in rows]
-print(f"n={len(rows)} max time {max(ts):.2f}s, >10s: {sum(t > 10 for t in ts)}, errors: {sum('err' in r for r in rows)}, fallbacks: {sum(bool(r.get('fb')) for r in rows)}, "
-      f"wider than the target: {sum(bool(r.get('miss')) for r in rows)}")
+ts = [r["t"] for r in rows]
+print(
+    f"n={len(rows)} max time {max(ts):.2f}s, >10s: {sum(t > 10 for t in ts)}, errors: {sum('err' in r for r in rows)}, fallbacks: {sum(bool(r.get('fb')) for r in rows)}, "
+    f"wider than the target: {sum(bool(r.get('miss')) for r in rows)}"
+)

@@ -24,8 +24,15 @@ import warnings
 import numpy as np
 
 import tightdp
-from tightdp import (ApproximateDP, ConnectDotsAccountant, Laplace, PoissonSampled, PRVAccountant, PureDP,
-                     RandomizedResponse)
+from tightdp import (
+    ApproximateDP,
+    ConnectDotsAccountant,
+    Laplace,
+    PoissonSampled,
+    PRVAccountant,
+    PureDP,
+    RandomizedResponse,
+)
 
 
 def _draw(rng: np.random.Generator):
@@ -35,15 +42,26 @@ def _draw(rng: np.random.Generator):
     if family == "laplace":
         return family, Laplace(scale=float(10 ** rng.uniform(-0.3, 2.3))), k
     if family == "rr":
-        return family, RandomizedResponse(noise_parameter=float(rng.uniform(0.05, 0.95)),
-                                          num_buckets=int(rng.integers(2, 11))), min(k, 10_000)
+        return (
+            family,
+            RandomizedResponse(noise_parameter=float(rng.uniform(0.05, 0.95)), num_buckets=int(rng.integers(2, 11))),
+            min(k, 10_000),
+        )
     if family == "pure":
         return family, PureDP(epsilon=float(10 ** rng.uniform(-2, 0.3))), k
     if family == "approx":
-        return family, ApproximateDP(epsilon=float(10 ** rng.uniform(-2, 0.3)),
-                                     delta=float(10 ** rng.uniform(-16, -9))), k
-    return family, PoissonSampled(mechanism=Laplace(scale=float(10 ** rng.uniform(-0.3, 1.7))),
-                                  sampling_rate=float(10 ** rng.uniform(-3, 0))), k
+        return (
+            family,
+            ApproximateDP(epsilon=float(10 ** rng.uniform(-2, 0.3)), delta=float(10 ** rng.uniform(-16, -9))),
+            k,
+        )
+    return (
+        family,
+        PoissonSampled(
+            mechanism=Laplace(scale=float(10 ** rng.uniform(-0.3, 1.7))), sampling_rate=float(10 ** rng.uniform(-3, 0))
+        ),
+        k,
+    )
 
 
 def main(argv=None) -> int:
@@ -51,9 +69,12 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--json", default=None, help="write the rows and the summary here")
-    ap.add_argument("--prv-max-epsilon", type=float, default=1e4,
-                    help="skip the PRV reference above this epsilon (its grid grows with epsilon: 93 151 took "
-                         "236 s and 18 GB)")
+    ap.add_argument(
+        "--prv-max-epsilon",
+        type=float,
+        default=1e4,
+        help="skip the PRV reference above this epsilon (its grid grows with epsilon: 93 151 took 236 s and 18 GB)",
+    )
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore")
     rng = np.random.default_rng(args.seed)
@@ -61,7 +82,7 @@ def main(argv=None) -> int:
     for _ in range(args.n):
         ledger, names = [], []
         for _ in range(1 if rng.uniform() < 0.7 else 2):
-            family, mech, k = _draw(rng)
+            _family, mech, k = _draw(rng)
             ledger.append((mech, k))
             names.append(f"{k} x {mech!r}")
         delta = float(10 ** rng.uniform(-12, -3))
@@ -75,8 +96,13 @@ def main(argv=None) -> int:
             rows.append(row)
             print(f"{row['ledger'][:90]:90s} d={delta:.1e}: {row['error'][:100]}", flush=True)
             continue
-        row.update(seconds=time.perf_counter() - t0, lower=b.lower, upper=b.upper,
-                   fallback=b.details.get("fallback"), passes=b.details.get("passes"))
+        row.update(
+            seconds=time.perf_counter() - t0,
+            lower=b.lower,
+            upper=b.upper,
+            fallback=b.details.get("fallback"),
+            passes=b.details.get("passes"),
+        )
         target = 2 * max(1e-3 * b.upper, 5e-5)
         row["wide"] = bool(math.isfinite(b.upper) and b.upper - b.lower > target * (1 + 1e-9))
         try:
@@ -88,21 +114,37 @@ def main(argv=None) -> int:
         except Exception as exc:
             row["prv"] = f"{type(exc).__name__}: {str(exc)[:80]}"
         rows.append(row)
-        print(f"{row['ledger'][:90]:90s} d={delta:.1e}: [{b.lower:.6g}, {b.upper:.6g}] {row['seconds']:.3f}s "
-              f"{'FALLBACK ' if row['fallback'] else ''}{'WIDE ' if row['wide'] else ''}"
-              f"{'DISAGREE' if row.get('disagree') else ''}", flush=True)
+        print(
+            f"{row['ledger'][:90]:90s} d={delta:.1e}: [{b.lower:.6g}, {b.upper:.6g}] {row['seconds']:.3f}s "
+            f"{'FALLBACK ' if row['fallback'] else ''}{'WIDE ' if row['wide'] else ''}"
+            f"{'DISAGREE' if row.get('disagree') else ''}",
+            flush=True,
+        )
     times = [r["seconds"] for r in rows]
-    summary = {"n": len(rows), "fallbacks": sum(bool(r.get("fallback")) for r in rows),
-               "wider_than_target": sum(bool(r.get("wide")) for r in rows),
-               "refusals": sum("error" in r for r in rows),
-               "disagree_with_prv": sum(bool(r.get("disagree")) for r in rows),
-               "prv_not_checked": sum(isinstance(r.get("prv"), str) for r in rows),
-               "max_seconds": max(times), "median_seconds": float(np.median(times))}
+    summary = {
+        "n": len(rows),
+        "fallbacks": sum(bool(r.get("fallback")) for r in rows),
+        "wider_than_target": sum(bool(r.get("wide")) for r in rows),
+        "refusals": sum("error" in r for r in rows),
+        "disagree_with_prv": sum(bool(r.get("disagree")) for r in rows),
+        "prv_not_checked": sum(isinstance(r.get("prv"), str) for r in rows),
+        "max_seconds": max(times),
+        "median_seconds": float(np.median(times)),
+    }
     print(json.dumps(summary))
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"command": " ".join([sys.executable.split("/")[-1], *sys.argv]), "date": time.ctime(),
-                       "machine": platform.machine(), "summary": summary, "rows": rows}, fh, indent=1)
+            json.dump(
+                {
+                    "command": " ".join([sys.executable.split("/")[-1], *sys.argv]),
+                    "date": time.ctime(),
+                    "machine": platform.machine(),
+                    "summary": summary,
+                    "rows": rows,
+                },
+                fh,
+                indent=1,
+            )
     return 0
 
 

@@ -37,9 +37,17 @@ SIGMA, RATE, STEPS, CANARIES, DELTA, BETA = 2.0, 0.5, 20, 2000, 1e-5, 0.05
 METHOD = "fdp-eps-delta"
 
 
-def train_with_canaries(*, canaries: int = CANARIES, noise_multiplier: float = SIGMA, sampling_rate: float = RATE,
-                        steps: int = STEPS, broken: bool = False, seed: int = 0, clip: float = 1.0,
-                        lr: float = 0.5):
+def train_with_canaries(
+    *,
+    canaries: int = CANARIES,
+    noise_multiplier: float = SIGMA,
+    sampling_rate: float = RATE,
+    steps: int = STEPS,
+    broken: bool = False,
+    seed: int = 0,
+    clip: float = 1.0,
+    lr: float = 0.5,
+):
     """One Opacus training run with ``canaries`` Dirac canaries; returns ``(in_scores, out_scores, accuracy)``."""
     import torch
     from opacus import PrivacyEngine
@@ -76,9 +84,14 @@ def train_with_canaries(*, canaries: int = CANARIES, noise_multiplier: float = S
     engine = PrivacyEngine(accountant="prv")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
-                                                 noise_multiplier=noise_multiplier, max_grad_norm=clip,
-                                                 poisson_sampling=True)
+        model, opt, loader = engine.make_private(
+            module=model,
+            optimizer=opt,
+            data_loader=loader,
+            noise_multiplier=noise_multiplier,
+            max_grad_norm=clip,
+            poisson_sampling=True,
+        )
     q = loader.sample_rate
     if broken:  # noise with the mean's scale added to the sum
         opt.noise_multiplier = noise_multiplier / opt.expected_batch_size
@@ -92,14 +105,17 @@ def train_with_canaries(*, canaries: int = CANARIES, noise_multiplier: float = S
             opt.zero_grad()
             logits, out = model(zb)
             is_canary = zb[:, 64:].sum(dim=1)
-            loss = ((1 - is_canary) * ce(logits, yb) - is_canary * 1e3 * clip * out[:, 0]).mean() \
-                if zb.shape[0] else (logits.sum() * 0 + out.sum() * 0)
+            loss = (
+                ((1 - is_canary) * ce(logits, yb) - is_canary * 1e3 * clip * out[:, 0]).mean()
+                if zb.shape[0]
+                else (logits.sum() * 0 + out.sum() * 0)
+            )
             loss.backward()
             opt.step()
             w.append(model._module.canary.weight.detach().numpy()[0].astype(float).copy())
             done += 1
     xs = np.diff(np.array(w), axis=0) * opt.expected_batch_size / (lr * clip)  # (steps, canaries): 1[sampled] + noise
-    s2 = noise_multiplier ** 2
+    s2 = noise_multiplier**2
     score = np.sum(np.logaddexp(math.log1p(-q) if q < 1 else -np.inf, math.log(q) + (2 * xs - 1) / (2 * s2)), axis=0)
     with torch.no_grad():
         logits, _ = model(torch.from_numpy(feats[:n_real]))
@@ -114,11 +130,20 @@ def audit(broken: bool, seed: int = 0, expected: bool = True, **kw):
     t0 = time.perf_counter()
     ins, outs, acc, q = train_with_canaries(broken=broken, seed=seed, **kw)
     t1 = time.perf_counter()
-    v = audit_run(in_scores=ins, out_scores=outs, delta=DELTA, beta=BETA, method=METHOD, test_curve=True,
-                  noise_multiplier=kw.get("noise_multiplier", SIGMA), sampling_rate=q, steps=kw.get("steps", STEPS),
-                  seed=seed, expected=expected)
-    return v, {"accuracy": acc, "train_seconds": t1 - t0, "audit_seconds": time.perf_counter() - t1,
-               "sampling_rate": q}
+    v = audit_run(
+        in_scores=ins,
+        out_scores=outs,
+        delta=DELTA,
+        beta=BETA,
+        method=METHOD,
+        test_curve=True,
+        noise_multiplier=kw.get("noise_multiplier", SIGMA),
+        sampling_rate=q,
+        steps=kw.get("steps", STEPS),
+        seed=seed,
+        expected=expected,
+    )
+    return v, {"accuracy": acc, "train_seconds": t1 - t0, "audit_seconds": time.perf_counter() - t1, "sampling_rate": q}
 
 
 def main(argv=None) -> int:
@@ -131,9 +156,11 @@ def main(argv=None) -> int:
     for name, broken in (("correct", False), ("broken", True)):
         v, info = audit(broken, seed=args.seed)
         out[name] = {**v.to_dict(), **info}
-        print(f"{name:8s} accuracy {info['accuracy']:.3f} · empirical eps >= {v.empirical.epsilon_lower:.3f} "
-              f"(95 %) · certified [{v.certified_lower:.3f}, {v.certified_upper:.3f}] · correct run shows "
-              f"~{v.expected.epsilon_lower:.3f}\n         {v.message}")
+        print(
+            f"{name:8s} accuracy {info['accuracy']:.3f} · empirical eps >= {v.empirical.epsilon_lower:.3f} "
+            f"(95 %) · certified [{v.certified_lower:.3f}, {v.certified_upper:.3f}] · correct run shows "
+            f"~{v.expected.epsilon_lower:.3f}\n         {v.message}"
+        )
     out["seconds"] = time.perf_counter() - t
     print(f"total {out['seconds']:.1f} s")
     if args.json:

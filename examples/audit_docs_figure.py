@@ -38,7 +38,7 @@ def dirac_scores(*, sigma_claimed: float, sigma_used: float, seed: int):
     rng = np.random.default_rng(seed)
     member = rng.random(CANARIES) < 0.5
     x = (rng.random((STEPS, CANARIES)) < RATE) * member + sigma_used * rng.standard_normal((STEPS, CANARIES))
-    s2 = sigma_claimed ** 2
+    s2 = sigma_claimed**2
     score = np.sum(np.logaddexp(math.log1p(-RATE), math.log(RATE) + (2 * x - 1) / (2 * s2)), axis=0)
     return score[member], score[~member]
 
@@ -59,15 +59,25 @@ def main(argv=None) -> int:
         b_in, b_out = dirac_scores(sigma_claimed=sigma, sigma_used=sigma / BATCH, seed=200 + i)
         good = epsilon_one_run_fdp(in_scores=g_in, out_scores=g_out, delta=DELTA, beta=BETA, family="eps-delta")
         bad = epsilon_one_run_fdp(in_scores=b_in, out_scores=b_out, delta=DELTA, beta=BETA, family="eps-delta")
-        tests.append((fdp_one_run_test(in_scores=g_in, out_scores=g_out, curve=curve, beta=BETA).rejected,
-                      fdp_one_run_test(in_scores=b_in, out_scores=b_out, curve=curve, beta=BETA).rejected))
-        rows.append((sigma, cert.lower, cert.upper, exp.epsilon_lower, exp.epsilon_upper,
-                     good.epsilon_lower, bad.epsilon_lower))
-    lines = ["| sigma | certified eps | correct run shows (median) | empirical, correct | empirical, broken | "
-             "f-DP test rejects the certified curve (correct / broken) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {s:g} | [{lo:.3f}, {up:.3f}] | {el:.3f} .. {eu:.3f} | {g:.3f} | {b:.3f}"
-              f"{' (> upper)' if b > up else ''} | {'yes' if tg else 'no'} / {'yes' if tb else 'no'} |"
-              for (s, lo, up, el, eu, g, b), (tg, tb) in zip(rows, tests)]
+        tests.append(
+            (
+                fdp_one_run_test(in_scores=g_in, out_scores=g_out, curve=curve, beta=BETA).rejected,
+                fdp_one_run_test(in_scores=b_in, out_scores=b_out, curve=curve, beta=BETA).rejected,
+            )
+        )
+        rows.append(
+            (sigma, cert.lower, cert.upper, exp.epsilon_lower, exp.epsilon_upper, good.epsilon_lower, bad.epsilon_lower)
+        )
+    lines = [
+        "| sigma | certified eps | correct run shows (median) | empirical, correct | empirical, broken | "
+        "f-DP test rejects the certified curve (correct / broken) |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {s:g} | [{lo:.3f}, {up:.3f}] | {el:.3f} .. {eu:.3f} | {g:.3f} | {b:.3f}"
+        f"{' (> upper)' if b > up else ''} | {'yes' if tg else 'no'} / {'yes' if tb else 'no'} |"
+        for (s, lo, up, el, eu, g, b), (tg, tb) in zip(rows, tests)
+    ]
     (out / "empirical_vs_certified.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     import matplotlib

@@ -25,6 +25,7 @@ import numpy as np
 def _data(seed: int):
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
+
     d = load_digits()
     x = (d.data / 16.0).astype(np.float32)
     return train_test_split(x, d.target, test_size=0.25, random_state=seed, stratify=d.target)
@@ -64,10 +65,13 @@ def main(argv=None) -> int:
         p.error("--gd-steps and --hidden must be >= 1")
 
     import torch
+
     torch.set_num_threads(1)  # tiny model: threads only add contention
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from tightdp.individual import IndividualAccountant
     from tightdp.integrations.torch import IndividualDPTrainer
 
@@ -94,9 +98,13 @@ def main(argv=None) -> int:
     classes = {}
     for c in range(10):
         e = eps[ytr == c]
-        classes[str(c)] = {"mean_epsilon": float(np.mean(e)), "median_epsilon": float(np.median(e)),
-                           "max_epsilon": float(np.max(e)), "test_accuracy": per_class_acc[c],
-                           "train_examples": int(e.size)}
+        classes[str(c)] = {
+            "mean_epsilon": float(np.mean(e)),
+            "median_epsilon": float(np.median(e)),
+            "max_epsilon": float(np.max(e)),
+            "test_accuracy": per_class_acc[c],
+            "train_examples": int(e.size),
+        }
     fig, ax = plt.subplots(figsize=(6, 4))
     bins = np.linspace(0.0, 1.02 * max(float(np.max(eps_rdp)), worst), 50)
     ax.hist(eps_rdp, bins=bins, color="tab:orange", alpha=0.6, label="per-example epsilon, RDP")
@@ -116,8 +124,14 @@ def main(argv=None) -> int:
     probe.record_steps(np.full((args.gd_steps, 1), np.nan))
     budget = probe.worst_case_epsilon(args.delta).upper
     model2 = _model(torch, args.hidden, args.seed)
-    tr2 = IndividualDPTrainer(model2, loss_fn, torch.optim.SGD(model2.parameters(), lr=args.gd_lr), gd,
-                              budget=(budget, args.delta), seed=args.seed + 1)
+    tr2 = IndividualDPTrainer(
+        model2,
+        loss_fn,
+        torch.optim.SGD(model2.parameters(), lr=args.gd_lr),
+        gd,
+        budget=(budget, args.delta),
+        seed=args.seed + 1,
+    )
     history = []
     for t in range(2 * args.gd_steps):
         info = tr2.step(X, Y)
@@ -144,23 +158,38 @@ def main(argv=None) -> int:
 
     summary = {
         "delta": args.delta,
-        "dpsgd": {"steps": steps, "sampling_rate": q, "noise_multiplier": args.sigma, "clip_norm": args.clip,
-                  "worst_case_epsilon": worst, "mean_epsilon": float(np.mean(eps)),
-                  "median_epsilon": float(np.median(eps)), "max_epsilon": float(np.max(eps)),
-                  "median_epsilon_rdp": float(np.median(eps_rdp)),
-                  "test_accuracy": test_acc, "per_class": classes},
-        "filtered_dpgd": {"noise_multiplier": args.gd_sigma, "budget_epsilon": budget,
-                          "worst_case_steps": args.gd_steps, "steps_run": 2 * args.gd_steps,
-                          "max_epsilon": float(np.max(gd_eps)), "final_active": history[-1]["active"],
-                          "final_per_class_accuracy": history[-1]["per_class_accuracy"],
-                          "active_by_step": [h["active"] for h in history]},
+        "dpsgd": {
+            "steps": steps,
+            "sampling_rate": q,
+            "noise_multiplier": args.sigma,
+            "clip_norm": args.clip,
+            "worst_case_epsilon": worst,
+            "mean_epsilon": float(np.mean(eps)),
+            "median_epsilon": float(np.median(eps)),
+            "max_epsilon": float(np.max(eps)),
+            "median_epsilon_rdp": float(np.median(eps_rdp)),
+            "test_accuracy": test_acc,
+            "per_class": classes,
+        },
+        "filtered_dpgd": {
+            "noise_multiplier": args.gd_sigma,
+            "budget_epsilon": budget,
+            "worst_case_steps": args.gd_steps,
+            "steps_run": 2 * args.gd_steps,
+            "max_epsilon": float(np.max(gd_eps)),
+            "final_active": history[-1]["active"],
+            "final_per_class_accuracy": history[-1]["per_class_accuracy"],
+            "active_by_step": [h["active"] for h in history],
+        },
         "seconds": time.time() - t0,
     }
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
-    print(f"DP-SGD: worst-case eps {worst:.3f}, mean per-example eps {np.mean(eps):.3f}, "
-          f"test accuracy {test_acc:.3f}; filtered DP-GD: max eps {np.max(gd_eps):.3f} <= budget {budget:.3f}, "
-          f"{history[-1]['active']} of {n} active at the end; {summary['seconds']:.1f} s -> {args.out}")
+    print(
+        f"DP-SGD: worst-case eps {worst:.3f}, mean per-example eps {np.mean(eps):.3f}, "
+        f"test accuracy {test_acc:.3f}; filtered DP-GD: max eps {np.max(gd_eps):.3f} <= budget {budget:.3f}, "
+        f"{history[-1]['active']} of {n} active at the end; {summary['seconds']:.1f} s -> {args.out}"
+    )
     return 0
 
 

@@ -57,12 +57,14 @@ def main():
         print(f"{e:6d} | [{a:.3f}, {b:.3f}] | [{c:.3f}, {d:.3f}]")
     right = shuffle_vs_poisson(np.round(np.linspace(0.6, 2.0, 8), 2))
     print("\nsigma | shuffle lower (Chua et al.) | shuffle upper | Poisson upper")
-    for s, a, b, c, d in right:
+    for s, a, b, _c, d in right:
         print(f"{s:5.2f} | {a:.3f} | {b:.3f} | {d:.3f}")
 
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     e = [r[0] for r in left]
     ax1.fill_between(e, [r[3] for r in left], [r[4] for r in left], color="tab:blue", alpha=0.4)

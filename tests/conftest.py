@@ -1,8 +1,6 @@
 import json
-import math
-from pathlib import Path
-
 import os
+from pathlib import Path
 
 import mpmath
 import pytest

@@ -7,12 +7,12 @@ alone is an absolute target; a tighter request never returns a wider interval.
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tightdp
 from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled
-from tightdp._accuracy import (DEFAULT_REL_ERROR, REL_ERROR_FLOOR, absolute_error_at, describe_accuracy,
-                               resolve_accuracy)
+from tightdp._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR, absolute_error_at, describe_accuracy, resolve_accuracy
 
 
 def _dpsgd(sigma, q):
@@ -39,8 +39,17 @@ def test_resolution_rules():
     assert (again.eps_error, again.rel_error) == (5e-5, 1e-3)
 
 
-@pytest.mark.parametrize("bad", [{"rel_error": 0.0}, {"rel_error": float("nan")}, {"rel_error": 0.9},
-                                 {"eps_error": -1.0}, {"rel_error": "1e-3"}, {"rel_error": True}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"rel_error": 0.0},
+        {"rel_error": float("nan")},
+        {"rel_error": 0.9},
+        {"eps_error": -1.0},
+        {"rel_error": "1e-3"},
+        {"rel_error": True},
+    ],
+)
 def test_bad_accuracy_is_refused_by_name(bad):
     name = next(iter(bad))
     with pytest.raises(ValueError, match=name):
@@ -49,12 +58,15 @@ def test_bad_accuracy_is_refused_by_name(bad):
         ConnectDotsAccountant(**bad)
 
 
-@pytest.mark.parametrize("sigma,q,k,delta", [
-    (1.1, 256 / 50000, 19600, 1e-5),   # the demo run: about 3.5
-    (2.0, 1e-3, 1000, 1e-5),           # about 0.05: the floor decides
-    (0.8, 4e-3, 300_000, 1e-5),        # about 26
-    (0.6, 0.1, 100, 1e-8),             # about 28, few steps
-])
+@pytest.mark.parametrize(
+    "sigma,q,k,delta",
+    [
+        (1.1, 256 / 50000, 19600, 1e-5),  # the demo run: about 3.5
+        (2.0, 1e-3, 1000, 1e-5),  # about 0.05: the floor decides
+        (0.8, 4e-3, 300_000, 1e-5),  # about 26
+        (0.6, 0.1, 100, 1e-8),  # about 28, few steps
+    ],
+)
 def test_default_is_relative(sigma, q, k, delta):
     b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta)
     assert b.kind == "bound" and 0 < b.lower <= b.upper
@@ -86,8 +98,12 @@ def test_tighter_request_is_never_wider():
 
 
 @settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(log_q=st.floats(math.log(1e-4), 0.0), sigma=st.floats(0.4, 10.0),
-       log_k=st.floats(0.0, math.log(1e5)), log_delta=st.floats(math.log(1e-12), math.log(1e-3)))
+@given(
+    log_q=st.floats(math.log(1e-4), 0.0),
+    sigma=st.floats(0.4, 10.0),
+    log_k=st.floats(0.0, math.log(1e5)),
+    log_delta=st.floats(math.log(1e-12), math.log(1e-3)),
+)
 def test_issue_acceptance_random_settings(log_q, sigma, log_k, log_delta):
     """The acceptance criterion on random DP-SGD settings (q, sigma, delta over the issue's whole range;
     k up to 1e5 here, to 1e7 in ``benchmarks/sweep_accuracy.py``): relative width <= 0.2 % of epsilon,
@@ -130,4 +146,4 @@ def test_lagging_lower_end_gets_a_deeper_pass_before_the_fallback():
     b = ConnectDotsAccountant().compose(mech, 1000).epsilon(1e-5)
     assert "fallback" not in b.details and b.upper - b.lower <= _target(b.upper)
     assert any(r.get("deep_probe") for r in b.details["refinements"])
-    assert b.lower <= 79.8209 and 79.8190 <= b.upper  # PRV's interval (eps_error 1e-3 x eps, 38 s)
+    assert b.lower <= 79.8209 and b.upper >= 79.8190  # PRV's interval (eps_error 1e-3 x eps, 38 s)

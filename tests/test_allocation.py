@@ -13,6 +13,7 @@ Reference values:
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -50,10 +51,24 @@ def exact_delta_t2(sigma: float, eps: float) -> float:
     phi = lambda z: math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
     kink_r = (math.log(2 * a) + 0.5 * s * s) / s
     kink_a = (math.log(2 / a) + 0.5 * s * s) / s
-    rm = integrate.quad(lambda z: 0.5 * _call(2 * a - w1(z), s) * phi(z), -14, 14, points=[kink_r],
-                        epsabs=1e-14, epsrel=1e-12, limit=400)[0]
-    ad = integrate.quad(lambda z: 0.5 * a * _put(2 / a - w1(z), s) * phi(z), -14, 14, points=[kink_a],
-                        epsabs=1e-14, epsrel=1e-12, limit=400)[0]
+    rm = integrate.quad(
+        lambda z: 0.5 * _call(2 * a - w1(z), s) * phi(z),
+        -14,
+        14,
+        points=[kink_r],
+        epsabs=1e-14,
+        epsrel=1e-12,
+        limit=400,
+    )[0]
+    ad = integrate.quad(
+        lambda z: 0.5 * a * _put(2 / a - w1(z), s) * phi(z),
+        -14,
+        14,
+        points=[kink_a],
+        epsabs=1e-14,
+        epsrel=1e-12,
+        limit=400,
+    )[0]
     return max(rm, ad)
 
 
@@ -61,7 +76,8 @@ def exact_delta_t2(sigma: float, eps: float) -> float:
 def test_two_steps_delta_contains_quadrature(sigma):
     eps = np.array([0.1, 0.5, 1.0, 2.0])
     acc = allocation_accountant(eps_error=0.005).compose(
-        RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=2), 1)
+        RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=2), 1
+    )
     b = acc.delta(eps)
     for e, lo, up in zip(eps, b.lower, b.upper):
         truth = exact_delta_t2(sigma, float(e))
@@ -72,6 +88,7 @@ def test_two_steps_delta_contains_quadrature(sigma):
 
 def test_two_steps_epsilon_contains_quadrature_root():
     from scipy import optimize
+
     sigma, delta = 1.0, 1e-5
     b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)
     root = optimize.brentq(lambda e: exact_delta_t2(sigma, e) - delta, 0.1, 20, xtol=1e-10)
@@ -105,8 +122,10 @@ def test_k_of_t_reduction_sandwich():
     # k = 1 of t/k steps composed k times: no more private than 1 of t (fewer steps, more uses)
     one = allocation_epsilon(noise_multiplier=1.0, num_steps=10, num_selected=1, epochs=2, delta=1e-5)
     assert one.lower <= b.upper
-    assert RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=10, num_selected=3).blocks() \
-        == [(3, 2), (4, 1)]
+    assert RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=10, num_selected=3).blocks() == [
+        (3, 2),
+        (4, 1),
+    ]
 
 
 def test_k_of_t_lower_bound_through_the_max_statistic():
@@ -122,8 +141,10 @@ def test_k_of_t_lower_bound_through_the_max_statistic():
         assert lo <= gdp_epsilon_bounds(math.sqrt(6 * 2) / 1.5, 1e-5)[2] + 1e-9
     # shifted = 1 is the 1-of-t statistic unchanged
     one = max_statistic_pld(1.0, 10, 0.01)
-    assert one is max_statistic_pld(1.0, 10, 0.01, 1.0, 0.0, False, 20000, 1) or one.pmf.tolist() == \
-        max_statistic_pld(1.0, 10, 0.01, shifted=1).pmf.tolist()
+    assert (
+        one is max_statistic_pld(1.0, 10, 0.01, 1.0, 0.0, False, 20000, 1)
+        or one.pmf.tolist() == max_statistic_pld(1.0, 10, 0.01, shifted=1).pmf.tolist()
+    )
     with pytest.raises(ValueError, match="shifted"):
         max_statistic_pld(1.0, 10, 0.01, shifted=11)
 
@@ -131,7 +152,7 @@ def test_k_of_t_lower_bound_through_the_max_statistic():
 # ----------------------------------------------------------------------------- properties
 def test_monotone_in_noise_and_epochs():
     eps = [allocation_epsilon(noise_multiplier=s, num_steps=50, epochs=4, delta=1e-5) for s in (0.9, 1.2, 2.0)]
-    for a, b in zip(eps, eps[1:]):
+    for a, b in itertools.pairwise(eps):
         assert b.lower <= a.upper and b.upper < a.upper  # more noise: less epsilon
     more = allocation_epsilon(noise_multiplier=1.2, num_steps=50, epochs=8, delta=1e-5)
     assert eps[1].lower <= more.upper and eps[1].upper < more.upper
@@ -158,8 +179,9 @@ def test_loss_refuses_a_cdf():
     with pytest.raises(tightdp.UnsupportedMechanismError):
         loss.cdf(np.array([0.0]))
     with pytest.raises(tightdp.UnsupportedMechanismError, match="dominance accountant"):
-        tightdp.PRVAccountant().compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0),
-                                                         num_steps=10)).epsilon(1e-5)
+        tightdp.PRVAccountant().compose(
+            RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=10)
+        ).epsilon(1e-5)
 
 
 def test_mixed_ledger_with_poisson_steps():
@@ -177,8 +199,12 @@ def test_mixed_ledger_with_poisson_steps():
 #: Chua et al.'s own computation of their ABLQ_S lower bound (their code, as shipped in random-allocation
 #: 1.0.5: random_allocation.external_sources.Monte_Carlo_external.ShuffleAccountant().get_epsilons(
 #: sigma, (1e-5,), t, epochs)[0]); a discretised estimate of the same max_i x_i lower bound
-CHUA_SHUFFLE = {(1.0, 1000, 1): 2.8820884227752686, (0.8, 1000, 1): 5.2349767833948135,
-                (2.0, 100, 10): 0.9442450125393786, (1.0, 196, 10): 7.663137634277221}
+CHUA_SHUFFLE = {
+    (1.0, 1000, 1): 2.8820884227752686,
+    (0.8, 1000, 1): 5.2349767833948135,
+    (2.0, 100, 10): 0.9442450125393786,
+    (1.0, 196, 10): 7.663137634277221,
+}
 
 
 @pytest.mark.parametrize("key", sorted(CHUA_SHUFFLE))
@@ -186,7 +212,7 @@ def test_shuffle_lower_bound_matches_chua_et_al(key):
     sigma, t, epochs = key
     b = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=epochs, delta=1e-5)
     assert abs(b.lower - CHUA_SHUFFLE[key]) <= 0.01 * CHUA_SHUFFLE[key]
-    lo, _, hi = gdp_epsilon_bounds(math.sqrt(epochs) / sigma, 1e-5)
+    _lo, _, hi = gdp_epsilon_bounds(math.sqrt(epochs) / sigma, 1e-5)
     assert b.upper == pytest.approx(hi, rel=1e-12) and b.lower < b.upper
     # Chua et al.'s point: shuffling's lower bound is far above the Poisson epsilon at the same noise
     po = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=1e-5)
@@ -211,15 +237,18 @@ def test_max_statistic_below_the_exact_allocation_pair():
 # ----------------------------------------------------------------------------- truncated Poisson
 #: dp-accounting 0.6.0 PLDAccountant on SelfComposedDpEvent(TruncatedSubsampledGaussianDpEvent(n, q, b, 1.0),
 #: steps).get_epsilon(1e-5) (value_discretization_interval 1e-4, pessimistic connect-the-dots)
-DP_ACCOUNTING_TRUNCATED = {(1000, 0.1, 105, 100): 20.941080428511714,
-                           (60000, 256 / 60000, 280, 1000): 4.172138704809163}
+DP_ACCOUNTING_TRUNCATED = {
+    (1000, 0.1, 105, 100): 20.941080428511714,
+    (60000, 256 / 60000, 280, 1000): 4.172138704809163,
+}
 
 
 @pytest.mark.parametrize("key", sorted(DP_ACCOUNTING_TRUNCATED))
 def test_truncated_poisson_matches_dp_accounting(key):
     n, q, b, steps = key
-    r = truncated_poisson_epsilon(noise_multiplier=1.0, sampling_rate=q, dataset_size=n, max_batch_size=b,
-                                  steps=steps, delta=1e-5)
+    r = truncated_poisson_epsilon(
+        noise_multiplier=1.0, sampling_rate=q, dataset_size=n, max_batch_size=b, steps=steps, delta=1e-5
+    )
     ref = DP_ACCOUNTING_TRUNCATED[key]
     lo_u, up_u = r.details["ganesh_interval"]
     assert lo_u <= ref + 1e-3 and ref <= up_u + 1e-3  # the same dominating pair, both certified/pessimistic
@@ -230,8 +259,9 @@ def test_truncated_poisson_matches_dp_accounting(key):
 
 
 def test_truncated_poisson_without_truncation_is_poisson():
-    r = truncated_poisson_epsilon(noise_multiplier=1.0, sampling_rate=0.01, dataset_size=1000,
-                                  max_batch_size=1000, steps=500, delta=1e-5)
+    r = truncated_poisson_epsilon(
+        noise_multiplier=1.0, sampling_rate=0.01, dataset_size=1000, max_batch_size=1000, steps=500, delta=1e-5
+    )
     po = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=500, delta=1e-5)
     assert abs(r.upper - po.upper) <= 1e-9 and abs(r.lower - po.lower) <= 0.005
     assert kept_probability(dataset_size=1000, sampling_rate=0.01, max_batch_size=1000) == pytest.approx(0.01)
@@ -240,17 +270,27 @@ def test_truncated_poisson_without_truncation_is_poisson():
 
 def test_truncated_event_import():
     dp_accounting = pytest.importorskip("dp_accounting")
-    ev = dp_accounting.SelfComposedDpEvent(dp_accounting.TruncatedSubsampledGaussianDpEvent(
-        dataset_size=1000, sampling_probability=0.1, truncated_batch_size=105, noise_multiplier=1.0), 100)
+    ev = dp_accounting.SelfComposedDpEvent(
+        dp_accounting.TruncatedSubsampledGaussianDpEvent(
+            dataset_size=1000, sampling_probability=0.1, truncated_batch_size=105, noise_multiplier=1.0
+        ),
+        100,
+    )
     entries = tightdp.from_dp_event(ev)
     assert len(entries) == 1 and isinstance(entries[0][0], TruncatedPoissonSampled) and entries[0][1] == 100
     up = allocation_accountant().compose(entries).epsilon(1e-5)
     assert up.upper <= DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)] + 0.02  # revealed-S: at most Ganesh's pair
     m = entries[0][0]
-    g = TruncatedPoissonSampled(mechanism=m.mechanism, sampling_rate=m.sampling_rate, dataset_size=m.dataset_size,
-                                max_batch_size=m.max_batch_size, upper_pair="ganesh")
+    g = TruncatedPoissonSampled(
+        mechanism=m.mechanism,
+        sampling_rate=m.sampling_rate,
+        dataset_size=m.dataset_size,
+        max_batch_size=m.max_batch_size,
+        upper_pair="ganesh",
+    )
     assert allocation_accountant().compose(g, 100).epsilon(1e-5).upper == pytest.approx(
-        DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)], abs=0.02)
+        DP_ACCOUNTING_TRUNCATED[(1000, 0.1, 105, 100)], abs=0.02
+    )
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -280,7 +320,7 @@ def test_small_noise_and_tiny_delta_answer_a_wide_certified_interval():
     """Where the lattice realisation cannot answer, the interval is wide but still certified and says why:
     upper without amplification (sqrt(E)/sigma-GDP), lower through max_i x_i."""
     b = allocation_epsilon(noise_multiplier=0.4, num_steps=10, epochs=1, delta=1e-5)
-    lo, _, hi = gdp_epsilon_bounds(1 / 0.4, 1e-5)
+    _lo, _, hi = gdp_epsilon_bounds(1 / 0.4, 1e-5)
     assert b.upper == pytest.approx(hi, rel=1e-12) and 0 < b.lower < b.upper and "wide" in b.details["note"]
     tiny = allocation_epsilon(noise_multiplier=1.0, num_steps=196, epochs=10, delta=1e-12)
     assert 0 < tiny.lower <= tiny.upper < math.inf and "note" in tiny.details

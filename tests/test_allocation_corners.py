@@ -14,6 +14,7 @@ from tightdp.schemes import allocation_epsilon
 def gauss_epsilon(mu: float, delta: float) -> float:
     """Exact epsilon of mu-GDP (bisection on the closed-form delta; Dong, Roth, Su 2022, Cor. 2.13)."""
     from scipy.stats import norm
+
     f = lambda e: norm.cdf(-e / mu + mu / 2) - math.exp(e) * norm.cdf(-e / mu - mu / 2) - delta
     lo, hi = 0.0, 1.0
     while f(hi) > 0:
@@ -44,6 +45,7 @@ def _two_step_delta(sigma: float, eps: float) -> float:
     is S = (W_1 + W_2) / 2, W_i = exp(Z_i), Z_i ~ N(-v/2, v) under Q (v = 1/sigma^2), and the inner
     expectation over W_2 is the log-normal call / put price (Black-Scholes), leaving one quadrature (20 digits)."""
     import mpmath
+
     mpmath.mp.dps = 20
     v = mpmath.mpf(1) / mpmath.mpf(sigma) ** 2
     sv, a = mpmath.sqrt(v), mpmath.exp(mpmath.mpf(eps))
@@ -62,8 +64,16 @@ def _two_step_delta(sigma: float, eps: float) -> float:
 
     def outer(f, kink):  # split at the kink (where the strike crosses 0) and around the bulk
         dens = lambda z: mpmath.npdf(z, -v / 2, sv)
-        pts = sorted({-v / 2 - 40 * sv, -v / 2 - 5 * sv, -v / 2, -v / 2 + 5 * sv, -v / 2 + 40 * sv,
-                      min(max(kink, -v / 2 - 40 * sv), -v / 2 + 40 * sv)})
+        pts = sorted(
+            {
+                -v / 2 - 40 * sv,
+                -v / 2 - 5 * sv,
+                -v / 2,
+                -v / 2 + 5 * sv,
+                -v / 2 + 40 * sv,
+                min(max(kink, -v / 2 - 40 * sv), -v / 2 + 40 * sv),
+            }
+        )
         return mpmath.quad(lambda z: dens(z) * f(mpmath.exp(z)), pts)
 
     remove = outer(lambda w1: call(mpmath.mpf(1) / 2, a - w1 / 2), mpmath.log(2 * a))
@@ -75,7 +85,7 @@ def _two_step_delta(sigma: float, eps: float) -> float:
 @given(sigma=st.floats(1.0, 3.0), log_delta=st.floats(-12.0, -4.0))
 @settings(deadline=None, max_examples=5)
 def test_two_steps_at_tiny_delta_against_quadrature(sigma, log_delta):
-    delta = 10.0 ** log_delta
+    delta = 10.0**log_delta
     b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)
     assert _two_step_delta(sigma, b.upper) <= delta * (1 + 1e-6)
     if b.lower > 0:

@@ -1,8 +1,6 @@
 """Random allocation at tiny delta: the far tail of the lattice sum is computed with a tilted FFT, so the
 interval stays within the default accuracy where the FFT's absolute round-off floor used to widen it."""
 
-import math
-
 import mpmath as mp
 import pytest
 
@@ -24,7 +22,7 @@ def _remove_delta_two_steps(sigma: float, eps: float) -> mp.mpf:
         return mp.ncdf(-lc / mu + mu / 2) - c * mp.ncdf(-lc / mu - mu / 2)
 
     kink = s * s * mp.log(2 * a) + mp.mpf(1) / 2
-    f = lambda x1: mp.npdf(x1, 0, s) * inner(x1)  # noqa: E731
+    f = lambda x1: mp.npdf(x1, 0, s) * inner(x1)
     return mp.quad(f, [-mp.inf, kink - 3 * s, kink, kink + 3 * s, mp.inf]) / 2
 
 
@@ -46,14 +44,19 @@ def test_tiny_delta_upper_holds_against_exact_two_steps(sigma, delta):
     assert b.upper - b.lower <= 2e-3 * b.upper
 
 
-from hypothesis import given, strategies as st  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tightdp.mechanisms import allocation as _alloc  # noqa: E402
+from tightdp.mechanisms import allocation as _alloc
 
 
-@given(seed=st.integers(0, 2**32 - 1), count=st.integers(150, 400), decay=st.floats(0.05, 0.5),
-       focus=st.sampled_from(["high", "low"]))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    count=st.integers(150, 400),
+    decay=st.floats(0.05, 0.5),
+    focus=st.sampled_from(["high", "low"]),
+)
 def test_sum_law_pointwise_bounds_hold_against_direct_convolution(seed, count, decay, focus):
     """Every atom of the lattice sum (first FFT run or the tilted one, whichever is kept) is within its
     certified error of the exact law, computed here by repeated direct convolution (relative error

@@ -9,6 +9,7 @@ for discrete outputs, and the Gaussian's closed form.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import mpmath as mp
@@ -16,17 +17,36 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import integrate, special
+from scipy import integrate
 
 import tightdp
 from tightdp import ConnectDotsAccountant
 from tightdp.integrations.dp_accounting import NonPrivate, PoissonSampledNonPrivate
-from tightdp.mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace,
-                                Mechanism, MixtureOfGaussians, PoissonSampled, PureDP, RandomAllocation,
-                                RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement)
-from tightdp.mechanisms import (BoundedRange, DiscreteGaussian, DiscreteLaplace, DistributedDiscreteGaussian,
-                                ExponentialMechanism, PermuteAndFlip, PoissonSampledDiscrete, ReportNoisyMax, Skellam,
-                                SparseVector)
+from tightdp.mechanisms import (
+    ApproximateDP,
+    BoundedRange,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    DistributedDiscreteGaussian,
+    ExponentialMechanism,
+    Gaussian,
+    GroupFixedBatchSampled,
+    GroupPoissonSampled,
+    Laplace,
+    Mechanism,
+    MixtureOfGaussians,
+    PermuteAndFlip,
+    PoissonSampled,
+    PoissonSampledDiscrete,
+    PureDP,
+    RandomAllocation,
+    RandomizedResponse,
+    ReportNoisyMax,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+    Skellam,
+    SparseVector,
+)
 from tightdp.mechanisms.selection import FinitePair
 from tightdp.mechanisms.truncated import TruncatedPoissonSampled
 
@@ -41,8 +61,9 @@ def _all_subclasses(cls):
 
 
 def _package_mechanisms():
-    return sorted({c for c in _all_subclasses(Mechanism) if c.__module__.startswith("tightdp.")},
-                  key=lambda c: c.__name__)
+    return sorted(
+        {c for c in _all_subclasses(Mechanism) if c.__module__.startswith("tightdp.")}, key=lambda c: c.__name__
+    )
 
 
 # ----------------------------------------------------------------- independent references (mpmath only)
@@ -56,23 +77,26 @@ def _log_mixture(components, s):
         terms = [lw - 0.5 * ((x - m) / s) ** 2 for lw, m in comps]
         top = max(terms)
         return top + math.log(math.fsum(math.exp(t - top) for t in terms)) - norm
+
     return logpdf
 
 
 def _renyi(logp, logq, alpha, points):
     """D_alpha(P || Q) = log(int p^a q^(1-a)) / (a - 1) by scipy quadrature split at ``points`` (``inf``
     where the integrand overflows: that order then bounds nothing)."""
+
     def f(x):
         e = alpha * logp(x) + (1 - alpha) * logq(x)
         if e > 700:
             raise OverflowError
         return math.exp(e)
 
-    pts = sorted(set(float(v) for v in points))
+    pts = sorted({float(v) for v in points})
     edges = [-math.inf] + pts + [math.inf]
     try:
-        val = sum(integrate.quad(f, a, b, epsabs=0, epsrel=1e-9, limit=200)[0]
-                  for a, b in zip(edges, edges[1:]) if b > a)
+        val = sum(
+            integrate.quad(f, a, b, epsabs=0, epsrel=1e-9, limit=200)[0] for a, b in itertools.pairwise(edges) if b > a
+        )
     except OverflowError:
         return math.inf
     return math.log(val) / (alpha - 1)
@@ -121,7 +145,7 @@ def _discrete_eps(p, q, delta):
 
 def _binom(k, q):
     q = mp.mpf(q)
-    return [mp.binomial(k, i) * q ** i * (1 - q) ** (k - i) for i in range(k + 1)]
+    return [mp.binomial(k, i) * q**i * (1 - q) ** (k - i) for i in range(k + 1)]
 
 
 def _hypergeom(B, n, k):
@@ -138,11 +162,11 @@ def _poisson_delta(rate, shift, sigma, eps, direction):
     if direction == "remove":  # loss > eps  <=>  x > x*
         if mp.exp(e) <= 1 - r:
             return mp.mpf(1) - mp.exp(e)
-        x = s ** 2 / sh * mp.log((mp.exp(e) - (1 - r)) / r) + sh / 2
+        x = s**2 / sh * mp.log((mp.exp(e) - (1 - r)) / r) + sh / 2
         return (1 - r) * sf(x / s) + r * sf((x - sh) / s) - mp.exp(e) * sf(x / s)
     if mp.exp(-e) <= 1 - r:  # add: loss = -log(1 - r + r e^(...)) > eps  <=>  x < x**
         return mp.mpf(0)
-    x = s ** 2 / sh * mp.log((mp.exp(-e) - (1 - r)) / r) + sh / 2
+    x = s**2 / sh * mp.log((mp.exp(-e) - (1 - r)) / r) + sh / 2
     return mp.ncdf(x / s) - mp.exp(e) * ((1 - r) * mp.ncdf(x / s) + r * mp.ncdf((x - sh) / s))
 
 
@@ -153,8 +177,15 @@ def revealed_delta(n, q, b, sigma, eps):
     px = _binom(n - 1, q)
     out = mp.mpf(0)
     for direction in ("remove", "add"):
-        d = mp.fsum(px[x] * (_poisson_delta(q, 1, sigma, eps, direction) if x < b else
-                             _poisson_delta(mp.mpf(q) * b / (x + 1), 2, sigma, eps, direction)) for x in range(n))
+        d = mp.fsum(
+            px[x]
+            * (
+                _poisson_delta(q, 1, sigma, eps, direction)
+                if x < b
+                else _poisson_delta(mp.mpf(q) * b / (x + 1), 2, sigma, eps, direction)
+            )
+            for x in range(n)
+        )
         out = max(out, d)
     return out
 
@@ -180,8 +211,10 @@ def revealed_rdp_epsilon(n, q, b, sigma, steps, delta):
     s = mp.mpf(sigma)
 
     def remove_moment(rate, shift, a):  # E_Q[(P/Q)^a], P = (1 - r) N(0) + r N(shift), Q = N(0)
-        return mp.fsum(mp.binomial(a, j) * (1 - rate) ** (a - j) * rate ** j
-                       * mp.exp(j * (j - 1) * mp.mpf(shift) ** 2 / (2 * s ** 2)) for j in range(a + 1))
+        return mp.fsum(
+            mp.binomial(a, j) * (1 - rate) ** (a - j) * rate**j * mp.exp(j * (j - 1) * mp.mpf(shift) ** 2 / (2 * s**2))
+            for j in range(a + 1)
+        )
 
     def add_moment(rate, shift, a):  # E_Q[(P/Q)^a] of the reverse pair, by quadrature
         lq = _log_mixture([(1 - rate, 0), (rate, shift)], s)
@@ -192,8 +225,9 @@ def revealed_rdp_epsilon(n, q, b, sigma, steps, delta):
     for a in (2, 4, 8, 16, 32):
         worst = mp.mpf(0)
         for moment in (remove_moment, add_moment):
-            tot = mp.fsum(px[x] * (moment(mp.mpf(q), 1, a) if x < b else moment(mp.mpf(q) * b / (x + 1), 2, a))
-                          for x in range(n))
+            tot = mp.fsum(
+                px[x] * (moment(mp.mpf(q), 1, a) if x < b else moment(mp.mpf(q) * b / (x + 1), 2, a)) for x in range(n)
+            )
             worst = max(worst, mp.log(tot) / (a - 1))
         best = min(best, steps * worst + mp.log(1 / mp.mpf(delta)) / (a - 1))
     return float(best) * (1 + 1e-6)
@@ -246,26 +280,32 @@ def _ref(mech, steps, delta):
         g = mech.mechanism
         s = mp.mpf(g.noise_multiplier) / g.sensitivity
         w = _binom(mech.sample_size, mp.mpf(1) / mech.dataset_size)
-        return _rdp_epsilon(_mixture_pairs([(wi, i) for i, wi in enumerate(w)],
-                                           [(wi, -i) for i, wi in enumerate(w)], s), steps, delta)
+        return _rdp_epsilon(
+            _mixture_pairs([(wi, i) for i, wi in enumerate(w)], [(wi, -i) for i, wi in enumerate(w)], s), steps, delta
+        )
     if isinstance(mech, MixtureOfGaussians):
         comps = [(mp.mpf(p), mp.mpf(c)) for c, p in zip(mech.sensitivities, mech.probabilities)]
         return _rdp_epsilon(_mixture_pairs(comps, [(1, 0)], mp.mpf(mech.noise_multiplier)), steps, delta)
     if isinstance(mech, GroupPoissonSampled):
         w = _binom(mech.group_size, mech.sampling_rate)
-        return _rdp_epsilon(_mixture_pairs([(wi, i) for i, wi in enumerate(w)], [(1, 0)],
-                                           mp.mpf(mech.noise_multiplier)), steps, delta)
+        return _rdp_epsilon(
+            _mixture_pairs([(wi, i) for i, wi in enumerate(w)], [(1, 0)], mp.mpf(mech.noise_multiplier)), steps, delta
+        )
     if isinstance(mech, GroupFixedBatchSampled):
         w = _hypergeom(mech.batch_size, mech.dataset_size, mech.group_size)
-        return _rdp_epsilon(_mixture_pairs([(wi, 2 * i) for i, wi in enumerate(w)], [(1, 0)],
-                                           mp.mpf(mech.noise_multiplier)), steps, delta)
+        return _rdp_epsilon(
+            _mixture_pairs([(wi, 2 * i) for i, wi in enumerate(w)], [(1, 0)], mp.mpf(mech.noise_multiplier)),
+            steps,
+            delta,
+        )
     if isinstance(mech, RandomAllocation):
         # no amplification: each epoch is num_selected Gaussian steps of the record (joint convexity)
         return _gauss_eps(math.sqrt(steps * mech.num_selected) / mech.sigma, delta)
     if isinstance(mech, TruncatedPoissonSampled):
         return _ref_truncated(mech, steps, delta)
-    if isinstance(mech, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian,
-                         PoissonSampledDiscrete)):
+    if isinstance(
+        mech, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian, PoissonSampledDiscrete)
+    ):
         return _integer_eps(mech, steps, delta)
     if isinstance(mech, (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax)):
         # each is epsilon-DP (bounded range implies pure DP; Durfee & Rogers 2019), so ``steps`` runs are
@@ -287,12 +327,13 @@ def _integer_law(mech) -> np.ndarray:
         w = np.exp(-mech.noise_parameter * np.abs(x))
     elif isinstance(mech, Skellam):
         r = int(mech.mu + 40 * math.sqrt(2 * mech.mu) + 40) + mech.sensitivity
-        w = np.array([float(mp.exp(-2 * mp.mpf(mech.mu)) * mp.besseli(abs(k), 2 * mp.mpf(mech.mu)))
-                      for k in range(-r, r + 1)])
+        w = np.array(
+            [float(mp.exp(-2 * mp.mpf(mech.mu)) * mp.besseli(abs(k), 2 * mp.mpf(mech.mu))) for k in range(-r, r + 1)]
+        )
     else:
         r0 = int(40 * mech.sigma) + 10
         x = np.arange(-r0, r0 + 1)
-        w = np.exp(-x.astype(float) ** 2 / (2 * mech.sigma ** 2))
+        w = np.exp(-(x.astype(float) ** 2) / (2 * mech.sigma**2))
         w /= w.sum()
         out = w
         for _ in range(getattr(mech, "clients", 1) - 1):
@@ -324,6 +365,7 @@ def _integer_eps(mech, steps, delta):
             mid = 0.5 * (lo + hi)
             lo, hi = (mid, hi) if d(mid) > delta else (lo, mid)
         return hi
+
     return max(eps(P, Q), eps(Q, P))
 
 
@@ -334,35 +376,53 @@ CASES = {
     "RandomizedResponse": [(RandomizedResponse(noise_parameter=0.3, num_buckets=4), 1)],
     "PureDP": [(PureDP(epsilon=0.7), 1)],
     "ApproximateDP": [(ApproximateDP(epsilon=0.5, delta=1e-6), 1)],
-    "PoissonSampled": [(PoissonSampled(mechanism=G, sampling_rate=0.1), 10),
-                       (PoissonSampled(mechanism=G, sampling_rate=0.1, relation="substitute"), 5),
-                       (PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.2), 4)],
+    "PoissonSampled": [
+        (PoissonSampled(mechanism=G, sampling_rate=0.1), 10),
+        (PoissonSampled(mechanism=G, sampling_rate=0.1, relation="substitute"), 5),
+        (PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.2), 4),
+    ],
     "SampledWithoutReplacement": [(SampledWithoutReplacement(mechanism=G, sample_size=10, dataset_size=100), 5)],
     "SampledWithReplacement": [(SampledWithReplacement(mechanism=G, sample_size=10, dataset_size=100), 5)],
-    "MixtureOfGaussians": [(MixtureOfGaussians(noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0),
-                                               probabilities=(0.7, 0.2, 0.1)), 3)],
+    "MixtureOfGaussians": [
+        (MixtureOfGaussians(noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0), probabilities=(0.7, 0.2, 0.1)), 3)
+    ],
     "GroupPoissonSampled": [(GroupPoissonSampled(noise_multiplier=1.5, sampling_rate=0.1, group_size=3), 5)],
-    "GroupFixedBatchSampled": [(GroupFixedBatchSampled(noise_multiplier=2.0, batch_size=10, dataset_size=100,
-                                                       group_size=2), 5)],
-    "RandomAllocation": [(RandomAllocation(mechanism=G, num_steps=4), 2),
-                         (RandomAllocation(mechanism=G, num_steps=3, num_selected=3), 2)],
-    "TruncatedPoissonSampled": [(TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50,
-                                                         max_batch_size=10), 1),
-                                (TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=1.5),
-                                                         sampling_rate=0.3, dataset_size=30, max_batch_size=4), 1),
-                                (TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=1.5),
-                                                         sampling_rate=0.3, dataset_size=30, max_batch_size=4), 4)],
+    "GroupFixedBatchSampled": [
+        (GroupFixedBatchSampled(noise_multiplier=2.0, batch_size=10, dataset_size=100, group_size=2), 5)
+    ],
+    "RandomAllocation": [
+        (RandomAllocation(mechanism=G, num_steps=4), 2),
+        (RandomAllocation(mechanism=G, num_steps=3, num_selected=3), 2),
+    ],
+    "TruncatedPoissonSampled": [
+        (TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50, max_batch_size=10), 1),
+        (
+            TruncatedPoissonSampled(
+                mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.3, dataset_size=30, max_batch_size=4
+            ),
+            1,
+        ),
+        (
+            TruncatedPoissonSampled(
+                mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.3, dataset_size=30, max_batch_size=4
+            ),
+            4,
+        ),
+    ],
     "DiscreteGaussian": [(DiscreteGaussian(sigma=1.3, sensitivity=2), 2)],
     "DiscreteLaplace": [(DiscreteLaplace(noise_parameter=0.8, sensitivity=1), 2)],
     "Skellam": [(Skellam(mu=3.0, sensitivity=1), 1)],
     "DistributedDiscreteGaussian": [(DistributedDiscreteGaussian(sigma=1.0, clients=3, sensitivity=1), 1)],
-    "PoissonSampledDiscrete": [(PoissonSampledDiscrete(mechanism=DiscreteGaussian(sigma=1.0), sampling_rate=0.3), 2),
-                               (PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0),
-                                                       sampling_rate=0.2), 1)],
+    "PoissonSampledDiscrete": [
+        (PoissonSampledDiscrete(mechanism=DiscreteGaussian(sigma=1.0), sampling_rate=0.3), 2),
+        (PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0), sampling_rate=0.2), 1),
+    ],
     "ExponentialMechanism": [(ExponentialMechanism(epsilon=1.0, num_candidates=10), 3)],
     "PermuteAndFlip": [(PermuteAndFlip(epsilon=0.7), 2)],
-    "ReportNoisyMax": [(ReportNoisyMax(epsilon=0.9, noise="laplace"), 2),
-                       (ReportNoisyMax(epsilon=0.9, noise="gumbel"), 1)],
+    "ReportNoisyMax": [
+        (ReportNoisyMax(epsilon=0.9, noise="laplace"), 2),
+        (ReportNoisyMax(epsilon=0.9, noise="gumbel"), 1),
+    ],
     "FinitePair": [(ExponentialMechanism(epsilon=1.5).attained_pairs()[1], 1)],
     # no attained pair is known: the lower end is 0 (checked in test_no_attained_pair_means_lower_zero)
     "BoundedRange": [],
@@ -408,7 +468,7 @@ def test_no_attained_pair_means_lower_zero(mech):
 def test_non_private():
     sampled = ConnectDotsAccountant().compose(PoissonSampledNonPrivate(sampling_rate=0.01), 3)
     b = sampled.delta(1.0)
-    truth = 1 - 0.99 ** 3
+    truth = 1 - 0.99**3
     assert b.lower <= truth * (1 + 1e-12) and truth <= b.upper * (1 + 1e-12)
     assert NonPrivate().attained_mechanism() is not None
 
@@ -417,19 +477,26 @@ def test_unattained_pair_lower_end_is_not_the_pairs():
     """The truncated-Poisson counterexample: Ganesh's pair's own lower end (7.106) exceeds a valid upper bound
     on the mechanism (the revealed-S pair's exact epsilon, 6.957, computed here in mpmath)."""
     mp.mp.dps = 20
-    mech = TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50, max_batch_size=10,
-                                   upper_pair="ganesh")
+    mech = TruncatedPoissonSampled(
+        mechanism=G, sampling_rate=0.2, dataset_size=50, max_batch_size=10, upper_pair="ganesh"
+    )
     b = ConnectDotsAccountant().compose(mech, 1).epsilon(1e-5)
     truth_above = revealed_epsilon(50, 0.2, 10, 1.0, 1e-5)
     assert 6.95 < truth_above < 6.96
     assert b.details["dominating_pair_lower"] > 7.0 > truth_above
     assert b.lower <= truth_above
     # the default upper pair is the revealed-S one: its certified upper end holds the mpmath value
-    r = ConnectDotsAccountant().compose(TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50,
-                                                                max_batch_size=10), 1).epsilon(1e-5)
+    r = (
+        ConnectDotsAccountant()
+        .compose(TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50, max_batch_size=10), 1)
+        .epsilon(1e-5)
+    )
     assert truth_above <= r.upper <= truth_above * (1 + 2e-3) and r.lower == b.lower
-    kept = ConnectDotsAccountant().compose(PoissonSampled(mechanism=G, sampling_rate=mech.kept_probability()),
-                                           1).epsilon(1e-5)
+    kept = (
+        ConnectDotsAccountant()
+        .compose(PoissonSampled(mechanism=G, sampling_rate=mech.kept_probability()), 1)
+        .epsilon(1e-5)
+    )
     assert b.lower == min(kept.lower, b.upper)
 
 
@@ -462,17 +529,23 @@ def test_tradeoff_upper_curve_from_attained_pair():
 
 
 @settings(max_examples=10, deadline=None)
-@given(n=st.integers(2, 30), q=st.floats(0.01, 0.6), frac=st.floats(0.0, 1.0), sigma=st.floats(0.6, 3.0),
-       log_delta=st.floats(-10.0, -3.0))
+@given(
+    n=st.integers(2, 30),
+    q=st.floats(0.01, 0.6),
+    frac=st.floats(0.0, 1.0),
+    sigma=st.floats(0.6, 3.0),
+    log_delta=st.floats(-10.0, -3.0),
+)
 def test_truncated_lower_and_revealed_upper_against_mpmath(n, q, frac, sigma, log_delta):
     """One step at random (n, q, b, sigma, delta): the accountant's lower end (attained pair) is at most, and its
     upper end (the revealed-S pair, certified by dominance) at least, the revealed-S pair's exact epsilon computed
     here in mpmath; and ``truncated_poisson_epsilon`` is no worse than that."""
     mp.mp.dps = 20
     b = max(1, min(n, int(round(frac * n))))
-    delta = 10.0 ** log_delta
-    mech = TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q, dataset_size=n,
-                                   max_batch_size=b)
+    delta = 10.0**log_delta
+    mech = TruncatedPoissonSampled(
+        mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q, dataset_size=n, max_batch_size=b
+    )
     got = ConnectDotsAccountant().compose(mech, 1).epsilon(delta)
     ref = revealed_epsilon(n, q, b, sigma, delta)
     assert got.lower <= ref * (1 + 1e-9) + 1e-12
@@ -481,28 +554,36 @@ def test_truncated_lower_and_revealed_upper_against_mpmath(n, q, frac, sigma, lo
 
 
 @settings(max_examples=12, deadline=None)
-@given(n=st.integers(2, 30), q=st.floats(0.02, 0.5), frac=st.floats(0.0, 1.0), sigma=st.floats(0.8, 3.0),
-       steps=st.integers(2, 20), log_delta=st.floats(-10.0, -3.0))
+@given(
+    n=st.integers(2, 30),
+    q=st.floats(0.02, 0.5),
+    frac=st.floats(0.0, 1.0),
+    sigma=st.floats(0.8, 3.0),
+    steps=st.integers(2, 20),
+    log_delta=st.floats(-10.0, -3.0),
+)
 def test_truncated_lower_below_revealed_renyi_bound(n, q, frac, sigma, steps, log_delta):
     """Several steps: the lower end is at most the Renyi bound of the revealed-S pair, computed here."""
     mp.mp.dps = 20
     b = max(1, min(n, int(round(frac * n))))
-    delta = 10.0 ** log_delta
-    mech = TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q, dataset_size=n,
-                                   max_batch_size=b)
+    delta = 10.0**log_delta
+    mech = TruncatedPoissonSampled(
+        mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q, dataset_size=n, max_batch_size=b
+    )
     got = ConnectDotsAccountant().compose(mech, steps).epsilon(delta)
     assert got.lower <= revealed_rdp_epsilon(n, q, b, sigma, steps, delta)
 
 
 def test_kept_probability_against_mpmath_and_fast_at_huge_n():
     import time
+
     mp.mp.dps = 30
     for n, q, b in [(50, 0.2, 10), (7, 0.9, 3), (200, 0.05, 4), (33, 0.5, 33)]:
         ref = mp.mpf(q) * mp.fsum(p * min(1, mp.mpf(b) / (1 + k)) for k, p in enumerate(_binom(n - 1, q)))
         got = TruncatedPoissonSampled(mechanism=G, sampling_rate=q, dataset_size=n, max_batch_size=b).kept_probability()
         assert ref * (1 - 1e-8) <= got <= ref
     t0 = time.perf_counter()
-    for n in (10 ** 9, 10 ** 12):
+    for n in (10**9, 10**12):
         m = TruncatedPoissonSampled(mechanism=G, sampling_rate=0.01, dataset_size=n, max_batch_size=15)
         assert 0 < m.kept_probability() <= 15 / n
     assert time.perf_counter() - t0 < 0.5
@@ -512,8 +593,9 @@ def test_truncated_event_import_has_an_attained_lower_end():
     """The dp_accounting route: the imported event's lower end is the attained pair's, below the mpmath value."""
     dp_accounting = pytest.importorskip("dp_accounting")
     mp.mp.dps = 20
-    ev = dp_accounting.TruncatedSubsampledGaussianDpEvent(dataset_size=50, sampling_probability=0.2,
-                                                          truncated_batch_size=10, noise_multiplier=1.0)
+    ev = dp_accounting.TruncatedSubsampledGaussianDpEvent(
+        dataset_size=50, sampling_probability=0.2, truncated_batch_size=10, noise_multiplier=1.0
+    )
     b = ConnectDotsAccountant().compose(tightdp.from_dp_event(ev)).epsilon(1e-5)
     truth_above = revealed_epsilon(50, 0.2, 10, 1.0, 1e-5)
     assert 0.0 < b.lower <= truth_above <= b.upper * (1 + 1e-9)
@@ -524,11 +606,14 @@ def test_truncated_poisson_huge_dataset_answers_quickly():
     """Data sets up to 1e12 records: no array over the binomial's support, an answer in well under a second's
     work per pair (the historical failure: a MemoryError of 7.4 GiB at 1e9)."""
     import time
+
     from tightdp.schemes import truncated_poisson_epsilon
+
     t0 = time.perf_counter()
-    for n in (10 ** 9, 10 ** 12):
-        r = truncated_poisson_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=100, delta=1e-5,
-                                      dataset_size=n, max_batch_size=15)
+    for n in (10**9, 10**12):
+        r = truncated_poisson_epsilon(
+            noise_multiplier=1.0, sampling_rate=0.01, steps=100, delta=1e-5, dataset_size=n, max_batch_size=15
+        )
         assert 0.0 <= r.lower <= r.upper < 1e-3 and "gap" in r.details
     assert time.perf_counter() - t0 < 20.0  # measured 0.1-0.5 s each under load
 
@@ -554,8 +639,12 @@ def _minus_one_pair_delta(n, q, b, sigma, eps):
     out = 0.0
     for a_, b_ in ((lp, lq), (lq, lp)):
         f = lambda x: max(math.exp(a_(x)) - math.exp(eps + b_(x)), 0.0)
-        out = max(out, sum(integrate.quad(f, u, v, epsabs=1e-14, epsrel=1e-10, limit=200)[0]
-                           for u, v in zip(edges, edges[1:])))
+        out = max(
+            out,
+            sum(
+                integrate.quad(f, u, v, epsabs=1e-14, epsrel=1e-10, limit=200)[0] for u, v in itertools.pairwise(edges)
+            ),
+        )
     return out
 
 

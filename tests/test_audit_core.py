@@ -54,8 +54,13 @@ def test_gdp_conversions_match_mpmath(gdp):
         assert gdp_mu_for(e, 1e-5) == pytest.approx(mu, rel=1e-8)
 
 
-@given(m=st.integers(2, 3000), frac_r=st.floats(0.01, 1.0), frac_v=st.floats(0.0, 1.0),
-       delta=st.sampled_from([0.0, 1e-6, 1e-4, 1e-2]), beta=st.sampled_from([0.01, 0.05, 0.2]))
+@given(
+    m=st.integers(2, 3000),
+    frac_r=st.floats(0.01, 1.0),
+    frac_v=st.floats(0.0, 1.0),
+    delta=st.sampled_from([0.0, 1e-6, 1e-4, 1e-2]),
+    beta=st.sampled_from([0.01, 0.05, 0.2]),
+)
 def test_one_run_bound_is_a_rejected_epsilon(m, frac_r, frac_v, delta, beta):
     """The returned epsilon is one at which the claim is rejected (p <= beta), and more right guesses never
     lower the bound."""
@@ -96,8 +101,9 @@ def test_recorded_jax_privacy_numbers(row):
     m, d, s = ins.size + outs.size, row["delta"], row["significance"]
     one = epsilon_from_guesses(canaries=m, guesses=tp + fp, correct=tp, delta=d, beta=s).epsilon_lower
     fdp = epsilon_fdp_from_guesses(canaries=m, guesses=tp + fp, correct=tp, delta=d, beta=s).epsilon_lower
-    cp = clopper_pearson_epsilon_at(in_scores=ins, out_scores=outs, threshold=row["threshold"], delta=d,
-                                    beta=s).epsilon_lower
+    cp = clopper_pearson_epsilon_at(
+        in_scores=ins, out_scores=outs, threshold=row["threshold"], delta=d, beta=s
+    ).epsilon_lower
     assert one == pytest.approx(row["epsilon_one_run"], abs=3e-6)
     assert fdp == pytest.approx(row["epsilon_one_run_fdp"], abs=3e-6)
     assert cp == pytest.approx(row["epsilon_clopper_pearson"], rel=1e-9, abs=1e-12)
@@ -112,15 +118,19 @@ def test_live_jax_privacy_on_fresh_scores():
     for t in (1.0, 2.0, 3.0):
         tp, fp = _counts(ins, outs, t)
         ex = A.Explicit(t)
-        assert epsilon_from_guesses(canaries=1600, guesses=tp + fp, correct=tp, delta=1e-5).epsilon_lower == \
-            pytest.approx(au.epsilon_one_run(0.05, 1e-5, threshold_strategy=ex), abs=3e-6)
-        assert epsilon_fdp_from_guesses(canaries=1600, guesses=tp + fp, correct=tp, delta=1e-5).epsilon_lower == \
-            pytest.approx(au.epsilon_one_run_fdp(0.05, 1e-5, threshold_strategy=ex), abs=3e-6)
-        assert clopper_pearson_epsilon_at(in_scores=ins, out_scores=outs, threshold=t, delta=1e-5).epsilon_lower == \
-            pytest.approx(au.epsilon_clopper_pearson(0.05, 1e-5, threshold_strategy=ex), rel=1e-9)
+        assert epsilon_from_guesses(
+            canaries=1600, guesses=tp + fp, correct=tp, delta=1e-5
+        ).epsilon_lower == pytest.approx(au.epsilon_one_run(0.05, 1e-5, threshold_strategy=ex), abs=3e-6)
+        assert epsilon_fdp_from_guesses(
+            canaries=1600, guesses=tp + fp, correct=tp, delta=1e-5
+        ).epsilon_lower == pytest.approx(au.epsilon_one_run_fdp(0.05, 1e-5, threshold_strategy=ex), abs=3e-6)
+        assert clopper_pearson_epsilon_at(
+            in_scores=ins, out_scores=outs, threshold=t, delta=1e-5
+        ).epsilon_lower == pytest.approx(au.epsilon_clopper_pearson(0.05, 1e-5, threshold_strategy=ex), rel=1e-9)
     # the held-out split: the same permutation convention gives the same number
-    assert epsilon_clopper_pearson(in_scores=ins, out_scores=outs, delta=1e-5, seed=5).epsilon_lower == \
-        pytest.approx(au.epsilon_clopper_pearson(0.05, 1e-5, threshold_strategy=A.Split(seed=5)), rel=1e-9)
+    assert epsilon_clopper_pearson(in_scores=ins, out_scores=outs, delta=1e-5, seed=5).epsilon_lower == pytest.approx(
+        au.epsilon_clopper_pearson(0.05, 1e-5, threshold_strategy=A.Split(seed=5)), rel=1e-9
+    )
 
 
 # ============================================================================== expected audit and verdict
@@ -187,16 +197,40 @@ def test_cli_json_matches_the_api(tmp_path, capsys):
     d = json.loads(capsys.readouterr().out)
     ref = epsilon_one_run(in_scores=ins, out_scores=outs, delta=1e-5)
     assert d["empirical"]["epsilon_lower"] == pytest.approx(ref.epsilon_lower, abs=1e-5)
-    assert main(["audit", str(p), "--delta", "1e-5", "--method", "fdp-eps-delta", "--noise-multiplier", "1",
-                 "--sampling-rate", "1", "--steps", "1", "--json"]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                str(p),
+                "--delta",
+                "1e-5",
+                "--method",
+                "fdp-eps-delta",
+                "--noise-multiplier",
+                "1",
+                "--sampling-rate",
+                "1",
+                "--steps",
+                "1",
+                "--json",
+            ]
+        )
+        == 0
+    )
     d = json.loads(capsys.readouterr().out)
     assert d["verdict"] in ("consistent", "too weak", "violates") and d["certified_epsilon"]["upper"] > 4
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["--delta", "-1"], "--delta"), (["--delta", "1e-5", "--beta", "1.5"], "--beta"),
-    (["--delta", "1e-5", "--method", "nope"], "--method"), (["--delta", "1e-5", "--steps", "3"], "--steps"),
-    (["--delta", "1e-5", "--guess-counts", "0"], "--guess-counts")])
+@pytest.mark.parametrize(
+    "argv, word",
+    [
+        (["--delta", "-1"], "--delta"),
+        (["--delta", "1e-5", "--beta", "1.5"], "--beta"),
+        (["--delta", "1e-5", "--method", "nope"], "--method"),
+        (["--delta", "1e-5", "--steps", "3"], "--steps"),
+        (["--delta", "1e-5", "--guess-counts", "0"], "--guess-counts"),
+    ],
+)
 def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys, argv, word):
     p, _, _ = _csv(tmp_path)
     assert main(["audit", str(p), *argv]) == 2
@@ -212,22 +246,27 @@ def test_cli_bad_file(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "none.csv"), "--delta", "1e-5"]) == 2
 
 
-@pytest.mark.parametrize("call, word", [
-    (lambda: epsilon_from_guesses(canaries=10, guesses=11, correct=1, delta=0.0), "guesses"),
-    (lambda: epsilon_from_guesses(canaries=10, guesses=5, correct=6, delta=0.0), "correct"),
-    (lambda: epsilon_from_guesses(canaries=10, guesses=5, correct=1, delta=0.0, beta=0), "beta"),
-    (lambda: epsilon_one_run(in_scores=[], out_scores=[1.0], delta=1e-5), "in_scores"),
-    (lambda: epsilon_one_run(in_scores=[np.nan], out_scores=[1.0], delta=1e-5), "in_scores"),
-    (lambda: epsilon_one_run(in_scores=[1.0], out_scores=[1.0], delta=1.5), "delta"),
-    (lambda: epsilon_one_run_fdp(in_scores=[1.0], out_scores=[0.0], delta=0.0), "delta"),
-    (lambda: epsilon_one_run_fdp(in_scores=[1.0], out_scores=[0.0], delta=1e-5, family="x"), "family"),
-    (lambda: epsilon_clopper_pearson(in_scores=[1.0], out_scores=[0.0], delta=1e-5, strategy="bonferroni"),
-     "thresholds"),
-    (lambda: epsilon_clopper_pearson(in_scores=[1.0], out_scores=[0.0], delta=1e-5), "split_fraction"),
-    (lambda: expected_audit(canaries=1, delta=1e-5, mu=1.0), "canaries"),
-    (lambda: expected_audit(canaries=10, delta=1e-5), "give exactly one"),
-    (lambda: audit_verdict(1.0, certified=_cert(1, 2)), "empirical"),
-])
+@pytest.mark.parametrize(
+    "call, word",
+    [
+        (lambda: epsilon_from_guesses(canaries=10, guesses=11, correct=1, delta=0.0), "guesses"),
+        (lambda: epsilon_from_guesses(canaries=10, guesses=5, correct=6, delta=0.0), "correct"),
+        (lambda: epsilon_from_guesses(canaries=10, guesses=5, correct=1, delta=0.0, beta=0), "beta"),
+        (lambda: epsilon_one_run(in_scores=[], out_scores=[1.0], delta=1e-5), "in_scores"),
+        (lambda: epsilon_one_run(in_scores=[np.nan], out_scores=[1.0], delta=1e-5), "in_scores"),
+        (lambda: epsilon_one_run(in_scores=[1.0], out_scores=[1.0], delta=1.5), "delta"),
+        (lambda: epsilon_one_run_fdp(in_scores=[1.0], out_scores=[0.0], delta=0.0), "delta"),
+        (lambda: epsilon_one_run_fdp(in_scores=[1.0], out_scores=[0.0], delta=1e-5, family="x"), "family"),
+        (
+            lambda: epsilon_clopper_pearson(in_scores=[1.0], out_scores=[0.0], delta=1e-5, strategy="bonferroni"),
+            "thresholds",
+        ),
+        (lambda: epsilon_clopper_pearson(in_scores=[1.0], out_scores=[0.0], delta=1e-5), "split_fraction"),
+        (lambda: expected_audit(canaries=1, delta=1e-5, mu=1.0), "canaries"),
+        (lambda: expected_audit(canaries=10, delta=1e-5), "give exactly one"),
+        (lambda: audit_verdict(1.0, certified=_cert(1, 2)), "empirical"),
+    ],
+)
 def test_bad_input_names_the_argument(call, word):
     with pytest.raises(ValueError, match=word):
         call()
@@ -240,8 +279,13 @@ def test_read_scores_csv(tmp_path):
     assert list(s.in_scores) == [1.5, 3.0] and list(s.out_scores) == [0.2]
 
 
-@given(m=st.integers(2, 600), frac_r=st.floats(0.01, 1.0), frac_v=st.floats(0.0, 1.0),
-       family=st.sampled_from(["gdp", "eps-delta"]), beta=st.sampled_from([0.01, 0.05, 0.2]))
+@given(
+    m=st.integers(2, 600),
+    frac_r=st.floats(0.01, 1.0),
+    frac_v=st.floats(0.0, 1.0),
+    family=st.sampled_from(["gdp", "eps-delta"]),
+    beta=st.sampled_from([0.01, 0.05, 0.2]),
+)
 def test_fdp_bound_is_a_rejected_epsilon(m, frac_r, frac_v, family, beta):
     """The f-DP bound's curve is rejected by the counts (MMC's test), and the curve a little above is not."""
     from tightdp.audit.fdp import _family_g
@@ -265,5 +309,12 @@ def test_audit_section_for_the_report():
     assert all(len(r) == 2 for r in sec["rows"]) and sec["rows"][-1][0] == "verdict"
     json.dumps(sec)
     with pytest.raises(ValueError, match="fdp-gdp"):
-        audit_run(in_scores=x[s], out_scores=x[~s], delta=1e-5, method="fdp-gdp", noise_multiplier=1.0,
-                  sampling_rate=0.1, steps=10)
+        audit_run(
+            in_scores=x[s],
+            out_scores=x[~s],
+            delta=1e-5,
+            method="fdp-gdp",
+            noise_multiplier=1.0,
+            sampling_rate=0.1,
+            steps=10,
+        )

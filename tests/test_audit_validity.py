@@ -53,10 +53,12 @@ def test_one_run_bounds_are_valid_and_below_the_certified_upper_end(method):
     ks = (5, 10, 20, 40)
     bounds = np.empty(AUDITS)
     for i in range(AUDITS):
-        kw = dict(in_scores=scores[i, member[i]], out_scores=scores[i, ~member[i]], delta=DELTA, beta=BETA,
-                  guess_counts=ks)
-        bounds[i] = (epsilon_one_run(**kw) if method == "one-run"
-                     else epsilon_one_run_fdp(**kw, family=method[4:])).epsilon_lower
+        kw = dict(
+            in_scores=scores[i, member[i]], out_scores=scores[i, ~member[i]], delta=DELTA, beta=BETA, guess_counts=ks
+        )
+        bounds[i] = (
+            epsilon_one_run(**kw) if method == "one-run" else epsilon_one_run_fdp(**kw, family=method[4:])
+        ).epsilon_lower
     assert np.sum(bounds > true_eps) <= _max_allowed(AUDITS, BETA)
     assert np.all(bounds <= upper)
     assert np.median(bounds) > 0  # the audits see something: the check is not vacuous
@@ -73,9 +75,15 @@ def test_guess_counting_is_valid_at_its_own_guess_count():
     order = np.argsort(-scores, axis=1)[:, :k]
     v = np.take_along_axis(member, order, axis=1).sum(axis=1)
     cache = {}
-    bounds = np.array([cache.setdefault(int(x), epsilon_from_guesses(canaries=m, guesses=k, correct=int(x),
-                                                                     delta=DELTA, beta=BETA).epsilon_lower)
-                       for x in v])
+    bounds = np.array(
+        [
+            cache.setdefault(
+                int(x),
+                epsilon_from_guesses(canaries=m, guesses=k, correct=int(x), delta=DELTA, beta=BETA).epsilon_lower,
+            )
+            for x in v
+        ]
+    )
     assert np.sum(bounds > true_eps) <= _max_allowed(AUDITS, BETA)
     assert np.all(bounds <= _certified_upper(mu))
 
@@ -94,9 +102,15 @@ def test_clopper_pearson_is_valid(strategy):
         if strategy == "fixed":
             b = clopper_pearson_epsilon_at(in_scores=ins[i], out_scores=outs[i], threshold=2.5, delta=DELTA, beta=BETA)
         else:
-            b = epsilon_clopper_pearson(in_scores=ins[i], out_scores=outs[i], delta=DELTA, beta=BETA,
-                                        strategy=strategy, thresholds=thresholds if strategy == "bonferroni" else None,
-                                        seed=i)
+            b = epsilon_clopper_pearson(
+                in_scores=ins[i],
+                out_scores=outs[i],
+                delta=DELTA,
+                beta=BETA,
+                strategy=strategy,
+                thresholds=thresholds if strategy == "bonferroni" else None,
+                seed=i,
+            )
         bounds[i] = b.epsilon_lower
     assert np.sum(bounds > true_eps) <= _max_allowed(AUDITS, BETA)
     assert np.all(bounds <= _certified_upper(mu))
@@ -117,9 +131,17 @@ def test_the_curve_test_never_flags_a_correct_subsampled_run_too_often():
     def audits(noise):
         member = rng.random((n, m)) < 0.5
         x = (rng.random((n, steps, m)) < q) * member[:, None, :] + noise * rng.standard_normal((n, steps, m))
-        score = np.sum(np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma ** 2)), axis=1)
-        return [fdp_one_run_test(in_scores=score[i, member[i]], out_scores=score[i, ~member[i]], curve=curve,
-                                 beta=BETA, guess_counts=(10, 25, 50, 100)).rejected for i in range(n)]
+        score = np.sum(np.logaddexp(np.log1p(-q), np.log(q) + (2 * x - 1) / (2 * sigma**2)), axis=1)
+        return [
+            fdp_one_run_test(
+                in_scores=score[i, member[i]],
+                out_scores=score[i, ~member[i]],
+                curve=curve,
+                beta=BETA,
+                guess_counts=(10, 25, 50, 100),
+            ).rejected
+            for i in range(n)
+        ]
 
     assert sum(audits(sigma)) <= _max_allowed(n, BETA)
     assert sum(audits(sigma / 10)) > n / 2

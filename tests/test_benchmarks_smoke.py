@@ -24,8 +24,27 @@ pytest.importorskip("prv_accountant")
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
     out = tmp_path_factory.mktemp("horizon") / "results.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--settings", "A", "--ks", "100", "--reps", "0",
-                           "--peer-cap", "120", "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--settings",
+            "A",
+            "--ks",
+            "100",
+            "--reps",
+            "0",
+            "--peer-cap",
+            "120",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(out.read_text())
 

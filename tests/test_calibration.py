@@ -13,12 +13,18 @@ import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy import optimize, special
 
 from tightdp.bounds import Bounds
-from tightdp.calibration import (CalibrationError, calibrate_noise, calibrate_sampling_rate, calibrate_steps,
-                                 steps_from_epochs)
+from tightdp.calibration import (
+    CalibrationError,
+    calibrate_noise,
+    calibrate_sampling_rate,
+    calibrate_steps,
+    steps_from_epochs,
+)
 
 
 # ----------------------------------------------------------------- closed-form truth
@@ -76,9 +82,11 @@ def test_noise_closed_form_safe_and_tight(target, steps):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log_target=st.floats(math.log(0.01), math.log(99.99)),  # exp(log(100)) rounds above the 100 cap
-       steps=st.integers(1, 10**6),
-       log_delta=st.floats(math.log(1e-12), math.log(1e-2)))
+@given(
+    log_target=st.floats(math.log(0.01), math.log(99.99)),  # exp(log(100)) rounds above the 100 cap
+    steps=st.integers(1, 10**6),
+    log_delta=st.floats(math.log(1e-12), math.log(1e-2)),
+)
 def test_noise_property_never_overshoots_within_one_percent(log_target, steps, log_delta):
     target, delta = math.exp(log_target), math.exp(log_delta)
     cal = calibrate_noise(target_epsilon=target, delta=delta, sampling_rate=1.0, steps=steps, epsilon_fn=exact_fn)
@@ -90,6 +98,7 @@ def test_noise_property_never_overshoots_within_one_percent(log_target, steps, l
 
 def test_non_monotone_bound_still_safe_and_tight():
     """A bound that wobbles (as discretised bounds do) must not fool the search."""
+
     def wobbly(sigma, q, steps, delta):
         e = gdp_epsilon(math.sqrt(steps) / sigma, delta)
         up = e * (1 + 0.004 * (1 + math.sin(4000 * math.log(sigma))))
@@ -149,8 +158,9 @@ def test_infinite_upper_counts_as_infeasible():
 def test_steps_closed_form_exact():
     sigma, delta = 10.0, 1e-5
     for target in (0.5, 3.0, 20.0):
-        cal = calibrate_steps(target_epsilon=target, delta=delta, noise_multiplier=sigma, sampling_rate=1.0,
-                              epsilon_fn=exact_fn)
+        cal = calibrate_steps(
+            target_epsilon=target, delta=delta, noise_multiplier=sigma, sampling_rate=1.0, epsilon_fn=exact_fn
+        )
         k = cal.steps
         assert gdp_epsilon(math.sqrt(k) / sigma, delta) <= target
         assert gdp_epsilon(math.sqrt(k + 1) / sigma, delta) > target
@@ -160,24 +170,26 @@ def test_steps_closed_form_exact():
 
 def test_steps_unreachable_and_capped():
     with pytest.raises(CalibrationError, match="already exceed"):
-        calibrate_steps(target_epsilon=0.1, delta=1e-5, noise_multiplier=1.0, sampling_rate=1.0,
-                        epsilon_fn=exact_fn)
-    cal = calibrate_steps(target_epsilon=3.0, delta=1e-5, noise_multiplier=1e4, sampling_rate=1.0,
-                          max_steps=1000, epsilon_fn=exact_fn)
+        calibrate_steps(target_epsilon=0.1, delta=1e-5, noise_multiplier=1.0, sampling_rate=1.0, epsilon_fn=exact_fn)
+    cal = calibrate_steps(
+        target_epsilon=3.0, delta=1e-5, noise_multiplier=1e4, sampling_rate=1.0, max_steps=1000, epsilon_fn=exact_fn
+    )
     assert cal.steps == 1000 and "max_steps" in cal.details["note"]
 
 
 def test_sampling_rate_closed_form():
     sigma, steps, delta = 20.0, 400, 1e-5
     for target in (0.05, 1.0, 3.0):
-        cal = calibrate_sampling_rate(target_epsilon=target, delta=delta, noise_multiplier=sigma, steps=steps,
-                                      epsilon_fn=toy_rate_fn)
+        cal = calibrate_sampling_rate(
+            target_epsilon=target, delta=delta, noise_multiplier=sigma, steps=steps, epsilon_fn=toy_rate_fn
+        )
         q_star = gdp_mu_for(target, delta) * sigma / math.sqrt(steps)
         assert cal.epsilon.upper <= target
         assert q_star / 1.01 <= cal.sampling_rate <= q_star * (1 + 1e-9)
         assert cal.details["tightness"]["epsilon_upper"] > target
-    full = calibrate_sampling_rate(target_epsilon=50.0, delta=delta, noise_multiplier=sigma, steps=steps,
-                                   epsilon_fn=toy_rate_fn)
+    full = calibrate_sampling_rate(
+        target_epsilon=50.0, delta=delta, noise_multiplier=sigma, steps=steps, epsilon_fn=toy_rate_fn
+    )
     assert full.sampling_rate == 1.0 and "full batches" in full.details["note"]
 
 
@@ -192,8 +204,7 @@ def test_noise_unreachable_raises():
 def test_epochs_interface():
     q, k = steps_from_epochs(epochs=3, dataset_size=1000, batch_size=300)
     assert q == 0.3 and k == 12  # ceil(1000/300) = 4 batches per epoch, counted up (safe side)
-    a = calibrate_noise(target_epsilon=1.0, delta=1e-5, epochs=2, dataset_size=100, batch_size=100,
-                        epsilon_fn=exact_fn)
+    a = calibrate_noise(target_epsilon=1.0, delta=1e-5, epochs=2, dataset_size=100, batch_size=100, epsilon_fn=exact_fn)
     b = calibrate_noise(target_epsilon=1.0, delta=1e-5, sampling_rate=1.0, steps=2, epsilon_fn=exact_fn)
     assert a.noise_multiplier == b.noise_multiplier and a.steps == 2
 
@@ -206,17 +217,20 @@ def test_to_dict_is_json():
     assert cal.value == cal.noise_multiplier
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(target_epsilon=float("nan")), "target_epsilon"),
-    (dict(target_epsilon=-1.0), "target_epsilon"),
-    (dict(delta=0.0), "delta"),
-    (dict(delta=1.0), "delta"),
-    (dict(sampling_rate=0.0), "sampling_rate"),
-    (dict(sampling_rate=1.5), "sampling_rate"),
-    (dict(steps=10.5), "steps"),
-    (dict(steps=0), "steps"),
-    (dict(rtol=float("nan")), "rtol"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(target_epsilon=float("nan")), "target_epsilon"),
+        (dict(target_epsilon=-1.0), "target_epsilon"),
+        (dict(delta=0.0), "delta"),
+        (dict(delta=1.0), "delta"),
+        (dict(sampling_rate=0.0), "sampling_rate"),
+        (dict(sampling_rate=1.5), "sampling_rate"),
+        (dict(steps=10.5), "steps"),
+        (dict(steps=0), "steps"),
+        (dict(rtol=float("nan")), "rtol"),
+    ],
+)
 def test_bad_input_noise(kwargs, name):
     base = dict(target_epsilon=1.0, delta=1e-5, sampling_rate=1.0, steps=10, epsilon_fn=exact_fn)
     base.update(kwargs)
@@ -226,14 +240,13 @@ def test_bad_input_noise(kwargs, name):
 
 def test_bad_input_other():
     with pytest.raises(ValueError, match="noise_multiplier"):
-        calibrate_steps(target_epsilon=1.0, delta=1e-5, noise_multiplier=0.0, sampling_rate=0.1,
-                        epsilon_fn=exact_fn)
+        calibrate_steps(target_epsilon=1.0, delta=1e-5, noise_multiplier=0.0, sampling_rate=0.1, epsilon_fn=exact_fn)
     with pytest.raises(ValueError, match="steps"):
-        calibrate_sampling_rate(target_epsilon=1.0, delta=1e-5, noise_multiplier=1.0, steps=float("nan"),
-                                epsilon_fn=exact_fn)
+        calibrate_sampling_rate(
+            target_epsilon=1.0, delta=1e-5, noise_multiplier=1.0, steps=float("nan"), epsilon_fn=exact_fn
+        )
     with pytest.raises(ValueError, match="either"):
-        calibrate_noise(target_epsilon=1.0, delta=1e-5, sampling_rate=0.1, steps=10, epochs=1,
-                        epsilon_fn=exact_fn)
+        calibrate_noise(target_epsilon=1.0, delta=1e-5, sampling_rate=0.1, steps=10, epochs=1, epsilon_fn=exact_fn)
     with pytest.raises(ValueError, match="batch_size"):
         calibrate_noise(target_epsilon=1.0, delta=1e-5, epochs=1, dataset_size=10, epsilon_fn=exact_fn)
     with pytest.raises(ValueError, match="target_epsilon"):
@@ -242,8 +255,14 @@ def test_bad_input_other():
 
 def test_steps_in_whole_epochs():
     sigma, delta, unit = 10.0, 1e-5, 7
-    cal = calibrate_steps(target_epsilon=3.0, delta=delta, noise_multiplier=sigma, sampling_rate=1.0,
-                          multiple_of=unit, epsilon_fn=exact_fn)
+    cal = calibrate_steps(
+        target_epsilon=3.0,
+        delta=delta,
+        noise_multiplier=sigma,
+        sampling_rate=1.0,
+        multiple_of=unit,
+        epsilon_fn=exact_fn,
+    )
     assert cal.steps % unit == 0
     assert gdp_epsilon(math.sqrt(cal.steps) / sigma, delta) <= 3.0
     assert gdp_epsilon(math.sqrt(cal.steps + unit) / sigma, delta) > 3.0
@@ -257,6 +276,7 @@ def test_coarse_then_fine_evaluation():
         def fn(sigma, q, steps, delta):
             e = gdp_epsilon(math.sqrt(steps) / sigma, delta)
             return Bounds(max(e - err, 0.0), e, e + err, "epsilon", "bound")
+
         return fn
 
     target = 3.0
@@ -266,8 +286,7 @@ def test_coarse_then_fine_evaluation():
     assert not ev.feasible(0.5 * sigma_star) and ev.calls == 0
     ev.feasible(1.001 * sigma_star)
     assert ev.calls == 1
-    cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=1.0, steps=100,
-                          epsilon_fn=with_error(0.01))
+    cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=1.0, steps=100, epsilon_fn=with_error(0.01))
     assert sigma_star <= cal.noise_multiplier <= 1.01 * sigma_star
 
 
@@ -306,9 +325,11 @@ def test_acceptance_targets_safe_and_tight_with_prv(target):
 
 @pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log_target=st.floats(math.log(0.05), math.log(80.0)),
-       log_q=st.floats(math.log(1e-3), 0.0),
-       steps=st.integers(1, 2000))
+@given(
+    log_target=st.floats(math.log(0.05), math.log(80.0)),
+    log_q=st.floats(math.log(1e-3), 0.0),
+    steps=st.integers(1, 2000),
+)
 def test_prv_calibration_property(log_target, log_q, steps):
     target, q = math.exp(log_target), math.exp(log_q)
     cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=q, steps=steps)
@@ -333,31 +354,105 @@ def test_prv_steps_and_rate():
 def test_cli_calibrate_json_and_text(capsys):
     from tightdp.cli import main
 
-    assert main(["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01",
-                 "--steps", "1000", "--json"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                "--target-epsilon",
+                "3",
+                "--delta",
+                "1e-5",
+                "--sampling-rate",
+                "0.01",
+                "--steps",
+                "1000",
+                "--json",
+            ]
+        )
+        == 0
+    )
     data = json.loads(capsys.readouterr().out)
     assert data["solved"] == "noise_multiplier" and data["epsilon"]["upper"] <= 3.0
     assert data["noise_multiplier"] == pytest.approx(
-        calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000).noise_multiplier)
-    assert main(["calibrate", "--solve", "steps", "--noise-multiplier", "1.1", "--target-epsilon", "3",
-                 "--delta", "1e-5", "--dataset-size", "50000", "--batch-size", "256"]) == 0
+        calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000).noise_multiplier
+    )
+    assert (
+        main(
+            [
+                "calibrate",
+                "--solve",
+                "steps",
+                "--noise-multiplier",
+                "1.1",
+                "--target-epsilon",
+                "3",
+                "--delta",
+                "1e-5",
+                "--dataset-size",
+                "50000",
+                "--batch-size",
+                "256",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "steps:" in out and "epochs of 196 steps" in out
-    assert main(["calibrate", "--solve", "sampling-rate", "--noise-multiplier", "1.0", "--steps", "100",
-                 "--target-epsilon", "2", "--delta", "1e-5"]) == 0
+    assert (
+        main(
+            [
+                "calibrate",
+                "--solve",
+                "sampling-rate",
+                "--noise-multiplier",
+                "1.0",
+                "--steps",
+                "100",
+                "--target-epsilon",
+                "2",
+                "--delta",
+                "1e-5",
+            ]
+        )
+        == 0
+    )
     assert "sampling rate:" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, name", [
-    (["--target-epsilon", "3", "--delta", "0", "--sampling-rate", "0.01", "--steps", "10"], "delta"),
-    (["--target-epsilon", "nan", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "--target-epsilon"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "2", "--steps", "10"], "--sampling-rate"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1", "--steps", "2.5"], "--steps"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--steps"),
-    (["--solve", "steps", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--noise-multiplier"),
-    (["--solve", "noise", "--noise-multiplier", "1", "--target-epsilon", "3", "--delta", "1e-5",
-      "--sampling-rate", "0.1", "--steps", "10"], "--noise-multiplier"),
-])
+@pytest.mark.parametrize(
+    "argv, name",
+    [
+        (["--target-epsilon", "3", "--delta", "0", "--sampling-rate", "0.01", "--steps", "10"], "delta"),
+        (
+            ["--target-epsilon", "nan", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"],
+            "--target-epsilon",
+        ),
+        (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "2", "--steps", "10"], "--sampling-rate"),
+        (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1", "--steps", "2.5"], "--steps"),
+        (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"], "--steps"),
+        (
+            ["--solve", "steps", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.1"],
+            "--noise-multiplier",
+        ),
+        (
+            [
+                "--solve",
+                "noise",
+                "--noise-multiplier",
+                "1",
+                "--target-epsilon",
+                "3",
+                "--delta",
+                "1e-5",
+                "--sampling-rate",
+                "0.1",
+                "--steps",
+                "10",
+            ],
+            "--noise-multiplier",
+        ),
+    ],
+)
 def test_cli_calibrate_bad_input(capsys, argv, name):
     from tightdp.cli import main
 
@@ -369,8 +464,24 @@ def test_cli_calibrate_bad_input(capsys, argv, name):
 def test_cli_calibrate_unreachable(capsys):
     from tightdp.cli import main
 
-    assert main(["calibrate", "--solve", "steps", "--noise-multiplier", "0.3", "--target-epsilon", "0.01",
-                 "--delta", "1e-5", "--sampling-rate", "1"]) == 1
+    assert (
+        main(
+            [
+                "calibrate",
+                "--solve",
+                "steps",
+                "--noise-multiplier",
+                "0.3",
+                "--target-epsilon",
+                "0.01",
+                "--delta",
+                "1e-5",
+                "--sampling-rate",
+                "1",
+            ]
+        )
+        == 1
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "exceed" in err[0]
 

@@ -17,8 +17,19 @@ def run(capsys, *argv):
 
 
 def test_epsilon_json(capsys):
-    code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.0", "--sampling-rate", "0.01",
-                         "--steps", "1000", "--delta", "1e-5", "--json")
+    code, out, err = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1.0",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "1000",
+        "--delta",
+        "1e-5",
+        "--json",
+    )
     assert code == 0 and err == ""
     d = json.loads(out)
     assert d["accountant"] == "connect-dots" and d["kind"] == "bound"
@@ -30,49 +41,95 @@ def test_epsilon_json(capsys):
 
 
 def test_delta_table(capsys):
-    code, out, err = run(capsys, "delta", "--noise-multiplier", "1.0", "--sampling-rate", "0.01",
-                         "--steps", "100", "--epsilon", "1.0")
+    code, out, _err = run(
+        capsys, "delta", "--noise-multiplier", "1.0", "--sampling-rate", "0.01", "--steps", "100", "--epsilon", "1.0"
+    )
     assert code == 0
     assert "delta" in out and "lower" in out and "upper" in out and "time" in out
 
 
 def test_table_1_of_paper_001(capsys):
-    code, out, _ = run(capsys, "delta", "--epsilon", "1", "--noise-multiplier", "1.5", "--sampling-rate", "0.01",
-                       "--steps", "10000", "--relation", "remove", "--accountant", "fourier", "--json")
+    _code, out, _ = run(
+        capsys,
+        "delta",
+        "--epsilon",
+        "1",
+        "--noise-multiplier",
+        "1.5",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "10000",
+        "--relation",
+        "remove",
+        "--accountant",
+        "fourier",
+        "--json",
+    )
     d = json.loads(out)["delta"]
     assert abs(d["estimate"] - 0.0496014103163) < 1e-7
     assert d["lower"] <= 0.0496014103163 <= d["upper"]
 
 
 def test_epochs_and_batch_size(capsys):
-    code, out, _ = run(capsys, "epsilon", "--noise-multiplier", "1.1", "--dataset-size", "50000",
-                       "--batch-size", "256", "--epochs", "2", "--delta", "1e-5", "--json")
+    _code, out, _ = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1.1",
+        "--dataset-size",
+        "50000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "2",
+        "--delta",
+        "1e-5",
+        "--json",
+    )
     d = json.loads(out)
     # 2 epochs of ceil(50000 / 256) = 196 batches, as Opacus counts them
     assert d["parameters"]["steps"] == 392 and abs(d["parameters"]["sampling_rate"] - 256 / 50000) < 1e-15
 
 
 def test_without_replacement(capsys):
-    code, out, _ = run(capsys, "epsilon", "--noise-multiplier", "1.0", "--sampling", "without-replacement",
-                       "--dataset-size", "10000", "--batch-size", "100", "--steps", "200", "--delta", "1e-5",
-                       "--json")
+    code, out, _ = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1.0",
+        "--sampling",
+        "without-replacement",
+        "--dataset-size",
+        "10000",
+        "--batch-size",
+        "100",
+        "--steps",
+        "200",
+        "--delta",
+        "1e-5",
+        "--json",
+    )
     assert code == 0 and json.loads(out)["parameters"]["relation"] == "substitute"
 
 
-@pytest.mark.parametrize("argv,name", [
-    (["--noise-multiplier", "0"], "--noise-multiplier"),
-    (["--noise-multiplier", "nan"], "--noise-multiplier"),
-    (["--sampling-rate", "1.5"], "--sampling-rate"),
-    (["--sampling-rate", "0"], "--sampling-rate"),
-    (["--delta", "1"], "--delta"),
-    (["--delta", "0"], "--delta"),
-    (["--steps", "10.5"], "--steps"),
-    (["--steps", "0"], "--steps"),
-    (["--steps", "abc"], "--steps"),
-    (["--sampling", "with-replacement"], "--dataset-size"),  # without replacement needs only q (issue 16)
-    (["--relation", "sideways"], "--relation"),
-    (["--accountant", "magic"], "--accountant"),
-])
+@pytest.mark.parametrize(
+    "argv,name",
+    [
+        (["--noise-multiplier", "0"], "--noise-multiplier"),
+        (["--noise-multiplier", "nan"], "--noise-multiplier"),
+        (["--sampling-rate", "1.5"], "--sampling-rate"),
+        (["--sampling-rate", "0"], "--sampling-rate"),
+        (["--delta", "1"], "--delta"),
+        (["--delta", "0"], "--delta"),
+        (["--steps", "10.5"], "--steps"),
+        (["--steps", "0"], "--steps"),
+        (["--steps", "abc"], "--steps"),
+        (["--sampling", "with-replacement"], "--dataset-size"),  # without replacement needs only q (issue 16)
+        (["--relation", "sideways"], "--relation"),
+        (["--accountant", "magic"], "--accountant"),
+    ],
+)
 def test_bad_input_one_line_exit_2(capsys, argv, name):
     base = {"--noise-multiplier": "1.0", "--sampling-rate": "0.01", "--steps": "10", "--delta": "1e-5"}
     args = dict(base)
@@ -88,12 +145,29 @@ def test_bad_input_one_line_exit_2(capsys, argv, name):
 
 
 def test_negative_epsilon_rejected(capsys):
-    code, _, err = run(capsys, "delta", "--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "3",
-                       "--epsilon", "-1")
+    code, _, err = run(
+        capsys, "delta", "--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "3", "--epsilon", "-1"
+    )
     assert code == 2 and "--epsilon" in err
 
 
 def test_entry_point_subprocess():
-    r = subprocess.run([sys.executable, "-m", "tightdp", "epsilon", "--noise-multiplier", "1", "--sampling-rate",
-                        "0.1", "--steps", "-4", "--delta", "1e-5"], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tightdp",
+            "epsilon",
+            "--noise-multiplier",
+            "1",
+            "--sampling-rate",
+            "0.1",
+            "--steps",
+            "-4",
+            "--delta",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.strip().startswith("tightdp: error:") and r.stdout == ""

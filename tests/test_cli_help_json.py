@@ -56,15 +56,20 @@ def _quantity(d: dict, key: str) -> None:
 RUN = ["--noise-multiplier", "1.0", "--sampling-rate", "0.01", "--steps", "100"]
 
 
-@pytest.mark.parametrize("argv, key", [
-    (["epsilon", *RUN, "--delta", "1e-5"], "epsilon"),
-    (["delta", *RUN, "--epsilon", "1.0"], "delta"),
-    (["statement", *RUN, "--delta", "1e-5", "--group-size", "2"], "epsilon"),
-    (["group", *RUN, "--delta", "1e-5", "--group-size", "2"], "epsilon"),
-    (["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "100"],
-     "epsilon"),
-    (["tradeoff", *RUN, "--fpr", "0.01", "--max-gap", "0.01"], "mu"),
-])
+@pytest.mark.parametrize(
+    "argv, key",
+    [
+        (["epsilon", *RUN, "--delta", "1e-5"], "epsilon"),
+        (["delta", *RUN, "--epsilon", "1.0"], "delta"),
+        (["statement", *RUN, "--delta", "1e-5", "--group-size", "2"], "epsilon"),
+        (["group", *RUN, "--delta", "1e-5", "--group-size", "2"], "epsilon"),
+        (
+            ["calibrate", "--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "100"],
+            "epsilon",
+        ),
+        (["tradeoff", *RUN, "--fpr", "0.01", "--max-gap", "0.01"], "mu"),
+    ],
+)
 def test_json_shape(capsys, argv, key):
     assert main([*argv, "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
@@ -86,9 +91,11 @@ def test_compare_json_is_a_list_of_answers(capsys):
 
 def test_report_json(tmp_path, capsys):
     cfg = tmp_path / "run.toml"
-    cfg.write_text("[training]\nsampling_rate = 0.1\nsteps = 30\nnoise_multiplier = 2.0\n"
-                   "[privacy]\ndeltas = [1e-5]\ntarget_epsilons = []\n[report]\naccountants = ['connect-dots', 'rdp']\n"
-                   "plots = false\nformats = ['markdown']\n")
+    cfg.write_text(
+        "[training]\nsampling_rate = 0.1\nsteps = 30\nnoise_multiplier = 2.0\n"
+        "[privacy]\ndeltas = [1e-5]\ntarget_epsilons = []\n[report]\naccountants = ['connect-dots', 'rdp']\n"
+        "plots = false\nformats = ['markdown']\n"
+    )
     assert main(["report", str(cfg), "--out", str(tmp_path / "o"), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     _quantity(d, "epsilon")

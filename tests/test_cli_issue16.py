@@ -4,7 +4,8 @@ import json
 import math
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tightdp
 from tightdp._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
@@ -45,9 +46,11 @@ def test_calibrate_then_epsilon_recheck_meets_the_target(capsys):
 
 @pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
-@given(log_target=st.floats(math.log(0.2), math.log(20.0)),
-       log_q=st.floats(math.log(1e-3), math.log(0.1)),
-       steps=st.integers(1, 3000))
+@given(
+    log_target=st.floats(math.log(0.2), math.log(20.0)),
+    log_q=st.floats(math.log(1e-3), math.log(0.1)),
+    steps=st.integers(1, 3000),
+)
 def test_calibrated_noise_rechecked_at_defaults_never_exceeds_target(log_target, log_q, steps):
     """Issue 15 item 8: dpsgd_epsilon at its default accuracy on the calibrated noise is <= target."""
     target, q = math.exp(log_target), math.exp(log_q)
@@ -58,8 +61,22 @@ def test_calibrated_noise_rechecked_at_defaults_never_exceeds_target(log_target,
 
 
 def test_tightness_line_uses_a_lower_bound(capsys):
-    code, out, _ = run(capsys, "calibrate", "--solve", "steps", "--noise-multiplier", "1.1", "--target-epsilon", "8",
-                       "--delta", "1e-5", "--dataset-size", "50000", "--batch-size", "256")
+    code, out, _ = run(
+        capsys,
+        "calibrate",
+        "--solve",
+        "steps",
+        "--noise-multiplier",
+        "1.1",
+        "--target-epsilon",
+        "8",
+        "--delta",
+        "1e-5",
+        "--dataset-size",
+        "50000",
+        "--batch-size",
+        "256",
+    )
     assert code == 0
     line = next(x for x in out.splitlines() if x.startswith("tight"))
     assert "epsilon >= " in line and "lower bound" in line and "epsilon <=" not in line
@@ -79,13 +96,18 @@ def test_uncertifiable_answer_exits_1_with_its_note(capsys, monkeypatch):
             return self
 
         def epsilon(self, delta):
-            return Bounds(0.0, 3.516, math.inf, "epsilon", "bound",
-                          {"note": "the composition window ended before delta was reached"})
+            return Bounds(
+                0.0,
+                3.516,
+                math.inf,
+                "epsilon",
+                "bound",
+                {"note": "the composition window ended before delta was reached"},
+            )
 
     monkeypatch.setattr(query_cmd, "make_accountant", lambda args: Stub())
     for extra in ([], ["--json"]):
-        code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", *CIFAR, "--accountant", "fourier",
-                             *extra)
+        code, out, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", *CIFAR, "--accountant", "fourier", *extra)
         assert code == 1
         assert "composition window" in out  # the table / JSON still shows what is known, with the note
         lines = err.strip().splitlines()
@@ -102,24 +124,42 @@ def test_fourier_on_the_cifar_run_now_certifies(capsys):
 
 @pytest.mark.slow
 def test_uncertifiable_tiny_delta_exits_1(capsys):
-    code, _, err = run(capsys, "epsilon", "--noise-multiplier", "1.1", "--dataset-size", "50000", "--batch-size",
-                       "256", "--epochs", "100", "--delta", "1e-300")
+    code, _, err = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1.1",
+        "--dataset-size",
+        "50000",
+        "--batch-size",
+        "256",
+        "--epochs",
+        "100",
+        "--delta",
+        "1e-300",
+    )
     assert code == 1 and len(err.strip().splitlines()) == 1
 
 
 # ------------------------------------------------------------- 3. hopeless calibrations refused at once
 def test_huge_target_refused_at_once(capsys):
-    code, _, err = run(capsys, "calibrate", "--target-epsilon", "1000", "--delta", "1e-5", "--sampling-rate",
-                       "0.01", "--steps", "1000")
+    code, _, err = run(
+        capsys, "calibrate", "--target-epsilon", "1000", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "1000"
+    )
     assert code == 2 and err.count("\n") == 1 and "--target-epsilon" in err
 
 
 # ------------------------------------------------------------- 4. conflicting options
-@pytest.mark.parametrize("argv, names", [
-    (["--sampling-rate", "0.02", "--dataset-size", "1000", "--batch-size", "10", "--steps", "100"],
-     ("--sampling-rate", "conflicts")),
-    (["--dataset-size", "1000", "--batch-size", "10", "--epochs", "3", "--steps", "100"], ("--steps", "--epochs")),
-])
+@pytest.mark.parametrize(
+    "argv, names",
+    [
+        (
+            ["--sampling-rate", "0.02", "--dataset-size", "1000", "--batch-size", "10", "--steps", "100"],
+            ("--sampling-rate", "conflicts"),
+        ),
+        (["--dataset-size", "1000", "--batch-size", "10", "--epochs", "3", "--steps", "100"], ("--steps", "--epochs")),
+    ],
+)
 @pytest.mark.parametrize("command", ["epsilon", "compare", "calibrate"])
 def test_conflicting_options_refused(capsys, command, argv, names):
     extra = ["--target-epsilon", "3"] if command == "calibrate" else ["--noise-multiplier", "1"]
@@ -129,17 +169,54 @@ def test_conflicting_options_refused(capsys, command, argv, names):
 
 
 def test_agreeing_options_accepted(capsys):
-    a = run(capsys, "epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--dataset-size", "1000",
-            "--batch-size", "10", "--epochs", "3", "--steps", "300", "--delta", "1e-5", "--json")
-    b = run(capsys, "epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "300",
-            "--delta", "1e-5", "--json")
+    a = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--dataset-size",
+        "1000",
+        "--batch-size",
+        "10",
+        "--epochs",
+        "3",
+        "--steps",
+        "300",
+        "--delta",
+        "1e-5",
+        "--json",
+    )
+    b = run(
+        capsys,
+        "epsilon",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "300",
+        "--delta",
+        "1e-5",
+        "--json",
+    )
     assert a[0] == b[0] == 0
     assert json.loads(a[1])["epsilon"] == json.loads(b[1])["epsilon"]
 
 
 def test_without_replacement_from_the_rate_alone(capsys):
-    base = ["--noise-multiplier", "1", "--sampling", "without-replacement", "--steps", "500", "--delta", "1e-5",
-            "--json"]
+    base = [
+        "--noise-multiplier",
+        "1",
+        "--sampling",
+        "without-replacement",
+        "--steps",
+        "500",
+        "--delta",
+        "1e-5",
+        "--json",
+    ]
     a = run(capsys, "epsilon", *base, "--sampling-rate", "0.01")
     b = run(capsys, "epsilon", *base, "--dataset-size", "60000", "--batch-size", "600")
     assert a[0] == b[0] == 0, a[2]
@@ -149,16 +226,35 @@ def test_without_replacement_from_the_rate_alone(capsys):
 # ------------------------------------------------------------- 5. file-system problems: one line, exit 2
 def test_report_unwritable_out(tmp_path, capsys):
     cfg = tmp_path / "ok.json"
-    cfg.write_text(json.dumps({"training": {"dataset_size": 1000, "batch_size": 100, "epochs": 1,
-                                            "noise_multiplier": 2.0},
-                               "report": {"accountants": ["rdp"], "plots": False}}))
+    cfg.write_text(
+        json.dumps(
+            {
+                "training": {"dataset_size": 1000, "batch_size": 100, "epochs": 1, "noise_multiplier": 2.0},
+                "report": {"accountants": ["rdp"], "plots": False},
+            }
+        )
+    )
     code, out, err = run(capsys, "report", str(cfg), "--out", "/proc/forbidden")
     assert code == 2 and err.count("\n") == 1 and "--out" in err and out == ""
 
 
 def test_compare_plot_in_missing_directory(capsys):
-    code, out, err = run(capsys, "compare", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "10",
-                         "--delta", "1e-5", "--accountants", "rdp", "--plot", "/nonexistent/dir/x.png")
+    code, out, err = run(
+        capsys,
+        "compare",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "10",
+        "--delta",
+        "1e-5",
+        "--accountants",
+        "rdp",
+        "--plot",
+        "/nonexistent/dir/x.png",
+    )
     assert code == 2 and err.count("\n") == 1 and "--plot" in err and out == ""  # refused before any work
 
 
@@ -169,10 +265,13 @@ def test_version(capsys):
     assert exc.value.code == 0 and tightdp.__version__ in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command, extra", [
-    ("epsilon", ["--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "10"]),
-    ("calibrate", ["--target-epsilon", "1", "--sampling-rate", "0.01", "--steps", "10"]),
-])
+@pytest.mark.parametrize(
+    "command, extra",
+    [
+        ("epsilon", ["--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "10"]),
+        ("calibrate", ["--target-epsilon", "1", "--sampling-rate", "0.01", "--steps", "10"]),
+    ],
+)
 def test_negative_delta_is_named(capsys, command, extra):
     code, _, err = run(capsys, command, *extra, "--delta", "-1e-5")
     assert code == 2 and err.count("\n") == 1 and "--delta" in err and "expected one argument" not in err
@@ -183,13 +282,42 @@ def test_join_negative_values():
     assert join_negative_values(["--delta", "--json"]) == ["--delta", "--json"]
 
 
-@pytest.mark.parametrize("argv, name", [
-    (["--target-epsilon", "-3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "--target-epsilon"),
-    (["--target-epsilon", "3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10", "--eps-error", "0"],
-     "--eps-error"),
-    (["--solve", "steps", "--noise-multiplier", "0", "--target-epsilon", "3", "--delta", "1e-5",
-      "--sampling-rate", "0.01"], "--noise-multiplier"),
-])
+@pytest.mark.parametrize(
+    "argv, name",
+    [
+        (["--target-epsilon", "-3", "--delta", "1e-5", "--sampling-rate", "0.01", "--steps", "10"], "--target-epsilon"),
+        (
+            [
+                "--target-epsilon",
+                "3",
+                "--delta",
+                "1e-5",
+                "--sampling-rate",
+                "0.01",
+                "--steps",
+                "10",
+                "--eps-error",
+                "0",
+            ],
+            "--eps-error",
+        ),
+        (
+            [
+                "--solve",
+                "steps",
+                "--noise-multiplier",
+                "0",
+                "--target-epsilon",
+                "3",
+                "--delta",
+                "1e-5",
+                "--sampling-rate",
+                "0.01",
+            ],
+            "--noise-multiplier",
+        ),
+    ],
+)
 def test_calibrate_errors_name_the_option(capsys, argv, name):
     code, _, err = run(capsys, "calibrate", *argv)
     assert code == 2 and err.count("\n") == 1 and name in err
@@ -198,9 +326,25 @@ def test_calibrate_errors_name_the_option(capsys, argv, name):
 
 def test_compare_json_plot_includes_the_curve(tmp_path, capsys):
     png = tmp_path / "c.png"
-    code, out, _ = run(capsys, "compare", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "100",
-                       "--delta", "1e-5", "--accountants", "connect-dots,rdp", "--json", "--plot", str(png),
-                       "--points", "3")
+    code, out, _ = run(
+        capsys,
+        "compare",
+        "--noise-multiplier",
+        "1",
+        "--sampling-rate",
+        "0.01",
+        "--steps",
+        "100",
+        "--delta",
+        "1e-5",
+        "--accountants",
+        "connect-dots,rdp",
+        "--json",
+        "--plot",
+        str(png),
+        "--points",
+        "3",
+    )
     assert code == 0 and png.exists()
     rows = json.loads(out)
     for r in rows:

@@ -33,8 +33,9 @@ def _brackets_exact(d: dict, mu: float, delta: float) -> None:
 
 
 def test_identity_single_participation_is_the_gaussian_mechanism(capsys):
-    d = _json(capsys, ["matrix", "--strategy", "identity", "--noise-multiplier", "0.8", "--steps", "50",
-                       "--delta", "1e-5"])
+    d = _json(
+        capsys, ["matrix", "--strategy", "identity", "--noise-multiplier", "0.8", "--steps", "50", "--delta", "1e-5"]
+    )
     _brackets_exact(d, 1 / 0.8, 1e-5)
     assert d["kind"] == "bound" and d["parameters"]["strategy"] == {"type": "identity"}
 
@@ -42,8 +43,24 @@ def test_identity_single_participation_is_the_gaussian_mechanism(capsys):
 def test_tree_with_two_participations_matches_its_exact_sensitivity(capsys):
     # binary tree over 64 steps: each step lies in log2(64) + 1 = 7 nodes; two participations 32 apart share only
     # the root, so ||C(e_0 + e_32)||^2 = 6 + 6 + 4 = 16 and the run is the Gaussian mechanism with mu = 4 / sigma
-    d = _json(capsys, ["matrix", "--strategy", "tree", "--participations", "2", "--min-sep", "32",
-                       "--noise-multiplier", "3", "--steps", "64", "--delta", "1e-5"])
+    d = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy",
+            "tree",
+            "--participations",
+            "2",
+            "--min-sep",
+            "32",
+            "--noise-multiplier",
+            "3",
+            "--steps",
+            "64",
+            "--delta",
+            "1e-5",
+        ],
+    )
     _brackets_exact(d, 4 / 3, 1e-5)
     assert d["details"]["sensitivity"]["worst_pattern"] == [0, 32]
 
@@ -52,23 +69,64 @@ def test_banded_single_participation_from_a_file(tmp_path, capsys):
     col = np.array([1.0, 0.6, 0.3])
     path = tmp_path / "c.npy"
     np.save(path, col)
-    d = _json(capsys, ["matrix", "--strategy", "banded", "--c-col", str(path), "--noise-multiplier", "2",
-                       "--steps", "40", "--delta", "1e-6"])
+    d = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy",
+            "banded",
+            "--c-col",
+            str(path),
+            "--noise-multiplier",
+            "2",
+            "--steps",
+            "40",
+            "--delta",
+            "1e-6",
+        ],
+    )
     _brackets_exact(d, float(np.linalg.norm(col)) / 2, 1e-6)
     txt = tmp_path / "c.txt"
     txt.write_text("1.0\n0.6\n0.3\n")
     js = tmp_path / "c.json"
     js.write_text(json.dumps({"c_col": [1.0, 0.6, 0.3]}))
     for source in (str(txt), str(js), "1,0.6,0.3"):
-        e = _json(capsys, ["matrix", "--strategy", "banded", "--c-col", source, "--noise-multiplier", "2",
-                           "--steps", "40", "--delta", "1e-6"])
+        e = _json(
+            capsys,
+            [
+                "matrix",
+                "--strategy",
+                "banded",
+                "--c-col",
+                source,
+                "--noise-multiplier",
+                "2",
+                "--steps",
+                "40",
+                "--delta",
+                "1e-6",
+            ],
+        )
         assert e["epsilon"] == d["epsilon"]
 
 
 def test_cyclic_poisson_with_period_one_is_dp_sgd(capsys):
     run = ["--noise-multiplier", "1.0", "--steps", "200", "--delta", "1e-5"]
-    m = _json(capsys, ["matrix", "--strategy", "identity", "--sampler", "cyclic-poisson", "--sampling-rate",
-                       "0.05", "--period", "1", *run])
+    m = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy",
+            "identity",
+            "--sampler",
+            "cyclic-poisson",
+            "--sampling-rate",
+            "0.05",
+            "--period",
+            "1",
+            *run,
+        ],
+    )
     s = _json(capsys, ["epsilon", "--sampling-rate", "0.05", *run])
     assert max(m["epsilon"]["lower"], s["epsilon"]["lower"]) <= min(m["epsilon"]["upper"], s["epsilon"]["upper"])
     assert m["epsilon"]["upper"] - m["epsilon"]["lower"] < 0.05
@@ -77,39 +135,94 @@ def test_cyclic_poisson_with_period_one_is_dp_sgd(capsys):
 def test_strategy_file_and_calibration(tmp_path, capsys):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"type": "banded_toeplitz", "c_col": [1.0, 0.4], "num_bands": 2}))
-    d = _json(capsys, ["matrix", "--strategy-file", str(path), "--sampler", "cyclic-poisson", "--sampling-rate",
-                       "0.1", "--target-epsilon", "2", "--steps", "100", "--delta", "1e-5"])
+    d = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy-file",
+            str(path),
+            "--sampler",
+            "cyclic-poisson",
+            "--sampling-rate",
+            "0.1",
+            "--target-epsilon",
+            "2",
+            "--steps",
+            "100",
+            "--delta",
+            "1e-5",
+        ],
+    )
     assert d["epsilon"]["upper"] <= 2 and d["target_epsilon"] == 2
     sigma = d["noise_multiplier"]
-    below = _json(capsys, ["matrix", "--strategy-file", str(path), "--sampler", "cyclic-poisson",
-                           "--sampling-rate", "0.1", "--noise-multiplier", str(sigma * 0.98), "--steps", "100",
-                           "--delta", "1e-5"])
+    below = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy-file",
+            str(path),
+            "--sampler",
+            "cyclic-poisson",
+            "--sampling-rate",
+            "0.1",
+            "--noise-multiplier",
+            str(sigma * 0.98),
+            "--steps",
+            "100",
+            "--delta",
+            "1e-5",
+        ],
+    )
     assert below["epsilon"]["upper"] > 2  # the calibrated noise is (nearly) the smallest that meets the target
 
 
 def test_text_output_names_strategy_and_sampler(capsys):
-    assert main(["matrix", "--strategy", "blt", "--buf-decay", "0.9", "--output-scale", "0.2", "--sampler",
-                 "balls-in-bins", "--cycle-length", "4", "--noise-multiplier", "2", "--steps", "16",
-                 "--delta", "1e-5"]) == 0
+    assert (
+        main(
+            [
+                "matrix",
+                "--strategy",
+                "blt",
+                "--buf-decay",
+                "0.9",
+                "--output-scale",
+                "0.2",
+                "--sampler",
+                "balls-in-bins",
+                "--cycle-length",
+                "4",
+                "--noise-multiplier",
+                "2",
+                "--steps",
+                "16",
+                "--delta",
+                "1e-5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "BLT" in out and "balls-in-bins, cycle length 4" in out and "epsilon" in out
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--strategy", "banded"], "--c-col"),
-    (["--strategy", "identity", "--bands", "3"], "--bands"),
-    (["--strategy", "blt", "--buf-decay", "0.9"], "--output-scale"),
-    (["--sampler", "poisson"], "--sampling-rate"),
-    (["--sampler", "poisson", "--sampling-rate", "0.1", "--cycle-length", "4"], "--cycle-length"),
-    (["--sampler", "poisson", "--sampling-rate", "1.5"], "--sampling-rate"),
-    (["--sampler", "balls-in-bins", "--cycle-length", "0"], "--cycle-length"),
-    (["--period", "4", "--participations", "2"], "--period"),
-    (["--participations", "1.5"], "--participations"),
-    (["--strategy", "banded", "--c-col", "1,x"], "--c-col"),
-    (["--strategy", "banded", "--c-col", "/nonexistent/c.npy"], "/nonexistent/c.npy"),
-    (["--strategy-file", "/nonexistent/s.json"], "/nonexistent/s.json"),
-    (["--strategy", "tree", "--strategy-file", "x.json"], "--strategy-file"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--strategy", "banded"], "--c-col"),
+        (["--strategy", "identity", "--bands", "3"], "--bands"),
+        (["--strategy", "blt", "--buf-decay", "0.9"], "--output-scale"),
+        (["--sampler", "poisson"], "--sampling-rate"),
+        (["--sampler", "poisson", "--sampling-rate", "0.1", "--cycle-length", "4"], "--cycle-length"),
+        (["--sampler", "poisson", "--sampling-rate", "1.5"], "--sampling-rate"),
+        (["--sampler", "balls-in-bins", "--cycle-length", "0"], "--cycle-length"),
+        (["--period", "4", "--participations", "2"], "--period"),
+        (["--participations", "1.5"], "--participations"),
+        (["--strategy", "banded", "--c-col", "1,x"], "--c-col"),
+        (["--strategy", "banded", "--c-col", "/nonexistent/c.npy"], "/nonexistent/c.npy"),
+        (["--strategy-file", "/nonexistent/s.json"], "/nonexistent/s.json"),
+        (["--strategy", "tree", "--strategy-file", "x.json"], "--strategy-file"),
+    ],
+)
 def test_bad_input_exits_2_naming_the_option(capsys, argv, needle):
     base = ["--noise-multiplier", "1", "--steps", "20", "--delta", "1e-5"]
     assert main(["matrix", *argv, *base]) == 2
@@ -117,13 +230,16 @@ def test_bad_input_exits_2_naming_the_option(capsys, argv, needle):
     assert err.count("\n") == 1 and err.startswith("tightdp: error:") and needle in err, err
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--steps", "20", "--delta", "1e-5"], "--noise-multiplier"),
-    (["--noise-multiplier", "1", "--target-epsilon", "1", "--steps", "20", "--delta", "1e-5"], "--target-epsilon"),
-    (["--noise-multiplier", "-1", "--steps", "20", "--delta", "1e-5"], "--noise-multiplier"),
-    (["--noise-multiplier", "1", "--steps", "0", "--delta", "1e-5"], "--steps"),
-    (["--noise-multiplier", "1", "--steps", "20", "--delta", "2"], "--delta"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--steps", "20", "--delta", "1e-5"], "--noise-multiplier"),
+        (["--noise-multiplier", "1", "--target-epsilon", "1", "--steps", "20", "--delta", "1e-5"], "--target-epsilon"),
+        (["--noise-multiplier", "-1", "--steps", "20", "--delta", "1e-5"], "--noise-multiplier"),
+        (["--noise-multiplier", "1", "--steps", "0", "--delta", "1e-5"], "--steps"),
+        (["--noise-multiplier", "1", "--steps", "20", "--delta", "2"], "--delta"),
+    ],
+)
 def test_bad_run_exits_2(capsys, argv, needle):
     assert main(["matrix", *argv]) == 2
     err = capsys.readouterr().err
@@ -133,24 +249,58 @@ def test_bad_run_exits_2(capsys, argv, needle):
 def test_bad_strategy_file_contents(tmp_path, capsys):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"type": "nonsense"}))
-    assert main(["matrix", "--strategy-file", str(path), "--noise-multiplier", "1", "--steps", "5",
-                 "--delta", "1e-5"]) == 2
+    assert (
+        main(["matrix", "--strategy-file", str(path), "--noise-multiplier", "1", "--steps", "5", "--delta", "1e-5"])
+        == 2
+    )
     assert "--strategy-file" in capsys.readouterr().err
     path.write_text("{not json")
-    assert main(["matrix", "--strategy-file", str(path), "--noise-multiplier", "1", "--steps", "5",
-                 "--delta", "1e-5"]) == 2
+    assert (
+        main(["matrix", "--strategy-file", str(path), "--noise-multiplier", "1", "--steps", "5", "--delta", "1e-5"])
+        == 2
+    )
     assert "not JSON" in capsys.readouterr().err
 
 
 def test_subprocess_bad_sampler_is_one_line_exit_2():
-    out = subprocess.run([sys.executable, "-m", "tightdp", "matrix", "--sampler", "shuffle", "--noise-multiplier",
-                          "1", "--steps", "5", "--delta", "1e-5"], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tightdp",
+            "matrix",
+            "--sampler",
+            "shuffle",
+            "--noise-multiplier",
+            "1",
+            "--steps",
+            "5",
+            "--delta",
+            "1e-5",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--sampler" in out.stderr
 
 
 @pytest.mark.parametrize("participation", [["--participations", "0", "--min-sep", "10"], ["--period", "10"]])
 def test_every_tenth_step_is_five_participations(capsys, participation):
     # identity strategy over 50 steps, a user in every 10th step (as many as fit, or cyclic): sensitivity sqrt(5)
-    d = _json(capsys, ["matrix", "--strategy", "identity", *participation, "--noise-multiplier", "2",
-                       "--steps", "50", "--delta", "1e-5"])
+    d = _json(
+        capsys,
+        [
+            "matrix",
+            "--strategy",
+            "identity",
+            *participation,
+            "--noise-multiplier",
+            "2",
+            "--steps",
+            "50",
+            "--delta",
+            "1e-5",
+        ],
+    )
     _brackets_exact(d, math.sqrt(5) / 2, 1e-5)

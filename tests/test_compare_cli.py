@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tightdp import (GDPAccountant, Gaussian, PoissonSampled, PRVAccountant, RDPAccountant)
+from tightdp import Gaussian, GDPAccountant, PoissonSampled, PRVAccountant, RDPAccountant
 from tightdp.cli import main
 
 RUN = ["--noise-multiplier", "0.8", "--sampling-rate", "1e-3", "--delta", "1e-7"]
@@ -13,8 +13,9 @@ RUN = ["--noise-multiplier", "0.8", "--sampling-rate", "1e-3", "--delta", "1e-7"
 @pytest.mark.slow
 def test_compare_json_and_plot_lists_all_five(tmp_path, capsys):
     out = tmp_path / "out.png"
-    rc = main(["compare", *RUN, "--steps", "1000", "--json", "--plot", str(out), "--steps-range", "10:1000",
-               "--points", "3"])
+    rc = main(
+        ["compare", *RUN, "--steps", "1000", "--json", "--plot", str(out), "--steps-range", "10:1000", "--points", "3"]
+    )
     assert rc == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["accountant"] for r in rows] == ["connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth"]
@@ -47,30 +48,100 @@ def test_compare_json_subset(capsys):
     rows = json.loads(capsys.readouterr().out)
     assert [r["accountant"] for r in rows] == ["gdp", "rdp"]
     assert rows[1]["epsilon"]["upper"] == pytest.approx(
-        RDPAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=1e-3), 100)
-        .epsilon(1e-7).upper)
+        RDPAccountant()
+        .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=1e-3), 100)
+        .epsilon(1e-7)
+        .upper
+    )
 
 
 def test_unsupported_is_reported_not_fatal(capsys):
-    rc = main(["compare", "--noise-multiplier", "1", "--sampling", "with-replacement", "--dataset-size", "100",
-               "--batch-size", "10", "--steps", "10", "--delta", "1e-5", "--accountants", "rdp,gdp"])
+    rc = main(
+        [
+            "compare",
+            "--noise-multiplier",
+            "1",
+            "--sampling",
+            "with-replacement",
+            "--dataset-size",
+            "100",
+            "--batch-size",
+            "10",
+            "--steps",
+            "10",
+            "--delta",
+            "1e-5",
+            "--accountants",
+            "rdp,gdp",
+        ]
+    )
     assert rc == 0
     assert "cannot answer" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv,name", [
-    (["--noise-multiplier", "0", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5"], "--noise-multiplier"),
-    (["--noise-multiplier", "1", "--sampling-rate", "1.5", "--steps", "10", "--delta", "1e-5"], "--sampling-rate"),
-    (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10.5", "--delta", "1e-5"], "--steps"),
-    (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1"], "--delta"),
-    (["--noise-multiplier", "nan", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5"], "--noise-multiplier"),
-    (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5",
-      "--accountants", "rdp,foo"], "--accountants"),
-    (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5",
-      "--plot", "x.png", "--steps-range", "5"], "--steps-range"),
-    (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5",
-      "--steps-range", "1:5"], "--steps-range"),
-])
+@pytest.mark.parametrize(
+    "argv,name",
+    [
+        (
+            ["--noise-multiplier", "0", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5"],
+            "--noise-multiplier",
+        ),
+        (["--noise-multiplier", "1", "--sampling-rate", "1.5", "--steps", "10", "--delta", "1e-5"], "--sampling-rate"),
+        (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10.5", "--delta", "1e-5"], "--steps"),
+        (["--noise-multiplier", "1", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1"], "--delta"),
+        (
+            ["--noise-multiplier", "nan", "--sampling-rate", "0.1", "--steps", "10", "--delta", "1e-5"],
+            "--noise-multiplier",
+        ),
+        (
+            [
+                "--noise-multiplier",
+                "1",
+                "--sampling-rate",
+                "0.1",
+                "--steps",
+                "10",
+                "--delta",
+                "1e-5",
+                "--accountants",
+                "rdp,foo",
+            ],
+            "--accountants",
+        ),
+        (
+            [
+                "--noise-multiplier",
+                "1",
+                "--sampling-rate",
+                "0.1",
+                "--steps",
+                "10",
+                "--delta",
+                "1e-5",
+                "--plot",
+                "x.png",
+                "--steps-range",
+                "5",
+            ],
+            "--steps-range",
+        ),
+        (
+            [
+                "--noise-multiplier",
+                "1",
+                "--sampling-rate",
+                "0.1",
+                "--steps",
+                "10",
+                "--delta",
+                "1e-5",
+                "--steps-range",
+                "1:5",
+            ],
+            "--steps-range",
+        ),
+    ],
+)
 def test_bad_input_one_line_exit_2(argv, name, capsys):
     rc = main(["compare", *argv])
     err = capsys.readouterr().err

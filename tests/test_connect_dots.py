@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import tightdp
-from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled, SampledWithoutReplacement
 from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
+from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled, SampledWithoutReplacement
 
 
 @pytest.mark.parametrize("sigma,k", [(1.0, 1), (1.0, 10), (2.0, 100), (4.0, 1000), (10.0, 10000)])
@@ -27,8 +27,9 @@ def test_gaussian_delta_contains_exact(sigma, k):
         assert lo <= gdp_delta_mp(e, math.sqrt(k) / sigma) <= up
 
 
-@pytest.mark.parametrize("sigma,q,k,delta", [(1.0, 0.01, 1000, 1e-5), (0.8, 0.004, 3000, 1e-7),
-                                             (2.0, 0.1, 200, 1e-6), (0.7, 0.3, 50, 1e-9)])
+@pytest.mark.parametrize(
+    "sigma,q,k,delta", [(1.0, 0.01, 1000, 1e-5), (0.8, 0.004, 3000, 1e-7), (2.0, 0.1, 200, 1e-6), (0.7, 0.3, 50, 1e-9)]
+)
 def test_overlaps_the_prv_accountant(sigma, q, k, delta):
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q)
     cd = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
@@ -45,19 +46,29 @@ def test_random_dpsgd_contains_dp_accounting(seed):
     rng = np.random.default_rng(seed)
     sigma, q = float(rng.uniform(0.6, 4.0)), float(10 ** rng.uniform(-3, math.log10(0.3)))
     k, delta = int(10 ** rng.uniform(1, 4)), float(10 ** rng.uniform(-9, -5))
-    b = ConnectDotsAccountant().compose(
-        PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q), k).epsilon(delta)
-    ref = pl.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q, value_discretization_interval=1e-4,
-                                     use_connect_dots=True).self_compose(k).get_epsilon_for_delta(delta)
+    b = (
+        ConnectDotsAccountant()
+        .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q), k)
+        .epsilon(delta)
+    )
+    ref = (
+        pl.from_gaussian_mechanism(
+            standard_deviation=sigma, sampling_prob=q, value_discretization_interval=1e-4, use_connect_dots=True
+        )
+        .self_compose(k)
+        .get_epsilon_for_delta(delta)
+    )
     # dp-accounting's pessimistic estimate is at or slightly above the truth
     assert b.lower <= ref + 1e-4 and ref <= b.upper + 1e-3, (sigma, q, k, delta, b, ref)
 
 
 def test_substitute_relation_and_heterogeneous():
     g = Gaussian(noise_multiplier=1.0)
-    acc = ConnectDotsAccountant().compose(SampledWithoutReplacement(mechanism=g, sample_size=100, dataset_size=10000),
-                                          500).compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0),
-                                                                      sampling_rate=0.05), 300)
+    acc = (
+        ConnectDotsAccountant()
+        .compose(SampledWithoutReplacement(mechanism=g, sample_size=100, dataset_size=10000), 500)
+        .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0), sampling_rate=0.05), 300)
+    )
     prv = tightdp.PRVAccountant().compose(acc.ledger)
     a, b = acc.epsilon(1e-6), prv.epsilon(1e-6)
     assert a.lower <= b.upper and b.lower <= a.upper
@@ -80,12 +91,32 @@ def test_unsupported_and_bad_input():
 
 def test_round_trip_and_cli(capsys):
     import json
+
     from tightdp.cli import main
-    acc = ConnectDotsAccountant(eps_error=0.005).compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0,
-                                                                                  sampling_rate=0.01), 100)
+
+    acc = ConnectDotsAccountant(eps_error=0.005).compose(
+        tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01), 100
+    )
     assert tightdp.accountant_from_dict(json.loads(acc.to_json())) == acc
-    assert main(["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "100",
-                 "--delta", "1e-5", "--accountant", "connect-dots", "--json"]) == 0
+    assert (
+        main(
+            [
+                "epsilon",
+                "--noise-multiplier",
+                "1",
+                "--sampling-rate",
+                "0.01",
+                "--steps",
+                "100",
+                "--delta",
+                "1e-5",
+                "--accountant",
+                "connect-dots",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["accountant"] == "connect-dots" and out["epsilon"]["lower"] <= out["epsilon"]["upper"]
 
@@ -106,6 +137,7 @@ def test_falls_back_to_the_prv_accountant_when_the_grid_cannot_resolve(monkeypat
 def test_poisson_inverse_is_accurate_near_the_support_edge():
     # e^s - (1 - q) loses every digit near s = log(1 - q) unless written as (1 - q) expm1(s - log(1 - q))
     from tightdp.mechanisms.losses import poisson_gaussian_loss
+
     for direction in ("remove", "add"):
         loss = poisson_gaussian_loss(sigma=1.7, q=4e-4, direction=direction)
         lo, hi = loss.support()
@@ -137,8 +169,11 @@ def test_epsilon_in_the_thousands_is_answered_and_matches_a_saddle_point_referen
 
 def test_the_default_accountant_and_its_details():
     b = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=1000, delta=1e-5)
-    same = ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01),
-                                           1000).epsilon(1e-5)
+    same = (
+        ConnectDotsAccountant()
+        .compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01), 1000)
+        .epsilon(1e-5)
+    )
     assert (b.lower, b.upper) == (same.lower, same.upper)
     assert b.details["passes"] >= 1 and b.details["mesh"] > 0
     tightdp.clear_caches()  # memos only save time: the answer after clearing them is the same
@@ -155,16 +190,28 @@ def test_loss_spread_matches_a_fine_discretisation(sigma, q):
         h = loss_spread(loss) / 200
         u = dominating(loss, h, 1e-14)
         w = u.pmf / u.pmf.sum()
-        sd = math.sqrt(float(np.dot(w, u.grid ** 2) - np.dot(w, u.grid) ** 2))
+        sd = math.sqrt(float(np.dot(w, u.grid**2) - np.dot(w, u.grid) ** 2))
         # connect-the-dots adds at most h^2/4 of variance
         assert abs(loss_spread(loss) - sd) <= 1e-3 * sd + h
 
 
-@pytest.mark.parametrize("kw", [
-    dict(noise_multiplier=1.1706723986699727, sampling_rate=0.0013097747077079433, steps=11,
-         delta=3.067569362292493e-25),
-    dict(noise_multiplier=2.1974891164397077, sampling_rate=0.0011066226884347055, steps=1,
-         delta=2.4957984742342575e-27)])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(
+            noise_multiplier=1.1706723986699727,
+            sampling_rate=0.0013097747077079433,
+            steps=11,
+            delta=3.067569362292493e-25,
+        ),
+        dict(
+            noise_multiplier=2.1974891164397077,
+            sampling_rate=0.0011066226884347055,
+            steps=1,
+            delta=2.4957984742342575e-27,
+        ),
+    ],
+)
 def test_tiny_delta_decided_by_rare_steps(kw):
     """q k ~ 0.014 and delta ~ 1e-25: epsilon is decided far out in the tail. The upward merge to the
     grid swallows that tail into the bulk, so the accountant adds the downward merge and, when the
@@ -222,8 +269,9 @@ def test_grid_cap_answers_with_the_last_certified_pass_or_refuses(monkeypatch):
 def test_tiny_delta_rare_steps_without_fallback():
     """delta = 1e-25 with q k ~ 0.16: the answer comes from cells ten standard deviations out, whose
     masses must be relative-accurate (8-point Gauss-Legendre) for the dominance bounds to certify it."""
-    kw = dict(noise_multiplier=3.0135184086541775, sampling_rate=0.001888614984513166, steps=85,
-              delta=9.800118568796581e-26)
+    kw = dict(
+        noise_multiplier=3.0135184086541775, sampling_rate=0.001888614984513166, steps=85, delta=9.800118568796581e-26
+    )
     b = tightdp.dpsgd_epsilon(**kw)
     prv = tightdp.dpsgd_epsilon(accountant="prv", **kw)
     assert "fallback" not in b.details and b.upper - b.lower <= 0.02
@@ -233,8 +281,10 @@ def test_tiny_delta_rare_steps_without_fallback():
 def test_swapped_pairs_are_recognised():
     from tightdp.pld.dominance import is_swapped_pair
 
-    for mech in (tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01),
-                 tightdp.GroupPoissonSampled(noise_multiplier=1.0, sampling_rate=0.01, group_size=4)):
+    for mech in (
+        tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01),
+        tightdp.GroupPoissonSampled(noise_multiplier=1.0, sampling_rate=0.01, group_size=4),
+    ):
         pair = mech.privacy_losses()
         assert is_swapped_pair(pair.remove, pair.add) and is_swapped_pair(pair.add, pair.remove)
         assert not is_swapped_pair(pair.remove, pair.remove)
@@ -341,8 +391,10 @@ def test_out_of_memory_answers_with_the_last_pass_or_refuses_in_one_line(monkeyp
         ConnectDotsAccountant().compose(mech, 5000).epsilon(1e-5)
     with pytest.raises(tightdp.GridTooLargeError, match="out of memory"):
         ConnectDotsAccountant().compose(mech, 5000).delta([1.0])
-    assert main(["epsilon", "--noise-multiplier", "0.6", "--sampling-rate", "0.3", "--steps", "5000",
-                 "--delta", "1e-5"]) == 1
+    assert (
+        main(["epsilon", "--noise-multiplier", "0.6", "--sampling-rate", "0.3", "--steps", "5000", "--delta", "1e-5"])
+        == 1
+    )
     err = capsys.readouterr().err.strip()
     assert "out of memory" in err and "\n" not in err and "Traceback" not in err
 

@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 
 import tightdp
-from tightdp import (FourierAccountant, Gaussian, Laplace, PoissonSampled, PRVAccountant, PureDP,
-                     SampledWithoutReplacement, SampledWithReplacement, accountant_from_dict)
+from tightdp import (
+    FourierAccountant,
+    Gaussian,
+    Laplace,
+    PoissonSampled,
+    PRVAccountant,
+    PureDP,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+    accountant_from_dict,
+)
 
 G = Gaussian(noise_multiplier=1.0)
 
@@ -75,6 +84,7 @@ def test_compose_chains_and_accepts_sequences():
     assert a.to_dict()["ledger"] == b.to_dict()["ledger"]
     # heterogeneous Gaussians compose to mu-GDP with mu^2 = 3/1 + 2/4
     from tests.conftest import gdp_epsilon_mp
+
     exact = gdp_epsilon_mp(1e-5, math.sqrt(3 + 0.5))
     e = a.epsilon(1e-5)
     assert e.lower <= exact <= e.upper
@@ -87,8 +97,9 @@ def test_integral_float_counts_are_accepted():
 @pytest.mark.parametrize("acc", [PRVAccountant(eps_error=0.05, delta_error=1e-9), FourierAccountant(L=10, n=20000)])
 def test_serialisation_round_trip(acc):
     acc.compose(PoissonSampled(mechanism=G, sampling_rate=0.02), 50)
-    acc.compose(SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=2.0), sample_size=10,
-                                          dataset_size=1000), 5)
+    acc.compose(
+        SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=2.0), sample_size=10, dataset_size=1000), 5
+    )
     text = acc.to_json()
     back = accountant_from_dict(json.loads(text))
     assert back == acc
@@ -116,14 +127,17 @@ def test_bounds_json_never_contains_nan_or_inf():
     assert d["upper"] is None and "note" in d["details"]
 
 
-@pytest.mark.parametrize("kw,name", [
-    (dict(noise_multiplier=0.0, sampling_rate=0.1, steps=10, delta=1e-5), "noise_multiplier"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.0, steps=10, delta=1e-5), "sampling_rate"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10.5, delta=1e-5), "steps"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, delta=1.0), "delta"),
-    (dict(noise_multiplier=float("nan"), sampling_rate=0.1, steps=10, delta=1e-5), "noise_multiplier"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, delta=1e-5, accountant="nope"), "accountant"),
-])
+@pytest.mark.parametrize(
+    "kw,name",
+    [
+        (dict(noise_multiplier=0.0, sampling_rate=0.1, steps=10, delta=1e-5), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.0, steps=10, delta=1e-5), "sampling_rate"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10.5, delta=1e-5), "steps"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, delta=1.0), "delta"),
+        (dict(noise_multiplier=float("nan"), sampling_rate=0.1, steps=10, delta=1e-5), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.1, steps=10, delta=1e-5, accountant="nope"), "accountant"),
+    ],
+)
 def test_dpsgd_epsilon_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         tightdp.dpsgd_epsilon(**kw)

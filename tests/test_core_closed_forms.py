@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tightdp
-from tightdp import ApproximateDP, Gaussian, Laplace, PoissonSampled, PRVAccountant, PureDP, RandomizedResponse
 from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
+from tightdp import ApproximateDP, Gaussian, Laplace, PoissonSampled, PRVAccountant, PureDP, RandomizedResponse
 
 
 @pytest.mark.parametrize("sigma,k", [(0.5, 1), (1.0, 10), (3.0, 100), (4.0, 1000)])
@@ -133,10 +133,14 @@ def test_laplace_single_release():
 
 def test_dpsgd_matches_reference_values():
     from tests.conftest import REFERENCE
+
     for r in REFERENCE:
-        if r["mechanism"] == "poisson_subsampled_gaussian" and r["relation"] == "add_or_remove" \
-                and r["steps"] <= 1000:
-            b = tightdp.dpsgd_epsilon(noise_multiplier=r["noise_multiplier"], sampling_rate=r["sampling_rate"],
-                                      steps=r["steps"], delta=r["delta"])
+        if r["mechanism"] == "poisson_subsampled_gaussian" and r["relation"] == "add_or_remove" and r["steps"] <= 1000:
+            b = tightdp.dpsgd_epsilon(
+                noise_multiplier=r["noise_multiplier"],
+                sampling_rate=r["sampling_rate"],
+                steps=r["steps"],
+                delta=r["delta"],
+            )
             # dp_accounting's value is a pessimistic estimate at interval 2e-5: slightly above the truth
             assert b.lower <= r["epsilon"] <= b.upper + 2e-3, r

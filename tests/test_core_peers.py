@@ -41,10 +41,10 @@ pytestmark = pytest.mark.peers
 
 REFERENCE = Path(__file__).resolve().parent / "data" / "public_reference.json"
 EPS_ERROR = 0.01
-MAX_WIDTH = 0.021      # issue 2 acceptance: upper - lower at eps_error = 0.01
-FINE = 1e-4            # dp-accounting discretisation interval used as "converged"
-LOW_SLACK = 1e-4       # lower <= dp-accounting pessimistic (its log-mass truncation, root finding)
-HIGH_SLACK = 1e-3      # dp-accounting pessimistic <= upper + its discretisation bias at FINE
+MAX_WIDTH = 0.021  # issue 2 acceptance: upper - lower at eps_error = 0.01
+FINE = 1e-4  # dp-accounting discretisation interval used as "converged"
+LOW_SLACK = 1e-4  # lower <= dp-accounting pessimistic (its log-mass truncation, root finding)
+HIGH_SLACK = 1e-3  # dp-accounting pessimistic <= upper + its discretisation bias at FINE
 
 
 def _dpa():
@@ -55,8 +55,9 @@ def _dpa():
 
 def _dpa_epsilon(sigma, q, k, delta, interval=FINE, **kw):
     pld = _dpa()
-    p = pld.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q,
-                                    value_discretization_interval=interval, use_connect_dots=True, **kw)
+    p = pld.from_gaussian_mechanism(
+        standard_deviation=sigma, sampling_prob=q, value_discretization_interval=interval, use_connect_dots=True, **kw
+    )
     return float(p.self_compose(k).get_epsilon_for_delta(delta))
 
 
@@ -88,14 +89,15 @@ def test_random_dpsgd_settings_agree_with_dp_accounting():
     settings = _random_dpsgd_settings()
     failures = []
     for sigma, q, k, delta in settings:
-        b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta,
-                                  eps_error=EPS_ERROR)
+        b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta, eps_error=EPS_ERROR)
         ref = _dpa_epsilon(sigma, q, k, delta)
         assert b.kind == "bound"
         assert b.lower <= b.estimate <= b.upper
         if not _contains(b, ref, LOW_SLACK, HIGH_SLACK) or b.upper - b.lower > MAX_WIDTH:
-            failures.append(f"sigma={sigma!r}, q={q!r}, k={k}, delta={delta!r}: tightdp "
-                            f"[{b.lower!r}, {b.upper!r}] (width {b.upper - b.lower:.4g}), dp-accounting {ref!r}")
+            failures.append(
+                f"sigma={sigma!r}, q={q!r}, k={k}, delta={delta!r}: tightdp "
+                f"[{b.lower!r}, {b.upper!r}] (width {b.upper - b.lower:.4g}), dp-accounting {ref!r}"
+            )
     assert not failures, "\n".join(failures)
 
 
@@ -121,17 +123,23 @@ def test_large_epsilon_width():
     assert b.upper - b.lower <= MAX_WIDTH, b
 
 
-@pytest.mark.parametrize("sigma,q,k,delta", [
-    (1.0, 0.01, 1000, 1e-5),
-    (0.8, 0.004, 2000, 1e-6),
-    (2.5, 0.2, 150, 1e-7),
-    (4.0, 0.05, 5000, 1e-5),
-])
+@pytest.mark.parametrize(
+    "sigma,q,k,delta",
+    [
+        (1.0, 0.01, 1000, 1e-5),
+        (0.8, 0.004, 2000, 1e-6),
+        (2.5, 0.2, 150, 1e-7),
+        (4.0, 0.05, 5000, 1e-5),
+    ],
+)
 def test_intersects_prv_accountant(sigma, q, k, delta):
     prv = pytest.importorskip("prv_accountant")
-    acc = prv.PRVAccountant(prvs=[prv.PoissonSubsampledGaussianMechanism(noise_multiplier=sigma,
-                                                                           sampling_probability=q)],
-                            max_self_compositions=[k], eps_error=EPS_ERROR, delta_error=delta / 1000)
+    acc = prv.PRVAccountant(
+        prvs=[prv.PoissonSubsampledGaussianMechanism(noise_multiplier=sigma, sampling_probability=q)],
+        max_self_compositions=[k],
+        eps_error=EPS_ERROR,
+        delta_error=delta / 1000,
+    )
     lo, est, hi = acc.compute_epsilon(delta=delta, num_self_compositions=[k])
     b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta, eps_error=EPS_ERROR)
     # two certified intervals of the same epsilon must intersect
@@ -175,10 +183,18 @@ def test_substitute_agrees_with_fourier_accountant_and_dp_accounting(sigma, batc
 def test_poisson_substitute_is_the_without_replacement_pair():
     """PoissonSampled(relation="substitute") uses the 001 Sec. 6.2 pair at the same rate."""
     q, sigma, k, delta = 0.02, 1.3, 400, 1e-6
-    a = PRVAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q,
-                                               relation="substitute"), k).epsilon(delta)
-    b = PRVAccountant().compose(SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=sigma),
-                                                          sample_size=20, dataset_size=1000), k).epsilon(delta)
+    a = (
+        PRVAccountant()
+        .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q, relation="substitute"), k)
+        .epsilon(delta)
+    )
+    b = (
+        PRVAccountant()
+        .compose(
+            SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=sigma), sample_size=20, dataset_size=1000), k
+        )
+        .epsilon(delta)
+    )
     assert a.lower == pytest.approx(b.lower, abs=1e-9) and a.upper == pytest.approx(b.upper, abs=1e-9)
 
 
@@ -196,17 +212,18 @@ def test_heterogeneous_add_remove_vs_dp_accounting_and_prv_accountant():
 
     composed = None
     for sigma, count in parts:
-        p = pld.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q,
-                                        value_discretization_interval=FINE).self_compose(count)
+        p = pld.from_gaussian_mechanism(
+            standard_deviation=sigma, sampling_prob=q, value_discretization_interval=FINE
+        ).self_compose(count)
         composed = p if composed is None else composed.compose(p)
     e_dpa = float(composed.get_epsilon_for_delta(delta))
     assert _contains(b, e_dpa, LOW_SLACK, HIGH_SLACK), (b, e_dpa)
 
     mechs = [prv.PoissonSubsampledGaussianMechanism(noise_multiplier=s, sampling_probability=q) for s, _ in parts]
     counts = [c for _, c in parts]
-    lo, est, hi = prv.PRVAccountant(prvs=mechs, max_self_compositions=counts, eps_error=EPS_ERROR,
-                                    delta_error=delta / 1000).compute_epsilon(delta=delta,
-                                                                              num_self_compositions=counts)
+    lo, est, hi = prv.PRVAccountant(
+        prvs=mechs, max_self_compositions=counts, eps_error=EPS_ERROR, delta_error=delta / 1000
+    ).compute_epsilon(delta=delta, num_self_compositions=counts)
     assert max(b.lower, lo) <= min(b.upper, hi), (b, (lo, est, hi))
     assert _contains(b, est, 1e-3, 1e-3)
 
@@ -223,9 +240,16 @@ def test_heterogeneous_remove_vs_fourier_accountant():
         acc.compose(m, count)
         fourier.compose(m, count)
     b = acc.epsilon(delta)
-    e_fa = float(fa.get_epsilon_R(target_delta=delta, sigma=np.array([p[0] for p in phases]),
-                                  q=np.array([p[1] for p in phases]), ncomp=np.array([p[2] for p in phases]),
-                                  nx=int(1e6), L=20.0))
+    e_fa = float(
+        fa.get_epsilon_R(
+            target_delta=delta,
+            sigma=np.array([p[0] for p in phases]),
+            q=np.array([p[1] for p in phases]),
+            ncomp=np.array([p[2] for p in phases]),
+            nx=int(1e6),
+            L=20.0,
+        )
+    )
     assert _contains(b, e_fa, 1e-4, 1e-4), (b, e_fa)
     # tightdp's own Fourier accountant on the same grid: delta at eps = e_fa is ~delta
     d = fourier.delta(e_fa)
@@ -243,16 +267,27 @@ def _reference():
 def _reference_add_remove():
     if not REFERENCE.exists():
         return []
-    return [e for e in json.loads(REFERENCE.read_text())
-            if e.get("mechanism") == "poisson_subsampled_gaussian" and e.get("relation") == "add_or_remove"]
+    return [
+        e
+        for e in json.loads(REFERENCE.read_text())
+        if e.get("mechanism") == "poisson_subsampled_gaussian" and e.get("relation") == "add_or_remove"
+    ]
 
 
-@pytest.mark.parametrize("entry", _reference_add_remove(),
-                         ids=lambda e: f"q{e['sampling_rate']}-s{e['noise_multiplier']}-k{e['steps']}-d{e['delta']}")
+@pytest.mark.parametrize(
+    "entry",
+    _reference_add_remove(),
+    ids=lambda e: f"q{e['sampling_rate']}-s{e['noise_multiplier']}-k{e['steps']}-d{e['delta']}",
+)
 def test_public_reference_add_remove(entry):
     """dp-accounting upper estimates at interval 2e-5 (sources in the file) lie in our bounds within 1e-3."""
-    b = tightdp.dpsgd_epsilon(noise_multiplier=entry["noise_multiplier"], sampling_rate=entry["sampling_rate"],
-                              steps=entry["steps"], delta=entry["delta"], eps_error=EPS_ERROR)
+    b = tightdp.dpsgd_epsilon(
+        noise_multiplier=entry["noise_multiplier"],
+        sampling_rate=entry["sampling_rate"],
+        steps=entry["steps"],
+        delta=entry["delta"],
+        eps_error=EPS_ERROR,
+    )
     assert _contains(b, entry["epsilon"], 1e-3, 1e-3), (b, entry)
     assert b.upper - b.lower <= MAX_WIDTH
 
@@ -267,8 +302,14 @@ def test_001_table1_fourier():
     """001 Table 1: delta(eps=1) for sigma=1.5, q=0.01, k=1e4, remove relation, L=12, n=1e6."""
     entry = next(e for e in _reference() if e["source"].startswith("001 Table 1"))
     acc = FourierAccountant(L=12, n=1_000_000)
-    acc.compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=entry["noise_multiplier"]),
-                               sampling_rate=entry["sampling_rate"], relation="remove"), entry["steps"])
+    acc.compose(
+        PoissonSampled(
+            mechanism=Gaussian(noise_multiplier=entry["noise_multiplier"]),
+            sampling_rate=entry["sampling_rate"],
+            relation="remove",
+        ),
+        entry["steps"],
+    )
     b = acc.delta(entry["epsilon"])
     ref = entry["delta"]
     assert abs(float(b.estimate) - ref) <= 1e-7, (b, ref)

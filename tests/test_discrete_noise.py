@@ -20,8 +20,12 @@ from hypothesis import strategies as st
 from tightdp import ConnectDotsAccountant
 from tightdp.errors import UnsupportedMechanismError
 from tightdp.mechanisms.base import mechanism_from_dict
-from tightdp.mechanisms.discrete import (DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete,
-                                         discrete_gaussian_log_normaliser)
+from tightdp.mechanisms.discrete import (
+    DiscreteGaussian,
+    DiscreteLaplace,
+    PoissonSampledDiscrete,
+    discrete_gaussian_log_normaliser,
+)
 
 mpmath.mp.dps = 40
 _SLACK = mpmath.mpf("1e-12")  # relative: the references' own truncation and rounding are far below
@@ -30,7 +34,7 @@ _SLACK = mpmath.mpf("1e-12")  # relative: the references' own truncation and rou
 def _dgauss_pmf(sigma: float, shift: int, lo: int, hi: int) -> dict[int, mpmath.mpf]:
     s2 = 2 * mpmath.mpf(sigma) ** 2
     z = mpmath.nsum(lambda x: mpmath.exp(-x * x / s2), [-mpmath.inf, mpmath.inf])
-    return {x: mpmath.exp(-(x - shift) ** 2 / s2) / z for x in range(lo, hi + 1)}
+    return {x: mpmath.exp(-((x - shift) ** 2) / s2) / z for x in range(lo, hi + 1)}
 
 
 def _dlap_pmf(a: float, shift: int, lo: int, hi: int) -> dict[int, mpmath.mpf]:
@@ -107,8 +111,7 @@ def _check(bounds, delta: float, delta_of_eps):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sigma=st.floats(0.4, 3.0), d=st.integers(1, 3), k=st.integers(1, 6),
-       delta=st.sampled_from([1e-2, 1e-5, 1e-9]))
+@given(sigma=st.floats(0.4, 3.0), d=st.integers(1, 3), k=st.integers(1, 6), delta=st.sampled_from([1e-2, 1e-5, 1e-9]))
 def test_discrete_gaussian_contains_exact_enumeration(sigma, d, k, delta):
     b = ConnectDotsAccountant().compose(DiscreteGaussian(sigma=sigma, sensitivity=d), k).epsilon(delta)
     _check(b, delta, lambda e: _delta_lattice("gauss", sigma, d, k, e))
@@ -122,8 +125,13 @@ def test_discrete_laplace_contains_exact_enumeration(a, d, k, delta):
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(kind=st.sampled_from(["gauss", "lap"]), par=st.floats(0.6, 2.0), q=st.floats(0.01, 0.9),
-       k=st.integers(1, 2), delta=st.sampled_from([1e-2, 1e-4, 1e-7]))
+@given(
+    kind=st.sampled_from(["gauss", "lap"]),
+    par=st.floats(0.6, 2.0),
+    q=st.floats(0.01, 0.9),
+    k=st.integers(1, 2),
+    delta=st.sampled_from([1e-2, 1e-4, 1e-7]),
+)
 def test_poisson_sampled_discrete_contains_exact_enumeration(kind, par, q, k, delta):
     inner = DiscreteGaussian(sigma=par) if kind == "gauss" else DiscreteLaplace(noise_parameter=par)
     mech = PoissonSampledDiscrete(mechanism=inner, sampling_rate=q)
@@ -141,8 +149,11 @@ def test_normaliser_is_certified(sigma):
     mpmath.mp.dps = 40
     s = mpmath.mpf(sigma)
     # Jacobi theta_3(0, exp(-1 / (2 sigma^2))) = sum_x exp(-x^2 / (2 sigma^2))
-    exact = mpmath.log(mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * s * s)))) if sigma < 30 else \
-        mpmath.log(s * mpmath.sqrt(2 * mpmath.pi) * mpmath.jtheta(3, 0, mpmath.exp(-2 * mpmath.pi ** 2 * s * s)))
+    exact = (
+        mpmath.log(mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * s * s))))
+        if sigma < 30
+        else mpmath.log(s * mpmath.sqrt(2 * mpmath.pi) * mpmath.jtheta(3, 0, mpmath.exp(-2 * mpmath.pi**2 * s * s)))
+    )
     assert abs(mpmath.mpf(log_z) - exact) <= err, (sigma, log_z, float(exact), err)
     assert err < 1e-12
 
@@ -151,6 +162,7 @@ def test_large_sigma_is_close_to_the_continuous_gaussian():
     """sigma = 2000, Delta = 2000 (mu = 1): within the interval width of the continuous Gaussian's exact
     epsilon (the discrete one is a little more private; Canonne et al. 2020, Sec. 1)."""
     from tightdp import Gaussian
+
     d = ConnectDotsAccountant().compose(DiscreteGaussian(sigma=2000.0, sensitivity=2000), 10).epsilon(1e-6)
     g = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=1.0), 10).epsilon(1e-6)
     assert d.lower <= g.upper + 1e-9 and abs(d.upper - g.upper) <= 5e-3 * g.upper, (d, g)
@@ -168,9 +180,9 @@ def test_serialisation_and_bad_input():
     with pytest.raises(ValueError, match="sampling_rate"):
         PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0), sampling_rate=1.5)
     with pytest.raises(ValueError, match="relation"):
-        PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0), sampling_rate=0.5,
-                               relation="substitute")
+        PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0), sampling_rate=0.5, relation="substitute")
     from tightdp import Gaussian
+
     with pytest.raises(UnsupportedMechanismError):
         PoissonSampledDiscrete(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.5)
 
@@ -193,19 +205,29 @@ def _vector_delta_exact(sigma: float, shifts, k: int, eps: float) -> mpmath.mpf:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sigma=st.floats(0.6, 1.5), linf=st.integers(1, 2), coords=st.integers(1, 3), l2sq=st.integers(1, 6),
-       k=st.integers(1, 2), delta=st.sampled_from([1e-2, 1e-5]))
+@given(
+    sigma=st.floats(0.6, 1.5),
+    linf=st.integers(1, 2),
+    coords=st.integers(1, 3),
+    l2sq=st.integers(1, 6),
+    k=st.integers(1, 2),
+    delta=st.sampled_from([1e-2, 1e-5]),
+)
 def test_vector_interval_contains_the_worst_admissible_shift(sigma, linf, coords, l2sq, k, delta):
     """Every admissible integer shift of a 3-dimensional discrete Gaussian, enumerated: the largest exact
     delta at the upper end is at most delta (the dominating pair holds), and the lower end is attained."""
     from tightdp.mechanisms.discrete_vector import DiscreteGaussianVector
     from tightdp.tuning import discrete_vector_epsilon
-    mech = DiscreteGaussianVector(sigma=sigma, dimension=3, linf_sensitivity=linf, max_coordinates=coords,
-                                  l2_sensitivity=math.sqrt(l2sq))
+
+    mech = DiscreteGaussianVector(
+        sigma=sigma, dimension=3, linf_sensitivity=linf, max_coordinates=coords, l2_sensitivity=math.sqrt(l2sq)
+    )
     b = discrete_vector_epsilon(mechanism=mech, delta=delta, count=k)
-    shifts = [tuple(sorted((abs(a) for a in v if a), reverse=True)) for v in
-              itertools.product(range(-linf, linf + 1), repeat=3)
-              if 0 < sum(a * a for a in v) <= l2sq and sum(1 for a in v if a) <= coords]
+    shifts = [
+        tuple(sorted((abs(a) for a in v if a), reverse=True))
+        for v in itertools.product(range(-linf, linf + 1), repeat=3)
+        if 0 < sum(a * a for a in v) <= l2sq and sum(1 for a in v if a) <= coords
+    ]
     worst_up = max(_vector_delta_exact(sigma, s, k, b.upper) for s in set(shifts))
     assert worst_up <= delta * (1 + _SLACK), (b, float(worst_up))
     if b.lower > 0:
@@ -230,10 +252,16 @@ def _skellam_pair(mu: float, d: int, q: float, direction: str):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mu=st.floats(0.3, 4.0), d=st.integers(1, 2), q=st.sampled_from([1.0, 0.05, 0.5]), k=st.integers(1, 2),
-       delta=st.sampled_from([1e-2, 1e-5]))
+@given(
+    mu=st.floats(0.3, 4.0),
+    d=st.integers(1, 2),
+    q=st.sampled_from([1.0, 0.05, 0.5]),
+    k=st.integers(1, 2),
+    delta=st.sampled_from([1e-2, 1e-5]),
+)
 def test_skellam_contains_exact_enumeration(mu, d, q, k, delta):
     from tightdp.mechanisms.discrete import Skellam
+
     mech = Skellam(mu=mu, sensitivity=d)
     if q < 1.0:
         mech = PoissonSampledDiscrete(mechanism=mech, sampling_rate=q)
@@ -243,11 +271,18 @@ def test_skellam_contains_exact_enumeration(mu, d, q, k, delta):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sigma=st.floats(0.4, 1.5), n=st.integers(2, 4), d=st.integers(1, 2), q=st.sampled_from([1.0, 0.3]),
-       k=st.integers(1, 2), delta=st.sampled_from([1e-2, 1e-5]))
+@given(
+    sigma=st.floats(0.4, 1.5),
+    n=st.integers(2, 4),
+    d=st.integers(1, 2),
+    q=st.sampled_from([1.0, 0.3]),
+    k=st.integers(1, 2),
+    delta=st.sampled_from([1e-2, 1e-5]),
+)
 def test_distributed_discrete_gaussian_contains_exact_enumeration(sigma, n, d, q, k, delta):
     """The sum of n discrete Gaussians, convolved in mpmath, and its (subsampled) pair enumerated."""
     from tightdp.mechanisms.discrete import DistributedDiscreteGaussian
+
     mech = DistributedDiscreteGaussian(sigma=sigma, clients=n, sensitivity=d)
     if q < 1.0:
         mech = PoissonSampledDiscrete(mechanism=mech, sampling_rate=q)
@@ -262,7 +297,7 @@ def test_distributed_discrete_gaussian_contains_exact_enumeration(sigma, n, d, q
         law = nxt
     qq = mpmath.mpf(q)
     atoms = {"remove": [], "add": []}
-    for x in range(min(law) , max(law) + d + 1):
+    for x in range(min(law), max(law) + d + 1):
         a, bb = law.get(x - d, 0), law.get(x, 0)
         mix = qq * a + (1 - qq) * bb
         for direction, (p_, q_) in (("remove", (mix, bb)), ("add", (bb, mix))):

@@ -36,11 +36,30 @@ ARTIFACTS = ROOT / "tests" / "artifacts"
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out),
-                           "--config-file", str(ROOT / "mkdocs.yml")], capture_output=True, text=True, env=env, check=False,
-                          cwd=ROOT, timeout=600)
+    env = dict(
+        os.environ,
+        NO_MKDOCS_2_WARNING="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--site-dir",
+            str(out),
+            "--config-file",
+            str(ROOT / "mkdocs.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     return out
 
@@ -124,12 +143,18 @@ def test_the_link_check_catches_a_broken_link(site, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(site, copy)
     page = copy / "quickstart" / "index.html"
-    page.write_text(page.read_text(encoding="utf-8").replace(
-        "</body>", '<a href="../no-such-page/">x</a><img src="missing.svg"><a href="../#no-such-anchor">y</a></body>'),
-        encoding="utf-8")
-    assert sorted(broken_links(copy)) == ["quickstart/index.html: ../#no-such-anchor (no such anchor)",
-                                          "quickstart/index.html: ../no-such-page/",
-                                          "quickstart/index.html: missing.svg"]
+    page.write_text(
+        page.read_text(encoding="utf-8").replace(
+            "</body>",
+            '<a href="../no-such-page/">x</a><img src="missing.svg"><a href="../#no-such-anchor">y</a></body>',
+        ),
+        encoding="utf-8",
+    )
+    assert sorted(broken_links(copy)) == [
+        "quickstart/index.html: ../#no-such-anchor (no such anchor)",
+        "quickstart/index.html: ../no-such-page/",
+        "quickstart/index.html: missing.svg",
+    ]
 
 
 def test_search_index_exists(site):
@@ -151,13 +176,22 @@ def test_pages_show_executed_results(site):
 
 _CANDIDATES = ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
 CHROMIUM = next((p for p in _CANDIDATES if p and Path(p).is_file()), None)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=5000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--virtual-time-budget=5000",
+]
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
-@pytest.mark.parametrize("page, name", [("index.html", "docs_home.png"),
-                                        ("guides/sampling/index.html", "docs_guide_sampling.png")])
+@pytest.mark.parametrize(
+    "page, name", [("index.html", "docs_home.png"), ("guides/sampling/index.html", "docs_guide_sampling.png")]
+)
 def test_browser_screenshots(site, tmp_path, page, name):
     from matplotlib import image
 
@@ -165,22 +199,46 @@ def test_browser_screenshots(site, tmp_path, page, name):
     shot = ARTIFACTS / name
     profile = tmp_path / "profile"
     profile.mkdir()
-    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--window-size=1440,1600",
-                          f"--screenshot={shot}", (site / page).resolve().as_uri()],
-                         capture_output=True, text=True, timeout=120, check=False)
+    out = subprocess.run(
+        [
+            CHROMIUM,
+            *FLAGS,
+            f"--user-data-dir={profile}",
+            "--window-size=1440,1600",
+            f"--screenshot={shot}",
+            (site / page).resolve().as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     pixels = image.imread(shot)
     assert pixels.shape[0] == 1600 and pixels.shape[1] == 1440
     rgb = pixels[..., :3].reshape(-1, 3)
     assert 0.001 < (rgb.sum(axis=1) < 1.5).mean() < 0.9  # text on a page, not a blank or black image
-    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom",
-                          (site / page).resolve().as_uri()], capture_output=True, text=True, timeout=120, check=False).stdout
+    dom = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", (site / page).resolve().as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    ).stdout
     assert "md-nav" in dom and "md-search" in dom  # navigation and search rendered
 
 
-@pytest.mark.parametrize("module, page", [("tightdp", "tightdp"), ("tightdp.sampling", "sampling"),
-                                          ("tightdp.matrix", "matrix"), ("tightdp.audit", "audit"),
-                                          ("tightdp.individual", "individual"), ("tightdp.report", "report")])
+@pytest.mark.parametrize(
+    "module, page",
+    [
+        ("tightdp", "tightdp"),
+        ("tightdp.sampling", "sampling"),
+        ("tightdp.matrix", "matrix"),
+        ("tightdp.audit", "audit"),
+        ("tightdp.individual", "individual"),
+        ("tightdp.report", "report"),
+    ],
+)
 def test_every_public_name_has_a_reference_entry(site, module, page):
     """Each name of the module's ``__all__`` has its own heading in the API reference (anchor ``module.name``,
     or ``module.submodule.name`` where a submodule shadows the name); a public submodule has its own page."""
@@ -194,16 +252,19 @@ def test_every_public_name_has_a_reference_entry(site, module, page):
         if inspect.ismodule(getattr(mod, name)):
             if not (site / "api" / name / "index.html").is_file():
                 missing.append(name)
-        elif f"{module}.{name}" not in ids and not any(i.startswith(module + ".") and i.endswith("." + name)
-                                                      for i in ids):
+        elif f"{module}.{name}" not in ids and not any(
+            i.startswith(module + ".") and i.endswith("." + name) for i in ids
+        ):
             missing.append(name)
     assert missing == []
 
 
 # Python blocks the build shows without running, each with the reason; every other one must carry exec="on"
 NOT_EXECUTED = {
-    ("guides/dpsgd.md", "import tightdp.integrations.opacus"):
-        "needs a PyTorch training loop (about 11 s with the torch import); tests/test_opacus.py runs the same calls",
+    (
+        "guides/dpsgd.md",
+        "import tightdp.integrations.opacus",
+    ): "needs a PyTorch training loop (about 11 s with the torch import); tests/test_opacus.py runs the same calls",
 }
 
 

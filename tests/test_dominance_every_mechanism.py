@@ -46,8 +46,9 @@ def _binary_epsilon_mp(delta: float, r: float, p_hi: float, k: int) -> float:
     return hi
 
 
-@pytest.mark.parametrize("loss", [LaplaceLoss(r=1.0), PoissonLaplaceLoss(0.1, 1.0, "remove"),
-                                  PoissonLaplaceLoss(0.1, 1.0, "add")])
+@pytest.mark.parametrize(
+    "loss", [LaplaceLoss(r=1.0), PoissonLaplaceLoss(0.1, 1.0, "remove"), PoissonLaplaceLoss(0.1, 1.0, "add")]
+)
 def test_closed_form_cells_match_cdf_differences(loss):
     lo, hi = loss.support()
     e = np.arange(math.floor(lo / 1e-3) - 1, math.ceil(hi / 1e-3) + 2) * 1e-3
@@ -86,7 +87,7 @@ def _approx_dp_delta_mp(eps: float, eps0: float, delta0: float, k: int) -> mpmat
     p_hi = 1 / (1 + mpmath.exp(-e0))
     j0 = max(0, math.floor((k + eps / eps0) / 2) - 2)
     total = mpmath.mpf(0)
-    w = mpmath.binomial(k, j0) * p_hi ** j0 * (1 - p_hi) ** (k - j0)
+    w = mpmath.binomial(k, j0) * p_hi**j0 * (1 - p_hi) ** (k - j0)
     for j in range(j0, k + 1):
         loss = (2 * j - k) * e0
         if loss > eps:
@@ -96,10 +97,16 @@ def _approx_dp_delta_mp(eps: float, eps0: float, delta0: float, k: int) -> mpmat
     return 1 - a + a * total
 
 
-@pytest.mark.parametrize("eps0,delta0,k,delta", [
-    (0.01, 1e-7, 10_000, 1e-2), (0.1, 0.0, 1000, 1e-6), (0.05, 1e-13, 20_000, 1e-8), (1.0, 1e-6, 300, 1e-3),
-    (1.875, 1e-13, 301, 1e-10),  # epsilon 534 near the support top 564: fell back to PRV (the FFT hid the tail)
-])
+@pytest.mark.parametrize(
+    "eps0,delta0,k,delta",
+    [
+        (0.01, 1e-7, 10_000, 1e-2),
+        (0.1, 0.0, 1000, 1e-6),
+        (0.05, 1e-13, 20_000, 1e-8),
+        (1.0, 1e-6, 300, 1e-3),
+        (1.875, 1e-13, 301, 1e-10),  # epsilon 534 near the support top 564: fell back to PRV (the FFT hid the tail)
+    ],
+)
 def test_atom_ledgers_are_enumerated_exactly(eps0, delta0, k, delta):
     """Pure and approximate DP compose on the coarsest lattice holding every atom, where both
     constructions are the exact composition: one pass, the exact epsilon (Kairouz et al.) inside, and
@@ -116,12 +123,11 @@ def test_atom_ledgers_are_enumerated_exactly(eps0, delta0, k, delta):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(eps0=st.floats(0.003, 2.0), log_d0=st.floats(-16, -8), k=st.integers(1, 30_000),
-       log_delta=st.floats(-12, -2))
+@given(eps0=st.floats(0.003, 2.0), log_d0=st.floats(-16, -8), k=st.integers(1, 30_000), log_delta=st.floats(-12, -2))
 def test_random_approximate_dp_ledgers_contain_kairouz(eps0, log_d0, k, log_delta):
     """Random (eps0, delta0, k, delta) against the exact composition (Kairouz et al., mpmath): the true
     epsilon lies in the certified interval (or, where k delta0 reaches delta, the answer is infinite)."""
-    delta0, delta = 10.0 ** log_d0, 10.0 ** log_delta
+    delta0, delta = 10.0**log_d0, 10.0**log_delta
     b = ConnectDotsAccountant().compose(tightdp.ApproximateDP(epsilon=eps0, delta=delta0), k).epsilon(delta)
     inf_mass = -math.expm1(k * math.log1p(-delta0))
     if delta <= inf_mass * (1 + 1e-9):
@@ -144,13 +150,16 @@ def test_atom_ledger_on_a_common_lattice():
     assert b.lower <= ref.upper and ref.lower <= b.upper and b.upper - b.lower <= 2e-3 * b.upper
 
 
-@pytest.mark.parametrize("ledger,delta", [
-    ([(Laplace(scale=1.0), 3), (Laplace(scale=2.0), 2)], 1e-14),
-    ([(Laplace(scale=20.0), 1000)], 1e-7),
-    ([(PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.1), 100)], 1e-14),
-    ([(PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.1), 100)], 1e-5),
-    ([(tightdp.ApproximateDP(epsilon=0.1, delta=1e-8), 100)], 1e-5),
-])
+@pytest.mark.parametrize(
+    "ledger,delta",
+    [
+        ([(Laplace(scale=1.0), 3), (Laplace(scale=2.0), 2)], 1e-14),
+        ([(Laplace(scale=20.0), 1000)], 1e-7),
+        ([(PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.1), 100)], 1e-14),
+        ([(PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.1), 100)], 1e-5),
+        ([(tightdp.ApproximateDP(epsilon=0.1, delta=1e-8), 100)], 1e-5),
+    ],
+)
 def test_laplace_family_is_narrow_and_meets_prv(ledger, delta):
     """Issue 10: these answered [0, inf] (delta 1e-14) or were 0.031 wide (1000 x Laplace(20))."""
     b = ConnectDotsAccountant().compose(ledger).epsilon(delta)
@@ -161,33 +170,38 @@ def test_laplace_family_is_narrow_and_meets_prv(ledger, delta):
 
 
 def test_every_mechanism_has_a_dominance_discretisation():
-    mechs = [Laplace(scale=1.0), RandomizedResponse(noise_parameter=0.3, num_buckets=4), PureDP(epsilon=1.0),
-             tightdp.ApproximateDP(epsilon=1.0, delta=1e-6),
-             PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.2),
-             PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.2),
-             tightdp.SampledWithoutReplacement(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=10,
-                                               dataset_size=100),
-             tightdp.SampledWithReplacement(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=10,
-                                            dataset_size=100)]
+    mechs = [
+        Laplace(scale=1.0),
+        RandomizedResponse(noise_parameter=0.3, num_buckets=4),
+        PureDP(epsilon=1.0),
+        tightdp.ApproximateDP(epsilon=1.0, delta=1e-6),
+        PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.2),
+        PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.2),
+        tightdp.SampledWithoutReplacement(
+            mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=10, dataset_size=100
+        ),
+        tightdp.SampledWithReplacement(
+            mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=10, dataset_size=100
+        ),
+    ]
     for m in mechs:
         pair = m.privacy_losses()
         assert supports_dominance(pair.remove) and supports_dominance(pair.add), type(m).__name__
 
 
 @settings(max_examples=60, deadline=None)
-@given(k=st.integers(1, 40), h=st.sampled_from([1e-3, 0.01, 0.1, 1 / 3]), shift=st.integers(-5, 5),
-       data=st.data())
+@given(k=st.integers(1, 40), h=st.sampled_from([1e-3, 0.01, 0.1, 1 / 3]), shift=st.integers(-5, 5), data=st.data())
 def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
     """Atoms binned into cells (e_i, e_(i+1)]: an atom on an edge, up to 1e-12 relative (rounding of
     ``i * h``), belongs to the cell below it, atoms at or below the first edge go 'below', above the last
     edge 'above'; nothing is lost or double-counted, each Q-mass is the P-mass times e^-v, and the
     reported edge error covers every atom moved onto an edge."""
     from tightdp.mechanisms.losses import DiscreteLoss
+
     edges = (np.arange(0, 41) + shift) * h
     # atoms on edges, just either side of them (rounding), between edges, and outside the grid
     idx = data.draw(st.lists(st.integers(-3, 43), min_size=1, max_size=6))
-    frac = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1e-9, 1e-14, -1e-14]), min_size=len(idx),
-                              max_size=len(idx)))
+    frac = data.draw(st.lists(st.sampled_from([0.0, 0.5, 1e-9, 1e-14, -1e-14]), min_size=len(idx), max_size=len(idx)))
     values = tuple(float((i + shift) * h + f * h) for i, f in zip(idx, frac))
     probs = tuple(1.0 / len(values) for _ in values)
     loss = DiscreteLoss(values=values, probs=probs)
@@ -222,8 +236,10 @@ def test_safe_side_infinity_is_not_counted_by_lower_bounds():
     issue-15 group defect in another mechanism)."""
     from tightdp.pld import discretise
     from tightdp.pld.dominance import dominated, dominating
-    mech = tightdp.SampledWithReplacement(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=600,
-                                          dataset_size=60000)
+
+    mech = tightdp.SampledWithReplacement(
+        mechanism=tightdp.Gaussian(noise_multiplier=1.0), sample_size=600, dataset_size=60000
+    )
     loss = mech.privacy_losses().remove
     assert loss.infinity_mass > 0 and not loss.infinity_is_exact
     assert dominating(loss, 0.01, 1e-12).infinity_mass >= loss.infinity_mass

@@ -17,17 +17,24 @@ import numpy as np
 import pytest
 
 dpa = pytest.importorskip("dp_accounting")
-from dp_accounting import dp_event as de  # noqa: E402
-from dp_accounting.pld import pld_privacy_accountant as pld_acc  # noqa: E402
-from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc  # noqa: E402
+from dp_accounting import dp_event as de
+from dp_accounting.pld import pld_privacy_accountant as pld_acc
+from dp_accounting.rdp import rdp_privacy_accountant as rdp_acc
 
-import tightdp  # noqa: E402
-from tightdp import from_dp_event  # noqa: E402
-from tightdp.accountants.prv import PRVAccountant  # noqa: E402
-from tightdp.errors import UnsupportedMechanismError  # noqa: E402
-from tightdp.mechanisms import (Gaussian, Laplace, PoissonSampled, PureDP, RandomizedResponse,  # noqa: E402
-                                SampledWithoutReplacement, SampledWithReplacement)
-from tightdp.integrations.dp_accounting import NON_PRIVATE, NonPrivate  # noqa: E402
+import tightdp
+from tightdp import from_dp_event
+from tightdp.accountants.prv import PRVAccountant
+from tightdp.errors import UnsupportedMechanismError
+from tightdp.integrations.dp_accounting import NON_PRIVATE, NonPrivate
+from tightdp.mechanisms import (
+    Gaussian,
+    Laplace,
+    PoissonSampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+)
 
 REPLACE = pld_acc.NeighborRel.REPLACE_ONE
 DELTA = 1e-5
@@ -50,15 +57,22 @@ AGREEMENT_CASES = {
     # ComposedDpEvent, not SelfComposedDpEvent: dp-accounting 0.6.0's PLD accountant ignores the count of a
     # self-composed randomized response (see test_peer_ignores_self_composed_randomized_response_count)
     "randomized_response": (de.ComposedDpEvent([de.RandomizedResponseDpEvent(0.4, 4)] * 3), REPLACE),
-    "poisson_sampled": (de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.0)), 500),
-                        None),
-    "mixture_of_gaussians": (de.SelfComposedDpEvent(
-        de.MixtureOfGaussiansDpEvent(1.5, [0.0, 1.0, 2.0], [0.9, 0.08, 0.02]), 20), None, 1e-3),
-    "composed": (de.ComposedDpEvent([
-        de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.02, de.GaussianDpEvent(1.2)), 200),
-        de.NoOpDpEvent(),
-        de.SelfComposedDpEvent(de.GaussianDpEvent(8.0), 4),
-    ]), None),
+    "poisson_sampled": (de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.0)), 500), None),
+    "mixture_of_gaussians": (
+        de.SelfComposedDpEvent(de.MixtureOfGaussiansDpEvent(1.5, [0.0, 1.0, 2.0], [0.9, 0.08, 0.02]), 20),
+        None,
+        1e-3,
+    ),
+    "composed": (
+        de.ComposedDpEvent(
+            [
+                de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.02, de.GaussianDpEvent(1.2)), 200),
+                de.NoOpDpEvent(),
+                de.SelfComposedDpEvent(de.GaussianDpEvent(8.0), 4),
+            ]
+        ),
+        None,
+    ),
 }
 
 
@@ -82,37 +96,44 @@ def test_sampled_without_replacement_below_rdp():
     rdp.compose(ev)
     b = ours(ev)
     assert [(m, c) for m, c in from_dp_event(ev)] == [
-        (SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=1.0), sample_size=10, dataset_size=1000),
-         300)]
+        (SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=1.0), sample_size=10, dataset_size=1000), 300)
+    ]
     assert 0 < b.upper <= rdp.get_epsilon(DELTA)
 
 
 def test_sampled_with_replacement_structure():
     ev = de.SelfComposedDpEvent(de.SampledWithReplacementDpEvent(1000, 10, de.GaussianDpEvent(2.0)), 7)
     assert from_dp_event(ev) == [
-        (SampledWithReplacement(mechanism=Gaussian(noise_multiplier=2.0), sample_size=10, dataset_size=1000), 7)]
+        (SampledWithReplacement(mechanism=Gaussian(noise_multiplier=2.0), sample_size=10, dataset_size=1000), 7)
+    ]
 
 
 def test_structure_and_merging():
     g = de.GaussianDpEvent(1.5)
-    ev = de.ComposedDpEvent([
-        de.SelfComposedDpEvent(g, 3),
-        de.SelfComposedDpEvent(de.ComposedDpEvent([g, de.LaplaceDpEvent(2.0)]), 2),
-        de.PoissonSampledDpEvent(0.1, g),
-    ])
+    ev = de.ComposedDpEvent(
+        [
+            de.SelfComposedDpEvent(g, 3),
+            de.SelfComposedDpEvent(de.ComposedDpEvent([g, de.LaplaceDpEvent(2.0)]), 2),
+            de.PoissonSampledDpEvent(0.1, g),
+        ]
+    )
     assert from_dp_event(ev) == [
         (Gaussian(noise_multiplier=1.5), 5),
         (Laplace(scale=2.0), 2),
         (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.1), 1),
     ]
     assert from_dp_event(de.RandomizedResponseDpEvent(0.3, 5)) == [
-        (RandomizedResponse(noise_parameter=0.3, num_buckets=5), 1)]
+        (RandomizedResponse(noise_parameter=0.3, num_buckets=5), 1)
+    ]
 
 
 def test_no_op_and_zero_cost():
-    for ev in (de.NoOpDpEvent(), de.SelfComposedDpEvent(de.GaussianDpEvent(1.0), 0),
-               de.PoissonSampledDpEvent(0.0, de.GaussianDpEvent(1.0)),
-               de.ComposedDpEvent([de.NoOpDpEvent(), de.NoOpDpEvent()])):
+    for ev in (
+        de.NoOpDpEvent(),
+        de.SelfComposedDpEvent(de.GaussianDpEvent(1.0), 0),
+        de.PoissonSampledDpEvent(0.0, de.GaussianDpEvent(1.0)),
+        de.ComposedDpEvent([de.NoOpDpEvent(), de.NoOpDpEvent()]),
+    ):
         entries = from_dp_event(ev)
         assert entries == [(PureDP(epsilon=0.0), 1)]
         b = PRVAccountant(eps_error=0.01).compose(entries).epsilon(DELTA)
@@ -159,8 +180,11 @@ def test_randomized_response_one_bucket_is_a_no_op():
 
 
 def test_non_private():
-    for ev in (de.NonPrivateDpEvent(), de.GaussianDpEvent(0.0),
-               de.ComposedDpEvent([de.GaussianDpEvent(1.0), de.SelfComposedDpEvent(de.NonPrivateDpEvent(), 4)])):
+    for ev in (
+        de.NonPrivateDpEvent(),
+        de.GaussianDpEvent(0.0),
+        de.ComposedDpEvent([de.GaussianDpEvent(1.0), de.SelfComposedDpEvent(de.NonPrivateDpEvent(), 4)]),
+    ):
         entries = from_dp_event(ev)
         assert (NON_PRIVATE, 1) in entries
         b = PRVAccountant().compose(entries).epsilon(DELTA)
@@ -169,15 +193,18 @@ def test_non_private():
     assert tightdp.mechanisms.mechanism_from_dict(NON_PRIVATE.to_dict()) == NON_PRIVATE
 
 
-@pytest.mark.parametrize("event, name", [
-    (de.ZCDpEvent(0.5), "ZCDpEvent"),
-    (de.UnsupportedDpEvent(), "UnsupportedDpEvent"),
-    (de.RepeatAndSelectDpEvent(de.GaussianDpEvent(1.0), 2.0, 1.0), "RepeatAndSelectDpEvent"),
-    (de.PoissonSampledDpEvent(0.1, de.LaplaceDpEvent(1.0)), "LaplaceDpEvent"),
-    (de.SampledWithoutReplacementDpEvent(10, 2, de.RandomizedResponseDpEvent(0.5, 2)), "RandomizedResponseDpEvent"),
-    (de.ComposedDpEvent([de.GaussianDpEvent(1.0), de.ZCDpEvent(0.5)]), "ZCDpEvent"),
-    (object(), "object"),
-])
+@pytest.mark.parametrize(
+    "event, name",
+    [
+        (de.ZCDpEvent(0.5), "ZCDpEvent"),
+        (de.UnsupportedDpEvent(), "UnsupportedDpEvent"),
+        (de.RepeatAndSelectDpEvent(de.GaussianDpEvent(1.0), 2.0, 1.0), "RepeatAndSelectDpEvent"),
+        (de.PoissonSampledDpEvent(0.1, de.LaplaceDpEvent(1.0)), "LaplaceDpEvent"),
+        (de.SampledWithoutReplacementDpEvent(10, 2, de.RandomizedResponseDpEvent(0.5, 2)), "RandomizedResponseDpEvent"),
+        (de.ComposedDpEvent([de.GaussianDpEvent(1.0), de.ZCDpEvent(0.5)]), "ZCDpEvent"),
+        (object(), "object"),
+    ],
+)
 def test_unsupported_events_raise_naming_the_type(event, name):
     with pytest.raises(UnsupportedMechanismError, match=name):
         from_dp_event(event)
@@ -195,9 +222,11 @@ def test_bad_parameters_name_the_argument():
 
 
 def test_tightdp_import_does_not_import_peers_or_torch():
-    code = ("import sys, tightdp; tightdp.from_dp_event; "
-            "bad = [m for m in ('dp_accounting', 'torch', 'opacus') if m in sys.modules]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, tightdp; tightdp.from_dp_event; "
+        "bad = [m for m in ('dp_accounting', 'torch', 'opacus') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -209,10 +238,12 @@ def test_zero_noise_on_a_sample_is_exact_or_refused():
     b = tightdp.ConnectDotsAccountant().compose(entries).delta([0.0, 1.0])
     assert np.allclose(b.lower, 0.1) and np.allclose(b.upper, 0.1)
     three = tightdp.ConnectDotsAccountant().compose([(entries[0][0], 3)]).delta(1.0)
-    assert float(three.lower) <= 1 - 0.9 ** 3 <= float(three.upper) + 1e-15
-    for ev in (de.SampledWithoutReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
-               de.SampledWithReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
-               de.MixtureOfGaussiansDpEvent(0.0, [0.0, 1.0], [0.5, 0.5])):
+    assert float(three.lower) <= 1 - 0.9**3 <= float(three.upper) + 1e-15
+    for ev in (
+        de.SampledWithoutReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
+        de.SampledWithReplacementDpEvent(100, 10, de.GaussianDpEvent(0.0)),
+        de.MixtureOfGaussiansDpEvent(0.0, [0.0, 1.0], [0.5, 0.5]),
+    ):
         with pytest.raises(tightdp.errors.UnsupportedMechanismError, match="zero noise"):
             from_dp_event(ev)
     assert from_dp_event(de.SampledWithoutReplacementDpEvent(10, 10, de.GaussianDpEvent(0.0))) == [(NON_PRIVATE, 1)]

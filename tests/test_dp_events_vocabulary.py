@@ -12,17 +12,20 @@ import pytest
 
 de = pytest.importorskip("dp_accounting.dp_event")
 
-from tightdp import ConnectDotsAccountant, Gaussian  # noqa: E402
-from tightdp.errors import UnsupportedMechanismError  # noqa: E402
-from tightdp.integrations.dp_accounting import REFUSED_EVENTS, SUPPORTED_EVENTS, from_dp_event  # noqa: E402
-from tightdp.mechanisms.discrete import DiscreteLaplace, PoissonSampledDiscrete  # noqa: E402
+from tightdp import ConnectDotsAccountant, Gaussian
+from tightdp.errors import UnsupportedMechanismError
+from tightdp.integrations.dp_accounting import REFUSED_EVENTS, SUPPORTED_EVENTS, from_dp_event
+from tightdp.mechanisms.discrete import DiscreteLaplace, PoissonSampledDiscrete
 
 _DOCS = Path(__file__).resolve().parents[1] / "docs" / "dp_events.md"
 
 
 def _event_classes():
-    return sorted(name for name, cls in inspect.getmembers(de, inspect.isclass)
-                  if issubclass(cls, de.DpEvent) and cls is not de.DpEvent)
+    return sorted(
+        name
+        for name, cls in inspect.getmembers(de, inspect.isclass)
+        if issubclass(cls, de.DpEvent) and cls is not de.DpEvent
+    )
 
 
 def test_every_event_class_is_handled_or_refused():
@@ -41,8 +44,11 @@ def test_docs_table_lists_every_event():
 
 @pytest.mark.parametrize("name", sorted(n for n in REFUSED_EVENTS if hasattr(de, n)))
 def test_refusals_name_the_event_and_the_reason(name):
-    samples = {"ZCDpEvent": lambda: de.ZCDpEvent(0.5), "UnsupportedDpEvent": de.UnsupportedDpEvent,
-               "RepeatAndSelectDpEvent": lambda: de.RepeatAndSelectDpEvent(de.GaussianDpEvent(1.0), 2.0, 1.0)}
+    samples = {
+        "ZCDpEvent": lambda: de.ZCDpEvent(0.5),
+        "UnsupportedDpEvent": de.UnsupportedDpEvent,
+        "RepeatAndSelectDpEvent": lambda: de.RepeatAndSelectDpEvent(de.GaussianDpEvent(1.0), 2.0, 1.0),
+    }
     event = samples[name]()
     with pytest.raises(UnsupportedMechanismError, match=name) as err:
         from_dp_event(de.ComposedDpEvent([de.GaussianDpEvent(1.0), event]))
@@ -50,10 +56,12 @@ def test_refusals_name_the_event_and_the_reason(name):
 
 
 def test_discrete_laplace_events_import_exactly():
-    assert from_dp_event(de.DiscreteLaplaceDpEvent(0.7, 2)) == [(DiscreteLaplace(noise_parameter=0.7,
-                                                                                 sensitivity=2), 1)]
-    [(m, n)] = from_dp_event(de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.1, de.DiscreteLaplaceDpEvent(1.0, 1)),
-                                                    5))
+    assert from_dp_event(de.DiscreteLaplaceDpEvent(0.7, 2)) == [
+        (DiscreteLaplace(noise_parameter=0.7, sensitivity=2), 1)
+    ]
+    [(m, n)] = from_dp_event(
+        de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.1, de.DiscreteLaplaceDpEvent(1.0, 1)), 5)
+    )
     assert m == PoissonSampledDiscrete(mechanism=DiscreteLaplace(noise_parameter=1.0), sampling_rate=0.1) and n == 5
 
 
@@ -61,10 +69,14 @@ def test_discrete_laplace_agrees_with_dp_accountings_pld():
     """dp_accounting's PLD of the discrete Laplace is exact up to its own discretisation (pessimistic: an
     upper bound); tightdp's interval holds the truth, so it lies below dp_accounting's value, and close."""
     from dp_accounting.pld import privacy_loss_distribution as pld
+
     peer = pld.from_discrete_laplace_mechanism(0.4, sensitivity=2, value_discretization_interval=1e-5)
     peer = peer.self_compose(20).get_epsilon_for_delta(1e-6)
-    b = ConnectDotsAccountant().compose(from_dp_event(de.SelfComposedDpEvent(de.DiscreteLaplaceDpEvent(0.4, 2),
-                                                                             20))).epsilon(1e-6)
+    b = (
+        ConnectDotsAccountant()
+        .compose(from_dp_event(de.SelfComposedDpEvent(de.DiscreteLaplaceDpEvent(0.4, 2), 20)))
+        .epsilon(1e-6)
+    )
     assert b.lower <= peer + 1e-9 and abs(b.upper - peer) <= 2e-3 * peer, (b, peer)
 
 

@@ -38,8 +38,9 @@ def test_shuffle_dispatch():
 
 def test_truncated_dispatch():
     b = tightdp.dpsgd_epsilon(**KW, sampling="truncated-poisson", dataset_size=10_000, max_batch_size=120)
-    ref = truncated_poisson_epsilon(noise_multiplier=1.0, sampling_rate=0.01, dataset_size=10_000,
-                                    max_batch_size=120, steps=500, delta=1e-5)
+    ref = truncated_poisson_epsilon(
+        noise_multiplier=1.0, sampling_rate=0.01, dataset_size=10_000, max_batch_size=120, steps=500, delta=1e-5
+    )
     assert (b.lower, b.upper) == (ref.lower, ref.upper)
     po = tightdp.dpsgd_epsilon(**KW)
     assert b.lower <= po.upper and po.lower <= b.upper  # truncation at 1.2x the mean batch: near Poisson
@@ -58,8 +59,9 @@ def test_bad_input_names_the_argument():
     with pytest.raises(ValueError, match="sampling"):
         tightdp.dpsgd_epsilon(**KW, sampling="reshuffle")
     with pytest.raises(ValueError, match="sampling_rate"):  # 1/sampling_rate is not a whole number of steps
-        tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.3, steps=10, delta=1e-5,
-                              sampling="random-allocation")
+        tightdp.dpsgd_epsilon(
+            noise_multiplier=1.0, sampling_rate=0.3, steps=10, delta=1e-5, sampling="random-allocation"
+        )
     with pytest.raises(ValueError, match="steps"):  # not whole epochs
         tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=150, delta=1e-5, sampling="shuffle")
     with pytest.raises(ValueError, match="accountant"):

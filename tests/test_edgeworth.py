@@ -7,12 +7,22 @@ import mpmath as mp
 import numpy as np
 import pytest
 
-from tightdp import (ApproximateDP, EdgeworthAccountant, GDPAccountant, Gaussian, Laplace, PoissonSampled,
-                     PRVAccountant, PureDP, RandomizedResponse, SampledWithoutReplacement, SampledWithReplacement,
-                     UnsupportedMechanismError, accountant_from_dict)
-from tightdp.accountants import _edgeworth_math as em
-
 from tests.conftest import REFERENCE as REF
+from tightdp import (
+    ApproximateDP,
+    EdgeworthAccountant,
+    Gaussian,
+    GDPAccountant,
+    Laplace,
+    PoissonSampled,
+    PRVAccountant,
+    PureDP,
+    RandomizedResponse,
+    SampledWithReplacement,
+    UnsupportedMechanismError,
+    accountant_from_dict,
+)
+from tightdp.accountants import _edgeworth_math as em
 
 
 def _mp_moments(logp, logq, dens, pts, kpow=(1, 2, 3, 4)):
@@ -24,7 +34,7 @@ def _mp_moments(logp, logq, dens, pts, kpow=(1, 2, 3, 4)):
 
 def _central(raw):
     m1, m2, m3, m4 = raw
-    return m1, m2 - m1 ** 2, m3 - 3 * m1 * m2 + 2 * m1 ** 3, m4 - 4 * m1 * m3 + 6 * m1 ** 2 * m2 - 3 * m1 ** 4
+    return m1, m2 - m1**2, m3 - 3 * m1 * m2 + 2 * m1**3, m4 - 4 * m1 * m3 + 6 * m1**2 * m2 - 3 * m1**4
 
 
 @pytest.mark.parametrize("q,sigma", [(0.05, 1.0), (0.01, 0.8), (0.3, 2.0)])
@@ -41,7 +51,7 @@ def test_subsampled_gaussian_moments_against_mpmath(q, sigma):
         assert mom.mu3 == pytest.approx(mu3, rel=1e-6, abs=1e-14)
         assert mom.mu4 == pytest.approx(mu4, rel=1e-6)
     # the add direction is the reflected pair: its P-moments are the remove Q-moments mirrored
-    P2, Q2 = em.pllr_moments(pair.add)
+    P2, _Q2 = em.pllr_moments(pair.add)
     assert P2.mean == pytest.approx(-Q.mean, rel=1e-10) and P2.mu3 == pytest.approx(-Q.mu3, rel=1e-8)
 
 
@@ -70,8 +80,17 @@ def test_gaussian_aea_is_exact():
         assert e.kind == "approximation"
 
 
-@pytest.mark.parametrize("r", [r for r in REF if r["mechanism"] == "poisson_subsampled_gaussian"
-                               and r.get("delta", 0) >= 1e-6 and r["steps"] >= 1000 and "epsilon" in r])
+@pytest.mark.parametrize(
+    "r",
+    [
+        r
+        for r in REF
+        if r["mechanism"] == "poisson_subsampled_gaussian"
+        and r.get("delta", 0) >= 1e-6
+        and r["steps"] >= 1000
+        and "epsilon" in r
+    ],
+)
 def test_aea_matches_reference_in_004_regimes(r):
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=r["noise_multiplier"]), sampling_rate=r["sampling_rate"])
     acc = EdgeworthAccountant().compose(mech, r["steps"])
@@ -83,11 +102,20 @@ def test_aea_matches_reference_in_004_regimes(r):
 def test_aea_within_5_percent_of_prv_on_random_dpsgd_settings():
     """004 Fig. 2-3 regimes (m >= 1000, delta >= 1e-6); truth = certified PRV interval."""
     rng = np.random.default_rng(7)
-    settings = [(0.4 / math.sqrt(1000), 0.8, 1000, 0.1), (0.4 / math.sqrt(10000), 0.8, 10000, 0.1),
-                (1 / math.sqrt(2000 * math.log(2000)), 0.8, 2000, 0.1)]
+    settings = [
+        (0.4 / math.sqrt(1000), 0.8, 1000, 0.1),
+        (0.4 / math.sqrt(10000), 0.8, 10000, 0.1),
+        (1 / math.sqrt(2000 * math.log(2000)), 0.8, 2000, 0.1),
+    ]
     for _ in range(5):
-        settings.append((float(10 ** rng.uniform(-2, -1)), float(rng.uniform(0.8, 2)), int(10 ** rng.uniform(3, 4)),
-                         float(10 ** rng.uniform(-6, -2))))
+        settings.append(
+            (
+                float(10 ** rng.uniform(-2, -1)),
+                float(rng.uniform(0.8, 2)),
+                int(10 ** rng.uniform(3, 4)),
+                float(10 ** rng.uniform(-6, -2)),
+            )
+        )
     for q, s, m, d in settings:
         mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=s), sampling_rate=q)
         truth = PRVAccountant(eps_error=0.005).compose(mech, m).epsilon(d)
@@ -99,12 +127,20 @@ def test_aea_within_5_percent_of_prv_on_random_dpsgd_settings():
 
 @pytest.mark.slow
 def test_eeai_contains_truth_or_is_flagged():
-    cases = [([(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.01), 10000)], 0.0496),
-             ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 3000)], 1e-5),
-             ([(Laplace(scale=20.0), 2000)], 1e-5),
-             ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.2), sampling_rate=0.02), 2000),
-               (Gaussian(noise_multiplier=30.0), 100), (Laplace(scale=50.0), 500)], 1e-4),
-             ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=1e-3), 100)], 1e-7)]
+    cases = [
+        ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.01), 10000)], 0.0496),
+        ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 3000)], 1e-5),
+        ([(Laplace(scale=20.0), 2000)], 1e-5),
+        (
+            [
+                (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.2), sampling_rate=0.02), 2000),
+                (Gaussian(noise_multiplier=30.0), 100),
+                (Laplace(scale=50.0), 500),
+            ],
+            1e-4,
+        ),
+        ([(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=1e-3), 100)], 1e-7),
+    ]
     reported = 0
     for entries, d in cases:
         truth = PRVAccountant(eps_error=0.005).compose(entries).epsilon(d)
@@ -126,7 +162,7 @@ def test_cost_independent_of_m():
     """Cumulants scale by m; the query does the same work for m = 1e2 and m = 1e7."""
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.01)
     a = EdgeworthAccountant().compose(mech, 100)
-    b = EdgeworthAccountant().compose(mech, 10 ** 7)
+    b = EdgeworthAccountant().compose(mech, 10**7)
     sa, sb = a._prepare()["dirs"][0]["sp"], b._prepare()["dirs"][0]["sp"]
     assert sb.kappa == pytest.approx(tuple(k * 1e5 for k in sa.kappa), rel=1e-12)
     e = b.epsilon(1e-5)
@@ -141,7 +177,9 @@ def test_heterogeneous_equals_sum_of_cumulants():
 
 
 def test_delta_interval_and_monotone_estimate():
-    acc = EdgeworthAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.01), 10000)
+    acc = EdgeworthAccountant().compose(
+        PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.01), 10000
+    )
     d = acc.delta(1.0)
     assert d.estimate == pytest.approx(0.0496014103163, rel=0.02)  # 001 Table 1 (remove relation ~ add-remove here)
     assert d.lower is None or d.lower <= d.estimate <= d.upper
@@ -157,10 +195,15 @@ def test_interval_off_and_serialisation():
     assert back == acc and back.epsilon(1e-6).estimate == e.estimate
 
 
-@pytest.mark.parametrize("mech", [PureDP(epsilon=1.0), ApproximateDP(epsilon=1.0, delta=1e-6),
-                                  RandomizedResponse(noise_parameter=0.5, num_buckets=2),
-                                  SampledWithReplacement(mechanism=Gaussian(noise_multiplier=1.0), sample_size=2,
-                                                         dataset_size=10)])
+@pytest.mark.parametrize(
+    "mech",
+    [
+        PureDP(epsilon=1.0),
+        ApproximateDP(epsilon=1.0, delta=1e-6),
+        RandomizedResponse(noise_parameter=0.5, num_buckets=2),
+        SampledWithReplacement(mechanism=Gaussian(noise_multiplier=1.0), sample_size=2, dataset_size=10),
+    ],
+)
 def test_unsupported(mech):
     acc = EdgeworthAccountant()
     with pytest.raises(UnsupportedMechanismError):
@@ -221,9 +264,8 @@ def test_moment_generating_functions_match_closed_forms():
     lam = np.array([1.0, 2.0])
     *_, k = em.pllr_statistics(loss, lam)
     # E_Q[(p/q)^2] = 1 + q^2 (e^(1/sigma^2) - 1); order 3 by the binomial expansion
-    exact2 = 1 + q * q * math.expm1(1 / sigma ** 2)
-    exact3 = sum(math.comb(3, j) * q ** j * (1 - q) ** (3 - j) * math.exp(j * (j - 1) / (2 * sigma ** 2))
-                 for j in range(4))
+    exact2 = 1 + q * q * math.expm1(1 / sigma**2)
+    exact3 = sum(math.comb(3, j) * q**j * (1 - q) ** (3 - j) * math.exp(j * (j - 1) / (2 * sigma**2)) for j in range(4))
     assert k == pytest.approx([math.log(exact2), math.log(exact3)], rel=1e-10)
     r = 0.8
     lam = np.array([0.5, 3.0, 40.0])

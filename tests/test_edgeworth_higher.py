@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import special, stats
+from scipy import stats
 
 import tightdp
 from tightdp import ConnectDotsAccountant, EdgeworthAccountant, Gaussian, Laplace, PoissonSampled
@@ -63,7 +63,7 @@ def test_gaussian_eeai_contains_closed_form(sigma, m, eeai):
 def test_gaussian_standardized_moments_are_normal():
     """The PLLR of the Gaussian mechanism is normal: K3 = 2 sqrt(2/pi), K4 = 3, lambda3 = 0 (004 Lemma 4.3)."""
     P, _ = em.pllr_moments(Gaussian(noise_multiplier=2.0).privacy_losses().remove)
-    n, K3, K3t, K4, lam3 = em.standardized(em.SumStats.from_entries([(P, 100)]))
+    _n, K3, K3t, K4, lam3 = em.standardized(em.SumStats.from_entries([(P, 100)]))
     assert (K3, K4, lam3) == pytest.approx((2 * math.sqrt(2 / math.pi), 3.0, 0.0), abs=1e-12)
     assert K3t == pytest.approx(K3 + math.sqrt(2 / math.pi), rel=1e-12)
 
@@ -73,7 +73,7 @@ def test_dgg_iid_bounds_match_boundedgeworth_readme():
     """BoundEdgeworth README: K4 = 9, n = 1000, eps = 0.1, iid, skewed (K3 = K4^(3/4), lambda3 = 0.621 K3,
     K3tilde = K3 + 1): Thm A.3 0.1626857; Thm A.5 with kappa = 0.99: 0.1214038."""
     K4 = 9.0
-    K3 = K4 ** 0.75
+    K3 = K4**0.75
     args = (1000.0, K3, K3 + 1, K4, 0.621 * K3, 0.1)
     assert em._dgg_iid(*args, None) == pytest.approx(0.1626857, abs=5e-8)
     assert em._dgg_iid(*args, 0.99) == pytest.approx(0.1214038, abs=5e-8)
@@ -81,21 +81,24 @@ def test_dgg_iid_bounds_match_boundedgeworth_readme():
 
 def test_iid_bounds_decrease_like_one_over_m():
     """App. H: with the characteristic-function condition the i.i.d. bound falls like 1/m (004 Remark 4.4)."""
-    P, _ = em.pllr_moments(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05)
-                           .privacy_losses().remove)
-    vals = [em.edgeworth_iid_bounds(em.SumStats.from_entries([(P, m)]), 0.5)["A5"] for m in (10 ** 6, 10 ** 7)]
+    P, _ = em.pllr_moments(
+        PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05).privacy_losses().remove
+    )
+    vals = [em.edgeworth_iid_bounds(em.SumStats.from_entries([(P, m)]), 0.5)["A5"] for m in (10**6, 10**7)]
     assert vals[0] / vals[1] > 9.0  # O(1/m) or faster; an O(1/sqrt(m)) bound would give 3.2
-    inid = em.edgeworth_uniform_bound(em.SumStats.from_entries([(P, 10 ** 7)]))
+    inid = em.edgeworth_uniform_bound(em.SumStats.from_entries([(P, 10**7)]))
     assert vals[1] < inid  # Lemma 4.3's bound is O(1/sqrt(m))
 
 
 # ------------------------------------------------------------------ against the certified accountant
-CASES = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=0.01), 1000, 0.015),
-         (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 200, 1e-5),
-         (PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=0.4 / math.sqrt(1e5)), 100_000, 0.1),
-         (PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0), sampling_rate=0.2), 3000, 1e-6),
-         (PoissonSampled(mechanism=Laplace(scale=2.0), sampling_rate=0.05), 500, 1e-5),
-         (Laplace(scale=10.0), 300, 1e-4)]
+CASES = [
+    (PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=0.01), 1000, 0.015),
+    (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 200, 1e-5),
+    (PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=0.4 / math.sqrt(1e5)), 100_000, 0.1),
+    (PoissonSampled(mechanism=Gaussian(noise_multiplier=2.0), sampling_rate=0.2), 3000, 1e-6),
+    (PoissonSampled(mechanism=Laplace(scale=2.0), sampling_rate=0.05), 500, 1e-5),
+    (Laplace(scale=10.0), 300, 1e-4),
+]
 
 
 @pytest.mark.parametrize("mech,m,delta", CASES)
@@ -154,8 +157,12 @@ def test_hoeffding_tail_prop45(q, b):
     chern = np.exp(np.min(m * K[None, :] - lams[None, :] * x[:, None], axis=1))
     hoeff = em.hoeffding_tail(m * P.mean, m * (hi - lo) ** 2, x)
     assert np.all(chern <= hoeff * (1 + 1e-9))
-    assert em.pllr_range(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1)
-                         .privacy_losses().remove) is None
+    assert (
+        em.pllr_range(
+            PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1).privacy_losses().remove
+        )
+        is None
+    )
 
 
 def test_thm1_tail_as_printed():
@@ -197,6 +204,7 @@ def test_thousand_distinct_mechanisms_under_ten_seconds():
     """Issue 13: 1000 distinct mechanisms in under 10 s. Timed in CPU seconds of this process (all threads), so a
     loaded shared machine does not fail it; about 3.5 s here, where wall time ran to 8-15 s at load 10."""
     import time
+
     tightdp.clear_caches()
     t = time.process_time()
     acc = EdgeworthAccountant()
@@ -205,4 +213,4 @@ def test_thousand_distinct_mechanisms_under_ten_seconds():
     e = acc.epsilon(1e-5)
     assert time.process_time() - t < 10.0
     lo, up = e.details["interval_raw"]
-    assert lo <= 1.092 and 1.055 <= up  # the PRV accountant's certified interval [1.055, 1.092] (test_edgeworth.py)
+    assert lo <= 1.092 and up >= 1.055  # the PRV accountant's certified interval [1.055, 1.092] (test_edgeworth.py)

@@ -43,11 +43,14 @@ class _FloorOnly:
         return 0.0
 
 
-@pytest.mark.parametrize("p_inf, eta, tv, named", [
-    (4.4e-11, 1e-300, 7e-6, "tv_error"),
-    (2e-6, 1e-9, 1e-12, "infinite privacy loss"),
-    (0.0, 2e-6, 1e-12, "error budget"),
-])
+@pytest.mark.parametrize(
+    "p_inf, eta, tv, named",
+    [
+        (4.4e-11, 1e-300, 7e-6, "tv_error"),
+        (2e-6, 1e-9, 1e-12, "infinite privacy loss"),
+        (0.0, 2e-6, 1e-12, "error budget"),
+    ],
+)
 def test_refusal_names_the_term_that_caused_it(p_inf, eta, tv, named):
     """delta not above the floor: the note names the largest of the three terms, with its value."""
     from tightdp.pld.curve import epsilon_bounds

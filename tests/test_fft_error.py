@@ -20,19 +20,19 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tightdp
+from tests.conftest import power_by_squaring
 from tightdp import ConnectDotsAccountant, PRVAccountant, dpsgd_mechanism
 from tightdp.pld import chernoff_epsilon, compose
 from tightdp.pld.composition import hockey_stick_points
 from tightdp.pld.dominance import dominating
 from tightdp.pld.hierarchy import dominating_block
-from tests.conftest import power_by_squaring
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.floats(-3.5, 0.5), st.floats(-6.0, -1.0))
 def test_points_factor_is_the_sum_it_stands_for(log_a, log_h):
     """``sum_{m >= 0} e^(-a m) (1 - e^(-(m + 1) h)) = (1 - e^-h) / ((1 - e^-a) (1 - e^-(a + h)))``."""
-    a, h = 10.0 ** log_a, 10.0 ** log_h
+    a, h = 10.0**log_a, 10.0**log_h
     m = np.arange(int(60.0 / a) + 10)
     brute = math.fsum(np.exp(-a * m) * -np.expm1(-(m + 1) * h))
     got = hockey_stick_points(a, h)
@@ -65,8 +65,9 @@ def _loss(q: float, sigma: float):
     return acc._directions()[0][0][0]  # the remove direction's pair
 
 
-@pytest.mark.parametrize("q,sigma,k,h,delta", [(2e-4, 1.0, 64, 2e-3, 1e-12), (2e-4, 1.0, 64, 2e-3, 1e-14),
-                                               (0.05, 2.0, 512, 1e-2, 1e-8)])
+@pytest.mark.parametrize(
+    "q,sigma,k,h,delta", [(2e-4, 1.0, 64, 2e-3, 1e-12), (2e-4, 1.0, 64, 2e-3, 1e-14), (0.05, 2.0, 512, 1e-2, 1e-8)]
+)
 def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, delta):
     """Every entry of the tilted FFT composition is within ``pointwise_error`` of the exact convolution
     of the same discretised pair (computed directly: sums of non-negative products), and
@@ -85,15 +86,20 @@ def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, d
 
 
 @settings(max_examples=20, deadline=None)
-@given(log_q=st.floats(-4.0, -0.7), sigma=st.floats(0.6, 4.0), k=st.integers(8, 300),
-       log_h=st.floats(-2.7, -1.5), log_delta=st.floats(-14.0, -4.0))
+@given(
+    log_q=st.floats(-4.0, -0.7),
+    sigma=st.floats(0.6, 4.0),
+    k=st.integers(8, 300),
+    log_h=st.floats(-2.7, -1.5),
+    log_delta=st.floats(-14.0, -4.0),
+)
 def test_random_tilted_ffts_within_their_bounds_of_direct_convolution(log_q, sigma, k, log_h, log_delta):
     """The same two checks on random steps, counts, meshes and deltas (hypothesis), wherever ``compose`` takes
     its FFT path and the direct reference stays small."""
-    h = 10.0 ** log_h
-    d = dominating(_loss(10.0 ** log_q, sigma), h, (1e-18, 1e-15))
+    h = 10.0**log_h
+    d = dominating(_loss(10.0**log_q, sigma), h, (1e-18, 1e-15))
     assume(d.pmf.size * k <= 60_000)
-    tilt = chernoff_epsilon([(d, k)], 10.0 ** log_delta)[1]
+    tilt = chernoff_epsilon([(d, k)], 10.0**log_delta)[1]
     c = compose([(d, k)], tilt=tilt, tau=1e-12)
     assume(c.tilt > 0.0 and c.pointwise_error is not None)
     exact, xs = _direct_power(d, k)
@@ -134,8 +140,8 @@ def test_block_split_moves_entries_by_at_most_its_reported_errors():
     lo = min(pair.start, ref.start)
     n = max(pair.start + pair.pmf.size, ref.start + ref.pmf.size) - lo
     a, b = np.zeros(n), np.zeros(n)
-    a[pair.start - lo:pair.start - lo + pair.pmf.size] = pair.pmf
-    b[ref.start - lo:ref.start - lo + ref.pmf.size] = ref.pmf
+    a[pair.start - lo : pair.start - lo + pair.pmf.size] = pair.pmf
+    b[ref.start - lo : ref.start - lo + ref.pmf.size] = ref.pmf
     y = (lo + np.arange(n)) * g + pair.shift
     weight = np.exp(c.tilt * y)
     moved = np.abs(a - b) * weight / float(np.sum(a * weight))

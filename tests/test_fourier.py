@@ -19,8 +19,9 @@ def test_small_variance_composition_is_finite():
 
 
 def test_error_estimate_shrinks_with_n():
-    mech = tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.5), sampling_rate=0.01,
-                                  relation="remove")
+    mech = tightdp.PoissonSampled(
+        mechanism=tightdp.Gaussian(noise_multiplier=1.5), sampling_rate=0.01, relation="remove"
+    )
     coarse = FourierAccountant(L=12, n=50_000).compose(mech, 1000).delta(1.0)
     fine = FourierAccountant(L=12, n=200_000).compose(mech, 1000).delta(1.0)
     assert fine.details["discretisation_error"] < coarse.details["discretisation_error"]
@@ -33,6 +34,7 @@ def test_small_L_widens_instead_of_lying():
     mech = tightdp.Gaussian(noise_multiplier=1.0)
     b = FourierAccountant(L=2.0, n=20_000).compose(mech, 16).delta(3.0)
     from tests.conftest import gdp_delta_mp
+
     assert b.lower <= gdp_delta_mp(3.0, 4.0) <= b.upper
 
 
@@ -48,8 +50,9 @@ TABLE1_CONVERGED = 0.0496014103163  # 001 Table 1, n = 3.2e6
 
 
 def _table1_mech():
-    return tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.5), sampling_rate=0.01,
-                                  relation="remove")
+    return tightdp.PoissonSampled(
+        mechanism=tightdp.Gaussian(noise_multiplier=1.5), sampling_rate=0.01, relation="remove"
+    )
 
 
 @pytest.mark.parametrize("n", sorted(TABLE1))
@@ -94,6 +97,7 @@ def test_paper_mode_refuses_atoms_at_compose_time():
 
 def test_paper_mode_gaussian_matches_closed_form():
     from tests.conftest import gdp_delta_mp
+
     acc = FourierAccountant(n=200_000, discretisation="paper").compose(tightdp.Gaussian(noise_multiplier=2.0), 4)
     assert float(acc.delta(1.0).estimate) == pytest.approx(gdp_delta_mp(1.0, 1.0), rel=1e-6)
 

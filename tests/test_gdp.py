@@ -6,19 +6,26 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tightdp import (GDPAccountant, Gaussian, Laplace, PoissonSampled, RDPAccountant,
-                     UnsupportedMechanismError, accountant_from_dict)
-from tightdp.accountants.gdp import gdp_delta
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE as REF
+from tightdp import (
+    Gaussian,
+    GDPAccountant,
+    Laplace,
+    PoissonSampled,
+    RDPAccountant,
+    UnsupportedMechanismError,
+    accountant_from_dict,
+)
+from tightdp.accountants.gdp import gdp_delta
 
 
 def _mp_delta(mu, eps):
     mp.mp.dps = 50
     mu, eps = mp.mpf(mu), mp.mpf(eps)
-    return mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2)
+    return mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
 
 
 @pytest.mark.parametrize("mu,eps", [(0.5, 0.1), (1.0, 3.0), (2.0, 10.0), (0.05, 1.0), (5.0, 40.0)])
@@ -41,7 +48,11 @@ def test_exact_when_q_is_one():
 def test_reference_values_000():
     for r in REF:
         if "epsilon_exact_gdp" in r:
-            e = GDPAccountant().compose(Gaussian(noise_multiplier=r["noise_multiplier"]), r["steps"]).epsilon(r["delta"])
+            e = (
+                GDPAccountant()
+                .compose(Gaussian(noise_multiplier=r["noise_multiplier"]), r["steps"])
+                .epsilon(r["delta"])
+            )
             assert e.upper == pytest.approx(r["epsilon_exact_gdp"], rel=1e-9)
 
 
@@ -68,7 +79,7 @@ def test_clt_is_an_approximation():
 @settings(max_examples=40, deadline=None)
 @given(mu=st.floats(1e-3, 300.0), log_delta=st.floats(-14, -0.01))
 def test_root_finder_never_fails(mu, log_delta):
-    delta = 10.0 ** log_delta
+    delta = 10.0**log_delta
     e = GDPAccountant().compose(Gaussian(noise_multiplier=1.0 / mu)).epsilon(delta)
     assert e.upper >= 0 and not math.isnan(e.upper)
     if math.isfinite(e.upper) and e.upper > 0:
@@ -90,8 +101,9 @@ def test_serialisation_and_unsupported():
     with pytest.raises(UnsupportedMechanismError):
         GDPAccountant().compose(Laplace(scale=1.0))
     with pytest.raises(UnsupportedMechanismError):
-        GDPAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1,
-                                               relation="substitute"))
+        GDPAccountant().compose(
+            PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1, relation="substitute")
+        )
 
 
 def test_bad_input():

@@ -1,23 +1,20 @@
 """GDP conversion, filter and odometer (000 Thm 11, eq. (4.1), (C.2), Sec. 4.1)."""
 
-import json
 import math
-from pathlib import Path
 
 import mpmath as mp
-import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tightdp.individual import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE as REF
+from tightdp.individual import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
 
 
 def _mp_delta(eps, mu):
     mp.mp.dps = 50
     eps, mu = mp.mpf(eps), mp.mpf(mu)
-    return mp.ncdf(-eps / mu + mu / 2) - mp.e ** eps * mp.ncdf(-eps / mu - mu / 2)
+    return mp.ncdf(-eps / mu + mu / 2) - mp.e**eps * mp.ncdf(-eps / mu - mu / 2)
 
 
 def _rdp_420():
@@ -89,6 +86,7 @@ def test_filter_never_exceeds_budget(budget, mus):
             admitted.append(m)
     # exact check of Thm 11's condition with rationals
     from fractions import Fraction
+
     assert sum(Fraction(m) ** 2 for m in admitted) <= Fraction(budget) ** 2
     assert f.spent_mu <= budget * (1 + 1e-15)
     assert f.remaining_mu() >= 0
@@ -98,7 +96,7 @@ def test_filter_never_exceeds_budget(budget, mus):
 @settings(max_examples=40, deadline=None)
 @given(eps=st.floats(0.05, 8.0), logd=st.floats(-12, -1), mus=st.lists(st.floats(0.01, 1.0), max_size=30))
 def test_filter_odometer_stays_within_eps_delta(eps, logd, mus):
-    delta = 10.0 ** logd
+    delta = 10.0**logd
     f = GDPFilter(epsilon=eps, delta=delta)
     for m in mus:
         f.admit(m)
@@ -131,6 +129,7 @@ def test_filter_rejects_bad_input():
 def test_spent_mu_with_subnormal_steps_terminates_and_rounds_up():
     # regression: sqrt of a mu^2 sum below the float range started at 0 and crept up one ulp at a time
     from fractions import Fraction
+
     f = GDPFilter(mu=1.0)
     for m in (5e-324, 1e-200, 1e-170):
         assert f.admit(m)

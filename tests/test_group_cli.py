@@ -7,12 +7,27 @@ import json
 import pytest
 
 from tightdp.cli import main
-from tightdp.group import ExampleCurve, _LemmaConnectDots, _lemma_accountant, _make_accountant, group_mechanism
+from tightdp.group import ExampleCurve, _lemma_accountant, _LemmaConnectDots, _make_accountant, group_mechanism
 
 
 def test_plot_to_a_missing_folder_is_one_line_and_exit_2(tmp_path, capsys):
-    rc = main(["group", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "20", "--delta", "1e-6",
-               "--group-size", "2", "--plot", str(tmp_path / "missing" / "g.png")])
+    rc = main(
+        [
+            "group",
+            "--noise-multiplier",
+            "1",
+            "--sampling-rate",
+            "0.01",
+            "--steps",
+            "20",
+            "--delta",
+            "1e-6",
+            "--group-size",
+            "2",
+            "--plot",
+            str(tmp_path / "missing" / "g.png"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2
     assert err.count("\n") == 1 and err.startswith("tightdp: error: --plot") and "Traceback" not in err
@@ -33,8 +48,22 @@ def test_lemma_accountant_never_falls_back_to_prv():
 def test_readme_group_example_answers_and_the_lemma_says_what_it_could_certify(capsys):
     """README: sigma 1, q 0.01, T 2000, delta 1e-6, k 9. The lemma needs delta' = exp(-605) < 1e-250:
     unavailable, said so; the group epsilon itself is certified (002 Sec. 4: finite by MoG)."""
-    rc = main(["group", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "2000",
-               "--delta", "1e-6", "--group-size", "9", "--json"])
+    rc = main(
+        [
+            "group",
+            "--noise-multiplier",
+            "1",
+            "--sampling-rate",
+            "0.01",
+            "--steps",
+            "2000",
+            "--delta",
+            "1e-6",
+            "--group-size",
+            "9",
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     eps = out["epsilon"]

@@ -24,6 +24,7 @@ DELTA = 1e-5
 def gdp_epsilon(mu: float, delta: float) -> float:
     def d(e):
         return special.ndtr(-e / mu + mu / 2) - math.exp(e + special.log_ndtr(-e / mu - mu / 2)) - delta
+
     return optimize.brentq(d, 0.0, 10 * mu * mu + 50, xtol=1e-13, rtol=1e-14)
 
 
@@ -31,8 +32,9 @@ def gdp_epsilon(mu: float, delta: float) -> float:
 def test_one_step_per_epoch_is_the_gaussian_group_bound(k):
     """t = 1: the epoch is one Gaussian step, a group of k shifts it by k: exactly k sqrt(E)/sigma-GDP."""
     sigma, epochs = 3.0, 4
-    b = tightdp.group_epsilon(noise_multiplier=sigma, sampling_rate=1.0, steps=epochs, delta=DELTA, group_size=k,
-                              sampling="random-allocation")
+    b = tightdp.group_epsilon(
+        noise_multiplier=sigma, sampling_rate=1.0, steps=epochs, delta=DELTA, group_size=k, sampling="random-allocation"
+    )
     exact = gdp_epsilon(k * math.sqrt(epochs) / sigma, DELTA)
     assert b.kind == "bound" and b.lower <= exact <= b.upper
     assert b.upper <= exact + 2 * max(1e-3 * exact, 5e-5)  # the no-amplification bound is exact here
@@ -41,12 +43,14 @@ def test_one_step_per_epoch_is_the_gaussian_group_bound(k):
 @pytest.mark.parametrize("k", [2, 4])
 def test_shuffle_group_upper_is_the_gdp_group_bound(k):
     sigma, t, epochs = 2.0, 50, 3
-    b = tightdp.group_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA,
-                              group_size=k, sampling="shuffle")
+    b = tightdp.group_epsilon(
+        noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA, group_size=k, sampling="shuffle"
+    )
     exact = gdp_epsilon(k * math.sqrt(epochs) / sigma, DELTA)
     assert exact <= b.upper <= exact + 2 * max(1e-3 * exact, 5e-5)
-    one = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA,
-                                sampling="shuffle")
+    one = tightdp.dpsgd_epsilon(
+        noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA, sampling="shuffle"
+    )
     assert b.lower == one.lower  # Chua et al.'s attack on one record of the group
     assert "Dong, Roth, Su" in b.details["upper"]
 
@@ -80,18 +84,28 @@ def test_group_of_one_is_the_example_level_answer():
 def test_truncated_poisson_group_is_not_applicable_with_its_reason():
     assert TruncatedPoisson.group_reason.startswith("not applicable:")
     with pytest.raises(UnsupportedMechanismError, match="not applicable: Ganesh 2025"):
-        tightdp.group_epsilon(noise_multiplier=1.0, sampling_rate=0.01, steps=10, delta=DELTA, group_size=2,
-                              sampling="truncated-poisson", dataset_size=1000)
+        tightdp.group_epsilon(
+            noise_multiplier=1.0,
+            sampling_rate=0.01,
+            steps=10,
+            delta=DELTA,
+            group_size=2,
+            sampling="truncated-poisson",
+            dataset_size=1000,
+        )
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(sampling_rate=0.3, steps=10), "sampling_rate"),
-    (dict(sampling_rate=0.1, steps=15), "steps"),
-    (dict(steps=10), "sampling_rate"),
-    (dict(sampling_rate=0.1, steps=10, batch_size=5), "batch_size"),
-    (dict(sampling_rate=0.1, steps=10, accountant="prv"), "accountant"),
-    (dict(sampling_rate=0.1, steps=10, group_size=0), "group_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sampling_rate=0.3, steps=10), "sampling_rate"),
+        (dict(sampling_rate=0.1, steps=15), "steps"),
+        (dict(steps=10), "sampling_rate"),
+        (dict(sampling_rate=0.1, steps=10, batch_size=5), "batch_size"),
+        (dict(sampling_rate=0.1, steps=10, accountant="prv"), "accountant"),
+        (dict(sampling_rate=0.1, steps=10, group_size=0), "group_size"),
+    ],
+)
 def test_bad_input_names_the_argument(kwargs, name):
     kw = dict(noise_multiplier=1.0, delta=DELTA, group_size=2, sampling="random-allocation") | kwargs
     with pytest.raises(ValueError, match=name):
@@ -117,10 +131,42 @@ def test_group_curve_and_cli_for_the_epoch_schemes(sampling, capsys):
         assert reports[1].group_privacy_lemma_epsilon == pytest.approx(direct.upper)
     else:
         assert reports[1].group_privacy_lemma_epsilon is None
-    code = main(["group", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "200", "--delta", "1e-5",
-                 "--group-size", "4", "--sampling", sampling, "--json"])
+    code = main(
+        [
+            "group",
+            "--noise-multiplier",
+            "1",
+            "--sampling-rate",
+            "0.01",
+            "--steps",
+            "200",
+            "--delta",
+            "1e-5",
+            "--group-size",
+            "4",
+            "--sampling",
+            sampling,
+            "--json",
+        ]
+    )
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["epsilon"]["upper"] == direct.upper and out["sampling"] == sampling
-    assert main(["group", "--noise-multiplier", "1", "--steps", "200", "--delta", "1e-5", "--group-size", "4",
-                 "--sampling", sampling]) == 2  # no --sampling-rate: one line, exit 2
+    assert (
+        main(
+            [
+                "group",
+                "--noise-multiplier",
+                "1",
+                "--steps",
+                "200",
+                "--delta",
+                "1e-5",
+                "--group-size",
+                "4",
+                "--sampling",
+                sampling,
+            ]
+        )
+        == 2
+    )  # no --sampling-rate: one line, exit 2
     assert "--sampling-rate is required" in capsys.readouterr().err

@@ -25,8 +25,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tightdp.group import group_epsilon, group_mechanism
-from tightdp.mechanisms.mixture import (GroupFixedBatchSampled, GroupPoissonSampled, certified_binomial,
-                                        certified_hypergeometric)
+from tightdp.mechanisms.mixture import (
+    GroupFixedBatchSampled,
+    GroupPoissonSampled,
+    certified_binomial,
+    certified_hypergeometric,
+)
 
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
 ONE_STEP_EXAMPLES = 120 if FUZZ else 6
@@ -42,7 +46,7 @@ def exact_hypergeometric(k: int, b: int, n: int) -> list[Fraction]:
 
 def exact_binomial(k: int, q: float) -> list[Fraction]:
     qq = Fraction(q)
-    return [math.comb(k, m) * qq ** m * (1 - qq) ** (k - m) for m in range(k + 1)]
+    return [math.comb(k, m) * qq**m * (1 - qq) ** (k - m) for m in range(k + 1)]
 
 
 def _mpf(x: Fraction) -> mp.mpf:
@@ -82,7 +86,7 @@ def mp_one_step_epsilon(sens, probs: list[Fraction], sigma: float, delta: float,
         p0 = sum((pi for ci, pi in zip(c, p) if ci == 0), mp.mpf(0))
 
         def g(x):
-            return mp.log(mp.fsum(pi * mp.exp((ci * x - ci * ci / 2) / s ** 2) for ci, pi in zip(c, p)))
+            return mp.log(mp.fsum(pi * mp.exp((ci * x - ci * ci / 2) / s**2) for ci, pi in zip(c, p)))
 
         def d_remove(eps):
             x = _root(g, eps, -1.0, 1.0)
@@ -119,8 +123,9 @@ def dp_accounting_pessimistic(sens, probs: list[Fraction], sigma: float, steps: 
     the truth up to its tail truncation (its optimistic variant is far looser and far slower here)."""
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    d = pld.from_mixture_gaussian_mechanism(sigma, list(sens), [float(x) for x in probs],
-                                            value_discretization_interval=1e-3)
+    d = pld.from_mixture_gaussian_mechanism(
+        sigma, list(sens), [float(x) for x in probs], value_discretization_interval=1e-3
+    )
     return float(d.self_compose(steps).get_epsilon_for_delta(delta))
 
 
@@ -144,8 +149,9 @@ def test_issue15_fixed_batch_lower_bound_is_below_the_truth():
     sigma, delta, n, b = 3.239931265054172, 1.1613840608290985e-09, 71175, 5285
     truth = mp_one_step_epsilon([0.0, 2.0], exact_hypergeometric(1, b, n), sigma, delta)
     assert truth == pytest.approx(1.112716, abs=2e-6)
-    got = group_epsilon(noise_multiplier=sigma, steps=1, delta=delta, group_size=1, sampling="fixed-batch",
-                        dataset_size=n, batch_size=b)
+    got = group_epsilon(
+        noise_multiplier=sigma, steps=1, delta=delta, group_size=1, sampling="fixed-batch", dataset_size=n, batch_size=b
+    )
     assert_contains(got, truth, "issue 15")
     assert got.upper - got.lower <= 0.02 + 1e-9
 
@@ -160,25 +166,26 @@ def test_fixed_batch_groups_one_step_against_mpmath(k):
 
 
 def test_certified_probabilities_bracket_the_exact_ones():
-    for k, b, n in [(1, 5285, 71175), (12, 5285, 71175), (30, 7, 40), (5, 100, 100), (64, 10_000, 10 ** 6)]:
+    for k, b, n in [(1, 5285, 71175), (12, 5285, 71175), (30, 7, 40), (5, 100, 100), (64, 10_000, 10**6)]:
         pmf, exact = certified_hypergeometric(k, b, n), exact_hypergeometric(k, b, n)
         assert len(pmf.upper) == len(exact)
         for lo, hi, x in zip(pmf.lower, pmf.upper, exact):
             assert Fraction(lo) <= x <= Fraction(hi)
-            if x >= 2.0 ** -1021:
+            if x >= 2.0**-1021:
                 assert Fraction(hi) <= x * (1 + Fraction(pmf.rel_error))
         assert 0 < pmf.rel_error < 1e-15
     for k, q in [(1, 0.01), (9, 0.01), (40, 0.37), (200, 1e-3), (3, 1.0)]:
         pmf, exact = certified_binomial(k, q), exact_binomial(k, q)
         for lo, hi, x in zip(pmf.lower, pmf.upper, exact):
             assert Fraction(lo) <= x <= Fraction(hi)
-            if x >= 2.0 ** -1021:
+            if x >= 2.0**-1021:
                 assert Fraction(hi) <= x * (1 + Fraction(pmf.rel_error))
 
 
 def test_group_losses_carry_the_weight_error():
-    rem, add = GroupFixedBatchSampled(noise_multiplier=1.0, batch_size=5285, dataset_size=71175,
-                                      group_size=3).privacy_losses()
+    rem, add = GroupFixedBatchSampled(
+        noise_multiplier=1.0, batch_size=5285, dataset_size=71175, group_size=3
+    ).privacy_losses()
     for loss in (rem, add):
         assert 0 < loss.weight_error < 1e-15
         assert loss.infinity_mass == 0.0
@@ -202,7 +209,7 @@ def _group_cases(draw):
         q = 10 ** draw(st.floats(-4.0, math.log10(0.5)))
         assume(k / sigma <= 25.0)
         return sampling, k, sigma, q, None
-    n = draw(st.integers(max(k, 20), 10 ** 6))
+    n = draw(st.integers(max(k, 20), 10**6))
     b = draw(st.integers(1, min(n, 20_000)))
     # one step's loss reaches about c^2 / (2 s^2) + 10 c / s: beyond ~700 (epsilon in the hundreds) the
     # dominance cells refuse with LossRangeError, a refusal rather than a wrong answer
@@ -210,25 +217,27 @@ def _group_cases(draw):
     return sampling, k, sigma, b, n
 
 
-@settings(max_examples=ONE_STEP_EXAMPLES, deadline=None, derandomize=not FUZZ,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=ONE_STEP_EXAMPLES, deadline=None, derandomize=not FUZZ, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(case=_group_cases(), log_delta=_log_delta)
 def test_one_step_interval_contains_the_mpmath_truth(case, log_delta):
     sampling, k, sigma, rate_or_batch, n = case
-    delta = 10 ** log_delta
+    delta = 10**log_delta
     kw, sens, probs = _case(sampling, k, sigma, rate_or_batch, n)
     truth = mp_one_step_epsilon(sens, probs, sigma, delta)
     got = group_epsilon(noise_multiplier=sigma, steps=1, delta=delta, group_size=k, **kw)
     assert_contains(got, truth, f"{case}, delta={delta:.3g}")
 
 
-@settings(max_examples=FEW_STEP_EXAMPLES, deadline=None, derandomize=not FUZZ,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=FEW_STEP_EXAMPLES, deadline=None, derandomize=not FUZZ, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(case=_group_cases(), log_delta=st.floats(-10.0, -4.0), steps=st.integers(2, 60))
 def test_few_steps_dominance_and_prv_intervals_meet(case, log_delta, steps):
     """Two independent certified constructions (dominance pairs; PRV coupling) must overlap."""
     sampling, k, sigma, rate_or_batch, n = case
-    delta = 10 ** log_delta
+    delta = 10**log_delta
     kw, _, _ = _case(sampling, k, sigma, rate_or_batch, n)
     args = dict(noise_multiplier=sigma, steps=steps, delta=delta, group_size=k, **kw)
     cd, prv = group_epsilon(**args), group_epsilon(accountant="prv", **args)
@@ -237,10 +246,13 @@ def test_few_steps_dominance_and_prv_intervals_meet(case, log_delta, steps):
 
 @pytest.mark.peers
 @pytest.mark.slow
-@pytest.mark.parametrize("sampling, k, sigma, rate_or_batch, n, steps, delta", [
-    ("fixed-batch", 12, 3.239931265054172, 5285, 71175, 20, 1.1613840608290985e-09),
-    ("poisson", 8, 1.0, 0.01, None, 30, 1e-6),
-])
+@pytest.mark.parametrize(
+    "sampling, k, sigma, rate_or_batch, n, steps, delta",
+    [
+        ("fixed-batch", 12, 3.239931265054172, 5285, 71175, 20, 1.1613840608290985e-09),
+        ("poisson", 8, 1.0, 0.01, None, 30, 1e-6),
+    ],
+)
 def test_few_steps_against_dp_accounting(sampling, k, sigma, rate_or_batch, n, steps, delta):
     kw, sens, probs = _case(sampling, k, sigma, rate_or_batch, n)
     pess = dp_accounting_pessimistic(sens, probs, sigma, steps, delta)
@@ -250,19 +262,22 @@ def test_few_steps_against_dp_accounting(sampling, k, sigma, rate_or_batch, n, s
 
 
 # ------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(batch_size=200, dataset_size=100, group_size=2), "batch_size"),
-    (dict(batch_size=10, dataset_size=100, group_size=0), "group_size"),
-    (dict(batch_size=10, dataset_size=100, group_size=-3), "group_size"),
-    (dict(batch_size=10, dataset_size=100, group_size=2.5), "group_size"),
-    (dict(batch_size=10, dataset_size=100, group_size=True), "group_size"),
-    (dict(batch_size=True, dataset_size=100, group_size=2), "batch_size"),
-    (dict(batch_size=10.5, dataset_size=100, group_size=2), "batch_size"),
-    (dict(batch_size=10, dataset_size=False, group_size=2), "dataset_size"),
-    (dict(batch_size=10, dataset_size=100.5, group_size=2), "dataset_size"),
-    (dict(batch_size=10, dataset_size="100", group_size=2), "dataset_size"),
-    (dict(batch_size=10, dataset_size=100, group_size=float("nan")), "group_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(batch_size=200, dataset_size=100, group_size=2), "batch_size"),
+        (dict(batch_size=10, dataset_size=100, group_size=0), "group_size"),
+        (dict(batch_size=10, dataset_size=100, group_size=-3), "group_size"),
+        (dict(batch_size=10, dataset_size=100, group_size=2.5), "group_size"),
+        (dict(batch_size=10, dataset_size=100, group_size=True), "group_size"),
+        (dict(batch_size=True, dataset_size=100, group_size=2), "batch_size"),
+        (dict(batch_size=10.5, dataset_size=100, group_size=2), "batch_size"),
+        (dict(batch_size=10, dataset_size=False, group_size=2), "dataset_size"),
+        (dict(batch_size=10, dataset_size=100.5, group_size=2), "dataset_size"),
+        (dict(batch_size=10, dataset_size="100", group_size=2), "dataset_size"),
+        (dict(batch_size=10, dataset_size=100, group_size=float("nan")), "group_size"),
+    ],
+)
 def test_fixed_batch_bad_input_names_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         GroupFixedBatchSampled(noise_multiplier=1.0, **kwargs)
@@ -270,13 +285,16 @@ def test_fixed_batch_bad_input_names_the_argument(kwargs, name):
         group_mechanism(noise_multiplier=1.0, sampling="fixed-batch", **kwargs)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(sampling_rate=0.01, group_size=True), "group_size"),
-    (dict(sampling_rate=0.01, group_size=1.5), "group_size"),
-    (dict(sampling_rate=True, group_size=2), "sampling_rate"),
-    (dict(sampling_rate=1.01, group_size=2), "sampling_rate"),
-    (dict(sampling_rate=float("nan"), group_size=2), "sampling_rate"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(sampling_rate=0.01, group_size=True), "group_size"),
+        (dict(sampling_rate=0.01, group_size=1.5), "group_size"),
+        (dict(sampling_rate=True, group_size=2), "sampling_rate"),
+        (dict(sampling_rate=1.01, group_size=2), "sampling_rate"),
+        (dict(sampling_rate=float("nan"), group_size=2), "sampling_rate"),
+    ],
+)
 def test_poisson_bad_input_names_the_argument(kwargs, name):
     with pytest.raises(ValueError, match=name):
         GroupPoissonSampled(noise_multiplier=1.0, **kwargs)
@@ -285,9 +303,10 @@ def test_poisson_bad_input_names_the_argument(kwargs, name):
 def test_group_larger_than_the_batch_is_fine():
     """At most min(k, B) members are drawn: k > B is valid, with sensitivities up to 2 B."""
     m = GroupFixedBatchSampled(noise_multiplier=2.0, batch_size=3, dataset_size=50, group_size=10)
-    c, w = m.as_mixture().support
+    c, _w = m.as_mixture().support
     assert c.tolist() == [0.0, 2.0, 4.0, 6.0]
     truth = mp_one_step_epsilon([0.0, 2.0, 4.0, 6.0], exact_hypergeometric(10, 3, 50), 2.0, 1e-6)
-    got = group_epsilon(noise_multiplier=2.0, steps=1, delta=1e-6, group_size=10, sampling="fixed-batch",
-                        batch_size=3, dataset_size=50)
+    got = group_epsilon(
+        noise_multiplier=2.0, steps=1, delta=1e-6, group_size=10, sampling="fixed-batch", batch_size=3, dataset_size=50
+    )
     assert_contains(got, truth, "k > B")

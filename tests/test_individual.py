@@ -1,11 +1,11 @@
 """IndividualAccountant: per-example epsilons against the core engine, filters, save/load, bad input (000)."""
 
-import math
 import os
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tightdp.accountants.prv import PRVAccountant
 from tightdp.individual import GDPFilter, IndividualAccountant, gdp_epsilon, gdp_mu
@@ -15,8 +15,13 @@ from tightdp.mechanisms import Gaussian, PoissonSampled
 def _exact(sigma, q, ratios_counts, delta, eps_error=0.005):
     """Heterogeneous composition by the core PRV engine: (lower, estimate, upper)."""
     acc = PRVAccountant(eps_error=eps_error)
-    acc.compose([(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=r), sampling_rate=q), c)
-                 for r, c in ratios_counts if c > 0 and r > 0])
+    acc.compose(
+        [
+            (PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=r), sampling_rate=q), c)
+            for r, c in ratios_counts
+            if c > 0 and r > 0
+        ]
+    )
     return acc.epsilon(delta)
 
 
@@ -171,6 +176,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
 
     def boom(*args, **kw):
         raise OSError("disk full")
+
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(OSError):
         a.save(p)
@@ -199,15 +205,15 @@ def test_bad_input():
     with pytest.raises(ValueError, match="num_buckets"):
         IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5, num_buckets=0)
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.5)
-    with pytest.raises(ValueError, match="grad_norms.*shape"):
+    with pytest.raises(ValueError, match=r"grad_norms.*shape"):
         acc.record_step([1.0, 2.0])
-    with pytest.raises(ValueError, match="grad_norms.*>= 0"):
+    with pytest.raises(ValueError, match=r"grad_norms.*>= 0"):
         acc.record_step([1.0, -2.0, 0.0])
     with pytest.raises(ValueError, match="grad_norms"):
         acc.record_step(["a", "b", "c"])
     with pytest.raises(ValueError, match="grad_norms"):
         acc.record_steps([1.0, 2.0, 3.0])
-    with pytest.raises(ValueError, match="grad_norms.*shape"):
+    with pytest.raises(ValueError, match=r"grad_norms.*shape"):
         acc.record_steps(np.ones((4, 2)))
     assert acc.steps == 0 and acc.bucket_counts.sum() == 0  # nothing half-applied
     with pytest.raises(ValueError, match="delta"):
@@ -218,5 +224,5 @@ def test_bad_input():
         acc.deltas(-1.0)
     with pytest.raises(ValueError, match="epsilon"):
         acc.active(-1.0, 1e-5)
-    with pytest.raises(ValueError, match="mus|sampling_rate"):
+    with pytest.raises(ValueError, match=r"mus|sampling_rate"):
         acc.mus()

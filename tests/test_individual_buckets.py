@@ -7,11 +7,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tightdp
 from tightdp.individual import IndividualAccountant
-from tightdp.individual._buckets import _MARGIN, _bucket_index, _bucket_ratio
+from tightdp.individual._buckets import _bucket_index, _bucket_ratio
 
 #: TIGHTDP_FUZZ=1 runs the property tests with many more examples
 FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
@@ -34,8 +35,18 @@ def _covers(norm: float, clip: float, B: int, b: int) -> bool:
 
 
 def _edge_norms(clip: float, B: int) -> list[float]:
-    out = [0.0, clip, math.nextafter(clip, 0), math.nextafter(clip, math.inf), 2 * clip, 1e300, math.inf,
-           math.nan, 5e-324, clip * 1e-300]
+    out = [
+        0.0,
+        clip,
+        math.nextafter(clip, 0),
+        math.nextafter(clip, math.inf),
+        2 * clip,
+        1e300,
+        math.inf,
+        math.nan,
+        5e-324,
+        clip * 1e-300,
+    ]
     for b in sorted({1, 2, B // 3, B // 2, B - 1, B}):
         if b <= 0:
             continue
@@ -88,10 +99,12 @@ def test_record_step_and_record_steps_agree_on_edges():
         for B in (1, 10, 100, 1000):
             norms = np.array([x for x in _edge_norms(clip, B) if not math.isnan(x)])
             norms = rng.permutation(np.tile(norms, 3))[: 3 * (norms.size // 3)].reshape(3, -1)
-            a = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
-                                     sampling_rate=0.1, num_buckets=B)
-            b = IndividualAccountant(num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip,
-                                     sampling_rate=0.1, num_buckets=B)
+            a = IndividualAccountant(
+                num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B
+            )
+            b = IndividualAccountant(
+                num_examples=norms.shape[1], noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=B
+            )
             a.record_steps(norms)
             for row in norms:
                 b.record_step(row)
@@ -105,7 +118,7 @@ def test_record_step_and_record_steps_agree_on_edges():
 
 # ------------------------------------------------------------------------------ properties
 _clip_st = st.one_of(
-    st.floats(-6, 6).map(lambda x: 10.0 ** x),
+    st.floats(-6, 6).map(lambda x: 10.0**x),
     st.sampled_from(CLIPS),
     st.decimals(min_value="0.001", max_value="99.999", places=3).map(float).filter(lambda x: x > 0),
 )
@@ -160,8 +173,12 @@ def test_property_recording_touches_only_own_row(data, clip, B, n):
 
 @pytest.mark.slow
 @settings(max_examples=6 if not FUZZ else 40, deadline=None)
-@given(clip=_clip_st, factor=st.sampled_from([1.0, 1.0000001, 3.0]), q=st.sampled_from([0.01, 0.05]),
-       steps=st.integers(1, 300))
+@given(
+    clip=_clip_st,
+    factor=st.sampled_from([1.0, 1.0000001, 3.0]),
+    q=st.sampled_from([0.01, 0.05]),
+    steps=st.integers(1, 300),
+)
 def test_property_constant_clipped_norm_is_dpsgd(clip, factor, q, steps):
     acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=q)
     acc.record_steps(np.tile([clip * factor, 0.0], (steps, 1)))

@@ -6,7 +6,8 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tightdp
 from tightdp.accountants import ConnectDotsAccountant
@@ -24,8 +25,12 @@ def _truth(sigma, q, ratios, delta):
     if v.size == 0:
         return 0.0, 0.0
     a = ConnectDotsAccountant(eps_error=0.005)
-    a.compose([(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=float(x)), sampling_rate=q),
-                int(k)) for x, k in zip(v, c)])
+    a.compose(
+        [
+            (PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=float(x)), sampling_rate=q), int(k))
+            for x, k in zip(v, c)
+        ]
+    )
     b = a.epsilon(delta)
     return b.lower, b.upper
 
@@ -61,8 +66,9 @@ def test_fallback_when_fast_path_cannot_certify(monkeypatch):
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(np.tile([1.0, 0.3, 0.0], (20, 1)))
     real = acc_mod.population_epsilons
-    monkeypatch.setattr(acc_mod, "population_epsilons",
-                        lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf), real(bs, c, d, **kw)[1]))
+    monkeypatch.setattr(
+        acc_mod, "population_epsilons", lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf), real(bs, c, d, **kw)[1])
+    )
     b = acc.epsilons(1e-6)
     assert np.all(np.isfinite(b.upper)) and b.upper[2] == 0.0
     for i, r in enumerate([1.0, 0.3]):
@@ -79,20 +85,26 @@ def test_fallback_groups_by_dominating_bucket(monkeypatch):
     n = acc_mod._FALLBACK_GROUPS + 8
     acc = IndividualAccountant(num_examples=n, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(rng.uniform(0, 1.2, size=(6, n)))
-    monkeypatch.setattr(acc_mod, "population_epsilons", lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf),
-                                                                                np.zeros(c.shape[0])))
+    monkeypatch.setattr(
+        acc_mod, "population_epsilons", lambda bs, c, d, **kw: (np.full(c.shape[0], math.inf), np.zeros(c.shape[0]))
+    )
     b = acc.epsilons(1e-5)
     assert np.all(np.isfinite(b.upper)) and np.all(b.upper > 0)
     assert b.details["fallback"]["method"] in ("largest bucket", "worst case")
 
 
 @settings(max_examples=60 if FUZZ else 6, deadline=None)
-@given(sigma=st.sampled_from([0.7, 1.0, 2.0]), q=st.sampled_from([0.001, 0.01, 0.1]),
-       steps=st.sampled_from([1, 2, 5, 30]), logd=st.floats(-12, -4), seed=st.integers(0, 2 ** 16))
+@given(
+    sigma=st.sampled_from([0.7, 1.0, 2.0]),
+    q=st.sampled_from([0.001, 0.01, 0.1]),
+    steps=st.sampled_from([1, 2, 5, 30]),
+    logd=st.floats(-12, -4),
+    seed=st.integers(0, 2**16),
+)
 @pytest.mark.slow
 def test_property_subsampled_finite_and_certified(sigma, q, steps, logd, seed):
     rng = np.random.default_rng(seed)
-    delta = 10.0 ** logd
+    delta = 10.0**logd
     norms = rng.choice([0.0, 0.25, 0.6, 1.0, 4.0], size=(steps, 3))
     acc = IndividualAccountant(num_examples=3, noise_multiplier=sigma, clip_norm=1.0, sampling_rate=q)
     acc.record_steps(norms)
@@ -108,7 +120,7 @@ def test_property_subsampled_finite_and_certified(sigma, q, steps, logd, seed):
 # ------------------------------------------------------------------------- bad input, resources
 def test_huge_ledger_refused_before_allocating():
     with pytest.raises(ValueError, match=r"num_examples=1000000000.*GiB"):
-        IndividualAccountant(num_examples=10 ** 9, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
+        IndividualAccountant(num_examples=10**9, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
 
 
 @pytest.mark.parametrize("clip", [1e-320, 5e-324, 0.0, -1.0, math.inf, math.nan, True, "1.0", None])
@@ -119,14 +131,27 @@ def test_clip_norm_rejected(clip):
 
 def test_tiny_and_huge_normal_clip_norms_work():
     for clip in (1e-300, 1e6):
-        acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1,
-                                   num_buckets=10)
+        acc = IndividualAccountant(
+            num_examples=3, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.1, num_buckets=10
+        )
         acc.record_step([clip, clip * 0.45, clip * 1e-310])
         assert acc.bucket_counts[:, 1:].argmax(axis=1).tolist() == [9, 4, 0]  # buckets 10, 5, 1
 
 
-@pytest.mark.parametrize("bad", [[True, False], ["1.0", "2.0"], [1 + 2j, 0], [None, 1.0], [[1.0], [2.0]],
-                                 [-1.0, 0.0], [-math.inf, 0.0], "ab", [object(), 1.0]])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [True, False],
+        ["1.0", "2.0"],
+        [1 + 2j, 0],
+        [None, 1.0],
+        [[1.0], [2.0]],
+        [-1.0, 0.0],
+        [-math.inf, 0.0],
+        "ab",
+        [object(), 1.0],
+    ],
+)
 def test_bad_norms_rejected(bad):
     acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     with pytest.raises(ValueError, match="grad_norms"):
@@ -141,8 +166,9 @@ def test_bool_str_arguments_rejected(arg):
     with pytest.raises(ValueError):
         IndividualAccountant(num_examples=arg, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     with pytest.raises(ValueError, match="noise_multiplier"):
-        IndividualAccountant(num_examples=2, noise_multiplier=arg if arg != 2.5 else "x", clip_norm=1.0,
-                             sampling_rate=0.1)
+        IndividualAccountant(
+            num_examples=2, noise_multiplier=arg if arg != 2.5 else "x", clip_norm=1.0, sampling_rate=0.1
+        )
 
 
 def test_nan_and_inf_norms_are_worst_case():

@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tightdp import ConnectDotsAccountant, RDPAccountant
+from tightdp.accountants._rdp_math import epsilon_from_rdp
 from tightdp.individual import IndividualAccountant
 from tightdp.individual.gdp import gdp_delta_bounds, gdp_epsilon, gdp_mu
 from tightdp.individual.rdp import INDIVIDUAL_ORDERS, epsilons_from_rdp_rows, gaussian_budget_mu
-from tightdp.accountants._rdp_math import epsilon_from_rdp
 from tightdp.mechanisms import Gaussian, PoissonSampled
 
 SIGMA, Q, K, DELTA = 1.2, 0.05, 30, 1e-5
@@ -28,8 +28,14 @@ RATIOS = (0.25, 0.5, 1.0)  # on the uniform grid of 8 buckets: only the 1e-9 mar
 
 @pytest.fixture(scope="module")
 def constant_norms():
-    acc = IndividualAccountant(num_examples=len(RATIOS), noise_multiplier=SIGMA, clip_norm=2.0, sampling_rate=Q,
-                               num_buckets=8, resolution=400.0)
+    acc = IndividualAccountant(
+        num_examples=len(RATIOS),
+        noise_multiplier=SIGMA,
+        clip_norm=2.0,
+        sampling_rate=Q,
+        num_buckets=8,
+        resolution=400.0,
+    )
     for _ in range(K):
         acc.record_step(2.0 * np.array(RATIOS))
     return acc
@@ -60,7 +66,8 @@ def test_rdp_upper_above_pld_upper_above_truth(constant_norms):
 def test_vectorised_rdp_conversion_matches_the_library():
     rng = np.random.default_rng(3)
     curves = rng.uniform(0, 3, size=(20, INDIVIDUAL_ORDERS.size)) * INDIVIDUAL_ORDERS[None, :] ** rng.uniform(
-        0, 1, size=(20, 1))
+        0, 1, size=(20, 1)
+    )
     curves[0] = 0.0
     curves[1] = 1e-12  # Bretagnolle-Huber: delta above sqrt(1 - exp(-rdp)) gives 0
     for delta in (1e-9, 1e-5, 0.3):
@@ -76,7 +83,7 @@ def test_dpgd_gdp_and_rdp_closed_forms():
     for t in range(40):
         acc.record_step(norms * (1 + 0.01 * t))
     r = np.minimum(norms[None, :] * (1 + 0.01 * np.arange(40))[:, None], 1.0)
-    mu = np.sqrt((r ** 2).sum(axis=0)) / sigma
+    mu = np.sqrt((r**2).sum(axis=0)) / sigma
     g = acc.epsilons(DELTA, method="gdp")
     assert g.kind == "bound"
     for i in range(n):
@@ -94,7 +101,7 @@ def test_gdp_fit_dominates_the_certified_delta_curve(constant_norms):
     mu = np.asarray(fit.upper)
     emax = fit.details["epsilon_max"]
     grid = np.linspace(0, emax, 9)
-    for j, e in enumerate(grid[:-1]):
+    for _j, e in enumerate(grid[:-1]):
         d = constant_norms.deltas(float(e)).upper  # certified upper deltas
         mask = d >= np.asarray(fit.details["certified_above"])
         # the fit is checked against the next point of its own (finer) grid: compare one step further
@@ -149,8 +156,9 @@ def test_rdp_filter_stopping_rule_by_hand():
 
 def test_dpsgd_rules_on_a_small_ledger():
     rng = np.random.default_rng(1)
-    acc = IndividualAccountant(num_examples=60, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05,
-                               num_buckets=16, resolution=400.0)
+    acc = IndividualAccountant(
+        num_examples=60, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, num_buckets=16, resolution=400.0
+    )
     base = rng.lognormal(-1, 0.8, 60)
     for _ in range(30):
         acc.record_step(base * rng.uniform(0.7, 1.3, 60))
@@ -169,13 +177,18 @@ def test_dpsgd_rules_on_a_small_ledger():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=20), st.integers(2, 40),
-       st.floats(1.5, 50))
+@given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=20), st.integers(2, 40), st.floats(1.5, 50))
 def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
     sigma, clip = 0.9, 1.7
-    acc = IndividualAccountant(num_examples=len(norms), noise_multiplier=sigma, clip_norm=clip, sampling_rate=0.1,
-                               num_buckets=buckets, sigma_grid="paper",
-                               sigma_max=sigma * smax_factor)
+    acc = IndividualAccountant(
+        num_examples=len(norms),
+        noise_multiplier=sigma,
+        clip_norm=clip,
+        sampling_rate=0.1,
+        num_buckets=buckets,
+        sigma_grid="paper",
+        sigma_max=sigma * smax_factor,
+    )
     acc.record_step(np.array(norms))
     codes = np.argmax(acc.bucket_counts, axis=1)
     ratios = acc._nominal_ratios()
@@ -201,8 +214,9 @@ def test_paper_grid_is_looser_for_small_norms_and_still_certified():
     r_small = 0.05  # below sigma / sigma_max = 0.1: the paper's grid rounds it up to 0.1
     kw = dict(num_buckets=20, resolution=400.0)
     uni = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q, **kw)
-    pap = IndividualAccountant(num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q,
-                               sigma_grid="paper", **kw)
+    pap = IndividualAccountant(
+        num_examples=2, noise_multiplier=SIGMA, clip_norm=1.0, sampling_rate=Q, sigma_grid="paper", **kw
+    )
     for _ in range(K):
         uni.record_step(np.array([r_small, 1.0]))
         pap.record_step(np.array([r_small, 1.0]))
@@ -216,20 +230,30 @@ def test_paper_grid_is_looser_for_small_norms_and_still_certified():
 
 
 def test_paper_grid_save_load_round_trip(tmp_path):
-    acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, num_buckets=5,
-                               sigma_grid="paper", sigma_max=4.0)
+    acc = IndividualAccountant(
+        num_examples=3,
+        noise_multiplier=1.0,
+        clip_norm=1.0,
+        sampling_rate=0.1,
+        num_buckets=5,
+        sigma_grid="paper",
+        sigma_max=4.0,
+    )
     acc.record_step(np.array([0.0, 0.3, 2.0]))
     acc.save(tmp_path / "l.npz")
     back = IndividualAccountant.load(tmp_path / "l.npz")
     assert back == acc and back.options()["sigma_max"] == 4.0
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(sigma_grid="log"), "sigma_grid"),
-    (dict(sigma_grid="paper", sigma_max=0.5), "sigma_max"),
-    (dict(sigma_grid="paper", sigma_max=math.inf), "sigma_max"),
-    (dict(sigma_max=3.0), "sigma_max"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(sigma_grid="log"), "sigma_grid"),
+        (dict(sigma_grid="paper", sigma_max=0.5), "sigma_max"),
+        (dict(sigma_grid="paper", sigma_max=math.inf), "sigma_max"),
+        (dict(sigma_max=3.0), "sigma_max"),
+    ],
+)
 def test_bad_grid_options(kwargs, match):
     with pytest.raises(ValueError, match=match):
         IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1, **kwargs)

@@ -58,7 +58,7 @@ def _targets(module: str, is_pkg: bool, node: ast.AST) -> list[str]:
     elif isinstance(node, ast.ImportFrom):
         if node.level:
             base = module.split(".") if is_pkg else module.split(".")[:-1]
-            base = base[:len(base) - (node.level - 1)]
+            base = base[: len(base) - (node.level - 1)]
             target = ".".join(base + ([node.module] if node.module else []))
         else:
             target = node.module or ""
@@ -84,8 +84,12 @@ def _top_level_imports(tree: ast.Module):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
             yield n
         elif isinstance(n, (ast.If, ast.Try)):
-            stack += n.body + n.orelse + getattr(n, "finalbody", []) + [s for h in getattr(n, "handlers", [])
-                                                                           for s in h.body]
+            stack += (
+                n.body
+                + n.orelse
+                + getattr(n, "finalbody", [])
+                + [s for h in getattr(n, "handlers", []) for s in h.body]
+            )
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -98,7 +102,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         path.append(u)
         for v in sorted(graph.get(u, ())):
             if colour.get(v) == 1:
-                return path[path.index(v):] + [v]
+                return path[path.index(v) :] + [v]
             if v not in colour:
                 found = visit(v)
                 if found:
@@ -148,12 +152,14 @@ def test_compat_forwarders_import_only_inside_the_named_functions():
                 assert id(node) in inside, f"{importer} imports {imported} outside its forwarders {names}"
         for f in names:
             assert any(imported in _targets(importer, is_pkg, n) for n in ast.walk(functions[f])), (
-                f"{importer}.{f} does not forward to {imported}: remove it from COMPAT_FORWARDERS")
+                f"{importer}.{f} does not forward to {imported}: remove it from COMPAT_FORWARDERS"
+            )
 
 
 def test_compat_forwarders_reach_the_moved_functions():
     import tightdp.schemes as schemes
     from tightdp.mechanisms import allocation, shuffle, truncated
+
     assert shuffle.shuffle_epsilon is schemes.shuffle_epsilon
     a = allocation.allocation_epsilon(noise_multiplier=2.0, num_steps=4, num_selected=4, epochs=1, delta=1e-5)
     b = schemes.allocation_epsilon(noise_multiplier=2.0, num_steps=4, num_selected=4, epochs=1, delta=1e-5)
@@ -205,8 +211,16 @@ def test_public_api_is_listed_once_and_resolves():
     tree = ast.parse(src)
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
     assert imported == set(tightdp.__all__)  # nothing imported that is not public, nothing public not imported
-    for name in ("dpsgd_epsilon", "group_epsilon", "privacy_statement", "clear_caches", "from_dp_event",
-                 "calibrate_noise", "ConnectDotsAccountant", "MixtureOfGaussians"):
+    for name in (
+        "dpsgd_epsilon",
+        "group_epsilon",
+        "privacy_statement",
+        "clear_caches",
+        "from_dp_event",
+        "calibrate_noise",
+        "ConnectDotsAccountant",
+        "MixtureOfGaussians",
+    ):
         assert name in tightdp.__all__
 
 
@@ -225,7 +239,7 @@ def test_every_lru_cache_is_registered_for_clear_caches():
     assert len(found) >= 5
     missing = {(m, f) for m, f, decos in found if not any("register" in d for d in decos)}
     assert missing - KNOWN_UNREGISTERED == set(), "register these with tightdp._caches.register"
-    assert KNOWN_UNREGISTERED <= {(m, f) for m, f, _ in found}, "a known entry no longer exists: remove it"
+    assert {(m, f) for m, f, _ in found} >= KNOWN_UNREGISTERED, "a known entry no longer exists: remove it"
     assert missing <= KNOWN_UNREGISTERED
 
 
@@ -233,10 +247,12 @@ def test_clear_caches_empties_the_registered_memos():
     from tightdp import _caches
     from tightdp.pld.discretise import discretise
 
-    tightdp.ConnectDotsAccountant().compose(tightdp.PoissonSampled(
-        mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.01), 10).epsilon(1e-5)
-    tightdp.PRVAccountant().compose(tightdp.PoissonSampled(
-        mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.01), 10).epsilon(1e-5)
+    tightdp.ConnectDotsAccountant().compose(
+        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.01), 10
+    ).epsilon(1e-5)
+    tightdp.PRVAccountant().compose(
+        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.01), 10
+    ).epsilon(1e-5)
     assert discretise in _caches.registered()
     assert any(fn.cache_info().currsize for fn in _caches.registered())
     tightdp.clear_caches()

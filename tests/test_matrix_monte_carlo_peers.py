@@ -19,10 +19,12 @@ DELTA = 0.05
 def _mc_delta(c_col, sigma, n, t, eps, samples, seed):
     from jax_privacy import batch_selection
     from jax_privacy.experimental.monte_carlo import sample_generation
+
     strat = batch_selection.BallsInBinsSampling(iterations=n, cycle_length=t)
     pos, _ = sample_generation.get_privacy_loss_sample(strat, sigma, c_col, seed=seed, num_samples=samples)
-    neg, _ = sample_generation.get_privacy_loss_sample(strat, sigma, c_col, seed=seed + 1, num_samples=samples,
-                                                       positive_sample=False)
+    neg, _ = sample_generation.get_privacy_loss_sample(
+        strat, sigma, c_col, seed=seed + 1, num_samples=samples, positive_sample=False
+    )
     out = []
     for losses in (np.asarray(pos), -np.asarray(neg)):  # remove: L under P; add: -L under Q
         v = -np.expm1(np.minimum(eps - losses, 0.0))
@@ -40,8 +42,13 @@ def test_balls_in_bins_interval_consistent_with_monte_carlo():
         sigma = float(np.exp(rng.uniform(np.log(0.5), np.log(10.0))))
         c_col = np.sort(rng.uniform(0.05, 1.0, size=b))[::-1]
         c_col = c_col / np.linalg.norm(c_col)
-        ours = matrix_epsilon(strategy=BandedToeplitz(c_col=c_col), noise_multiplier=sigma, steps=n, delta=DELTA,
-                              sampler=BallsInBins(cycle_length=t))
+        ours = matrix_epsilon(
+            strategy=BandedToeplitz(c_col=c_col),
+            noise_multiplier=sigma,
+            steps=n,
+            delta=DELTA,
+            sampler=BallsInBins(cycle_length=t),
+        )
         assert 0 <= ours.lower <= ours.upper < math.inf
         m, se = _mc_delta(c_col, sigma, n, t, ours.upper, 600, 10 * case)
         assert m - 4 * se <= DELTA, (case, t, b, n, sigma, ours, m, se)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import norm
 
 from tightdp import dpsgd_epsilon
@@ -40,8 +41,13 @@ def _delta_pair(a: float, q: float, sigma: float, eps: float) -> float:
 @given(st.floats(0.0, 1.0), st.floats(0.05, 0.9), st.floats(0.6, 3.0))
 def test_poisson_banded_bounds_bracket_the_exact_pair(a, q, sigma):
     c = np.array([1.0, a])
-    b = matrix_epsilon(strategy=BandedToeplitz(c_col=c) if a > 0 else Identity(), noise_multiplier=sigma, steps=2,
-                       delta=DELTA, sampler=PoissonSampling(sampling_rate=q))
+    b = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=c) if a > 0 else Identity(),
+        noise_multiplier=sigma,
+        steps=2,
+        delta=DELTA,
+        sampler=PoissonSampling(sampling_rate=q),
+    )
     # the fixed-gradient pair is one neighbouring pair of the run: the run's upper bound must hold for it
     assert _delta_pair(a, q, sigma, b.upper) <= DELTA * (1 + 1e-3)
     # the lower end comes from a (post-processed) explicit pair: delta there is at least the target
@@ -56,7 +62,9 @@ def test_noise_splitting_tightens_poisson_with_banded_strategy():
     k = np.arange(1, 16)
     c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
     c /= np.linalg.norm(c)
-    b = matrix_epsilon(strategy=c, noise_multiplier=6.0, steps=512, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.02))
+    b = matrix_epsilon(
+        strategy=c, noise_multiplier=6.0, steps=512, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.02)
+    )
     assert b.details["upper_used"] == "noise splitting"
     ref = dpsgd_epsilon(noise_multiplier=6.0 / 4.0, sampling_rate=0.02, steps=512, delta=1e-6)
     assert b.upper <= ref.upper * (1 + 1e-6)  # column norms <= 1: DP-SGD at sigma / sqrt(16) dominates
@@ -64,7 +72,8 @@ def test_noise_splitting_tightens_poisson_with_banded_strategy():
 
 
 def test_identity_poisson_is_dpsgd_exactly():
-    b = matrix_epsilon(strategy=Identity(), noise_multiplier=1.1, steps=300, delta=1e-5,
-                       sampler=PoissonSampling(sampling_rate=0.01))
+    b = matrix_epsilon(
+        strategy=Identity(), noise_multiplier=1.1, steps=300, delta=1e-5, sampler=PoissonSampling(sampling_rate=0.01)
+    )
     ref = dpsgd_epsilon(noise_multiplier=1.1, sampling_rate=0.01, steps=300, delta=1e-5)
     assert math.isclose(b.upper, ref.upper, rel_tol=1e-6) and math.isclose(b.lower, ref.lower, rel_tol=1e-6)

@@ -14,11 +14,19 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow
 def test_matrix_mechanisms_reproduction(tmp_path):
-    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "papers" / "matrix_mechanisms.py"), "--quick",
-                           "--out", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "papers" / "matrix_mechanisms.py"), "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["key"]: r for r in json.loads((tmp_path / "matrix_mechanisms.json").read_text())["rows"]}
-    assert (tmp_path / "matrix_mechanisms.md").read_text().count("| paper value | tightdp value | certified interval |") == 1
+    assert (tmp_path / "matrix_mechanisms.md").read_text().count(
+        "| paper value | tightdp value | certified interval |"
+    ) == 1
     # BandMF Thm 1 through the paper's accounting: inside the interval, or above it only for a partial last round
     for key in ("bandmf_1_1", "bandmf_2_16", "bandmf_4_64"):
         r = rows[key]

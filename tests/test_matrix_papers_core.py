@@ -20,8 +20,7 @@ runpy.run_path({script!r}, run_name="__main__")
 
 def test_matrix_reproduction_runs_without_peers(tmp_path):
     papers = ROOT / "examples" / "papers"
-    code = _RUN_WITHOUT_PEERS.format(papers=str(papers), out=str(tmp_path),
-                                     script=str(papers / "matrix_mechanisms.py"))
+    code = _RUN_WITHOUT_PEERS.format(papers=str(papers), out=str(tmp_path), script=str(papers / "matrix_mechanisms.py"))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["key"]: r for r in json.loads((tmp_path / "matrix_mechanisms.json").read_text())["rows"]}

@@ -7,15 +7,24 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from tightdp.matrix import (BallsInBins, BandedToeplitz, Cyclic, CyclicPoisson, EpochAllocation, NoAmplification,
-                            PoissonSampling, matrix_epsilon)
+from tightdp.matrix import (
+    BallsInBins,
+    BandedToeplitz,
+    Cyclic,
+    CyclicPoisson,
+    EpochAllocation,
+    NoAmplification,
+    PoissonSampling,
+    matrix_epsilon,
+)
 from tightdp.matrix.allocation import _Spectra, lower_sandwich, upper_sandwich
 
 
 @settings(deadline=None, max_examples=8)
-@given(st.integers(0, 10 ** 6), st.integers(1, 6), st.integers(1, 4), st.floats(1.0, 10), st.floats(0.01, 1.0))
+@given(st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 4), st.floats(1.0, 10), st.floats(0.01, 1.0))
 def test_intervals_are_ordered_and_amplification_helps(seed, b, epochs_factor, sigma, q):
     rng = np.random.default_rng(seed)
     c = np.sort(rng.uniform(0.05, 1.0, size=b))[::-1]
@@ -23,10 +32,19 @@ def test_intervals_are_ordered_and_amplification_helps(seed, b, epochs_factor, s
     t = b * int(rng.integers(1, 4))
     n = t * epochs_factor
     strat = BandedToeplitz(c_col=c)
-    plain = matrix_epsilon(strategy=strat, noise_multiplier=sigma, steps=n, delta=1e-5,
-                           sampler=NoAmplification(participation=Cyclic(period=t)))
-    for sampler in (CyclicPoisson(sampling_rate=q, period=t), PoissonSampling(sampling_rate=q),
-                    BallsInBins(cycle_length=t), EpochAllocation(steps_per_epoch=t)):
+    plain = matrix_epsilon(
+        strategy=strat,
+        noise_multiplier=sigma,
+        steps=n,
+        delta=1e-5,
+        sampler=NoAmplification(participation=Cyclic(period=t)),
+    )
+    for sampler in (
+        CyclicPoisson(sampling_rate=q, period=t),
+        PoissonSampling(sampling_rate=q),
+        BallsInBins(cycle_length=t),
+        EpochAllocation(steps_per_epoch=t),
+    ):
         r = matrix_epsilon(strategy=strat, noise_multiplier=sigma, steps=n, delta=1e-5, sampler=sampler)
         assert 0.0 <= r.lower <= r.estimate <= r.upper < math.inf, (sampler, r)
         if not isinstance(sampler, (PoissonSampling, EpochAllocation)):  # same patterns, random: never worse
@@ -34,7 +52,7 @@ def test_intervals_are_ordered_and_amplification_helps(seed, b, epochs_factor, s
 
 
 @settings(deadline=None, max_examples=40)
-@given(st.integers(0, 10 ** 6), st.integers(2, 12), st.floats(0.0, 1.0))
+@given(st.integers(0, 10**6), st.integers(2, 12), st.floats(0.0, 1.0))
 def test_sandwich_constants_satisfy_their_inequalities(seed, t, frac):
     rng = np.random.default_rng(seed)
     v = np.abs(rng.normal(size=(3 * t, t)))

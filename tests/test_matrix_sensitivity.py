@@ -53,13 +53,13 @@ def _check(strategy, participation, n, pats):
     lo2, hi2 = _truth_interval(c, pats)
     assert s.lower <= s.upper
     # the lower end is attained by its explicit pattern and signs
-    assert s.lower ** 2 <= pattern_value(c, s.worst_pattern, s.signs) * (1 + 1e-12) + 1e-12
-    assert s.lower ** 2 <= hi2 * (1 + 1e-12) + 1e-12
-    assert s.upper ** 2 >= lo2 * (1 - 1e-12) - 1e-12
+    assert s.lower**2 <= pattern_value(c, s.worst_pattern, s.signs) * (1 + 1e-12) + 1e-12
+    assert s.lower**2 <= hi2 * (1 + 1e-12) + 1e-12
+    assert s.upper**2 >= lo2 * (1 - 1e-12) - 1e-12
     if np.all(c.T @ c >= 0):  # F1: the truth is the brute-force maximum
-        assert s.lower ** 2 <= lo2 * (1 + 1e-12) <= s.upper ** 2 * (1 + 2e-12)
+        assert s.lower**2 <= lo2 * (1 + 1e-12) <= s.upper**2 * (1 + 2e-12)
         if s.exact:
-            assert math.isclose(s.lower ** 2, lo2, rel_tol=1e-9)
+            assert math.isclose(s.lower**2, lo2, rel_tol=1e-9)
     return s
 
 
@@ -70,8 +70,12 @@ def test_tree_minsep_brute_force(k, sep):
     assert s.exact
 
 
-@given(st.lists(st.floats(-2, 2, allow_nan=False), min_size=1, max_size=5).filter(lambda c: abs(c[0]) > 0.05),
-       st.integers(1, 3), st.integers(1, 4), st.integers(4, 9))
+@given(
+    st.lists(st.floats(-2, 2, allow_nan=False), min_size=1, max_size=5).filter(lambda c: abs(c[0]) > 0.05),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(4, 9),
+)
 @settings(deadline=None)
 def test_toeplitz_minsep_brute_force(coefs, k, sep, n):
     strat = BandedToeplitz(c_col=coefs)
@@ -79,18 +83,17 @@ def test_toeplitz_minsep_brute_force(coefs, k, sep, n):
 
 
 @settings(deadline=None)
-@given(st.integers(0, 10 ** 6), st.integers(1, 3), st.integers(1, 3), st.integers(3, 8), st.booleans())
+@given(st.integers(0, 10**6), st.integers(1, 3), st.integers(1, 3), st.integers(3, 8), st.booleans())
 def test_dense_minsep_brute_force(seed, k, sep, n, signed):
     rng = np.random.default_rng(seed)
     a = rng.normal(size=(n, n)) if signed else rng.uniform(0, 1, size=(n, n))
     a = np.tril(a)
     a[np.diag_indices(n)] += 0.1 * np.sign(a[np.diag_indices(n)] + 1e-9)
-    _check(DenseStrategy(array=a), MinSeparation(max_participations=k, min_sep=sep), n,
-           list(_all_patterns(n, k, sep)))
+    _check(DenseStrategy(array=a), MinSeparation(max_participations=k, min_sep=sep), n, list(_all_patterns(n, k, sep)))
 
 
 @settings(deadline=None)
-@given(st.integers(0, 10 ** 6), st.integers(1, 4), st.integers(3, 7))
+@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(3, 7))
 def test_cyclic_brute_force(seed, period, n):
     rng = np.random.default_rng(seed)
     a = np.tril(rng.normal(size=(n, n)) + 0.5)
@@ -105,7 +108,7 @@ def test_monotone_toeplitz_closed_form_matches_brute_force():
     s = sensitivity(BandedToeplitz(c_col=coefs), MinSeparation(max_participations=k, min_sep=sep), steps=n)
     assert s.exact and "F4" in s.method
     lo2, _ = _truth_interval(BandedToeplitz(c_col=coefs).matrix(n), list(_all_patterns(n, k, sep)))
-    assert math.isclose(s.lower ** 2, lo2, rel_tol=1e-12)
+    assert math.isclose(s.lower**2, lo2, rel_tol=1e-12)
 
 
 def test_banded_dynamic_programme_exact():
@@ -113,8 +116,7 @@ def test_banded_dynamic_programme_exact():
     n, b = 12, 3
     a = np.tril(rng.normal(size=(n, n))) * (np.tri(n) - np.tri(n, k=-b))
     a[np.diag_indices(n)] = 1.0
-    s = _check(DenseStrategy(array=a), MinSeparation(max_participations=3, min_sep=b), n,
-               list(_all_patterns(n, 3, b)))
+    s = _check(DenseStrategy(array=a), MinSeparation(max_participations=3, min_sep=b), n, list(_all_patterns(n, 3, b)))
     assert s.exact and "F3" in s.method
 
 
@@ -123,12 +125,15 @@ def test_large_dense_reports_bounds_not_exact_claims():
     c = np.tril(rng.normal(size=(60, 60)))
     s = sensitivity(DenseStrategy(array=c), MinSeparation(max_participations=4, min_sep=5), steps=60)
     assert s.lower < s.upper and not s.exact
-    assert s.lower ** 2 <= pattern_value(c, s.worst_pattern, s.signs) * (1 + 1e-12)
+    assert s.lower**2 <= pattern_value(c, s.worst_pattern, s.signs) * (1 + 1e-12)
 
 
 def test_closed_forms():
-    assert math.isclose(sensitivity(Identity(), MinSeparation(max_participations=5, min_sep=2), steps=20).upper,
-                        math.sqrt(5), rel_tol=1e-9)
+    assert math.isclose(
+        sensitivity(Identity(), MinSeparation(max_participations=5, min_sep=2), steps=20).upper,
+        math.sqrt(5),
+        rel_tol=1e-9,
+    )
     assert math.isclose(sensitivity(BinaryTree(), SINGLE, steps=16).lower, math.sqrt(5), rel_tol=1e-9)
     # BLT with one buffer: c_t = w d^(t-1)
     s = sensitivity(BLT(buf_decay=[0.5], output_scale=[0.5]), SINGLE, steps=30)
@@ -136,16 +141,28 @@ def test_closed_forms():
     assert math.isclose(s.upper, float(np.linalg.norm(c)), rel_tol=1e-9)
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: BandedToeplitz(c_col=[]), lambda: BandedToeplitz(c_col=[0.0, 1.0]),
-    lambda: BandedToeplitz(c_col=[1.0, float("nan")]), lambda: BandedToeplitz(c_col=[1.0, 0.5], num_bands=1),
-    lambda: BandedToeplitz(c_col=[1.0], num_bands=0), lambda: BLT(buf_decay=[0.5], output_scale=[0.1, 0.2]),
-    lambda: BLT(buf_decay=[1.5], output_scale=[0.1]), lambda: DenseStrategy(array=[[1.0, 1.0], [0.0, 1.0]]),
-    lambda: DenseStrategy(array=[[1.0, 0.0], [1.0, 0.0]]), lambda: DenseStrategy(array=[1.0, 2.0]),
-    lambda: MinSeparation(max_participations=0), lambda: Cyclic(period=0),
-    lambda: sensitivity(Identity(), steps=0), lambda: sensitivity(Identity(), "single", steps=3),
-    lambda: sensitivity(DenseStrategy(array=np.eye(3)), steps=4), lambda: strategy_from_dict({"type": "nope"}),
-    lambda: as_strategy("tree")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: BandedToeplitz(c_col=[]),
+        lambda: BandedToeplitz(c_col=[0.0, 1.0]),
+        lambda: BandedToeplitz(c_col=[1.0, float("nan")]),
+        lambda: BandedToeplitz(c_col=[1.0, 0.5], num_bands=1),
+        lambda: BandedToeplitz(c_col=[1.0], num_bands=0),
+        lambda: BLT(buf_decay=[0.5], output_scale=[0.1, 0.2]),
+        lambda: BLT(buf_decay=[1.5], output_scale=[0.1]),
+        lambda: DenseStrategy(array=[[1.0, 1.0], [0.0, 1.0]]),
+        lambda: DenseStrategy(array=[[1.0, 0.0], [1.0, 0.0]]),
+        lambda: DenseStrategy(array=[1.0, 2.0]),
+        lambda: MinSeparation(max_participations=0),
+        lambda: Cyclic(period=0),
+        lambda: sensitivity(Identity(), steps=0),
+        lambda: sensitivity(Identity(), "single", steps=3),
+        lambda: sensitivity(DenseStrategy(array=np.eye(3)), steps=4),
+        lambda: strategy_from_dict({"type": "nope"}),
+        lambda: as_strategy("tree"),
+    ],
+)
 def test_bad_input_raises_value_error(bad):
     with pytest.raises(ValueError):
         bad()
@@ -159,4 +176,5 @@ def test_round_trip_and_interop():
     class FakeBLT:  # jax_privacy's BufferedToeplitz has these two arrays
         buf_decay = np.array([0.9])
         output_scale = np.array([0.1])
+
     assert as_strategy(FakeBLT()) == BLT(buf_decay=[0.9], output_scale=[0.1])

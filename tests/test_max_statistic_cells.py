@@ -25,8 +25,13 @@ def exact_masses(edges, sigma, t, k, mean, idx):
 
 
 @settings(max_examples=20, deadline=None)
-@given(sigma=st.floats(0.3, 5.0), t=st.integers(1, 2000), k_frac=st.floats(0.0, 1.0),
-       pair=st.sampled_from([(1.0, 0.0), (2.0, 1.0)]), seed=st.integers(0, 2 ** 31))
+@given(
+    sigma=st.floats(0.3, 5.0),
+    t=st.integers(1, 2000),
+    k_frac=st.floats(0.0, 1.0),
+    pair=st.sampled_from([(1.0, 0.0), (2.0, 1.0)]),
+    seed=st.integers(0, 2**31),
+)
 def test_cell_masses_within_their_certified_relative_errors(sigma, t, k_frac, pair, seed):
     k = 1 + int(k_frac * (t - 1))
     edges, P, Q, rp, rq = max_statistic_cells(sigma, t, pair[0], pair[1], 400, k)
@@ -43,7 +48,7 @@ def test_cell_masses_within_their_certified_relative_errors(sigma, t, k_frac, pa
 def test_lower_tail_cells_are_not_rounding_noise():
     """sigma 0.3, t 1: the review's case (191 lower-tail cells with ratios off by up to 1.9x before)."""
     edges, P, Q, rp, rq = max_statistic_cells(0.3, 1, 1.0, 0.0, 20000, 1)
-    lower = np.flatnonzero(edges[1:] < -1.0)[:: 997]
+    lower = np.flatnonzero(edges[1:] < -1.0)[::997]
     for mean, mass, rel in ((1.0, P, rp), (0.0, Q, rq)):
         for i, exact in zip(lower, exact_masses(edges, 0.3, 1, 1, mean, lower)):
             assert abs(mpmath.mpf(float(mass[i])) / exact - 1) <= max(rel[i], 1e-15)
@@ -56,6 +61,7 @@ def test_lower_tail_cells_are_not_rounding_noise():
 def test_lower_end_below_the_gaussian_it_garbles():
     """t = 1: max_i x_i is x_1, so the dominated pair is below (and close to) the Gaussian's exact epsilon."""
     from scipy.stats import norm
+
     sigma, delta = 0.5, 1e-6
     lo = lower_bound_epsilon(lambda h: max_statistic_pld(sigma, 1, h), 1, delta, 0.01)
     mu = 1 / sigma

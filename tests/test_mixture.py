@@ -19,14 +19,20 @@ from scipy import special, stats
 
 from tightdp.mechanisms import mechanism_from_dict
 from tightdp.mechanisms.losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss, poisson_gaussian_loss
-from tightdp.mechanisms.mixture import (GroupFixedBatchSampled, GroupPoissonSampled, MixtureAddLoss,
-                                        MixtureOfGaussians, MixtureRemoveLoss, binomial_sensitivity,
-                                        hypergeometric_sensitivity)
+from tightdp.mechanisms.mixture import (
+    GroupFixedBatchSampled,
+    GroupPoissonSampled,
+    MixtureAddLoss,
+    MixtureOfGaussians,
+    MixtureRemoveLoss,
+    binomial_sensitivity,
+    hypergeometric_sensitivity,
+)
 
 
 def one_step_delta(loss, eps: float) -> float:
     """``delta(eps) = P(L > eps) - e^eps Q(L > eps)`` of one MoG direction, through ``loss.inverse``."""
-    lo, hi = loss.support()
+    _lo, hi = loss.support()
     if eps >= hi:
         return loss.infinity_mass
     x = float(loss.inverse(np.array([eps]))[0])
@@ -40,8 +46,9 @@ def mp_delta_remove(sens, probs, sigma, eps, dps=50) -> mp.mpf:
     """Independent 50-digit hockey-stick divergence of ``sum p_i N(c_i, s^2)`` against ``N(0, s^2)``."""
     with mp.workdps(dps):
         s2 = mp.mpf(sigma) ** 2
-        loss = lambda x: mp.log(mp.fsum(mp.mpf(p) * mp.exp((c * x - mp.mpf(c) ** 2 / 2) / s2)
-                                        for c, p in zip(sens, probs)))
+        loss = lambda x: mp.log(
+            mp.fsum(mp.mpf(p) * mp.exp((c * x - mp.mpf(c) ** 2 / 2) / s2) for c, p in zip(sens, probs))
+        )
         lo, hi = mp.mpf(-200), mp.mpf(200)
         for _ in range(400):  # bisection: the loss is increasing
             mid = (lo + hi) / 2
@@ -55,20 +62,23 @@ def mp_delta_remove(sens, probs, sigma, eps, dps=50) -> mp.mpf:
 
 
 # ----------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(noise_multiplier=0.0, sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
-    (dict(noise_multiplier=-1.0, sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
-    (dict(noise_multiplier=float("nan"), sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
-    (dict(noise_multiplier=1.0, sensitivities=(-1.0, 1.0), probabilities=(0.5, 0.5)), r"sensitivities\[0\]"),
-    (dict(noise_multiplier=1.0, sensitivities=(float("nan"),), probabilities=(1.0,)), r"sensitivities\[0\]"),
-    (dict(noise_multiplier=1.0, sensitivities=(float("inf"),), probabilities=(1.0,)), r"sensitivities\[0\]"),
-    (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(0.5, 0.6)), "sum to 1"),
-    (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(-0.5, 1.5)), r"probabilities\[0\]"),
-    (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(1.0,)), "same length"),
-    (dict(noise_multiplier=1.0, sensitivities=(), probabilities=()), "empty"),
-    (dict(noise_multiplier=1.0, sensitivities="12", probabilities=(1.0,)), "sequence"),
-    (dict(noise_multiplier=1.0, sensitivities=1.0, probabilities=(1.0,)), "sequence"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(noise_multiplier=0.0, sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
+        (dict(noise_multiplier=-1.0, sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
+        (dict(noise_multiplier=float("nan"), sensitivities=(1.0,), probabilities=(1.0,)), "noise_multiplier"),
+        (dict(noise_multiplier=1.0, sensitivities=(-1.0, 1.0), probabilities=(0.5, 0.5)), r"sensitivities\[0\]"),
+        (dict(noise_multiplier=1.0, sensitivities=(float("nan"),), probabilities=(1.0,)), r"sensitivities\[0\]"),
+        (dict(noise_multiplier=1.0, sensitivities=(float("inf"),), probabilities=(1.0,)), r"sensitivities\[0\]"),
+        (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(0.5, 0.6)), "sum to 1"),
+        (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(-0.5, 1.5)), r"probabilities\[0\]"),
+        (dict(noise_multiplier=1.0, sensitivities=(0.0, 1.0), probabilities=(1.0,)), "same length"),
+        (dict(noise_multiplier=1.0, sensitivities=(), probabilities=()), "empty"),
+        (dict(noise_multiplier=1.0, sensitivities="12", probabilities=(1.0,)), "sequence"),
+        (dict(noise_multiplier=1.0, sensitivities=1.0, probabilities=(1.0,)), "sequence"),
+    ],
+)
 def test_mixture_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         MixtureOfGaussians(**kwargs)
@@ -87,25 +97,31 @@ def test_mixture_is_keyword_only_frozen_and_serialises():
     assert hash(mechanism_from_dict(d).privacy_losses()) == hash(m.privacy_losses())
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(noise_multiplier=1.0, sampling_rate=0.01, group_size=0), "group_size"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.01, group_size=2.5), "group_size"),
-    (dict(noise_multiplier=1.0, sampling_rate=0.0, group_size=2), "sampling_rate"),
-    (dict(noise_multiplier=1.0, sampling_rate=1.5, group_size=2), "sampling_rate"),
-    (dict(noise_multiplier=0.0, sampling_rate=0.5, group_size=2), "noise_multiplier"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(noise_multiplier=1.0, sampling_rate=0.01, group_size=0), "group_size"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.01, group_size=2.5), "group_size"),
+        (dict(noise_multiplier=1.0, sampling_rate=0.0, group_size=2), "sampling_rate"),
+        (dict(noise_multiplier=1.0, sampling_rate=1.5, group_size=2), "sampling_rate"),
+        (dict(noise_multiplier=0.0, sampling_rate=0.5, group_size=2), "noise_multiplier"),
+    ],
+)
 def test_group_poisson_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GroupPoissonSampled(**kwargs)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(noise_multiplier=1.0, batch_size=10, dataset_size=100, group_size=0), "group_size"),
-    (dict(noise_multiplier=1.0, batch_size=200, dataset_size=100, group_size=2), "batch_size"),
-    (dict(noise_multiplier=1.0, batch_size=10, dataset_size=100, group_size=101), "group_size"),
-    (dict(noise_multiplier=1.0, batch_size=0, dataset_size=100, group_size=2), "batch_size"),
-    (dict(noise_multiplier=1.0, batch_size=10, dataset_size=10.5, group_size=2), "dataset_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(noise_multiplier=1.0, batch_size=10, dataset_size=100, group_size=0), "group_size"),
+        (dict(noise_multiplier=1.0, batch_size=200, dataset_size=100, group_size=2), "batch_size"),
+        (dict(noise_multiplier=1.0, batch_size=10, dataset_size=100, group_size=101), "group_size"),
+        (dict(noise_multiplier=1.0, batch_size=0, dataset_size=100, group_size=2), "batch_size"),
+        (dict(noise_multiplier=1.0, batch_size=10, dataset_size=10.5, group_size=2), "dataset_size"),
+    ],
+)
 def test_group_fixed_batch_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         GroupFixedBatchSampled(**kwargs)
@@ -127,17 +143,19 @@ def test_degenerate_mixtures():
 
 
 def test_probability_residue_goes_to_the_safe_side():
-    short = MixtureOfGaussians(noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0),
-                               probabilities=(0.5, 0.3, 0.2 - 5e-10))
+    short = MixtureOfGaussians(
+        noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0), probabilities=(0.5, 0.3, 0.2 - 5e-10)
+    )
     rem, add = short.privacy_losses()
     # the deficit goes to the largest sensitivity (stochastically larger, 002 Lemma 2.9), not to +inf,
     # where it would be added to the lower bound's delta at every step too
     assert rem.infinity_mass == 0.0
     assert rem.p_weights[-1] >= 0.2 and math.fsum(rem.p_weights) >= 1.0
     assert math.fsum(add.q_weights) < 1.0  # Q short of the deficit: loss only larger
-    over = MixtureOfGaussians(noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0),
-                              probabilities=(0.5, 0.3, 0.2 + 5e-10))
-    c, w = over.support
+    over = MixtureOfGaussians(
+        noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0), probabilities=(0.5, 0.3, 0.2 + 5e-10)
+    )
+    _c, w = over.support
     assert w[0] == pytest.approx(0.5 - 5e-10, abs=1e-16) and w[2] == 0.2 + 5e-10  # taken from the smallest
 
 
@@ -258,9 +276,12 @@ def test_one_step_delta_matches_dp_accounting(k, sigma):
     c, p = binomial_sensitivity(k, 0.01)
     rem, add = MixtureOfGaussians(noise_multiplier=sigma, sensitivities=c, probabilities=p).privacy_losses()
     eps = np.array([0.0, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0])
-    theirs = [np.asarray(plm.MixtureGaussianPrivacyLoss(sigma, c.tolist(), p.tolist(), adjacency_type=adj)
-                         .get_delta_for_epsilon(eps))
-              for adj in (plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE)]
+    theirs = [
+        np.asarray(
+            plm.MixtureGaussianPrivacyLoss(sigma, c.tolist(), p.tolist(), adjacency_type=adj).get_delta_for_epsilon(eps)
+        )
+        for adj in (plm.AdjacencyType.ADD, plm.AdjacencyType.REMOVE)
+    ]
     ours = [np.array([one_step_delta(loss, e) for e in eps]) for loss in (rem, add)]
     ours_max, theirs_max = np.maximum(*ours), np.maximum(*theirs)
     np.testing.assert_allclose(ours_max, theirs_max, rtol=1e-6, atol=1e-14)
@@ -289,6 +310,7 @@ def test_loss_at_infinity_is_its_limit():
 @given(k=st.integers(1, 20), q=st.floats(0.001, 0.5), sigma=st.floats(0.5, 4.0), eps=st.floats(0.0, 5.0))
 def test_one_step_delta_grows_with_the_group(k, q, sigma, eps):
     """Binom(k + 1, q) stochastically dominates Binom(k, q), so by 002 Lemma 2.9 delta(eps) cannot shrink."""
+
     def delta(kk):
         rem, add = GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=kk).privacy_losses()
         return max(one_step_delta(rem, eps), one_step_delta(add, eps))

@@ -7,9 +7,9 @@ import pytest
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
 
-import tightdp  # noqa: E402
-from tightdp.integrations import opacus as tdp_opacus  # noqa: E402  (registers "tightdp")
-from tightdp.integrations.opacus import TightDPAccountant, get_noise_multiplier  # noqa: E402
+import tightdp
+from tightdp.integrations import opacus as tdp_opacus
+from tightdp.integrations.opacus import TightDPAccountant, get_noise_multiplier
 
 pytestmark = pytest.mark.torch
 DELTA = 1e-5
@@ -48,9 +48,16 @@ def test_heterogeneous_history_composes_segments():
     from tightdp.accountants import DEFAULT_ACCOUNTANT, create
     from tightdp.dpsgd import dpsgd_mechanism
 
-    ref = create(DEFAULT_ACCOUNTANT).compose([
-        (dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02), 40),
-        (dpsgd_mechanism(noise_multiplier=2.0, sampling_rate=0.05), 20)]).epsilon(DELTA)
+    ref = (
+        create(DEFAULT_ACCOUNTANT)
+        .compose(
+            [
+                (dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02), 40),
+                (dpsgd_mechanism(noise_multiplier=2.0, sampling_rate=0.05), 20),
+            ]
+        )
+        .epsilon(DELTA)
+    )
     eps = acc.get_epsilon(DELTA)
     assert eps == ref.upper
     # more noise for some steps: between the all-sigma=1 and the first segment alone
@@ -97,12 +104,19 @@ def _toy_training(engine, *, epochs=2, target_epsilon=None, noise_multiplier=1.0
     model = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     if target_epsilon is None:
-        model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
-                                                 noise_multiplier=noise_multiplier, max_grad_norm=1.0)
+        model, opt, loader = engine.make_private(
+            module=model, optimizer=opt, data_loader=loader, noise_multiplier=noise_multiplier, max_grad_norm=1.0
+        )
     else:
-        model, opt, loader = engine.make_private_with_epsilon(module=model, optimizer=opt, data_loader=loader,
-                                                              target_epsilon=target_epsilon, target_delta=DELTA,
-                                                              epochs=epochs, max_grad_norm=1.0)
+        model, opt, loader = engine.make_private_with_epsilon(
+            module=model,
+            optimizer=opt,
+            data_loader=loader,
+            target_epsilon=target_epsilon,
+            target_delta=DELTA,
+            epochs=epochs,
+            max_grad_norm=1.0,
+        )
     loss_fn = torch.nn.CrossEntropyLoss()
     for _ in range(epochs):
         for xb, yb in loader:
@@ -144,8 +158,10 @@ def test_make_private_with_epsilon_calibrates_safely():
     # tightdp's calibration is as tight as Opacus' loop on our epsilon, up to the jitter of the certified
     # upper bound in sigma (the accountant's mesh moves with sigma; the bound's width is <= 0.02)
     assert ours <= sigma * (1 + 1e-3)
-    assert tightdp.dpsgd_epsilon(noise_multiplier=ours, sampling_rate=0.25, steps=8, delta=DELTA,
-                                 eps_error=0.01).upper <= 3.0 + 0.02
+    assert (
+        tightdp.dpsgd_epsilon(noise_multiplier=ours, sampling_rate=0.25, steps=8, delta=DELTA, eps_error=0.01).upper
+        <= 3.0 + 0.02
+    )
 
 
 def test_get_noise_multiplier_dropin():
@@ -158,9 +174,9 @@ def test_get_noise_multiplier_dropin():
     acc.history = [(s, 0.01, 500)]
     assert acc.get_epsilon(DELTA) <= 2.0
     # other accountant names go to Opacus' own function
-    assert get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500,
-                                accountant="rdp") == opacus_gnm(target_epsilon=2.0, target_delta=DELTA,
-                                                                sample_rate=0.01, steps=500, accountant="rdp")
+    assert get_noise_multiplier(
+        target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500, accountant="rdp"
+    ) == opacus_gnm(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01, steps=500, accountant="rdp")
     with pytest.raises(ValueError, match="steps and epochs"):
         get_noise_multiplier(target_epsilon=2.0, target_delta=DELTA, sample_rate=0.01)
 
@@ -194,8 +210,14 @@ def _loader(**kw):
 def _train(engine, loader, *, epochs=2, poisson_sampling=True):
     model = torch.nn.Sequential(torch.nn.Linear(5, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=1.0,
-                                             max_grad_norm=1.0, poisson_sampling=poisson_sampling)
+    model, opt, loader = engine.make_private(
+        module=model,
+        optimizer=opt,
+        data_loader=loader,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        poisson_sampling=poisson_sampling,
+    )
     for _ in range(epochs):
         for xb, yb in loader:
             opt.zero_grad()
@@ -235,8 +257,10 @@ def test_poisson_loader_and_other_accountants_are_unchanged():
     _train(engine, _loader(shuffle=True))  # Opacus replaces it by its DPDataLoader
     assert engine.accountant.sampling == "poisson"
     steps = engine.accountant.steps
-    assert engine.get_epsilon(DELTA) == tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.25, steps=steps,
-                                                              delta=DELTA).upper
+    assert (
+        engine.get_epsilon(DELTA)
+        == tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.25, steps=steps, delta=DELTA).upper
+    )
     other = PrivacyEngine(accountant="prv")
     _train(other, _loader(shuffle=True), poisson_sampling=False)  # no tightdp accountant: nothing observed
     assert other.get_epsilon(DELTA) > 0
@@ -284,8 +308,15 @@ def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.warns(UserWarning, match="not Poisson-sampled"):
         model, opt, loader = engine.make_private_with_epsilon(
-            module=model, optimizer=opt, data_loader=_loader(shuffle=True), target_epsilon=target,
-            target_delta=DELTA, epochs=epochs, max_grad_norm=1.0, poisson_sampling=False)
+            module=model,
+            optimizer=opt,
+            data_loader=_loader(shuffle=True),
+            target_epsilon=target,
+            target_delta=DELTA,
+            epochs=epochs,
+            max_grad_norm=1.0,
+            poisson_sampling=False,
+        )
     sigma = opt.noise_multiplier
     assert sigma == shuffle_noise_multiplier(target_epsilon=target, target_delta=DELTA, num_batches=4, epochs=epochs)
     for _ in range(epochs):
@@ -300,18 +331,27 @@ def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
     below = tightdp.shuffle_epsilon(noise_multiplier=sigma / 1.003, num_batches=4, epochs=epochs, delta=DELTA)
     assert below.upper > target
     # Poisson calibration for the same run, as Opacus does: its shuffle epsilon is far above the target
-    poisson_sigma = tightdp.calibrate_noise(target_epsilon=target, delta=DELTA, sampling_rate=0.25,
-                                            steps=4 * epochs).noise_multiplier
-    assert tightdp.shuffle_epsilon(noise_multiplier=poisson_sigma, num_batches=4, epochs=epochs,
-                                   delta=DELTA).upper > 1.5 * target
+    poisson_sigma = tightdp.calibrate_noise(
+        target_epsilon=target, delta=DELTA, sampling_rate=0.25, steps=4 * epochs
+    ).noise_multiplier
+    assert (
+        tightdp.shuffle_epsilon(noise_multiplier=poisson_sigma, num_batches=4, epochs=epochs, delta=DELTA).upper
+        > 1.5 * target
+    )
     # a sampler no analysis describes is refused before training
     weird = PrivacyEngine(accountant="tightdp")
     sampler = torch.utils.data.WeightedRandomSampler([1.0] * 64, 64)
     with pytest.raises(ValueError, match="data_loader"):
-        weird.make_private_with_epsilon(module=torch.nn.Sequential(torch.nn.Linear(5, 2)),
-                                        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-                                        data_loader=_loader(sampler=sampler), target_epsilon=target,
-                                        target_delta=DELTA, epochs=epochs, max_grad_norm=1.0, poisson_sampling=False)
+        weird.make_private_with_epsilon(
+            module=torch.nn.Sequential(torch.nn.Linear(5, 2)),
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=_loader(sampler=sampler),
+            target_epsilon=target,
+            target_delta=DELTA,
+            epochs=epochs,
+            max_grad_norm=1.0,
+            poisson_sampling=False,
+        )
 
 
 def test_calibration_never_returns_a_noise_whose_reported_epsilon_misses_the_target():

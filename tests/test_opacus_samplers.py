@@ -12,8 +12,10 @@ import tightdp
 from tightdp.errors import TightDPError
 from tightdp.integrations.opacus import UnsupportedSamplerError, check_data_loader
 
-pytestmark = [pytest.mark.torch, pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG",
-                                                            "ignore:Optimal order")]
+pytestmark = [
+    pytest.mark.torch,
+    pytest.mark.filterwarnings("ignore:Full backward hook", "ignore:Secure RNG", "ignore:Optimal order"),
+]
 DELTA = 1e-5
 N = 64
 
@@ -30,8 +32,14 @@ def _private(loader, *, engine=None, poisson_sampling=True, sigma=1.0):
     engine = engine or PrivacyEngine(accountant="tightdp")
     model = torch.nn.Linear(5, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader, noise_multiplier=sigma,
-                                             max_grad_norm=1.0, poisson_sampling=poisson_sampling)
+    model, opt, loader = engine.make_private(
+        module=model,
+        optimizer=opt,
+        data_loader=loader,
+        noise_multiplier=sigma,
+        max_grad_norm=1.0,
+        poisson_sampling=poisson_sampling,
+    )
     return engine, model, opt, loader
 
 
@@ -44,7 +52,7 @@ def _loss(model, xb, yb):
 def test_weighted_random_sampler_training_run_is_refused(poisson_sampling):
     sampler = torch.utils.data.WeightedRandomSampler(torch.linspace(1.0, 2.0, N), num_samples=16, replacement=True)
     loader = torch.utils.data.DataLoader(_data(), batch_size=4, sampler=sampler)
-    with pytest.raises(UnsupportedSamplerError, match="WeightedRandomSampler.*non-uniform") as info:
+    with pytest.raises(UnsupportedSamplerError, match=r"WeightedRandomSampler.*non-uniform") as info:
         _private(loader, poisson_sampling=poisson_sampling)
     assert isinstance(info.value, TightDPError) and isinstance(info.value, ValueError)
     assert "data_loader" in str(info.value) and "#813" in str(info.value)
@@ -54,8 +62,15 @@ def test_weighted_random_sampler_training_run_is_refused(poisson_sampling):
     model = torch.nn.Linear(5, 2)
     with pytest.raises(UnsupportedSamplerError, match="WeightedRandomSampler"):
         PrivacyEngine(accountant="tightdp").make_private_with_epsilon(
-            module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), data_loader=loader,
-            target_epsilon=3.0, target_delta=DELTA, epochs=1, max_grad_norm=1.0, poisson_sampling=poisson_sampling)
+            module=model,
+            optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+            data_loader=loader,
+            target_epsilon=3.0,
+            target_delta=DELTA,
+            epochs=1,
+            max_grad_norm=1.0,
+            poisson_sampling=poisson_sampling,
+        )
 
 
 def test_the_refusal_reason_is_what_opacus_does_with_a_weighted_sampler():
@@ -66,9 +81,13 @@ def test_the_refusal_reason_is_what_opacus_does_with_a_weighted_sampler():
     sampler = torch.utils.data.WeightedRandomSampler(torch.linspace(1.0, 2.0, N), num_samples=16, replacement=True)
     loader = torch.utils.data.DataLoader(_data(), batch_size=4, sampler=sampler)
     _, _, opt, dp_loader = _private(loader, engine=PrivacyEngine(accountant="rdp"))
-    assert dp_loader.sample_rate == pytest.approx(0.25) and 4 / N == pytest.approx(0.0625)
-    assert type(dp_loader.batch_sampler.sampler if hasattr(dp_loader.batch_sampler, "sampler") else
-                dp_loader.batch_sampler).__name__ != "WeightedRandomSampler"  # the weights are gone
+    assert dp_loader.sample_rate == pytest.approx(0.25) and pytest.approx(0.0625) == 4 / N
+    assert (
+        type(
+            dp_loader.batch_sampler.sampler if hasattr(dp_loader.batch_sampler, "sampler") else dp_loader.batch_sampler
+        ).__name__
+        != "WeightedRandomSampler"
+    )  # the weights are gone
     assert opt.expected_batch_size == 16  # N * 1/4: not the batch of 4 the user asked for
 
 
@@ -88,18 +107,26 @@ def test_custom_samplers_are_refused_naming_the_class():
             return N // 2
 
     data = _data()
-    for loader, name in [(torch.utils.data.DataLoader(data, batch_size=4, sampler=EveryOther()), "EveryOther"),
-                         (torch.utils.data.DataLoader(data, batch_sampler=Pairs()), "Pairs"),
-                         (torch.utils.data.DataLoader(data, batch_size=4, sampler=torch.utils.data.RandomSampler(
-                             data, replacement=True)), "replacement=True")]:
+    for loader, name in [
+        (torch.utils.data.DataLoader(data, batch_size=4, sampler=EveryOther()), "EveryOther"),
+        (torch.utils.data.DataLoader(data, batch_sampler=Pairs()), "Pairs"),
+        (
+            torch.utils.data.DataLoader(
+                data, batch_size=4, sampler=torch.utils.data.RandomSampler(data, replacement=True)
+            ),
+            "replacement=True",
+        ),
+    ]:
         for poisson in (True, False):
             with pytest.raises(UnsupportedSamplerError, match=name):
                 check_data_loader(loader, poisson_sampling=poisson)
             with pytest.raises(UnsupportedSamplerError, match=name):
                 _private(loader, poisson_sampling=poisson)
     # the loaders every analysis describes still pass
-    assert check_data_loader(torch.utils.data.DataLoader(data, batch_size=4, shuffle=True),
-                             poisson_sampling=False) == "shuffle"
+    assert (
+        check_data_loader(torch.utils.data.DataLoader(data, batch_size=4, shuffle=True), poisson_sampling=False)
+        == "shuffle"
+    )
     assert check_data_loader(torch.utils.data.DataLoader(data, batch_size=4), poisson_sampling=True) == "fixed-order"
 
 
@@ -243,10 +270,18 @@ def test_adaptive_clipping_is_refused():
     engine = PrivacyEngine(accountant="tightdp")
     model = torch.nn.Linear(5, 2)
     model, opt, loader = engine.make_private(
-        module=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
-        data_loader=torch.utils.data.DataLoader(_data(), batch_size=16), noise_multiplier=1.0, max_grad_norm=1.0,
-        clipping="adaptive", target_unclipped_quantile=0.5, clipbound_learning_rate=0.2, max_clipbound=10.0,
-        min_clipbound=0.1, unclipped_num_std=5.0)
+        module=model,
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1),
+        data_loader=torch.utils.data.DataLoader(_data(), batch_size=16),
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        clipping="adaptive",
+        target_unclipped_quantile=0.5,
+        clipbound_learning_rate=0.2,
+        max_clipbound=10.0,
+        min_clipbound=0.1,
+        unclipped_num_std=5.0,
+    )
     assert type(opt).__name__.startswith("AdaClip")
     for xb, yb in loader:
         opt.zero_grad()
@@ -261,8 +296,7 @@ from hypothesis import strategies as st
 
 
 @settings(deadline=None, max_examples=8)  # each example runs several certified shuffle bounds
-@given(logical=st.integers(1, 12), k=st.integers(1, 5), steps=st.integers(1, 40),
-       sigma=st.floats(0.8, 8.0))
+@given(logical=st.integers(1, 12), k=st.integers(1, 5), steps=st.integers(1, 40), sigma=st.floats(0.8, 8.0))
 def test_accumulated_steps_are_shuffled_batches_of_k_times_the_size(logical, k, steps, sigma):
     """At random parameters: k of the t = logical * k physical shuffled batches per optimizer step make `logical`
     shuffled batches per epoch: the interval is shuffle_epsilon's for them, the epochs counted up (upper) and
@@ -275,12 +309,12 @@ def test_accumulated_steps_are_shuffled_batches_of_k_times_the_size(logical, k, 
     for _ in range(steps):
         acc.step(noise_multiplier=sigma, sample_rate=k / t)
     b = acc.get_bounds(DELTA)
-    up = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=-(-steps // logical),
-                                 delta=DELTA)
+    up = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=-(-steps // logical), delta=DELTA)
     assert b.upper == up.upper
     if steps >= logical:
-        down = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=steps // logical,
-                                       delta=DELTA)
+        down = tightdp.shuffle_epsilon(
+            noise_multiplier=sigma, num_batches=logical, epochs=steps // logical, delta=DELTA
+        )
         assert b.lower == down.lower
     else:
         assert b.lower == 0.0

@@ -17,8 +17,13 @@ SCRIPTS = ROOT / "examples" / "papers"
 
 
 def run(name: str, out: Path, *extra: str) -> dict:
-    proc = subprocess.run([sys.executable, str(SCRIPTS / f"{name}.py"), "--quick", "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPTS / f"{name}.py"), "--quick", "--out", str(out), *extra],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads((out / f"{name}.json").read_text())
     assert (out / f"{name}.md").read_text().count("| paper value | tightdp value | certified interval |") == 1

@@ -43,8 +43,17 @@ import mpmath as mp
 import pytest
 
 import tightdp
-from tightdp import (ApproximateDP, ConnectDotsAccountant, Gaussian, Laplace, MixtureOfGaussians, PoissonSampled,
-                     PureDP, RandomizedResponse, TruncatedPoissonSampled)
+from tightdp import (
+    ApproximateDP,
+    ConnectDotsAccountant,
+    Gaussian,
+    Laplace,
+    MixtureOfGaussians,
+    PoissonSampled,
+    PureDP,
+    RandomizedResponse,
+    TruncatedPoissonSampled,
+)
 from tightdp.mechanisms import GroupPoissonSampled
 
 pytestmark = pytest.mark.peers
@@ -56,20 +65,13 @@ PEERS = {"dp-accounting", "prv-accountant", "fourier-accountant", "opacus", "ten
 
 #: Pinned values in the peers' tests for mechanisms tightdp has no model of (counted, not tested).
 NOT_EXPRESSIBLE = {
-    "dp-accounting pld_privacy_accountant_test::test_randomized_response (REPLACE_SPECIAL, 2 cases)":
-        "randomized response against a 'special' uniform record: tightdp's RandomizedResponse is replace-one",
-    "dp-accounting pld_privacy_accountant_test::test_randomized_response_with_zero_noise_parameter":
-        "REPLACE_SPECIAL relation",
-    "dp-accounting pld_privacy_accountant_test::test_exponential_mechanism_basic / test_permute_and_flip_*":
-        "no exponential-mechanism / permute-and-flip model",
-    "dp-accounting rdp tests on RDP curves (_rdp values, zCDP, tree aggregation, repeat-and-select)":
-        "pin Renyi divergences or events tightdp does not model, not an (epsilon, delta) of a mechanism",
-    "dp-accounting privacy_loss_distribution_test discretisation / hockey-stick tests":
-        "pin the peer's discretised PMFs or PLDs built from explicit PMFs (its internal representation)",
-    "dp-accounting accountant_test::test_get_smallest_discrete_laplace_noise":
-        "discrete Laplace calibration over its integer-valued parameter grid",
-    "dp-accounting pld_privacy_accountant_test::test_additive_noise_*: PoissonSampled(0.1, Laplace(0))":
-        "from_dp_event does not import Poisson-sampled Laplace events",
+    "dp-accounting pld_privacy_accountant_test::test_randomized_response (REPLACE_SPECIAL, 2 cases)": "randomized response against a 'special' uniform record: tightdp's RandomizedResponse is replace-one",
+    "dp-accounting pld_privacy_accountant_test::test_randomized_response_with_zero_noise_parameter": "REPLACE_SPECIAL relation",
+    "dp-accounting pld_privacy_accountant_test::test_exponential_mechanism_basic / test_permute_and_flip_*": "no exponential-mechanism / permute-and-flip model",
+    "dp-accounting rdp tests on RDP curves (_rdp values, zCDP, tree aggregation, repeat-and-select)": "pin Renyi divergences or events tightdp does not model, not an (epsilon, delta) of a mechanism",
+    "dp-accounting privacy_loss_distribution_test discretisation / hockey-stick tests": "pin the peer's discretised PMFs or PLDs built from explicit PMFs (its internal representation)",
+    "dp-accounting accountant_test::test_get_smallest_discrete_laplace_noise": "discrete Laplace calibration over its integer-valued parameter grid",
+    "dp-accounting pld_privacy_accountant_test::test_additive_noise_*: PoissonSampled(0.1, Laplace(0))": "from_dp_event does not import Poisson-sampled Laplace events",
 }
 
 
@@ -84,8 +86,11 @@ def _mechanism(spec: dict, x: float | None = None):
     if t == "laplace":
         return Laplace(scale=val(spec["scale"]), sensitivity=val(spec.get("sensitivity", 1.0)))
     if t == "poisson":
-        return PoissonSampled(mechanism=_mechanism(spec["mechanism"], x), sampling_rate=spec["sampling_rate"],
-                              relation=spec.get("relation", "add-remove"))
+        return PoissonSampled(
+            mechanism=_mechanism(spec["mechanism"], x),
+            sampling_rate=spec["sampling_rate"],
+            relation=spec.get("relation", "add-remove"),
+        )
     if t == "randomized_response":
         return RandomizedResponse(noise_parameter=spec["noise_parameter"], num_buckets=spec["num_buckets"])
     if t == "pure_dp":
@@ -93,16 +98,24 @@ def _mechanism(spec: dict, x: float | None = None):
     if t == "approximate_dp":
         return ApproximateDP(epsilon=spec["epsilon"], delta=spec["delta"])
     if t == "mog":
-        return MixtureOfGaussians(noise_multiplier=spec["noise_multiplier"],
-                                  sensitivities=tuple(spec["sensitivities"]),
-                                  probabilities=tuple(spec["probabilities"]))
+        return MixtureOfGaussians(
+            noise_multiplier=spec["noise_multiplier"],
+            sensitivities=tuple(spec["sensitivities"]),
+            probabilities=tuple(spec["probabilities"]),
+        )
     if t == "truncated":
-        return TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=spec["noise_multiplier"]),
-                                       sampling_rate=spec["sampling_rate"], dataset_size=spec["dataset_size"],
-                                       max_batch_size=spec["max_batch_size"])
+        return TruncatedPoissonSampled(
+            mechanism=Gaussian(noise_multiplier=spec["noise_multiplier"]),
+            sampling_rate=spec["sampling_rate"],
+            dataset_size=spec["dataset_size"],
+            max_batch_size=spec["max_batch_size"],
+        )
     if t == "group_poisson":
-        return GroupPoissonSampled(noise_multiplier=spec["noise_multiplier"], sampling_rate=spec["sampling_rate"],
-                                   group_size=spec["group_size"])
+        return GroupPoissonSampled(
+            noise_multiplier=spec["noise_multiplier"],
+            sampling_rate=spec["sampling_rate"],
+            group_size=spec["group_size"],
+        )
     raise AssertionError(f"unknown mechanism type {t!r}")
 
 
@@ -110,8 +123,10 @@ def _event(spec):
     """A dp-accounting event from ``[ClassName, *args]`` (nested lists whose head ends in 'DpEvent')."""
     dp_event = pytest.importorskip("dp_accounting.dp_event")
     name, *args = spec
-    args = [_event(a) if isinstance(a, list) and a and isinstance(a[0], str) and a[0].endswith("DpEvent") else a
-            for a in args]
+    args = [
+        _event(a) if isinstance(a, list) and a and isinstance(a[0], str) and a[0].endswith("DpEvent") else a
+        for a in args
+    ]
     return getattr(dp_event, name)(*args)
 
 
@@ -126,6 +141,7 @@ def _accountant(rec: dict, x: float | None = None):
             entries.append((_mechanism(spec, x), count))
     if any(spec["type"] == "truncated" for spec, _ in rec["ledger"]):
         from tightdp.schemes import allocation_accountant
+
         acc = allocation_accountant(**rec.get("accuracy", {}))
     else:
         acc = ConnectDotsAccountant(**rec.get("accuracy", {}))  # the default accountant, default accuracy
@@ -134,7 +150,7 @@ def _accountant(rec: dict, x: float | None = None):
     return acc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _curve_for(ledger: str):
     """One trade-off curve per ledger (several records query tpr and mu of the same one)."""
     return tightdp.tradeoff_curve(_accountant({"ledger": json.loads(ledger)}))
@@ -183,7 +199,7 @@ def _subsampled_laplace_delta_lower(q: float, b: float, k: int, eps: float) -> f
     q, b, eps = mp.mpf(q), mp.mpf(b), mp.mpf(eps)
     R = 1 - q + q * mp.e ** (1 / b)
     q1 = mp.e ** (-1 / b) / 2
-    return float(max(R ** k - mp.e ** eps, 0) * q1 ** k)
+    return float(max(R**k - mp.e**eps, 0) * q1**k)
 
 
 # ----------------------------------------------------------------------------- the checks
@@ -195,6 +211,7 @@ def _zero_noise_poisson_is_non_private() -> bool:
     """Defect probe: PoissonSampledDpEvent(q, GaussianDpEvent(0)) imported as NonPrivate (delta = 1, truth q)."""
     dp_event = pytest.importorskip("dp_accounting.dp_event")
     from tightdp.integrations.dp_accounting import NonPrivate
+
     entries = tightdp.from_dp_event(dp_event.PoissonSampledDpEvent(0.1, dp_event.GaussianDpEvent(0.0)))
     return any(isinstance(m, NonPrivate) for m, _ in entries)
 
@@ -207,8 +224,10 @@ def _identity_mu_is_unbounded() -> bool:
 #: Each record's ``xfail`` names a defect found by this file (reported to the lead) and its probe: the mark
 #: (strict) applies only while the probe still sees the defect, so the case fails if the defect is present
 #: and not marked, and must pass once it is fixed.
-DEFECT_PROBES = {"zero_noise_poisson_is_non_private": _zero_noise_poisson_is_non_private,
-                 "identity_mu_is_unbounded": _identity_mu_is_unbounded}
+DEFECT_PROBES = {
+    "zero_noise_poisson_is_non_private": _zero_noise_poisson_is_non_private,
+    "identity_mu_is_unbounded": _identity_mu_is_unbounded,
+}
 
 
 def _marks(rec):

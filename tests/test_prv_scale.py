@@ -11,8 +11,14 @@ import numpy as np
 import pytest
 from scipy import optimize, special, stats
 
-from tightdp import (ConnectDotsAccountant, FourierAccountant, Gaussian, PoissonSampled, PRVAccountant,
-                     SampledWithReplacement)
+from tightdp import (
+    ConnectDotsAccountant,
+    FourierAccountant,
+    Gaussian,
+    PoissonSampled,
+    PRVAccountant,
+    SampledWithReplacement,
+)
 
 
 def _gdp_delta(mu: float, eps: float) -> float:
@@ -61,7 +67,7 @@ def test_tree_hoeffding_not_above_flat():
     formula and on the composition actually built."""
     acc = PRVAccountant()
     loss = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3).privacy_losses().remove
-    for k in (3000, 12345, 10 ** 6):
+    for k in (3000, 12345, 10**6):
         eta = 5e-9
         radices, meshes = acc._tree_plan([(loss, k)], eta)
         assert len(meshes) == len(radices) + 1 and all(r >= 2 for r in radices)
@@ -70,7 +76,7 @@ def test_tree_hoeffding_not_above_flat():
         sizes = np.cumprod(radices)
         assert sizes[-1] <= k
         H = k * meshes[0] ** 2 + sum((k // m + 1) * g * g for m, g in zip(sizes, meshes[1:]))
-        assert H <= k * h * h * (1 + 1e-12)
+        assert k * h * h * (1 + 1e-12) >= H
     comp = acc.compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3), 12345)
     terms = comp._directions()[0]
     built = comp._composed(0, terms, eta, eta, 0.0, 1e-13)
@@ -83,13 +89,13 @@ def _with_replacement_delta(m: int, n: int, sigma: float, eps: float) -> float:
     Q = sum w_l N(-l, s^2); the loss is increasing, so the integral starts at the root x* of L(x) = eps."""
     mpmath.mp.dps = 30
     p = mpmath.mpf(1) / n
-    w = [mpmath.binomial(m, l) * p ** l * (1 - p) ** (m - l) for l in range(m + 1)]
+    w = [mpmath.binomial(m, l) * p**l * (1 - p) ** (m - l) for l in range(m + 1)]
     w = [(l, x) for l, x in enumerate(w) if x > mpmath.mpf(10) ** -60]
     s = mpmath.mpf(sigma)
     dens = lambda x, sgn: sum(x_w * mpmath.npdf(x, sgn * l, s) for l, x_w in w)
     x0 = mpmath.findroot(lambda x: mpmath.log(dens(x, 1)) - mpmath.log(dens(x, -1)) - eps, 1.0)
     tail = lambda sgn: sum(x_w * mpmath.ncdf(-(x0 - sgn * l) / s) for l, x_w in w)
-    return float(tail(1) - mpmath.e ** eps * tail(-1))
+    return float(tail(1) - mpmath.e**eps * tail(-1))
 
 
 @pytest.mark.parametrize("acc_factory", [PRVAccountant, lambda: FourierAccountant(n=20_000)])
@@ -105,6 +111,7 @@ def test_with_replacement_contains_truth(acc_factory):
 
 
 # --------------------------------------------------------------------------- devices of the tree, one by one
+
 
 def test_powers_by_squaring_within_charged_error():
     """``_powers`` (repeated squaring up to 2^12, exp-log beyond) stays within the round-off ``compose``
@@ -200,6 +207,7 @@ def test_rebin_coarsen_contains_closed_form():
 
 # --------------------------------------------------------------------------- wide tail cells
 
+
 def test_tail_coupling_shift_against_exact_sum():
     """The Chernoff/Bennett coupling shift of ``coupling_tails`` against the exact tail of a sum of
     near-worst-case roundings: each step's error is +-h/2 (bulk) or, with probability p, +-G/2 (tail),
@@ -207,11 +215,11 @@ def test_tail_coupling_shift_against_exact_sum():
     Hoeffding's closed form."""
     from scipy import signal
 
-    from tightdp.pld.composition import _tail_coupling_shift
     from tests.conftest import power_by_squaring
+    from tightdp.pld.composition import _tail_coupling_shift
 
     h, R, n, eta = 1.0, 15, 3000, 1e-6
-    p = 2 * 0.01 / R ** 2  # the accountant's design point (both tails at tail_share 0.01)
+    p = 2 * 0.01 / R**2  # the accountant's design point (both tails at tail_share 0.01)
     G = R * h
     # one step on the lattice of half-units: values -G/2..G/2 in steps of 1/2 -> indices 0..2G
     step = np.zeros(2 * R + 1)
@@ -231,6 +239,7 @@ def test_tail_coupling_shift_against_exact_sum():
     assert t < math.sqrt(0.5 * n * G * G * math.log(1 / eta)) / 3
     # no tails: exactly Hoeffding (through ComposedPLD.coupling_shift)
     from tightdp.pld import ComposedPLD
+
     c = ComposedPLD(1.0, 0.0, np.ones(1), 0.0, 0.0, 0.0, 0.0, n * h * h, 0.0, 0.0, 0.0, n)
     assert c.coupling_shift(eta) == pytest.approx(hoeff, rel=1e-15)
 
@@ -272,8 +281,8 @@ def test_coarse_tail_subsampled_both_directions():
     for loss in (pair.remove, pair.add):
         d = discretise_coarse_tail(loss, 2e-5, 1e-15, 15, 0.01)
         plain = discretise(loss, 2e-5, 1e-15)
-        (n, v, b, p, a, dsq), = d.coupling_tails
-        assert p <= 2 * 0.01 / 15 ** 2 and np.count_nonzero(d.pmf) < plain.pmf.size / 3
+        ((_n, _v, _b, p, _a, _dsq),) = d.coupling_tails
+        assert p <= 2 * 0.01 / 15**2 and np.count_nonzero(d.pmf) < plain.pmf.size / 3
         assert abs(d.pmf.sum() - plain.pmf.sum()) < 1e-12
     step = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3)
     prv = PRVAccountant().compose(step, 20_000).epsilon(1e-5)
@@ -285,8 +294,10 @@ def test_coarse_tail_subsampled_both_directions():
 def test_tree_heterogeneous_overlaps_connect_dots():
     """Two distinct subsampled Gaussians in one tree (each with its own wide tail cells, merged coupling
     tails): the certified interval overlaps the connect-dots accountant's (dominance, no coupling)."""
-    ledger = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3), 20_000),
-              (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=1e-2), 30_000)]
+    ledger = [
+        (PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=4e-3), 20_000),
+        (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=1e-2), 30_000),
+    ]
     prv, cd = PRVAccountant(), ConnectDotsAccountant()
     for m, k in ledger:
         prv, cd = prv.compose(m, k), cd.compose(m, k)

@@ -7,14 +7,24 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
-from tightdp import (ApproximateDP, Gaussian, Laplace, PoissonSampled, PureDP, RandomizedResponse,
-                     RDPAccountant, SampledWithoutReplacement, SampledWithReplacement,
-                     UnsupportedMechanismError, accountant_from_dict)
-from tightdp.accountants import _rdp_math as rm
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import REFERENCE as REF
+from tightdp import (
+    ApproximateDP,
+    Gaussian,
+    Laplace,
+    PoissonSampled,
+    PureDP,
+    RandomizedResponse,
+    RDPAccountant,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+    UnsupportedMechanismError,
+    accountant_from_dict,
+)
+from tightdp.accountants import _rdp_math as rm
 
 
 def _mp_renyi(logp, logq, alpha, lo, hi):
@@ -42,8 +52,13 @@ def test_gaussian_closed_form():
 def test_laplace_closed_form_against_quadrature():
     r = 0.7
     for alpha in (1.5, 3.0, 7.25):
-        want = float(mp.log(alpha / (2 * alpha - 1) * mp.e ** ((alpha - 1) * r)
-                            + (alpha - 1) / (2 * alpha - 1) * mp.e ** (-alpha * r)) / (alpha - 1))
+        want = float(
+            mp.log(
+                alpha / (2 * alpha - 1) * mp.e ** ((alpha - 1) * r)
+                + (alpha - 1) / (2 * alpha - 1) * mp.e ** (-alpha * r)
+            )
+            / (alpha - 1)
+        )
         got = rm.laplace_rdp(r=r, orders=np.array([alpha]))[0]
         assert got == pytest.approx(want, rel=1e-13)
         # and the formula is the true divergence of Lap(0,1/r) vs Lap(1,1/r)
@@ -60,7 +75,7 @@ def test_randomized_response_closed_form():
     m = RandomizedResponse(noise_parameter=0.5, num_buckets=2)
     p = 0.75
     for alpha in (2.0, 3.5):
-        want = math.log(p ** alpha * (1 - p) ** (1 - alpha) + (1 - p) ** alpha * p ** (1 - alpha)) / (alpha - 1)
+        want = math.log(p**alpha * (1 - p) ** (1 - alpha) + (1 - p) ** alpha * p ** (1 - alpha)) / (alpha - 1)
         got = RDPAccountant(orders=[alpha]).compose(m).rdp()[0]
         assert got == pytest.approx(want, rel=1e-14)
 
@@ -70,8 +85,10 @@ def test_infinite_rdp_converts_to_infinite_epsilon():
     assert eps == math.inf and math.isnan(order)
 
 
-@pytest.mark.parametrize("q,sigma,alpha", [(0.01, 1.5, 2.0), (0.05, 1.0, 1.5), (0.05, 1.0, 7.3),
-                                           (1e-3, 0.8, 2.5), (0.3, 0.6, 3.0), (0.5, 2.0, 1.75)])
+@pytest.mark.parametrize(
+    "q,sigma,alpha",
+    [(0.01, 1.5, 2.0), (0.05, 1.0, 1.5), (0.05, 1.0, 7.3), (1e-3, 0.8, 2.5), (0.3, 0.6, 3.0), (0.5, 2.0, 1.75)],
+)
 def test_sampled_gaussian_matches_quadrature(q, sigma, alpha):
     """MTZ Sec. 3.2-3.3 are exact: compare with mpmath quadrature of D_alpha(mu || mu0)."""
     want = _mp_renyi(_logmix([(1, q), (0, 1 - q)], sigma), _lognorm(0, sigma), alpha, -mp.inf, mp.inf)
@@ -95,12 +112,13 @@ def test_without_replacement_bound_is_above_truth(q, sigma, alpha):
     want = _mp_renyi(P, Q, alpha, -mp.inf, mp.inf)
     got = rm.without_replacement_gaussian_rdp(q=q, mu_base=2 / sigma, orders=np.array([alpha]))[0]
     assert got >= want * (1 - 1e-12)
-    assert got <= alpha * 2 / sigma ** 2 + 1e-15  # never worse than no amplification
+    assert got <= alpha * 2 / sigma**2 + 1e-15  # never worse than no amplification
 
 
 @pytest.mark.peers
 def test_integer_orders_match_dp_accounting():
     from dp_accounting.rdp import rdp_privacy_accountant as rpa
+
     orders = np.array([2.0, 3.0, 8.0, 32.0, 256.0, 1024.0])
     for q, s in [(1e-3, 0.8), (0.01, 1.5), (0.05, 1.0), (0.3, 0.6)]:
         mine = rm.poisson_gaussian_rdp(q=q, sigma=s, orders=orders)
@@ -129,17 +147,21 @@ def test_000_section_4_1():
 
 
 @settings(max_examples=12, deadline=None)
-@given(q=st.floats(1e-3, 0.5), sigma=st.floats(0.6, 5.0), steps=st.integers(1, 3000),
-       log_delta=st.floats(-10, -2))
+@given(q=st.floats(1e-3, 0.5), sigma=st.floats(0.6, 5.0), steps=st.integers(1, 3000), log_delta=st.floats(-10, -2))
 def test_never_below_gaussian_truth_or_rdp_of_substeps(q, sigma, steps, log_delta):
     """Sound: above the exact answer for q = 1 (mu-GDP), and monotone in steps and q."""
-    delta = 10.0 ** log_delta
+    delta = 10.0**log_delta
     from tightdp.accountants.gdp import gdp_epsilon
+
     exact = gdp_epsilon(math.sqrt(steps) / sigma, delta)[1]
     r = RDPAccountant().compose(Gaussian(noise_multiplier=sigma), steps).epsilon(delta).upper
     assert r >= exact - 1e-9
-    sub = RDPAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q),
-                                  steps).epsilon(delta).upper
+    sub = (
+        RDPAccountant()
+        .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q), steps)
+        .epsilon(delta)
+        .upper
+    )
     assert sub <= r + 1e-9
 
 
@@ -147,20 +169,27 @@ def test_never_below_gaussian_truth_or_rdp_of_substeps(q, sigma, steps, log_delt
 @pytest.mark.slow
 def test_never_below_pld_lower_estimates():
     """RDP >= the certified/optimistic PLD value on random DP-SGD settings (dp_accounting PLD, optimistic)."""
-    from dp_accounting import GaussianDpEvent, PoissonSampledDpEvent
-    from dp_accounting.pld import pld_privacy_accountant as ppa
     from dp_accounting.pld.privacy_loss_distribution import from_gaussian_mechanism
+
     rng = np.random.default_rng(3)
     for _ in range(6):
         q = float(10 ** rng.uniform(-3, -1))
         sigma = float(rng.uniform(0.7, 3))
         steps = int(rng.integers(10, 3000))
         delta = float(10 ** rng.uniform(-8, -3))
-        pld = from_gaussian_mechanism(sigma, sampling_prob=q, value_discretization_interval=1e-3,
-                                      pessimistic_estimate=False, use_connect_dots=False)
+        pld = from_gaussian_mechanism(
+            sigma,
+            sampling_prob=q,
+            value_discretization_interval=1e-3,
+            pessimistic_estimate=False,
+            use_connect_dots=False,
+        )
         lower = pld.self_compose(steps).get_epsilon_for_delta(delta)
-        r = RDPAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q),
-                                    steps).epsilon(delta)
+        r = (
+            RDPAccountant()
+            .compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=q), steps)
+            .epsilon(delta)
+        )
         assert r.upper >= lower - 1e-6
 
 
@@ -184,8 +213,13 @@ def test_substitute_and_without_replacement_supported():
 
 
 def test_heterogeneous_and_serialisation():
-    acc = RDPAccountant().compose([(Gaussian(noise_multiplier=3.0), 10), (Laplace(scale=5.0), 2),
-                                   (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1), 5)])
+    acc = RDPAccountant().compose(
+        [
+            (Gaussian(noise_multiplier=3.0), 10),
+            (Laplace(scale=5.0), 2),
+            (PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.1), 5),
+        ]
+    )
     back = accountant_from_dict(json.loads(acc.to_json()))
     assert back == acc and back.epsilon(1e-6).upper == acc.epsilon(1e-6).upper
 
@@ -199,9 +233,14 @@ def test_edge_warning():
         RDPAccountant().compose(Gaussian(noise_multiplier=1.0), 100).epsilon(1e-5)
 
 
-@pytest.mark.parametrize("mech", [PureDP(epsilon=1.0), ApproximateDP(epsilon=1.0, delta=1e-6),
-                                  SampledWithReplacement(mechanism=Gaussian(noise_multiplier=1.0),
-                                                         sample_size=2, dataset_size=10)])
+@pytest.mark.parametrize(
+    "mech",
+    [
+        PureDP(epsilon=1.0),
+        ApproximateDP(epsilon=1.0, delta=1e-6),
+        SampledWithReplacement(mechanism=Gaussian(noise_multiplier=1.0), sample_size=2, dataset_size=10),
+    ],
+)
 def test_unsupported(mech):
     acc = RDPAccountant()
     with pytest.raises(UnsupportedMechanismError):

@@ -27,7 +27,7 @@ def python_blocks(heading: str) -> list[str]:
     text = README.read_text(encoding="utf-8")
     start = text.find("\n" + heading + "\n")
     assert start >= 0, f"README.md has no section {heading!r}"
-    body = text[start + len(heading) + 2:]
+    body = text[start + len(heading) + 2 :]
     nxt = re.search(r"^## ", body, flags=re.M)
     body = body[: nxt.start()] if nxt else body
     return re.findall(r"^```python\n(.*?)^```", body, flags=re.M | re.S)
@@ -52,8 +52,11 @@ def test_readme_example_runs(heading, index, tmp_path, monkeypatch):
 
 # ----------------------------------------------------------------- command-line examples
 #: sections whose ``tightdp ...`` command lines (fenced blocks without a language) run as written
-CLI_SECTIONS = ("### Command line", "## Choosing an accountant (RDP, GDP, Edgeworth)",
-                "## For analysts (calibration and reports)")
+CLI_SECTIONS = (
+    "### Command line",
+    "## Choosing an accountant (RDP, GDP, Edgeworth)",
+    "## For analysts (calibration and reports)",
+)
 #: commands that take over ~10 s on two cores (the Fourier accountant, plots over many step counts)
 _SLOW = ("--accountant fourier", "--plot", "tightdp report")
 
@@ -62,7 +65,7 @@ def cli_commands(heading: str) -> list[str]:
     text = README.read_text(encoding="utf-8")
     start = text.find("\n" + heading + "\n")
     assert start >= 0, f"README.md has no section {heading!r}"
-    body = text[start + len(heading) + 2:]
+    body = text[start + len(heading) + 2 :]
     nxt = re.search(r"^#{2,3} ", body, flags=re.M)
     body = body[: nxt.start()] if nxt else body
     blocks, current, lang = [], None, None
@@ -95,8 +98,9 @@ def test_cli_sections_have_commands():
         assert cli_commands(heading), f"{heading} has no tightdp command"
 
 
-@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if any(s in c for s in _SLOW) else c
-                                     for c in CLI_CASES])
+@pytest.mark.parametrize(
+    "command", [pytest.param(c, marks=pytest.mark.slow) if any(s in c for s in _SLOW) else c for c in CLI_CASES]
+)
 def test_readme_command_runs(command, tmp_path, monkeypatch, capsys):
     import shlex
 

@@ -19,15 +19,21 @@ from tightdp.report import ReportConfig, build_report, load_config
 
 def _write_scores(path, *, mu: float, m: int, seed: int = 7) -> None:
     rng = np.random.default_rng(seed)
-    lines = ["score,in"] + [f"{float(x)!r},1" for x in rng.normal(mu, 1.0, m)] + [f"{float(x)!r},0" for x in rng.normal(0.0, 1.0, m)]
+    lines = (
+        ["score,in"]
+        + [f"{float(x)!r},1" for x in rng.normal(mu, 1.0, m)]
+        + [f"{float(x)!r},0" for x in rng.normal(0.0, 1.0, m)]
+    )
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def _config(tmp_path, *, sigma: float, audit: dict | None, training: dict | None = None) -> ReportConfig:
-    data = {"title": "audited run",
-            "training": training or {"sampling_rate": 1.0, "steps": 1, "noise_multiplier": sigma},
-            "privacy": {"deltas": [1e-5], "target_epsilons": []},
-            "report": {"accountants": ["connect-dots"], "plots": False, "formats": ["markdown", "html", "json"]}}
+    data = {
+        "title": "audited run",
+        "training": training or {"sampling_rate": 1.0, "steps": 1, "noise_multiplier": sigma},
+        "privacy": {"deltas": [1e-5], "target_epsilons": []},
+        "report": {"accountants": ["connect-dots"], "plots": False, "formats": ["markdown", "html", "json"]},
+    }
     if audit is not None:
         data["audit"] = audit
     path = tmp_path / "report.json"
@@ -49,7 +55,7 @@ def test_correct_run_is_consistent_in_every_format(tmp_path, scores_at_mu2):
     audit = report.audit
     assert audit["computed"] and audit["verdict"] == "consistent"
     # the empirical lower bound is below the certified upper end, and the certified interval is the report's band
-    lo, up = report.band[1e-5]
+    _lo, up = report.band[1e-5]
     assert audit["empirical"]["epsilon_lower"] <= audit["certified_epsilon"]["upper"]
     assert audit["certified_epsilon"]["upper"] == pytest.approx(up, rel=1e-6)
     # the same scores through the audit CLI's reader give the same section
@@ -81,9 +87,12 @@ def test_no_audit_table_no_section(tmp_path):
 
 
 def test_unsupported_scheme_says_so(tmp_path, scores_at_mu2):
-    cfg = _config(tmp_path, sigma=1.0, audit={"scores": "scores.csv"},
-                  training={"dataset_size": 1000, "batch_size": 10, "steps": 100, "noise_multiplier": 1.0,
-                            "sampling": "shuffle"})
+    cfg = _config(
+        tmp_path,
+        sigma=1.0,
+        audit={"scores": "scores.csv"},
+        training={"dataset_size": 1000, "batch_size": 10, "steps": 100, "noise_multiplier": 1.0, "sampling": "shuffle"},
+    )
     report = build_report(cfg)
     assert not report.audit["computed"] and "verdict" not in report.audit
     assert "shuffle" in report.audit["note"]
@@ -91,15 +100,18 @@ def test_unsupported_scheme_says_so(tmp_path, scores_at_mu2):
     assert "## Audit" in md and "Not computed" in md
 
 
-@pytest.mark.parametrize("audit, key", [
-    ({"scores": "scores.csv", "beta": 1.5}, "audit.beta"),
-    ({"scores": "scores.csv", "beta": "x"}, "audit.beta"),
-    ({"scores": "scores.csv", "method": "magic"}, "audit.method"),
-    ({"scores": "scores.csv", "delta": 2.0}, "audit.delta"),
-    ({"scores": "missing.csv"}, "audit.scores"),
-    ({"beta": 0.05}, "audit.scores"),
-    ({"scores": "scores.csv", "canaries": 3}, "audit"),
-])
+@pytest.mark.parametrize(
+    "audit, key",
+    [
+        ({"scores": "scores.csv", "beta": 1.5}, "audit.beta"),
+        ({"scores": "scores.csv", "beta": "x"}, "audit.beta"),
+        ({"scores": "scores.csv", "method": "magic"}, "audit.method"),
+        ({"scores": "scores.csv", "delta": 2.0}, "audit.delta"),
+        ({"scores": "missing.csv"}, "audit.scores"),
+        ({"beta": 0.05}, "audit.scores"),
+        ({"scores": "scores.csv", "canaries": 3}, "audit"),
+    ],
+)
 def test_bad_audit_values_are_refused_by_key(tmp_path, scores_at_mu2, audit, key):
     with pytest.raises(ValueError, match=key.replace(".", r"\.")):
         _config(tmp_path, sigma=0.5, audit=audit)
@@ -113,16 +125,22 @@ def test_bad_scores_file_is_refused(tmp_path):
 
 def test_fdp_gdp_refused_for_a_subsampled_run(tmp_path, scores_at_mu2):
     with pytest.raises(ValueError, match=r"audit\.method"):
-        _config(tmp_path, sigma=1.0, audit={"scores": "scores.csv", "method": "fdp-gdp"},
-                training={"sampling_rate": 0.1, "steps": 10, "noise_multiplier": 1.0})
+        _config(
+            tmp_path,
+            sigma=1.0,
+            audit={"scores": "scores.csv", "method": "fdp-gdp"},
+            training={"sampling_rate": 0.1, "steps": 10, "noise_multiplier": 1.0},
+        )
 
 
 def test_cli_prints_the_verdict_and_refuses_a_bad_key(tmp_path, scores_at_mu2, capsys):
     from tightdp.cli import main
 
     cfg = tmp_path / "run.toml"
-    base = ('[training]\nsampling_rate = 1.0\nsteps = 1\nnoise_multiplier = 0.5\n[privacy]\ndeltas = [1e-5]\n'
-            'target_epsilons = []\n[report]\naccountants = ["connect-dots"]\n[audit]\nscores = "scores.csv"\n')
+    base = (
+        "[training]\nsampling_rate = 1.0\nsteps = 1\nnoise_multiplier = 0.5\n[privacy]\ndeltas = [1e-5]\n"
+        'target_epsilons = []\n[report]\naccountants = ["connect-dots"]\n[audit]\nscores = "scores.csv"\n'
+    )
     cfg.write_text(base, encoding="utf-8")
     assert main(["report", str(cfg), "--out", str(tmp_path / "out"), "--format", "markdown", "--no-plots"]) == 0
     out = capsys.readouterr().out
@@ -134,10 +152,17 @@ def test_cli_prints_the_verdict_and_refuses_a_bad_key(tmp_path, scores_at_mu2, c
     assert "audit.beta" in err and len(err.splitlines()) == 1
 
 
-@pytest.mark.parametrize("training", [
-    {"sampling_rate": 0.05, "steps": 20, "noise_multiplier": 1.0},
-    {"sampling_rate": 0.05, "schedule": [{"noise_multiplier": 1.0, "steps": 10}, {"noise_multiplier": 2.0, "steps": 10}]},
-], ids=["poisson", "poisson-schedule"])
+@pytest.mark.parametrize(
+    "training",
+    [
+        {"sampling_rate": 0.05, "steps": 20, "noise_multiplier": 1.0},
+        {
+            "sampling_rate": 0.05,
+            "schedule": [{"noise_multiplier": 1.0, "steps": 10}, {"noise_multiplier": 2.0, "steps": 10}],
+        },
+    ],
+    ids=["poisson", "poisson-schedule"],
+)
 def test_poisson_runs_are_audited_against_their_own_certified_interval(tmp_path, scores_at_mu2, training):
     report = build_report(_config(tmp_path, sigma=1.0, audit={"scores": "scores.csv"}, training=training))
     audit = report.audit

@@ -22,15 +22,24 @@ _CANDIDATES = ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which
 CHROMIUM = next((p for p in _CANDIDATES if p and Path(p).is_file()), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=5000"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--virtual-time-budget=5000",
+]
 
 
 def _chromium(tmp_path: Path, *args: str) -> str:
     profile = tmp_path / "profile"
     profile.mkdir(exist_ok=True)
-    out = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return out.stdout
 
@@ -38,12 +47,14 @@ def _chromium(tmp_path: Path, *args: str) -> str:
 @pytest.fixture(scope="module")
 def report_html(tmp_path_factory) -> Path:
     pytest.importorskip("matplotlib")
-    config = ReportConfig.from_dict({
-        "title": "browser check",
-        "training": {"dataset_size": 1000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0},
-        "privacy": {"deltas": [1e-5, 1e-6], "target_epsilons": [2.0], "group_sizes": [2]},
-        "report": {"accountants": ["connect-dots", "rdp", "gdp"]},
-    })
+    config = ReportConfig.from_dict(
+        {
+            "title": "browser check",
+            "training": {"dataset_size": 1000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0},
+            "privacy": {"deltas": [1e-5, 1e-6], "target_epsilons": [2.0], "group_sizes": [2]},
+            "report": {"accountants": ["connect-dots", "rdp", "gdp"]},
+        }
+    )
     out = tmp_path_factory.mktemp("report")
     files = build_report(config).write(out, ["html"])
     return files["html"]

@@ -3,16 +3,20 @@
 import math
 
 from tightdp.bounds import Bounds
-from tightdp.report import REFERENCES, ReportConfig, _f, _row_job, build_report
+from tightdp.report import REFERENCES, ReportConfig, build_report
+from tightdp.report.compute import _row_job
+from tightdp.report.render import _f
 
 
 def _config(**report):
-    return ReportConfig.from_dict({
-        "title": "small run",
-        "training": {"dataset_size": 1000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0},
-        "privacy": {"deltas": [1e-5], "target_epsilons": [2.0]},
-        "report": {"accountants": ["connect-dots", "rdp"], "plots": False, **report},
-    })
+    return ReportConfig.from_dict(
+        {
+            "title": "small run",
+            "training": {"dataset_size": 1000, "batch_size": 100, "epochs": 3, "noise_multiplier": 2.0},
+            "privacy": {"deltas": [1e-5], "target_epsilons": [2.0]},
+            "report": {"accountants": ["connect-dots", "rdp"], "plots": False, **report},
+        }
+    )
 
 
 def test_report_content():
@@ -44,5 +48,5 @@ def test_uncertifiable_row_keeps_its_note(monkeypatch):
             return Bounds(0.0, 3.5, math.inf, "epsilon", "bound", {"note": "the composition window ended early"})
 
     monkeypatch.setattr(report, "_make_accountant", lambda name: Acc())
-    res, notes = _row_job(_config(), "fourier", (1e-5,))
+    _res, notes = _row_job(_config(), "fourier", (1e-5,))
     assert any("not certified" in n and "composition window" in n for n in notes)

@@ -18,10 +18,14 @@ from tightdp.report import ReportConfig, build_report
 def _config(sampling: str, **extra) -> ReportConfig:
     training = {"dataset_size": 2000, "batch_size": 40, "epochs": 2, "noise_multiplier": 1.0, "sampling": sampling}
     training.update(extra)
-    return ReportConfig.from_dict({
-        "title": f"{sampling} run", "training": training,
-        "privacy": {"deltas": [1e-5, 1e-6], "target_epsilons": [], "group_sizes": [2]},
-        "report": {"accountants": ["connect-dots"], "plots": False, "formats": ["markdown"]}})
+    return ReportConfig.from_dict(
+        {
+            "title": f"{sampling} run",
+            "training": training,
+            "privacy": {"deltas": [1e-5, 1e-6], "target_epsilons": [], "group_sizes": [2]},
+            "report": {"accountants": ["connect-dots"], "plots": False, "formats": ["markdown"]},
+        }
+    )
 
 
 @pytest.mark.parametrize("sampling, verdict", [("shuffle", "less private"), ("random_allocation", "more private")])
@@ -61,8 +65,15 @@ def test_truncated_poisson_report_and_group_not_applicable():
     assert cfg.max_batch_size == 48 and cfg.segments[0].sampling_rate == 40 / 2000
     rep = build_report(cfg)
     row = rep.scheme["rows"][0]
-    ref = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.02, steps=50, delta=1e-5,
-                                sampling="truncated-poisson", dataset_size=2000, max_batch_size=48)
+    ref = tightdp.dpsgd_epsilon(
+        noise_multiplier=1.0,
+        sampling_rate=0.02,
+        steps=50,
+        delta=1e-5,
+        sampling="truncated-poisson",
+        dataset_size=2000,
+        max_batch_size=48,
+    )
     assert (row["scheme"]["lower"], row["scheme"]["upper"]) == (ref.lower, ref.upper)
     assert rep.groups == [] and "not applicable" in rep.group_note
     assert "Ganesh 2025" in rep.to_markdown()
@@ -73,15 +84,25 @@ def test_poisson_config_has_no_scheme_section():
     assert rep.scheme == {} and "What you ran vs" not in rep.to_markdown()
 
 
-@pytest.mark.parametrize("training, name", [
-    ({"sampling": "truncated_poisson"}, "max_batch_size"),
-    ({"max_batch_size": 10}, "max_batch_size"),
-    ({"sampling": "shuffle", "batch_size": None, "sampling_rate": 0.03}, "sampling_rate"),
-    ({"sampling": "shuffle", "epochs": None, "steps": 75}, "steps"),
-    ({"sampling": "truncated_poisson", "max_batch_size": 5000}, "max_batch_size"),
-    ({"sampling": "shuffle", "epochs": None, "noise_multiplier": None,
-      "schedule": [{"noise_multiplier": 1.0, "epochs": 1}]}, "schedule"),
-])
+@pytest.mark.parametrize(
+    "training, name",
+    [
+        ({"sampling": "truncated_poisson"}, "max_batch_size"),
+        ({"max_batch_size": 10}, "max_batch_size"),
+        ({"sampling": "shuffle", "batch_size": None, "sampling_rate": 0.03}, "sampling_rate"),
+        ({"sampling": "shuffle", "epochs": None, "steps": 75}, "steps"),
+        ({"sampling": "truncated_poisson", "max_batch_size": 5000}, "max_batch_size"),
+        (
+            {
+                "sampling": "shuffle",
+                "epochs": None,
+                "noise_multiplier": None,
+                "schedule": [{"noise_multiplier": 1.0, "epochs": 1}],
+            },
+            "schedule",
+        ),
+    ],
+)
 def test_bad_scheme_config_names_the_key(training, name):
     base = {"dataset_size": 2000, "batch_size": 40, "epochs": 2, "noise_multiplier": 1.0}
     base.update(training)

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import math
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tightdp._numerics import falling_root
 
-_U = 2.0 ** -53
+_U = 2.0**-53
 
 
 def _crossing(g, lo, hi):
@@ -30,8 +29,13 @@ def _crossing(g, lo, hi):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.floats(-50.0, 50.0), st.floats(1e-6, 2.0), st.floats(0.01, 0.99), st.floats(1e-300, 1e3),
-       st.sampled_from(["exp", "kink", "flat", "cubic"]))
+@given(
+    st.floats(-50.0, 50.0),
+    st.floats(1e-6, 2.0),
+    st.floats(0.01, 0.99),
+    st.floats(1e-300, 1e3),
+    st.sampled_from(["exp", "kink", "flat", "cubic"]),
+)
 def test_answer_holds_and_is_within_tolerance(lo, width, where, scale, shape):
     hi = lo + width
     root = lo + where * width

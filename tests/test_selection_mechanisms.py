@@ -15,9 +15,17 @@ from hypothesis import strategies as st
 
 from tightdp import ConnectDotsAccountant
 from tightdp.mechanisms.base import mechanism_from_dict
-from tightdp.mechanisms.selection import (BoundedRange, BoundedRangeLoss, ExponentialMechanism, PermuteAndFlip,
-                                          ReportNoisyMax, SparseVector, bounded_range_delta, bounded_range_rdp,
-                                          two_point_pair)
+from tightdp.mechanisms.selection import (
+    BoundedRange,
+    BoundedRangeLoss,
+    ExponentialMechanism,
+    PermuteAndFlip,
+    ReportNoisyMax,
+    SparseVector,
+    bounded_range_delta,
+    bounded_range_rdp,
+    two_point_pair,
+)
 from tightdp.tuning import selection_epsilon
 
 mpmath.mp.dps = 40
@@ -32,7 +40,7 @@ def _two_point_delta(eps0: float, t: float, k: int, eps: float) -> mpmath.mpf:
     for j in range(k + 1):
         loss = j * (1 - t) * e0 - (k - j) * t * e0
         if loss > eps:
-            total += mpmath.binomial(k, j) * p ** j * (1 - p) ** (k - j) * (1 - mpmath.exp(eps - loss))
+            total += mpmath.binomial(k, j) * p**j * (1 - p) ** (k - j) * (1 - mpmath.exp(eps - loss))
     return total
 
 
@@ -69,8 +77,9 @@ def test_envelope_curve_is_the_supremum_of_the_two_point_curves(eps0, frac):
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(eps0=st.floats(0.1, 2.0), t=st.floats(0.02, 0.98), k=st.integers(1, 25),
-       delta=st.sampled_from([1e-2, 1e-5, 1e-8]))
+@given(
+    eps0=st.floats(0.1, 2.0), t=st.floats(0.02, 0.98), k=st.integers(1, 25), delta=st.sampled_from([1e-2, 1e-5, 1e-8])
+)
 def test_bounded_range_upper_dominates_every_two_point_composition(eps0, t, k, delta):
     """Every epsilon-BR pair is dominated; T_t is one, composed k times exactly: its epsilon lies below the
     certified upper end of the exponential mechanism."""
@@ -109,8 +118,12 @@ def test_attained_pairs_are_the_mechanisms_output_laws():
     # report-noisy-max with Laplace(2 / eps): P(u2 + Z2 > u1 + Z1) = P(Z2 - Z1 > 2) by quadrature
     b = mpmath.mpf(2) / eps
     dens = lambda z: mpmath.exp(-abs(z) / b) / (2 * b)
-    tail = mpmath.quad(lambda z1: dens(z1) * mpmath.exp(-(2 + z1) / b) / 2 if 2 + z1 >= 0 else
-                       dens(z1) * (1 - mpmath.exp((2 + z1) / b) / 2), [-mpmath.inf, -2, 0, mpmath.inf])
+    tail = mpmath.quad(
+        lambda z1: (
+            dens(z1) * mpmath.exp(-(2 + z1) / b) / 2 if 2 + z1 >= 0 else dens(z1) * (1 - mpmath.exp((2 + z1) / b) / 2)
+        ),
+        [-mpmath.inf, -2, 0, mpmath.inf],
+    )
     rnm = ReportNoisyMax(epsilon=eps, noise="laplace").attained_pairs()[0]
     assert math.isclose(rnm.values[1], float(mpmath.log(mpmath.mpf(0.5) / tail)), rel_tol=1e-10)
     # exponential mechanism: m of n candidates up, the log ratios of the two groups differ by epsilon
@@ -119,10 +132,16 @@ def test_attained_pairs_are_the_mechanisms_output_laws():
 
 
 def test_each_mechanism_has_a_sound_interval_and_serialises():
-    for m in (ExponentialMechanism(epsilon=0.5), ExponentialMechanism(epsilon=1.0, num_candidates=3, monotonic=True),
-              PermuteAndFlip(epsilon=0.5), ReportNoisyMax(epsilon=0.5, noise="gumbel"),
-              ReportNoisyMax(epsilon=0.5, noise="exponential"), ReportNoisyMax(epsilon=0.5, noise="laplace"),
-              SparseVector(epsilon=0.5, cutoff=2), BoundedRange(epsilon=0.5)):
+    for m in (
+        ExponentialMechanism(epsilon=0.5),
+        ExponentialMechanism(epsilon=1.0, num_candidates=3, monotonic=True),
+        PermuteAndFlip(epsilon=0.5),
+        ReportNoisyMax(epsilon=0.5, noise="gumbel"),
+        ReportNoisyMax(epsilon=0.5, noise="exponential"),
+        ReportNoisyMax(epsilon=0.5, noise="laplace"),
+        SparseVector(epsilon=0.5, cutoff=2),
+        BoundedRange(epsilon=0.5),
+    ):
         assert mechanism_from_dict(m.to_dict()) == m
         b = selection_epsilon(mechanism=m, delta=1e-6, count=20)
         assert 0.0 <= b.lower <= b.upper <= 20 * m.epsilon + 1e-9, (m, b)

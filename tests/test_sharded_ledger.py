@@ -15,10 +15,18 @@ N, SHARD, Q, B = 3000, 1100, 0.02, 8
 def _record_both(steps=300, policy="worst-case", seed=0):
     rng = np.random.default_rng(seed)
     scale = rng.uniform(0.05, 1.5, size=N)
-    one = IndividualAccountant(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B,
-                               missing_norms=policy)
-    sh = ShardedLedger(num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, shard_size=SHARD,
-                       num_buckets=B, missing_norms=policy)
+    one = IndividualAccountant(
+        num_examples=N, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=Q, num_buckets=B, missing_norms=policy
+    )
+    sh = ShardedLedger(
+        num_examples=N,
+        noise_multiplier=1.0,
+        clip_norm=1.0,
+        sampling_rate=Q,
+        shard_size=SHARD,
+        num_buckets=B,
+        missing_norms=policy,
+    )
     for t in range(steps):
         if t % 3 == 2:  # a sparse step: Poisson batch, global indices in any order
             idx = rng.permutation(np.nonzero(rng.random(N) < 0.1)[0])
@@ -37,8 +45,9 @@ def test_routing_reproduces_the_in_memory_ledger():
     assert sh.shard_ranges == [(0, 1100), (1100, 2200), (2200, 3000)] and sh.steps == one.steps
     np.testing.assert_array_equal(sh.counts(), one.bucket_counts)
     assert sh.to_accountant() == one
-    np.testing.assert_array_equal(np.concatenate([sh.shard(k).approximated_steps for k in range(3)]),
-                                  one.approximated_steps)
+    np.testing.assert_array_equal(
+        np.concatenate([sh.shard(k).approximated_steps for k in range(3)]), one.approximated_steps
+    )
     with pytest.raises(ValueError, match="indices"):
         sh.record_step([0.1, 0.2], indices=[5, N])
     with pytest.raises(ValueError, match="k must"):
@@ -96,7 +105,7 @@ def test_chunks_follow_row_contents_not_positions():
     rng = np.random.default_rng(3)
     n, steps = 300, 300
     norms = rng.uniform(0.02, 1.3, size=N)[None, :n] * rng.lognormal(0, 0.3, size=(steps, n))
-    norms[:, n // 2:] = norms[:, :n - n // 2]  # half the examples are copies of the other half
+    norms[:, n // 2 :] = norms[:, : n - n // 2]  # half the examples are copies of the other half
     norms[:, :50] = np.where(rng.random((steps, 50)) < 0.5, 0.01, 0.9)  # rows tying on a zero-weight bucket
     uniq, inv = np.unique(norms.T, axis=0, return_inverse=True)
     perm = np.argsort(rng.random(len(uniq))[inv.reshape(-1)], kind="stable")  # copies keep their order
@@ -112,7 +121,7 @@ def test_chunks_follow_row_contents_not_positions():
 def test_from_shards_assembles_shards_saved_elsewhere(tmp_path):
     one, sh = _record_both(steps=20)
     files = []
-    for k, (s, e) in enumerate(sh.shard_ranges):  # as data-parallel ranks / dask workers would
+    for k, (_s, _e) in enumerate(sh.shard_ranges):  # as data-parallel ranks / dask workers would
         sh.shard(k).save(tmp_path / f"rank{k}.npz")
         files.append(f"rank{k}.npz")
     got = ShardedLedger.from_shards(tmp_path, files, generation=4)
@@ -161,8 +170,9 @@ def test_crash_mid_save_keeps_previous_ledger_and_resume_works(tmp_path, monkeyp
     back.save(tmp_path)
     again = ShardedLedger.load(tmp_path)
     assert again.steps == 13 and again.to_accountant() == one
-    assert sorted(f for f in os.listdir(tmp_path) if f.startswith("shard-")) == \
-        [f"shard-{k:05d}-g2.npz" for k in range(3)]  # the crashed save's generation, redone
+    assert sorted(f for f in os.listdir(tmp_path) if f.startswith("shard-")) == [
+        f"shard-{k:05d}-g2.npz" for k in range(3)
+    ]  # the crashed save's generation, redone
 
 
 def test_load_rejects_broken_manifest(tmp_path):

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from tightdp.individual import ShardedLedger  # noqa: E402
+from tightdp.individual import ShardedLedger
 
 N, STEPS, SIGMA, C, Q = 24, 6, 1.0, 0.5, 0.3
 
@@ -28,17 +28,24 @@ def _rank(rank: int, world: int, root: str) -> None:
     import torch.distributed as dist
 
     from tightdp.integrations.torch import IndividualDPTrainer
+
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{root}/pg", rank=rank, world_size=world)
     try:
         x, y = _data()
-        ledger = ShardedLedger(num_examples=N, noise_multiplier=SIGMA, clip_norm=C, sampling_rate=Q,
-                               shard_size=N // world, num_buckets=20)
+        ledger = ShardedLedger(
+            num_examples=N, noise_multiplier=SIGMA, clip_norm=C, sampling_rate=Q, shard_size=N // world, num_buckets=20
+        )
         s, e = ledger.shard_ranges[rank]
         model = _model()
-        tr = IndividualDPTrainer(model, torch.nn.functional.cross_entropy,
-                                 torch.optim.SGD(model.parameters(), lr=0.1), ledger.shard(rank),
-                                 seed=100 + rank, data_parallel=True)
+        tr = IndividualDPTrainer(
+            model,
+            torch.nn.functional.cross_entropy,
+            torch.optim.SGD(model.parameters(), lr=0.1),
+            ledger.shard(rank),
+            seed=100 + rank,
+            data_parallel=True,
+        )
         for _ in range(STEPS):
             tr.step(x[s:e], y[s:e])
         name = ledger.save_shard(root, rank, generation=1)
@@ -55,6 +62,7 @@ def _rank(rank: int, world: int, root: str) -> None:
 @pytest.mark.slow  # two processes importing torch: ~10 s on 2 busy cores
 def test_two_rank_gloo_training_records_into_the_sharded_ledger(tmp_path):
     import torch.multiprocessing as mp
+
     mp.spawn(_rank, args=(2, str(tmp_path)), nprocs=2, join=True)
     ledger = ShardedLedger.load(tmp_path)
     assert ledger.steps == STEPS and ledger.shard_ranges == [(0, 12), (12, 24)]
@@ -71,7 +79,12 @@ def test_two_rank_gloo_training_records_into_the_sharded_ledger(tmp_path):
     assert not all(torch.equal(a, b) for a, b in zip(p0, list(_model().parameters())))  # it trained
     with pytest.raises(ValueError, match="data_parallel"):
         from tightdp.integrations.torch import IndividualDPTrainer
+
         m = _model()
-        IndividualDPTrainer(m, torch.nn.functional.cross_entropy, torch.optim.SGD(m.parameters(), lr=0.1),
-                            ShardedLedger(num_examples=4, noise_multiplier=SIGMA, clip_norm=C,
-                                          sampling_rate=Q).shard(0), data_parallel=True)
+        IndividualDPTrainer(
+            m,
+            torch.nn.functional.cross_entropy,
+            torch.optim.SGD(m.parameters(), lr=0.1),
+            ShardedLedger(num_examples=4, noise_multiplier=SIGMA, clip_norm=C, sampling_rate=Q).shard(0),
+            data_parallel=True,
+        )

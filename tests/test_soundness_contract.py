@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tightdp
+from tests.conftest import gdp_delta_mp
 from tightdp import Bounds, Gaussian, PoissonSampled
 from tightdp.accountants import ACCOUNTANTS, create
 from tightdp.errors import TightDPError
-from tests.conftest import gdp_delta_mp
 
 FUZZ = 20 if os.environ.get("TIGHTDP_FUZZ") else 1
 SETTINGS = settings(max_examples=25 * FUZZ, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -72,12 +72,14 @@ def _check_shape(b: Bounds) -> None:
 
 # ------------------------------------------------------------------ closed forms: Gaussian compositions
 
+
 @SETTINGS
-@given(sigma=st.floats(0.02, 50.0), k=st.integers(1, 10 ** 6), delta=st.floats(1e-20, 0.5),
-       name=st.sampled_from(CERTIFIED))
+@given(
+    sigma=st.floats(0.02, 50.0), k=st.integers(1, 10**6), delta=st.floats(1e-20, 0.5), name=st.sampled_from(CERTIFIED)
+)
 def test_gaussian_epsilon_contains_the_exact_value(sigma, k, delta, name):
     mu = math.sqrt(k) / sigma
-    if name == "prv" and (mu > 30 or k > 10 ** 4):
+    if name == "prv" and (mu > 30 or k > 10**4):
         k, mu = 10, math.sqrt(10) / sigma  # PRV has no closed-form path: keep its grid small
         if mu > 30:
             return
@@ -145,21 +147,31 @@ def test_gdp_delta_at_huge_epsilon_is_not_nan():
 
 # ------------------------------------------------------------------ subsampled: against dp-accounting
 
+
 def _dpa_bracket(sigma, q, k, delta):
     pld = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     logging.getLogger().setLevel(logging.ERROR)
     out = []
     for pessimistic in (False, True):
-        p = pld.from_gaussian_mechanism(standard_deviation=sigma, sampling_prob=q, pessimistic_estimate=pessimistic,
-                                        value_discretization_interval=1e-3, use_connect_dots=pessimistic)
+        p = pld.from_gaussian_mechanism(
+            standard_deviation=sigma,
+            sampling_prob=q,
+            pessimistic_estimate=pessimistic,
+            value_discretization_interval=1e-3,
+            use_connect_dots=pessimistic,
+        )
         out.append(float(p.self_compose(k).get_epsilon_for_delta(delta)))
     return out
 
 
 @pytest.mark.peers
 @settings(max_examples=8 * FUZZ, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(sigma=st.floats(0.5, 8.0), q=st.floats(1e-3, 1.0), k=st.integers(1, 1000),
-       delta=st.sampled_from([1e-3, 1e-6, 1e-9, 1e-12]))
+@given(
+    sigma=st.floats(0.5, 8.0),
+    q=st.floats(1e-3, 1.0),
+    k=st.integers(1, 1000),
+    delta=st.sampled_from([1e-3, 1e-6, 1e-9, 1e-12]),
+)
 def test_subsampled_interval_meets_dp_accounting(sigma, q, k, delta):
     b = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=k, delta=delta)
     _check_shape(b)
@@ -175,6 +187,7 @@ def test_subsampled_interval_meets_dp_accounting(sigma, q, k, delta):
 
 # ------------------------------------------------------------------ delta(eps): relative and fast
 
+
 @pytest.mark.parametrize("sigma,q,k,delta", [(1.0, 0.01, 1000, 1e-12), (2.0, 0.1, 1, 1e-20), (1.0, 0.5, 4, 1e-15)])
 def test_delta_of_epsilon_is_relative_at_tiny_delta(sigma, q, k, delta):
     """Issue 15.7: delta(eps) at tiny deltas came back as [0, 4e-10] after seconds of refinement."""
@@ -189,7 +202,7 @@ def test_delta_of_epsilon_is_relative_at_tiny_delta(sigma, q, k, delta):
 
 # ------------------------------------------------------------------ bad input: one clear error
 
-BAD_NUMBERS = [1e308, 10 ** 400, -1.0, float("nan"), float("inf"), True, "1", None, [1.0], {"a": 1}]
+BAD_NUMBERS = [1e308, 10**400, -1.0, float("nan"), float("inf"), True, "1", None, [1.0], {"a": 1}]
 
 
 def _refuses(call):
@@ -201,8 +214,9 @@ def _refuses(call):
         _check_shape(out)
 
 
-@pytest.mark.parametrize("arg", ["noise_multiplier", "sampling_rate", "steps", "delta", "eps_error", "rel_error",
-                                 "accountant"])
+@pytest.mark.parametrize(
+    "arg", ["noise_multiplier", "sampling_rate", "steps", "delta", "eps_error", "rel_error", "accountant"]
+)
 @pytest.mark.parametrize("value", BAD_NUMBERS + [1e-320, 0.0])
 def test_dpsgd_epsilon_bad_input(arg, value):
     if value is None and arg in ("eps_error", "rel_error"):
@@ -231,10 +245,16 @@ def test_every_accountant_refuses_bad_queries(name, value):
         create(name).compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.01), value)
 
 
-@pytest.mark.parametrize("cls,kw", [(tightdp.Gaussian, {"noise_multiplier": 1.0}), (tightdp.Laplace, {"scale": 1.0}),
-                                    (tightdp.PureDP, {"epsilon": 1.0}),
-                                    (tightdp.ApproximateDP, {"epsilon": 1.0, "delta": 1e-6}),
-                                    (tightdp.RandomizedResponse, {"noise_parameter": 0.5, "num_buckets": 2})])
+@pytest.mark.parametrize(
+    "cls,kw",
+    [
+        (tightdp.Gaussian, {"noise_multiplier": 1.0}),
+        (tightdp.Laplace, {"scale": 1.0}),
+        (tightdp.PureDP, {"epsilon": 1.0}),
+        (tightdp.ApproximateDP, {"epsilon": 1.0, "delta": 1e-6}),
+        (tightdp.RandomizedResponse, {"noise_parameter": 0.5, "num_buckets": 2}),
+    ],
+)
 @pytest.mark.parametrize("value", BAD_NUMBERS + [1e-320])
 def test_mechanisms_refuse_bad_parameters(cls, kw, value):
     for arg in kw:
@@ -247,22 +267,32 @@ def test_mechanisms_refuse_bad_parameters(cls, kw, value):
 
 
 @SETTINGS
-@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10 ** 30, 10 ** 30),
-                       st.booleans(), st.text(max_size=3)),
-       arg=st.sampled_from(["noise_multiplier", "sampling_rate", "steps", "delta"]))
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(10**30), 10**30),
+        st.booleans(),
+        st.text(max_size=3),
+    ),
+    arg=st.sampled_from(["noise_multiplier", "sampling_rate", "steps", "delta"]),
+)
 def test_dpsgd_epsilon_never_crashes(value, arg):
     kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=100, delta=1e-5)
     _refuses(lambda: tightdp.dpsgd_epsilon(**{**kw, arg: value}))
 
 
-@pytest.mark.parametrize("argv", [
-    ["epsilon", "--noise-multiplier", "1e308", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-5"],
-    ["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "1e308", "--delta", "1e-5"],
-    ["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-320"],
-    ["epsilon", "--noise-multiplier", "nan", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-5"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["epsilon", "--noise-multiplier", "1e308", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-5"],
+        ["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "1e308", "--delta", "1e-5"],
+        ["epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-320"],
+        ["epsilon", "--noise-multiplier", "nan", "--sampling-rate", "0.01", "--steps", "100", "--delta", "1e-5"],
+    ],
+)
 def test_cli_bad_magnitudes_exit_2(argv, capsys):
     from tightdp.cli import main
+
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse's own refusals
@@ -273,6 +303,7 @@ def test_cli_bad_magnitudes_exit_2(argv, capsys):
 
 
 # ------------------------------------------------------------------ exact answers at the loss support
+
 
 @pytest.mark.parametrize("name", ["connect-dots", "prv"])
 def test_delta_is_exactly_zero_beyond_the_loss_support(name):
@@ -303,10 +334,20 @@ def test_laplace_at_tiny_delta_is_never_unbounded(name):
 
 
 @SETTINGS
-@given(value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10 ** 30, 10 ** 30),
-                       st.booleans(), st.text(max_size=12), st.just([]), st.just({}), st.just(np.zeros(2))),
-       arg=st.sampled_from(["noise_multiplier", "sampling_rate", "steps", "delta", "group_size", "sampling",
-                            "dataset_size", "batch_size"]))
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.integers(-(10**30), 10**30),
+        st.booleans(),
+        st.text(max_size=12),
+        st.just([]),
+        st.just({}),
+        st.just(np.zeros(2)),
+    ),
+    arg=st.sampled_from(
+        ["noise_multiplier", "sampling_rate", "steps", "delta", "group_size", "sampling", "dataset_size", "batch_size"]
+    ),
+)
 def test_group_epsilon_never_crashes(value, arg):
     """Any value of any argument of group_epsilon: an answer of the right shape or a refusal naming it."""
     kw = dict(noise_multiplier=1.0, sampling_rate=0.01, steps=50, delta=1e-5, group_size=2)
@@ -314,11 +355,24 @@ def test_group_epsilon_never_crashes(value, arg):
 
 
 @settings(SETTINGS, max_examples=6 * FUZZ)  # a few seconds each: TIGHTDP_FUZZ=1 runs 120
-@given(n=st.integers(10 ** 3, 10 ** 12), q=st.floats(1e-6, 0.5), b=st.integers(1, 10 ** 4),
-       sigma=st.floats(0.5, 5.0), steps=st.integers(1, 20))
+@given(
+    n=st.integers(10**3, 10**12),
+    q=st.floats(1e-6, 0.5),
+    b=st.integers(1, 10**4),
+    sigma=st.floats(0.5, 5.0),
+    steps=st.integers(1, 20),
+)
 def test_truncated_poisson_never_crashes_at_any_dataset_size(n, q, b, sigma, steps):
     """Data-set sizes to 10^12 are in the declared domain: truncated Poisson answers (or refuses) without an
     array of the data set's size."""
-    _refuses(lambda: tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=1e-6,
-                                           sampling="truncated-poisson", dataset_size=n,
-                                           max_batch_size=min(b, n)))
+    _refuses(
+        lambda: tightdp.dpsgd_epsilon(
+            noise_multiplier=sigma,
+            sampling_rate=q,
+            steps=steps,
+            delta=1e-6,
+            sampling="truncated-poisson",
+            dataset_size=n,
+            max_batch_size=min(b, n),
+        )
+    )

@@ -72,20 +72,23 @@ def test_group_rows_beyond_one_are_not_applicable_under_tuning():
     assert s.groups[1].epsilon is None and "tuning" in s.groups[1].not_applicable
 
 
-@pytest.mark.parametrize("tuning, field", [
-    ({"distribution": "uniform", "runs": 2}, "tuning.distribution"),
-    ({"distribution": "fixed"}, "tuning.runs"),
-    ({"distribution": "fixed", "runs": 0}, "tuning.runs"),
-    ({"distribution": "fixed", "runs": 2, "mean": 3}, "tuning.mean"),
-    ({"distribution": "poisson"}, "tuning.mean"),
-    ({"distribution": "poisson", "mean": 0.5}, "tuning.mean"),
-    ({"distribution": "poisson", "mean": 3, "release": "all"}, "tuning.release"),
-    ({"distribution": "negative-binomial", "mean": 3}, "tuning.shape"),
-    ({"distribution": "geometric", "mean": 3, "shape": 2}, "tuning.shape"),
-    ({"distribution": "fixed", "runs": 2, "colour": 1}, "tuning.colour"),
-    ({"runs": 2}, "tuning.distribution"),
-    ("fixed", "tuning"),
-])
+@pytest.mark.parametrize(
+    "tuning, field",
+    [
+        ({"distribution": "uniform", "runs": 2}, "tuning.distribution"),
+        ({"distribution": "fixed"}, "tuning.runs"),
+        ({"distribution": "fixed", "runs": 0}, "tuning.runs"),
+        ({"distribution": "fixed", "runs": 2, "mean": 3}, "tuning.mean"),
+        ({"distribution": "poisson"}, "tuning.mean"),
+        ({"distribution": "poisson", "mean": 0.5}, "tuning.mean"),
+        ({"distribution": "poisson", "mean": 3, "release": "all"}, "tuning.release"),
+        ({"distribution": "negative-binomial", "mean": 3}, "tuning.shape"),
+        ({"distribution": "geometric", "mean": 3, "shape": 2}, "tuning.shape"),
+        ({"distribution": "fixed", "runs": 2, "colour": 1}, "tuning.colour"),
+        ({"runs": 2}, "tuning.distribution"),
+        ("fixed", "tuning"),
+    ],
+)
 def test_bad_tuning_names_the_field(tuning, field):
     with pytest.raises(ValueError, match=field.replace(".", r"\.")):
         privacy_statement(**RUN, tuning=tuning)
@@ -93,14 +96,32 @@ def test_bad_tuning_names_the_field(tuning, field):
 
 def test_tuning_refused_for_correlated_noise():
     with pytest.raises(ValueError, match="tuning"):
-        privacy_statement(strategy=[[1.0]], noise_multiplier=1.0, steps=1, delta=DELTA,
-                          tuning={"distribution": "fixed", "runs": 2})
+        privacy_statement(
+            strategy=[[1.0]], noise_multiplier=1.0, steps=1, delta=DELTA, tuning={"distribution": "fixed", "runs": 2}
+        )
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "tightdp", "statement", "--noise-multiplier", str(SIGMA),
-                           "--sampling-rate", str(Q), "--steps", str(STEPS), "--delta", str(DELTA), *args],
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tightdp",
+            "statement",
+            "--noise-multiplier",
+            str(SIGMA),
+            "--sampling-rate",
+            str(Q),
+            "--steps",
+            str(STEPS),
+            "--delta",
+            str(DELTA),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_cli_round_trip():
@@ -115,15 +136,18 @@ def test_cli_round_trip():
     assert r.returncode == 0 and "3 fixed runs" in r.stdout
 
 
-@pytest.mark.parametrize("args, word", [
-    (("--tuning-runs", "2.5"), "--tuning-runs"),
-    (("--tuning-runs", "2", "--tuning-distribution", "poisson"), "--tuning-distribution"),
-    (("--tuning-distribution", "poisson"), "--tuning-mean"),
-    (("--tuning-mean", "3"), "--tuning-mean"),
-    (("--tuning-distribution", "geometric", "--tuning-mean", "3", "--tuning-release", "all"), "--tuning-release"),
-    (("--tuning-distribution", "negative-binomial", "--tuning-mean", "3"), "--tuning-shape"),
-    (("--tuning-distribution", "poisson", "--tuning-mean", "0.5"), "--tuning-mean"),
-])
+@pytest.mark.parametrize(
+    "args, word",
+    [
+        (("--tuning-runs", "2.5"), "--tuning-runs"),
+        (("--tuning-runs", "2", "--tuning-distribution", "poisson"), "--tuning-distribution"),
+        (("--tuning-distribution", "poisson"), "--tuning-mean"),
+        (("--tuning-mean", "3"), "--tuning-mean"),
+        (("--tuning-distribution", "geometric", "--tuning-mean", "3", "--tuning-release", "all"), "--tuning-release"),
+        (("--tuning-distribution", "negative-binomial", "--tuning-mean", "3"), "--tuning-shape"),
+        (("--tuning-distribution", "poisson", "--tuning-mean", "0.5"), "--tuning-mean"),
+    ],
+)
 def test_cli_bad_input_one_line_exit_2(args, word):
     r = _cli(*args)
     assert r.returncode == 2 and r.stdout == ""

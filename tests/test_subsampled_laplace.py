@@ -40,8 +40,9 @@ def test_single_step_contains_exact(q, b, eps):
 def test_composition_agrees_with_dp_accounting(q, b, k):
     pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     acc = PRVAccountant().compose(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q), k)
-    ref = pl.from_laplace_mechanism(parameter=b, sensitivity=1, sampling_prob=q,
-                                    value_discretization_interval=1e-4).self_compose(k)
+    ref = pl.from_laplace_mechanism(
+        parameter=b, sensitivity=1, sampling_prob=q, value_discretization_interval=1e-4
+    ).self_compose(k)
     for eps in (0.1, 0.5):
         bd = acc.delta(eps)
         d = ref.get_delta_for_epsilon(eps)  # pessimistic estimate: at or slightly above the truth
@@ -58,6 +59,7 @@ def test_laplace_substitute_is_refused():
 def test_default_accountant_single_step_contains_exact(q, b, eps):
     """The dominance grids are offset so that both atoms (outputs x <= 0 and x >= 1) are grid points."""
     from tightdp import ConnectDotsAccountant
+
     bd = ConnectDotsAccountant().compose(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q)).delta(eps)
     assert "fallback" not in bd.details
     exact = exact_single_delta(eps, q, b)
@@ -71,14 +73,20 @@ def test_default_accountant_composition_one_pass_between_dp_accounting_estimates
     grid, and each step's merge swallowed tens of cells of density): now one or two passes, and the interval
     meets dp-accounting's optimistic and pessimistic estimates (a lower and an upper estimate of the truth)."""
     from tightdp import ConnectDotsAccountant
+
     pl = pytest.importorskip("dp_accounting.pld.privacy_loss_distribution")
     b_ = ConnectDotsAccountant().compose(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q), k).epsilon(delta)
     assert "fallback" not in b_.details and b_.details["passes"] <= 2, b_.details
     assert b_.upper - b_.lower <= 2 * max(1e-3 * b_.upper, 5e-5)
     est = {}
     for pessimistic in (True, False):
-        ref = pl.from_laplace_mechanism(parameter=b, sensitivity=1, sampling_prob=q, value_discretization_interval=2e-4,
-                                        pessimistic_estimate=pessimistic).self_compose(k)
+        ref = pl.from_laplace_mechanism(
+            parameter=b,
+            sensitivity=1,
+            sampling_prob=q,
+            value_discretization_interval=2e-4,
+            pessimistic_estimate=pessimistic,
+        ).self_compose(k)
         est[pessimistic] = ref.get_epsilon_for_delta(delta)
     assert est[False] <= b_.upper and b_.lower <= est[True], (b_, est)
 
@@ -89,6 +97,7 @@ def test_default_accountant_single_step_random_contains_exact(q, b, frac):
     """Random sampling rates and scales, epsilon anywhere below the loss support's top (where delta > 0):
     the single-step interval contains the quadrature."""
     from tightdp import ConnectDotsAccountant
+
     mech = PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q)
     top = mech.privacy_losses().remove.support()[1]
     eps = frac * top
@@ -102,6 +111,7 @@ def test_quadrature_reference_matches_laplace_closed_form_at_q_one(b, frac):
     """The reference itself against truth: at q = 1, delta(eps) = 1 - exp((eps - 1/b) / 2) (mpmath). Without the
     integrands' kinks among the quadrature's break points it was 7e-9 high at b = 11 (found by CI's random draw)."""
     import mpmath as mp
+
     eps = frac / b
     with mp.workdps(40):
         truth = float(1 - mp.exp((mp.mpf(eps) - mp.mpf(1) / b) / 2))

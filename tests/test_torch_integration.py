@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from tightdp.individual import IndividualAccountant, gdp_mu  # noqa: E402
-from tightdp.integrations.torch import IndividualDPTrainer, per_sample_grad_norms  # noqa: E402
+from tightdp.individual import IndividualAccountant, gdp_mu
+from tightdp.integrations.torch import IndividualDPTrainer, per_sample_grad_norms
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,8 +31,8 @@ def test_per_sample_norms_match_autograd_loop():
     norms = per_sample_grad_norms(model, f, x, y, chunk=5)
     for i in range(12):
         model.zero_grad()
-        f(model(x[i:i + 1]), y[i:i + 1]).backward()
-        ref = torch.sqrt(sum((p.grad ** 2).sum() for p in model.parameters())).item()
+        f(model(x[i : i + 1]), y[i : i + 1]).backward()
+        ref = torch.sqrt(sum((p.grad**2).sum() for p in model.parameters())).item()
         assert norms[i] == pytest.approx(ref, rel=1e-5)
 
 
@@ -72,9 +72,23 @@ def test_trainer_dpsgd_poisson_and_bad_input():
 
 def test_example_runs_with_tiny_settings(tmp_path):
     out = tmp_path / "ex"
-    r = subprocess.run([sys.executable, str(ROOT / "examples" / "individual_dpsgd.py"), "--out", str(out),
-                        "--epochs", "1", "--gd-steps", "3", "--batch-size", "128"],
-                       capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "examples" / "individual_dpsgd.py"),
+            "--out",
+            str(out),
+            "--epochs",
+            "1",
+            "--gd-steps",
+            "3",
+            "--batch-size",
+            "128",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     s = json.loads((out / "summary.json").read_text())
     assert set(s["dpsgd"]["per_class"]) == {str(c) for c in range(10)}
@@ -84,6 +98,10 @@ def test_example_runs_with_tiny_settings(tmp_path):
     assert s["filtered_dpgd"]["max_epsilon"] <= s["filtered_dpgd"]["budget_epsilon"] * (1 + 1e-9)
     assert (out / "epsilon_histogram.png").stat().st_size > 1000
     assert (out / "filtered_dpgd.png").stat().st_size > 1000
-    r = subprocess.run([sys.executable, str(ROOT / "examples" / "individual_dpsgd.py"), "--out", str(out),
-                        "--epochs", "-1"], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "individual_dpsgd.py"), "--out", str(out), "--epochs", "-1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "epochs" in r.stderr

@@ -16,7 +16,8 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from scipy.special import ndtr, ndtri
 
 import tightdp
@@ -76,8 +77,11 @@ def test_gaussian_ledger_is_answered_in_closed_form_exactly(sigma, count):
     assert "closed form" in c.method and c.max_gap < 1e-8
     mpmath.mp.dps = 50
     for a, lo, up in zip(c.alpha[::7], c.beta_lower[::7], c.beta_upper[::7]):
-        exact = mpmath.ncdf(-mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(a) - 1) - mpmath.mpf(mu)) \
-            if 0 < a < 1 else mpmath.mpf(1 - a)
+        exact = (
+            mpmath.ncdf(-mpmath.sqrt(2) * mpmath.erfinv(2 * mpmath.mpf(a) - 1) - mpmath.mpf(mu))
+            if 0 < a < 1
+            else mpmath.mpf(1 - a)
+        )
         assert lo <= exact <= up
     for fpr in (1e-6, 1e-3, 0.1):  # the best attack's TPR: Phi(Phi^-1(fpr) + mu)
         lo, up = c.tpr(fpr)
@@ -96,10 +100,13 @@ def test_gdp_accountant_gaussian_ledger_and_empty_ledger():
 
 
 # ------------------------------------------------------------------------------------ pure DP and RR
-@pytest.mark.parametrize("mech, eps", [
-    (tightdp.RandomizedResponse(noise_parameter=0.5, num_buckets=2), np.log(3.0)),
-    (tightdp.PureDP(epsilon=1.0), 1.0),
-])
+@pytest.mark.parametrize(
+    "mech, eps",
+    [
+        (tightdp.RandomizedResponse(noise_parameter=0.5, num_buckets=2), np.log(3.0)),
+        (tightdp.PureDP(epsilon=1.0), 1.0),
+    ],
+)
 def test_pure_dp_and_randomized_response_against_the_exact_tradeoff(mech, eps):
     acc = tightdp.ConnectDotsAccountant().compose(mech, 1)
     a = np.concatenate([np.linspace(0, 1, 401), [1 / (1 + np.exp(eps))]])
@@ -116,7 +123,7 @@ def test_pure_dp_and_randomized_response_against_the_exact_tradeoff(mech, eps):
 
 def test_lower_curve_of_one_pure_dp_guarantee_is_exact():
     """eps-DP alone: f(a) = max(0, 1 - e^eps a, e^-eps (1 - a)) (Dong, Roth, Su 2022, Eq. (3))."""
-    a, beta = tradeoff_lower_curve([1.0], [0.0], alphas=[0.0, 0.1, 0.5, 1.0])
+    _a, beta = tradeoff_lower_curve([1.0], [0.0], alphas=[0.0, 0.1, 0.5, 1.0])
     expected = pure_beta(1.0, [0.0, 0.1, 0.5, 1.0])
     assert beta == pytest.approx(expected, abs=1e-14) and np.all(beta <= expected)
 
@@ -125,15 +132,17 @@ def test_lower_curve_of_one_pure_dp_guarantee_is_exact():
 @pytest.fixture(scope="module")
 def subsampled():
     acc = tightdp.ConnectDotsAccountant().compose(
-        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 100)
+        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.05), 100
+    )
     return tradeoff_curve(acc, max_gap=2e-3)
 
 
 def _dp_accounting_curve(alphas, pessimistic: bool):
     from dp_accounting.pld import privacy_loss_distribution as pld
 
-    p = pld.from_gaussian_mechanism(standard_deviation=1.0, sampling_prob=0.05, value_discretization_interval=1e-3,
-                                    pessimistic_estimate=pessimistic).self_compose(100)
+    p = pld.from_gaussian_mechanism(
+        standard_deviation=1.0, sampling_prob=0.05, value_discretization_interval=1e-3, pessimistic_estimate=pessimistic
+    ).self_compose(100)
     eps = np.linspace(0.0, 12.0, 1201)
     delta = np.array(p.get_delta_for_epsilon(eps))
     return tradeoff_lower_curve(eps, np.clip(delta, 0, 1), alphas=alphas)[1]
@@ -147,7 +156,7 @@ def test_subsampled_gaussian_against_dp_accounting(subsampled):
     assert np.all(pess <= c.beta_upper + 1e-12)
     assert np.all(c.beta_lower <= opt + 1e-4)
     assert np.max(np.abs(pess - c.beta_lower)) < 3e-3
-    lo, up = c.tpr(np.array([1e-3, 1e-2, 0.1]))
+    lo, _up = c.tpr(np.array([1e-3, 1e-2, 0.1]))
     assert np.all(lo <= 1 - pess[np.searchsorted(c.alpha, [1e-3, 1e-2, 0.1])] + 1e-12)
     assert c.mu_lower > 0.3 and c.mu_upper == np.inf and "mu_note" in c.details
 
@@ -175,8 +184,13 @@ def test_gaussian_grid_curves_are_sound_monotone_and_convex(mu, n, slack):
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(mu=st.floats(0.1, 4.0), eps0=st.floats(0.05, 3.0), d0=st.floats(0.0, 0.2), n=st.integers(2, 40),
-       seed=st.integers(0, 2 ** 31))
+@given(
+    mu=st.floats(0.1, 4.0),
+    eps0=st.floats(0.05, 3.0),
+    d0=st.floats(0.0, 0.2),
+    n=st.integers(2, 40),
+    seed=st.integers(0, 2**31),
+)
 def test_upper_curve_is_sound_for_a_kinked_tradeoff(mu, eps0, d0, n, seed):
     """f = max(G_mu, f_(eps0, d0)) is a symmetric trade-off function with kinks; its delta(eps) =
     max_a [1 - e^eps a - f(a)] is bracketed from a fine alpha grid (the maximum over the grid is a
@@ -184,8 +198,9 @@ def test_upper_curve_is_sound_for_a_kinked_tradeoff(mu, eps0, d0, n, seed):
     fine = np.linspace(0.0, 1.0, 20001)
 
     def f(x):
-        return np.maximum(gdp_beta(mu, x), np.maximum(0, np.maximum(1 - d0 - np.exp(eps0) * x,
-                                                                    np.exp(-eps0) * (1 - d0 - x))))
+        return np.maximum(
+            gdp_beta(mu, x), np.maximum(0, np.maximum(1 - d0 - np.exp(eps0) * x, np.exp(-eps0) * (1 - d0 - x)))
+        )
 
     eps = np.sort(np.random.default_rng(seed).uniform(0.0, max(4.0, mu * mu / 2 + 6 * mu), n))
     vals = 1 - np.exp(eps)[:, None] * fine[None, :] - f(fine)[None, :]
@@ -204,11 +219,20 @@ def small_acc():
     return tightdp.ConnectDotsAccountant().compose(tightdp.Laplace(scale=1.0), 2)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"alphas": [0.1, 1.5]}, "alphas"), ({"alphas": [float("nan")]}, "alphas"), ({"alphas": []}, "alphas"),
-    ({"max_gap": -1.0}, "max_gap"), ({"max_gap": float("nan")}, "max_gap"), ({"max_points": 1}, "max_points"),
-    ({"rounds": -1}, "rounds"), ({"epsilons": [-1.0]}, "epsilons"), ({"epsilons": [1e9]}, "epsilons"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"alphas": [0.1, 1.5]}, "alphas"),
+        ({"alphas": [float("nan")]}, "alphas"),
+        ({"alphas": []}, "alphas"),
+        ({"max_gap": -1.0}, "max_gap"),
+        ({"max_gap": float("nan")}, "max_gap"),
+        ({"max_points": 1}, "max_points"),
+        ({"rounds": -1}, "rounds"),
+        ({"epsilons": [-1.0]}, "epsilons"),
+        ({"epsilons": [1e9]}, "epsilons"),
+    ],
+)
 def test_bad_input_names_the_argument(small_acc, kwargs, name):
     with pytest.raises(ValueError, match=name):
         tradeoff_curve(small_acc, **kwargs)
@@ -218,7 +242,8 @@ def test_bad_sources():
     with pytest.raises(ValueError, match="source"):
         tradeoff_curve("connect-dots")
     edgeworth = tightdp.EdgeworthAccountant().compose(
-        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.1), 10)
+        tightdp.PoissonSampled(mechanism=tightdp.Gaussian(noise_multiplier=1.0), sampling_rate=0.1), 10
+    )
     assert edgeworth.kind == "approximation"
     with pytest.raises(ValueError, match="source"):
         tradeoff_curve(edgeworth)
@@ -230,8 +255,9 @@ def test_bad_sources():
     with pytest.raises(ValueError, match="source"):
         tradeoff_curve(tightdp.Bounds(None, np.array([0.2]), None, "delta", "approximation"), epsilons=[1.0])
     with pytest.raises(ValueError, match="delta_lower"):  # a lower bound no upper bound allows
-        tradeoff_curve(tightdp.Bounds(np.array([0.0, 0.5]), None, np.array([0.3, 0.5]), "delta", "bound"),
-                       epsilons=[0.0, 1.0])  # delta(1) <= delta(0) <= 0.3 < 0.5
+        tradeoff_curve(
+            tightdp.Bounds(np.array([0.0, 0.5]), None, np.array([0.3, 0.5]), "delta", "bound"), epsilons=[0.0, 1.0]
+        )  # delta(1) <= delta(0) <= 0.3 < 0.5
 
 
 def test_tpr_and_at_validate(subsampled):
@@ -243,11 +269,17 @@ def test_tpr_and_at_validate(subsampled):
 
 
 # ------------------------------------------------------------------------------------ command line
-@pytest.mark.parametrize("extra, option", [
-    (["--fpr", "2"], "--fpr"), (["--fpr", "abc"], "--fpr"), (["--alphas", "0.1,-1"], "--alphas"),
-    (["--max-gap", "-1"], "--max-gap"), (["--max-points", "1"], "--max-points"),
-    (["--sampling", "shuffle"], "--sampling"),
-])
+@pytest.mark.parametrize(
+    "extra, option",
+    [
+        (["--fpr", "2"], "--fpr"),
+        (["--fpr", "abc"], "--fpr"),
+        (["--alphas", "0.1,-1"], "--alphas"),
+        (["--max-gap", "-1"], "--max-gap"),
+        (["--max-points", "1"], "--max-points"),
+        (["--sampling", "shuffle"], "--sampling"),
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(capsys, extra, option):
     code = main(["tradeoff", "--noise-multiplier", "1", "--sampling-rate", "1", "--steps", "4", *extra])
     err = capsys.readouterr().err
@@ -270,7 +302,7 @@ def test_cli_text_and_json(capsys):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(k=st.integers(1, 12), eps0=st.floats(0.1, 2.0), n=st.integers(2, 40), seed=st.integers(0, 2 ** 31))
+@given(k=st.integers(1, 12), eps0=st.floats(0.1, 2.0), n=st.integers(2, 40), seed=st.integers(0, 2**31))
 def test_curves_are_sound_with_exact_delta_for_composed_randomized_response(k, eps0, n, seed):
     """k-fold binary randomized response: the number B of truthful answers is Bin(k, p) under P and
     Bin(k, 1 - p) under Q (p = e^eps0 / (1 + e^eps0)); the Neyman-Pearson tests give the exact,
@@ -305,8 +337,9 @@ def test_pure_dp_tradeoff_exact_at_the_kinks(eps0, k):
 
     c = tradeoff_curve(ConnectDotsAccountant().compose(PureDP(epsilon=eps0), k))
     p = 1.0 / (1.0 + math.exp(-eps0))
-    atoms = sorted((((2 * j - k) * eps0, math.comb(k, j) * p ** j * (1 - p) ** (k - j)) for j in range(k + 1)),
-                   reverse=True)
+    atoms = sorted(
+        (((2 * j - k) * eps0, math.comb(k, j) * p**j * (1 - p) ** (k - j)) for j in range(k + 1)), reverse=True
+    )
 
     def beta(alpha):
         a_acc = p_acc = 0.0

@@ -29,16 +29,19 @@ def test_corollary_3_pure_dp_truncated_negative_binomial(shape):
     """(2 + eta) eps: tuning_epsilon's RDP at a very large order approaches it; at delta = 1e-10 the
     converted epsilon lies within log(1/delta) / (lambda - 1) of it (orders up to 1e5)."""
     eps = 0.3
-    b = tuning_epsilon(run=PureDP(epsilon=eps), delta=1e-10, distribution="negative-binomial" if shape not in (0, 1)
-                       else ("logarithmic" if shape == 0 else "geometric"), mean=5.0,
-                       shape=shape if shape not in (0, 1) else None)
+    b = tuning_epsilon(
+        run=PureDP(epsilon=eps),
+        delta=1e-10,
+        distribution="negative-binomial" if shape not in (0, 1) else ("logarithmic" if shape == 0 else "geometric"),
+        mean=5.0,
+        shape=shape if shape not in (0, 1) else None,
+    )
     printed = (2 + shape) * eps
     assert printed - 1e-9 <= b.upper <= printed + 0.02, (b, printed)
     assert b.lower <= eps + 1e-9  # one run's certified lower end
 
 
-@pytest.mark.parametrize("rho, gamma, shape", [(0.01, 0.01, 0.5), (0.1, 0.1, 1.0), (0.05, 0.2, 2.0),
-                                               (0.1, 0.1, 0.0)])
+@pytest.mark.parametrize("rho, gamma, shape", [(0.01, 0.01, 0.5), (0.1, 0.1, 1.0), (0.05, 0.2, 2.0), (0.1, 0.1, 0.0)])
 def test_corollary_4_gaussian_truncated_negative_binomial(rho, gamma, shape):
     """epsilon from Corollary 4's printed RDP curve (converted on the same orders, CKS Prop. 12): tuning_epsilon
     applies Theorem 2 with the minimum over lambda^ taken on its order grid instead of exactly, so it lies
@@ -46,14 +49,20 @@ def test_corollary_4_gaussian_truncated_negative_binomial(rho, gamma, shape):
     sigma = 1.0 / math.sqrt(2 * rho)
     mean = truncated_negative_binomial_mean(gamma=gamma, shape=shape)
     dist = {0.0: "logarithmic", 1.0: "geometric"}.get(shape, "negative-binomial")
-    b = tuning_epsilon(run=Gaussian(noise_multiplier=sigma), delta=1e-6, distribution=dist, mean=mean,
-                       shape=shape if dist == "negative-binomial" else None)
+    b = tuning_epsilon(
+        run=Gaussian(noise_multiplier=sigma),
+        delta=1e-6,
+        distribution=dist,
+        mean=mean,
+        shape=shape if dist == "negative-binomial" else None,
+    )
     orders = RDPAccountant().orders
     lam = orders
     cut = 1 + math.sqrt(math.log(mean) / rho)
     const = 2 * (1 + shape) * math.sqrt(rho * math.log(1 / gamma)) - shape * rho
-    curve = np.where(lam <= cut, 2 * math.sqrt(rho * math.log(mean)) + const,
-                     rho * (lam - 1) + math.log(mean) / (lam - 1) + const)
+    curve = np.where(
+        lam <= cut, 2 * math.sqrt(rho * math.log(mean)) + const, rho * (lam - 1) + math.log(mean) / (lam - 1) + const
+    )
     printed, _ = rm.epsilon_from_rdp(orders=orders, rdp=curve, delta=1e-6)
     assert printed - 1e-9 <= b.upper <= printed * (1 + 5e-4), (b, printed)
     assert "Renyi" in b.details["method"]
@@ -67,7 +76,7 @@ def test_theorem_6_pure_dp_poisson(eps, mu):
     b = tuning_epsilon(run=PureDP(epsilon=eps), delta=1e-6, distribution="poisson", mean=mu)
     lam = 1 + 1 / math.expm1(eps)
     hi, lo = 1 / (1 + math.exp(-eps)), 1 / (1 + math.exp(eps))  # the eps-DP pair: P = (lo, hi), Q = (hi, lo)
-    run_rdp = math.log(hi ** lam * lo ** (1 - lam) + lo ** lam * hi ** (1 - lam)) / (lam - 1)
+    run_rdp = math.log(hi**lam * lo ** (1 - lam) + lo**lam * hi ** (1 - lam)) / (lam - 1)
     printed = run_rdp + math.log(mu) * math.expm1(eps)
     at_lam, _ = rm.epsilon_from_rdp(orders=np.array([lam]), rdp=np.array([printed]), delta=1e-6)
     assert b.upper <= 1.01 * at_lam, (b, at_lam)
@@ -80,11 +89,15 @@ def test_agrees_with_dp_accounting_and_improves_poisson():
     pytest.importorskip("dp_accounting")
     from dp_accounting import dp_event as de
     from dp_accounting.rdp import rdp_privacy_accountant as rpa
+
     run = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=1.1), sampling_rate=0.01), 500)]
     for dist, shape in (("geometric", 1.0), ("poisson", math.inf)):
         acc = rpa.RdpAccountant()
-        acc.compose(de.RepeatAndSelectDpEvent(
-            de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), 500), 10.0, shape))
+        acc.compose(
+            de.RepeatAndSelectDpEvent(
+                de.SelfComposedDpEvent(de.PoissonSampledDpEvent(0.01, de.GaussianDpEvent(1.1)), 500), 10.0, shape
+            )
+        )
         peer = acc.get_epsilon(1e-6)
         b = tuning_epsilon(run=run, delta=1e-6, distribution=dist, mean=10.0)
         if dist == "geometric":
@@ -107,12 +120,15 @@ def test_fixed_runs_compose_and_bound_below_by_one_run():
 
 def test_bad_input_names_the_argument():
     run = Gaussian(noise_multiplier=1.0)
-    for kwargs, name in (({"distribution": "fixed"}, "runs"), ({"distribution": "poisson"}, "mean"),
-                         ({"distribution": "negative-binomial", "mean": 3.0}, "shape"),
-                         ({"distribution": "uniform", "mean": 3.0}, "distribution"),
-                         ({"distribution": "poisson", "mean": 0.5}, "mean"),
-                         ({"distribution": "geometric", "mean": 3.0, "release": "all"}, "release"),
-                         ({"runs": 0}, "runs")):
+    for kwargs, name in (
+        ({"distribution": "fixed"}, "runs"),
+        ({"distribution": "poisson"}, "mean"),
+        ({"distribution": "negative-binomial", "mean": 3.0}, "shape"),
+        ({"distribution": "uniform", "mean": 3.0}, "distribution"),
+        ({"distribution": "poisson", "mean": 0.5}, "mean"),
+        ({"distribution": "geometric", "mean": 3.0, "release": "all"}, "release"),
+        ({"runs": 0}, "runs"),
+    ):
         with pytest.raises(ValueError, match=name):
             tuning_epsilon(run=run, delta=1e-6, **kwargs)
     with pytest.raises(ValueError, match="run"):

@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 import tightdp
 import tightdp.accountants.connect_dots as cd
+from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 from tightdp import ConnectDotsAccountant
 from tightdp.mechanisms.losses import GaussianLoss
 from tightdp.pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from tightdp.pld.dominance import dominated, dominating
 from tightdp.pld.hierarchy import compose_two_level, dominated_block, dominating_block
-from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 
 _TINY = 1e-300
 
@@ -37,12 +37,18 @@ def _two_level_bounds(mu_step, k, delta, h, block, tilted=True):
     tilt = chernoff_epsilon(up_parts, delta)[1] if tilted else 0.0
     up = compose_two_level(up_parts, block, g, upper=True, tilt=tilt, tau=1e-10, block_tau=1e-16)
     lo = compose_two_level(lo_parts, block, g, upper=False, tilt=tilt, tau=1e-10, block_tau=1e-16)
-    return (epsilon_bounds(lo, delta, _TINY, need="lower").lower,
-            epsilon_bounds(up, delta, _TINY, need="upper").upper, up, lo)
+    return (
+        epsilon_bounds(lo, delta, _TINY, need="lower").lower,
+        epsilon_bounds(up, delta, _TINY, need="upper").upper,
+        up,
+        lo,
+    )
 
 
-@pytest.mark.parametrize("mu_step,k,block", [(0.01, 10**4, 100), (0.02, 10**5, 300), (0.003, 10**6, 1000),
-                                             (0.05, 4096, 64), (0.01, 10**4 + 37, 100)])
+@pytest.mark.parametrize(
+    "mu_step,k,block",
+    [(0.01, 10**4, 100), (0.02, 10**5, 300), (0.003, 10**6, 1000), (0.05, 4096, 64), (0.01, 10**4 + 37, 100)],
+)
 def test_gaussian_steps_bracket_the_exact_mu_gdp_epsilon(mu_step, k, block):
     """k Gaussian steps are exactly sqrt(k) mu-GDP: the two-level ends bracket that epsilon (60 digits), and
     the interval is about as narrow as the one-level constructions on the same effective mesh."""
@@ -55,21 +61,27 @@ def test_gaussian_steps_bracket_the_exact_mu_gdp_epsilon(mu_step, k, block):
     # the discretisation gap of one level on the mesh h, for scale (k h^2 / 4 of variance, roughly)
     loss = GaussianLoss(mu=mu_step)
     tail = (1e-9 * delta / k, 1e-6 * delta / k)
-    one_up = compose([(dominating(loss, h, tail), k)], tilt=chernoff_epsilon([(dominating(loss, h, tail), k)],
-                                                                            delta)[1], tau=1e-10)
+    one_up = compose(
+        [(dominating(loss, h, tail), k)], tilt=chernoff_epsilon([(dominating(loss, h, tail), k)], delta)[1], tau=1e-10
+    )
     one_lo = compose([(dominated(loss, h, tail), k)], tilt=one_up.tilt, tau=1e-10)
     one = epsilon_bounds(one_up, delta, _TINY).upper - epsilon_bounds(one_lo, delta, _TINY).lower
     assert upper - lower <= 1.5 * one + 1e-9, (upper - lower, one)
 
 
 @settings(max_examples=25, deadline=None)
-@given(mu_step=st.floats(1e-3, 0.1), log_k=st.floats(3.7, 6.0), log_delta=st.floats(-12.0, -3.0),
-       mesh_share=st.floats(0.01, 0.1), tilted=st.booleans())
+@given(
+    mu_step=st.floats(1e-3, 0.1),
+    log_k=st.floats(3.7, 6.0),
+    log_delta=st.floats(-12.0, -3.0),
+    mesh_share=st.floats(0.01, 0.1),
+    tilted=st.booleans(),
+)
 def test_random_gaussian_ledgers_bracket_the_exact_delta(mu_step, log_k, log_delta, mesh_share, tilted):
     """Random step sizes, counts, deltas, meshes, tilted or not: the upper composition's certified delta at the
     exact epsilon is at least the exact delta, the lower one's at most (mpmath)."""
-    k = int(10 ** log_k)
-    delta = 10.0 ** log_delta
+    k = int(10**log_k)
+    delta = 10.0**log_delta
     mu = math.sqrt(k) * mu_step
     if mu > 30:
         return
@@ -102,8 +114,15 @@ def test_block_pairs_bracket_the_block_curve():
     assert np.max(delta_bounds(coarse_up, eps, _TINY)[1] - fine_up[1]) < 1e-3
 
 
-@pytest.mark.parametrize("sigma,q,k,kw", [(1.0, 0.01, 10**6, {}), (0.8, 0.004, 10**6, {}),
-                                          (1.0, 0.01, 10**5, {"eps_error": 1e-3}), (2.0, 0.05, 3 * 10**5, {})])
+@pytest.mark.parametrize(
+    "sigma,q,k,kw",
+    [
+        (1.0, 0.01, 10**6, {}),
+        (0.8, 0.004, 10**6, {}),
+        (1.0, 0.01, 10**5, {"eps_error": 1e-3}),
+        (2.0, 0.05, 3 * 10**5, {}),
+    ],
+)
 def test_dpsgd_two_levels_meet_one_level(monkeypatch, sigma, q, k, kw):
     """DP-SGD at long horizons: the two-level interval (the default there) meets the one-level one (both
     certified), meets the target in one pass, and composes windows a tenth the size or less."""
@@ -120,7 +139,8 @@ def test_dpsgd_two_levels_meet_one_level(monkeypatch, sigma, q, k, kw):
     target = 2 * (kw["eps_error"] if kw else max(1e-3 * two.upper, 5e-5))
     assert two.upper - two.lower <= target
     assert max(s.tilted.size for s in sizes) * 10 <= one.details["mesh"] ** -1 * 13 * math.sqrt(
-        k * cd.loss_spread(mech.privacy_losses().remove) ** 2)
+        k * cd.loss_spread(mech.privacy_losses().remove) ** 2
+    )
 
 
 def test_two_level_against_the_saddle_point_reference():
@@ -134,17 +154,22 @@ def test_two_level_against_the_saddle_point_reference():
 
 
 @settings(max_examples=40, deadline=None)
-@given(z0=st.floats(-30.0, 30.0), log_w=st.floats(-5.0, math.log10(0.049)), cells=st.integers(1, 6),
-       sep=st.floats(0.0, 3.0), weight=st.floats(0.01, 0.99))
+@given(
+    z0=st.floats(-30.0, 30.0),
+    log_w=st.floats(-5.0, math.log10(0.049)),
+    cells=st.integers(1, 6),
+    sep=st.floats(0.0, 3.0),
+    weight=st.floats(0.01, 0.99),
+)
 def test_cell_masses_against_mpmath(z0, log_w, cells, sep, weight):
     """Gaussian-mixture cell masses (4-point Gauss-Legendre below 0.01 sigma, 8-point up to 0.05, differenced
     beyond) against 50-digit mpmath: every cell within the relative error reported, or inside the l1 budget."""
     import mpmath
-
-    from tightdp.mechanisms.losses import gaussian_mixture_cell_masses
     from scipy import special
 
-    sigma, w = 1.3, 10 ** log_w
+    from tightdp.mechanisms.losses import gaussian_mixture_cell_masses
+
+    sigma, w = 1.3, 10**log_w
     edges = (z0 + w * np.arange(cells + 1)) * sigma
     means, weights = (0.0, sep * sigma), (weight, 1.0 - weight)
     zz = (edges[:, None] - np.asarray(means)[None, :]) / sigma

@@ -94,9 +94,14 @@ class Report:
 
     def write(self) -> Path:
         seconds = time.perf_counter() - self.t0
-        lines = [f"# {self.title}", "", f"Paper: {self.source}", "",
-                 "| quantity | paper value | tightdp value | certified interval | note |",
-                 "| --- | --- | --- | --- | --- |"]
+        lines = [
+            f"# {self.title}",
+            "",
+            f"Paper: {self.source}",
+            "",
+            "| quantity | paper value | tightdp value | certified interval | note |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for r in self.rows:
             lines.append(f"| {r.quantity} | {fmt(r.paper, 12)} | {fmt(r.tightdp, 12)} | {r.certified} | {r.note} |")
         lines += [""] + [f"{t}\n" for t in self.text] + self.figures + ["", f"Computed in {seconds:.1f} s."]
@@ -107,8 +112,12 @@ class Report:
             if isinstance(v, float) and not math.isfinite(v):
                 return None
             return v
-        data = {"name": self.name, "seconds": seconds,
-                "rows": [{k: clean(v) for k, v in asdict(r).items()} for r in self.rows]}
+
+        data = {
+            "name": self.name,
+            "seconds": seconds,
+            "rows": [{k: clean(v) for k, v in asdict(r).items()} for r in self.rows],
+        }
         (self.out / f"{self.name}.json").write_text(json.dumps(data, indent=1, default=float))
         print(md.read_text())
         return md
@@ -116,6 +125,8 @@ class Report:
 
 def pyplot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt

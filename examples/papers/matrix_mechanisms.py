@@ -68,79 +68,158 @@ def bandmf_paper_value(sigma: float, b: int, q: float) -> float | None:
 
 def main() -> None:
     args = parse_args(__doc__)
-    rep = Report("matrix_mechanisms", "Matrix mechanisms: BandMF, tree aggregation, balls-in-bins",
-                 "Choquette-Choo et al. 2023 (2306.08153) Thm 1; Kairouz et al. 2021; McMahan et al. 2024 "
-                 "(2405.13763) Thm 2; Choquette-Choo et al. ICLR 2025 (2410.06266)", args.out)
-    settings = [(1.0, 1), (2.0, 16), (4.0, 64)] if args.quick else \
-        [(s, b) for s in (1.0, 2.0, 4.0) for b in (1, 4, 16, 64)]
+    rep = Report(
+        "matrix_mechanisms",
+        "Matrix mechanisms: BandMF, tree aggregation, balls-in-bins",
+        "Choquette-Choo et al. 2023 (2306.08153) Thm 1; Kairouz et al. 2021; McMahan et al. 2024 "
+        "(2405.13763) Thm 2; Choquette-Choo et al. ICLR 2025 (2410.06266)",
+        args.out,
+    )
+    settings = (
+        [(1.0, 1), (2.0, 16), (4.0, 64)] if args.quick else [(s, b) for s in (1.0, 2.0, 4.0) for b in (1, 4, 16, 64)]
+    )
     for sigma, b in settings:
         q = b * BATCH / DATASET
         strat = Identity() if b == 1 else BandedToeplitz(c_col=optimal_coefs(b))
         t0 = time.perf_counter()
-        ours = matrix_epsilon(strategy=strat, noise_multiplier=sigma, steps=N_STEPS, delta=DELTA,
-                              sampler=CyclicPoisson(sampling_rate=q))
+        ours = matrix_epsilon(
+            strategy=strat, noise_multiplier=sigma, steps=N_STEPS, delta=DELTA, sampler=CyclicPoisson(sampling_rate=q)
+        )
         dt = time.perf_counter() - t0
         paper = bandmf_paper_value(sigma, b, q)
         partial = N_STEPS % b != 0
         inside = paper is not None and ours.lower <= paper <= ours.upper + 2e-3 * ours.upper
         consistent = paper is not None and ours.lower <= paper and (inside or partial)
-        why = (f"the theorem charges the last, partial round (n mod b = {N_STEPS % b} steps) the full column norm; "
-               "tightdp charges its own, smaller one, so the theorem's value lies above the certified upper end"
-               ) if partial and not inside else "inside the interval (+0.2 % for dp_accounting's discretisation)"
+        why = (
+            (
+                f"the theorem charges the last, partial round (n mod b = {N_STEPS % b} steps) the full column norm; "
+                "tightdp charges its own, smaller one, so the theorem's value lies above the certified upper end"
+            )
+            if partial and not inside
+            else "inside the interval (+0.2 % for dp_accounting's discretisation)"
+        )
         if paper is None:
             why = "dp_accounting not installed, so the paper's accounting is not computed"
-        rep.row(f"BandMF Thm 1, σ = {sigma:g}, b = {b}, q = {q:g}, n = {N_STEPS}", paper, float(ours.estimate),
-                interval(ours), f"paper's accounting via dp_accounting (PLD, pessimistic, mesh 1e-4); {why}; "
-                f"{dt:.2f} s", key=f"bandmf_{sigma:g}_{b}",
-                extra={"lower": ours.lower, "upper": ours.upper, "inside": inside, "consistent": consistent})
+        rep.row(
+            f"BandMF Thm 1, σ = {sigma:g}, b = {b}, q = {q:g}, n = {N_STEPS}",
+            paper,
+            float(ours.estimate),
+            interval(ours),
+            f"paper's accounting via dp_accounting (PLD, pessimistic, mesh 1e-4); {why}; {dt:.2f} s",
+            key=f"bandmf_{sigma:g}_{b}",
+            extra={"lower": ours.lower, "upper": ours.upper, "inside": inside, "consistent": consistent},
+        )
     for n in (16, 1024):
         s = sensitivity(BinaryTree(), steps=n)
-        rep.row(f"tree aggregation sensitivity, n = {n}, one participation", math.sqrt(math.log2(n) + 1), s.upper,
-                f"[{fmt(s.lower)}, {fmt(s.upper)}]", "Kairouz et al. 2021: sqrt(ceil(log2 n) + 1)",
-                key=f"tree_{n}", extra={"lower": s.lower, "upper": s.upper})
+        rep.row(
+            f"tree aggregation sensitivity, n = {n}, one participation",
+            math.sqrt(math.log2(n) + 1),
+            s.upper,
+            f"[{fmt(s.lower)}, {fmt(s.upper)}]",
+            "Kairouz et al. 2021: sqrt(ceil(log2 n) + 1)",
+            key=f"tree_{n}",
+            extra={"lower": s.lower, "upper": s.upper},
+        )
     s = sensitivity(Identity(), MinSeparation(max_participations=20, min_sep=100), steps=N_STEPS)
-    rep.row("DP-SGD, 20 participations 100 apart", math.sqrt(20), s.upper, f"[{fmt(s.lower)}, {fmt(s.upper)}]",
-            "sqrt(k)", key="identity_k20", extra={"lower": s.lower, "upper": s.upper})
+    rep.row(
+        "DP-SGD, 20 participations 100 apart",
+        math.sqrt(20),
+        s.upper,
+        f"[{fmt(s.lower)}, {fmt(s.upper)}]",
+        "sqrt(k)",
+        key="identity_k20",
+        extra={"lower": s.lower, "upper": s.upper},
+    )
     try:
         from jax_privacy.matrix_factorization import toeplitz
     except ImportError:
         toeplitz = None
     for b, k in ((16, 20), (64, 31)):
-        s = sensitivity(BandedToeplitz(c_col=optimal_coefs(b)), MinSeparation(max_participations=k, min_sep=b),
-                        steps=N_STEPS)
-        theirs = None if toeplitz is None else float(toeplitz.minsep_sensitivity_squared(
-            optimal_coefs(b), b, n=N_STEPS, max_participations=k)) ** 0.5
-        rep.row(f"Toeplitz sensitivity, b = {b}, {k} participations {b} apart", theirs, s.upper,
-                f"[{fmt(s.lower)}, {fmt(s.upper)}]", "2405.13763 Thm 2 (jax_privacy's closed form); " + s.method,
-                key=f"toeplitz_{b}", extra={"lower": s.lower, "upper": s.upper})
+        s = sensitivity(
+            BandedToeplitz(c_col=optimal_coefs(b)), MinSeparation(max_participations=k, min_sep=b), steps=N_STEPS
+        )
+        theirs = (
+            None
+            if toeplitz is None
+            else float(toeplitz.minsep_sensitivity_squared(optimal_coefs(b), b, n=N_STEPS, max_participations=k)) ** 0.5
+        )
+        rep.row(
+            f"Toeplitz sensitivity, b = {b}, {k} participations {b} apart",
+            theirs,
+            s.upper,
+            f"[{fmt(s.lower)}, {fmt(s.upper)}]",
+            "2405.13763 Thm 2 (jax_privacy's closed form); " + s.method,
+            key=f"toeplitz_{b}",
+            extra={"lower": s.lower, "upper": s.upper},
+        )
     # balls-in-bins: jax_privacy's Monte Carlo example setting
     c_col = np.array([1.0, 0.5, 0.25, 0.125])
     c_col /= np.linalg.norm(c_col)
-    for sigma in ((1.0,) if args.quick else (0.8, 1.0, 1.5)):
-        ours = matrix_epsilon(strategy=BandedToeplitz(c_col=c_col), noise_multiplier=sigma, steps=100, delta=1e-2,
-                              sampler=BallsInBins(cycle_length=10))
+    for sigma in (1.0,) if args.quick else (0.8, 1.0, 1.5):
+        ours = matrix_epsilon(
+            strategy=BandedToeplitz(c_col=c_col),
+            noise_multiplier=sigma,
+            steps=100,
+            delta=1e-2,
+            sampler=BallsInBins(cycle_length=10),
+        )
         mc = _monte_carlo(c_col, sigma, [ours.lower, ours.upper], 4000 if args.quick else 40000)
-        note = "jax_privacy not installed" if mc is None else (
-            f"Monte Carlo delta at the lower end {mc[0][0]:.4g} (3σ {mc[0][1]:.3g}..{mc[0][2]:.3g}), at the upper "
-            f"end {mc[1][0]:.4g} (3σ {mc[1][1]:.3g}..{mc[1][2]:.3g}); target 0.01. " + ours.details.get("upper", ""))
-        rep.row(f"balls-in-bins, σ = {sigma:g}, n = 100, cycle 10, δ = 0.01", None, float(ours.estimate),
-                interval(ours), note, key=f"bib_{sigma:g}",
-                extra={"lower": ours.lower, "upper": ours.upper, "mc": mc})
+        note = (
+            "jax_privacy not installed"
+            if mc is None
+            else (
+                f"Monte Carlo delta at the lower end {mc[0][0]:.4g} (3σ {mc[0][1]:.3g}..{mc[0][2]:.3g}), at the upper "
+                f"end {mc[1][0]:.4g} (3σ {mc[1][1]:.3g}..{mc[1][2]:.3g}); target 0.01. " + ours.details.get("upper", "")
+            )
+        )
+        rep.row(
+            f"balls-in-bins, σ = {sigma:g}, n = 100, cycle 10, δ = 0.01",
+            None,
+            float(ours.estimate),
+            interval(ours),
+            note,
+            key=f"bib_{sigma:g}",
+            extra={"lower": ours.lower, "upper": ours.upper, "mc": mc},
+        )
     b = 16
-    ours = matrix_epsilon(strategy=BandedToeplitz(c_col=optimal_coefs(b)), noise_multiplier=4.0, steps=256,
-                          delta=DELTA, sampler=PoissonSampling(sampling_rate=0.05))
-    rep.row("MMCC setting: Poisson every step, BandMF b = 16, σ = 4, n = 256", None, float(ours.estimate),
-            interval(ours), f"MMCC (2310.15526) not implemented: upper by {ours.details.get('upper_used')} (certified), "
-            "lower the DP-SGD reduction (explicit pair); wide", key="mmcc_bandmf",
-            extra={"lower": ours.lower, "upper": ours.upper})
-    ours = matrix_epsilon(strategy=BinaryTree(), noise_multiplier=4.0, steps=256, delta=DELTA,
-                          sampler=NoAmplification(participation=MinSeparation(max_participations=4, min_sep=64)))
-    rep.row("binary tree, 4 participations 64 apart, σ = 4, n = 256, no sampling", None, float(ours.estimate),
-            interval(ours), ours.details["sensitivity"]["method"], key="tree_multi",
-            extra={"lower": ours.lower, "upper": ours.upper})
-    rep.say("Not reproduced: MMCC's amplified binary-tree / BandMF curves (conditional composition is not "
-            "implemented), Schuchardt & Kalinin 2026's and Dong & Ganesh 2026's tables (their printed values were "
-            "not available to this script); the balls-in-bins rows compare with jax_privacy's Monte Carlo instead.")
+    ours = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=optimal_coefs(b)),
+        noise_multiplier=4.0,
+        steps=256,
+        delta=DELTA,
+        sampler=PoissonSampling(sampling_rate=0.05),
+    )
+    rep.row(
+        "MMCC setting: Poisson every step, BandMF b = 16, σ = 4, n = 256",
+        None,
+        float(ours.estimate),
+        interval(ours),
+        f"MMCC (2310.15526) not implemented: upper by {ours.details.get('upper_used')} (certified), "
+        "lower the DP-SGD reduction (explicit pair); wide",
+        key="mmcc_bandmf",
+        extra={"lower": ours.lower, "upper": ours.upper},
+    )
+    ours = matrix_epsilon(
+        strategy=BinaryTree(),
+        noise_multiplier=4.0,
+        steps=256,
+        delta=DELTA,
+        sampler=NoAmplification(participation=MinSeparation(max_participations=4, min_sep=64)),
+    )
+    rep.row(
+        "binary tree, 4 participations 64 apart, σ = 4, n = 256, no sampling",
+        None,
+        float(ours.estimate),
+        interval(ours),
+        ours.details["sensitivity"]["method"],
+        key="tree_multi",
+        extra={"lower": ours.lower, "upper": ours.upper},
+    )
+    rep.say(
+        "Not reproduced: MMCC's amplified binary-tree / BandMF curves (conditional composition is not "
+        "implemented), Schuchardt & Kalinin 2026's and Dong & Ganesh 2026's tables (their printed values were "
+        "not available to this script); the balls-in-bins rows compare with jax_privacy's Monte Carlo instead."
+    )
     rep.write()
 
 
@@ -153,8 +232,9 @@ def _monte_carlo(c_col, sigma, epsilons, samples):
         return None
     strat = batch_selection.BallsInBinsSampling(iterations=100, cycle_length=10)
     pos, _ = sample_generation.get_privacy_loss_sample(strat, sigma, c_col, seed=1, num_samples=samples)
-    neg, _ = sample_generation.get_privacy_loss_sample(strat, sigma, c_col, seed=2, num_samples=samples,
-                                                       positive_sample=False)
+    neg, _ = sample_generation.get_privacy_loss_sample(
+        strat, sigma, c_col, seed=2, num_samples=samples, positive_sample=False
+    )
     out = []
     for eps in epsilons:
         best = None

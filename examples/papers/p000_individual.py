@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from tightdp import GDPAccountant, Gaussian, PRVAccountant, RDPAccountant
+from tightdp import Gaussian, GDPAccountant, PRVAccountant, RDPAccountant
 from tightdp.individual import IndividualAccountant
 from tightdp.individual.gdp import GDPFilter, gdp_delta, gdp_mu
 
@@ -35,7 +35,6 @@ except ImportError:
     from ._common import Report, fmt, interval, parse_args, pyplot
 
 DELTA = 1e-5
-
 
 
 def _rdp_eps(g: Gaussian, k: int, delta: float = DELTA) -> float:
@@ -61,10 +60,15 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
     ks = (100, 420, 1000) if args.quick else (100, 420, 1000, 2000)
     for k in ks:
         r, e = _rdp_eps(g, k), float(GDPAccountant().compose(g, k).epsilon(DELTA).upper)
-        rep.row(f"App. C.4 Fig. 4: eps at delta = 1e-5 after k = {k} steps (sigma = 100), RDP / GDP", None,
-                r / e, f"GDP exact: {fmt(e)}", f"RDP {fmt(r)} over-reports the exact GDP epsilon by "
-                f"{100 * (r / e - 1):.1f}% (000: 'roughly 10 percent')", key=f"c4_ratio_{k}",
-                extra={"rdp": r, "gdp": e})
+        rep.row(
+            f"App. C.4 Fig. 4: eps at delta = 1e-5 after k = {k} steps (sigma = 100), RDP / GDP",
+            None,
+            r / e,
+            f"GDP exact: {fmt(e)}",
+            f"RDP {fmt(r)} over-reports the exact GDP epsilon by {100 * (r / e - 1):.1f}% (000: 'roughly 10 percent')",
+            key=f"c4_ratio_{k}",
+            extra={"rdp": r, "gdp": e},
+        )
     # 000's "eps = 0.8" is RDP's epsilon of k = 420 steps, printed rounded: that value is the target here
     eps_targets = (0.5, eps420, 2.0) if args.quick else (0.25, 0.5, eps420, 1.0, 1.5, 2.0, 3.0)
     steps = {}
@@ -74,10 +78,15 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
             k_gdp += 1
         k_rdp = _max_steps(lambda k: k == 0 or _rdp_eps(g, k) <= e, hi=1 << 16)
         steps[e] = (k_rdp, k_gdp)
-        rep.row(f"App. C.4 Fig. 5: most GD steps for eps = {e:.4g} at delta = 1e-5 (sigma = 100), RDP / GDP",
-                "420 / 495" if e == eps420 else None, f"{k_rdp} / {k_gdp}", "—",
-                "GDP: floor(sigma^2 B^2), B = gdp_mu(eps, delta); RDP: bisection on the RDP accountant",
-                key="c4_steps_420" if e == eps420 else f"c4_steps_{e:g}", extra={"rdp": k_rdp, "gdp": k_gdp})
+        rep.row(
+            f"App. C.4 Fig. 5: most GD steps for eps = {e:.4g} at delta = 1e-5 (sigma = 100), RDP / GDP",
+            "420 / 495" if e == eps420 else None,
+            f"{k_rdp} / {k_gdp}",
+            "—",
+            "GDP: floor(sigma^2 B^2), B = gdp_mu(eps, delta); RDP: bisection on the RDP accountant",
+            key="c4_steps_420" if e == eps420 else f"c4_steps_{e:g}",
+            extra={"rdp": k_rdp, "gdp": k_gdp},
+        )
 
     def draw(plt):
         eps = np.linspace(0.05, 3.0, 60)
@@ -102,6 +111,7 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
         ax.legend()
         rep.figure(fig, "p000_fig5.png", "000 Fig. 5: most private-GD steps for a given eps, sigma = 100")
         plt.close(fig)
+
     return [draw]
 
 
@@ -109,6 +119,7 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
 def _digits(n: int | None, seed: int = 0):
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
+
     d = load_digits()
     x = np.hstack([d.data / 16.0, np.ones((len(d.data), 1))])  # bias as a constant feature
     xtr, xte, ytr, yte = train_test_split(x, d.target, test_size=0.25, random_state=seed, stratify=d.target)
@@ -151,8 +162,12 @@ def _section_fig1(rep: Report, args) -> list:
     steps = int(round(epochs / q))
     buckets = 20 if args.quick else 100
     kw = dict(num_buckets=buckets, resolution=400.0 if args.quick else 1600.0)
-    accs = {grid: IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q,
-                                       sigma_grid=grid, **kw) for grid in ("uniform", "paper")}
+    accs = {
+        grid: IndividualAccountant(
+            num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q, sigma_grid=grid, **kw
+        )
+        for grid in ("uniform", "paper")
+    }
     w = np.zeros((x.shape[1], 10))
     track = int(rng.integers(N))
     history = []
@@ -170,55 +185,95 @@ def _section_fig1(rep: Report, args) -> list:
     gdp = acc.epsilons(delta, method="gdp")
     worst = acc.worst_case_epsilon(delta)
     up, lo, r_up, g_up = (np.asarray(v, float) for v in (pld.upper, pld.lower, rdp.upper, gdp.upper))
-    rep.say(f"Fig. 1 run: digits softmax regression, N = {N}, q = {q:.4g}, sigma = {sigma}, C = {clip}, "
-            f"{steps} steps ({epochs} epochs), test accuracy {_accuracy(w, xte, yte):.3f}, delta = {delta:g}.")
-    rep.row(f"Fig. 1 right: individual eps (median / max of {N}), PLD upper bound", None,
-            f"{np.median(up):.4g} / {up.max():.4g}", interval(worst),
-            "certified per example; interval: the worst case (every step at C)", key="individual_max",
-            extra={"max_individual_upper": float(up.max()), "worst_upper": float(worst.upper),
-                   "median_upper": float(np.median(up))})
-    rep.row("Fig. 1 right: individual eps (median / max), RDP upper bound", None,
-            f"{np.median(r_up):.4g} / {r_up.max():.4g}", "upper bounds",
-            "000: 'Computation using PLDs is better able to capture small individual eps-values'",
-            key="fig1_rdp", extra={"median": float(np.median(r_up)), "max": float(r_up.max()),
-                                   "share_rdp_above_pld": float(np.mean(r_up >= up))})
-    rep.row("Fig. 1 right: median RDP eps / median PLD eps", "> 1 (PLD smaller)", float(np.median(r_up / up)),
-            f"PLD below RDP for {100 * np.mean(r_up >= up):.1f}% of the examples", "ratio per example, median",
-            key="fig1_ratio")
+    rep.say(
+        f"Fig. 1 run: digits softmax regression, N = {N}, q = {q:.4g}, sigma = {sigma}, C = {clip}, "
+        f"{steps} steps ({epochs} epochs), test accuracy {_accuracy(w, xte, yte):.3f}, delta = {delta:g}."
+    )
+    rep.row(
+        f"Fig. 1 right: individual eps (median / max of {N}), PLD upper bound",
+        None,
+        f"{np.median(up):.4g} / {up.max():.4g}",
+        interval(worst),
+        "certified per example; interval: the worst case (every step at C)",
+        key="individual_max",
+        extra={
+            "max_individual_upper": float(up.max()),
+            "worst_upper": float(worst.upper),
+            "median_upper": float(np.median(up)),
+        },
+    )
+    rep.row(
+        "Fig. 1 right: individual eps (median / max), RDP upper bound",
+        None,
+        f"{np.median(r_up):.4g} / {r_up.max():.4g}",
+        "upper bounds",
+        "000: 'Computation using PLDs is better able to capture small individual eps-values'",
+        key="fig1_rdp",
+        extra={
+            "median": float(np.median(r_up)),
+            "max": float(r_up.max()),
+            "share_rdp_above_pld": float(np.mean(r_up >= up)),
+        },
+    )
+    rep.row(
+        "Fig. 1 right: median RDP eps / median PLD eps",
+        "> 1 (PLD smaller)",
+        float(np.median(r_up / up)),
+        f"PLD below RDP for {100 * np.mean(r_up >= up):.1f}% of the examples",
+        "ratio per example, median",
+        key="fig1_ratio",
+    )
     cert = np.asarray(gdp.details["certified"])
-    rep.row("Fig. 1: individual eps (median / max), fitted mu-GDP curve (App. D.2)", None,
-            f"{np.median(g_up):.4g} / {g_up.max():.4g}", f"{100 * cert.mean():.0f}% certified",
-            "the fit dominates each example's certified delta curve down to its numerical floor "
-            "(about 1e-9); an approximation below it",
-            key="fig1_gdp", extra={"median": float(np.median(g_up)), "max": float(g_up.max())})
+    rep.row(
+        "Fig. 1: individual eps (median / max), fitted mu-GDP curve (App. D.2)",
+        None,
+        f"{np.median(g_up):.4g} / {g_up.max():.4g}",
+        f"{100 * cert.mean():.0f}% certified",
+        "the fit dominates each example's certified delta curve down to its numerical floor "
+        "(about 1e-9); an approximation below it",
+        key="fig1_gdp",
+        extra={"median": float(np.median(g_up)), "max": float(g_up.max())},
+    )
     # one example's curve (Fig. 1 left): its own ledger from its recorded norms
     one = IndividualAccountant(num_examples=1, noise_multiplier=sigma, clip_norm=clip, sampling_rate=q, **kw)
     for v in history:
         one.record_step(np.array([v]))
     mu1 = float(one.gdp_mus().upper[0])
     e1 = float(one.epsilons(delta).upper[0])
-    rep.row("Fig. 1 left: one example, eps from its PLD / from its mu-GDP fit", None,
-            f"{e1:.4g} / {float(one.epsilons(delta, method='gdp').upper[0]):.4g}", interval(one.epsilons(delta)),
-            f"fitted mu = {mu1:.4g}; 000: the mu-GDP curve is an upper-bound approximation", key="fig1_left")
+    rep.row(
+        "Fig. 1 left: one example, eps from its PLD / from its mu-GDP fit",
+        None,
+        f"{e1:.4g} / {float(one.epsilons(delta, method='gdp').upper[0]):.4g}",
+        interval(one.epsilons(delta)),
+        f"fitted mu = {mu1:.4g}; 000: the mu-GDP curve is an upper-bound approximation",
+        key="fig1_left",
+    )
     # App. D.2: paper sigma-grid vs uniform grid, same number of buckets, both against the best lower bound
     pap = accs["paper"].epsilons(delta)
     best_lo = np.maximum(lo, np.asarray(pap.lower, float))
     live = best_lo > 0
     ex_u = (up[live] - best_lo[live]) / best_lo[live]
     ex_p = (np.asarray(pap.upper, float)[live] - best_lo[live]) / best_lo[live]
-    for name, ex, b in (("uniform", ex_u, pld), ("paper", ex_p, pap)):
-        rep.row(f"App. D.2: sigma-grid '{name}' ({buckets} buckets): upper bound over the best certified "
-                f"lower bound, median / max", None, f"{100 * np.median(ex):.3g}% / {100 * ex.max():.3g}%", "—",
-                "paper grid: sigma_i uniform in [sigma, 10 sigma] (eq. (D.2)); uniform: ratios b / B",
-                key=f"grid_{name}", extra={"median": float(np.median(ex)), "max": float(ex.max())})
+    for name, ex, _b in (("uniform", ex_u, pld), ("paper", ex_p, pap)):
+        rep.row(
+            f"App. D.2: sigma-grid '{name}' ({buckets} buckets): upper bound over the best certified "
+            f"lower bound, median / max",
+            None,
+            f"{100 * np.median(ex):.3g}% / {100 * ex.max():.3g}%",
+            "—",
+            "paper grid: sigma_i uniform in [sigma, 10 sigma] (eq. (D.2)); uniform: ratios b / B",
+            key=f"grid_{name}",
+            extra={"median": float(np.median(ex)), "max": float(ex.max())},
+        )
 
     def draw(plt):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
         epsg = np.linspace(0.0, max(2.0 * e1, 0.5), 40)
         d_pld = np.array([float(one.deltas(float(e)).upper[0]) for e in epsg])
         axes[0].semilogy(epsg, np.maximum(d_pld, 1e-16), label="PLD (certified upper)")
-        axes[0].semilogy(epsg, np.maximum(gdp_delta(mu=mu1, epsilon=epsg), 1e-16), "--",
-                         label=f"mu-GDP fit, mu = {mu1:.3g}")
+        axes[0].semilogy(
+            epsg, np.maximum(gdp_delta(mu=mu1, epsilon=epsg), 1e-16), "--", label=f"mu-GDP fit, mu = {mu1:.3g}"
+        )
         axes[0].set_ylim(max(1e-12, delta / 100), 1)
         axes[0].set_xlabel("epsilon")
         axes[0].set_ylabel("delta")
@@ -232,9 +287,14 @@ def _section_fig1(rep: Report, args) -> list:
         axes[1].set_ylabel("examples")
         axes[1].legend()
         axes[1].set_title("Fig. 1 right: RDP vs PLD")
-        rep.figure(fig, "p000_fig1.png", "000 Fig. 1 on digits: per-example (eps, delta) curve vs mu-GDP fit; "
-                   "histograms of individual eps by RDP and PLD")
+        rep.figure(
+            fig,
+            "p000_fig1.png",
+            "000 Fig. 1 on digits: per-example (eps, delta) curve vs mu-GDP fit; "
+            "histograms of individual eps by RDP and PLD",
+        )
         plt.close(fig)
+
     return [draw]
 
 
@@ -271,15 +331,30 @@ def _section_appE(rep: Report, args) -> list:
         runs[f] = _filtered_dpgd(x, y, xte, yte, f * best, sigma, 2 * T, T, budget, 2.0, 0)
         active, accuracy, eps50 = runs[f]
         near = float(np.mean(eps50 >= 0.95 * budget[0]))
-        rep.row(f"App. E Figs 6-8: C = {f:g} x best ({f * best:g}), {T} + {T} DP-GD epochs, sigma = {sigma:.4g}: "
-                f"share of examples with eps >= 0.95 x 2.75 after {T} / active at the end / test accuracy "
-                f"at {T} -> {2 * T}", "most near 2.75" if f == 1.0 else ("most far below" if f == 5.0 else None),
-                f"{near:.2f} / {active[-1]} of {x.shape[0]} / {accuracy[T - 1]:.3f} -> {accuracy[-1]:.3f}", "—",
-                "000 Alg. 1 with each step's norms; eps exact per-example GDP (Thm 11)", key=f"appE_clip_{f:g}",
-                extra={"share_near_budget": near, "active_end": active[-1], "acc_T": accuracy[T - 1],
-                       "acc_end": accuracy[-1]})
-    rep.row("App. E: best clipping constant of the sweep (test accuracy after the budget's epochs)", None, best,
-            "—", f"swept {sweep}", key="appE_best_clip")
+        rep.row(
+            f"App. E Figs 6-8: C = {f:g} x best ({f * best:g}), {T} + {T} DP-GD epochs, sigma = {sigma:.4g}: "
+            f"share of examples with eps >= 0.95 x 2.75 after {T} / active at the end / test accuracy "
+            f"at {T} -> {2 * T}",
+            "most near 2.75" if f == 1.0 else ("most far below" if f == 5.0 else None),
+            f"{near:.2f} / {active[-1]} of {x.shape[0]} / {accuracy[T - 1]:.3f} -> {accuracy[-1]:.3f}",
+            "—",
+            "000 Alg. 1 with each step's norms; eps exact per-example GDP (Thm 11)",
+            key=f"appE_clip_{f:g}",
+            extra={
+                "share_near_budget": near,
+                "active_end": active[-1],
+                "acc_T": accuracy[T - 1],
+                "acc_end": accuracy[-1],
+            },
+        )
+    rep.row(
+        "App. E: best clipping constant of the sweep (test accuracy after the budget's epochs)",
+        None,
+        best,
+        "—",
+        f"swept {sweep}",
+        key="appE_best_clip",
+    )
 
     def draw(plt):
         fig, axes = plt.subplots(1, 3, figsize=(14, 3.6))
@@ -297,40 +372,70 @@ def _section_appE(rep: Report, args) -> list:
         axes[2].set_xlabel(f"individual eps after {T} epochs (delta = 1e-5)")
         for ax in axes:
             ax.legend()
-        rep.figure(fig, "p000_appE.png", "000 App. E Figs 6-8 on digits: filtered DP-GD (Alg. 1) for several "
-                   "clipping constants; accuracy, active examples, individual eps before filtering")
+        rep.figure(
+            fig,
+            "p000_appE.png",
+            "000 App. E Figs 6-8 on digits: filtered DP-GD (Alg. 1) for several "
+            "clipping constants; accuracy, active examples, individual eps before filtering",
+        )
         plt.close(fig)
+
     return [draw]
 
 
 def main() -> None:
     args = parse_args(__doc__)
-    rep = Report("p000_individual",
-                 "000: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
-                 "Individual Privacy Accounting with Gaussian Differential Privacy; Sec. 4.1, Fig. 1, App. C.4 "
-                 "(Figs 3-5), App. D.2, App. E (Figs 6-8)",
-                 args.out)
+    rep = Report(
+        "p000_individual",
+        "000: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
+        "Individual Privacy Accounting with Gaussian Differential Privacy; Sec. 4.1, Fig. 1, App. C.4 "
+        "(Figs 3-5), App. D.2, App. E (Figs 6-8)",
+        args.out,
+    )
     g = Gaussian(noise_multiplier=100.0)
     rdp420 = RDPAccountant().compose(g, 420).epsilon(DELTA)
     exact420 = GDPAccountant().compose(g, 420).epsilon(DELTA)
-    rep.row("Sec. 4.1: eps of k = 420 GD steps, sigma = 100, by RDP (Lemma C.4)", 0.8, float(rdp420.upper),
-            interval(exact420), "paper prints 0.8 (rounded); the interval is the exact mu-GDP value "
-            "(mu = sqrt(420)/100): RDP over-reports it by 9%", key="rdp_420")
+    rep.row(
+        "Sec. 4.1: eps of k = 420 GD steps, sigma = 100, by RDP (Lemma C.4)",
+        0.8,
+        float(rdp420.upper),
+        interval(exact420),
+        "paper prints 0.8 (rounded); the interval is the exact mu-GDP value "
+        "(mu = sqrt(420)/100): RDP over-reports it by 9%",
+        key="rdp_420",
+    )
     filt = GDPFilter(epsilon=float(rdp420.upper), delta=DELTA)
     k = 0
     while filt.admit(1.0 / 100.0):
         k += 1
     at_k = GDPAccountant().compose(g, k).epsilon(DELTA)
-    rep.row("Sec. 4.1: steps a GDP filter admits for the same (eps, delta)", 495, k, interval(at_k),
-            "000 Thm 11: sum of mu_m^2 <= B^2; interval: eps of the k admitted steps", key="gdp_steps")
-    rep.row("Sec. 4.1: eps of k = 495 steps by RDP", None, float(RDPAccountant().compose(g, 495).epsilon(DELTA).upper),
-            "—", "what RDP would charge for the steps GDP allows", key="rdp_495")
+    rep.row(
+        "Sec. 4.1: steps a GDP filter admits for the same (eps, delta)",
+        495,
+        k,
+        interval(at_k),
+        "000 Thm 11: sum of mu_m^2 <= B^2; interval: eps of the k admitted steps",
+        key="gdp_steps",
+    )
+    rep.row(
+        "Sec. 4.1: eps of k = 495 steps by RDP",
+        None,
+        float(RDPAccountant().compose(g, 495).epsilon(DELTA).upper),
+        "—",
+        "what RDP would charge for the steps GDP allows",
+        key="rdp_495",
+    )
     g2 = Gaussian(noise_multiplier=10.61)
     e50 = GDPAccountant().compose(g2, 50).epsilon(DELTA)
     p50 = PRVAccountant(eps_error=0.005).compose(g2, 50).epsilon(DELTA)
-    rep.row("App. E: eps of 50 full-batch epochs, sigma = 10.61", 2.75, float(e50.estimate), interval(p50),
-            "sigma is printed as ≈ 10.61; interval from the PRV accountant, estimate exact mu-GDP",
-            key="appE_eps")
+    rep.row(
+        "App. E: eps of 50 full-batch epochs, sigma = 10.61",
+        2.75,
+        float(e50.estimate),
+        interval(p50),
+        "sigma is printed as ≈ 10.61; interval from the PRV accountant, estimate exact mu-GDP",
+        key="appE_eps",
+    )
 
     extra_plots = _section_c4(rep, g, float(rdp420.upper), args) + _section_fig1(rep, args) + _section_appE(rep, args)
 

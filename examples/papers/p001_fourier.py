@@ -14,7 +14,6 @@ The peer ``fourier_accountant`` (the authors' code), when installed, is run on t
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
@@ -23,13 +22,12 @@ import tightdp
 from tightdp import FourierAccountant, Gaussian, PoissonSampled, RDPAccountant
 
 try:
-    from _common import Report, fmt, interval, parse_args, pyplot
+    from _common import Report, interval, parse_args, pyplot
 except ImportError:  # imported as examples.papers.p001_fourier
-    from ._common import Report, fmt, interval, parse_args, pyplot
+    from ._common import Report, interval, parse_args, pyplot
 
 #: 001 Table 1 (L = 12) and Table 2 (n = 3.2e6), delta(eps = 1.0)
-TABLE1 = {50_000: 0.0491228786423, 200_000: 0.0496013846114, 800_000: 0.0496014103252,
-          3_200_000: 0.0496014103163}
+TABLE1 = {50_000: 0.0491228786423, 200_000: 0.0496013846114, 800_000: 0.0496014103252, 3_200_000: 0.0496014103163}
 TABLE1_ERR = {50_000: 2.01e-2, 200_000: 1.06e-6, 800_000: 2.66e-11, 3_200_000: 2.22e-12}
 TABLE2 = {6.0: 0.0496014103158, 10.0: 0.0496014103134, 12.0: 0.0496014103163}
 TABLE2_TAIL = {6.0: 3.32e-6, 10.0: 1.36e-16, 12.0: 8.30e-24}
@@ -50,8 +48,12 @@ def peer_delta(n: int, L: float):
 
 def main() -> None:
     args = parse_args(__doc__)
-    rep = Report("p001_fourier", "001: the Fourier accountant (Koskela, Jälkö, Honkela, AISTATS 2020)",
-                 "Computing Tight Differential Privacy Guarantees Using FFT; Table 1, Table 2, Fig. 1(b)", args.out)
+    rep = Report(
+        "p001_fourier",
+        "001: the Fourier accountant (Koskela, Jälkö, Honkela, AISTATS 2020)",
+        "Computing Tight Differential Privacy Guarantees Using FFT; Table 1, Table 2, Fig. 1(b)",
+        args.out,
+    )
     ns = [50_000, 200_000, 800_000] + ([] if args.quick else [3_200_000])
     conv = {"n": [], "paper": [], "certified": [], "halfwidth": []}
     for n in ns:
@@ -64,16 +66,33 @@ def main() -> None:
         est, err = float(paper.estimate), float(paper.details["discretisation_error"])
         peer = peer_delta(n, 12.0)
         peer_note = f"; fourier_accountant (authors' code): {peer:.13g}" if peer is not None else ""
-        rep.row(f"Table 1, n = {n:.2g}: delta(1.0), Alg. 1 ({tp:.2f} s)", TABLE1[n], est, interval(cert),
-                f"differs by {abs(est - TABLE1[n]):.1e}{peer_note}", key=f"table1_{n}",
-                extra={"certified_lower": float(cert.lower), "certified_upper": float(cert.upper)})
-        rep.row(f"Table 1, n = {n:.2g}: err(L, n) = 2·abs(I_n − I_2n) (7.4)", TABLE1_ERR[n], err, "—",
-                f"relative to delta: {err / est:.3g}; the printed column matches err/delta for n ≤ 2e5 "
-                "(2.0e-2, 1.0e-6), not for n ≥ 8e5 (round-off level)", key=f"err_{n}")
-        rep.row(f"Table 1, n = {n:.2g}: certified mode's estimate ({tc:.2f} s)", TABLE1[n],
-                float(cert.estimate), interval(cert),
-                f"cell masses (003 Alg. 2), error {abs(float(cert.estimate) - CONVERGED):.1e} vs converged: "
-                "O(h²), slower than point evaluation once n ≥ 2e5", key=f"cert_{n}")
+        rep.row(
+            f"Table 1, n = {n:.2g}: delta(1.0), Alg. 1 ({tp:.2f} s)",
+            TABLE1[n],
+            est,
+            interval(cert),
+            f"differs by {abs(est - TABLE1[n]):.1e}{peer_note}",
+            key=f"table1_{n}",
+            extra={"certified_lower": float(cert.lower), "certified_upper": float(cert.upper)},
+        )
+        rep.row(
+            f"Table 1, n = {n:.2g}: err(L, n) = 2·abs(I_n − I_2n) (7.4)",
+            TABLE1_ERR[n],
+            err,
+            "—",
+            f"relative to delta: {err / est:.3g}; the printed column matches err/delta for n ≤ 2e5 "
+            "(2.0e-2, 1.0e-6), not for n ≥ 8e5 (round-off level)",
+            key=f"err_{n}",
+        )
+        rep.row(
+            f"Table 1, n = {n:.2g}: certified mode's estimate ({tc:.2f} s)",
+            TABLE1[n],
+            float(cert.estimate),
+            interval(cert),
+            f"cell masses (003 Alg. 2), error {abs(float(cert.estimate) - CONVERGED):.1e} vs converged: "
+            "O(h²), slower than point evaluation once n ≥ 2e5",
+            key=f"cert_{n}",
+        )
         conv["n"].append(n)
         conv["paper"].append(abs(est - CONVERGED))
         conv["certified"].append(abs(float(cert.estimate) - CONVERGED))
@@ -83,24 +102,46 @@ def main() -> None:
     for L, ref in TABLE2.items():
         b = FourierAccountant(L=L, n=n2, discretisation="paper").compose(mech(), 10_000).delta(1.0)
         c = FourierAccountant(L=L, n=n2).compose(mech(), 10_000).delta(1.0)
-        rep.row(f"Table 2, L = {L:g}, n = {n2:.2g}: delta(1.0)", ref, float(b.estimate), interval(c),
-                f"tail estimate (7.3) {b.details['tail_estimate']:.3g} (paper {TABLE2_TAIL[L]:.3g})"
-                + ("; n = 8e5 instead of 3.2e6 (--quick)" if n2 != 3_200_000 else ""), key=f"table2_{L:g}")
+        rep.row(
+            f"Table 2, L = {L:g}, n = {n2:.2g}: delta(1.0)",
+            ref,
+            float(b.estimate),
+            interval(c),
+            f"tail estimate (7.3) {b.details['tail_estimate']:.3g} (paper {TABLE2_TAIL[L]:.3g})"
+            + ("; n = 8e5 instead of 3.2e6 (--quick)" if n2 != 3_200_000 else ""),
+            key=f"table2_{L:g}",
+        )
     auto = FourierAccountant(n=1_000_000).compose(mech(), 10_000).delta(1.0)
-    rep.row("converged delta(1.0), default L (Chernoff, 001 Sec. 7.2)", CONVERGED, float(auto.estimate),
-            interval(auto), f"L chosen = {auto.details['L']:g}; the certified interval contains the paper's "
-            "converged value", key="converged")
+    rep.row(
+        "converged delta(1.0), default L (Chernoff, 001 Sec. 7.2)",
+        CONVERGED,
+        float(auto.estimate),
+        interval(auto),
+        f"L chosen = {auto.details['L']:g}; the certified interval contains the paper's converged value",
+        key="converged",
+    )
     # CIFAR-10 demo run with the default L (was [0, inf] at L = 12)
     t = time.perf_counter()
-    dem = FourierAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=1.1, sampling_rate=256 / 50_000),
-                                      19_600).epsilon(1e-5)
-    rep.row(f"CIFAR-10 demo run (q = 256/50000, σ = 1.1, 19 600 steps), eps(1e-5), add/remove "
-            f"({time.perf_counter() - t:.1f} s)", None, float(dem.estimate), interval(dem),
-            f"not in the paper; default L = {dem.details['L']:g}", key="cifar_demo")
-    rep.say("Table 1's per-n values come from 001 Alg. 1, which evaluates the PLD density at the grid "
-            "points; `discretisation=\"paper\"` does the same and agrees to about 1e-11. The certified mode "
-            "integrates the density over cells instead (mean-preserving, 003 Alg. 2): its interval contains "
-            "the converged value for every n, its estimate converges as O(h²).")
+    dem = (
+        FourierAccountant()
+        .compose(tightdp.dpsgd_mechanism(noise_multiplier=1.1, sampling_rate=256 / 50_000), 19_600)
+        .epsilon(1e-5)
+    )
+    rep.row(
+        f"CIFAR-10 demo run (q = 256/50000, σ = 1.1, 19 600 steps), eps(1e-5), add/remove "
+        f"({time.perf_counter() - t:.1f} s)",
+        None,
+        float(dem.estimate),
+        interval(dem),
+        f"not in the paper; default L = {dem.details['L']:g}",
+        key="cifar_demo",
+    )
+    rep.say(
+        "Table 1's per-n values come from 001 Alg. 1, which evaluates the PLD density at the grid "
+        'points; `discretisation="paper"` does the same and agrees to about 1e-11. The certified mode '
+        "integrates the density over cells instead (mean-preserving, 003 Alg. 2): its interval contains "
+        "the converged value for every n, its estimate converges as O(h²)."
+    )
 
     if not args.no_plots:
         plt = pyplot()

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 import tightdp
 from tightdp import GDPAccountant, PRVAccountant, RDPAccountant
 
 try:
-    from _common import Report, fmt, interval, parse_args, pyplot
+    from _common import Report, interval, parse_args, pyplot
 except ImportError:
-    from ._common import Report, fmt, interval, parse_args, pyplot
+    from ._common import Report, interval, parse_args, pyplot
 
 P, SIGMA, DELTA = 1e-3, 0.8, 1e-7
 
@@ -41,15 +39,20 @@ def peer_dpa(steps: int):
         from dp_accounting.pld import privacy_loss_distribution as pld
     except ImportError:
         return None
-    p = pld.from_gaussian_mechanism(standard_deviation=SIGMA, sampling_prob=P, value_discretization_interval=1e-3,
-                                    pessimistic_estimate=True).self_compose(steps)
+    p = pld.from_gaussian_mechanism(
+        standard_deviation=SIGMA, sampling_prob=P, value_discretization_interval=1e-3, pessimistic_estimate=True
+    ).self_compose(steps)
     return float(p.get_epsilon_for_delta(DELTA))
 
 
 def main() -> None:
     args = parse_args(__doc__)
-    rep = Report("p003_prv", "003: the PRV accountant (Gopi, Lee, Wutschitz, NeurIPS 2021)",
-                 "Numerical Composition of Differential Privacy; Fig. 1", args.out)
+    rep = Report(
+        "p003_prv",
+        "003: the PRV accountant (Gopi, Lee, Wutschitz, NeurIPS 2021)",
+        "Numerical Composition of Differential Privacy; Fig. 1",
+        args.out,
+    )
     steps = [250, 1000, 2000] if args.quick else [50, 100, 250, 500, 750, 1000, 1250, 1500, 1750, 2000]
     curves = {"k": [], "lo": [], "up": [], "rdp": [], "gdp": [], "peer": []}
     mech = tightdp.dpsgd_mechanism(noise_multiplier=SIGMA, sampling_rate=P)
@@ -67,11 +70,21 @@ def main() -> None:
         curves["gdp"].append(gdp)
         curves["peer"].append(None if peer is None else peer[1])
         peer_s = "" if peer is None else f"; prv_accountant: [{peer[0]:.4g}, {peer[2]:.4g}]"
-        rep.row(f"k = {k}: eps(1e-7), PRV ({tb:.2f} s)", None, float(b.estimate), interval(b),
-                f"RDP {rdp:.4g} (over by {rdp - b.upper:.3g}), GDP-CLT {gdp:.4g} (under by {b.lower - gdp:.3g})"
-                + peer_s, key=f"prv_{k}",
-                extra={"lower": b.lower, "upper": b.upper, "rdp": rdp, "gdp": gdp,
-                       "peer": None if peer is None else list(peer)})
+        rep.row(
+            f"k = {k}: eps(1e-7), PRV ({tb:.2f} s)",
+            None,
+            float(b.estimate),
+            interval(b),
+            f"RDP {rdp:.4g} (over by {rdp - b.upper:.3g}), GDP-CLT {gdp:.4g} (under by {b.lower - gdp:.3g})" + peer_s,
+            key=f"prv_{k}",
+            extra={
+                "lower": b.lower,
+                "upper": b.upper,
+                "rdp": rdp,
+                "gdp": gdp,
+                "peer": None if peer is None else list(peer),
+            },
+        )
     dpa = peer_dpa(steps[-1])
     if dpa is not None:
         last = rep.rows[-1]
@@ -85,12 +98,20 @@ def main() -> None:
         tb = time.perf_counter() - t
         rdp = float(RDPAccountant().compose(big, 300_000).epsilon(1e-5).upper)
         tree = b.details.get("tree", {})
-        rep.row(f"q = 4e-3, σ = 0.8, k = 3e5: eps(1e-5), PRV ({tb:.2f} s)", None, float(b.estimate), interval(b),
-                f"not in the paper (issue 13's scale check, O(sqrt(k)) cost): width {b.upper - b.lower:.4f} "
-                f"for eps_error 0.01, composition tree radices {tree.get('radices')}; RDP {rdp:.4g}",
-                key="prv_scale_3e5", extra={"lower": b.lower, "upper": b.upper, "seconds": tb, "rdp": rdp})
-    rep.say("003 Fig. 1 shows the same ordering: RDP above the PRV bounds, the GDP (CLT) approximation "
-            "below them. The peers' estimates fall inside tightdp's certified interval.")
+        rep.row(
+            f"q = 4e-3, σ = 0.8, k = 3e5: eps(1e-5), PRV ({tb:.2f} s)",
+            None,
+            float(b.estimate),
+            interval(b),
+            f"not in the paper (issue 13's scale check, O(sqrt(k)) cost): width {b.upper - b.lower:.4f} "
+            f"for eps_error 0.01, composition tree radices {tree.get('radices')}; RDP {rdp:.4g}",
+            key="prv_scale_3e5",
+            extra={"lower": b.lower, "upper": b.upper, "seconds": tb, "rdp": rdp},
+        )
+    rep.say(
+        "003 Fig. 1 shows the same ordering: RDP above the PRV bounds, the GDP (CLT) approximation "
+        "below them. The peers' estimates fall inside tightdp's certified interval."
+    )
     if not args.no_plots:
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(5.5, 3.6))

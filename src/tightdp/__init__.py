@@ -38,62 +38,138 @@ accounting ``tightdp.individual``; framework integrations live in ``tightdp.inte
 and are imported only by those who use them.
 """
 
-from ._caches import clear_caches
-from .accountants import (Accountant, ConnectDotsAccountant, EdgeworthAccountant, FourierAccountant, GDPAccountant,
-                          PRVAccountant, RDPAccountant, accountant_from_dict)
-from .bounds import Bounds
 from . import sampling
+from ._caches import clear_caches
+from .accountants import (
+    Accountant,
+    ConnectDotsAccountant,
+    EdgeworthAccountant,
+    FourierAccountant,
+    GDPAccountant,
+    PRVAccountant,
+    RDPAccountant,
+    accountant_from_dict,
+)
+from .bounds import Bounds
 from .calibration import calibrate, calibrate_noise, calibrate_sampling_rate, calibrate_steps
 from .dpsgd import dpsgd_epsilon, dpsgd_mechanism
 from .errors import CalibrationError, GridTooLargeError, PrecisionError, TightDPError, UnsupportedMechanismError
 from .group import group_curve, group_epsilon, group_epsilon_schedule, group_report
 from .integrations.dp_accounting import from_dp_event
-from .mechanisms import (ApproximateDP, Gaussian, GroupFixedBatchSampled, GroupPoissonSampled, Laplace, Mechanism,
-                         MixtureOfGaussians, PoissonSampled, PureDP, RandomAllocation, RandomizedResponse,
-                         SampledWithoutReplacement, SampledWithReplacement)
-from .mechanisms.truncated import TruncatedPoissonSampled
 from .matrix import calibrate_matrix_noise, matrix_epsilon
+
 # the schemes' accounting functions run the accountants: they live above them, in tightdp.schemes
-from .mechanisms import (BoundedRange, DiscreteGaussian, DiscreteGaussianVector, DiscreteLaplace,
-                         DistributedDiscreteGaussian, ExponentialMechanism, PermuteAndFlip, PoissonSampledDiscrete,
-                         ReportNoisyMax, Skellam, SparseVector)
-from .schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
-from .tuning import Tuning, discrete_vector_epsilon, selection_epsilon, tuning_epsilon
+from .mechanisms import (
+    ApproximateDP,
+    BoundedRange,
+    DiscreteGaussian,
+    DiscreteGaussianVector,
+    DiscreteLaplace,
+    DistributedDiscreteGaussian,
+    ExponentialMechanism,
+    Gaussian,
+    GroupFixedBatchSampled,
+    GroupPoissonSampled,
+    Laplace,
+    Mechanism,
+    MixtureOfGaussians,
+    PermuteAndFlip,
+    PoissonSampled,
+    PoissonSampledDiscrete,
+    PureDP,
+    RandomAllocation,
+    RandomizedResponse,
+    ReportNoisyMax,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+    Skellam,
+    SparseVector,
+)
+from .mechanisms.truncated import TruncatedPoissonSampled
 from .runs import TrainingRun
 from .sampling import Relation
+from .schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon, truncated_poisson_epsilon
 from .statement import privacy_statement
 from .tradeoff import TradeoffCurve, tradeoff_curve
+from .tuning import Tuning, discrete_vector_epsilon, selection_epsilon, tuning_epsilon
 
 __version__ = "0.1.0"
 
 __all__ = [
     # results and errors
-    "Bounds", "TightDPError", "CalibrationError", "PrecisionError", "GridTooLargeError", "UnsupportedMechanismError",
+    "Bounds",
+    "TightDPError",
+    "CalibrationError",
+    "PrecisionError",
+    "GridTooLargeError",
+    "UnsupportedMechanismError",
     # mechanisms
-    "Mechanism", "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
-    "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement",
-    "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
-    "RandomAllocation", "TruncatedPoissonSampled",
-    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
-    "DiscreteGaussianVector", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
+    "Mechanism",
+    "Gaussian",
+    "Laplace",
+    "RandomizedResponse",
+    "PureDP",
+    "ApproximateDP",
+    "PoissonSampled",
+    "SampledWithoutReplacement",
+    "SampledWithReplacement",
+    "MixtureOfGaussians",
+    "GroupPoissonSampled",
+    "GroupFixedBatchSampled",
+    "RandomAllocation",
+    "TruncatedPoissonSampled",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Skellam",
+    "DistributedDiscreteGaussian",
+    "PoissonSampledDiscrete",
+    "DiscreteGaussianVector",
+    "ExponentialMechanism",
+    "PermuteAndFlip",
+    "ReportNoisyMax",
+    "SparseVector",
     "BoundedRange",
     # accountants
-    "Accountant", "accountant_from_dict", "ConnectDotsAccountant", "PRVAccountant", "FourierAccountant",
-    "RDPAccountant", "GDPAccountant", "EdgeworthAccountant",
+    "Accountant",
+    "accountant_from_dict",
+    "ConnectDotsAccountant",
+    "PRVAccountant",
+    "FourierAccountant",
+    "RDPAccountant",
+    "GDPAccountant",
+    "EdgeworthAccountant",
     # what ran
-    "TrainingRun", "Relation", "sampling",
+    "TrainingRun",
+    "Relation",
+    "sampling",
     # DP-SGD questions
-    "dpsgd_epsilon", "allocation_epsilon", "cyclic_allocation_epsilon", "shuffle_epsilon",
+    "dpsgd_epsilon",
+    "allocation_epsilon",
+    "cyclic_allocation_epsilon",
+    "shuffle_epsilon",
     "truncated_poisson_epsilon",
-    "dpsgd_mechanism", "privacy_statement",
-    "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
-    "group_epsilon", "group_epsilon_schedule", "group_report", "group_curve",
+    "dpsgd_mechanism",
+    "privacy_statement",
+    "calibrate",
+    "calibrate_noise",
+    "calibrate_steps",
+    "calibrate_sampling_rate",
+    "group_epsilon",
+    "group_epsilon_schedule",
+    "group_report",
+    "group_curve",
     # correlated noise (matrix mechanism)
-    "matrix_epsilon", "calibrate_matrix_noise",
+    "matrix_epsilon",
+    "calibrate_matrix_noise",
     # selection mechanisms and tuning runs
-    "selection_epsilon", "tuning_epsilon", "Tuning", "discrete_vector_epsilon",
+    "selection_epsilon",
+    "tuning_epsilon",
+    "Tuning",
+    "discrete_vector_epsilon",
     # operational views: f-DP trade-off curve, attack TPR at FPR, mu-GDP
-    "TradeoffCurve", "tradeoff_curve",
+    "TradeoffCurve",
+    "tradeoff_curve",
     # interoperability and housekeeping
-    "from_dp_event", "clear_caches",
+    "from_dp_event",
+    "clear_caches",
 ]

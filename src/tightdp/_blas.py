@@ -24,6 +24,7 @@ def single_threaded_blas():
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController
+
             _CONTROLLER = ThreadpoolController()  # scans the loaded libraries once (a few ms)
         except ImportError:  # optional: without it BLAS keeps its own threading
             _CONTROLLER = False
@@ -36,8 +37,10 @@ def single_threaded_blas():
 
 def one_blas_thread(fn):
     """Decorator: run ``fn`` under ``single_threaded_blas`` (signature and docstring kept)."""
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with single_threaded_blas():
             return fn(*args, **kwargs)
+
     return wrapper

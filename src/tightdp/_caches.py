@@ -18,7 +18,8 @@ helpers module that defined it).
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 __all__ = ["register", "registered", "clear_caches"]
 

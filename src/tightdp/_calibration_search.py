@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from typing import Any, Callable
+from typing import Any
 
 from ._accuracy import describe_accuracy
 from ._numerics import falling_root
@@ -44,9 +45,16 @@ class _Evaluator:
     grid too large, an infinite or missing upper bound) is infeasible: the safe side.
     """
 
-    def __init__(self, fn: EpsilonFunction, target: float, point: Callable[[float], tuple],
-                 coarse: EpsilonFunction | None = None, fine_error: float = 0.0,
-                 tight: EpsilonFunction | None = None, accuracy: tuple[float, float | None] | None = None):
+    def __init__(
+        self,
+        fn: EpsilonFunction,
+        target: float,
+        point: Callable[[float], tuple],
+        coarse: EpsilonFunction | None = None,
+        fine_error: float = 0.0,
+        tight: EpsilonFunction | None = None,
+        accuracy: tuple[float, float | None] | None = None,
+    ):
         self.fn, self.coarse, self.target, self.point = fn, coarse, target, point
         self.tight = tight
         self.fine_error = fine_error
@@ -149,8 +157,9 @@ def _interp(x0: float, f0: float, x1: float, f1: float, target: float) -> float 
     return x if math.isfinite(x) else None
 
 
-def _narrow(ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: float, tol: float,
-            *, max_iter: int = 80) -> tuple[float, float]:
+def _narrow(
+    ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: float, tol: float, *, max_iter: int = 80
+) -> tuple[float, float]:
     """Shrink the log-scale bracket ``(bad, good)`` (``good`` feasible, ``bad`` not) to width ``tol``.
 
     Safeguarded secant: each probe aims at the interpolated root, nudged by
@@ -204,15 +213,17 @@ def _round_sig(x: float, digits: int, up: bool) -> float:
 DIGITS = 6
 
 
-def _finish(ev: "_Evaluator", x, safer: Callable[[Any, int], Any], *, rounds: int = 12):
+def _finish(ev: _Evaluator, x, safer: Callable[[Any, int], Any], *, rounds: int = 12):
     """The point at or past ``x`` (towards the safe side) whose check-accuracy upper bound meets the target."""
     for i in range(rounds):
         up, b = ev.verify(x)
         if b is not None and up <= ev.target:
             return x
         x = safer(x, i)
-    raise CalibrationError(f"no point near the solution could be certified at {_accuracy_text(ev)}; "
-                           + (ev.failures or ["the certified upper bound stays above the target"])[-1])
+    raise CalibrationError(
+        f"no point near the solution could be certified at {_accuracy_text(ev)}; "
+        + (ev.failures or ["the certified upper bound stays above the target"])[-1]
+    )
 
 
 def _accuracy_text(ev: _Evaluator) -> str:
@@ -259,8 +270,10 @@ def _gdp_mu(target: float, delta: float) -> float:
     from scipy import special
 
     def d(mu: float) -> float:
-        return float(special.ndtr(-target / mu + mu / 2)
-                     - math.exp(target + special.log_ndtr(-target / mu - mu / 2))) - delta
+        return (
+            float(special.ndtr(-target / mu + mu / 2) - math.exp(target + special.log_ndtr(-target / mu - mu / 2)))
+            - delta
+        )
 
     lo, hi = 1e-6, 1.0
     for _ in range(60):
@@ -353,21 +366,36 @@ def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, s
                 continue
             proved, up, b = _prove_exceeds(ev, probe)
             if proved is None:
-                last = {"checked": probe, "step": frac, "overshoots": None,
-                        "note": "the neighbouring value could not be certified: " + (ev.failures or ["?"])[-1]}
+                last = {
+                    "checked": probe,
+                    "step": frac,
+                    "overshoots": None,
+                    "note": "the neighbouring value could not be certified: " + (ev.failures or ["?"])[-1],
+                }
                 break
             if proved:
-                return x, {"checked": probe, "step": frac, "epsilon_upper": up if math.isfinite(up) else None,
-                           "epsilon_lower": b.lower, "overshoots": True}
+                return x, {
+                    "checked": probe,
+                    "step": frac,
+                    "epsilon_upper": up if math.isfinite(up) else None,
+                    "epsilon_lower": b.lower,
+                    "overshoots": True,
+                }
             vup, vb = ev.verify(probe) if not ev.expensive or probe in ev.fine else (math.inf, None)
             if vb is not None and vup <= ev.target:  # a wobble: the boundary lies further out
                 x = _finish(ev, probe, safer)
                 moved = True
                 break
-            last = {"checked": probe, "step": frac, "epsilon_upper": up if math.isfinite(up) else None,
-                    "epsilon_lower": None if b is None else b.lower, "overshoots": False,
-                    "note": "no certified lower bound above the target within " + f"{frac:.0%}"
-                            + " (a smaller eps_error can prove more)"}
+            last = {
+                "checked": probe,
+                "step": frac,
+                "epsilon_upper": up if math.isfinite(up) else None,
+                "epsilon_lower": None if b is None else b.lower,
+                "overshoots": False,
+                "note": "no certified lower bound above the target within "
+                + f"{frac:.0%}"
+                + " (a smaller eps_error can prove more)",
+            }
         if not moved:
             return x, last or {"checked": None, "note": "the neighbouring value rounds to the same point"}
     return x, {"checked": None, "note": "the bound is not monotone near the solution"}

@@ -67,7 +67,6 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
     return out
 
 
-
 def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500) -> float:
     """A point ``x`` in ``(lo, hi]`` with ``g(x) <= 0``, within ``xtol + rtol |x|`` of where ``g`` crosses 0,
     for a non-increasing ``g`` with ``g(lo) > 0 >= g(hi)`` (the caller checks both).
@@ -87,11 +86,13 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
     """
     raw = g
 
-    def g(x):  # noqa: F811 (the checked function)
+    def g(x):
         v = raw(x)
         if v != v:
-            raise PrecisionError(f"root finding: the function is NaN at {x!r} (bracket [{lo!r}, {hi!r}]); "
-                                 "no bound can be certified from it")
+            raise PrecisionError(
+                f"root finding: the function is NaN at {x!r} (bracket [{lo!r}, {hi!r}]); "
+                "no bound can be certified from it"
+            )
         return v
 
     a, b = lo, hi

@@ -24,7 +24,7 @@ import numpy as np
 
 MAX_MAGNITUDE = 1e12
 MIN_POSITIVE = 1e-300
-MAX_COUNT = 10 ** 12
+MAX_COUNT = 10**12
 MIN_DELTA = 1e-300
 
 __all__ = [
@@ -49,15 +49,24 @@ def _as_float(name: str, value) -> float:
     try:
         x = float(value)
     except OverflowError:
-        raise ValueError(f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude, got a number too large "
-                         "for a float") from None
+        raise ValueError(
+            f"{name} must be at most {MAX_MAGNITUDE:g} in magnitude, got a number too large for a float"
+        ) from None
     if math.isnan(x):
         raise ValueError(f"{name} must be a number, got NaN")
     return x
 
 
-def check_real(name: str, value, *, low: float | None = None, high: float | None = None,
-               low_open: bool = True, high_open: bool = True, allow_inf: bool = False) -> float:
+def check_real(
+    name: str,
+    value,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = True,
+    high_open: bool = True,
+    allow_inf: bool = False,
+) -> float:
     """Return ``value`` as a float after checking it lies in the declared interval."""
     x = _as_float(name, value)
     if math.isinf(x) and not allow_inf:
@@ -77,8 +86,9 @@ def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
     """``value`` in [1e-300, 1e12] (``MIN_POSITIVE``, ``MAX_MAGNITUDE``): a scale, a noise level, a norm."""
     x = check_real(name, value, low=0.0, allow_inf=allow_inf)
     if x < MIN_POSITIVE:
-        raise ValueError(f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), got {value!r}"
+        )
     return x
 
 
@@ -91,8 +101,9 @@ def check_probability(name: str, value) -> float:
     """A sampling rate: ``value`` in [1e-300, 1] (``MIN_POSITIVE``)."""
     x = check_real(name, value, low=0.0, high=1.0, high_open=False)
     if x < MIN_POSITIVE:
-        raise ValueError(f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{name} must be >= {MIN_POSITIVE:g} (a positive number too small to compute with), got {value!r}"
+        )
     return x
 
 
@@ -146,8 +157,9 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_real_array(name: str, values, *, low: float | None = None, low_open: bool = False,
-                     allow_nan: bool = False) -> np.ndarray:
+def check_real_array(
+    name: str, values, *, low: float | None = None, low_open: bool = False, allow_nan: bool = False
+) -> np.ndarray:
     """A 1-D float array (scalars become length-1 arrays) with optional lower limit."""
     if isinstance(values, (str, bytes, bool, np.bool_)):
         raise ValueError(f"{name} must be a number or an array of numbers, got {values!r}")

@@ -8,8 +8,9 @@ guarantee (GDP/CLT, Edgeworth AEA) and says so in its ``kind``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Literal
 
 import numpy as np
 
@@ -59,8 +60,11 @@ class Bounds:
         """``upper - lower`` (``None`` when either end is missing)."""
         if self.lower is None or self.upper is None:
             return None
-        return np.asarray(self.upper) - np.asarray(self.lower) if isinstance(self.upper, np.ndarray) \
+        return (
+            np.asarray(self.upper) - np.asarray(self.lower)
+            if isinstance(self.upper, np.ndarray)
             else self.upper - self.lower
+        )
 
     def contains(self, value: float, *, slack: float = 0.0) -> bool:
         """Whether ``lower - slack <= value <= upper + slack`` (missing ends are unbounded)."""
@@ -70,8 +74,12 @@ class Bounds:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; infinities become ``None`` with the note kept in ``details``."""
-        out = {"lower": _jsonable(self.lower), "estimate": _jsonable(self.estimate),
-               "upper": _jsonable(self.upper), "kind": self.kind}
+        out = {
+            "lower": _jsonable(self.lower),
+            "estimate": _jsonable(self.estimate),
+            "upper": _jsonable(self.upper),
+            "kind": self.kind,
+        }
         if self.details:
             out["details"] = _jsonable(dict(self.details))
         return out
@@ -83,5 +91,8 @@ class Bounds:
             if isinstance(v, np.ndarray):
                 return np.array2string(v, precision=6)
             return f"{v:.6g}"
-        return (f"Bounds({self.quantity}: lower={f(self.lower)}, estimate={f(self.estimate)}, "
-                f"upper={f(self.upper)}, kind={self.kind!r})")
+
+        return (
+            f"Bounds({self.quantity}: lower={f(self.lower)}, estimate={f(self.estimate)}, "
+            f"upper={f(self.upper)}, kind={self.kind!r})"
+        )

@@ -61,21 +61,40 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
-from .accountants import DEFAULT_ACCOUNTANT
 from ._accuracy import absolute_error_at, check_accuracy, resolve_accuracy
-from ._validation import (check_choice, check_count, check_delta, check_positive,
-                          check_probability, check_real)
-from ._calibration_search import (DIGITS, CalibrationError, _clt_guess, _Evaluator, _finish, _prove_exceeds,
-                                  _round_sig, _search, _tighten, _TIGHTNESS_STEPS)
+from ._calibration_search import (
+    _TIGHTNESS_STEPS,
+    DIGITS,
+    CalibrationError,
+    _clt_guess,
+    _Evaluator,
+    _finish,
+    _prove_exceeds,
+    _round_sig,
+    _search,
+    _tighten,
+)
+from ._validation import check_choice, check_count, check_delta, check_positive, check_probability, check_real
+from .accountants import DEFAULT_ACCOUNTANT
 from .bounds import Bounds
 from .runs import TrainingRun
 from .sampling import Poisson, SamplingScheme, parse_sampling
 
-__all__ = ["Calibration", "calibrate", "calibrate_noise", "calibrate_steps", "calibrate_sampling_rate",
-           "steps_from_epochs", "CalibrationError", "MAX_TARGET_EPSILON", "PARAMETERS"]
+__all__ = [
+    "Calibration",
+    "calibrate",
+    "calibrate_noise",
+    "calibrate_steps",
+    "calibrate_sampling_rate",
+    "steps_from_epochs",
+    "CalibrationError",
+    "MAX_TARGET_EPSILON",
+    "PARAMETERS",
+]
 
 #: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
 EpsilonFunction = Callable[[float, float, int, float], Bounds]
@@ -91,7 +110,7 @@ _TIGHTNESS = 0.01
 
 _SIGMA_MIN, _SIGMA_MAX = 1e-3, 1e6
 _RATE_MIN = 1e-9
-_STEPS_MAX = 10 ** 9
+_STEPS_MAX = 10**9
 
 
 @dataclass(frozen=True)
@@ -167,10 +186,10 @@ def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
     return batch_size / dataset_size, epochs * math.ceil(dataset_size / batch_size)
 
 
-
 #: Targets above this are refused at once: an epsilon of hundreds carries no meaningful guarantee, and
 #: certifying it needs grids of millions of points per evaluation (minutes and gigabytes each).
 MAX_TARGET_EPSILON = 100.0
+
 
 def _tight_error(target: float, check: float) -> float | None:
     """A finer accuracy used only to prove tightness (a certified lower bound above the target)."""
@@ -195,11 +214,15 @@ def _check_scheme(scheme: SamplingScheme, accountant, epsilon_fn) -> None:
     if isinstance(scheme, Poisson):
         return
     if epsilon_fn is not None:
-        raise ValueError(f"epsilon_fn replaces the accountant and the sampling scheme: give sampling="
-                         f"{scheme.name!r} through it, not both")
+        raise ValueError(
+            f"epsilon_fn replaces the accountant and the sampling scheme: give sampling="
+            f"{scheme.name!r} through it, not both"
+        )
     if not scheme.any_accountant and accountant != DEFAULT_ACCOUNTANT:
-        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
-                         f"from dominance pairs only), got {accountant!r}")
+        raise ValueError(
+            f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
+            f"from dominance pairs only), got {accountant!r}"
+        )
 
 
 def _scheme_details(scheme: SamplingScheme) -> dict[str, Any]:
@@ -230,6 +253,7 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float
     def make(e, r=None):
         def fn(run: TrainingRun, delta: float) -> Bounds:
             return run.epsilon(delta=delta, accountant=accountant, eps_error=e, rel_error=r)
+
         return fn
 
     tight_e = _tight_error(target, err)
@@ -249,25 +273,39 @@ def _result(solved: str, ev: _Evaluator, x, *, run, delta, target, accountant, t
         details["fine_evaluations"] = ev.calls
         details["coarse_evaluations"] = ev.coarse_calls
     if ev.expensive:
-        details["expensive"] = ("certified evaluations at this accuracy take seconds each; points the coarse "
-                                "pass could not decide were counted as infeasible (safe, possibly less tight)")
+        details["expensive"] = (
+            "certified evaluations at this accuracy take seconds each; points the coarse "
+            "pass could not decide were counted as infeasible (safe, possibly less tight)"
+        )
     if ev.failures:
         details["uncertified_points"] = ev.failures[:10]
-    return Calibration(solved=solved, noise_multiplier=float(run.noise_multiplier),
-                       sampling_rate=float(run.sampling_rate), steps=int(run.steps), sampling=run.sampling.name,
-                       run=run,
-                       delta=delta, target_epsilon=target, epsilon=b, accountant=accountant,
-                       evaluations=ev.calls + ev.coarse_calls, seconds=time.perf_counter() - t0, details=details,
-                       eps_error=None if ev.accuracy is None else ev.accuracy[0],
-                       rel_error=None if ev.accuracy is None else ev.accuracy[1])
+    return Calibration(
+        solved=solved,
+        noise_multiplier=float(run.noise_multiplier),
+        sampling_rate=float(run.sampling_rate),
+        steps=int(run.steps),
+        sampling=run.sampling.name,
+        run=run,
+        delta=delta,
+        target_epsilon=target,
+        epsilon=b,
+        accountant=accountant,
+        evaluations=ev.calls + ev.coarse_calls,
+        seconds=time.perf_counter() - t0,
+        details=details,
+        eps_error=None if ev.accuracy is None else ev.accuracy[0],
+        rel_error=None if ev.accuracy is None else ev.accuracy[1],
+    )
 
 
 def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None):
     target = check_real("target_epsilon", target_epsilon, low=0.0)
     if target > MAX_TARGET_EPSILON:
-        raise ValueError(f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
-                         "that large promises no meaningful privacy, and certifying it needs grids of millions "
-                         "of points per evaluation)")
+        raise ValueError(
+            f"target_epsilon must be <= {MAX_TARGET_EPSILON:g}, got {target_epsilon!r} (an epsilon "
+            "that large promises no meaningful privacy, and certifying it needs grids of millions "
+            "of points per evaluation)"
+        )
     delta = check_delta("delta", delta)
     if epsilon_fn is None:
         from .accountants import ACCOUNTANTS
@@ -281,6 +319,7 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=
     else:
         if not callable(epsilon_fn):
             raise ValueError(f"epsilon_fn must be callable, got {epsilon_fn!r}")
+
         def fn(run: TrainingRun, d: float) -> Bounds:
             return epsilon_fn(run.noise_multiplier, run.sampling_rate, run.steps, d)
 
@@ -290,10 +329,20 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=
 
 # --------------------------------------------------------------------------- search helpers
 # --------------------------------------------------------------------------- public API
-def calibrate(*, run: TrainingRun, parameter: str, target_epsilon, delta, accountant: str = DEFAULT_ACCOUNTANT,
-              eps_error: float | None = None, rel_error: float | None = None, rtol: float = _DEFAULT_RTOL,
-              max_steps: int = _STEPS_MAX, multiple_of: int = 1,
-              epsilon_fn: EpsilonFunction | None = None) -> Calibration:
+def calibrate(
+    *,
+    run: TrainingRun,
+    parameter: str,
+    target_epsilon,
+    delta,
+    accountant: str = DEFAULT_ACCOUNTANT,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    rtol: float = _DEFAULT_RTOL,
+    max_steps: int = _STEPS_MAX,
+    multiple_of: int = 1,
+    epsilon_fn: EpsilonFunction | None = None,
+) -> Calibration:
     """The value of one numeric field of ``run`` at which its certified epsilon meets ``target_epsilon``.
 
     The one calibrator over a run description (like dp_accounting's ``calibrate_dp_mechanism``): ``run``'s
@@ -335,15 +384,38 @@ def calibrate(*, run: TrainingRun, parameter: str, target_epsilon, delta, accoun
         raise ValueError(f"parameter must be one of {', '.join(PARAMETERS)}, got {parameter!r}")
     t0 = time.perf_counter()
     _check_scheme(run.sampling, accountant, epsilon_fn)
-    return _SOLVERS[parameter](run, target_epsilon=target_epsilon, delta=delta, accountant=accountant,
-                               eps_error=eps_error, rel_error=rel_error, rtol=rtol, max_steps=max_steps,
-                               multiple_of=multiple_of, epsilon_fn=epsilon_fn, t0=t0)
+    return _SOLVERS[parameter](
+        run,
+        target_epsilon=target_epsilon,
+        delta=delta,
+        accountant=accountant,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        rtol=rtol,
+        max_steps=max_steps,
+        multiple_of=multiple_of,
+        epsilon_fn=epsilon_fn,
+        t0=t0,
+    )
 
 
-def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, epochs=None, dataset_size=None,
-                    batch_size=None, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
-                    rel_error: float | None = None, rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None,
-                    sampling: str | SamplingScheme | None = None, max_batch_size: int | None = None) -> Calibration:
+def calibrate_noise(
+    *,
+    target_epsilon,
+    delta,
+    sampling_rate=None,
+    steps=None,
+    epochs=None,
+    dataset_size=None,
+    batch_size=None,
+    accountant: str = DEFAULT_ACCOUNTANT,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    rtol: float = _DEFAULT_RTOL,
+    epsilon_fn: EpsilonFunction | None = None,
+    sampling: str | SamplingScheme | None = None,
+    max_batch_size: int | None = None,
+) -> Calibration:
     """The smallest noise multiplier whose certified epsilon is at most ``target_epsilon``:
     ``calibrate(run=..., parameter="noise_multiplier")`` for the run the keywords describe.
 
@@ -370,50 +442,90 @@ def calibrate_noise(*, target_epsilon, delta, sampling_rate=None, steps=None, ep
 
         cls = scheme_class(sampling)
     q, k = _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls)
-    scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, sampling_rate=q,
-                        batch_size=batch_size)
+    scheme = _scheme_of(
+        sampling, dataset_size, max_batch_size, accountant, epsilon_fn, sampling_rate=q, batch_size=batch_size
+    )
     run = TrainingRun(noise_multiplier=1.0, sampling=scheme, steps=k)
-    return calibrate(run=run, parameter="noise_multiplier", target_epsilon=target_epsilon, delta=delta,
-                     accountant=accountant, eps_error=eps_error, rel_error=rel_error, rtol=rtol,
-                     epsilon_fn=epsilon_fn)
+    return calibrate(
+        run=run,
+        parameter="noise_multiplier",
+        target_epsilon=target_epsilon,
+        delta=delta,
+        accountant=accountant,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        rtol=rtol,
+        epsilon_fn=epsilon_fn,
+    )
 
 
-def _solve_noise(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0,
-                 **_) -> Calibration:
+def _solve_noise(
+    run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0, **_
+) -> Calibration:
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
     scheme, q, k = run.sampling, run.sampling_rate, run.steps
-    ev = _Evaluator(fns[0], target, lambda s: (run.replace(noise_multiplier=s), delta), fns[1], fns[2], fns[3],
-                    fns[4])
-    to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)  # noqa: E731
+    ev = _Evaluator(fns[0], target, lambda s: (run.replace(noise_multiplier=s), delta), fns[1], fns[2], fns[3], fns[4])
+    to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
     if not scheme.amplifies:  # its certified bound is sqrt(epochs)/sigma-GDP: start there
         guess = _clt_guess(target=target, delta=delta, q=1.0, k=max(1, round(k * q)))
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
     bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
-    safer = lambda s, i: _round_sig(s * (1 + rtol * 2 ** i), DIGITS, up=True)  # noqa: E731
+    safer = lambda s, i: _round_sig(s * (1 + rtol * 2**i), DIGITS, up=True)
     if bad is None:
         sigma = _finish(ev, to_x(good), safer)
-        return _result("noise_multiplier", ev, sigma, run=run.replace(noise_multiplier=sigma), delta=delta,
-                       target=target, accountant=name, t0=t0,
-                       details={**_scheme_details(scheme),
-                                "note": f"the target is met by every searched noise multiplier down to "
-                                        f"{_SIGMA_MIN:g}; smaller values were not searched"})
+        return _result(
+            "noise_multiplier",
+            ev,
+            sigma,
+            run=run.replace(noise_multiplier=sigma),
+            delta=delta,
+            target=target,
+            accountant=name,
+            t0=t0,
+            details={
+                **_scheme_details(scheme),
+                "note": f"the target is met by every searched noise multiplier down to "
+                f"{_SIGMA_MIN:g}; smaller values were not searched",
+            },
+        )
     if good is None:
         raise CalibrationError(
             f"no noise multiplier up to {_SIGMA_MAX:g} meets target_epsilon={target:g} at delta={delta:g} "
-            f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target")
+            f"(sampling_rate={q:g}, steps={k}); the certified bound stays above the target"
+        )
     sigma = _finish(ev, to_x(good), safer)
     sigma, tight = _tighten(ev, to_x, math.log(sigma), -1.0, rtol, safer=safer)
-    return _result("noise_multiplier", ev, sigma, run=run.replace(noise_multiplier=sigma), delta=delta,
-                   target=target, accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
+    return _result(
+        "noise_multiplier",
+        ev,
+        sigma,
+        run=run.replace(noise_multiplier=sigma),
+        delta=delta,
+        target=target,
+        accountant=name,
+        t0=t0,
+        details={**_scheme_details(scheme), "tightness": tight},
+    )
 
 
-def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, accountant: str = DEFAULT_ACCOUNTANT,
-                    eps_error: float | None = None, rel_error: float | None = None, max_steps: int = _STEPS_MAX,
-                    multiple_of: int = 1, epsilon_fn: EpsilonFunction | None = None,
-                    sampling: str | SamplingScheme | None = None, dataset_size: int | None = None,
-                    max_batch_size: int | None = None) -> Calibration:
+def calibrate_steps(
+    *,
+    target_epsilon,
+    delta,
+    noise_multiplier,
+    sampling_rate,
+    accountant: str = DEFAULT_ACCOUNTANT,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    max_steps: int = _STEPS_MAX,
+    multiple_of: int = 1,
+    epsilon_fn: EpsilonFunction | None = None,
+    sampling: str | SamplingScheme | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
+) -> Calibration:
     """The largest number of steps whose certified epsilon is at most ``target_epsilon``:
     ``calibrate(run=..., parameter="steps")`` for the run the keywords describe.
 
@@ -428,16 +540,43 @@ def calibrate_steps(*, target_epsilon, delta, noise_multiplier, sampling_rate, a
     ``t = 1 / sampling_rate`` steps (``multiple_of`` is then made a multiple of ``t``).
     """
     check_positive("noise_multiplier", noise_multiplier)
-    scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn,
-                        sampling_rate=check_probability("sampling_rate", sampling_rate))
+    scheme = _scheme_of(
+        sampling,
+        dataset_size,
+        max_batch_size,
+        accountant,
+        epsilon_fn,
+        sampling_rate=check_probability("sampling_rate", sampling_rate),
+    )
     run = TrainingRun(noise_multiplier=noise_multiplier, sampling=scheme, steps=scheme.epoch_length() or 1)
-    return calibrate(run=run, parameter="steps", target_epsilon=target_epsilon, delta=delta, accountant=accountant,
-                     eps_error=eps_error, rel_error=rel_error, max_steps=max_steps, multiple_of=multiple_of,
-                     epsilon_fn=epsilon_fn)
+    return calibrate(
+        run=run,
+        parameter="steps",
+        target_epsilon=target_epsilon,
+        delta=delta,
+        accountant=accountant,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        max_steps=max_steps,
+        multiple_of=multiple_of,
+        epsilon_fn=epsilon_fn,
+    )
 
 
-def _solve_steps(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, max_steps,
-                 multiple_of, epsilon_fn, t0, **_) -> Calibration:
+def _solve_steps(
+    run: TrainingRun,
+    *,
+    target_epsilon,
+    delta,
+    accountant,
+    eps_error,
+    rel_error,
+    max_steps,
+    multiple_of,
+    epsilon_fn,
+    t0,
+    **_,
+) -> Calibration:
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     scheme, sigma, q = run.sampling, run.noise_multiplier, run.sampling_rate
     max_steps = check_count("max_steps", max_steps)
@@ -451,29 +590,39 @@ def _solve_steps(run: TrainingRun, *, target_epsilon, delta, accountant, eps_err
     if not ev.feasible(1) or ev.verify(1)[0] > target:
         raise CalibrationError(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
-            f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}")
-    to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))  # noqa: E731  (exact on log(n))
+            f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}"
+        )
+    to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))
     guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
     if not scheme.amplifies and guess:  # sqrt(epochs)/sigma-GDP: (sigma mu)^2 epochs of 1/q steps
         guess = _clt_guess(target=target, delta=delta, q=1.0, sigma=sigma) / q
     u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
     bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
-    safer = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2 ** i)))  # noqa: E731
+    safer = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2**i)))
     if bad_u is None:
         good = to_x(good_u)
         if good < max_units and ev.feasible(max_units):
             good = max_units
         if good == max_units and ev.verify(good)[0] <= target:
-            return _result("steps", ev, good, run=run.replace(steps=good * unit), delta=delta, target=target,
-                           accountant=name, t0=t0,
-                           details={**_scheme_details(scheme),
-                                    "note": f"the target is met up to max_steps={max_steps}; more were not "
-                                            "searched"})
+            return _result(
+                "steps",
+                ev,
+                good,
+                run=run.replace(steps=good * unit),
+                delta=delta,
+                target=target,
+                accountant=name,
+                t0=t0,
+                details={
+                    **_scheme_details(scheme),
+                    "note": f"the target is met up to max_steps={max_steps}; more were not searched",
+                },
+            )
         bad_u = math.log(max_units)
     if good_u is None:  # cannot happen: one unit is feasible (checked above)
         good_u = 0.0
     good, bad = to_x(good_u), to_x(bad_u)
-    resolution = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1  # noqa: E731
+    resolution = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1
     # finish on the integers (the log-scale loop may stop when rounding merges points)
     while bad - good > resolution(good):
         mid = (good + bad) // 2
@@ -490,33 +639,58 @@ def _solve_steps(run: TrainingRun, *, target_epsilon, delta, accountant, eps_err
         if probe > max_units:
             break
         proved, up, b = _prove_exceeds(ev, probe)
-        tight = {"checked": probe * unit, "epsilon_upper": up if math.isfinite(up) else None,
-                 "epsilon_lower": None if b is None else b.lower, "overshoots": proved}
+        tight = {
+            "checked": probe * unit,
+            "epsilon_upper": up if math.isfinite(up) else None,
+            "epsilon_lower": None if b is None else b.lower,
+            "overshoots": proved,
+        }
         if proved:
             break
-        tight["note"] = "no certified lower bound above the target at this neighbour (a smaller eps_error can " \
-                        "prove more)"
+        tight["note"] = (
+            "no certified lower bound above the target at this neighbour (a smaller eps_error can prove more)"
+        )
         if proved is None:
             break
     details["tightness"] = tight or {"checked": None, "note": "max_steps reached"}
-    return _result("steps", ev, good, run=run.replace(steps=good * unit), delta=delta, target=target,
-                   accountant=name, t0=t0, details=details)
+    return _result(
+        "steps",
+        ev,
+        good,
+        run=run.replace(steps=good * unit),
+        delta=delta,
+        target=target,
+        accountant=name,
+        t0=t0,
+        details=details,
+    )
 
 
 def _solve_epochs(run: TrainingRun, **kw) -> Calibration:
     if not run.sampling.per_epoch:
-        raise ValueError(f"parameter 'epochs' needs an epoch-based scheme (sampling={run.sampling.name!r} has no "
-                         "epochs of its own): calibrate 'steps'")
+        raise ValueError(
+            f"parameter 'epochs' needs an epoch-based scheme (sampling={run.sampling.name!r} has no "
+            "epochs of its own): calibrate 'steps'"
+        )
     cal = _solve_steps(run, **kw)
-    return dataclasses.replace(cal,
-                               run=cal.run.replace(epochs=cal.steps // run.sampling.epoch_length()))
+    return dataclasses.replace(cal, run=cal.run.replace(epochs=cal.steps // run.sampling.epoch_length()))
 
 
-def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, accountant: str = DEFAULT_ACCOUNTANT,
-                            eps_error: float | None = None, rel_error: float | None = None,
-                            rtol: float = _DEFAULT_RTOL, epsilon_fn: EpsilonFunction | None = None,
-                            sampling: str | SamplingScheme | None = None, dataset_size: int | None = None,
-                            max_batch_size: int | None = None) -> Calibration:
+def calibrate_sampling_rate(
+    *,
+    target_epsilon,
+    delta,
+    noise_multiplier,
+    steps,
+    accountant: str = DEFAULT_ACCOUNTANT,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    rtol: float = _DEFAULT_RTOL,
+    epsilon_fn: EpsilonFunction | None = None,
+    sampling: str | SamplingScheme | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
+) -> Calibration:
     """The largest sampling rate in (0, 1] whose certified epsilon is at most ``target_epsilon``:
     ``calibrate(run=..., parameter="sampling_rate")`` for the run the keywords describe.
 
@@ -537,55 +711,91 @@ def calibrate_sampling_rate(*, target_epsilon, delta, noise_multiplier, steps, a
     scheme = _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, sampling_rate=1.0)
     check_positive("noise_multiplier", noise_multiplier)
     run = TrainingRun(noise_multiplier=noise_multiplier, sampling=scheme, steps=check_count("steps", steps))
-    return calibrate(run=run, parameter="sampling_rate", target_epsilon=target_epsilon, delta=delta,
-                     accountant=accountant, eps_error=eps_error, rel_error=rel_error, rtol=rtol,
-                     epsilon_fn=epsilon_fn)
+    return calibrate(
+        run=run,
+        parameter="sampling_rate",
+        target_epsilon=target_epsilon,
+        delta=delta,
+        accountant=accountant,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        rtol=rtol,
+        epsilon_fn=epsilon_fn,
+    )
 
 
 def _rate_is_free(cls) -> None:
     if "sampling_rate" in cls.free_fields:
         return
     if cls.per_epoch:
-        raise ValueError(f"sampling={cls.name!r} runs whole epochs of 1/sampling_rate steps, so its sampling rate "
-                         "cannot be calibrated at a fixed number of steps: calibrate the noise (calibrate_noise) or "
-                         "the number of epochs (calibrate_steps) instead")
-    raise ValueError(f"the sampling rate of sampling={cls.name!r} is not a free variable (it follows from "
-                     f"{', '.join(f.name for f in dataclasses.fields(cls))}): calibrate the noise or the steps")
+        raise ValueError(
+            f"sampling={cls.name!r} runs whole epochs of 1/sampling_rate steps, so its sampling rate "
+            "cannot be calibrated at a fixed number of steps: calibrate the noise (calibrate_noise) or "
+            "the number of epochs (calibrate_steps) instead"
+        )
+    raise ValueError(
+        f"the sampling rate of sampling={cls.name!r} is not a free variable (it follows from "
+        f"{', '.join(f.name for f in dataclasses.fields(cls))}): calibrate the noise or the steps"
+    )
 
 
-def _solve_rate(run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0,
-                **_) -> Calibration:
+def _solve_rate(
+    run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0, **_
+) -> Calibration:
     _rate_is_free(type(run.sampling))
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     scheme, sigma, k = run.sampling, run.noise_multiplier, run.steps
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    at = lambda q: run.replace(sampling_rate=q)  # noqa: E731
+    at = lambda q: run.replace(sampling_rate=q)
     ev = _Evaluator(fns[0], target, lambda q: (at(q), delta), fns[1], fns[2], fns[3], fns[4])
-    to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))  # noqa: E731
-    safer = lambda q, i: _round_sig(q / (1 + rtol * 2 ** i), DIGITS, up=False)  # noqa: E731
+    to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))
+    safer = lambda q, i: _round_sig(q / (1 + rtol * 2**i), DIGITS, up=False)
     if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:
-        return _result("sampling_rate", ev, 1.0, run=at(1.0), delta=delta, target=target,
-                       accountant=name, t0=t0, details={**_scheme_details(scheme),
-                                                        "note": "full batches (sampling_rate = 1) meet the target"})
+        return _result(
+            "sampling_rate",
+            ev,
+            1.0,
+            run=at(1.0),
+            delta=delta,
+            target=target,
+            accountant=name,
+            t0=t0,
+            details={**_scheme_details(scheme), "note": "full batches (sampling_rate = 1) meet the target"},
+        )
     if not ev.feasible(_RATE_MIN):  # refuse at once: even the smallest searched rate misses the target
         raise CalibrationError(
             f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
-            f"(noise_multiplier={sigma:g}, steps={k}); certified epsilon at that rate <= {ev(_RATE_MIN)[0]:.6g}")
+            f"(noise_multiplier={sigma:g}, steps={k}); certified epsilon at that rate <= {ev(_RATE_MIN)[0]:.6g}"
+        )
     guess = _clt_guess(target=target, delta=delta, k=k, sigma=sigma)
     u0 = math.log(min(guess, 1.0)) if guess and math.isfinite(guess) and guess > 0 else math.log(0.01)
-    bad, good = _search(ev, to_x, u0, -1.0, math.log(_RATE_MIN), 0.0, math.log1p(rtol))
+    _bad, good = _search(ev, to_x, u0, -1.0, math.log(_RATE_MIN), 0.0, math.log1p(rtol))
     if good is None:
         raise CalibrationError(
             f"no sampling rate down to {_RATE_MIN:g} meets target_epsilon={target:g} at delta={delta:g} "
-            f"(noise_multiplier={sigma:g}, steps={k})")
+            f"(noise_multiplier={sigma:g}, steps={k})"
+        )
     q = _finish(ev, to_x(good), safer)
     q, tight = _tighten(ev, to_x, math.log(q), +1.0, rtol, safer=safer)
-    return _result("sampling_rate", ev, q, run=at(q), delta=delta, target=target,
-                   accountant=name, t0=t0, details={**_scheme_details(scheme), "tightness": tight})
+    return _result(
+        "sampling_rate",
+        ev,
+        q,
+        run=at(q),
+        delta=delta,
+        target=target,
+        accountant=name,
+        t0=t0,
+        details={**_scheme_details(scheme), "tightness": tight},
+    )
 
 
-_SOLVERS: dict[str, Callable[..., Calibration]] = {"noise_multiplier": _solve_noise, "steps": _solve_steps,
-                                                   "epochs": _solve_epochs, "sampling_rate": _solve_rate}
+_SOLVERS: dict[str, Callable[..., Calibration]] = {
+    "noise_multiplier": _solve_noise,
+    "steps": _solve_steps,
+    "epochs": _solve_epochs,
+    "sampling_rate": _solve_rate,
+}
 
 
 def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls) -> tuple[float, int]:

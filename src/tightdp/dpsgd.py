@@ -32,27 +32,50 @@ __all__ = ["dpsgd_epsilon", "dpsgd_mechanism", "run_from_keywords"]
 
 def dpsgd_mechanism(*, noise_multiplier: float, sampling_rate: float, relation: str = "add-remove") -> PoissonSampled:
     """One DP-SGD step: the Poisson-subsampled Gaussian with unit sensitivity (clipping norm C, noise sigma*C)."""
-    return PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                          sampling_rate=sampling_rate, relation=relation)
+    return PoissonSampled(
+        mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=sampling_rate, relation=relation
+    )
 
 
-def run_from_keywords(*, noise_multiplier, sampling_rate=None, steps, sampling="poisson", dataset_size=None,
-                      max_batch_size=None, batch_size=None) -> TrainingRun:
+def run_from_keywords(
+    *,
+    noise_multiplier,
+    sampling_rate=None,
+    steps,
+    sampling="poisson",
+    dataset_size=None,
+    max_batch_size=None,
+    batch_size=None,
+) -> TrainingRun:
     """The ``TrainingRun`` the convenience keywords of ``dpsgd_epsilon`` describe (validated under their
     names; the scheme parsed by the registry of ``tightdp.sampling``)."""
     check_positive("noise_multiplier", noise_multiplier)
     steps = check_count("steps", steps)
-    scheme = parse_sampling(sampling, sampling_rate=sampling_rate, dataset_size=dataset_size,
-                            batch_size=batch_size, max_batch_size=max_batch_size)
+    scheme = parse_sampling(
+        sampling,
+        sampling_rate=sampling_rate,
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        max_batch_size=max_batch_size,
+    )
     return TrainingRun(noise_multiplier=noise_multiplier, sampling=scheme, steps=steps)
 
 
-def dpsgd_epsilon(*, noise_multiplier: float | None = None, sampling_rate: float | None = None,
-                  steps: int | None = None, delta: float, accountant: str = DEFAULT_ACCOUNTANT,
-                  eps_error: float | None = None, rel_error: float | None = None,
-                  sampling: str | SamplingScheme | None = None, dataset_size: int | None = None,
-                  max_batch_size: int | None = None, batch_size: int | None = None,
-                  run: TrainingRun | None = None) -> Bounds:
+def dpsgd_epsilon(
+    *,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    delta: float,
+    accountant: str = DEFAULT_ACCOUNTANT,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    sampling: str | SamplingScheme | None = None,
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
+    batch_size: int | None = None,
+    run: TrainingRun | None = None,
+) -> Bounds:
     """Bounds on the epsilon of a DP-SGD run at ``delta``.
 
     Parameters
@@ -97,15 +120,30 @@ def dpsgd_epsilon(*, noise_multiplier: float | None = None, sampling_rate: float
     else:
         if not isinstance(run, TrainingRun):
             raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
-        given = [k for k, v in (("noise_multiplier", noise_multiplier), ("sampling_rate", sampling_rate),
-                                ("steps", steps), ("dataset_size", dataset_size),
-                                ("max_batch_size", max_batch_size), ("batch_size", batch_size)) if v is not None]
+        given = [
+            k
+            for k, v in (
+                ("noise_multiplier", noise_multiplier),
+                ("sampling_rate", sampling_rate),
+                ("steps", steps),
+                ("dataset_size", dataset_size),
+                ("max_batch_size", max_batch_size),
+                ("batch_size", batch_size),
+            )
+            if v is not None
+        ]
         if given or sampling is not None:
             raise ValueError(f"run replaces {', '.join(given) or 'sampling'}; give one or the other")
     check_delta("delta", delta)
     check_accuracy(eps_error, rel_error)
     if run is None:
-        run = run_from_keywords(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps,
-                                sampling=sampling, dataset_size=dataset_size, max_batch_size=max_batch_size,
-                                batch_size=batch_size)
+        run = run_from_keywords(
+            noise_multiplier=noise_multiplier,
+            sampling_rate=sampling_rate,
+            steps=steps,
+            sampling=sampling,
+            dataset_size=dataset_size,
+            max_batch_size=max_batch_size,
+            batch_size=batch_size,
+        )
     return run.epsilon(delta=delta, accountant=accountant, eps_error=eps_error, rel_error=rel_error)

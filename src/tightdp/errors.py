@@ -4,8 +4,14 @@ Every error of tightdp's own is a ``TightDPError``; each also derives from the b
 would expect (``ValueError``, ``TypeError``, ``ArithmeticError``), so ``except ValueError`` keeps working.
 """
 
-__all__ = ["TightDPError", "CalibrationError", "UnsupportedMechanismError", "PrecisionError", "GridTooLargeError",
-           "LossRangeError"]
+__all__ = [
+    "TightDPError",
+    "CalibrationError",
+    "UnsupportedMechanismError",
+    "PrecisionError",
+    "GridTooLargeError",
+    "LossRangeError",
+]
 
 
 class TightDPError(Exception):

@@ -58,21 +58,32 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
+from ._accuracy import check_accuracy
+from ._validation import check_choice, check_count, check_delta, check_positive, check_probability
 from .accountants import DEFAULT_ACCOUNTANT
 from .accountants.connect_dots import ConnectDotsAccountant
-from ._accuracy import check_accuracy
-from ._validation import (check_choice, check_count, check_delta, check_positive, check_probability)
 from .bounds import Bounds, _jsonable
 from .errors import PrecisionError, UnsupportedMechanismError
 from .mechanisms import Mechanism
 from .runs import TrainingRun
 from .sampling import GroupAnalysis, SamplingScheme, scheme_class
 
-__all__ = ["group_mechanism", "group_ledger", "group_epsilon", "group_epsilon_schedule",
-           "group_privacy_lemma_epsilon", "ExampleCurve", "LemmaResult", "GroupReport", "group_report", "group_curve"]
+__all__ = [
+    "group_mechanism",
+    "group_ledger",
+    "group_epsilon",
+    "group_epsilon_schedule",
+    "group_privacy_lemma_epsilon",
+    "ExampleCurve",
+    "LemmaResult",
+    "GroupReport",
+    "group_report",
+    "group_curve",
+]
 
 
 # ------------------------------------------------------------------------------------ mechanisms
@@ -80,15 +91,20 @@ def _group_scheme(*, sampling, sampling_rate, dataset_size, batch_size, group_si
     """The scheme a group question is about, from a scheme object or a name and its keywords; keywords the
     scheme does not read are refused, and a given ``sampling_rate`` must be the scheme's."""
     if isinstance(sampling, SamplingScheme):
-        given = [k for k, v in (("sampling_rate", sampling_rate), ("dataset_size", dataset_size),
-                                ("batch_size", batch_size)) if v is not None]
+        given = [
+            k
+            for k, v in (("sampling_rate", sampling_rate), ("dataset_size", dataset_size), ("batch_size", batch_size))
+            if v is not None
+        ]
         if given:
             raise ValueError(f"the sampling scheme object replaces {', '.join(given)}; give one or the other")
         return sampling
     cls = scheme_class(sampling)
     if batch_size is not None and "batch_size" not in cls.options:
-        raise ValueError(f"batch_size applies only to sampling='fixed-batch', not {cls.name!r}"
-                         + ("; give sampling_rate = 1/t (t steps per epoch)" if cls.per_epoch else ""))
+        raise ValueError(
+            f"batch_size applies only to sampling='fixed-batch', not {cls.name!r}"
+            + ("; give sampling_rate = 1/t (t steps per epoch)" if cls.per_epoch else "")
+        )
     if dataset_size is not None and "dataset_size" not in cls.options:
         n = check_count("dataset_size", dataset_size)
         k = check_count("group_size", group_size)
@@ -100,14 +116,17 @@ def _group_scheme(*, sampling, sampling_rate, dataset_size, batch_size, group_si
     if sampling_rate is not None:
         q = check_probability("sampling_rate", sampling_rate)
         if not math.isclose(q, scheme.sampling_rate, rel_tol=1e-9):  # type: ignore[attr-defined]
-            raise ValueError(f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
-                             f"({batch_size}/{dataset_size} = {scheme.sampling_rate!r}) "  # type: ignore[attr-defined]
-                             f"for sampling={cls.name!r}; omit it to use the ratio")
+            raise ValueError(
+                f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
+                f"({batch_size}/{dataset_size} = {scheme.sampling_rate!r}) "  # type: ignore[attr-defined]
+                f"for sampling={cls.name!r}; omit it to use the ratio"
+            )
     return scheme
 
 
-def group_mechanism(*, noise_multiplier, group_size, sampling="poisson", sampling_rate=None,
-                    dataset_size=None, batch_size=None) -> Mechanism:
+def group_mechanism(
+    *, noise_multiplier, group_size, sampling="poisson", sampling_rate=None, dataset_size=None, batch_size=None
+) -> Mechanism:
     """The mechanism of one DP-SGD step as seen by a group of up to ``group_size`` examples.
 
     Parameters
@@ -127,16 +146,20 @@ def group_mechanism(*, noise_multiplier, group_size, sampling="poisson", samplin
     """
     k = check_count("group_size", group_size)
     sigma = check_positive("noise_multiplier", noise_multiplier)
-    scheme = _group_scheme(sampling=sampling, sampling_rate=sampling_rate, dataset_size=dataset_size,
-                           batch_size=batch_size, group_size=k)
+    scheme = _group_scheme(
+        sampling=sampling, sampling_rate=sampling_rate, dataset_size=dataset_size, batch_size=batch_size, group_size=k
+    )
     if scheme.group_analysis is not GroupAnalysis.MIXTURE:
-        raise ValueError(f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), "
-                         f"got {scheme.name!r}")
+        raise ValueError(
+            f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), "
+            f"got {scheme.name!r}"
+        )
     return scheme.group_step(noise_multiplier=sigma, group_size=k)
 
 
-def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str = "poisson",
-                 dataset_size=None) -> list[tuple[Mechanism, int]]:
+def group_ledger(
+    *, schedule: Sequence[Sequence[Any]], group_size, sampling: str = "poisson", dataset_size=None
+) -> list[tuple[Mechanism, int]]:
     """``(mechanism, steps)`` entries for a schedule of DP-SGD segments.
 
     Each segment is ``(noise_multiplier, sampling_rate, steps)`` for Poisson
@@ -145,22 +168,25 @@ def group_ledger(*, schedule: Sequence[Sequence[Any]], group_size, sampling: str
     """
     cls = scheme_class(sampling)
     if cls.group_analysis is not GroupAnalysis.MIXTURE:
-        raise ValueError(f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), "
-                         f"got {sampling!r}")
+        raise ValueError(
+            f"sampling must be a scheme with a mixture-of-Gaussians group step (poisson, fixed-batch), got {sampling!r}"
+        )
     by_batch = "batch_size" in cls.options  # the segment's middle entry is a batch size, else a rate
     if isinstance(schedule, (str, bytes)) or not hasattr(schedule, "__iter__"):
         raise ValueError(f"schedule must be a sequence of (noise_multiplier, rate or batch, steps), got {schedule!r}")
     out: list[tuple[Mechanism, int]] = []
     for i, seg in enumerate(schedule):
         if isinstance(seg, (str, bytes)) or not hasattr(seg, "__len__") or len(seg) != 3:
-            raise ValueError(f"schedule[{i}] must be a (noise_multiplier, sampling_rate or batch_size, steps) "
-                             f"triple, got {seg!r}")
+            raise ValueError(
+                f"schedule[{i}] must be a (noise_multiplier, sampling_rate or batch_size, steps) triple, got {seg!r}"
+            )
         sigma, rate_or_batch, steps = seg
         steps = check_count(f"schedule[{i}] steps", steps)
         which = {"batch_size" if by_batch else "sampling_rate": rate_or_batch}
         try:
-            mech = group_mechanism(noise_multiplier=sigma, group_size=group_size, sampling=cls.name,
-                                   dataset_size=dataset_size, **which)
+            mech = group_mechanism(
+                noise_multiplier=sigma, group_size=group_size, sampling=cls.name, dataset_size=dataset_size, **which
+            )
         except ValueError as exc:
             raise ValueError(f"schedule[{i}]: {exc}") from None
         out.append((mech, steps))
@@ -181,16 +207,25 @@ def _make_accountant(accountant, eps_error: float | None, rel_error: float | Non
 
 
 # ------------------------------------------------------------------------------------ epsilon
-def _group_run(*, run, noise_multiplier, sampling, sampling_rate, steps, dataset_size, batch_size,
-               group_size) -> TrainingRun:
+def _group_run(
+    *, run, noise_multiplier, sampling, sampling_rate, steps, dataset_size, batch_size, group_size
+) -> TrainingRun:
     """The run a group question is about: ``run`` itself (then the keywords must be absent) or one built from
     the keywords (``sampling`` parsed by the registry of ``tightdp.sampling``)."""
     if run is not None:
         if not isinstance(run, TrainingRun):
             raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
-        given = [k for k, v in (("noise_multiplier", noise_multiplier), ("sampling_rate", sampling_rate),
-                                ("steps", steps), ("dataset_size", dataset_size), ("batch_size", batch_size))
-                 if v is not None]
+        given = [
+            k
+            for k, v in (
+                ("noise_multiplier", noise_multiplier),
+                ("sampling_rate", sampling_rate),
+                ("steps", steps),
+                ("dataset_size", dataset_size),
+                ("batch_size", batch_size),
+            )
+            if v is not None
+        ]
         if given or sampling is not None:
             raise ValueError(f"run replaces {', '.join(given) or 'sampling'}; give one or the other")
         return run
@@ -199,15 +234,31 @@ def _group_run(*, run, noise_multiplier, sampling, sampling_rate, steps, dataset
         cls = scheme_class(sampling)
         if cls.group_analysis is GroupAnalysis.NONE:  # refused before its own arguments are asked for
             raise UnsupportedMechanismError(f"group privacy for sampling={cls.name!r}: {cls.group_reason}")
-    scheme = _group_scheme(sampling=sampling, sampling_rate=sampling_rate, dataset_size=dataset_size,
-                           batch_size=batch_size, group_size=group_size)
+    scheme = _group_scheme(
+        sampling=sampling,
+        sampling_rate=sampling_rate,
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        group_size=group_size,
+    )
     return TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=check_count("steps", steps))
 
 
-def group_epsilon(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_size,
-                  sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
-                  eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
-                  run: TrainingRun | None = None) -> Bounds:
+def group_epsilon(
+    *,
+    noise_multiplier=None,
+    sampling_rate=None,
+    steps=None,
+    delta,
+    group_size,
+    sampling: str | SamplingScheme | None = None,
+    dataset_size=None,
+    batch_size=None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    accountant=DEFAULT_ACCOUNTANT,
+    run: TrainingRun | None = None,
+) -> Bounds:
     """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
 
     For a scheme with a mixture-of-Gaussians group step (Poisson, fixed batches): the ``T = steps``-fold
@@ -235,20 +286,38 @@ def group_epsilon(*, noise_multiplier=None, sampling_rate=None, steps=None, delt
     UnsupportedMechanismError
         No group analysis applies to the scheme (the message says why).
     """
-    run = _group_run(run=run, noise_multiplier=noise_multiplier, sampling=sampling, sampling_rate=sampling_rate,
-                     steps=steps, dataset_size=dataset_size, batch_size=batch_size, group_size=group_size)
+    run = _group_run(
+        run=run,
+        noise_multiplier=noise_multiplier,
+        sampling=sampling,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        group_size=group_size,
+    )
     scheme = run.sampling
     if scheme.group_analysis is not GroupAnalysis.MIXTURE:
-        return _scheme_group_epsilon(run=run, delta=delta, group_size=group_size, eps_error=eps_error,
-                                     rel_error=rel_error, accountant=accountant)
+        return _scheme_group_epsilon(
+            run=run, delta=delta, group_size=group_size, eps_error=eps_error, rel_error=rel_error, accountant=accountant
+        )
     mech = scheme.group_step(noise_multiplier=run.noise_multiplier, group_size=check_count("group_size", group_size))
-    return _epsilon_of([(mech, run.steps)], delta=delta, eps_error=eps_error, rel_error=rel_error,
-                       accountant=accountant)
+    return _epsilon_of(
+        [(mech, run.steps)], delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant
+    )
 
 
-def group_epsilon_schedule(*, schedule, delta, group_size, sampling: str = "poisson", dataset_size=None,
-                           eps_error: float | None = None, rel_error: float | None = None,
-                           accountant=DEFAULT_ACCOUNTANT) -> Bounds:
+def group_epsilon_schedule(
+    *,
+    schedule,
+    delta,
+    group_size,
+    sampling: str = "poisson",
+    dataset_size=None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    accountant=DEFAULT_ACCOUNTANT,
+) -> Bounds:
     """``group_epsilon`` for a heterogeneous schedule: segments ``(noise_multiplier, q or B, steps)``.
 
     The per-step dominating pairs compose adaptively (002 Lemma 2.6), so the
@@ -264,13 +333,17 @@ def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Boun
     acc = _make_accountant(accountant, eps_error, rel_error)
     acc.compose(ledger)
     out = acc.epsilon(delta)
-    details = {**dict(out.details), "accountant": acc.name,
-               "mechanisms": [{"mechanism": m.to_dict(), "steps": c} for m, c in ledger]}
+    details = {
+        **dict(out.details),
+        "accountant": acc.name,
+        "mechanisms": [{"mechanism": m.to_dict(), "steps": c} for m, c in ledger],
+    }
     return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
 
 
-def _scheme_group_epsilon(*, run: TrainingRun, delta, group_size, eps_error, rel_error, accountant,
-                          shared: dict | None = None) -> Bounds:
+def _scheme_group_epsilon(
+    *, run: TrainingRun, delta, group_size, eps_error, rel_error, accountant, shared: dict | None = None
+) -> Bounds:
     """Group privacy for the ``NO_AMPLIFICATION`` schemes (random allocation, shuffling; module docstring);
     the ``NONE`` ones are refused with their reason. ``shared`` (a dict, filled on first use) carries the
     example-level answer and the lemma's example curve from one group size to the next (``group_curve``),
@@ -286,8 +359,10 @@ def _scheme_group_epsilon(*, run: TrainingRun, delta, group_size, eps_error, rel
     if scheme.group_analysis is not GroupAnalysis.NO_AMPLIFICATION:
         raise UnsupportedMechanismError(f"group privacy for sampling={scheme.name!r}: {scheme.group_reason}")
     if accountant != DEFAULT_ACCOUNTANT:
-        raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
-                         f"from dominance pairs only), got {accountant!r}")
+        raise ValueError(
+            f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
+            f"from dominance pairs only), got {accountant!r}"
+        )
     t = scheme.epoch_length()
     epochs = run.steps // t
     if "example" not in shared:
@@ -296,12 +371,24 @@ def _scheme_group_epsilon(*, run: TrainingRun, delta, group_size, eps_error, rel
     if k == 1:
         return example
     # (b) no amplification: every allocation / permutation shifts the epoch's mean by at most k in L2
-    gdp = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-        Gaussian(noise_multiplier=sigma, sensitivity=float(k)), epochs).epsilon(delta)
-    upper, how = gdp.upper, (f"no amplification: {k * math.sqrt(epochs) / sigma:.6g}-GDP (each epoch's mean shift "
-                             f"has L2 norm <= k = {k} for every allocation or permutation; joint convexity)")
-    details: dict[str, Any] = {"sampling": dict(example.details).get("sampling", scheme.name), "group_size": k,
-                               "scheme": scheme.describe(), "no_amplification_epsilon": gdp.upper}
+    gdp = (
+        ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+        .compose(Gaussian(noise_multiplier=sigma, sensitivity=float(k)), epochs)
+        .epsilon(delta)
+    )
+    upper, how = (
+        gdp.upper,
+        (
+            f"no amplification: {k * math.sqrt(epochs) / sigma:.6g}-GDP (each epoch's mean shift "
+            f"has L2 norm <= k = {k} for every allocation or permutation; joint convexity)"
+        ),
+    )
+    details: dict[str, Any] = {
+        "sampling": dict(example.details).get("sampling", scheme.name),
+        "group_size": k,
+        "scheme": scheme.describe(),
+        "no_amplification_epsilon": gdp.upper,
+    }
     lemma_step = scheme.group_lemma_step(noise_multiplier=sigma)
     if lemma_step is not None:  # (a) the group-privacy lemma on the certified example-level curve
         if "curve" not in shared:
@@ -312,16 +399,25 @@ def _scheme_group_epsilon(*, run: TrainingRun, delta, group_size, eps_error, rel
         if lemma.note:
             details["group_privacy_lemma_note"] = lemma.note
         if lemma.epsilon is not None and lemma.epsilon < upper:
-            upper, how = lemma.epsilon, (f"group-privacy lemma (002 Lemma 1.1) on the certified example-level "
-                                         f"curve: ({lemma.example_epsilon:.6g}, {lemma.example_delta:.3g}) for one "
-                                         f"example gives ({lemma.epsilon:.6g}, {delta:g}) for {k}")
+            upper, how = (
+                lemma.epsilon,
+                (
+                    f"group-privacy lemma (002 Lemma 1.1) on the certified example-level "
+                    f"curve: ({lemma.example_epsilon:.6g}, {lemma.example_delta:.3g}) for one "
+                    f"example gives ({lemma.epsilon:.6g}, {delta:g}) for {k}"
+                ),
+            )
     else:
         how += "; the GDP group-privacy bound of the example-level sqrt(E)/sigma-GDP (Dong, Roth, Su 2022, Thm 2.14)"
     lower = min(float(example.lower), upper)
-    details.update({"upper": how,
-                    "lower": "the example-level certified lower bound (a group of up to k includes one example); "
-                             "loose: no tight group analysis of this scheme is known",
-                    "example_epsilon": [example.lower, example.upper]})
+    details.update(
+        {
+            "upper": how,
+            "lower": "the example-level certified lower bound (a group of up to k includes one example); "
+            "loose: no tight group analysis of this scheme is known",
+            "example_epsilon": [example.lower, example.upper],
+        }
+    )
     return Bounds(lower, upper, upper, "epsilon", "bound", details)
 
 
@@ -374,9 +470,11 @@ class _LemmaConnectDots(ConnectDotsAccountant):
     _upper_only = True
 
     def _fallback(self, delta: float, reason: str, *, epsilons=None):
-        raise PrecisionError(f"dominance alone cannot certify it ({reason}); the group-privacy-lemma baseline "
-                             "does not use the PRV fallback, whose grids at such deltas take minutes and "
-                             "gigabytes")
+        raise PrecisionError(
+            f"dominance alone cannot certify it ({reason}); the group-privacy-lemma baseline "
+            "does not use the PRV fallback, whose grids at such deltas take minutes and "
+            "gigabytes"
+        )
 
 
 class ExampleCurve:
@@ -402,9 +500,11 @@ class ExampleCurve:
     def upper(self, log_delta: float) -> tuple[float, str]:
         """``(eps_1^U(exp(log_delta)), note)``; ``inf`` with a note where it cannot be certified."""
         if log_delta < _LOG_SMALLEST_DELTA:
-            return math.inf, (f"the required example-level delta' = exp({log_delta:.4g}) is below 1e-250, "
-                              "where the truncation and round-off budgets of a certified accountant "
-                              "(a fraction of delta') leave double precision")
+            return math.inf, (
+                f"the required example-level delta' = exp({log_delta:.4g}) is below 1e-250, "
+                "where the truncation and round-off budgets of a certified accountant "
+                "(a fraction of delta') leave double precision"
+            )
         if log_delta <= self._fail_log_delta:
             return math.inf, self._fail_note
         if log_delta in self._memo:
@@ -418,8 +518,7 @@ class ExampleCurve:
             val, why = math.inf, str(exc)
         if not math.isfinite(val):
             self._fail_log_delta = log_delta
-            self._fail_note = (f"the example-level accountant cannot certify delta' = exp({log_delta:.4g}) "
-                               f"({why})")
+            self._fail_note = f"the example-level accountant cannot certify delta' = exp({log_delta:.4g}) ({why})"
             return math.inf, self._fail_note
         self._memo[log_delta] = val
         return val, ""
@@ -441,8 +540,9 @@ def _largest_certifiable(log_delta: float, k: int) -> float:
     return hi  # an over-estimate keeps the early stop safe: it only stops when floor is beyond it
 
 
-def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None = None,
-                                max_queries: int = 40) -> LemmaResult:
+def group_privacy_lemma_epsilon(
+    example, *, delta, group_size, tol: float | None = None, max_queries: int = 40
+) -> LemmaResult:
     """Smallest ``k eps'`` certified by the group-privacy lemma (002 Lemma 1.1) from an example-level curve.
 
     ``example`` is an accountant holding the composed *example-level*
@@ -479,8 +579,13 @@ def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None
 
     def unattainable(lo: float) -> LemmaResult:
         why = failure[-1] if failure else "no example-level epsilon' satisfies eps_1(delta / S(eps')) <= eps'"
-        return LemmaResult(None, None, None, f"group-privacy lemma (002 Lemma 1.1) gives no certified epsilon: "
-                                             f"{why}; searched eps' up to {lo:.4g}", used())
+        return LemmaResult(
+            None,
+            None,
+            None,
+            f"group-privacy lemma (002 Lemma 1.1) gives no certified epsilon: {why}; searched eps' up to {lo:.4g}",
+            used(),
+        )
 
     if k == 1:
         v = phi(0.0)
@@ -502,9 +607,11 @@ def group_privacy_lemma_epsilon(example, *, delta, group_size, tol: float | None
         if used() >= max_queries:
             break
         if floor > e_max:  # every solution lies above e_max, where delta' is below what can be certified
-            failure.append(f"every solution eps' >= {floor:.4g} needs delta' = exp({log_delta - _log_group_factor(floor, k):.4g}), "
-                           "below 1e-250, where the truncation and round-off budgets of a certified accountant "
-                           "(a fraction of delta') leave double precision")
+            failure.append(
+                f"every solution eps' >= {floor:.4g} needs delta' = exp({log_delta - _log_group_factor(floor, k):.4g}), "
+                "below 1e-250, where the truncation and round-off budgets of a certified accountant "
+                "(a fraction of delta') leave double precision"
+            )
             return unattainable(floor)
         v = phi(e)
         if not math.isfinite(v):
@@ -580,8 +687,11 @@ class GroupReport:
             "sampling": self.sampling,
             "kind": self.epsilon.kind,
             "example_epsilon": {k: v for k, v in self.example_epsilon.to_dict().items() if k != "details"},
-            "group_privacy_lemma": {"example_epsilon": lemma.example_epsilon, "example_delta": lemma.example_delta,
-                                    "note": lemma.note},
+            "group_privacy_lemma": {
+                "example_epsilon": lemma.example_epsilon,
+                "example_delta": lemma.example_delta,
+                "note": lemma.note,
+            },
         }
         notes = [n for n in (dict(self.epsilon.details).get("note"), lemma.note) if n]
         if notes:
@@ -590,21 +700,53 @@ class GroupReport:
         return out
 
 
-def group_report(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_size,
-                 sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
-                 eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
-                 run: TrainingRun | None = None) -> GroupReport:
+def group_report(
+    *,
+    noise_multiplier=None,
+    sampling_rate=None,
+    steps=None,
+    delta,
+    group_size,
+    sampling: str | SamplingScheme | None = None,
+    dataset_size=None,
+    batch_size=None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    accountant=DEFAULT_ACCOUNTANT,
+    run: TrainingRun | None = None,
+) -> GroupReport:
     """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
-    return group_curve(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate, steps=steps, delta=delta,
-                       group_sizes=[group_size], sampling=sampling, dataset_size=dataset_size,
-                       batch_size=batch_size, eps_error=eps_error, rel_error=rel_error, accountant=accountant,
-                       run=run)[0]
+    return group_curve(
+        noise_multiplier=noise_multiplier,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        delta=delta,
+        group_sizes=[group_size],
+        sampling=sampling,
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        accountant=accountant,
+        run=run,
+    )[0]
 
 
-def group_curve(*, noise_multiplier=None, sampling_rate=None, steps=None, delta, group_sizes: Iterable[int],
-                sampling: str | SamplingScheme | None = None, dataset_size=None, batch_size=None,
-                eps_error: float | None = None, rel_error: float | None = None, accountant=DEFAULT_ACCOUNTANT,
-                run: TrainingRun | None = None) -> list[GroupReport]:
+def group_curve(
+    *,
+    noise_multiplier=None,
+    sampling_rate=None,
+    steps=None,
+    delta,
+    group_sizes: Iterable[int],
+    sampling: str | SamplingScheme | None = None,
+    dataset_size=None,
+    batch_size=None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    accountant=DEFAULT_ACCOUNTANT,
+    run: TrainingRun | None = None,
+) -> list[GroupReport]:
     """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once.
     For the ``NO_AMPLIFICATION`` schemes each report is ``group_epsilon``'s certified bound, with the
     group-privacy lemma where that bound computed it (random allocation). The run as keywords or ``run``."""
@@ -617,12 +759,21 @@ def group_curve(*, noise_multiplier=None, sampling_rate=None, steps=None, delta,
         steps = check_count("steps", steps)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    run = _group_run(run=run, noise_multiplier=noise_multiplier, sampling=sampling, sampling_rate=sampling_rate,
-                     steps=steps, dataset_size=dataset_size, batch_size=batch_size, group_size=max(sizes))
+    run = _group_run(
+        run=run,
+        noise_multiplier=noise_multiplier,
+        sampling=sampling,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        dataset_size=dataset_size,
+        batch_size=batch_size,
+        group_size=max(sizes),
+    )
     scheme, steps = run.sampling, run.steps
     if scheme.group_analysis is not GroupAnalysis.MIXTURE:
-        return _scheme_group_curve(run=run, delta=delta, sizes=sizes, eps_error=eps_error, rel_error=rel_error,
-                                   accountant=accountant)
+        return _scheme_group_curve(
+            run=run, delta=delta, sizes=sizes, eps_error=eps_error, rel_error=rel_error, accountant=accountant
+        )
     sigma = run.noise_multiplier
     mechs = [scheme.group_step(noise_multiplier=sigma, group_size=k) for k in sizes]  # validate before any work
     example_mech = scheme.group_step(noise_multiplier=sigma, group_size=1)
@@ -634,15 +785,35 @@ def group_curve(*, noise_multiplier=None, sampling_rate=None, steps=None, delta,
     reports = []
     for k, mech in zip(sizes, mechs):
         t0 = time.perf_counter()
-        eps = example if k == 1 else _epsilon_of([(mech, steps)], delta=delta, eps_error=eps_error,
-                                                 rel_error=rel_error, accountant=accountant)
+        eps = (
+            example
+            if k == 1
+            else _epsilon_of(
+                [(mech, steps)], delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant
+            )
+        )
         t1 = time.perf_counter()
         lemma = group_privacy_lemma_epsilon(curve, delta=delta, group_size=k)
         t2 = time.perf_counter()
-        reports.append(GroupReport(k, delta, scheme.name, eps, example, lemma, {
-            "mechanism": mech.to_dict(), "steps": steps, "accountant": example_acc.name,
-            "scheme": scheme.describe(), "eps_error": eps_error, "rel_error": rel_error,
-            "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1}}))
+        reports.append(
+            GroupReport(
+                k,
+                delta,
+                scheme.name,
+                eps,
+                example,
+                lemma,
+                {
+                    "mechanism": mech.to_dict(),
+                    "steps": steps,
+                    "accountant": example_acc.name,
+                    "scheme": scheme.describe(),
+                    "eps_error": eps_error,
+                    "rel_error": rel_error,
+                    "seconds": {"group": t1 - t0, "example": t_example, "lemma": t2 - t1},
+                },
+            )
+        )
     return reports
 
 
@@ -665,10 +836,29 @@ def _scheme_group_curve(*, run: TrainingRun, delta, sizes, eps_error, rel_error,
         elif "group_privacy_lemma_epsilon" in d:
             lemma = LemmaResult(d["group_privacy_lemma_epsilon"], note=d.get("group_privacy_lemma_note"))
         else:
-            lemma = LemmaResult(None, note=f"not computed: for {name} the certified bound is already the GDP group "
-                                           "bound of the example-level sqrt(E)/sigma-GDP guarantee")
-        reports.append(GroupReport(k, delta, name, eps, example, lemma, {
-            "sampling": name, "scheme": run.sampling.describe(), "upper": d.get("upper", "the example-level bound"),
-            "steps": run.steps, "accountant": DEFAULT_ACCOUNTANT, "eps_error": eps_error, "rel_error": rel_error,
-            "seconds": {"group": time.perf_counter() - t0, "example": t_example}}))
+            lemma = LemmaResult(
+                None,
+                note=f"not computed: for {name} the certified bound is already the GDP group "
+                "bound of the example-level sqrt(E)/sigma-GDP guarantee",
+            )
+        reports.append(
+            GroupReport(
+                k,
+                delta,
+                name,
+                eps,
+                example,
+                lemma,
+                {
+                    "sampling": name,
+                    "scheme": run.sampling.describe(),
+                    "upper": d.get("upper", "the example-level bound"),
+                    "steps": run.steps,
+                    "accountant": DEFAULT_ACCOUNTANT,
+                    "eps_error": eps_error,
+                    "rel_error": rel_error,
+                    "seconds": {"group": time.perf_counter() - t0, "example": t_example},
+                },
+            )
+        )
     return reports

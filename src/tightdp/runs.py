@@ -40,8 +40,10 @@ class TrainingRun:
     def __post_init__(self):
         object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         if not isinstance(self.sampling, SamplingScheme):
-            raise ValueError(f"sampling must be a tightdp.sampling scheme object, got {self.sampling!r} "
-                             "(TrainingRun.from_options parses names)")
+            raise ValueError(
+                f"sampling must be a tightdp.sampling scheme object, got {self.sampling!r} "
+                "(TrainingRun.from_options parses names)"
+            )
         scheme = self.sampling
         from_epochs = None
         if self.epochs is not None:
@@ -53,8 +55,10 @@ class TrainingRun:
         if self.steps is not None:
             k = check_count("steps", self.steps)
             if from_epochs is not None and k != from_epochs:
-                raise ValueError(f"steps ({k}) conflicts with epochs ({self.epochs:g} epochs = {from_epochs} "
-                                 "steps); give one or the other")
+                raise ValueError(
+                    f"steps ({k}) conflicts with epochs ({self.epochs:g} epochs = {from_epochs} "
+                    "steps); give one or the other"
+                )
         elif from_epochs is None:
             raise ValueError("steps is required (or give epochs)")
         else:
@@ -64,21 +68,30 @@ class TrainingRun:
         try:
             rel = Relation(rel)
         except ValueError:
-            raise ValueError(f"relation must be one of {', '.join(r.value for r in Relation)}, got "
-                             f"{self.relation!r}") from None
+            raise ValueError(
+                f"relation must be one of {', '.join(r.value for r in Relation)}, got {self.relation!r}"
+            ) from None
         if rel not in scheme.relations:
-            raise ValueError(f"relation must be {' or '.join(r.value for r in scheme.relations)} for sampling="
-                             f"{scheme.name!r}, got {rel.value!r}")
+            raise ValueError(
+                f"relation must be {' or '.join(r.value for r in scheme.relations)} for sampling="
+                f"{scheme.name!r}, got {rel.value!r}"
+            )
         object.__setattr__(self, "relation", rel)
 
     @classmethod
-    def from_options(cls, *, noise_multiplier, sampling="poisson", steps=None, epochs=None, relation=None,
-                     **options) -> "TrainingRun":
+    def from_options(
+        cls, *, noise_multiplier, sampling="poisson", steps=None, epochs=None, relation=None, **options
+    ) -> TrainingRun:
         """A run from the convenience keywords: ``sampling`` a registered name (or a scheme object) and
         ``sampling_rate`` / ``dataset_size`` / ``batch_size`` / ``max_batch_size`` as its ``from_options``
         reads them."""
-        return cls(noise_multiplier=noise_multiplier, sampling=parse_sampling(sampling, **options), steps=steps,
-                   epochs=epochs, relation=relation)
+        return cls(
+            noise_multiplier=noise_multiplier,
+            sampling=parse_sampling(sampling, **options),
+            steps=steps,
+            epochs=epochs,
+            relation=relation,
+        )
 
     # ---- derived views
     @property
@@ -89,7 +102,7 @@ class TrainingRun:
     def scheme_name(self) -> str:
         return self.sampling.name
 
-    def replace(self, **changes) -> "TrainingRun":
+    def replace(self, **changes) -> TrainingRun:
         """A copy with ``changes``; fields of the scheme (``sampling_rate``, ...) may be given too.
         ``steps`` replaces ``epochs`` (and the other way round)."""
         scheme_fields = {f.name for f in dataclasses.fields(self.sampling)} | {"sampling_rate"}
@@ -111,14 +124,20 @@ class TrainingRun:
         """One step as seen by a group of up to ``group_size`` examples (002 Thm 3.1 / 3.3); raises
         ``UnsupportedMechanismError`` saying why where the scheme has none (``tightdp.group_epsilon`` answers
         the schemes with a bound without amplification)."""
-        return self.sampling.group_step(noise_multiplier=self.noise_multiplier,
-                                        group_size=check_count("group_size", group_size))
+        return self.sampling.group_step(
+            noise_multiplier=self.noise_multiplier, group_size=check_count("group_size", group_size)
+        )
 
-    def epsilon(self, *, delta: float, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
-                rel_error: float | None = None) -> Bounds:
+    def epsilon(
+        self,
+        *,
+        delta: float,
+        accountant: str = DEFAULT_ACCOUNTANT,
+        eps_error: float | None = None,
+        rel_error: float | None = None,
+    ) -> Bounds:
         """Bounds on the run's epsilon at ``delta``; ``details["scheme"]`` names the scheme accounted."""
-        out = self.sampling.epsilon(self, delta=delta, accountant=accountant, eps_error=eps_error,
-                                    rel_error=rel_error)
+        out = self.sampling.epsilon(self, delta=delta, accountant=accountant, eps_error=eps_error, rel_error=rel_error)
         details = dict(out.details)
         if "scheme" in details and details["scheme"] != self.sampling.describe():
             details["scheme_analysis"] = details["scheme"]  # the scheme function's own words, kept
@@ -126,11 +145,20 @@ class TrainingRun:
         return Bounds(out.lower, out.estimate, out.upper, out.quantity, out.kind, details)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"noise_multiplier": self.noise_multiplier, "steps": self.steps, "epochs": self.epochs,
-                "relation": self.relation.value, "sampling": self.sampling.to_dict()}  # type: ignore[union-attr]
+        return {
+            "noise_multiplier": self.noise_multiplier,
+            "steps": self.steps,
+            "epochs": self.epochs,
+            "relation": self.relation.value,
+            "sampling": self.sampling.to_dict(),
+        }  # type: ignore[union-attr]
 
     @classmethod
-    def from_dict(cls, d) -> "TrainingRun":
+    def from_dict(cls, d) -> TrainingRun:
         d = dict(d)
-        return cls(noise_multiplier=d["noise_multiplier"], sampling=scheme_from_dict(d["sampling"]),
-                   steps=d.get("steps"), relation=d.get("relation"))
+        return cls(
+            noise_multiplier=d["noise_multiplier"],
+            sampling=scheme_from_dict(d["sampling"]),
+            steps=d.get("steps"),
+            relation=d.get("relation"),
+        )

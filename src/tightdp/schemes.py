@@ -30,16 +30,23 @@ from .errors import PrecisionError
 from .mechanisms.allocation import _WIDE_SIGMA, RandomAllocation, lower_bound_epsilon, max_statistic_pld
 from .mechanisms.basic import Gaussian
 from .mechanisms.subsampled import PoissonSampled
-from .mechanisms.truncated import TruncatedPoissonSampled, kept_probability
+from .mechanisms.truncated import TruncatedPoissonSampled
 
-__all__ = ["allocation_accountant", "allocation_epsilon", "cyclic_allocation_epsilon", "shuffle_epsilon",
-           "truncated_poisson_epsilon"]
+__all__ = [
+    "allocation_accountant",
+    "allocation_epsilon",
+    "cyclic_allocation_epsilon",
+    "shuffle_epsilon",
+    "truncated_poisson_epsilon",
+]
 
 #: what ``allocation_epsilon`` accounts, said in every answer (jax_privacy's balls-in-bins is the other one)
 FRESH_BIN = "a fresh bin every epoch (random allocation, tightdp's balls-and-bins)"
 #: what the upper ends cover (the proof is in tightdp.mechanisms.allocation's docstring)
-ADAPTIVE = ("upper bound proven for adaptive steps (DP-SGD): the adaptive pair is dominated by the non-adaptive "
-            "one, tightdp.mechanisms.allocation, 'Adaptive steps'")
+ADAPTIVE = (
+    "upper bound proven for adaptive steps (DP-SGD): the adaptive pair is dominated by the non-adaptive "
+    "one, tightdp.mechanisms.allocation, 'Adaptive steps'"
+)
 #: what ``cyclic_allocation_epsilon`` accounts
 CYCLIC_BIN = "one bin for the whole run, repeated every cycle (jax_privacy BallsInBinsSampling)"
 
@@ -52,30 +59,62 @@ def allocation_accountant(*, eps_error: float | None = None, rel_error: float | 
     return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
 
 
-def _wide_bounds(sigma: float, t: int, epochs: int, delta: float, eps_error: float | None,
-                 rel_error: float | None, reason: str, scheme: str = FRESH_BIN):
+def _wide_bounds(
+    sigma: float,
+    t: int,
+    epochs: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+    reason: str,
+    scheme: str = FRESH_BIN,
+):
     """A certified but wide interval for 1-of-``t`` allocation when the lattice realisation cannot answer
     (tiny noise or delta): ``upper`` without amplification (for every allocation the epoch is one Gaussian
     step of sensitivity 1, so by joint convexity ``sqrt(E)/sigma``-GDP), ``lower`` from the post-processing
     ``max_i x_i`` (``max_statistic_pld``, both directions)."""
-    up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-        Gaussian(noise_multiplier=sigma), epochs).epsilon(delta)
+    up = (
+        ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+        .compose(Gaussian(noise_multiplier=sigma), epochs)
+        .epsilon(delta)
+    )
     try:
-        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(sigma, t, h, 1.0, 0.0, r), epochs, delta,
-                                        min(0.01, eps_error or 0.01)) for r in (False, True))
+        lower = max(
+            lower_bound_epsilon(
+                lambda h, r=r: max_statistic_pld(sigma, t, h, 1.0, 0.0, r), epochs, delta, min(0.01, eps_error or 0.01)
+            )
+            for r in (False, True)
+        )
     except PrecisionError:
         lower = 0.0
     lower = min(lower, up.upper)
-    return Bounds(lower, up.upper, up.upper, "epsilon", "bound", {
-        "sampling": f"random allocation, 1 of {t} steps per epoch", "scheme": scheme,
-        "adaptive": ADAPTIVE,
-        "upper": f"no amplification: {math.sqrt(epochs) / sigma:.6g}-GDP (joint convexity over allocations)",
-        "lower": "post-processing max_i x_i of the epoch (certified from below)",
-        "note": f"wide interval: the exact realisation could not answer ({reason})"})
+    return Bounds(
+        lower,
+        up.upper,
+        up.upper,
+        "epsilon",
+        "bound",
+        {
+            "sampling": f"random allocation, 1 of {t} steps per epoch",
+            "scheme": scheme,
+            "adaptive": ADAPTIVE,
+            "upper": f"no amplification: {math.sqrt(epochs) / sigma:.6g}-GDP (joint convexity over allocations)",
+            "lower": "post-processing max_i x_i of the epoch (certified from below)",
+            "note": f"wide interval: the exact realisation could not answer ({reason})",
+        },
+    )
 
 
-def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, delta: float,
-                       num_selected: int = 1, eps_error: float | None = None, rel_error: float | None = None):
+def allocation_epsilon(
+    *,
+    noise_multiplier: float,
+    num_steps: int,
+    epochs: int,
+    delta: float,
+    num_selected: int = 1,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+):
     """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
     ``num_selected`` of ``num_steps`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
     sensitivity; add/remove neighbouring).
@@ -100,64 +139,106 @@ def allocation_epsilon(*, noise_multiplier: float, num_steps: int, epochs: int, 
     epochs = check_count("epochs", epochs)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    mech = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps,
-                            num_selected=num_selected)
+    mech = RandomAllocation(
+        mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps, num_selected=num_selected
+    )
     k, t = num_selected, num_steps
     if k == t or (k == 1 and noise_multiplier >= _WIDE_SIGMA):
         try:
             out = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
         except PrecisionError as exc:
             return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
-        return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
-                      {**dict(out.details), "sampling": f"random allocation, {k} of {t} steps per epoch",
-                       "scheme": FRESH_BIN, "adaptive": ADAPTIVE,
-                       "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
-                       if k == 1 else "closed form: k = t is the Gaussian mechanism composed t times"})
+        return Bounds(
+            out.lower,
+            out.estimate,
+            out.upper,
+            "epsilon",
+            "bound",
+            {
+                **dict(out.details),
+                "sampling": f"random allocation, {k} of {t} steps per epoch",
+                "scheme": FRESH_BIN,
+                "adaptive": ADAPTIVE,
+                "method": "dominating / dominated pairs (exact PLD realisation, 2602.17284)"
+                if k == 1
+                else "closed form: k = t is the Gaussian mechanism composed t times",
+            },
+        )
     if k == 1:
-        return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error,
-                            f"noise multiplier below {_WIDE_SIGMA}: the likelihood-ratio lattice would be too long")
+        return _wide_bounds(
+            noise_multiplier,
+            t,
+            epochs,
+            delta,
+            eps_error,
+            rel_error,
+            f"noise multiplier below {_WIDE_SIGMA}: the likelihood-ratio lattice would be too long",
+        )
     acc = allocation_accountant(eps_error=eps_error, rel_error=rel_error)
     for steps, count in mech.blocks():
         block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
         acc.compose(block, count * epochs)
     try:
         up = acc.epsilon(delta)
-        upper_how = ("composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
-                     "reduction; adaptive steps: tightdp.mechanisms.allocation, 'Adaptive steps'), certified")
+        upper_how = (
+            "composition of 1-of-floor/ceil(t/k) allocations (Feldman & Shenfeld 2502.08202, k-to-1 "
+            "reduction; adaptive steps: tightdp.mechanisms.allocation, 'Adaptive steps'), certified"
+        )
     except PrecisionError as exc:
         # for every allocation an epoch is k Gaussian steps of sensitivity 1: by joint convexity over the
         # allocations, E epochs are sqrt(k E) / sigma-GDP (no amplification), the wide certified fallback
-        up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-            Gaussian(noise_multiplier=noise_multiplier / math.sqrt(k)), epochs).epsilon(delta)
-        upper_how = (f"no amplification: {math.sqrt(k * epochs) / noise_multiplier:.6g}-GDP (joint convexity "
-                     f"over allocations); wide interval: the k-to-1 reduction could not answer ({exc})")
+        up = (
+            ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+            .compose(Gaussian(noise_multiplier=noise_multiplier / math.sqrt(k)), epochs)
+            .epsilon(delta)
+        )
+        upper_how = (
+            f"no amplification: {math.sqrt(k * epochs) / noise_multiplier:.6g}-GDP (joint convexity "
+            f"over allocations); wide interval: the k-to-1 reduction could not answer ({exc})"
+        )
     lo_mech = Gaussian(noise_multiplier=noise_multiplier * math.sqrt(t) / k)
     lo = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(lo_mech, epochs).epsilon(delta)
     # the post-processing max_i x_i: P(max <= m) = Phi((m - 1)/s)^k Phi(m/s)^(t-k) for every k-subset (both
     # directions, certified from below by merge-to-the-grid); better than sum_i x_i for small k and noise
     try:
-        by_max = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(noise_multiplier, t, h, 1.0, 0.0, r,
-                                                                          shifted=k),
-                                         epochs, delta, min(0.01, eps_error or 0.01)) for r in (False, True))
+        by_max = max(
+            lower_bound_epsilon(
+                lambda h, r=r: max_statistic_pld(noise_multiplier, t, h, 1.0, 0.0, r, shifted=k),
+                epochs,
+                delta,
+                min(0.01, eps_error or 0.01),
+            )
+            for r in (False, True)
+        )
     except PrecisionError:
         by_max = 0.0
     lower = min(max(lo.lower, by_max), up.upper)
     details: dict[str, Any] = {
-        "sampling": f"random allocation, {k} of {t} steps per epoch", "scheme": FRESH_BIN,
-        "adaptive": ADAPTIVE, "upper": upper_how,
+        "sampling": f"random allocation, {k} of {t} steps per epoch",
+        "scheme": FRESH_BIN,
+        "adaptive": ADAPTIVE,
+        "upper": upper_how,
         "lower": f"the larger of two post-processings, each certified: sum_i x_i (Gaussian mu = k / (sigma sqrt t) "
-                 f"= {k / (noise_multiplier * math.sqrt(t)):.4g} per epoch: {lo.lower:.6g}) and max_i x_i "
-                 f"({by_max:.6g}); loose (no tight lower bound implemented for 1 < k < t)",
-        "upper_details": dict(up.details)}
+        f"= {k / (noise_multiplier * math.sqrt(t)):.4g} per epoch: {lo.lower:.6g}) and max_i x_i "
+        f"({by_max:.6g}); loose (no tight lower bound implemented for 1 < k < t)",
+        "upper_details": dict(up.details),
+    }
     if upper_how.startswith("no amplification"):
         details["note"] = "wide interval: the k-to-1 reduction could not answer at this noise and delta"
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 
 
 # --------------------------------------------------------------------------- one bin for the whole run
-def cyclic_allocation_epsilon(*, noise_multiplier: float, steps_per_cycle: int, cycles: int | None = None,
-                              delta: float, steps: int | None = None, eps_error: float | None = None,
-                              rel_error: float | None = None) -> Bounds:
+def cyclic_allocation_epsilon(
+    *,
+    noise_multiplier: float,
+    steps_per_cycle: int,
+    cycles: int | None = None,
+    delta: float,
+    steps: int | None = None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+) -> Bounds:
     """Certified ``[lower, upper]`` on epsilon of DP-SGD with *one bin for the whole run*: every record
     draws one slot ``B`` uniformly from the ``t = steps_per_cycle`` slots, once, and is used in step ``s``
     exactly when ``s mod t = B`` (jax_privacy's ``BallsInBinsSampling(iterations, cycle_length)``;
@@ -232,8 +313,9 @@ def cyclic_allocation_epsilon(*, noise_multiplier: float, steps_per_cycle: int, 
     check_positive("noise_multiplier", noise_multiplier)
     t = check_count("steps_per_cycle", steps_per_cycle)
     if (cycles is None) == (steps is None):
-        raise ValueError("give exactly one of cycles (full cycles) and steps (total steps), got "
-                         f"cycles={cycles!r}, steps={steps!r}")
+        raise ValueError(
+            f"give exactly one of cycles (full cycles) and steps (total steps), got cycles={cycles!r}, steps={steps!r}"
+        )
     if cycles is not None:
         c, r = check_count("cycles", cycles), 0
     else:
@@ -243,33 +325,45 @@ def cyclic_allocation_epsilon(*, noise_multiplier: float, steps_per_cycle: int, 
 
     def one_epoch(n_cycles: int) -> Bounds:
         sigma = noise_multiplier / math.sqrt(n_cycles)
-        return allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=1, delta=delta,
-                                  eps_error=eps_error, rel_error=rel_error)
+        return allocation_epsilon(
+            noise_multiplier=sigma, num_steps=t, epochs=1, delta=delta, eps_error=eps_error, rel_error=rel_error
+        )
 
     total = c * t + r
-    base = {"sampling": f"one bin of {t} for the whole run, {total} steps ({c} full cycles"
-                        + (f" and {r} steps of a partial cycle)" if r else ")"),
-            "scheme": CYCLIC_BIN,
-            "reduction": "the run's likelihood ratio is that of one epoch of 1-of-t random allocation of "
-                         "Gaussian(sigma / sqrt(cycles)) (exact for non-adaptive steps; dominating for "
-                         "adaptive steps, proof in tightdp.mechanisms.allocation, 'Adaptive steps')"}
+    base = {
+        "sampling": f"one bin of {t} for the whole run, {total} steps ({c} full cycles"
+        + (f" and {r} steps of a partial cycle)" if r else ")"),
+        "scheme": CYCLIC_BIN,
+        "reduction": "the run's likelihood ratio is that of one epoch of 1-of-t random allocation of "
+        "Gaussian(sigma / sqrt(cycles)) (exact for non-adaptive steps; dominating for "
+        "adaptive steps, proof in tightdp.mechanisms.allocation, 'Adaptive steps')",
+    }
     up = one_epoch(c + 1 if r else c)
     if not r:
         details = {**dict(up.details), **base, "sigma_per_cycle_sum": noise_multiplier / math.sqrt(c)}
         return Bounds(up.lower, up.estimate, up.upper, "epsilon", "bound", details)
     lower = min(one_epoch(c).lower, up.upper) if c else 0.0
-    details = {**base, "upper": f"padded to {c + 1} full cycles (a padded step has gradient 0, dominated by a "
-                                f"unit gradient): {up.upper:.6g}",
-               "lower": (f"the first {c} full cycles (a marginal of the output): {lower:.6g}" if c else
-                         "0 (no full cycle)"),
-               "note": "partial last cycle: the interval brackets it between c and c + 1 full cycles",
-               "upper_details": dict(up.details)}
+    details = {
+        **base,
+        "upper": f"padded to {c + 1} full cycles (a padded step has gradient 0, dominated by a "
+        f"unit gradient): {up.upper:.6g}",
+        "lower": (f"the first {c} full cycles (a marginal of the output): {lower:.6g}" if c else "0 (no full cycle)"),
+        "note": "partial last cycle: the interval brackets it between c and c + 1 full cycles",
+        "upper_details": dict(up.details),
+    }
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 
 
 # --------------------------------------------------------------------------- shuffling
-def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, delta: float,
-                    eps_error: float | None = None, rel_error: float | None = None) -> Bounds:
+def shuffle_epsilon(
+    *,
+    noise_multiplier: float,
+    num_batches: int,
+    epochs: int,
+    delta: float,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+) -> Bounds:
     """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``num_batches`` steps
     ("zero-out" neighbouring of Chua et al. 2403.17673; ``tightdp.mechanisms.shuffle`` states both theorems).
 
@@ -284,8 +378,11 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
     epochs = check_count("epochs", epochs)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    up = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(
-        Gaussian(noise_multiplier=noise_multiplier), epochs).epsilon(delta)
+    up = (
+        ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+        .compose(Gaussian(noise_multiplier=noise_multiplier), epochs)
+        .epsilon(delta)
+    )
     s = noise_multiplier
     h0 = min(0.01, eps_error or 0.01)
     if t == 1:
@@ -293,23 +390,34 @@ def shuffle_epsilon(*, noise_multiplier: float, num_batches: int, epochs: int, d
         # +1 against 0 and every other record's 0 attains it), so the Gaussian's certified lower end holds
         lower = up.lower
     else:
-        lower = max(lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
-                    for r in (False, True))
+        lower = max(
+            lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
+            for r in (False, True)
+        )
     lower = min(lower, up.upper)
     details: dict[str, Any] = {
         "sampling": f"shuffled fixed batches, {t} per epoch, zero-out neighbouring (Chua et al. 2403.17673)",
         "upper": f"no amplification: {math.sqrt(epochs) / s:.6g}-GDP (joint convexity over permutations; no tighter "
-                 "certified bound is known for shuffling)",
+        "certified bound is known for shuffling)",
         "lower": "Chua et al. 2403.17673 attack pair MoG(2) vs MoG(1) seen through max_i x_i (a post-processing), "
-                 "both directions, certified from below by merge-to-the-grid",
-        "upper_interval": [up.lower, up.upper]}
+        "both directions, certified from below by merge-to-the-grid",
+        "upper_interval": [up.lower, up.upper],
+    }
     return Bounds(lower, up.upper, up.upper, "epsilon", "bound", details)
 
 
 # --------------------------------------------------------------------------- truncated Poisson
-def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, dataset_size: int,
-                              max_batch_size: int, steps: int, delta: float, eps_error: float | None = None,
-                              rel_error: float | None = None):
+def truncated_poisson_epsilon(
+    *,
+    noise_multiplier: float,
+    sampling_rate: float,
+    dataset_size: int,
+    max_batch_size: int,
+    steps: int,
+    delta: float,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+):
     """Certified ``[lower, upper]`` on epsilon of ``steps`` truncated-Poisson DP-SGD steps (add/remove).
 
     ``upper``: the smaller of two certified upper bounds (``tightdp.mechanisms.truncated``): the revealed-S
@@ -334,11 +442,16 @@ def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, 
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     g = Gaussian(noise_multiplier=noise_multiplier)
-    mech = TruncatedPoissonSampled(mechanism=g, sampling_rate=sampling_rate, dataset_size=dataset_size,
-                                   max_batch_size=max_batch_size)
-    ganesh = TruncatedPoissonSampled(mechanism=g, sampling_rate=mech.sampling_rate,
-                                     dataset_size=mech.dataset_size, max_batch_size=mech.max_batch_size,
-                                     upper_pair="ganesh")
+    mech = TruncatedPoissonSampled(
+        mechanism=g, sampling_rate=sampling_rate, dataset_size=dataset_size, max_batch_size=max_batch_size
+    )
+    ganesh = TruncatedPoissonSampled(
+        mechanism=g,
+        sampling_rate=mech.sampling_rate,
+        dataset_size=mech.dataset_size,
+        max_batch_size=mech.max_batch_size,
+        upper_pair="ganesh",
+    )
     ups = {}
     for name, m in (("revealed-S pair", mech), ("Ganesh's pair", ganesh)):
         try:
@@ -356,26 +469,41 @@ def truncated_poisson_epsilon(*, noise_multiplier: float, sampling_rate: float, 
     q_eff = mech.kept_probability()
     details: dict[str, Any] = {
         "sampling": f"truncated Poisson: rate {mech.sampling_rate:g}, batches cut to {mech.max_batch_size} of "
-                    f"{mech.dataset_size}",
+        f"{mech.dataset_size}",
         "upper": f"the smaller of two certified upper bounds: {best} (revealed-S: mixture over the other sampled "
-                 f"records of Poisson-subsampled Gaussians; Ganesh 2025: p_T = {p_t:.4g} weight on replace-one, "
-                 f"q_T = {q_t:.4g}, sigma/2)",
+        f"records of Poisson-subsampled Gaussians; Ganesh 2025: p_T = {p_t:.4g} weight on replace-one, "
+        f"q_T = {q_t:.4g}, sigma/2)",
         "upper_bounds": {k: (v.upper if isinstance(v, Bounds) else f"refused: {v}") for k, v in ups.items()},
         "upper_interval": [float(up.details.get("dominating_pair_lower", up.lower)), up.upper],
-        **({"ganesh_interval": [float(done["Ganesh's pair"].details.get("dominating_pair_lower",
-                                                                        done["Ganesh's pair"].lower)),
-                                done["Ganesh's pair"].upper]} if "Ganesh's pair" in done else {}),
+        **(
+            {
+                "ganesh_interval": [
+                    float(done["Ganesh's pair"].details.get("dominating_pair_lower", done["Ganesh's pair"].lower)),
+                    done["Ganesh's pair"].upper,
+                ]
+            }
+            if "Ganesh's pair" in done
+            else {}
+        ),
         "lower": f"the larger of two attained pairs' certified lower ends: all other gradients 0 (Poisson-subsampled "
-                 f"Gaussian at q_eff = {q_eff:.6g}: {up.lower:.6g}) and other gradients -1, given a cut batch "
-                 f"(Poisson at q_T with shift 2, weight p_T^steps: {cut_lower:.6g})",
+        f"Gaussian at q_eff = {q_eff:.6g}: {up.lower:.6g}) and other gradients -1, given a cut batch "
+        f"(Poisson at q_T with shift 2, weight p_T^steps: {cut_lower:.6g})",
         "gap": f"{up.upper - lower:.4g}: the distance between the best certified lower end (an attained pair) and "
-               "the best certified upper bound; the truth lies between",
-        "upper_details": dict(up.details)}
+        "the best certified upper bound; the truth lies between",
+        "upper_details": dict(up.details),
+    }
     return Bounds(lower, min(max(up.estimate, lower), up.upper), up.upper, "epsilon", "bound", details)
 
 
-def _cut_lower(g: Gaussian, mech: TruncatedPoissonSampled, steps: int, delta: float, upper: float,
-               eps_error: float | None, rel_error: float | None) -> float:
+def _cut_lower(
+    g: Gaussian,
+    mech: TruncatedPoissonSampled,
+    steps: int,
+    delta: float,
+    upper: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> float:
     """The certified lower end of the "cut batch" attained pair (``truncated_poisson_epsilon``), or 0."""
     from scipy import stats  # lazily (import cost)
 
@@ -395,8 +523,10 @@ def _cut_lower(g: Gaussian, mech: TruncatedPoissonSampled, steps: int, delta: fl
     target = (delta + math.exp(upper) * miss) / w * (1.0 + 1e-14)
     if not target < 0.5:
         return 0.0
-    pair = PoissonSampled(mechanism=Gaussian(noise_multiplier=g.noise_multiplier / 2.0, sensitivity=g.sensitivity),
-                          sampling_rate=min(1.0, q_t * (1.0 - 1e-9)))
+    pair = PoissonSampled(
+        mechanism=Gaussian(noise_multiplier=g.noise_multiplier / 2.0, sensitivity=g.sensitivity),
+        sampling_rate=min(1.0, q_t * (1.0 - 1e-9)),
+    )
     try:
         low = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(pair, steps).epsilon(target)
     except PrecisionError:

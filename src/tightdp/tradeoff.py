@@ -72,8 +72,9 @@ error of the few operations involved and far below anything a user reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr, ndtri
@@ -81,8 +82,7 @@ from scipy.special import ndtr, ndtri
 from ._validation import check_real_array
 from .bounds import Bounds, _jsonable
 
-__all__ = ["TradeoffCurve", "tradeoff_curve", "tradeoff_lower_curve", "tradeoff_from_accountant",
-           "DEFAULT_ALPHAS"]
+__all__ = ["TradeoffCurve", "tradeoff_curve", "tradeoff_lower_curve", "tradeoff_from_accountant", "DEFAULT_ALPHAS"]
 
 _U = float(np.finfo(float).eps)  # 2.2e-16, one ulp at 1
 #: Where the curves are reported by default: dense near 0 (the attack regime) and over [0, 1].
@@ -125,8 +125,10 @@ def _intervals(dq: np.ndarray, sq: np.ndarray, d: np.ndarray, s: np.ndarray) -> 
     dd = d[None, :] - dq[:, None]
     with np.errstate(divide="ignore", invalid="ignore"):
         x = dd / ds
-        tol = 8 * _U * (np.abs(d)[None, :] + np.abs(dq)[:, None] + (sq[:, None] + s[None, :]) * np.abs(x)) \
-            / np.abs(ds) + 1e-300
+        tol = (
+            8 * _U * (np.abs(d)[None, :] + np.abs(dq)[:, None] + (sq[:, None] + s[None, :]) * np.abs(x)) / np.abs(ds)
+            + 1e-300
+        )
     pos, neg = ds > 0, ds < 0
     with np.errstate(invalid="ignore"):
         hi = np.min(np.where(pos, x + tol, np.inf), axis=1, initial=np.inf)
@@ -163,8 +165,10 @@ def _segments(eps, d_up, d_lo) -> _Segments:
     lo, hi = _intervals(d_lo, se, d, s)
     if np.any(lo > hi):
         i = int(np.flatnonzero(lo > hi)[0])
-        raise ValueError(f"delta_lower is not consistent with delta_upper: at epsilon={eps[i]:g} the lower bound "
-                         f"{d_lo[i]:.17g} exceeds what the upper bounds allow")
+        raise ValueError(
+            f"delta_lower is not consistent with delta_upper: at epsilon={eps[i]:g} the lower bound "
+            f"{d_lo[i]:.17g} exceeds what the upper bounds allow"
+        )
     a0, a1 = lo, hi
     c0, c1 = d_lo + se * a0, d_lo + se * a1
     # mirrors (b, a) in beta space are (1 - c, 1 - a) in c space; reversed so that a0 <= a1
@@ -172,8 +176,12 @@ def _segments(eps, d_up, d_lo) -> _Segments:
     keep = ma0 <= ma1
     anchors_a = np.array([0.0, 1.0])
     anchors_c = np.array([0.0, 1.0])
-    return _Segments(np.concatenate([a0, ma0[keep], anchors_a]), np.concatenate([c0, mc0[keep], anchors_c]),
-                     np.concatenate([a1, ma1[keep], anchors_a]), np.concatenate([c1, mc1[keep], anchors_c]))
+    return _Segments(
+        np.concatenate([a0, ma0[keep], anchors_a]),
+        np.concatenate([c0, mc0[keep], anchors_c]),
+        np.concatenate([a1, ma1[keep], anchors_a]),
+        np.concatenate([c1, mc1[keep], anchors_c]),
+    )
 
 
 def _chord(al, cl, ar, cr, x):
@@ -188,15 +196,17 @@ def _pair_value(L, R, x):
     (each ``(a0, c0, a1, c1)`` arrays broadcastable with ``x``)."""
     la0, lc0, la1, lc1 = L
     ra0, rc0, ra1, rc1 = R
-    return np.minimum(np.minimum(_chord(la0, lc0, ra0, rc0, x), _chord(la0, lc0, ra1, rc1, x)),
-                      np.minimum(_chord(la1, lc1, ra0, rc0, x), _chord(la1, lc1, ra1, rc1, x)))
+    return np.minimum(
+        np.minimum(_chord(la0, lc0, ra0, rc0, x), _chord(la0, lc0, ra1, rc1, x)),
+        np.minimum(_chord(la1, lc1, ra0, rc0, x), _chord(la1, lc1, ra1, rc1, x)),
+    )
 
 
 def _c_lower(alpha: np.ndarray, seg: _Segments) -> np.ndarray:
     """``1 - beta_upper``: a certified lower bound on the best attack's TPR (see the module docstring)."""
     out = np.empty(alpha.shape)
     for start in range(0, alpha.size, 256):  # bounded memory: (256, segments, K, K)
-        out[start:start + 256] = _c_lower_block(alpha[start:start + 256], seg)
+        out[start : start + 256] = _c_lower_block(alpha[start : start + 256], seg)
     return np.clip(out * (1.0 - _UPPER_REL), 0.0, 1.0)
 
 
@@ -267,8 +277,10 @@ def _mu_upper(eps, d_up) -> tuple[float, str | None]:
                 c = float(d[j] + s[j] * a) * (1 + _LOWER_REL)
                 if a <= 0.0:
                     if c > 0.0:
-                        return math.inf, (f"delta_upper > 0 at every epsilon of the grid (down to {d_up[j]:.3g} "
-                                          f"at epsilon = {eps[j]:.6g}): a finite grid cannot certify a Gaussian tail")
+                        return math.inf, (
+                            f"delta_upper > 0 at every epsilon of the grid (down to {d_up[j]:.3g} "
+                            f"at epsilon = {eps[j]:.6g}): a finite grid cannot certify a Gaussian tail"
+                        )
                     continue
                 if c >= 1.0:
                     return math.inf, "the certified lower curve reaches 0 before alpha = 1"
@@ -353,12 +365,18 @@ class TradeoffCurve:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the curves, the mu interval (``None`` for inf) and the grid."""
-        return {"alpha": _jsonable(self.alpha), "beta_lower": _jsonable(self.beta_lower),
-                "beta_upper": _jsonable(self.beta_upper), "max_gap": self.max_gap,
-                "mu": {"lower": _jsonable(self.mu_lower), "upper": _jsonable(self.mu_upper)},
-                "epsilons": _jsonable(self.epsilons), "delta_lower": _jsonable(self.delta_lower),
-                "delta_upper": _jsonable(self.delta_upper), "method": self.method,
-                "details": _jsonable(dict(self.details))}
+        return {
+            "alpha": _jsonable(self.alpha),
+            "beta_lower": _jsonable(self.beta_lower),
+            "beta_upper": _jsonable(self.beta_upper),
+            "max_gap": self.max_gap,
+            "mu": {"lower": _jsonable(self.mu_lower), "upper": _jsonable(self.mu_upper)},
+            "epsilons": _jsonable(self.epsilons),
+            "delta_lower": _jsonable(self.delta_lower),
+            "delta_upper": _jsonable(self.delta_upper),
+            "method": self.method,
+            "details": _jsonable(dict(self.details)),
+        }
 
 
 def _monotone_up(a: np.ndarray, c_low: np.ndarray) -> np.ndarray:
@@ -414,9 +432,18 @@ def _closed_form(mu: float, alphas: np.ndarray) -> TradeoffCurve:
     lo, hi = mu * (1 - 1e-12), mu * (1 + 1e-12)  # sqrt(sum c mu_i^2) is off by a few ulp at most
     c_up, c_low = _gdp_c(alphas, hi, up=True), _gdp_c(alphas, lo, up=False)
     empty = np.empty(0)
-    return TradeoffCurve(alphas, _beta_from_c(c_up, down=True), _beta_from_c(c_low, down=False, alpha=alphas), lo, hi,
-                         empty, empty, empty, "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 2.13 / 3.3)",
-                         {"mu_exact": mu})
+    return TradeoffCurve(
+        alphas,
+        _beta_from_c(c_up, down=True),
+        _beta_from_c(c_low, down=False, alpha=alphas),
+        lo,
+        hi,
+        empty,
+        empty,
+        empty,
+        "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 2.13 / 3.3)",
+        {"mu_exact": mu},
+    )
 
 
 def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
@@ -426,8 +453,10 @@ def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
     seg = _segments(eps, d_up, d_lo)
     c_low = np.minimum(_monotone_up(alphas, _c_lower(alphas, seg)), c_up)
     corners = np.concatenate([seg.a0, seg.a1])
-    mu_lo = _mu_lower(np.concatenate([alphas, corners]),
-                      np.concatenate([c_low, np.minimum(_c_lower(corners, seg), _c_upper(corners, d, s))]))
+    mu_lo = _mu_lower(
+        np.concatenate([alphas, corners]),
+        np.concatenate([c_low, np.minimum(_c_lower(corners, seg), _c_upper(corners, d, s))]),
+    )
     if eps.size and eps[0] == 0.0 and d_up[0] == 0.0:
         # delta(0) = 0 certified: total variation 0, P = Q, the curve is 1 - alpha and mu = 0 exactly (the
         # grid check below would ask G_mu <= beta_lower within rounding of alpha = 1, where beta_lower is 0)
@@ -437,8 +466,18 @@ def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
     details = dict(details)
     if why:
         details["mu_note"] = f"no finite mu-GDP statement certified: {why}"
-    return TradeoffCurve(alphas, _beta_from_c(c_up, down=True), _beta_from_c(c_low, down=False, alpha=alphas), mu_lo,
-                         max(mu_hi, mu_lo), eps, d_lo, d_up, method, details)
+    return TradeoffCurve(
+        alphas,
+        _beta_from_c(c_up, down=True),
+        _beta_from_c(c_low, down=False, alpha=alphas),
+        mu_lo,
+        max(mu_hi, mu_lo),
+        eps,
+        d_lo,
+        d_up,
+        method,
+        details,
+    )
 
 
 def _default_grid() -> np.ndarray:
@@ -470,8 +509,9 @@ def _refine(curve: TradeoffCurve, target: float, room: int) -> np.ndarray:
     return new
 
 
-def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3, max_points: int = 400,
-                   rounds: int = 4) -> TradeoffCurve:
+def tradeoff_curve(
+    source, *, epsilons=None, alphas=None, max_gap: float = 2e-3, max_points: int = 400, rounds: int = 4
+) -> TradeoffCurve:
     """The certified f-DP trade-off curve of ``source`` (module docstring for what is certified).
 
     ``source``: a composed accountant whose ``delta`` answers are bounds (``kind == "bound"``), or
@@ -509,14 +549,33 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         raise ValueError(f"source must be a tightdp accountant or a delta Bounds, got {type(source).__name__}")
     if not source.ledger:
         one = np.clip(1.0 - a, 0.0, 1.0)
-        return TradeoffCurve(a, one, one, 0.0, 0.0, np.empty(0), np.empty(0), np.empty(0), "nothing composed",
-                             {"max_gap": 0.0, "mu_exact": 0.0})  # G_0(a) = 1 - a
+        return TradeoffCurve(
+            a,
+            one,
+            one,
+            0.0,
+            0.0,
+            np.empty(0),
+            np.empty(0),
+            np.empty(0),
+            "nothing composed",
+            {"max_gap": 0.0, "mu_exact": 0.0},
+        )  # G_0(a) = 1 - a
     mu = _gaussian_ledger_mu(source)
     if mu is not None:
         out = _closed_form(mu, a)
-        return TradeoffCurve(out.alpha, out.beta_lower, out.beta_upper, out.mu_lower, out.mu_upper, out.epsilons,
-                             out.delta_lower, out.delta_upper, out.method,
-                             {**out.details, "max_gap": out.max_gap, "accountant": source.name})
+        return TradeoffCurve(
+            out.alpha,
+            out.beta_lower,
+            out.beta_upper,
+            out.mu_lower,
+            out.mu_upper,
+            out.epsilons,
+            out.delta_lower,
+            out.delta_upper,
+            out.method,
+            {**out.details, "max_gap": out.max_gap, "accountant": source.name},
+        )
     if source.kind != "bound":
         raise ValueError(f"source: accountant {source.name!r} gives approximations, not certified delta bounds")
     eps = _default_grid() if epsilons is None else np.unique(check_real_array("epsilons", epsilons, low=0.0))
@@ -540,8 +599,9 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         queries += 1
         eps, lo, up = np.concatenate([eps, new]), np.concatenate([lo, nlo]), np.concatenate([up, nup])
     while True:
-        curve = _from_grid(eps, lo, up, a, f"{source.name}: certified delta(eps) on {eps.size} epsilons",
-                           {"accountant": source.name})
+        curve = _from_grid(
+            eps, lo, up, a, f"{source.name}: certified delta(eps) on {eps.size} epsilons", {"accountant": source.name}
+        )
         new = _refine(curve, max_gap, min(max_points - eps.size, 4 * eps.size)) if queries <= rounds else np.empty(0)
         if new.size == 0:
             break
@@ -550,15 +610,32 @@ def tradeoff_curve(source, *, epsilons=None, alphas=None, max_gap: float = 2e-3,
         eps, lo, up = np.concatenate([eps, new]), np.concatenate([lo, nlo]), np.concatenate([up, nup])
         o = np.argsort(eps)
         eps, lo, up = eps[o], lo[o], up[o]
-    details = {**dict(curve.details), "max_gap": curve.max_gap, "delta_queries": queries,
-               "target_gap": max_gap, "reached": bool(curve.max_gap <= max_gap)}
+    details = {
+        **dict(curve.details),
+        "max_gap": curve.max_gap,
+        "delta_queries": queries,
+        "target_gap": max_gap,
+        "reached": bool(curve.max_gap <= max_gap),
+    }
     if not details["reached"]:
         width = float(np.max(curve.delta_upper - curve.delta_lower))
-        details["gap_note"] = (f"max gap {curve.max_gap:.3g} > target {max_gap:g}: the accountant's delta intervals "
-                               f"are up to {width:.3g} wide (a tighter accuracy option narrows them), and the grid "
-                               f"has {eps.size} epsilons after {queries} delta queries (max_points, rounds)")
-    return TradeoffCurve(curve.alpha, curve.beta_lower, curve.beta_upper, curve.mu_lower, curve.mu_upper,
-                         curve.epsilons, curve.delta_lower, curve.delta_upper, curve.method, details)
+        details["gap_note"] = (
+            f"max gap {curve.max_gap:.3g} > target {max_gap:g}: the accountant's delta intervals "
+            f"are up to {width:.3g} wide (a tighter accuracy option narrows them), and the grid "
+            f"has {eps.size} epsilons after {queries} delta queries (max_points, rounds)"
+        )
+    return TradeoffCurve(
+        curve.alpha,
+        curve.beta_lower,
+        curve.beta_upper,
+        curve.mu_lower,
+        curve.mu_upper,
+        curve.epsilons,
+        curve.delta_lower,
+        curve.delta_upper,
+        curve.method,
+        details,
+    )
 
 
 def _absolute_slack_twin(source, max_gap: float):
@@ -632,8 +709,11 @@ def tradeoff_from_accountant(accountant, epsilons=None, alphas=None) -> tuple[np
     upper delta is not certified (missing or not finite) are left out, which keeps
     the curve a lower bound. Needs an accountant whose ``delta`` answers are bounds.
     """
-    eps = (np.concatenate([np.linspace(0.0, 4.0, 60, endpoint=False), np.geomspace(4.0, 40.0, 60)])
-           if epsilons is None else check_real_array("epsilons", epsilons, low=0.0))
+    eps = (
+        np.concatenate([np.linspace(0.0, 4.0, 60, endpoint=False), np.geomspace(4.0, 40.0, 60)])
+        if epsilons is None
+        else check_real_array("epsilons", epsilons, low=0.0)
+    )
     b = accountant.delta(eps.tolist())
     if b.kind != "bound":
         raise ValueError(f"accountant {accountant.name!r} gives approximations, not certified delta bounds")

@@ -42,14 +42,19 @@ from .bounds import Bounds
 from .errors import UnsupportedMechanismError
 from .mechanisms.base import Mechanism
 from .mechanisms.losses import DiscreteLoss
-from .mechanisms.selection import (BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp)
+from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
 
-__all__ = ["Tuning", "selection_epsilon", "tuning_epsilon", "discrete_vector_epsilon", "TUNING_DISTRIBUTIONS",
-           "truncated_negative_binomial_mean"]
+__all__ = [
+    "Tuning",
+    "selection_epsilon",
+    "tuning_epsilon",
+    "discrete_vector_epsilon",
+    "TUNING_DISTRIBUTIONS",
+    "truncated_negative_binomial_mean",
+]
 
 #: the laws of the number of runs ``tuning_epsilon`` accepts
 TUNING_DISTRIBUTIONS = ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial")
-
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,12 +82,12 @@ class Tuning:
             object.__setattr__(self, "runs", check_count("tuning.runs", self.runs))
             for name in ("mean", "shape"):
                 if getattr(self, name) is not None:
-                    raise ValueError(f"tuning.{name} applies to a random number of runs, not to "
-                                     "distribution='fixed'")
+                    raise ValueError(f"tuning.{name} applies to a random number of runs, not to distribution='fixed'")
             return
         if self.runs is not None:
-            raise ValueError("tuning.runs applies to distribution='fixed'; give tuning.mean for a random number "
-                             "of runs")
+            raise ValueError(
+                "tuning.runs applies to distribution='fixed'; give tuning.mean for a random number of runs"
+            )
         if self.release != "best":
             raise ValueError("tuning.release='all' needs a fixed number of runs (distribution='fixed')")
         if self.mean is None:
@@ -96,7 +101,7 @@ class Tuning:
             raise ValueError(f"tuning.shape is fixed by distribution={self.distribution!r}; leave it out")
 
     @classmethod
-    def parse(cls, value) -> "Tuning":
+    def parse(cls, value) -> Tuning:
         """A ``Tuning`` from itself or a dict of its fields (unknown keys raise, naming them)."""
         if isinstance(value, cls):
             return value
@@ -111,8 +116,13 @@ class Tuning:
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"distribution": self.distribution, "runs": self.runs, "mean": self.mean, "shape": self.shape,
-                "release": self.release}
+        return {
+            "distribution": self.distribution,
+            "runs": self.runs,
+            "mean": self.mean,
+            "shape": self.shape,
+            "release": self.release,
+        }
 
     def describe(self) -> str:
         """The procedure in words, e.g. "8 fixed runs, the best released"."""
@@ -124,8 +134,16 @@ class Tuning:
 
     def epsilon(self, *, run, delta: float) -> Bounds:
         """``tuning_epsilon`` of ``run`` (one run's ledger) under this procedure."""
-        return tuning_epsilon(run=run, delta=delta, distribution=self.distribution, runs=self.runs,
-                              mean=self.mean, shape=self.shape, release=self.release)
+        return tuning_epsilon(
+            run=run,
+            delta=delta,
+            distribution=self.distribution,
+            runs=self.runs,
+            mean=self.mean,
+            shape=self.shape,
+            release=self.release,
+        )
+
 
 def _ledger(run) -> list[tuple[Mechanism, int]]:
     if isinstance(run, Mechanism):
@@ -135,8 +153,7 @@ def _ledger(run) -> list[tuple[Mechanism, int]]:
     except (TypeError, ValueError):
         raise ValueError(f"run must be a tightdp Mechanism or a list of (Mechanism, count), got {run!r}") from None
     if not entries or not all(isinstance(m, Mechanism) and c >= 1 for m, c in entries):
-        raise ValueError(f"run must be a tightdp Mechanism or a non-empty list of (Mechanism, count >= 1), "
-                         f"got {run!r}")
+        raise ValueError(f"run must be a tightdp Mechanism or a non-empty list of (Mechanism, count >= 1), got {run!r}")
     return entries
 
 
@@ -158,7 +175,8 @@ def _br_rdp(epsilon: float) -> np.ndarray:
 
 def _is_bounded_range(mechanism: Mechanism) -> bool:
     return isinstance(mechanism, (BoundedRange, ExponentialMechanism)) or (
-        isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel")
+        isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel"
+    )
 
 
 def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
@@ -182,8 +200,9 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
     upper, method = float(up.upper), "dominating pair (connect-the-dots)"
     if _is_bounded_range(mechanism):
-        eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)),
-                                             delta=delta)
+        eps_rdp, order = rm.epsilon_from_rdp(
+            orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)), delta=delta
+        )
         if eps_rdp < upper:
             upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
     pairs = getattr(mechanism, "attained_pairs", lambda: ())()
@@ -193,9 +212,12 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
     lower = min(lower, upper)
-    return Bounds(lower=lower, estimate=upper, upper=upper, details={"upper_method": method,
-                                                                     "lower_method": lower_method,
-                                                                     "count": count})
+    return Bounds(
+        lower=lower,
+        estimate=upper,
+        upper=upper,
+        details={"upper_method": method, "lower_method": lower_method, "count": count},
+    )
 
 
 def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bounds:
@@ -209,6 +231,7 @@ def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bound
         ``delta`` outside ``(0, 1)``, ``count`` not a positive integer, ``mechanism`` of another type.
     """
     from .mechanisms.discrete_vector import DiscreteGaussianVector
+
     delta = check_delta("delta", delta)
     count = check_count("count", count)
     if not isinstance(mechanism, DiscreteGaussianVector):
@@ -219,9 +242,16 @@ def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bound
         lo = float(ConnectDotsAccountant().compose(_times(ledger, count)).epsilon(delta).lower)
         if lo > lower:
             lower, how = lo, ", ".join(f"{c} x {m.describe()}" for m, c in ledger)
-    return Bounds(lower=min(lower, float(up.upper)), estimate=float(up.estimate), upper=float(up.upper),
-                  details={"upper_ledger": ", ".join(f"{c} x {m.describe()}" for m, c in mechanism.upper_ledger()),
-                           "lower_direction": how, "count": count})
+    return Bounds(
+        lower=min(lower, float(up.upper)),
+        estimate=float(up.estimate),
+        upper=float(up.upper),
+        details={
+            "upper_ledger": ", ".join(f"{c} x {m.describe()}" for m, c in mechanism.upper_ledger()),
+            "lower_direction": how,
+            "count": count,
+        },
+    )
 
 
 def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
@@ -251,8 +281,10 @@ def _run_rdp(entries) -> tuple[np.ndarray, np.ndarray]:
         curves = []
         for loss in m.privacy_losses():
             if not isinstance(loss, DiscreteLoss) or loss.infinity_mass > 0.0:
-                raise UnsupportedMechanismError(f"no Renyi curve for {m.describe()}: the Papernot-Steinke bounds "
-                                                "need one (use distribution='fixed')")
+                raise UnsupportedMechanismError(
+                    f"no Renyi curve for {m.describe()}: the Papernot-Steinke bounds "
+                    "need one (use distribution='fixed')"
+                )
             v, p = (np.asarray(x, float) for x in (loss.values, loss.probs))
             curves.append(rm.discrete_rdp(p=p, q=p * np.exp(-v), orders=orders))
         total = total + c * np.maximum(*curves)
@@ -276,8 +308,16 @@ def _gamma_for_mean(mean: float, shape: float) -> float:
     return lo
 
 
-def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int | None = None,
-                   mean: float | None = None, shape: float | None = None, release: str = "best") -> Bounds:
+def tuning_epsilon(
+    *,
+    run,
+    delta: float,
+    distribution: str = "fixed",
+    runs: int | None = None,
+    mean: float | None = None,
+    shape: float | None = None,
+    release: str = "best",
+) -> Bounds:
     """Certified epsilon of a tuning procedure that trains ``run`` (one run's ledger) several times.
 
     Parameters
@@ -316,10 +356,16 @@ def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int 
             raise ValueError("mean and shape apply to random numbers of runs, not to distribution='fixed'")
         b = ConnectDotsAccountant().compose(_times(entries, runs)).epsilon(delta)
         one = ConnectDotsAccountant().compose(entries).epsilon(delta) if release == "best" else b
-        return Bounds(lower=float(min(one.lower, b.upper)), estimate=float(b.estimate), upper=float(b.upper),
-                      details={"method": f"composition of {runs} runs (dominating pair)", "runs": runs,
-                               "lower_method": "one run (constant score)" if release == "best"
-                               else f"composition of {runs} runs"})
+        return Bounds(
+            lower=float(min(one.lower, b.upper)),
+            estimate=float(b.estimate),
+            upper=float(b.upper),
+            details={
+                "method": f"composition of {runs} runs (dominating pair)",
+                "runs": runs,
+                "lower_method": "one run (constant score)" if release == "best" else f"composition of {runs} runs",
+            },
+        )
     if runs is not None:
         raise ValueError("runs applies to distribution='fixed'; give mean for a random number of runs")
     if release != "best":
@@ -341,8 +387,10 @@ def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int 
         eps_hat = np.log1p(1.0 / (orders - 1.0))
         d_hat = np.asarray(ConnectDotsAccountant().compose(entries).delta(eps_hat).upper, float)
         out = rdp + mean * d_hat + math.log(mean) / (orders - 1.0)
-        details["method"] = ("Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
-                             "certified curve; CKS 2020 Prop. 12 conversion")
+        details["method"] = (
+            "Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
+            "certified curve; CKS 2020 Prop. 12 conversion"
+        )
         p_zero = math.exp(-mean)
     else:
         gamma = _gamma_for_mean(mean, shape)
@@ -350,8 +398,12 @@ def tuning_epsilon(*, run, delta: float, distribution: str = "fixed", runs: int 
         c = (1.0 + shape) * float(np.min((1.0 - 1.0 / orders) * rdp - math.log(gamma) / orders))
         out = rdp + math.log(e_k) / (orders - 1.0) + c
         out = np.minimum.accumulate(out[::-1])[::-1]  # RDP is non-decreasing in the order
-        details.update(method="Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 "
-                              "Prop. 12 conversion", gamma=gamma, shape=shape)
+        details.update(
+            method="Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 "
+            "Prop. 12 conversion",
+            gamma=gamma,
+            shape=shape,
+        )
         p_zero = 0.0
     upper, order = rm.epsilon_from_rdp(orders=orders, rdp=out, delta=delta)
     details["order"] = order

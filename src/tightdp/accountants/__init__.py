@@ -7,8 +7,8 @@ CLI's ``--accountant``), passing only the options that accountant takes.
 import inspect
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
-from .edgeworth import EdgeworthAccountant
 from .connect_dots import ConnectDotsAccountant
+from .edgeworth import EdgeworthAccountant
 from .fourier import FourierAccountant
 from .gdp import GDPAccountant
 from .prv import PRVAccountant
@@ -18,8 +18,19 @@ from .rdp import RDPAccountant
 #: dominance-based certified bounds, with the PRV accountant behind it for what it cannot discretise
 DEFAULT_ACCOUNTANT = "connect-dots"
 
-__all__ = ["Accountant", "ACCOUNTANTS", "DEFAULT_ACCOUNTANT", "accountant_from_dict", "create", "PRVAccountant", "FourierAccountant",
-           "RDPAccountant", "GDPAccountant", "ConnectDotsAccountant", "EdgeworthAccountant"]
+__all__ = [
+    "Accountant",
+    "ACCOUNTANTS",
+    "DEFAULT_ACCOUNTANT",
+    "accountant_from_dict",
+    "create",
+    "PRVAccountant",
+    "FourierAccountant",
+    "RDPAccountant",
+    "GDPAccountant",
+    "ConnectDotsAccountant",
+    "EdgeworthAccountant",
+]
 
 
 def create(name: str, **options) -> Accountant:

@@ -51,10 +51,23 @@ from ..errors import UnsupportedMechanismError
 from ..mechanisms.base import PrivacyLoss
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, LaplaceLoss, PoissonLaplaceLoss
 
-__all__ = ["Moments", "pllr_moments", "pllr_statistics", "pllr_statistics_pair", "pllr_range", "pllr_char_abs",
-           "LAMBDAS", "edgeworth_sf",
-           "edgeworth_uniform_bound", "edgeworth_iid_bounds", "standardized", "SumStats", "integrated_delta_bounds",
-           "hoeffding_tail", "thm1_tail"]
+__all__ = [
+    "Moments",
+    "pllr_moments",
+    "pllr_statistics",
+    "pllr_statistics_pair",
+    "pllr_range",
+    "pllr_char_abs",
+    "LAMBDAS",
+    "edgeworth_sf",
+    "edgeworth_uniform_bound",
+    "edgeworth_iid_bounds",
+    "standardized",
+    "SumStats",
+    "integrated_delta_bounds",
+    "hoeffding_tail",
+    "thm1_tail",
+]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
@@ -74,7 +87,7 @@ class Moments:
     @property
     def cumulants(self) -> tuple[float, float, float, float, float]:
         """``kappa_1 .. kappa_5`` (``kappa4 = mu4 - 3 mu2^2``, ``kappa5 = mu5 - 10 mu3 mu2``)."""
-        return (self.mean, self.mu2, self.mu3, self.mu4 - 3 * self.mu2 ** 2, self.mu5 - 10 * self.mu3 * self.mu2)
+        return (self.mean, self.mu2, self.mu3, self.mu4 - 3 * self.mu2**2, self.mu5 - 10 * self.mu3 * self.mu2)
 
 
 # ------------------------------------------------------------------ one quadrature rule per loss
@@ -124,7 +137,7 @@ class _Rule:
         Ls, ps, qs = self.pieces(xs)
         n = _GL_NODES.size
         keep = np.ones(self.x.size, bool)
-        keep[i * n:(i + 1) * n] = False
+        keep[i * n : (i + 1) * n] = False
         L = np.concatenate([self.L[keep], Ls])
         return L, np.concatenate([(self.w * self.p)[keep], ws * ps]), np.concatenate([(self.w * self.q)[keep], ws * qs])
 
@@ -142,8 +155,10 @@ class _Rule:
         d3 = d2 * d
         vals = [float(np.dot(v, w2)) for v in (d2, d3, d2 * d2, d3 * d2, ad, ad * d2)]
         if av.size:
-            vals = [v + float(np.dot(a, aw)) for v, a in zip(vals, (da ** 2, da ** 3, da ** 4, da ** 5, np.abs(da),
-                                                                      np.abs(da) ** 3))]
+            vals = [
+                v + float(np.dot(a, aw))
+                for v, a in zip(vals, (da**2, da**3, da**4, da**5, np.abs(da), np.abs(da) ** 3))
+            ]
         return Moments(mean, *vals)
 
     def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
@@ -255,8 +270,9 @@ def _rule(loss: PrivacyLoss) -> _Rule:
 
 def _gaussian_moments(mu: float, sign: float) -> Moments:
     s = mu
-    return Moments(sign * mu * mu / 2.0, s ** 2, 0.0, 3 * s ** 4, 0.0, s * math.sqrt(2 / math.pi),
-                   2 * math.sqrt(2 / math.pi) * s ** 3)
+    return Moments(
+        sign * mu * mu / 2.0, s**2, 0.0, 3 * s**4, 0.0, s * math.sqrt(2 / math.pi), 2 * math.sqrt(2 / math.pi) * s**3
+    )
 
 
 def pllr_moments(loss: PrivacyLoss) -> tuple[Moments, Moments]:
@@ -281,8 +297,7 @@ def pllr_statistics(loss: PrivacyLoss, lambdas: np.ndarray = LAMBDAS) -> tuple[M
     """
     if isinstance(loss, GaussianLoss):
         mu = loss.mu
-        return (_gaussian_moments(mu, +1.0), _gaussian_moments(mu, -1.0),
-                lambdas * (lambdas + 1.0) * mu * mu / 2.0)
+        return (_gaussian_moments(mu, +1.0), _gaussian_moments(mu, -1.0), lambdas * (lambdas + 1.0) * mu * mu / 2.0)
     r = _rule(loss)
     return r.moments("P"), r.moments("Q"), r.log_mgf(lambdas)
 
@@ -290,15 +305,23 @@ def pllr_statistics(loss: PrivacyLoss, lambdas: np.ndarray = LAMBDAS) -> tuple[M
 def _is_swap(a: PrivacyLoss, b: PrivacyLoss) -> bool:
     """Whether ``b`` is the pair ``(Q, P)`` of ``a = (P, Q)``, possibly reflected ``x -> -x`` (which leaves the
     loss' distributions unchanged): Poisson-subsampled Gaussians, add vs remove."""
-    if not (isinstance(a, GaussianMixtureLoss) and isinstance(b, GaussianMixtureLoss) and a.sigma == b.sigma
-            and a.infinity_mass == 0.0 and b.infinity_mass == 0.0):
+    if not (
+        isinstance(a, GaussianMixtureLoss)
+        and isinstance(b, GaussianMixtureLoss)
+        and a.sigma == b.sigma
+        and a.infinity_mass == 0.0
+        and b.infinity_mass == 0.0
+    ):
         return False
 
     def comps(means, weights, sign):
         return sorted((sign * float(m), float(w)) for m, w in zip(means, weights))
 
-    return any(comps(a.p_means, a.p_weights, 1) == comps(b.q_means, b.q_weights, sg)
-               and comps(a.q_means, a.q_weights, 1) == comps(b.p_means, b.p_weights, sg) for sg in (1.0, -1.0))
+    return any(
+        comps(a.p_means, a.p_weights, 1) == comps(b.q_means, b.q_weights, sg)
+        and comps(a.q_means, a.q_weights, 1) == comps(b.p_means, b.p_weights, sg)
+        for sg in (1.0, -1.0)
+    )
 
 
 def _mirror(m: Moments) -> Moments:
@@ -332,13 +355,16 @@ class SumStats:
     mu4: float  # sum_i E(X_i - mu_i)^4
 
     @classmethod
-    def from_entries(cls, entries: list[tuple[Moments, int]]) -> "SumStats":
+    def from_entries(cls, entries: list[tuple[Moments, int]]) -> SumStats:
         n = sum(c for _, c in entries)
         kappa = tuple(sum(c * m.cumulants[r] for m, c in entries) for r in range(5))
-        return cls(n, kappa,  # type: ignore[arg-type]
-                   sum(c * m.abs1 * m.mu2 for m, c in entries),
-                   sum(c * m.abs3 for m, c in entries),
-                   sum(c * m.mu4 for m, c in entries))
+        return cls(
+            n,
+            kappa,  # type: ignore[arg-type]
+            sum(c * m.abs1 * m.mu2 for m, c in entries),
+            sum(c * m.abs3 for m, c in entries),
+            sum(c * m.mu4 for m, c in entries),
+        )
 
 
 def _hermite(z: np.ndarray, k: int) -> np.ndarray:
@@ -355,7 +381,7 @@ def edgeworth_correction(z: np.ndarray, gam: tuple[float, float, float], order: 
     if order >= 2:
         c = c + g4 / 24.0 * _hermite(z, 3) + g3 * g3 / 72.0 * _hermite(z, 5)
     if order >= 3:
-        c = c + g5 / 120.0 * _hermite(z, 4) + g3 * g4 / 144.0 * _hermite(z, 6) + g3 ** 3 / 1296.0 * _hermite(z, 8)
+        c = c + g5 / 120.0 * _hermite(z, 4) + g3 * g4 / 144.0 * _hermite(z, 6) + g3**3 / 1296.0 * _hermite(z, 8)
     return c
 
 
@@ -367,7 +393,7 @@ def edgeworth_sf(stats: SumStats, x: np.ndarray, order: int, *, log_scale: float
     k1, k2, k3, k4, k5 = stats.kappa
     B = math.sqrt(k2)
     z = (np.asarray(x, float) - k1) / B
-    gam = (k3 / B ** 3, k4 / B ** 4, k5 / B ** 5)
+    gam = (k3 / B**3, k4 / B**4, k5 / B**5)
     log_sf = special.log_ndtr(-z) + log_scale
     log_pdf = -0.5 * z * z - math.log(_SQRT2PI) + log_scale
     corr = edgeworth_correction(z, gam, order)
@@ -392,33 +418,35 @@ def _dgg_bound(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float
     """DGG (2023) Thm A.2 eq. (11) + r_{1,n} eq. (15) for one value of their free parameter ``e``."""
     lam = abs(lam3)
     d13 = (1 - 3 * e) ** 2
-    p1 = (144 + 48 * e + 4 * e * e) / 576 + (96 * math.sqrt(2 * e) + 32 * e + 16 * math.sqrt(2) * e ** 1.5) / 576
+    p1 = (144 + 48 * e + 4 * e * e) / 576 + (96 * math.sqrt(2 * e) + 32 * e + 16 * math.sqrt(2) * e**1.5) / 576
     e1 = math.exp(e * e * (1 / 6 + 2 * p1 / d13))
-    main = 0.1995 * K3t / math.sqrt(n) + (0.031 * K3t ** 2 + 0.327 * K4 * (1 / 12 + 1 / (4 * d13))) / n
-    skew = (0.054 * lam * K3t + 0.038 * e1 * lam3 ** 2) / n
+    main = 0.1995 * K3t / math.sqrt(n) + (0.031 * K3t**2 + 0.327 * K4 * (1 / 12 + 1 / (4 * d13))) / n
+    skew = (0.054 * lam * K3t + 0.038 * e1 * lam3**2) / n
     r = K4 / n
     g = special.gamma
     # integrated remainder bar R_n^{inid}(e), skewed case; larger of the published constants
-    a1 = _PSI / (48 * d13 * math.pi) * r ** 1.5 * 2 ** 4 * g(5)
-    a2 = _PSI / (24 ** 2 * 2 * d13 * math.pi) * r ** 2 * 2 ** 5 * g(6)
-    a3 = _PSI / (12 * d13 * math.pi) * r ** 1.25 * 2 ** 3.5 * g(4.5)
-    a4 = _PSI / (72 * d13 * math.pi) * r ** 1.5 * 2 ** 4 * g(5)
-    a5 = _PSI / (144 * d13 * math.pi) * r ** 1.75 * 2 ** 4.5 * g(5.5)
-    a6 = _PSI * e1 / (2 * math.pi) * r ** 2 * (1 / 24 + p1 / (2 * d13)) ** 2 * 2 ** 5 * g(6)
-    a7 = _PSI * e1 / (6 * math.pi) * lam * K4 / n ** 1.5 * (1 / 24 + p1 / (2 * d13)) * 2 ** 5 * g(6)
+    a1 = _PSI / (48 * d13 * math.pi) * r**1.5 * 2**4 * g(5)
+    a2 = _PSI / (24**2 * 2 * d13 * math.pi) * r**2 * 2**5 * g(6)
+    a3 = _PSI / (12 * d13 * math.pi) * r**1.25 * 2**3.5 * g(4.5)
+    a4 = _PSI / (72 * d13 * math.pi) * r**1.5 * 2**4 * g(5)
+    a5 = _PSI / (144 * d13 * math.pi) * r**1.75 * 2**4.5 * g(5.5)
+    a6 = _PSI * e1 / (2 * math.pi) * r**2 * (1 / 24 + p1 / (2 * d13)) ** 2 * 2**5 * g(6)
+    a7 = _PSI * e1 / (6 * math.pi) * lam * K4 / n**1.5 * (1 / 24 + p1 / (2 * d13)) * 2**5 * g(6)
     rbar = a1 + a2 + a3 + a4 + a5 + a6 + a7
     Delta = (1 - 4 * _CHI1 - math.sqrt(r)) / 2
     if Delta <= 0:
         return math.inf
-    up = 2 * Delta * min(e * math.sqrt(n / K4), 2 * n / K3t ** 2)
-    lo = 4 * Delta * n / K3t ** 2
-    curly = 0.5 * Delta ** -1.5 * abs(_lower_gamma(1.5, lo) - _lower_gamma(1.5, up))
+    up = 2 * Delta * min(e * math.sqrt(n / K4), 2 * n / K3t**2)
+    lo = 4 * Delta * n / K3t**2
+    curly = 0.5 * Delta**-1.5 * abs(_lower_gamma(1.5, lo) - _lower_gamma(1.5, up))
     low_end = min(math.sqrt(2 * e) * (n / K4) ** 0.25, 2 * math.sqrt(n) / K3t)
-    r1 = ((14.1961 + 67.0415) * K3t ** 4 / (16 * math.pi ** 4 * n * n)
-          + 4.3394 * lam * K3t ** 3 / (8 * math.pi ** 3 * n * n)
-          + rbar
-          + lam * (_upper_gamma(1.5, low_end) - _upper_gamma(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
-          + _PSI * K3 * curly / (6 * math.pi * math.sqrt(n)))
+    r1 = (
+        (14.1961 + 67.0415) * K3t**4 / (16 * math.pi**4 * n * n)
+        + 4.3394 * lam * K3t**3 / (8 * math.pi**3 * n * n)
+        + rbar
+        + lam * (_upper_gamma(1.5, low_end) - _upper_gamma(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
+        + _PSI * K3 * curly / (6 * math.pi * math.sqrt(n))
+    )
     return main + skew + r1
 
 
@@ -435,10 +463,10 @@ def edgeworth_uniform_bound(stats: SumStats) -> float:
     if n < 1 or var <= 0:
         return math.inf
     bbar = math.sqrt(var / n)
-    K3 = stats.abs3 / n / bbar ** 3
-    K3t = K3 + stats.abs1_var / n / bbar ** 3
-    K4 = stats.mu4 / n / bbar ** 4
-    lam3 = stats.kappa[2] / n / bbar ** 3
+    K3 = stats.abs3 / n / bbar**3
+    K3t = K3 + stats.abs1_var / n / bbar**3
+    K4 = stats.mu4 / n / bbar**4
+    lam3 = stats.kappa[2] / n / bbar**3
     best = math.inf
     for e in (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3):
         try:
@@ -454,8 +482,8 @@ def standardized(stats: SumStats) -> tuple[float, float, float, float, float]:
     """``(n, K3, K3tilde, K4, lambda3)`` of 004 Lemma 4.3 (DGG's average standardized moments)."""
     n = float(stats.n)
     bbar = math.sqrt(stats.kappa[1] / n)
-    K3 = stats.abs3 / n / bbar ** 3
-    return (n, K3, K3 + stats.abs1_var / n / bbar ** 3, stats.mu4 / n / bbar ** 4, stats.kappa[2] / n / bbar ** 3)
+    K3 = stats.abs3 / n / bbar**3
+    return (n, K3, K3 + stats.abs1_var / n / bbar**3, stats.mu4 / n / bbar**4, stats.kappa[2] / n / bbar**3)
 
 
 # ------------------------------------------------------ i.i.d. bounds (004 Remark 4.4, App. H)
@@ -476,52 +504,73 @@ def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, 
     lam = abs(lam3)
     d13 = (1 - 3 * e) ** 2
     g = special.gamma
-    P2 = (48 * e * math.sqrt(K4 / n) + 4 * e * e * K4 / n + 96 * math.sqrt(2 * e) * lam / (K4 ** 0.25 * n ** 0.25)
-          + 32 * e * lam3 ** 2 / math.sqrt(K4 * n) + 16 * math.sqrt(2) * K4 ** 0.25 * lam * e ** 1.5 / n ** 0.75)
+    P2 = (
+        48 * e * math.sqrt(K4 / n)
+        + 4 * e * e * K4 / n
+        + 96 * math.sqrt(2 * e) * lam / (K4**0.25 * n**0.25)
+        + 32 * e * lam3**2 / math.sqrt(K4 * n)
+        + 16 * math.sqrt(2) * K4**0.25 * lam * e**1.5 / n**0.75
+    )
     e2n = math.exp(e * e * (1 / 6 + 1 / (2 * d13) + 2 * P2 / (576 * d13)))
     e3 = math.exp(e * e / 6 + e * e / (2 * (1 - 3 * e)) ** 2)
     denom = 2 * d13 * math.pi
     bracket = K4 / 12 + 1 / (4 * d13) + P2 / (576 * d13)
-    rbar = (_PSI / denom * lam / (6 * n ** 1.5) * 2 ** 0.5 * g(1.5)
-            + _PSI / denom * K4 / (24 * n * n) * 2 ** 3 * g(4)
-            + _PSI / denom * lam3 ** 2 / (36 * n * n) * 2 ** 3 * g(4)
-            + _PSI / denom * K4 * lam / (72 * n ** 2.5) * 2 ** 3.5 * g(4.5)
-            + _PSI / denom * K4 ** 2 / (576 * n ** 3) * 2 ** 4 * g(5)
-            + _PSI / math.pi * e2n / (8 * n * n) * bracket * 2 ** 4 * g(5)
-            + _PSI / math.pi * e2n * lam / (12 * n ** 1.5) * bracket * 2 ** 3.5 * g(4.5))
+    rbar = (
+        _PSI / denom * lam / (6 * n**1.5) * 2**0.5 * g(1.5)
+        + _PSI / denom * K4 / (24 * n * n) * 2**3 * g(4)
+        + _PSI / denom * lam3**2 / (36 * n * n) * 2**3 * g(4)
+        + _PSI / denom * K4 * lam / (72 * n**2.5) * 2**3.5 * g(4.5)
+        + _PSI / denom * K4**2 / (576 * n**3) * 2**4 * g(5)
+        + _PSI / math.pi * e2n / (8 * n * n) * bracket * 2**4 * g(5)
+        + _PSI / math.pi * e2n * lam / (12 * n**1.5) * bracket * 2**3.5 * g(4.5)
+    )
     ug = _upper_gamma
     if kappa is None:  # Thm A.3
         low = min(math.sqrt(2 * e) * (n / K4) ** 0.25, 2 * math.sqrt(n) / K3t)
-        main = 0.1995 * K3t / math.sqrt(n) + (0.031 * K3t ** 2 + 0.327 * K4 * (1 / 12 + 1 / (4 * d13))) / n
-        skew = (0.054 * lam * K3t + 0.037 * e3 * lam3 ** 2) / n
-        r1 = ((14.1961 + 67.0415) * K3t ** 4 / (16 * math.pi ** 4 * n * n)
-              + 4.3394 * lam * K3t ** 3 / (8 * math.pi ** 3 * n * n) + rbar
-              + 1.306 * (e2n - e3) * lam3 ** 2 / (36 * n)
-              + lam * (ug(1.5, low) - ug(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
-              + _PSI * 2 ** 2.5 * K3 / (3 * math.pi * math.sqrt(n))
-              * (ug(1.5, low * low / 8) - ug(1.5, n / (2 * K3t ** 2))))
+        main = 0.1995 * K3t / math.sqrt(n) + (0.031 * K3t**2 + 0.327 * K4 * (1 / 12 + 1 / (4 * d13))) / n
+        skew = (0.054 * lam * K3t + 0.037 * e3 * lam3**2) / n
+        r1 = (
+            (14.1961 + 67.0415) * K3t**4 / (16 * math.pi**4 * n * n)
+            + 4.3394 * lam * K3t**3 / (8 * math.pi**3 * n * n)
+            + rbar
+            + 1.306 * (e2n - e3) * lam3**2 / (36 * n)
+            + lam * (ug(1.5, low) - ug(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
+            + _PSI * 2**2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, low * low / 8) - ug(1.5, n / (2 * K3t**2)))
+        )
         return main + skew + r1
     # Thm A.5
     main = 0.327 * K4 * (1 / 12 + 1 / (4 * d13)) / n
-    skew = 0.037 * e3 * lam3 ** 2 / n
-    up1 = 16 * math.pi ** 3 * n * n / K3t ** 4
+    skew = 0.037 * e3 * lam3**2 / n
+    up1 = 16 * math.pi**3 * n * n / K3t**4
     lo1 = min(math.sqrt(2 * e) * (n / K4) ** 0.25, up1)
-    up2 = 2 ** 5 * math.pi ** 6 * n ** 4 / K3t ** 8
+    up2 = 2**5 * math.pi**6 * n**4 / K3t**8
     lo2 = min(e * math.sqrt(n / (16 * K4)), up2)
-    T = 16 * math.pi ** 4 * n * n / K3t ** 4
+    T = 16 * math.pi**4 * n * n / K3t**4
     short = 1 - 4 * math.pi * _CHI1 * _T1STAR
-    J4 = _PSI / math.pi * abs(_e1(min(T ** 0.5, T * T) * short / (2 * math.pi ** 2))
-                               - _e1(min(_T1STAR ** 2 * T ** 0.5, T * T / math.pi ** 2) * short / 2))
-    J5 = _PSI / math.pi * abs(_e1(min(T ** 0.5, T * T) / (2 * math.pi ** 2)) - _e1(T * T / (2 * math.pi ** 2)))
-    r2 = (1.2533 * K3t ** 4 / (16 * math.pi ** 4 * n * n) + 0.3334 * K3t ** 4 * lam / (16 * math.pi ** 4 * n ** 2.5)
-          + 14.1961 * K3t ** 16 / ((2 * math.pi) ** 16 * n ** 8)
-          + 4.3394 * K3t ** 12 * lam / ((2 * math.pi) ** 12 * n ** 6.5)
-          + lam * (ug(1.5, lo1) - ug(1.5, up1)) / math.sqrt(n) + rbar
-          + _PSI * 2 ** 2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, lo2) - ug(1.5, up2))
-          + 1.306 * (e2n - e3) * lam3 ** 2 / (36 * n) + J4 + J5)
-    a_n = min(2 * _T1STAR * math.pi * math.sqrt(n) / K3t, 16 * math.pi ** 3 * n * n / K3t ** 4)
-    b_n = 16 * math.pi ** 4 * n * n / K3t ** 4
-    smooth = _PSI / math.pi * kappa ** n * math.log(max(b_n / a_n, 1.0))
+    J4 = (
+        _PSI
+        / math.pi
+        * abs(
+            _e1(min(T**0.5, T * T) * short / (2 * math.pi**2))
+            - _e1(min(_T1STAR**2 * T**0.5, T * T / math.pi**2) * short / 2)
+        )
+    )
+    J5 = _PSI / math.pi * abs(_e1(min(T**0.5, T * T) / (2 * math.pi**2)) - _e1(T * T / (2 * math.pi**2)))
+    r2 = (
+        1.2533 * K3t**4 / (16 * math.pi**4 * n * n)
+        + 0.3334 * K3t**4 * lam / (16 * math.pi**4 * n**2.5)
+        + 14.1961 * K3t**16 / ((2 * math.pi) ** 16 * n**8)
+        + 4.3394 * K3t**12 * lam / ((2 * math.pi) ** 12 * n**6.5)
+        + lam * (ug(1.5, lo1) - ug(1.5, up1)) / math.sqrt(n)
+        + rbar
+        + _PSI * 2**2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, lo2) - ug(1.5, up2))
+        + 1.306 * (e2n - e3) * lam3**2 / (36 * n)
+        + J4
+        + J5
+    )
+    a_n = min(2 * _T1STAR * math.pi * math.sqrt(n) / K3t, 16 * math.pi**3 * n * n / K3t**4)
+    b_n = 16 * math.pi**4 * n * n / K3t**4
+    smooth = _PSI / math.pi * kappa**n * math.log(max(b_n / a_n, 1.0))
     return main + skew + r2 + smooth
 
 
@@ -530,8 +579,8 @@ def kappa_window(stats: SumStats) -> tuple[float, float]:
     ``[a_n, b_n] / sqrt(n)`` with ``a_n = min(2 t1* pi sqrt(n) / K3tilde, 16 pi^3 n^2 / K3tilde^4)``,
     ``b_n = 16 pi^4 n^2 / K3tilde^4``."""
     n, _, K3t, _, _ = standardized(stats)
-    a_n = min(2 * _T1STAR * math.pi * math.sqrt(n) / K3t, 16 * math.pi ** 3 * n * n / K3t ** 4)
-    return a_n / math.sqrt(n), 16 * math.pi ** 4 * n * n / K3t ** 4 / math.sqrt(n)
+    a_n = min(2 * _T1STAR * math.pi * math.sqrt(n) / K3t, 16 * math.pi**3 * n * n / K3t**4)
+    return a_n / math.sqrt(n), 16 * math.pi**4 * n * n / K3t**4 / math.sqrt(n)
 
 
 def edgeworth_iid_bounds(stats: SumStats, kappa: float | None = None) -> dict[str, float]:
@@ -612,9 +661,10 @@ def thm1_tail(p: float, mu: float, m: int, eps: np.ndarray, eta: float, a_grid: 
     """
     eps = np.asarray(eps, float)
     a_grid = np.linspace(0.05, 6.0, 120) if a_grid is None else a_grid
-    ap = np.exp(-0.5 * a_grid ** 2 - special.log_ndtr(-a_grid)) / _SQRT2PI  # phi(a) / (1 - Phi(a))
-    t1 = (np.logaddexp(math.log1p(-p), math.log(p) + mu * a_grid - mu * mu / 2) + mu * (ap - a_grid)
-          - math.log1p(-p)) ** 2 / 4
+    ap = np.exp(-0.5 * a_grid**2 - special.log_ndtr(-a_grid)) / _SQRT2PI  # phi(a) / (1 - Phi(a))
+    t1 = (
+        np.logaddexp(math.log1p(-p), math.log(p) + mu * a_grid - mu * mu / 2) + mu * (ap - a_grid) - math.log1p(-p)
+    ) ** 2 / 4
     t3 = (ap - a_grid) ** 2 * mu * mu / (2 * np.abs(np.log(special.ndtr(ap) - special.ndtr(a_grid))))
     tau2 = float(np.min(np.maximum(np.maximum(t1, mu * mu), t3)))
     t = np.maximum(eps + m * eta, 0.0)

@@ -148,4 +148,3 @@ def gaussian_ledger_mu(ledger) -> float | None:
             return None
         mu2 += count * pair.remove.mu * pair.remove.mu
     return math.sqrt(mu2)
-

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
-from fractions import Fraction
 from collections import OrderedDict
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -14,10 +14,9 @@ from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
 from ..mechanisms import Mechanism
 from ..mechanisms.base import PrivacyLoss
-from ..pld import CurveBounds, delta_bounds, epsilon_bounds
+from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
 from .base import Accountant
-
 
 
 class PLDAccountant(Accountant):
@@ -96,16 +95,26 @@ class PLDAccountant(Accountant):
         except PrecisionError as exc:
             if not capped:
                 raise
-            return Bounds(0.0, max(top, 0.0), max(top, 0.0), "epsilon", "bound",
-                          {"note": f"the numerics could not certify a tighter interval ({exc}); the composed "
-                                   f"privacy loss never exceeds {top:.6g}, so epsilon <= {top:.6g}",
-                           "method": "loss support"})
+            return Bounds(
+                0.0,
+                max(top, 0.0),
+                max(top, 0.0),
+                "epsilon",
+                "bound",
+                {
+                    "note": f"the numerics could not certify a tighter interval ({exc}); the composed "
+                    f"privacy loss never exceeds {top:.6g}, so epsilon <= {top:.6g}",
+                    "method": "loss support",
+                },
+            )
         if capped and (out.upper > top or math.isinf(out.upper)):
             top = max(top, 0.0)
             details = {**dict(out.details), "support_cap": f"the composed privacy loss never exceeds {top:.6g}"}
             if math.isinf(out.upper):
-                details["note"] = (f"upper bound from the loss support (epsilon <= {top:.6g}); the discretised "
-                                   f"interval was vacuous: {out.details.get('note', 'no reason given')}")
+                details["note"] = (
+                    f"upper bound from the loss support (epsilon <= {top:.6g}); the discretised "
+                    f"interval was vacuous: {out.details.get('note', 'no reason given')}"
+                )
             return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
         return out
 

@@ -39,8 +39,14 @@ from scipy import special
 from ..errors import PrecisionError
 
 __all__ = [
-    "DEFAULT_ORDERS", "gaussian_rdp", "laplace_rdp", "discrete_rdp", "poisson_gaussian_rdp",
-    "without_replacement_gaussian_rdp", "epsilon_from_rdp", "delta_from_rdp",
+    "DEFAULT_ORDERS",
+    "gaussian_rdp",
+    "laplace_rdp",
+    "discrete_rdp",
+    "poisson_gaussian_rdp",
+    "without_replacement_gaussian_rdp",
+    "epsilon_from_rdp",
+    "delta_from_rdp",
 ]
 
 
@@ -191,8 +197,11 @@ def _log_wor_integer(q: float, mu_base: float, alpha: int) -> float:
         return 0.0
     rho = mu_base * mu_base / 2.0
     e2 = 2.0 * rho
-    t2 = 2 * math.log(q) + math.log(alpha * (alpha - 1) / 2.0) + min(math.log(4.0) + math.log(math.expm1(e2)),
-                                                                     math.log(2.0) + e2)
+    t2 = (
+        2 * math.log(q)
+        + math.log(alpha * (alpha - 1) / 2.0)
+        + min(math.log(4.0) + math.log(math.expm1(e2)), math.log(2.0) + e2)
+    )
     terms = [0.0, t2]
     if alpha >= 3:
         j = np.arange(3, alpha + 1, dtype=float)

@@ -10,9 +10,9 @@ chain. State round-trips through ``to_dict`` / ``from_dict`` (and JSON).
 from __future__ import annotations
 
 import json
-import math
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar, Iterable, Self
+from collections.abc import Iterable
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -23,14 +23,16 @@ from ..mechanisms import Mechanism, mechanism_from_dict
 
 __all__ = ["Accountant", "accountant_from_dict", "ACCOUNTANTS"]
 
-ACCOUNTANTS: dict[str, type["Accountant"]] = {}
+ACCOUNTANTS: dict[str, type[Accountant]] = {}
 
 
 def _out_of_memory(what: str, exc: MemoryError) -> GridTooLargeError:
     """A refusal, with the reason, instead of numpy's MemoryError (an accountant's grid that does not fit)."""
     detail = " ".join(str(exc).split()) or "MemoryError"
-    return GridTooLargeError(f"out of memory computing {what} ({detail}): the grid this accuracy needs does not fit in "
-                             "this machine's memory; a looser eps_error / rel_error needs a smaller one")
+    return GridTooLargeError(
+        f"out of memory computing {what} ({detail}): the grid this accuracy needs does not fit in "
+        "this machine's memory; a looser eps_error / rel_error needs a smaller one"
+    )
 
 
 class Accountant(ABC):
@@ -67,13 +69,12 @@ class Accountant(ABC):
         entries = _normalise_entries(mechanism, count)
         for mech, _ in entries:
             if not self._supports(mech):
-                raise UnsupportedMechanismError(
-                    f"the {self.name} accountant cannot analyse {type(mech).__name__}")
+                raise UnsupportedMechanismError(f"the {self.name} accountant cannot analyse {type(mech).__name__}")
         self._ledger = self._ledger + tuple(entries)
         self._ledger_changed()
         return self
 
-    def _ledger_changed(self) -> None:
+    def _ledger_changed(self) -> None:  # noqa: B027 (an optional hook: most accountants keep no cache)
         """Hook: drop caches that depend on the ledger."""
 
     def _supports(self, mechanism: Mechanism) -> bool:
@@ -144,15 +145,18 @@ class Accountant(ABC):
         if not ledger:
             names = sorted({type(m).__name__ for m, _ in self._ledger if m.attained_mechanism() is None})
             lower = np.zeros_like(np.asarray(out.lower, float))
-            details["lower"] = (f"0: no pair attained by neighbouring data sets is known for {', '.join(names)} "
-                                "(the dominating pair's lower end certifies only that pair)")
+            details["lower"] = (
+                f"0: no pair attained by neighbouring data sets is known for {', '.join(names)} "
+                "(the dominating pair's lower end certifies only that pair)"
+            )
         else:
             twin = type(self)(**self.options())
             try:
                 low = query(twin.compose(list(ledger)))
                 lower = np.asarray(low.lower if low.lower is not None else 0.0, float)
-                details["lower"] = ("certified lower end of the attained pairs: "
-                                    + ", ".join(sorted({m.describe() for m, _ in ledger})))
+                details["lower"] = "certified lower end of the attained pairs: " + ", ".join(
+                    sorted({m.describe() for m, _ in ledger})
+                )
             except (ArithmeticError, UnsupportedMechanismError) as exc:  # PrecisionError included
                 lower = np.zeros_like(np.asarray(out.lower, float))
                 details["lower"] = f"0: the attained pairs could not be certified ({exc})"
@@ -185,11 +189,11 @@ class Accountant(ABC):
         return json.dumps(self.to_dict())
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Accountant":
+    def from_dict(cls, data: dict[str, Any]) -> Accountant:
         return accountant_from_dict(data)
 
     @classmethod
-    def from_json(cls, text: str) -> "Accountant":
+    def from_json(cls, text: str) -> Accountant:
         return accountant_from_dict(json.loads(text))
 
     def __eq__(self, other: object) -> bool:

@@ -34,14 +34,21 @@ from .._accuracy import resolve_accuracy
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
+from ..mechanisms import Gaussian
+from ..mechanisms.losses import DiscreteLoss, GaussianLoss
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.composition import saddle_tilt
+from ..pld.dominance import (
+    dominated,
+    dominating,
+    is_swapped_pair,
+    loss_excess_kurtosis,
+    loss_spread,
+    own_pairs,
+    supports_dominance,
+)
 from ..pld.hierarchy import compose_two_level
-from ..mechanisms import Gaussian
-from ..mechanisms.losses import DiscreteLoss, GaussianLoss
-from ..pld.dominance import (dominated, dominating, is_swapped_pair, loss_excess_kurtosis, loss_spread, own_pairs,
-                             supports_dominance)
 from ._gdp_math import gaussian_ledger_mu, gdp_delta_bounds, gdp_epsilon_bounds
 from ._pld import PLDAccountant
 
@@ -105,8 +112,10 @@ def _two_level_plan(terms, h: float) -> tuple[float, int, float] | None:
     k = sum(c for _, c in terms)
     if k < _TWO_LEVEL_STEPS or len(terms) > 3:
         return None
-    if any(own_pairs(loss) or isinstance(loss, SelfComposedAtoms) or any(map(math.isfinite, loss.lattice_atoms()))
-           for loss, _ in terms):
+    if any(
+        own_pairs(loss) or isinstance(loss, SelfComposedAtoms) or any(map(math.isfinite, loss.lattice_atoms()))
+        for loss, _ in terms
+    ):
         return None
     points = 13.0 * math.sqrt(sum(c * loss_spread(loss) ** 2 for loss, c in terms)) / h
     if points < (_TWO_LEVEL_POINTS if k >= _TWO_LEVEL_MIN else _TWO_LEVEL_ANY_K):
@@ -137,8 +146,10 @@ def _compose_atoms_first(terms):
         return terms
     if atom_lattice(atom_gaps(loss for loss, _ in terms)) is not None:
         return terms
-    return [(SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
-            for loss, c in terms]
+    return [
+        (SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
+        for loss, c in terms
+    ]
 
 
 def _delta_at_zero(d) -> float:
@@ -193,18 +204,29 @@ class ConnectDotsAccountant(PLDAccountant):
     #: such as the group-privacy-lemma baseline; its ``lower`` is then 0)
     _upper_only = False
 
-    def __init__(self, *, eps_error: float | None = None, rel_error: float | None = None,
-                 delta_error: float | None = None, max_refinements: int = 8) -> None:
+    def __init__(
+        self,
+        *,
+        eps_error: float | None = None,
+        rel_error: float | None = None,
+        delta_error: float | None = None,
+        max_refinements: int = 8,
+    ) -> None:
         self.eps_error, self.rel_error = resolve_accuracy(eps_error, rel_error)
         self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
-        self.max_refinements = int(check_real("max_refinements", max_refinements, low=0.0, low_open=False,
-                                              high=20.0, high_open=False))
+        self.max_refinements = int(
+            check_real("max_refinements", max_refinements, low=0.0, low_open=False, high=20.0, high_open=False)
+        )
         super().__init__()
         self._ledger_changed()
 
     def options(self) -> dict[str, Any]:
-        return {"eps_error": self.eps_error, "rel_error": self.rel_error, "delta_error": self.delta_error,
-                "max_refinements": self.max_refinements}
+        return {
+            "eps_error": self.eps_error,
+            "rel_error": self.rel_error,
+            "delta_error": self.delta_error,
+            "max_refinements": self.max_refinements,
+        }
 
     def _targets(self, eps: np.ndarray) -> np.ndarray:
         """``_target`` for an array of epsilons."""
@@ -237,10 +259,9 @@ class ConnectDotsAccountant(PLDAccountant):
         for terms in super()._directions():
             gauss = [(loss, c) for loss, c in terms if isinstance(loss, GaussianLoss)]
             mu2 = sum(c * loss.mu * loss.mu for loss, c in gauss)
-            if len(gauss) > 1 or (gauss and gauss[0][1] > 1):
-                if math.sqrt(mu2) <= _FOLD_MU:
-                    rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
-                    terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
+            if (len(gauss) > 1 or (gauss and gauss[0][1] > 1)) and math.sqrt(mu2) <= _FOLD_MU:
+                rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
+                terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
             out.append(_compose_atoms_first(terms))
         return out
 
@@ -265,25 +286,37 @@ class ConnectDotsAccountant(PLDAccountant):
         if not math.isfinite(mu) or mu > 1e150:
             return f"even without subsampling the run is beyond double precision (mu = {mu:.3g})"
         hi = gdp_epsilon_bounds(mu, delta)[2]
-        return (f"a certified upper bound without subsampling (joint convexity) is epsilon <= {hi:.6g} "
-                f"({mu:.4g}-GDP)")
+        return f"a certified upper bound without subsampling (joint convexity) is epsilon <= {hi:.6g} ({mu:.4g}-GDP)"
 
     def _closed_form_epsilon(self, mu: float, delta: float) -> Bounds:
         t0 = time.perf_counter()
         lo, est, hi = gdp_epsilon_bounds(mu, delta)
-        details: dict[str, Any] = {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)",
-                                   "mu": mu}
+        details: dict[str, Any] = {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)", "mu": mu}
         if math.isinf(hi):
-            raise PrecisionError(f"the ledger is {mu:.6g}-GDP; no double-precision epsilon reaches "
-                                 f"delta = {delta:g} (epsilon is about mu^2 / 2 = {mu * mu / 2:.3g})")
+            raise PrecisionError(
+                f"the ledger is {mu:.6g}-GDP; no double-precision epsilon reaches "
+                f"delta = {delta:g} (epsilon is about mu^2 / 2 = {mu * mu / 2:.3g})"
+            )
         details["seconds"] = time.perf_counter() - t0
         return Bounds(lo, est, hi, "epsilon", "bound", details)
 
-    def _composed(self, d: int, terms, h: float, tail, upper: bool, tilt_delta: float | None,
-                  tau: float, *, top_down: bool = False, tilt_eps: float | None = None):
+    def _composed(
+        self,
+        d: int,
+        terms,
+        h: float,
+        tail,
+        upper: bool,
+        tilt_delta: float | None,
+        tau: float,
+        *,
+        top_down: bool = False,
+        tilt_eps: float | None = None,
+    ):
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
         ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
+
         def build():
             # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
             plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
@@ -297,13 +330,24 @@ class ConnectDotsAccountant(PLDAccountant):
             else:
                 tilt = 0.0 if tilt_delta is None else chernoff_epsilon(parts, tilt_delta)[1]
             if plan is not None:
-                out = compose_two_level(parts, plan[1], plan[2], upper=upper, tilt=tilt, tau=tau,
-                                        block_tau=tau * _BLOCK_TAU, top_down=top_down)
+                out = compose_two_level(
+                    parts,
+                    plan[1],
+                    plan[2],
+                    upper=upper,
+                    tilt=tilt,
+                    tau=tau,
+                    block_tau=tau * _BLOCK_TAU,
+                    top_down=top_down,
+                )
                 if out is not None:
                     return out
-                parts = [(dominating(loss, h, tail) if upper else dominated(loss, h, tail, top_down=top_down), c)
-                         for loss, c in terms]  # one level after all
+                parts = [
+                    (dominating(loss, h, tail) if upper else dominated(loss, h, tail, top_down=top_down), c)
+                    for loss, c in terms
+                ]  # one level after all
             return compose(parts, tilt=tilt, tau=tau)
+
         return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
 
     def _model_mesh(self, directions, z: float, half_width: float | None = None) -> float:
@@ -424,15 +468,24 @@ class ConnectDotsAccountant(PLDAccountant):
             try:
                 other = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
             except ArithmeticError as exc:  # PRV cannot do better: the wide interval is still certified
-                return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound",
-                              {**dict(out.details), "note": f"wider than 2 eps_error; PRV fallback failed: {exc}"})
+                return Bounds(
+                    out.lower,
+                    out.estimate,
+                    out.upper,
+                    "epsilon",
+                    "bound",
+                    {**dict(out.details), "note": f"wider than 2 eps_error; PRV fallback failed: {exc}"},
+                )
             lower, upper = max(out.lower, other.lower), min(out.upper, other.upper)
             if lower > upper:  # two certified intervals that miss each other: a bug, never hide it
-                raise PrecisionError(f"internal: dominance bounds [{out.lower}, {out.upper}] and coupling bounds "
-                                     f"[{other.lower}, {other.upper}] do not intersect")
+                raise PrecisionError(
+                    f"internal: dominance bounds [{out.lower}, {out.upper}] and coupling bounds "
+                    f"[{other.lower}, {other.upper}] do not intersect"
+                )
             est = min(max(other.estimate, lower), upper)
-            return Bounds(lower, est, upper, "epsilon", "bound",
-                          {**dict(other.details), "dominance": dict(out.details)})
+            return Bounds(
+                lower, est, upper, "epsilon", "bound", {**dict(other.details), "dominance": dict(out.details)}
+            )
         return out
 
     def _fallback(self, delta: float, reason: str, *, epsilons: np.ndarray | None = None) -> Bounds:
@@ -440,14 +493,18 @@ class ConnectDotsAccountant(PLDAccountant):
         (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given). Ledgers with losses that
         bring their own pairs (random allocation, truncated Poisson) have no coupling to fall back on."""
         if any(own_pairs(loss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
-            raise PrecisionError(f"the dominance pairs cannot resolve this query ({reason}), and this sampling "
-                                 "scheme has no coupling-based (PRV) analysis to fall back on")
+            raise PrecisionError(
+                f"the dominance pairs cannot resolve this query ({reason}), and this sampling "
+                "scheme has no coupling-based (PRV) analysis to fall back on"
+            )
         from .prv import PRVAccountant
+
         prv_error = self.eps_error if self.rel_error is None else min(0.01, max(self.eps_error, self.rel_error))
         prv = PRVAccountant(eps_error=prv_error, delta_error=self.delta_error).compose(self._ledger)
         b = prv.epsilon(delta) if epsilons is None else prv.delta(epsilons)
-        return Bounds(b.lower, b.estimate, b.upper, b.quantity, "bound",
-                      {**dict(b.details), "fallback": f"prv ({reason})"})
+        return Bounds(
+            b.lower, b.estimate, b.upper, b.quantity, "bound", {**dict(b.details), "fallback": f"prv ({reason})"}
+        )
 
     def _epsilon_dominance(self, delta: float) -> Bounds:
         """Refine until ``upper - lower <= 2 eps_error``.
@@ -525,8 +582,17 @@ class ConnectDotsAccountant(PLDAccountant):
                 if deep_probe or not lagging or time.perf_counter() - t0 > 2.0:
                     break
                 deep_probe = True
-                trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width,
-                              "numerical": 0.0, "slack_cut": False, "deep_probe": True})
+                trace.append(
+                    {
+                        "mesh": h,
+                        "delta_error": slack,
+                        "tilted": tilted,
+                        "width": width,
+                        "numerical": 0.0,
+                        "slack_cut": False,
+                        "deep_probe": True,
+                    }
+                )
                 h = self._snap(0.25 * h, directions)
                 tilted = tilted or _two_level_plan(directions[0], h) is not None
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}
@@ -535,8 +601,7 @@ class ConnectDotsAccountant(PLDAccountant):
             numerical = (upper - estimate) + max(lo.estimate - lower, 0.0) if math.isfinite(lo.estimate) else 0.0
             numerical += tail_eps
             discretisation = width - numerical
-            trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width,
-                          "numerical": numerical})
+            trace.append({"mesh": h, "delta_error": slack, "tilted": tilted, "width": width, "numerical": numerical})
             # the slack moves epsilon too much: spend less of it, unless that did not help last time
             # (then the gap inside a construction is the grid's doing, and the mesh shrinks instead)
             slack_helps = len(trace) < 2 or not trace[-2]["slack_cut"] or numerical < 0.7 * trace[-2]["numerical"]
@@ -547,16 +612,22 @@ class ConnectDotsAccountant(PLDAccountant):
                 coarse = {}
             if discretisation > 0.6 * target or not trace[-1]["slack_cut"]:
                 # the width shrinks like h^2: aim a little below the target, at least halve the cost
-                h = self._snap(h * min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation)))),
-                               directions)
+                h = self._snap(
+                    h * min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation)))), directions
+                )
                 tilted = tilted or _two_level_plan(directions[0], h) is not None
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
             self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
         j = max(ups, key=lambda i: ups[i].upper)
         lower, upper, estimate = lo.lower, min(ups[j].upper, cap), min(ups[j].estimate, cap)
         lower, upper = max(lower, run_lo), min(upper, run_up)
-        if (upper - lower > target and math.isfinite(upper) and capped is None and not self._upper_only
-                and merged_down != h):
+        if (
+            upper - lower > target
+            and math.isfinite(upper)
+            and capped is None
+            and not self._upper_only
+            and merged_down != h
+        ):
             # still too wide: the upward merge may have swallowed a light tail into the bulk; the
             # downward merge keeps it (both certified: take the better lower bound)
             lower = max(lower, self._lower_down(j, directions, h, delta, slack, k_total, tilted))
@@ -570,14 +641,17 @@ class ConnectDotsAccountant(PLDAccountant):
         notes = [b.note for b in (*ups.values(), lo) if b.note]
         if capped is not None:
             details["grid_cap"] = capped
-            notes.append(f"interval {upper - lower:.3g} wide, more than the target: refining further would "
-                         f"exceed the grid cap or the memory ({capped})")
+            notes.append(
+                f"interval {upper - lower:.3g} wide, more than the target: refining further would "
+                f"exceed the grid cap or the memory ({capped})"
+            )
         if notes:
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
-    def _lower_down(self, j: int, directions, h: float, delta: float, slack: float, k_total: int,
-                    tilted: bool) -> float:
+    def _lower_down(
+        self, j: int, directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
+    ) -> float:
         """The certified lower bound on epsilon from the downward merge-to-the-grid pairs of direction ``j``."""
         tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
         down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
@@ -605,19 +679,22 @@ class ConnectDotsAccountant(PLDAccountant):
                 ups[d] = CurveBounds(0.0, 0.0, ups[0].upper)
                 continue
             hd = coarse.get(d, 4.0 * h)
-            b = epsilon_bounds(self._composed(d, directions[d], hd, tail, True, tilt_delta, tau), delta, _TINY,
-                               need=_UP)
+            b = epsilon_bounds(
+                self._composed(d, directions[d], hd, tail, True, tilt_delta, tau), delta, _TINY, need=_UP
+            )
             if hd > h and b.upper >= ups[0].upper:  # too close to call: redo it on the fine mesh
                 hd = h
-                b = epsilon_bounds(self._composed(d, directions[d], h, tail, True, tilt_delta, tau),
-                                   delta, _TINY, need=_UP)
+                b = epsilon_bounds(
+                    self._composed(d, directions[d], h, tail, True, tilt_delta, tau), delta, _TINY, need=_UP
+                )
             coarse[d] = hd
             ups[d] = b
         j = max(ups, key=lambda i: ups[i].upper)  # on the fine mesh: coarse ones lost to ups[0]
         if self._upper_only:  # no dominated composition: the lower end stays the trivial 0
             return ups, CurveBounds(0.0, ups[j].estimate, math.inf), 0.0
-        lo = epsilon_bounds(self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY,
-                            need="lower estimate")
+        lo = epsilon_bounds(
+            self._composed(j, directions[j], h, tail, False, tilt_delta, tau), delta, _TINY, need="lower estimate"
+        )
         comp_j = first if j == 0 else self._composed(j, directions[j], coarse.get(j, h), tail, True, tilt_delta, tau)
         shifted = epsilon_bounds(comp_j, min(delta + 0.5 * slack, 1.0), _TINY, need="estimate").estimate
         tail_eps = max(ups[j].estimate - shifted, 0.0) if math.isfinite(ups[j].estimate) else 0.0
@@ -649,8 +726,14 @@ class ConnectDotsAccountant(PLDAccountant):
         mu = self._gaussian_mu()
         if mu is not None:
             lo, est, hi = gdp_delta_bounds(mu, epsilons)
-            return Bounds(lo, est, hi, "delta", "bound",
-                          {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)", "mu": mu})
+            return Bounds(
+                lo,
+                est,
+                hi,
+                "delta",
+                "bound",
+                {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)", "mu": mu},
+            )
         other = self._undominated()
         if other is not None:
             return self._fallback(0.0, f"no dominance discretisation for {other}", epsilons=epsilons)
@@ -677,8 +760,11 @@ class ConnectDotsAccountant(PLDAccountant):
         # one epsilon of a long run: the first pass too is tilted towards it, which lets it compose in two
         # levels (untilted, one level: A, k = 1e7 took 1.2 s where epsilon(delta) takes 0.02 s)
         first_tilt = None
-        if epsilons.size == 1 and math.isfinite(float(epsilons[0])) and \
-                _two_level_plan(directions[0], self._model_mesh(directions, 5.0)) is not None:
+        if (
+            epsilons.size == 1
+            and math.isfinite(float(epsilons[0]))
+            and _two_level_plan(directions[0], self._model_mesh(directions, 5.0)) is not None
+        ):
             first_tilt = float(epsilons[0])
         try:
             lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, first_tilt)
@@ -706,8 +792,9 @@ class ConnectDotsAccountant(PLDAccountant):
                     guess = max(float(est[i]), 1e-280)
                     rest = np.flatnonzero(wide())
                     try:
-                        *_, lo_r, est_r, up_r = self._delta_pass(np.array([e]), directions, k_total, 1e-3 * guess, e,
-                                                                 also=epsilons[rest])
+                        *_, lo_r, est_r, up_r = self._delta_pass(
+                            np.array([e]), directions, k_total, 1e-3 * guess, e, also=epsilons[rest]
+                        )
                     except ArithmeticError:  # the intervals so far stand (certified, wider)
                         break
                     before = upper[i] - lower[i]
@@ -749,8 +836,9 @@ class ConnectDotsAccountant(PLDAccountant):
                     if not self._upper_only and np.any((lo < 0.5 * u) & (worst == d)):
                         # the upward merge may have swallowed a light tail (rare steps): the downward merge on
                         # the same mesh keeps it (both certified; the better lower bound counts, as for epsilon)
-                        lows.append(self._composed(d, terms, h, tail, False, None, tau, top_down=True,
-                                                   tilt_eps=tilt_eps))
+                        lows.append(
+                            self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps)
+                        )
                         lo = np.maximum(lo, delta_bounds(lows[1], epsilons, _TINY)[0])
                 los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, lows))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
@@ -773,6 +861,11 @@ class ConnectDotsAccountant(PLDAccountant):
         out = (lower, np.max(ests, axis=0), upper, h)
         if also is None:
             return out
-        more = [(np.max([delta_bounds(c, also, _TINY)[0] for c in lows], axis=0) if lows else np.zeros(len(also)),
-                 *delta_bounds(cu, also, _TINY)[1:]) for cu, lows in comps]
+        more = [
+            (
+                np.max([delta_bounds(c, also, _TINY)[0] for c in lows], axis=0) if lows else np.zeros(len(also)),
+                *delta_bounds(cu, also, _TINY)[1:],
+            )
+            for cu, lows in comps
+        ]
         return out + tuple(np.max([m[i] for m in more], axis=0) for i in range(3))

@@ -84,6 +84,7 @@ def _lower_envelope(lam: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndar
     breaks = (ks[1:] - ks[:-1]) / (lams[1:] - lams[:-1])
     return lams, ks, breaks
 
+
 _GRID = 2001
 #: largest standardized frequency at which the quadrature evaluates the PLLR characteristic function (App. H)
 _KAPPA_T_MAX = 40.0
@@ -172,8 +173,7 @@ class EdgeworthAccountant(Accountant):
                 hoeff = (sp.kappa[0], sq.kappa[0], rsq)
             dirs.append({"sp": sp, "sq": sq, "dp": dp, "dq": dq, "cgf": cgf, "hoeff": hoeff})
         hi = max(max(d["sp"].kappa[0] + 40.0 * math.sqrt(d["sp"].kappa[1]), 1.0) for d in dirs)
-        self._state = {"dirs": dirs, "eps_hi": hi,
-                       "iid": len({m for m, _ in self.ledger}) == 1 and self.interval}
+        self._state = {"dirs": dirs, "eps_hi": hi, "iid": len({m for m, _ in self.ledger}) == 1 and self.interval}
         return self._state
 
     def _iid(self) -> list[dict[str, float]] | None:
@@ -237,8 +237,10 @@ class EdgeworthAccountant(Accountant):
         st = self._prepare()
         est = np.full(np.shape(eps), -np.inf)
         for d in st["dirs"]:
-            est = np.maximum(est, em.edgeworth_sf(d["sp"], eps, self.order)
-                             - em.edgeworth_sf(d["sq"], eps, self.order, log_scale=eps))
+            est = np.maximum(
+                est,
+                em.edgeworth_sf(d["sp"], eps, self.order) - em.edgeworth_sf(d["sq"], eps, self.order, log_scale=eps),
+            )
         return np.clip(est, 0.0, 1.0)
 
     def _paper_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -253,8 +255,9 @@ class EdgeworthAccountant(Accountant):
             if d["hoeff"] is not None:
                 with np.errstate(over="ignore"):
                     tail_p = np.minimum(tail, em.hoeffding_tail(d["hoeff"][0], d["hoeff"][2], eps))
-                    tail_q = np.minimum(tail, np.exp(np.minimum(eps, 700.0))
-                                        * em.hoeffding_tail(d["hoeff"][1], d["hoeff"][2], eps))
+                    tail_q = np.minimum(
+                        tail, np.exp(np.minimum(eps, 700.0)) * em.hoeffding_tail(d["hoeff"][1], d["hoeff"][2], eps)
+                    )
             g_p = em.edgeworth_sf(d["sp"], eps, 1)
             g_q_scaled = em.edgeworth_sf(d["sq"], eps, 1, log_scale=eps)  # e^eps (1 - G_Q)
             with np.errstate(over="ignore", invalid="ignore"):
@@ -392,21 +395,31 @@ class EdgeworthAccountant(Accountant):
         if not self.interval:
             return Bounds(None, est, None, "epsilon", "approximation", details)
         st = self._prepare()
-        details["interval"] = ("EEAI from delta = E_P[(1 - e^(eps - S))_+] (Lemma 4.3 + Chernoff/Hoeffding tails)"
-                               if self.eeai == "integrated"
-                               else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)")
-        details["edgeworth_error"] = {"remove": [st["dirs"][0]["dp"], st["dirs"][0]["dq"]],
-                                      "add": [st["dirs"][1]["dp"], st["dirs"][1]["dq"]]}
+        details["interval"] = (
+            "EEAI from delta = E_P[(1 - e^(eps - S))_+] (Lemma 4.3 + Chernoff/Hoeffding tails)"
+            if self.eeai == "integrated"
+            else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)"
+        )
+        details["edgeworth_error"] = {
+            "remove": [st["dirs"][0]["dp"], st["dirs"][0]["dq"]],
+            "add": [st["dirs"][1]["dp"], st["dirs"][1]["dq"]],
+        }
         lower, upper = self._interval_epsilon(delta, self._curves, self._scan_cached(None))
         details["interval_raw"] = [lower, upper]
         iid = self._iid()
         if iid is not None:
             deltas = [min(r.get("A3", math.inf), r.get("A5", math.inf)) for r in iid]
-            ilo, iup = self._interval_epsilon(delta, lambda e: self._integrated_curves(e, deltas),
-                                              self._scan_cached(tuple(deltas)))
-            details["iid_interval"] = {"lower": ilo, "upper": iup, "kind": "approximation",
-                                       "edgeworth_error": deltas, "kappa": [r["kappa"] for r in iid],
-                                       "note": "004 App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa"}
+            ilo, iup = self._interval_epsilon(
+                delta, lambda e: self._integrated_curves(e, deltas), self._scan_cached(tuple(deltas))
+            )
+            details["iid_interval"] = {
+                "lower": ilo,
+                "upper": iup,
+                "kind": "approximation",
+                "edgeworth_error": deltas,
+                "kappa": [r["kappa"] for r in iid],
+                "note": "004 App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa",
+            }
         vacuous = not (math.isfinite(upper) and lower <= est <= upper)
         details["vacuous"] = bool(vacuous)
         details["informative"] = bool(not vacuous and lower > 0.0)

@@ -160,7 +160,7 @@ def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
     mp, mq = ep.max(axis=1, keepdims=True), eq.max(axis=1, keepdims=True)
     pp, pq = np.exp(ep - mp), np.exp(eq - mq)
     # L'(x) = (E_post_P[a] - E_post_Q[b]) / sigma^2 (the loss is non-decreasing)
-    slope = ((pp @ a) / pp.sum(axis=1) - (pq @ b) / pq.sum(axis=1)) / sig ** 2
+    slope = ((pp @ a) / pp.sum(axis=1) - (pq @ b) / pq.sum(axis=1)) / sig**2
     f_p = np.exp(mp[:, 0]) * pp.sum(axis=1) / (sig * _SQRT2PI)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         dens = np.where(slope > 0, f_p / slope, 0.0)
@@ -180,8 +180,10 @@ def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
         return np.exp(-0.5 * z * z) / (loss.mu * _SQRT2PI)
     if isinstance(loss, GaussianMixtureLoss):
         return _mixture_density(loss, s)
-    raise UnsupportedMechanismError(f"{type(loss).__name__} has atoms, not a density: 001 Alg. 1 cannot "
-                                    "evaluate it pointwise (use discretisation='certified')")
+    raise UnsupportedMechanismError(
+        f"{type(loss).__name__} has atoms, not a density: 001 Alg. 1 cannot "
+        "evaluate it pointwise (use discretisation='certified')"
+    )
 
 
 class _PaperPLD:
@@ -197,15 +199,15 @@ class _PaperPLD:
         for loss, c in terms:
             w = paper_pld_density(loss, self.x) * dx
             phi = sfft.rfft(np.roll(w, -half))  # D omega dx: index j holds loss j dx (mod 2L)
-            pw = phi ** c if c > 1 else phi
+            pw = phi**c if c > 1 else phi
             spec = pw if spec is None else spec * pw
             p_fin += c * math.log1p(-min(loss.infinity_mass, 1.0 - 1e-16))
         self.masses = np.roll(sfft.irfft(spec, n), half)  # D F^{-1}(...): back to x_0 = -L
         self.p_inf = -math.expm1(p_fin)
         pos = self.x > 0.0  # delta(eps) for eps >= 0 only sums points x > eps >= 0
         self.i0 = int(np.argmax(pos))
-        xm = self.x[self.i0:]
-        mm = self.masses[self.i0:]
+        xm = self.x[self.i0 :]
+        mm = self.masses[self.i0 :]
         self.A = np.concatenate([np.cumsum(mm[::-1])[::-1], [0.0]])
         self.B = np.concatenate([np.cumsum((mm * np.exp(-xm))[::-1])[::-1], [0.0]])
 
@@ -228,7 +230,7 @@ class _PaperPLD:
             return math.inf
         if self.delta(0.0) <= target:
             return 0.0
-        xm = self.x[self.i0:]
+        xm = self.x[self.i0 :]
         # delta at the grid points (eps = x_l: the sum starts at l + 1)
         with np.errstate(over="ignore"):
             d_grid = self.A[1:] - np.exp(xm) * self.B[1:]
@@ -260,8 +262,14 @@ class FourierAccountant(PLDAccountant):
 
     name = "fourier"
 
-    def __init__(self, *, L: float | None = None, n: int = 1_000_000, delta_error: float | None = None,
-                 discretisation: str = "certified") -> None:
+    def __init__(
+        self,
+        *,
+        L: float | None = None,
+        n: int = 1_000_000,
+        delta_error: float | None = None,
+        discretisation: str = "certified",
+    ) -> None:
         self.L = None if L is None else check_positive("L", L)
         if self.L is not None and self.L > _L_MAX:
             raise ValueError(f"L must be at most {_L_MAX:g} (exp(L) must be representable), got {L!r}")
@@ -292,7 +300,8 @@ class FourierAccountant(PLDAccountant):
                     raise UnsupportedMechanismError(
                         f"the paper-faithful Fourier accountant (001 Alg. 1) evaluates privacy loss densities "
                         f"at grid points; {type(mechanism).__name__} has a privacy loss with atoms "
-                        f"({type(loss).__name__}); use discretisation='certified'")
+                        f"({type(loss).__name__}); use discretisation='certified'"
+                    )
         return True
 
     # --------------------------------------------------------------------- certified mode
@@ -308,6 +317,7 @@ class FourierAccountant(PLDAccountant):
         passes check it on the mesh ``2L/n`` that the composition will use (the same discretisations,
         cached), and widen it if needed.
         """
+
         def needed(h: float) -> float:
             need = at_least
             for terms in directions:
@@ -315,9 +325,11 @@ class FourierAccountant(PLDAccountant):
                 need = max(need, hi, -lo)
             new = _round_L(1.02 * need + 2.0 * h)  # a margin for the change of mesh
             if new > _L_MAX:
-                raise PrecisionError(f"the composed privacy loss needs L = {new:.4g} > {_L_MAX:g} to hold "
-                                     f"all but {tau:.2g} of its mass: epsilon is too large for the Fourier "
-                                     "accountant; use the PRV or connect-dots accountant")
+                raise PrecisionError(
+                    f"the composed privacy loss needs L = {new:.4g} > {_L_MAX:g} to hold "
+                    f"all but {tau:.2g} of its mass: epsilon is too large for the Fourier "
+                    "accountant; use the PRV or connect-dots accountant"
+                )
             return new
 
         L = needed(max(1e-2, 24.0 / self.n))
@@ -361,8 +373,12 @@ class FourierAccountant(PLDAccountant):
         if len(self._ledger) != 1:
             return None
         mech, k = self._ledger[0]
-        if not (isinstance(mech, PoissonSampled) and mech.relation == "remove" and mech.sampling_rate < 1
-                and isinstance(mech.mechanism, Gaussian)):
+        if not (
+            isinstance(mech, PoissonSampled)
+            and mech.relation == "remove"
+            and mech.sampling_rate < 1
+            and isinstance(mech.mechanism, Gaussian)
+        ):
             return None
         g: Gaussian = mech.mechanism
         q, s = mech.sampling_rate, g.noise_multiplier / g.sensitivity
@@ -393,9 +409,16 @@ class FourierAccountant(PLDAccountant):
             tails = max(tails, comp.alias_mass)
         out = self._combine_eps(parts, {})
         err = 2.0 * abs(out.estimate - max(ests2)) if math.isfinite(out.estimate) else None
-        details = {"L": L, "L_chosen": self.L is None, "n": self.n, "discretisation_error": err,
-                   "tail_bound": tails, "tail_estimate": self._tail_estimate(L),
-                   "seconds": time.perf_counter() - t0, **dict(out.details)}
+        details = {
+            "L": L,
+            "L_chosen": self.L is None,
+            "n": self.n,
+            "discretisation_error": err,
+            "tail_bound": tails,
+            "tail_estimate": self._tail_estimate(L),
+            "seconds": time.perf_counter() - t0,
+            **dict(out.details),
+        }
         if math.isinf(out.upper) and self.L is not None:
             details["note"] = f"{details.get('note', '')}; {self._needed_L_note(trunc, 1e-3 * slack)}".lstrip("; ")
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", details)
@@ -414,9 +437,15 @@ class FourierAccountant(PLDAccountant):
             tails = max(tails, comp.alias_mass)
         out = self._combine_delta(parts, {})
         err = 2.0 * np.abs(out.estimate - np.max(ests2, axis=0))
-        details = {"L": L, "L_chosen": self.L is None, "n": self.n, "discretisation_error": err,
-                   "tail_bound": tails, "tail_estimate": self._tail_estimate(L),
-                   "seconds": time.perf_counter() - t0}
+        details = {
+            "L": L,
+            "L_chosen": self.L is None,
+            "n": self.n,
+            "discretisation_error": err,
+            "tail_bound": tails,
+            "tail_estimate": self._tail_estimate(L),
+            "seconds": time.perf_counter() - t0,
+        }
         return Bounds(out.lower, out.estimate, out.upper, "delta", "bound", details)
 
     # --------------------------------------------------------------------- paper mode (001 Alg. 1)
@@ -430,10 +459,15 @@ class FourierAccountant(PLDAccountant):
         return self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n))
 
     def _paper_details(self, L: float) -> dict[str, Any]:
-        return {"method": "001 Alg. 1 (point evaluation, Riemann sum 5.2)", "L": L, "L_chosen": self.L is None,
-                "n": self.n, "tail_estimate": self._tail_estimate(L),
-                "note": "paper-faithful approximation: no certified interval; discretisation_error is "
-                        "err(L, n) = 2|I_n - I_2n| (001 eq. 7.4), an estimate"}
+        return {
+            "method": "001 Alg. 1 (point evaluation, Riemann sum 5.2)",
+            "L": L,
+            "L_chosen": self.L is None,
+            "n": self.n,
+            "tail_estimate": self._tail_estimate(L),
+            "note": "paper-faithful approximation: no certified interval; discretisation_error is "
+            "err(L, n) = 2|I_n - I_2n| (001 eq. 7.4), an estimate",
+        }
 
     def _paper_delta(self, epsilons: np.ndarray) -> Bounds:
         t0 = time.perf_counter()
@@ -458,8 +492,10 @@ class FourierAccountant(PLDAccountant):
             est2 = max(est2, self._paper(d, terms, L, 2 * self.n).epsilon(delta))
         details = self._paper_details(L)
         if math.isinf(est):
-            details["note"] = (f"the grid [-{L:g}, {L:g}) ends before the Riemann sum (5.2) falls to delta={delta:g}"
-                               " (or delta is below the probability of an infinite loss): increase L")
+            details["note"] = (
+                f"the grid [-{L:g}, {L:g}) ends before the Riemann sum (5.2) falls to delta={delta:g}"
+                " (or delta is below the probability of an infinite loss): increase L"
+            )
             details["discretisation_error"] = None
         else:
             details["discretisation_error"] = 2.0 * abs(est - est2) if math.isfinite(est2) else None

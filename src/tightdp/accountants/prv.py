@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_delta, check_eps_error, check_positive
+from .._validation import check_delta, check_eps_error
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
@@ -43,11 +43,14 @@ from ._pld import PLDAccountant, check_mechanism
 
 __all__ = ["PRVAccountant"]
 
+
 def _taus(slack: float, tilt: float) -> tuple[float, ...]:
     """Window levels to try: untilted, aliased mass counts in full against the delta slack, so a
     small fraction of it suffices; tilted, it is scaled by the untilting factor, so start lower."""
     first = min(1e-6, 0.05 * slack) if tilt == 0.0 else 1e-13
     return (first, first * 1e-7, first * 1e-17)
+
+
 _HIERARCHY_MIN_STEPS = 3000
 _FINE_SHARES = (0.6, 0.75, 0.9, 0.95)  # shares of the Hoeffding budget the schedule search may spend on the fine mesh
 _FACTOR = 8  # steps per block grow by this factor a level after the first
@@ -173,12 +176,12 @@ class PRVAccountant(PLDAccountant):
 
         ratio = max(1, self._tail_ratio(k, eta))
         bulk = tail = 0.0  # loss range of the fine cells inside and outside the wide-tail thresholds, all terms
-        for loss, c in terms:
+        for loss, _c in terms:
             lo, hi = loss.lower_quantile(0.5 * eta_b / k), loss.upper_quantile(0.5 * eta_b / k)
             lo, hi = max(lo, loss.support()[0]), min(hi, loss.support()[1])
             if ratio >= 3:
-                t_lo = min(max(loss.lower_quantile(_TAIL_SHARE / ratio ** 2), lo), hi)
-                t_hi = min(max(loss.upper_quantile(_TAIL_SHARE / ratio ** 2), t_lo), hi)
+                t_lo = min(max(loss.lower_quantile(_TAIL_SHARE / ratio**2), lo), hi)
+                t_hi = min(max(loss.upper_quantile(_TAIL_SHARE / ratio**2), t_lo), hi)
             else:
                 t_lo, t_hi = lo, hi
             bulk += t_hi - t_lo
@@ -270,15 +273,21 @@ class PRVAccountant(PLDAccountant):
                 excess = res.upper - res.lower - 2.0 * comp.coupling_shift(0.5 * s)
                 # a tree is rebuilt for a new slack (its mesh depends on it): worth it for a larger excess only
                 allowed = (0.25 if "tree_info" in comp.__dict__ else 0.1) * self.eps_error
-                if (self.delta_error is not None or not math.isfinite(excess) or excess <= allowed
-                        or comp.tv_error >= s):  # the block error, not the slack, dominates: nothing to gain
+                if (
+                    self.delta_error is not None or not math.isfinite(excess) or excess <= allowed or comp.tv_error >= s
+                ):  # the block error, not the slack, dominates: nothing to gain
                     break
                 s /= 30.0
             parts.append(res)
-            info = {"mesh": comp.h, **({"tree": comp.__dict__["tree_info"]} if "tree_info" in comp.__dict__ else {}),
-                    "coupling_shift": comp.coupling_shift(0.5 * s),
-                    "grid_points": int(comp.tilted.size), "compositions": sum(c for _, c in terms), "delta_error": s,
-                    "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error)}
+            info = {
+                "mesh": comp.h,
+                **({"tree": comp.__dict__["tree_info"]} if "tree_info" in comp.__dict__ else {}),
+                "coupling_shift": comp.coupling_shift(0.5 * s),
+                "grid_points": int(comp.tilted.size),
+                "compositions": sum(c for _, c in terms),
+                "delta_error": s,
+                "numerical_error": max(info.get("numerical_error", 0.0), res.numerical_error),
+            }
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
 
@@ -309,9 +318,12 @@ class PRVAccountant(PLDAccountant):
             x = comp.x
             span = x[-1] - x[0]
             # untilted, the window holds the whole distribution: where the answer falls does not matter
-            centred = (tilt == 0.0 or not math.isfinite(res.estimate)
-                       or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
-                       or (res.estimate == 0.0 and x[0] <= 0.0))
+            centred = (
+                tilt == 0.0
+                or not math.isfinite(res.estimate)
+                or x[0] + 0.1 * span <= res.estimate <= x[-1] - 0.1 * span
+                or (res.estimate == 0.0 and x[0] <= 0.0)
+            )
             if res.numerical_error <= num_budget and centred:
                 break
             if centred and comp.alias_mass > comp.l1_error and tau_i + 1 < len(taus):
@@ -322,8 +334,10 @@ class PRVAccountant(PLDAccountant):
                     break
                 tilt = new_tilt
         if math.isinf(res.upper) and not res.note:
-            raise PrecisionError(f"cannot certify epsilon at delta={delta:g}: the composition window "
-                                 "could not be placed around the answer")
+            raise PrecisionError(
+                f"cannot certify epsilon at delta={delta:g}: the composition window "
+                "could not be placed around the answer"
+            )
         return res, comp
 
     def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
@@ -341,10 +355,13 @@ class PRVAccountant(PLDAccountant):
         for d, terms in enumerate(self._directions()):
             slack = self.delta_error if self.delta_error is not None else 1e-6
             # the multi-level tree's block round-off adds up: tilt towards eps from the start
-            tilt = 0.0 if self._tree_plan(terms, 0.5 * slack) is None else \
-                saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
+            tilt = (
+                0.0
+                if self._tree_plan(terms, 0.5 * slack) is None
+                else saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
+            )
             best_lo, best_up, es = 0.0, 1.0, 0.0
-            for attempt in range(3):
+            for _attempt in range(3):
                 eta, trunc = 0.5 * slack, 0.25 * slack
                 for tau in _taus(slack, round(tilt, 3)):
                     comp = self._composed(d, terms, eta, trunc, tilt, tau)

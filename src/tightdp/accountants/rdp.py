@@ -25,8 +25,7 @@ import numpy as np
 from .._caches import register as _register_cache
 from .._validation import check_real_array
 from ..bounds import Bounds
-from ..mechanisms import (Gaussian, Laplace, Mechanism, PoissonSampled, RandomizedResponse,
-                          SampledWithoutReplacement)
+from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, RandomizedResponse, SampledWithoutReplacement
 from . import _rdp_math as rm
 from .base import Accountant
 
@@ -63,8 +62,9 @@ def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.nda
             out = rm.poisson_gaussian_rdp(q=mechanism.sampling_rate, sigma=sigma, orders=a)
     elif isinstance(mechanism, SampledWithoutReplacement):
         g = mechanism.mechanism  # type: ignore[assignment]
-        out = rm.without_replacement_gaussian_rdp(q=mechanism.sampling_rate,
-                                                  mu_base=2.0 * g.sensitivity / g.noise_multiplier, orders=a)
+        out = rm.without_replacement_gaussian_rdp(
+            q=mechanism.sampling_rate, mu_base=2.0 * g.sensitivity / g.noise_multiplier, orders=a
+        )
     else:
         raise TypeError(f"no RDP curve for {type(mechanism).__name__}")
     out = np.asarray(out, float)
@@ -104,8 +104,7 @@ class RDPAccountant(Accountant):
         return self._orders.copy()
 
     def _supports(self, mechanism: Mechanism) -> bool:
-        return isinstance(mechanism, (Gaussian, Laplace, RandomizedResponse, PoissonSampled,
-                                      SampledWithoutReplacement))
+        return isinstance(mechanism, (Gaussian, Laplace, RandomizedResponse, PoissonSampled, SampledWithoutReplacement))
 
     def _ledger_changed(self) -> None:
         self._rdp_cache = None
@@ -121,9 +120,13 @@ class RDPAccountant(Accountant):
 
     def _edge_warning(self, order: float) -> None:
         if order == self._orders[0] or order == self._orders[-1]:
-            warnings.warn(f"the optimal Rényi order {order:g} is at the edge of the order grid "
-                          f"[{self._orders[0]:g}, {self._orders[-1]:g}]; the RDP bound may be loose "
-                          "(extend `orders`)", UserWarning, stacklevel=3)
+            warnings.warn(
+                f"the optimal Rényi order {order:g} is at the edge of the order grid "
+                f"[{self._orders[0]:g}, {self._orders[-1]:g}]; the RDP bound may be loose "
+                "(extend `orders`)",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _epsilon(self, delta: float) -> Bounds:
         rdp = self.rdp()

@@ -12,8 +12,16 @@
 """
 
 from .expected import AUDIT_METHODS, ExpectedAudit, canaries_needed, expected_audit, run_curve
-from .fdp import (FAMILIES, FdpTest, epsilon_fdp_from_guesses, epsilon_one_run_fdp, fdp_one_run_test, fdp_rejects,
-                  gdp_epsilon, gdp_mu_for)
+from .fdp import (
+    FAMILIES,
+    FdpTest,
+    epsilon_fdp_from_guesses,
+    epsilon_one_run_fdp,
+    fdp_one_run_test,
+    fdp_rejects,
+    gdp_epsilon,
+    gdp_mu_for,
+)
 from .multi_run import STRATEGIES, clopper_pearson_epsilon_at, epsilon_clopper_pearson
 from .one_run import epsilon_from_guesses, epsilon_one_run, one_run_p_value
 from .result import AuditBound
@@ -22,16 +30,37 @@ from .verdict import RUN_METHODS, VERDICTS, AuditVerdict, audit_run, audit_secti
 
 __all__ = [
     # results and inputs
-    "AuditBound", "CanaryScores", "read_scores_csv",
+    "AuditBound",
+    "CanaryScores",
+    "read_scores_csv",
     # one-run guess counting (Steinke, Nasr, Jagielski 2023)
-    "one_run_p_value", "epsilon_from_guesses", "epsilon_one_run",
+    "one_run_p_value",
+    "epsilon_from_guesses",
+    "epsilon_one_run",
     # f-DP one-run (Mahloujifar, Melis, Chaudhuri 2024)
-    "FAMILIES", "FdpTest", "epsilon_fdp_from_guesses", "epsilon_one_run_fdp", "fdp_one_run_test", "fdp_rejects",
-    "gdp_epsilon", "gdp_mu_for",
+    "FAMILIES",
+    "FdpTest",
+    "epsilon_fdp_from_guesses",
+    "epsilon_one_run_fdp",
+    "fdp_one_run_test",
+    "fdp_rejects",
+    "gdp_epsilon",
+    "gdp_mu_for",
     # multi-run Clopper-Pearson
-    "STRATEGIES", "clopper_pearson_epsilon_at", "epsilon_clopper_pearson",
+    "STRATEGIES",
+    "clopper_pearson_epsilon_at",
+    "epsilon_clopper_pearson",
     # what a correct implementation shows
-    "AUDIT_METHODS", "ExpectedAudit", "canaries_needed", "expected_audit", "run_curve",
+    "AUDIT_METHODS",
+    "ExpectedAudit",
+    "canaries_needed",
+    "expected_audit",
+    "run_curve",
     # the verdict and the report's section
-    "RUN_METHODS", "VERDICTS", "AuditVerdict", "audit_run", "audit_section", "audit_verdict",
+    "RUN_METHODS",
+    "VERDICTS",
+    "AuditVerdict",
+    "audit_run",
+    "audit_section",
+    "audit_verdict",
 ]

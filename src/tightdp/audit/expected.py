@@ -61,13 +61,28 @@ class ExpectedAudit:
         from .result import _plain
 
         cert = None if self.certified is None else {"lower": self.certified.lower, "upper": self.certified.upper}
-        return {"epsilon_lower": self.epsilon_lower, "epsilon_upper": self.epsilon_upper, "canaries": self.canaries,
-                "delta": self.delta, "beta": self.beta, "method": self.method, "certified_epsilon": cert,
-                "details": _plain(dict(self.details))}
+        return {
+            "epsilon_lower": self.epsilon_lower,
+            "epsilon_upper": self.epsilon_upper,
+            "canaries": self.canaries,
+            "delta": self.delta,
+            "beta": self.beta,
+            "method": self.method,
+            "certified_epsilon": cert,
+            "details": _plain(dict(self.details)),
+        }
 
 
-def run_curve(*, curve=None, accountant=None, mu=None, noise_multiplier=None, sampling_rate=None, steps=None,
-              delta: float | None = None):
+def run_curve(
+    *,
+    curve=None,
+    accountant=None,
+    mu=None,
+    noise_multiplier=None,
+    sampling_rate=None,
+    steps=None,
+    delta: float | None = None,
+):
     """``(TradeoffCurve, certified epsilon Bounds or None)`` of a run given in one of four ways.
 
     ``curve`` (a ``TradeoffCurve``), a composed ``accountant``, ``mu`` (exact mu-GDP, a Gaussian of noise
@@ -79,14 +94,15 @@ def run_curve(*, curve=None, accountant=None, mu=None, noise_multiplier=None, sa
 
     given = [x is not None for x in (curve, accountant, mu, noise_multiplier)]
     if sum(given) != 1:
-        raise ValueError("give exactly one of curve, accountant, mu, or noise_multiplier (with sampling_rate "
-                         "and steps)")
+        raise ValueError(
+            "give exactly one of curve, accountant, mu, or noise_multiplier (with sampling_rate and steps)"
+        )
     if noise_multiplier is not None:
         if sampling_rate is None or steps is None:
             raise ValueError("noise_multiplier needs sampling_rate and steps")
         accountant = ConnectDotsAccountant().compose(
-            dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate),
-            check_count("steps", steps))
+            dpsgd_mechanism(noise_multiplier=noise_multiplier, sampling_rate=sampling_rate), check_count("steps", steps)
+        )
     elif mu is not None:
         mu = check_positive("mu", mu)
         accountant = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=1.0 / mu), 1)
@@ -120,9 +136,22 @@ def _simulate_counts(m: int, ks: np.ndarray, f_tables, grid, draws: int, seed: i
     return out
 
 
-def expected_audit(*, canaries: int, delta: float, beta: float = 0.05, method: str = "one-run",
-                   guess_counts=None, draws: int = 101, seed: int = 0, curve=None, accountant=None, mu=None,
-                   noise_multiplier=None, sampling_rate=None, steps=None) -> ExpectedAudit:
+def expected_audit(
+    *,
+    canaries: int,
+    delta: float,
+    beta: float = 0.05,
+    method: str = "one-run",
+    guess_counts=None,
+    draws: int = 101,
+    seed: int = 0,
+    curve=None,
+    accountant=None,
+    mu=None,
+    noise_multiplier=None,
+    sampling_rate=None,
+    steps=None,
+) -> ExpectedAudit:
     """The empirical lower bound an optimal attack on a correct implementation reaches with probability ~1/2.
 
     Parameters
@@ -150,8 +179,15 @@ def expected_audit(*, canaries: int, delta: float, beta: float = 0.05, method: s
     b = check_beta(beta)
     draws = check_count("draws", draws)
     seed = check_count("seed", seed, minimum=0)
-    tc, certified = run_curve(curve=curve, accountant=accountant, mu=mu, noise_multiplier=noise_multiplier,
-                              sampling_rate=sampling_rate, steps=steps, delta=d)
+    tc, certified = run_curve(
+        curve=curve,
+        accountant=accountant,
+        mu=mu,
+        noise_multiplier=noise_multiplier,
+        sampling_rate=sampling_rate,
+        steps=steps,
+        delta=d,
+    )
     ks = default_guess_counts(m) if guess_counts is None else np.unique(np.atleast_1d(guess_counts)).astype(int)
     if np.any(ks < 1) or np.any(ks > m):
         raise ValueError(f"guess_counts must be in [1, {m}]")
@@ -165,11 +201,15 @@ def expected_audit(*, canaries: int, delta: float, beta: float = 0.05, method: s
     lo_rank = max(0, int(stats.binom.ppf(0.025, draws, 0.5)) - 1)
     hi_rank = min(draws - 1, int(stats.binom.isf(0.025, draws, 0.5)))
     sw, ss = np.sort(e_weak), np.sort(e_strong)
-    details = {"draws": draws, "seed": seed, "guess_counts": [int(k) for k in ks],
-               "median_rank_interval": [float(sw[lo_rank]), float(ss[hi_rank])],
-               "attack": "likelihood-ratio ordering of non-interfering white-box canaries (the optimal attack); "
-                         "a black-box attack reaches at most this",
-               "curve": tc.method}
+    details = {
+        "draws": draws,
+        "seed": seed,
+        "guess_counts": [int(k) for k in ks],
+        "median_rank_interval": [float(sw[lo_rank]), float(ss[hi_rank])],
+        "attack": "likelihood-ratio ordering of non-interfering white-box canaries (the optimal attack); "
+        "a black-box attack reaches at most this",
+        "curve": tc.method,
+    }
     return ExpectedAudit(float(sw[med]), float(max(ss[med], sw[med])), m, d, b, method, certified, details)
 
 
@@ -178,6 +218,7 @@ def _bound_fn(method: str, m: int, ks: tuple, delta: float, beta: float):
     single-candidate bound at level ``beta / K``, each cached by ``(k, v)`` (many draws share them)."""
     level = beta / len(ks)
     if method == "one-run":
+
         def single_raw(k: int, v: int) -> float:
             return _epsilon(m, k, v, delta, level)
     else:
@@ -185,6 +226,7 @@ def _bound_fn(method: str, m: int, ks: tuple, delta: float, beta: float):
 
         def single_raw(k: int, v: int) -> float:
             return _family_epsilon(fam, m, k, v, level, 0.0) if v > 0 else 0.0
+
     single = lru_cache(maxsize=None)(single_raw)
     cap = lru_cache(maxsize=None)(lambda k, v: _eps0(k, v, level))
 
@@ -199,10 +241,18 @@ def _bound_fn(method: str, m: int, ks: tuple, delta: float, beta: float):
     return bound
 
 
-def canaries_needed(*, delta: float, target: float | None = None, fraction: float = 0.5, beta: float = 0.05,
-                    method: str = "one-run", candidates=(100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000,
-                                                         100_000), draws: int = 41, seed: int = 0,
-                    **run) -> dict[str, Any]:
+def canaries_needed(
+    *,
+    delta: float,
+    target: float | None = None,
+    fraction: float = 0.5,
+    beta: float = 0.05,
+    method: str = "one-run",
+    candidates=(100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
+    draws: int = 41,
+    seed: int = 0,
+    **run,
+) -> dict[str, Any]:
     """The fewest canaries (among ``candidates``) whose expected audit reaches ``target``.
 
     ``target`` defaults to ``fraction`` times the run's certified epsilon lower end at ``delta``. The
@@ -221,14 +271,19 @@ def canaries_needed(*, delta: float, target: float | None = None, fraction: floa
     seen: dict[int, float] = {}
     stalled = 0
     for m in sorted(int(check_count("candidates", c, minimum=2)) for c in candidates):
-        e = expected_audit(canaries=m, delta=delta, beta=beta, method=method, draws=draws, seed=seed,
-                           curve=tc).epsilon_lower
+        e = expected_audit(
+            canaries=m, delta=delta, beta=beta, method=method, draws=draws, seed=seed, curve=tc
+        ).epsilon_lower
         stalled = stalled + 1 if seen and e <= max(seen.values()) * 1.01 else 0
         seen[m] = e
         if e >= target and e > 0:
             return {"canaries": m, "target": target, "expected": seen}
         if stalled >= 2:  # the bound has stopped growing with m: more canaries will not reach the target
-            return {"canaries": None, "target": target, "expected": seen,
-                    "note": f"the expected {method} bound stops growing near {max(seen.values()):.3g}: this audit "
-                            "cannot reach the target with more canaries (a stronger method or design is needed)"}
+            return {
+                "canaries": None,
+                "target": target,
+                "expected": seen,
+                "note": f"the expected {method} bound stops growing near {max(seen.values()):.3g}: this audit "
+                "cannot reach the target with more canaries (a stronger method or design is needed)",
+            }
     return {"canaries": None, "target": target, "expected": seen}

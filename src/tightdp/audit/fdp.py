@@ -62,8 +62,10 @@ FAMILIES = ("gdp", "eps-delta")
 _N = NormalDist()
 _SCAN = 25
 _XTOL = 1e-7
-_GDP_ASSUMPTION = ("the run's trade-off curve is a Gaussian (mu-GDP) one: the bound says the run is not as private as "
-                   "the Gaussian mechanism that is (eps, delta)-DP; without that assumption use family='eps-delta'")
+_GDP_ASSUMPTION = (
+    "the run's trade-off curve is a Gaussian (mu-GDP) one: the bound says the run is not as private as "
+    "the Gaussian mechanism that is (eps, delta)-DP; without that assumption use family='eps-delta'"
+)
 
 
 # ============================================================================== the test
@@ -199,6 +201,7 @@ def _family_g(family: str, delta: float) -> Callable[[float], Callable[[float], 
 
 def _family_epsilon(family_g, m: int, r: int, v: int, level: float, floor: float) -> float:
     """The largest eps whose curve the counts reject (scan, then bisection in the first cell not rejected)."""
+
     def rej(e):
         return fdp_rejects(family_g(e), canaries=m, guesses=r, correct=v, level=level)
 
@@ -221,8 +224,9 @@ def _family_epsilon(family_g, m: int, r: int, v: int, level: float, floor: float
     return lo
 
 
-def epsilon_one_run_fdp(*, in_scores, out_scores, delta: float, beta: float = 0.05, family: str = "gdp",
-                        guess_counts=None) -> AuditBound:
+def epsilon_one_run_fdp(
+    *, in_scores, out_scores, delta: float, beta: float = 0.05, family: str = "gdp", guess_counts=None
+) -> AuditBound:
     """The f-DP one-run empirical lower bound on epsilon (MMC) from the scores of one run's canaries.
 
     Guesses and the correction over candidate guess counts are those of ``epsilon_one_run`` (one-sided
@@ -267,19 +271,26 @@ def epsilon_one_run_fdp(*, in_scores, out_scores, delta: float, beta: float = 0.
         assumptions.append(_GDP_ASSUMPTION)
     if len(ks) > 1:
         assumptions.append("the candidate guess counts were fixed before the scores were seen")
-    details = {"canaries": m, "family": family, "candidates": [int(k) for k in ks], "level_per_candidate": level,
-               "correction": f"Bonferroni over {len(ks)} candidate guess counts" if len(ks) > 1 else "none",
-               "assumptions": assumptions}
+    details = {
+        "canaries": m,
+        "family": family,
+        "candidates": [int(k) for k in ks],
+        "level_per_candidate": level,
+        "correction": f"Bonferroni over {len(ks)} candidate guess counts" if len(ks) > 1 else "none",
+        "assumptions": assumptions,
+    }
     if family == "gdp":
         details["mu_lower"] = gdp_mu_for(best, d) if best > 0 else 0.0
     if arg is not None:
-        details.update({"guess_count": int(ks[arg]), "guesses": int(rs[arg]), "correct": int(vs[arg]),
-                        "threshold": float(ts[arg])})
+        details.update(
+            {"guess_count": int(ks[arg]), "guesses": int(rs[arg]), "correct": int(vs[arg]), "threshold": float(ts[arg])}
+        )
     return AuditBound(best, d, b, f"f-DP one-run ({family} family; Mahloujifar, Melis, Chaudhuri 2024)", details)
 
 
-def epsilon_fdp_from_guesses(*, canaries: int, guesses: int, correct: int, delta: float, beta: float = 0.05,
-                             family: str = "gdp") -> AuditBound:
+def epsilon_fdp_from_guesses(
+    *, canaries: int, guesses: int, correct: int, delta: float, beta: float = 0.05, family: str = "gdp"
+) -> AuditBound:
     """The f-DP one-run lower bound from a count of guesses fixed before the audit (MMC; no correction).
 
     Same parameters and assumptions as ``epsilon_one_run_fdp``, with the counts of
@@ -292,8 +303,13 @@ def epsilon_fdp_from_guesses(*, canaries: int, guesses: int, correct: int, delta
     d = check_real("delta", delta, low=0.0, low_open=(family == "gdp"), high=1.0)
     b = check_beta(beta)
     e = _family_epsilon(_family_g(family, d), m, r, v, b, 0.0) if v > 0 else 0.0
-    details = {"canaries": m, "guesses": r, "correct": v, "family": family,
-               "assumptions": list(ONE_RUN_ASSUMPTIONS) + ([_GDP_ASSUMPTION] if family == "gdp" else [])}
+    details = {
+        "canaries": m,
+        "guesses": r,
+        "correct": v,
+        "family": family,
+        "assumptions": list(ONE_RUN_ASSUMPTIONS) + ([_GDP_ASSUMPTION] if family == "gdp" else []),
+    }
     if family == "gdp":
         details["mu_lower"] = gdp_mu_for(e, d) if e > 0 else 0.0
     return AuditBound(e, d, b, f"f-DP one-run ({family} family; Mahloujifar, Melis, Chaudhuri 2024)", details)
@@ -321,11 +337,17 @@ def fdp_one_run_test(*, in_scores, out_scores, curve, beta: float = 0.05, guess_
     ks = default_guess_counts(m) if guess_counts is None else np.unique(np.atleast_1d(guess_counts))
     rs, vs, _ = _guess_counts(scores, ks)
     level = b / len(ks)
-    hits = [int(k) for k, r, v in zip(ks, rs, vs)
-            if fdp_rejects(g, canaries=m, guesses=int(r), correct=int(v), level=level)]
-    return FdpTest(rejected=bool(hits), beta=b, canaries=m, rejected_at_guess_counts=hits,
-                   candidates=[int(k) for k in ks], level_per_candidate=level,
-                   method="f-DP one-run test of the certified lower trade-off curve (Mahloujifar, Melis, "
-                          "Chaudhuri 2024)",
-                   assumptions=list(ONE_RUN_ASSUMPTIONS) + ["each canary's effect on the output is that of one "
-                                                            "example in the accounted run"])
+    hits = [
+        int(k) for k, r, v in zip(ks, rs, vs) if fdp_rejects(g, canaries=m, guesses=int(r), correct=int(v), level=level)
+    ]
+    return FdpTest(
+        rejected=bool(hits),
+        beta=b,
+        canaries=m,
+        rejected_at_guess_counts=hits,
+        candidates=[int(k) for k in ks],
+        level_per_candidate=level,
+        method="f-DP one-run test of the certified lower trade-off curve (Mahloujifar, Melis, Chaudhuri 2024)",
+        assumptions=list(ONE_RUN_ASSUMPTIONS)
+        + ["each canary's effect on the output is that of one example in the accounted run"],
+    )

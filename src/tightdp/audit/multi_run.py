@@ -50,8 +50,7 @@ def _eps_from(tpr_lo: np.ndarray, fpr_up: np.ndarray, delta: float) -> np.ndarra
     return np.where((tpr_lo > delta) & (fpr_up > 0), np.maximum(e, 0.0), 0.0)
 
 
-def _eps_at(scores: CanaryScores, thresholds: np.ndarray, delta: float, level: float,
-            one_sided: bool) -> np.ndarray:
+def _eps_at(scores: CanaryScores, thresholds: np.ndarray, delta: float, level: float, one_sided: bool) -> np.ndarray:
     """The Clopper-Pearson bound at each threshold, each at significance ``level`` (split in two)."""
     n_in, n_out = scores.in_scores.size, scores.out_scores.size
     tp, fp = scores.counts_at(thresholds)
@@ -65,8 +64,9 @@ def _eps_at(scores: CanaryScores, thresholds: np.ndarray, delta: float, level: f
     return e
 
 
-def clopper_pearson_epsilon_at(*, in_scores, out_scores, threshold: float, delta: float,
-                               beta: float = 0.05, one_sided: bool = True) -> AuditBound:
+def clopper_pearson_epsilon_at(
+    *, in_scores, out_scores, threshold: float, delta: float, beta: float = 0.05, one_sided: bool = True
+) -> AuditBound:
     """The Clopper-Pearson bound at one threshold fixed before the audit (no correction)."""
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     t = check_real("threshold", threshold, allow_inf=True)
@@ -74,20 +74,39 @@ def clopper_pearson_epsilon_at(*, in_scores, out_scores, threshold: float, delta
     b = check_beta(beta)
     e = float(_eps_at(scores, np.array([t]), d, b, one_sided)[0])
     tp, fp = scores.counts_at([t])
-    return AuditBound(e, d, b, "multi-run Clopper-Pearson at a fixed threshold",
-                      {"threshold": t, "tp": int(tp[0]), "fp": int(fp[0]), "n_in": scores.in_scores.size,
-                       "n_out": scores.out_scores.size, "correction": "none (threshold fixed in advance)",
-                       "assumptions": list(MULTI_RUN_ASSUMPTIONS) + ["the threshold was fixed before the scores "
-                                                                     "were seen"]})
+    return AuditBound(
+        e,
+        d,
+        b,
+        "multi-run Clopper-Pearson at a fixed threshold",
+        {
+            "threshold": t,
+            "tp": int(tp[0]),
+            "fp": int(fp[0]),
+            "n_in": scores.in_scores.size,
+            "n_out": scores.out_scores.size,
+            "correction": "none (threshold fixed in advance)",
+            "assumptions": list(MULTI_RUN_ASSUMPTIONS) + ["the threshold was fixed before the scores were seen"],
+        },
+    )
 
 
 def _candidate_thresholds(scores: CanaryScores) -> np.ndarray:
     return np.unique(np.concatenate([scores.in_scores, scores.out_scores]))
 
 
-def epsilon_clopper_pearson(*, in_scores, out_scores, delta: float, beta: float = 0.05,
-                            strategy: str = "split", thresholds=None, split_fraction: float = 0.5,
-                            seed: int = 0, one_sided: bool = True) -> AuditBound:
+def epsilon_clopper_pearson(
+    *,
+    in_scores,
+    out_scores,
+    delta: float,
+    beta: float = 0.05,
+    strategy: str = "split",
+    thresholds=None,
+    split_fraction: float = 0.5,
+    seed: int = 0,
+    one_sided: bool = True,
+) -> AuditBound:
     """The multi-run empirical lower bound on epsilon with Clopper-Pearson intervals (module docstring).
 
     Parameters
@@ -130,26 +149,40 @@ def epsilon_clopper_pearson(*, in_scores, out_scores, delta: float, beta: float 
     assumptions = list(MULTI_RUN_ASSUMPTIONS)
     if strategy == "bonferroni":
         if cand is None:
-            raise ValueError("thresholds are required for strategy='bonferroni' (fixed before the audit; "
-                             "strategy='split' chooses one from the data)")
+            raise ValueError(
+                "thresholds are required for strategy='bonferroni' (fixed before the audit; "
+                "strategy='split' chooses one from the data)"
+            )
         k = cand.size * (1 if one_sided else 2)
         e = _eps_at(scores, cand, d, b / k, one_sided)
         j = int(np.argmax(e))
         assumptions.append("the thresholds were fixed before the scores were seen")
-        tp, fp = scores.counts_at(cand[j:j + 1])
-        return AuditBound(float(e[j]), d, b, "multi-run Clopper-Pearson, Bonferroni over fixed thresholds",
-                          {"threshold": float(cand[j]), "tp": int(tp[0]), "fp": int(fp[0]),
-                           "n_in": scores.in_scores.size, "n_out": scores.out_scores.size,
-                           "correction": f"Bonferroni over {k} hypotheses ({cand.size} thresholds"
-                                         f"{'' if one_sided else ', both rules'})", "assumptions": assumptions})
+        tp, fp = scores.counts_at(cand[j : j + 1])
+        return AuditBound(
+            float(e[j]),
+            d,
+            b,
+            "multi-run Clopper-Pearson, Bonferroni over fixed thresholds",
+            {
+                "threshold": float(cand[j]),
+                "tp": int(tp[0]),
+                "fp": int(fp[0]),
+                "n_in": scores.in_scores.size,
+                "n_out": scores.out_scores.size,
+                "correction": f"Bonferroni over {k} hypotheses ({cand.size} thresholds"
+                f"{'' if one_sided else ', both rules'})",
+                "assumptions": assumptions,
+            },
+        )
     frac = check_real("split_fraction", split_fraction, low=0.0, high=1.0)
     seed = check_count("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     ins, outs = rng.permutation(scores.in_scores), rng.permutation(scores.out_scores)
     ci, co = int(math.floor(ins.size * frac)), int(math.floor(outs.size * frac))
     if min(ci, co, ins.size - ci, outs.size - co) < 1:
-        raise ValueError(f"split_fraction {frac:g} leaves a part without in or out runs "
-                         f"({ins.size} in, {outs.size} out)")
+        raise ValueError(
+            f"split_fraction {frac:g} leaves a part without in or out runs ({ins.size} in, {outs.size} out)"
+        )
     pick = CanaryScores(in_scores=ins[:ci], out_scores=outs[:co])
     cert = CanaryScores(in_scores=ins[ci:], out_scores=outs[co:])
     cands = _candidate_thresholds(pick) if cand is None else cand
@@ -158,8 +191,21 @@ def epsilon_clopper_pearson(*, in_scores, out_scores, delta: float, beta: float 
     e = float(_eps_at(cert, np.array([t]), d, b, one_sided)[0])
     tp, fp = cert.counts_at([t])
     assumptions.append("the split was random and made before the scores were seen")
-    return AuditBound(e, d, b, "multi-run Clopper-Pearson, threshold chosen on a held-out split",
-                      {"threshold": t, "tp": int(tp[0]), "fp": int(fp[0]), "n_in": cert.in_scores.size,
-                       "n_out": cert.out_scores.size, "selection_runs": ci + co, "split_fraction": frac,
-                       "seed": seed, "correction": "held-out split (the certifying runs never saw the choice)",
-                       "assumptions": assumptions})
+    return AuditBound(
+        e,
+        d,
+        b,
+        "multi-run Clopper-Pearson, threshold chosen on a held-out split",
+        {
+            "threshold": t,
+            "tp": int(tp[0]),
+            "fp": int(fp[0]),
+            "n_in": cert.in_scores.size,
+            "n_out": cert.out_scores.size,
+            "selection_runs": ci + co,
+            "split_fraction": frac,
+            "seed": seed,
+            "correction": "held-out split (the certifying runs never saw the choice)",
+            "assumptions": assumptions,
+        },
+    )

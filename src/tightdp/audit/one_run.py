@@ -120,8 +120,7 @@ def _epsilon(m: int, r: int, v: int, delta: float, level: float, floor: float = 
     return lo
 
 
-def epsilon_from_guesses(*, canaries: int, guesses: int, correct: int, delta: float,
-                         beta: float = 0.05) -> AuditBound:
+def epsilon_from_guesses(*, canaries: int, guesses: int, correct: int, delta: float, beta: float = 0.05) -> AuditBound:
     """The one-run empirical lower bound on epsilon at ``delta`` from a count of guesses (SNJ Thm. 5.2, Alg. 1).
 
     Parameters
@@ -151,12 +150,16 @@ def epsilon_from_guesses(*, canaries: int, guesses: int, correct: int, delta: fl
     d = check_real("delta", delta, low=0.0, low_open=False, high=1.0)
     b = check_beta(beta)
     eps = _epsilon(m, r, v, d, b)
-    return AuditBound(eps, d, b, "one-run guess counting (Steinke, Nasr, Jagielski 2023, Thm. 5.2 / Alg. 1)",
-                      {"canaries": m, "guesses": r, "correct": v, "assumptions": list(ONE_RUN_ASSUMPTIONS)})
+    return AuditBound(
+        eps,
+        d,
+        b,
+        "one-run guess counting (Steinke, Nasr, Jagielski 2023, Thm. 5.2 / Alg. 1)",
+        {"canaries": m, "guesses": r, "correct": v, "assumptions": list(ONE_RUN_ASSUMPTIONS)},
+    )
 
 
-def epsilon_one_run(*, in_scores, out_scores, delta: float, beta: float = 0.05,
-                    guess_counts=None) -> AuditBound:
+def epsilon_one_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, guess_counts=None) -> AuditBound:
     """The one-run empirical lower bound from the scores of the ``m`` canaries of one run.
 
     The attacker guesses "in" for the ``k`` highest-scoring canaries (one-sided guesses, abstaining
@@ -200,13 +203,20 @@ def _best_over_candidates(m, rs, vs, ts, ks, delta, beta) -> AuditBound:
         e = _epsilon(m, int(rs[j]), int(vs[j]), delta, level, floor=best)
         if e > best:
             best, arg = e, int(j)
-    details = {"canaries": m, "candidates": [int(k) for k in ks], "level_per_candidate": level,
-               "correction": f"Bonferroni over {len(ks)} candidate guess counts" if len(ks) > 1 else "none (one "
-               "guess count fixed in advance)",
-               "assumptions": list(ONE_RUN_ASSUMPTIONS) + (["the candidate guess counts were fixed before the "
-                                                            "scores were seen"] if len(ks) > 1 else [])}
+    details = {
+        "canaries": m,
+        "candidates": [int(k) for k in ks],
+        "level_per_candidate": level,
+        "correction": f"Bonferroni over {len(ks)} candidate guess counts"
+        if len(ks) > 1
+        else "none (one guess count fixed in advance)",
+        "assumptions": list(ONE_RUN_ASSUMPTIONS)
+        + (["the candidate guess counts were fixed before the scores were seen"] if len(ks) > 1 else []),
+    }
     if arg is not None:
-        details.update({"guess_count": int(ks[arg]), "guesses": int(rs[arg]), "correct": int(vs[arg]),
-                        "threshold": float(ts[arg])})
-    return AuditBound(best, delta, beta, "one-run guess counting (Steinke, Nasr, Jagielski 2023, Thm. 5.2 / "
-                      "Alg. 1)", details)
+        details.update(
+            {"guess_count": int(ks[arg]), "guesses": int(rs[arg]), "correct": int(vs[arg]), "threshold": float(ts[arg])}
+        )
+    return AuditBound(
+        best, delta, beta, "one-run guess counting (Steinke, Nasr, Jagielski 2023, Thm. 5.2 / Alg. 1)", details
+    )

@@ -34,8 +34,14 @@ class AuditBound:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""
-        return {"epsilon_lower": self.epsilon_lower, "delta": self.delta, "beta": self.beta,
-                "confidence": 1.0 - self.beta, "method": self.method, "details": _plain(dict(self.details))}
+        return {
+            "epsilon_lower": self.epsilon_lower,
+            "delta": self.delta,
+            "beta": self.beta,
+            "confidence": 1.0 - self.beta,
+            "method": self.method,
+            "details": _plain(dict(self.details)),
+        }
 
 
 def _plain(x):

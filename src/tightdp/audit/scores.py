@@ -111,6 +111,7 @@ def read_scores_csv(path) -> CanaryScores:
             else:
                 raise ValueError(f"scores file line {lineno}: membership {row[1]!r} must be 1/0, true/false or in/out")
     if not ins or not outs:
-        raise ValueError(f"scores file {path}: needs at least one 'in' and one 'out' canary "
-                         f"(got {len(ins)} in, {len(outs)} out)")
+        raise ValueError(
+            f"scores file {path}: needs at least one 'in' and one 'out' canary (got {len(ins)} in, {len(outs)} out)"
+        )
     return CanaryScores(in_scores=ins, out_scores=outs)

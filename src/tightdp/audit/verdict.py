@@ -55,14 +55,26 @@ class AuditVerdict:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the report's "Audit" section)."""
-        return {"verdict": self.verdict, "message": self.message, "empirical": self.empirical.to_dict(),
-                "certified_epsilon": {"lower": self.certified_lower, "upper": self.certified_upper},
-                "expected": None if self.expected is None else self.expected.to_dict(),
-                "canaries_needed": self.canaries_needed, "details": _plain(dict(self.details))}
+        return {
+            "verdict": self.verdict,
+            "message": self.message,
+            "empirical": self.empirical.to_dict(),
+            "certified_epsilon": {"lower": self.certified_lower, "upper": self.certified_upper},
+            "expected": None if self.expected is None else self.expected.to_dict(),
+            "canaries_needed": self.canaries_needed,
+            "details": _plain(dict(self.details)),
+        }
 
 
-def audit_verdict(empirical: AuditBound, *, certified, expected: ExpectedAudit | None = None,
-                  fraction: float = 0.25, needed: int | None = None, curve_test=None) -> AuditVerdict:
+def audit_verdict(
+    empirical: AuditBound,
+    *,
+    certified,
+    expected: ExpectedAudit | None = None,
+    fraction: float = 0.25,
+    needed: int | None = None,
+    curve_test=None,
+) -> AuditVerdict:
     """Compare an audit's empirical lower bound with the certified epsilon interval of the run.
 
     Parameters
@@ -98,26 +110,66 @@ def audit_verdict(empirical: AuditBound, *, certified, expected: ExpectedAudit |
     if curve_test is not None:
         details["curve_test"] = dict(curve_test)
     if e > c_up or (curve_test is not None and curve_test.rejected):
-        why = (f"the empirical lower bound {e:.4g} exceeds the certified upper bound {c_up:.4g}" if e > c_up
-               else "the f-DP test rejects the certified trade-off curve")
-        return AuditVerdict("violates", f"implementation violates its accounting: {why} at confidence {conf} "
-                            f"(delta = {empirical.delta:g}; {empirical.method})", empirical, c_lo, c_up,
-                            expected, needed, details)
+        why = (
+            f"the empirical lower bound {e:.4g} exceeds the certified upper bound {c_up:.4g}"
+            if e > c_up
+            else "the f-DP test rejects the certified trade-off curve"
+        )
+        return AuditVerdict(
+            "violates",
+            f"implementation violates its accounting: {why} at confidence {conf} "
+            f"(delta = {empirical.delta:g}; {empirical.method})",
+            empirical,
+            c_lo,
+            c_up,
+            expected,
+            needed,
+            details,
+        )
     if expected is not None and expected.epsilon_lower < frac * c_lo:
         m = expected.canaries
-        more = (f"needs >= {needed} canaries" if needed is not None
-                else "more canaries or a stronger method are needed")
-        return AuditVerdict("too weak", f"the audit is too weak to say anything: a correct implementation audited "
-                            f"with {m} canaries shows about {expected.epsilon_lower:.3g}, less than {frac:g} x the "
-                            f"certified {c_lo:.4g} ({more})", empirical, c_lo, c_up, expected, needed, details)
-    return AuditVerdict("consistent", f"consistent: the empirical lower bound {e:.4g} is at most the certified "
-                        f"epsilon interval's upper end {c_up:.4g} (certified [{c_lo:.4g}, {c_up:.4g}], confidence "
-                        f"{conf})", empirical, c_lo, c_up, expected, needed, details)
+        more = f"needs >= {needed} canaries" if needed is not None else "more canaries or a stronger method are needed"
+        return AuditVerdict(
+            "too weak",
+            f"the audit is too weak to say anything: a correct implementation audited "
+            f"with {m} canaries shows about {expected.epsilon_lower:.3g}, less than {frac:g} x the "
+            f"certified {c_lo:.4g} ({more})",
+            empirical,
+            c_lo,
+            c_up,
+            expected,
+            needed,
+            details,
+        )
+    return AuditVerdict(
+        "consistent",
+        f"consistent: the empirical lower bound {e:.4g} is at most the certified "
+        f"epsilon interval's upper end {c_up:.4g} (certified [{c_lo:.4g}, {c_up:.4g}], confidence "
+        f"{conf})",
+        empirical,
+        c_lo,
+        c_up,
+        expected,
+        needed,
+        details,
+    )
 
 
-def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method: str = "one-run",
-              test_curve: bool = False, expected: bool = True, fraction: float = 0.25, guess_counts=None,
-              draws: int = 101, seed: int = 0, **run) -> AuditVerdict:
+def audit_run(
+    *,
+    in_scores,
+    out_scores,
+    delta: float,
+    beta: float = 0.05,
+    method: str = "one-run",
+    test_curve: bool = False,
+    expected: bool = True,
+    fraction: float = 0.25,
+    guess_counts=None,
+    draws: int = 101,
+    seed: int = 0,
+    **run,
+) -> AuditVerdict:
     """Audit a run from its canary scores and give the verdict against its certified interval.
 
     ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
@@ -133,9 +185,11 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     curve, certified = run_curve(**run, delta=delta)
     if method == "fdp-gdp" and curve.details.get("mu_exact") is None:
-        raise ValueError("method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and this run's is not one "
-                         "(a subsampled or non-Gaussian run): a correct run could be flagged; use 'fdp-eps-delta' or "
-                         "'one-run'")
+        raise ValueError(
+            "method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and this run's is not one "
+            "(a subsampled or non-Gaussian run): a correct run could be flagged; use 'fdp-eps-delta' or "
+            "'one-run'"
+        )
     b_eps = b / 2 if test_curve else b
     kw = {"in_scores": scores.in_scores, "out_scores": scores.out_scores, "delta": delta, "beta": b_eps}
     if method == "one-run":
@@ -144,21 +198,36 @@ def audit_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, method
         emp = epsilon_clopper_pearson(**kw, seed=seed)
     else:
         emp = epsilon_one_run_fdp(**kw, family=method[4:], guess_counts=guess_counts)
-    ct = (fdp_one_run_test(in_scores=scores.in_scores, out_scores=scores.out_scores, curve=curve, beta=b / 2,
-                           guess_counts=guess_counts) if test_curve else None)
+    ct = (
+        fdp_one_run_test(
+            in_scores=scores.in_scores, out_scores=scores.out_scores, curve=curve, beta=b / 2, guess_counts=guess_counts
+        )
+        if test_curve
+        else None
+    )
     exp = needed = None
     if expected and method != "clopper-pearson":
-        exp = expected_audit(canaries=scores.canaries, delta=delta, beta=b_eps, method=method,
-                             guess_counts=guess_counts, draws=draws, seed=seed, curve=curve)
+        exp = expected_audit(
+            canaries=scores.canaries,
+            delta=delta,
+            beta=b_eps,
+            method=method,
+            guess_counts=guess_counts,
+            draws=draws,
+            seed=seed,
+            curve=curve,
+        )
         if exp.epsilon_lower < fraction * float(certified.lower or 0.0):
-            needed = canaries_needed(delta=delta, target=fraction * float(certified.lower), beta=b_eps,
-                                     method=method, curve=curve, seed=seed)["canaries"]
+            needed = canaries_needed(
+                delta=delta, target=fraction * float(certified.lower), beta=b_eps, method=method, curve=curve, seed=seed
+            )["canaries"]
     v = audit_verdict(emp, certified=certified, expected=exp, fraction=fraction, needed=needed, curve_test=ct)
     return v
 
 
-def audit_section(*, in_scores, out_scores, delta: float, beta: float = 0.05, method: str = "one-run",
-                  **run) -> dict[str, Any]:
+def audit_section(
+    *, in_scores, out_scores, delta: float, beta: float = 0.05, method: str = "one-run", **run
+) -> dict[str, Any]:
     """The data of a privacy report's "Audit" section (``audit_run(...).to_dict()`` plus a short table).
 
     Keys: ``verdict``, ``message``, ``empirical``, ``certified_epsilon``, ``expected``,
@@ -166,14 +235,22 @@ def audit_section(*, in_scores, out_scores, delta: float, beta: float = 0.05, me
     """
     v = audit_run(in_scores=in_scores, out_scores=out_scores, delta=delta, beta=beta, method=method, **run)
     out = v.to_dict()
-    rows = [("canaries", str(v.empirical.details.get("canaries", v.empirical.details.get("n_in", "")))),
-            ("method", v.empirical.method),
-            (f"empirical epsilon lower bound ({100 * (1 - v.empirical.beta):g} % confidence)",
-             f"{v.empirical.epsilon_lower:.4g}"),
-            ("certified epsilon", f"[{v.certified_lower:.4g}, {v.certified_upper:.4g}]")]
+    rows = [
+        ("canaries", str(v.empirical.details.get("canaries", v.empirical.details.get("n_in", "")))),
+        ("method", v.empirical.method),
+        (
+            f"empirical epsilon lower bound ({100 * (1 - v.empirical.beta):g} % confidence)",
+            f"{v.empirical.epsilon_lower:.4g}",
+        ),
+        ("certified epsilon", f"[{v.certified_lower:.4g}, {v.certified_upper:.4g}]"),
+    ]
     if v.expected is not None:
-        rows.append(("a correct implementation shows (median, optimal attack)",
-                     f"{v.expected.epsilon_lower:.4g} .. {v.expected.epsilon_upper:.4g}"))
+        rows.append(
+            (
+                "a correct implementation shows (median, optimal attack)",
+                f"{v.expected.epsilon_lower:.4g} .. {v.expected.epsilon_upper:.4g}",
+            )
+        )
     rows.append(("verdict", v.message))
     out["rows"] = [list(r) for r in rows]
     return out

@@ -17,40 +17,56 @@ import sys
 
 from ..errors import TightDPError
 
-COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit",
-            "matrix")
+COMMANDS = ("epsilon", "delta", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit", "matrix")
 #: the module registering each command (epsilon and delta share one)
 MODULES = ("query", "statement", "compare", "group", "calibrate", "report", "tradeoff", "audit", "matrix")
 
 #: Shown at the end of each subcommand's --help (a command's own epilog takes precedence).
 EXAMPLES = {
-    "epsilon": ["tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 "
-                "--delta 1e-5",
-                "tightdp epsilon --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --delta 1e-5 --json"],
-    "delta": ["tightdp delta --epsilon 1 --noise-multiplier 1.5 --sampling-rate 0.01 --steps 10000 "
-              "--relation remove --accountant fourier"],
-    "compare": ["tightdp compare --noise-multiplier 1.1 --sampling-rate 0.00512 --steps 19600 --delta 1e-5",
-                "tightdp compare --noise-multiplier 0.8 --sampling-rate 0.001 --steps 2000 --delta 1e-7 "
-                "--accountants connect-dots,rdp,gdp --plot compare.png"],
-    "group": ["tightdp group --noise-multiplier 1 --sampling-rate 0.01 --steps 2000 --delta 1e-6 --group-size 9",
-              "tightdp group --noise-multiplier 2 --steps 2000 --delta 1e-6 --group-size 4 --sampling fixed-batch "
-              "--dataset-size 50000 --batch-size 500 --json"],
-    "calibrate": ["tightdp calibrate --target-epsilon 3 --delta 1e-5 --sampling-rate 0.01 --steps 1000",
-                  "tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 "
-                  "--sampling-rate 0.005 --json"],
-    "report": ["tightdp report examples/report_config.toml --out demo-report",
-               "tightdp report run.json --out report/ --format html --no-plots --json"],
-    "tradeoff": ["tightdp tradeoff --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --fpr 0.01,0.001",
-                 "tightdp tradeoff --noise-multiplier 2.0 --sampling-rate 1 --steps 9 --alphas 0.001,0.1 --json"],
-    "audit": ["tightdp audit scores.csv --delta 1e-5",
-              "tightdp audit scores.csv --delta 1e-5 --method fdp-eps-delta --noise-multiplier 1.0 "
-              "--sampling-rate 0.1 --steps 100 --json"],
-    "matrix": ["tightdp matrix --strategy banded --c-col 1,0.5,0.25 --sampler cyclic-poisson --sampling-rate 0.1 "
-               "--noise-multiplier 1.0 --steps 300 --delta 1e-5",
-               "tightdp matrix --strategy tree --participations 2 --min-sep 32 --noise-multiplier 3 --steps 64 "
-               "--delta 1e-5 --json",
-               "tightdp matrix --strategy-file strategy.json --sampler balls-in-bins --cycle-length 8 "
-               "--target-epsilon 8 --steps 64 --delta 1e-6"],
+    "epsilon": [
+        "tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 --delta 1e-5",
+        "tightdp epsilon --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --delta 1e-5 --json",
+    ],
+    "delta": [
+        "tightdp delta --epsilon 1 --noise-multiplier 1.5 --sampling-rate 0.01 --steps 10000 "
+        "--relation remove --accountant fourier"
+    ],
+    "compare": [
+        "tightdp compare --noise-multiplier 1.1 --sampling-rate 0.00512 --steps 19600 --delta 1e-5",
+        "tightdp compare --noise-multiplier 0.8 --sampling-rate 0.001 --steps 2000 --delta 1e-7 "
+        "--accountants connect-dots,rdp,gdp --plot compare.png",
+    ],
+    "group": [
+        "tightdp group --noise-multiplier 1 --sampling-rate 0.01 --steps 2000 --delta 1e-6 --group-size 9",
+        "tightdp group --noise-multiplier 2 --steps 2000 --delta 1e-6 --group-size 4 --sampling fixed-batch "
+        "--dataset-size 50000 --batch-size 500 --json",
+    ],
+    "calibrate": [
+        "tightdp calibrate --target-epsilon 3 --delta 1e-5 --sampling-rate 0.01 --steps 1000",
+        "tightdp calibrate --solve steps --noise-multiplier 1.1 --target-epsilon 8 --delta 1e-5 "
+        "--sampling-rate 0.005 --json",
+    ],
+    "report": [
+        "tightdp report examples/report_config.toml --out demo-report",
+        "tightdp report run.json --out report/ --format html --no-plots --json",
+    ],
+    "tradeoff": [
+        "tightdp tradeoff --noise-multiplier 1.0 --sampling-rate 0.01 --steps 1000 --fpr 0.01,0.001",
+        "tightdp tradeoff --noise-multiplier 2.0 --sampling-rate 1 --steps 9 --alphas 0.001,0.1 --json",
+    ],
+    "audit": [
+        "tightdp audit scores.csv --delta 1e-5",
+        "tightdp audit scores.csv --delta 1e-5 --method fdp-eps-delta --noise-multiplier 1.0 "
+        "--sampling-rate 0.1 --steps 100 --json",
+    ],
+    "matrix": [
+        "tightdp matrix --strategy banded --c-col 1,0.5,0.25 --sampler cyclic-poisson --sampling-rate 0.1 "
+        "--noise-multiplier 1.0 --steps 300 --delta 1e-5",
+        "tightdp matrix --strategy tree --participations 2 --min-sep 32 --noise-multiplier 3 --steps 64 "
+        "--delta 1e-5 --json",
+        "tightdp matrix --strategy-file strategy.json --sampler balls-in-bins --cycle-length 8 "
+        "--target-epsilon 8 --steps 64 --delta 1e-6",
+    ],
 }
 
 _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
@@ -97,8 +113,13 @@ def join_negative_values(argv: list[str]) -> list[str]:
     i = 0
     while i < len(argv):
         tok = argv[i]
-        if (tok.startswith("--") and "=" not in tok and len(tok) > 2 and i + 1 < len(argv)
-                and _NEGATIVE_NUMBER.match(argv[i + 1])):
+        if (
+            tok.startswith("--")
+            and "=" not in tok
+            and len(tok) > 2
+            and i + 1 < len(argv)
+            and _NEGATIVE_NUMBER.match(argv[i + 1])
+        ):
             out.append(f"{tok}={argv[i + 1]}")
             i += 2
             continue
@@ -110,9 +131,9 @@ def join_negative_values(argv: list[str]) -> list[str]:
 def _option_names(parser: argparse.ArgumentParser, command: str | None) -> dict[str, str]:
     """``{python name: --option}`` for the subcommand's options (``target_epsilon`` -> ``--target-epsilon``)."""
     names: dict[str, str] = {}
-    for action in parser._actions:  # noqa: SLF001 - argparse has no public accessor
-        if isinstance(action, argparse._SubParsersAction) and command in action.choices:  # noqa: SLF001
-            for a in action.choices[command]._actions:  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+            for a in action.choices[command]._actions:
                 longs = [o for o in a.option_strings if o.startswith("--")]
                 if longs:
                     names[a.dest] = longs[0]
@@ -125,7 +146,7 @@ def name_options(message: str, names: dict[str, str]) -> str:
         if "_" in dest:
             message = re.sub(rf"(?<![\w-]){re.escape(dest)}\b", opt, message)
         elif message.startswith(dest + " "):
-            message = opt + message[len(dest):]
+            message = opt + message[len(dest) :]
     return message
 
 

@@ -28,8 +28,8 @@ import json
 import sys
 import threading
 
-from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import describe_accuracy
+from ..accountants import DEFAULT_ACCOUNTANT
 from ..sampling import DEFAULT_SCHEME, scheme_class
 from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
 
@@ -38,18 +38,22 @@ SOLVE = ("noise", "steps", "sampling-rate")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "calibrate", help="noise multiplier / steps / sampling rate for a target (epsilon, delta)",
+        "calibrate",
+        help="noise multiplier / steps / sampling rate for a target (epsilon, delta)",
         description="Solve for the smallest noise multiplier (default), the largest number of steps or the largest "
-                    "sampling rate whose certified epsilon is at most the target.")
+        "sampling rate whose certified epsilon is at most the target.",
+    )
     p.add_argument("--target-epsilon", type=float, required=True, help="the epsilon budget")
     p.add_argument("--delta", type=float, required=True, help="the delta of the guarantee")
     p.add_argument("--solve", choices=SOLVE, default="noise", help="what to solve for (default: noise)")
     add_length_options(p)
     p.add_argument("--noise-multiplier", type=float, help="the noise multiplier (when solving steps or sampling rate)")
-    p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
-                   help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})")
-    p.add_argument("--sampling", default="poisson",
-                   help="the batch sampling that runs: " + sampling_help())
+    p.add_argument(
+        "--accountant",
+        default=DEFAULT_ACCOUNTANT,
+        help=f"accountant whose upper bound is used (default: {DEFAULT_ACCOUNTANT})",
+    )
+    p.add_argument("--sampling", default="poisson", help="the batch sampling that runs: " + sampling_help())
     p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -77,14 +81,22 @@ def _check_options(args) -> None:
 
     t = check_positive("--target-epsilon", args.target_epsilon)
     if t > MAX_TARGET_EPSILON:
-        raise ValueError(f"--target-epsilon must be <= {MAX_TARGET_EPSILON:g}, got {args.target_epsilon!r}: an "
-                         "epsilon that large promises no meaningful privacy, and certifying it needs grids of "
-                         "millions of points per evaluation")
+        raise ValueError(
+            f"--target-epsilon must be <= {MAX_TARGET_EPSILON:g}, got {args.target_epsilon!r}: an "
+            "epsilon that large promises no meaningful privacy, and certifying it needs grids of "
+            "millions of points per evaluation"
+        )
     check_delta("--delta", args.delta)
     accuracy_from_args(args)
-    for name, check in (("sampling-rate", check_probability), ("steps", check_count), ("epochs", check_count),
-                        ("dataset-size", check_count), ("batch-size", check_count),
-                        ("noise-multiplier", check_positive), ("max-batch-size", check_count)):
+    for name, check in (
+        ("sampling-rate", check_probability),
+        ("steps", check_count),
+        ("epochs", check_count),
+        ("dataset-size", check_count),
+        ("batch-size", check_count),
+        ("noise-multiplier", check_positive),
+        ("max-batch-size", check_count),
+    ):
         value = getattr(args, name.replace("-", "_"))
         if value is not None:
             check(f"--{name}", value)
@@ -100,6 +112,7 @@ def _scheme_rate(args, n, b) -> float:
     """The sampling rate a run of batch size ``b`` over ``n`` records has under ``--sampling``: ``b / n``, or
     ``1 / ceil(n / b)`` for the epoch-based schemes (``t`` steps an epoch)."""
     import math
+
     return 1.0 / math.ceil(n / b) if scheme_class(args.sampling).per_epoch else b / n
 
 
@@ -111,25 +124,35 @@ def _agree_or_refuse(args) -> None:
     if args.sampling_rate is not None and n is not None and b is not None:
         rate = _scheme_rate(args, n, b)
         if abs(args.sampling_rate - rate) > 1e-12 * rate:
-            raise ValueError(f"--sampling-rate {args.sampling_rate:g} conflicts with --batch-size / --dataset-size "
-                             f"= {b:g}/{n:g} ({rate:.6g} for --sampling {args.sampling}); give one or the other")
+            raise ValueError(
+                f"--sampling-rate {args.sampling_rate:g} conflicts with --batch-size / --dataset-size "
+                f"= {b:g}/{n:g} ({rate:.6g} for --sampling {args.sampling}); give one or the other"
+            )
         args.sampling_rate = None
     if args.steps is not None and args.epochs is not None and n is not None and b is not None:
         _, k = steps_from_epochs(epochs=args.epochs, dataset_size=n, batch_size=b)
         if int(args.steps) != k:
-            raise ValueError(f"--steps {args.steps:g} conflicts with --epochs {args.epochs:g} ({k} steps of batch "
-                             f"size {b:g} over {n:g} records); give one or the other")
+            raise ValueError(
+                f"--steps {args.steps:g} conflicts with --epochs {args.epochs:g} ({k} steps of batch "
+                f"size {b:g} over {n:g} records); give one or the other"
+            )
         args.steps = None
 
 
 def solve(args):
     """Run the calibration the arguments ask for; returns a ``Calibration``."""
-    from ..calibration import (calibrate_noise, calibrate_sampling_rate, calibrate_steps, steps_from_epochs)
+    from ..calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps, steps_from_epochs
 
     _check_options(args)
     _agree_or_refuse(args)
-    common = dict(target_epsilon=args.target_epsilon, delta=args.delta, accountant=args.accountant,
-                  eps_error=args.eps_error, rel_error=args.rel_error, sampling=args.sampling)
+    common = dict(
+        target_epsilon=args.target_epsilon,
+        delta=args.delta,
+        accountant=args.accountant,
+        eps_error=args.eps_error,
+        rel_error=args.rel_error,
+        sampling=args.sampling,
+    )
     if args.max_batch_size is not None:
         common["max_batch_size"] = int(args.max_batch_size)
     # a scheme with a data-set size of its own (truncated Poisson) takes it with --sampling-rate too
@@ -139,13 +162,15 @@ def solve(args):
         _forbid(args, "noise-multiplier")
         if scheme_n and args.dataset_size is not None:
             _need(args, "sampling-rate", "steps")
-            return calibrate_noise(sampling_rate=args.sampling_rate, steps=args.steps,
-                                   dataset_size=int(args.dataset_size), **common)
+            return calibrate_noise(
+                sampling_rate=args.sampling_rate, steps=args.steps, dataset_size=int(args.dataset_size), **common
+            )
         if args.epochs is not None or args.dataset_size is not None or args.batch_size is not None:
             _forbid(args, "sampling-rate", "steps")
             _need(args, "epochs", "dataset-size", "batch-size")
-            return calibrate_noise(epochs=args.epochs, dataset_size=args.dataset_size, batch_size=args.batch_size,
-                                   **common)
+            return calibrate_noise(
+                epochs=args.epochs, dataset_size=args.dataset_size, batch_size=args.batch_size, **common
+            )
         _need(args, "sampling-rate", "steps")
         return calibrate_noise(sampling_rate=args.sampling_rate, steps=args.steps, **common)
     _need(args, "noise-multiplier")
@@ -161,15 +186,19 @@ def solve(args):
         else:
             _need(args, "sampling-rate")
         n = None if args.dataset_size is None else int(args.dataset_size)
-        return calibrate_steps(noise_multiplier=args.noise_multiplier, sampling_rate=q, multiple_of=multiple,
-                               dataset_size=n if own_n else None, **common)
+        return calibrate_steps(
+            noise_multiplier=args.noise_multiplier,
+            sampling_rate=q,
+            multiple_of=multiple,
+            dataset_size=n if own_n else None,
+            **common,
+        )
     _forbid(args, "sampling-rate", "batch-size")
     if args.epochs is not None or (args.dataset_size is not None and not own_n):
         raise ValueError("--solve sampling-rate takes --steps (epochs depend on the rate)")
     _need(args, "steps")
     n = None if args.dataset_size is None else int(args.dataset_size)
-    return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, dataset_size=n,
-                                   **common)
+    return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, dataset_size=n, **common)
 
 
 def recheck_command(cal, args) -> str:
@@ -248,8 +277,13 @@ def run(args) -> int:
         with _DelayedSpinner(f"calibrating {args.solve} (certified search)"):
             cal = solve(args)
     except CalibrationError as exc:
-        names = {"target_epsilon": "--target-epsilon", "noise_multiplier": "--noise-multiplier",
-                 "sampling_rate": "--sampling-rate", "eps_error": "--eps-error", "max_steps": "maximum steps"}
+        names = {
+            "target_epsilon": "--target-epsilon",
+            "noise_multiplier": "--noise-multiplier",
+            "sampling_rate": "--sampling-rate",
+            "eps_error": "--eps-error",
+            "max_steps": "maximum steps",
+        }
         print(f"tightdp: cannot answer: {name_options(' '.join(str(exc).split()), names)}", file=sys.stderr)
         return 1
     if args.json:
@@ -267,12 +301,16 @@ def run(args) -> int:
             lines[-1] += f" ({cal.steps // cal.details['multiple_of']} epochs of {cal.details['multiple_of']} steps)"
     else:
         lines.append(f"sampling rate: {cal.sampling_rate:.6g} (rounded down: a smaller rate is the safe side)")
-    lines.append(f"run: noise multiplier {cal.noise_multiplier:.6g}, sampling rate {cal.sampling_rate:.6g}, "
-                 f"{cal.steps} steps" + ("" if cal.run is None or cal.run.sampling.name == DEFAULT_SCHEME
-                                         else f", sampling {cal.run.sampling.name}"))
+    lines.append(
+        f"run: noise multiplier {cal.noise_multiplier:.6g}, sampling rate {cal.sampling_rate:.6g}, "
+        f"{cal.steps} steps"
+        + ("" if cal.run is None or cal.run.sampling.name == DEFAULT_SCHEME else f", sampling {cal.run.sampling.name}")
+    )
     interval = "" if b.lower is None else f" (certified interval [{b.lower:.6g}, {b.upper:.6g}])"
-    lines.append(f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
-                 f"accountant {cal.accountant} ({b.kind})")
+    lines.append(
+        f"epsilon <= {b.upper:.6g} at delta = {cal.delta:g}{interval}, target {cal.target_epsilon:g}, "
+        f"accountant {cal.accountant} ({b.kind})"
+    )
     if cal.eps_error is not None:
         this = describe_accuracy(cal.eps_error, cal.rel_error)
         default = describe_accuracy()
@@ -280,14 +318,22 @@ def run(args) -> int:
         lines.append(f"accuracy: certified at {this} ({which}); re-check: {recheck_command(cal, args)}")
     tight = cal.details.get("tightness") or {}
     if tight.get("checked") is not None and tight.get("overshoots"):
-        lines.append(f"tight: {_neighbour(cal, tight)} gives epsilon >= {tight['epsilon_lower']:.6g} "
-                     "(certified lower bound) > target")
+        lines.append(
+            f"tight: {_neighbour(cal, tight)} gives epsilon >= {tight['epsilon_lower']:.6g} "
+            "(certified lower bound) > target"
+        )
     elif tight.get("checked") is not None and tight.get("overshoots") is False:
         lo, up = tight.get("epsilon_lower"), tight.get("epsilon_upper")
-        lines.append(f"tightness not shown: {_neighbour(cal, tight)} gives epsilon in [{_g(lo)}, {_g(up)}], not "
-                     "certainly above the target (" + ("the scheme's certified lower bound is loose: the gap is its "
-                     "analysis', not the accuracy" if scheme_class(cal.sampling).calibration_note
-                     else "a smaller --eps-error can show more") + ")")
+        lines.append(
+            f"tightness not shown: {_neighbour(cal, tight)} gives epsilon in [{_g(lo)}, {_g(up)}], not "
+            "certainly above the target ("
+            + (
+                "the scheme's certified lower bound is loose: the gap is its analysis', not the accuracy"
+                if scheme_class(cal.sampling).calibration_note
+                else "a smaller --eps-error can show more"
+            )
+            + ")"
+        )
     elif tight.get("note"):
         lines.append(f"tightness not shown: {tight['note']}")
     if cal.details.get("note"):

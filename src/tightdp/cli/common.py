@@ -20,9 +20,11 @@ def sampling_help() -> str:
     """``--sampling``'s help: the registered schemes (``tightdp.sampling``), those answered by their own
     certified function last."""
     own = scheme_names(step_mechanism=False)
-    return (f"{', '.join(scheme_names(step_mechanism=True))} (any accountant), {', '.join(own)} (epsilon only, "
-            "the default accountant); default poisson. 'balls-and-bins' is refused as ambiguous: say "
-            "random-allocation (fresh every epoch) or cyclic-allocation (jax_privacy's balls-in-bins)")
+    return (
+        f"{', '.join(scheme_names(step_mechanism=True))} (any accountant), {', '.join(own)} (epsilon only, "
+        "the default accountant); default poisson. 'balls-and-bins' is refused as ambiguous: say "
+        "random-allocation (fresh every epoch) or cyclic-allocation (jax_privacy's balls-in-bins)"
+    )
 
 
 def add_length_options(p) -> None:
@@ -30,8 +32,11 @@ def add_length_options(p) -> None:
     ``--batch-size``, and ``--steps`` or ``--epochs`` (one definition for every subcommand)."""
     p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
     p.add_argument("--steps", type=float, help="number of steps (or --epochs)")
-    p.add_argument("--epochs", type=float,
-                   help="epochs; steps = ceil(epochs * ceil(dataset size / batch size)), as Opacus counts them")
+    p.add_argument(
+        "--epochs",
+        type=float,
+        help="epochs; steps = ceil(epochs * ceil(dataset size / batch size)), as Opacus counts them",
+    )
     p.add_argument("--dataset-size", type=float, help="number of records N")
     p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
 
@@ -42,23 +47,35 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     add_length_options(p)
     p.add_argument("--sampling", default="poisson", help=sampling_help())
     p.add_argument("--max-batch-size", type=float, help="batch cap for --sampling truncated-poisson")
-    p.add_argument("--relation", default=None,
-                   help="add-remove, remove, add, substitute, zero-out (default: the scheme's own)")
+    p.add_argument(
+        "--relation", default=None, help="add-remove, remove, add, substitute, zero-out (default: the scheme's own)"
+    )
     if accountant:
-        p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
-                       help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth")
+        p.add_argument(
+            "--accountant",
+            default=DEFAULT_ACCOUNTANT,
+            help=f"{DEFAULT_ACCOUNTANT} (default), prv, fourier, rdp, gdp, edgeworth",
+        )
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def add_accuracy_options(p) -> None:
     """``--rel-error`` and ``--eps-error`` (``tightdp._accuracy``), one definition for every subcommand."""
-    p.add_argument("--rel-error", type=float, default=None,
-                   help="relative accuracy: interval width at most 2 max(REL x epsilon, 5e-5) (default: relative "
-                        "1e-3, the default of every tightdp command and of dpsgd_epsilon; the default accountant only)")
-    p.add_argument("--eps-error", type=float, default=None,
-                   help="absolute accuracy: interval width at most 2 x EPS_ERROR (alone: replaces the relative "
-                        "default; accountants other than connect-dots take only this one, default 0.01)")
+    p.add_argument(
+        "--rel-error",
+        type=float,
+        default=None,
+        help="relative accuracy: interval width at most 2 max(REL x epsilon, 5e-5) (default: relative "
+        "1e-3, the default of every tightdp command and of dpsgd_epsilon; the default accountant only)",
+    )
+    p.add_argument(
+        "--eps-error",
+        type=float,
+        default=None,
+        help="absolute accuracy: interval width at most 2 x EPS_ERROR (alone: replaces the relative "
+        "default; accountants other than connect-dots take only this one, default 0.01)",
+    )
 
 
 def accuracy_from_args(args) -> tuple[float | None, float | None]:
@@ -66,8 +83,9 @@ def accuracy_from_args(args) -> tuple[float | None, float | None]:
     try:
         return check_accuracy(args.eps_error, args.rel_error)
     except ValueError as exc:
-        raise ValueError(str(exc).replace("eps_error", "--eps-error", 1).replace("rel_error", "--rel-error", 1)) \
-            from None
+        raise ValueError(
+            str(exc).replace("eps_error", "--eps-error", 1).replace("rel_error", "--rel-error", 1)
+        ) from None
 
 
 def accuracy_text(accountant: str, eps_error: float | None, rel_error: float | None) -> str:
@@ -99,8 +117,10 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
     if args.sampling_rate is not None:
         q = check_probability("--sampling-rate", args.sampling_rate)
         if n is not None and b is not None and not _agree(q, b / n):
-            raise ValueError(f"--sampling-rate {q:g} conflicts with --batch-size / --dataset-size = {b}/{n} = "
-                             f"{b / n:.6g}; give one or the other")
+            raise ValueError(
+                f"--sampling-rate {q:g} conflicts with --batch-size / --dataset-size = {b}/{n} = "
+                f"{b / n:.6g}; give one or the other"
+            )
     elif n is not None and b is not None:
         q = b / n
     else:
@@ -114,8 +134,10 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
     if args.steps is not None:
         steps = check_count("--steps", args.steps)
         if from_epochs is not None and steps != from_epochs:
-            raise ValueError(f"--steps {steps} conflicts with --epochs {args.epochs:g} ({from_epochs} steps of "
-                             f"batch size {b} over {n} records); give one or the other")
+            raise ValueError(
+                f"--steps {steps} conflicts with --epochs {args.epochs:g} ({from_epochs} steps of "
+                f"batch size {b} over {n} records); give one or the other"
+            )
     elif from_epochs is not None:
         steps = from_epochs
     else:
@@ -128,27 +150,44 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
     relation = args.relation
     if relation is not None:
         if not cls.any_accountant:
-            raise ValueError(f"--relation does not apply to --sampling {cls.name} (its neighbouring relation is "
-                             "fixed by the scheme's analysis)")
+            raise ValueError(
+                f"--relation does not apply to --sampling {cls.name} (its neighbouring relation is "
+                "fixed by the scheme's analysis)"
+            )
         check_choice("--relation", relation, [r.value for r in Relation])
         if Relation(relation) not in cls.relations:
-            raise ValueError(f"--relation must be {' or '.join(r.value for r in cls.relations)} for --sampling "
-                             f"{cls.name}, got {relation!r}")
+            raise ValueError(
+                f"--relation must be {' or '.join(r.value for r in cls.relations)} for --sampling "
+                f"{cls.name}, got {relation!r}"
+            )
     scheme = cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_b)
     run = TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=steps, relation=relation)
     mech = scheme.step_mechanism(noise_multiplier=sigma, relation=run.relation) if cls.any_accountant else None
-    params = {"noise_multiplier": sigma, "sampling_rate": run.sampling_rate, "steps": steps, "sampling": cls.name,
-              "relation": run.relation.value, "dataset_size": n, "batch_size": getattr(scheme, "batch_size", b),
-              "max_batch_size": max_b, "scheme": scheme.describe()}
+    params = {
+        "noise_multiplier": sigma,
+        "sampling_rate": run.sampling_rate,
+        "steps": steps,
+        "sampling": cls.name,
+        "relation": run.relation.value,
+        "dataset_size": n,
+        "batch_size": getattr(scheme, "batch_size", b),
+        "max_batch_size": max_b,
+        "scheme": scheme.describe(),
+    }
     return mech, steps, params
 
 
-def scheme_epsilon(params: dict[str, Any], delta: float, eps_error: float | None,
-                   rel_error: float | None = None) -> Bounds:
+def scheme_epsilon(
+    params: dict[str, Any], delta: float, eps_error: float | None, rel_error: float | None = None
+) -> Bounds:
     """The epsilon of the run ``run_from_args`` described (its scheme's own certified function)."""
     cls = scheme_class(params["sampling"])
-    scheme = cls.from_options(sampling_rate=params["sampling_rate"], dataset_size=params["dataset_size"],
-                              batch_size=params["batch_size"], max_batch_size=params["max_batch_size"])
+    scheme = cls.from_options(
+        sampling_rate=params["sampling_rate"],
+        dataset_size=params["dataset_size"],
+        batch_size=params["batch_size"],
+        max_batch_size=params["max_batch_size"],
+    )
     run = TrainingRun(noise_multiplier=params["noise_multiplier"], sampling=scheme, steps=params["steps"])
     return run.epsilon(delta=delta, eps_error=eps_error, rel_error=rel_error)
 
@@ -167,18 +206,33 @@ def fmt(v) -> str:
     return f"{v:.6g}"
 
 
-def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[str, Any], seconds: float,
-                 as_json: bool, extra: dict[str, Any] | None = None, *, eps_error: float | None = None,
-                 rel_error: float | None = None) -> None:
+def print_result(
+    quantity: str,
+    bounds: Bounds,
+    accountant: str,
+    params: dict[str, Any],
+    seconds: float,
+    as_json: bool,
+    extra: dict[str, Any] | None = None,
+    *,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+) -> None:
     """Human table or JSON ``{quantity: {lower, estimate, upper}, accountant, kind, eps_error, rel_error,
     parameters, seconds}``; ``eps_error`` / ``rel_error`` are the accuracy as given (None: the default;
     ``tightdp calibrate`` certifies at the same one)."""
     if as_json:
         d = bounds.to_dict()
-        out = {quantity: {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
-               "accountant": accountant, "kind": bounds.kind, "eps_error": eps_error, "rel_error": rel_error,
-               "accuracy": accuracy_text(accountant, eps_error, rel_error), "parameters": params,
-               "seconds": seconds}
+        out = {
+            quantity: {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
+            "accountant": accountant,
+            "kind": bounds.kind,
+            "eps_error": eps_error,
+            "rel_error": rel_error,
+            "accuracy": accuracy_text(accountant, eps_error, rel_error),
+            "parameters": params,
+            "seconds": seconds,
+        }
         if "details" in d:
             out["details"] = d["details"]
         if extra:
@@ -187,11 +241,14 @@ def print_result(quantity: str, bounds: Bounds, accountant: str, params: dict[st
         sys.stdout.write("\n")
         return
     p = params
-    head = (f"tightdp · {p['sampling']} sampling · {p['relation']} · accountant {accountant}"
-            f" ({'certified bounds' if bounds.kind == 'bound' else 'approximation'})")
-    run = (f"noise multiplier {fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])}"
-           f" · steps {p['steps']}")
-    given = {k: v for k, v in (extra or {}).items()}
+    head = (
+        f"tightdp · {p['sampling']} sampling · {p['relation']} · accountant {accountant}"
+        f" ({'certified bounds' if bounds.kind == 'bound' else 'approximation'})"
+    )
+    run = (
+        f"noise multiplier {fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])} · steps {p['steps']}"
+    )
+    given = dict((extra or {}).items())
     print(head)
     print("  " + run + "".join(f" · {k} {fmt(v)}" for k, v in given.items()))
     print(f"  {'':10s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}")

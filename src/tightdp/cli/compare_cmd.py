@@ -15,7 +15,6 @@ path that cannot be written fails at once (one line, exit 2).
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import Any
 
@@ -31,13 +30,17 @@ PLD = ("connect-dots", "prv", "fourier")
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("compare", help="all accountants side by side",
-                              description="Compare the connect-the-dots (default), PRV, Fourier, RDP, GDP and "
-                                          "Edgeworth accountants on one run.")
+    p = subparsers.add_parser(
+        "compare",
+        help="all accountants side by side",
+        description="Compare the connect-the-dots (default), PRV, Fourier, RDP, GDP and "
+        "Edgeworth accountants on one run.",
+    )
     add_run_options(p, accountant=False)
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
-    p.add_argument("--accountants", default=",".join(ALL),
-                   help=f"comma-separated subset of {', '.join(ALL)} (default: all)")
+    p.add_argument(
+        "--accountants", default=",".join(ALL), help=f"comma-separated subset of {', '.join(ALL)} (default: all)"
+    )
     p.add_argument("--plot", metavar="FILE.png", help="draw epsilon against steps (needs matplotlib)")
     p.add_argument("--steps-range", metavar="A:B", help="step range for --plot (default 1:--steps)")
     p.add_argument("--points", type=float, default=8, help="number of step values in the plot (default 8)")
@@ -50,8 +53,9 @@ def _names(spec: str) -> list[str]:
         raise ValueError("--accountants must name at least one accountant")
     for n in names:
         if n not in ACCOUNTANTS:
-            raise ValueError(f"--accountants must be a comma-separated subset of {', '.join(sorted(ACCOUNTANTS))}; "
-                             f"got {n!r}")
+            raise ValueError(
+                f"--accountants must be a comma-separated subset of {', '.join(sorted(ACCOUNTANTS))}; got {n!r}"
+            )
     return names
 
 
@@ -71,18 +75,21 @@ def _steps_range(spec: str | None, steps: int) -> tuple[int, int]:
     return a, b
 
 
-def _one(name: str, mech, steps: int, delta: float, eps_error: float | None,
-         rel_error: float | None = None) -> dict[str, Any]:
+def _one(
+    name: str, mech, steps: int, delta: float, eps_error: float | None, rel_error: float | None = None
+) -> dict[str, Any]:
     acc = create(name, eps_error=eps_error, rel_error=rel_error)
     try:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(delta))
     except TightDPError as exc:  # unsupported mechanism or numerics that cannot certify: say so, keep going
-        return {"accountant": name, "kind": ACCOUNTANTS[name].kind, "epsilon": None, "seconds": None,
-                "error": str(exc)}
+        return {"accountant": name, "kind": ACCOUNTANTS[name].kind, "epsilon": None, "seconds": None, "error": str(exc)}
     d = bounds.to_dict()
-    out = {"accountant": name, "kind": bounds.kind,
-           "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
-           "seconds": seconds}
+    out = {
+        "accountant": name,
+        "kind": bounds.kind,
+        "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
+        "seconds": seconds,
+    }
     det = d.get("details") or {}
     for key in ("note", "vacuous", "method"):
         if key in det:
@@ -93,8 +100,10 @@ def _one(name: str, mech, steps: int, delta: float, eps_error: float | None,
 def run(args) -> int:
     mech, steps, params = run_from_args(args)
     if mech is None:
-        raise ValueError(f"tightdp compare runs every accountant on one mechanism; --sampling {params['sampling']} "
-                         "is answered by tightdp epsilon (the dominance accountant) only")
+        raise ValueError(
+            f"tightdp compare runs every accountant on one mechanism; --sampling {params['sampling']} "
+            "is answered by tightdp epsilon (the dominance accountant) only"
+        )
     delta = check_delta("--delta", args.delta)
     names = _names(args.accountants)
     eps_error, rel_error = accuracy_from_args(args)
@@ -141,17 +150,21 @@ def check_plot_path(option: str, path: str) -> None:
 
 def _print_table(rows, params, delta) -> None:
     p = params
-    print(f"tightdp compare · {p['sampling']} sampling · {p['relation']} · noise multiplier "
-          f"{fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])} · steps {p['steps']}"
-          f" · delta {fmt(delta)}")
+    print(
+        f"tightdp compare · {p['sampling']} sampling · {p['relation']} · noise multiplier "
+        f"{fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])} · steps {p['steps']}"
+        f" · delta {fmt(delta)}"
+    )
     print(f"  {'accountant':12s}{'kind':>15s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}{'time (s)':>10s}")
     for r in rows:
         if r["epsilon"] is None:
             print(f"  {r['accountant']:12s}{'—':>15s}  cannot answer: {r['error']}")
             continue
         e = r["epsilon"]
-        print(f"  {r['accountant']:12s}{r['kind']:>15s}{fmt(e['lower']):>12s}{fmt(e['estimate']):>12s}"
-              f"{fmt(e['upper']):>12s}{r['seconds']:>10.3f}")
+        print(
+            f"  {r['accountant']:12s}{r['kind']:>15s}{fmt(e['lower']):>12s}{fmt(e['estimate']):>12s}"
+            f"{fmt(e['upper']):>12s}{r['seconds']:>10.3f}"
+        )
     print("  bound: upper is proven (lower too when shown); approximation: no guarantee, may under-report.")
     if any(r.get("vacuous") for r in rows):
         print("  edgeworth: its finite-sample interval (EEAI) is vacuous here, so only the estimate is shown.")
@@ -160,8 +173,11 @@ def _print_table(rows, params, delta) -> None:
 def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[str, dict[str, list]]:
     """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value)."""
     a, b = rng
-    ks = np.unique(np.round(np.geomspace(a, b, points)).astype(int)) if b / a > 20 else \
-        np.unique(np.round(np.linspace(a, b, points)).astype(int))
+    ks = (
+        np.unique(np.round(np.geomspace(a, b, points)).astype(int))
+        if b / a > 20
+        else np.unique(np.round(np.linspace(a, b, points)).astype(int))
+    )
     out = {}
     for name in names:
         c = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
@@ -176,21 +192,34 @@ def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[
 def _plot(path, curves, delta, params) -> None:
     try:
         import matplotlib
+
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:  # pragma: no cover - depends on the environment
         raise ValueError("--plot needs matplotlib (pip install matplotlib)") from None
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    styles = {"connect-dots": ("tab:orange", "-"), "prv": ("tab:blue", "-"), "fourier": ("tab:cyan", "--"),
-              "rdp": ("tab:red", "-."), "gdp": ("tab:green", ":"), "edgeworth": ("tab:purple", "-")}
+    styles = {
+        "connect-dots": ("tab:orange", "-"),
+        "prv": ("tab:blue", "-"),
+        "fourier": ("tab:cyan", "--"),
+        "rdp": ("tab:red", "-."),
+        "gdp": ("tab:green", ":"),
+        "edgeworth": ("tab:purple", "-"),
+    }
     ks = None
     for name, c in curves.items():
         ks = np.asarray(c["steps"])
-        val = lambda key: np.array([np.nan if v is None else v for v in c[key]], float)  # noqa: E731
+        val = lambda key, c=c: np.array([np.nan if v is None else v for v in c[key]], float)
         color, ls = styles.get(name, ("black", "-"))
         kind = ACCOUNTANTS[name].kind
-        ax.plot(ks, val("estimate"), ls, color=color, marker=".",
-                label=f"{name} ({'estimate' if kind != 'bound' else 'bound'})")
+        ax.plot(
+            ks,
+            val("estimate"),
+            ls,
+            color=color,
+            marker=".",
+            label=f"{name} ({'estimate' if kind != 'bound' else 'bound'})",
+        )
         if name in PLD:
             lo, up = val("lower"), val("upper")
             ok = np.isfinite(lo) & np.isfinite(up)

@@ -14,8 +14,8 @@ import os
 import sys
 import time
 
-from ..accountants import DEFAULT_ACCOUNTANT
 from .._validation import check_count, check_delta, check_positive, check_probability
+from ..accountants import DEFAULT_ACCOUNTANT
 from ..group import GroupReport, group_curve
 from ..sampling import GroupAnalysis, scheme_class
 from .common import accuracy_from_args, add_accuracy_options, fmt
@@ -23,24 +23,36 @@ from .common import accuracy_from_args, add_accuracy_options, fmt
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "group", help="epsilon for groups of up to k examples (mixture of Gaussians)",
+        "group",
+        help="epsilon for groups of up to k examples (mixture of Gaussians)",
         description="Certified group-level epsilon of DP-SGD for groups of up to K examples (Ganesh, 002), "
-                    "with the group-privacy-lemma and linear k*eps_1 baselines.")
+        "with the group-privacy-lemma and linear k*eps_1 baselines.",
+    )
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
-    p.add_argument("--sampling-rate", type=float,
-                   help="Poisson sampling rate q in (0, 1]; with fixed-batch optional, must equal B/N")
+    p.add_argument(
+        "--sampling-rate",
+        type=float,
+        help="Poisson sampling rate q in (0, 1]; with fixed-batch optional, must equal B/N",
+    )
     p.add_argument("--steps", type=float, required=True, help="number of DP-SGD steps T")
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     p.add_argument("--group-size", type=float, required=True, help="largest group size K (examples per group)")
-    p.add_argument("--sampling", default="poisson",
-                   help="poisson (default), fixed-batch, or a scheme with a group bound without amplification: "
-                        "random-allocation, shuffle (--sampling-rate 1/t, t steps per epoch; steps whole epochs); "
-                        "the others say why no group analysis applies")
-    p.add_argument("--dataset-size", type=float,
-                   help="fixed-batch: lower bound N on the number of examples outside the group")
+    p.add_argument(
+        "--sampling",
+        default="poisson",
+        help="poisson (default), fixed-batch, or a scheme with a group bound without amplification: "
+        "random-allocation, shuffle (--sampling-rate 1/t, t steps per epoch; steps whole epochs); "
+        "the others say why no group analysis applies",
+    )
+    p.add_argument(
+        "--dataset-size", type=float, help="fixed-batch: lower bound N on the number of examples outside the group"
+    )
     p.add_argument("--batch-size", type=float, help="fixed-batch: batch size B")
-    p.add_argument("--accountant", default=DEFAULT_ACCOUNTANT,
-                   help=f"accountant composing the steps (default {DEFAULT_ACCOUNTANT})")
+    p.add_argument(
+        "--accountant",
+        default=DEFAULT_ACCOUNTANT,
+        help=f"accountant composing the steps (default {DEFAULT_ACCOUNTANT})",
+    )
     add_accuracy_options(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--plot", metavar="FILE.png", help="plot epsilon against k = 1..--max-group-size")
@@ -60,8 +72,10 @@ def _parse(args) -> dict:
     n = None if args.dataset_size is None else check_count("--dataset-size", args.dataset_size)
     b = None if args.batch_size is None else check_count("--batch-size", args.batch_size)
     if "batch_size" not in cls.options and q is None:
-        raise ValueError(f"--sampling-rate is required for --sampling {sampling}"
-                         + (" (1/t, t steps per epoch)" if cls.per_epoch else ""))
+        raise ValueError(
+            f"--sampling-rate is required for --sampling {sampling}"
+            + (" (1/t, t steps per epoch)" if cls.per_epoch else "")
+        )
     if "batch_size" in cls.options and (n is None or b is None):
         raise ValueError(f"--sampling {sampling} needs --dataset-size and --batch-size")
     if args.max_group_size is not None and not args.plot:
@@ -73,9 +87,20 @@ def _parse(args) -> dict:
         raise ValueError(f"--plot must name a .png, .pdf or .svg file, got {args.plot!r}")
     if args.plot:
         _check_writable(str(args.plot))
-    return dict(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, group_size=k,
-                sampling=sampling, dataset_size=n, batch_size=b, eps_error=eps_error,
-                rel_error=rel_error, accountant=args.accountant, k_max=k_max)
+    return dict(
+        noise_multiplier=sigma,
+        sampling_rate=q,
+        steps=steps,
+        delta=delta,
+        group_size=k,
+        sampling=sampling,
+        dataset_size=n,
+        batch_size=b,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        accountant=args.accountant,
+        k_max=k_max,
+    )
 
 
 def _check_writable(path: str) -> None:
@@ -99,8 +124,19 @@ def run(args) -> int:
     report = next(r for r in reports if r.group_size == k)
     if args.plot:
         _plot(reports, args.plot, p)
-    params = {key: p[key] for key in ("noise_multiplier", "sampling_rate", "steps", "sampling", "dataset_size",
-                                      "batch_size", "eps_error", "rel_error")}
+    params = {
+        key: p[key]
+        for key in (
+            "noise_multiplier",
+            "sampling_rate",
+            "steps",
+            "sampling",
+            "dataset_size",
+            "batch_size",
+            "eps_error",
+            "rel_error",
+        )
+    }
     if args.json:
         out = report.to_dict()
         out.update({"accountant": p["accountant"], "parameters": params, "seconds": seconds})
@@ -116,9 +152,12 @@ def run(args) -> int:
 
 def _curve_point(r: GroupReport) -> dict:
     d = r.to_dict()
-    return {"group_size": r.group_size, "epsilon": d["epsilon"],
-            "group_privacy_lemma_epsilon": d["group_privacy_lemma_epsilon"],
-            "linear_lower_bound": d["linear_lower_bound"]}
+    return {
+        "group_size": r.group_size,
+        "epsilon": d["epsilon"],
+        "group_privacy_lemma_epsilon": d["group_privacy_lemma_epsilon"],
+        "linear_lower_bound": d["linear_lower_bound"],
+    }
 
 
 def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
@@ -133,12 +172,13 @@ def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
         run = f"sampling rate {fmt(p['sampling_rate'])}"
     scheme = cls.group_summary if mixture else f"{p['sampling']} (upper: {r.details.get('upper')})"
     print(f"tightdp group · groups of up to {r.group_size} examples · {scheme}")
-    print(f"  noise multiplier {fmt(p['noise_multiplier'])} · {run} · steps {p['steps']} · delta {fmt(r.delta)}"
-          f" · accountant {p['accountant']} ({'certified bounds' if e.kind == 'bound' else 'approximation'})")
+    print(
+        f"  noise multiplier {fmt(p['noise_multiplier'])} · {run} · steps {p['steps']} · delta {fmt(r.delta)}"
+        f" · accountant {p['accountant']} ({'certified bounds' if e.kind == 'bound' else 'approximation'})"
+    )
     row = lambda label, a="", b="", c="": print(f"  {label:38s}{a:>11s}{b:>11s}{c:>11s}")
     row("", "lower", "estimate", "upper")
-    row("group epsilon" + (" (mixture of Gaussians)" if mixture else ""),
-        fmt(e.lower), fmt(e.estimate), fmt(e.upper))
+    row("group epsilon" + (" (mixture of Gaussians)" if mixture else ""), fmt(e.lower), fmt(e.estimate), fmt(e.upper))
     row("example-level epsilon_1", fmt(ex.lower), fmt(ex.estimate), fmt(ex.upper))
     lemma = r.group_privacy_lemma_epsilon
     row("group-privacy lemma (002 Lemma 1.1)", "", "", "-" if lemma is None else fmt(lemma))
@@ -173,8 +213,14 @@ def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
     missing = [k for k, v in zip(ks, lemma) if v is None]
     if missing:
         ytop = max(max(up), max(lv) if lv else 0.0)
-        ax.plot(missing, [ytop] * len(missing), "x", color="C3", markersize=9,
-                label="lemma: no certified epsilon (delta' unattainable)")
+        ax.plot(
+            missing,
+            [ytop] * len(missing),
+            "x",
+            color="C3",
+            markersize=9,
+            label="lemma: no certified epsilon (delta' unattainable)",
+        )
     ax.plot(ks, lin, ":", color="k", label="linear reference k * eps_1")
     ax.set_xlabel("group size k")
     ax.set_ylabel(f"epsilon at delta = {reports[0].delta:g}")
@@ -183,8 +229,7 @@ def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
         what = f"{p['sampling']} B = {p['batch_size']}, N = {p['dataset_size']}"
     else:
         what = f"{p['sampling']} q = {p['sampling_rate']:g}"
-    ax.set_title(f"Group privacy of DP-SGD: sigma = {p['noise_multiplier']:g}, {what}, T = {p['steps']}",
-                 fontsize=9)
+    ax.set_title(f"Group privacy of DP-SGD: sigma = {p['noise_multiplier']:g}, {what}, T = {p['steps']}", fontsize=9)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

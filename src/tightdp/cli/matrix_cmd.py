@@ -46,16 +46,23 @@ def _opt(dest: str) -> str:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "matrix", help="certified epsilon of a correlated-noise run (DP-FTRL, BandMF, BLT)",
+        "matrix",
+        help="certified epsilon of a correlated-noise run (DP-FTRL, BandMF, BLT)",
         description="Certified bounds on epsilon(delta) of a matrix-mechanism run (correlated noise: tree "
-                    "aggregation / DP-FTRL, banded matrix factorisation, buffered linear Toeplitz), add/remove "
-                    "neighbouring; or, with --target-epsilon, the smallest noise multiplier meeting it.")
+        "aggregation / DP-FTRL, banded matrix factorisation, buffered linear Toeplitz), add/remove "
+        "neighbouring; or, with --target-epsilon, the smallest noise multiplier meeting it.",
+    )
     add_strategy_options(p)
     add_sampler_options(p)
-    p.add_argument("--noise-multiplier", type=float, help="sigma: noise N(0, sigma^2 I) added to C x (unit "
-                                                          "clipping norm)")
-    p.add_argument("--target-epsilon", type=float, help="calibrate: the smallest noise multiplier whose certified "
-                                                        "epsilon is at most this (instead of --noise-multiplier)")
+    p.add_argument(
+        "--noise-multiplier", type=float, help="sigma: noise N(0, sigma^2 I) added to C x (unit clipping norm)"
+    )
+    p.add_argument(
+        "--target-epsilon",
+        type=float,
+        help="calibrate: the smallest noise multiplier whose certified "
+        "epsilon is at most this (instead of --noise-multiplier)",
+    )
     p.add_argument("--steps", type=float, required=True, help="number of training steps n (columns of C)")
     p.add_argument("--delta", type=float, required=True, help="target delta in (0, 1)")
     add_accuracy_options(p)
@@ -66,13 +73,23 @@ def register(subparsers) -> None:
 def add_strategy_options(p) -> None:
     """``--strategy`` / ``--strategy-file`` and the strategy parameters (also used by ``tightdp statement``)."""
     s = p.add_argument_group("strategy (the matrix C)")
-    s.add_argument("--strategy", choices=STRATEGIES, default=None,
-                   help="identity (DP-SGD), tree (binary-tree aggregation), banded (banded Toeplitz, needs "
-                        "--c-col), blt (buffered linear Toeplitz, needs --buf-decay and --output-scale)")
-    s.add_argument("--strategy-file", metavar="FILE", help="a JSON strategy (tightdp.matrix Strategy.to_dict()) "
-                                                           "instead of --strategy")
-    s.add_argument("--c-col", metavar="FILE|LIST", help="banded: the first column of C (a .npy, .txt or .json "
-                                                        "file, or comma-separated numbers)")
+    s.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default=None,
+        help="identity (DP-SGD), tree (binary-tree aggregation), banded (banded Toeplitz, needs "
+        "--c-col), blt (buffered linear Toeplitz, needs --buf-decay and --output-scale)",
+    )
+    s.add_argument(
+        "--strategy-file",
+        metavar="FILE",
+        help="a JSON strategy (tightdp.matrix Strategy.to_dict()) instead of --strategy",
+    )
+    s.add_argument(
+        "--c-col",
+        metavar="FILE|LIST",
+        help="banded: the first column of C (a .npy, .txt or .json file, or comma-separated numbers)",
+    )
     s.add_argument("--bands", type=float, help="banded: number of bands (default: the length of --c-col)")
     s.add_argument("--buf-decay", metavar="LIST", help="blt: comma-separated buffer decays")
     s.add_argument("--output-scale", metavar="LIST", help="blt: comma-separated output scales")
@@ -81,18 +98,30 @@ def add_strategy_options(p) -> None:
 def add_sampler_options(p, *, sampling_rate: bool = True, default: str | None = "none") -> None:
     """``--sampler`` and its parameters (``sampling_rate=False``: the parser already has ``--sampling-rate``)."""
     m = p.add_argument_group("participation (how a user's steps are drawn)")
-    m.add_argument("--sampler", choices=SAMPLERS, default=default,
-                   help="none (deterministic participation: --participations, --min-sep or --period), "
-                        "cyclic-poisson (BandMF: --sampling-rate, --period), poisson (--sampling-rate), "
-                        "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch); default none")
+    m.add_argument(
+        "--sampler",
+        choices=SAMPLERS,
+        default=default,
+        help="none (deterministic participation: --participations, --min-sep or --period), "
+        "cyclic-poisson (BandMF: --sampling-rate, --period), poisson (--sampling-rate), "
+        "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch); default none",
+    )
     if sampling_rate:
         m.add_argument("--sampling-rate", type=float, help="cyclic-poisson, poisson: the sampling rate q in (0, 1]")
-    m.add_argument("--period", type=float, help="none: cyclic participation every PERIOD steps; cyclic-poisson: "
-                                                "the number of groups (default: the strategy's bands)")
-    m.add_argument("--participations", type=float, help="none: at most this many participations per user "
-                                                        "(default 1; 0: as many as fit)")
-    m.add_argument("--min-sep", type=float, help="none: any two participations at least MIN_SEP steps apart "
-                                                 "(default 1)")
+    m.add_argument(
+        "--period",
+        type=float,
+        help="none: cyclic participation every PERIOD steps; cyclic-poisson: "
+        "the number of groups (default: the strategy's bands)",
+    )
+    m.add_argument(
+        "--participations",
+        type=float,
+        help="none: at most this many participations per user (default 1; 0: as many as fit)",
+    )
+    m.add_argument(
+        "--min-sep", type=float, help="none: any two participations at least MIN_SEP steps apart (default 1)"
+    )
     m.add_argument("--cycle-length", type=float, help="balls-in-bins: the number of bins")
     m.add_argument("--steps-per-epoch", type=float, help="epoch-allocation: steps per epoch")
 
@@ -146,8 +175,9 @@ def strategy_from_args(args):
         if args.strategy is not None:
             raise ValueError("--strategy cannot be combined with --strategy-file (the file describes the strategy)")
         if given:
-            raise ValueError(f"{_opt(given[0])} cannot be combined with --strategy-file (the file describes "
-                             "the strategy)")
+            raise ValueError(
+                f"{_opt(given[0])} cannot be combined with --strategy-file (the file describes the strategy)"
+            )
         with open(args.strategy_file, encoding="utf-8") as fh:
             try:
                 data = json.load(fh)
@@ -173,14 +203,22 @@ def strategy_from_args(args):
         c_col = load_column("--c-col", args.c_col)
         bands = None if args.bands is None else check_count("--bands", args.bands)
         return BandedToeplitz(c_col=c_col, num_bands=bands)
-    return BLT(buf_decay=_numbers("--buf-decay", args.buf_decay),
-               output_scale=_numbers("--output-scale", args.output_scale))
+    return BLT(
+        buf_decay=_numbers("--buf-decay", args.buf_decay), output_scale=_numbers("--output-scale", args.output_scale)
+    )
 
 
 def sampler_from_args(args):
     """The ``Sampler`` the options describe."""
-    from ..matrix import (BallsInBins, Cyclic, CyclicPoisson, EpochAllocation, MinSeparation, NoAmplification,
-                          PoissonSampling)
+    from ..matrix import (
+        BallsInBins,
+        Cyclic,
+        CyclicPoisson,
+        EpochAllocation,
+        MinSeparation,
+        NoAmplification,
+        PoissonSampling,
+    )
 
     name = args.sampler or "none"
     required, optional = SAMPLER_OPTIONS[name]
@@ -193,8 +231,9 @@ def sampler_from_args(args):
     if name == "none":
         if args.period is not None:
             if args.participations is not None or args.min_sep is not None:
-                raise ValueError("--period (cyclic participation) cannot be combined with --participations or "
-                                 "--min-sep")
+                raise ValueError(
+                    "--period (cyclic participation) cannot be combined with --participations or --min-sep"
+                )
             return NoAmplification(participation=Cyclic(period=check_count("--period", args.period)))
         k = args.participations
         if k is not None and k == 0:
@@ -202,8 +241,9 @@ def sampler_from_args(args):
         elif k is not None:
             k = check_count("--participations", k)
         sep = 1 if args.min_sep is None else check_count("--min-sep", args.min_sep)
-        return NoAmplification(participation=MinSeparation(max_participations=1 if args.participations is None
-                                                           else k, min_sep=sep))
+        return NoAmplification(
+            participation=MinSeparation(max_participations=1 if args.participations is None else k, min_sep=sep)
+        )
     if name == "cyclic-poisson":
         period = None if args.period is None else check_count("--period", args.period)
         return CyclicPoisson(sampling_rate=args.sampling_rate, period=period)
@@ -218,8 +258,12 @@ def run_from_args(args) -> dict[str, Any]:
     """``{"strategy", "sampler", "steps", "delta"}`` of the options (validated)."""
     strategy = strategy_from_args(args)
     sampler = sampler_from_args(args)
-    return {"strategy": strategy, "sampler": sampler, "steps": check_count("--steps", args.steps),
-            "delta": check_delta("--delta", args.delta)}
+    return {
+        "strategy": strategy,
+        "sampler": sampler,
+        "steps": check_count("--steps", args.steps),
+        "delta": check_delta("--delta", args.delta),
+    }
 
 
 def _finite(b) -> bool:
@@ -234,8 +278,13 @@ def run(args) -> int:
     r = run_from_args(args)
     eps_error, rel_error = accuracy_from_args(args)
     acc = {"eps_error": eps_error, "rel_error": rel_error}
-    params: dict[str, Any] = {"strategy": r["strategy"].to_dict(), "sampler": r["sampler"].to_dict(),
-                              "steps": r["steps"], "delta": r["delta"], "relation": "add-remove"}
+    params: dict[str, Any] = {
+        "strategy": r["strategy"].to_dict(),
+        "sampler": r["sampler"].to_dict(),
+        "steps": r["steps"],
+        "delta": r["delta"],
+        "relation": "add-remove",
+    }
     extra: dict[str, Any] = {}
     if args.target_epsilon is not None:
         target = check_positive("--target-epsilon", args.target_epsilon)
@@ -248,19 +297,31 @@ def run(args) -> int:
     params["noise_multiplier"] = sigma
     if args.json:
         d = bounds.to_dict()
-        out = {"epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
-               "kind": bounds.kind, "accountant": "connect-dots", "noise_multiplier": sigma,
-               "eps_error": eps_error, "rel_error": rel_error, "parameters": params, **extra,
-               "details": d.get("details", {}), "seconds": seconds}
+        out = {
+            "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
+            "kind": bounds.kind,
+            "accountant": "connect-dots",
+            "noise_multiplier": sigma,
+            "eps_error": eps_error,
+            "rel_error": rel_error,
+            "parameters": params,
+            **extra,
+            "details": d.get("details", {}),
+            "seconds": seconds,
+        }
         json.dump(out, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         det = bounds.details or {}
-        print(f"tightdp · matrix mechanism · {det.get('strategy', r['strategy'].describe())} · "
-              f"{det.get('sampler', r['sampler'].describe())} · add-remove")
+        print(
+            f"tightdp · matrix mechanism · {det.get('strategy', r['strategy'].describe())} · "
+            f"{det.get('sampler', r['sampler'].describe())} · add-remove"
+        )
         head = f"noise multiplier {fmt(sigma)}" + (" (calibrated)" if extra else "")
-        print(f"  {head} · steps {r['steps']} · delta {fmt(r['delta'])}"
-              + (f" · target epsilon {fmt(extra['target_epsilon'])}" if extra else ""))
+        print(
+            f"  {head} · steps {r['steps']} · delta {fmt(r['delta'])}"
+            + (f" · target epsilon {fmt(extra['target_epsilon'])}" if extra else "")
+        )
         print(f"  {'':10s}{'lower':>12s}{'estimate':>12s}{'upper':>12s}")
         print(f"  {'epsilon':10s}{fmt(bounds.lower):>12s}{fmt(bounds.estimate):>12s}{fmt(bounds.upper):>12s}")
         for key in ("method", "upper", "lower", "note"):

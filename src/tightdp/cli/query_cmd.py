@@ -15,15 +15,32 @@ import sys
 from .._validation import check_delta, check_epsilon
 from ..accountants import DEFAULT_ACCOUNTANT
 from ..sampling import scheme_names
-from .common import (accuracy_from_args, add_run_options, make_accountant, print_result, run_from_args,
-                     scheme_epsilon, timed)
+from .common import (
+    accuracy_from_args,
+    add_run_options,
+    make_accountant,
+    print_result,
+    run_from_args,
+    scheme_epsilon,
+    timed,
+)
 
 #: quantity -> (the option giving the other quantity, its help, its checker, help of the subcommand)
 QUERIES = {
-    "epsilon": ("--delta", "target delta in (0, 1)", check_delta, "epsilon at a given delta",
-                "Certified bounds on epsilon(delta) of a DP-SGD run."),
-    "delta": ("--epsilon", "epsilon >= 0", check_epsilon, "delta at a given epsilon",
-              "Certified bounds on delta(epsilon) of a DP-SGD run."),
+    "epsilon": (
+        "--delta",
+        "target delta in (0, 1)",
+        check_delta,
+        "epsilon at a given delta",
+        "Certified bounds on epsilon(delta) of a DP-SGD run.",
+    ),
+    "delta": (
+        "--epsilon",
+        "epsilon >= 0",
+        check_epsilon,
+        "delta at a given epsilon",
+        "Certified bounds on delta(epsilon) of a DP-SGD run.",
+    ),
 }
 
 
@@ -54,18 +71,31 @@ def run(args) -> int:
     acc = make_accountant(args)
     if mech is None:  # an epoch-based or truncated scheme: dpsgd_epsilon answers, with the dominance accountant
         if quantity != "epsilon":
-            raise ValueError(f"tightdp delta supports --sampling {', '.join(scheme_names(step_mechanism=True))}; "
-                             f"use tightdp epsilon for --sampling {params['sampling']}")
+            raise ValueError(
+                f"tightdp delta supports --sampling {', '.join(scheme_names(step_mechanism=True))}; "
+                f"use tightdp epsilon for --sampling {params['sampling']}"
+            )
         if acc.name != DEFAULT_ACCOUNTANT:
-            raise ValueError(f"--accountant must be {DEFAULT_ACCOUNTANT} for --sampling {params['sampling']} "
-                             f"(its bounds come from dominance pairs), got {acc.name}")
+            raise ValueError(
+                f"--accountant must be {DEFAULT_ACCOUNTANT} for --sampling {params['sampling']} "
+                f"(its bounds come from dominance pairs), got {acc.name}"
+            )
         bounds, seconds = timed(lambda: scheme_epsilon(params, given, *accuracy_from_args(args)))
     elif quantity == "epsilon":
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(given))
     else:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).delta(given))
-    print_result(quantity, bounds, acc.name, params, seconds, args.json, {option[2:]: given},
-                 eps_error=args.eps_error, rel_error=args.rel_error)
+    print_result(
+        quantity,
+        bounds,
+        acc.name,
+        params,
+        seconds,
+        args.json,
+        {option[2:]: given},
+        eps_error=args.eps_error,
+        rel_error=args.rel_error,
+    )
     reason = uncertified_reason(bounds)
     if reason is not None:
         sys.stdout.flush()

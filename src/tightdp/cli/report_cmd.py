@@ -17,20 +17,34 @@ import sys
 def register(subparsers) -> None:
     from ..report import FORMATS
 
-    p = subparsers.add_parser("report", help="write a privacy report for a training run or a list of mechanisms",
-                              description="Write a privacy report (epsilon for several deltas from every accountant, "
-                                          "the certified band, calibration hints, group privacy, plots).")
+    p = subparsers.add_parser(
+        "report",
+        help="write a privacy report for a training run or a list of mechanisms",
+        description="Write a privacy report (epsilon for several deltas from every accountant, "
+        "the certified band, calibration hints, group privacy, plots).",
+    )
     p.add_argument("config", help="TOML or JSON file describing the run (see tightdp.report)")
     p.add_argument("--out", default="privacy_report", help="output directory (default: ./privacy_report)")
-    p.add_argument("--format", action="append", choices=FORMATS, dest="formats",
-                   help="output format (repeatable; default: the config's, else markdown and html; "
-                        "report.json is always written)")
+    p.add_argument(
+        "--format",
+        action="append",
+        choices=FORMATS,
+        dest="formats",
+        help="output format (repeatable; default: the config's, else markdown and html; report.json is always written)",
+    )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument("--no-progress", action="store_true", help="never show a progress bar")
-    p.add_argument("--json", action="store_true",
-                   help="print a JSON summary (the certified band and the files written) instead of text")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes for the independent computations (default: CPU count, at most 4)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary (the certified band and the files written) instead of text",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes for the independent computations (default: CPU count, at most 4)",
+    )
     p.set_defaults(run=run)
 
 
@@ -68,8 +82,10 @@ def run(args) -> int:
     sys.stdout.flush()
     missing = [d for d in config.deltas if report.band[d][1] is None]
     if missing:
-        sys.stderr.write(f"tightdp: cannot answer: no certified upper bound on epsilon at delta = "
-                         f"{', '.join(f'{d:g}' for d in missing)} (see the report's notes)\n")
+        sys.stderr.write(
+            f"tightdp: cannot answer: no certified upper bound on epsilon at delta = "
+            f"{', '.join(f'{d:g}' for d in missing)} (see the report's notes)\n"
+        )
         return 1
     return 0
 
@@ -80,17 +96,23 @@ def _print_json(config, report, written) -> None:
 
     d0 = config.deltas[0]
     lo, up = report.band[d0]
-    out = {"epsilon": {"lower": lo, "estimate": None, "upper": up}, "delta": d0, "kind": "bound",
-           "accountant": "certified band (every certified accountant)",
-           "certified_band": {repr(d): {"lower": a, "upper": b} for d, (a, b) in report.band.items()},
-           "files": {k: str(v) for k, v in written.items()}, "title": config.title, "seconds": report.seconds,
-           "audit": report.audit or None}
+    out = {
+        "epsilon": {"lower": lo, "estimate": None, "upper": up},
+        "delta": d0,
+        "kind": "bound",
+        "accountant": "certified band (every certified accountant)",
+        "certified_band": {repr(d): {"lower": a, "upper": b} for d, (a, b) in report.band.items()},
+        "files": {k: str(v) for k, v in written.items()},
+        "title": config.title,
+        "seconds": report.seconds,
+        "audit": report.audit or None,
+    }
     json.dump(out, sys.stdout, indent=2)
     sys.stdout.write("\n")
 
 
 def _print_summary(config, report, written) -> None:
-    from ..report import _f
+    from ..report.render import _f
 
     print(f"privacy report for {config.title!r} in {report.seconds:.1f} s:")
     for d in config.deltas:

@@ -38,35 +38,55 @@ def register(subparsers) -> None:
     import argparse
 
     p = subparsers.add_parser(
-        "statement", help="certified privacy statement: example- and group-level epsilon with assumptions",
+        "statement",
+        help="certified privacy statement: example- and group-level epsilon with assumptions",
         description="A certified privacy statement for a DP-SGD run: example-level epsilon at delta and "
-                    "group-level epsilon for groups of up to k examples (Ganesh, 002), with the assumptions "
-                    "(neighbouring relation, sampling, what is not covered) spelled out.",
-        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", metavar="FILE", help="a privacy report config (TOML or JSON, see tightdp report) "
-                                                    "instead of the run options")
+        "group-level epsilon for groups of up to k examples (Ganesh, 002), with the assumptions "
+        "(neighbouring relation, sampling, what is not covered) spelled out.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a privacy report config (TOML or JSON, see tightdp report) instead of the run options",
+    )
     p.add_argument("--noise-multiplier", type=float, help="noise std / clipping norm (sigma)")
     add_length_options(p)
     p.add_argument("--sampling", default=None, help=sampling_help())
     p.add_argument("--max-batch-size", type=float, help="truncated-poisson: the largest batch kept")
     p.add_argument("--delta", type=float, help="target delta in (0, 1) (default with --config: its first delta)")
-    p.add_argument("--group-size", type=float, action="append", dest="group_sizes", metavar="K",
-                   help="also state epsilon for groups of up to K examples (repeatable; with --config default: "
-                        "its privacy.group_sizes)")
+    p.add_argument(
+        "--group-size",
+        type=float,
+        action="append",
+        dest="group_sizes",
+        metavar="K",
+        help="also state epsilon for groups of up to K examples (repeatable; with --config default: "
+        "its privacy.group_sizes)",
+    )
     from .matrix_cmd import add_sampler_options, add_strategy_options
 
     add_strategy_options(p)  # a correlated-noise run (tightdp matrix's options) instead of DP-SGD
     add_sampler_options(p, sampling_rate=False, default=None)
     add_accuracy_options(p)
-    t = p.add_argument_group("hyper-parameter tuning (the epsilon of the whole tuning procedure, "
-                             "tightdp.tuning.tuning_epsilon)")
+    t = p.add_argument_group(
+        "hyper-parameter tuning (the epsilon of the whole tuning procedure, tightdp.tuning.tuning_epsilon)"
+    )
     t.add_argument("--tuning-runs", type=float, metavar="K", help="K runs of this training (a fixed number)")
-    t.add_argument("--tuning-distribution", choices=[d for d in TUNING_DISTRIBUTIONS if d != "fixed"],
-                   help="a random number of runs with this law (Papernot & Steinke 2022; RDP-based bound)")
+    t.add_argument(
+        "--tuning-distribution",
+        choices=[d for d in TUNING_DISTRIBUTIONS if d != "fixed"],
+        help="a random number of runs with this law (Papernot & Steinke 2022; RDP-based bound)",
+    )
     t.add_argument("--tuning-mean", type=float, metavar="MU", help="the expected number of runs E K >= 1")
     t.add_argument("--tuning-shape", type=float, metavar="ETA", help="negative-binomial: the shape eta > 0")
-    t.add_argument("--tuning-release", choices=("best", "all"), default=None,
-                   help="release only the best run (default) or every run's output (--tuning-runs only)")
+    t.add_argument(
+        "--tuning-release",
+        choices=("best", "all"),
+        default=None,
+        help="release only the best run (default) or every run's output (--tuning-runs only)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON (the statement's fields and its text)")
     p.set_defaults(run=run)
 
@@ -89,8 +109,9 @@ def tuning_from_args(args):
                 raise ValueError(f"{name} needs --tuning-runs or --tuning-distribution")
         return None
     if runs is not None and dist is not None:
-        raise ValueError("--tuning-runs (a fixed number of runs) and --tuning-distribution (a random number) "
-                         "exclude each other")
+        raise ValueError(
+            "--tuning-runs (a fixed number of runs) and --tuning-distribution (a random number) exclude each other"
+        )
     if runs is not None:
         for name, v in (("--tuning-mean", mean), ("--tuning-shape", shape)):
             if v is not None:
@@ -99,8 +120,9 @@ def tuning_from_args(args):
     if mean is None:
         raise ValueError(f"--tuning-mean is required with --tuning-distribution {dist}")
     if (shape is not None) != (dist == "negative-binomial"):
-        raise ValueError("--tuning-shape is required with --tuning-distribution negative-binomial and applies "
-                         "to it only")
+        raise ValueError(
+            "--tuning-shape is required with --tuning-distribution negative-binomial and applies to it only"
+        )
     if release == "all":
         raise ValueError("--tuning-release all needs --tuning-runs (a fixed number of runs)")
     try:
@@ -129,24 +151,36 @@ def build(args):
             raise ValueError("--tuning-* options cannot be combined with --config (give the run as options)")
         given = [name for name in _RUN if getattr(args, name) is not None]
         if given:
-            raise ValueError(f"--{given[0].replace('_', '-')} cannot be combined with --config (the config "
-                             "describes the run)")
+            raise ValueError(
+                f"--{given[0].replace('_', '-')} cannot be combined with --config (the config describes the run)"
+            )
         if args.sampling is not None:
             raise ValueError("--sampling cannot be combined with --config (the config describes the run)")
         from ..report import load_config
 
         delta = None if args.delta is None else check_delta("--delta", args.delta)
-        return statement_from_config(load_config(args.config), delta=delta, group_sizes=ks, eps_error=eps_error,
-                                     rel_error=rel_error)
+        return statement_from_config(
+            load_config(args.config), delta=delta, group_sizes=ks, eps_error=eps_error, rel_error=rel_error
+        )
     if args.delta is None:
         raise ValueError("--delta is required (or give --config)")
     if args.noise_multiplier is None:
         raise ValueError("--noise-multiplier is required (or give --config)")
-    return privacy_statement(noise_multiplier=args.noise_multiplier, delta=args.delta, steps=args.steps,
-                             epochs=args.epochs, sampling_rate=args.sampling_rate, dataset_size=args.dataset_size,
-                             batch_size=args.batch_size, sampling=args.sampling, group_sizes=ks or (),
-                             max_batch_size=args.max_batch_size, eps_error=eps_error, rel_error=rel_error,
-                             tuning=tuning)
+    return privacy_statement(
+        noise_multiplier=args.noise_multiplier,
+        delta=args.delta,
+        steps=args.steps,
+        epochs=args.epochs,
+        sampling_rate=args.sampling_rate,
+        dataset_size=args.dataset_size,
+        batch_size=args.batch_size,
+        sampling=args.sampling,
+        group_sizes=ks or (),
+        max_batch_size=args.max_batch_size,
+        eps_error=eps_error,
+        rel_error=rel_error,
+        tuning=tuning,
+    )
 
 
 def _matrix_run(args) -> bool:
@@ -163,14 +197,22 @@ def _matrix_build(args, ks, eps_error, rel_error):
 
     for name in ("config", "epochs", "dataset_size", "batch_size", "sampling", "max_batch_size"):
         if getattr(args, name) is not None:
-            raise ValueError(f"--{name.replace('_', '-')} does not apply to a correlated-noise run (--strategy, "
-                             "--sampler)")
+            raise ValueError(
+                f"--{name.replace('_', '-')} does not apply to a correlated-noise run (--strategy, --sampler)"
+            )
     for name in ("delta", "noise_multiplier", "steps"):
         if getattr(args, name) is None:
             raise ValueError(f"--{name.replace('_', '-')} is required")
-    return privacy_statement(strategy=strategy_from_args(args), sampler=sampler_from_args(args),
-                             noise_multiplier=args.noise_multiplier, steps=check_count("--steps", args.steps),
-                             delta=args.delta, group_sizes=ks or (), eps_error=eps_error, rel_error=rel_error)
+    return privacy_statement(
+        strategy=strategy_from_args(args),
+        sampler=sampler_from_args(args),
+        noise_multiplier=args.noise_multiplier,
+        steps=check_count("--steps", args.steps),
+        delta=args.delta,
+        group_sizes=ks or (),
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
 
 
 def run(args) -> int:

@@ -23,18 +23,33 @@ PRINTED_ALPHAS = (0.0, 1e-5, 1e-4, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("tradeoff", help="f-DP trade-off curve, attack TPR at FPR, mu-GDP",
-                              description="Certified f-DP trade-off curve beta(alpha) of a DP-SGD run, bounds on "
-                                          "a membership-inference attack's TPR at given FPRs, and the mu of the "
-                                          "tightest mu-GDP statement.")
+    p = subparsers.add_parser(
+        "tradeoff",
+        help="f-DP trade-off curve, attack TPR at FPR, mu-GDP",
+        description="Certified f-DP trade-off curve beta(alpha) of a DP-SGD run, bounds on "
+        "a membership-inference attack's TPR at given FPRs, and the mu of the "
+        "tightest mu-GDP statement.",
+    )
     add_run_options(p)
-    p.add_argument("--fpr", default=None, help="comma-separated false-positive rates in [0, 1] to bound the "
-                                               "attack's true-positive rate at (e.g. 0.01,0.001)")
-    p.add_argument("--alphas", default=None,
-                   help="comma-separated type-I errors in [0, 1] to print the curve at (default: "
-                        + ",".join(f"{a:g}" for a in PRINTED_ALPHAS) + "; --json prints the full curve)")
-    p.add_argument("--max-gap", type=float, default=2e-3,
-                   help="refine the epsilon grid until beta_upper - beta_lower <= MAX_GAP (default 2e-3)")
+    p.add_argument(
+        "--fpr",
+        default=None,
+        help="comma-separated false-positive rates in [0, 1] to bound the "
+        "attack's true-positive rate at (e.g. 0.01,0.001)",
+    )
+    p.add_argument(
+        "--alphas",
+        default=None,
+        help="comma-separated type-I errors in [0, 1] to print the curve at (default: "
+        + ",".join(f"{a:g}" for a in PRINTED_ALPHAS)
+        + "; --json prints the full curve)",
+    )
+    p.add_argument(
+        "--max-gap",
+        type=float,
+        default=2e-3,
+        help="refine the epsilon grid until beta_upper - beta_lower <= MAX_GAP (default 2e-3)",
+    )
     p.add_argument("--max-points", type=int, default=400, help="at most this many epsilons in the grid (400)")
     p.set_defaults(run=run)
 
@@ -65,30 +80,46 @@ def run(args) -> int:
     if args.max_points < 2:
         raise ValueError(f"--max-points must be at least 2, got {args.max_points}")
     if mech is None:
-        raise ValueError(f"tightdp tradeoff supports --sampling {', '.join(scheme_names(step_mechanism=True))}, "
-                         f"not {params['sampling']}")
+        raise ValueError(
+            f"tightdp tradeoff supports --sampling {', '.join(scheme_names(step_mechanism=True))}, "
+            f"not {params['sampling']}"
+        )
     acc = make_accountant(args)
     acc.compose(mech, steps)
-    curve, seconds = timed(lambda: tradeoff_curve(acc, alphas=sorted(set(DEFAULT_ALPHAS.tolist()) | set(printed)),
-                                                  max_gap=args.max_gap, max_points=args.max_points))
+    curve, seconds = timed(
+        lambda: tradeoff_curve(
+            acc,
+            alphas=sorted(set(DEFAULT_ALPHAS.tolist()) | set(printed)),
+            max_gap=args.max_gap,
+            max_points=args.max_points,
+        )
+    )
     lo_b, up_b = curve.at(printed)
     tpr = [] if fprs is None else [dict(zip(("fpr", "lower", "upper"), (f, *curve.tpr(f)))) for f in fprs]
     exact = curve.details.get("mu_exact")
     mu = {"lower": curve.mu_lower, "estimate": exact, "upper": curve.mu_upper}
     if args.json:
-        out = {"mu": _jsonable(mu), "kind": "bound", "accountant": acc.name, "parameters": params,
-               "curve": {k: v for k, v in curve.to_dict().items() if k != "mu"},
-               "printed": {"alpha": printed, "beta_lower": _jsonable(lo_b), "beta_upper": _jsonable(up_b)},
-               "tpr": [{"fpr": r["fpr"], "lower": r["lower"], "estimate": None, "upper": r["upper"]} for r in tpr],
-               "eps_error": getattr(args, "eps_error", None), "rel_error": getattr(args, "rel_error", None),
-               "seconds": seconds}
+        out = {
+            "mu": _jsonable(mu),
+            "kind": "bound",
+            "accountant": acc.name,
+            "parameters": params,
+            "curve": {k: v for k, v in curve.to_dict().items() if k != "mu"},
+            "printed": {"alpha": printed, "beta_lower": _jsonable(lo_b), "beta_upper": _jsonable(up_b)},
+            "tpr": [{"fpr": r["fpr"], "lower": r["lower"], "estimate": None, "upper": r["upper"]} for r in tpr],
+            "eps_error": getattr(args, "eps_error", None),
+            "rel_error": getattr(args, "rel_error", None),
+            "seconds": seconds,
+        }
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     p = params
     print(f"tightdp tradeoff · {p['sampling']} sampling · {p['relation']} · accountant {acc.name} (certified bounds)")
-    print(f"  noise multiplier {fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])}"
-          f" · steps {p['steps']}")
+    print(
+        f"  noise multiplier {fmt(p['noise_multiplier'])} · sampling rate {fmt(p['sampling_rate'])}"
+        f" · steps {p['steps']}"
+    )
     print("  f-DP trade-off (both orders of the pair): the best test at type-I error alpha has type-II error in")
     print(f"  {'alpha':>10s}{'beta_lower':>14s}{'beta_upper':>14s}")
     for a, lo, up in zip(printed, lo_b, up_b):

@@ -41,8 +41,9 @@ def check_norms(grad_norms, shape: tuple[int, ...]) -> np.ndarray:
     if arr.size:
         mn = arr.min()
         if not mn >= 0 and (arr < 0).any():  # NaN minimum: NaN marks a norm that was not computed
-            raise ValueError(f"grad_norms must be >= 0 (NaN marks a norm that was not computed), "
-                             f"got {arr[arr < 0].flat[0]!r}")
+            raise ValueError(
+                f"grad_norms must be >= 0 (NaN marks a norm that was not computed), got {arr[arr < 0].flat[0]!r}"
+            )
     return arr
 
 
@@ -94,10 +95,12 @@ def _check_ledger_size(n: int, buckets: int, q: float) -> None:
     need = n * (buckets + 1) * 4 + (8 * n if q == 1.0 else 0)
     cap = _ledger_cap_bytes()
     if need > cap:
-        raise ValueError(f"num_examples={n} with num_buckets={buckets} needs a {need / 2 ** 30:.3g} GiB ledger "
-                         f"(4 bytes per example and bucket), above the cap of {cap / 2 ** 30:.3g} GiB "
-                         f"(16 GiB or a quarter of the physical memory); use fewer examples per accountant "
-                         f"or fewer buckets")
+        raise ValueError(
+            f"num_examples={n} with num_buckets={buckets} needs a {need / 2**30:.3g} GiB ledger "
+            f"(4 bytes per example and bucket), above the cap of {cap / 2**30:.3g} GiB "
+            f"(16 GiB or a quarter of the physical memory); use fewer examples per accountant "
+            f"or fewer buckets"
+        )
 
 
 def _as_norm_array(values) -> np.ndarray:
@@ -109,12 +112,15 @@ def _as_norm_array(values) -> np.ndarray:
     kind = raw.dtype.kind
     if kind == "O":
         flat = raw.ravel()
-        if not all(isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_))
-                   for v in flat):
+        if not all(
+            isinstance(v, (numbers.Real, np.floating, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in flat
+        ):
             raise ValueError("grad_norms must be an array of real numbers (no booleans, strings or objects)")
     elif kind not in "iuf":
-        raise ValueError(f"grad_norms must be an array of real numbers, got dtype {raw.dtype} "
-                         f"(booleans, strings and complex numbers are not norms)")
+        raise ValueError(
+            f"grad_norms must be an array of real numbers, got dtype {raw.dtype} "
+            f"(booleans, strings and complex numbers are not norms)"
+        )
     try:
         return np.asarray(raw, dtype=float)
     except (TypeError, ValueError, OverflowError):
@@ -132,8 +138,9 @@ def _clipped_ratio(norms: np.ndarray, clip: float) -> np.ndarray:
     return np.minimum(m / clip, 1.0)
 
 
-def _scaled_ratio(norms: np.ndarray, clip: float, buckets: int, scale: float | None = None,
-                  out: np.ndarray | None = None) -> np.ndarray:
+def _scaled_ratio(
+    norms: np.ndarray, clip: float, buckets: int, scale: float | None = None, out: np.ndarray | None = None
+) -> np.ndarray:
     """``y = min(g B / C, B)`` for norms ``g >= 0`` (NaN and +inf -> ``B``), two roundings.
 
     ``scale = fl(B / C)``; ``y = min(fl(g * scale), B)``, so ``y`` is within a relative

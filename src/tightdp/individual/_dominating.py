@@ -87,9 +87,8 @@ class DominatingPLD:
             out = np.empty(thetas.size)
             step = max(1, (1 << 22) // max(nz.size, 1))  # bounded temporary (theta block x atoms)
             for i in range(0, thetas.size, step):
-                th = thetas[i:i + step]
-                out[i:i + step] = logsumexp(lp[None, :] + th[:, None] * g[None, :], axis=1) if nz.size \
-                    else -np.inf
+                th = thetas[i : i + step]
+                out[i : i + step] = logsumexp(lp[None, :] + th[:, None] * g[None, :], axis=1) if nz.size else -np.inf
             cache[key] = out
         return cache[key].copy()
 
@@ -105,8 +104,15 @@ class DominatingPLD:
 
 
 def _from_core(d, h: float) -> DominatingPLD:
-    return DominatingPLD(h=h, start=int(d.start), pmf=np.asarray(d.pmf, float), infinity_mass=float(d.infinity_mass),
-                         float_slack=float(d.tv_error), rel_error=float(d.rel_error), shift=float(d.shift))
+    return DominatingPLD(
+        h=h,
+        start=int(d.start),
+        pmf=np.asarray(d.pmf, float),
+        infinity_mass=float(d.infinity_mass),
+        float_slack=float(d.tv_error),
+        rel_error=float(d.rel_error),
+        shift=float(d.shift),
+    )
 
 
 def dominating_pld_core(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) -> DominatingPLD:
@@ -116,6 +122,7 @@ def dominating_pld_core(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e
     (a step loss beyond what double precision can exponentiate, a grid too large) the refusal
     propagates: there is no second construction to fall back on."""
     from ..pld.dominance import dominating
+
     return _from_core(dominating(loss, h, tail), h)
 
 
@@ -128,6 +135,7 @@ def dominated_pld(loss: GaussianMixtureLoss, h: float, *, tail: float = 1e-22) -
     sensitivity 0, which every step dominates)."""
     from ..errors import TightDPError
     from ..pld.dominance import dominated
+
     try:
         return _from_core(dominated(loss, h, tail), h)
     except (TightDPError, ArithmeticError):

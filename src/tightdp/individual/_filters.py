@@ -124,8 +124,11 @@ class _Filters:
         if not paper:
             orders, spent = self.rdp_curves()
             if self._q == 1.0:
-                r = np.ones(self._n) if grad_norms is None else \
-                    _clipped_ratio(check_norms(grad_norms, (self._n,)), self._clip)
+                r = (
+                    np.ones(self._n)
+                    if grad_norms is None
+                    else _clipped_ratio(check_norms(grad_norms, (self._n,)), self._clip)
+                )
                 step = 0.5 * ((r / self._sigma) ** 2)[:, None] * orders[None, :] * (1.0 + 8 * _U)
             else:
                 ratios = np.array([self._ratio_of(b) if b else 0.0 for b in range(self._B + 1)])
@@ -137,7 +140,7 @@ class _Filters:
             bvec = bvec - 1e-12 * (np.abs(bvec) + eps + abs(math.log(dlt)))
             rho_w = bucket_rdp_table(self._sigma, self._q, np.array([_bucket_ratio(self._B, self._B)]), orders)[0]
             k = int(np.argmax(np.where(bvec > 0, bvec / np.maximum(rho_w, 1e-300), -np.inf)))
-            return rdp_filter_active(spent[:, k:k + 1], step[:, k:k + 1], bvec[k:k + 1])
+            return rdp_filter_active(spent[:, k : k + 1], step[:, k : k + 1], bvec[k : k + 1])
         counts = np.asarray(self._ledger()).astype(np.int64)
         counts[np.arange(self._n), nxt] += 1
         worst = np.zeros((1, self._B + 1), dtype=np.int64)
@@ -155,7 +158,7 @@ class _Filters:
                 nxt = np.ones(self._n)
             else:
                 nxt = _clipped_ratio(check_norms(grad_norms, (self._n,)), self._clip)
-            total = (self._sumsq + nxt * nxt) * (1.0 + (self._steps + 8) * 2 * _U) / self._sigma ** 2
+            total = (self._sumsq + nxt * nxt) * (1.0 + (self._steps + 8) * 2 * _U) / self._sigma**2
             return total * (1.0 + 8 * _U) <= B * B
         bump = np.zeros(self._B + 1, dtype=np.int64)
         bump[self._B] = 1

@@ -12,6 +12,7 @@ import io
 import json
 import os
 import tempfile
+from typing import Self
 
 import numpy as np
 
@@ -81,8 +82,7 @@ class _Persistence:
         self._frac_min = float(fm[0])
         if self._last is not None:
             last, approx = np.array(z["last"]), np.array(z["approx"])
-            if last.shape != (self._n,) or approx.shape != (self._n,) or np.any(last > self._B) \
-                    or np.any(approx < 0):
+            if last.shape != (self._n,) or approx.shape != (self._n,) or np.any(last > self._B) or np.any(approx < 0):
                 raise ValueError("saved last-seen state does not match the saved options")
             self._last = last.astype(self._code_dtype)
             self._approx = approx.astype(np.int32)
@@ -90,7 +90,7 @@ class _Persistence:
                 self._last_r = np.array(z["last_r"], dtype=float)
 
     @classmethod
-    def load(cls, path) -> "IndividualAccountant":
+    def load(cls, path) -> Self:
         """Read a ledger written by ``save`` (exact round-trip; format-1 files load too).
 
         Parameters

@@ -22,15 +22,25 @@ from typing import Any
 
 import numpy as np
 
+from .._blas import single_threaded_blas
 from .._validation import check_choice, check_delta, check_epsilon
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms.losses import poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
-from .._blas import single_threaded_blas
-from ._population import _chunk_spectra, _delta_grid, _map_chunks, _order, _prepare, bucket_spectra, \
-    choose_window, population_deltas, population_epsilons, rows_at
+from ._population import (
+    _chunk_spectra,
+    _delta_grid,
+    _map_chunks,
+    _order,
+    _prepare,
+    bucket_spectra,
+    choose_window,
+    population_deltas,
+    population_epsilons,
+    rows_at,
+)
 from .gdp import _delta_bounds, gdp_epsilon_bounds_array
 
 __all__: list[str] = []
@@ -55,7 +65,7 @@ class _PLDQueries:
             return self._mesh
         r2 = self._nominal_ratios() ** 2
         k_eff = float(np.max(rows_at(counts, r2))) if counts.shape[0] else 1.0
-        s1 = self._q * math.sqrt(math.expm1(min(1.0 / self._sigma ** 2, 700.0)))
+        s1 = self._q * math.sqrt(math.expm1(min(1.0 / self._sigma**2, 700.0)))
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
 
@@ -96,8 +106,14 @@ class _PLDQueries:
             out.append(store[b])
         return out
 
-    def _pld_setup(self, counts: np.ndarray, h: float | None = None, target: float | None = None,
-                   slack_target: float | None = None, lower: bool = False):
+    def _pld_setup(
+        self,
+        counts: np.ndarray,
+        h: float | None = None,
+        target: float | None = None,
+        slack_target: float | None = None,
+        lower: bool = False,
+    ):
         """Bucket spectra for both directions. ``target``: the delta the error terms must stay well below
         (the window is widened until the wrap-around is at most ``target``, within ``_MAX_FFT`` points);
         ``slack_target`` (default ``target``): the mesh is coarsened until the discretisation slack fits."""
@@ -125,8 +141,9 @@ class _PLDQueries:
             setups.append((direction, bs, h))
         return c, setups
 
-    def _eps_counts(self, counts: np.ndarray, delta: float, h: float | None = None, *,
-                    fallback: bool = True) -> tuple[np.ndarray, dict]:
+    def _eps_counts(
+        self, counts: np.ndarray, delta: float, h: float | None = None, *, fallback: bool = True
+    ) -> tuple[np.ndarray, dict]:
         """Certified per-row epsilons (fast path; rows it cannot certify go to ``_exact_fallback``)."""
         h0 = self._mesh_for(counts) if h is None else h
         setup = self._pld_setup(counts, h0, _ERR_SHARE * delta)
@@ -166,8 +183,15 @@ class _PLDQueries:
         return eps, info
 
     @staticmethod
-    def _eps_setups(c: np.ndarray, setups, delta: float, info: dict, lower: bool = False,
-                    per: dict | None = None, rows: dict | None = None) -> np.ndarray:
+    def _eps_setups(
+        c: np.ndarray,
+        setups,
+        delta: float,
+        info: dict,
+        lower: bool = False,
+        per: dict | None = None,
+        rows: dict | None = None,
+    ) -> np.ndarray:
         """Both directions' bounds, the larger kept (upper: the bound of the max; lower: a lower bound of
         it). ``rows[direction]``: compute that direction only for those rows (lower bounds: any one
         direction's lower bound is a lower bound of the max)."""
@@ -183,12 +207,16 @@ class _PLDQueries:
                 eps[sel] = np.maximum(eps[sel], e)
             if per is not None:
                 per[direction] = e
-            info[direction] = {"mesh": h, "fft_size": bs.n, "max_error_delta": float(np.max(spent)) if spent.size
-                               else 0.0}
+            info[direction] = {
+                "mesh": h,
+                "fft_size": bs.n,
+                "max_error_delta": float(np.max(spent)) if spent.size else 0.0,
+            }
         return eps
 
-    def _eps_lower_counts(self, counts: np.ndarray, delta: float, h: float,
-                          winner: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+    def _eps_lower_counts(
+        self, counts: np.ndarray, delta: float, h: float, winner: np.ndarray | None = None
+    ) -> tuple[np.ndarray, dict]:
         """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
         pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio, for the
         direction (remove / add) that attains the row's upper bound (half the work of both). A
@@ -219,22 +247,33 @@ class _PLDQueries:
 
         def compose(row: np.ndarray) -> float:
             acc = ConnectDotsAccountant(eps_error=0.005)
-            terms = [(PoissonSampled(mechanism=Gaussian(noise_multiplier=self._sigma,
-                                                        sensitivity=self._ratio_of(b)),
-                                     sampling_rate=self._q), int(row[b]))
-                     for b in range(1, self._B + 1) if row[b] > 0]
+            terms = [
+                (
+                    PoissonSampled(
+                        mechanism=Gaussian(noise_multiplier=self._sigma, sensitivity=self._ratio_of(b)),
+                        sampling_rate=self._q,
+                    ),
+                    int(row[b]),
+                )
+                for b in range(1, self._B + 1)
+                if row[b] > 0
+            ]
             if not terms:
                 return 0.0
             acc.compose(terms)
             try:
                 up = float(acc.epsilon(delta).upper)
             except PrecisionError as exc:
-                raise PrecisionError(f"per-example epsilon at delta={delta:g}: the FFT fast path's error terms "
-                                     f"(wrap-around, discretisation slack, round-off) exceed delta and the "
-                                     f"exact composition failed too ({exc}); use a larger delta") from exc
+                raise PrecisionError(
+                    f"per-example epsilon at delta={delta:g}: the FFT fast path's error terms "
+                    f"(wrap-around, discretisation slack, round-off) exceed delta and the "
+                    f"exact composition failed too ({exc}); use a larger delta"
+                ) from exc
             if not math.isfinite(up) or up < 0:
-                raise PrecisionError(f"per-example epsilon at delta={delta:g}: no certified finite bound "
-                                     f"(core engine returned {up!r}); use a larger delta")
+                raise PrecisionError(
+                    f"per-example epsilon at delta={delta:g}: no certified finite bound "
+                    f"(core engine returned {up!r}); use a larger delta"
+                )
             return up
 
         rows = np.asarray(counts, dtype=np.int64)
@@ -259,8 +298,12 @@ class _PLDQueries:
                     inv = np.where(rows[:, 1:].any(axis=1), 0, -1)
         vals = np.array([compose(u) for u in uniq])
         out = np.where(np.asarray(inv).reshape(-1) >= 0, vals[np.maximum(np.asarray(inv).reshape(-1), 0)], 0.0)
-        return out, {"rows": int(rows.shape[0]), "compositions": int(uniq.shape[0]), "method": method,
-                     "engine": "ConnectDotsAccountant"}
+        return out, {
+            "rows": int(rows.shape[0]),
+            "compositions": int(uniq.shape[0]),
+            "method": method,
+            "engine": "ConnectDotsAccountant",
+        }
 
     def epsilons(self, delta: float, *, lower: bool = True, method: str = "pld") -> Bounds:
         """Every example's epsilon at ``delta``, as an interval per example (arrays of length N).
@@ -382,15 +425,22 @@ class _PLDQueries:
                 h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
                 lo, linfo = self._eps_lower_counts(counts, dlt, h, win)
                 lo = np.minimum(lo, up)  # both certified: lower <= true <= upper (a tie at most)
-                details.update(lower={"method": "dominated bucket PLDs (merge to the grid) at each bucket's "
-                                                "lower ratio", "frac_min": self._frac_min, **linfo})
+                details.update(
+                    lower={
+                        "method": "dominated bucket PLDs (merge to the grid) at each bucket's lower ratio",
+                        "frac_min": self._frac_min,
+                        **linfo,
+                    }
+                )
         kind = "bound"
         n_approx = int(np.count_nonzero(self._approx)) if self._approx is not None else 0
         if n_approx:
             kind = "approximation"
-            details.update(approximate_examples=n_approx,
-                           note="missing norms imputed from each example's last-seen norm "
-                                "(approximated_steps > 0): those examples' intervals are not certified")
+            details.update(
+                approximate_examples=n_approx,
+                note="missing norms imputed from each example's last-seen norm "
+                "(approximated_steps > 0): those examples' intervals are not certified",
+            )
         if not np.all(np.isfinite(up)):  # unreachable: the fallback certifies or raises
             raise PrecisionError("per-example epsilon: no certified finite bound; use a larger delta")
         return Bounds(lo, up, up, "epsilon", kind, details)
@@ -452,7 +502,7 @@ class _PLDQueries:
         c, setups = setup
         out = np.zeros(counts.shape[0])
         slack = 0.0
-        for direction, bs, h in setups:
+        for _direction, bs, _h in setups:
             out = np.maximum(out, population_deltas(bs, c, eps))
             slack = max(slack, float(np.max(rows_at(c, bs.slack))))
         out = np.where(np.asarray(c.any(axis=1)), out, 0.0)  # no step with privacy loss: delta 0 exactly

@@ -45,8 +45,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sfft
 
-from .._caches import register as _register_cache
 from .._blas import single_threaded_blas
+from .._caches import register as _register_cache
 from ._dominating import DominatingPLD
 
 __all__ = ["BucketSpectra", "population_epsilons", "population_deltas"]
@@ -62,7 +62,9 @@ def rows_at(counts, table: np.ndarray) -> np.ndarray:
     otherwise be cast to a float64 copy of twice its size), lazily blockwise for a dask one."""
     if hasattr(counts, "dask") or counts.shape[0] <= _ROW_BLOCK:
         return _np(counts @ table)
-    return np.concatenate([counts[i:i + _ROW_BLOCK] @ table for i in range(0, counts.shape[0], _ROW_BLOCK)])
+    return np.concatenate([counts[i : i + _ROW_BLOCK] @ table for i in range(0, counts.shape[0], _ROW_BLOCK)])
+
+
 _THETAS = np.geomspace(1e-2, 2e3, 48)
 _Z_LO, _Z_HI = 8.0, 12.0
 
@@ -74,19 +76,19 @@ class BucketSpectra:
     h: float
     n: int
     j0: int
-    logabs: np.ndarray      # (B, n//2+1) log|F_b| (clamped)
-    arg: np.ndarray         # (B, n//2+1)
-    log_up: np.ndarray      # (B, n//2+1) log(|F_b| + gamma) - logabs
-    log1m_inf: np.ndarray   # (B,) log(1 - p_inf_b)
-    cgf: np.ndarray         # (B, T) log-MGF of the finite part at _THETAS
-    slack: np.ndarray       # (B,)
-    wts: np.ndarray         # rfft weights (1, 2, ..., 2, 1)
-    suffmax: np.ndarray     # (B, n//2+1) max over k' >= k of logabs + log_up
-    rel: np.ndarray | None = None        # (B,) relative error of the atoms' masses
-    shift: np.ndarray | None = None      # (B,) <= 0: losses of a dominated pair lie this far below the lattice
-    cgf_neg: np.ndarray | None = None    # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
-    plds: list | None = None             # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
-    target: float | None = None          # the wrap-around target the window was sized for
+    logabs: np.ndarray  # (B, n//2+1) log|F_b| (clamped)
+    arg: np.ndarray  # (B, n//2+1)
+    log_up: np.ndarray  # (B, n//2+1) log(|F_b| + gamma) - logabs
+    log1m_inf: np.ndarray  # (B,) log(1 - p_inf_b)
+    cgf: np.ndarray  # (B, T) log-MGF of the finite part at _THETAS
+    slack: np.ndarray  # (B,)
+    wts: np.ndarray  # rfft weights (1, 2, ..., 2, 1)
+    suffmax: np.ndarray  # (B, n//2+1) max over k' >= k of logabs + log_up
+    rel: np.ndarray | None = None  # (B,) relative error of the atoms' masses
+    shift: np.ndarray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
+    cgf_neg: np.ndarray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
+    plds: list | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
+    target: float | None = None  # the wrap-around target the window was sized for
 
     @property
     def x(self) -> np.ndarray:
@@ -105,8 +107,9 @@ def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[np.ndarray, np.ndar
     return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
 
 
-def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float,
-                    cgf: np.ndarray | None = None) -> float:
+def _chernoff_reach(
+    plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float, cgf: np.ndarray | None = None
+) -> float:
     """Smallest ``a`` with ``P(sign * L >= a) <= e^log_target`` for every example, by the Chernoff bound
     ``P(sign L >= a) <= exp(K(sign theta) - theta a)`` with the exact cumulant generating functions of the
     discrete bucket PLDs (the same bound ``_extras`` charges for the wrap-around); ``cgf``: the (B, T)
@@ -115,11 +118,12 @@ def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: f
         cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])  # (B, T)
 
     def reach(block) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
-        cg = block @ cgf                                                # (rows, T)
+        cg = block @ cgf  # (rows, T)
         with np.errstate(invalid="ignore"):
             a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
         if hasattr(a, "dask"):
             import dask.array as da
+
             return float(da.nanmax(da.where(da.isfinite(a), a, np.nan)).compute()) if a.shape[0] else math.nan
         a = a[np.isfinite(a)]
         return float(np.max(a)) if a.size else math.nan
@@ -127,13 +131,16 @@ def _chernoff_reach(plds: list[DominatingPLD], counts: np.ndarray, log_target: f
     if hasattr(counts, "dask"):
         r = reach(counts)
     else:  # blocks of rows: the (N, T) table would be 48 floats per example
-        r = max([reach(counts[i:i + _ROW_BLOCK]) for i in range(0, counts.shape[0], _ROW_BLOCK)] + [math.nan],
-                key=lambda v: -math.inf if math.isnan(v) else v)
+        r = max(
+            [reach(counts[i : i + _ROW_BLOCK]) for i in range(0, counts.shape[0], _ROW_BLOCK)] + [math.nan],
+            key=lambda v: -math.inf if math.isnan(v) else v,
+        )
     return 0.0 if math.isnan(r) else r
 
 
-def choose_window(plds: list[DominatingPLD], counts: np.ndarray, h: float,
-                  target: float | None = None, cgfs: tuple | None = None) -> tuple[int, int]:
+def choose_window(
+    plds: list[DominatingPLD], counts: np.ndarray, h: float, target: float | None = None, cgfs: tuple | None = None
+) -> tuple[int, int]:
     """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
     widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
     sides. Subsampled PLDs are heavy-tailed: for few steps the mass beyond mean + 12 sd can be far
@@ -184,18 +191,19 @@ def bucket_spectra(plds: list[DominatingPLD], h: float, j0: int, n: int) -> Buck
     rel = np.array([getattr(p, "rel_error", 0.0) for p in plds])
     shift = np.array([getattr(p, "shift", 0.0) for p in plds])
     cgf_neg = np.array([p.log_mgf(-_THETAS) for p in plds])
-    return BucketSpectra(h, n, j0, logabs, arg, log_up, log1m, cgf, slack, wts, suffmax,
-                         rel, np.minimum(shift, 0.0), cgf_neg)
+    return BucketSpectra(
+        h, n, j0, logabs, arg, log_up, log1m, cgf, slack, wts, suffmax, rel, np.minimum(shift, 0.0), cgf_neg
+    )
 
 
 def _extras(bs: BucketSpectra, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per example: infinity mass (rounded up), wrap-around bound, discretisation slack."""
     K = counts.sum(axis=1)
-    s = counts @ bs.log1m_inf                     # <= 0
+    s = counts @ bs.log1m_inf  # <= 0
     inf_mass = np.minimum(1.0, -np.expm1(s * (1 + 4 * _U * bs.log1m_inf.size)) + 8 * _U * K * 1e-3)
     inf_mass = np.where(np.isneginf(s), 1.0, inf_mass)
     top = (bs.j0 + bs.n) * bs.h
-    cg = counts @ bs.cgf                          # (N, T)
+    cg = counts @ bs.cgf  # (N, T)
     logb = cg - _THETAS[None, :] * top
     logb += 1e-12 * (np.abs(cg) + _THETAS[None, :] * abs(top))
     wrap = np.exp(np.minimum(np.min(logb, axis=1), 0.0))
@@ -245,7 +253,7 @@ def _spectra(bs: BucketSpectra, counts: np.ndarray):
     gamma = 5.0 * _U * math.log2(bs.n)
     # dropped frequencies: each |S_k| <= e^_LOG_CUT, at most n of them
     tail = math.sqrt(bs.n) * (math.exp(_LOG_CUT) + _FLUSH)
-    err = np.sqrt((dlt ** 2) @ w) + gamma * np.sqrt((mag ** 2) @ w) + tail
+    err = np.sqrt((dlt**2) @ w) + gamma * np.sqrt((mag**2) @ w) + tail
     return spec, err, kmax
 
 
@@ -342,7 +350,7 @@ def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
         E = np.empty((eps_grid.size, kmax))
         rows = max(1, _WEIGHT_CELLS // max(kmax, 1))
         for r0 in range(0, eps_grid.size, rows):
-            G[r0:r0 + rows], E[r0:r0 + rows] = _weights_closed(bs, eps_grid[r0:r0 + rows], kmax)
+            G[r0 : r0 + rows], E[r0 : r0 + rows] = _weights_closed(bs, eps_grid[r0 : r0 + rows], kmax)
         cache.clear()
         hit = (kmax, G, E, {})
         cache[key] = hit
@@ -351,8 +359,12 @@ def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
         g, e = G[:, :kmax], E[:, :kmax]
         w = bs.wts[None, :kmax]
         Gw = np.conj(g) * w
-        derived[kmax] = (np.ascontiguousarray(Gw.real.T), np.ascontiguousarray(Gw.imag.T),
-                         np.sum(np.abs(g) * w, axis=1), np.sum(e * w, axis=1))
+        derived[kmax] = (
+            np.ascontiguousarray(Gw.real.T),
+            np.ascontiguousarray(Gw.imag.T),
+            np.sum(np.abs(g) * w, axis=1),
+            np.sum(e * w, axis=1),
+        )
     return derived[kmax]
 
 
@@ -400,8 +412,7 @@ def _prepare(bs: BucketSpectra, counts: np.ndarray, lower: bool = False):
         lift = 0.0
     # contiguous real and imaginary parts: a matrix product with the strided views of a complex
     # array bypasses BLAS and was about 100x slower (most of the time of a query)
-    return (np.ascontiguousarray(spec.real), np.ascontiguousarray(spec.imag), smax, kmax, extra, factor,
-            lower, lift)
+    return (np.ascontiguousarray(spec.real), np.ascontiguousarray(spec.imag), smax, kmax, extra, factor, lower, lift)
 
 
 def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
@@ -448,8 +459,10 @@ def rows_exact(counts, table: np.ndarray) -> np.ndarray:
     dt = table.dtype
     if hasattr(counts, "dask"):
         return _np(counts.astype(dt) @ table)
-    return np.concatenate([counts[i:i + _ROW_BLOCK].astype(dt) @ table
-                           for i in range(0, counts.shape[0], _ROW_BLOCK)] + [np.zeros(0, dt)])
+    return np.concatenate(
+        [counts[i : i + _ROW_BLOCK].astype(dt) @ table for i in range(0, counts.shape[0], _ROW_BLOCK)]
+        + [np.zeros(0, dt)]
+    )
 
 
 def _hash_weights(m: int) -> np.ndarray:
@@ -462,7 +475,7 @@ def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
     is <= delta), and the bracket ``[eps_grid[j-1], eps_grid[j]]`` it lies in."""
     m = D.shape[0]
     alpha = np.exp(eps_grid)
-    ok = D <= delta
+    ok = delta >= D
     first = np.argmax(ok, axis=1)
     found = ok[np.arange(m), first]
     e = np.full(m, math.inf)
@@ -491,8 +504,8 @@ def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
     """Per row: a lower bound on eps(delta) from certified lower values ``D`` on ``eps_grid``: the
     largest grid epsilon whose lower delta is still above ``delta`` (0 if none), and the bracket
     ``[eps_grid[j], eps_grid[j + 1]]`` in which eps(delta) may lie (NaN if the grid's last point)."""
-    m = D.shape[0]
-    above = D > delta
+    D.shape[0]
+    above = delta < D
     any_ = above.any(axis=1)
     last = D.shape[1] - 1 - np.argmax(above[:, ::-1], axis=1)
     e = np.where(any_, eps_grid[last], 0.0)
@@ -503,8 +516,9 @@ def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
     return e, lo, hi
 
 
-def _chunk_epsilons(bs: BucketSpectra, cc: np.ndarray, delta: float, G: int, refinements: int,
-                    lower: bool) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_epsilons(
+    bs: BucketSpectra, cc: np.ndarray, delta: float, G: int, refinements: int, lower: bool
+) -> tuple[np.ndarray, np.ndarray]:
     """One chunk of ``population_epsilons`` (rows sorted by spread): bounds and delta spent."""
     G1 = 48  # points of each refinement pass (shared by the distinct brackets of a chunk)
     cb = _chunk_spectra(bs, cc)
@@ -549,8 +563,7 @@ def _run_chunk(fn, bs, rows, *args):
     indexes their concatenation). The gathered rows are cast to the in-memory ledger's int32."""
     if isinstance(rows, tuple):
         local, blocks = rows
-        cc = np.concatenate([np.asarray(b) for b in blocks])[local] if len(blocks) > 1 else \
-            np.asarray(blocks[0])[local]
+        cc = np.concatenate([np.asarray(b) for b in blocks])[local] if len(blocks) > 1 else np.asarray(blocks[0])[local]
         rows = cc.astype(np.int32, copy=False)
     with single_threaded_blas():
         return fn(bs, np.asarray(rows), *args)
@@ -563,11 +576,11 @@ def _gather_plan(row_chunks: tuple[int, ...], order: np.ndarray, chunk: int):
     blk = np.searchsorted(edges, order, side="right") - 1
     plan = []
     for s0 in range(0, order.size, chunk):
-        b = blk[s0:s0 + chunk]
+        b = blk[s0 : s0 + chunk]
         used = np.unique(b)
         base = np.concatenate([[0], np.cumsum(edges[used + 1] - edges[used])])[:-1]
-        local = order[s0:s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
-        plan.append((used, local.astype(np.int32 if edges[-1] < 2 ** 31 else np.int64)))
+        local = order[s0 : s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
+        plan.append((used, local.astype(np.int32 if edges[-1] < 2**31 else np.int64)))
     return plan
 
 
@@ -581,23 +594,38 @@ def _map_chunks(fn, bs: BucketSpectra, counts, order: np.ndarray, chunk: int, *a
     memory, so the results are bit-identical."""
     starts = range(0, order.size, chunk)
     if not _is_dask(counts):
-        return [(order[s0:s0 + chunk], fn(bs, counts[order[s0:s0 + chunk]], *args)) for s0 in starts]
+        return [(order[s0 : s0 + chunk], fn(bs, counts[order[s0 : s0 + chunk]], *args)) for s0 in starts]
     import dask
-    blocks = counts.to_delayed()[:, 0] if counts.ndim == 2 and len(counts.chunks[1]) == 1 else \
-        counts.rechunk({1: -1}).to_delayed()[:, 0]
+
+    blocks = (
+        counts.to_delayed()[:, 0]
+        if counts.ndim == 2 and len(counts.chunks[1]) == 1
+        else counts.rechunk({1: -1}).to_delayed()[:, 0]
+    )
     try:  # a distributed client: ship the spectra to every worker once, not inside the graph
         from distributed import default_client
+
         bs_d = default_client().scatter(bs, broadcast=True, hash=False)
     except (ImportError, ValueError):
         bs_d = dask.delayed(bs, pure=True, traverse=False)
-    tasks = [dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
-             for used, local in _gather_plan(counts.chunks[0], order, chunk)]
+    tasks = [
+        dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
+        for used, local in _gather_plan(counts.chunks[0], order, chunk)
+    ]
     results = dask.compute(*tasks)
-    return [(order[s0:s0 + chunk], res) for s0, res in zip(starts, results)]
+    return [(order[s0 : s0 + chunk], res) for s0, res in zip(starts, results)]
 
 
-def population_epsilons(bs: BucketSpectra, counts: np.ndarray, delta: float, chunk: int = 2048,
-                        grid_points: int = 256, refinements: int = 3, *, lower: bool = False):
+def population_epsilons(
+    bs: BucketSpectra,
+    counts: np.ndarray,
+    delta: float,
+    chunk: int = 2048,
+    grid_points: int = 256,
+    refinements: int = 3,
+    *,
+    lower: bool = False,
+):
     """Bounds on every example's eps(delta) and the delta spent on error terms.
 
     Upper bounds (``lower=False``, pairs that dominate): delta is evaluated on a
@@ -615,8 +643,9 @@ def population_epsilons(bs: BucketSpectra, counts: np.ndarray, delta: float, chu
     eps = np.zeros(N)
     spent = np.zeros(N)
     order = _order(bs, counts)
-    for rows, (e, sp) in _map_chunks(_chunk_epsilons, bs, counts, order, chunk, float(delta), G, refinements,
-                                     bool(lower)):
+    for rows, (e, sp) in _map_chunks(
+        _chunk_epsilons, bs, counts, order, chunk, float(delta), G, refinements, bool(lower)
+    ):
         eps[rows] = e
         spent[rows] = sp
     return eps, spent

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._blas import single_threaded_blas
 from .._validation import check_count, check_delta, check_positive
 from ..bounds import Bounds
 from ._buckets import _U
-from .._blas import single_threaded_blas
 from .gdp import _boundary, _delta_bounds, gdp_epsilon_bounds_array
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 
@@ -88,16 +88,28 @@ class _RDPGDPMethods:
         dlt = check_delta("delta", delta)
         orders, curves = self.rdp_curves()
         eps, best = epsilons_from_rdp_rows(orders, curves, dlt)
-        return Bounds(None, eps, eps, "epsilon", self._kind(), {
-            "method": "rdp", "steps": self._steps, "optimal_orders": best, "num_buckets": self._B,
-            "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); 000 Lemma C.4 "
-                      "(Canonne, Kamath, Steinke 2020 Prop. 12) conversion"})
+        return Bounds(
+            None,
+            eps,
+            eps,
+            "epsilon",
+            self._kind(),
+            {
+                "method": "rdp",
+                "steps": self._steps,
+                "optimal_orders": best,
+                "num_buckets": self._B,
+                "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); 000 Lemma C.4 "
+                "(Canonne, Kamath, Steinke 2020 Prop. 12) conversion",
+            },
+        )
 
     def _kind(self) -> str:
         return "approximation" if self._approx is not None and np.any(self._approx) else "bound"
 
-    def gdp_mus(self, *, epsilon_max: float | None = None, points: int = _FIT_POINTS,
-                delta_min: float = _FIT_DELTA_MIN) -> Bounds:
+    def gdp_mus(
+        self, *, epsilon_max: float | None = None, points: int = _FIT_POINTS, delta_min: float = _FIT_DELTA_MIN
+    ) -> Bounds:
         """Per-example mu-GDP parameters (000 Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
 
         ``sampling_rate = 1``: the exact ``sqrt(sum_t r_t^2) / sigma`` (``mus``), ``kind="bound"``.
@@ -155,17 +167,29 @@ class _RDPGDPMethods:
         grid = np.linspace(0.0, max(emax, 1e-6), pts)
         with single_threaded_blas():
             mu, above = self._gdp_fit_counts(counts, grid, dmin)
-        return Bounds(None, mu, mu, "mu", "approximation", {
-            "method": "gdp-fit", "epsilon_max": float(grid[-1]), "points": pts, "steps": self._steps,
-            "delta_min": dmin, "certified_above": above,
-            "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5"})
+        return Bounds(
+            None,
+            mu,
+            mu,
+            "mu",
+            "approximation",
+            {
+                "method": "gdp-fit",
+                "epsilon_max": float(grid[-1]),
+                "points": pts,
+                "steps": self._steps,
+                "delta_min": dmin,
+                "certified_above": above,
+                "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5",
+            },
+        )
 
     def _gdp_fit_counts(self, counts, grid: np.ndarray, delta_min: float) -> tuple[np.ndarray, np.ndarray]:
         """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and the delta
         above which each row's fitted curve is certified (``t_i``; inf if its curve never fell below)."""
         D = self._delta_curves(counts, grid)
         t = np.maximum(delta_min, 4.0 * D.min(axis=1))
-        low = D < t[:, None]
+        low = t[:, None] > D
         first = np.where(low.any(axis=1), np.argmax(low, axis=1), D.shape[1])
         # d_ij must lie below delta_GDP(eps_{j+1}; mu) for every j before the first point below delta_min
         need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
@@ -176,8 +200,15 @@ class _RDPGDPMethods:
             return np.all(lo >= need, axis=1)
 
         n = D.shape[0]
-        _, hi = _boundary(ok, np.zeros(n), np.ones(n), iterations=60, rtol=1e-10, cap=1e6,
-                          what="per-example mu-GDP fit: no mu dominates the delta curve")
+        _, hi = _boundary(
+            ok,
+            np.zeros(n),
+            np.ones(n),
+            iterations=60,
+            rtol=1e-10,
+            cap=1e6,
+            what="per-example mu-GDP fit: no mu dominates the delta curve",
+        )
         return np.where(np.all(need <= 0.0, axis=1), 0.0, hi), np.where(low.any(axis=1), t, np.inf)
 
     def _gdp_fit_epsilons(self, delta: float) -> Bounds:
@@ -188,7 +219,17 @@ class _RDPGDPMethods:
         d = fit.details
         cert = (eps <= d["epsilon_max"]) | (dlt >= np.asarray(d["certified_above"]))
         kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
-        return Bounds(None, eps, eps, "epsilon", kind, {
-            **d, "mu": mu, "certified": cert,
-            "note": "epsilon of each example's fitted mu-GDP curve (000 App. D.2); a certified upper bound "
-                    "where certified is True (the fit dominates the example's delta curve there)"})
+        return Bounds(
+            None,
+            eps,
+            eps,
+            "epsilon",
+            kind,
+            {
+                **d,
+                "mu": mu,
+                "certified": cert,
+                "note": "epsilon of each example's fitted mu-GDP curve (000 App. D.2); a certified upper bound "
+                "where certified is True (the fit dominates the example's delta curve there)",
+            },
+        )

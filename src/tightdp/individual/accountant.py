@@ -64,8 +64,17 @@ import numpy as np
 
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import PrecisionError
-from ._buckets import _COUNT_MAX, _as_norm_array, _ceil_index, _check_clip_norm, _check_ledger_size, \
-    _clipped_ratio, _scaled_ratio, check_indices, check_norms
+from ._buckets import (
+    _COUNT_MAX,
+    _as_norm_array,
+    _ceil_index,
+    _check_clip_norm,
+    _check_ledger_size,
+    _clipped_ratio,
+    _scaled_ratio,
+    check_indices,
+    check_norms,
+)
 from ._filters import _Filters
 from ._persistence import _Persistence
 from ._pld_queries import _PLDQueries
@@ -134,10 +143,20 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         memory).
     """
 
-    def __init__(self, *, num_examples: int, noise_multiplier: float, clip_norm: float,
-                 sampling_rate: float = 1.0, num_buckets: int = 100, mesh: float | None = None,
-                 resolution: float = 1600.0, missing_norms: str = "worst-case", sigma_grid: str = "uniform",
-                 sigma_max: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        num_examples: int,
+        noise_multiplier: float,
+        clip_norm: float,
+        sampling_rate: float = 1.0,
+        num_buckets: int = 100,
+        mesh: float | None = None,
+        resolution: float = 1600.0,
+        missing_norms: str = "worst-case",
+        sigma_grid: str = "uniform",
+        sigma_max: float | None = None,
+    ) -> None:
         self._n = check_count("num_examples", num_examples)
         self._sigma = check_positive("noise_multiplier", noise_multiplier)
         self._clip = _check_clip_norm(clip_norm)
@@ -152,8 +171,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         if self._grid == "paper":
             smax = 10.0 * self._sigma if sigma_max is None else check_positive("sigma_max", sigma_max)
             if not smax > self._sigma or not math.isfinite(smax):
-                raise ValueError(f"sigma_max must be finite and > noise_multiplier={self._sigma!r}, "
-                                 f"got {sigma_max!r}")
+                raise ValueError(f"sigma_max must be finite and > noise_multiplier={self._sigma!r}, got {sigma_max!r}")
             self._sigma_max = smax
             n_int = self._B - 1
             i = np.arange(self._B - 1, -1, -1, dtype=float)  # bucket b = 1..B <-> sigma_{B - b}
@@ -217,10 +235,18 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
 
     def options(self) -> dict[str, Any]:
         """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy)."""
-        return {"num_examples": self._n, "noise_multiplier": self._sigma, "clip_norm": self._clip,
-                "sampling_rate": self._q, "num_buckets": self._B, "mesh": self._mesh,
-                "resolution": self._resolution, "missing_norms": self._missing, "sigma_grid": self._grid,
-                "sigma_max": self._sigma_max}
+        return {
+            "num_examples": self._n,
+            "noise_multiplier": self._sigma,
+            "clip_norm": self._clip,
+            "sampling_rate": self._q,
+            "num_buckets": self._B,
+            "mesh": self._mesh,
+            "resolution": self._resolution,
+            "missing_norms": self._missing,
+            "sigma_grid": self._grid,
+            "sigma_max": self._sigma_max,
+        }
 
     # -------------------------------------------------------------- recording
     def _row(self) -> np.ndarray:
@@ -249,7 +275,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         counts = self._counts
         for e0 in range(0, self._n, width):
             e1 = min(self._n, e0 + width)
-            codes = buf[:, e0:e1] + base[None, :e1 - e0]
+            codes = buf[:, e0:e1] + base[None, : e1 - e0]
             hist = np.bincount(codes.ravel(), minlength=(e1 - e0) * cols)
             counts[e0:e1] += hist.reshape(e1 - e0, cols).astype(np.int32)
         self._pending = 0
@@ -265,8 +291,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         n = arr.size
         if self._edges is not None:  # paper grid (000 eq. (D.2)): smallest bucket whose ratio is >= r
             r = _clipped_ratio(arr, self._clip)
-            np.copyto(out, np.minimum(np.searchsorted(self._edges[1:], r, side="left") + 1, self._B),
-                      casting="unsafe")
+            np.copyto(out, np.minimum(np.searchsorted(self._edges[1:], r, side="left") + 1, self._B), casting="unsafe")
             out[arr == 0] = 0
             return 0.0  # lower bounds: each bucket's lower edge
         if self._ybuf.size < n:
@@ -409,16 +434,24 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
                 self._last_r[:] = _clipped_ratio(arr[-1], self._clip)
         self._steps += arr.shape[0]
         self._cache.clear()
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IndividualAccountant):
             return NotImplemented
         same_sq = (self._sumsq is None and other._sumsq is None) or (
-            self._sumsq is not None and other._sumsq is not None and np.array_equal(self._sumsq, other._sumsq))
-        return (self.options() == other.options() and self._steps == other._steps
-                and np.array_equal(self._ledger(), other._ledger()) and same_sq
-                and self._frac_min == other._frac_min
-                and np.array_equal(self.approximated_steps, other.approximated_steps))
+            self._sumsq is not None and other._sumsq is not None and np.array_equal(self._sumsq, other._sumsq)
+        )
+        return (
+            self.options() == other.options()
+            and self._steps == other._steps
+            and np.array_equal(self._ledger(), other._ledger())
+            and same_sq
+            and self._frac_min == other._frac_min
+            and np.array_equal(self.approximated_steps, other.approximated_steps)
+        )
 
     def __repr__(self) -> str:
-        return (f"IndividualAccountant(num_examples={self._n}, noise_multiplier={self._sigma}, "
-                f"clip_norm={self._clip}, sampling_rate={self._q}; {self._steps} steps)")
+        return (
+            f"IndividualAccountant(num_examples={self._n}, noise_multiplier={self._sigma}, "
+            f"clip_norm={self._clip}, sampling_rate={self._q}; {self._steps} steps)"
+        )

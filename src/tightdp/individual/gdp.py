@@ -29,8 +29,8 @@ accounting needs on top of it, each rounded to the safe side:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
-from typing import Callable
 
 import numpy as np
 
@@ -202,9 +202,17 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
     return hi
 
 
-def _boundary(ok: Callable[[np.ndarray], np.ndarray], lo: np.ndarray, hi: np.ndarray, *, iterations: int,
-              grow_lo: bool = False, rtol: float = 0.0, cap: float = math.inf,
-              what: str = "bisection") -> tuple[np.ndarray, np.ndarray]:
+def _boundary(
+    ok: Callable[[np.ndarray], np.ndarray],
+    lo: np.ndarray,
+    hi: np.ndarray,
+    *,
+    iterations: int,
+    grow_lo: bool = False,
+    rtol: float = 0.0,
+    cap: float = math.inf,
+    what: str = "bisection",
+) -> tuple[np.ndarray, np.ndarray]:
     """Vectorised bisection for the boundary of ``ok`` (false below it, true above it), element-wise.
 
     ``hi`` is doubled until ``ok(hi)`` holds everywhere (``grow_lo``: ``lo`` moves to the old ``hi``),
@@ -306,8 +314,7 @@ class GDPFilter:
         Both or neither kinds of budget, an argument out of range, or a budget that allows no step.
     """
 
-    def __init__(self, *, epsilon: float | None = None, delta: float | None = None,
-                 mu: float | None = None) -> None:
+    def __init__(self, *, epsilon: float | None = None, delta: float | None = None, mu: float | None = None) -> None:
         if mu is not None:
             if epsilon is not None or delta is not None:
                 raise ValueError("give either mu or (epsilon, delta), not both")
@@ -429,8 +436,14 @@ class GDPFilter:
         dlt = check_delta("delta", delta)
         m = self.spent_mu
         e = gdp_epsilon(mu=m, delta=dlt)
-        return Bounds(e, e, e, "epsilon", "bound",
-                      {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
+        return Bounds(
+            e,
+            e,
+            e,
+            "epsilon",
+            "bound",
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+        )
 
     def delta(self, epsilon: float) -> Bounds:
         """Exact delta of the steps admitted so far, at ``epsilon`` (000 eq. (C.2)).
@@ -453,8 +466,14 @@ class GDPFilter:
         eps = check_epsilon("epsilon", epsilon)
         m = self.spent_mu
         lo, d, up = (float(v) for v in _delta_bounds(m, eps))
-        return Bounds(lo, d, up, "delta", "bound",
-                      {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"})
+        return Bounds(
+            lo,
+            d,
+            up,
+            "delta",
+            "bound",
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+        )
 
     def __repr__(self) -> str:
         return f"GDPFilter(budget={self._budget:.6g}, spent_mu={self.spent_mu:.6g}, steps={self._steps})"

@@ -29,19 +29,24 @@ import numpy as np
 
 from .._caches import register as _register_cache
 from .._numerics import falling_root
-
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 
-__all__ = ["INDIVIDUAL_ORDERS", "bucket_rdp_table", "epsilons_from_rdp_rows", "gaussian_budget_mu",
-           "rdp_filter_active"]
+__all__ = ["INDIVIDUAL_ORDERS", "bucket_rdp_table", "epsilons_from_rdp_rows", "gaussian_budget_mu", "rdp_filter_active"]
 
 #: Orders of the per-example curves: 86 orders (the fractional MTZ series is the slow part, so
 #: fractional orders only in steps of 1/2 below 12); the optimum is interior from epsilon ~ 0.05 to
 #: ~ 50 at delta = 1e-5. Against the library's dense grid (``_rdp_math.DEFAULT_ORDERS``, 429 orders)
 #: the epsilon is at most about 1% larger.
-INDIVIDUAL_ORDERS = np.unique(np.concatenate([[1.25, 1.5, 1.75], np.arange(2.0, 12.0, 0.5), np.arange(12.0, 65.0),
-                                              [80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0,
-                                               1024.0]]))
+INDIVIDUAL_ORDERS = np.unique(
+    np.concatenate(
+        [
+            [1.25, 1.5, 1.75],
+            np.arange(2.0, 12.0, 0.5),
+            np.arange(12.0, 65.0),
+            [80.0, 96.0, 128.0, 160.0, 192.0, 256.0, 384.0, 512.0, 768.0, 1024.0],
+        ]
+    )
+)
 _REL_MARGIN = 1e-9  # relative margin on composed RDP curves (series evaluation and summation rounding)
 
 
@@ -61,8 +66,9 @@ def _curve_at(noise: float, q: float, orders: bytes) -> np.ndarray:
     return out
 
 
-def bucket_rdp_table(sigma: float, q: float, ratios: np.ndarray, orders: np.ndarray,
-                     used: np.ndarray | None = None) -> np.ndarray:
+def bucket_rdp_table(
+    sigma: float, q: float, ratios: np.ndarray, orders: np.ndarray, used: np.ndarray | None = None
+) -> np.ndarray:
     """``(len(ratios), len(orders))`` table: row ``b`` is the RDP curve (upper bound) of one step of the
     Poisson-subsampled Gaussian with sensitivity ratio ``ratios[b]`` (noise multiplier
     ``sigma / ratios[b]``); ratio 0 gives the zero curve. ``used``: rows to fill (others stay 0)."""
@@ -79,7 +85,7 @@ def compose_rows(counts: np.ndarray, table: np.ndarray, block: int = 65536) -> n
     """Per-row composed curves ``counts @ table`` with the relative margin, in row blocks."""
     out = np.empty((counts.shape[0], table.shape[1]))
     for s in range(0, counts.shape[0], block):
-        out[s:s + block] = np.asarray(counts[s:s + block], dtype=float) @ table
+        out[s : s + block] = np.asarray(counts[s : s + block], dtype=float) @ table
     return out * (1.0 + _REL_MARGIN)
 
 

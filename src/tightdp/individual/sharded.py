@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import tempfile
@@ -46,8 +47,8 @@ import numpy as np
 
 from .._validation import check_count
 from ..bounds import Bounds
-from ._population import rows_exact
 from ._buckets import _as_norm_array, check_indices, check_norms
+from ._population import rows_exact
 from .accountant import IndividualAccountant
 
 __all__ = ["ShardedLedger"]
@@ -80,16 +81,26 @@ class ShardedLedger:
         As ``IndividualAccountant``, or a ``shard_size`` that is not a positive count.
     """
 
-    def __init__(self, *, num_examples: int, noise_multiplier: float, clip_norm: float, sampling_rate: float = 1.0,
-                 shard_size: int = _DEFAULT_SHARD, **options: Any) -> None:
+    def __init__(
+        self,
+        *,
+        num_examples: int,
+        noise_multiplier: float,
+        clip_norm: float,
+        sampling_rate: float = 1.0,
+        shard_size: int = _DEFAULT_SHARD,
+        **options: Any,
+    ) -> None:
         n = check_count("num_examples", num_examples)
         size = check_count("shard_size", shard_size)
         self._n = n
         self._ranges = [(s, min(n, s + size)) for s in range(0, n, size)]
-        self._opts = dict(noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate,
-                          **options)
+        self._opts = dict(
+            noise_multiplier=noise_multiplier, clip_norm=clip_norm, sampling_rate=sampling_rate, **options
+        )
         self._shards: list[IndividualAccountant | None] = [
-            IndividualAccountant(num_examples=e - s, **self._opts) for s, e in self._ranges]
+            IndividualAccountant(num_examples=e - s, **self._opts) for s, e in self._ranges
+        ]
         self._files: list[str] | None = None  # shard files of a lazily loaded ledger
         self._directory: str | None = None
         self._generation = 0
@@ -171,6 +182,7 @@ class ShardedLedger:
             return np.concatenate([self._shard(k).bucket_counts for k in range(len(self._ranges))])
         import dask
         import dask.array as da
+
         cols = self._B() + 1
         parts = []
         for k, (s, e) in enumerate(self._ranges):
@@ -214,6 +226,7 @@ class ShardedLedger:
         """What the cluster copy was made from: the scheduler, the saved generation, the live shards' steps."""
         try:
             from distributed import default_client
+
             client = id(default_client())
         except (ImportError, ValueError):
             client = None
@@ -244,7 +257,7 @@ class ShardedLedger:
         self._cluster = (key, srt, perm)
         return srt, perm
 
-    def persist(self) -> "ShardedLedger":
+    def persist(self) -> ShardedLedger:
         """Bring the sorted copy of the ledger into the dask workers' memory now (otherwise the first
         ``use_dask`` query does it); returns the ledger."""
         if self.options()["sampling_rate"] < 1.0:
@@ -377,7 +390,7 @@ class ShardedLedger:
         _write_manifest(d, self._n, self.steps, self._shard(0).options(), self._ranges, files, generation)
 
     @classmethod
-    def from_shards(cls, directory, files, *, generation: int = 1) -> "ShardedLedger":
+    def from_shards(cls, directory, files, *, generation: int = 1) -> ShardedLedger:
         """The ledger of shards recorded and saved elsewhere -- data-parallel ranks or dask workers, each an
         ``IndividualAccountant`` over consecutive examples written with its ``save`` (atomic) into
         ``directory`` -- so that no process ever holds the whole ledger. ``files``: their names, in the
@@ -396,22 +409,28 @@ class ShardedLedger:
             if opts0 is None:
                 opts0, steps = opts, int(meta["steps"])
             elif opts != opts0 or int(meta["steps"]) != steps:
-                raise ValueError(f"files: shard {f!r} ({meta['steps']} steps, options {opts}) differs from the "
-                                 f"first shard ({steps} steps, options {opts0})")
+                raise ValueError(
+                    f"files: shard {f!r} ({meta['steps']} steps, options {opts}) differs from the "
+                    f"first shard ({steps} steps, options {opts0})"
+                )
             ranges.append((start, start + n))
             start += n
         _write_manifest(d, start, steps, {"num_examples": ranges[0][1], **opts0}, ranges, names, gen)
         return cls.load(d, lazy=True)
 
     @classmethod
-    def load(cls, directory, *, lazy: bool = False) -> "ShardedLedger":
+    def load(cls, directory, *, lazy: bool = False) -> ShardedLedger:
         """Read a ledger written by ``save``. ``lazy=True`` keeps the shards on disk (queries with
         ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched)."""
         d = os.fspath(directory)
         man = _read_manifest(d)
         shards = man["shards"]
-        if not shards or shards[0]["start"] != 0 or shards[-1]["stop"] != man["num_examples"] or any(
-                a["stop"] != b["start"] for a, b in zip(shards, shards[1:])):
+        if (
+            not shards
+            or shards[0]["start"] != 0
+            or shards[-1]["stop"] != man["num_examples"]
+            or any(a["stop"] != b["start"] for a, b in itertools.pairwise(shards))
+        ):
             raise ValueError(f"directory {d!r}: the manifest's shard ranges do not tile the examples")
         self = cls.__new__(cls)
         self._n = int(man["num_examples"])
@@ -427,12 +446,14 @@ class ShardedLedger:
         self._shards = [None] * len(shards)
         for k, f in enumerate(self._files):
             if not os.path.exists(f):
-                raise ValueError(f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest "
-                                 "is missing")
+                raise ValueError(
+                    f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest is missing"
+                )
             if not lazy:
                 self._shard(k)
-                if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or \
-                        self._shards[k].steps != int(man["steps"]):
+                if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or self._shards[
+                    k
+                ].steps != int(man["steps"]):
                     raise ValueError(f"directory {d!r}: shard {k} does not match the manifest")
         return self
 
@@ -440,7 +461,8 @@ class ShardedLedger:
         if not isinstance(other, ShardedLedger):
             return NotImplemented
         return self._ranges == other._ranges and all(
-            self._shard(k) == other._shard(k) for k in range(len(self._ranges)))
+            self._shard(k) == other._shard(k) for k in range(len(self._ranges))
+        )
 
     def __repr__(self) -> str:
         return f"ShardedLedger(num_examples={self._n}, shards={len(self._ranges)}; {self.steps} steps)"
@@ -467,6 +489,7 @@ def _wait(arr) -> None:
     """Block until a persisted dask collection is in the workers' memory (distributed scheduler)."""
     try:
         from distributed import default_client, wait
+
         default_client()
     except (ImportError, ValueError):
         return
@@ -484,6 +507,7 @@ def _in_example_order(res: Bounds, perm: np.ndarray | None) -> Bounds:
         out = np.empty_like(a)
         out[perm] = a
         return out
+
     return dataclasses.replace(res, lower=back(res.lower), estimate=back(res.estimate), upper=back(res.upper))
 
 
@@ -492,16 +516,21 @@ def _shard_meta(path: str) -> dict[str, Any]:
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(bytes(z["meta"]).decode())
-        meta["options"], meta["steps"]  # noqa: B018 (presence check)
+        meta["options"], meta["steps"]
     except (OSError, KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"files: {os.path.basename(path)!r} is not a saved IndividualAccountant: {exc}") from None
     return meta
 
 
 def _write_manifest(d: str, n: int, steps: int, opts: dict, ranges, files, generation: int) -> None:
-    man = {"format": _FORMAT, "generation": int(generation), "num_examples": int(n), "steps": int(steps),
-           "shard_options": opts,
-           "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(ranges, files)]}
+    man = {
+        "format": _FORMAT,
+        "generation": int(generation),
+        "num_examples": int(n),
+        "steps": int(steps),
+        "shard_options": opts,
+        "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(ranges, files)],
+    }
     _atomic_write(os.path.join(d, _MANIFEST), json.dumps(man, indent=1).encode())
 
 

@@ -25,25 +25,35 @@ def _sampler_reason(data_loader) -> str:
 
     bs = getattr(data_loader, "batch_sampler", None)
     if bs is None:
-        return (f"{type(data_loader).__name__} has no batch sampler (an iterable dataset?): which examples a batch "
-                "can hold is unknown")
+        return (
+            f"{type(data_loader).__name__} has no batch sampler (an iterable dataset?): which examples a batch "
+            "can hold is unknown"
+        )
     if not isinstance(bs, BatchSampler):
-        return (f"custom batch sampler {type(bs).__name__}: which examples each batch can contain, and with what "
-                "probability, is not known to tightdp")
+        return (
+            f"custom batch sampler {type(bs).__name__}: which examples each batch can contain, and with what "
+            "probability, is not known to tightdp"
+        )
     sampler = bs.sampler
     name = type(sampler).__name__
     if isinstance(sampler, WeightedRandomSampler):
-        return (f"{name} draws examples with non-uniform per-example probabilities (weights), "
-                f"{'with' if sampler.replacement else 'without'} replacement, num_samples={sampler.num_samples}: "
-                "no single sampling rate describes it, and Opacus' Poisson replacement ignores the weights and "
-                "infers the rate 1 / len(data_loader) from num_samples / batch_size, not from the dataset size "
-                "(opacus #813)")
+        return (
+            f"{name} draws examples with non-uniform per-example probabilities (weights), "
+            f"{'with' if sampler.replacement else 'without'} replacement, num_samples={sampler.num_samples}: "
+            "no single sampling rate describes it, and Opacus' Poisson replacement ignores the weights and "
+            "infers the rate 1 / len(data_loader) from num_samples / batch_size, not from the dataset size "
+            "(opacus #813)"
+        )
     if type(sampler) is RandomSampler:
-        return (f"{name}(replacement={sampler.replacement}, num_samples={sampler._num_samples}) does not visit each "
-                "example once per epoch, and the rate 1 / len(data_loader) Opacus infers is not batch_size / "
-                "dataset size")
-    return (f"custom sampler {name}: its per-example inclusion probabilities are unknown, so the rate "
-            "1 / len(data_loader) Opacus infers need not be any example's")
+        return (
+            f"{name}(replacement={sampler.replacement}, num_samples={sampler._num_samples}) does not visit each "
+            "example once per epoch, and the rate 1 / len(data_loader) Opacus infers is not batch_size / "
+            "dataset size"
+        )
+    return (
+        f"custom sampler {name}: its per-example inclusion probabilities are unknown, so the rate "
+        "1 / len(data_loader) Opacus infers need not be any example's"
+    )
 
 
 def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
@@ -78,9 +88,11 @@ def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
     bs = getattr(data_loader, "batch_sampler", None)
     if poisson_sampling and type(getattr(bs, "sampler", None)) is DistributedSampler:
         return "poisson"  # Opacus' distributed Poisson sampler replaces it, over the whole dataset
-    raise UnsupportedSamplerError(f"data_loader: tightdp refuses to account this training loader: "
-                                  f"{_sampler_reason(data_loader)}; use a shuffled or sequential DataLoader "
-                                  "(make_private replaces it by Poisson sampling) or a uniform sampler")
+    raise UnsupportedSamplerError(
+        f"data_loader: tightdp refuses to account this training loader: "
+        f"{_sampler_reason(data_loader)}; use a shuffled or sequential DataLoader "
+        "(make_private replaces it by Poisson sampling) or a uniform sampler"
+    )
 
 
 def loader_scheme(label: str):
@@ -92,8 +104,9 @@ def loader_scheme(label: str):
         return None
     cls = scheme_class(label, argument="tightdp.sampling")
     if cls not in (Poisson, Shuffle, FixedOrder):
-        raise ValueError(f"tightdp.sampling: a data loader is Poisson-sampled, shuffled or in a fixed order, got "
-                         f"{label!r}")
+        raise ValueError(
+            f"tightdp.sampling: a data loader is Poisson-sampled, shuffled or in a fixed order, got {label!r}"
+        )
     return cls
 
 
@@ -118,7 +131,8 @@ def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
     except TypeError:  # an iterable dataset: no length
         pass
     if isinstance(data_loader, DPDataLoader) or isinstance(
-            bs, (UniformWithReplacementSampler, DistributedUniformWithReplacementSampler)):
+        bs, (UniformWithReplacementSampler, DistributedUniformWithReplacementSampler)
+    ):
         return "poisson", facts
     if isinstance(bs, BatchSampler):
         facts.update(batch_size=bs.batch_size, drop_last=bool(bs.drop_last), sampler=type(bs.sampler).__name__)

@@ -54,19 +54,35 @@ Poisson-sampled Laplace, ...) raises ``UnsupportedMechanismError`` naming the ev
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .._validation import check_count
 from ..errors import UnsupportedMechanismError
-from ..mechanisms import (ApproximateDP, Gaussian, Laplace, Mechanism, PoissonSampled, PureDP, RandomizedResponse,
-                          SampledWithoutReplacement, SampledWithReplacement)
-from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
+from ..mechanisms import (
+    ApproximateDP,
+    Gaussian,
+    Laplace,
+    Mechanism,
+    PoissonSampled,
+    PureDP,
+    RandomizedResponse,
+    SampledWithoutReplacement,
+    SampledWithReplacement,
+)
 from ..mechanisms.base import LossPair
+from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
 from ..mechanisms.losses import DiscreteLoss
 
-__all__ = ["from_dp_event", "NonPrivate", "NON_PRIVATE", "PoissonSampledNonPrivate", "SUPPORTED_EVENTS",
-           "REFUSED_EVENTS"]
+__all__ = [
+    "from_dp_event",
+    "NonPrivate",
+    "NON_PRIVATE",
+    "PoissonSampledNonPrivate",
+    "SUPPORTED_EVENTS",
+    "REFUSED_EVENTS",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,6 +129,7 @@ class PoissonSampledNonPrivate(Mechanism):
 
     def __post_init__(self):
         from .._validation import check_probability
+
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
 
     def privacy_losses(self) -> LossPair:
@@ -124,6 +141,7 @@ class PoissonSampledNonPrivate(Mechanism):
         add = DiscreteLoss(values=(-keep,), probs=(1.0,))
         return LossPair(remove, add)
 
+
 _Entries = list[tuple[Mechanism, int]]
 _HANDLERS: dict[str, Callable[[Any, int], _Entries]] = {}
 
@@ -132,6 +150,7 @@ def _handles(name: str):
     def deco(fn):
         _HANDLERS[name] = fn
         return fn
+
     return deco
 
 
@@ -149,11 +168,13 @@ def _field(event: Any, attr: str) -> Any:
 def _convert(event: Any, count: int) -> _Entries:
     handler = _HANDLERS.get(_name(event))
     if handler is None and _name(event) in REFUSED_EVENTS:
-        raise UnsupportedMechanismError(f"dp-accounting event {_name(event)} is refused: {REFUSED_EVENTS[_name(event)]}")
+        raise UnsupportedMechanismError(
+            f"dp-accounting event {_name(event)} is refused: {REFUSED_EVENTS[_name(event)]}"
+        )
     if handler is None:
         raise UnsupportedMechanismError(
-            f"dp-accounting event {_name(event)} is not supported by tightdp; "
-            f"supported: {', '.join(sorted(_HANDLERS))}")
+            f"dp-accounting event {_name(event)} is not supported by tightdp; supported: {', '.join(sorted(_HANDLERS))}"
+        )
     return handler(event, count)
 
 
@@ -189,8 +210,14 @@ def _rr(event, count):
         return []
     if _field(event, "noise_parameter") == 0:  # always the true bucket: non-private
         return [(NON_PRIVATE, 1)]
-    return [(RandomizedResponse(noise_parameter=_field(event, "noise_parameter"),
-                                num_buckets=_field(event, "num_buckets")), count)]
+    return [
+        (
+            RandomizedResponse(
+                noise_parameter=_field(event, "noise_parameter"), num_buckets=_field(event, "num_buckets")
+            ),
+            count,
+        )
+    ]
 
 
 @_handles("MixtureOfGaussiansDpEvent")
@@ -200,7 +227,8 @@ def _mog(event, count):
     except ImportError:  # pragma: no cover - only while the mixture module is absent
         raise UnsupportedMechanismError(
             "dp-accounting event MixtureOfGaussiansDpEvent needs tightdp.mechanisms.mixture, "
-            "which is not available in this installation") from None
+            "which is not available in this installation"
+        ) from None
     s = _field(event, "standard_deviation")
     if s == 0:
         sens = [float(x) for x in _field(event, "sensitivities")]
@@ -211,8 +239,16 @@ def _mog(event, count):
         if p_zero > 0.0:
             _sampled_non_private(event, f"a mixture that leaves the record out with probability {p_zero:g}")
         return [(NON_PRIVATE, 1)]
-    return [(MixtureOfGaussians(noise_multiplier=s, sensitivities=tuple(_field(event, "sensitivities")),
-                                probabilities=tuple(_field(event, "sampling_probs"))), count)]
+    return [
+        (
+            MixtureOfGaussians(
+                noise_multiplier=s,
+                sensitivities=tuple(_field(event, "sensitivities")),
+                probabilities=tuple(_field(event, "sampling_probs")),
+            ),
+            count,
+        )
+    ]
 
 
 def _sampled_non_private(event, what: str):
@@ -221,10 +257,11 @@ def _sampled_non_private(event, what: str):
     raise UnsupportedMechanismError(
         f"dp-accounting event {_name(event)} with zero noise: a non-private release on {what}; its delta is "
         "below 1 (the record may be left out) and tightdp has no exact pair for it (NonPrivate would certify "
-        "delta = 1 from below, above the truth); add noise, or use PoissonSampledDpEvent, which is exact")
+        "delta = 1 from below, above the truth); add noise, or use PoissonSampledDpEvent, which is exact"
+    )
 
 
-def _sampled_gaussian(event, kind: str) -> Gaussian | None | str:
+def _sampled_gaussian(event, kind: str) -> Gaussian | str | None:
     """The Gaussian inside a sampling event; ``None`` for a no-op, ``"non-private"`` for zero noise."""
     inner = _field(event, "event")
     name = _name(inner)
@@ -239,7 +276,8 @@ def _sampled_gaussian(event, kind: str) -> Gaussian | None | str:
     raise UnsupportedMechanismError(
         f"dp-accounting event {_name(event)} of {name} is not supported by tightdp; "
         f"{kind} is supported for GaussianDpEvent{' and DiscreteLaplaceDpEvent' if kind == 'Poisson sampling' else ''} "
-        "only")
+        "only"
+    )
 
 
 @_handles("PoissonSampledDpEvent")
@@ -282,14 +320,21 @@ def _with(event, count):
 @_handles("TruncatedSubsampledGaussianDpEvent")
 def _truncated(event, count):
     from ..mechanisms.truncated import TruncatedPoissonSampled
+
     n, q = _field(event, "dataset_size"), _field(event, "sampling_probability")
     b, s = _field(event, "truncated_batch_size"), _field(event, "noise_multiplier")
     if q == 0 or b == 0 or n == 0:  # nothing sampled (as in dp-accounting)
         return []
     if s == 0:
         _sampled_non_private(event, f"Poisson batches of rate {q:g} cut to {b}")
-    return [(TruncatedPoissonSampled(mechanism=Gaussian(noise_multiplier=s), sampling_rate=q, dataset_size=n,
-                                     max_batch_size=b), count)]
+    return [
+        (
+            TruncatedPoissonSampled(
+                mechanism=Gaussian(noise_multiplier=s), sampling_rate=q, dataset_size=n, max_batch_size=b
+            ),
+            count,
+        )
+    ]
 
 
 @_handles("SelfComposedDpEvent")
@@ -371,16 +416,16 @@ def _tree(event, count):
 REFUSED_EVENTS: dict[str, str] = {
     "UnsupportedDpEvent": "the event says the mechanism is unknown to accounting; there is nothing to certify",
     "ZCDpEvent": "a (xi, rho)-zCDP guarantee is a family of Renyi bounds, not a mechanism: no pair of "
-                 "distributions is known to dominate every rho-zCDP mechanism (the Gaussian with the same rho "
-                 "does not), so no certified PLD exists; account the mechanism that ran instead",
+    "distributions is known to dominate every rho-zCDP mechanism (the Gaussian with the same rho "
+    "does not), so no certified PLD exists; account the mechanism that ran instead",
     "RepeatAndSelectDpEvent": "private selection with a random number of runs (Papernot & Steinke 2022) is "
-                              "bounded through Renyi DP only; use tightdp.tuning.tuning_epsilon, whose upper end "
-                              "is that RDP bound and lower end one run's certified lower bound",
+    "bounded through Renyi DP only; use tightdp.tuning.tuning_epsilon, whose upper end "
+    "is that RDP bound and lower end one run's certified lower bound",
     "ExponentialMechanismDpEvent": "a bounded-range mechanism; use tightdp.mechanisms.selection "
-                                   "(ExponentialMechanism), where the event's fields are read with their meaning",
+    "(ExponentialMechanism), where the event's fields are read with their meaning",
     "PermuteAndFlipDpEvent": "use tightdp.mechanisms.selection (PermuteAndFlip)",
     "RandomAllocationDpEvent": "the 2026 event's fields are not known to this version; build "
-                               "tightdp.RandomAllocation(num_steps, num_epochs...) instead",
+    "tightdp.RandomAllocation(num_steps, num_epochs...) instead",
 }
 
 

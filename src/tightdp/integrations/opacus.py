@@ -97,28 +97,39 @@ from __future__ import annotations
 import math
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Mapping, Optional
+from typing import Any
 
-from ..accountants import DEFAULT_ACCOUNTANT
 from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
-from ._opacus_loaders import (UNKNOWN, UnsupportedSamplerError, check_data_loader, classify_data_loader,
-                              loader_scheme)
+from ..accountants import DEFAULT_ACCOUNTANT
+from ._opacus_loaders import UNKNOWN, UnsupportedSamplerError, check_data_loader, classify_data_loader, loader_scheme
 
 try:
-    from opacus.accountants import IAccountant
-    from opacus.accountants import register_accountant
+    from opacus.accountants import IAccountant, register_accountant
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("tightdp.integrations.opacus needs Opacus: pip install torch==2.13.0 && "
-                      "pip install 'tightdp[opacus]'") from exc
+    raise ImportError(
+        "tightdp.integrations.opacus needs Opacus: pip install torch==2.13.0 && pip install 'tightdp[opacus]'"
+    ) from exc
 
-__all__ = ["TightDPAccountant", "MECHANISM", "get_noise_multiplier", "shuffle_noise_multiplier", "install_calibration",
-           "register", "classify_data_loader", "loader_scheme", "check_data_loader", "UnsupportedSamplerError",
-           "UNKNOWN"]
+__all__ = [
+    "TightDPAccountant",
+    "MECHANISM",
+    "get_noise_multiplier",
+    "shuffle_noise_multiplier",
+    "install_calibration",
+    "register",
+    "classify_data_loader",
+    "loader_scheme",
+    "check_data_loader",
+    "UnsupportedSamplerError",
+    "UNKNOWN",
+]
 
 #: The name under which the accountant is registered with Opacus.
 MECHANISM = "tightdp"
+
 
 def _accounts_history(sampling: str) -> bool:
     """Whether the history of ``(noise, rate, steps)`` segments describes the loader (Poisson sampling)."""
@@ -139,8 +150,9 @@ class TightDPAccountant(IAccountant):
         The reported epsilon is the interval's upper end.
     """
 
-    def __init__(self, *, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None,
-                 rel_error: float | None = None) -> None:
+    def __init__(
+        self, *, accountant: str = DEFAULT_ACCOUNTANT, eps_error: float | None = None, rel_error: float | None = None
+    ) -> None:
         super().__init__()
         self.history: list[tuple[float, float, int]] = []
         self.accountant = accountant
@@ -166,12 +178,18 @@ class TightDPAccountant(IAccountant):
         self._cache.clear()
         self._warned = False
         if not _accounts_history(sampling):
-            warnings.warn(f"tightdp: the training DataLoader is not Poisson-sampled ({sampling}: "
-                          f"{facts.get('sampler')}); Opacus' Poisson accounting does not describe it. "
-                          + ("TightDPAccountant reports the certified epsilon of shuffled / fixed batches "
-                             "(no amplification) instead." if loader_scheme(sampling) is not None else
-                             "TightDPAccountant will refuse to report an epsilon for it."), UserWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"tightdp: the training DataLoader is not Poisson-sampled ({sampling}: "
+                f"{facts.get('sampler')}); Opacus' Poisson accounting does not describe it. "
+                + (
+                    "TightDPAccountant reports the certified epsilon of shuffled / fixed batches "
+                    "(no amplification) instead."
+                    if loader_scheme(sampling) is not None
+                    else "TightDPAccountant will refuse to report an epsilon for it."
+                ),
+                UserWarning,
+                stacklevel=2,
+            )
         return sampling
 
     # ---------------------------------------------------------------- Opacus API
@@ -187,18 +205,25 @@ class TightDPAccountant(IAccountant):
         def hook_fn(optim) -> None:
             skips, optim._tightdp_skips = int(getattr(optim, "_tightdp_skips", 0)), 0
             k = int(optim.accumulated_iterations) * (skips + 1)
-            self.optimizer_facts = {"optimizer": type(optim).__name__, "accumulated": k,
-                                    "expected_batch_size": getattr(optim, "expected_batch_size", None),
-                                    "loss_reduction": getattr(optim, "loss_reduction", None),
-                                    "max_grad_norm": getattr(optim, "max_grad_norm", None)}
+            self.optimizer_facts = {
+                "optimizer": type(optim).__name__,
+                "accumulated": k,
+                "expected_batch_size": getattr(optim, "expected_batch_size", None),
+                "loss_reduction": getattr(optim, "loss_reduction", None),
+                "max_grad_norm": getattr(optim, "max_grad_norm", None),
+            }
             if skips and _accounts_history(self.sampling) and self.refusal is None:
-                self.refusal = (f"gradient accumulation over {skips + 1} Poisson batches by signal_skip_step: "
-                                "one noise addition then sums independent Poisson samples, in which an example "
-                                "can appear several times; use BatchMemoryManager (it splits one Poisson batch) "
-                                "or a larger Poisson batch")
+                self.refusal = (
+                    f"gradient accumulation over {skips + 1} Poisson batches by signal_skip_step: "
+                    "one noise addition then sums independent Poisson samples, in which an example "
+                    "can appear several times; use BatchMemoryManager (it splits one Poisson batch) "
+                    "or a larger Poisson batch"
+                )
             if type(optim).__name__.startswith("AdaClip") and self.refusal is None:
-                self.refusal = (f"{type(optim).__name__} adapts the clipping norm to the data: not the "
-                                "subsampled Gaussian accounted here")
+                self.refusal = (
+                    f"{type(optim).__name__} adapts the clipping norm to the data: not the "
+                    "subsampled Gaussian accounted here"
+                )
             self._cache.clear()
             # Poisson: Opacus' own rate (it forbids backward passes without a step); otherwise k consecutive
             # shuffled / fixed batches form one logical batch of k times the size
@@ -224,9 +249,13 @@ class TightDPAccountant(IAccountant):
         if not _accounts_history(self.sampling) and not self._warned:
             self._warned = True
             poisson = dict(b.details).get("poisson_epsilon")
-            warnings.warn(f"tightdp: {self.sampling} batches: certified epsilon <= {b.upper:.4g} at delta = {delta:g} "
-                          f"(interval [{b.lower:.4g}, {b.upper:.4g}]); Poisson accounting would claim "
-                          f"{poisson:.4g}, which no theorem supports for this loader.", UserWarning, stacklevel=2)
+            warnings.warn(
+                f"tightdp: {self.sampling} batches: certified epsilon <= {b.upper:.4g} at delta = {delta:g} "
+                f"(interval [{b.lower:.4g}, {b.upper:.4g}]); Poisson accounting would claim "
+                f"{poisson:.4g}, which no theorem supports for this loader.",
+                UserWarning,
+                stacklevel=2,
+            )
         return float(b.upper)
 
     def get_bounds(self, delta: float):
@@ -242,17 +271,19 @@ class TightDPAccountant(IAccountant):
         key = (tuple(segments), delta, self.accountant, self.eps_error, self.rel_error, self.sampling)
         if key not in self._cache:
             if loader_scheme(self.sampling) is None:
-                raise ValueError(f"data_loader: no epsilon for this training loader: its sampler "
-                                 f"({self.loader_facts.get('sampler')}) is neither Opacus' Poisson sampler nor "
-                                 "shuffled or fixed-order batches, and Opacus' Poisson accounting does not describe "
-                                 "it; use make_private(poisson_sampling=True) or a shuffled DataLoader")
+                raise ValueError(
+                    f"data_loader: no epsilon for this training loader: its sampler "
+                    f"({self.loader_facts.get('sampler')}) is neither Opacus' Poisson sampler nor "
+                    "shuffled or fixed-order batches, and Opacus' Poisson accounting does not describe "
+                    "it; use make_private(poisson_sampling=True) or a shuffled DataLoader"
+                )
             self._cache.clear()
             if _accounts_history(self.sampling):
-                self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error,
-                                                       self.rel_error)
+                self._cache[key] = _epsilon_of_history(segments, delta, self.accountant, self.eps_error, self.rel_error)
             else:
-                self._cache[key] = _fixed_batches_epsilon(segments, delta, self.sampling, self.loader_facts,
-                                                          self.eps_error, self.rel_error)
+                self._cache[key] = _fixed_batches_epsilon(
+                    segments, delta, self.sampling, self.loader_facts, self.eps_error, self.rel_error
+                )
         b = self._cache[key]
         return replace(b, details={**dict(b.details), "mechanism": self.mechanism_statement()})
 
@@ -263,18 +294,24 @@ class TightDPAccountant(IAccountant):
         f = self.optimizer_facts
         k = f.get("accumulated", 1)
         if _accounts_history(self.sampling):
-            text = ("Poisson-subsampled Gaussian (add/remove one example): each optimizer step adds "
-                    "N(0, (noise_multiplier * C)^2 I) once to the sum of the per-example gradients, each clipped to "
-                    f"norm C, of one Poisson sample at rate {', '.join(f'{q:g}' for q in rates) or 'q'}")
+            text = (
+                "Poisson-subsampled Gaussian (add/remove one example): each optimizer step adds "
+                "N(0, (noise_multiplier * C)^2 I) once to the sum of the per-example gradients, each clipped to "
+                f"norm C, of one Poisson sample at rate {', '.join(f'{q:g}' for q in rates) or 'q'}"
+            )
         else:
-            text = (f"Gaussian on the sum of clipped per-example gradients over {self.sampling} batches, one noise "
-                    "addition per logical batch, no amplification by sampling")
+            text = (
+                f"Gaussian on the sum of clipped per-example gradients over {self.sampling} batches, one noise "
+                "addition per logical batch, no amplification by sampling"
+            )
         if k > 1:
             text += f"; the logical batch of a step was accumulated from {k} physical batches (one noise addition)"
         if f.get("loss_reduction") == "mean":
-            text += (f"; Opacus then divides by the constant expected_batch_size * accumulated_iterations "
-                     f"({f.get('expected_batch_size')} * {k}), fixed before training: post-processing, no change "
-                     "to epsilon (a division by the realised batch size would not be covered)")
+            text += (
+                f"; Opacus then divides by the constant expected_batch_size * accumulated_iterations "
+                f"({f.get('expected_batch_size')} * {k}), fixed before training: post-processing, no change "
+                "to epsilon (a division by the realised batch size would not be covered)"
+            )
         return text
 
     def __len__(self) -> int:
@@ -294,10 +331,15 @@ class TightDPAccountant(IAccountant):
         if destination is None:
             destination = OrderedDict()
         destination = super().state_dict(destination)
-        destination["tightdp"] = {"accountant": self.accountant, "eps_error": self.eps_error,
-                                  "rel_error": self.rel_error, "sampling": self.sampling,
-                                  "loader": dict(self.loader_facts), "refusal": self.refusal,
-                                  "optimizer": dict(self.optimizer_facts)}
+        destination["tightdp"] = {
+            "accountant": self.accountant,
+            "eps_error": self.eps_error,
+            "rel_error": self.rel_error,
+            "sampling": self.sampling,
+            "loader": dict(self.loader_facts),
+            "refusal": self.refusal,
+            "optimizer": dict(self.optimizer_facts),
+        }
         return destination
 
     def load_state_dict(self, state_dict) -> None:
@@ -311,8 +353,10 @@ class TightDPAccountant(IAccountant):
         accountant = opts.get("accountant", self.accountant)
         if not isinstance(accountant, str):
             raise ValueError(f"tightdp.accountant must be a name, got {accountant!r}")
-        eps_error, rel_error = check_accuracy(opts.get("eps_error", self.eps_error),
-                                              opts.get("rel_error", self.rel_error if "eps_error" not in opts else None))
+        eps_error, rel_error = check_accuracy(
+            opts.get("eps_error", self.eps_error),
+            opts.get("rel_error", self.rel_error if "eps_error" not in opts else None),
+        )
         sampling = opts.get("sampling", "poisson")
         loader_scheme(sampling)  # a ValueError naming tightdp.sampling if no loader samples that way
         super().load_state_dict(state_dict)  # Opacus' checks: keys present, same mechanism name
@@ -331,13 +375,16 @@ def _seg(i: int, h) -> tuple[float, float, int]:
         sigma, q, n = h
     except (TypeError, ValueError):
         raise ValueError(f"history[{i}] must be (noise_multiplier, sample_rate, steps), got {h!r}") from None
-    return (check_positive(f"history[{i}] noise_multiplier", sigma),
-            check_probability(f"history[{i}] sample_rate", q),
-            check_count(f"history[{i}] steps", n))
+    return (
+        check_positive(f"history[{i}] noise_multiplier", sigma),
+        check_probability(f"history[{i}] sample_rate", q),
+        check_count(f"history[{i}] steps", n),
+    )
 
 
-def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: float | None,
-                        rel_error: float | None = None):
+def _epsilon_of_history(
+    segments, delta: float, accountant: str, eps_error: float | None, rel_error: float | None = None
+):
     """``dpsgd_epsilon`` for one segment; one composed ledger for a noise schedule."""
     from .. import dpsgd_epsilon
 
@@ -346,8 +393,15 @@ def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: floa
         merged[(sigma, q)] = merged.get((sigma, q), 0) + n
     if len(merged) == 1:
         (sigma, q), n = next(iter(merged.items()))
-        return dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=n, delta=delta,
-                             accountant=accountant, eps_error=eps_error, rel_error=rel_error)
+        return dpsgd_epsilon(
+            noise_multiplier=sigma,
+            sampling_rate=q,
+            steps=n,
+            delta=delta,
+            accountant=accountant,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
     from ..accountants import create
     from ..dpsgd import dpsgd_mechanism
 
@@ -356,8 +410,9 @@ def _epsilon_of_history(segments, delta: float, accountant: str, eps_error: floa
     return acc.epsilon(delta)
 
 
-def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping[str, Any],
-                           eps_error: float | None, rel_error: float | None):
+def _fixed_batches_epsilon(
+    segments, delta: float, sampling: str, facts: Mapping[str, Any], eps_error: float | None, rel_error: float | None
+):
     """Shuffled or fixed-order batches: the ``TrainingRun`` of the loader's scheme (``loader_scheme``) with the
     epochs counted up for the upper end (more epochs: a larger bound) and down for the lower end; Poisson's
     figure in ``details``."""
@@ -367,8 +422,10 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
     from ..sampling import FixedOrder
 
     if len({(s, q) for s, q, _ in segments}) != 1:
-        raise ValueError("history: shuffled / fixed-order batches are accounted for one noise multiplier and one "
-                         "loader; this history has several segments")
+        raise ValueError(
+            "history: shuffled / fixed-order batches are accounted for one noise multiplier and one "
+            "loader; this history has several segments"
+        )
     sigma, q = segments[0][0], segments[0][1]
     steps = sum(n for _, _, n in segments)
     t = max(1, round(1.0 / q))
@@ -378,13 +435,15 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
         if k < 1 or abs(q * physical - k) > 1e-9 * k or physical % k:
             raise UnsupportedSamplerError(
                 f"history: steps accumulate {q * physical:g} of the {physical} batches of an epoch, which does not "
-                "divide it: a logical batch then straddles two epochs and can hold an example twice")
+                "divide it: a logical batch then straddles two epochs and can hold an example twice"
+            )
         t = physical // k
     scheme = loader_scheme(sampling)(steps_per_epoch=t)
 
     def epochs(e: int):
         return TrainingRun(noise_multiplier=sigma, sampling=scheme, epochs=e).epsilon(
-            delta=delta, eps_error=eps_error, rel_error=rel_error)
+            delta=delta, eps_error=eps_error, rel_error=rel_error
+        )
 
     up = epochs(math.ceil(steps / t))
     notes = []
@@ -398,18 +457,36 @@ def _fixed_batches_epsilon(segments, delta: float, sampling: str, facts: Mapping
         notes.append("drop_last leaves some examples out of an epoch: Chua et al.'s lower bound does not apply")
     else:
         lower = epochs(steps // t).lower
-    poisson = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, eps_error=eps_error,
-                            rel_error=rel_error)
-    details = {**dict(up.details), "loader": sampling, "epochs_counted": math.ceil(steps / t),
-               "poisson_epsilon": poisson.upper,
-               "note": "; ".join(["the DataLoader is not Poisson-sampled: epsilon of shuffled / fixed batches "
-                                  "without amplification (no tighter certified bound is known)"] + notes)}
+    poisson = dpsgd_epsilon(
+        noise_multiplier=sigma, sampling_rate=q, steps=steps, delta=delta, eps_error=eps_error, rel_error=rel_error
+    )
+    details = {
+        **dict(up.details),
+        "loader": sampling,
+        "epochs_counted": math.ceil(steps / t),
+        "poisson_epsilon": poisson.upper,
+        "note": "; ".join(
+            [
+                "the DataLoader is not Poisson-sampled: epsilon of shuffled / fixed batches "
+                "without amplification (no tighter certified bound is known)"
+            ]
+            + notes
+        ),
+    }
     return Bounds(min(lower, up.upper), up.upper, up.upper, "epsilon", "bound", details)
 
 
-def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_rate: float,
-                         epochs: Optional[int] = None, steps: Optional[int] = None,
-                         accountant: str = MECHANISM, epsilon_tolerance: float = 0.01, **kwargs) -> float:
+def get_noise_multiplier(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    sample_rate: float,
+    epochs: int | None = None,
+    steps: int | None = None,
+    accountant: str = MECHANISM,
+    epsilon_tolerance: float = 0.01,
+    **kwargs,
+) -> float:
     """Drop-in for ``opacus.accountants.utils.get_noise_multiplier``, calibrated by tightdp.
 
     Same arguments (``steps = int(epochs / sample_rate)`` as in Opacus). The
@@ -422,9 +499,16 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
     if accountant != MECHANISM:
         from opacus.accountants.utils import get_noise_multiplier as opacus_gnm
 
-        return opacus_gnm(target_epsilon=target_epsilon, target_delta=target_delta, sample_rate=sample_rate,
-                          epochs=epochs, steps=steps, accountant=accountant,
-                          epsilon_tolerance=epsilon_tolerance, **kwargs)
+        return opacus_gnm(
+            target_epsilon=target_epsilon,
+            target_delta=target_delta,
+            sample_rate=sample_rate,
+            epochs=epochs,
+            steps=steps,
+            accountant=accountant,
+            epsilon_tolerance=epsilon_tolerance,
+            **kwargs,
+        )
     from ..calibration import calibrate_noise
 
     q = check_probability("sample_rate", sample_rate)
@@ -435,12 +519,22 @@ def get_noise_multiplier(*, target_epsilon: float, target_delta: float, sample_r
     steps = check_count("steps", steps)
     cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=q, steps=steps)
     # The engine will report TightDPAccountant's epsilon (default accountant and accuracy): that number is checked
-    return _as_reported(cal.noise_multiplier, target_epsilon,
-                        lambda s: _epsilon_of_history([(s, q, steps)], target_delta, DEFAULT_ACCOUNTANT, None))
+    return _as_reported(
+        cal.noise_multiplier,
+        target_epsilon,
+        lambda s: _epsilon_of_history([(s, q, steps)], target_delta, DEFAULT_ACCOUNTANT, None),
+    )
 
 
-def shuffle_noise_multiplier(*, target_epsilon: float, target_delta: float, num_batches: int, epochs: int,
-                             eps_error: float | None = None, rel_error: float | None = None) -> float:
+def shuffle_noise_multiplier(
+    *,
+    target_epsilon: float,
+    target_delta: float,
+    num_batches: int,
+    epochs: int,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+) -> float:
     """The smallest noise multiplier (to 0.1 %) for ``epochs`` epochs of ``num_batches`` shuffled (or
     fixed-order) batches whose epsilon, as ``TightDPAccountant.get_epsilon`` reports it for such a loader
     (``tightdp.schemes.shuffle_epsilon``, no amplification), is at most ``target_epsilon``."""
@@ -448,11 +542,20 @@ def shuffle_noise_multiplier(*, target_epsilon: float, target_delta: float, num_
 
     t = check_count("num_batches", num_batches)
     e = check_count("epochs", epochs)
-    cal = calibrate_noise(target_epsilon=target_epsilon, delta=target_delta, sampling_rate=1.0 / t, steps=t * e,
-                          sampling="shuffle", eps_error=eps_error, rel_error=rel_error)
-    return _as_reported(cal.noise_multiplier, target_epsilon,
-                        lambda s: _fixed_batches_epsilon([(s, 1.0 / t, t * e)], target_delta, "shuffle", {}, eps_error,
-                                                         rel_error))
+    cal = calibrate_noise(
+        target_epsilon=target_epsilon,
+        delta=target_delta,
+        sampling_rate=1.0 / t,
+        steps=t * e,
+        sampling="shuffle",
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
+    return _as_reported(
+        cal.noise_multiplier,
+        target_epsilon,
+        lambda s: _fixed_batches_epsilon([(s, 1.0 / t, t * e)], target_delta, "shuffle", {}, eps_error, rel_error),
+    )
 
 
 def _as_reported(sigma: float, target_epsilon: float, reported) -> float:
@@ -516,8 +619,11 @@ def _calibrate_for_the_loader() -> None:
         return
 
     def make_private_with_epsilon(self, *args, **kwargs):
-        if args or not isinstance(getattr(self, "accountant", None), TightDPAccountant) or \
-                kwargs.get("data_loader") is None:
+        if (
+            args
+            or not isinstance(getattr(self, "accountant", None), TightDPAccountant)
+            or kwargs.get("data_loader") is None
+        ):
             return original(self, *args, **kwargs)
         loader = kwargs["data_loader"]
         poisson = bool(kwargs.get("poisson_sampling", True))
@@ -525,9 +631,14 @@ def _calibrate_for_the_loader() -> None:
         if poisson or _accounts_history(sampling):  # Opacus' Poisson loader: its calibration describes it
             return original(self, *args, **kwargs)
         acc = self.accountant
-        sigma = shuffle_noise_multiplier(target_epsilon=kwargs["target_epsilon"], target_delta=kwargs["target_delta"],
-                                         num_batches=len(loader), epochs=kwargs["epochs"], eps_error=acc.eps_error,
-                                         rel_error=acc.rel_error)
+        sigma = shuffle_noise_multiplier(
+            target_epsilon=kwargs["target_epsilon"],
+            target_delta=kwargs["target_delta"],
+            num_batches=len(loader),
+            epochs=kwargs["epochs"],
+            eps_error=acc.eps_error,
+            rel_error=acc.rel_error,
+        )
         saved = pe.get_noise_multiplier
         pe.get_noise_multiplier = lambda **_: sigma  # what Opacus' method calls; restored below
         try:
@@ -548,6 +659,7 @@ def _count_skipped_steps() -> None:
 
     signal = DPOptimizer.signal_skip_step
     if not getattr(signal, "_tightdp_watch", False):
+
         def signal_skip_step(self, do_skip=True):
             if do_skip and not getattr(self, "_tightdp_splitting", False):
                 self._tightdp_skips = getattr(self, "_tightdp_skips", 0) + 1
@@ -557,6 +669,7 @@ def _count_skipped_steps() -> None:
         DPOptimizer.signal_skip_step = signal_skip_step
     split = BatchSplittingSampler.__iter__
     if not getattr(split, "_tightdp_watch", False):
+
         def __iter__(self):
             batches = split(self)
             while True:

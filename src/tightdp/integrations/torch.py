@@ -12,7 +12,7 @@ Install: ``pip install torch==2.13.0`` (CPU wheel), or the ``torch`` extra.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,8 +30,9 @@ __all__ = ["per_sample_gradients", "per_sample_grad_norms", "IndividualDPTrainer
 _NORM_MARGIN = 1.0 + 1e-5  # relative rounding margin between the recorded and the clipped norms
 
 
-def per_sample_gradients(model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor,
-                         y: torch.Tensor) -> dict[str, torch.Tensor]:
+def per_sample_gradients(
+    model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """Gradients of ``loss_fn(model(x_i), y_i)`` for every ``i`` (leading batch dimension)."""
     params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     buffers = {k: v.detach() for k, v in model.named_buffers()}
@@ -53,12 +54,13 @@ def _norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     return sq.sqrt()
 
 
-def per_sample_grad_norms(model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor,
-                          *, chunk: int = 1024) -> np.ndarray:
+def per_sample_grad_norms(
+    model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 1024
+) -> np.ndarray:
     """L2 norms of the per-sample gradients (float64 numpy array), computed in chunks."""
     out = []
     for s in range(0, x.shape[0], chunk):
-        out.append(_norms(per_sample_gradients(model, loss_fn, x[s:s + chunk], y[s:s + chunk])).detach())
+        out.append(_norms(per_sample_gradients(model, loss_fn, x[s : s + chunk], y[s : s + chunk])).detach())
     return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
 
 
@@ -89,9 +91,17 @@ class IndividualDPTrainer:
     rank and ``write_manifest`` on rank 0 (after a barrier) save the whole ledger.
     """
 
-    def __init__(self, model: torch.nn.Module, loss_fn: Callable, optimizer: torch.optim.Optimizer,
-                 accountant: IndividualAccountant, *, budget: tuple[float, float] | None = None,
-                 seed: int | None = None, data_parallel: bool = False) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        loss_fn: Callable,
+        optimizer: torch.optim.Optimizer,
+        accountant: IndividualAccountant,
+        *,
+        budget: tuple[float, float] | None = None,
+        seed: int | None = None,
+        data_parallel: bool = False,
+    ) -> None:
         if not isinstance(accountant, IndividualAccountant):
             raise ValueError("accountant must be an IndividualAccountant")
         self.model, self.loss_fn, self.optimizer, self.accountant = model, loss_fn, optimizer, accountant
@@ -100,8 +110,9 @@ class IndividualDPTrainer:
                 raise ValueError(f"budget must be a pair (epsilon, delta), got {budget!r}")
             budget = (check_epsilon("budget epsilon", budget[0]), check_delta("budget delta", budget[1]))
         self.budget = budget
-        self._gen = torch.Generator().manual_seed(int(seed) if seed is not None else
-                                                  int(np.random.SeedSequence().entropy % (2 ** 63)))
+        self._gen = torch.Generator().manual_seed(
+            int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**63))
+        )
         opts = accountant.options()
         self.sigma, self.clip, self.q = opts["noise_multiplier"], opts["clip_norm"], opts["sampling_rate"]
         if not isinstance(data_parallel, bool):
@@ -110,6 +121,7 @@ class IndividualDPTrainer:
         self.rank, self.total_examples = 0, accountant.num_examples
         if data_parallel:
             import torch.distributed as dist
+
             if not (dist.is_available() and dist.is_initialized()):
                 raise ValueError("data_parallel=True needs an initialised torch.distributed process group")
             self.rank = dist.get_rank()
@@ -149,6 +161,7 @@ class IndividualDPTrainer:
                 s = s + torch.randn(p.shape, generator=self._gen, dtype=p.dtype) * (self.sigma * self.clip)
             if self.data_parallel:
                 import torch.distributed as dist
+
                 s = s.contiguous()
                 dist.all_reduce(s)  # sum of every rank's clipped gradients (+ rank 0's noise)
             p.grad = s / denom
@@ -158,4 +171,3 @@ class IndividualDPTrainer:
         # shapes can round differently): record them a little high, on the safe side
         self.accountant.record_step(np.where(active, norms * _NORM_MARGIN, 0.0))
         return {"active": int(active.sum()), "batch": int(use.size), "norms": norms}
-

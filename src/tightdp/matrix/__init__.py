@@ -18,20 +18,55 @@ Every answer's upper end is proven, its lower end comes from an explicit pair of
 sampler's docstring says which theorem gives which end and where the interval is wide.
 """
 
-from .accounting import (BallsInBins, CyclicPoisson, EpochAllocation, NoAmplification, PoissonSampling, Sampler,
-                         matrix_epsilon, sampler_from_dict)
+from .accounting import (
+    BallsInBins,
+    CyclicPoisson,
+    EpochAllocation,
+    NoAmplification,
+    PoissonSampling,
+    Sampler,
+    matrix_epsilon,
+    sampler_from_dict,
+)
 from .calibration import MatrixCalibration, calibrate_matrix_noise
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, pattern_value, sensitivity
-from .strategies import (BLT, BandedToeplitz, BinaryTree, DenseStrategy, Identity, Strategy, as_strategy,
-                         strategy_from_dict)
+from .strategies import (
+    BLT,
+    BandedToeplitz,
+    BinaryTree,
+    DenseStrategy,
+    Identity,
+    Strategy,
+    as_strategy,
+    strategy_from_dict,
+)
 
 __all__ = [
     # what ran
-    "Strategy", "Identity", "BinaryTree", "BandedToeplitz", "BLT", "DenseStrategy", "as_strategy",
-    "strategy_from_dict", "Participation", "MinSeparation", "Cyclic", "SINGLE",
-    "Sampler", "NoAmplification", "CyclicPoisson", "PoissonSampling", "BallsInBins", "EpochAllocation",
+    "Strategy",
+    "Identity",
+    "BinaryTree",
+    "BandedToeplitz",
+    "BLT",
+    "DenseStrategy",
+    "as_strategy",
+    "strategy_from_dict",
+    "Participation",
+    "MinSeparation",
+    "Cyclic",
+    "SINGLE",
+    "Sampler",
+    "NoAmplification",
+    "CyclicPoisson",
+    "PoissonSampling",
+    "BallsInBins",
+    "EpochAllocation",
     "sampler_from_dict",
     # the answers
-    "SensitivityBounds", "sensitivity", "pattern_value", "matrix_epsilon", "MatrixCalibration",
+    "SensitivityBounds",
+    "sensitivity",
+    "pattern_value",
+    "matrix_epsilon",
+    "MatrixCalibration",
     "calibrate_matrix_noise",
 ]

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._accuracy import check_accuracy
+from .._blas import one_blas_thread
 from .._validation import check_count, check_delta, check_positive, check_probability
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
@@ -41,7 +42,6 @@ from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
 from ..schemes import allocation_epsilon
-from .._blas import one_blas_thread
 from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
 from .strategies import Strategy, as_strategy, reject
@@ -64,7 +64,7 @@ Ledger = list  # [(Mechanism, count)]
 def _column_norms(strategy: Strategy, n: int) -> np.ndarray:
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:  # ||C[:, s]||^2 = sum_{m < n - s} c_m^2
-        return np.sqrt(np.cumsum(coefs ** 2)[::-1])
+        return np.sqrt(np.cumsum(coefs**2)[::-1])
     c = strategy.matrix(n)
     return np.sqrt(np.einsum("ij,ij->j", c, c))
 
@@ -113,13 +113,17 @@ class Sampler(ABC):
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": self.type_name}
         for k, v in self.__dict__.items():
-            out[k] = {"type": "min_separation" if isinstance(v, MinSeparation) else "cyclic", **v.__dict__} \
-                if isinstance(v, Participation) else v
+            out[k] = (
+                {"type": "min_separation" if isinstance(v, MinSeparation) else "cyclic", **v.__dict__}
+                if isinstance(v, Participation)
+                else v
+            )
         return out
 
     @abstractmethod
-    def epsilon(self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None,
-                rel_error: float | None) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``."""
 
     @abstractmethod
@@ -183,8 +187,15 @@ class NoAmplification(LedgerSampler):
         s = sensitivity(strategy, self.participation, steps=n)
         lower = [(Gaussian(noise_multiplier=sigma, sensitivity=s.lower), 1)] if s.lower > 0 else []
         upper = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
-        return lower, upper, {**_sens_details(s), "mu": [s.lower / sigma, s.upper / sigma],
-                              "method": "Gaussian mechanism of the strategy's sensitivity (mu-GDP)"}
+        return (
+            lower,
+            upper,
+            {
+                **_sens_details(s),
+                "mu": [s.lower / sigma, s.upper / sigma],
+                "method": "Gaussian mechanism of the strategy's sensitivity (mu-GDP)",
+            },
+        )
 
     def describe(self):
         return f"no amplification, {self.participation.describe()}"
@@ -220,25 +231,37 @@ class CyclicPoisson(LedgerSampler):
     def ledgers(self, strategy, sigma, n):
         b = strategy.bands(n)
         if b is None:
-            raise ValueError(f"cyclic Poisson amplification needs a banded lower-triangular strategy; "
-                             f"{strategy.describe()} is not (use PoissonSampling or NoAmplification)")
+            raise ValueError(
+                f"cyclic Poisson amplification needs a banded lower-triangular strategy; "
+                f"{strategy.describe()} is not (use PoissonSampling or NoAmplification)"
+            )
         p = b if self.period is None else self.period
         if b > p:
-            raise ValueError(f"period ({p}) must be at least the strategy's {b} bands for cyclic Poisson "
-                             "amplification (BandMF Thm 1)")
+            raise ValueError(
+                f"period ({p}) must be at least the strategy's {b} bands for cyclic Poisson "
+                "amplification (BandMF Thm 1)"
+            )
         norms = _column_norms(strategy, n)
         rounds = -(-n // p)
-        win = [float(norms[i * p:(i + 1) * p].max()) for i in range(rounds)]
+        win = [float(norms[i * p : (i + 1) * p].max()) for i in range(rounds)]
         q = self.sampling_rate
         ups = _grouped_up(win, n)
         upper = [(_sampled(sigma, v, q), c) for v, c in ups]
         lower = [(_sampled(sigma, v, q), c) for v, c in _grouped(norms[0::p], n)]
-        return lower, upper, {"rounds": rounds, "period": p,
-                              "method": "BandMF Thm 1: cyclic Poisson = DP-SGD over ceil(n/period) rounds"}
+        return (
+            lower,
+            upper,
+            {
+                "rounds": rounds,
+                "period": p,
+                "method": "BandMF Thm 1: cyclic Poisson = DP-SGD over ceil(n/period) rounds",
+            },
+        )
 
     def describe(self):
-        return f"cyclic Poisson sampling at rate {self.sampling_rate:g}" + \
-            (f", {self.period} groups" if self.period else "")
+        return f"cyclic Poisson sampling at rate {self.sampling_rate:g}" + (
+            f", {self.period} groups" if self.period else ""
+        )
 
 
 def _orthogonal_steps(strategy: Strategy, n: int, norms: np.ndarray) -> list[int]:
@@ -285,14 +308,23 @@ class PoissonSampling(LedgerSampler):
         lower = [(_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(norms[steps], n)]
         plain = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
         b = strategy.bands(n)
-        split = None if b is None else \
-            [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
-        return lower, (plain, split), {
-            **_sens_details(s), "orthogonal_steps": len(steps),
-            "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
-                     "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (module docstring)",
-            "lower": f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)",
-            "note": "MMCC's conditional composition (tighter above) is not implemented"}
+        split = (
+            None
+            if b is None
+            else [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
+        )
+        return (
+            lower,
+            (plain, split),
+            {
+                **_sens_details(s),
+                "orthogonal_steps": len(steps),
+                "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
+                "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (module docstring)",
+                "lower": f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)",
+                "note": "MMCC's conditional composition (tighter above) is not implemented",
+            },
+        )
 
     def describe(self):
         return f"Poisson sampling at rate {self.sampling_rate:g} every step"
@@ -396,10 +428,22 @@ def _epoch_allocation(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bou
     norms = _column_norms(strategy, n)
     b = strategy.bands(n)
     if b == 1:
-        hi = allocation_epsilon(noise_multiplier=sigma / _up(float(norms.max()), n), num_steps=t, epochs=epochs,
-                                delta=delta, eps_error=eps_error, rel_error=rel_error)
-        lo = allocation_epsilon(noise_multiplier=sigma / _down(float(norms.min()), n), num_steps=t, epochs=epochs,
-                                delta=delta, eps_error=eps_error, rel_error=rel_error)
+        hi = allocation_epsilon(
+            noise_multiplier=sigma / _up(float(norms.max()), n),
+            num_steps=t,
+            epochs=epochs,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
+        lo = allocation_epsilon(
+            noise_multiplier=sigma / _down(float(norms.min()), n),
+            num_steps=t,
+            epochs=epochs,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
         return _combine(lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
     s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
     hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
@@ -407,19 +451,23 @@ def _epoch_allocation(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bou
     if b is not None:  # noise splitting: DP-SGD with per-epoch random allocation at noise sigma / sqrt(b)
         sig = sigma / math.sqrt(b) / _up(float(norms.max()), n)
         if sig >= MIN_ALLOCATION_SIGMA:
-            split = allocation_epsilon(noise_multiplier=sig, num_steps=t, epochs=epochs, delta=delta,
-                                       eps_error=eps_error, rel_error=rel_error)
+            split = allocation_epsilon(
+                noise_multiplier=sig, num_steps=t, epochs=epochs, delta=delta, eps_error=eps_error, rel_error=rel_error
+            )
             if split.upper < hi.upper:
                 hi = split
-                details["upper"] = (f"noise splitting: DP-SGD with per-epoch random allocation at noise "
-                                    f"sigma / sqrt({b}) / max column norm = {sig:.6g} (certified pairs)")
+                details["upper"] = (
+                    f"noise splitting: DP-SGD with per-epoch random allocation at noise "
+                    f"sigma / sqrt({b}) / max column norm = {sig:.6g} (certified pairs)"
+                )
     if b is not None and t >= b:
         lower_ledger = [(_sampled(sigma, v, 1.0 / t), c) for v, c in _grouped(norms[0::t], n)]
         lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower
         details["lower"] = f"DP-SGD reduction: gradient only at each epoch's first step, rate 1/{t} (explicit pair)"
     else:
-        lo = _epsilon_of([(_sampled(sigma, float(_down(norms.max(), n)), 1.0 / t), 1)], delta, eps_error,
-                         rel_error).lower
+        lo = _epsilon_of(
+            [(_sampled(sigma, float(_down(norms.max(), n)), 1.0 / t), 1)], delta, eps_error, rel_error
+        ).lower
         details["lower"] = "one step of the largest column at rate 1/steps_per_epoch (explicit pair)"
     details["note"] = "no tight amplified bound for banded C under per-epoch allocation is implemented"
     return _combine(lo, hi, details)
@@ -432,11 +480,13 @@ def _balls_in_bins(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
     lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
-    nonneg = strategy.toeplitz_coefs(n) is not None and bool(np.all(strategy.toeplitz_coefs(n) >= 0)) or \
-        bool(np.all(strategy.matrix(n) >= 0))
-    details: dict[str, Any] = {**_sens_details(s),
-                               "lower": "explicit pair (fixed unit gradient), Loewner sandwich from below "
-                                        f"(c', d') = {arg_lo}"}
+    nonneg = (strategy.toeplitz_coefs(n) is not None and bool(np.all(strategy.toeplitz_coefs(n) >= 0))) or bool(
+        np.all(strategy.matrix(n) >= 0)
+    )
+    details: dict[str, Any] = {
+        **_sens_details(s),
+        "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
+    }
     b = strategy.bands(n)
     split = math.inf
     if nonneg and b is not None and b > 1:
@@ -446,14 +496,20 @@ def _balls_in_bins(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds
         sig = sigma / math.sqrt(b * m2)
         if sig >= MIN_ALLOCATION_SIGMA:
             try:
-                split = _epsilon_of([(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), num_steps=t), 1)],
-                                    delta, eps_error, rel_error).upper
+                split = _epsilon_of(
+                    [(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), num_steps=t), 1)],
+                    delta,
+                    eps_error,
+                    rel_error,
+                ).upper
             except PrecisionError:
                 split = math.inf
     if nonneg and min(up, split) < plain.upper:
         if split < up:
-            details["upper"] = (f"noise splitting ({b} bands): random allocation of 1 of {t} with orthogonal modes, "
-                                f"noise per unit sensitivity {sig:.6g}, of 2410.06266's dominating pair")
+            details["upper"] = (
+                f"noise splitting ({b} bands): random allocation of 1 of {t} with orthogonal modes, "
+                f"noise per unit sensitivity {sig:.6g}, of 2410.06266's dominating pair"
+            )
             up = split
         else:
             details["upper"] = f"Loewner sandwich from above (c, d) = {arg_up} of 2410.06266's dominating pair"
@@ -462,8 +518,10 @@ def _balls_in_bins(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds
         details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"
         hi = plain
         if up == math.inf or not nonneg:
-            details["note"] = ("the amplified upper bound for banded C under balls-in-bins (Schuchardt & Kalinin "
-                               "2026) is not implemented: the interval can be wide")
+            details["note"] = (
+                "the amplified upper bound for banded C under balls-in-bins (Schuchardt & Kalinin "
+                "2026) is not implemented: the interval can be wide"
+            )
     return _combine(lo, hi, details)
 
 
@@ -474,9 +532,17 @@ def _combine(lower: float, up: Bounds, details: dict[str, Any]) -> Bounds:
 
 
 @one_blas_thread
-def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: float,
-                   sampler: Sampler | None = None, bands: int | None = None,
-                   eps_error: float | None = None, rel_error: float | None = None) -> Bounds:
+def matrix_epsilon(
+    *,
+    strategy,
+    noise_multiplier: float,
+    steps: int,
+    delta: float,
+    sampler: Sampler | None = None,
+    bands: int | None = None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+) -> Bounds:
     """Certified bounds on the epsilon of a matrix-mechanism run at ``delta`` (add/remove neighbouring).
 
     Parameters
@@ -517,9 +583,11 @@ def matrix_epsilon(*, strategy, noise_multiplier: float, steps: int, delta: floa
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     sampler = NoAmplification() if sampler is None else sampler
     if not isinstance(sampler, Sampler):
-        reject(f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins or "
-                         f"EpochAllocation, "
-                         f"got {sampler!r}")
+        reject(
+            f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins or "
+            f"EpochAllocation, "
+            f"got {sampler!r}"
+        )
     head = {"strategy": strat.describe(), "sampler": sampler.describe(), "steps": n}
     out = sampler.epsilon(strat, sigma, n, delta, eps_error, rel_error)
     return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", {**head, **dict(out.details)})

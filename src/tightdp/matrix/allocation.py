@@ -84,7 +84,7 @@ class _Spectra:
         q = h[:, 1:]
         self.beta, self.u = np.linalg.eigh(q.T @ g @ q) if t > 1 else (np.zeros(0), np.zeros((0, 0)))
         self.bq = self.u.T @ (q.T @ g @ np.ones(t)) / t if t > 1 else np.zeros(0)
-        self.mean = float(np.ones(t) @ g @ np.ones(t)) / t ** 2
+        self.mean = float(np.ones(t) @ g @ np.ones(t)) / t**2
         self.d_floor = max(float(self.beta[-1]), 0.0) if t > 1 else 0.0
 
 
@@ -144,8 +144,7 @@ def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_er
     if d > 0:
         if sigma / math.sqrt(d) < MIN_ALLOCATION_SIGMA:
             return None
-        acc.compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=math.sqrt(d)),
-                                     num_steps=t))
+        acc.compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=math.sqrt(d)), num_steps=t))
     if c <= 0 and d <= 0:
         return 0.0, 0.0, 0.0
     try:
@@ -155,8 +154,7 @@ def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_er
     return b.lower, b.estimate, b.upper
 
 
-def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, rel_error=None,
-                     fracs=(0.0, 0.1)):
+def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, rel_error=None, fracs=(0.0, 0.1)):
     """``(lower, upper, (c, d) used above, (c', d') used below)``: the best of a few sandwiches, each certified.
     ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise)."""
     t = g.shape[0]

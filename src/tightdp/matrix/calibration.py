@@ -40,13 +40,21 @@ class MatrixCalibration:
 
 def _round_up(x: float, digits: int) -> float:
     e = math.floor(math.log10(x)) - digits + 1
-    return math.ceil(x / 10.0 ** e) * 10.0 ** e
+    return math.ceil(x / 10.0**e) * 10.0**e
 
 
-def calibrate_matrix_noise(*, target_epsilon: float, delta: float, strategy, steps: int,
-                           sampler: Sampler | None = None, bands: int | None = None,
-                           eps_error: float | None = None, rel_error: float | None = None,
-                           max_noise: float = 1e4) -> MatrixCalibration:
+def calibrate_matrix_noise(
+    *,
+    target_epsilon: float,
+    delta: float,
+    strategy,
+    steps: int,
+    sampler: Sampler | None = None,
+    bands: int | None = None,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    max_noise: float = 1e4,
+) -> MatrixCalibration:
     """The smallest noise multiplier (to ``DIGITS`` digits, rounded up) whose certified epsilon upper bound for the
     run ``matrix_epsilon(strategy=..., steps=..., sampler=...)`` is at most ``target_epsilon`` at ``delta``.
 
@@ -77,14 +85,30 @@ def calibrate_matrix_noise(*, target_epsilon: float, delta: float, strategy, ste
     def upper(sigma: float) -> float:
         calls[0] += 1
         try:
-            b = matrix_epsilon(strategy=strategy, noise_multiplier=sigma, steps=steps, delta=delta, sampler=sampler,
-                               bands=bands, eps_error=eps_error, rel_error=rel_error)
+            b = matrix_epsilon(
+                strategy=strategy,
+                noise_multiplier=sigma,
+                steps=steps,
+                delta=delta,
+                sampler=sampler,
+                bands=bands,
+                eps_error=eps_error,
+                rel_error=rel_error,
+            )
         except PrecisionError:
             return math.inf
         return b.upper if b.upper is not None else math.inf
 
-    matrix_epsilon(strategy=strategy, noise_multiplier=1.0, steps=steps, delta=delta, sampler=sampler, bands=bands,
-                   eps_error=eps_error, rel_error=rel_error)  # validates every argument before the search
+    matrix_epsilon(
+        strategy=strategy,
+        noise_multiplier=1.0,
+        steps=steps,
+        delta=delta,
+        sampler=sampler,
+        bands=bands,
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )  # validates every argument before the search
     lo, hi = 1.0, 1.0
     if upper(hi) <= target:
         while lo > 1e-3 and upper(lo) <= target:
@@ -97,17 +121,47 @@ def calibrate_matrix_noise(*, target_epsilon: float, delta: float, strategy, ste
     g = lambda u: upper(math.exp(u)) - target
     u = falling_root(g, math.log(lo), math.log(hi), xtol=1e-5)
     sigma = _round_up(math.exp(u), DIGITS)
-    best = matrix_epsilon(strategy=strategy, noise_multiplier=sigma, steps=steps, delta=delta, sampler=sampler,
-                          bands=bands, eps_error=eps_error, rel_error=rel_error)
+    best = matrix_epsilon(
+        strategy=strategy,
+        noise_multiplier=sigma,
+        steps=steps,
+        delta=delta,
+        sampler=sampler,
+        bands=bands,
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
     if not best.upper <= target:  # rounding up never raises the bound of a sound accountant; stay safe anyway
         sigma = _round_up(sigma * 1.001, DIGITS)
-        best = matrix_epsilon(strategy=strategy, noise_multiplier=sigma, steps=steps, delta=delta, sampler=sampler,
-                              bands=bands, eps_error=eps_error, rel_error=rel_error)
+        best = matrix_epsilon(
+            strategy=strategy,
+            noise_multiplier=sigma,
+            steps=steps,
+            delta=delta,
+            sampler=sampler,
+            bands=bands,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
         if not best.upper <= target:
             raise RuntimeError("internal error: calibration ended on an infeasible point")
-    below = matrix_epsilon(strategy=strategy, noise_multiplier=sigma * 0.99, steps=steps, delta=delta,
-                           sampler=sampler, bands=bands, eps_error=eps_error, rel_error=rel_error)
-    details = {"evaluations": calls[0] + 3, "seconds": time.perf_counter() - t0,
-               "tightness": {"noise_multiplier": sigma * 0.99, "epsilon": [below.lower, below.upper],
-                             "proved_infeasible": bool(below.lower is not None and below.lower > target)}}
+    below = matrix_epsilon(
+        strategy=strategy,
+        noise_multiplier=sigma * 0.99,
+        steps=steps,
+        delta=delta,
+        sampler=sampler,
+        bands=bands,
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
+    details = {
+        "evaluations": calls[0] + 3,
+        "seconds": time.perf_counter() - t0,
+        "tightness": {
+            "noise_multiplier": sigma * 0.99,
+            "epsilon": [below.lower, below.upper],
+            "proved_infeasible": bool(below.lower is not None and below.lower > target),
+        },
+    }
     return MatrixCalibration(sigma, best, target, delta, details)

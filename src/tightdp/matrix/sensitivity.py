@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_count
 from .._blas import one_blas_thread
+from .._validation import check_count
 from .strategies import Strategy, reject
 
 __all__ = [
@@ -95,8 +95,7 @@ class MinSeparation(Participation):
 
     def __post_init__(self):
         if self.max_participations is not None:
-            object.__setattr__(self, "max_participations",
-                               check_count("max_participations", self.max_participations))
+            object.__setattr__(self, "max_participations", check_count("max_participations", self.max_participations))
         object.__setattr__(self, "min_sep", check_count("min_sep", self.min_sep))
 
     def max_count(self, n: int) -> int:
@@ -125,6 +124,7 @@ class MinSeparation(Participation):
                 yield from rec(i + b, left - 1, acc + (i,))
             if not extended:
                 yield acc
+
         seen = set()
         for p in rec(0, k, ()):
             if p and p not in seen:
@@ -173,16 +173,22 @@ class SensitivityBounds:
     method: str
 
     def to_dict(self) -> dict:
-        return {"lower": self.lower, "upper": self.upper, "exact": self.exact, "method": self.method,
-                "worst_pattern": list(self.worst_pattern)}
+        return {
+            "lower": self.lower,
+            "upper": self.upper,
+            "exact": self.exact,
+            "method": self.method,
+            "worst_pattern": list(self.worst_pattern),
+        }
 
 
 def _slack(n: int, k: int, kappa2: float) -> float:
     return 4.0 * (n + k * k) * _U * k * k * kappa2
 
 
-def _finish(lo2: float, hi2: float, n: int, k: int, kappa2: float, pattern, signs, method: str,
-            exact: bool) -> SensitivityBounds:
+def _finish(
+    lo2: float, hi2: float, n: int, k: int, kappa2: float, pattern, signs, method: str, exact: bool
+) -> SensitivityBounds:
     s = _slack(n, k, kappa2)
     lo = math.sqrt(max(lo2 - s, 0.0))
     hi = math.sqrt(hi2 + s)
@@ -244,7 +250,7 @@ def _dp_max(x: np.ndarray, sep: int, k: int, *, keep: bool = False) -> np.ndarra
     layers = [prev] if keep else None
     for _ in range(k):
         g = np.zeros((r, n + sep))
-        g[:, :n] = x + prev[:, sep:sep + n]
+        g[:, :n] = x + prev[:, sep : sep + n]
         prev = np.maximum.accumulate(g[:, ::-1], axis=1)[:, ::-1]
         if keep:
             layers.append(prev)
@@ -316,24 +322,31 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
     if not isinstance(strategy, Strategy):
         reject(f"strategy must be a tightdp.matrix Strategy, got {strategy!r}")
     if not isinstance(participation, Participation):
-        reject(f"participation must be a Participation (SINGLE, MinSeparation, Cyclic), "
-                         f"got {participation!r}")
+        reject(f"participation must be a Participation (SINGLE, MinSeparation, Cyclic), got {participation!r}")
     k = participation.max_count(n)
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:
         kappa2 = float(coefs @ coefs)
         if k == 1:
-            return _finish(kappa2, kappa2, n, 1, kappa2, (0,), (1,), "single participation: largest column norm",
-                           True)
+            return _finish(kappa2, kappa2, n, 1, kappa2, (0,), (1,), "single participation: largest column norm", True)
         sep = participation.period if isinstance(participation, Cyclic) else participation.min_sep
         if _monotone_toeplitz(coefs):
             pat = tuple(range(0, sep * k, sep))[:k]
             v = np.zeros(n)
             for p in pat:
-                v[p:] += coefs[:n - p]
+                v[p:] += coefs[: n - p]
             val = float(v @ v)
-            return _finish(val, val, n, k, kappa2, pat, (1,) * len(pat),
-                           "non-negative non-increasing Toeplitz: pattern 0, b, 2b, ... is worst (F4)", True)
+            return _finish(
+                val,
+                val,
+                n,
+                k,
+                kappa2,
+                pat,
+                (1,) * len(pat),
+                "non-negative non-increasing Toeplitz: pattern 0, b, 2b, ... is worst (F4)",
+                True,
+            )
     c = strategy.matrix(n)
     col2 = np.einsum("ij,ij->j", c, c)
     kappa2 = float(col2.max())
@@ -350,15 +363,33 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
             val = sums[j]
         else:
             val, pat = _dp_pattern(col2, sep, k)
-        return _finish(val, val, n, k, kappa2, pat, (1,) * len(pat),
-                       f"{b}-banded strategy, patterns {sep} apart: orthogonal columns (F3)", True)
+        return _finish(
+            val,
+            val,
+            n,
+            k,
+            kappa2,
+            pat,
+            (1,) * len(pat),
+            f"{b}-banded strategy, patterns {sep} apart: orthogonal columns (F3)",
+            True,
+        )
     m = c.T @ c
     nonneg = bool(np.all(m >= 0))
     if nonneg and isinstance(participation, MinSeparation) and sep == 1 and k >= n:
         # every step may be taken: with M >= 0 adding a step never lowers the value (F1), so all steps is worst
         val = pattern_value(c, range(n))
-        return _finish(val, val, n, n, kappa2, tuple(range(n)), (1,) * n,
-                       "non-negative Gram matrix, every step allowed: all steps is worst (F1)", True)
+        return _finish(
+            val,
+            val,
+            n,
+            n,
+            kappa2,
+            tuple(range(n)),
+            (1,) * n,
+            "non-negative Gram matrix, every step allowed: all steps is worst (F1)",
+            True,
+        )
     pats = None
     if isinstance(participation, Cyclic):
         pats = list(participation.patterns(n))
@@ -368,8 +399,13 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
     if pats is not None:  # exact search over every pattern (subsets: F2's bounds cover them too)
         best_lo, best_hi, arg, arg_s = -math.inf, -math.inf, None, None
         for p in pats:
-            cands = [p] if nonneg else [q for r in range(1, len(p) + 1) for q in itertools.combinations(p, r)] \
-                if len(p) <= 8 else [p]
+            cands = (
+                [p]
+                if nonneg
+                else [q for r in range(1, len(p) + 1) for q in itertools.combinations(p, r)]
+                if len(p) <= 8
+                else [p]
+            )
             for q in cands:
                 lo, hi, s = _pattern_bounds(m, q)
                 if lo > best_lo:
@@ -379,13 +415,17 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
             # patterns' subsets not enumerated: a subset's value is at most sum |M| over the pattern
             best_hi = max(best_hi, max(float(np.abs(m[np.ix_(p, p)]).sum()) for p in pats))
         exact = best_hi <= best_lo
-        how = "exhaustive search over patterns" + (" (non-negative Gram matrix, F1)" if nonneg else
-                                                     " (signed Gram matrix: signs below, F2 above)")
+        how = "exhaustive search over patterns" + (
+            " (non-negative Gram matrix, F1)" if nonneg else " (signed Gram matrix: signs below, F2 above)"
+        )
         return _finish(best_lo, max(best_hi, best_lo), n, k, kappa2, arg, arg_s, how, exact)
     # F5 upper bound, explicit patterns below
     hi = _two_stage_bound(np.abs(m), sep, k)
-    cands = [_dp_pattern(col2, sep, k)[1], tuple(range(0, sep * k, sep))[:k],
-             tuple(range(n - 1 - sep * (k - 1), n, sep))[-k:]]
+    cands = [
+        _dp_pattern(col2, sep, k)[1],
+        tuple(range(0, sep * k, sep))[:k],
+        tuple(range(n - 1 - sep * (k - 1), n, sep))[-k:],
+    ]
     best_lo, arg, arg_s = -math.inf, None, None
     for q in cands:
         q = tuple(i for i in q if 0 <= i < n)
@@ -393,5 +433,14 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
         if lo > best_lo:
             best_lo, arg, arg_s = lo, q, s
     exact = hi <= best_lo
-    return _finish(best_lo, max(hi, best_lo), n, k, kappa2, arg, arg_s,
-                   "two-stage bound on |C^T C| (F5) above, best explicit pattern below", exact)
+    return _finish(
+        best_lo,
+        max(hi, best_lo),
+        n,
+        k,
+        kappa2,
+        arg,
+        arg_s,
+        "two-stage bound on |C^T C| (F5) above, best explicit pattern below",
+        exact,
+    )

@@ -56,8 +56,9 @@ def _float_vector(name: str, values, *, min_len: int = 1) -> np.ndarray:
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a sequence of numbers, got {values!r}") from None
     if a.ndim != 1 or a.size < min_len:
-        raise ValueError(f"{name} must be a one-dimensional sequence of at least {min_len} numbers, "
-                         f"got shape {a.shape}")
+        raise ValueError(
+            f"{name} must be a one-dimensional sequence of at least {min_len} numbers, got shape {a.shape}"
+        )
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite (no NaN or inf), got {values!r}")
     return a
@@ -143,10 +144,10 @@ class BinaryTree(Strategy):
         h = max(0, math.ceil(math.log2(n))) if n > 1 else 0
         rows = []
         for level in range(h + 1):
-            width = 2 ** level
+            width = 2**level
             for start in range(0, n, width):
                 r = np.zeros(n)
-                r[start:start + width] = 1.0
+                r[start : start + width] = 1.0
                 rows.append(r)
         return np.array(rows)
 
@@ -275,8 +276,10 @@ class DenseStrategy(Strategy):
             if a.shape[0] != a.shape[1]:
                 raise ValueError(f"array must be square when lower_triangular=True, got shape {a.shape}")
             if np.any(np.triu(a, 1) != 0.0):
-                raise ValueError("array must be lower-triangular (a row may not use a later step's gradient); "
-                                 "pass lower_triangular=False for a non-causal strategy")
+                raise ValueError(
+                    "array must be lower-triangular (a row may not use a later step's gradient); "
+                    "pass lower_triangular=False for a non-causal strategy"
+                )
         if np.any(np.all(a == 0.0, axis=0)):
             raise ValueError("array has an all-zero column (a step whose gradient is never released)")
         a.setflags(write=False)
@@ -297,8 +300,11 @@ class DenseStrategy(Strategy):
         return self.array
 
     def __eq__(self, other):
-        return isinstance(other, DenseStrategy) and self.lower_triangular == other.lower_triangular \
+        return (
+            isinstance(other, DenseStrategy)
+            and self.lower_triangular == other.lower_triangular
             and np.array_equal(self.array, other.array)
+        )
 
     def __hash__(self):
         return hash((self.array.shape, self.array.tobytes(), self.lower_triangular))
@@ -340,8 +346,9 @@ def as_strategy(obj, *, bands: int | None = None) -> Strategy:
     if isinstance(obj, Strategy):
         return obj
     if hasattr(obj, "buf_decay") and hasattr(obj, "output_scale"):
-        return BLT(buf_decay=np.asarray(obj.buf_decay, float).ravel(),
-                   output_scale=np.asarray(obj.output_scale, float).ravel())
+        return BLT(
+            buf_decay=np.asarray(obj.buf_decay, float).ravel(), output_scale=np.asarray(obj.output_scale, float).ravel()
+        )
     if isinstance(obj, dict):
         return strategy_from_dict(obj)
     try:

@@ -1,21 +1,43 @@
 """Mechanisms ("what ran") and their privacy loss random variables (what the engine composes)."""
 
+from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
 from .base import LossPair, Mechanism, PrivacyLoss, mechanism_from_dict
 from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
-from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
-from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
-from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
 from .discrete import DiscreteGaussian, DiscreteLaplace, DistributedDiscreteGaussian, PoissonSampledDiscrete, Skellam
 from .discrete_vector import DiscreteGaussianVector
+from .mixture import GroupFixedBatchSampled, GroupPoissonSampled, MixtureOfGaussians
 from .selection import BoundedRange, ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
+from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 
 __all__ = [
-    "Mechanism", "PrivacyLoss", "LossPair", "mechanism_from_dict",
-    "Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP",
-    "PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS",
-    "MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
-    "RandomAllocation", "AllocationLoss", "allocation_epsilon",
-    "DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
+    "Mechanism",
+    "PrivacyLoss",
+    "LossPair",
+    "mechanism_from_dict",
+    "Gaussian",
+    "Laplace",
+    "RandomizedResponse",
+    "PureDP",
+    "ApproximateDP",
+    "PoissonSampled",
+    "SampledWithoutReplacement",
+    "SampledWithReplacement",
+    "RELATIONS",
+    "MixtureOfGaussians",
+    "GroupPoissonSampled",
+    "GroupFixedBatchSampled",
+    "RandomAllocation",
+    "AllocationLoss",
+    "allocation_epsilon",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Skellam",
+    "DistributedDiscreteGaussian",
+    "PoissonSampledDiscrete",
     "DiscreteGaussianVector",
-    "BoundedRange", "ExponentialMechanism", "PermuteAndFlip", "ReportNoisyMax", "SparseVector",
+    "BoundedRange",
+    "ExponentialMechanism",
+    "PermuteAndFlip",
+    "ReportNoisyMax",
+    "SparseVector",
 ]

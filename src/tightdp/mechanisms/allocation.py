@@ -147,6 +147,7 @@ _TILT_MAX_POINTS = 1 << 17
 def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float, int]:
     """``tightdp.pld.dominance.merge_up`` on a ratio lattice, the P-masses as an array."""
     from ..pld.dominance import merge_up
+
     pmf, cp, cq, target = merge_up(P, Q, alpha)
     return np.asarray(pmf), cp, cq, target
 
@@ -186,10 +187,10 @@ def _coordinate(sigma: float, eta: float, tail: float):
     M = max(2, min(math.ceil(w_max / eta), _MAX_LATTICE))
     w = np.arange(M + 2) * eta  # lattice values 0..(M+1) eta
     with np.errstate(divide="ignore"):
-        xe = sigma * sigma * np.log(w[1:M + 1]) + 0.5  # W <= w  <=>  x <= sigma^2 log w + 1/2
+        xe = sigma * sigma * np.log(w[1 : M + 1]) + 0.5  # W <= w  <=>  x <= sigma^2 log w + 1/2
     x_edges = np.concatenate([[-np.inf], xe, [np.inf]])  # cells 0..M, the last one (w_M, inf)
     realised = np.exp((2.0 * xe - 1.0) / (2.0 * sigma * sigma))
-    rho = float(np.max(np.abs(realised / w[1:M + 1] - 1.0))) + 8 * _U
+    rho = float(np.max(np.abs(realised / w[1 : M + 1] - 1.0))) + 8 * _U
     out = {"eta": eta, "M": M, "rho": rho, "cut": float(special.ndtr(-(sigma * math.log(M * eta) - 0.5 / sigma)))}
     masses = []
     for mean in (1.0, 0.0):
@@ -202,13 +203,13 @@ def _coordinate(sigma: float, eta: float, tail: float):
     eQ = rq * Q + lq
 
     # -- dominating: spread each cell (w_j, w_j+1] onto its end points; the top cell onto w_M and +inf
-    wl, wr = w[:M], w[1:M + 1]
+    wl, wr = w[:M], w[1 : M + 1]
     a = (P[:M] - wl * Q[:M]) / eta  # Q-mass sent to the upper end point
     da = (eP[:M] + wl * eQ[:M] + 4 * _U * (P[:M] + wl * Q[:M])) / eta + rho * (wr / eta) * Q[:M]
     a = np.clip(a, 0.0, Q[:M])
     up_q = np.zeros(M + 2)
     up_q[:M] += Q[:M] - a
-    up_q[1:M + 1] += a
+    up_q[1 : M + 1] += a
     up_q[M] += Q[M]
     up_inf = max(float(P[M] - w[M] * Q[M]), 0.0) + eP[M] + w[M] * eQ[M]
     up_p = w * up_q
@@ -216,12 +217,13 @@ def _coordinate(sigma: float, eta: float, tail: float):
     # where small (they compose multiplicatively), l1 elsewhere (split_errors)
     err_q = np.zeros(M + 2)
     err_q[:M] += da + eQ[:M]
-    err_q[1:M + 1] += da
+    err_q[1 : M + 1] += da
     err_q[M] += eQ[M]
     rel_q, l1_q = _split(up_q, err_q)
     rel_p, l1_p = _split(up_p, w * err_q + 4 * _U * up_p)
-    out.update(up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0), up_rel_q=rel_q, up_l1_q=l1_q,
-               up_rel_p=rel_p, up_l1_p=l1_p)
+    out.update(
+        up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0), up_rel_q=rel_q, up_l1_q=l1_q, up_rel_p=rel_p, up_l1_p=l1_p
+    )
 
     # -- dominated: merge to the lattice (cell j has ratio in [w_j, w_j+1]; the top cell at least w_M)
     pm, cp, cq, T = _merge_up(P, Q, w)
@@ -247,15 +249,31 @@ def _coordinate(sigma: float, eta: float, tail: float):
     # 1 +- r of the exact ones; the merged ratios may miss their lattice point by the fractions' rounding,
     # a relative error below 2 r (1 + w / eta), covered by lowering the epoch's losses (``lo_margin``)
     r_lo = max(rp, rq) + 4 * _U
-    out.update(lo_p_rm=lo_p_rm, lo_q_rm=lo_q_rm, lo_q_add=lo_q_add, lo_rel=r_lo, lo_l1=lp + lq,
-               lo_l1_add=lp + lq + l1_add, lo_margin=2.0 * r_lo * (M + 2) + 1e-13)
+    out.update(
+        lo_p_rm=lo_p_rm,
+        lo_q_rm=lo_q_rm,
+        lo_q_add=lo_q_add,
+        lo_rel=r_lo,
+        lo_l1=lp + lq,
+        lo_l1_add=lp + lq + l1_add,
+        lo_margin=2.0 * r_lo * (M + 2) + 1e-13,
+    )
     return out
 
 
 def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
     from ..pld import DiscretisedLoss
-    return DiscretisedLoss(h=eta, start=0, pmf=np.asarray(q, float), shift=0.0, infinity_mass=inf_mass,
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0)
+
+    return DiscretisedLoss(
+        h=eta,
+        start=0,
+        pmf=np.asarray(q, float),
+        shift=0.0,
+        infinity_mass=inf_mass,
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+    )
 
 
 def _tilt_for_mean(terms, eta: float, target: float) -> float:
@@ -305,6 +323,7 @@ def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, ta
     theta x}``. Both runs bound the same exact masses, so every atom takes the estimate with the smaller
     bound (sound atom by atom; the first run's aliased mass stays charged as l1)."""
     from ..pld import compose
+
     parts = [(_lattice_loss(q, eta, inf), c) for q, inf, c in terms]
     comp = compose(parts, tilt=0.0, tau=tau)
     scale = math.exp(comp.log_norm)
@@ -329,15 +348,17 @@ def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, ta
                 theta = _tilt_for_mean(terms, eta, x[edge] + 0.5 * (x[edge] - x[mode]))
                 if math.isfinite(theta) and theta != 0.0:
                     c2 = compose(parts, tilt=theta, tau=tau)
-                    pw2 = c2.float_error if c2.pointwise_error is None else min(c2.pointwise_error,
-                                                                                c2.float_error)
+                    pw2 = c2.float_error if c2.pointwise_error is None else min(c2.pointwise_error, c2.float_error)
                     g2 = max(c2.up_rel, 1.0 / c2.low_factor - 1.0 if c2.low_factor > 0 else 1.0)
                     x2 = c2.x
                     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
                         f = np.exp(c2.log_norm - c2.tilt * x2)
                         m2 = c2.tilted * f
-                        e2 = ((pw2 + c2.input_round_off[1] + 2.0 * c2.alias_mass + c2.input_error) * f
-                              * (1.0 + 8 * _U) + g2 * m2 + 8 * _U * m2)
+                        e2 = (
+                            (pw2 + c2.input_round_off[1] + 2.0 * c2.alias_mass + c2.input_error) * f * (1.0 + 8 * _U)
+                            + g2 * m2
+                            + 8 * _U * m2
+                        )
                     k = np.rint((x2 - x[0]) / eta).astype(np.int64)
                     inside = (k >= 0) & (k < x.size) & np.isfinite(e2) & np.isfinite(m2)
                     k, m2, e2 = k[inside], m2[inside], e2[inside]
@@ -400,6 +421,7 @@ def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
 def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, upper: bool):
     """The epoch's dominating (``upper``) or dominated discretised privacy loss on ``h Z``."""
     from ..pld import DiscretisedLoss
+
     eta = _ETA_PER_H * h * math.sqrt(t)
     c = _coordinate(sigma, eta, tail)
     eta = c["eta"]
@@ -420,8 +442,9 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         else:
             terms = [(c["lo_q_add"], 0.0, t)]
             l1 = t * c["lo_l1_add"]
-    x, m, pointwise, alias, inf_mass = _sum_law(terms, eta, "high" if direction == "remove" else "low",
-                                                 min(_SUM_TAU[1], max(_SUM_TAU[0], 1e-2 * tail)), tail)
+    x, m, pointwise, alias, inf_mass = _sum_law(
+        terms, eta, "high" if direction == "remove" else "low", min(_SUM_TAU[1], max(_SUM_TAU[0], 1e-2 * tail)), tail
+    )
     # the FFT's round-off is paid where it sits, not as an absolute floor: each computed mass is within
     # ``pointwise`` of the exact sum law of the lattice pair, so the dominating pair takes ``m + pointwise``
     # (more P-mass at any loss can only raise delta, of one epoch and of any composition: delta is
@@ -449,9 +472,18 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     margin = 2.0 * c["rho"] + 1e-12 + (0.0 if upper else c["lo_margin"])
     # the spread / merge onto the loss grid only adds and splits masses: relative errors carry through
     # (16 u for the fractions); the aliased mass is l1
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=margin if upper else -margin,
-                           infinity_mass=min(1.0, inf_mass), truncated_mass=0.0, mean_error=0.0,
-                           coupling_range=0.0, tv_error=l1, rel_error=min(rel + 16 * _U, 0.5))
+    return DiscretisedLoss(
+        h=h,
+        start=i0,
+        pmf=pmf,
+        shift=margin if upper else -margin,
+        infinity_mass=min(1.0, inf_mass),
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+        tv_error=l1,
+        rel_error=min(rel + 16 * _U, 0.5),
+    )
 
 
 def clear_allocation_caches() -> None:
@@ -489,7 +521,7 @@ class AllocationLoss(SelfDiscretisingLoss):
     def spread(self) -> float:
         """Rough standard deviation of the loss under P (sets the first mesh only, never a bound):
         ``log S`` with ``Var_Q(W) = e^{1/sigma^2} - 1``, so about ``sqrt(Var(W) / t)`` when that is small."""
-        v = math.expm1(min(1.0 / self.sigma ** 2, 700.0)) / self.num_steps
+        v = math.expm1(min(1.0 / self.sigma**2, 700.0)) / self.num_steps
         return math.sqrt(math.log1p(v))
 
 
@@ -521,7 +553,8 @@ class RandomAllocation(Mechanism):
     def __post_init__(self):
         if not isinstance(self.mechanism, Gaussian):
             raise UnsupportedMechanismError(
-                f"random allocation of {type(self.mechanism).__name__} is not supported; only Gaussian")
+                f"random allocation of {type(self.mechanism).__name__} is not supported; only Gaussian"
+            )
         object.__setattr__(self, "num_steps", check_count("num_steps", self.num_steps))
         object.__setattr__(self, "num_selected", check_count("num_selected", self.num_selected))
         if self.num_selected > self.num_steps:
@@ -557,7 +590,8 @@ class RandomAllocation(Mechanism):
             return LossPair(AllocationLoss(sigma, t, "remove"), AllocationLoss(sigma, t, "add"))
         raise UnsupportedMechanismError(
             "random allocation with 1 < num_selected < num_steps is composed as its dominating blocks: use "
-            "allocation_epsilon(), which also reports the Gaussian lower bound")
+            "allocation_epsilon(), which also reports the Gaussian lower bound"
+        )
 
 
 # --------------------------------------------------------------------------- accounting (moved)
@@ -568,12 +602,14 @@ class RandomAllocation(Mechanism):
 def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None):
     """Moved to ``tightdp.schemes.allocation_accountant`` (this name forwards to it)."""
     from ..schemes import allocation_accountant as moved
+
     return moved(eps_error=eps_error, rel_error=rel_error)
 
 
 def allocation_epsilon(**kwargs):
     """Moved to ``tightdp.schemes.allocation_epsilon`` (this name forwards to it; same keywords)."""
     from ..schemes import allocation_epsilon as moved
+
     return moved(**kwargs)
 
 
@@ -586,8 +622,9 @@ _WIDE_SIGMA = 0.5
 _CELL_REL_MAX = 1e-7
 
 
-def max_statistic_cells(sigma: float, t: int, mean_p: float = 1.0, mean_q: float = 0.0, cells: int = 20000,
-                        shifted: int = 1):
+def max_statistic_cells(
+    sigma: float, t: int, mean_p: float = 1.0, mean_q: float = 0.0, cells: int = 20000, shifted: int = 1
+):
     """Cell masses of ``M = max_i x_i`` under ``P`` and ``Q`` (see ``max_statistic_pld``) on ``cells``
     equal cells, each with a certified relative error bound.
 
@@ -622,8 +659,11 @@ def max_statistic_cells(sigma: float, t: int, mean_p: float = 1.0, mean_q: float
         tail = special.ndtr(-ax)
         neg = x <= 0
         v = np.where(neg, special.log_ndtr(np.minimum(x, 0.0)), np.log1p(-tail))
-        err = np.where(neg, 8 * _U * np.abs(v) + (ax + 1.0) * dx,
-                       2.0 * tail * (8 * _U * (1.0 + ax * ax) + (ax + 1.0) * dx) + 2 * _U * np.abs(v) + 1e-300)
+        err = np.where(
+            neg,
+            8 * _U * np.abs(v) + (ax + 1.0) * dx,
+            2.0 * tail * (8 * _U * (1.0 + ax * ax) + (ax + 1.0) * dx) + 2 * _U * np.abs(v) + 1e-300,
+        )
         return v, err
 
     rest, rest_err = log_ndtr_and_error(0.0)
@@ -631,8 +671,11 @@ def max_statistic_cells(sigma: float, t: int, mean_p: float = 1.0, mean_q: float
     for mean in (mean_p, mean_q):
         own, own_err = log_ndtr_and_error(mean)
         log_f = shifted * own + (t - shifted) * rest
-        a = (shifted * own_err + (t - shifted) * rest_err
-             + 4 * _U * (shifted * np.abs(own) + (t - shifted) * np.abs(rest)))
+        a = (
+            shifted * own_err
+            + (t - shifted) * rest_err
+            + 4 * _U * (shifted * np.abs(own) + (t - shifted) * np.abs(rest))
+        )
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             # lower part: from the CDF in log space
             d = log_f[1:] - log_f[:-1]
@@ -655,8 +698,16 @@ def max_statistic_cells(sigma: float, t: int, mean_p: float = 1.0, mean_q: float
 
 @_register_cache
 @lru_cache(maxsize=8)
-def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_q: float = 0.0,
-                      reverse: bool = False, cells: int = 20000, shifted: int = 1):
+def max_statistic_pld(
+    sigma: float,
+    t: int,
+    h: float,
+    mean_p: float = 1.0,
+    mean_q: float = 0.0,
+    reverse: bool = False,
+    cells: int = 20000,
+    shifted: int = 1,
+):
     """A discretised loss on ``h Z`` *dominated* by the pair ``P = (1/t) sum_i N(mean_p e_i, s^2 I)``
     against ``Q = (1/t) sum_i N(mean_q e_i, s^2 I)`` (``reverse``: ``Q`` against ``P``); with
     ``shifted = k``, ``P`` and ``Q`` are the uniform mixtures over the ``k``-subsets ``S`` of the steps of
@@ -676,6 +727,7 @@ def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_
     masses carry ``rel_error = r_P`` (the composition's ``(1 +- r)^k`` factors). Cheap for any ``sigma``.
     """
     from ..pld import DiscretisedLoss
+
     _, P, Q, rp, rq = max_statistic_cells(sigma, t, mean_p, mean_q, cells, shifted)
     if reverse:
         P, Q, rp, rq = Q, P, rq, rp
@@ -684,15 +736,25 @@ def max_statistic_pld(sigma: float, t: int, h: float, mean_p: float = 1.0, mean_
         raise PrecisionError("max statistic: no cell mass is certified")
     r_p, r_q = float(np.max(rp[keep])), float(np.max(rq[keep]))
     i0, pmf = _merge_to_grid(P[keep] / Q[keep], P[keep], h)
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=-(2.0 * (r_p + r_q) + 1e-12), infinity_mass=0.0,
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=0.0,
-                           rel_error=r_p + 16 * _U)
+    return DiscretisedLoss(
+        h=h,
+        start=i0,
+        pmf=pmf,
+        shift=-(2.0 * (r_p + r_q) + 1e-12),
+        infinity_mass=0.0,
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+        tv_error=0.0,
+        rel_error=r_p + 16 * _U,
+    )
 
 
 def lower_bound_epsilon(dominated_fn, epochs: int, delta: float, h0: float, passes: int = 3) -> float:
     """The best certified lower bound on epsilon from compositions of ``dominated_fn(h)`` over ``epochs``
     on meshes ``h0, h0/2, ...`` (each pass is a bound on its own; the largest is kept)."""
     from ..pld import chernoff_epsilon, compose, epsilon_bounds
+
     best, h = 0.0, h0
     for _ in range(passes):
         d = dominated_fn(h)

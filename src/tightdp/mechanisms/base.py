@@ -138,8 +138,9 @@ class SelfDiscretisingLoss(PrivacyLoss):
     how_to: ClassVar[str] = "the connect-dots accountant"
 
     def _refuse(self):
-        raise UnsupportedMechanismError(f"{type(self).__name__} has no closed-form privacy-loss CDF; account it "
-                                        f"with {self.how_to}")
+        raise UnsupportedMechanismError(
+            f"{type(self).__name__} has no closed-form privacy-loss CDF; account it with {self.how_to}"
+        )
 
     def cdf(self, s):
         self._refuse()
@@ -194,8 +195,10 @@ def _bisect_tail(ok, lo: float, hi: float, *, lower: bool) -> float:
             break
         step *= 2.0
     if good is None:
-        raise PrecisionError("could not locate the tail of a privacy loss distribution in double precision "
-                             "(a scale or probability too extreme for the requested delta)")
+        raise PrecisionError(
+            "could not locate the tail of a privacy loss distribution in double precision "
+            "(a scale or probability too extreme for the requested delta)"
+        )
     bad = x
     if ok(bad):
         return bad
@@ -226,7 +229,7 @@ class LossPair(NamedTuple):
         return self.remove == self.add
 
 
-_REGISTRY: dict[str, type["Mechanism"]] = {}
+_REGISTRY: dict[str, type[Mechanism]] = {}
 
 
 class Mechanism(ABC):
@@ -268,7 +271,7 @@ class Mechanism(ABC):
     def privacy_losses(self) -> LossPair:
         """The dominating pairs' privacy losses for the remove and add directions."""
 
-    def attained_mechanism(self) -> "Mechanism | None":
+    def attained_mechanism(self) -> Mechanism | None:
         """The mechanism whose pair gives this one's certified lower ends.
 
         Returns
@@ -302,6 +305,9 @@ def mechanism_from_dict(data: dict[str, Any]) -> Mechanism:
     cls = _REGISTRY.get(data["type"])
     if cls is None:
         raise ValueError(f"unknown mechanism type {data['type']!r}; known: {', '.join(sorted(_REGISTRY))}")
-    kwargs = {k: (mechanism_from_dict(v) if isinstance(v, dict) and "type" in v else v)
-              for k, v in data.items() if k != "type"}
+    kwargs = {
+        k: (mechanism_from_dict(v) if isinstance(v, dict) and "type" in v else v)
+        for k, v in data.items()
+        if k != "type"
+    }
     return cls(**kwargs)

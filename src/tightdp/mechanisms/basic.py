@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._validation import check_count, check_delta, check_positive, check_real
+from .._validation import check_count, check_positive, check_real
 from .base import LossPair, Mechanism
 from .losses import DiscreteLoss, GaussianLoss, LaplaceLoss
 
@@ -83,8 +83,11 @@ class RandomizedResponse(Mechanism):
     num_buckets: int
 
     def __post_init__(self):
-        object.__setattr__(self, "noise_parameter",
-                           check_real("noise_parameter", self.noise_parameter, low=0.0, high=1.0, high_open=False))
+        object.__setattr__(
+            self,
+            "noise_parameter",
+            check_real("noise_parameter", self.noise_parameter, low=0.0, high=1.0, high_open=False),
+        )
         object.__setattr__(self, "num_buckets", check_count("num_buckets", self.num_buckets, minimum=2))
 
     def privacy_losses(self) -> LossPair:
@@ -114,8 +117,11 @@ class PureDP(Mechanism):
     epsilon: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=False,
-                                                                high=_MAX_STEP_EPSILON, high_open=False))
+        object.__setattr__(
+            self,
+            "epsilon",
+            check_real("epsilon", self.epsilon, low=0.0, low_open=False, high=_MAX_STEP_EPSILON, high_open=False),
+        )
 
     def privacy_losses(self) -> LossPair:
         e = self.epsilon
@@ -140,14 +146,18 @@ class ApproximateDP(Mechanism):
     delta: float
 
     def __post_init__(self):
-        object.__setattr__(self, "epsilon", check_real("epsilon", self.epsilon, low=0.0, low_open=False,
-                                                                high=_MAX_STEP_EPSILON, high_open=False))
-        object.__setattr__(self, "delta", check_real("delta", self.delta, low=0.0, high=1.0,
-                                                     low_open=False, high_open=True))
+        object.__setattr__(
+            self,
+            "epsilon",
+            check_real("epsilon", self.epsilon, low=0.0, low_open=False, high=_MAX_STEP_EPSILON, high_open=False),
+        )
+        object.__setattr__(
+            self, "delta", check_real("delta", self.delta, low=0.0, high=1.0, low_open=False, high_open=True)
+        )
 
     def privacy_losses(self) -> LossPair:
         e, d = self.epsilon, self.delta
-        loss = DiscreteLoss(values=(-e, e),
-                            probs=((1 - d) / (1.0 + math.exp(e)), (1 - d) / (1.0 + math.exp(-e))),
-                            infinity_mass=d)
+        loss = DiscreteLoss(
+            values=(-e, e), probs=((1 - d) / (1.0 + math.exp(e)), (1 - d) / (1.0 + math.exp(-e))), infinity_mass=d
+        )
         return LossPair(loss, loss)

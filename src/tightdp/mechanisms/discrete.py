@@ -61,9 +61,18 @@ from ..errors import GridTooLargeError, UnsupportedMechanismError
 from .base import LossPair, Mechanism, PrivacyLoss, split_errors
 from .losses import DiscreteLoss, _atom_cells
 
-__all__ = ["DiscreteGaussian", "DiscreteLaplace", "Skellam", "DistributedDiscreteGaussian", "PoissonSampledDiscrete",
-           "DiscreteGaussianLoss", "SkellamLoss", "DistributedDiscreteGaussianLoss", "discrete_gaussian_log_normaliser",
-           "discrete_laplace_loss"]
+__all__ = [
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "Skellam",
+    "DistributedDiscreteGaussian",
+    "PoissonSampledDiscrete",
+    "DiscreteGaussianLoss",
+    "SkellamLoss",
+    "DistributedDiscreteGaussianLoss",
+    "discrete_gaussian_log_normaliser",
+    "discrete_laplace_loss",
+]
 
 _U = float(np.finfo(float).eps) / 2
 #: each noise law's mass outside the enumerated window is below this (``_window``)
@@ -200,8 +209,15 @@ class _LatticeLoss(PrivacyLoss):
         Q = np.bincount(ci, weights=qm[cell_m], minlength=n)[:n]
         count = np.bincount(ci, minlength=n)[:n]
         rel = atom_rel + (count + 2) * _U
-        out = dict(below=float(np.sum(pm[below_m])), above=float(np.sum(pm[above_m])), P=P, Q=Q,
-                   p_err=rel * P, q_err=rel * Q, edge=moved + l_err)
+        out = dict(
+            below=float(np.sum(pm[below_m])),
+            above=float(np.sum(pm[above_m])),
+            P=P,
+            Q=Q,
+            p_err=rel * P,
+            q_err=rel * Q,
+            edge=moved + l_err,
+        )
         if apart:
             ei = idx[edge_m] + 1
             out["Pa"] = np.bincount(ei, weights=pm[edge_m], minlength=n + 1)[: n + 1]
@@ -225,7 +241,6 @@ class _LatticeLoss(PrivacyLoss):
         largest distance an atom's true loss may lie from the edge it is placed on."""
         c = self._cells(edges, True)
         return c["P"], c["Q"], c["Pa"], c["Qa"], c["edge"]
-
 
 
 @dataclass(frozen=True)
@@ -254,9 +269,11 @@ class DiscreteGaussianLoss(_LatticeLoss):
         s2 = 2.0 * self.sigma * self.sigma
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
-            raise GridTooLargeError(f"the discrete Gaussian with sigma={self.sigma:g} would enumerate "
-                                    f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}); sigma is too large for "
-                                    "the exact PLD")
+            raise GridTooLargeError(
+                f"the discrete Gaussian with sigma={self.sigma:g} would enumerate "
+                f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}); sigma is too large for "
+                "the exact PLD"
+            )
         log_z, z_err = discrete_gaussian_log_normaliser(self.sigma)
         x = np.arange(lo, hi + 1, dtype=float)
         d = float(self.delta)
@@ -272,8 +289,17 @@ class DiscreteGaussianLoss(_LatticeLoss):
             mix = q * a + (1.0 - q) * b
             lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
             pm, qm, v = (mix, b, lv) if self.direction == "remove" else (b, mix, -lv)
-            l_err = 8.0 * _U * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv)))
-                                + abs(math.log(q)) + abs(math.log1p(-q)))
+            l_err = (
+                8.0
+                * _U
+                * (
+                    1.0
+                    + float(np.max(np.abs(ell)))
+                    + float(np.max(np.abs(lv)))
+                    + abs(math.log(q))
+                    + abs(math.log1p(-q))
+                )
+            )
         if self.direction == "add" and q < 1.0:  # the loss decreases in x: reverse to increasing order
             v, pm, qm = v[::-1], pm[::-1], qm[::-1]
         # exponent rounding (3u of |y| plus u of the subtraction), exp (u), log Z's error; the mixture 3u
@@ -313,7 +339,7 @@ def _ddg_pmf(sigma: float, clients: int):
         r = np.cumsum(a[::-1])
         j = int(np.searchsorted(r, 1e-90, side="right"))
         cut = (float(c[i - 1]) if i else 0.0) + (float(r[j - 1]) if j else 0.0)
-        return lo + i, a[i: a.size - j], cut * (1.0 + rel) * 1.01
+        return lo + i, a[i : a.size - j], cut * (1.0 + rel) * 1.01
 
     # each array is (lo, masses, rel, deficit): deficit bounds the mass it lacks against the exact law; a
     # convolution lacks at most the sum of its factors' deficits, a trimmed array its trimmed mass more
@@ -358,7 +384,7 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
 
     @cached_property
     def _arrays(self):
-        lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
+        _lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
         d = self.delta
         if pmf.size <= 2 * d:
             raise GridTooLargeError("the distributed discrete Gaussian's law is narrower than the shift")
@@ -390,9 +416,11 @@ def _skellam_window(mu: float, delta: int) -> tuple[int, int, float]:
     """``(lo, hi, tail)`` for ``Sk(mu)`` (difference of two Poisson(mu)): Chernoff,
     ``P(X >= m) <= exp(-m t + 2 mu (cosh t - 1))`` at ``t = asinh(m / (2 mu))``, below ``1e-75`` outside
     ``[-m, Delta + m]`` for both ``Sk(mu)`` and ``Sk(mu) + Delta``."""
+
     def bound(m):
         t = math.asinh(m / (2.0 * mu))
         return math.exp(-m * t + 2.0 * mu * (math.cosh(t) - 1.0))
+
     m = max(2, int(math.ceil(20.0 * math.sqrt(2.0 * mu))))
     while 2.0 * bound(m + 1) > _WINDOW_TAIL:
         m = int(m * 1.25) + 1
@@ -422,8 +450,10 @@ class SkellamLoss(_LatticeLoss):
 
         lo, hi, tail = _skellam_window(self.mu, self.delta)
         if hi - lo + 1 > _MAX_SKELLAM:
-            raise GridTooLargeError(f"the Skellam mechanism with mu={self.mu:g} would enumerate {hi - lo + 1:,} "
-                                    f"outputs (cap {_MAX_SKELLAM:,})")
+            raise GridTooLargeError(
+                f"the Skellam mechanism with mu={self.mu:g} would enumerate {hi - lo + 1:,} "
+                f"outputs (cap {_MAX_SKELLAM:,})"
+            )
         with mpmath.workdps(30):
             x2 = mpmath.mpf(2) * mpmath.mpf(self.mu)
             # I_k for k = 0..K by the backward recurrence I_(k-1) = I_(k+1) + (2k / x) I_k from two 30-digit
@@ -454,8 +484,9 @@ class SkellamLoss(_LatticeLoss):
         return _finish(v, pm, qm, 4.0 * _U, l_err, tail)
 
 
-def discrete_laplace_loss(*, noise_parameter: float, delta: int, q: float = 1.0,
-                          direction: str = "remove") -> DiscreteLoss:
+def discrete_laplace_loss(
+    *, noise_parameter: float, delta: int, q: float = 1.0, direction: str = "remove"
+) -> DiscreteLoss:
     """The exact PLD of the discrete Laplace mechanism (``P(x) ∝ exp(-a |x|)``, ``a = noise_parameter``)
     with integer shift ``delta``, optionally Poisson-subsampled at rate ``q`` (pairs as
     ``DiscreteGaussianLoss``).
@@ -534,12 +565,15 @@ class DiscreteLaplace(Mechanism):
         if self.sensitivity > 100_000:
             raise ValueError(f"sensitivity must be <= 100000 (one atom per value), got {self.sensitivity!r}")
         if self.noise_parameter * self.sensitivity > 500.0:
-            raise ValueError("noise_parameter * sensitivity must be <= 500 (one step's epsilon), got "
-                             f"{self.noise_parameter * self.sensitivity!r}")
+            raise ValueError(
+                "noise_parameter * sensitivity must be <= 500 (one step's epsilon), got "
+                f"{self.noise_parameter * self.sensitivity!r}"
+            )
 
     def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
-        return discrete_laplace_loss(noise_parameter=self.noise_parameter, delta=self.sensitivity, q=q,
-                                     direction=direction)
+        return discrete_laplace_loss(
+            noise_parameter=self.noise_parameter, delta=self.sensitivity, q=q, direction=direction
+        )
 
     def privacy_losses(self) -> LossPair:
         loss = self.loss()
@@ -630,7 +664,8 @@ class PoissonSampledDiscrete(Mechanism):
         if not isinstance(self.mechanism, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian)):
             raise UnsupportedMechanismError(
                 f"PoissonSampledDiscrete needs a DiscreteGaussian, DiscreteLaplace or Skellam mechanism, got "
-                f"{self.mechanism!r}")
+                f"{self.mechanism!r}"
+            )
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         check_choice("relation", self.relation, ("add-remove", "remove", "add"))
 

@@ -61,7 +61,7 @@ class DiscreteGaussianVector:
         m, c = self.linf_sensitivity, min(self.max_coordinates, self.dimension)
         l2sq = math.inf
         if self.l2_sensitivity is not None:
-            l2sq = self.l2_sensitivity ** 2 * (1.0 + 1e-12)  # (an integer square given as a float)
+            l2sq = self.l2_sensitivity**2 * (1.0 + 1e-12)  # (an integer square given as a float)
             m = min(m, int(math.floor(math.sqrt(l2sq))))
             c = min(c, int(math.floor(l2sq)))
         return m, c, l2sq
@@ -74,8 +74,10 @@ class DiscreteGaussianVector:
     def attained_ledgers(self) -> list[list[tuple[Mechanism, int]]]:
         """The explicit directions' pairs (class docstring), each as a ledger of one-dimensional pairs."""
         m, c, l2sq = self._limits()
-        out = [[(DiscreteGaussian(sigma=self.sigma, sensitivity=m), 1)],
-               [(DiscreteGaussian(sigma=self.sigma, sensitivity=1), c)]]
+        out = [
+            [(DiscreteGaussian(sigma=self.sigma, sensitivity=m), 1)],
+            [(DiscreteGaussian(sigma=self.sigma, sensitivity=1), c)],
+        ]
         full = min(c, int(math.floor(l2sq / (m * m))) if math.isfinite(l2sq) else c)
         if full >= 1:
             out.append([(DiscreteGaussian(sigma=self.sigma, sensitivity=m), full)])

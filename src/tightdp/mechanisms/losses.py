@@ -27,11 +27,16 @@ import numpy as np
 from scipy import special
 
 from .._numerics import logsumexp
-
 from .base import PrivacyLoss, difference_masses, split_errors
 
-__all__ = ["GaussianLoss", "DiscreteLoss", "LaplaceLoss", "GaussianMixtureLoss",
-           "poisson_gaussian_loss", "without_replacement_gaussian_loss"]
+__all__ = [
+    "GaussianLoss",
+    "DiscreteLoss",
+    "LaplaceLoss",
+    "GaussianMixtureLoss",
+    "poisson_gaussian_loss",
+    "without_replacement_gaussian_loss",
+]
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _U = float(np.finfo(float).eps) / 2
@@ -165,7 +170,7 @@ def gaussian_cell_masses_and_errors(x_edges, means, weights, sigma, cdf, sf):
         hp = zc + he_shift  # (zc + he_shift)^(2n), n = 4 or 8, by squaring (a float power is 10x slower)
         for _ in range(int(math.log2(2 * n))):
             hp = hp * hp
-        trunc = (wr ** (2 * n + 1)) * ((w * trunc_const / _SQRT2PI) * (hp * np.exp(-0.5 * z_near ** 2))).sum(axis=1)
+        trunc = (wr ** (2 * n + 1)) * ((w * trunc_const / _SQRT2PI) * (hp * np.exp(-0.5 * z_near**2))).sum(axis=1)
         x = mid[:, None] + half[:, None] * nodes[None, :]  # (cells, nodes)
         acc = np.zeros(mid.size)
         for a_i, w_i in zip(a, w):
@@ -205,7 +210,7 @@ class GaussianLoss(PrivacyLoss):
 
     def partial_mean(self, a, b):
         za, zb = (a - self.mean) / self.mu, (b - self.mean) / self.mu
-        mass = (float(_ndtr(zb) - _ndtr(za)) if za < 0 else float(_ndtr(-za) - _ndtr(-zb)))
+        mass = float(_ndtr(zb) - _ndtr(za)) if za < 0 else float(_ndtr(-za) - _ndtr(-zb))
         dens = lambda z: 0.0 if math.isinf(z) else math.exp(-0.5 * z * z) / _SQRT2PI
         val = self.mean * mass + self.mu * (dens(za) - dens(zb))
         return val, 1e-15 * (abs(self.mean) + self.mu + abs(val))
@@ -366,8 +371,9 @@ class LaplaceLoss(PrivacyLoss):
         w = np.where(v > u, -np.expm1(-(v - u) / 2.0), 0.0)
         P = 0.5 * np.exp(-(r - v) / 2.0) * w
         Q = 0.5 * np.exp(-(r + u) / 2.0) * w
-        below, above, edge_err, atoms = _place_atoms(e, (-r, r), (0.5 * math.exp(-r), 0.5),
-                                                     (0.5, 0.5 * math.exp(-r)), P, Q, apart)
+        below, above, edge_err, atoms = _place_atoms(
+            e, (-r, r), (0.5 * math.exp(-r), 0.5), (0.5, 0.5 * math.exp(-r)), P, Q, apart
+        )
         if e[0] > -r:  # the continuous part below the grid
             below += float(0.5 * np.exp(-(r - min(e[0], r)) / 2.0) * -np.expm1(-(min(e[0], r) + r) / 2.0))
         if e[-1] < r:  # and above it
@@ -425,7 +431,7 @@ class GaussianMixtureLoss(PrivacyLoss):
         """``L(x) = log p(x) - log q(x)`` (stable for large ``|x|``)."""
         a, lw, b, lv, _ = self._par
         x = np.asarray(x, float)[..., None]
-        s2 = self.sigma ** 2
+        s2 = self.sigma**2
         lp = logsumexp(lw + (2 * a * x - a * a) / (2 * s2), axis=-1)
         lq = logsumexp(lv + (2 * b * x - b * b) / (2 * s2), axis=-1)
         return lp - lq
@@ -433,7 +439,7 @@ class GaussianMixtureLoss(PrivacyLoss):
     def _loss_and_slope(self, x):
         a, lw, b, lv, _ = self._par
         x = np.asarray(x, float)[..., None]
-        s2 = self.sigma ** 2
+        s2 = self.sigma**2
         ep = lw + (2 * a * x - a * a) / (2 * s2)
         eq = lv + (2 * b * x - b * b) / (2 * s2)
         lp = logsumexp(ep, axis=-1)
@@ -454,8 +460,7 @@ class GaussianMixtureLoss(PrivacyLoss):
             return m + math.log(math.fsum(math.exp(t - m) for t in vals))
 
         def end(ea, eb):  # equal extreme means: L -> log(w / v) of those components
-            return (lse([l for m, l in zip(a, lw) if near(m, ea)])
-                    - lse([l for m, l in zip(b, lv) if near(m, eb)]))
+            return lse([l for m, l in zip(a, lw) if near(m, ea)]) - lse([l for m, l in zip(b, lv) if near(m, eb)])
 
         lo = -math.inf if min(a) > min(b) + 1e-12 else end(min(a), min(b))
         hi = math.inf if max(a) > max(b) + 1e-12 else end(max(a), max(b))
@@ -466,7 +471,7 @@ class GaussianMixtureLoss(PrivacyLoss):
 
     def upper_quantile(self, mass: float) -> float:
         """``s`` with ``P(s < Y < inf) <= mass``: each of the K components of P gets ``mass / K``."""
-        lo, hi = self._limits
+        _lo, hi = self._limits
         if math.isfinite(hi):
             return hi
         a, _, _, _, w = self._par
@@ -477,7 +482,7 @@ class GaussianMixtureLoss(PrivacyLoss):
 
     def lower_quantile(self, mass: float) -> float:
         """``s`` with ``P(Y <= s) <= mass``: each of the K components of P gets ``mass / K``."""
-        lo, hi = self._limits
+        lo, _hi = self._limits
         if math.isfinite(lo):
             return lo
         a, _, _, _, w = self._par
@@ -602,14 +607,14 @@ class _PoissonRemoveLoss(GaussianMixtureLoss):
     def loss(self, x):
         q = self.p_weights[0]
         with np.errstate(divide="ignore", over="ignore"):  # sigma ~ 1e-160: +-inf, refused as out of range
-            return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+            return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma**2))
 
     def inverse(self, s):
         q = self.p_weights[0]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
             # e^s - (1 - q) = (1 - q) expm1(s - log(1 - q)): no cancellation near the support's lower end
-            return self.sigma ** 2 * (math.log1p(-q) + np.log(np.expm1(s - math.log1p(-q))) - math.log(q)) + 0.5
+            return self.sigma**2 * (math.log1p(-q) + np.log(np.expm1(s - math.log1p(-q))) - math.log(q)) + 0.5
 
 
 class _PoissonAddLoss(GaussianMixtureLoss):
@@ -618,13 +623,13 @@ class _PoissonAddLoss(GaussianMixtureLoss):
     def loss(self, x):
         q = self.q_weights[1]
         with np.errstate(divide="ignore", over="ignore"):  # as above
-            return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma ** 2))
+            return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma**2))
 
     def inverse(self, s):
         q = self.q_weights[1]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return -self.sigma ** 2 * (math.log1p(-q) + np.log(np.expm1(-s - math.log1p(-q))) - math.log(q)) - 0.5
+            return -(self.sigma**2) * (math.log1p(-q) + np.log(np.expm1(-s - math.log1p(-q))) - math.log(q)) - 0.5
 
 
 class _WithoutReplacementLoss(GaussianMixtureLoss):
@@ -633,13 +638,14 @@ class _WithoutReplacementLoss(GaussianMixtureLoss):
     def loss(self, x):
         q = self.p_weights[0]
         x = np.asarray(x, float)
-        s2 = 2 * self.sigma ** 2
-        return (np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / s2)
-                - np.logaddexp(math.log1p(-q), math.log(q) + (-2 * x - 1) / s2))
+        s2 = 2 * self.sigma**2
+        return np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / s2) - np.logaddexp(
+            math.log1p(-q), math.log(q) + (-2 * x - 1) / s2
+        )
 
     def inverse(self, s):
         q = self.p_weights[0]
-        s2 = self.sigma ** 2
+        s2 = self.sigma**2
         c = q * math.exp(-1.0 / (2 * s2))
         r = 1.0 - q
         s = np.asarray(s, float)
@@ -771,8 +777,11 @@ class PoissonLaplaceLoss(PrivacyLoss):
         lo, hi = self.support()
         x = self._x_of(e)
         # outputs below 0 carry the loss lo (remove) / hi (add); the atom belongs where the edges bracket it
-        x = np.where(e < lo, -np.inf, np.where(e >= hi, np.inf, x)) if self.direction == "remove" else \
-            np.where(e < lo, np.inf, np.where(e >= hi, -np.inf, x))
+        x = (
+            np.where(e < lo, -np.inf, np.where(e >= hi, np.inf, x))
+            if self.direction == "remove"
+            else np.where(e < lo, np.inf, np.where(e >= hi, -np.inf, x))
+        )
         P, Q = self._interval_masses(x)
         inner = (e > lo) & (e < hi)
         edge = 0.0
@@ -833,8 +842,9 @@ class PoissonLaplaceLoss(PrivacyLoss):
 
             def f(x):
                 x = np.asarray(x, float)
-                dens = ((self.q * np.exp(-np.abs(x - 1.0) / self.b) if self.direction == "remove" else 0.0)
-                        + (1 - self.q if self.direction == "remove" else 1.0) * np.exp(-np.abs(x) / self.b))
+                dens = (self.q * np.exp(-np.abs(x - 1.0) / self.b) if self.direction == "remove" else 0.0) + (
+                    1 - self.q if self.direction == "remove" else 1.0
+                ) * np.exp(-np.abs(x) / self.b)
                 return sign * self._ell((2 * x - 1.0) / self.b) * dens / (2 * self.b)
 
             v1 = _gauss_legendre(f, xa, xb, 32, 16)

@@ -32,8 +32,13 @@ from ..errors import PrecisionError
 from .base import LossPair, Mechanism, PrivacyLoss
 from .losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss
 
-__all__ = ["MixtureOfGaussians", "GroupPoissonSampled", "GroupFixedBatchSampled",
-           "binomial_sensitivity", "hypergeometric_sensitivity"]
+__all__ = [
+    "MixtureOfGaussians",
+    "GroupPoissonSampled",
+    "GroupFixedBatchSampled",
+    "binomial_sensitivity",
+    "hypergeometric_sensitivity",
+]
 
 #: Largest tolerated ``|sum(probabilities) - 1|``; the residue is moved to the safe side.
 PROBABILITY_SUM_TOLERANCE = 1e-9
@@ -199,13 +204,13 @@ class _AccurateTails:
         return float(np.max(a[live] - self.sigma * z)) if upper else float(np.min(a[live] + self.sigma * z))
 
     def upper_quantile(self, mass: float) -> float:
-        lo, hi = self.support()
+        _lo, hi = self.support()
         if math.isfinite(hi):
             return hi
         return float(self.loss(np.array([self._tail_x(mass, True)]))[0])
 
     def lower_quantile(self, mass: float) -> float:
-        lo, hi = self.support()
+        lo, _hi = self.support()
         if math.isfinite(lo):
             return lo
         return float(self.loss(np.array([self._tail_x(mass, False)]))[0])
@@ -273,7 +278,7 @@ class MixtureRemoveLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     @cached_property
     def _lse(self) -> _ConvexLSE:
         c, lw = np.asarray(self.p_means, float), np.log(np.asarray(self.p_weights, float))
-        s2 = self.sigma ** 2
+        s2 = self.sigma**2
         return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
 
     def loss(self, x):
@@ -302,7 +307,7 @@ class MixtureAddLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     @cached_property
     def _lse(self) -> _ConvexLSE:
         c, lw = -np.asarray(self.q_means, float), np.log(np.asarray(self.q_weights, float))
-        s2 = self.sigma ** 2
+        s2 = self.sigma**2
         return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
 
     def loss(self, x):
@@ -351,8 +356,9 @@ class MixtureOfGaussians(Mechanism):
         sens = _as_float_tuple("sensitivities", self.sensitivities)
         probs = _as_float_tuple("probabilities", self.probabilities)
         if len(sens) != len(probs):
-            raise ValueError(f"sensitivities and probabilities must have the same length, "
-                             f"got {len(sens)} and {len(probs)}")
+            raise ValueError(
+                f"sensitivities and probabilities must have the same length, got {len(sens)} and {len(probs)}"
+            )
         if any(p > 1.0 for p in probs):
             raise ValueError(f"probabilities must be <= 1, got {max(probs)!r}")
         total = math.fsum(probs)
@@ -382,8 +388,9 @@ class MixtureOfGaussians(Mechanism):
         return _mixture_pair(c, w_remove, w, self.noise_multiplier)
 
 
-def _mixture_pair(c: np.ndarray, w_remove: np.ndarray, w_add: np.ndarray, sigma: float,
-                  weight_error: float = 0.0) -> LossPair:
+def _mixture_pair(
+    c: np.ndarray, w_remove: np.ndarray, w_add: np.ndarray, sigma: float, weight_error: float = 0.0
+) -> LossPair:
     """The MoG's two directions: ``remove`` with P weights ``w_remove``, ``add`` with Q weights ``w_add``
     (sorted distinct sensitivities ``c``, positive weights)."""
     if c[-1] == 0.0:  # every sensitivity is zero: P == Q, but for a deficit in the add direction's Q
@@ -399,16 +406,16 @@ def _mixture_pair(c: np.ndarray, w_remove: np.ndarray, w_add: np.ndarray, sigma:
     if len(c) == 1 and w_remove[0] == 1.0:
         remove: PrivacyLoss = GaussianLoss(mu=cs[0] / sigma)
     else:
-        remove = MixtureRemoveLoss(cs, tuple(map(float, w_remove)), (0.0,), (1.0,), sigma,
-                                   weight_error=weight_error)
-    add = MixtureAddLoss((0.0,), (1.0,), tuple(-x for x in cs), tuple(map(float, w_add)), sigma,
-                         weight_error=weight_error)
+        remove = MixtureRemoveLoss(cs, tuple(map(float, w_remove)), (0.0,), (1.0,), sigma, weight_error=weight_error)
+    add = MixtureAddLoss(
+        (0.0,), (1.0,), tuple(-x for x in cs), tuple(map(float, w_add)), sigma, weight_error=weight_error
+    )
     return LossPair(remove, add)
 
 
 # --------------------------------------------------------------------------- certified probabilities
 #: components whose probability is below this are outside double precision's relative range
-_TINY_PROB = 2.0 ** -1021
+_TINY_PROB = 2.0**-1021
 _BITS = 128  # working precision of the interval recursion (the answer needs 53)
 
 
@@ -502,7 +509,7 @@ def _certified_pmf(ratios: list[tuple[int, int]]) -> CertifiedPMF:
         upper.append(u)
         lower.append(d)
         if d >= _TINY_PROB:  # u - d is exact (Sterbenz); the quotient is rounded up twice over
-            rel = max(rel, math.nextafter((u - d) / d * (1.0 + 2.0 ** -51), math.inf))
+            rel = max(rel, math.nextafter((u - d) / d * (1.0 + 2.0**-51), math.inf))
     return CertifiedPMF(tuple(upper), tuple(lower), rel)
 
 
@@ -618,12 +625,16 @@ class GroupPoissonSampled(Mechanism):
         """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
         go through it but uses the certified probabilities directly (see ``_group_pair``)."""
         c, p = binomial_sensitivity(self.group_size, self.sampling_rate)
-        return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
-                                  probabilities=tuple(p.tolist()))
+        return MixtureOfGaussians(
+            noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()), probabilities=tuple(p.tolist())
+        )
 
     def privacy_losses(self) -> LossPair:
-        return _group_pair(np.arange(self.group_size + 1, dtype=float),
-                           certified_binomial(self.group_size, self.sampling_rate), self.noise_multiplier)
+        return _group_pair(
+            np.arange(self.group_size + 1, dtype=float),
+            certified_binomial(self.group_size, self.sampling_rate),
+            self.noise_multiplier,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -666,10 +677,10 @@ class GroupFixedBatchSampled(Mechanism):
         """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
         go through it but uses the certified probabilities directly (see ``_group_pair``)."""
         c, p = hypergeometric_sensitivity(self.group_size, self.batch_size, self.dataset_size)
-        return MixtureOfGaussians(noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()),
-                                  probabilities=tuple(p.tolist()))
+        return MixtureOfGaussians(
+            noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()), probabilities=tuple(p.tolist())
+        )
 
     def privacy_losses(self) -> LossPair:
         k, b, n = self.group_size, self.batch_size, self.dataset_size
-        return _group_pair(2.0 * np.arange(min(k, b) + 1), certified_hypergeometric(k, b, n),
-                           self.noise_multiplier)
+        return _group_pair(2.0 * np.arange(min(k, b) + 1), certified_hypergeometric(k, b, n), self.noise_multiplier)

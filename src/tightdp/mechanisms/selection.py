@@ -52,8 +52,18 @@ from .base import LossPair, Mechanism, PrivacyLoss
 from .basic import PureDP
 from .losses import DiscreteLoss
 
-__all__ = ["BoundedRange", "BoundedRangeLoss", "ExponentialMechanism", "FinitePair", "PermuteAndFlip",
-           "ReportNoisyMax", "SparseVector", "bounded_range_delta", "bounded_range_rdp", "two_point_pair"]
+__all__ = [
+    "BoundedRange",
+    "BoundedRangeLoss",
+    "ExponentialMechanism",
+    "FinitePair",
+    "PermuteAndFlip",
+    "ReportNoisyMax",
+    "SparseVector",
+    "bounded_range_delta",
+    "bounded_range_rdp",
+    "two_point_pair",
+]
 
 _U = float(np.finfo(float).eps) / 2
 _MAX_EPSILON = 500.0
@@ -268,8 +278,7 @@ class ExponentialMechanism(Mechanism):
             m = rho if n is None else min(max(round(rho * n), 1), n - 1) / n
             # P: uniform, so group "up" has P-mass m; Q: up-weight e^(eps), down-weight 1 (exp(+-eps/2) scaled)
             q_up = m * math.exp(e) / (m * math.exp(e) + (1.0 - m))
-            out.append(FinitePair(values=(math.log(m / q_up), math.log((1.0 - m) / (1.0 - q_up))),
-                                  probs=(m, 1.0 - m)))
+            out.append(FinitePair(values=(math.log(m / q_up), math.log((1.0 - m) / (1.0 - q_up))), probs=(m, 1.0 - m)))
         return tuple(out)
 
     def attained_mechanism(self) -> Mechanism | None:
@@ -302,7 +311,7 @@ class FinitePair(Mechanism):
         return LossPair(loss, loss)
 
 
-def _binary(p2: float) -> "FinitePair":
+def _binary(p2: float) -> FinitePair:
     """The attained pair of two candidates: ``P = (1/2, 1/2)`` on ``D`` (all-zero scores) and candidate 2's
     probability ``p2`` on ``D'`` (scores ``(Delta, -Delta)``): losses ``log(1/2 / (1 - p2))``, ``log(1/2 / p2)``."""
     return FinitePair(values=(math.log(0.5 / (1.0 - p2)), math.log(0.5 / p2)), probs=(0.5, 0.5))

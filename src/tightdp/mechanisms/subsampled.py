@@ -12,9 +12,8 @@ from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
 from .base import LossPair, Mechanism
 from .basic import Gaussian, Laplace
+from .losses import GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
 from .mixture import _AccurateTails, _WeightError
-from .losses import (GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss,
-                     without_replacement_gaussian_loss)
 
 __all__ = ["PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS"]
 
@@ -28,7 +27,8 @@ def _require_gaussian(mechanism, where: str, *, laplace: bool = False) -> Gaussi
     if not isinstance(mechanism, allowed):
         names = " and ".join(c.__name__ for c in allowed)
         raise UnsupportedMechanismError(
-            f"{where} of {type(mechanism).__name__} is not supported; only {names} can be subsampled here")
+            f"{where} of {type(mechanism).__name__} is not supported; only {names} can be subsampled here"
+        )
     return mechanism
 
 
@@ -167,7 +167,7 @@ _TAIL_CUT = 1e-40
 _RATIO_CUT = 1e-30
 
 
-def _with_replacement_loss(m: int, n: int, sigma: float) -> "_WithReplacementLoss":
+def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss:
     """Build the truncated mixture and its safe-side masses (see ``_WithReplacementLoss``)."""
     from .mixture import certified_binomial  # mixture imports this module's siblings only
 
@@ -184,12 +184,12 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> "_WithReplacementLos
     keep = w > 0
     ells, w = ells[keep], w[keep]
     low_mass, ratio = 0.0, 0.0
-    if L < m:
+    if m > L:
         # x_B: the tail's Q-density is at most _RATIO_CUT of the kept one for x >= x_B (each tail term
         # of q_tail / q_kept <= sum_{l > L} (w_l / w_0) exp(-(l x + l^2 / 2) / s^2) decreases in x)
         lt = np.arange(L + 1, m + 1, dtype=float)
-        lw_t = np.log(np.maximum(up[L + 1:], 1e-320)) - math.log(lo[0])
-        bound = lambda x: float(special.logsumexp(lw_t - (lt * x + 0.5 * lt * lt) / sigma ** 2))
+        lw_t = np.log(np.maximum(up[L + 1 :], 1e-320)) - math.log(lo[0])
+        bound = lambda x: float(special.logsumexp(lw_t - (lt * x + 0.5 * lt * lt) / sigma**2))
         x_lo, x_hi = -float(m) - 40.0 * sigma, 0.0
         if bound(x_hi) > math.log(_RATIO_CUT):
             x_b = 0.0
@@ -204,9 +204,16 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> "_WithReplacementLos
         ratio = math.exp(bound(x_b)) * (1.0 + 1e-9)
         # P-mass of the kept components below x_B (their loss is not controlled there): upper bound
         low_mass = float(np.sum(w * special.ndtr((x_b - ells) / sigma))) * (1.0 + 1e-9) + 1e-300
-    return _WithReplacementLoss(tuple(map(float, ells)), tuple(map(float, w)), tuple(map(float, -ells)),
-                                tuple(map(float, w)), sigma, min(1.0, tail + low_mass),
-                                weight_error=pmf.rel_error, tail_ratio=ratio)
+    return _WithReplacementLoss(
+        tuple(map(float, ells)),
+        tuple(map(float, w)),
+        tuple(map(float, -ells)),
+        tuple(map(float, w)),
+        sigma,
+        min(1.0, tail + low_mass),
+        weight_error=pmf.rel_error,
+        tail_ratio=ratio,
+    )
 
 
 @dataclass(frozen=True)

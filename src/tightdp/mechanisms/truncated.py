@@ -66,8 +66,15 @@ from .basic import Gaussian
 from .losses import poisson_gaussian_loss, without_replacement_gaussian_loss
 from .subsampled import PoissonSampled
 
-__all__ = ["TruncatedPoissonSampled", "FlaggedMixtureLoss", "truncated_poisson_epsilon", "kept_probability",
-           "revealed_components", "revealed_pair", "UPPER_PAIRS"]
+__all__ = [
+    "TruncatedPoissonSampled",
+    "FlaggedMixtureLoss",
+    "truncated_poisson_epsilon",
+    "kept_probability",
+    "revealed_components",
+    "revealed_pair",
+    "UPPER_PAIRS",
+]
 
 #: the upper pairs ``TruncatedPoissonSampled.upper_pair`` can name (module docstring)
 UPPER_PAIRS = ("revealed", "ganesh")
@@ -86,6 +93,7 @@ def _mix(parts, weights, extra_infinity: float = 0.0):
     ``+inf`` beyond the components' (the upper pair's weight deficit, ``revealed_pair``).
     """
     from ..pld import DiscretisedLoss
+
     h = parts[0].h
     for d in parts:
         if d.coupling_range != 0.0 or d.mean_error != 0.0 or d.truncated_mass != 0.0:
@@ -94,7 +102,7 @@ def _mix(parts, weights, extra_infinity: float = 0.0):
     hi = max(d.start + d.pmf.size for d in parts)
     pmf = np.zeros(hi - lo)
     for d, w in zip(parts, weights):
-        pmf[d.start - lo:d.start - lo + d.pmf.size] += w * d.pmf
+        pmf[d.start - lo : d.start - lo + d.pmf.size] += w * d.pmf
     shifts = [d.shift for d in parts]
     # one shift for all atoms: the safe side of the components' (raise for the upper, lower for the lower)
     shift = max(shifts) if all(s >= 0 for s in shifts) else min(shifts)
@@ -102,9 +110,18 @@ def _mix(parts, weights, extra_infinity: float = 0.0):
     inf_mass = math.fsum([w * d.infinity_mass for d, w in zip(parts, weights)] + [extra_infinity])
     inf_mass = min(1.0, inf_mass * (1.0 + gamma)) if inf_mass > 0 else 0.0
     tv = math.fsum(w * d.tv_error for d, w in zip(parts, weights)) * (1.0 + gamma)
-    return DiscretisedLoss(h=h, start=lo, pmf=pmf, shift=shift, infinity_mass=inf_mass,
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=tv,
-                           rel_error=max(d.rel_error for d in parts) + gamma)
+    return DiscretisedLoss(
+        h=h,
+        start=lo,
+        pmf=pmf,
+        shift=shift,
+        infinity_mass=inf_mass,
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+        tv_error=tv,
+        rel_error=max(d.rel_error for d in parts) + gamma,
+    )
 
 
 @dataclass(frozen=True)
@@ -142,17 +159,21 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
 
     def dominating_pld(self, h: float, tail: float):
         from ..pld.dominance import dominating
+
         kept, dropped = self._split(tail)
-        return _mix([dominating(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept],
-                    self.infinity_weight + dropped)
+        return _mix(
+            [dominating(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept], self.infinity_weight + dropped
+        )
 
     def dominated_pld(self, h: float, tail: float):
         from ..pld.dominance import dominated
+
         kept, _ = self._split(tail)
         return _mix([dominated(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept])
 
     def spread(self) -> float:
         from ..pld.dominance import loss_spread
+
         return math.sqrt(sum(w * loss_spread(loss) ** 2 for w, loss in zip(self.weights, self.losses)))
 
 
@@ -239,11 +260,14 @@ def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_si
 def revealed_pair(*, dataset_size: int, sampling_rate: float, max_batch_size: int, sigma: float) -> LossPair:
     """The revealed-S upper pair of the module docstring, both directions (``FlaggedMixtureLoss``; the
     Poisson-subsampled Gaussian itself where no batch can be cut)."""
-    w, r, sh = revealed_components(dataset_size=dataset_size, sampling_rate=sampling_rate,
-                                   max_batch_size=max_batch_size)
+    w, r, sh = revealed_components(
+        dataset_size=dataset_size, sampling_rate=sampling_rate, max_batch_size=max_batch_size
+    )
     if len(w) == 1 and sh[0] == 1.0:
-        return LossPair(poisson_gaussian_loss(sigma=sigma, q=r[0], direction="remove"),
-                        poisson_gaussian_loss(sigma=sigma, q=r[0], direction="add"))
+        return LossPair(
+            poisson_gaussian_loss(sigma=sigma, q=r[0], direction="remove"),
+            poisson_gaussian_loss(sigma=sigma, q=r[0], direction="add"),
+        )
     out = []
     for direction in ("remove", "add"):
         losses = tuple(poisson_gaussian_loss(sigma=sigma / s, q=rate, direction=direction) for rate, s in zip(r, sh))
@@ -311,7 +335,8 @@ class TruncatedPoissonSampled(Mechanism):
     def __post_init__(self):
         if not isinstance(self.mechanism, Gaussian):
             raise UnsupportedMechanismError(
-                f"truncated Poisson sampling of {type(self.mechanism).__name__} is not supported; only Gaussian")
+                f"truncated Poisson sampling of {type(self.mechanism).__name__} is not supported; only Gaussian"
+            )
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         object.__setattr__(self, "dataset_size", check_count("dataset_size", self.dataset_size))
         object.__setattr__(self, "max_batch_size", check_count("max_batch_size", self.max_batch_size))
@@ -326,8 +351,9 @@ class TruncatedPoissonSampled(Mechanism):
 
     def kept_probability(self) -> float:
         """A lower bound on ``q_eff`` (``kept_probability``)."""
-        return kept_probability(dataset_size=self.dataset_size, sampling_rate=self.sampling_rate,
-                                max_batch_size=self.max_batch_size)
+        return kept_probability(
+            dataset_size=self.dataset_size, sampling_rate=self.sampling_rate, max_batch_size=self.max_batch_size
+        )
 
     def attained_mechanism(self) -> Mechanism:
         """The Poisson-subsampled Gaussian at ``q_eff`` (rounded down): the exact pair of the data sets whose
@@ -348,8 +374,12 @@ class TruncatedPoissonSampled(Mechanism):
     def privacy_losses(self) -> LossPair:
         if self.upper_pair == "ganesh":
             return self.ganesh_pair()
-        return revealed_pair(dataset_size=self.dataset_size, sampling_rate=self.sampling_rate,
-                             max_batch_size=self.max_batch_size, sigma=self.sigma)
+        return revealed_pair(
+            dataset_size=self.dataset_size,
+            sampling_rate=self.sampling_rate,
+            max_batch_size=self.max_batch_size,
+            sigma=self.sigma,
+        )
 
     def ganesh_pair(self) -> LossPair:
         """Ganesh's dominating pair (module docstring, upper bound 2)."""
@@ -363,12 +393,14 @@ class TruncatedPoissonSampled(Mechanism):
         # to the (more revealing) doubled-sensitivity branch
         repl = without_replacement_gaussian_loss(sigma=sigma / 2.0, q=q_t)
         p_t = min(1.0, p_t * (1 + 1e-12))
-        return LossPair(FlaggedMixtureLoss((1.0 - p_t, p_t), (remove, repl)),
-                        FlaggedMixtureLoss((1.0 - p_t, p_t), (add, repl)))
+        return LossPair(
+            FlaggedMixtureLoss((1.0 - p_t, p_t), (remove, repl)), FlaggedMixtureLoss((1.0 - p_t, p_t), (add, repl))
+        )
 
 
 def truncated_poisson_epsilon(**kwargs):
     """Moved to ``tightdp.schemes.truncated_poisson_epsilon`` (it runs accountants; this name forwards to it,
     same keywords; tests/test_layout.py allows this forwarder's lazy import and nothing else)."""
     from ..schemes import truncated_poisson_epsilon as moved
+
     return moved(**kwargs)

@@ -10,5 +10,16 @@ from .curve import CurveBounds, delta_bounds, epsilon_bounds
 from .discretise import DiscretisedLoss, discretise
 from .hierarchy import coarsen, rebin
 
-__all__ = ["DiscretisedLoss", "discretise", "ComposedPLD", "compose", "chernoff_epsilon", "saddle_tilt",
-           "CurveBounds", "delta_bounds", "epsilon_bounds", "coarsen", "rebin"]
+__all__ = [
+    "DiscretisedLoss",
+    "discretise",
+    "ComposedPLD",
+    "compose",
+    "chernoff_epsilon",
+    "saddle_tilt",
+    "CurveBounds",
+    "delta_bounds",
+    "epsilon_bounds",
+    "coarsen",
+    "rebin",
+]

@@ -183,6 +183,7 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
 
     def spread(self) -> float:
         from .dominance import loss_spread
+
         return math.sqrt(self.count) * loss_spread(self.step)
 
     def _kept(self, h: float, tail: float):
@@ -207,7 +208,7 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         c0 = origin - h * math.floor(origin / h + 0.5)
         # the float error of the values and of the grid arithmetic below, per atom
         margin = eta + 8.0 * _U * (np.abs(values) + abs(c0) + 1.0)
-        return values, np.array(w[lo:hi + 1]), below, above, c0, margin, rel, absolute, summed
+        return values, np.array(w[lo : hi + 1]), below, above, c0, margin, rel, absolute, summed
 
     def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
         values, w, below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
@@ -225,20 +226,39 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         np.add.at(pmf, (i - start).astype(np.int64), w - b)
         np.add.at(pmf, (i - start).astype(np.int64) + 1, b)
         inf_up = min(1.0, self.infinity_mass * (1.0 + 1e-14) + above * (1.0 + rel) + absolute)
-        return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_up, truncated_mass=0.0,
-                               mean_error=0.0, coupling_range=0.0, tv_error=absolute, rel_error=rel + 16.0 * _U)
+        return DiscretisedLoss(
+            h=h,
+            start=start,
+            pmf=pmf,
+            shift=c0,
+            infinity_mass=inf_up,
+            truncated_mass=0.0,
+            mean_error=0.0,
+            coupling_range=0.0,
+            tv_error=absolute,
+            rel_error=rel + 16.0 * _U,
+        )
 
     def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
-        values, w, below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
+        values, w, _below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
         w = w.copy()
         w[-1] += above  # losses above the kept atoms lowered to the highest one; those below are dropped
         i = np.floor((values - margin - c0) / h)
         start = int(i.min())
         pmf = np.bincount((i - start).astype(np.int64), weights=w)
         inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
-        return DiscretisedLoss(h=h, start=start, pmf=pmf, shift=c0, infinity_mass=inf_lo, truncated_mass=0.0,
-                               mean_error=0.0, coupling_range=0.0, tv_error=absolute,
-                               rel_error=rel + summed + 4.0 * _U)
+        return DiscretisedLoss(
+            h=h,
+            start=start,
+            pmf=pmf,
+            shift=c0,
+            infinity_mass=inf_lo,
+            truncated_mass=0.0,
+            mean_error=0.0,
+            coupling_range=0.0,
+            tv_error=absolute,
+            rel_error=rel + summed + 4.0 * _U,
+        )
 
 
 def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarray | None:

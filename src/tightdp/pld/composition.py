@@ -31,19 +31,25 @@ norm of the spectrum error (plus the inverse transform's own rounding).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Sequence
 
 import numpy as np
 from scipy import fft as sfft
-from scipy import special
 
 from .._numerics import falling_root, geometric_suffix
-from ..errors import GridTooLargeError, PrecisionError
+from ..errors import GridTooLargeError
 from .discretise import DiscretisedLoss
 
-__all__ = ["ComposedPLD", "compose", "convolution_power", "saddle_tilt", "chernoff_epsilon", "chernoff_window",
-           "merge_tails"]
+__all__ = [
+    "ComposedPLD",
+    "compose",
+    "convolution_power",
+    "saddle_tilt",
+    "chernoff_epsilon",
+    "chernoff_window",
+    "merge_tails",
+]
 
 _U = np.finfo(float).eps / 2  # unit round-off
 #: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
@@ -236,8 +242,10 @@ class ComposedPLD:
             with np.errstate(over="ignore", under="ignore"):
                 d = np.maximum(A[1:n] - S[1:n] * np.exp(np.minimum(x[:-1] - x[1:], 700.0)), 0.0)
                 if use_err:
-                    d = d + (np.exp(np.minimum(self.log_norm - self.tilt * x[:-1], 700.0)) * self.delta_error_factor
-                             + 4.0 * _U * n * A[1:n])
+                    d = d + (
+                        np.exp(np.minimum(self.log_norm - self.tilt * x[:-1], 700.0)) * self.delta_error_factor
+                        + 4.0 * _U * n * A[1:n]
+                    )
             vals = np.append(d, 0.0)
             vals.flags.writeable = False
             self.__dict__[key] = vals
@@ -458,8 +466,8 @@ def _window(terms, tilt, tau):
         k_up += c * d.log_mgf_upper(tilt + both)
     with np.errstate(invalid="ignore", over="ignore"):
         vals = (k_up - K0 - math.log(tau)) / np.abs(both)
-    th_up = _argmin_theta(vals[:ths.size], ths)
-    th_dn = _argmin_theta(vals[ths.size:], ths)
+    th_up = _argmin_theta(vals[: ths.size], ths)
+    th_dn = _argmin_theta(vals[ths.size :], ths)
     k_up, k_dn = sum(c * d.log_mgf_many((tilt + th_up, tilt - th_dn)) for d, c in terms)
     hi = (float(k_up) - K0 - math.log(tau)) / th_up
     lo = -(float(k_dn) - K0 - math.log(tau)) / th_dn
@@ -586,8 +594,9 @@ def _power_plan(size: int, c: int) -> float:
     return ops
 
 
-def convolution_power(base: np.ndarray, c: int, g_base: float = 0.0, *,
-                      floor: float = 0.0) -> tuple[np.ndarray, float, int]:
+def convolution_power(
+    base: np.ndarray, c: int, g_base: float = 0.0, *, floor: float = 0.0
+) -> tuple[np.ndarray, float, int]:
     """``base`` (non-negative) convolved with itself ``c`` times by repeated squaring: ``(out, g, lead)``.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
@@ -632,7 +641,7 @@ def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
     keep = np.flatnonzero(v >= floor * float(v.max()))
     if keep.size == 0:  # an all-zero vector (everything underflowed): nothing to trim against
         return v, 0
-    return v[keep[0]:keep[-1] + 1], int(keep[0])
+    return v[keep[0] : keep[-1] + 1], int(keep[0])
 
 
 def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor):
@@ -673,14 +682,33 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
     low = low_factor * (1.0 - g)
     start = sum(c * d.start for d, c in live)
     out = np.maximum(out, 0.0)
-    return ComposedPLD(h=h, offset=start * h + shift, tilted=out, tilt=0.0, log_norm=log_norm,
-                       infinity_mass=inf_mass, truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err,
-                       alias_mass=0.0, float_error=0.0, compositions=total_count, tv_error=tv, up_rel=up,
-                       low_factor=low)
+    return ComposedPLD(
+        h=h,
+        offset=start * h + shift,
+        tilted=out,
+        tilt=0.0,
+        log_norm=log_norm,
+        infinity_mass=inf_mass,
+        truncated_mass=truncated,
+        hoeffding_sq=hoeff,
+        mean_error=mean_err,
+        alias_mass=0.0,
+        float_error=0.0,
+        compositions=total_count,
+        tv_error=tv,
+        up_rel=up,
+        low_factor=low,
+    )
 
 
-def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, tau: float = 1e-13,
-            window: tuple[float, float] | None = None, size: int | None = None) -> ComposedPLD:
+def compose(
+    terms: Sequence[tuple[DiscretisedLoss, int]],
+    *,
+    tilt: float = 0.0,
+    tau: float = 1e-13,
+    window: tuple[float, float] | None = None,
+    size: int | None = None,
+) -> ComposedPLD:
     """Compose ``count`` copies of each discretised loss (all on the same mesh ``h``).
 
     ``window`` fixes the loss range (the Fourier accountant's ``[-L, L]``);
@@ -696,10 +724,13 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     total_count = sum(c for _, c in terms)
     shift = sum(c * d.shift for d, c in terms)
     # 1 - prod (1 - p)^c without cancellation (a mass of 1e-18 at +inf must not round to 0)
-    inf_mass = -math.expm1(sum(c * math.log1p(-min(d.infinity_mass, 1.0 - 1e-16)) for d, c in terms)) \
-        if all(d.infinity_mass < 1.0 for d, _ in terms) else 1.0
+    inf_mass = (
+        -math.expm1(sum(c * math.log1p(-min(d.infinity_mass, 1.0 - 1e-16)) for d, c in terms))
+        if all(d.infinity_mass < 1.0 for d, _ in terms)
+        else 1.0
+    )
     truncated = min(1.0, sum(c * d.truncated_mass for d, c in terms))
-    hoeff = sum(c * d.coupling_range ** 2 for d, c in terms)
+    hoeff = sum(c * d.coupling_range**2 for d, c in terms)
     tails = merge_tails([(d.coupling_tails, c) for d, c in terms])
     mean_err = sum(c * d.mean_error for d, c in terms)
     tv = sum(c * d.tv_error for d, c in terms)
@@ -708,12 +739,29 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     low_factor = math.exp(-sum(c * math.log1p(d.rel_error) for d, c in terms))
     live = [(d, c) for d, c in terms if d.mass > 0]
     if not live:
-        return ComposedPLD(h, 0.0, np.zeros(1), 0.0, -math.inf, inf_mass, truncated, hoeff, mean_err,
-                           0.0, 0.0, total_count, tv, up_rel, low_factor, tails)
+        return ComposedPLD(
+            h,
+            0.0,
+            np.zeros(1),
+            0.0,
+            -math.inf,
+            inf_mass,
+            truncated,
+            hoeff,
+            mean_err,
+            0.0,
+            0.0,
+            total_count,
+            tv,
+            up_rel,
+            low_factor,
+            tails,
+        )
 
     if window is None:
-        direct = _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel,
-                                 low_factor)
+        direct = _compose_direct(
+            live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor
+        )
         if direct is not None:
             return replace(direct, coupling_tails=tails) if tails else direct
         lo, hi, K0 = _window(live, tilt, tau)
@@ -729,9 +777,11 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         t_lo, t_hi = _tail_masses(live, tilt, K0, j0 * h, (j0 + n - 1) * h)
         alias = min(2.0, t_hi + t_lo)
     if n > _MAX_POINTS:
-        raise GridTooLargeError(f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
-                             f"{(n * h):.3g} loss units wide): epsilon is too large for this eps_error; "
-                             "loosen eps_error")
+        raise GridTooLargeError(
+            f"the composition window would need {n:.3g} grid points (mesh {h:.3g}, "
+            f"{(n * h):.3g} loss units wide): epsilon is too large for this eps_error; "
+            "loosen eps_error"
+        )
 
     gamma = 5.0 * _U * math.log2(n)
     spec = None
@@ -743,7 +793,7 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
         # (sum_i c_i start_i + m) h, re-aligned to the window below
         if w.size <= n:
             vec = np.zeros(n)
-            vec[:w.size] = w
+            vec[: w.size] = w
         else:  # wrap around the period
             vec = np.bincount(np.arange(w.size) % n, weights=w, minlength=n)
         phi = sfft.rfft(vec)
@@ -767,13 +817,29 @@ def compose(terms: Sequence[tuple[DiscretisedLoss, int]], *, tilt: float = 0.0, 
     # one entry: irfft's i-th output is (1/n) sum_j w_j Re(X_j e^(...)), so the spectrum's errors move it by at
     # most (1/n) sum w diff; the inverse transform's own rounding is at most its l2 error, gamma ||x||_2
     # = gamma ||X||_2 / sqrt(n) (Parseval)
-    point_err = (float(np.sum(weights * diff)) / n
-                 + gamma * math.sqrt(float(np.sum(weights * np.abs(spec) ** 2)) / n)) * (1.0 + 1e-6)
+    point_err = (
+        float(np.sum(weights * diff)) / n + gamma * math.sqrt(float(np.sum(weights * np.abs(spec) ** 2)) / n)
+    ) * (1.0 + 1e-6)
     # true masses are >= 0, so clipping can only reduce the (already bounded) error
     out = np.maximum(out, 0.0)
     offset = j0 * h + shift
     log_norm = K0 + tilt * shift
-    return ComposedPLD(h=h, offset=offset, tilted=out, tilt=tilt, log_norm=log_norm, infinity_mass=inf_mass,
-                       truncated_mass=truncated, hoeffding_sq=hoeff, mean_error=mean_err, alias_mass=alias,
-                       float_error=float_err, compositions=total_count, tv_error=tv, up_rel=up_rel,
-                       low_factor=low_factor, coupling_tails=tails, pointwise_error=min(point_err, float_err))
+    return ComposedPLD(
+        h=h,
+        offset=offset,
+        tilted=out,
+        tilt=tilt,
+        log_norm=log_norm,
+        infinity_mass=inf_mass,
+        truncated_mass=truncated,
+        hoeffding_sq=hoeff,
+        mean_error=mean_err,
+        alias_mass=alias,
+        float_error=float_err,
+        compositions=total_count,
+        tv_error=tv,
+        up_rel=up_rel,
+        low_factor=low_factor,
+        coupling_tails=tails,
+        pointwise_error=min(point_err, float_err),
+    )

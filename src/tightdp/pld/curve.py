@@ -77,12 +77,17 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
         upper = math.inf
     elif target_u <= 0:
         upper = math.inf
-        terms = {"the probability of an infinite privacy loss": p_inf, "the error budget": eta,
-                 "the discretisation's floating-point error (tv_error)": comp.tv_error}
+        terms = {
+            "the probability of an infinite privacy loss": p_inf,
+            "the error budget": eta,
+            "the discretisation's floating-point error (tv_error)": comp.tv_error,
+        }
         cause = max(terms, key=terms.get)
-        note = (f"delta={delta:g} is not above {cause} ({terms[cause]:.3g}); the terms: infinite loss {p_inf:.3g}, "
-                f"error budget {eta:.2g}, floating-point error {comp.tv_error:.3g}: no finite epsilon can be "
-                "certified")
+        note = (
+            f"delta={delta:g} is not above {cause} ({terms[cause]:.3g}); the terms: infinite loss {p_inf:.3g}, "
+            f"error budget {eta:.2g}, floating-point error {comp.tv_error:.3g}: no finite epsilon can be "
+            "certified"
+        )
     else:
         up = 1.0 + comp.up_rel
         e_u = comp.solve_epsilon(target_u / up, comp.numerical_error, eps_min=-t)

@@ -125,7 +125,6 @@ def _blocks_cached(d, blocks: int):
     return hi[keep], lo[keep], np.log(m[keep])
 
 
-
 def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float]:
     """The loss range kept when ``tail_mass / 2`` is cut from each tail, clipped to the loss support."""
     lo_s, hi_s = loss.support()
@@ -151,8 +150,10 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     j_lo = math.floor(a / h + 0.5)
     j_hi = max(j_lo, math.ceil(b / h - 0.5))
     if j_hi - j_lo > 50_000_000:
-        raise PrecisionError(f"the discretisation would need {j_hi - j_lo:.3g} grid points (mesh {h:.3g}); "
-                             "loosen eps_error (the mesh is proportional to it)")
+        raise PrecisionError(
+            f"the discretisation would need {j_hi - j_lo:.3g} grid points (mesh {h:.3g}); "
+            "loosen eps_error (the mesh is proportional to it)"
+        )
     edges = (np.arange(j_lo, j_hi + 2) - 0.5) * h
     below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
     pmf = masses.copy()
@@ -163,8 +164,18 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     total = float(pmf.sum())
     if total <= 0.0:
         # everything is at +inf (or truncated there): no finite part
-        return DiscretisedLoss(h, j_lo, np.zeros(1), 0.0, min(1.0, loss.infinity_mass + above),
-                               below + above + device, 0.0, h, mass_l1, mass_rel)
+        return DiscretisedLoss(
+            h,
+            j_lo,
+            np.zeros(1),
+            0.0,
+            min(1.0, loss.infinity_mass + above),
+            below + above + device,
+            0.0,
+            h,
+            mass_l1,
+            mass_rel,
+        )
     pm, pm_err = loss.partial_mean(float(edges[0]), float(edges[-1]))
     mean_fin = pm + j_lo * h * below
     grid = (j_lo + np.arange(pmf.size)) * h
@@ -177,17 +188,27 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
     if abs(shift) > 0.5 * h + edge_err + mean_error + 1e-12:
         raise PrecisionError(
             f"mean-preserving shift {shift:.3g} exceeds half the mesh {h:.3g}: the privacy loss "
-            "CDF and its partial mean disagree (numerical trouble in the mechanism's loss)")
-    return DiscretisedLoss(h=h, start=j_lo, pmf=pmf, shift=shift,
-                           infinity_mass=min(1.0, loss.infinity_mass + above),
-                           truncated_mass=below + above + device, mean_error=mean_error,
-                           coupling_range=h + 2.0 * edge_err, tv_error=mass_l1, rel_error=mass_rel)
+            "CDF and its partial mean disagree (numerical trouble in the mechanism's loss)"
+        )
+    return DiscretisedLoss(
+        h=h,
+        start=j_lo,
+        pmf=pmf,
+        shift=shift,
+        infinity_mass=min(1.0, loss.infinity_mass + above),
+        truncated_mass=below + above + device,
+        mean_error=mean_error,
+        coupling_range=h + 2.0 * edge_err,
+        tv_error=mass_l1,
+        rel_error=mass_rel,
+    )
 
 
 @_register_cache
 @lru_cache(maxsize=8)
-def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio: int = 15,
-                           tail_share: float = 0.01) -> DiscretisedLoss:
+def discretise_coarse_tail(
+    loss: PrivacyLoss, h: float, tail_mass: float, ratio: int = 15, tail_share: float = 0.01
+) -> DiscretisedLoss:
     """003 Alg. 2 on ``h * Z`` in the bulk and on cells ``ratio`` times wider in the tails.
 
     A heavy tail (the subsampled Gaussian's loss reaches 4-7 units to the right in the remove
@@ -221,13 +242,12 @@ def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio:
         raise ValueError(f"ratio must be an odd integer >= 3, got {ratio!r}")
     lo_s, hi_s = loss.support()
     a, b = _truncation_range(loss, tail_mass)
-    p_max = tail_share / ratio ** 2
+    p_max = tail_share / ratio**2
     j_lo = math.floor(a / h + 0.5)
     j_hi = max(j_lo, math.ceil(b / h - 0.5))
     # bulk cells jb0 .. jb1 - 1: P(Y <= (jb0 - 1/2) h) <= p_max and P((jb1 - 1/2) h < Y < inf) <= p_max
     jb0 = max(j_lo, math.floor(loss.lower_quantile(p_max) / h + 0.5)) if math.isinf(lo_s) or a > lo_s else j_lo
-    jb1 = min(j_hi + 1, math.ceil(loss.upper_quantile(p_max) / h + 0.5)) if math.isinf(hi_s) or b < hi_s \
-        else j_hi + 1
+    jb1 = min(j_hi + 1, math.ceil(loss.upper_quantile(p_max) / h + 0.5)) if math.isinf(hi_s) or b < hi_s else j_hi + 1
     if jb0 - ratio < j_lo:
         jb0 = j_lo
     if jb1 + ratio > j_hi + 1:
@@ -238,17 +258,28 @@ def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio:
     n_hi = -(-(j_hi + 1 - jb1) // ratio)
     nb = jb1 - jb0
     if n_lo + nb + n_hi > 50_000_000:
-        raise PrecisionError(f"the discretisation would need {n_lo + nb + n_hi:.3g} cells (mesh {h:.3g}); "
-                             "loosen eps_error (the mesh is proportional to it)")
+        raise PrecisionError(
+            f"the discretisation would need {n_lo + nb + n_hi:.3g} cells (mesh {h:.3g}); "
+            "loosen eps_error (the mesh is proportional to it)"
+        )
     s0 = jb0 - n_lo * ratio
-    edges = np.concatenate([(s0 - 0.5 + ratio * np.arange(n_lo + 1)) * h,
-                            (jb0 - 0.5 + np.arange(1, nb + 1)) * h,
-                            (jb1 - 0.5 + ratio * np.arange(1, n_hi + 1)) * h])
+    edges = np.concatenate(
+        [
+            (s0 - 0.5 + ratio * np.arange(n_lo + 1)) * h,
+            (jb0 - 0.5 + np.arange(1, nb + 1)) * h,
+            (jb1 - 0.5 + ratio * np.arange(1, n_hi + 1)) * h,
+        ]
+    )
     below, above, masses, (mass_rel, mass_l1), edge_err = loss.cell_masses(edges)
     size = n_lo * ratio + nb + n_hi * ratio
     half = (ratio - 1) // 2  # each wide cell's atom is its centre, a point of h * Z (ratio odd)
-    pos = np.concatenate([ratio * np.arange(n_lo) + half, n_lo * ratio + np.arange(nb),
-                          n_lo * ratio + nb + ratio * np.arange(n_hi) + half])
+    pos = np.concatenate(
+        [
+            ratio * np.arange(n_lo) + half,
+            n_lo * ratio + np.arange(nb),
+            n_lo * ratio + nb + ratio * np.arange(n_hi) + half,
+        ]
+    )
     pmf = np.zeros(size)
     pmf[pos] = masses
     pmf[pos[0]] += below  # the upper variant: mass below the first cell moves up to its atom
@@ -264,7 +295,7 @@ def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio:
     mean_error = (pm_err + arith) / total + edge_err
     if abs(shift) > 0.5 * h:
         return discretise(loss, h, tail_mass)
-    wide = np.concatenate([masses[:n_lo], masses[n_lo + nb:]])
+    wide = np.concatenate([masses[:n_lo], masses[n_lo + nb :]])
     G = ratio * h
     p_tail = float(wide.sum()) * (1.0 + mass_rel) + mass_l1
     r_b = h + 2.0 * edge_err
@@ -272,7 +303,16 @@ def discretise_coarse_tail(loss: PrivacyLoss, h: float, tail_mass: float, ratio:
     bb = 0.5 * G + edge_err + abs(shift) + mean_error
     v = p_tail * (0.5 * (G + h) + 2.0 * edge_err) ** 2
     tails = ((1, v, bb, p_tail, bb, r_t * r_t - r_b * r_b),)
-    return DiscretisedLoss(h=h, start=s0, pmf=pmf, shift=shift,
-                           infinity_mass=min(1.0, loss.infinity_mass + above),
-                           truncated_mass=below + above + device, mean_error=mean_error,
-                           coupling_range=r_b, tv_error=mass_l1, rel_error=mass_rel, coupling_tails=tails)
+    return DiscretisedLoss(
+        h=h,
+        start=s0,
+        pmf=pmf,
+        shift=shift,
+        infinity_mass=min(1.0, loss.infinity_mass + above),
+        truncated_mass=below + above + device,
+        mean_error=mean_error,
+        coupling_range=r_b,
+        tv_error=mass_l1,
+        rel_error=mass_rel,
+        coupling_tails=tails,
+    )

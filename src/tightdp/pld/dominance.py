@@ -38,8 +38,17 @@ from ..mechanisms.base import PrivacyLoss, split_errors
 from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_cell_masses_and_errors
 from .discretise import DiscretisedLoss
 
-__all__ = ["dominating", "dominated", "is_swapped_pair", "loss_excess_kurtosis", "loss_spread", "merge_cells",
-           "own_pairs", "split_cells", "supports_dominance"]
+__all__ = [
+    "dominating",
+    "dominated",
+    "is_swapped_pair",
+    "loss_excess_kurtosis",
+    "loss_spread",
+    "merge_cells",
+    "own_pairs",
+    "split_cells",
+    "supports_dominance",
+]
 
 _U = float(np.finfo(float).eps) / 2
 #: up to this many distinct Gaussian components, each is integrated once for P and Q together (per-component
@@ -60,8 +69,11 @@ def supports_dominance(loss: PrivacyLoss) -> bool:
     """Whether both distributions of ``loss`` are known well enough for these constructions: Gaussian
     losses and mixtures (by their outputs), every loss that gives Q's side in loss space, and every
     loss that brings its own certified pairs (``own_pairs``)."""
-    return (isinstance(loss, (GaussianLoss, GaussianMixtureLoss)) or bool(getattr(loss, "has_q_side", False))
-            or own_pairs(loss))
+    return (
+        isinstance(loss, (GaussianLoss, GaussianMixtureLoss))
+        or bool(getattr(loss, "has_q_side", False))
+        or own_pairs(loss)
+    )
 
 
 def own_pairs(loss: PrivacyLoss) -> bool:
@@ -96,13 +108,13 @@ def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
 
     def maps(src, dst, f) -> bool:
         img = sorted((f(m), w) for m, w in src)
-        return len(img) == len(dst) and all(abs(x[0] - y[0]) <= tol and abs(x[1] - y[1]) <= 1e-15 * max(1.0, y[1])
-                                            for x, y in zip(img, dst))
+        return len(img) == len(dst) and all(
+            abs(x[0] - y[0]) <= tol and abs(x[1] - y[1]) <= 1e-15 * max(1.0, y[1]) for x, y in zip(img, dst)
+        )
 
     reflect = bp[-1][0] + aq[0][0]  # x -> reflect - x maps the smallest Q mean of a to the largest P mean of b
     translate = bp[0][0] - aq[0][0]  # x -> x + translate maps smallest to smallest
-    return any(maps(aq, bp, f) and maps(ap, bq, f)
-               for f in (lambda m: reflect - m, lambda m: m + translate))
+    return any(maps(aq, bp, f) and maps(ap, bq, f) for f in (lambda m: reflect - m, lambda m: m + translate))
 
 
 _HE_NODES, _HE_WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
@@ -201,12 +213,16 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
     s_lo = lo_s if math.isfinite(lo_s) else loss.lower_quantile(t_lo)
     s_hi = hi_s if math.isfinite(hi_s) else loss.upper_quantile(t_hi)
     if math.isnan(s_lo) or math.isnan(s_hi) or (math.isinf(s_lo) and math.isinf(s_hi)):
-        raise PrecisionError(f"cannot locate the privacy loss quantiles for a tail mass of {min(t_lo, t_hi):.3g} "
-                             "(below what double precision resolves): delta is too small")
+        raise PrecisionError(
+            f"cannot locate the privacy loss quantiles for a tail mass of {min(t_lo, t_hi):.3g} "
+            "(below what double precision resolves): delta is too small"
+        )
     if not (abs(s_lo) <= _LOSS_RANGE and abs(s_hi) <= _LOSS_RANGE):
-        raise LossRangeError(f"one step's privacy loss reaches {max(abs(s_lo), abs(s_hi)):.4g}, beyond the "
-                             f"+-{_LOSS_RANGE:g} that the dominance cells can exponentiate in double precision "
-                             "(the step alone has an epsilon in the hundreds)")
+        raise LossRangeError(
+            f"one step's privacy loss reaches {max(abs(s_lo), abs(s_hi)):.4g}, beyond the "
+            f"+-{_LOSS_RANGE:g} that the dominance cells can exponentiate in double precision "
+            "(the step alone has an epsilon in the hundreds)"
+        )
     c = grid_offset(loss, h)
     i0 = math.floor((s_lo - c) / h)
     i1 = max(i0 + 1, math.ceil((s_hi - c) / h))
@@ -214,8 +230,10 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
     if generic:  # one cell of margin on each side: atoms at the ends of the support fall inside the grid
         i0, i1 = i0 - 1, i1 + 1
     if i1 - i0 > _MAX_CELLS:
-        raise GridTooLargeError(f"the dominance grid of one step would need {i1 - i0:,} points "
-                                f"(cap {_MAX_CELLS:,}; mesh {h:.3g} over losses [{s_lo:.4g}, {s_hi:.4g}])")
+        raise GridTooLargeError(
+            f"the dominance grid of one step would need {i1 - i0:,} points "
+            f"(cap {_MAX_CELLS:,}; mesh {h:.3g} over losses [{s_lo:.4g}, {s_hi:.4g}])"
+        )
     s = np.arange(i0, i1 + 1) * h + c
     if generic:
         return (*_cells_from_cdfs(loss, s, i0), c)
@@ -241,14 +259,14 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
             z = (xf - m) / sigma
             cdf = np.where(x == -np.inf, 0.0, np.where(x == np.inf, 1.0, special.ndtr(z)))
             sf = np.where(x == -np.inf, 1.0, np.where(x == np.inf, 0.0, special.ndtr(-z)))
-            comps[m] = (*gaussian_cell_masses_and_errors(x, (m,), (1.0,), sigma, cdf, sf), float(cdf[0]),
-                        float(sf[-1]))
+            comps[m] = (*gaussian_cell_masses_and_errors(x, (m,), (1.0,), sigma, cdf, sf), float(cdf[0]), float(sf[-1]))
         for means, weights in (p_par, q_par):
             parts = [(float(w), comps[float(m)]) for m, w in zip(means, weights)]
             masses = sum(w * c[0] for w, c in parts)
             err = sum(w * c[1] for w, c in parts) + (len(parts) + 1) * _U * masses
-            out.append((masses, *split_errors(masses, err), sum(w * c[2] for w, c in parts),
-                        sum(w * c[3] for w, c in parts)))
+            out.append(
+                (masses, *split_errors(masses, err), sum(w * c[2] for w, c in parts), sum(w * c[3] for w, c in parts))
+            )
     else:  # many components (group privacy's mixtures): each side's mixture vectorised over its components
         for means, weights in (p_par, q_par):
             a = np.asarray(means, float)
@@ -265,8 +283,9 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
     # realised cell edges x_i may sit where the loss is s_i +- edge: edge_err as measured, plus the
     # rounding of that measurement (the loss evaluated in floats, its argument up to |x| / sigma^2)
     xf_max = float(np.max(np.abs(xf))) if xf.size else 0.0
-    edge = 0.0 if isinstance(loss, GaussianLoss) else \
-        _edge_margin(max(edge_err, _U), s, xf_max * xf_max / (sigma * sigma))
+    edge = (
+        0.0 if isinstance(loss, GaussianLoss) else _edge_margin(max(edge_err, _U), s, xf_max * xf_max / (sigma * sigma))
+    )
     # mixture weights known only up to a factor 1 + w (rounded up: group privacy's certified
     # hypergeometric/binomial weights, ``mechanisms.mixture._WeightError``) are a relative mass error
     rel = max(rp, rq) + float(getattr(loss, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
@@ -296,8 +315,7 @@ def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
     needs inverting (edge error 0)."""
     p_below, p_above, P, (rp, lp), edge_err = loss.cell_masses(s)
     Q, (rq, lq) = loss.q_cell_masses(s)
-    return (s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0,
-            _edge_margin(edge_err, s))
+    return (s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0, _edge_margin(edge_err, s))
 
 
 def _edge_margin(edge_err: float, s: np.ndarray, x_scale: float = 0.0) -> float:
@@ -342,9 +360,18 @@ def split_cells(h, s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c) -> Discret
     pmf[1:] += upper
     pmf[:-1] += lower
     pmf[0] += p_below  # below the grid: rounded up to the lowest grid value
-    return DiscretisedLoss(h=h, start=i0, pmf=pmf, shift=c + e, infinity_mass=min(1.0, inf_p + p_above),
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
-                           rel_error=r + 4 * _U)
+    return DiscretisedLoss(
+        h=h,
+        start=i0,
+        pmf=pmf,
+        shift=c + e,
+        infinity_mass=min(1.0, inf_p + p_above),
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+        tv_error=l1,
+        rel_error=r + 4 * _U,
+    )
 
 
 def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> DiscretisedLoss:
@@ -371,15 +398,16 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
         return loss.dominated_pld(h, max(_tails(tail)))
     # the merges use only the realised cells' own masses and the ratios computed from them, so where the
     # cell edges sit does not matter, except for atoms moved onto a grid point (``moved``: charged below)
-    s, P, Q, r, l1, p_below, p_above, inf_p, i0, _, c = _cells(loss, h, tail)
+    s, P, Q, r, l1, _p_below, p_above, inf_p, i0, _, c = _cells(loss, h, tail)
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
     *items, moved = _merge_items(loss, s, P, Q)
     return merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, moved=moved, top_down=top_down)
 
 
-def merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, *, moved: float = 0.0,
-                top_down: bool = False) -> DiscretisedLoss:
+def merge_cells(
+    h, s, items, r, l1, p_above, inf_p, i0, c, *, moved: float = 0.0, top_down: bool = False
+) -> DiscretisedLoss:
     """The merge-to-the-grid pair of the grid ``s = c + (i0 + arange) h`` from the items ``(P, Q, start)``
     (``_merge_items``: cells, and atoms on grid points, in increasing order of ratio; relative error ``r``,
     l1 error ``l1``), ``p_above`` the P-mass above the grid, ``inf_p`` at +inf (the P-mass below the grid is
@@ -397,9 +425,18 @@ def merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, *, moved: float = 0.0
         if j >= 0 and cp > 0.0:  # below the grid it is dropped (loss -inf): moving it up would be optimistic
             pmf[j] += cp
     pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (``dominated``)
-    return DiscretisedLoss(h=h, start=i0, pmf=np.asarray(pmf), shift=c - margin, infinity_mass=inf_p,
-                           truncated_mass=0.0, mean_error=0.0, coupling_range=0.0, tv_error=l1,
-                           rel_error=r + 4 * _U)
+    return DiscretisedLoss(
+        h=h,
+        start=i0,
+        pmf=np.asarray(pmf),
+        shift=c - margin,
+        infinity_mass=inf_p,
+        truncated_mass=0.0,
+        mean_error=0.0,
+        coupling_range=0.0,
+        tv_error=l1,
+        rel_error=r + 4 * _U,
+    )
 
 
 def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray):
@@ -424,8 +461,9 @@ def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray)
     return ip[keep], iq[keep], start[keep], moved
 
 
-def merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0,
-             start: np.ndarray | None = None) -> tuple[list, float, float, int]:
+def merge_up(
+    P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0, start: np.ndarray | None = None
+) -> tuple[list, float, float, int]:
     """The upward merge-to-the-grid sweep on any increasing lattice of ratios ``alpha``.
 
     Item ``i`` (masses ``P[i], Q[i]``; by default cell ``i``, ratio in ``[alpha[i], alpha[i+1]]``) has
@@ -480,8 +518,9 @@ def _grid_index_below(cp: float, cq: float, s: np.ndarray, cap: int) -> int:
     return min(cap, int(np.searchsorted(s, math.log(cp / cq) + _SNAP_TOL, side="right")) - 1)
 
 
-def _merge_down(P: np.ndarray, Q: np.ndarray, start: np.ndarray | None, alpha: np.ndarray,
-                s: np.ndarray) -> list[float]:
+def _merge_down(
+    P: np.ndarray, Q: np.ndarray, start: np.ndarray | None, alpha: np.ndarray, s: np.ndarray
+) -> list[float]:
     """The downward merge-to-the-grid sweep of ``dominated(top_down=True)`` (P-masses at ``s``).
 
     The items are ``_merge_items``' (increasing ratio; cell ``i`` spans ``(s_i, s_(i+1)]``, an atom on

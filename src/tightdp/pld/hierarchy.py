@@ -30,8 +30,15 @@ from .composition import ComposedPLD, compose
 from .discretise import DiscretisedLoss
 from .dominance import merge_cells, split_cells
 
-__all__ = ["rebin", "coarsen", "split_rebin", "compose_tree", "dominating_block", "dominated_block",
-           "compose_two_level"]
+__all__ = [
+    "rebin",
+    "coarsen",
+    "split_rebin",
+    "compose_tree",
+    "dominating_block",
+    "dominated_block",
+    "compose_two_level",
+]
 
 _U = np.finfo(float).eps / 2
 _TINY = math.exp(-740.0)  # untilted masses below this (subnormal) are dropped and counted as lost
@@ -46,9 +53,18 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
     keep = w > 0
     x, w = x[keep], w[keep]
     if w.size == 0:
-        return DiscretisedLoss(h, 0, np.zeros(1), 0.0, comp.infinity_mass, comp.truncated_mass,
-                               comp.mean_error, math.sqrt(comp.hoeffding_sq) + h, comp.tv_error,
-                               coupling_tails=comp.coupling_tails)
+        return DiscretisedLoss(
+            h,
+            0,
+            np.zeros(1),
+            0.0,
+            comp.infinity_mass,
+            comp.truncated_mass,
+            comp.mean_error,
+            math.sqrt(comp.hoeffding_sq) + h,
+            comp.tv_error,
+            coupling_tails=comp.coupling_tails,
+        )
     cells = np.ceil(x / h - 0.5).astype(np.int64)  # x in (j h - h/2, j h + h/2]
     j0 = int(cells[0])
     pmf = np.bincount(cells - j0, weights=w)
@@ -56,21 +72,35 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
     mean = float(np.dot(w, x)) / total
     grid = (j0 + np.arange(pmf.size)) * h
     shift = mean - float(np.dot(pmf, grid)) / total
-    arith = 4 * _U * (float(np.dot(w, np.abs(x))) / total + float(np.dot(pmf, np.abs(grid))) / total) * math.log2(
-        max(2, x.size))
+    arith = (
+        4
+        * _U
+        * (float(np.dot(w, np.abs(x))) / total + float(np.dot(pmf, np.abs(grid))) / total)
+        * math.log2(max(2, x.size))
+    )
     # l1 error of the block: aliasing (untilted here) counts twice, as in ``_block_error``: ``alias_mass``
     # bounds both the mass the window misses and the mass that wraps into it; plus FFT round-off
     block_err = (2.0 * comp.alias_mass + comp.l1_error) * math.exp(min(comp.log_norm, 0.0)) + comp.tv_error
     # exact / computed lies in [low_factor, 1 + up_rel]; as computed = exact (1 + e), |e| <= rel:
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
-    return DiscretisedLoss(h=h, start=j0, pmf=pmf, shift=shift, infinity_mass=comp.infinity_mass,
-                           truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
-                           coupling_range=math.sqrt(comp.hoeffding_sq) + h, tv_error=block_err, rel_error=rel,
-                           coupling_tails=comp.coupling_tails)
+    return DiscretisedLoss(
+        h=h,
+        start=j0,
+        pmf=pmf,
+        shift=shift,
+        infinity_mass=comp.infinity_mass,
+        truncated_mass=comp.truncated_mass,
+        mean_error=comp.mean_error + arith,
+        coupling_range=math.sqrt(comp.hoeffding_sq) + h,
+        tv_error=block_err,
+        rel_error=rel,
+        coupling_tails=comp.coupling_tails,
+    )
 
 
-def coarsen(d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau: float = 1e-15
-            ) -> list[tuple[DiscretisedLoss, int]]:
+def coarsen(
+    d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau: float = 1e-15
+) -> list[tuple[DiscretisedLoss, int]]:
     """``count`` copies of ``d`` as re-binned blocks of ``block`` copies (plus one remainder block)."""
     q, r = divmod(count, block)
     out = []
@@ -83,6 +113,7 @@ def coarsen(d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau:
 # ---------------------------------------------------------------------------------------------------------
 # Multi-level, tilted, conditionally mean-preserving hierarchy (what the PRV accountant uses)
 # ---------------------------------------------------------------------------------------------------------
+
 
 def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, float]:
     """Re-discretise a (possibly tilted) composition on the coarse mesh ``g`` by *splitting* each atom.
@@ -113,13 +144,23 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     t = comp.tilted
     nz = np.flatnonzero(t)
     if not math.isfinite(comp.log_norm) or nz.size == 0:
-        empty = DiscretisedLoss(g, 0, np.zeros(1), 0.0, comp.infinity_mass, comp.truncated_mass,
-                                comp.mean_error, math.sqrt(comp.hoeffding_sq + g * g), comp.tv_error, 0.0,
-                                comp.coupling_tails)
+        empty = DiscretisedLoss(
+            g,
+            0,
+            np.zeros(1),
+            0.0,
+            comp.infinity_mass,
+            comp.truncated_mass,
+            comp.mean_error,
+            math.sqrt(comp.hoeffding_sq + g * g),
+            comp.tv_error,
+            0.0,
+            comp.coupling_tails,
+        )
         return empty, norm, 0.0
-    x, t = x[nz[0]:nz[-1] + 1], t[nz[0]:nz[-1] + 1]  # zero atoms inside add nothing to the bincounts
+    x, t = x[nz[0] : nz[-1] + 1], t[nz[0] : nz[-1] + 1]  # zero atoms inside add nothing to the bincounts
     f_ends = (comp.log_norm - lam * float(x[0]), comp.log_norm - lam * float(x[-1]))
-    if -700.0 < min(f_ends) and max(f_ends) < 700.0:
+    if min(f_ends) > -700.0 and max(f_ends) < 700.0:
         # untilt as t * exp(log_norm - lam x): exp's argument is moderate, so no log pass is needed
         w = np.multiply(x, -lam)
         w += comp.log_norm
@@ -143,7 +184,7 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     w -= wa  # w (1 - a), and the two parts add up to w up to one rounding
     pmf = np.bincount(j, weights=w, minlength=int(j[-1]) + 2)
     j += 1
-    pmf += np.bincount(j, weights=wa, minlength=pmf.size)[:pmf.size]
+    pmf += np.bincount(j, weights=wa, minlength=pmf.size)[: pmf.size]
     # the split fractions are rounded: the conditional mean moves by at most ~2u (|x| + g) per atom
     arith = 4.0 * _U * (max(abs(float(x[0])), abs(float(x[-1]))) + g)
     # masses: the untilting (exp of an argument known to 2u (|log_norm| + |lam x|)), the split and the
@@ -152,10 +193,19 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     rel_round = 2.0 * _U * f_abs + (g / comp.h + 10.0) * _U
     rel = max(1.0 - 1.0 / (1.0 + comp.up_rel), 1.0 / comp.low_factor - 1.0)
     rel = (1.0 + rel) * (1.0 + rel_round) - 1.0
-    out = DiscretisedLoss(h=g, start=j0, pmf=pmf, shift=0.0, infinity_mass=comp.infinity_mass,
-                          truncated_mass=comp.truncated_mass, mean_error=comp.mean_error + arith,
-                          coupling_range=math.sqrt(comp.hoeffding_sq + g * g), tv_error=comp.tv_error,
-                          rel_error=rel, coupling_tails=comp.coupling_tails)
+    out = DiscretisedLoss(
+        h=g,
+        start=j0,
+        pmf=pmf,
+        shift=0.0,
+        infinity_mass=comp.infinity_mass,
+        truncated_mass=comp.truncated_mass,
+        mean_error=comp.mean_error + arith,
+        coupling_range=math.sqrt(comp.hoeffding_sq + g * g),
+        tv_error=comp.tv_error,
+        rel_error=rel,
+        coupling_tails=comp.coupling_tails,
+    )
     return out, norm, lost
 
 
@@ -178,8 +228,15 @@ def _split_block(comp: ComposedPLD, g: float, e_in: float) -> tuple[DiscretisedL
     return out, norm * e_in / max(1.0 - 2.0 * comp.alias_mass - comp.l1_error, 0.5) + lost
 
 
-def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], meshes: list[float], *,
-                 tilt: float, tau: float, block_tau: float) -> tuple[ComposedPLD, dict]:
+def compose_tree(
+    fine: list[tuple[DiscretisedLoss, int]],
+    radices: list[int],
+    meshes: list[float],
+    *,
+    tilt: float,
+    tau: float,
+    block_tau: float,
+) -> tuple[ComposedPLD, dict]:
     """Compose ``count`` copies of each fine discretisation through a mixed-radix tree of re-binned blocks.
 
     ``M_0 = 1`` and ``M_l = M_(l-1) radices[l-1]`` (``l = 1 .. L``, ``L = len(radices)``,
@@ -272,6 +329,7 @@ def compose_tree(fine: list[tuple[DiscretisedLoss, int]], radices: list[int], me
 # Two-level dominance (what the connect-the-dots accountant uses at long horizons)
 # ---------------------------------------------------------------------------------------------------------
 
+
 def _block_cells(comp: ComposedPLD, g: float, upper: bool):
     """The cells ``(s_j, s_(j+1)]`` of ``g Z`` holding a composed block's atoms: ``(s, P, Q, r, l1, inf, j0)``.
 
@@ -293,13 +351,16 @@ def _block_cells(comp: ComposedPLD, g: float, upper: bool):
     if upper:
         t = t * (1.0 + comp.up_rel)
     else:
-        point = comp.l1_error if comp.pointwise_error is None else (comp.pointwise_error + comp.input_error
-                                                                         + comp.input_round_off[1])
+        point = (
+            comp.l1_error
+            if comp.pointwise_error is None
+            else (comp.pointwise_error + comp.input_error + comp.input_round_off[1])
+        )
         t = np.maximum(t - (point + comp.alias_mass), 0.0) * comp.low_factor
     nz = np.flatnonzero(t)
     if nz.size == 0 or not math.isfinite(comp.log_norm):
         return None
-    x, t = x[nz[0]:nz[-1] + 1], t[nz[0]:nz[-1] + 1]
+    x, t = x[nz[0] : nz[-1] + 1], t[nz[0] : nz[-1] + 1]
     arg = comp.log_norm - lam * x
     if not (np.all(np.abs(arg) < 700.0) and np.all(np.abs(x) < 700.0)):
         return None  # masses beyond double precision: the caller composes on one level
@@ -353,9 +414,11 @@ def dominating_block(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, Bloc
     point = comp.float_error if comp.pointwise_error is None else comp.pointwise_error
     per_cell = math.ceil(g / comp.h) + 1
     spread = (3.0 + 4.0 * (r + 4.0 * _U) / -math.expm1(-(g + 2.0 * e))) * per_cell
-    err = BlockError(window=(2.0 * comp.alias_mass + comp.input_error) * scale,
-                     round_off=(comp.float_error + comp.input_round_off[0]) * scale,
-                     pointwise=(point + comp.input_round_off[1]) * spread * scale)
+    err = BlockError(
+        window=(2.0 * comp.alias_mass + comp.input_error) * scale,
+        round_off=(comp.float_error + comp.input_round_off[0]) * scale,
+        pointwise=(point + comp.input_round_off[1]) * spread * scale,
+    )
     return replace(out, truncated_mass=comp.truncated_mass), err
 
 
@@ -371,8 +434,9 @@ def dominated_block(comp: ComposedPLD, g: float, *, top_down: bool = False) -> D
     return replace(out, truncated_mass=comp.truncated_mass)
 
 
-def compose_two_level(parts, count_block: int, g: float, *, upper: bool, tilt: float, tau: float,
-                      block_tau: float, top_down: bool = False) -> ComposedPLD | None:
+def compose_two_level(
+    parts, count_block: int, g: float, *, upper: bool, tilt: float, tau: float, block_tau: float, top_down: bool = False
+) -> ComposedPLD | None:
     """The composition of ``parts`` (``(step, count)``, the dominating or dominated pairs of the steps on one
     fine mesh) on two levels: blocks of at most ``count_block`` steps composed on the fine mesh (window
     level ``block_tau``), re-discretised on the coarse mesh ``g`` (``dominating_block`` /
@@ -419,7 +483,9 @@ def compose_two_level(parts, count_block: int, g: float, *, upper: bool, tilt: f
         # a product of measures moves by at most the sum of its factors' moves times (1 + err)^(n - 1)
         # <= 1 + 2 err, in l1 and entry by entry (sup of a convolution <= sup of one factor x l1 of the rest)
         grow = 1.0 + 2.0 * err
-        final = replace(final, input_error=final.input_error + window * grow,
-                        input_round_off=(final.input_round_off[0] + round_off * grow,
-                                         final.input_round_off[1] + point * grow))
+        final = replace(
+            final,
+            input_error=final.input_error + window * grow,
+            input_round_off=(final.input_round_off[0] + round_off * grow, final.input_round_off[1] + point * grow),
+        )
     return final

@@ -69,13 +69,21 @@ jobs, the certified band, dense curves), ``hints`` (calibration and group privac
 (``Report``: Markdown, HTML, JSON) and ``plots`` (the figures; matplotlib is imported only
 there). The report also states what the guarantee covers
 (``tightdp.statement.guarantee_paragraphs``) and draws the certified lower f-DP trade-off curve
-(``tightdp.statement.tradeoff_lower_curve``).
+(``tightdp.tradeoff.tradeoff_lower_curve``).
 """
 
-from .compute import _band, _make_accountant, _Progress, _row_job, band, build_report
+from .compute import band, build_report
 from .config import FORMATS, ReportConfig, Segment, load_config
-from .hints import _group_functions
-from .render import REFERENCES, AccountantResult, Report, _f
+from .render import REFERENCES, AccountantResult, Report
 
-__all__ = ["ReportConfig", "Segment", "Report", "AccountantResult", "load_config", "build_report", "band",
-           "FORMATS", "REFERENCES"]
+__all__ = [
+    "ReportConfig",
+    "Segment",
+    "Report",
+    "AccountantResult",
+    "load_config",
+    "build_report",
+    "band",
+    "FORMATS",
+    "REFERENCES",
+]

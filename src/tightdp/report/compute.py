@@ -74,9 +74,14 @@ class _Progress:
             except ImportError:
                 self.enabled = False
                 return
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 TextColumn("{task.completed}/{task.total}"),
-                                 TimeElapsedColumn(), transient=True, console=Console(file=self.stream))
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TextColumn("{task.completed}/{task.total}"),
+                TimeElapsedColumn(),
+                transient=True,
+                console=Console(file=self.stream),
+            )
             self._bar.start()
             self._task = self._bar.add_task("privacy report", total=self.total, completed=self.done)
         if self._bar is not None:
@@ -166,8 +171,14 @@ def _plot_points(name: str, points: list, plot_names: list[str], sparse: dict[st
     return list(points) if name in _DENSE else _sparse(points, sparse.get(name, _DEFAULT_SPARSE))
 
 
-def build_report(config: ReportConfig, *, progress: bool | None = None, workers: int = 1,
-                 curve_points: int = 50, training_points: int = 50) -> Report:
+def build_report(
+    config: ReportConfig,
+    *,
+    progress: bool | None = None,
+    workers: int = 1,
+    curve_points: int = 50,
+    training_points: int = 50,
+) -> Report:
     """Compute everything the report shows.
 
     ``progress=None``: a progress bar only on a terminal (and only after a
@@ -185,24 +196,36 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
     training_points = check_count("training_points", training_points)
     t0 = time.perf_counter()
     names = _available_accountants(config)
-    plot_names = [n for n in names if (n in config.plot_accountants if config.plot_accountants is not None
-                                       else n not in _SLOW_IN_PLOTS)]
+    plot_names = [
+        n
+        for n in names
+        if (n in config.plot_accountants if config.plot_accountants is not None else n not in _SLOW_IN_PLOTS)
+    ]
     deltas = list(config.deltas)
-    curve_deltas = (sorted(set(deltas) | set(np.logspace(math.log10(_CURVE_DELTAS[0]), math.log10(_CURVE_DELTAS[1]),
-                                                         curve_points).tolist())) if config.plots else [])
+    curve_deltas = (
+        sorted(
+            set(deltas)
+            | set(np.logspace(math.log10(_CURVE_DELTAS[0]), math.log10(_CURVE_DELTAS[1]), curve_points).tolist())
+        )
+        if config.plots
+        else []
+    )
     train_x = _training_checkpoints(config, training_points) if config.plots and config.is_training else []
     calibration_note, calib_jobs = _calibration_plan(config)
     group_note, group_jobs = _group_plan(config)
 
     # every independent computation is one job; the slow kinds go first so that workers balance
-    rows = [("row", n, tuple(sorted(set(deltas) | set(_plot_points(n, curve_deltas, plot_names)), reverse=True)))
-            for n in names]
+    rows = [
+        ("row", n, tuple(sorted(set(deltas) | set(_plot_points(n, curve_deltas, plot_names)), reverse=True)))
+        for n in names
+    ]
     jobs: list[tuple] = [("scheme",)] if config.scheme else []
     jobs += [r for r in rows if r[1] in _SLOW_ROWS]
     jobs += [("calib", what, t) for what, t in calib_jobs] + [("group", g) for g in group_jobs]
     jobs += [r for r in rows if r[1] not in _SLOW_ROWS]
-    jobs += [("train", n, tuple(_plot_points(n, train_x, plot_names, _TRAIN_SPARSE_POINTS)))
-             for n in plot_names if train_x]
+    jobs += [
+        ("train", n, tuple(_plot_points(n, train_x, plot_names, _TRAIN_SPARSE_POINTS))) for n in plot_names if train_x
+    ]
     bar = _Progress(max(len(jobs), 1), enabled=progress)
     try:
         out = _run_jobs(config, jobs, workers, bar)
@@ -219,10 +242,15 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
     bands = {d: band(results, d) for d in deltas}
     curve: dict[str, Any] = {}
     if curve_deltas:
-        curve = {"delta": curve_deltas,
-                 "series": {f"{r.name} ({r.kind})": [_upper(r.bounds.get(d)) for d in curve_deltas]
-                            for r in results if r.bounds and r.name in plot_names and not r.not_applicable},
-                 "band": _monotone_band([band(results, d) for d in curve_deltas])}
+        curve = {
+            "delta": curve_deltas,
+            "series": {
+                f"{r.name} ({r.kind})": [_upper(r.bounds.get(d)) for d in curve_deltas]
+                for r in results
+                if r.bounds and r.name in plot_names and not r.not_applicable
+            },
+            "band": _monotone_band([band(results, d) for d in curve_deltas]),
+        }
     training_curve = _training_curve(config, [j for j in jobs if j[0] == "train"], train_x, by_job) if train_x else {}
     calibration = [by_job[("calib", what, t)] for what, t in calib_jobs]
     groups, group_errors = [], []
@@ -234,19 +262,37 @@ def build_report(config: ReportConfig, *, progress: bool | None = None, workers:
         group_note += " Failures: " + "; ".join(group_errors)
     scheme = by_job[("scheme",)] if config.scheme else {}
     if config.scheme:  # the band of what ran: the scheme's certified interval (the rows are Poisson's)
-        bands = {r["delta"]: ((r["scheme"]["lower"], r["scheme"]["upper"]) if "scheme" in r else (None, None))
-                 for r in scheme["rows"]}
+        bands = {
+            r["delta"]: ((r["scheme"]["lower"], r["scheme"]["upper"]) if "scheme" in r else (None, None))
+            for r in scheme["rows"]
+        }
     if config.scheme:  # the band is Poisson accounting's, not the scheme's: no f-DP curve from it
-        tradeoff = {"note": f"The f-DP trade-off curve is not drawn: it would be built from Poisson accounting's "
-                            f"certified band, and this run used {config.scheme} sampling."}
+        tradeoff = {
+            "note": f"The f-DP trade-off curve is not drawn: it would be built from Poisson accounting's "
+            f"certified band, and this run used {config.scheme} sampling."
+        }
     else:
         tradeoff = _tradeoff(curve) if curve else {}
     audit = _audit_job(config) if config.audit is not None else {}
-    return Report(config=config, results=results, band=bands, calibration=calibration,
-                  calibration_note=calibration_note, groups=groups, group_note=group_note, curve=curve,
-                  training_curve=training_curve, created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                  seconds=time.perf_counter() - t0, notes=notes, plot_names=list(plot_names), tradeoff=tradeoff,
-                  guarantee=_guarantee(config), scheme=scheme, audit=audit)
+    return Report(
+        config=config,
+        results=results,
+        band=bands,
+        calibration=calibration,
+        calibration_note=calibration_note,
+        groups=groups,
+        group_note=group_note,
+        curve=curve,
+        training_curve=training_curve,
+        created=_dt.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        seconds=time.perf_counter() - t0,
+        notes=notes,
+        plot_names=list(plot_names),
+        tradeoff=tradeoff,
+        guarantee=_guarantee(config),
+        scheme=scheme,
+        audit=audit,
+    )
 
 
 def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
@@ -257,11 +303,16 @@ def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
         return {}
     rates = {s.sampling_rate for s in config.segments}
     return guarantee_paragraphs(
-        sampling=config.sampling, sampling_rate=rates.pop() if len(rates) == 1 else None, batch_size=config.batch_size,
-        dataset_size=config.dataset_size, max_batch_size=config.max_batch_size,
+        sampling=config.sampling,
+        sampling_rate=rates.pop() if len(rates) == 1 else None,
+        batch_size=config.batch_size,
+        dataset_size=config.dataset_size,
+        max_batch_size=config.max_batch_size,
         # the statement's group sentence describes 002's mixture-of-Gaussians analysis, which does not cover the
         # schemes with their own function: their group section says which bound it gives (hints._group_plan)
-        group_sizes=() if config.scheme else config.group_sizes, steps=config.total_steps)
+        group_sizes=() if config.scheme else config.group_sizes,
+        steps=config.total_steps,
+    )
 
 
 def _verdict(scheme: Bounds, poisson: Bounds) -> str:
@@ -282,19 +333,28 @@ def _scheme_job(config: ReportConfig) -> dict[str, Any]:
     for d in config.deltas:
         row: dict[str, Any] = {"delta": d}
         try:
-            sb = dpsgd_epsilon(**kw, delta=d, sampling=config.scheme, dataset_size=config.dataset_size,
-                               max_batch_size=config.max_batch_size)
+            sb = dpsgd_epsilon(
+                **kw,
+                delta=d,
+                sampling=config.scheme,
+                dataset_size=config.dataset_size,
+                max_batch_size=config.max_batch_size,
+            )
             pb = dpsgd_epsilon(**kw, delta=d)
         except (TightDPError, ArithmeticError, ValueError) as exc:
             row["error"] = _reason(exc)
             rows.append(row)
             continue
-        row.update({"scheme": {"lower": sb.lower, "upper": sb.upper, "note": (sb.details or {}).get("note")},
-                    "poisson": {"lower": pb.lower, "upper": pb.upper}, "verdict": _verdict(sb, pb)})
+        row.update(
+            {
+                "scheme": {"lower": sb.lower, "upper": sb.upper, "note": (sb.details or {}).get("note")},
+                "poisson": {"lower": pb.lower, "upper": pb.upper},
+                "verdict": _verdict(sb, pb),
+            }
+        )
         rows.append(row)
     cls = config.sampling_scheme
-    return {"sampling": config.scheme, "scheme": cls.summary, "caveat": cls.report_caveat or cls.summary,
-            "rows": rows}
+    return {"sampling": config.scheme, "scheme": cls.summary, "caveat": cls.report_caveat or cls.summary, "rows": rows}
 
 
 def _audit_run_keywords(config: ReportConfig) -> tuple[dict[str, Any] | None, str]:
@@ -307,15 +367,18 @@ def _audit_run_keywords(config: ReportConfig) -> tuple[dict[str, Any] | None, st
     verdict supports: the section says so rather than audit against another run's curve.
     """
     if not config.is_training:
-        return None, ("the audit's verdict supports DP-SGD training runs with Poisson sampling; this report "
-                      "describes a list of mechanisms")
+        return None, (
+            "the audit's verdict supports DP-SGD training runs with Poisson sampling; this report "
+            "describes a list of mechanisms"
+        )
     if config.sampling_scheme.name != "poisson":
-        return None, (f"the audit's verdict supports Poisson sampling (add/remove neighbours) only; this run used "
-                      f"{config.sampling} sampling, whose certified curve the audit does not take")
+        return None, (
+            f"the audit's verdict supports Poisson sampling (add/remove neighbours) only; this run used "
+            f"{config.sampling} sampling, whose certified curve the audit does not take"
+        )
     if len(config.segments) == 1:
         seg = config.segments[0]
-        return {"noise_multiplier": seg.noise_multiplier, "sampling_rate": seg.sampling_rate,
-                "steps": seg.steps}, ""
+        return {"noise_multiplier": seg.noise_multiplier, "sampling_rate": seg.sampling_rate, "steps": seg.steps}, ""
     from ..accountants import ConnectDotsAccountant
 
     return {"accountant": ConnectDotsAccountant().compose(config.ledger())}, ""
@@ -330,14 +393,25 @@ def _audit_job(config: ReportConfig) -> dict[str, Any]:
     from ..audit import audit_section
 
     a = config.audit
-    out: dict[str, Any] = {"scores": a.scores, "method": a.method, "beta": a.beta, "delta": a.delta,
-                           "canaries": len(a.in_scores) + len(a.out_scores)}
+    out: dict[str, Any] = {
+        "scores": a.scores,
+        "method": a.method,
+        "beta": a.beta,
+        "delta": a.delta,
+        "canaries": len(a.in_scores) + len(a.out_scores),
+    }
     run, why = _audit_run_keywords(config)
     if run is None:
         return {**out, "computed": False, "note": f"Not computed: {why}."}
     try:
-        sec = audit_section(in_scores=list(a.in_scores), out_scores=list(a.out_scores), delta=a.delta,
-                            beta=a.beta, method=a.method, **run)
+        sec = audit_section(
+            in_scores=list(a.in_scores),
+            out_scores=list(a.out_scores),
+            delta=a.delta,
+            beta=a.beta,
+            method=a.method,
+            **run,
+        )
     except (TightDPError, ArithmeticError, ValueError) as exc:
         return {**out, "computed": False, "note": f"Not computed: {_reason(exc)}."}
     return {**out, "computed": True, **sec}
@@ -347,17 +421,16 @@ def _tradeoff(curve: dict[str, Any]) -> dict[str, Any]:
     """The certified lower f-DP trade-off curve from the band's certified (upper epsilon, delta) pairs.
 
     Every point of the epsilon(delta) curve is an (eps_upper(delta), delta)-DP guarantee, so
-    ``tightdp.statement.tradeoff_lower_curve`` over them is a certified lower bound on the
+    ``tightdp.tradeoff.tradeoff_lower_curve`` over them is a certified lower bound on the
     trade-off function, at no further cost.
     """
-    from ..statement import tradeoff_lower_curve
+    from ..tradeoff import tradeoff_lower_curve
 
     pairs = [(up, d) for d, up in zip(curve["delta"], curve["band"][1]) if up is not None and math.isfinite(up)]
     if not pairs:
         return {"note": "trade-off curve not available: no certified upper epsilon on the delta grid"}
     alpha, beta = tradeoff_lower_curve([max(0.0, e) for e, _ in pairs], [d for _, d in pairs])
-    return {"alpha": alpha.tolist(), "beta": beta.tolist(), "accountant": "certified band",
-            "points": len(pairs)}
+    return {"alpha": alpha.tolist(), "beta": beta.tolist(), "accountant": "certified band", "points": len(pairs)}
 
 
 def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progress) -> list[Any]:
@@ -438,8 +511,10 @@ def _row_job(config: ReportConfig, name: str, queries: tuple[float, ...]) -> tup
             res.bounds[d] = b
             if b.kind == "bound" and (b.upper is None or not math.isfinite(float(b.upper))):
                 why = (b.details or {}).get("note") or "no finite upper bound"
-                notes.append(f"{name} at δ = {d:g}{' (plot only)' if plot_only else ''}: not certified "
-                             f"(upper bound {b.upper}): {why}")
+                notes.append(
+                    f"{name} at δ = {d:g}{' (plot only)' if plot_only else ''}: not certified "
+                    f"(upper bound {b.upper}): {why}"
+                )
         elif not plot_only:
             failures.append(err)
         else:
@@ -501,5 +576,10 @@ def _training_curve(config: ReportConfig, train_jobs: list[tuple], xs: list[int]
         x, label = [k / config.steps_per_epoch for k in xs], "epochs"
     else:
         x, label = xs, "steps"
-    return {"x": x, "steps": xs, "x_label": label, "series": series,
-            "band": ([b[0] for b in lo_up], [b[1] for b in lo_up])}
+    return {
+        "x": x,
+        "steps": xs,
+        "x_label": label,
+        "series": series,
+        "band": ([b[0] for b in lo_up], [b[1] for b in lo_up]),
+    }

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability, check_real
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled, mechanism_from_dict
@@ -92,8 +93,12 @@ class ReportConfig:
 
     def segment_scheme(self, seg: Segment) -> SamplingScheme:
         """The scheme object of one segment (its rate; the config's sizes)."""
-        return self.sampling_scheme.from_options(sampling_rate=seg.sampling_rate, dataset_size=self.dataset_size,
-                                                 batch_size=self.batch_size, max_batch_size=self.max_batch_size)
+        return self.sampling_scheme.from_options(
+            sampling_rate=seg.sampling_rate,
+            dataset_size=self.dataset_size,
+            batch_size=self.batch_size,
+            max_batch_size=self.max_batch_size,
+        )
 
     @property
     def total_steps(self) -> int:
@@ -106,8 +111,9 @@ class ReportConfig:
             mech = self.segment_scheme(seg).step_mechanism(noise_multiplier=seg.noise_multiplier)
             if mech is not None:
                 return mech
-        return PoissonSampled(mechanism=Gaussian(noise_multiplier=seg.noise_multiplier),
-                              sampling_rate=seg.sampling_rate)
+        return PoissonSampled(
+            mechanism=Gaussian(noise_multiplier=seg.noise_multiplier), sampling_rate=seg.sampling_rate
+        )
 
     def ledger(self, upto: int | None = None) -> list[tuple[Mechanism, int]]:
         """The composed ``(mechanism, count)`` entries, optionally only the first ``upto`` steps."""
@@ -124,7 +130,7 @@ class ReportConfig:
         return list(self.events)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> "ReportConfig":
+    def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> ReportConfig:
         if not isinstance(data, Mapping):
             raise ValueError("config must be a table (TOML) / object (JSON)")
         known = {"title", "description", "training", "events", "privacy", "report", "audit"}
@@ -149,11 +155,14 @@ class ReportConfig:
         kw["deltas"] = tuple(check_delta(f"privacy.deltas[{i}]", d) for i, d in enumerate(_as_list("deltas", deltas)))
         if not kw["deltas"]:
             raise ValueError("privacy.deltas must not be empty")
-        kw["target_epsilons"] = tuple(check_real(f"privacy.target_epsilons[{i}]", e, low=0.0) for i, e in
-                                      enumerate(_as_list("target_epsilons",
-                                                         priv.get("target_epsilons", list(_DEFAULT_TARGETS)))))
-        kw["group_sizes"] = tuple(check_count(f"privacy.group_sizes[{i}]", g) for i, g in
-                                  enumerate(_as_list("group_sizes", priv.get("group_sizes", []))))
+        kw["target_epsilons"] = tuple(
+            check_real(f"privacy.target_epsilons[{i}]", e, low=0.0)
+            for i, e in enumerate(_as_list("target_epsilons", priv.get("target_epsilons", list(_DEFAULT_TARGETS))))
+        )
+        kw["group_sizes"] = tuple(
+            check_count(f"privacy.group_sizes[{i}]", g)
+            for i, g in enumerate(_as_list("group_sizes", priv.get("group_sizes", [])))
+        )
         rep = _table(data, "report")
         _no_unknown("report", rep, {"accountants", "plot_accountants", "formats", "plots"})
         for key in ("accountants", "plot_accountants"):
@@ -165,8 +174,10 @@ class ReportConfig:
                     check_choice(f"report.{key}[{i}]", a, sorted(ACCOUNTANTS))
                 kw[key] = accs
         if "formats" in rep:
-            kw["formats"] = tuple(check_choice(f"report.formats[{i}]", f, FORMATS)
-                                  for i, f in enumerate(_as_list("formats", rep["formats"])))
+            kw["formats"] = tuple(
+                check_choice(f"report.formats[{i}]", f, FORMATS)
+                for i, f in enumerate(_as_list("formats", rep["formats"]))
+            )
         if "plots" in rep:
             if not isinstance(rep["plots"], bool):
                 raise ValueError(f"report.plots must be true or false, got {rep['plots']!r}")
@@ -174,8 +185,10 @@ class ReportConfig:
         if "audit" in data:
             kw["audit"] = _parse_audit(data["audit"], deltas=kw["deltas"], source=source)
             if kw["audit"].method == "fdp-gdp" and any(s.sampling_rate < 1.0 for s in kw.get("segments", ())):
-                raise ValueError("audit.method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and a subsampled "
-                                 "run's is not one (a correct run could be flagged); use 'fdp-eps-delta' or 'one-run'")
+                raise ValueError(
+                    "audit.method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and a subsampled "
+                    "run's is not one (a correct run could be flagged); use 'fdp-eps-delta' or 'one-run'"
+                )
         return cls(title=title, description=description, source=source, **kw)
 
 
@@ -201,18 +214,35 @@ def _as_list(name: str, v) -> list:
 def _parse_training(t) -> dict[str, Any]:
     if not isinstance(t, Mapping):
         raise ValueError("training must be a table")
-    _no_unknown("training", t, {"dataset_size", "batch_size", "sampling_rate", "epochs", "steps",
-                                "noise_multiplier", "schedule", "sampling", "max_batch_size"})
+    _no_unknown(
+        "training",
+        t,
+        {
+            "dataset_size",
+            "batch_size",
+            "sampling_rate",
+            "epochs",
+            "steps",
+            "noise_multiplier",
+            "schedule",
+            "sampling",
+            "max_batch_size",
+        },
+    )
     cls = scheme_class(t.get("sampling"), argument="training.sampling")
     sampling = cls.name.replace("-", "_")  # the config's spelling
     epoch_based = cls.per_epoch
     max_b = check_count("training.max_batch_size", t["max_batch_size"]) if "max_batch_size" in t else None
     if (max_b is not None) != ("max_batch_size" in cls.options):
-        raise ValueError(f"training.max_batch_size is required with sampling = {sampling!r} and applies "
-                         "to schemes with a batch cap only")
+        raise ValueError(
+            f"training.max_batch_size is required with sampling = {sampling!r} and applies "
+            "to schemes with a batch cap only"
+        )
     if not cls.any_accountant and "schedule" in t:
-        raise ValueError(f"training.schedule needs sampling = 'poisson' (sampling = {sampling!r} is accounted "
-                         "for one constant noise multiplier)")
+        raise ValueError(
+            f"training.schedule needs sampling = 'poisson' (sampling = {sampling!r} is accounted "
+            "for one constant noise multiplier)"
+        )
     n = check_count("training.dataset_size", t["dataset_size"]) if "dataset_size" in t else None
     b = check_count("training.batch_size", t["batch_size"]) if "batch_size" in t else None
     if "sampling_rate" in t and b is not None:
@@ -230,8 +260,10 @@ def _parse_training(t) -> dict[str, Any]:
         q = check_probability("training.sampling_rate", t["sampling_rate"])
         per_epoch = math.ceil(1.0 / q)
         if epoch_based and abs(per_epoch * q - 1.0) > 1e-9:
-            raise ValueError(f"training.sampling_rate must be 1/t (t steps per epoch) for sampling = {sampling!r}, "
-                             f"got {q!r}; or give dataset_size and batch_size")
+            raise ValueError(
+                f"training.sampling_rate must be 1/t (t steps per epoch) for sampling = {sampling!r}, "
+                f"got {q!r}; or give dataset_size and batch_size"
+            )
     else:
         q, per_epoch = None, None
     fixed_batches = "batch_size" in cls.options  # the scheme needs the batch size itself
@@ -266,11 +298,15 @@ def _parse_training(t) -> dict[str, Any]:
             raise ValueError(f"{where}: give training.batch_size (with dataset_size) or training.sampling_rate")
         if ("epochs" in s) == ("steps" in s):
             raise ValueError(f"{where}: give exactly one of epochs and steps")
-        steps = (check_count(f"{where}.epochs", s["epochs"]) * spe if "epochs" in s
-                 else check_count(f"{where}.steps", s["steps"]))
+        steps = (
+            check_count(f"{where}.epochs", s["epochs"]) * spe
+            if "epochs" in s
+            else check_count(f"{where}.steps", s["steps"])
+        )
         if epoch_based and steps % spe:
-            raise ValueError(f"{where}.steps ({steps}) must be a whole number of epochs of {spe} steps for "
-                             f"sampling = {sampling!r}")
+            raise ValueError(
+                f"{where}.steps ({steps}) must be a whole number of epochs of {spe} steps for sampling = {sampling!r}"
+            )
         return Segment(sigma, sq, steps)
 
     if "schedule" in t:
@@ -283,13 +319,20 @@ def _parse_training(t) -> dict[str, Any]:
         for i, s in enumerate(sched):
             if not isinstance(s, Mapping):
                 raise ValueError(f"training.schedule[{i}] must be a table")
-            _no_unknown(f"training.schedule[{i}]", s, {"noise_multiplier", "epochs", "steps", "sampling_rate",
-                                                       "batch_size"})
+            _no_unknown(
+                f"training.schedule[{i}]", s, {"noise_multiplier", "epochs", "steps", "sampling_rate", "batch_size"}
+            )
             segs.append(seg(f"training.schedule[{i}]", s))
     else:
         segs = [seg("training", t)]
-    return {"segments": tuple(segs), "dataset_size": n, "batch_size": b, "sampling": sampling,
-            "steps_per_epoch": per_epoch, "max_batch_size": max_b}
+    return {
+        "segments": tuple(segs),
+        "dataset_size": n,
+        "batch_size": b,
+        "sampling": sampling,
+        "steps_per_epoch": per_epoch,
+        "max_batch_size": max_b,
+    }
 
 
 def _parse_audit(t, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
@@ -317,8 +360,14 @@ def _parse_audit(t, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
     beta = check_real("audit.beta", t.get("beta", 0.05), low=0.0, high=1.0)  # one minus the confidence, in (0, 1)
     method = check_choice("audit.method", t.get("method", "one-run"), RUN_METHODS)
     delta = check_delta("audit.delta", t["delta"]) if "delta" in t else deltas[0]
-    return AuditConfig(scores=str(path), in_scores=tuple(float(x) for x in scores.in_scores),
-                       out_scores=tuple(float(x) for x in scores.out_scores), beta=beta, method=method, delta=delta)
+    return AuditConfig(
+        scores=str(path),
+        in_scores=tuple(float(x) for x in scores.in_scores),
+        out_scores=tuple(float(x) for x in scores.out_scores),
+        beta=beta,
+        method=method,
+        delta=delta,
+    )
 
 
 def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:

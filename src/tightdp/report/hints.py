@@ -25,20 +25,25 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
     if not config.is_training:
         return "Calibration hints are given for training runs (a [training] table).", []
     if "batch_size" in config.sampling_scheme.options:
-        return (f"Calibration hints are given for schemes set by their sampling rate; this run samples "
-                f"{config.sampling_scheme.summary}."), []
+        return (
+            f"Calibration hints are given for schemes set by their sampling rate; this run samples "
+            f"{config.sampling_scheme.summary}."
+        ), []
     if len({s.sampling_rate for s in config.segments}) != 1:
         return "Calibration hints need one sampling rate across the schedule.", []
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
-    from ..accountants import DEFAULT_ACCOUNTANT
     from .._accuracy import describe_accuracy
+    from ..accountants import DEFAULT_ACCOUNTANT
 
-    note = (f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at accuracy {describe_accuracy()} (the default of "
-            f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
-            f"rate {q:.6g}" + (f", {config.scheme} sampling" if config.scheme else "")
-            + f". Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
-            "rounded up in the printed digits; the note column says when a little less noise is not shown to "
-            "exceed it. ")
+    note = (
+        f"Certified by the {DEFAULT_ACCOUNTANT} upper bound at accuracy {describe_accuracy()} (the default of "
+        f"`tightdp epsilon`, so re-checking an answer there gives at most the target) at δ = {delta:g}, sampling "
+        f"rate {q:.6g}"
+        + (f", {config.scheme} sampling" if config.scheme else "")
+        + f". Noise: the smallest constant noise multiplier for {k} steps that meets the target, "
+        "rounded up in the printed digits; the note column says when a little less noise is not shown to "
+        "exceed it. "
+    )
     jobs = [("noise", t) for t in config.target_epsilons]
     if len(config.segments) == 1 and config.steps_per_epoch:
         note += "Epochs: the most whole epochs the configured noise affords."
@@ -52,29 +57,55 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
     scheme: dict[str, Any] = {}
     if config.scheme:  # calibrate the scheme that ran (tightdp.calibration, sampling=...)
-        scheme = {"sampling": config.scheme, "dataset_size": config.dataset_size,
-                  "max_batch_size": config.max_batch_size}
+        scheme = {
+            "sampling": config.scheme,
+            "dataset_size": config.dataset_size,
+            "max_batch_size": config.max_batch_size,
+        }
     try:
         if what == "noise":
             cal = calibrate_noise(target_epsilon=t, delta=delta, sampling_rate=q, steps=k, **scheme)
             tight = cal.details.get("tightness", {})
-            return {"question": f"noise for ε ≤ {t:g}", "answer": f"σ = {cal.noise_multiplier:.6g}",
-                    "noise_multiplier": cal.noise_multiplier, "target_epsilon": t,
-                    "epsilon_upper": cal.epsilon.upper, "eps_error": cal.eps_error,
-                    "note": "" if tight.get("overshoots") else (cal.details.get("note_sampling")
-                                                                 or tight.get("note", cal.details.get("note", "")))}
+            return {
+                "question": f"noise for ε ≤ {t:g}",
+                "answer": f"σ = {cal.noise_multiplier:.6g}",
+                "noise_multiplier": cal.noise_multiplier,
+                "target_epsilon": t,
+                "epsilon_upper": cal.epsilon.upper,
+                "eps_error": cal.eps_error,
+                "note": ""
+                if tight.get("overshoots")
+                else (cal.details.get("note_sampling") or tight.get("note", cal.details.get("note", ""))),
+            }
         sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
-        cal = calibrate_steps(target_epsilon=t, delta=delta, noise_multiplier=sigma, sampling_rate=q,
-                              multiple_of=spe, max_steps=_EPOCH_HINT_FACTOR * k, **scheme)
+        cal = calibrate_steps(
+            target_epsilon=t,
+            delta=delta,
+            noise_multiplier=sigma,
+            sampling_rate=q,
+            multiple_of=spe,
+            max_steps=_EPOCH_HINT_FACTOR * k,
+            **scheme,
+        )
         note = ""
         if "note" in cal.details:
             note = f"at least; not searched beyond {_EPOCH_HINT_FACTOR}× the configured run"
-        return {"question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
-                "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)", "steps": cal.steps,
-                "target_epsilon": t, "epsilon_upper": cal.epsilon.upper, "note": note}
+        return {
+            "question": f"epochs at σ = {sigma:g} for ε ≤ {t:g}",
+            "answer": f"{cal.steps // spe} epochs ({cal.steps} steps)",
+            "steps": cal.steps,
+            "target_epsilon": t,
+            "epsilon_upper": cal.epsilon.upper,
+            "note": note,
+        }
     except (CalibrationError, ArithmeticError) as exc:
-        return {"question": f"{what} for ε ≤ {t:g}", "answer": "—", "target_epsilon": t,
-                "epsilon_upper": None, "note": str(exc)}
+        return {
+            "question": f"{what} for ε ≤ {t:g}",
+            "answer": "—",
+            "target_epsilon": t,
+            "epsilon_upper": None,
+            "note": str(exc),
+        }
 
 
 def _group_functions():
@@ -104,18 +135,22 @@ def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
         cls = config.sampling_scheme
         if cls.group_analysis is GroupAnalysis.NONE:
             return f"Group-level epsilon for {config.scheme} sampling: {cls.group_reason}.", []
-        return (f"Certified upper bounds on epsilon for groups of up to k examples under {config.scheme} sampling "
-                f"(`tightdp.group_epsilon(sampling=...)`). {cls.group_sentence()}"), list(config.group_sizes)
+        return (
+            f"Certified upper bounds on epsilon for groups of up to k examples under {config.scheme} sampling "
+            f"(`tightdp.group_epsilon(sampling=...)`). {cls.group_sentence()}"
+        ), list(config.group_sizes)
     from ..sampling import Poisson
 
     if not config.is_training or config.sampling_scheme is not Poisson:
-        return ("Group-level epsilon is computed for Poisson-sampled training runs "
-                "(add/remove of up to k examples)."), []
+        return (
+            "Group-level epsilon is computed for Poisson-sampled training runs (add/remove of up to k examples)."
+        ), []
     if len(config.segments) > 1 and sched is None:
         return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
-    return ("Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
-            "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."), \
-        list(config.group_sizes)
+    return (
+        "Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
+        "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."
+    ), list(config.group_sizes)
 
 
 def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]:
@@ -126,11 +161,20 @@ def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]
             if len(config.segments) == 1:
                 s = config.segments[0]
                 extra = {"sampling": config.scheme} if config.scheme else {}
-                b = fn(group_size=g, noise_multiplier=s.noise_multiplier, sampling_rate=s.sampling_rate,
-                       steps=s.steps, delta=d, **extra)
+                b = fn(
+                    group_size=g,
+                    noise_multiplier=s.noise_multiplier,
+                    sampling_rate=s.sampling_rate,
+                    steps=s.steps,
+                    delta=d,
+                    **extra,
+                )
             else:
-                b = sched(schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
-                          group_size=g, delta=d)
+                b = sched(
+                    schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
+                    group_size=g,
+                    delta=d,
+                )
             eps[repr(d)] = _upper(b)
             if eps[repr(d)] is None:
                 errors.append(f"group size {g}, δ = {d:g}: {b.details.get('note', 'no finite bound')}")

@@ -33,15 +33,30 @@ def write_plots(report, plot_dir: Path) -> dict[str, Path]:
     delta0 = report.config.deltas[0]
     if report.curve.get("series"):
         p = plot_dir / "epsilon_vs_delta.png"
-        _two_panel(plt, report.curve, "delta", p, xlabel="δ", ylabel="ε", logx=True,
-                   title="ε(δ) by accountant; hatched: certified band")
+        _two_panel(
+            plt,
+            report.curve,
+            "delta",
+            p,
+            xlabel="δ",
+            ylabel="ε",
+            logx=True,
+            title="ε(δ) by accountant; hatched: certified band",
+        )
         report.pngs["curve"] = p.name
         written["plot_epsilon_vs_delta"] = p
     if report.training_curve.get("series"):
         p = plot_dir / "epsilon_over_training.png"
-        _two_panel(plt, report.training_curve, "x", p, xlabel=report.training_curve.get("x_label", "steps"),
-                   ylabel=f"ε at δ = {delta0:g}", logx=False,
-                   title="privacy spent over training; hatched: certified band")
+        _two_panel(
+            plt,
+            report.training_curve,
+            "x",
+            p,
+            xlabel=report.training_curve.get("x_label", "steps"),
+            ylabel=f"ε at δ = {delta0:g}",
+            logx=False,
+            title="privacy spent over training; hatched: certified band",
+        )
         report.pngs["training"] = p.name
         written["plot_epsilon_over_training"] = p
     if report.tradeoff.get("alpha"):
@@ -60,25 +75,40 @@ def _arr(values) -> np.ndarray:
     return np.array([np.nan if v is None else v for v in values], float)
 
 
-def _two_panel(plt, curve: dict[str, Any], x_key: str, path: Path, *, xlabel: str, ylabel: str, logx: bool,
-               title: str) -> None:
+def _two_panel(
+    plt, curve: dict[str, Any], x_key: str, path: Path, *, xlabel: str, ylabel: str, logx: bool, title: str
+) -> None:
     x = np.asarray(curve[x_key], float)
     lo, up = (_arr(curve["band"][0]), _arr(curve["band"][1])) if curve.get("band") else (None, None)
     fig, (ax, dev) = plt.subplots(2, 1, figsize=(7.5, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
     if lo is not None:
         ok = np.isfinite(lo) & np.isfinite(up)
         if ok.any():
-            ax.fill_between(x[ok], lo[ok], up[ok], color="0.55", alpha=0.35, hatch="//", linewidth=0,
-                            label="certified band")
-            dev.fill_between(x[ok], -(up[ok] - lo[ok]), 0.0, color="0.55", alpha=0.35, hatch="//", linewidth=0,
-                             label="band width (lower end − upper end)")
+            ax.fill_between(
+                x[ok], lo[ok], up[ok], color="0.55", alpha=0.35, hatch="//", linewidth=0, label="certified band"
+            )
+            dev.fill_between(
+                x[ok],
+                -(up[ok] - lo[ok]),
+                0.0,
+                color="0.55",
+                alpha=0.35,
+                hatch="//",
+                linewidth=0,
+                label="band width (lower end − upper end)",
+            )
     for name, ys in curve["series"].items():
         y = _arr(ys)
         ok = np.isfinite(y)
         sparse = ok.sum() <= 16  # drawn at a few points only: markers, no line between them
         approx = "approximation" in name
-        style = dict(color=_COLOURS.get(name.split(" ")[0], "C7"), lw=1.2, ms=4 if sparse else 0,
-                     marker="o" if sparse else None, ls="none" if sparse else ("--" if approx else "-"))
+        style = dict(
+            color=_COLOURS.get(name.split(" ")[0], "C7"),
+            lw=1.2,
+            ms=4 if sparse else 0,
+            marker="o" if sparse else None,
+            ls="none" if sparse else ("--" if approx else "-"),
+        )
         ax.plot(x[ok], y[ok], label=name + (" (a few points)" if sparse else ""), **style)
         if up is not None:
             both = ok & np.isfinite(up)

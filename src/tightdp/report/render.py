@@ -12,9 +12,10 @@ import base64
 import html as _html
 import json
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -41,9 +42,11 @@ class AccountantResult:
 
 
 #: Marks <body data-images="loaded"> once every <img> has decoded with a non-zero size.
-_IMAGE_CHECK = ("<script>window.addEventListener('load',function(){var i=[].slice.call(document.images);"
-                "document.body.dataset.images=i.every(function(x){return x.complete&&x.naturalWidth>0})"
-                "?'loaded':'broken';document.body.dataset.imageCount=String(i.length)});</script>")
+_IMAGE_CHECK = (
+    "<script>window.addEventListener('load',function(){var i=[].slice.call(document.images);"
+    "document.body.dataset.images=i.every(function(x){return x.complete&&x.naturalWidth>0})"
+    "?'loaded':'broken';document.body.dataset.imageCount=String(i.length)});</script>"
+)
 
 
 @dataclass
@@ -76,20 +79,36 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         c = self.config
         return {
-            "title": c.title, "created": self.created, "seconds": self.seconds,
+            "title": c.title,
+            "created": self.created,
+            "seconds": self.seconds,
             "run": _run_dict(c),
             "deltas": list(c.deltas),
-            "accountants": [{"name": r.name, "kind": r.kind, "seconds": r.seconds,
-                             "not_applicable": r.not_applicable or None,
-                             "epsilon": {repr(d): b.to_dict() for d, b in r.bounds.items()}} for r in self.results],
+            "accountants": [
+                {
+                    "name": r.name,
+                    "kind": r.kind,
+                    "seconds": r.seconds,
+                    "not_applicable": r.not_applicable or None,
+                    "epsilon": {repr(d): b.to_dict() for d, b in r.bounds.items()},
+                }
+                for r in self.results
+            ],
             "certified_band": {repr(d): {"lower": lo, "upper": up} for d, (lo, up) in self.band.items()},
-            "calibration": self.calibration, "calibration_note": self.calibration_note,
-            "groups": self.groups, "group_note": self.group_note,
-            "guarantees": self.guarantee.get("guarantees", []), "not_covered": self.guarantee.get("not_covered", []),
-            "curves": {"epsilon_vs_delta": _jsonable_curve(self.curve),
-                       "epsilon_over_training": _jsonable_curve(self.training_curve),
-                       "tradeoff": self.tradeoff},
-            "notes": self.notes, "settings": dict(_settings_rows(self)), "references": list(REFERENCES),
+            "calibration": self.calibration,
+            "calibration_note": self.calibration_note,
+            "groups": self.groups,
+            "group_note": self.group_note,
+            "guarantees": self.guarantee.get("guarantees", []),
+            "not_covered": self.guarantee.get("not_covered", []),
+            "curves": {
+                "epsilon_vs_delta": _jsonable_curve(self.curve),
+                "epsilon_over_training": _jsonable_curve(self.training_curve),
+                "tradeoff": self.tradeoff,
+            },
+            "notes": self.notes,
+            "settings": dict(_settings_rows(self)),
+            "references": list(REFERENCES),
             "scheme_vs_poisson": self.scheme or None,
             "audit": self.audit or None,
         }
@@ -112,24 +131,39 @@ class Report:
             if self.scheme:
                 first = _scheme_upper(self.scheme, c.deltas[0])
                 if first is not None:
-                    out.append(("p", f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the certified upper bound "
-                                     f"for {self.scheme['sampling']} sampling, the scheme that ran; see below) under "
-                                     "these assumptions."))
+                    out.append(
+                        (
+                            "p",
+                            f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the certified upper bound "
+                            f"for {self.scheme['sampling']} sampling, the scheme that ran; see below) under "
+                            "these assumptions.",
+                        )
+                    )
             else:
                 first = self.band.get(c.deltas[0], (None, None))[1]
                 if first is not None:
-                    out.append(("p", f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the upper end of the "
-                                     "certified band below) under these assumptions."))
+                    out.append(
+                        (
+                            "p",
+                            f"Publish: ε ≤ {_f(first)} at δ = {c.deltas[0]:g} (the upper end of the "
+                            "certified band below) under these assumptions.",
+                        )
+                    )
             out.append(("ul", self.guarantee.get("guarantees", [])))
             out.append(("p", "Not covered:"))
             out.append(("ul", self.guarantee.get("not_covered", [])))
         if self.scheme:
             out += _scheme_sections(self.scheme)
         out.append(("h2", "Epsilon by accountant" + (" — Poisson accounting (not what ran)" if self.scheme else "")))
-        out.append(("p", "*bound*: each cell is the certified upper bound (the epsilon to report) with the "
-                         "certified interval `[lower, upper]` where the accountant gives a lower bound too. "
-                         "*approximation*: an estimate `≈` with no guarantee. *not applicable*: the accountant "
-                         "cannot analyse this run at its defaults, and why."))
+        out.append(
+            (
+                "p",
+                "*bound*: each cell is the certified upper bound (the epsilon to report) with the "
+                "certified interval `[lower, upper]` where the accountant gives a lower bound too. "
+                "*approximation*: an estimate `≈` with no guarantee. *not applicable*: the accountant "
+                "cannot analyse this run at its defaults, and why.",
+            )
+        )
         header = ["accountant", "kind"] + [f"δ = {d:g}" for d in c.deltas] + ["time"]
         rows = []
         for r in self.results:
@@ -145,38 +179,65 @@ class Report:
         out.append(("table", (header, rows)))
         if self.scheme:
             out.append(("h2", f"Certified band — {self.scheme['sampling']} sampling (what ran)"))
-            out.append(("p", f"The true epsilon of the run ({self.scheme['sampling']} sampling) lies in this "
-                             "interval (`tightdp.dpsgd_epsilon(sampling=...)`; the accountant table above is Poisson "
-                             "accounting, for comparison only). Report the upper end."))
+            out.append(
+                (
+                    "p",
+                    f"The true epsilon of the run ({self.scheme['sampling']} sampling) lies in this "
+                    "interval (`tightdp.dpsgd_epsilon(sampling=...)`; the accountant table above is Poisson "
+                    "accounting, for comparison only). Report the upper end.",
+                )
+            )
         else:
             out.append(("h2", "Certified band"))
-            out.append(("p", "The true epsilon lies in this interval: the largest certified lower bound and the "
-                             "smallest certified upper bound over the certified accountants (approximations "
-                             "excluded). Report the upper end."))
-        rows = [[f"{d:g}", _f(lo), _f(up), _f(None if lo is None or up is None else up - lo)]
-                for d, (lo, up) in self.band.items()]
+            out.append(
+                (
+                    "p",
+                    "The true epsilon lies in this interval: the largest certified lower bound and the "
+                    "smallest certified upper bound over the certified accountants (approximations "
+                    "excluded). Report the upper end.",
+                )
+            )
+        rows = [
+            [f"{d:g}", _f(lo), _f(up), _f(None if lo is None or up is None else up - lo)]
+            for d, (lo, up) in self.band.items()
+        ]
         out.append(("table", (["δ", "lower", "upper (report this)", "width"], rows)))
         if self.pngs.get("curve"):
-            out.append(("p", ("Poisson accounting (not what ran): " if self.scheme else "")
-                        + f"ε(δ) on {len(self.curve.get('delta', []))} values of δ (log axis). Lower panel: each "
-                             "accountant's distance from the upper end of the certified band (0 = the band; the grey "
-                             "strip below 0 is the band's width, the room left between the proven bounds)."))
+            out.append(
+                (
+                    "p",
+                    ("Poisson accounting (not what ran): " if self.scheme else "")
+                    + f"ε(δ) on {len(self.curve.get('delta', []))} values of δ (log axis). Lower panel: each "
+                    "accountant's distance from the upper end of the certified band (0 = the band; the grey "
+                    "strip below 0 is the band's width, the room left between the proven bounds).",
+                )
+            )
             out.append(("img", img(self.pngs["curve"], "epsilon against delta")))
         if self.pngs.get("training"):
             out.append(("h2", "Privacy over training" + (" (Poisson accounting)" if self.scheme else "")))
             tc = self.training_curve
-            out.append(("p", f"ε at δ = {c.deltas[0]:g} after each of {len(tc.get('steps', []))} checkpoints, "
-                             "with the certified band and each accountant's distance from its upper end."))
+            out.append(
+                (
+                    "p",
+                    f"ε at δ = {c.deltas[0]:g} after each of {len(tc.get('steps', []))} checkpoints, "
+                    "with the certified band and each accountant's distance from its upper end.",
+                )
+            )
             out.append(("img", img(self.pngs["training"], "epsilon over training")))
         if self.pngs.get("tradeoff"):
             out.append(("h2", "Hypothesis-testing view (f-DP)"))
-            out.append(("p", "Any test that tries to tell whether one example was in the training data, with "
-                             "false-positive rate α, misses with probability at least β(α) on this curve: a "
-                             "certified lower bound on the trade-off function, from the certified band's upper ε at "
-                             f"{self.tradeoff.get('points', 0)} values of δ (β(α) ≥ max over them of "
-                             "1 − δ − e^ε α "
-                             "and e^−ε (1 − δ − α); Dong, Roth, Su 2022, Prop. 2.12). The diagonal is perfect "
-                             "privacy."))
+            out.append(
+                (
+                    "p",
+                    "Any test that tries to tell whether one example was in the training data, with "
+                    "false-positive rate α, misses with probability at least β(α) on this curve: a "
+                    "certified lower bound on the trade-off function, from the certified band's upper ε at "
+                    f"{self.tradeoff.get('points', 0)} values of δ (β(α) ≥ max over them of "
+                    "1 − δ − e^ε α "
+                    "and e^−ε (1 − δ − α); Dong, Roth, Su 2022, Prop. 2.12). The diagonal is perfect "
+                    "privacy.",
+                )
+            )
             out.append(("img", img(self.pngs["tradeoff"], "trade-off curve")))
         elif self.tradeoff.get("note"):
             self.notes.append(self.tradeoff["note"])
@@ -184,25 +245,30 @@ class Report:
         if self.calibration_note:
             out.append(("p", self.calibration_note))
         if self.calibration:
-            rows = [[h["question"], h["answer"], _f(h.get("epsilon_upper")), h.get("note", "")]
-                    for h in self.calibration]
+            rows = [
+                [h["question"], h["answer"], _f(h.get("epsilon_upper")), h.get("note", "")] for h in self.calibration
+            ]
             out.append(("table", (["question", "answer", "certified ε at the answer", "note"], rows)))
         if c.group_sizes:
             out.append(("h2", "Group privacy"))
             if self.group_note:
                 out.append(("p", self.group_note))
             if self.groups:
-                rows = [[str(g["group_size"])] + [_f(g["epsilon"].get(repr(d))) for d in c.deltas]
-                        for g in self.groups]
+                rows = [[str(g["group_size"])] + [_f(g["epsilon"].get(repr(d))) for d in c.deltas] for g in self.groups]
                 out.append(("table", (["group size"] + [f"δ = {d:g}" for d in c.deltas], rows)))
         if self.audit:
             out += _audit_sections(self.audit)
         left_out = [r.name for r in self.results if r.name not in self.plot_names and not r.not_applicable]
         if left_out and (self.pngs.get("curve") or self.pngs.get("training")):
-            out.append(("p", f"Left out of the plots: {', '.join(left_out)} (the same certified answer as PRV, both "
-                             "compose discretised PLDs, at several times the cost); name it in "
-                             "`report.plot_accountants` to draw it. PRV is drawn at the configured δ only and at 3 "
-                             "points of training (about a second per query), Edgeworth at a dozen."))
+            out.append(
+                (
+                    "p",
+                    f"Left out of the plots: {', '.join(left_out)} (the same certified answer as PRV, both "
+                    "compose discretised PLDs, at several times the cost); name it in "
+                    "`report.plot_accountants` to draw it. PRV is drawn at the configured δ only and at 3 "
+                    "points of training (about a second per query), Edgeworth at a dozen.",
+                )
+            )
         if self.notes:
             out.append(("h2", "Notes"))
             out.append(("ul", self.notes))
@@ -233,6 +299,7 @@ class Report:
 
     def to_html(self, plot_dir: Path | None = None) -> str:
         """A single self-contained HTML file (plots embedded as data URIs)."""
+
         def img(name: str, alt: str) -> str:
             if plot_dir is None:
                 return ""
@@ -264,13 +331,18 @@ class Report:
                 h = "".join(f"<th>{_html.escape(x)}</th>" for x in header)
                 r = "".join("<tr>" + "".join(f"<td>{inline(str(x))}</td>" for x in row) + "</tr>" for row in rows)
                 body.append(f"<table><thead><tr>{h}</tr></thead><tbody>{r}</tbody></table>")
-        css = ("body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
-               "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;"
-               "text-align:left}th{background:#f3f3f3}code{background:#f3f3f3;padding:0 .2rem}"
-               "img{max-width:100%}")
-        return (f"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>"
-                f"{_html.escape(self.config.title)}</title><style>{css}</style>{_IMAGE_CHECK}</head><body>\n"
-                + "\n".join(body) + "\n</body></html>\n")
+        css = (
+            "body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}"
+            "table{border-collapse:collapse;margin:1rem 0}td,th{border:1px solid #ccc;padding:.3rem .6rem;"
+            "text-align:left}th{background:#f3f3f3}code{background:#f3f3f3;padding:0 .2rem}"
+            "img{max-width:100%}"
+        )
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>'
+            f"{_html.escape(self.config.title)}</title><style>{css}</style>{_IMAGE_CHECK}</head><body>\n"
+            + "\n".join(body)
+            + "\n</body></html>\n"
+        )
 
     def write(self, out_dir: str | Path, formats: Iterable[str] | None = None) -> dict[str, Path]:
         """Write the report files into ``out_dir``; returns ``{format: path}`` (plots under ``"plot_..."``)."""
@@ -307,42 +379,66 @@ def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
 
 
 def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
-    """"What you ran vs what Poisson accounting says": the scheme's certified interval next to
+    """ "What you ran vs what Poisson accounting says": the scheme's certified interval next to
     Poisson accounting's at the same noise multiplier, sampling rate and steps, with the scheme's caveat."""
     name = scheme["sampling"]
     out: list[tuple[str, Any]] = [("h2", "What you ran vs what Poisson accounting says")]
-    out.append(("p", f"This run used **{name}** sampling. Most libraries (Opacus, dp_accounting's DP-SGD helpers) "
-                     "report the ε of Poisson sampling at the same noise multiplier, sampling rate and steps; the "
-                     f"table sets the certified interval for {name} sampling against that figure. "
-                     + scheme["caveat"]))
+    out.append(
+        (
+            "p",
+            f"This run used **{name}** sampling. Most libraries (Opacus, dp_accounting's DP-SGD helpers) "
+            "report the ε of Poisson sampling at the same noise multiplier, sampling rate and steps; the "
+            f"table sets the certified interval for {name} sampling against that figure. " + scheme["caveat"],
+        )
+    )
     rows, notes = [], []
     for r in scheme["rows"]:
         if "error" in r:
             rows.append([f"{r['delta']:g}", "—", "—", r["error"]])
             continue
         sb, pb = r["scheme"], r["poisson"]
-        rows.append([f"{r['delta']:g}", f"[{_f(sb['lower'])}, {_f(sb['upper'])}]",
-                     f"[{_f(pb['lower'])}, {_f(pb['upper'])}]", r["verdict"]])
+        rows.append(
+            [
+                f"{r['delta']:g}",
+                f"[{_f(sb['lower'])}, {_f(sb['upper'])}]",
+                f"[{_f(pb['lower'])}, {_f(pb['upper'])}]",
+                r["verdict"],
+            ]
+        )
         if sb.get("note"):
             notes.append(f"δ = {r['delta']:g}: {sb['note']}")
-    out.append(("table", (["δ", f"{name}: certified [lower, upper]", "Poisson accounting [lower, upper]",
-                           "what ran vs Poisson"], rows)))
+    out.append(
+        (
+            "table",
+            (
+                ["δ", f"{name}: certified [lower, upper]", "Poisson accounting [lower, upper]", "what ran vs Poisson"],
+                rows,
+            ),
+        )
+    )
     if notes:
         out.append(("ul", notes))
     return out
 
 
 def _audit_sections(audit: dict[str, Any]) -> list[tuple[str, Any]]:
-    """"Audit": the empirical lower bound from the canary scores against the certified interval, and the verdict
+    """ "Audit": the empirical lower bound from the canary scores against the certified interval, and the verdict
     (``tightdp.audit.audit_section``), or why the audit was not computed."""
     out: list[tuple[str, Any]] = [("h2", "Audit")]
-    src = (f"{audit['canaries']} canaries from `{Path(audit['scores']).name}`, method {audit['method']}, "
-           f"confidence {100 * (1 - audit['beta']):g} %, δ = {audit['delta']:g}")
+    src = (
+        f"{audit['canaries']} canaries from `{Path(audit['scores']).name}`, method {audit['method']}, "
+        f"confidence {100 * (1 - audit['beta']):g} %, δ = {audit['delta']:g}"
+    )
     if not audit.get("computed"):
         out.append(("p", f"Canary scores: {src}. {audit['note']}"))
         return out
-    out.append(("p", f"Canary scores: {src}. An empirical lower bound on ε from a membership attack on inserted "
-                     "canaries, set against the certified interval of this run."))
+    out.append(
+        (
+            "p",
+            f"Canary scores: {src}. An empirical lower bound on ε from a membership attack on inserted "
+            "canaries, set against the certified interval of this run.",
+        )
+    )
     out.append(("p", f"Verdict: {audit['message']}."))  # the message opens with the verdict
     out.append(("table", (["", "value"], [[str(k), str(v)] for k, v in audit["rows"]])))
     return out
@@ -382,7 +478,7 @@ def _f(v) -> str:
         return "∞"
     if v == 0:
         return "0"
-    return f"{v:#.{_DIGITS}g}".rstrip(".") if abs(v) < 10 ** _DIGITS else f"{v:.{_DIGITS}g}"
+    return f"{v:#.{_DIGITS}g}".rstrip(".") if abs(v) < 10**_DIGITS else f"{v:.{_DIGITS}g}"
 
 
 def _fmt_bounds(b: Bounds) -> str:
@@ -412,35 +508,51 @@ def _library_versions() -> str:
 
     import scipy  # a core dependency, like numpy
 
-    parts = [f"tightdp {_version()}", f"Python {platform.python_version()}", f"numpy {np.__version__}",
-             f"scipy {scipy.__version__}"]
+    parts = [
+        f"tightdp {_version()}",
+        f"Python {platform.python_version()}",
+        f"numpy {np.__version__}",
+        f"scipy {scipy.__version__}",
+    ]
     return ", ".join(parts)
 
 
-def _settings_rows(report: "Report") -> list[list[str]]:
+def _settings_rows(report: Report) -> list[list[str]]:
     from ..accountants import DEFAULT_ACCOUNTANT, create
 
     rows = []
     for r in report.results:
         try:
             opts = create(r.name).options()
-        except Exception:  # noqa: BLE001 - a description only
+        except Exception:
             opts = {}
-        shown = ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in opts.items()
-                          if v is not None)
-        rows.append([f"accountant {r.name}", (shown or "defaults") + (" (default accountant)"
-                                                                      if r.name == DEFAULT_ACCOUNTANT else "")])
+        shown = ", ".join(
+            f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in opts.items() if v is not None
+        )
+        rows.append(
+            [
+                f"accountant {r.name}",
+                (shown or "defaults") + (" (default accountant)" if r.name == DEFAULT_ACCOUNTANT else ""),
+            ]
+        )
     rows.append(["libraries", _library_versions()])
     return rows
 
 
 def _run_dict(c: ReportConfig) -> dict[str, Any]:
     if c.is_training:
-        return {"dataset_size": c.dataset_size, "batch_size": c.batch_size, "sampling": c.sampling,
-                "max_batch_size": c.max_batch_size,
-                "steps_per_epoch": c.steps_per_epoch, "total_steps": c.total_steps,
-                "segments": [{"noise_multiplier": s.noise_multiplier, "sampling_rate": s.sampling_rate,
-                              "steps": s.steps} for s in c.segments]}
+        return {
+            "dataset_size": c.dataset_size,
+            "batch_size": c.batch_size,
+            "sampling": c.sampling,
+            "max_batch_size": c.max_batch_size,
+            "steps_per_epoch": c.steps_per_epoch,
+            "total_steps": c.total_steps,
+            "segments": [
+                {"noise_multiplier": s.noise_multiplier, "sampling_rate": s.sampling_rate, "steps": s.steps}
+                for s in c.segments
+            ],
+        }
     return {"events": [{"mechanism": m.to_dict(), "count": n} for m, n in c.events]}
 
 
@@ -460,8 +572,9 @@ def _run_rows(c: ReportConfig) -> list[list[str]]:
         for i, s in enumerate(c.segments):
             label = "noise multiplier σ" if len(c.segments) == 1 else f"segment {i + 1}"
             ep = f" ≈ {s.steps / c.steps_per_epoch:g} epochs" if c.steps_per_epoch else ""
-            rows.append([label, f"σ = {s.noise_multiplier:g}, sampling rate q = {s.sampling_rate:.6g}, "
-                                f"{s.steps:,} steps{ep}"])
+            rows.append(
+                [label, f"σ = {s.noise_multiplier:g}, sampling rate q = {s.sampling_rate:.6g}, {s.steps:,} steps{ep}"]
+            )
         rows.append(["total steps", f"{c.total_steps:,}"])
     else:
         for m, n in c.events:

@@ -41,12 +41,44 @@ Adding a scheme is one subclass of ``SamplingScheme`` decorated with ``register_
 what it needs from the class.
 """
 
-from ._base import (AMBIGUOUS, DEFAULT_SCHEME, SCHEMES, GroupAnalysis, Relation, SamplingScheme, parse_sampling,
-                    register_scheme, scheme_class, scheme_from_dict, scheme_names, unregister_scheme)
+from ._base import (
+    AMBIGUOUS,
+    DEFAULT_SCHEME,
+    SCHEMES,
+    GroupAnalysis,
+    Relation,
+    SamplingScheme,
+    parse_sampling,
+    register_scheme,
+    scheme_class,
+    scheme_from_dict,
+    scheme_names,
+    unregister_scheme,
+)
+from .epochs import CyclicAllocation, FixedOrder, RandomAllocation, Shuffle, from_jax_privacy
 from .independent import FixedBatch, Poisson, TruncatedPoisson, WithoutReplacement, WithReplacement
-from .epochs import CyclicAllocation, FixedOrder, RandomAllocation, Shuffle, from_jax_privacy  # noqa: I001
 
-__all__ = ["Relation", "GroupAnalysis", "SamplingScheme", "Poisson", "FixedBatch", "WithoutReplacement",
-           "WithReplacement", "RandomAllocation", "CyclicAllocation", "Shuffle", "FixedOrder", "TruncatedPoisson",
-           "SCHEMES", "AMBIGUOUS", "DEFAULT_SCHEME", "register_scheme", "unregister_scheme", "scheme_class",
-           "scheme_names", "parse_sampling", "scheme_from_dict", "from_jax_privacy"]
+__all__ = [
+    "Relation",
+    "GroupAnalysis",
+    "SamplingScheme",
+    "Poisson",
+    "FixedBatch",
+    "WithoutReplacement",
+    "WithReplacement",
+    "RandomAllocation",
+    "CyclicAllocation",
+    "Shuffle",
+    "FixedOrder",
+    "TruncatedPoisson",
+    "SCHEMES",
+    "AMBIGUOUS",
+    "DEFAULT_SCHEME",
+    "register_scheme",
+    "unregister_scheme",
+    "scheme_class",
+    "scheme_names",
+    "parse_sampling",
+    "scheme_from_dict",
+    "from_jax_privacy",
+]

@@ -9,8 +9,9 @@ import dataclasses
 import enum
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from .._validation import check_count, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT, create
@@ -18,12 +19,23 @@ from ..bounds import Bounds
 from ..errors import UnsupportedMechanismError
 from ..mechanisms import Mechanism
 
-__all__ = ["Relation", "GroupAnalysis", "SamplingScheme", "SCHEMES", "AMBIGUOUS", "DEFAULT_SCHEME",
-           "register_scheme", "unregister_scheme", "scheme_class", "scheme_names", "parse_sampling",
-           "scheme_from_dict"]
+__all__ = [
+    "Relation",
+    "GroupAnalysis",
+    "SamplingScheme",
+    "SCHEMES",
+    "AMBIGUOUS",
+    "DEFAULT_SCHEME",
+    "register_scheme",
+    "unregister_scheme",
+    "scheme_class",
+    "scheme_names",
+    "parse_sampling",
+    "scheme_from_dict",
+]
 
 
-class Relation(str, enum.Enum):
+class Relation(enum.StrEnum):
     """The neighbouring relation a guarantee is stated for."""
 
     ADD_REMOVE = "add-remove"
@@ -89,8 +101,10 @@ class SamplingScheme(ABC):
         """``steps`` validated for this scheme (whole epochs for the epoch-based ones)."""
         t = self.epoch_length()
         if self.per_epoch and t and steps % t:
-            raise ValueError(f"steps ({steps}) must be a whole number of epochs of {t} steps "
-                             f"(1/sampling_rate) for this sampling scheme")
+            raise ValueError(
+                f"steps ({steps}) must be a whole number of epochs of {t} steps "
+                f"(1/sampling_rate) for this sampling scheme"
+            )
         return steps
 
     def default_relation(self) -> Relation:
@@ -104,11 +118,13 @@ class SamplingScheme(ABC):
     def to_dict(self) -> dict[str, Any]:
         return {"sampling": self.name, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
 
-    def with_value(self, field: str, value) -> "SamplingScheme":
+    def with_value(self, field: str, value) -> SamplingScheme:
         """A copy with ``field`` set (calibration); only ``free_fields`` may change."""
         if field not in self.free_fields:
-            raise ValueError(f"{field} of sampling {self.name!r} cannot be calibrated (free: "
-                             f"{', '.join(self.free_fields) or 'none'})")
+            raise ValueError(
+                f"{field} of sampling {self.name!r} cannot be calibrated (free: "
+                f"{', '.join(self.free_fields) or 'none'})"
+            )
         return dataclasses.replace(self, **{field: value})
 
     # ---- accounting
@@ -116,8 +132,15 @@ class SamplingScheme(ABC):
         """One step's mechanism for the accountants, or ``None`` where only ``epsilon`` answers."""
         return None
 
-    def epsilon(self, run, *, delta: float, accountant: str = DEFAULT_ACCOUNTANT,
-                eps_error: float | None = None, rel_error: float | None = None) -> Bounds:
+    def epsilon(
+        self,
+        run,
+        *,
+        delta: float,
+        accountant: str = DEFAULT_ACCOUNTANT,
+        eps_error: float | None = None,
+        rel_error: float | None = None,
+    ) -> Bounds:
         """Bounds on the epsilon of ``run`` (a ``tightdp.runs.TrainingRun`` of this scheme) at ``delta``: by
         default ``run.steps`` compositions of ``step_mechanism`` under ``accountant``."""
         mech = self.step_mechanism(noise_multiplier=run.noise_multiplier, relation=run.relation)
@@ -129,15 +152,19 @@ class SamplingScheme(ABC):
 
     def _dominance_only(self, accountant: str) -> None:
         if accountant != DEFAULT_ACCOUNTANT:
-            raise ValueError(f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={self.name!r} (its bounds "
-                             f"come from dominance pairs only), got {accountant!r}")
+            raise ValueError(
+                f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={self.name!r} (its bounds "
+                f"come from dominance pairs only), got {accountant!r}"
+            )
 
     # ---- group privacy
     def group_step(self, *, noise_multiplier: float, group_size: int) -> Mechanism:
         """One step as seen by a group of up to ``group_size`` (``GroupAnalysis.MIXTURE`` schemes)."""
         if self.group_analysis is GroupAnalysis.NO_AMPLIFICATION:
-            raise UnsupportedMechanismError(f"sampling={self.name!r} has no per-step group mechanism; "
-                                            "tightdp.group_epsilon gives its bound without amplification")
+            raise UnsupportedMechanismError(
+                f"sampling={self.name!r} has no per-step group mechanism; "
+                "tightdp.group_epsilon gives its bound without amplification"
+            )
         raise UnsupportedMechanismError(f"group privacy for sampling={self.name!r}: {self.group_reason}")
 
     def group_lemma_step(self, *, noise_multiplier: float) -> Mechanism | None:
@@ -163,20 +190,26 @@ class SamplingScheme(ABC):
     # ---- construction from keywords
     @classmethod
     @abstractmethod
-    def from_options(cls, **options) -> "SamplingScheme":
+    def from_options(cls, **options) -> SamplingScheme:
         """The scheme from the convenience keywords ``sampling_rate``, ``dataset_size``, ``batch_size``,
         ``max_batch_size`` (``None``: not given), validated under those names."""
 
 
 _RELATION_SENTENCES = {
-    Relation.ADD_REMOVE: ("Neighbouring data sets differ by adding or removing one example (add-or-remove "
-                          "adjacency); the bound is the worse of the two directions."),
+    Relation.ADD_REMOVE: (
+        "Neighbouring data sets differ by adding or removing one example (add-or-remove "
+        "adjacency); the bound is the worse of the two directions."
+    ),
     Relation.REMOVE: "Neighbouring data sets differ by removing one example (only this direction is accounted).",
     Relation.ADD: "Neighbouring data sets differ by adding one example (only this direction is accounted).",
-    Relation.SUBSTITUTE: ("Neighbouring data sets differ by replacing one example with another (substitute "
-                          "relation); the data set size is the same for both and treated as public."),
-    Relation.ZERO_OUT: ("Neighbouring data sets differ in one example being replaced by a zero-contribution "
-                        "example (Chua et al.'s zero-out relation); the number of batches is public."),
+    Relation.SUBSTITUTE: (
+        "Neighbouring data sets differ by replacing one example with another (substitute "
+        "relation); the data set size is the same for both and treated as public."
+    ),
+    Relation.ZERO_OUT: (
+        "Neighbouring data sets differ in one example being replaced by a zero-contribution "
+        "example (Chua et al.'s zero-out relation); the number of batches is public."
+    ),
 }
 
 
@@ -186,10 +219,12 @@ SCHEMES: dict[str, type[SamplingScheme]] = {}
 
 #: spellings refused because they name more than one scheme, with the reason
 AMBIGUOUS: dict[str, str] = {
-    "balls-and-bins": ("'balls-and-bins' is ambiguous: say 'random-allocation' (a fresh step for every example "
-                       "in every epoch; tightdp's former 'balls-and-bins') or 'cyclic-allocation' (alias "
-                       "'balls-in-bins-fixed': one step per example for the whole run, repeated every cycle; "
-                       "jax_privacy's BallsInBinsSampling), which is much less private"),
+    "balls-and-bins": (
+        "'balls-and-bins' is ambiguous: say 'random-allocation' (a fresh step for every example "
+        "in every epoch; tightdp's former 'balls-and-bins') or 'cyclic-allocation' (alias "
+        "'balls-in-bins-fixed': one step per example for the whole run, repeated every cycle; "
+        "jax_privacy's BallsInBinsSampling), which is much less private"
+    ),
 }
 
 
@@ -237,8 +272,9 @@ def scheme_class(name, *, argument: str = "sampling") -> type[SamplingScheme]:
     if name is None:
         name = DEFAULT_SCHEME
     if not isinstance(name, str):
-        raise ValueError(f"{argument} must be a sampling scheme name or object (one of {', '.join(scheme_names())}),"
-                         f" got {name!r}")
+        raise ValueError(
+            f"{argument} must be a sampling scheme name or object (one of {', '.join(scheme_names())}), got {name!r}"
+        )
     k = _key(name)
     if k in AMBIGUOUS:
         raise ValueError(f"{argument}: {AMBIGUOUS[k]}")
@@ -263,8 +299,10 @@ def _whole_steps_per_epoch(sampling_rate) -> int:
     q = check_probability("sampling_rate", sampling_rate)
     t = round(1.0 / q)
     if abs(t * q - 1.0) > 1e-9:
-        raise ValueError(f"sampling_rate must be 1/t for a whole number t of steps per epoch "
-                         f"(batch size = dataset size / t), got {sampling_rate!r}")
+        raise ValueError(
+            f"sampling_rate must be 1/t for a whole number t of steps per epoch "
+            f"(batch size = dataset size / t), got {sampling_rate!r}"
+        )
     return t
 
 
@@ -273,8 +311,9 @@ def _epoch_options(name: str, sampling_rate, dataset_size) -> int:
         raise ValueError(f"sampling_rate (1/t, t steps per epoch) is required for sampling={name!r}")
     t = _whole_steps_per_epoch(sampling_rate)
     if dataset_size is not None and check_count("dataset_size", dataset_size) < t:
-        raise ValueError(f"dataset_size ({dataset_size}) must be at least the {t} steps per epoch "
-                         "(batch size at least 1)")
+        raise ValueError(
+            f"dataset_size ({dataset_size}) must be at least the {t} steps per epoch (batch size at least 1)"
+        )
     return t
 
 

@@ -33,7 +33,8 @@ _NO_AMPLIFICATION_LEMMA = (
     "Group privacy: a group is any set of up to k examples added or removed together. Its upper bound is the "
     "smaller of the group-privacy lemma (Ganesh [002] Lemma 1.1) on the certified example-level curve and k "
     "sqrt(epochs)/sigma-GDP without amplification; its lower bound is the example-level one (no tight group "
-    "analysis of this sampling is known), so the interval is wide.")
+    "analysis of this sampling is known), so the interval is wide."
+)
 
 
 @register_scheme
@@ -47,13 +48,15 @@ class RandomAllocation(_Epochs):
 
     name: ClassVar[str] = "random-allocation"
     aliases: ClassVar[tuple[str, ...]] = ("balls-in-bins-fresh",)
-    summary: ClassVar[str] = ("random allocation: every epoch each example is used in one of the epoch's steps, "
-                              "drawn afresh every epoch")
+    summary: ClassVar[str] = (
+        "random allocation: every epoch each example is used in one of the epoch's steps, drawn afresh every epoch"
+    )
     report_caveat: ClassVar[str | None] = (
         "Random allocation (each example in exactly one step per epoch, drawn afresh every epoch): both ends are "
         "certified (Feldman & Shenfeld 2026's PLD realisation, made certified by dominance). Poisson accounting "
         "describes a different sampling; it is the right figure only if batches were Poisson-sampled. This is "
-        "not jax_privacy's balls-in-bins, which fixes each example's step for the whole run (cyclic-allocation).")
+        "not jax_privacy's balls-in-bins, which fixes each example's step for the whole run (cyclic-allocation)."
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
@@ -71,24 +74,39 @@ class RandomAllocation(_Epochs):
 
     @property
     def group_reason(self) -> str:  # type: ignore[override]
-        return "" if self.selected == 1 else ("not applicable: no certified group analysis of random allocation "
-                                              "with more than one step per epoch is implemented")
+        return (
+            ""
+            if self.selected == 1
+            else (
+                "not applicable: no certified group analysis of random allocation "
+                "with more than one step per epoch is implemented"
+            )
+        )
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
         self._dominance_only(accountant)
-        return allocation_epsilon(noise_multiplier=run.noise_multiplier, num_steps=self.steps_per_epoch,
-                                  epochs=run.steps // self.steps_per_epoch, delta=delta,
-                                  num_selected=self.selected, eps_error=eps_error, rel_error=rel_error)
+        return allocation_epsilon(
+            noise_multiplier=run.noise_multiplier,
+            num_steps=self.steps_per_epoch,
+            epochs=run.steps // self.steps_per_epoch,
+            delta=delta,
+            num_selected=self.selected,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
 
     def group_lemma_step(self, *, noise_multiplier):
-        return AllocationMechanism(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                                   num_steps=self.steps_per_epoch)
+        return AllocationMechanism(
+            mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=self.steps_per_epoch
+        )
 
     def sentence(self):
         which = "one" if self.selected == 1 else f"{self.selected}"
-        return (f"Sampling: random allocation, a fresh step every epoch. In every epoch each example is used in "
-                f"exactly {which} of the {self.steps_per_epoch} steps, chosen uniformly at random and "
-                f"independently (not jax_privacy's balls-in-bins, which fixes the step for the whole run).")
+        return (
+            f"Sampling: random allocation, a fresh step every epoch. In every epoch each example is used in "
+            f"exactly {which} of the {self.steps_per_epoch} steps, chosen uniformly at random and "
+            f"independently (not jax_privacy's balls-in-bins, which fixes the step for the whole run)."
+        )
 
     @classmethod
     def group_sentence(cls):
@@ -111,14 +129,18 @@ class CyclicAllocation(_Epochs):
 
     name: ClassVar[str] = "cyclic-allocation"
     aliases: ClassVar[tuple[str, ...]] = ("balls-in-bins-fixed",)
-    group_reason: ClassVar[str] = ("not applicable: no certified group analysis of a fixed (cyclic) assignment "
-                                   "is implemented")
-    summary: ClassVar[str] = ("cyclic allocation: each example is assigned one step of the cycle once for the "
-                              "whole run, repeated every cycle (jax_privacy's BallsInBinsSampling)")
+    group_reason: ClassVar[str] = (
+        "not applicable: no certified group analysis of a fixed (cyclic) assignment is implemented"
+    )
+    summary: ClassVar[str] = (
+        "cyclic allocation: each example is assigned one step of the cycle once for the "
+        "whole run, repeated every cycle (jax_privacy's BallsInBinsSampling)"
+    )
     report_caveat: ClassVar[str | None] = (
         "Cyclic allocation (jax_privacy's balls-in-bins: each example's step drawn once for the whole run and "
         "repeated every cycle): far less private than a fresh allocation every epoch; Poisson accounting "
-        "describes a different sampling.")
+        "describes a different sampling."
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "steps_per_cycle", check_count("steps_per_cycle", self.steps_per_cycle))
@@ -132,13 +154,21 @@ class CyclicAllocation(_Epochs):
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
         self._dominance_only(accountant)
-        return cyclic_allocation_epsilon(noise_multiplier=run.noise_multiplier, steps_per_cycle=self.steps_per_cycle,
-                                         steps=run.steps, delta=delta, eps_error=eps_error, rel_error=rel_error)
+        return cyclic_allocation_epsilon(
+            noise_multiplier=run.noise_multiplier,
+            steps_per_cycle=self.steps_per_cycle,
+            steps=run.steps,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
 
     def sentence(self):
-        return (f"Sampling: cyclic allocation (jax_privacy's balls-in-bins). Each example is assigned one of the "
-                f"{self.steps_per_cycle} steps of a cycle, uniformly at random, once for the whole run; every "
-                f"cycle uses the same assignment.")
+        return (
+            f"Sampling: cyclic allocation (jax_privacy's balls-in-bins). Each example is assigned one of the "
+            f"{self.steps_per_cycle} steps of a cycle, uniformly at random, once for the whole run; every "
+            f"cycle uses the same assignment."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, **_):
@@ -171,34 +201,46 @@ class Shuffle(_Epochs):
         "Shuffled fixed batches: no amplification theorem is known. The upper end is the guarantee without "
         "amplification (sqrt(epochs)/σ-GDP), the lower end Chua et al.'s attack (2403.17673); the true ε lies in "
         "between and no theorem closes the gap. Publishing Poisson accounting's ε for shuffled training is not "
-        "backed by any theorem.")
+        "backed by any theorem."
+    )
     caveat: ClassVar[str | None] = (
         "For shuffled batches no amplification theorem is known: the upper end is the guarantee without "
-        "amplification, the lower end Chua et al.'s attack; the true epsilon is in between.")
+        "amplification, the lower end Chua et al.'s attack; the true epsilon is in between."
+    )
     calibration_note: ClassVar[str | None] = (
         "shuffled batches: the certified upper bound is the one without amplification (no tighter certified "
         "bound is known), so this is the noise that bound needs; the certified lower bound (Chua et al.'s "
-        "attack) cannot prove tightness")
+        "attack) cannot prove tightness"
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
         self._dominance_only(accountant)
-        return shuffle_epsilon(noise_multiplier=run.noise_multiplier, num_batches=self.steps_per_epoch,
-                               epochs=run.steps // self.steps_per_epoch, delta=delta, eps_error=eps_error,
-                               rel_error=rel_error)
+        return shuffle_epsilon(
+            noise_multiplier=run.noise_multiplier,
+            num_batches=self.steps_per_epoch,
+            epochs=run.steps // self.steps_per_epoch,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
 
     def sentence(self):
-        return (f"Sampling: shuffling. Every epoch a fresh uniformly random permutation of the data is cut into "
-                f"1/q = {self.steps_per_epoch} consecutive batches.")
+        return (
+            f"Sampling: shuffling. Every epoch a fresh uniformly random permutation of the data is cut into "
+            f"1/q = {self.steps_per_epoch} consecutive batches."
+        )
 
     @classmethod
     def group_sentence(cls):
-        return ("Group privacy: a group is any set of up to k examples zeroed out together. Its upper bound is "
-                "k sqrt(epochs)/sigma-GDP (no amplification; Dong, Roth, Su 2022 Thm 2.14); its lower bound is "
-                "the example-level one (no tight group analysis of this sampling is known), so the interval is "
-                "wide.")
+        return (
+            "Group privacy: a group is any set of up to k examples zeroed out together. Its upper bound is "
+            "k sqrt(epochs)/sigma-GDP (no amplification; Dong, Roth, Su 2022 Thm 2.14); its lower bound is "
+            "the example-level one (no tight group analysis of this sampling is known), so the interval is "
+            "wide."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, **_):
@@ -220,7 +262,8 @@ class FixedOrder(_Epochs):
     summary: ClassVar[str] = "fixed order: the same batches every epoch, each example in one known step"
     report_caveat: ClassVar[str | None] = (
         "Fixed-order batches: no sampling randomness, so no amplification; the interval is the Gaussian mechanism "
-        "composed once per epoch, which is exact.")
+        "composed once per epoch, which is exact."
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
@@ -232,14 +275,18 @@ class FixedOrder(_Epochs):
         return out.epsilon(delta)
 
     def sentence(self):
-        return (f"Sampling: fixed order. The data is cut into the same {self.steps_per_epoch} batches every epoch, "
-                "so each example is used in one known step per epoch.")
+        return (
+            f"Sampling: fixed order. The data is cut into the same {self.steps_per_epoch} batches every epoch, "
+            "so each example is used in one known step per epoch."
+        )
 
     @classmethod
     def group_sentence(cls):
-        return ("Group privacy: a group is any set of up to k examples added or removed together. Its upper bound "
-                "is k sqrt(epochs)/sigma-GDP (each epoch moves the sum by at most k); its lower bound is the "
-                "example-level one, so the interval is wide.")
+        return (
+            "Group privacy: a group is any set of up to k examples added or removed together. Its upper bound "
+            "is k sqrt(epochs)/sigma-GDP (each epoch moves the sum by at most k); its lower bound is the "
+            "example-level one, so the interval is wide."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, **_):

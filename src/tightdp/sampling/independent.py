@@ -26,8 +26,12 @@ class Poisson(SamplingScheme):
     sampling_rate: float  # type: ignore[assignment]
 
     name: ClassVar[str] = "poisson"
-    relations: ClassVar[tuple[Relation, ...]] = (Relation.ADD_REMOVE, Relation.REMOVE, Relation.ADD,
-                                                 Relation.SUBSTITUTE)
+    relations: ClassVar[tuple[Relation, ...]] = (
+        Relation.ADD_REMOVE,
+        Relation.REMOVE,
+        Relation.ADD,
+        Relation.SUBSTITUTE,
+    )
     random_batch_size: ClassVar[bool] = True
     group_analysis: ClassVar[GroupAnalysis] = GroupAnalysis.MIXTURE
     group_summary: ClassVar[str] = "Poisson sampling, sensitivity Binom(k, q) (002 Thm 3.1)"
@@ -40,17 +44,21 @@ class Poisson(SamplingScheme):
 
     def step_mechanism(self, *, noise_multiplier, relation=None):
         rel = Relation(relation or self.default_relation()).value
-        return PoissonSampled(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                              sampling_rate=self.sampling_rate, relation=rel)
+        return PoissonSampled(
+            mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=self.sampling_rate, relation=rel
+        )
 
     def group_step(self, *, noise_multiplier, group_size):
-        return GroupPoissonSampled(noise_multiplier=noise_multiplier, sampling_rate=self.sampling_rate,
-                                   group_size=group_size)
+        return GroupPoissonSampled(
+            noise_multiplier=noise_multiplier, sampling_rate=self.sampling_rate, group_size=group_size
+        )
 
     def sentence(self):
-        return (f"Sampling: Poisson. At every step each example joins the batch independently with probability "
-                f"q = {self.sampling_rate:.6g}, so batch sizes vary (the sampling of Opacus and of dp_accounting's "
-                f"DP-SGD helpers).")
+        return (
+            f"Sampling: Poisson. At every step each example joins the batch independently with probability "
+            f"q = {self.sampling_rate:.6g}, so batch sizes vary (the sampling of Opacus and of dp_accounting's "
+            f"DP-SGD helpers)."
+        )
 
     @classmethod
     def group_sentence(cls):
@@ -66,7 +74,8 @@ class Poisson(SamplingScheme):
 _MIXTURE_GROUP_SENTENCE = (
     "Group privacy: a group is any set of up to k examples added or removed together (e.g. all records of one "
     "user, if no user has more than k). Its epsilon is computed directly from the group's mixture-of-Gaussians "
-    "mechanism (Ganesh [002] Thm 3.1 / 3.3), not by the much looser group-privacy lemma.")
+    "mechanism (Ganesh [002] Thm 3.1 / 3.3), not by the much looser group-privacy lemma."
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,19 +117,27 @@ class FixedBatch(_Batches):
         return self.group_step(noise_multiplier=noise_multiplier, group_size=1)
 
     def group_step(self, *, noise_multiplier, group_size):
-        return GroupFixedBatchSampled(noise_multiplier=noise_multiplier, batch_size=self.batch_size,
-                                      dataset_size=self.dataset_size, group_size=group_size)
+        return GroupFixedBatchSampled(
+            noise_multiplier=noise_multiplier,
+            batch_size=self.batch_size,
+            dataset_size=self.dataset_size,
+            group_size=group_size,
+        )
 
     def sentence(self):
-        return (f"Sampling: fixed batches. Every step draws exactly B = {self.batch_size} examples uniformly "
-                f"without replacement from a data set of at least N = {self.dataset_size} examples besides the "
-                f"protected ones.")
+        return (
+            f"Sampling: fixed batches. Every step draws exactly B = {self.batch_size} examples uniformly "
+            f"without replacement from a data set of at least N = {self.dataset_size} examples besides the "
+            f"protected ones."
+        )
 
     @classmethod
     def relation_sentence(cls, relation=None):
-        return ("Neighbouring data sets differ by adding or removing one example (groups: up to k examples) to a "
-                "data set of at least N others; with fixed batches a present example displaces another, so it "
-                "moves the clipped-gradient sum by up to twice the clipping norm (Ganesh [002] Thm 3.3).")
+        return (
+            "Neighbouring data sets differ by adding or removing one example (groups: up to k examples) to a "
+            "data set of at least N others; with fixed batches a present example displaces another, so it "
+            "moves the clipped-gradient sum by up to twice the clipping norm (Ganesh [002] Thm 3.3)."
+        )
 
     @classmethod
     def group_sentence(cls):
@@ -135,8 +152,9 @@ class FixedBatch(_Batches):
 
 class _Substitute:
     relations: ClassVar[tuple[Relation, ...]] = (Relation.SUBSTITUTE,)
-    group_reason: ClassVar[str] = ("no group analysis for the substitute relation; use sampling='fixed-batch' "
-                                   "(add/remove of a group, 002 Thm 3.3)")
+    group_reason: ClassVar[str] = (
+        "no group analysis for the substitute relation; use sampling='fixed-batch' (add/remove of a group, 002 Thm 3.3)"
+    )
 
 
 @register_scheme
@@ -148,12 +166,17 @@ class WithoutReplacement(_Substitute, _Batches):
     summary: ClassVar[str] = "fixed batches drawn without replacement, substitute neighbours (001 Sec. 6.2)"
 
     def step_mechanism(self, *, noise_multiplier, relation=None):
-        return SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                                         sample_size=self.batch_size, dataset_size=self.dataset_size)
+        return SampledWithoutReplacement(
+            mechanism=Gaussian(noise_multiplier=noise_multiplier),
+            sample_size=self.batch_size,
+            dataset_size=self.dataset_size,
+        )
 
     def sentence(self):
-        return (f"Sampling: fixed batches. Every step draws a batch uniformly without replacement (sampling rate "
-                f"{self.sampling_rate:.6g}), independently across steps.")
+        return (
+            f"Sampling: fixed batches. Every step draws a batch uniformly without replacement (sampling rate "
+            f"{self.sampling_rate:.6g}), independently across steps."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, batch_size=None, **_):
@@ -163,10 +186,11 @@ class WithoutReplacement(_Substitute, _Batches):
             raise ValueError("sampling='without-replacement' needs dataset_size and batch_size (or sampling_rate)")
         # under the substitute relation the answer depends on q = B / N alone: any exact B / N will do
         q = check_probability("sampling_rate", sampling_rate)
-        f = Fraction(q).limit_denominator(10 ** 9)
+        f = Fraction(q).limit_denominator(10**9)
         if f.numerator < 1 or f.numerator / f.denominator != q:
-            raise ValueError(f"sampling_rate {q!r} is not a ratio B / N with N <= 1e9; give dataset_size and "
-                             "batch_size")
+            raise ValueError(
+                f"sampling_rate {q!r} is not a ratio B / N with N <= 1e9; give dataset_size and batch_size"
+            )
         return cls(batch_size=f.numerator, dataset_size=f.denominator)
 
 
@@ -179,18 +203,25 @@ class WithReplacement(_Substitute, _Batches):
     summary: ClassVar[str] = "batches drawn with replacement, substitute neighbours (001 Sec. 6.3)"
 
     def step_mechanism(self, *, noise_multiplier, relation=None):
-        return SampledWithReplacement(mechanism=Gaussian(noise_multiplier=noise_multiplier),
-                                      sample_size=self.batch_size, dataset_size=self.dataset_size)
+        return SampledWithReplacement(
+            mechanism=Gaussian(noise_multiplier=noise_multiplier),
+            sample_size=self.batch_size,
+            dataset_size=self.dataset_size,
+        )
 
     def sentence(self):
-        return (f"Sampling: with replacement. Every step draws B = {self.batch_size} examples uniformly with "
-                f"replacement from N = {self.dataset_size}, independently across steps.")
+        return (
+            f"Sampling: with replacement. Every step draws B = {self.batch_size} examples uniformly with "
+            f"replacement from N = {self.dataset_size}, independently across steps."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, batch_size=None, **_):
         if dataset_size is None:
-            raise ValueError("dataset_size is required for sampling='with-replacement' (with replacement the "
-                             "answer depends on N, not only on q)")
+            raise ValueError(
+                "dataset_size is required for sampling='with-replacement' (with replacement the "
+                "answer depends on N, not only on q)"
+            )
         n = check_count("dataset_size", dataset_size)
         if batch_size is None:
             if sampling_rate is None:
@@ -216,17 +247,20 @@ class TruncatedPoisson(SamplingScheme):
     group_reason: ClassVar[str] = (
         "not applicable: Ganesh 2025's dominating pair holds for one data-set size, while a group's add/remove "
         "chain passes through several and added records can displace others from a truncated batch; no "
-        "certified group analysis for truncated Poisson is known")
+        "certified group analysis for truncated Poisson is known"
+    )
     options: ClassVar[tuple[str, ...]] = ("sampling_rate", "dataset_size", "max_batch_size")
     free_fields: ClassVar[tuple[str, ...]] = ("sampling_rate",)
     summary: ClassVar[str] = "truncated Poisson: Poisson batches cut to a maximum size"
     report_caveat: ClassVar[str | None] = (
         "Truncated Poisson (batches capped at max_batch_size): the upper end is Ganesh 2025's dominating pair "
         "(dp-accounting's construction), the lower end Poisson sampling at the probability that a record survives "
-        "the cut; the gap is the price of the analysis.")
+        "the cut; the gap is the price of the analysis."
+    )
     calibration_note: ClassVar[str | None] = (
         "truncated Poisson: the certified interval is as wide as the gap between Ganesh 2025's dominating pair "
-        "and the explicit lower bound, so tightness can only be shown within that gap")
+        "and the explicit lower bound, so tightness can only be shown within that gap"
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
@@ -237,20 +271,30 @@ class TruncatedPoisson(SamplingScheme):
 
     def epsilon(self, run, *, delta, accountant=DEFAULT_ACCOUNTANT, eps_error=None, rel_error=None):
         self._dominance_only(accountant)
-        return truncated_poisson_epsilon(noise_multiplier=run.noise_multiplier, sampling_rate=self.sampling_rate,
-                                         dataset_size=self.dataset_size, max_batch_size=self.max_batch_size,
-                                         steps=run.steps, delta=delta, eps_error=eps_error, rel_error=rel_error)
+        return truncated_poisson_epsilon(
+            noise_multiplier=run.noise_multiplier,
+            sampling_rate=self.sampling_rate,
+            dataset_size=self.dataset_size,
+            max_batch_size=self.max_batch_size,
+            steps=run.steps,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
 
     def sentence(self):
-        return (f"Sampling: truncated Poisson. Poisson batches at rate q = {self.sampling_rate:.6g} cut to at most "
-                f"{self.max_batch_size} examples out of {self.dataset_size}.")
+        return (
+            f"Sampling: truncated Poisson. Poisson batches at rate q = {self.sampling_rate:.6g} cut to at most "
+            f"{self.max_batch_size} examples out of {self.dataset_size}."
+        )
 
     @classmethod
     def from_options(cls, *, sampling_rate=None, dataset_size=None, max_batch_size=None, **_):
         missing = [n for n, v in (("dataset_size", dataset_size), ("max_batch_size", max_batch_size)) if v is None]
         if missing:
-            raise ValueError(f"{' and '.join(missing)} required: sampling='truncated-poisson' needs dataset_size and "
-                             "max_batch_size")
+            raise ValueError(
+                f"{' and '.join(missing)} required: sampling='truncated-poisson' needs dataset_size and max_batch_size"
+            )
         if sampling_rate is None:
             raise ValueError("sampling_rate is required for sampling='truncated-poisson'")
         return cls(sampling_rate=sampling_rate, dataset_size=dataset_size, max_batch_size=max_batch_size)
