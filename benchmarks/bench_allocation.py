@@ -54,7 +54,8 @@ def worker(job):
     reset = lambda: None
     if tool.startswith("tightdp"):
         import tightdp
-        from tightdp.mechanisms.allocation import allocation_epsilon, clear_allocation_caches
+        from tightdp.mechanisms.allocation import clear_allocation_caches
+        from tightdp.schemes import allocation_epsilon
 
         def reset():
             tightdp.clear_caches()

@@ -136,7 +136,7 @@ def test_falls_back_to_the_prv_accountant_when_the_grid_cannot_resolve(monkeypat
 
 def test_poisson_inverse_is_accurate_near_the_support_edge():
     # e^s - (1 - q) loses every digit near s = log(1 - q) unless written as (1 - q) expm1(s - log(1 - q))
-    from tightdp.mechanisms.losses import poisson_gaussian_loss
+    from tightdp.losses import poisson_gaussian_loss
 
     for direction in ("remove", "add"):
         loss = poisson_gaussian_loss(sigma=1.7, q=4e-4, direction=direction)

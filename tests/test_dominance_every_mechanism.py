@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import tightdp
 from tightdp import ConnectDotsAccountant, Laplace, PoissonSampled, PRVAccountant, PureDP, RandomizedResponse
-from tightdp.mechanisms.losses import LaplaceLoss, PoissonLaplaceLoss
+from tightdp.losses import LaplaceLoss, PoissonLaplaceLoss
 from tightdp.pld.dominance import supports_dominance
 
 
@@ -196,7 +196,7 @@ def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
     ``i * h``), belongs to the cell below it, atoms at or below the first edge go 'below', above the last
     edge 'above'; nothing is lost or double-counted, each Q-mass is the P-mass times e^-v, and the
     reported edge error covers every atom moved onto an edge."""
-    from tightdp.mechanisms.losses import DiscreteLoss
+    from tightdp.losses import DiscreteLoss
 
     edges = (np.arange(0, 41) + shift) * h
     # atoms on edges, just either side of them (rounding), between edges, and outside the grid

@@ -15,24 +15,30 @@ import tightdp
 
 SRC = Path(tightdp.__file__).resolve().parent
 
-#: Imports inside functions that still close a cycle, in files this test's owner may not edit. Each entry
-#: is (importer, imported) and must be removed here once the import is gone (a test below checks they
-#: still exist, so the list cannot go stale). Empty: the scheme accounting functions that ran accountants
-#: from tightdp.mechanisms now live in tightdp.schemes, above tightdp.accountants.
-KNOWN_LAZY_CYCLE_EDGES: set[tuple[str, str]] = set()
+#: The package's layers, bottom first: a unit (a top-level module or subpackage of tightdp; ``tightdp`` is the
+#: package's own ``__init__``) may import only units of lower layers, so no circle can form between packages and
+#: no arrow runs back up. A new module or package must be placed here.
+LAYERS: list[set[str]] = [
+    {"errors", "_caches", "_validation", "_blas", "_version", "_types", "bounds"},
+    {"_numerics", "_accuracy"},
+    {"losses", "_calibration_search"},  # privacy loss random variables; the generic calibration search
+    {"pld"},  # discretisation and composition of losses
+    {"mechanisms"},  # what ran, as dominating pairs of losses
+    {"accountants"},
+    {"schemes", "individual", "tuning", "tradeoff"},  # accounting functions of whole runs
+    {"sampling"},  # the run description: sampling schemes
+    {"runs", "matrix"},
+    {"dpsgd", "group", "calibration"},
+    {"statement"},
+    {"audit", "integrations"},
+    {"tightdp"},  # the public API
+    {"report"},
+    {"cli"},
+    {"__main__"},
+]
 
-#: Compatibility forwarders for names that moved up the layers: ``{(importer, imported): {function names}}``.
-#: The import may appear only inside those module-level functions of the importer (checked below), so it
-#: runs only when an old name is called, never while the package is imported; everything else in the
-#: importer still obeys the one-way rule. mechanisms/__init__.py re-exports allocation_epsilon from
-#: mechanisms/allocation.py at import time, so these are forwarding functions rather than PEP 562
-#: ``__getattr__`` hooks.
-COMPAT_FORWARDERS: dict[tuple[str, str], set[str]] = {
-    ("tightdp.mechanisms.allocation", "tightdp.schemes"): {"allocation_epsilon", "allocation_accountant"},
-    ("tightdp.mechanisms.truncated", "tightdp.schemes"): {"truncated_poisson_epsilon"},
-}
-
-#: lru_caches not yet registered with tightdp._caches (same rule: remove once registered).
+#: lru_caches not yet registered with tightdp._caches (remove an entry once registered; a test below checks the
+#: entries still exist, so the list cannot go stale).
 KNOWN_UNREGISTERED: set[tuple[str, str]] = set()
 
 
@@ -129,44 +135,43 @@ def test_module_level_imports_are_acyclic():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_all_imports_including_lazy_ones_are_acyclic_but_for_the_known_edges():
-    graph = import_graph(top_level_only=False)
-    for a, b in KNOWN_LAZY_CYCLE_EDGES | set(COMPAT_FORWARDERS):
-        assert b in graph[a], f"{a} no longer imports {b}: remove the entry"
-        graph[a] = graph[a] - {b}
-    cycle = find_cycle(graph)
+def test_all_imports_including_lazy_ones_are_acyclic():
+    cycle = find_cycle(import_graph(top_level_only=False))
     assert cycle is None, "import cycle (counting imports inside functions): " + " -> ".join(cycle)
 
 
-def test_compat_forwarders_import_only_inside_the_named_functions():
-    """Each forwarder edge is an import inside one of the listed module-level functions and nowhere else,
-    and each listed function exists (so the allowance cannot widen or go stale)."""
-    for (importer, imported), names in COMPAT_FORWARDERS.items():
-        path, is_pkg = MODULES[importer]
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-        assert names <= set(functions), f"{importer}: forwarder(s) {names - set(functions)} are gone"
-        inside = {id(n) for f in names for n in ast.walk(functions[f])}
-        for node in ast.walk(tree):
-            if imported in _targets(importer, is_pkg, node):
-                assert id(node) in inside, f"{importer} imports {imported} outside its forwarders {names}"
-        for f in names:
-            assert any(imported in _targets(importer, is_pkg, n) for n in ast.walk(functions[f])), (
-                f"{importer}.{f} does not forward to {imported}: remove it from COMPAT_FORWARDERS"
-            )
+def unit_of(module: str) -> str:
+    """The package-level unit of a module: ``tightdp.pld.atoms`` -> ``pld``, ``tightdp`` -> ``tightdp``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "tightdp"
 
 
-def test_compat_forwarders_reach_the_moved_functions():
-    import tightdp.schemes as schemes
-    from tightdp.mechanisms import allocation, shuffle, truncated
+def package_graph() -> dict[str, set[str]]:
+    """``{unit: units it imports}``, counting imports inside functions too."""
+    graph: dict[str, set[str]] = {}
+    for a, targets in import_graph(top_level_only=False).items():
+        graph.setdefault(unit_of(a), set()).update(unit_of(b) for b in targets)
+    return {u: targets - {u} for u, targets in graph.items()}
 
-    assert shuffle.shuffle_epsilon is schemes.shuffle_epsilon
-    a = allocation.allocation_epsilon(noise_multiplier=2.0, num_steps=4, num_selected=4, epochs=1, delta=1e-5)
-    b = schemes.allocation_epsilon(noise_multiplier=2.0, num_steps=4, num_selected=4, epochs=1, delta=1e-5)
-    assert (a.lower, a.upper) == (b.lower, b.upper)
-    assert type(allocation.allocation_accountant()) is type(schemes.allocation_accountant())
-    kw = dict(noise_multiplier=2.0, sampling_rate=0.01, dataset_size=1000, max_batch_size=20, steps=3, delta=1e-5)
-    assert truncated.truncated_poisson_epsilon(**kw).upper == schemes.truncated_poisson_epsilon(**kw).upper
+
+def test_every_unit_has_a_layer():
+    layered = [u for layer in LAYERS for u in layer]
+    assert len(layered) == len(set(layered)), "a unit is listed in two layers"
+    assert set(package_graph()) <= set(layered), f"place {set(package_graph()) - set(layered)} in LAYERS"
+
+
+def test_packages_import_only_lower_layers():
+    """No circle at package level (e.g. mechanisms <-> schemes, pld <-> mechanisms, tightdp <-> integrations) and no
+    arrow that runs back up."""
+    level = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    upward = sorted(f"{a} -> {b}" for a, targets in package_graph().items() for b in targets if level[b] >= level[a])
+    assert not upward, "imports that do not go down the layers: " + ", ".join(upward)
+    assert find_cycle(package_graph()) is None
+
+
+def test_layer_check_finds_an_upward_import():
+    level = {u: i for i, layer in enumerate(LAYERS) for u in layer}
+    assert level["pld"] < level["mechanisms"] < level["accountants"] < level["schemes"] < level["sampling"]
 
 
 def test_the_cache_registry_and_the_numeric_helpers_import_no_engine_module():
@@ -210,7 +215,8 @@ def test_public_api_is_listed_once_and_resolves():
     assert "__all__ +=" not in src and src.count("__all__ =") == 1
     tree = ast.parse(src)
     imported = {a.asname or a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
-    assert imported == set(tightdp.__all__)  # nothing imported that is not public, nothing public not imported
+    # nothing imported that is not public, nothing public not imported
+    assert imported == set(tightdp.__all__) | {"__version__"}
     for name in (
         "dpsgd_epsilon",
         "group_epsilon",

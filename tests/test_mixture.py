@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
 
+from tightdp.losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss, poisson_gaussian_loss
 from tightdp.mechanisms import mechanism_from_dict
-from tightdp.mechanisms.losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss, poisson_gaussian_loss
 from tightdp.mechanisms.mixture import (
     GroupFixedBatchSampled,
     GroupPoissonSampled,

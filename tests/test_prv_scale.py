@@ -145,7 +145,7 @@ def test_powers_by_squaring_within_charged_error():
 def test_mixed_radix_tree_contains_closed_form(radices):
     """``compose_tree`` with odd mixed radices (every level has a remainder digit) against the closed-form
     Gaussian: the certified delta interval contains the truth at three epsilons."""
-    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.losses import GaussianLoss
     from tightdp.pld import delta_bounds, discretise
     from tightdp.pld.hierarchy import compose_tree
 
@@ -169,7 +169,7 @@ def test_chernoff_window_closed_form_and_heavy_tail():
     ``mean +- sqrt(2 log(1/tau)) sd`` for the Gaussian loss, and for the subsampled Gaussian's heavy
     tail a block of 512 steps needs far less than sqrt(512) times one step's window, which is why the
     plan composes hundreds of fine steps before the first split."""
-    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.losses import GaussianLoss
     from tightdp.pld import discretise
     from tightdp.pld.composition import chernoff_window
 
@@ -191,7 +191,7 @@ def test_chernoff_window_closed_form_and_heavy_tail():
 def test_rebin_coarsen_contains_closed_form():
     """The older two-level helpers (``rebin`` / ``coarsen``, exported from ``tightdp.pld``): composing
     the re-binned blocks contains the closed-form Gaussian (the block's aliasing counted twice)."""
-    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.losses import GaussianLoss
     from tightdp.pld import coarsen, compose, delta_bounds, discretise
 
     sigma, k, eta = 10.0, 900, 1e-10
@@ -249,7 +249,7 @@ def test_coarse_tail_gaussian_contains_closed_form(share):
     """``discretise_coarse_tail`` on the Gaussian loss with thresholds forced into the bulk (large
     ``tail_share``: wide cells from about 3.5, 2.5 and 1.7 standard deviations out), composed flat: the
     certified delta interval contains the closed form, and stays informative."""
-    from tightdp.mechanisms.losses import GaussianLoss
+    from tightdp.losses import GaussianLoss
     from tightdp.pld import compose, delta_bounds, discretise
     from tightdp.pld.discretise import discretise_coarse_tail
 

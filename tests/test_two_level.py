@@ -17,7 +17,7 @@ import tightdp
 import tightdp.accountants.connect_dots as cd
 from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 from tightdp import ConnectDotsAccountant
-from tightdp.mechanisms.losses import GaussianLoss
+from tightdp.losses import GaussianLoss
 from tightdp.pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from tightdp.pld.dominance import dominated, dominating
 from tightdp.pld.hierarchy import compose_two_level, dominated_block, dominating_block
@@ -167,7 +167,7 @@ def test_cell_masses_against_mpmath(z0, log_w, cells, sep, weight):
     import mpmath
     from scipy import special
 
-    from tightdp.mechanisms.losses import gaussian_mixture_cell_masses
+    from tightdp.losses import gaussian_mixture_cell_masses
 
     sigma, w = 1.3, 10**log_w
     edges = (z0 + w * np.arange(cells + 1)) * sigma

@@ -40,6 +40,7 @@ and are imported only by those who use them.
 
 from . import sampling
 from ._caches import clear_caches
+from ._version import __version__ as __version__
 from .accountants import (
     Accountant,
     ConnectDotsAccountant,
@@ -92,8 +93,6 @@ from .schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsi
 from .statement import privacy_statement
 from .tradeoff import TradeoffCurve, tradeoff_curve
 from .tuning import Tuning, discrete_vector_epsilon, selection_epsilon, tuning_epsilon
-
-__version__ = "0.1.0"
 
 __all__ = [
     # results and errors

@@ -365,13 +365,43 @@ def shuffle_epsilon(
     rel_error: float | None = None,
 ) -> Bounds:
     """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``num_batches`` steps
-    ("zero-out" neighbouring of Chua et al. 2403.17673; ``tightdp.mechanisms.shuffle`` states both theorems).
+    ("zero-out" neighbouring of Chua et al. 2403.17673; both theorems in the Notes).
 
     ``upper``: the Gaussian bound without amplification, ``sqrt(epochs)/sigma``-GDP (joint convexity over
     permutations; Dong, Roth, Su 2022 Cor. 3.3); no tighter certified bound for shuffling is known.
     ``lower``: Chua et al.'s attack pair (through ``max_i x_i``) certified from below by
     merge-to-the-grid; with one batch per epoch (``num_batches = 1``) the scheme is the Gaussian mechanism
     and ``lower`` is its certified lower end. ``estimate`` is ``upper`` (the number to publish).
+
+    Notes
+    -----
+    Shuffled fixed batches: each epoch a fresh random permutation cut into ``t`` batches of ``b = n/t``.
+
+    Neighbouring as in Chua et al. 2024 ("How private are DP-SGD implementations?",
+    arXiv 2403.17673): one record is replaced by a record whose clipped gradient is
+    0 ("zero-out"), so the dataset size and the batching stay fixed and a step's
+    sensitivity is 1, as for Poisson sampling under add/remove.
+
+    **Upper bound (no amplification).** For a fixed permutation exactly one batch
+    holds the differing record, whose clipped gradient changes by at most 1 in L2
+    norm: the epoch is the Gaussian mechanism with ``mu = 1 / sigma`` in one
+    (adaptively chosen) step. The permutation is independent of the data and the
+    same under both datasets, so by joint convexity of the hockey-stick divergence
+    the shuffled epoch is no worse, and ``E`` epochs are ``sqrt(E) / sigma``-GDP
+    (Dong, Roth, Su 2022, Cor. 3.3). No tighter *certified* upper bound for
+    shuffled DP-SGD is known (Chua et al. 2403.17673; "Scalable DP-SGD: shuffling
+    vs. Poisson subsampling", arXiv 2411.04205): accounting shuffled training with
+    Poisson's epsilon is not justified by any theorem.
+
+    **Lower bound (Chua et al. 2403.17673, ABLQ_S).** One coordinate, every other
+    record with gradient ``-1``; the target has gradient ``+1`` in one dataset and
+    ``0`` in the other. Every batch sums to ``-b`` except the target's, which sums to
+    ``-b + 2`` or ``-b + 1``; after the public shift by ``b`` the epoch's pair is
+    ``P = (1/t) sum_i N(2 e_i, sigma^2 I)`` against ``Q = (1/t) sum_i N(e_i, sigma^2 I)``
+    (and the reverse). Like Chua et al. we bound its hockey-stick divergence through
+    the post-processing ``max_i x_i`` (a garbling, so still a lower bound), composed
+    over epochs, both directions, certified from below by merge-to-the-grid
+    (``allocation.max_statistic_pld``).
     """
     check_positive("noise_multiplier", noise_multiplier)
     t = check_count("num_batches", num_batches)

@@ -40,8 +40,8 @@ from .accountants import ConnectDotsAccountant, RDPAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
 from .errors import UnsupportedMechanismError
+from .losses import DiscreteLoss
 from .mechanisms.base import Mechanism
-from .mechanisms.losses import DiscreteLoss
 from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
 
 __all__ = [

@@ -48,8 +48,7 @@ import numpy as np
 from scipy import special
 
 from ..errors import UnsupportedMechanismError
-from ..mechanisms.base import PrivacyLoss
-from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, LaplaceLoss, PoissonLaplaceLoss
+from ..losses import GaussianLoss, GaussianMixtureLoss, LaplaceLoss, PoissonLaplaceLoss, PrivacyLoss
 
 __all__ = [
     "Moments",

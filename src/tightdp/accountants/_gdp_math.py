@@ -139,7 +139,7 @@ def gaussian_ledger_mu(ledger) -> float | None:
     """``mu`` of a ledger ``[(mechanism, count), ...]`` whose every step has a Gaussian privacy loss, equal in
     both directions (then the composition is exactly ``mu``-GDP with ``mu^2 = sum c mu_i^2``, Dong, Roth,
     Su 2022, Cor. 3.3; may be ``inf`` when the sum overflows), else ``None``."""
-    from ..mechanisms.losses import GaussianLoss
+    from ..losses import GaussianLoss
 
     mu2 = 0.0
     for mech, count in ledger:

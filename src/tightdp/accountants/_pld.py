@@ -12,8 +12,8 @@ import numpy as np
 
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
+from ..losses import PrivacyLoss
 from ..mechanisms import Mechanism
-from ..mechanisms.base import PrivacyLoss
 from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
 from .base import Accountant

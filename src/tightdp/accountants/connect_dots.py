@@ -34,8 +34,8 @@ from .._accuracy import resolve_accuracy
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
+from ..losses import DiscreteLoss, GaussianLoss
 from ..mechanisms import Gaussian
-from ..mechanisms.losses import DiscreteLoss, GaussianLoss
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.composition import saddle_tilt

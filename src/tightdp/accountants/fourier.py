@@ -55,9 +55,8 @@ from scipy import fft as sfft
 from .._validation import check_choice, check_count, check_delta, check_positive
 from ..bounds import Bounds
 from ..errors import PrecisionError, UnsupportedMechanismError
+from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
 from ..mechanisms import Gaussian, PoissonSampled
-from ..mechanisms.base import PrivacyLoss
-from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss
 from ..pld import compose, delta_bounds, discretise, epsilon_bounds
 from ._pld import PLDAccountant, check_mechanism
 

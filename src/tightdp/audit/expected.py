@@ -89,8 +89,10 @@ def run_curve(
     multiplier ``1/mu``), or the DP-SGD keywords ``noise_multiplier``, ``sampling_rate``, ``steps``
     (Poisson-subsampled Gaussian, add/remove, tightdp's default accountant).
     """
-    from .. import ConnectDotsAccountant, Gaussian, tradeoff_curve
+    from ..accountants import ConnectDotsAccountant
     from ..dpsgd import dpsgd_mechanism
+    from ..mechanisms import Gaussian
+    from ..tradeoff import tradeoff_curve
 
     given = [x is not None for x in (curve, accountant, mu, noise_multiplier)]
     if sum(given) != 1:

@@ -81,7 +81,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
-    from .. import __version__
+    from .._version import __version__
 
     return __version__
 

@@ -5,7 +5,7 @@ connect-the-dots pair below; ``dominated``: merge to the grid); this module wrap
 ``DominatingPLD`` (atoms, shift, relative mass error) with the moment helpers the per-example
 population code needs.
 
-For one step of the Poisson-subsampled Gaussian (``tightdp.mechanisms.losses.poisson_gaussian_loss``,
+For one step of the Poisson-subsampled Gaussian (``tightdp.losses.poisson_gaussian_loss``,
 001 Sec. 6.1) we build a discrete pair ``(P~, Q~)`` that *dominates* the true
 pair: ``H_alpha(P || Q) <= H_alpha(P~ || Q~)`` for every ``alpha > 0``.
 Dominance is preserved by composition (a Markov kernel mapping ``(P~, Q~)`` to
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._numerics import logsumexp
-from ..mechanisms.losses import GaussianMixtureLoss
+from ..losses import GaussianMixtureLoss
 
 __all__ = ["DominatingPLD", "dominated_pld", "dominating_pld_core"]
 

@@ -26,7 +26,7 @@ from .._blas import single_threaded_blas
 from .._validation import check_choice, check_delta, check_epsilon
 from ..bounds import Bounds
 from ..errors import PrecisionError
-from ..mechanisms.losses import poisson_gaussian_loss
+from ..losses import poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
 from ._population import (

@@ -60,6 +60,7 @@ from typing import Any
 
 from .._validation import check_count
 from ..errors import UnsupportedMechanismError
+from ..losses import DiscreteLoss
 from ..mechanisms import (
     ApproximateDP,
     Gaussian,
@@ -73,7 +74,6 @@ from ..mechanisms import (
 )
 from ..mechanisms.base import LossPair
 from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
-from ..mechanisms.losses import DiscreteLoss
 
 __all__ = [
     "from_dp_event",

@@ -386,7 +386,7 @@ def _epsilon_of_history(
     segments, delta: float, accountant: str, eps_error: float | None, rel_error: float | None = None
 ):
     """``dpsgd_epsilon`` for one segment; one composed ledger for a noise schedule."""
-    from .. import dpsgd_epsilon
+    from ..dpsgd import dpsgd_epsilon
 
     merged: dict[tuple[float, float], int] = {}
     for sigma, q, n in segments:

@@ -1,7 +1,7 @@
 """Mechanisms ("what ran") and their privacy loss random variables (what the engine composes)."""
 
-from .allocation import AllocationLoss, RandomAllocation, allocation_epsilon
-from .base import LossPair, Mechanism, PrivacyLoss, mechanism_from_dict
+from .allocation import AllocationLoss, RandomAllocation
+from .base import LossPair, Mechanism, mechanism_from_dict
 from .basic import ApproximateDP, Gaussian, Laplace, PureDP, RandomizedResponse
 from .discrete import DiscreteGaussian, DiscreteLaplace, DistributedDiscreteGaussian, PoissonSampledDiscrete, Skellam
 from .discrete_vector import DiscreteGaussianVector
@@ -11,7 +11,6 @@ from .subsampled import RELATIONS, PoissonSampled, SampledWithoutReplacement, Sa
 
 __all__ = [
     "Mechanism",
-    "PrivacyLoss",
     "LossPair",
     "mechanism_from_dict",
     "Gaussian",
@@ -28,7 +27,6 @@ __all__ = [
     "GroupFixedBatchSampled",
     "RandomAllocation",
     "AllocationLoss",
-    "allocation_epsilon",
     "DiscreteGaussian",
     "DiscreteLaplace",
     "Skellam",

@@ -123,11 +123,11 @@ from scipy import special
 from .._caches import register as _register_cache
 from .._validation import check_count
 from ..errors import PrecisionError, UnsupportedMechanismError
-from .base import LossPair, Mechanism, SelfDiscretisingLoss
+from ..losses import GaussianLoss, SelfDiscretisingLoss, gaussian_mixture_cell_masses
+from .base import LossPair, Mechanism
 from .basic import Gaussian
-from .losses import GaussianLoss, gaussian_mixture_cell_masses
 
-__all__ = ["RandomAllocation", "AllocationLoss", "allocation_epsilon", "clear_allocation_caches"]
+__all__ = ["RandomAllocation", "AllocationLoss", "clear_allocation_caches"]
 
 _U = float(np.finfo(float).eps) / 2
 #: the largest per-coordinate ratio lattice (points); a longer one is cut (see ``_coordinate``)
@@ -156,7 +156,7 @@ def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarr
 def _split(masses: np.ndarray, err: np.ndarray, cap: float = 1e-9) -> tuple[float, float]:
     """Per-point absolute errors as ``(rel, l1)``: a relative error ``<= cap`` on the points where that
     holds (composed multiplicatively: ``(1 + rel)^t`` over a sum of ``t`` coordinates) and the l1 error of
-    the others (``tightdp.mechanisms.base.split_errors`` with a looser cap; counted twice, to be safe)."""
+    the others (``tightdp.losses.split_errors`` with a looser cap; counted twice, to be safe)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         r = np.where(masses > 0, err / masses, np.inf)
     ok = r <= cap
@@ -592,25 +592,6 @@ class RandomAllocation(Mechanism):
             "random allocation with 1 < num_selected < num_steps is composed as its dominating blocks: use "
             "allocation_epsilon(), which also reports the Gaussian lower bound"
         )
-
-
-# --------------------------------------------------------------------------- accounting (moved)
-# The accounting functions run accountants, so they live above ``tightdp.accountants`` in
-# ``tightdp.schemes``. These forwarders keep ``tightdp.mechanisms.allocation.allocation_epsilon`` (and the
-# package re-export ``tightdp.mechanisms.allocation_epsilon``) working; tests/test_layout.py allows their
-# lazy import of tightdp.schemes and nothing else.
-def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None):
-    """Moved to ``tightdp.schemes.allocation_accountant`` (this name forwards to it)."""
-    from ..schemes import allocation_accountant as moved
-
-    return moved(eps_error=eps_error, rel_error=rel_error)
-
-
-def allocation_epsilon(**kwargs):
-    """Moved to ``tightdp.schemes.allocation_epsilon`` (this name forwards to it; same keywords)."""
-    from ..schemes import allocation_epsilon as moved
-
-    return moved(**kwargs)
 
 
 #: below this noise multiplier (per unit sensitivity) 1-of-t allocation gets the wide interval at once

@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass
 
 from .._validation import check_count, check_positive, check_real
+from ..losses import DiscreteLoss, GaussianLoss, LaplaceLoss
 from .base import LossPair, Mechanism
-from .losses import DiscreteLoss, GaussianLoss, LaplaceLoss
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP"]
 

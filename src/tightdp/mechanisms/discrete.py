@@ -58,8 +58,9 @@ import numpy as np
 
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import GridTooLargeError, UnsupportedMechanismError
-from .base import LossPair, Mechanism, PrivacyLoss, split_errors
-from .losses import DiscreteLoss, _atom_cells
+from ..losses import DiscreteLoss, PrivacyLoss, split_errors
+from ..losses._cells import _atom_cells
+from .base import LossPair, Mechanism
 
 __all__ = [
     "DiscreteGaussian",

@@ -29,8 +29,8 @@ from scipy import special
 from .._numerics import logsumexp
 from .._validation import check_count, check_positive, check_probability, check_real
 from ..errors import PrecisionError
-from .base import LossPair, Mechanism, PrivacyLoss
-from .losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss
+from ..losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss, PrivacyLoss
+from .base import LossPair, Mechanism
 
 __all__ = [
     "MixtureOfGaussians",

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_choice, check_count, check_real
-from .base import LossPair, Mechanism, PrivacyLoss
+from ..losses import DiscreteLoss, PrivacyLoss
+from .base import LossPair, Mechanism
 from .basic import PureDP
-from .losses import DiscreteLoss
 
 __all__ = [
     "BoundedRange",

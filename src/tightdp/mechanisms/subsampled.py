@@ -10,9 +10,9 @@ from scipy import special
 
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
+from ..losses import GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
 from .base import LossPair, Mechanism
 from .basic import Gaussian, Laplace
-from .losses import GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
 from .mixture import _AccurateTails, _WeightError
 
 __all__ = ["PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS"]

@@ -61,15 +61,14 @@ import numpy as np
 
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
-from .base import LossPair, Mechanism, PrivacyLoss, SelfDiscretisingLoss
+from ..losses import PrivacyLoss, SelfDiscretisingLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
+from .base import LossPair, Mechanism
 from .basic import Gaussian
-from .losses import poisson_gaussian_loss, without_replacement_gaussian_loss
 from .subsampled import PoissonSampled
 
 __all__ = [
     "TruncatedPoissonSampled",
     "FlaggedMixtureLoss",
-    "truncated_poisson_epsilon",
     "kept_probability",
     "revealed_components",
     "revealed_pair",
@@ -396,11 +395,3 @@ class TruncatedPoissonSampled(Mechanism):
         return LossPair(
             FlaggedMixtureLoss((1.0 - p_t, p_t), (remove, repl)), FlaggedMixtureLoss((1.0 - p_t, p_t), (add, repl))
         )
-
-
-def truncated_poisson_epsilon(**kwargs):
-    """Moved to ``tightdp.schemes.truncated_poisson_epsilon`` (it runs accountants; this name forwards to it,
-    same keywords; tests/test_layout.py allows this forwarder's lazy import and nothing else)."""
-    from ..schemes import truncated_poisson_epsilon as moved
-
-    return moved(**kwargs)

@@ -38,8 +38,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._caches import register as _register_cache
-from ..mechanisms.base import SelfDiscretisingLoss
-from ..mechanisms.losses import DiscreteLoss
+from ..losses import DiscreteLoss, SelfDiscretisingLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .._caches import register as _register_cache
 from ..errors import PrecisionError
-from ..mechanisms.base import PrivacyLoss
+from ..losses import PrivacyLoss
 
 __all__ = ["DiscretisedLoss", "discretise", "discretise_coarse_tail"]
 

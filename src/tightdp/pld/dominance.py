@@ -18,7 +18,7 @@ Q-masses ``P_i, Q_i`` (so ``e^{s_i} Q_i <= P_i <= e^{s_{i+1}} Q_i``).
 
 Neither needs the Hoeffding shift of 003 Thm 5.5, so the grid does not have to
 shrink like ``1/sqrt(k)``. Floating point: cell masses carry a relative error
-``r`` (``tightdp.mechanisms.losses.gaussian_cell_masses_and_errors``); the split is
+``r`` (``tightdp.losses.gaussian_cell_masses_and_errors``); the split is
 moved to the safe side by its worst-case error, the merged atoms' losses are
 lowered by ``2r`` plus a margin, and both results carry ``rel_error = r`` so the
 composition's ``(1 +- r)^k`` factors apply (``tightdp.pld.curve``).
@@ -34,8 +34,7 @@ from scipy import special
 
 from .._caches import register as _register_cache
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError, UnsupportedMechanismError
-from ..mechanisms.base import PrivacyLoss, split_errors
-from ..mechanisms.losses import GaussianLoss, GaussianMixtureLoss, gaussian_cell_masses_and_errors
+from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss, gaussian_cell_masses_and_errors, split_errors
 from .discretise import DiscretisedLoss
 
 __all__ = [

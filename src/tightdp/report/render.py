@@ -460,7 +460,7 @@ def _jsonable_curve(curve: dict[str, Any]) -> dict[str, Any]:
 
 def _version() -> str:
     try:
-        from .. import __version__
+        from .._version import __version__
 
         return __version__
     except ImportError:  # pragma: no cover
