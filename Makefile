@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench clean reproduce docs
+.PHONY: demo test test-fast bench clean reproduce docs benchmarks-md
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,11 @@ $(VENV)/.docs: pyproject.toml | $(BIN)/python
 
 docs: $(VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
+
+# BENCHMARKS.md from benchmarks/results/*.json (each benchmark script writes its results file there;
+# tests/test_benchmarks_md.py checks the file is up to date)
+benchmarks-md:
+	$(PYTHON) benchmarks/render_benchmarks_md.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis demo-report site

@@ -2,7 +2,7 @@
 
 One command (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_allocation.py [--quick] [--out benchmarks/results_allocation.json]
+    .venv/bin/python benchmarks/bench_allocation.py [--quick] [--out benchmarks/results/allocation.json]
 
 The setting is CIFAR-10 with balls-and-bins batches: ``t = 196`` steps per
 epoch (50,000 examples, expected batch 255), noise multiplier 1, ``delta = 1e-5``,
@@ -37,6 +37,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import results_schema  # benchmarks/results_schema.py: the results files' schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SETTING = {"sigma": 1.0, "t": 196, "epochs": 100, "delta": 1e-5}
@@ -135,7 +137,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="10 epochs instead of 100")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per tool and process")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_allocation.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "allocation.json"))
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
@@ -158,7 +160,7 @@ def main():
             rows.append(r)
             print(json.dumps(r), file=sys.stderr, flush=True)
         results.append({"setting": setting, "rows": rows})
-    Path(args.out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    results_schema.write("allocation", {"meta": meta, "results": results}, args.out)
     fmt = lambda v: "-" if v is None else f"{v:.4f}"
     for res in results:
         s = res["setting"]

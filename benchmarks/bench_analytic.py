@@ -1,6 +1,6 @@
 """Time against the number of compositions m for the analytic and the PLD accountants.
 
-    .venv/bin/python benchmarks/bench_analytic.py [--out benchmarks/analytic.json]
+    .venv/bin/python benchmarks/bench_analytic.py [--out benchmarks/results/analytic.json]
 
 Setting: Poisson-subsampled Gaussian, q = 0.01, sigma = 1.0, delta = 1e-5,
 m = 1e2 ... 1e7. Each timing is the median of 3 cold runs (a fresh accountant
@@ -13,9 +13,11 @@ most 3x its time at m = 1e2.
 from __future__ import annotations
 
 import argparse
-import json
+import datetime as _dt
 import statistics
 import time
+
+import results_schema
 
 from tightdp import Gaussian, PoissonSampled
 from tightdp.accountants import create
@@ -40,7 +42,7 @@ def one(name: str, m: int, mech, delta: float) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="benchmarks/analytic.json")
+    ap.add_argument("--out", default=None, help="results file (default benchmarks/results/analytic.json)")
     ap.add_argument("--pld-limit", type=float, default=60.0)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--prv-max", type=float, default=1e5, help="largest m for the PRV accountant")
@@ -71,12 +73,13 @@ def main() -> None:
     ew = {r["m"]: r["seconds"] for r in rows if r["accountant"] == "edgeworth"}
     ratio = ew[10**7] / ew[10**2]
     print(f"edgeworth time(m=1e7) / time(m=1e2) = {ratio:.2f}  (acceptance: <= 3)")
-    with open(args.out, "w") as f:
-        json.dump(
-            {"setting": {"q": 0.01, "sigma": 1.0, "delta": delta}, "rows": rows, "edgeworth_ratio_1e7_over_1e2": ratio},
-            f,
-            indent=2,
-        )
+    raw = {
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "setting": {"q": 0.01, "sigma": 1.0, "delta": delta},
+        "rows": rows,
+        "edgeworth_ratio_1e7_over_1e2": ratio,
+    }
+    print("wrote", results_schema.write("analytic", raw, args.out))
 
 
 if __name__ == "__main__":

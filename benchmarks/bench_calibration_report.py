@@ -1,15 +1,19 @@
 """Benchmark: calibration and the privacy report (the `make demo` job).
 
-    .venv/bin/python benchmarks/bench_calibration_report.py
+    .venv/bin/python benchmarks/bench_calibration_report.py [--out benchmarks/results/calibration_report.json]
 
 Prints one line per measurement: wall seconds, CPU seconds of this process and
-its workers, and the answer. Goals: each calibration a few seconds; the demo
-report (examples/report_config.toml) well under a minute.
+its workers, and the answer; writes the results file (schema: benchmarks/README.md).
+Goals: each calibration a few seconds; the demo report (examples/report_config.toml)
+well under a minute.
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime as _dt
 import os
+import platform
 import resource
 import sys
 import tempfile
@@ -20,6 +24,8 @@ from tightdp.calibration import calibrate_noise, calibrate_steps
 from tightdp.report import build_report, load_config
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+ROWS: list[dict] = []
 
 
 def cpu() -> float:
@@ -30,11 +36,18 @@ def cpu() -> float:
 def timed(label, fn):
     w, c = time.perf_counter(), cpu()
     out = fn()
-    print(f"{label:<58} wall {time.perf_counter() - w:6.2f} s  cpu {cpu() - c:6.2f} s  {out}", flush=True)
+    wall, used = time.perf_counter() - w, cpu() - c
+    print(f"{label:<58} wall {wall:6.2f} s  cpu {used:6.2f} s  {out}", flush=True)
+    ROWS.append({"setting": label, "tightdp": {"answer": out, "wall s": round(wall, 2), "CPU s": round(used, 2)}})
 
 
-def main() -> int:
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "calibration_report.json"))
+    args = ap.parse_args(argv)
+    load = os.getloadavg()[0]
+    date = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    print(f"load average {load:.1f} on {os.cpu_count()} CPUs; python {sys.version.split()[0]}")
     for t in (0.05, 3.0, 80.0):
         timed(
             f"calibrate_noise target={t:g} q=0.01 steps=1000",
@@ -66,6 +79,24 @@ def main() -> int:
                     build_report(cfg, progress=False, workers=workers)
                 ),
             )
+    import results_schema
+
+    doc = {
+        "title": "Calibration and the privacy report (make demo)",
+        "what": (
+            "Wall and CPU seconds (this process and its workers) of `calibrate_noise` / `calibrate_steps` at the "
+            "default accuracy, and of the demo privacy report (examples/report_config.toml) with 1 and 2 workers. "
+            "Every calibration is certified (the answer's upper bound is at most the target). No peer calibrates "
+            "on a certified bound."
+        ),
+        "command": "python benchmarks/bench_calibration_report.py",
+        "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}, "
+        f"load average {load:.1f} at the start",
+        "date": date,
+        "rows": [{**r, "peers": {}} for r in ROWS],
+        "notes": [],
+    }
+    print("wrote", results_schema.write("calibration_report", {"rows": ROWS}, args.out, doc=doc))
     return 0
 
 

@@ -2,7 +2,7 @@
 
 One command (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_core.py [--quick] [--out benchmarks/results_core.json]
+    .venv/bin/python benchmarks/bench_core.py [--quick] [--out benchmarks/results/core.json]
                                               [--plot benchmarks/core_time_vs_steps.png]
 
 For DP-SGD (Poisson sampling, add/remove neighbouring, Gaussian noise) at
@@ -50,6 +50,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import results_schema  # benchmarks/results_schema.py: the results files' schema
 
 ROOT = Path(__file__).resolve().parent.parent
 LADDER = (1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4, 5e-5, 2e-5, 1e-5)
@@ -505,7 +507,7 @@ def main(argv=None):
         default=None,
         help="tightdp accountant to time (default: the library's default, connect-dots; or prv)",
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_core.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "core.json"))
     ap.add_argument("--plot", default=str(ROOT / "benchmarks" / "core_time_vs_steps.png"))
     ap.add_argument(
         "--settings", default="A,B", help="comma list of setting names (A: sigma=1,q=0.01; B: sigma=0.8,q=0.004)"
@@ -558,9 +560,10 @@ def main(argv=None):
             continue
         rows = bench_setting(st, ks, args.skip_seconds, lambda m: print(m, flush=True))
         results["settings"].append({"setting": st, "rows": rows, "analysis": analyse(rows)})
-        Path(args.out).write_text(json.dumps(results, indent=1))
+        Path(args.out + ".partial").write_text(json.dumps(results, indent=1))  # survives a crash
     results["total_seconds"] = time.perf_counter() - t_start
-    Path(args.out).write_text(json.dumps(results, indent=1))
+    results_schema.write("core", results, args.out)
+    Path(args.out + ".partial").unlink(missing_ok=True)
     print()
     for s in results["settings"]:
         print(markdown_table(s["setting"], s["rows"]))

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import math
 import platform
 import statistics
 import time
 from pathlib import Path
+
+import results_schema  # benchmarks/results_schema.py: the results files' schema
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -238,20 +239,8 @@ def main() -> None:
             f"| {r['setting']} | {r['steps']} | [{t['lower']:.5g}, {t['upper']:.5g}] | {t['warm_s']:.3g} | {pe} "
             f"| {ps} | {sp} |"
         )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {
-                "date": _dt.datetime.now(_dt.UTC).isoformat(),
-                "quick": args.quick,
-                "machine": platform.platform(),
-                "rows": rows,
-            },
-            indent=1,
-            default=float,
-        )
-    )
+    raw = {"date": _dt.datetime.now(_dt.UTC).isoformat(), "quick": args.quick, "machine": platform.platform()}
+    out = results_schema.write("discrete", {**raw, "rows": rows}, args.out)
     print(f"wrote {out}")
 
 

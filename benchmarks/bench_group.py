@@ -2,7 +2,7 @@
 
 One command (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_group.py [--quick] [--out benchmarks/results_group.json]
+    .venv/bin/python benchmarks/bench_group.py [--quick] [--out benchmarks/results/group.json]
                                                [--profile SIGMA K]
 
 Setting of 002 Fig. 1: DP-SGD with Poisson sampling q = 0.01, T = 2000 steps,
@@ -42,6 +42,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+import results_schema  # benchmarks/results_schema.py: the results files' schema
 
 ROOT = Path(__file__).resolve().parent.parent
 LADDER = (1e-2, 5e-3, 2e-3, 1e-3, 5e-4, 2e-4, 1e-4)
@@ -145,7 +147,7 @@ def main() -> int:
         help="equal accuracy = dp-accounting within this of our certified midpoint (default 0.01), "
         "or 'inside': inside our certified interval +- 0.001",
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_group.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "group.json"))
     ap.add_argument("--profile", nargs=2, metavar=("SIGMA", "K"), help="cProfile one cold tightdp call")
     a = ap.parse_args()
     global ACCOUNTANT, TOLERANCE
@@ -198,7 +200,7 @@ def main() -> int:
         "delta": DELTA,
         "eps_error": EPS_ERROR,
     }
-    Path(a.out).write_text(json.dumps({"meta": meta, "rows": rows}, indent=2))
+    results_schema.write("group", {"meta": meta, "rows": rows}, a.out)
     print(f"\nwritten {a.out}")
     return 0
 

@@ -3,7 +3,7 @@ prv-accountant at k = 1e2 ... 1e7 steps, at a relative and an absolute accuracy.
 
 One command (from the repository root)::
 
-    .venv/bin/python benchmarks/bench_horizon.py [--quick] [--out benchmarks/results_horizon.json]
+    .venv/bin/python benchmarks/bench_horizon.py [--quick] [--out benchmarks/results/horizon.json]
                                                  [--peer-cap 600] [--settings A,B] [--ks 100,1e4,1e6,1e7]
 
 DP-SGD: Poisson-subsampled Gaussian, add/remove neighbouring, delta = 1e-5; settings A (sigma = 1,
@@ -66,6 +66,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import results_schema  # benchmarks/results_schema.py: the results files' schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
@@ -704,7 +706,7 @@ def main(argv=None):
     ap.add_argument(
         "--out",
         default=None,
-        help="results JSON (default benchmarks/results_horizon.json; --quick: benchmarks/results_horizon_quick.json)",
+        help="results file (default benchmarks/results/horizon.json; --quick: benchmarks/horizon_quick.json)",
     )
     ap.add_argument("--settings", default="A,B")
     ap.add_argument("--ks", default=None, help="comma-separated step counts")
@@ -733,9 +735,9 @@ def main(argv=None):
         return 0
     if args.report:
         path = Path(args.report)
-        results = json.loads(path.read_text())
+        results = results_schema.raw_of(path)
         finish(results)
-        path.write_text(json.dumps(results, indent=1, default=str) + "\n")
+        results_schema.rewrite("horizon", results, path)
         print(markdown(results))
         return 0
     q = args.quick
@@ -744,11 +746,9 @@ def main(argv=None):
     args.peer_cap = args.peer_cap if args.peer_cap is not None else (10.0 if q else 600.0)
     args.ref_cap = args.ref_cap if args.ref_cap is not None else (0.0 if q else 600.0)
     ks = [int(float(x)) for x in args.ks.split(",")] if args.ks else list(KS_QUICK if q else KS_FULL)
-    out = (
-        Path(args.out)
-        if args.out
-        else ROOT / "benchmarks" / ("results_horizon_quick.json" if q else "results_horizon.json")
-    )
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / ("horizon_quick.json" if q else "results/horizon.json")
+
+    partial = out.with_name(out.name + ".partial")
 
     def log(msg):
         print(msg, flush=True)
@@ -792,11 +792,12 @@ def main(argv=None):
             results["settings"] = [s for s in results["settings"] if s["name"] != name] + [
                 {**st, "rows": rows, "growth": growth(rows)}
             ]
-            out.write_text(json.dumps(results, indent=1, default=str) + "\n")  # partial results survive a crash
+            partial.write_text(json.dumps(results, indent=1, default=str) + "\n")  # survives a crash
     results["loadavg_end"] = os.getloadavg()
     results["total_s"] = time.time() - t_start
     finish(results)
-    out.write_text(json.dumps(results, indent=1, default=str) + "\n")
+    results_schema.write("horizon", results, out)
+    partial.unlink(missing_ok=True)
     log(markdown(results))
     log(f"\ndefault accuracy of dpsgd_epsilon: {results['default_accuracy']}")
     log(f"wrote {out} in {results['total_s']:.0f} s; load average {results['loadavg_end']}")

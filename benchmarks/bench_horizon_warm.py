@@ -14,11 +14,15 @@ that many times (default 5) and keeps the fastest. ``benchmarks/one_call.py`` ru
 process (cold).
 """
 
+import datetime as _dt
 import logging
+import os
+import platform
 import sys
 import time
 
 import dp_accounting
+import results_schema
 from dp_accounting.pld import pld_privacy_accountant as ppa
 from dp_accounting.pld import privacy_loss_distribution as pld
 
@@ -56,6 +60,8 @@ if "--k" in args:
     only = int(float(args[args.index("--k") + 1]))
     rows = [r for r in rows if r[3] == only]
 reps = int(args[args.index("--reps") + 1]) if "--reps" in args else 5
+records = []
+load = os.getloadavg()[0]
 for name, s, q, k, iv in rows:
     tt, tp, to = [], [], []
     for rep in range(reps):
@@ -91,3 +97,16 @@ for name, s, q, k, iv in rows:
             f"ratio {(min(tp) + min(to)) / min(tt):.1f}x"
         )
     print(line, flush=True)
+    records.append(
+        {"setting": name, "sigma": s, "q": q, "k": k, "lower": b.lower, "upper": b.upper, "seconds": min(tt)}
+        | {"dpa_interval": iv, "dpa_epsilon": e, "dpa_seconds": min(tp)}
+    )
+if not both and "--k" not in args:  # the results file holds the full table of one target
+    raw = {
+        "absolute": absolute,
+        "command": " ".join(["python", "benchmarks/bench_horizon_warm.py", *args]),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}, load average {load:.1f}",
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "rows": records,
+    }
+    print("wrote", results_schema.write("horizon_warm_abs" if absolute else "horizon_warm", raw))

@@ -9,10 +9,14 @@ the tree's schedule and the 1-minute load average (the machine is shared).
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
+import platform
 import statistics
 import sys
 import time
+
+import results_schema
 
 import tightdp
 from tightdp import Gaussian, PoissonSampled, PRVAccountant
@@ -49,13 +53,22 @@ def main(argv: list[str]) -> None:
     ks = [int(float(a)) for a in argv] or [10**4, 10**5, 3 * 10**5, 10**6]
     print("| k | lower | upper | width | seconds (min / median) | radices | top points | load |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
     for k in ks:
         r = run(k, runs)
+        rows.append(r)
         print(
             f"| {k:.0e} | {r['lower']:.4f} | {r['upper']:.4f} | {r['width']:.4f} | {r['min']:.2f} / "
             f"{r['median']:.2f} | {r['radices']} | {r['top']} | {r['load']:.1f} |",
             flush=True,
         )
+    raw = {
+        "command": " ".join(["python", "benchmarks/bench_prv_scale.py", *sys.argv[1:]]),
+        "machine": f"{os.cpu_count()} cores, Python {platform.python_version()}, shared",
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "rows": rows,
+    }
+    print("wrote", results_schema.write("prv_scale", raw))
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ import sys
 import time
 from pathlib import Path
 
+import results_schema  # benchmarks/results_schema.py: the results files' schema
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMES = ("allocation", "cyclic", "shuffle")
 
@@ -152,7 +154,7 @@ def main():
     }
     out = {"meta": meta, "summary": summary(rows), "rows": rows}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
+    results_schema.write("scheme_sweep", out, args.out)
     for scheme, v in out["summary"].items():
         print(
             f"{scheme:10s} {v['answered']}/{v['settings']} answered, {v['within_accuracy']} within accuracy, "
