@@ -99,18 +99,10 @@ def render(results: Path = results_schema.RESULTS) -> str:
         "runs are kept in each results file's `history`; the schema is described in `benchmarks/README.md`.",
         "Timings were taken on shared machines: the load is stated where it was recorded.",
         "",
-        "Contents: " + ", ".join(f"[{docs[n]['title'].split(':')[0]}](#{_anchor(docs[n]['title'])})" for n in names),
-        "",
     ]
     for n in names:
         out += section(docs[n])
     return "\n".join(out).rstrip() + "\n"
-
-
-def _anchor(title: str) -> str:
-    """GitHub's anchor of a heading."""
-    keep = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
-    return keep.replace(" ", "-")
 
 
 def main(argv: list[str] | None = None) -> int:

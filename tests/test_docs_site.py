@@ -265,6 +265,10 @@ NOT_EXECUTED = {
         "guides/dpsgd.md",
         "import tightdp.integrations.opacus",
     ): "needs a PyTorch training loop (about 11 s with the torch import); tests/test_opacus.py runs the same calls",
+    (
+        "guides/individual.md",
+        "from distributed import Client",
+    ): "needs a running dask cluster; tests/test_sharded_ledger.py runs the same calls on a LocalCluster",
 }
 
 
