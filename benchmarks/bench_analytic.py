@@ -6,7 +6,7 @@ Setting: Poisson-subsampled Gaussian, q = 0.01, sigma = 1.0, delta = 1e-5,
 m = 1e2 ... 1e7. Each timing is the median of 3 cold runs (a fresh accountant
 and cleared per-mechanism caches, so the cumulant / RDP-curve work is counted
 every time). The PLD accountants are run up to ``--prv-max`` / ``--fourier-max`` compositions
-and only while one query takes less than ``--pld-limit`` seconds. Acceptance (issue 3): Edgeworth at m = 1e7 takes at
+and only while one query takes less than ``--pld-limit`` seconds. Goal: Edgeworth at m = 1e7 takes at
 most 3x its time at m = 1e2.
 """
 

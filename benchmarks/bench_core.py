@@ -11,7 +11,7 @@ steps k = 1e2 ... 1e5 (and 1e6 unless ``--quick``) it times
 * tightdp ``dpsgd_epsilon(eps_error=0.01)`` with its default accountant
   (``--accountant prv`` times the PRV accountant instead);
 * prv-accountant ``PRVAccountant(eps_error=0.01, delta_error=delta/1000)``
-  (issue 2 asks for the same ``eps_error``);
+  (the same ``eps_error`` as tightdp);
 * dp-accounting PLD (connect-the-dots, pessimistic) at the *coarsest*
   ``value_discretization_interval`` of a decreasing ladder whose answer is
   within 0.01 of the truth.

@@ -5,10 +5,10 @@ One command (from the repository root)::
     .venv/bin/python benchmarks/bench_group.py [--quick] [--out benchmarks/results/group.json]
                                                [--profile SIGMA K]
 
-Setting of 002 Fig. 1: DP-SGD with Poisson sampling q = 0.01, T = 2000 steps,
+Setting of Ganesh 2024, Fig. 1: DP-SGD with Poisson sampling q = 0.01, T = 2000 steps,
 delta = 1e-6, groups of k in {2, 4, 8, 16} (``--quick``: {2, 8}), noise
 sigma in {1, 2}. Both libraries compose the same mixture-of-Gaussians
-mechanism (sensitivity Binom(k, q), 002 Thm 3.1) under add-or-remove
+mechanism (sensitivity Binom(k, q), Ganesh 2024, Thm 3.1) under add-or-remove
 neighbouring.
 
 * tightdp: ``group_epsilon(eps_error=0.01)`` with the default accountant

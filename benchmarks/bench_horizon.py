@@ -1,4 +1,4 @@
-"""Long-horizon benchmark (issue 10, item 3): tightdp's certified DP-SGD epsilon against dp-accounting and
+"""Long-horizon benchmark: tightdp's certified DP-SGD epsilon against dp-accounting and
 prv-accountant at k = 1e2 ... 1e7 steps, at a relative and an absolute accuracy.
 
 One command (from the repository root)::

@@ -1,4 +1,4 @@
-"""Warm in-process timing (issue 10): tightdp at its default accuracy against dp-accounting 0.6.0 at the
+"""Warm in-process timing: tightdp at its default accuracy against dp-accounting 0.6.0 at the
 discretisation interval ``bench_horizon.py`` chose for the relative target, both in one process, in turn (min of
 5 runs, 3 for calls over 5 s; ``tightdp.clear_caches()`` and a new accountant before each). DP-SGD, delta = 1e-5; A: sigma 1, q 0.01; B: sigma 0.8, q 4e-3.
 

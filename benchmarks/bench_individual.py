@@ -1,4 +1,4 @@
-"""Benchmark: per-example accounting of N examples x T steps, as a user runs it (000 App. D).
+"""Benchmark: per-example accounting of N examples x T steps, as a user runs it (Koskela et al. 2023, App. D).
 
     python benchmarks/bench_individual.py [--examples 100000] [--steps 10000] [--repeat 1] [--sample 3]
     python benchmarks/bench_individual.py --sharded --examples 10000000 --steps 1000 [--workers 2]

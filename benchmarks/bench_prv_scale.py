@@ -1,4 +1,4 @@
-"""PRV at scale (issue 13 item 5): certified epsilon of sigma = 0.8, q = 4e-3 Poisson DP-SGD at delta = 1e-5.
+"""PRV at scale: certified epsilon of sigma = 0.8, q = 4e-3 Poisson DP-SGD at delta = 1e-5.
 
     .venv/bin/python benchmarks/bench_prv_scale.py [K ...] [--runs N]
 

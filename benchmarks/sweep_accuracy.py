@@ -1,4 +1,4 @@
-"""Random DP-SGD settings in issue 10's fuzz space (q 1e-4..1, sigma 0.4..10, k 1..1e7, delta 1e-12..1e-3):
+"""Random DP-SGD settings in the fuzz space (q 1e-4..1, sigma 0.4..10, k 1..1e7, delta 1e-12..1e-3):
 time, interval width (absolute and relative), PRV fallbacks and refusals of the default accountant.
 
     .venv/bin/python benchmarks/sweep_accuracy.py SEED N [REL_ERROR] [--rare]
@@ -6,7 +6,7 @@ time, interval width (absolute and relative), PRV fallbacks and refusals of the 
 ``REL_ERROR`` (e.g. 1e-2) runs ``ConnectDotsAccountant(rel_error=...)`` instead of the default (relative 1e-3,
 floor 5e-5; ``abs`` runs the old absolute ``eps_error=0.01``); ``tightdp.clear_caches()`` before every call, so
 each time is a full computation. The last line counts the calls whose width misses the target
-``2 max(rel epsilon, 5e-5)`` (issue 10's acceptance: width <= 0.2 % of epsilon, or <= 1e-4 below 0.05).
+``2 max(rel epsilon, 5e-5)`` (the goal: width <= 0.2 % of epsilon, or <= 1e-4 below 0.05).
 ``--rare`` draws from the fuzz space's hardest corner instead: few sampled steps (q k between 0.01 and 3,
 q 1e-4...1e-2) at a tiny delta (1e-12...1e-8), where the composition is nearly a point mass.
 """

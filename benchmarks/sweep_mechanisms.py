@@ -1,4 +1,4 @@
-"""Random ledgers of the non-Gaussian mechanisms (issue 10's acceptance: "Laplace, randomized response,
+"""Random ledgers of the non-Gaussian mechanisms (the goal: "Laplace, randomized response,
 pure/approximate DP, subsampled Laplace: widths within the requested accuracy; no PRV fallback needed in
 the default accountant on a random sweep of these mechanisms (report the count)").
 

@@ -1,12 +1,12 @@
-"""Per-example privacy on scikit-learn's digits: DP-SGD histograms and a filtered DP-GD run (000 Fig. 1-2, 6-7).
+"""Per-example privacy on scikit-learn's digits: DP-SGD histograms and a filtered DP-GD run (Koskela et al. 2023, Figs. 1-2, 6-7).
 
     python examples/individual_dpsgd.py --out DIR [--epochs 20] [--gd-steps 60]
 
 Part 1 trains a small MLP with DP-SGD (Poisson sampling) and accounts every
 example individually (``IndividualAccountant``, dominating bucket PLDs,
-000 App. D), next to the per-example RDP upper bounds (000 Fig. 1). Part 2
+Koskela et al. 2023, App. D), next to the per-example RDP upper bounds (Koskela et al. 2023, Fig. 1). Part 2
 runs full-batch DP-GD with the individual GDP filter
-(000 Alg. 1): the budget is what the worst case spends in ``--gd-steps``
+(Koskela et al. 2023, Alg. 1): the budget is what the worst case spends in ``--gd-steps``
 steps, and training continues for twice as many steps; examples whose budget
 is spent drop out. Writes ``DIR/summary.json``, ``DIR/epsilon_histogram.png``
 and ``DIR/filtered_dpgd.png``. Offline, CPU, well under a minute with defaults.
@@ -92,7 +92,9 @@ def main(argv=None) -> int:
     for _ in range(steps):
         tr.step(X, Y)
     eps = acc.epsilons(args.delta).upper
-    eps_rdp = acc.epsilons(args.delta, method="rdp").upper  # per-example RDP (000 Fig. 1's baseline)
+    eps_rdp = acc.epsilons(
+        args.delta, method="rdp"
+    ).upper  # per-example RDP (the baseline of Koskela et al. 2023, Fig. 1)
     worst = acc.worst_case_epsilon(args.delta).upper
     per_class_acc, test_acc = _per_class_accuracy(torch, model, Xt, Yt)
     classes = {}
@@ -151,7 +153,7 @@ def main(argv=None) -> int:
     a2.set_xlabel("DP-GD step")
     a2.set_ylabel("test accuracy per class")
     a2.legend(ncol=2, fontsize=7)
-    fig.suptitle(f"Filtered DP-GD (000 Alg. 1), budget eps={budget:.3f}, delta={args.delta:g}")
+    fig.suptitle(f"Filtered DP-GD (Koskela et al. 2023, Alg. 1), budget eps={budget:.3f}, delta={args.delta:g}")
     fig.tight_layout()
     fig.savefig(os.path.join(args.out, "filtered_dpgd.png"), dpi=100)
     plt.close(fig)

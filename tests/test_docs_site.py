@@ -228,35 +228,54 @@ def test_browser_screenshots(site, tmp_path, page, name):
     assert "md-nav" in dom and "md-search" in dom  # navigation and search rendered
 
 
-@pytest.mark.parametrize(
-    "module, page",
-    [
-        ("tightdp", "tightdp"),
-        ("tightdp.sampling", "sampling"),
-        ("tightdp.matrix", "matrix"),
-        ("tightdp.audit", "audit"),
-        ("tightdp.individual", "individual"),
-        ("tightdp.report", "report"),
-    ],
-)
-def test_every_public_name_has_a_reference_entry(site, module, page):
-    """Each name of the module's ``__all__`` has its own heading in the API reference (anchor ``module.name``,
-    or ``module.submodule.name`` where a submodule shadows the name); a public submodule has its own page."""
+def _public_modules() -> list[str]:
+    """Every module of tightdp with no underscore component, except the CLI (its reference is cli.md)."""
+    import pkgutil
+
+    import tightdp
+
+    names = ["tightdp"] + [m.name for m in pkgutil.walk_packages(tightdp.__path__, "tightdp.")]
+    return [n for n in names if not any(p.startswith("_") for p in n.split(".")) and not n.startswith("tightdp.cli")]
+
+
+def test_every_public_name_has_a_reference_entry(site):
+    """Each name of every public module's ``__all__`` has its own heading in the API reference: an anchor
+    ``<module>.<name>`` where ``<module>`` is the module itself, its package or a module it re-exports from; a
+    public submodule exported by name has its own page."""
     import importlib
     import inspect
 
-    mod = importlib.import_module(module)
-    ids = _parse(site / "api" / page / "index.html").ids
+    ids: set[str] = set()
+    for page in (site / "api").rglob("index.html"):
+        ids |= _parse(page).ids
+    suffixes = {i.rsplit(".", 1)[-1] for i in ids if i.startswith("tightdp")}
     missing = []
-    for name in mod.__all__:
-        if inspect.ismodule(getattr(mod, name)):
-            if not (site / "api" / name / "index.html").is_file():
-                missing.append(name)
-        elif f"{module}.{name}" not in ids and not any(
-            i.startswith(module + ".") and i.endswith("." + name) for i in ids
-        ):
-            missing.append(name)
+    for module in _public_modules():
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", []):
+            if inspect.ismodule(getattr(mod, name)):
+                if not (site / "api" / name / "index.html").is_file():
+                    missing.append(f"{module}.{name} (page)")
+            elif f"{module}.{name}" not in ids and name not in suffixes:
+                missing.append(f"{module}.{name}")
     assert missing == []
+
+
+def test_the_cli_reference_is_generated_from_the_parser(site):
+    """Every subcommand of ``tightdp.cli.build_parser`` has its section, with every option it defines."""
+    import argparse
+
+    from tightdp.cli import build_parser
+
+    html = (site / "cli" / "index.html").read_text(encoding="utf-8")
+    ids = _parse(site / "cli" / "index.html").ids
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(subs.choices) >= 9
+    for name, sub in subs.choices.items():
+        assert f"tightdp-{name}" in ids, name
+        for action in sub._actions:
+            for flag in action.option_strings:
+                assert flag in html, (name, flag)
 
 
 # Python blocks the build shows without running, each with the reason; every other one must carry exec="on"
