@@ -102,6 +102,25 @@ def write(name: str, raw: Any, out: str | Path | None = None, doc: dict[str, Any
     return path
 
 
+def update_rows(name: str, rows: list[dict[str, Any]], raw: Any, fields: dict[str, Any]) -> Path:
+    """Replace the rows of ``results/<name>.json`` that have the same settings as ``rows`` (the other rows, from
+    other runs of the script, stay): for scripts whose runs each measure one setting. Each row carries its run's
+    ``{"date", "command"}`` under ``"run"``; the file's date and command list those of the rows it holds."""
+    path = RESULTS / f"{name}.json"
+    old = load(path) if path.is_file() else None
+    new_settings = {r["setting"] for r in rows}
+    kept = [r for r in (old["rows"] if old else []) if r["setting"] not in new_settings]
+    run = {"date": fields["date"], "command": fields["command"]}
+    merged = kept + [{**r, "run": run} for r in rows]
+    runs = [r.get("run") or {"date": old["date"], "command": old["command"]} for r in merged] if old else [run]
+    commands = list(
+        dict.fromkeys(c for r in runs for c in ([r["command"]] if isinstance(r["command"], str) else r["command"]))
+    )
+    dates = list(dict.fromkeys(str(r["date"]) for r in runs))
+    doc = {**fields, "rows": merged, "command": commands, "date": ", ".join(dates)}
+    return write(name, raw, path, doc={**doc, "raw": raw})
+
+
 def rewrite(name: str, raw: Any, path: str | Path) -> Path:
     """Replace the latest run of ``path`` by ``raw`` re-converted (its history unchanged)."""
     path = Path(path)
