@@ -218,14 +218,31 @@ def test_browser_screenshots(site, tmp_path, page, name):
     assert pixels.shape[0] == 1600 and pixels.shape[1] == 1440
     rgb = pixels[..., :3].reshape(-1, 3)
     assert 0.001 < (rgb.sum(axis=1) < 1.5).mean() < 0.9  # text on a page, not a blank or black image
+    # the same page with a probe that records, once loaded, every image the browser could not decode and every
+    # stylesheet it could not load (a copy next to the page, so relative URLs resolve as on the page itself)
+    probe = (site / page).with_name("_probe.html")
+    probe.write_text((site / page).read_text(encoding="utf-8").replace("</body>", _PROBE + "</body>"), encoding="utf-8")
     dom = subprocess.run(
-        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", (site / page).resolve().as_uri()],
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", probe.resolve().as_uri()],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     ).stdout
+    probe.unlink()
     assert "md-nav" in dom and "md-search" in dom  # navigation and search rendered
+    assert 'data-broken-images="[]"' in dom, dom[-2000:]
+    assert 'data-broken-styles="[]"' in dom, dom[-2000:]
+
+
+_PROBE = """<script>
+window.addEventListener("load", () => {
+  const images = [...document.images].filter((i) => !i.complete || i.naturalWidth === 0).map((i) => i.src);
+  const styles = [...document.querySelectorAll('link[rel="stylesheet"]')].filter((l) => !l.sheet).map((l) => l.href);
+  document.body.setAttribute("data-broken-images", JSON.stringify(images));
+  document.body.setAttribute("data-broken-styles", JSON.stringify(styles));
+});
+</script>"""
 
 
 def _public_modules() -> list[str]:
