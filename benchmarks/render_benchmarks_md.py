@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ORDER = (
     "core",
     "horizon_warm",
+    "horizon_warm_abs",
     "horizon",
     "prv_scale",
     "sweep_accuracy",

@@ -619,7 +619,7 @@ def horizon_warm(raw: dict[str, Any]) -> dict[str, Any]:
                         "interval": r["dpa_interval"],
                         "epsilon": sig(r["dpa_epsilon"], 6),
                         "s": sig(r["dpa_seconds"]),
-                        "ratio": sig(r["dpa_seconds"] / r["seconds"], 3),
+                        "ratio": sig(r.get("dpa_ratio") or r["dpa_seconds"] / r["seconds"], 3),
                     }
                     if r.get("dpa_epsilon") is not None
                     else {"epsilon": r.get("dpa_note", "not run")}
