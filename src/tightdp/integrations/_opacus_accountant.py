@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from .._accuracy import check_accuracy
 from .._validation import check_delta, check_positive, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT
+from ..bounds import Bounds
 from ._opacus_history import _accounts_history, _epsilon_of_history, _fixed_batches_epsilon, _seg
 from ._opacus_loaders import UnsupportedSamplerError, classify_data_loader, loader_scheme
 
@@ -30,17 +31,28 @@ __all__ = ["MECHANISM", "TightDPAccountant"]
 MECHANISM = "tightdp"
 
 
-class TightDPAccountant(IAccountant):
+class TightDPAccountant(IAccountant):  # type: ignore[misc]  # Opacus has no type stubs: IAccountant is Any
     """Opacus accountant backed by tightdp's certified default accountant (connect-dots).
 
     Parameters
     ----------
-    accountant:
-        tightdp accountant name for the epsilon (default ``"connect-dots"``, certified).
-    eps_error, rel_error:
-        The accuracy asked for (``tightdp._accuracy``): by default relative, an interval of width
-        at most ``2 max(1e-3 epsilon, 5e-5)``; ``eps_error`` alone is an absolute width ``2 eps_error``.
+    accountant : str, default "connect-dots"
+        tightdp accountant name for the epsilon (certified).
+    eps_error : float, optional
+        An absolute accuracy: an interval of width at most ``2 eps_error`` (``tightdp._accuracy``).
+    rel_error : float, optional
+        A relative accuracy; by default an interval of width at most ``2 max(1e-3 epsilon, 5e-5)``.
         The reported epsilon is the interval's upper end.
+
+    Raises
+    ------
+    ValueError
+        For an accuracy that is not positive and finite.
+
+    References
+    ----------
+    Gopi et al. 2021, Thm. 5.5 (the certified upper end reported); Koskela et al. 2020, Sec. 5.5 (a noise
+    schedule composed in one PLD).
     """
 
     def __init__(
@@ -62,10 +74,28 @@ class TightDPAccountant(IAccountant):
         self.refusal: str | None = None
         self._warned = False
 
-    def observe_data_loader(self, data_loader) -> str:
-        """Record which sampling ``data_loader`` performs (``classify_data_loader``); returns it. Called by
-        ``PrivacyEngine`` through the wrapper this module installs; call it yourself for a loader that Opacus
-        did not prepare. A loader that is not Poisson-sampled makes ``get_epsilon`` account what it does."""
+    def observe_data_loader(self, data_loader: Any) -> str:
+        """Record which sampling ``data_loader`` performs (``classify_data_loader``).
+
+        Called by ``PrivacyEngine`` through the wrapper ``tightdp.integrations.opacus`` installs; call it yourself
+        for a loader that Opacus did not prepare. A loader that is not Poisson-sampled makes ``get_epsilon``
+        account what it does (with a ``UserWarning``).
+
+        Parameters
+        ----------
+        data_loader : torch.utils.data.DataLoader
+            The loader training uses.
+
+        Returns
+        -------
+        str
+            ``"poisson"``, ``"shuffle"``, ``"fixed-order"`` or ``"unknown"``.
+
+        Raises
+        ------
+        ImportError
+            Without PyTorch or Opacus.
+        """
         sampling, facts = classify_data_loader(data_loader)
         self.sampling, self.loader_facts = sampling, facts
         self._cache.clear()
@@ -86,16 +116,33 @@ class TightDPAccountant(IAccountant):
         return sampling
 
     # ---------------------------------------------------------------- Opacus API
-    def get_optimizer_hook_fn(self, sample_rate: float):
-        """The hook Opacus runs after each noise addition (``DPOptimizer.pre_step``): one logical step per call,
-        at the rate of the logical batch, ``sample_rate`` times the physical batches it accumulated (backward
-        passes, ``accumulated_iterations``, times the skipped steps, ``signal_skip_step``, that were not a
-        ``BatchMemoryManager`` split of one sampled batch). Skipped steps over a Poisson loader accumulate
-        independent Poisson batches (an example can enter one noise addition several times), which no
-        Poisson-subsampled Gaussian describes: ``get_epsilon`` then refuses (``UnsupportedSamplerError``)."""
+    def get_optimizer_hook_fn(self, sample_rate: float) -> Callable[[Any], None]:
+        """The hook Opacus runs after each noise addition (``DPOptimizer.pre_step``).
+
+        One logical step per call, at the rate of the logical batch, ``sample_rate`` times the physical batches it
+        accumulated (backward passes, ``accumulated_iterations``, times the skipped steps, ``signal_skip_step``,
+        that were not a ``BatchMemoryManager`` split of one sampled batch). Skipped steps over a Poisson loader
+        accumulate independent Poisson batches (an example can enter one noise addition several times), which no
+        Poisson-subsampled Gaussian describes: ``get_epsilon`` then refuses (``UnsupportedSamplerError``).
+
+        Parameters
+        ----------
+        sample_rate : float
+            The rate of one physical batch, in (0, 1].
+
+        Returns
+        -------
+        callable
+            ``hook_fn(optimizer)``, recording one step.
+
+        Raises
+        ------
+        ValueError
+            If ``sample_rate`` is not in (0, 1].
+        """
         base = check_probability("sample_rate", sample_rate)
 
-        def hook_fn(optim) -> None:
+        def hook_fn(optim: Any) -> None:
             skips, optim._tightdp_skips = int(getattr(optim, "_tightdp_skips", 0)), 0
             k = int(optim.accumulated_iterations) * (skips + 1)
             self.optimizer_facts = {
@@ -126,7 +173,20 @@ class TightDPAccountant(IAccountant):
         return hook_fn
 
     def step(self, *, noise_multiplier: float, sample_rate: float) -> None:
-        """Record one optimisation step (consecutive identical steps share a history segment)."""
+        """Record one optimisation step (consecutive identical steps share a history segment).
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The step's noise multiplier, > 0.
+        sample_rate : float
+            The step's Poisson rate, in (0, 1].
+
+        Raises
+        ------
+        ValueError
+            If ``noise_multiplier`` is not positive or ``sample_rate`` not in (0, 1].
+        """
         sigma = check_positive("noise_multiplier", noise_multiplier)
         q = check_probability("sample_rate", sample_rate)
         if self.history and self.history[-1][0] == sigma and self.history[-1][1] == q:
@@ -135,9 +195,36 @@ class TightDPAccountant(IAccountant):
         else:
             self.history.append((sigma, q, 1))
 
-    def get_epsilon(self, delta: float, *args, **kwargs) -> float:
-        """Certified upper bound on epsilon spent so far at ``delta`` (Opacus' contract: a float), for the
-        sampling the loader performs (module docstring); refuses (``ValueError``) for an unknown sampler."""
+    def get_epsilon(self, delta: float, *args: Any, **kwargs: Any) -> float:
+        """Certified upper bound on epsilon spent so far at ``delta`` (Opacus' contract: a float).
+
+        For the sampling the loader performs (``tightdp.integrations.opacus``'s module docstring); a
+        ``UserWarning`` states what Poisson accounting would have claimed for a loader that is not Poisson-sampled.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in (0, 1).
+        *args, **kwargs
+            Accepted for Opacus' interface (e.g. ``poisson``) and ignored.
+
+        Returns
+        -------
+        float
+            The upper end of ``get_bounds(delta)`` (0 before any step).
+
+        Raises
+        ------
+        ValueError
+            For a bad ``delta``, or a loader no analysis describes.
+        UnsupportedSamplerError
+            For a run tightdp refuses to account (e.g. ``signal_skip_step`` over Poisson batches, adaptive
+            clipping).
+
+        References
+        ----------
+        Gopi et al. 2021, Thm. 5.5; Koskela et al. 2020.
+        """
         b = self.get_bounds(delta)
         if not _accounts_history(self.sampling) and not self._warned:
             self._warned = True
@@ -151,10 +238,30 @@ class TightDPAccountant(IAccountant):
             )
         return float(b.upper)
 
-    def get_bounds(self, delta: float):
-        """The full ``tightdp.Bounds`` (lower, estimate, upper) behind ``get_epsilon``."""
-        from ..bounds import Bounds
+    def get_bounds(self, delta: float) -> Bounds:
+        """The full ``tightdp.Bounds`` (lower, estimate, upper) behind ``get_epsilon``.
 
+        Parameters
+        ----------
+        delta : float
+            The delta, in (0, 1).
+
+        Returns
+        -------
+        Bounds
+            The certified epsilon interval of the steps taken; ``details["mechanism"]`` states the mechanism.
+
+        Raises
+        ------
+        ValueError
+            For a bad ``delta``, or a loader no analysis describes.
+        UnsupportedSamplerError
+            For a run tightdp refuses to account.
+
+        References
+        ----------
+        Gopi et al. 2021, Thm. 5.5; Koskela et al. 2020.
+        """
         delta = check_delta("delta", delta)
         segments = self._segments()
         if not segments:
@@ -177,11 +284,18 @@ class TightDPAccountant(IAccountant):
                 self._cache[key] = _fixed_batches_epsilon(
                     segments, delta, self.sampling, self.loader_facts, self.eps_error, self.rel_error
                 )
-        b = self._cache[key]
+        b: Bounds = self._cache[key]
         return replace(b, details={**dict(b.details), "mechanism": self.mechanism_statement()})
 
     def mechanism_statement(self) -> str:
-        """The mechanism the reported interval is for (module docstring, "Which mechanism ran")."""
+        """The mechanism the reported interval is for.
+
+        Returns
+        -------
+        str
+            A sentence: the mechanism, rate, accumulation and divisor of the run
+            (``tightdp.integrations.opacus``'s module docstring, "Which mechanism ran").
+        """
         seg = self._segments()
         rates = sorted({q for _, q, _ in seg})
         f = self.optimizer_facts
@@ -218,13 +332,38 @@ class TightDPAccountant(IAccountant):
 
     @classmethod
     def mechanism(cls) -> str:
+        """The name the accountant is registered under with Opacus.
+
+        Returns
+        -------
+        str
+            ``MECHANISM`` (``"tightdp"``).
+        """
         return MECHANISM
 
-    def state_dict(self, destination=None):
+    def state_dict(self, destination: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The accountant's state: Opacus' (``history``, ``mechanism``) and tightdp's settings and observations.
+
+        Parameters
+        ----------
+        destination : dict, optional
+            The dict to fill (a new ``OrderedDict`` by default).
+
+        Returns
+        -------
+        dict
+            ``destination`` with Opacus' keys and ``"tightdp"``: accountant, accuracy, sampling, loader facts,
+            refusal and optimizer facts.
+
+        Raises
+        ------
+        TypeError
+            If ``destination`` is not a mutable mapping.
+        """
         if destination is None:
             destination = OrderedDict()
-        destination = super().state_dict(destination)
-        destination["tightdp"] = {
+        out: dict[str, Any] = super().state_dict(destination)
+        out["tightdp"] = {
             "accountant": self.accountant,
             "eps_error": self.eps_error,
             "rel_error": self.rel_error,
@@ -233,12 +372,25 @@ class TightDPAccountant(IAccountant):
             "refusal": self.refusal,
             "optimizer": dict(self.optimizer_facts),
         }
-        return destination
+        return out
 
-    def load_state_dict(self, state_dict) -> None:
-        """Restore ``state_dict()`` output; everything is validated before anything changes."""
+    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
+        """Restore ``state_dict()`` output; everything is validated before anything changes.
+
+        Parameters
+        ----------
+        state_dict : mapping
+            A ``state_dict()`` output (Opacus' keys and, optionally, ``"tightdp"``).
+
+        Raises
+        ------
+        ValueError
+            For a history entry that is not ``(noise_multiplier, sample_rate, steps)`` with valid values, an
+            accountant that is not a name, a bad accuracy or an unknown sampling; Opacus' own errors for missing
+            keys or another mechanism.
+        """
         history = None
-        opts = {}
+        opts: dict[str, Any] = {}
         if isinstance(state_dict, Mapping):
             if "history" in state_dict:
                 history = [_seg(i, h) for i, h in enumerate(state_dict["history"])]
@@ -260,4 +412,5 @@ class TightDPAccountant(IAccountant):
         self._cache.clear()
 
     def _segments(self) -> list[tuple[float, float, int]]:
+        """The history, each segment checked."""
         return [_seg(i, h) for i, h in enumerate(self.history)]

@@ -8,20 +8,26 @@ Opacus itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._validation import check_count, check_positive, check_probability
+from ..bounds import Bounds
 from ._opacus_loaders import UnsupportedSamplerError, loader_scheme
 
 
 def _accounts_history(sampling: str) -> bool:
     """Whether the history of ``(noise, rate, steps)`` segments describes the loader (Poisson sampling)."""
     cls = loader_scheme(sampling)
-    return cls is not None and cls.any_accountant
+    return cls is not None and bool(cls.any_accountant)
 
 
-def _seg(i: int, h) -> tuple[float, float, int]:
+#: ``(noise_multiplier, sample_rate, steps)``, one segment of a history
+Segment = tuple[float, float, int]
+
+
+def _seg(i: int, h: Any) -> Segment:
+    """``history[i]`` checked: a positive noise, a rate in (0, 1], a whole number of steps."""
     try:
         sigma, q, n = h
     except (TypeError, ValueError):
@@ -34,8 +40,8 @@ def _seg(i: int, h) -> tuple[float, float, int]:
 
 
 def _epsilon_of_history(
-    segments, delta: float, accountant: str, eps_error: float | None, rel_error: float | None = None
-):
+    segments: Sequence[Segment], delta: float, accountant: str, eps_error: float | None, rel_error: float | None = None
+) -> Bounds:
     """``dpsgd_epsilon`` for one segment; one composed ledger for a noise schedule."""
     from ..dpsgd import dpsgd_epsilon
 
@@ -62,15 +68,19 @@ def _epsilon_of_history(
 
 
 def _fixed_batches_epsilon(
-    segments, delta: float, sampling: str, facts: Mapping[str, Any], eps_error: float | None, rel_error: float | None
-):
+    segments: Sequence[Segment],
+    delta: float,
+    sampling: str,
+    facts: Mapping[str, Any],
+    eps_error: float | None,
+    rel_error: float | None,
+) -> Bounds:
     """Shuffled or fixed-order batches: the ``TrainingRun`` of the loader's scheme (``loader_scheme``) with the
     epochs counted up for the upper end (more epochs: a larger bound) and down for the lower end; Poisson's
     figure in ``details``."""
-    from ..bounds import Bounds
     from ..dpsgd import dpsgd_epsilon
     from ..runs import TrainingRun
-    from ..sampling import FixedOrder
+    from ..sampling import FixedOrder, Shuffle
 
     if len({(s, q) for s, q, _ in segments}) != 1:
         raise ValueError(
@@ -89,15 +99,18 @@ def _fixed_batches_epsilon(
                 "divide it: a logical batch then straddles two epochs and can hold an example twice"
             )
         t = physical // k
-    scheme = loader_scheme(sampling)(steps_per_epoch=t)
+    cls = loader_scheme(sampling)
+    if cls is None or not issubclass(cls, (Shuffle, FixedOrder)):
+        raise UnsupportedSamplerError(f"tightdp.sampling: {sampling!r} batches are not shuffled or in a fixed order")
+    scheme = cls(steps_per_epoch=t)
 
-    def epochs(e: int):
+    def epochs(e: int) -> Bounds:
         return TrainingRun(noise_multiplier=sigma, sampling=scheme, epochs=e).epsilon(
             delta=delta, eps_error=eps_error, rel_error=rel_error
         )
 
     up = epochs(math.ceil(steps / t))
-    notes = []
+    notes: list[str] = []
     if isinstance(scheme, FixedOrder):  # each example in one known step per epoch: the interval is exact
         lower = float(up.lower) if steps % t == 0 else 0.0
     elif steps // t == 0:

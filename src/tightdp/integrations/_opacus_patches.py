@@ -7,6 +7,9 @@ leaves engines with other accountants unaffected.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from ._opacus_accountant import TightDPAccountant
 from ._opacus_calibration import shuffle_noise_multiplier
 from ._opacus_history import _accounts_history
@@ -22,7 +25,7 @@ def _watch_data_loaders() -> None:
     if original is None or getattr(original, "_tightdp_watch", False):
         return
 
-    def _prepare_data_loader(self, data_loader, *args, **kwargs):
+    def _prepare_data_loader(self: Any, data_loader: Any, *args: Any, **kwargs: Any) -> Any:
         tight = isinstance(getattr(self, "accountant", None), TightDPAccountant)
         if tight:  # before Opacus replaces the sampler: refuse what no analysis describes
             check_data_loader(data_loader, poisson_sampling=bool(kwargs.get("poisson_sampling", True)))
@@ -45,7 +48,7 @@ def _calibrate_for_the_loader() -> None:
     if original is None or getattr(original, "_tightdp_watch", False):
         return
 
-    def make_private_with_epsilon(self, *args, **kwargs):
+    def make_private_with_epsilon(self: Any, *args: Any, **kwargs: Any) -> Any:
         if (
             args
             or not isinstance(getattr(self, "accountant", None), TightDPAccountant)
@@ -87,7 +90,7 @@ def _count_skipped_steps() -> None:
     signal = DPOptimizer.signal_skip_step
     if not getattr(signal, "_tightdp_watch", False):
 
-        def signal_skip_step(self, do_skip=True):
+        def signal_skip_step(self: Any, do_skip: bool = True) -> Any:
             if do_skip and not getattr(self, "_tightdp_splitting", False):
                 self._tightdp_skips = getattr(self, "_tightdp_skips", 0) + 1
             return signal(self, do_skip)
@@ -97,7 +100,7 @@ def _count_skipped_steps() -> None:
     split = BatchSplittingSampler.__iter__
     if not getattr(split, "_tightdp_watch", False):
 
-        def __iter__(self):
+        def __iter__(self: Any) -> Iterator[Any]:
             batches = split(self)
             while True:
                 self.optimizer._tightdp_splitting = True

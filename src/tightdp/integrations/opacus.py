@@ -15,11 +15,11 @@ The accountant implements Opacus' ``IAccountant`` interface (``step``,
 ``get_epsilon``, ``__len__``, ``mechanism``, ``state_dict`` /
 ``load_state_dict``, ``history`` of ``(noise_multiplier, sample_rate,
 steps)`` segments, the same layout as Opacus' own accountants) and returns the
-**upper** end of tightdp's certified bounds (Gopi et al. 2021, 003 Thm 5.5), so
+**upper** end of tightdp's certified bounds (Gopi et al. 2021, Thm. 5.5), so
 it never under-reports. For a single segment it equals
 ``tightdp.dpsgd_epsilon(...).upper``; heterogeneous histories (a noise
 schedule) compose every segment's Poisson-subsampled Gaussian in one PLD
-(001 Sec. 5.5).
+(Koskela et al. 2020, Sec. 5.5).
 
 ``make_private_with_epsilon`` works unchanged: Opacus' ``get_noise_multiplier``
 creates this accountant by name, sets its history and bisects on its
