@@ -28,7 +28,26 @@ __all__ = ["AccountantResult", "Report", "REFERENCES"]
 
 @dataclass
 class AccountantResult:
-    """One accountant's answers: ``bounds[delta] -> Bounds``; ``not_applicable`` says why there are none."""
+    """One accountant's answers: ``bounds[delta] -> Bounds``; ``not_applicable`` says why there are none.
+
+    Parameters
+    ----------
+    name : str
+        The accountant's registry name.
+    kind : str
+        ``"bound"`` (certified) or ``"approximation"``.
+    bounds : dict of float to Bounds, default {}
+        Its answer at each delta queried.
+    seconds : float, default 0.0
+        Time spent on the configured deltas.
+    not_applicable : str, default ""
+        Why the accountant has no answers (empty when it has).
+
+    Raises
+    ------
+    ValueError
+        Not raised: ``build_report`` fills the fields from the accountants' answers.
+    """
 
     name: str
     kind: str
@@ -37,7 +56,8 @@ class AccountantResult:
     not_applicable: str = ""
 
     @property
-    def note(self) -> str:  # the name of this field before "not applicable" rows
+    def note(self) -> str:
+        """Why the accountant has no answers (``not_applicable``)."""
         return self.not_applicable
 
 
@@ -51,7 +71,58 @@ _IMAGE_CHECK = (
 
 @dataclass
 class Report:
-    """Everything a report shows; ``write`` renders it."""
+    """Everything a report shows; ``write`` renders it (built by ``build_report``).
+
+    Parameters
+    ----------
+    config : ReportConfig
+        The configuration the report describes.
+    results : list of AccountantResult
+        Every accountant's answers, in the configured order.
+    band : dict
+        ``{delta: (certified lower, certified upper)}``.
+    calibration : list of dict
+        The calibration hints.
+    calibration_note : str
+        The note above them.
+    groups : list of dict
+        Group-level epsilon rows.
+    group_note : str
+        The note above them.
+    curve : dict
+        The epsilon(delta) curves and band.
+    training_curve : dict
+        The epsilon-over-training curves and band.
+    created : str
+        When the report was built.
+    seconds : float
+        How long it took.
+    notes : list of str, default []
+        Notes (failures, uncertified answers).
+    plot_names : list of str, default []
+        The accountants plotted.
+    tradeoff : dict, default {}
+        The certified lower trade-off curve (or why it is not drawn).
+    guarantee : dict, default {}
+        The "what this guarantees" paragraphs.
+    scheme : dict, default {}
+        A scheme with its own certified function: its interval against Poisson accounting, per delta; empty for
+        Poisson and fixed batches.
+    audit : dict, default {}
+        The "Audit" section; empty when the config has no ``[audit]``.
+    pngs : dict, default {}
+        The plots' file names, set by ``write``.
+
+    Raises
+    ------
+    ValueError
+        Not raised by the constructor; ``build_report`` validates its input.
+
+    References
+    ----------
+    The report's ``REFERENCES``: Koskela et al. 2020; Gopi et al. 2021; Wang et al. 2023; Koskela et al. 2023;
+    Ganesh 2024.
+    """
 
     config: ReportConfig
     results: list[AccountantResult]
@@ -77,6 +148,14 @@ class Report:
 
     # ------------------------------------------------------------------ data
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``report.json``).
+
+        Returns
+        -------
+        dict
+            The run, every accountant's answers, the certified band, hints, curves, notes, settings and
+            references.
+        """
         c = self.config
         return {
             "title": c.title,
@@ -275,10 +354,29 @@ class Report:
         out.append(("h2", "Settings"))
         out.append(("table", (["", "value"], _settings_rows(self))))
         out.append(("h2", "References"))
-        out.append(("ul", [f"[{i}] {ref}" for i, ref in enumerate(REFERENCES, 1)]))
+        out.append(("ul", list(REFERENCES)))
         return out
 
     def to_markdown(self, plot_dir: str = "plots") -> str:
+        """The report as Markdown.
+
+        Parameters
+        ----------
+        plot_dir : str, default "plots"
+            The directory the image links point to, relative to the Markdown file.
+
+        Returns
+        -------
+        str
+            The Markdown text.
+
+        Raises
+        ------
+        ValueError
+            If ``plot_dir`` is not a str or path.
+        """
+        if not isinstance(plot_dir, (str, Path)):
+            raise ValueError(f"plot_dir must be a directory name, got {plot_dir!r}")
         lines: list[str] = []
         for kind, payload in self._sections(lambda name, alt: f"![{alt}]({plot_dir}/{name})"):
             if kind == "h1":
@@ -298,7 +396,23 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self, plot_dir: Path | None = None) -> str:
-        """A single self-contained HTML file (plots embedded as data URIs)."""
+        """The report as a single self-contained HTML file (plots embedded as data URIs).
+
+        Parameters
+        ----------
+        plot_dir : Path, optional
+            Where the plots were written (``write_plots``); ``None``: no images.
+
+        Returns
+        -------
+        str
+            The HTML text.
+
+        Raises
+        ------
+        OSError
+            If a plot file named in ``pngs`` cannot be read.
+        """
 
         def img(name: str, alt: str) -> str:
             if plot_dir is None:
@@ -345,7 +459,27 @@ class Report:
         )
 
     def write(self, out_dir: str | Path, formats: Iterable[str] | None = None) -> dict[str, Path]:
-        """Write the report files into ``out_dir``; returns ``{format: path}`` (plots under ``"plot_..."``)."""
+        """Write the report files into ``out_dir`` (``report.md``, ``report.html``, ``report.json``, plots).
+
+        Parameters
+        ----------
+        out_dir : str or Path
+            The output directory (created if missing).
+        formats : iterable of str, optional
+            Formats among ``FORMATS`` (default: the config's); ``report.json`` is always written.
+
+        Returns
+        -------
+        dict of str to Path
+            ``{format: path}``, plots under ``"plot_..."``.
+
+        Raises
+        ------
+        ValueError
+            For a format outside ``FORMATS`` (naming ``formats[i]``).
+        OSError
+            If a file cannot be written.
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         formats = tuple(self.config.formats if formats is None else formats)
@@ -372,9 +506,11 @@ class Report:
 
 
 def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
+    """The scheme's certified upper bound at ``delta`` (``None`` if it has none)."""
     for row in scheme.get("rows", []):
         if row["delta"] == delta and "scheme" in row:
-            return row["scheme"]["upper"]
+            up: float | None = row["scheme"]["upper"]
+            return up
     return None
 
 
@@ -471,7 +607,8 @@ def _version() -> str:
 _DIGITS = 4
 
 
-def _f(v) -> str:
+def _f(v: float | None) -> str:
+    """A number as the report prints it (``_DIGITS`` significant digits; None as a dash, inf as ∞)."""
     if v is None:
         return "—"
     if isinstance(v, float) and math.isinf(v):
@@ -490,16 +627,18 @@ def _fmt_bounds(b: Bounds) -> str:
     return f"{up} [{_f(b.lower)}, {up}]"
 
 
-#: The papers the report's methods come from (cited as [n]).
+#: The papers the report's methods come from, each led by the author-year key the report cites it by.
 REFERENCES = (
-    "A. Koskela, J. Jälkö, A. Honkela. Computing Tight Differential Privacy Guarantees Using FFT. AISTATS 2020 "
-    "(the Fourier accountant).",
-    "S. Gopi, Y. T. Lee, L. Wutschitz. Numerical Composition of Differential Privacy. NeurIPS 2021 "
-    "(the PRV accountant).",
-    "H. Wang et al. Analytical Composition of Differential Privacy via the Edgeworth Accountant. ICLR 2023.",
-    "A. Koskela, M. Tobaben, A. Honkela. Individual Privacy Accounting with Gaussian Differential Privacy. ICLR 2023.",
-    "A. Ganesh. Tight Group-Level DP Guarantees for DP-SGD with Sampling via Mixture of Gaussians Mechanisms "
-    "(group privacy).",
+    "Koskela et al. 2020: A. Koskela, J. Jälkö, A. Honkela. Computing Tight Differential Privacy Guarantees Using "
+    "FFT. AISTATS 2020 (the Fourier accountant).",
+    "Gopi et al. 2021: S. Gopi, Y. T. Lee, L. Wutschitz. Numerical Composition of Differential Privacy. NeurIPS "
+    "2021 (the PRV accountant).",
+    "Wang et al. 2023: H. Wang et al. Analytical Composition of Differential Privacy via the Edgeworth Accountant. "
+    "ICLR 2023.",
+    "Koskela et al. 2023: A. Koskela, M. Tobaben, A. Honkela. Individual Privacy Accounting with Gaussian "
+    "Differential Privacy. ICLR 2023.",
+    "Ganesh 2024: A. Ganesh. Tight Group-Level DP Guarantees for DP-SGD with Sampling via Mixture of Gaussians "
+    "Mechanisms (group privacy).",
 )
 
 
