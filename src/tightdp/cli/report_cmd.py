@@ -119,7 +119,7 @@ def _print_json(config: ReportConfig, report: Report, written: dict[str, Path]) 
 
 def _print_summary(config: ReportConfig, report: Report, written: dict[str, Path]) -> None:
     """The human summary: the published epsilon at each delta, the audit's verdict and the files written."""
-    from ..report.render import _f
+    from ..report._sections import _f
 
     print(f"privacy report for {config.title!r} in {report.seconds:.1f} s:")
     for d in config.deltas:

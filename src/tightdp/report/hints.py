@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from ._sections import _upper
 from .config import ReportConfig
-from .render import _upper
 
 __all__: list[str] = []
 
