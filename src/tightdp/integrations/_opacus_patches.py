@@ -34,7 +34,7 @@ def _watch_data_loaders() -> None:
             self.accountant.observe_data_loader(out)
         return out
 
-    _prepare_data_loader._tightdp_watch = True  # type: ignore[attr-defined]
+    _prepare_data_loader._tightdp_watch = True  # type: ignore[attr-defined]  # a marker on the wrapper (idempotence)
     pe.PrivacyEngine._prepare_data_loader = _prepare_data_loader
 
 
@@ -76,7 +76,7 @@ def _calibrate_for_the_loader() -> None:
         finally:
             pe.get_noise_multiplier = saved
 
-    make_private_with_epsilon._tightdp_watch = True  # type: ignore[attr-defined]
+    make_private_with_epsilon._tightdp_watch = True  # type: ignore[attr-defined]  # a marker on the wrapper (idempotence)
     pe.PrivacyEngine.make_private_with_epsilon = make_private_with_epsilon
 
 
@@ -95,7 +95,7 @@ def _count_skipped_steps() -> None:
                 self._tightdp_skips = getattr(self, "_tightdp_skips", 0) + 1
             return signal(self, do_skip)
 
-        signal_skip_step._tightdp_watch = True  # type: ignore[attr-defined]
+        signal_skip_step._tightdp_watch = True  # type: ignore[attr-defined]  # a marker on the wrapper (idempotence)
         DPOptimizer.signal_skip_step = signal_skip_step
     split = BatchSplittingSampler.__iter__
     if not getattr(split, "_tightdp_watch", False):
@@ -112,5 +112,5 @@ def _count_skipped_steps() -> None:
                     self.optimizer._tightdp_splitting = False
                 yield batch
 
-        __iter__._tightdp_watch = True  # type: ignore[attr-defined]
+        __iter__._tightdp_watch = True  # type: ignore[attr-defined]  # a marker on the wrapper (idempotence)
         BatchSplittingSampler.__iter__ = __iter__
