@@ -48,7 +48,7 @@ def test_delta_table(capsys):
     assert "delta" in out and "lower" in out and "upper" in out and "time" in out
 
 
-def test_table_1_of_paper_001(capsys):
+def test_table_1_of_koskela_2020(capsys):
     _code, out, _ = run(
         capsys,
         "delta",

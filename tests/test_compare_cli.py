@@ -1,4 +1,4 @@
-"""``tightdp compare``: all five accountants, JSON shape, plot, bad input; the 003 Fig. 1 ordering."""
+"""``tightdp compare``: all five accountants, JSON shape, plot, bad input; the Gopi et al. 2021, Fig. 1 ordering."""
 
 import json
 
@@ -27,7 +27,7 @@ def test_compare_json_and_plot_lists_all_five(tmp_path, capsys):
     by = {r["accountant"]: r for r in rows}
     assert by["rdp"]["epsilon"]["lower"] is None and by["gdp"]["kind"] == "approximation"
     assert by["gdp"]["epsilon"]["upper"] is None
-    # 003 Fig. 1: RDP above the certified PRV upper bound, GDP below its lower bound
+    # Gopi et al. 2021, Fig. 1: RDP above the certified PRV upper bound, GDP below its lower bound
     assert by["rdp"]["epsilon"]["upper"] > by["prv"]["epsilon"]["upper"]
     assert by["gdp"]["epsilon"]["estimate"] < by["prv"]["epsilon"]["lower"]
     assert out.exists() and out.stat().st_size > 10_000
@@ -149,8 +149,8 @@ def test_bad_input_one_line_exit_2(argv, name, capsys):
 
 
 @pytest.mark.slow
-def test_003_fig1_gdp_below_and_rdp_above_certified_band():
-    """003 Fig. 1 (p = 1e-3, sigma = 0.8, delta = 1e-7): GDP under-reports, RDP over-reports."""
+def test_gopi_fig1_gdp_below_and_rdp_above_certified_band():
+    """Gopi et al. 2021, Fig. 1 (p = 1e-3, sigma = 0.8, delta = 1e-7): GDP under-reports, RDP over-reports."""
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=1e-3)
     gdp_below = rdp_above = False
     for k in (100, 1000, 2000):

@@ -47,7 +47,7 @@ def test_lemma_accountant_never_falls_back_to_prv():
 @pytest.mark.slow
 def test_readme_group_example_answers_and_the_lemma_says_what_it_could_certify(capsys):
     """README: sigma 1, q 0.01, T 2000, delta 1e-6, k 9. The lemma needs delta' = exp(-605) < 1e-250:
-    unavailable, said so; the group epsilon itself is certified (002 Sec. 4: finite by MoG)."""
+    unavailable, said so; the group epsilon itself is certified (Ganesh 2024, Sec. 4: finite by MoG)."""
     rc = main(
         [
             "group",

@@ -359,7 +359,7 @@ def test_calibration_never_returns_a_noise_whose_reported_epsilon_misses_the_tar
     from types import SimpleNamespace
 
     from tightdp.calibration import CalibrationError
-    from tightdp.integrations.opacus import _as_reported
+    from tightdp.integrations._opacus_calibration import _as_reported
 
     assert _as_reported(1.0, 2.0, lambda s: SimpleNamespace(upper=2.0 / s * 1.0005)) == pytest.approx(1.001)
     with pytest.raises(CalibrationError, match="still reports"):

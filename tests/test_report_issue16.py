@@ -4,8 +4,8 @@ import math
 
 from tightdp.bounds import Bounds
 from tightdp.report import REFERENCES, ReportConfig, build_report
-from tightdp.report.compute import _row_job
-from tightdp.report.render import _f
+from tightdp.report._jobs import _row_job
+from tightdp.report._sections import _f
 
 
 def _config(**report):
@@ -36,7 +36,7 @@ def test_consistent_significant_digits():
 
 
 def test_uncertifiable_row_keeps_its_note(monkeypatch):
-    import tightdp.report.compute as report
+    import tightdp.report._jobs as report
 
     class Acc:
         kind = "bound"

@@ -48,7 +48,7 @@ def test_scheme_section_against_dpsgd_epsilon(sampling, verdict, tmp_path):
     assert "Poisson accounting (not what ran)" in md
     publish = next(line for line in md.splitlines() if line.startswith("Publish:"))
     assert f"{rep.scheme['rows'][0]['scheme']['upper']:.4g}" in publish and cfg.scheme in publish
-    assert "mixture-of-Gaussians" not in md  # 002's group analysis does not cover these schemes
+    assert "mixture-of-Gaussians" not in md  # Ganesh 2024's group analysis does not cover these schemes
     if sampling == "shuffle":
         assert "no theorem closes the gap" in md
         assert "trade-off curve is not drawn" in md  # Poisson's band would over-state privacy

@@ -20,19 +20,25 @@ reaches at most this.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
+from .._types import AnyArray, ArrayLike, BoolArray, FloatArray, IntArray
 from .._validation import check_choice, check_count, check_positive, check_real
 from .fdp import _curve_grid, _family_epsilon, _family_g
 from .one_run import _eps0, _epsilon
 from .result import check_beta
 from .scores import default_guess_counts
+
+if TYPE_CHECKING:
+    from ..accountants import Accountant
+    from ..bounds import Bounds
+    from ..tradeoff import TradeoffCurve
 
 __all__ = ["AUDIT_METHODS", "ExpectedAudit", "canaries_needed", "expected_audit", "run_curve"]
 
@@ -46,6 +52,34 @@ class ExpectedAudit:
 
     ``epsilon_lower`` / ``epsilon_upper``: from the certified upper / lower trade-off curve (see the module
     docstring); ``certified``: the run's certified epsilon ``Bounds`` at ``delta`` (or ``None``).
+
+    Parameters
+    ----------
+    epsilon_lower : float
+        The median bound of the simulated audits against the certified upper trade-off curve (the weaker attack).
+    epsilon_upper : float
+        The median bound against the certified lower trade-off curve (the stronger attack), >= ``epsilon_lower``.
+    canaries : int
+        ``m``, the canaries of the simulated audit.
+    delta : float
+        The delta of the audited claim.
+    beta : float
+        One minus the audit's confidence.
+    method : str
+        The audit simulated (one of ``AUDIT_METHODS``).
+    certified : Bounds or None, default None
+        The run's certified epsilon at ``delta``.
+    details : mapping, default {}
+        Draws, seed, guess counts, the median's rank interval, the attack and the curve's method.
+
+    Raises
+    ------
+    ValueError
+        Not raised by the constructor itself; ``expected_audit`` validates what it passes.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023 (one-run audit); Mahloujifar, Melis, Chaudhuri 2024 (f-DP audit).
     """
 
     epsilon_lower: float
@@ -54,10 +88,17 @@ class ExpectedAudit:
     delta: float
     beta: float
     method: str
-    certified: Any = None
+    certified: Bounds | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The expected audit as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            The fields, ``certified_epsilon`` as ``{"lower", "upper"}`` (or ``None``), ``details`` JSON-ready.
+        """
         from .result import _plain
 
         cert = None if self.certified is None else {"lower": self.certified.lower, "upper": self.certified.upper}
@@ -75,19 +116,49 @@ class ExpectedAudit:
 
 def run_curve(
     *,
-    curve=None,
-    accountant=None,
-    mu=None,
-    noise_multiplier=None,
-    sampling_rate=None,
-    steps=None,
+    curve: TradeoffCurve | None = None,
+    accountant: Accountant | None = None,
+    mu: float | None = None,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
     delta: float | None = None,
-):
+) -> tuple[TradeoffCurve, Bounds | None]:
     """``(TradeoffCurve, certified epsilon Bounds or None)`` of a run given in one of four ways.
 
-    ``curve`` (a ``TradeoffCurve``), a composed ``accountant``, ``mu`` (exact mu-GDP, a Gaussian of noise
-    multiplier ``1/mu``), or the DP-SGD keywords ``noise_multiplier``, ``sampling_rate``, ``steps``
-    (Poisson-subsampled Gaussian, add/remove, tightdp's default accountant).
+    Parameters
+    ----------
+    curve : TradeoffCurve, optional
+        The run's certified trade-off curve.
+    accountant : Accountant, optional
+        A composed accountant of the run.
+    mu : float, optional
+        Exact mu-GDP (a Gaussian of noise multiplier ``1/mu``), > 0.
+    noise_multiplier : float, optional
+        DP-SGD (Poisson-subsampled Gaussian, add/remove, ``ConnectDotsAccountant``), with ``sampling_rate``
+        and ``steps``.
+    sampling_rate : float, optional
+        The Poisson rate, in (0, 1], with ``noise_multiplier``.
+    steps : int, optional
+        The steps, >= 1, with ``noise_multiplier``.
+    delta : float, optional
+        The delta of the certified epsilon returned (``None``: none is computed).
+
+    Returns
+    -------
+    tuple
+        ``(TradeoffCurve, Bounds or None)``: the curve, and the certified epsilon at ``delta`` when an
+        accountant describes the run and ``delta`` is given.
+
+    Raises
+    ------
+    ValueError
+        Not exactly one of ``curve``, ``accountant``, ``mu``, ``noise_multiplier``; ``noise_multiplier``
+        without ``sampling_rate`` and ``steps``; a ``curve`` that is not a ``TradeoffCurve``; bad numbers.
+
+    References
+    ----------
+    Dong, Roth, Su 2022 (trade-off curves); Koskela et al. 2020 (the PLD behind the certified curve).
     """
     from ..accountants import ConnectDotsAccountant
     from ..dpsgd import dpsgd_mechanism
@@ -111,25 +182,28 @@ def run_curve(
     if accountant is not None:
         curve = tradeoff_curve(accountant)
         return curve, (accountant.epsilon(delta) if delta is not None else None)
-    if not hasattr(curve, "at"):
+    if curve is None or not hasattr(curve, "at"):
         raise ValueError(f"curve must be a TradeoffCurve, got {type(curve).__name__}")
     return curve, None
 
 
-def _in_statistics(curve_beta: np.ndarray, grid: np.ndarray, u: np.ndarray) -> np.ndarray:
+def _in_statistics(curve_beta: FloatArray, grid: FloatArray, u: FloatArray) -> FloatArray:
     """``A`` with ``P(A <= a) = 1 - f(a)`` from uniforms ``u`` (``f`` tabulated non-increasing on ``grid``)."""
     f = np.minimum.accumulate(np.clip(curve_beta, 0.0, 1.0))
     # A = inf{a: f(a) <= 1 - u}; interpolate on the reversed (increasing) table
-    return np.interp(1.0 - u, f[::-1], grid[::-1])
+    out: FloatArray = np.interp(1.0 - u, f[::-1], grid[::-1])
+    return out
 
 
-def _simulate_counts(m: int, ks: np.ndarray, f_tables, grid, draws: int, seed: int):
+def _simulate_counts(
+    m: int, ks: IntArray, f_tables: Iterable[FloatArray], grid: FloatArray, draws: int, seed: int
+) -> list[AnyArray]:
     """For each table: ``v`` (draws x K) right guesses among the ``k`` smallest statistics; ``r = k`` (ties have
     probability 0 for continuous tables; the simulated statistics are distinct almost surely)."""
     rng = np.random.default_rng(seed)
-    member = rng.random((draws, m)) < 0.5
+    member: BoolArray = rng.random((draws, m)) < 0.5
     u = rng.random((draws, m))
-    out = []
+    out: list[AnyArray] = []
     for f in f_tables:
         a = np.where(member, _in_statistics(f, grid, u), u)
         order = np.argsort(a, axis=1, kind="stable")
@@ -144,15 +218,15 @@ def expected_audit(
     delta: float,
     beta: float = 0.05,
     method: str = "one-run",
-    guess_counts=None,
+    guess_counts: ArrayLike | None = None,
     draws: int = 101,
     seed: int = 0,
-    curve=None,
-    accountant=None,
-    mu=None,
-    noise_multiplier=None,
-    sampling_rate=None,
-    steps=None,
+    curve: TradeoffCurve | None = None,
+    accountant: Accountant | None = None,
+    mu: float | None = None,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
 ) -> ExpectedAudit:
     """The empirical lower bound an optimal attack on a correct implementation reaches with probability ~1/2.
 
@@ -174,6 +248,17 @@ def expected_audit(
     Returns
     -------
     ExpectedAudit
+        The median bounds of the simulated audits against the certified upper and lower curves.
+
+    Raises
+    ------
+    ValueError
+        Fewer than 2 canaries, an unknown ``method``, delta or beta out of range, a guess count outside
+        [1, m], bad ``draws`` or ``seed``, or a run not given in exactly one way (``run_curve``).
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023 (one-run audit); Mahloujifar, Melis, Chaudhuri 2024 (f-DP audit).
     """
     m = check_count("canaries", canaries, minimum=2)
     check_choice("method", method, AUDIT_METHODS)
@@ -215,7 +300,9 @@ def expected_audit(
     return ExpectedAudit(float(sw[med]), float(max(ss[med], sw[med])), m, d, b, method, certified, details)
 
 
-def _bound_fn(method: str, m: int, ks: tuple, delta: float, beta: float):
+def _bound_fn(
+    method: str, m: int, ks: tuple[int, ...], delta: float, beta: float
+) -> Callable[[tuple[int, ...]], float]:
     """The audit's bound as a function of the right-guess counts ``vs`` (one per candidate ``k``): the largest
     single-candidate bound at level ``beta / K``, each cached by ``(k, v)`` (many draws share them)."""
     level = beta / len(ks)
@@ -232,7 +319,7 @@ def _bound_fn(method: str, m: int, ks: tuple, delta: float, beta: float):
     single = lru_cache(maxsize=None)(single_raw)
     cap = lru_cache(maxsize=None)(lambda k, v: _eps0(k, v, level))
 
-    def bound(vs: tuple) -> float:
+    def bound(vs: tuple[int, ...]) -> float:
         best = 0.0
         for j in np.argsort([-(v / k) for k, v in zip(ks, vs)]):
             if method == "one-run" and cap(ks[j], vs[j]) <= best:
@@ -250,17 +337,52 @@ def canaries_needed(
     fraction: float = 0.5,
     beta: float = 0.05,
     method: str = "one-run",
-    candidates=(100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
+    candidates: Sequence[int] = (100, 200, 500, 1000, 2000, 5000, 10_000, 20_000, 50_000, 100_000),
     draws: int = 41,
     seed: int = 0,
-    **run,
+    **run: Any,
 ) -> dict[str, Any]:
     """The fewest canaries (among ``candidates``) whose expected audit reaches ``target``.
 
-    ``target`` defaults to ``fraction`` times the run's certified epsilon lower end at ``delta``. The
-    pessimistic end (``ExpectedAudit.epsilon_lower``) must reach it. Returns ``{"canaries": m or None,
-    "target": ..., "expected": {m: epsilon_lower, ...}}`` (``None``: not reached by the largest candidate).
-    ``run``: the run keywords of ``run_curve``.
+    The pessimistic end (``ExpectedAudit.epsilon_lower``) must reach the target.
+
+    Parameters
+    ----------
+    delta : float
+        The delta of the audited claim.
+    target : float, optional
+        The epsilon the audit should reach, >= 0 (default ``fraction`` times the run's certified epsilon
+        lower end at ``delta``).
+    fraction : float, default 0.5
+        The default target's fraction of the certified epsilon, in (0, 1].
+    beta : float, default 0.05
+        One minus the audit's confidence.
+    method : {"one-run", "fdp-eps-delta", "fdp-gdp"}
+        The audit simulated.
+    candidates : sequence of int
+        The canary counts tried, in increasing order, each >= 2.
+    draws : int, default 41
+        Monte Carlo audits per candidate.
+    seed : int, default 0
+        Their seed.
+    **run
+        The run keywords of ``run_curve``.
+
+    Returns
+    -------
+    dict
+        ``{"canaries": m or None, "target": ..., "expected": {m: epsilon_lower, ...}}`` (``None``: not reached by
+        the largest candidate, or the bound stopped growing, with a ``"note"``).
+
+    Raises
+    ------
+    ValueError
+        ``fraction`` or ``target`` out of range, no ``target`` for a run given as a curve, a candidate below 2,
+        or any error of ``expected_audit``.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023 (one-run audit); Mahloujifar, Melis, Chaudhuri 2024 (f-DP audit).
     """
     frac = check_real("fraction", fraction, low=0.0, high=1.0, high_open=False)
     if target is None:

@@ -36,10 +36,12 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 from scipy import optimize, special
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_real
 from .one_run import ONE_RUN_ASSUMPTIONS
 from .result import AuditBound, check_beta
@@ -71,8 +73,44 @@ _GDP_ASSUMPTION = (
 # ============================================================================== the test
 def fdp_rejects(g: Callable[[float], float], *, canaries: int, guesses: int, correct: int, level: float) -> bool:
     """MMC's test: does ``correct`` right guesses out of ``guesses`` (``canaries`` canaries) reject
-    "f-DP" at significance ``level``? ``g(y) = f(1 - y)`` (module docstring)."""
-    m, r, v = canaries, guesses, correct
+    "f-DP" at significance ``level``?
+
+    Parameters
+    ----------
+    g : callable
+        ``g(y) = f(1 - y)`` (module docstring) of the trade-off curve ``f`` tested, on [0, 1].
+    canaries : int
+        ``m >= 1``, the number of canaries.
+    guesses : int
+        ``r``, ``0 <= r <= m``, guesses made.
+    correct : int
+        ``v``, ``0 <= v <= r``, right guesses.
+    level : float
+        The significance level, in (0, 1).
+
+    Returns
+    -------
+    bool
+        Whether the counts reject "f-DP" at ``level``.
+
+    Raises
+    ------
+    ValueError
+        Counts that are not whole numbers with ``correct <= guesses <= canaries``, or ``level`` outside (0, 1).
+
+    References
+    ----------
+    Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential privacy in one run" (the recursion of the
+    module docstring).
+    """
+    from .one_run import _check_counts
+
+    m, r, v = _check_counts(canaries, guesses, correct)
+    return _fdp_rejects(g, m, r, v, check_real("level", level, low=0.0, high=1.0))
+
+
+def _fdp_rejects(g: Callable[[float], float], m: int, r: int, v: int, level: float) -> bool:
+    """``fdp_rejects`` on checked arguments (the audits' inner loop)."""
     if v == 0:
         return False
     rho = level * v / m
@@ -111,15 +149,17 @@ def _g_eps_delta(eps: float, delta: float) -> Callable[[float], float]:
     return g
 
 
-def _curve_grid() -> np.ndarray:
+def _curve_grid() -> FloatArray:
+    """The alphas at which a curve is tabulated: dense at both ends of [0, 1]."""
     t = np.geomspace(1e-12, 0.5, 400)
-    return np.unique(np.concatenate([[0.0], t, np.linspace(0.0, 1.0, 801), 1.0 - t, [1.0]]))
+    grid: FloatArray = np.unique(np.concatenate([[0.0], t, np.linspace(0.0, 1.0, 801), 1.0 - t, [1.0]]))
+    return grid
 
 
 _G_CACHE: dict[int, tuple[object, Callable[[float], float]]] = {}
 
 
-def _g_curve(curve) -> Callable[[float], float]:
+def _g_curve(curve: Any) -> Callable[[float], float]:
     """``g(y) = f(1 - y)`` from below for a certified ``TradeoffCurve`` (its ``beta_lower``), or for a
     callable ``beta(alpha)`` that is itself a lower bound on ``f`` (vectorised, non-increasing). The
     tabulation of a ``TradeoffCurve`` is kept for the last few curves (it costs a few hundred ms)."""
@@ -134,7 +174,8 @@ def _g_curve(curve) -> Callable[[float], float]:
     return g
 
 
-def _tabulate(curve) -> Callable[[float], float]:
+def _tabulate(curve: Any) -> Callable[[float], float]:
+    """``g(y) = f(1 - y)`` as a step function from below on ``_curve_grid`` (``_g_curve``)."""
     a = _curve_grid()
     if hasattr(curve, "at"):
         lo = np.asarray(curve.at(a)[0], float)
@@ -160,7 +201,34 @@ def _tabulate(curve) -> Callable[[float], float]:
 
 # ============================================================================== GDP conversions
 def gdp_delta(eps: float, mu: float) -> float:
-    """delta(eps) of mu-GDP (Dong, Roth, Su 2022, Cor. 2.13), in log space."""
+    """delta(eps) of mu-GDP, in log space.
+
+    Parameters
+    ----------
+    eps : float
+        The epsilon, >= 0.
+    mu : float
+        The GDP parameter, >= 0 (0 gives delta 0).
+
+    Returns
+    -------
+    float
+        ``Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)``, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` or ``mu`` is negative, NaN or infinite.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, "Gaussian differential privacy", Cor. 2.13.
+    """
+    return _gdp_delta(check_real("eps", eps, low=0.0, low_open=False), check_real("mu", mu, low=0.0, low_open=False))
+
+
+def _gdp_delta(eps: float, mu: float) -> float:
+    """``gdp_delta`` on checked arguments."""
     if mu <= 0.0:
         return 0.0
     a = special.log_ndtr(-eps / mu + mu / 2.0)
@@ -169,41 +237,98 @@ def gdp_delta(eps: float, mu: float) -> float:
 
 
 def gdp_mu_for(eps: float, delta: float) -> float:
-    """The mu whose mu-GDP curve has ``delta(eps) = delta`` exactly (0 when delta >= 1)."""
+    """The mu whose mu-GDP curve has ``delta(eps) = delta`` exactly.
+
+    Parameters
+    ----------
+    eps : float
+        The epsilon, >= 0.
+    delta : float
+        The delta, in [0, 1].
+
+    Returns
+    -------
+    float
+        The mu (0 when ``delta`` is 0, ``inf`` when ``delta`` is 1 or no mu up to 1e4 reaches it).
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` is negative or not finite, or ``delta`` is outside [0, 1].
+
+    References
+    ----------
+    Dong, Roth, Su 2022, Cor. 2.13.
+    """
+    return _gdp_mu_for(
+        check_real("eps", eps, low=0.0, low_open=False),
+        check_real("delta", delta, low=0.0, low_open=False, high=1.0, high_open=False),
+    )
+
+
+def _gdp_mu_for(eps: float, delta: float) -> float:
+    """``gdp_mu_for`` on checked arguments."""
     if delta <= 0.0:
         return 0.0
     if delta >= 1.0:
         return math.inf
     hi = 1.0
-    while gdp_delta(eps, hi) < delta:
+    while _gdp_delta(eps, hi) < delta:
         hi *= 2.0
         if hi > 1e4:
             return math.inf
-    return float(optimize.brentq(lambda mu: gdp_delta(eps, mu) - delta, 0.0, hi, xtol=1e-14, rtol=1e-14))
+    return float(optimize.brentq(lambda mu: _gdp_delta(eps, mu) - delta, 0.0, hi, xtol=1e-14, rtol=1e-14))
 
 
 def gdp_epsilon(mu: float, delta: float) -> float:
-    """epsilon(delta) of mu-GDP (0 when ``delta(0) <= delta``)."""
-    if mu <= 0.0 or gdp_delta(0.0, mu) <= delta:
+    """epsilon(delta) of mu-GDP.
+
+    Parameters
+    ----------
+    mu : float
+        The GDP parameter, >= 0.
+    delta : float
+        The delta, in (0, 1].
+
+    Returns
+    -------
+    float
+        The smallest epsilon >= 0 with ``gdp_delta(epsilon, mu) <= delta`` (0 when ``delta(0) <= delta``).
+
+    Raises
+    ------
+    ValueError
+        If ``mu`` is negative or not finite, or ``delta`` is outside (0, 1].
+
+    References
+    ----------
+    Dong, Roth, Su 2022, Cor. 2.13.
+    """
+    mu = check_real("mu", mu, low=0.0, low_open=False)
+    delta = check_real("delta", delta, low=0.0, high=1.0, high_open=False)
+    if mu <= 0.0 or _gdp_delta(0.0, mu) <= delta:
         return 0.0
     hi = 1.0
-    while gdp_delta(hi, mu) > delta:
+    while _gdp_delta(hi, mu) > delta:
         hi *= 2.0
-    return float(optimize.brentq(lambda e: gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-13, rtol=1e-13))
+    return float(optimize.brentq(lambda e: _gdp_delta(e, mu) - delta, 0.0, hi, xtol=1e-13, rtol=1e-13))
 
 
 # ============================================================================== families
 def _family_g(family: str, delta: float) -> Callable[[float], Callable[[float], float]]:
+    """``eps -> g`` of the family's curve at ``eps`` (module docstring, Families)."""
     if family == "gdp":
-        return lambda eps: _g_gdp(gdp_mu_for(eps, delta))
+        return lambda eps: _g_gdp(_gdp_mu_for(eps, delta))
     return lambda eps: _g_eps_delta(eps, delta)
 
 
-def _family_epsilon(family_g, m: int, r: int, v: int, level: float, floor: float) -> float:
+def _family_epsilon(
+    family_g: Callable[[float], Callable[[float], float]], m: int, r: int, v: int, level: float, floor: float
+) -> float:
     """The largest eps whose curve the counts reject (scan, then bisection in the first cell not rejected)."""
 
-    def rej(e):
-        return fdp_rejects(family_g(e), canaries=m, guesses=r, correct=v, level=level)
+    def rej(e: float) -> bool:
+        return _fdp_rejects(family_g(e), m, r, v, level)
 
     if not rej(floor):
         return 0.0
@@ -225,7 +350,13 @@ def _family_epsilon(family_g, m: int, r: int, v: int, level: float, floor: float
 
 
 def epsilon_one_run_fdp(
-    *, in_scores, out_scores, delta: float, beta: float = 0.05, family: str = "gdp", guess_counts=None
+    *,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    delta: float,
+    beta: float = 0.05,
+    family: str = "gdp",
+    guess_counts: ArrayLike | None = None,
 ) -> AuditBound:
     """The f-DP one-run empirical lower bound on epsilon (MMC) from the scores of one run's canaries.
 
@@ -249,6 +380,17 @@ def epsilon_one_run_fdp(
     -------
     AuditBound
         ``details``: the counts, the correction, the assumptions and, for ``"gdp"``, ``mu_lower``.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite scores, an unknown ``family``, delta or beta out of range, or a guess count outside
+        [1, m].
+
+    References
+    ----------
+    Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential privacy in one run"; Steinke, Nasr,
+    Jagielski 2023 (the audit game); Dong, Roth, Su 2022, Cor. 2.13 (the GDP family).
     """
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     check_choice("family", family, FAMILIES)
@@ -271,7 +413,7 @@ def epsilon_one_run_fdp(
         assumptions.append(_GDP_ASSUMPTION)
     if len(ks) > 1:
         assumptions.append("the candidate guess counts were fixed before the scores were seen")
-    details = {
+    details: dict[str, Any] = {
         "canaries": m,
         "family": family,
         "candidates": [int(k) for k in ks],
@@ -280,7 +422,7 @@ def epsilon_one_run_fdp(
         "assumptions": assumptions,
     }
     if family == "gdp":
-        details["mu_lower"] = gdp_mu_for(best, d) if best > 0 else 0.0
+        details["mu_lower"] = _gdp_mu_for(best, d) if best > 0 else 0.0
     if arg is not None:
         details.update(
             {"guess_count": int(ks[arg]), "guesses": int(rs[arg]), "correct": int(vs[arg]), "threshold": float(ts[arg])}
@@ -293,8 +435,37 @@ def epsilon_fdp_from_guesses(
 ) -> AuditBound:
     """The f-DP one-run lower bound from a count of guesses fixed before the audit (MMC; no correction).
 
-    Same parameters and assumptions as ``epsilon_one_run_fdp``, with the counts of
-    ``tightdp.audit.epsilon_from_guesses``.
+    The assumptions are those of ``epsilon_one_run_fdp``.
+
+    Parameters
+    ----------
+    canaries : int
+        ``m``, the number of canaries, each included independently with probability 1/2.
+    guesses : int
+        ``r <= m``, guesses made; fixed before the audit.
+    correct : int
+        ``v <= r``, right guesses.
+    delta : float
+        The delta of the claim, in (0, 1) for ``"gdp"``, [0, 1) for ``"eps-delta"``.
+    beta : float, default 0.05
+        One minus the confidence level, in (0, 1).
+    family : {"gdp", "eps-delta"}
+        The family of curves tested (module docstring).
+
+    Returns
+    -------
+    AuditBound
+        ``details``: the counts, the assumptions and, for ``"gdp"``, ``mu_lower``.
+
+    Raises
+    ------
+    ValueError
+        Counts that are not whole numbers with ``correct <= guesses <= canaries``, an unknown ``family``, delta
+        or beta out of range.
+
+    References
+    ----------
+    Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential privacy in one run".
     """
     from .one_run import _check_counts
 
@@ -303,7 +474,7 @@ def epsilon_fdp_from_guesses(
     d = check_real("delta", delta, low=0.0, low_open=(family == "gdp"), high=1.0)
     b = check_beta(beta)
     e = _family_epsilon(_family_g(family, d), m, r, v, b, 0.0) if v > 0 else 0.0
-    details = {
+    details: dict[str, Any] = {
         "canaries": m,
         "guesses": r,
         "correct": v,
@@ -311,24 +482,66 @@ def epsilon_fdp_from_guesses(
         "assumptions": list(ONE_RUN_ASSUMPTIONS) + ([_GDP_ASSUMPTION] if family == "gdp" else []),
     }
     if family == "gdp":
-        details["mu_lower"] = gdp_mu_for(e, d) if e > 0 else 0.0
+        details["mu_lower"] = _gdp_mu_for(e, d) if e > 0 else 0.0
     return AuditBound(e, d, b, f"f-DP one-run ({family} family; Mahloujifar, Melis, Chaudhuri 2024)", details)
 
 
-class FdpTest(dict):
-    """The outcome of testing one certified curve: ``rejected`` (bool), ``beta``, the counts and assumptions."""
+class FdpTest(dict[str, Any]):
+    """The outcome of testing one certified curve: ``rejected`` (bool), ``beta``, the counts and assumptions.
+
+    A ``dict`` (JSON-ready) with attribute access to ``rejected``; built as ``dict`` is, from the entries of the
+    outcome.
+
+    Raises
+    ------
+    TypeError
+        As ``dict`` does, for arguments that are not key/value pairs.
+    """
 
     @property
     def rejected(self) -> bool:
+        """Whether the test rejected "f-DP for the curve"."""
         return bool(self["rejected"])
 
 
-def fdp_one_run_test(*, in_scores, out_scores, curve, beta: float = 0.05, guess_counts=None) -> FdpTest:
+def fdp_one_run_test(
+    *,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    curve: Any,
+    beta: float = 0.05,
+    guess_counts: ArrayLike | None = None,
+) -> FdpTest:
     """Test "the run is f-DP for ``curve``" at level ``beta`` with MMC's one-run test.
 
-    ``curve``: a certified ``tightdp.TradeoffCurve`` (its ``beta_lower`` is tested: the weakest claim
-    the certificate makes) or a callable ``beta(alpha)`` lower-bounding the claimed curve. A rejection
-    says, with confidence ``1 - beta``, that the implementation violates its accounting.
+    A rejection says, with confidence ``1 - beta``, that the implementation violates its accounting.
+
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Scores (higher = more likely in) of the canaries that were in and out.
+    curve : TradeoffCurve or callable
+        A certified ``tightdp.TradeoffCurve`` (its ``beta_lower`` is tested: the weakest claim the certificate
+        makes) or a vectorised callable ``beta(alpha)`` lower-bounding the claimed curve.
+    beta : float, default 0.05
+        One minus the confidence level, in (0, 1).
+    guess_counts : int or sequence of int, optional
+        Candidate numbers of "in" guesses (default ``default_guess_counts(m)``), Bonferroni-corrected.
+
+    Returns
+    -------
+    FdpTest
+        ``rejected``, the guess counts that rejected, the level per candidate and the assumptions.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite scores, beta out of range, a guess count outside [1, m], or a ``curve`` that is
+        neither a ``TradeoffCurve`` nor a callable giving finite betas of the alphas' shape.
+
+    References
+    ----------
+    Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential privacy in one run".
     """
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     b = check_beta(beta)
@@ -337,9 +550,7 @@ def fdp_one_run_test(*, in_scores, out_scores, curve, beta: float = 0.05, guess_
     ks = default_guess_counts(m) if guess_counts is None else np.unique(np.atleast_1d(guess_counts))
     rs, vs, _ = _guess_counts(scores, ks)
     level = b / len(ks)
-    hits = [
-        int(k) for k, r, v in zip(ks, rs, vs) if fdp_rejects(g, canaries=m, guesses=int(r), correct=int(v), level=level)
-    ]
+    hits = [int(k) for k, r, v in zip(ks, rs, vs) if _fdp_rejects(g, m, int(r), int(v), level)]
     return FdpTest(
         rejected=bool(hits),
         beta=b,

@@ -22,6 +22,7 @@ import math
 import numpy as np
 from scipy import stats
 
+from .._types import ArrayLike, BoolArray, FloatArray
 from .._validation import check_choice, check_count, check_real, check_real_array
 from .result import AuditBound, check_beta
 from .scores import CanaryScores
@@ -36,21 +37,24 @@ MULTI_RUN_ASSUMPTIONS = (
 )
 
 
-def _cp_upper(k: np.ndarray, n: int, level: float) -> np.ndarray:
+def _cp_upper(k: ArrayLike, n: int, level: float) -> FloatArray:
     """One-sided exact upper bound on a binomial proportion (``k`` successes of ``n``), level ``level``."""
     k = np.asarray(k)
     with np.errstate(invalid="ignore"):
         up = stats.beta.ppf(1.0 - level, k + 1, np.maximum(n - k, 1))
-    return np.where(k >= n, 1.0, np.minimum(1.0, up))
+    out: FloatArray = np.where(k >= n, 1.0, np.minimum(1.0, up))
+    return out
 
 
-def _eps_from(tpr_lo: np.ndarray, fpr_up: np.ndarray, delta: float) -> np.ndarray:
+def _eps_from(tpr_lo: FloatArray, fpr_up: FloatArray, delta: float) -> FloatArray:
+    """``log((tpr_lo - delta) / fpr_up)``, clipped at 0 (0 where it is undefined)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         e = np.log(tpr_lo - delta) - np.log(fpr_up)
-    return np.where((tpr_lo > delta) & (fpr_up > 0), np.maximum(e, 0.0), 0.0)
+    ok: BoolArray = (tpr_lo > delta) & (fpr_up > 0)
+    return np.where(ok, np.maximum(e, 0.0), 0.0)
 
 
-def _eps_at(scores: CanaryScores, thresholds: np.ndarray, delta: float, level: float, one_sided: bool) -> np.ndarray:
+def _eps_at(scores: CanaryScores, thresholds: FloatArray, delta: float, level: float, one_sided: bool) -> FloatArray:
     """The Clopper-Pearson bound at each threshold, each at significance ``level`` (split in two)."""
     n_in, n_out = scores.in_scores.size, scores.out_scores.size
     tp, fp = scores.counts_at(thresholds)
@@ -65,9 +69,44 @@ def _eps_at(scores: CanaryScores, thresholds: np.ndarray, delta: float, level: f
 
 
 def clopper_pearson_epsilon_at(
-    *, in_scores, out_scores, threshold: float, delta: float, beta: float = 0.05, one_sided: bool = True
+    *,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    threshold: float,
+    delta: float,
+    beta: float = 0.05,
+    one_sided: bool = True,
 ) -> AuditBound:
-    """The Clopper-Pearson bound at one threshold fixed before the audit (no correction)."""
+    """The Clopper-Pearson bound at one threshold fixed before the audit (no correction).
+
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        One score per training run, from runs with the canary in / out (higher = more likely in).
+    threshold : float
+        The threshold of the rule "in when the score is at least ``threshold``" (infinities allowed).
+    delta : float
+        The delta of the claim, in [0, 1).
+    beta : float, default 0.05
+        One minus the confidence level, in (0, 1).
+    one_sided : bool, default True
+        ``False`` also tries the reverse rule (scores below the threshold are "in").
+
+    Returns
+    -------
+    AuditBound
+        The bound, with the counts at the threshold in ``details``.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite scores, a NaN threshold, delta or beta out of range.
+
+    References
+    ----------
+    Jagielski, Ullman, Oprea 2020, "Auditing differentially private machine learning"; Nasr et al. 2021,
+    "Adversary instantiation: lower bounds for differentially private machine learning".
+    """
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     t = check_real("threshold", threshold, allow_inf=True)
     d = check_real("delta", delta, low=0.0, low_open=False, high=1.0)
@@ -91,18 +130,20 @@ def clopper_pearson_epsilon_at(
     )
 
 
-def _candidate_thresholds(scores: CanaryScores) -> np.ndarray:
-    return np.unique(np.concatenate([scores.in_scores, scores.out_scores]))
+def _candidate_thresholds(scores: CanaryScores) -> FloatArray:
+    """Every distinct score, in/out pooled."""
+    out: FloatArray = np.unique(np.concatenate([scores.in_scores, scores.out_scores]))
+    return out
 
 
 def epsilon_clopper_pearson(
     *,
-    in_scores,
-    out_scores,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
     delta: float,
     beta: float = 0.05,
     strategy: str = "split",
-    thresholds=None,
+    thresholds: ArrayLike | None = None,
     split_fraction: float = 0.5,
     seed: int = 0,
     one_sided: bool = True,
@@ -132,12 +173,17 @@ def epsilon_clopper_pearson(
     Returns
     -------
     AuditBound
+        The bound, with the threshold, its counts, the correction and the assumptions in ``details``.
 
     Raises
     ------
     ValueError
         Bad scores, delta, beta, strategy, a missing ``thresholds`` for ``"bonferroni"``, or a split that
         leaves a part without in or out runs.
+
+    References
+    ----------
+    Jagielski, Ullman, Oprea 2020; Nasr et al. 2021 (Clopper-Pearson bounds on TPR and FPR).
     """
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     d = check_real("delta", delta, low=0.0, low_open=False, high=1.0)
@@ -188,11 +234,11 @@ def epsilon_clopper_pearson(
     cands = _candidate_thresholds(pick) if cand is None else cand
     e_pick = _eps_at(pick, cands, d, b, one_sided)
     t = float(cands[int(np.argmax(e_pick))])
-    e = float(_eps_at(cert, np.array([t]), d, b, one_sided)[0])
+    e_cert = float(_eps_at(cert, np.array([t]), d, b, one_sided)[0])
     tp, fp = cert.counts_at([t])
     assumptions.append("the split was random and made before the scores were seen")
     return AuditBound(
-        e,
+        e_cert,
         d,
         b,
         "multi-run Clopper-Pearson, threshold chosen on a held-out split",

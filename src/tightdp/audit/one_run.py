@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import special, stats
 
+from .._types import ArrayLike, FloatArray, IntArray
 from .._validation import check_count, check_real
 from .result import AuditBound, check_beta
 from .scores import CanaryScores, default_guess_counts
@@ -38,7 +39,7 @@ ONE_RUN_ASSUMPTIONS = (
 )
 
 
-def _check_counts(m, r, v) -> tuple[int, int, int]:
+def _check_counts(m: int, r: int, v: int) -> tuple[int, int, int]:
     m = check_count("canaries", m)
     r = check_count("guesses", r, minimum=0)
     v = check_count("correct", v, minimum=0)
@@ -49,25 +50,54 @@ def _check_counts(m, r, v) -> tuple[int, int, int]:
     return m, r, v
 
 
-def _p_values(m: int, r: int, v: int, eps: np.ndarray, delta: float) -> np.ndarray:
-    """``p(eps, delta)`` of the module docstring at each ``eps`` (vectorised)."""
-    eps = np.atleast_1d(np.asarray(eps, float))
+def _p_values(m: int, r: int, v: int, epsilons: ArrayLike, delta: float) -> FloatArray:
+    """``p(eps, delta)`` of the module docstring at each ``eps`` of ``epsilons`` (vectorised)."""
+    eps = np.atleast_1d(np.asarray(epsilons, float))
     if v == 0:
         return np.ones(eps.shape)
     q = special.expit(eps)[:, None]
     if delta == 0.0:
-        return np.minimum(1.0, stats.binom.sf(v - 1, r, q[:, 0]))
+        out: FloatArray = np.minimum(1.0, stats.binom.sf(v - 1, r, q[:, 0]))
+        return out
     x = np.arange(v + 1)[None, :]
     tail = stats.binom.sf(x - 1, r, q)  # P[B >= x], x = 0..v
     b = tail[:, v]
     i = np.arange(1, v + 1)
     gaps = (tail[:, v - i] - b[:, None]) / i[None, :]  # P[v - i <= B < v] / i
-    return np.minimum(1.0, b + 2.0 * m * delta * np.max(gaps, axis=1))
+    p: FloatArray = np.minimum(1.0, b + 2.0 * m * delta * np.max(gaps, axis=1))
+    return p
 
 
 def one_run_p_value(*, canaries: int, guesses: int, correct: int, epsilon: float, delta: float) -> float:
-    """The chance, under ``(epsilon, delta)``-DP, of ``correct`` or more right guesses out of ``guesses``
-    with ``canaries`` canaries (SNJ Thm. 5.2 and Prop. 5.7; the module docstring's ``p``)."""
+    """The chance, under ``(epsilon, delta)``-DP, of ``correct`` or more right guesses out of ``guesses``.
+
+    Parameters
+    ----------
+    canaries : int
+        ``m >= 1``, the number of canaries, each included independently with probability 1/2.
+    guesses : int
+        ``r``, ``0 <= r <= m``, guesses made.
+    correct : int
+        ``v``, ``0 <= v <= r``, right guesses.
+    epsilon : float
+        The epsilon of the claim, >= 0.
+    delta : float
+        The delta of the claim, in [0, 1].
+
+    Returns
+    -------
+    float
+        The module docstring's ``p(epsilon, delta)``, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        Counts that are not whole numbers with ``correct <= guesses <= canaries``, or epsilon / delta out of range.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023, Thm. 5.2 and Prop. 5.7.
+    """
     m, r, v = _check_counts(canaries, guesses, correct)
     eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
     d = check_real("delta", delta, low=0.0, low_open=False, high=1.0, high_open=False)
@@ -141,6 +171,10 @@ def epsilon_from_guesses(*, canaries: int, guesses: int, correct: int, delta: fl
     AuditBound
         ``epsilon_lower``: with probability >= 1 - beta the run is not (e, delta)-DP for e < epsilon_lower.
 
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", Thm. 5.2, Alg. 1.
+
     Raises
     ------
     ValueError
@@ -159,7 +193,14 @@ def epsilon_from_guesses(*, canaries: int, guesses: int, correct: int, delta: fl
     )
 
 
-def epsilon_one_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, guess_counts=None) -> AuditBound:
+def epsilon_one_run(
+    *,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    delta: float,
+    beta: float = 0.05,
+    guess_counts: ArrayLike | None = None,
+) -> AuditBound:
     """The one-run empirical lower bound from the scores of the ``m`` canaries of one run.
 
     The attacker guesses "in" for the ``k`` highest-scoring canaries (one-sided guesses, abstaining
@@ -183,6 +224,15 @@ def epsilon_one_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, 
     -------
     AuditBound
         ``details``: the candidate that gave the bound, its counts, the correction and the assumptions.
+
+    Raises
+    ------
+    ValueError
+        Empty or non-finite scores, delta or beta out of range, or a guess count outside [1, m].
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023, Thm. 5.2, Alg. 1.
     """
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     d = check_real("delta", delta, low=0.0, low_open=False, high=1.0)
@@ -193,7 +243,9 @@ def epsilon_one_run(*, in_scores, out_scores, delta: float, beta: float = 0.05, 
     return _best_over_candidates(m, rs, vs, ts, ks, d, b)
 
 
-def _best_over_candidates(m, rs, vs, ts, ks, delta, beta) -> AuditBound:
+def _best_over_candidates(
+    m: int, rs: IntArray, vs: IntArray, ts: FloatArray, ks: IntArray, delta: float, beta: float
+) -> AuditBound:
     level = beta / len(ks)
     e0 = np.array([_eps0(int(r), int(v), level) for r, v in zip(rs, vs)])
     best, arg = 0.0, None

@@ -12,10 +12,12 @@ fact does, and the audits correct for that (Bonferroni over the candidate ``k``)
 from __future__ import annotations
 
 import csv
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray, IntArray
 from .._validation import check_count, check_real_array
 
 __all__ = ["CanaryScores", "default_guess_counts", "guess_counts", "read_scores_csv"]
@@ -28,12 +30,28 @@ class CanaryScores:
     Both are non-empty 1-D arrays of finite numbers. For a one-run audit they are the scores of the
     ``m = len(in_scores) + len(out_scores)`` canaries of one run; for a multi-run audit each entry is
     one run's score of the canary, from runs with it in or out.
+
+    Parameters
+    ----------
+    in_scores : array_like
+        Scores of the canaries that were in (trained on): a non-empty 1-D array of finite numbers.
+    out_scores : array_like
+        Scores of the canaries that were out: a non-empty 1-D array of finite numbers.
+
+    Raises
+    ------
+    ValueError
+        If either array is empty, not 1-D real, or holds NaN or an infinity (the message names it).
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training run", Sec. 3.
     """
 
-    in_scores: np.ndarray
-    out_scores: np.ndarray
+    in_scores: FloatArray
+    out_scores: FloatArray
 
-    def __init__(self, *, in_scores, out_scores):
+    def __init__(self, *, in_scores: ArrayLike, out_scores: ArrayLike) -> None:
         a = _scores("in_scores", in_scores)
         b = _scores("out_scores", out_scores)
         object.__setattr__(self, "in_scores", a)
@@ -44,15 +62,31 @@ class CanaryScores:
         """``m``: how many canaries (in and out)."""
         return int(self.in_scores.size + self.out_scores.size)
 
-    def counts_at(self, thresholds) -> tuple[np.ndarray, np.ndarray]:
-        """``(tp, fp)`` at each threshold: how many in / out scores are ``>= threshold``."""
+    def counts_at(self, thresholds: ArrayLike) -> tuple[IntArray, IntArray]:
+        """``(tp, fp)`` at each threshold: how many in / out scores are ``>= threshold``.
+
+        Parameters
+        ----------
+        thresholds : array_like
+            Real thresholds (any shape; infinities allowed).
+
+        Returns
+        -------
+        tuple of ndarray
+            ``(tp, fp)``, int arrays of the shape of ``thresholds``: the in and the out scores at or above each.
+
+        Raises
+        ------
+        ValueError
+            If ``thresholds`` is not convertible to a float array.
+        """
         t = np.asarray(thresholds, float)
         tp = self.in_scores.size - np.searchsorted(np.sort(self.in_scores), t, side="left")
         fp = self.out_scores.size - np.searchsorted(np.sort(self.out_scores), t, side="left")
         return tp, fp
 
 
-def _scores(name: str, values) -> np.ndarray:
+def _scores(name: str, values: ArrayLike) -> FloatArray:
     arr = check_real_array(name, values)
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
@@ -61,17 +95,54 @@ def _scores(name: str, values) -> np.ndarray:
     return arr.copy()
 
 
-def default_guess_counts(m: int) -> np.ndarray:
-    """The candidate numbers of "in" guesses tried by default: about 12 values from 1 to ``m/2``,
-    spaced geometrically (the audits divide beta among them)."""
-    hi = max(1, m // 2)
+def default_guess_counts(m: int) -> IntArray:
+    """The candidate numbers of "in" guesses tried by default: about 12 values from 1 to ``m/2``.
+
+    Parameters
+    ----------
+    m : int
+        The number of canaries, >= 1.
+
+    Returns
+    -------
+    ndarray of int
+        Distinct guess counts spaced geometrically in ``[1, max(1, m // 2)]`` (the audits divide beta among them).
+
+    Raises
+    ------
+    ValueError
+        If ``m`` is not a whole number >= 1.
+    """
+    hi = max(1, check_count("m", m) // 2)
     return np.unique(np.round(np.geomspace(1, hi, 12)).astype(int)) if hi > 1 else np.array([1])
 
 
-def guess_counts(scores: CanaryScores, ks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def guess_counts(scores: CanaryScores, ks: ArrayLike) -> tuple[IntArray, IntArray, FloatArray]:
     """For each candidate ``k``: ``(r, v, threshold)`` of the rule "guess in when the score is at least the
-    ``k``-th largest pooled score": ``r`` guesses (more than ``k`` when scores tie at the threshold),
-    ``v`` of them correct (in canaries)."""
+    ``k``-th largest pooled score".
+
+    Parameters
+    ----------
+    scores : CanaryScores
+        The canaries' scores.
+    ks : int or sequence of int
+        Candidate numbers of "in" guesses, each in ``[1, m]``.
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(r, v, threshold)``: ``r`` guesses (more than ``k`` when scores tie at the threshold), ``v`` of them
+        correct (in canaries), and the threshold, one entry per ``k``.
+
+    Raises
+    ------
+    ValueError
+        A ``k`` that is not a whole number >= 1 or exceeds the number of canaries.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023, Sec. 3 (the guessing rule).
+    """
     m = scores.canaries
     ks = np.asarray([check_count("guess_counts", k) for k in np.atleast_1d(ks)], dtype=int)
     if np.any(ks > m):
@@ -82,13 +153,31 @@ def guess_counts(scores: CanaryScores, ks) -> tuple[np.ndarray, np.ndarray, np.n
     return (tp + fp).astype(int), tp.astype(int), thresholds
 
 
-def read_scores_csv(path) -> CanaryScores:
-    """Read ``score,in`` rows (a header line and ``#`` comments are allowed; ``in`` is 1/0, true/false or
-    in/out) into ``CanaryScores``.
+def read_scores_csv(path: str | os.PathLike[str]) -> CanaryScores:
+    """Read ``score,in`` rows into ``CanaryScores``.
 
-    Raises ``ValueError`` naming the line for anything else.
+    A header line and ``#`` comments are allowed; ``in`` is 1/0, true/false or in/out.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file.
+
+    Returns
+    -------
+    CanaryScores
+        The in and out canaries' scores, in file order.
+
+    Raises
+    ------
+    ValueError
+        Naming the line: a row without two columns, a score that is not a number, a membership that is not
+        1/0, true/false or in/out; or a file without at least one in and one out canary.
+    OSError
+        If the file cannot be read.
     """
-    ins, outs = [], []
+    ins: list[float] = []
+    outs: list[float] = []
     first = True
     with open(path, newline="") as fh:
         for lineno, row in enumerate(csv.reader(fh), start=1):

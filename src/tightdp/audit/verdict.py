@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .._types import ArrayLike
 from .._validation import check_choice, check_real
 from .expected import (
     AUDIT_METHODS,
@@ -27,11 +28,14 @@ from .expected import (
     expected_audit,
     run_curve,
 )
-from .fdp import epsilon_one_run_fdp, fdp_one_run_test
+from .fdp import FdpTest, epsilon_one_run_fdp, fdp_one_run_test
 from .multi_run import epsilon_clopper_pearson
 from .one_run import epsilon_one_run
 from .result import AuditBound, _plain, check_beta
 from .scores import CanaryScores
+
+if TYPE_CHECKING:
+    from ..bounds import Bounds
 
 __all__ = ["RUN_METHODS", "VERDICTS", "AuditVerdict", "audit_run", "audit_section", "audit_verdict"]
 
@@ -42,7 +46,37 @@ RUN_METHODS = AUDIT_METHODS + ("clopper-pearson",)
 
 @dataclass(frozen=True)
 class AuditVerdict:
-    """The empirical bound, the certified interval, what a correct run should show, and the verdict."""
+    """The empirical bound, the certified interval, what a correct run should show, and the verdict.
+
+    Parameters
+    ----------
+    verdict : str
+        One of ``VERDICTS``: ``"consistent"``, ``"too weak"``, ``"violates"``.
+    message : str
+        The verdict as a sentence.
+    empirical : AuditBound
+        The audit's empirical lower bound.
+    certified_lower : float
+        The lower end of the run's certified epsilon interval.
+    certified_upper : float
+        Its upper end (a proven bound).
+    expected : ExpectedAudit or None, default None
+        What an optimal attack on a correct implementation reaches.
+    canaries_needed : int or None, default None
+        Canaries an informative audit needs (quoted in a "too weak" verdict).
+    details : mapping, default {}
+        The fraction, the delta and the f-DP curve test, if any.
+
+    Raises
+    ------
+    ValueError
+        Not raised by the constructor itself; ``audit_verdict`` validates what it passes.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis, Chaudhuri 2024; Jagielski, Ullman, Oprea 2020;
+    Nasr et al. 2021.
+    """
 
     verdict: str
     message: str
@@ -54,7 +88,14 @@ class AuditVerdict:
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (the report's "Audit" section)."""
+        """The verdict as a JSON-ready dict (the report's "Audit" section).
+
+        Returns
+        -------
+        dict
+            ``verdict``, ``message``, ``empirical``, ``certified_epsilon`` (``{"lower", "upper"}``), ``expected``,
+            ``canaries_needed`` and ``details``.
+        """
         return {
             "verdict": self.verdict,
             "message": self.message,
@@ -69,11 +110,11 @@ class AuditVerdict:
 def audit_verdict(
     empirical: AuditBound,
     *,
-    certified,
+    certified: Bounds,
     expected: ExpectedAudit | None = None,
     fraction: float = 0.25,
     needed: int | None = None,
-    curve_test=None,
+    curve_test: FdpTest | None = None,
 ) -> AuditVerdict:
     """Compare an audit's empirical lower bound with the certified epsilon interval of the run.
 
@@ -96,6 +137,19 @@ def audit_verdict(
     Returns
     -------
     AuditVerdict
+        ``"violates"`` when the empirical bound exceeds the certified upper end (or the curve test rejects),
+        ``"too weak"`` when a correct run would show less than ``fraction`` of the certified lower end,
+        ``"consistent"`` otherwise.
+
+    Raises
+    ------
+    ValueError
+        If ``empirical`` is not an ``AuditBound``, ``certified`` not certified epsilon ``Bounds``, or
+        ``fraction`` outside (0, 1].
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis, Chaudhuri 2024.
     """
     if not isinstance(empirical, AuditBound):
         raise ValueError(f"empirical must be an AuditBound, got {type(empirical).__name__}")
@@ -157,33 +211,74 @@ def audit_verdict(
 
 def audit_run(
     *,
-    in_scores,
-    out_scores,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
     delta: float,
     beta: float = 0.05,
     method: str = "one-run",
     test_curve: bool = False,
     expected: bool = True,
     fraction: float = 0.25,
-    guess_counts=None,
+    guess_counts: ArrayLike | None = None,
     draws: int = 101,
     seed: int = 0,
-    **run,
+    **run: Any,
 ) -> AuditVerdict:
     """Audit a run from its canary scores and give the verdict against its certified interval.
 
-    ``run``: the run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or
-    ``mu``; or ``accountant``). ``method``: one of ``RUN_METHODS``; ``"fdp-gdp"`` is refused for a run
-    whose certified curve is not exactly Gaussian (its family assumption would not hold).
-    ``test_curve``: also test the certified trade-off curve with the f-DP one-run test (each of the two
-    tests then runs at ``beta / 2``, so a correct run is still flagged with probability at most
-    ``beta``). ``expected``: also simulate what a correct implementation shows (``expected_audit``,
-    one-run methods) and, when that is too weak, how many canaries are needed.
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Scores (higher = more likely in) of the canaries that were in and out.
+    delta : float
+        The delta of the audited claim.
+    beta : float, default 0.05
+        One minus the confidence level, in (0, 1).
+    method : str, default "one-run"
+        One of ``RUN_METHODS``; ``"fdp-gdp"`` is refused for a run whose certified curve is not exactly Gaussian
+        (its family assumption would not hold).
+    test_curve : bool, default False
+        Also test the certified trade-off curve with the f-DP one-run test (each of the two tests then runs at
+        ``beta / 2``, so a correct run is still flagged with probability at most ``beta``).
+    expected : bool, default True
+        Also simulate what a correct implementation shows (``expected_audit``, one-run methods) and, when that
+        is too weak, how many canaries are needed.
+    fraction : float, default 0.25
+        The fraction of the certified lower end an informative audit must reach.
+    guess_counts : int or sequence of int, optional
+        Candidate numbers of "in" guesses of the one-run audits.
+    draws : int, default 101
+        Monte Carlo audits of the expected audit.
+    seed : int, default 0
+        Seed of the expected audit and of the Clopper-Pearson split.
+    **run
+        The run keywords of ``run_curve`` (``noise_multiplier``, ``sampling_rate``, ``steps``; or ``mu``; or
+        ``accountant``).
+
+    Returns
+    -------
+    AuditVerdict
+        The empirical bound, the certified interval, the expected audit and the verdict.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``method``, ``"fdp-gdp"`` for a non-Gaussian run, bad scores, delta, beta or run keywords.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis, Chaudhuri 2024; Jagielski, Ullman, Oprea 2020;
+    Nasr et al. 2021.
     """
     check_choice("method", method, RUN_METHODS)
     b = check_beta(beta)
     scores = CanaryScores(in_scores=in_scores, out_scores=out_scores)
     curve, certified = run_curve(**run, delta=delta)
+    if certified is None:
+        raise ValueError(
+            "run: audit_run needs the run's certified epsilon: give it as an accountant, mu or the DP-SGD "
+            "keywords, not as a bare curve"
+        )
     if method == "fdp-gdp" and curve.details.get("mu_exact") is None:
         raise ValueError(
             "method 'fdp-gdp' assumes a Gaussian (mu-GDP) trade-off curve and this run's is not one "
@@ -191,7 +286,7 @@ def audit_run(
             "'one-run'"
         )
     b_eps = b / 2 if test_curve else b
-    kw = {"in_scores": scores.in_scores, "out_scores": scores.out_scores, "delta": delta, "beta": b_eps}
+    kw: dict[str, Any] = {"in_scores": scores.in_scores, "out_scores": scores.out_scores, "delta": delta, "beta": b_eps}
     if method == "one-run":
         emp = epsilon_one_run(**kw, guess_counts=guess_counts)
     elif method == "clopper-pearson":
@@ -205,7 +300,8 @@ def audit_run(
         if test_curve
         else None
     )
-    exp = needed = None
+    exp: ExpectedAudit | None = None
+    needed: int | None = None
     if expected and method != "clopper-pearson":
         exp = expected_audit(
             canaries=scores.canaries,
@@ -226,12 +322,43 @@ def audit_run(
 
 
 def audit_section(
-    *, in_scores, out_scores, delta: float, beta: float = 0.05, method: str = "one-run", **run
+    *,
+    in_scores: ArrayLike,
+    out_scores: ArrayLike,
+    delta: float,
+    beta: float = 0.05,
+    method: str = "one-run",
+    **run: Any,
 ) -> dict[str, Any]:
     """The data of a privacy report's "Audit" section (``audit_run(...).to_dict()`` plus a short table).
 
-    Keys: ``verdict``, ``message``, ``empirical``, ``certified_epsilon``, ``expected``,
-    ``canaries_needed``, ``details`` and ``rows`` (label, value pairs ready to print).
+    Parameters
+    ----------
+    in_scores, out_scores : array_like
+        Scores (higher = more likely in) of the canaries that were in and out.
+    delta : float
+        The delta of the audited claim.
+    beta : float, default 0.05
+        One minus the confidence level, in (0, 1).
+    method : str, default "one-run"
+        One of ``RUN_METHODS``.
+    **run
+        The run keywords of ``run_curve``.
+
+    Returns
+    -------
+    dict
+        ``verdict``, ``message``, ``empirical``, ``certified_epsilon``, ``expected``, ``canaries_needed``,
+        ``details`` and ``rows`` (label, value pairs ready to print).
+
+    Raises
+    ------
+    ValueError
+        As ``audit_run``.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023; Mahloujifar, Melis, Chaudhuri 2024.
     """
     v = audit_run(in_scores=in_scores, out_scores=out_scores, delta=delta, beta=beta, method=method, **run)
     out = v.to_dict()

@@ -14,6 +14,7 @@ import argparse
 import importlib
 import re
 import sys
+from typing import NoReturn
 
 from ..errors import TightDPError
 
@@ -75,7 +76,7 @@ _NEGATIVE_NUMBER = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error message and exit code 2."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"tightdp: error: {message}\n")
         raise SystemExit(2)
 

@@ -9,6 +9,7 @@ every verdict (a violation is an answer, not an error); 2 for bad input.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -17,7 +18,7 @@ from .common import fmt, timed
 METHODS = ("one-run", "fdp-eps-delta", "fdp-gdp", "clopper-pearson")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "audit",
         help="empirical epsilon lower bound from canary scores, and the verdict",
@@ -51,7 +52,8 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _ints(option: str, text: str | None):
+def _ints(option: str, text: str | None) -> list[int] | None:
+    """A comma-separated list of whole numbers >= 1 (``None`` when the option is not given)."""
     if text is None:
         return None
     try:
@@ -63,7 +65,7 @@ def _ints(option: str, text: str | None):
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from .._validation import check_choice
     from ..audit import (
         audit_run,

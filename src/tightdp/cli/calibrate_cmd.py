@@ -24,19 +24,24 @@ once the search takes more than a second.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, TextIO
 
 from .._accuracy import describe_accuracy
 from ..accountants import DEFAULT_ACCOUNTANT
 from ..sampling import DEFAULT_SCHEME, scheme_class
 from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
 
+if TYPE_CHECKING:
+    from ..calibration import Calibration
+
 SOLVE = ("noise", "steps", "sampling-rate")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="noise multiplier / steps / sampling rate for a target (epsilon, delta)",
@@ -60,19 +65,21 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _need(args, *names: str) -> None:
+def _need(args: argparse.Namespace, *names: str) -> None:
+    """``ValueError`` unless every option of ``names`` is given."""
     for n in names:
         if getattr(args, n.replace("-", "_")) is None:
             raise ValueError(f"--{n} is required with --solve {args.solve}")
 
 
-def _forbid(args, *names: str) -> None:
+def _forbid(args: argparse.Namespace, *names: str) -> None:
+    """``ValueError`` if any option of ``names`` is given."""
     for n in names:
         if getattr(args, n.replace("-", "_")) is not None:
             raise ValueError(f"--{n} cannot be used with --solve {args.solve}")
 
 
-def _check_options(args) -> None:
+def _check_options(args: argparse.Namespace) -> None:
     """Validate every given option under its own name (the library would name its Python argument)."""
     from .._validation import check_count, check_delta, check_positive, check_probability
     from ..calibration import MAX_TARGET_EPSILON
@@ -108,15 +115,15 @@ def _check_options(args) -> None:
         raise ValueError(f"--sampling {cls.name} needs --dataset-size and --max-batch-size")
 
 
-def _scheme_rate(args, n, b) -> float:
+def _scheme_rate(args: argparse.Namespace, n: float, b: float) -> float:
     """The sampling rate a run of batch size ``b`` over ``n`` records has under ``--sampling``: ``b / n``, or
     ``1 / ceil(n / b)`` for the epoch-based schemes (``t`` steps an epoch)."""
     import math
 
-    return 1.0 / math.ceil(n / b) if scheme_class(args.sampling).per_epoch else b / n
+    return 1.0 / math.ceil(n / b) if scheme_class(args.sampling).per_epoch else float(b / n)
 
 
-def _agree_or_refuse(args) -> None:
+def _agree_or_refuse(args: argparse.Namespace) -> None:
     """Options that say the same thing twice must agree (then the redundant one is dropped)."""
     from ..calibration import steps_from_epochs
 
@@ -139,7 +146,7 @@ def _agree_or_refuse(args) -> None:
         args.steps = None
 
 
-def solve(args):
+def solve(args: argparse.Namespace) -> Calibration:
     """Run the calibration the arguments ask for; returns a ``Calibration``."""
     from ..calibration import calibrate_noise, calibrate_sampling_rate, calibrate_steps, steps_from_epochs
 
@@ -201,7 +208,7 @@ def solve(args):
     return calibrate_sampling_rate(noise_multiplier=args.noise_multiplier, steps=args.steps, dataset_size=n, **common)
 
 
-def recheck_command(cal, args) -> str:
+def recheck_command(cal: Calibration, args: argparse.Namespace) -> str:
     """The ``tightdp epsilon`` command that re-checks the answer at the accuracy it was certified at."""
     from .._accuracy import resolve_accuracy
 
@@ -234,11 +241,11 @@ def recheck_command(cal, args) -> str:
 class _DelayedSpinner:
     """A rich spinner on stderr that appears after ``delay`` seconds, only when stderr is a terminal."""
 
-    def __init__(self, message: str, delay: float = 1.0, stream=None):
+    def __init__(self, message: str, delay: float = 1.0, stream: TextIO | None = None) -> None:
         self.message, self.delay = message, delay
         self.stream = sys.stderr if stream is None else stream
-        self._timer = None
-        self._status = None
+        self._timer: threading.Timer | None = None
+        self._status: Any = None  # a rich Status once shown (rich is optional)
         self._lock = threading.Lock()
         self._done = False
 
@@ -253,14 +260,14 @@ class _DelayedSpinner:
             self._status = Console(file=self.stream).status(self.message)
             self._status.start()
 
-    def __enter__(self):
+    def __enter__(self) -> _DelayedSpinner:
         if getattr(self.stream, "isatty", lambda: False)():
             self._timer = threading.Timer(self.delay, self._start)
             self._timer.daemon = True
             self._timer.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         with self._lock:
             self._done = True
             if self._timer is not None:
@@ -269,7 +276,8 @@ class _DelayedSpinner:
                 self._status.stop()
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tightdp calibrate``: print the calibrated parameter (or JSON); 1 when no calibration meets the target."""
     from ..calibration import CalibrationError
     from . import name_options
 
@@ -347,11 +355,12 @@ def run(args) -> int:
     return 0
 
 
-def _g(v) -> str:
+def _g(v: float | None) -> str:
+    """A number with 6 significant digits, ``?`` when unknown."""
     return "?" if v is None else f"{v:.6g}"
 
 
-def _neighbour(cal, tight) -> str:
+def _neighbour(cal: Calibration, tight: dict[str, Any]) -> str:
     """Words for the neighbouring run whose epsilon shows tightness."""
     x = tight["checked"]
     if cal.solved == "noise_multiplier":

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .._accuracy import check_accuracy, describe_accuracy
 from .._validation import check_choice, check_count, check_positive, check_probability
-from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, create
+from ..accountants import ACCOUNTANTS, DEFAULT_ACCOUNTANT, Accountant, create
 from ..bounds import Bounds
 from ..runs import TrainingRun
 from ..sampling import Relation, scheme_class, scheme_names
+
+_T = TypeVar("_T")
 
 
 def sampling_help() -> str:
@@ -27,7 +31,7 @@ def sampling_help() -> str:
     )
 
 
-def add_length_options(p) -> None:
+def add_length_options(p: argparse.ArgumentParser) -> None:
     """How much data each step sees and how many steps ran: ``--sampling-rate`` or ``--dataset-size`` with
     ``--batch-size``, and ``--steps`` or ``--epochs`` (one definition for every subcommand)."""
     p.add_argument("--sampling-rate", type=float, help="sampling rate q in (0, 1] (or --dataset-size/--batch-size)")
@@ -41,7 +45,7 @@ def add_length_options(p) -> None:
     p.add_argument("--batch-size", type=float, help="(expected) batch size B; q = B / N")
 
 
-def add_run_options(p, *, accountant: bool = True) -> None:
+def add_run_options(p: argparse.ArgumentParser, *, accountant: bool = True) -> None:
     """The description of a DP-SGD run: noise, sampling, steps, relation, accountant."""
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
     add_length_options(p)
@@ -60,7 +64,7 @@ def add_run_options(p, *, accountant: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
-def add_accuracy_options(p) -> None:
+def add_accuracy_options(p: argparse.ArgumentParser) -> None:
     """``--rel-error`` and ``--eps-error`` (``tightdp._accuracy``), one definition for every subcommand."""
     p.add_argument(
         "--rel-error",
@@ -78,7 +82,7 @@ def add_accuracy_options(p) -> None:
     )
 
 
-def accuracy_from_args(args) -> tuple[float | None, float | None]:
+def accuracy_from_args(args: argparse.Namespace) -> tuple[float | None, float | None]:
     """The validated ``(eps_error, rel_error)`` of ``--eps-error`` / ``--rel-error`` (None: not given)."""
     try:
         return check_accuracy(args.eps_error, args.rel_error)
@@ -99,7 +103,7 @@ def _agree(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-12 * max(abs(a), abs(b))
 
 
-def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
+def run_from_args(args: argparse.Namespace) -> tuple[Any, int, dict[str, Any]]:
     """Validate the run options; return ``(mechanism, steps, parameters)``; ``mechanism`` is ``None`` for a
     scheme answered by its own certified function (``parameters["run"]``, the ``TrainingRun``, answers it;
     ``scheme_epsilon``).
@@ -162,6 +166,8 @@ def run_from_args(args) -> tuple[Any, int, dict[str, Any]]:
             )
     scheme = cls.from_options(sampling_rate=q, dataset_size=n, batch_size=b, max_batch_size=max_b)
     run = TrainingRun(noise_multiplier=sigma, sampling=scheme, steps=steps, relation=relation)
+    if run.relation is None:  # TrainingRun resolves the scheme's default relation
+        raise ValueError(f"--relation: no neighbouring relation for --sampling {cls.name}")
     mech = scheme.step_mechanism(noise_multiplier=sigma, relation=run.relation) if cls.any_accountant else None
     params = {
         "noise_multiplier": sigma,
@@ -192,13 +198,16 @@ def scheme_epsilon(
     return run.epsilon(delta=delta, eps_error=eps_error, rel_error=rel_error)
 
 
-def make_accountant(args):
+def make_accountant(args: argparse.Namespace) -> Accountant:
+    """The ``--accountant`` at the ``--eps-error`` / ``--rel-error`` accuracy."""
     name = check_choice("--accountant", args.accountant, sorted(ACCOUNTANTS))
     eps_error, rel_error = accuracy_from_args(args)
-    return create(name, eps_error=eps_error, rel_error=rel_error)
+    acc: Accountant = create(name, eps_error=eps_error, rel_error=rel_error)
+    return acc
 
 
-def fmt(v) -> str:
+def fmt(v: Any) -> str:
+    """A number as the CLI prints it (6 significant digits; None as a dash)."""
     if v is None:
         return "—"
     if isinstance(v, float) and math.isinf(v):
@@ -260,7 +269,8 @@ def print_result(
     print(f"  time {seconds:.3f} s")
 
 
-def timed(fn):
+def timed(fn: Callable[[], _T]) -> tuple[_T, float]:
+    """``(fn(), seconds it took)``."""
     t0 = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t0

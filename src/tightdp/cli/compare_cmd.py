@@ -5,8 +5,8 @@ bounds on epsilon, whether they are certified bounds or an approximation, and
 the time taken. ``--json`` prints a list of objects ``{"accountant", "kind",
 "epsilon": {lower, estimate, upper}, "seconds", ...}``. ``--plot FILE.png
 --steps-range A:B`` draws epsilon against the number of steps for every
-accountant, with the certified band of the PLD accountants shaded (like 003
-Fig. 1b and 004 Fig. 2); matplotlib is imported only then. With ``--json
+accountant, with the certified band of the PLD accountants shaded (like Gopi et al. 2021,
+Fig. 1b and Wang et al. 2023, Fig. 2); matplotlib is imported only then. With ``--json
 --plot`` every row also carries the plotted ``curve`` (``steps``, ``lower``,
 ``estimate``, ``upper``). The plot's directory is checked before any work, so a
 path that cannot be written fails at once (one line, exit 2).
@@ -14,9 +14,10 @@ path that cannot be written fails at once (one line, exit 2).
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,11 +26,15 @@ from ..accountants import ACCOUNTANTS, create
 from ..errors import TightDPError
 from .common import accuracy_from_args, add_run_options, fmt, run_from_args, timed
 
+if TYPE_CHECKING:
+    from .._types import FloatArray
+    from ..mechanisms import Mechanism
+
 ALL = ("connect-dots", "prv", "fourier", "rdp", "gdp", "edgeworth")
 PLD = ("connect-dots", "prv", "fourier")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "compare",
         help="all accountants side by side",
@@ -76,15 +81,16 @@ def _steps_range(spec: str | None, steps: int) -> tuple[int, int]:
 
 
 def _one(
-    name: str, mech, steps: int, delta: float, eps_error: float | None, rel_error: float | None = None
+    name: str, mech: Mechanism, steps: int, delta: float, eps_error: float | None, rel_error: float | None = None
 ) -> dict[str, Any]:
+    """One accountant's epsilon after ``steps`` compositions of ``mech`` (or why it cannot answer)."""
     acc = create(name, eps_error=eps_error, rel_error=rel_error)
     try:
         bounds, seconds = timed(lambda: acc.compose(mech, steps).epsilon(delta))
     except TightDPError as exc:  # unsupported mechanism or numerics that cannot certify: say so, keep going
         return {"accountant": name, "kind": ACCOUNTANTS[name].kind, "epsilon": None, "seconds": None, "error": str(exc)}
     d = bounds.to_dict()
-    out = {
+    out: dict[str, Any] = {
         "accountant": name,
         "kind": bounds.kind,
         "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
@@ -97,7 +103,8 @@ def _one(
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tightdp compare``: every accountant's answer for one run, as a table, JSON or a plot."""
     mech, steps, params = run_from_args(args)
     if mech is None:
         raise ValueError(
@@ -118,7 +125,7 @@ def run(args) -> int:
     if not args.json:
         _print_table(rows, params, delta)
         sys.stdout.flush()
-    curves = _curves(names, mech, plot_range, points, delta, eps_error, rel_error) if args.plot else {}
+    curves = _curves(names, mech, plot_range, points, delta, eps_error, rel_error) if plot_range is not None else {}
     if args.plot:
         _plot(args.plot, curves, delta, params)
     if args.json:
@@ -148,7 +155,8 @@ def check_plot_path(option: str, path: str) -> None:
         raise ValueError(f"{option}: cannot write {path!r} (permission denied)")
 
 
-def _print_table(rows, params, delta) -> None:
+def _print_table(rows: list[dict[str, Any]], params: dict[str, Any], delta: float) -> None:
+    """The human table."""
     p = params
     print(
         f"tightdp compare · {p['sampling']} sampling · {p['relation']} · noise multiplier "
@@ -170,7 +178,15 @@ def _print_table(rows, params, delta) -> None:
         print("  edgeworth: its finite-sample interval (EEAI) is vacuous here, so only the estimate is shown.")
 
 
-def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[str, dict[str, list]]:
+def _curves(
+    names: list[str],
+    mech: Mechanism,
+    rng: tuple[int, int],
+    points: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None = None,
+) -> dict[str, dict[str, list[Any]]]:
     """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value)."""
     a, b = rng
     ks = (
@@ -178,9 +194,9 @@ def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[
         if b / a > 20
         else np.unique(np.round(np.linspace(a, b, points)).astype(int))
     )
-    out = {}
+    out: dict[str, dict[str, list[Any]]] = {}
     for name in names:
-        c = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
+        c: dict[str, list[Any]] = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
         for k in ks:
             e = _one(name, mech, int(k), delta, eps_error, rel_error)["epsilon"] or {}
             for key in ("lower", "estimate", "upper"):
@@ -189,7 +205,8 @@ def _curves(names, mech, rng, points, delta, eps_error, rel_error=None) -> dict[
     return out
 
 
-def _plot(path, curves, delta, params) -> None:
+def _plot(path: str, curves: dict[str, dict[str, list[Any]]], delta: float, params: dict[str, Any]) -> None:
+    """Epsilon against steps for every accountant, the PLD accountants' certified bands shaded."""
     try:
         import matplotlib
 
@@ -209,7 +226,10 @@ def _plot(path, curves, delta, params) -> None:
     ks = None
     for name, c in curves.items():
         ks = np.asarray(c["steps"])
-        val = lambda key, c=c: np.array([np.nan if v is None else v for v in c[key]], float)
+
+        def val(key: str, c: dict[str, list[Any]] = c) -> FloatArray:
+            return np.array([np.nan if v is None else v for v in c[key]], float)
+
         color, ls = styles.get(name, ("black", "-"))
         kind = ACCOUNTANTS[name].kind
         ax.plot(

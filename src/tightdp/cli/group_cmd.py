@@ -1,18 +1,20 @@
-"""``tightdp group``: DP-SGD's epsilon for groups of up to k examples (paper 002), with both baselines.
+"""``tightdp group``: DP-SGD's epsilon for groups of up to k examples (Ganesh 2024), with both baselines.
 
-The group guarantee composes the mixture-of-Gaussians mechanism of 002 Thm 3.1
-(Poisson sampling) or Thm 3.3 (fixed batch size); the baselines are the
-group-privacy lemma (002 Lemma 1.1) on the certified example-level curve and
-the linear reference k * eps_1 (002 Sec. 4). ``--plot`` draws epsilon against k
-for all three (002 Fig. 1-2).
+The group guarantee composes the mixture-of-Gaussians mechanism of Ganesh 2024, Thm. 3.1
+(Poisson sampling) or Thm. 3.3 (fixed batch size); the baselines are the
+group-privacy lemma (Ganesh 2024, Lemma 1.1) on the certified example-level curve and
+the linear reference k * eps_1 (Ganesh 2024, Sec. 4). ``--plot`` draws epsilon against k
+for all three (Ganesh 2024, Fig. 1-2).
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
 import time
+from typing import Any
 
 from .._validation import check_count, check_delta, check_positive, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT
@@ -21,11 +23,11 @@ from ..sampling import GroupAnalysis, scheme_class
 from .common import accuracy_from_args, add_accuracy_options, fmt
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "group",
         help="epsilon for groups of up to k examples (mixture of Gaussians)",
-        description="Certified group-level epsilon of DP-SGD for groups of up to K examples (Ganesh, 002), "
+        description="Certified group-level epsilon of DP-SGD for groups of up to K examples (Ganesh 2024), "
         "with the group-privacy-lemma and linear k*eps_1 baselines.",
     )
     p.add_argument("--noise-multiplier", type=float, required=True, help="noise std / clipping norm (sigma)")
@@ -60,7 +62,8 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _parse(args) -> dict:
+def _parse(args: argparse.Namespace) -> dict[str, Any]:
+    """The validated options as ``group_curve`` keywords (plus ``group_size`` and ``k_max``)."""
     sigma = check_positive("--noise-multiplier", args.noise_multiplier)
     steps = check_count("--steps", args.steps)
     delta = check_delta("--delta", args.delta)
@@ -114,7 +117,8 @@ def _check_writable(path: str) -> None:
         raise ValueError(f"--plot: {path!r} is a directory")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tightdp group``: the certified group-level epsilon, the two baselines, optionally a plot."""
     p = _parse(args)
     k, k_max = p.pop("group_size"), p.pop("k_max")
     sizes = list(range(1, k_max + 1)) if args.plot else [k]
@@ -150,7 +154,8 @@ def run(args) -> int:
     return 0
 
 
-def _curve_point(r: GroupReport) -> dict:
+def _curve_point(r: GroupReport) -> dict[str, Any]:
+    """One group size's row of the ``--json`` curve."""
     d = r.to_dict()
     return {
         "group_size": r.group_size,
@@ -160,7 +165,8 @@ def _curve_point(r: GroupReport) -> dict:
     }
 
 
-def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
+def _print(r: GroupReport, p: dict[str, Any], seconds: float, plot: str | None) -> None:
+    """The human table."""
     e, ex = r.epsilon, r.example_epsilon
     cls = scheme_class(p["sampling"])
     mixture = cls.group_analysis is GroupAnalysis.MIXTURE
@@ -176,12 +182,15 @@ def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
         f"  noise multiplier {fmt(p['noise_multiplier'])} · {run} · steps {p['steps']} · delta {fmt(r.delta)}"
         f" · accountant {p['accountant']} ({'certified bounds' if e.kind == 'bound' else 'approximation'})"
     )
-    row = lambda label, a="", b="", c="": print(f"  {label:38s}{a:>11s}{b:>11s}{c:>11s}")
+
+    def row(label: str, a: str = "", b: str = "", c: str = "") -> None:
+        print(f"  {label:38s}{a:>11s}{b:>11s}{c:>11s}")
+
     row("", "lower", "estimate", "upper")
     row("group epsilon" + (" (mixture of Gaussians)" if mixture else ""), fmt(e.lower), fmt(e.estimate), fmt(e.upper))
     row("example-level epsilon_1", fmt(ex.lower), fmt(ex.estimate), fmt(ex.upper))
     lemma = r.group_privacy_lemma_epsilon
-    row("group-privacy lemma (002 Lemma 1.1)", "", "", "-" if lemma is None else fmt(lemma))
+    row("group-privacy lemma (Ganesh 2024)", "", "", "-" if lemma is None else fmt(lemma))
     row("linear reference k * epsilon_1", fmt(r.linear_lower_bound))
     for note in r.to_dict().get("notes", []):
         print(f"  note: {note}")
@@ -190,7 +199,8 @@ def _print(r: GroupReport, p: dict, seconds: float, plot) -> None:
     print(f"  time {seconds:.3f} s")
 
 
-def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
+def _plot(reports: list[GroupReport], path: str, p: dict[str, Any]) -> None:
+    """Epsilon against k: the mixture of Gaussians, the group-privacy lemma and the linear reference."""
     try:
         import matplotlib
 
@@ -205,11 +215,11 @@ def _plot(reports: list[GroupReport], path: str, p: dict) -> None:
     lin = [r.linear_lower_bound for r in reports]
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     ax.fill_between(ks, lo, up, color="C0", alpha=0.25, linewidth=0)
-    ax.plot(ks, up, "o-", color="C0", label="mixture of Gaussians (002 Thm 3.1/3.3), certified upper")
+    ax.plot(ks, up, "o-", color="C0", label="mixture of Gaussians (Ganesh 2024, Thm. 3.1/3.3), certified upper")
     lk = [k for k, v in zip(ks, lemma) if v is not None]
     lv = [v for v in lemma if v is not None]
     if lk:
-        ax.plot(lk, lv, "s--", color="C3", label="group-privacy lemma (002 Lemma 1.1)")
+        ax.plot(lk, lv, "s--", color="C3", label="group-privacy lemma (Ganesh 2024, Lemma 1.1)")
     missing = [k for k, v in zip(ks, lemma) if v is None]
     if missing:
         ytop = max(max(up), max(lv) if lv else 0.0)

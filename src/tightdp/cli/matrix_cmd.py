@@ -9,14 +9,19 @@ bound; 1 none (printed, with the reason on stderr); 2 bad input.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validation import check_count, check_delta, check_positive
 from .common import accuracy_from_args, add_accuracy_options, fmt, timed
+
+if TYPE_CHECKING:
+    from ..bounds import Bounds
+    from ..matrix import Sampler, Strategy
 
 STRATEGIES = ("identity", "tree", "banded", "blt")
 SAMPLERS = ("none", "cyclic-poisson", "poisson", "balls-in-bins", "epoch-allocation")
@@ -44,7 +49,7 @@ def _opt(dest: str) -> str:
     return "--" + dest.replace("_", "-")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "matrix",
         help="certified epsilon of a correlated-noise run (DP-FTRL, BandMF, BLT)",
@@ -70,7 +75,7 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def add_strategy_options(p) -> None:
+def add_strategy_options(p: argparse.ArgumentParser) -> None:
     """``--strategy`` / ``--strategy-file`` and the strategy parameters (also used by ``tightdp statement``)."""
     s = p.add_argument_group("strategy (the matrix C)")
     s.add_argument(
@@ -95,7 +100,9 @@ def add_strategy_options(p) -> None:
     s.add_argument("--output-scale", metavar="LIST", help="blt: comma-separated output scales")
 
 
-def add_sampler_options(p, *, sampling_rate: bool = True, default: str | None = "none") -> None:
+def add_sampler_options(
+    p: argparse.ArgumentParser, *, sampling_rate: bool = True, default: str | None = "none"
+) -> None:
     """``--sampler`` and its parameters (``sampling_rate=False``: the parser already has ``--sampling-rate``)."""
     m = p.add_argument_group("participation (how a user's steps are drawn)")
     m.add_argument(
@@ -166,7 +173,7 @@ def load_column(option: str, source: str) -> list[float]:
     return [float(v) for v in arr]
 
 
-def strategy_from_args(args):
+def strategy_from_args(args: argparse.Namespace) -> Strategy:
     """The ``Strategy`` the options describe."""
     from ..matrix import BLT, BandedToeplitz, BinaryTree, Identity, strategy_from_dict
 
@@ -202,13 +209,14 @@ def strategy_from_args(args):
     if name == "banded":
         c_col = load_column("--c-col", args.c_col)
         bands = None if args.bands is None else check_count("--bands", args.bands)
-        return BandedToeplitz(c_col=c_col, num_bands=bands)
+        return BandedToeplitz(c_col=tuple(c_col), num_bands=bands)
     return BLT(
-        buf_decay=_numbers("--buf-decay", args.buf_decay), output_scale=_numbers("--output-scale", args.output_scale)
+        buf_decay=tuple(_numbers("--buf-decay", args.buf_decay)),
+        output_scale=tuple(_numbers("--output-scale", args.output_scale)),
     )
 
 
-def sampler_from_args(args):
+def sampler_from_args(args: argparse.Namespace) -> Sampler:
     """The ``Sampler`` the options describe."""
     from ..matrix import (
         BallsInBins,
@@ -254,7 +262,7 @@ def sampler_from_args(args):
     return EpochAllocation(steps_per_epoch=check_count("--steps-per-epoch", args.steps_per_epoch))
 
 
-def run_from_args(args) -> dict[str, Any]:
+def run_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """``{"strategy", "sampler", "steps", "delta"}`` of the options (validated)."""
     strategy = strategy_from_args(args)
     sampler = sampler_from_args(args)
@@ -266,18 +274,20 @@ def run_from_args(args) -> dict[str, Any]:
     }
 
 
-def _finite(b) -> bool:
+def _finite(b: Bounds) -> bool:
+    """Whether ``b`` has a finite upper bound."""
     return b.upper is not None and math.isfinite(float(b.upper))
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tightdp matrix``: epsilon of a correlated-noise run, or the noise for a target epsilon."""
     from ..matrix import calibrate_matrix_noise, matrix_epsilon
 
     if (args.noise_multiplier is None) == (args.target_epsilon is None):
         raise ValueError("give exactly one of --noise-multiplier and --target-epsilon")
-    r = run_from_args(args)
+    r: dict[str, Any] = run_from_args(args)
     eps_error, rel_error = accuracy_from_args(args)
-    acc = {"eps_error": eps_error, "rel_error": rel_error}
+    acc: dict[str, Any] = {"eps_error": eps_error, "rel_error": rel_error}
     params: dict[str, Any] = {
         "strategy": r["strategy"].to_dict(),
         "sampler": r["sampler"].to_dict(),

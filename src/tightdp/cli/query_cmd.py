@@ -9,11 +9,13 @@ with code 1 and says why on stderr.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 
 from .._validation import check_delta, check_epsilon
 from ..accountants import DEFAULT_ACCOUNTANT
+from ..bounds import Bounds
 from ..sampling import scheme_names
 from .common import (
     accuracy_from_args,
@@ -44,7 +46,7 @@ QUERIES = {
 }
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for quantity, (option, help_, _, short, description) in QUERIES.items():
         p = subparsers.add_parser(quantity, help=short, description=description)
         add_run_options(p)
@@ -52,7 +54,7 @@ def register(subparsers) -> None:
         p.set_defaults(run=run, quantity=quantity)
 
 
-def uncertified_reason(bounds) -> str | None:
+def uncertified_reason(bounds: Bounds) -> str | None:
     """Why ``bounds`` carries no certified finite upper bound, or ``None`` when it does."""
     up = bounds.upper
     if bounds.kind == "bound" and up is not None and math.isfinite(float(up)):
@@ -63,7 +65,7 @@ def uncertified_reason(bounds) -> str | None:
     return f"no certified upper bound (upper = {up}): {note}"
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     quantity = args.quantity
     option, _, check, _, _ = QUERIES[quantity]
     mech, steps, params = run_from_args(args)

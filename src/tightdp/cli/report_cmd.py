@@ -10,11 +10,17 @@ silent when stdout is not a terminal.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..report import Report, ReportConfig
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from ..report import FORMATS
 
     p = subparsers.add_parser(
@@ -61,7 +67,7 @@ def _check_out_dir(out: str) -> None:
         raise ValueError(f"--out: cannot write into directory {out!r} (permission denied)")
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     import dataclasses
 
     from ..report import build_report, load_config
@@ -90,7 +96,7 @@ def run(args) -> int:
     return 0
 
 
-def _print_json(config, report, written) -> None:
+def _print_json(config: ReportConfig, report: Report, written: dict[str, Path]) -> None:
     """The shared JSON shape: ``epsilon`` {lower, estimate, upper} (the certified band at the first delta)."""
     import json
 
@@ -111,8 +117,9 @@ def _print_json(config, report, written) -> None:
     sys.stdout.write("\n")
 
 
-def _print_summary(config, report, written) -> None:
-    from ..report.render import _f
+def _print_summary(config: ReportConfig, report: Report, written: dict[str, Path]) -> None:
+    """The human summary: the published epsilon at each delta, the audit's verdict and the files written."""
+    from ..report._sections import _f
 
     print(f"privacy report for {config.title!r} in {report.seconds:.1f} s:")
     for d in config.deltas:

@@ -10,12 +10,18 @@ upper bound (printed, with the reason on stderr); 2 bad input.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from .._validation import check_count
 from ..tuning import TUNING_DISTRIBUTIONS
 from .common import accuracy_from_args, add_accuracy_options, add_length_options, sampling_help
+
+if TYPE_CHECKING:
+    from ..statement import PrivacyStatement
+    from ..tuning import Tuning
 
 EXAMPLES = """examples:
   tightdp statement --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 \\
@@ -34,14 +40,14 @@ EXAMPLES = """examples:
 _RUN = ("noise_multiplier", "sampling_rate", "steps", "epochs", "dataset_size", "batch_size", "max_batch_size")
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     import argparse
 
     p = subparsers.add_parser(
         "statement",
         help="certified privacy statement: example- and group-level epsilon with assumptions",
         description="A certified privacy statement for a DP-SGD run: example-level epsilon at delta and "
-        "group-level epsilon for groups of up to k examples (Ganesh, 002), with the assumptions "
+        "group-level epsilon for groups of up to k examples (Ganesh 2024), with the assumptions "
         "(neighbouring relation, sampling, what is not covered) spelled out.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -91,13 +97,14 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _group_sizes(args) -> list[int] | None:
+def _group_sizes(args: argparse.Namespace) -> list[int] | None:
+    """The ``--group-size`` values, checked (``None`` when none is given)."""
     if args.group_sizes is None:
         return None
     return [check_count("--group-size", k) for k in args.group_sizes]
 
 
-def tuning_from_args(args):
+def tuning_from_args(args: argparse.Namespace) -> Tuning | None:
     """The ``tightdp.tuning.Tuning`` the ``--tuning-*`` options describe, or None (no tuning option given)."""
     from ..tuning import Tuning
 
@@ -134,7 +141,7 @@ def tuning_from_args(args):
         raise ValueError(msg) from None
 
 
-def build(args):
+def build(args: argparse.Namespace) -> PrivacyStatement:
     """The ``PrivacyStatement`` the options ask for."""
     from .._validation import check_delta
     from ..statement import privacy_statement, statement_from_config
@@ -183,14 +190,17 @@ def build(args):
     )
 
 
-def _matrix_run(args) -> bool:
+def _matrix_run(args: argparse.Namespace) -> bool:
+    """Whether the options describe a correlated-noise run (``tightdp matrix``'s options)."""
     from .matrix_cmd import _ALL_SAMPLER_OPTIONS, _ALL_STRATEGY_OPTIONS
 
     names = ("strategy", "strategy_file", "sampler", *_ALL_STRATEGY_OPTIONS, *_ALL_SAMPLER_OPTIONS)
     return any(getattr(args, d) is not None for d in names if d != "sampling_rate")
 
 
-def _matrix_build(args, ks, eps_error, rel_error):
+def _matrix_build(
+    args: argparse.Namespace, ks: list[int] | None, eps_error: float | None, rel_error: float | None
+) -> PrivacyStatement:
     """The statement of a correlated-noise run (``--strategy`` / ``--sampler``, as for ``tightdp matrix``)."""
     from ..statement import privacy_statement
     from .matrix_cmd import sampler_from_args, strategy_from_args
@@ -215,7 +225,8 @@ def _matrix_build(args, ks, eps_error, rel_error):
     )
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``tightdp statement``: print the privacy statement (or JSON); 1 when part of it cannot be answered."""
     s = build(args)
     if args.json:
         json.dump(s.to_dict(), sys.stdout, indent=2)

@@ -10,6 +10,7 @@ grid) is an answer, not a failure: the exit code is 0.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -22,7 +23,7 @@ from .common import add_run_options, fmt, make_accountant, run_from_args, timed
 PRINTED_ALPHAS = (0.0, 1e-5, 1e-4, 1e-3, 0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 
 
-def register(subparsers) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "tradeoff",
         help="f-DP trade-off curve, attack TPR at FPR, mu-GDP",
@@ -69,7 +70,7 @@ def _floats(option: str, text: str | None) -> list[float] | None:
     return out
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from ..tradeoff import DEFAULT_ALPHAS, tradeoff_curve
 
     mech, steps, params = run_from_args(args)

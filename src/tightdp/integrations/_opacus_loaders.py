@@ -5,9 +5,12 @@ Used by ``tightdp.integrations.opacus`` (which re-exports these names); needs Py
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import TightDPError
+
+if TYPE_CHECKING:
+    from ..sampling import SamplingScheme
 
 __all__ = ["UNKNOWN", "UnsupportedSamplerError", "check_data_loader", "classify_data_loader", "loader_scheme"]
 
@@ -16,10 +19,13 @@ UNKNOWN = "unknown"
 
 
 class UnsupportedSamplerError(TightDPError, ValueError):
-    """A training loader, a way of accumulating batches or a clipping rule that no certified analysis describes."""
+    """A training loader, a way of accumulating batches or a clipping rule that no certified analysis describes.
+
+    A ``TightDPError`` and a ``ValueError``; the message names the sampler (or optimizer) and why.
+    """
 
 
-def _sampler_reason(data_loader) -> str:
+def _sampler_reason(data_loader: Any) -> str:
     """Why the sampling of an ``UNKNOWN`` loader cannot be accounted (for ``UnsupportedSamplerError``)."""
     from torch.utils.data import BatchSampler, RandomSampler, WeightedRandomSampler
 
@@ -56,7 +62,7 @@ def _sampler_reason(data_loader) -> str:
     )
 
 
-def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
+def check_data_loader(data_loader: Any, *, poisson_sampling: bool) -> str:
     """The loader's sampling (``classify_data_loader``), or ``UnsupportedSamplerError`` naming its sampler and why
     no certified epsilon exists for it. With ``poisson_sampling=True`` Opacus replaces the loader by a uniform
     Poisson one at rate ``1 / len(data_loader)``; that is the standard DP-SGD substitute only for a loader that
@@ -65,9 +71,9 @@ def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
 
     Parameters
     ----------
-    data_loader:
+    data_loader : torch.utils.data.DataLoader
         The loader given to ``PrivacyEngine.make_private``, before Opacus replaces its sampler.
-    poisson_sampling:
+    poisson_sampling : bool
         ``make_private``'s argument of that name.
 
     Returns
@@ -95,9 +101,25 @@ def check_data_loader(data_loader, *, poisson_sampling: bool) -> str:
     )
 
 
-def loader_scheme(label: str):
-    """The ``tightdp.sampling`` class a loader classification names (``None`` for ``UNKNOWN``); a data loader
-    is Poisson-sampled, shuffled or in a fixed order, so other schemes are refused (``ValueError``)."""
+def loader_scheme(label: str) -> type[SamplingScheme] | None:
+    """The ``tightdp.sampling`` class a loader classification names (``None`` for ``UNKNOWN``).
+
+    Parameters
+    ----------
+    label : str
+        A ``classify_data_loader`` answer: ``"poisson"``, ``"shuffle"``, ``"fixed-order"`` or ``UNKNOWN``.
+
+    Returns
+    -------
+    type or None
+        ``Poisson``, ``Shuffle`` or ``FixedOrder`` (``None`` for ``UNKNOWN``).
+
+    Raises
+    ------
+    ValueError
+        Naming ``tightdp.sampling``, for a name of no scheme or of another scheme (a data loader is
+        Poisson-sampled, shuffled or in a fixed order).
+    """
     from ..sampling import FixedOrder, Poisson, Shuffle, scheme_class
 
     if label == UNKNOWN:
@@ -110,12 +132,28 @@ def loader_scheme(label: str):
     return cls
 
 
-def classify_data_loader(data_loader) -> tuple[str, dict[str, Any]]:
-    """``(sampling, facts)`` of a PyTorch / Opacus data loader: ``"poisson"`` (Opacus' ``DPDataLoader`` or a
-    ``(Distributed)UniformWithReplacementSampler``), ``"shuffle"`` (a ``BatchSampler`` over a ``RandomSampler``
-    without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``. ``facts`` has
-    ``batches`` (``len(loader)``), ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name).
-    The first three are names of ``tightdp.sampling`` schemes (``loader_scheme``)."""
+def classify_data_loader(data_loader: Any) -> tuple[str, dict[str, Any]]:
+    """``(sampling, facts)`` of a PyTorch / Opacus data loader.
+
+    Parameters
+    ----------
+    data_loader : torch.utils.data.DataLoader
+        Any loader (an object without a batch sampler is ``"unknown"``).
+
+    Returns
+    -------
+    tuple
+        ``(sampling, facts)``. ``sampling``: ``"poisson"`` (Opacus' ``DPDataLoader`` or a
+        ``(Distributed)UniformWithReplacementSampler``), ``"shuffle"`` (a ``BatchSampler`` over a ``RandomSampler``
+        without replacement), ``"fixed-order"`` (over a ``SequentialSampler``) or ``"unknown"``; the first three
+        are names of ``tightdp.sampling`` schemes (``loader_scheme``). ``facts``: ``batches`` (``len(loader)``),
+        ``dataset_size``, ``batch_size``, ``drop_last`` and ``sampler`` (a type name), as far as known.
+
+    Raises
+    ------
+    ImportError
+        Without PyTorch or Opacus.
+    """
     from opacus.data_loader import DPDataLoader
     from opacus.utils.uniform_sampler import (
         DistributedUniformWithReplacementSampler,

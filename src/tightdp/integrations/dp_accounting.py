@@ -11,7 +11,7 @@ a registry keyed by that name (one small function per event type).
 
 Semantics follow dp-accounting's PLD accountant for the default neighbouring
 relation (add-or-remove one record; replace-one for randomized response and
-the fixed-size samplers, as in dp-accounting and 001 Sec. 6.2-6.3):
+the fixed-size samplers, as in dp-accounting and Koskela et al. 2020, Sec. 6.2-6.3):
 
 =================================  ===========================================
 ``GaussianDpEvent(s)``             ``Gaussian(noise_multiplier=s)``
@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 from .._validation import check_count
 from ..errors import UnsupportedMechanismError
@@ -95,12 +95,23 @@ class NonPrivate(Mechanism):
     work on privacy losses report ``epsilon = inf`` with a note.
 
     Attained pair: a release that outputs the differing record's bit.
+
+    References
+    ----------
+    Koskela et al. 2020 (privacy loss distributions, here with all mass at infinity).
     """
 
     type_name = "non_private"
     pair_attained = True
 
     def privacy_losses(self) -> LossPair:
+        """The dominating pair: all mass at privacy loss ``+inf``, both ways.
+
+        Returns
+        -------
+        LossPair
+            The remove and add losses.
+        """
         loss = DiscreteLoss(values=(0.0,), probs=(0.0,), infinity_mass=1.0)
         return LossPair(loss, loss)
 
@@ -121,18 +132,39 @@ class PoissonSampledNonPrivate(Mechanism):
     "certified lower bound" above the truth).
 
     Attained pair: the release of the sampled records themselves, on data sets with and without the record.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The Poisson rate ``q``, in (0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``sampling_rate`` is not in (0, 1].
+
+    References
+    ----------
+    Koskela et al. 2020 (privacy loss distributions; the losses here are exact).
     """
 
     type_name = "poisson_sampled_non_private"
     pair_attained = True
     sampling_rate: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         from .._validation import check_probability
 
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
 
     def privacy_losses(self) -> LossPair:
+        """The exact pair: remove, ``+inf`` with probability ``q`` and ``log(1 - q)`` otherwise; add, ``-log(1 - q)``.
+
+        Returns
+        -------
+        LossPair
+            The remove and add losses (``NON_PRIVATE``'s for ``q = 1``).
+        """
         q = self.sampling_rate
         if q >= 1.0:
             return NON_PRIVATE.privacy_losses()
@@ -143,11 +175,15 @@ class PoissonSampledNonPrivate(Mechanism):
 
 
 _Entries = list[tuple[Mechanism, int]]
-_HANDLERS: dict[str, Callable[[Any, int], _Entries]] = {}
+_Handler = Callable[[Any, int], _Entries]
+_H = TypeVar("_H", bound=_Handler)
+_HANDLERS: dict[str, _Handler] = {}
 
 
-def _handles(name: str):
-    def deco(fn):
+def _handles(name: str) -> Callable[[_H], _H]:
+    """Register the decorated function as the converter of the dp_accounting event class ``name``."""
+
+    def deco(fn: _H) -> _H:
         _HANDLERS[name] = fn
         return fn
 
@@ -155,10 +191,12 @@ def _handles(name: str):
 
 
 def _name(event: Any) -> str:
+    """The event's class name (dp_accounting's events are matched by name, so it is imported only by callers)."""
     return type(event).__name__
 
 
 def _field(event: Any, attr: str) -> Any:
+    """``event.attr``, or a ``ValueError`` saying the object is not that event."""
     try:
         return getattr(event, attr)
     except AttributeError:
@@ -166,6 +204,7 @@ def _field(event: Any, attr: str) -> Any:
 
 
 def _convert(event: Any, count: int) -> _Entries:
+    """The ``(mechanism, count)`` entries of ``event`` composed ``count`` times."""
     handler = _HANDLERS.get(_name(event))
     if handler is None and _name(event) in REFUSED_EVENTS:
         raise UnsupportedMechanismError(
@@ -179,17 +218,17 @@ def _convert(event: Any, count: int) -> _Entries:
 
 
 @_handles("NoOpDpEvent")
-def _noop(event, count):
+def _noop(event: Any, count: int) -> _Entries:
     return []
 
 
 @_handles("NonPrivateDpEvent")
-def _non_private(event, count):
+def _non_private(event: Any, count: int) -> _Entries:
     return [(NON_PRIVATE, 1)]  # composing it again changes nothing: epsilon is already infinite
 
 
 @_handles("GaussianDpEvent")
-def _gaussian(event, count):
+def _gaussian(event: Any, count: int) -> _Entries:
     s = _field(event, "noise_multiplier")
     if s == 0:
         return [(NON_PRIVATE, 1)]
@@ -197,7 +236,7 @@ def _gaussian(event, count):
 
 
 @_handles("LaplaceDpEvent")
-def _laplace(event, count):
+def _laplace(event: Any, count: int) -> _Entries:
     b = _field(event, "noise_multiplier")
     if b == 0:
         return [(NON_PRIVATE, 1)]
@@ -205,7 +244,7 @@ def _laplace(event, count):
 
 
 @_handles("RandomizedResponseDpEvent")
-def _rr(event, count):
+def _rr(event: Any, count: int) -> _Entries:
     if _field(event, "num_buckets") == 1:  # one possible output: no information (as in dp-accounting)
         return []
     if _field(event, "noise_parameter") == 0:  # always the true bucket: non-private
@@ -221,7 +260,7 @@ def _rr(event, count):
 
 
 @_handles("MixtureOfGaussiansDpEvent")
-def _mog(event, count):
+def _mog(event: Any, count: int) -> _Entries:
     try:
         from ..mechanisms.mixture import MixtureOfGaussians
     except ImportError:  # pragma: no cover - only while the mixture module is absent
@@ -251,7 +290,7 @@ def _mog(event, count):
     ]
 
 
-def _sampled_non_private(event, what: str):
+def _sampled_non_private(event: Any, what: str) -> NoReturn:
     """A release without noise run on a random sample that may leave the record out: its delta is below 1,
     and tightdp has no exact pair for it (``NonPrivate`` would state delta = 1 as a *lower* bound too)."""
     raise UnsupportedMechanismError(
@@ -261,7 +300,7 @@ def _sampled_non_private(event, what: str):
     )
 
 
-def _sampled_gaussian(event, kind: str) -> Gaussian | str | None:
+def _sampled_gaussian(event: Any, kind: str) -> Mechanism | str | None:
     """The Gaussian inside a sampling event; ``None`` for a no-op, ``"non-private"`` for zero noise."""
     inner = _field(event, "event")
     name = _name(inner)
@@ -281,12 +320,12 @@ def _sampled_gaussian(event, kind: str) -> Gaussian | str | None:
 
 
 @_handles("PoissonSampledDpEvent")
-def _poisson(event, count):
+def _poisson(event: Any, count: int) -> _Entries:
     q = _field(event, "sampling_probability")
     inner = _sampled_gaussian(event, "Poisson sampling")
     if q == 0 or inner is None:
         return []
-    if inner == "non-private":
+    if isinstance(inner, str):  # "non-private"
         return [(PoissonSampledNonPrivate(sampling_rate=q), count)] if q < 1 else [(NON_PRIVATE, 1)]
     if isinstance(inner, DiscreteLaplace):
         return [(PoissonSampledDiscrete(mechanism=inner, sampling_rate=q), count)]
@@ -294,12 +333,12 @@ def _poisson(event, count):
 
 
 @_handles("SampledWithoutReplacementDpEvent")
-def _without(event, count):
+def _without(event: Any, count: int) -> _Entries:
     inner = _sampled_gaussian(event, "sampling without replacement")
     m, n = _field(event, "sample_size"), _field(event, "source_dataset_size")
     if inner is None or m == 0:
         return []
-    if inner == "non-private":
+    if isinstance(inner, str):  # "non-private"
         if m >= n:  # everyone is in the sample: non-private exactly
             return [(NON_PRIVATE, 1)]
         _sampled_non_private(event, f"a sample of {m} of {n} drawn without replacement")
@@ -307,18 +346,18 @@ def _without(event, count):
 
 
 @_handles("SampledWithReplacementDpEvent")
-def _with(event, count):
+def _with(event: Any, count: int) -> _Entries:
     inner = _sampled_gaussian(event, "sampling with replacement")
     m, n = _field(event, "sample_size"), _field(event, "source_dataset_size")
     if inner is None or m == 0:
         return []
-    if inner == "non-private":
+    if isinstance(inner, str):  # "non-private"
         _sampled_non_private(event, f"{m} draws with replacement from {n}")
     return [(SampledWithReplacement(mechanism=inner, sample_size=m, dataset_size=n), count)]
 
 
 @_handles("TruncatedSubsampledGaussianDpEvent")
-def _truncated(event, count):
+def _truncated(event: Any, count: int) -> _Entries:
     from ..mechanisms.truncated import TruncatedPoissonSampled
 
     n, q = _field(event, "dataset_size"), _field(event, "sampling_probability")
@@ -338,7 +377,7 @@ def _truncated(event, count):
 
 
 @_handles("SelfComposedDpEvent")
-def _self_composed(event, count):
+def _self_composed(event: Any, count: int) -> _Entries:
     n = check_count("count", _field(event, "count"), minimum=0)
     if n == 0:
         return []
@@ -346,7 +385,7 @@ def _self_composed(event, count):
 
 
 @_handles("ComposedDpEvent")
-def _composed(event, count):
+def _composed(event: Any, count: int) -> _Entries:
     out: _Entries = []
     for sub in _field(event, "events"):
         out.extend(_convert(sub, count))
@@ -358,7 +397,7 @@ def _composed(event, count):
 
 
 @_handles("DiscreteLaplaceDpEvent")
-def _discrete_laplace(event, count):
+def _discrete_laplace(event: Any, count: int) -> _Entries:
     """``DiscreteLaplace(noise_parameter, sensitivity)``: the exact PLD (``mechanisms.discrete``)."""
     a = _field(event, "noise_parameter")
     if a == 0:
@@ -366,7 +405,8 @@ def _discrete_laplace(event, count):
     return [(DiscreteLaplace(noise_parameter=a, sensitivity=_field(event, "sensitivity")), count)]
 
 
-def _first_field(event, names):
+def _first_field(event: Any, names: tuple[str, ...]) -> Any:
+    """The first of the fields ``names`` that ``event`` has."""
     for n in names:
         if hasattr(event, n):
             return getattr(event, n)
@@ -374,7 +414,7 @@ def _first_field(event, names):
 
 
 @_handles("DiscreteGaussianDpEvent")
-def _discrete_gaussian(event, count):
+def _discrete_gaussian(event: Any, count: int) -> _Entries:
     """``DiscreteGaussian(sigma, sensitivity)`` (dp_accounting's 2026 event; its fields are read by name:
     the noise ``sigma`` / ``noise_multiplier`` / ``standard_deviation`` and an integer ``sensitivity``)."""
     s = _first_field(event, ("sigma", "noise_multiplier", "standard_deviation"))
@@ -384,7 +424,7 @@ def _discrete_gaussian(event, count):
 
 
 @_handles("EpsilonDeltaDpEvent")
-def _epsilon_delta(event, count):
+def _epsilon_delta(event: Any, count: int) -> _Entries:
     """``ApproximateDP(epsilon, delta)``: the dominating pair of every (epsilon, delta)-DP mechanism
     (Kairouz, Oh, Viswanath 2015), the tightest statement the event allows."""
     e, d = _field(event, "epsilon"), _field(event, "delta")
@@ -394,7 +434,7 @@ def _epsilon_delta(event, count):
 
 
 @_handles("SingleEpochTreeAggregationDpEvent")
-def _tree(event, count):
+def _tree(event: Any, count: int) -> _Entries:
     """``Gaussian(noise_multiplier=s, sensitivity=sqrt(depth))``, ``depth = ceil(log2(max steps + 1))``: one
     record enters one leaf, so ``depth`` tree nodes (each with its own noise ``s``, sensitivity 1), an
     L2 shift of ``sqrt(depth)`` of the released node vector; the pair is exactly Gaussian (dp_accounting's
@@ -441,9 +481,27 @@ def from_dp_event(event: Any) -> list[tuple[Mechanism, int]]:
     like any other. A non-private event becomes ``NON_PRIVATE``, for which
     every accountant reports an infinite epsilon with a note.
 
-    Raises ``UnsupportedMechanismError`` (a ``TypeError``) naming the event
-    type for events tightdp cannot analyse, and ``ValueError`` for invalid
-    parameters (named as in tightdp: ``noise_multiplier``, ``sampling_rate``...).
+    Parameters
+    ----------
+    event : dp_accounting.DpEvent
+        The event tree (its classes are matched by name; dp_accounting need not be imported here).
+
+    Returns
+    -------
+    list of (Mechanism, int)
+        The mechanisms and their counts, merged.
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        (a ``TypeError``) naming the event type, for events tightdp cannot analyse (``REFUSED_EVENTS`` says why).
+    ValueError
+        For a tightdp ``Mechanism`` instead of an event, or invalid parameters (named as in tightdp:
+        ``noise_multiplier``, ``sampling_rate``...).
+
+    References
+    ----------
+    Koskela et al. 2020 (the PLD accountants that compose the result); dp_accounting's ``DpEvent`` vocabulary.
     """
     if isinstance(event, Mechanism):
         raise ValueError("from_dp_event takes a dp-accounting DpEvent; this is already a tightdp Mechanism")

@@ -1,4 +1,4 @@
-"""PyTorch training loop with per-example privacy accounting and filtering (000 Alg. 1, Sec. 5).
+"""PyTorch training loop with per-example privacy accounting and filtering (Koskela et al. 2023, Alg. 1, Sec. 5).
 
 Per-sample gradients come from ``torch.func`` (``functional_call`` + ``vmap`` +
 ``grad``); their norms feed an ``IndividualAccountant`` and, when a budget is
@@ -13,6 +13,7 @@ Install: ``pip install torch==2.13.0`` (CPU wheel), or the ``torch`` extra.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -22,46 +23,107 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without torch
     raise ImportError("tightdp.integrations.torch needs PyTorch: pip install torch==2.13.0") from exc
 
-from .._validation import check_delta, check_epsilon
+from .._types import FloatArray
+from .._validation import check_count, check_delta, check_epsilon
 from ..individual import IndividualAccountant
 
 __all__ = ["per_sample_gradients", "per_sample_grad_norms", "IndividualDPTrainer"]
 
 _NORM_MARGIN = 1.0 + 1e-5  # relative rounding margin between the recorded and the clipped norms
 
+#: ``loss_fn(output, target)``: the loss of a batch (here a batch of one example), a scalar tensor
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
 
 def per_sample_gradients(
-    model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor
+    model: torch.nn.Module, loss_fn: LossFn, x: torch.Tensor, y: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """Gradients of ``loss_fn(model(x_i), y_i)`` for every ``i`` (leading batch dimension)."""
+    """Gradients of ``loss_fn(model(x_i), y_i)`` for every ``i`` (leading batch dimension).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; the gradients are those of its parameters that require a gradient.
+    loss_fn : callable
+        ``loss_fn(output, target)``, called on batches of one example.
+    x : torch.Tensor
+        Inputs, batch dimension first.
+    y : torch.Tensor
+        Targets, batch dimension first (the same length as ``x``).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        ``{parameter name: per-example gradients}``, each with the batch dimension first.
+
+    Raises
+    ------
+    RuntimeError
+        From ``torch.func`` for inputs the model or loss cannot take (e.g. mismatched batch lengths).
+    """
     params = {k: v.detach() for k, v in model.named_parameters() if v.requires_grad}
     buffers = {k: v.detach() for k, v in model.named_buffers()}
 
-    def loss_one(p, xi, yi):
+    def loss_one(p: dict[str, torch.Tensor], xi: torch.Tensor, yi: torch.Tensor) -> torch.Tensor:
         out = functional_call(model, (p, buffers), (xi.unsqueeze(0),))
         return loss_fn(out, yi.unsqueeze(0))
 
-    return vmap(grad(loss_one), in_dims=(None, 0, 0))(params, x, y)
+    grads: dict[str, torch.Tensor] = vmap(grad(loss_one), in_dims=(None, 0, 0))(params, x, y)
+    return grads
 
 
 def _norms(grads: dict[str, torch.Tensor]) -> torch.Tensor:
     """Per-sample L2 norms, accumulated in float64 (a float32 sum of a million squares can be off by
     far more than the accountant's rounding margin)."""
-    sq = None
+    sq: torch.Tensor | None = None
     for g in grads.values():
         s = g.reshape(g.shape[0], -1).double().pow(2).sum(dim=1)
         sq = s if sq is None else sq + s
+    if sq is None:
+        raise ValueError("model: no parameter requires a gradient")
     return sq.sqrt()
 
 
 def per_sample_grad_norms(
-    model: torch.nn.Module, loss_fn: Callable, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 1024
-) -> np.ndarray:
-    """L2 norms of the per-sample gradients (float64 numpy array), computed in chunks."""
-    out = []
+    model: torch.nn.Module, loss_fn: LossFn, x: torch.Tensor, y: torch.Tensor, *, chunk: int = 1024
+) -> FloatArray:
+    """L2 norms of the per-sample gradients, computed in chunks.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model.
+    loss_fn : callable
+        ``loss_fn(output, target)``, called on batches of one example.
+    x : torch.Tensor
+        Inputs, batch dimension first.
+    y : torch.Tensor
+        Targets, batch dimension first.
+    chunk : int, default 1024
+        Examples per ``vmap`` call, >= 1.
+
+    Returns
+    -------
+    ndarray of float64
+        One norm per example (accumulated in float64).
+
+    Raises
+    ------
+    ValueError
+        If ``chunk`` is not a whole number >= 1, or no parameter of ``model`` requires a gradient.
+    RuntimeError
+        From ``torch.func`` for inputs the model or loss cannot take.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual accounting from per-example gradient norms).
+    """
+    chunk = check_count("chunk", chunk)
+    out: list[torch.Tensor] = []
     for s in range(0, x.shape[0], chunk):
         out.append(_norms(per_sample_gradients(model, loss_fn, x[s : s + chunk], y[s : s + chunk])).detach())
-    return torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
+    norms: FloatArray = torch.cat(out).double().cpu().numpy() if out else np.zeros(0)
+    return norms
 
 
 class IndividualDPTrainer:
@@ -73,7 +135,7 @@ class IndividualDPTrainer:
     1. computes every example's gradient norm at the current model (examples
        not computed would count as the worst case);
     2. if ``budget=(epsilon, delta)`` is set, asks ``accountant.active`` which
-       examples may take part (000 Alg. 1 with the coming step's norms for DP-GD;
+       examples may take part (Koskela et al. 2023, Alg. 1 with the coming step's norms for DP-GD;
        the approximative Sec. 5 filter for DP-SGD, see ``IndividualAccountant.active``);
     3. samples the batch (each active example with probability ``sampling_rate``),
        sums the clipped per-sample gradients, adds ``N(0, (sigma C)^2)`` noise,
@@ -89,12 +151,40 @@ class IndividualDPTrainer:
     the noise ``N(0, (sigma C)^2)`` once, and the divisor is ``sampling_rate`` times the total
     number of examples. Each rank records its own shard; ``ShardedLedger.save_shard`` on every
     rank and ``write_manifest`` on rank 0 (after a barrier) save the whole ledger.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model trained.
+    loss_fn : callable
+        ``loss_fn(output, target)``, called on batches of one example.
+    optimizer : torch.optim.Optimizer
+        The optimizer of ``model``'s parameters; it steps on the noisy mean gradient.
+    accountant : IndividualAccountant
+        The per-example accountant over the examples passed to ``step`` (noise multiplier, clip norm and
+        sampling rate are its options).
+    budget : tuple of float, optional
+        ``(epsilon, delta)``: filter the examples whose budget is spent.
+    seed : int, optional
+        Seed of the Poisson draws and the noise (default: fresh entropy).
+    data_parallel : bool, default False
+        Sum the clipped gradients over the ranks of an initialised ``torch.distributed`` process group.
+
+    Raises
+    ------
+    ValueError
+        If ``accountant`` is not an ``IndividualAccountant``, ``budget`` is not a valid ``(epsilon, delta)`` pair,
+        ``data_parallel`` is not a bool, or ``data_parallel=True`` without an initialised process group.
+
+    References
+    ----------
+    Koskela et al. 2023, Alg. 1 and Sec. 5 (individual accounting and filtering).
     """
 
     def __init__(
         self,
         model: torch.nn.Module,
-        loss_fn: Callable,
+        loss_fn: LossFn,
         optimizer: torch.optim.Optimizer,
         accountant: IndividualAccountant,
         *,
@@ -110,8 +200,9 @@ class IndividualDPTrainer:
                 raise ValueError(f"budget must be a pair (epsilon, delta), got {budget!r}")
             budget = (check_epsilon("budget epsilon", budget[0]), check_delta("budget delta", budget[1]))
         self.budget = budget
+        entropy = np.random.SeedSequence().entropy if seed is None else None
         self._gen = torch.Generator().manual_seed(
-            int(seed) if seed is not None else int(np.random.SeedSequence().entropy % (2**63))
+            int(seed) if seed is not None else int(entropy) % (2**63)  # type: ignore[arg-type]  # an int when drawn
         )
         opts = accountant.options()
         self.sigma, self.clip, self.q = opts["noise_multiplier"], opts["clip_norm"], opts["sampling_rate"]
@@ -129,7 +220,31 @@ class IndividualDPTrainer:
             dist.all_reduce(n)
             self.total_examples = int(n.item())
 
-    def step(self, x: torch.Tensor, y: torch.Tensor) -> dict:
+    def step(self, x: torch.Tensor, y: torch.Tensor) -> dict[str, Any]:
+        """One training step on all the accountant's examples (the class docstring's steps 1-4).
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            Inputs of all ``N`` examples, in the accountant's order.
+        y : torch.Tensor
+            Their targets.
+
+        Returns
+        -------
+        dict
+            ``active`` (examples not filtered), ``batch`` (examples sampled and used) and ``norms`` (every
+            example's gradient norm, float64 numpy array).
+
+        Raises
+        ------
+        ValueError
+            If ``x`` or ``y`` does not hold all ``N`` examples.
+
+        References
+        ----------
+        Koskela et al. 2023, Alg. 1 and Sec. 5.
+        """
         n = self.accountant.num_examples
         if x.shape[0] != n or y.shape[0] != n:
             raise ValueError(f"x and y must hold all {n} examples, got {x.shape[0]} and {y.shape[0]}")

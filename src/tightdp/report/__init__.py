@@ -65,9 +65,10 @@ A progress bar (``rich``, optional) appears on a terminal once the work takes
 more than a second; it is silent when stdout is not a terminal.
 
 The package: ``config`` (the file format, ``load_config``), ``compute`` (``build_report``: the
-jobs, the certified band, dense curves), ``hints`` (calibration and group privacy), ``render``
-(``Report``: Markdown, HTML, JSON) and ``plots`` (the figures; matplotlib is imported only
-there). The report also states what the guarantee covers
+plan of jobs, the certified band, dense curves), ``_jobs`` (each job: an accountant's row or curve, the
+scheme against Poisson, the audit), ``hints`` (calibration and group privacy), ``render`` (``Report``:
+Markdown, HTML, JSON), ``_sections`` (the tables, formats and references it assembles) and ``plots``
+(the figures; matplotlib is imported only there). The report also states what the guarantee covers
 (``tightdp.statement.guarantee_paragraphs``) and draws the certified lower f-DP trade-off curve
 (``tightdp.tradeoff.tradeoff_lower_curve``).
 """

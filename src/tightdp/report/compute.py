@@ -18,16 +18,24 @@ import datetime as _dt
 import math
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
 from .._validation import check_count
-from ..bounds import Bounds
-from ..errors import PrecisionError, TightDPError, UnsupportedMechanismError
+from ._jobs import _audit_job, _row_job, _scheme_job, _tradeoff, _train_job
+from ._sections import _upper
 from .config import ReportConfig
 from .hints import _calibration_job, _calibration_plan, _group_job, _group_plan
-from .render import AccountantResult, Report, _upper
+from .render import AccountantResult, Report
+
+if TYPE_CHECKING:
+    pass
+
+#: one unit of work: ``(kind, *arguments)``, e.g. ``("row", "prv", deltas)`` or ``("group", 4)``
+Job = tuple[Any, ...]
+#: a certified band: ``(largest certified lower, smallest certified upper)`` (``None`` where none is known)
+Band = tuple[float | None, float | None]
 
 __all__ = ["build_report", "band"]
 
@@ -53,15 +61,17 @@ _CURVE_DELTAS = (1e-10, 0.3)
 class _Progress:
     """A rich progress bar that appears only on a terminal and only after ``delay`` seconds."""
 
-    def __init__(self, total: int, *, enabled: bool | None = None, delay: float = 1.0, stream=None):
+    def __init__(
+        self, total: int, *, enabled: bool | None = None, delay: float = 1.0, stream: TextIO | None = None
+    ) -> None:
         self.total, self.done, self.delay = total, 0, delay
         self.stream = sys.stdout if stream is None else stream
         if enabled is None:
             enabled = bool(getattr(self.stream, "isatty", lambda: False)())
         self.enabled = enabled
         self.t0 = time.perf_counter()
-        self._bar = None
-        self._task = None
+        self._bar: Any = None  # a rich Progress once shown (rich is optional and untyped here)
+        self._task: Any = None
 
     def advance(self, what: str = "") -> None:
         self.done += 1
@@ -95,6 +105,7 @@ class _Progress:
 
 # ============================================================================= building
 def _available_accountants(config: ReportConfig) -> list[str]:
+    """The accountants of the table: the configured ones, or every registered one."""
     from ..accountants import ACCOUNTANTS
 
     if config.accountants is not None:
@@ -102,22 +113,29 @@ def _available_accountants(config: ReportConfig) -> list[str]:
     return sorted(ACCOUNTANTS)
 
 
-def _make_accountant(name: str):
-    from ..accountants import create
+def band(results: list[AccountantResult], delta: float) -> Band:
+    """The certified band at ``delta``: the largest certified lower and the smallest certified upper bound.
 
-    return create(name)
+    Parameters
+    ----------
+    results : list of AccountantResult
+        The accountants' answers (only certified ``"bound"`` answers at ``delta`` count).
+    delta : float
+        The delta, one of the deltas the results were queried at.
 
+    Returns
+    -------
+    tuple
+        ``(lower, upper)``: the largest finite certified lower bound and the smallest finite certified upper
+        bound, each ``None`` when no accountant gives one.
 
-def _safe_epsilon(acc, delta: float) -> tuple[Bounds | None, str]:
-    try:
-        return acc.epsilon(delta), ""
-    except (TightDPError, ArithmeticError, ValueError) as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-
-
-def band(results: list[AccountantResult], delta: float) -> tuple[float | None, float | None]:
-    """The certified band at ``delta``: the largest certified lower and the smallest certified upper bound."""
-    lows, ups = [], []
+    Raises
+    ------
+    AttributeError
+        If an entry of ``results`` is not an ``AccountantResult``.
+    """
+    lows: list[float] = []
+    ups: list[float] = []
     for r in results:
         b = r.bounds.get(delta)
         if b is None or b.kind != "bound":
@@ -129,10 +147,7 @@ def band(results: list[AccountantResult], delta: float) -> tuple[float | None, f
     return (max(lows) if lows else None, min(ups) if ups else None)
 
 
-_band = band  # the name the tests and older callers use
-
-
-def _monotone_band(pairs: list[tuple[float | None, float | None]]) -> tuple[list, list]:
+def _monotone_band(pairs: list[Band]) -> tuple[list[float | None], list[float | None]]:
     """The band on an increasing delta grid, tightened by the monotonicity of epsilon(delta).
 
     epsilon(delta) is non-increasing, so an upper bound at delta' <= delta also bounds epsilon(delta)
@@ -142,20 +157,21 @@ def _monotone_band(pairs: list[tuple[float | None, float | None]]) -> tuple[list
     """
     lo = [p[0] for p in pairs]
     up = [p[1] for p in pairs]
-    best = None
+    best: float | None = None
     for i, u in enumerate(up):
         if u is not None:
             best = u if best is None else min(best, u)
         up[i] = best
     best = None
     for i in range(len(lo) - 1, -1, -1):
-        if lo[i] is not None:
-            best = lo[i] if best is None else max(best, lo[i])
+        low = lo[i]
+        if low is not None:
+            best = low if best is None else max(best, low)
         lo[i] = best
     return lo, up
 
 
-def _sparse(values: list, n: int) -> list:
+def _sparse(values: list[Any], n: int) -> list[Any]:
     """``n`` entries of ``values`` spread over it (all if there are fewer)."""
     if n <= 0:
         return []
@@ -165,7 +181,10 @@ def _sparse(values: list, n: int) -> list:
     return [values[i] for i in idx]
 
 
-def _plot_points(name: str, points: list, plot_names: list[str], sparse: dict[str, int] = _SPARSE_POINTS) -> list:
+def _plot_points(
+    name: str, points: list[Any], plot_names: list[str], sparse: dict[str, int] = _SPARSE_POINTS
+) -> list[Any]:
+    """The points of ``points`` at which accountant ``name`` is plotted (all, a spread few, or none)."""
     if name not in plot_names:
         return []
     return list(points) if name in _DENSE else _sparse(points, sparse.get(name, _DEFAULT_SPARSE))
@@ -181,13 +200,35 @@ def build_report(
 ) -> Report:
     """Compute everything the report shows.
 
-    ``progress=None``: a progress bar only on a terminal (and only after a
-    second). ``workers > 1`` runs the independent computations (one per
-    accountant row, training curve, calibration hint and group size) in that many
-    forked worker processes; the results are identical to ``workers=1``.
-    ``curve_points`` deltas (log-spaced over 1e-10 ... 1e-2, plus the configured
-    ones) and ``training_points`` checkpoints (every epoch when there are fewer
-    epochs) make the curves.
+    Parameters
+    ----------
+    config : ReportConfig
+        The validated configuration (``load_config``).
+    progress : bool, optional
+        Show a progress bar; ``None``: only on a terminal (and only after a second).
+    workers : int, default 1
+        Run the independent computations (one per accountant row, training curve, calibration hint and group
+        size) in that many forked worker processes; the results are identical to ``workers=1``.
+    curve_points : int, default 50
+        Deltas of the epsilon(delta) curve (log-spaced over 1e-10 ... 0.3, plus the configured ones), >= 1.
+    training_points : int, default 50
+        Checkpoints of the epsilon-over-training curve (every epoch when there are fewer epochs), >= 1.
+
+    Returns
+    -------
+    Report
+        Every accountant's epsilon, the certified band, curves, calibration and group hints, the audit.
+
+    Raises
+    ------
+    ValueError
+        If ``config`` is not a ``ReportConfig`` or a count is not a whole number >= 1. An accountant that
+        cannot analyse the run is a "not applicable" row, not an error.
+
+    References
+    ----------
+    Koskela et al. 2020 (PLD accounting); Gopi et al. 2021 (PRV); Wang et al. 2023 (Edgeworth); Ganesh 2024
+    (group privacy).
     """
     if not isinstance(config, ReportConfig):
         raise ValueError(f"config must be a ReportConfig (see load_config), got {config!r}")
@@ -219,7 +260,7 @@ def build_report(
         ("row", n, tuple(sorted(set(deltas) | set(_plot_points(n, curve_deltas, plot_names)), reverse=True)))
         for n in names
     ]
-    jobs: list[tuple] = [("scheme",)] if config.scheme else []
+    jobs: list[Job] = [("scheme",)] if config.scheme else []
     jobs += [r for r in rows if r[1] in _SLOW_ROWS]
     jobs += [("calib", what, t) for what, t in calib_jobs] + [("group", g) for g in group_jobs]
     jobs += [r for r in rows if r[1] not in _SLOW_ROWS]
@@ -234,7 +275,7 @@ def build_report(
     by_job = dict(zip(jobs, out))
 
     notes: list[str] = []
-    results = []
+    results: list[AccountantResult] = []
     for job in rows:  # in the configured order, whatever order the jobs ran in
         res, row_notes = by_job[job]
         results.append(res)
@@ -253,7 +294,8 @@ def build_report(
         }
     training_curve = _training_curve(config, [j for j in jobs if j[0] == "train"], train_x, by_job) if train_x else {}
     calibration = [by_job[("calib", what, t)] for what, t in calib_jobs]
-    groups, group_errors = [], []
+    groups: list[Any] = []
+    group_errors: list[str] = []
     for g in group_jobs:
         row, errs = by_job[("group", g)]
         groups.append(row)
@@ -308,135 +350,17 @@ def _guarantee(config: ReportConfig) -> dict[str, list[str]]:
         batch_size=config.batch_size,
         dataset_size=config.dataset_size,
         max_batch_size=config.max_batch_size,
-        # the statement's group sentence describes 002's mixture-of-Gaussians analysis, which does not cover the
+        # the statement's group sentence describes Ganesh 2024's mixture-of-Gaussians analysis, which does not cover the
         # schemes with their own function: their group section says which bound it gives (hints._group_plan)
         group_sizes=() if config.scheme else config.group_sizes,
         steps=config.total_steps,
     )
 
 
-def _verdict(scheme: Bounds, poisson: Bounds) -> str:
-    if scheme.upper < poisson.lower:
-        return "more private than Poisson accounting says (certified)"
-    if scheme.lower > poisson.upper:
-        return "less private than Poisson accounting claims (certified): its ε would under-report"
-    return "the intervals overlap: neither is certified to be larger"
-
-
-def _scheme_job(config: ReportConfig) -> dict[str, Any]:
-    """The scheme's certified interval against Poisson accounting at the same noise, rate and steps, per delta."""
-    from ..dpsgd import dpsgd_epsilon
-
-    seg = config.segments[0]
-    kw = dict(noise_multiplier=seg.noise_multiplier, sampling_rate=seg.sampling_rate, steps=seg.steps)
-    rows = []
-    for d in config.deltas:
-        row: dict[str, Any] = {"delta": d}
-        try:
-            sb = dpsgd_epsilon(
-                **kw,
-                delta=d,
-                sampling=config.scheme,
-                dataset_size=config.dataset_size,
-                max_batch_size=config.max_batch_size,
-            )
-            pb = dpsgd_epsilon(**kw, delta=d)
-        except (TightDPError, ArithmeticError, ValueError) as exc:
-            row["error"] = _reason(exc)
-            rows.append(row)
-            continue
-        row.update(
-            {
-                "scheme": {"lower": sb.lower, "upper": sb.upper, "note": (sb.details or {}).get("note")},
-                "poisson": {"lower": pb.lower, "upper": pb.upper},
-                "verdict": _verdict(sb, pb),
-            }
-        )
-        rows.append(row)
-    cls = config.sampling_scheme
-    return {"sampling": config.scheme, "scheme": cls.summary, "caveat": cls.report_caveat or cls.summary, "rows": rows}
-
-
-def _audit_run_keywords(config: ReportConfig) -> tuple[dict[str, Any] | None, str]:
-    """The run keywords of ``tightdp.audit.audit_run`` for the run the report describes, or ``(None, why not)``.
-
-    The audit's verdict compares against the certified curve of the Poisson-subsampled Gaussian under
-    add/remove neighbours (``tightdp.audit.run_curve``): a Poisson run of one segment is given by its
-    noise multiplier, rate and steps; a Poisson schedule by its composed connect-dots accountant. Any other
-    scheme (fixed batches, shuffling, random allocation, ...) or a list of mechanisms is not one the
-    verdict supports: the section says so rather than audit against another run's curve.
-    """
-    if not config.is_training:
-        return None, (
-            "the audit's verdict supports DP-SGD training runs with Poisson sampling; this report "
-            "describes a list of mechanisms"
-        )
-    if config.sampling_scheme.name != "poisson":
-        return None, (
-            f"the audit's verdict supports Poisson sampling (add/remove neighbours) only; this run used "
-            f"{config.sampling} sampling, whose certified curve the audit does not take"
-        )
-    if len(config.segments) == 1:
-        seg = config.segments[0]
-        return {"noise_multiplier": seg.noise_multiplier, "sampling_rate": seg.sampling_rate, "steps": seg.steps}, ""
-    from ..accountants import ConnectDotsAccountant
-
-    return {"accountant": ConnectDotsAccountant().compose(config.ledger())}, ""
-
-
-def _audit_job(config: ReportConfig) -> dict[str, Any]:
-    """The "Audit" section: ``tightdp.audit.audit_section`` for the run, or why it is not computed.
-
-    Keys: ``computed`` (bool), ``note`` (why not, when not computed), ``scores``, ``method``, ``beta``,
-    ``delta``, and when computed every key of ``audit_section`` (``verdict``, ``message``, ``rows``, ...).
-    """
-    from ..audit import audit_section
-
-    a = config.audit
-    out: dict[str, Any] = {
-        "scores": a.scores,
-        "method": a.method,
-        "beta": a.beta,
-        "delta": a.delta,
-        "canaries": len(a.in_scores) + len(a.out_scores),
-    }
-    run, why = _audit_run_keywords(config)
-    if run is None:
-        return {**out, "computed": False, "note": f"Not computed: {why}."}
-    try:
-        sec = audit_section(
-            in_scores=list(a.in_scores),
-            out_scores=list(a.out_scores),
-            delta=a.delta,
-            beta=a.beta,
-            method=a.method,
-            **run,
-        )
-    except (TightDPError, ArithmeticError, ValueError) as exc:
-        return {**out, "computed": False, "note": f"Not computed: {_reason(exc)}."}
-    return {**out, "computed": True, **sec}
-
-
-def _tradeoff(curve: dict[str, Any]) -> dict[str, Any]:
-    """The certified lower f-DP trade-off curve from the band's certified (upper epsilon, delta) pairs.
-
-    Every point of the epsilon(delta) curve is an (eps_upper(delta), delta)-DP guarantee, so
-    ``tightdp.tradeoff.tradeoff_lower_curve`` over them is a certified lower bound on the
-    trade-off function, at no further cost.
-    """
-    from ..tradeoff import tradeoff_lower_curve
-
-    pairs = [(up, d) for d, up in zip(curve["delta"], curve["band"][1]) if up is not None and math.isfinite(up)]
-    if not pairs:
-        return {"note": "trade-off curve not available: no certified upper epsilon on the delta grid"}
-    alpha, beta = tradeoff_lower_curve([max(0.0, e) for e, _ in pairs], [d for _, d in pairs])
-    return {"alpha": alpha.tolist(), "beta": beta.tolist(), "accountant": "certified band", "points": len(pairs)}
-
-
-def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progress) -> list[Any]:
+def _run_jobs(config: ReportConfig, jobs: list[Job], workers: int, bar: _Progress) -> list[Any]:
     """Run the jobs in order (``workers == 1``) or in forked processes; results in job order."""
     if workers == 1 or len(jobs) <= 1:
-        out = []
+        out: list[Any] = []
         for job in jobs:
             out.append(_run_job(config, job))
             bar.advance(_job_label(job))
@@ -455,7 +379,8 @@ def _run_jobs(config: ReportConfig, jobs: list[tuple], workers: int, bar: _Progr
     return [results[i] for i in range(len(jobs))]
 
 
-def _job_label(job: tuple) -> str:
+def _job_label(job: Job) -> str:
+    """What a job computes, for the progress bar."""
     kind = job[0]
     if kind == "row":
         return f"{job[1]}: epsilon"
@@ -468,7 +393,8 @@ def _job_label(job: tuple) -> str:
     return f"group privacy: size {job[1]}"
 
 
-def _run_job(config: ReportConfig, job: tuple) -> Any:
+def _run_job(config: ReportConfig, job: Job) -> Any:
+    """Run one job (in this process or a worker)."""
     kind = job[0]
     if kind == "row":
         return _row_job(config, job[1], job[2])
@@ -483,69 +409,6 @@ def _run_job(config: ReportConfig, job: tuple) -> Any:
     raise ValueError(f"unknown job {job!r}")  # pragma: no cover
 
 
-def _row_job(config: ReportConfig, name: str, queries: tuple[float, ...]) -> tuple[AccountantResult, list[str]]:
-    """One accountant's epsilon at every queried delta (time counted for the configured deltas only).
-
-    An accountant that refuses the run at compose time is "not applicable" with its reason; one
-    whose every configured delta fails is "not applicable" with the first failure (no plot query is run).
-    """
-    acc = _make_accountant(name)
-    res = AccountantResult(name=name, kind=acc.kind)
-    notes: list[str] = []
-    try:
-        acc.compose(config.ledger())
-    except (UnsupportedMechanismError, PrecisionError, ValueError) as exc:
-        res.not_applicable = _reason(exc)
-        return res, notes
-    ordered = [d for d in queries if d in config.deltas] + [d for d in queries if d not in config.deltas]
-    failures = []
-    for d in ordered:
-        plot_only = d not in config.deltas
-        if plot_only and len(failures) == len(config.deltas):
-            break  # nothing at the configured deltas: the plot queries would fail the same way
-        ts = time.perf_counter()
-        b, err = _safe_epsilon(acc, d)
-        if not plot_only:
-            res.seconds += time.perf_counter() - ts
-        if b is not None:
-            res.bounds[d] = b
-            if b.kind == "bound" and (b.upper is None or not math.isfinite(float(b.upper))):
-                why = (b.details or {}).get("note") or "no finite upper bound"
-                notes.append(
-                    f"{name} at δ = {d:g}{' (plot only)' if plot_only else ''}: not certified "
-                    f"(upper bound {b.upper}): {why}"
-                )
-        elif not plot_only:
-            failures.append(err)
-        else:
-            notes.append(f"{name} at δ = {d:g} (plot only): {err}")
-    if failures and len(failures) == len(config.deltas):
-        res.not_applicable = failures[0]
-        res.bounds.clear()
-    else:
-        notes += [f"{name}: {e}" for e in failures]
-    return res, notes
-
-
-def _reason(exc: Exception) -> str:
-    text = " ".join(str(exc).split())
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _train_job(config: ReportConfig, name: str, ks: tuple[int, ...]) -> tuple[str, list[Bounds | None]]:
-    """One accountant's epsilon at ``config.deltas[0]`` after each number of steps in ``ks``."""
-    kind, out = "bound", []
-    for k in ks:
-        acc = _make_accountant(name)
-        kind = acc.kind
-        try:
-            acc.compose(config.ledger(upto=k))
-        except (UnsupportedMechanismError, PrecisionError, ValueError):
-            return kind, [None] * len(ks)
-        out.append(_safe_epsilon(acc, config.deltas[0])[0])
-    return kind, out
-
-
 def _training_checkpoints(config: ReportConfig, points: int) -> list[int]:
     """Every epoch when there are at most ``points`` of them, else ``points`` evenly spread steps."""
     total = config.total_steps
@@ -555,9 +418,12 @@ def _training_checkpoints(config: ReportConfig, points: int) -> list[int]:
     return sorted({max(1, int(round(total * (i + 1) / points))) for i in range(points)})
 
 
-def _training_curve(config: ReportConfig, train_jobs: list[tuple], xs: list[int], by_job: dict) -> dict[str, Any]:
+def _training_curve(
+    config: ReportConfig, train_jobs: list[Job], xs: list[int], by_job: dict[Job, Any]
+) -> dict[str, Any]:
+    """The epsilon-over-training curve: each plotted accountant's upper end and the band, at the checkpoints."""
     delta = config.deltas[0]
-    series: dict[str, list] = {}
+    series: dict[str, list[float | None]] = {}
     per: dict[int, list[AccountantResult]] = {k: [] for k in xs}
     for job in train_jobs:
         name, ks = job[1], job[2]
@@ -572,6 +438,7 @@ def _training_curve(config: ReportConfig, train_jobs: list[tuple], xs: list[int]
         if any(y is not None for y in ys):
             series[f"{name} ({kind})"] = ys
     lo_up = [band(per[k], delta) for k in xs]
+    x: list[float] | list[int]
     if config.steps_per_epoch:
         x, label = [k / config.steps_per_epoch for k in xs], "epochs"
     else:

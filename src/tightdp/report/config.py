@@ -26,11 +26,31 @@ _DEFAULT_TARGETS = (1.0, 3.0, 8.0)
 
 @dataclass(frozen=True)
 class Segment:
-    """``steps`` DP-SGD steps at ``noise_multiplier`` with sampling rate ``sampling_rate``."""
+    """``steps`` DP-SGD steps at ``noise_multiplier`` with sampling rate ``sampling_rate``.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        The noise multiplier, > 0.
+    sampling_rate : float
+        The sampling rate, in (0, 1].
+    steps : int
+        The steps, >= 1.
+
+    Raises
+    ------
+    ValueError
+        If a value is out of its range (the message names it).
+    """
 
     noise_multiplier: float
     sampling_rate: float
     steps: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        object.__setattr__(self, "steps", check_count("steps", self.steps))
 
 
 @dataclass(frozen=True)
@@ -40,6 +60,31 @@ class AuditConfig:
     ``scores`` is the path as resolved (relative paths are relative to the config file); ``in_scores`` /
     ``out_scores`` are the scores read from it at load time, so a bad file fails before any computation.
     ``delta`` is the delta the verdict is stated at (default: the first of ``privacy.deltas``).
+
+    Parameters
+    ----------
+    scores : str
+        The scores file, as resolved.
+    in_scores : tuple of float
+        The scores of the canaries that were in.
+    out_scores : tuple of float
+        The scores of the canaries that were out.
+    beta : float, default 0.05
+        One minus the audit's confidence, in (0, 1).
+    method : str, default "one-run"
+        One of ``tightdp.audit.RUN_METHODS``.
+    delta : float, default 1e-5
+        The delta the verdict is stated at.
+
+    Raises
+    ------
+    ValueError
+        Not raised by the constructor itself: ``load_config`` validates the ``[audit]`` table (naming the key)
+        before building it.
+
+    References
+    ----------
+    Steinke, Nasr, Jagielski 2023 (one-run audit); Mahloujifar, Melis, Chaudhuri 2024 (f-DP audit).
     """
 
     scores: str
@@ -52,7 +97,53 @@ class AuditConfig:
 
 @dataclass(frozen=True)
 class ReportConfig:
-    """A parsed, validated report configuration (see the module docstring for the file format)."""
+    """A parsed, validated report configuration (see ``tightdp.report`` for the file format).
+
+    Parameters
+    ----------
+    title : str, default "Privacy report"
+        The report's title.
+    description : str, default ""
+        A paragraph under the title.
+    segments : tuple of Segment, default ()
+        The training run (``[training]``): constant-noise segments in order; empty for a list of events.
+    events : tuple of (Mechanism, int), default ()
+        The mechanisms and counts (``[[events]]``); empty for a training run.
+    dataset_size : int, optional
+        ``training.dataset_size``.
+    batch_size : int, optional
+        ``training.batch_size``.
+    sampling : str, default "poisson"
+        ``training.sampling``, in the config's spelling (underscores).
+    steps_per_epoch : int, optional
+        Steps per epoch, derived from the batch size or rate.
+    max_batch_size : int, optional
+        ``training.max_batch_size`` (truncated Poisson).
+    deltas : tuple of float, default (1e-5,)
+        The deltas reported.
+    target_epsilons : tuple of float, default (1.0, 3.0, 8.0)
+        The epsilons calibrated for.
+    group_sizes : tuple of int, default ()
+        The group sizes reported.
+    accountants : tuple of str, optional
+        The accountants of the table (default: all that apply).
+    plot_accountants : tuple of str, optional
+        The accountants plotted.
+    formats : tuple of str, default ("markdown", "html")
+        The formats written (``FORMATS``).
+    plots : bool, default True
+        Whether to draw plots.
+    source : str, default ""
+        The config file's path (relative audit paths are resolved against it).
+    audit : AuditConfig, optional
+        The ``[audit]`` table; ``None``: no audit section.
+
+    Raises
+    ------
+    ValueError
+        The constructor trusts its fields; ``load_config`` and ``from_dict`` validate a file's content and raise
+        ``ValueError`` naming the key (``training.batch_size``).
+    """
 
     title: str = "Privacy report"
     description: str = ""
@@ -76,6 +167,7 @@ class ReportConfig:
 
     @property
     def is_training(self) -> bool:
+        """Whether the config describes a training run (``[training]``) rather than ``[[events]]``."""
         return bool(self.segments)
 
     @property
@@ -92,7 +184,23 @@ class ReportConfig:
         return None if cls.any_accountant else cls.name
 
     def segment_scheme(self, seg: Segment) -> SamplingScheme:
-        """The scheme object of one segment (its rate; the config's sizes)."""
+        """The scheme object of one segment (its rate; the config's sizes).
+
+        Parameters
+        ----------
+        seg : Segment
+            A segment of ``segments``.
+
+        Returns
+        -------
+        SamplingScheme
+            The ``training.sampling`` scheme at the segment's rate.
+
+        Raises
+        ------
+        ValueError
+            If the scheme refuses the rate or sizes.
+        """
         return self.sampling_scheme.from_options(
             sampling_rate=seg.sampling_rate,
             dataset_size=self.dataset_size,
@@ -102,11 +210,30 @@ class ReportConfig:
 
     @property
     def total_steps(self) -> int:
+        """The steps of the run (segments) or the sum of the event counts."""
         return sum(s.steps for s in self.segments) if self.segments else sum(c for _, c in self.events)
 
     def segment_mechanism(self, seg: Segment) -> Mechanism:
-        """The step the accountants compose; for a scheme with its own certified function (``scheme``) the Poisson-subsampled
-        Gaussian at the same rate: the report's accountant table is then "what Poisson accounting says"."""
+        """The step the accountants compose.
+
+        For a scheme with its own certified function (``scheme``) the Poisson-subsampled Gaussian at the same rate:
+        the report's accountant table is then "what Poisson accounting says".
+
+        Parameters
+        ----------
+        seg : Segment
+            A segment of ``segments``.
+
+        Returns
+        -------
+        Mechanism
+            One step's mechanism.
+
+        Raises
+        ------
+        ValueError
+            If the scheme refuses the rate or sizes.
+        """
         if self.sampling_scheme.any_accountant:
             mech = self.segment_scheme(seg).step_mechanism(noise_multiplier=seg.noise_multiplier)
             if mech is not None:
@@ -116,7 +243,23 @@ class ReportConfig:
         )
 
     def ledger(self, upto: int | None = None) -> list[tuple[Mechanism, int]]:
-        """The composed ``(mechanism, count)`` entries, optionally only the first ``upto`` steps."""
+        """The composed ``(mechanism, count)`` entries, optionally only the first ``upto`` steps.
+
+        Parameters
+        ----------
+        upto : int, optional
+            Only the first ``upto`` steps of a training run (``None``: all; events are always all).
+
+        Returns
+        -------
+        list of (Mechanism, int)
+            The ledger, segment by segment.
+
+        Raises
+        ------
+        ValueError
+            If the scheme refuses a segment's rate or sizes.
+        """
         out: list[tuple[Mechanism, int]] = []
         if self.segments:
             left = math.inf if upto is None else upto
@@ -131,6 +274,25 @@ class ReportConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "") -> ReportConfig:
+        """Validate a parsed config (the TOML table or JSON object) into a ``ReportConfig``.
+
+        Parameters
+        ----------
+        data : mapping
+            The config's top-level table.
+        source : str, default ""
+            The file it came from (relative audit paths are resolved against it).
+
+        Returns
+        -------
+        ReportConfig
+            The validated configuration.
+
+        Raises
+        ------
+        ValueError
+            For any unknown key or bad value, naming the key (``training.batch_size``).
+        """
         if not isinstance(data, Mapping):
             raise ValueError("config must be a table (TOML) / object (JSON)")
         known = {"title", "description", "training", "events", "privacy", "report", "audit"}
@@ -192,26 +354,31 @@ class ReportConfig:
         return cls(title=title, description=description, source=source, **kw)
 
 
-def _table(data, key) -> Mapping[str, Any]:
+def _table(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``data[key]`` (default empty), which must be a table."""
     t = data.get(key, {})
     if not isinstance(t, Mapping):
         raise ValueError(f"{key} must be a table")
-    return t
+    table: Mapping[str, Any] = t
+    return table
 
 
 def _no_unknown(where: str, table: Mapping[str, Any], known: set[str]) -> None:
+    """``ValueError`` for a key of ``table`` outside ``known``."""
     unknown = sorted(set(table) - known)
     if unknown:
         raise ValueError(f"{where}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
 
 
-def _as_list(name: str, v) -> list:
+def _as_list(name: str, v: Any) -> list[Any]:
+    """``v`` as a list; it must be a list or tuple."""
     if isinstance(v, (list, tuple)):
         return list(v)
     raise ValueError(f"{name} must be a list, got {v!r}")
 
 
-def _parse_training(t) -> dict[str, Any]:
+def _parse_training(t: Any) -> dict[str, Any]:
+    """The ``[training]`` table as ``ReportConfig`` keywords."""
     if not isinstance(t, Mapping):
         raise ValueError("training must be a table")
     _no_unknown(
@@ -275,7 +442,7 @@ def _parse_training(t) -> dict[str, Any]:
         except ValueError as exc:
             raise ValueError(f"training: {exc}") from None
 
-    def seg(where: str, s: Mapping[str, Any], default_sigma=None) -> Segment:
+    def seg(where: str, s: Mapping[str, Any], default_sigma: float | None = None) -> Segment:
         sigma = s.get("noise_multiplier", default_sigma)
         if sigma is None:
             raise ValueError(f"{where}.noise_multiplier is required")
@@ -294,7 +461,7 @@ def _parse_training(t) -> dict[str, Any]:
             else:
                 sq = check_probability(f"{where}.sampling_rate", s["sampling_rate"])
                 spe = math.ceil(1.0 / sq)
-        if sq is None:
+        if sq is None or spe is None:
             raise ValueError(f"{where}: give training.batch_size (with dataset_size) or training.sampling_rate")
         if ("epochs" in s) == ("steps" in s):
             raise ValueError(f"{where}: give exactly one of epochs and steps")
@@ -315,7 +482,7 @@ def _parse_training(t) -> dict[str, Any]:
         sched = _as_list("training.schedule", t["schedule"])
         if not sched:
             raise ValueError("training.schedule must not be empty")
-        segs = []
+        segs: list[Segment] = []
         for i, s in enumerate(sched):
             if not isinstance(s, Mapping):
                 raise ValueError(f"training.schedule[{i}] must be a table")
@@ -335,7 +502,7 @@ def _parse_training(t) -> dict[str, Any]:
     }
 
 
-def _parse_audit(t, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
+def _parse_audit(t: Any, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
     """The ``[audit]`` table: ``scores`` (a CSV of ``score,in`` rows, read by ``tightdp.audit.read_scores_csv``),
     ``beta`` (default 0.05), ``method`` (one of ``tightdp.audit.RUN_METHODS``, default ``"one-run"``) and
     ``delta`` (default the first of ``privacy.deltas``)."""
@@ -370,11 +537,12 @@ def _parse_audit(t, *, deltas: tuple[float, ...], source: str) -> AuditConfig:
     )
 
 
-def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:
+def _parse_events(ev: Any) -> tuple[tuple[Mechanism, int], ...]:
+    """The ``[[events]]`` array as ``(mechanism, count)`` pairs."""
     items = _as_list("events", ev)
     if not items:
         raise ValueError("events must not be empty")
-    out = []
+    out: list[tuple[Mechanism, int]] = []
     for i, e in enumerate(items):
         if not isinstance(e, Mapping) or "mechanism" not in e:
             raise ValueError(f"events[{i}] must be a table with a 'mechanism' table and an optional count")
@@ -384,7 +552,23 @@ def _parse_events(ev) -> tuple[tuple[Mechanism, int], ...]:
 
 
 def load_config(path: str | Path) -> ReportConfig:
-    """Read a TOML (``.toml``) or JSON config file."""
+    """Read a TOML (``.toml``) or JSON config file and validate it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The config file (``.json``: JSON; anything else: TOML).
+
+    Returns
+    -------
+    ReportConfig
+        The validated configuration.
+
+    Raises
+    ------
+    ValueError
+        If the file does not exist or cannot be parsed, or for any unknown key or bad value (naming the key).
+    """
     p = Path(path)
     if not p.is_file():
         raise ValueError(f"config: no such file {str(p)!r}")

@@ -2,15 +2,16 @@
 
 Each hint is one independent job for ``tightdp.report.compute``: ``_calibration_plan`` /
 ``_group_plan`` say what will be computed (or why nothing is), ``_calibration_job`` /
-``_group_job`` compute one entry (``tightdp.calibration``; ``tightdp.group_epsilon``, Ganesh [002]).
+``_group_job`` compute one entry (``tightdp.calibration``; ``tightdp.group_epsilon``, Ganesh 2024).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from ._sections import _upper
 from .config import ReportConfig
-from .render import _upper
 
 __all__: list[str] = []
 
@@ -52,6 +53,7 @@ def _calibration_plan(config: ReportConfig) -> tuple[str, list[tuple[str, float]
 
 
 def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any]:
+    """One calibration hint: the noise (``what == "noise"``) or the epochs (``"epochs"``) for epsilon <= ``t``."""
     from ..calibration import CalibrationError, calibrate_noise, calibrate_steps
 
     q, k, delta = config.segments[0].sampling_rate, config.total_steps, config.deltas[0]
@@ -78,6 +80,8 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
                 else (cal.details.get("note_sampling") or tight.get("note", cal.details.get("note", ""))),
             }
         sigma, spe = config.segments[0].noise_multiplier, config.steps_per_epoch
+        if spe is None:
+            raise ValueError("training: epoch hints need a number of steps per epoch")
         cal = calibrate_steps(
             target_epsilon=t,
             delta=delta,
@@ -108,7 +112,7 @@ def _calibration_job(config: ReportConfig, what: str, t: float) -> dict[str, Any
         }
 
 
-def _group_functions():
+def _group_functions() -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
     """``(group_epsilon, group_epsilon_schedule)``; the report's tests replace this to check the report without
     group rows."""
     from ..group import group_epsilon, group_epsilon_schedule
@@ -117,6 +121,7 @@ def _group_functions():
 
 
 def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
+    """The note above the group rows and the group sizes to compute (none, with the reason, when none apply)."""
     if not config.group_sizes:
         return "", []
     fn, sched = _group_functions()
@@ -142,13 +147,17 @@ def _group_plan(config: ReportConfig) -> tuple[str, list[int]]:
         return "Group-level epsilon for a noise schedule needs `tightdp.group_epsilon_schedule`.", []
     return (
         "Certified upper bounds on epsilon when any group of up to k examples is added or removed together "
-        "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh [5] Thm 3.1)."
+        "(the T-fold mixture-of-Gaussians mechanism with Binomial(k, q) sensitivity, Ganesh 2024, Thm. 3.1)."
     ), list(config.group_sizes)
 
 
 def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]:
+    """Group size ``g``'s certified epsilon upper bound at every delta, and the failures."""
     fn, sched = _group_functions()
-    eps, errors = {}, []
+    if fn is None:
+        raise ValueError("group_sizes: this installation provides no group_epsilon")
+    eps: dict[str, float | None] = {}
+    errors: list[str] = []
     for d in config.deltas:
         try:
             if len(config.segments) == 1:
@@ -163,6 +172,8 @@ def _group_job(config: ReportConfig, g: int) -> tuple[dict[str, Any], list[str]]
                     **extra,
                 )
             else:
+                if sched is None:
+                    raise ValueError("group_sizes: a noise schedule needs group_epsilon_schedule")
                 b = sched(
                     schedule=[(s.noise_multiplier, s.sampling_rate, s.steps) for s in config.segments],
                     group_size=g,

@@ -14,11 +14,31 @@ from typing import Any
 
 import numpy as np
 
+from .._types import FloatArray
+
 __all__ = ["write_plots"]
 
 
-def write_plots(report, plot_dir: Path) -> dict[str, Path]:
-    """Draw the figures into ``plot_dir``; record their names in ``report.pngs``; ``{key: path}``."""
+def write_plots(report: Any, plot_dir: Path) -> dict[str, Path]:
+    """Draw the figures into ``plot_dir`` and record their names in ``report.pngs``.
+
+    Parameters
+    ----------
+    report : Report
+        A built report (``tightdp.report.build_report``); without matplotlib a note is added to its ``notes``.
+    plot_dir : Path
+        The directory of the PNG files (created if missing).
+
+    Returns
+    -------
+    dict of str to Path
+        ``{key: path}`` of the files written (empty without matplotlib).
+
+    Raises
+    ------
+    OSError
+        If ``plot_dir`` cannot be created or a file cannot be written.
+    """
     try:
         import matplotlib
 
@@ -71,17 +91,19 @@ def write_plots(report, plot_dir: Path) -> dict[str, Path]:
 _COLOURS = {"connect-dots": "C0", "prv": "C3", "fourier": "C5", "rdp": "C4", "gdp": "C2", "edgeworth": "C1"}
 
 
-def _arr(values) -> np.ndarray:
+def _arr(values: Any) -> FloatArray:
+    """``values`` as a float array, ``None`` as NaN."""
     return np.array([np.nan if v is None else v for v in values], float)
 
 
 def _two_panel(
-    plt, curve: dict[str, Any], x_key: str, path: Path, *, xlabel: str, ylabel: str, logx: bool, title: str
+    plt: Any, curve: dict[str, Any], x_key: str, path: Path, *, xlabel: str, ylabel: str, logx: bool, title: str
 ) -> None:
     x = np.asarray(curve[x_key], float)
+    """The curves with the certified band shaded (top) and each curve's deviation from the band's upper end."""
     lo, up = (_arr(curve["band"][0]), _arr(curve["band"][1])) if curve.get("band") else (None, None)
     fig, (ax, dev) = plt.subplots(2, 1, figsize=(7.5, 6.4), sharex=True, gridspec_kw={"height_ratios": [3, 2]})
-    if lo is not None:
+    if lo is not None and up is not None:
         ok = np.isfinite(lo) & np.isfinite(up)
         if ok.any():
             ax.fill_between(
@@ -130,7 +152,8 @@ def _two_panel(
     plt.close(fig)
 
 
-def _tradeoff(plt, tradeoff: dict[str, Any], path: Path) -> None:
+def _tradeoff(plt: Any, tradeoff: dict[str, Any], path: Path) -> None:
+    """The certified lower trade-off curve beta(alpha) against perfect privacy."""
     a = np.asarray(tradeoff["alpha"], float)
     b = np.asarray(tradeoff["beta"], float)
     fig, ax = plt.subplots(figsize=(4.8, 4.6))

@@ -11,16 +11,26 @@ from __future__ import annotations
 import base64
 import html as _html
 import json
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._validation import check_choice
 from ..bounds import Bounds
+from ._sections import (
+    REFERENCES,
+    _audit_sections,
+    _f,
+    _fmt_bounds,
+    _jsonable_curve,
+    _library_versions,
+    _run_dict,
+    _run_rows,
+    _scheme_sections,
+    _scheme_upper,
+    _version,
+)
 from .config import FORMATS, ReportConfig
 
 __all__ = ["AccountantResult", "Report", "REFERENCES"]
@@ -28,7 +38,26 @@ __all__ = ["AccountantResult", "Report", "REFERENCES"]
 
 @dataclass
 class AccountantResult:
-    """One accountant's answers: ``bounds[delta] -> Bounds``; ``not_applicable`` says why there are none."""
+    """One accountant's answers: ``bounds[delta] -> Bounds``; ``not_applicable`` says why there are none.
+
+    Parameters
+    ----------
+    name : str
+        The accountant's registry name.
+    kind : str
+        ``"bound"`` (certified) or ``"approximation"``.
+    bounds : dict of float to Bounds, default {}
+        Its answer at each delta queried.
+    seconds : float, default 0.0
+        Time spent on the configured deltas.
+    not_applicable : str, default ""
+        Why the accountant has no answers (empty when it has).
+
+    Raises
+    ------
+    ValueError
+        Not raised: ``build_report`` fills the fields from the accountants' answers.
+    """
 
     name: str
     kind: str
@@ -37,7 +66,8 @@ class AccountantResult:
     not_applicable: str = ""
 
     @property
-    def note(self) -> str:  # the name of this field before "not applicable" rows
+    def note(self) -> str:
+        """Why the accountant has no answers (``not_applicable``)."""
         return self.not_applicable
 
 
@@ -51,7 +81,58 @@ _IMAGE_CHECK = (
 
 @dataclass
 class Report:
-    """Everything a report shows; ``write`` renders it."""
+    """Everything a report shows; ``write`` renders it (built by ``build_report``).
+
+    Parameters
+    ----------
+    config : ReportConfig
+        The configuration the report describes.
+    results : list of AccountantResult
+        Every accountant's answers, in the configured order.
+    band : dict
+        ``{delta: (certified lower, certified upper)}``.
+    calibration : list of dict
+        The calibration hints.
+    calibration_note : str
+        The note above them.
+    groups : list of dict
+        Group-level epsilon rows.
+    group_note : str
+        The note above them.
+    curve : dict
+        The epsilon(delta) curves and band.
+    training_curve : dict
+        The epsilon-over-training curves and band.
+    created : str
+        When the report was built.
+    seconds : float
+        How long it took.
+    notes : list of str, default []
+        Notes (failures, uncertified answers).
+    plot_names : list of str, default []
+        The accountants plotted.
+    tradeoff : dict, default {}
+        The certified lower trade-off curve (or why it is not drawn).
+    guarantee : dict, default {}
+        The "what this guarantees" paragraphs.
+    scheme : dict, default {}
+        A scheme with its own certified function: its interval against Poisson accounting, per delta; empty for
+        Poisson and fixed batches.
+    audit : dict, default {}
+        The "Audit" section; empty when the config has no ``[audit]``.
+    pngs : dict, default {}
+        The plots' file names, set by ``write``.
+
+    Raises
+    ------
+    ValueError
+        Not raised by the constructor; ``build_report`` validates its input.
+
+    References
+    ----------
+    The report's ``REFERENCES``: Koskela et al. 2020; Gopi et al. 2021; Wang et al. 2023; Koskela et al. 2023;
+    Ganesh 2024.
+    """
 
     config: ReportConfig
     results: list[AccountantResult]
@@ -69,14 +150,22 @@ class Report:
     tradeoff: dict[str, Any] = field(default_factory=dict)
     guarantee: dict[str, list[str]] = field(default_factory=dict)
     #: a scheme with its own certified function: its interval against Poisson accounting, per delta
-    #: (``tightdp.report.compute._scheme_job``); empty for Poisson and fixed batches
+    #: (``tightdp.report._jobs._scheme_job``); empty for Poisson and fixed batches
     scheme: dict[str, Any] = field(default_factory=dict)
-    #: the "Audit" section (``tightdp.report.compute._audit_job``); empty when the config has no ``[audit]``
+    #: the "Audit" section (``tightdp.report._jobs._audit_job``); empty when the config has no ``[audit]``
     audit: dict[str, Any] = field(default_factory=dict)
     pngs: dict[str, str] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ data
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (``report.json``).
+
+        Returns
+        -------
+        dict
+            The run, every accountant's answers, the certified band, hints, curves, notes, settings and
+            references.
+        """
         c = self.config
         return {
             "title": c.title,
@@ -275,10 +364,29 @@ class Report:
         out.append(("h2", "Settings"))
         out.append(("table", (["", "value"], _settings_rows(self))))
         out.append(("h2", "References"))
-        out.append(("ul", [f"[{i}] {ref}" for i, ref in enumerate(REFERENCES, 1)]))
+        out.append(("ul", list(REFERENCES)))
         return out
 
     def to_markdown(self, plot_dir: str = "plots") -> str:
+        """The report as Markdown.
+
+        Parameters
+        ----------
+        plot_dir : str, default "plots"
+            The directory the image links point to, relative to the Markdown file.
+
+        Returns
+        -------
+        str
+            The Markdown text.
+
+        Raises
+        ------
+        ValueError
+            If ``plot_dir`` is not a str or path.
+        """
+        if not isinstance(plot_dir, (str, Path)):
+            raise ValueError(f"plot_dir must be a directory name, got {plot_dir!r}")
         lines: list[str] = []
         for kind, payload in self._sections(lambda name, alt: f"![{alt}]({plot_dir}/{name})"):
             if kind == "h1":
@@ -298,7 +406,23 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self, plot_dir: Path | None = None) -> str:
-        """A single self-contained HTML file (plots embedded as data URIs)."""
+        """The report as a single self-contained HTML file (plots embedded as data URIs).
+
+        Parameters
+        ----------
+        plot_dir : Path, optional
+            Where the plots were written (``write_plots``); ``None``: no images.
+
+        Returns
+        -------
+        str
+            The HTML text.
+
+        Raises
+        ------
+        OSError
+            If a plot file named in ``pngs`` cannot be read.
+        """
 
         def img(name: str, alt: str) -> str:
             if plot_dir is None:
@@ -345,7 +469,27 @@ class Report:
         )
 
     def write(self, out_dir: str | Path, formats: Iterable[str] | None = None) -> dict[str, Path]:
-        """Write the report files into ``out_dir``; returns ``{format: path}`` (plots under ``"plot_..."``)."""
+        """Write the report files into ``out_dir`` (``report.md``, ``report.html``, ``report.json``, plots).
+
+        Parameters
+        ----------
+        out_dir : str or Path
+            The output directory (created if missing).
+        formats : iterable of str, optional
+            Formats among ``FORMATS`` (default: the config's); ``report.json`` is always written.
+
+        Returns
+        -------
+        dict of str to Path
+            ``{format: path}``, plots under ``"plot_..."``.
+
+        Raises
+        ------
+        ValueError
+            For a format outside ``FORMATS`` (naming ``formats[i]``).
+        OSError
+            If a file cannot be written.
+        """
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         formats = tuple(self.config.formats if formats is None else formats)
@@ -371,152 +515,6 @@ class Report:
         return written
 
 
-def _scheme_upper(scheme: dict[str, Any], delta: float) -> float | None:
-    for row in scheme.get("rows", []):
-        if row["delta"] == delta and "scheme" in row:
-            return row["scheme"]["upper"]
-    return None
-
-
-def _scheme_sections(scheme: dict[str, Any]) -> list[tuple[str, Any]]:
-    """ "What you ran vs what Poisson accounting says": the scheme's certified interval next to
-    Poisson accounting's at the same noise multiplier, sampling rate and steps, with the scheme's caveat."""
-    name = scheme["sampling"]
-    out: list[tuple[str, Any]] = [("h2", "What you ran vs what Poisson accounting says")]
-    out.append(
-        (
-            "p",
-            f"This run used **{name}** sampling. Most libraries (Opacus, dp_accounting's DP-SGD helpers) "
-            "report the ε of Poisson sampling at the same noise multiplier, sampling rate and steps; the "
-            f"table sets the certified interval for {name} sampling against that figure. " + scheme["caveat"],
-        )
-    )
-    rows, notes = [], []
-    for r in scheme["rows"]:
-        if "error" in r:
-            rows.append([f"{r['delta']:g}", "—", "—", r["error"]])
-            continue
-        sb, pb = r["scheme"], r["poisson"]
-        rows.append(
-            [
-                f"{r['delta']:g}",
-                f"[{_f(sb['lower'])}, {_f(sb['upper'])}]",
-                f"[{_f(pb['lower'])}, {_f(pb['upper'])}]",
-                r["verdict"],
-            ]
-        )
-        if sb.get("note"):
-            notes.append(f"δ = {r['delta']:g}: {sb['note']}")
-    out.append(
-        (
-            "table",
-            (
-                ["δ", f"{name}: certified [lower, upper]", "Poisson accounting [lower, upper]", "what ran vs Poisson"],
-                rows,
-            ),
-        )
-    )
-    if notes:
-        out.append(("ul", notes))
-    return out
-
-
-def _audit_sections(audit: dict[str, Any]) -> list[tuple[str, Any]]:
-    """ "Audit": the empirical lower bound from the canary scores against the certified interval, and the verdict
-    (``tightdp.audit.audit_section``), or why the audit was not computed."""
-    out: list[tuple[str, Any]] = [("h2", "Audit")]
-    src = (
-        f"{audit['canaries']} canaries from `{Path(audit['scores']).name}`, method {audit['method']}, "
-        f"confidence {100 * (1 - audit['beta']):g} %, δ = {audit['delta']:g}"
-    )
-    if not audit.get("computed"):
-        out.append(("p", f"Canary scores: {src}. {audit['note']}"))
-        return out
-    out.append(
-        (
-            "p",
-            f"Canary scores: {src}. An empirical lower bound on ε from a membership attack on inserted "
-            "canaries, set against the certified interval of this run.",
-        )
-    )
-    out.append(("p", f"Verdict: {audit['message']}."))  # the message opens with the verdict
-    out.append(("table", (["", "value"], [[str(k), str(v)] for k, v in audit["rows"]])))
-    return out
-
-
-def _upper(b: Bounds | None) -> float | None:
-    """The value to plot: the certified upper bound, or the estimate of an approximation."""
-    if b is None:
-        return None
-    v = b.upper if b.kind == "bound" else b.estimate
-    if v is None or not math.isfinite(v):
-        return None
-    return float(v)
-
-
-def _jsonable_curve(curve: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in curve.items() if k != "png"}
-
-
-def _version() -> str:
-    try:
-        from .._version import __version__
-
-        return __version__
-    except ImportError:  # pragma: no cover
-        return "?"
-
-
-#: Significant digits of every epsilon the report prints (trailing zeros kept, so columns read alike).
-_DIGITS = 4
-
-
-def _f(v) -> str:
-    if v is None:
-        return "—"
-    if isinstance(v, float) and math.isinf(v):
-        return "∞"
-    if v == 0:
-        return "0"
-    return f"{v:#.{_DIGITS}g}".rstrip(".") if abs(v) < 10**_DIGITS else f"{v:.{_DIGITS}g}"
-
-
-def _fmt_bounds(b: Bounds) -> str:
-    if b.kind != "bound":
-        return f"≈ {_f(b.estimate)}"
-    up = _f(b.upper)
-    if b.lower is None:
-        return f"≤ {up}"
-    return f"{up} [{_f(b.lower)}, {up}]"
-
-
-#: The papers the report's methods come from (cited as [n]).
-REFERENCES = (
-    "A. Koskela, J. Jälkö, A. Honkela. Computing Tight Differential Privacy Guarantees Using FFT. AISTATS 2020 "
-    "(the Fourier accountant).",
-    "S. Gopi, Y. T. Lee, L. Wutschitz. Numerical Composition of Differential Privacy. NeurIPS 2021 "
-    "(the PRV accountant).",
-    "H. Wang et al. Analytical Composition of Differential Privacy via the Edgeworth Accountant. ICLR 2023.",
-    "A. Koskela, M. Tobaben, A. Honkela. Individual Privacy Accounting with Gaussian Differential Privacy. ICLR 2023.",
-    "A. Ganesh. Tight Group-Level DP Guarantees for DP-SGD with Sampling via Mixture of Gaussians Mechanisms "
-    "(group privacy).",
-)
-
-
-def _library_versions() -> str:
-    import platform
-
-    import scipy  # a core dependency, like numpy
-
-    parts = [
-        f"tightdp {_version()}",
-        f"Python {platform.python_version()}",
-        f"numpy {np.__version__}",
-        f"scipy {scipy.__version__}",
-    ]
-    return ", ".join(parts)
-
-
 def _settings_rows(report: Report) -> list[list[str]]:
     from ..accountants import DEFAULT_ACCOUNTANT, create
 
@@ -536,48 +534,4 @@ def _settings_rows(report: Report) -> list[list[str]]:
             ]
         )
     rows.append(["libraries", _library_versions()])
-    return rows
-
-
-def _run_dict(c: ReportConfig) -> dict[str, Any]:
-    if c.is_training:
-        return {
-            "dataset_size": c.dataset_size,
-            "batch_size": c.batch_size,
-            "sampling": c.sampling,
-            "max_batch_size": c.max_batch_size,
-            "steps_per_epoch": c.steps_per_epoch,
-            "total_steps": c.total_steps,
-            "segments": [
-                {"noise_multiplier": s.noise_multiplier, "sampling_rate": s.sampling_rate, "steps": s.steps}
-                for s in c.segments
-            ],
-        }
-    return {"events": [{"mechanism": m.to_dict(), "count": n} for m, n in c.events]}
-
-
-def _run_rows(c: ReportConfig) -> list[list[str]]:
-    rows = []
-    if c.is_training:
-        if c.dataset_size:
-            rows.append(["data set size", f"{c.dataset_size:,}"])
-        if c.batch_size:
-            rows.append(["batch size", f"{c.batch_size:,}"])
-        cls = c.sampling_scheme
-        rows.append(["sampling", f"{cls.summary} ({cls.relations[0].value} neighbours)"])
-        if c.max_batch_size:
-            rows.append(["maximum batch size", f"{c.max_batch_size:,}"])
-        if c.steps_per_epoch:
-            rows.append(["steps per epoch", f"{c.steps_per_epoch:,} (rounded up: safe side)"])
-        for i, s in enumerate(c.segments):
-            label = "noise multiplier σ" if len(c.segments) == 1 else f"segment {i + 1}"
-            ep = f" ≈ {s.steps / c.steps_per_epoch:g} epochs" if c.steps_per_epoch else ""
-            rows.append(
-                [label, f"σ = {s.noise_multiplier:g}, sampling rate q = {s.sampling_rate:.6g}, {s.steps:,} steps{ep}"]
-            )
-        rows.append(["total steps", f"{c.total_steps:,}"])
-    else:
-        for m, n in c.events:
-            rows.append([m.describe(), f"× {n:,}"])
-    rows.append(["δ", ", ".join(f"{d:g}" for d in c.deltas)])
     return rows
