@@ -48,7 +48,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tightdp.mechanisms import allocation as _alloc
+from tightdp.mechanisms import _allocation_epoch as _alloc
 
 
 @given(

@@ -11,9 +11,10 @@ from scipy import special
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
 from ..losses import GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
+from ._certified_pmf import certified_binomial
+from ._mixture_losses import _AccurateTails, _WeightError
 from .base import LossPair, Mechanism
 from .basic import Gaussian, Laplace
-from .mixture import _AccurateTails, _WeightError
 
 __all__ = ["PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS"]
 
@@ -169,8 +170,6 @@ _RATIO_CUT = 1e-30
 
 def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss:
     """Build the truncated mixture and its safe-side masses (see ``_WithReplacementLoss``)."""
-    from .mixture import certified_binomial  # mixture imports this module's siblings only
-
     pmf = certified_binomial(m, 1.0 / n)
     up = np.array(pmf.upper)
     lo = np.array(pmf.lower)
