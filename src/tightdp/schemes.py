@@ -20,7 +20,8 @@ alone absolute) where the scheme's theory allows it, and wider (said in ``detail
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ._accuracy import check_accuracy
 from ._validation import check_count, check_delta, check_positive
@@ -31,6 +32,9 @@ from .mechanisms.allocation import _WIDE_SIGMA, RandomAllocation, lower_bound_ep
 from .mechanisms.basic import Gaussian
 from .mechanisms.subsampled import PoissonSampled
 from .mechanisms.truncated import TruncatedPoissonSampled
+
+if TYPE_CHECKING:
+    from .pld import DiscretisedLoss
 
 __all__ = [
     "allocation_accountant",
@@ -52,7 +56,18 @@ CYCLIC_BIN = "one bin for the whole run, repeated every cycle (jax_privacy Balls
 
 
 # --------------------------------------------------------------------------- random allocation
-def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None):
+def _max_statistic_fn(
+    sigma: float, t: int, mean_p: float, mean_q: float, reverse: bool, **shifted: int
+) -> Callable[[float], DiscretisedLoss]:
+    """``h -> max_statistic_pld(sigma, t, h, mean_p, mean_q, reverse, **shifted)`` for ``lower_bound_epsilon``."""
+
+    def fn(h: float) -> DiscretisedLoss:
+        return max_statistic_pld(sigma, t, h, mean_p, mean_q, reverse, **shifted)
+
+    return fn
+
+
+def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None) -> ConnectDotsAccountant:
     """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds:
     the default connect-dots accountant, which uses ``AllocationLoss``'s own dominating / dominated pairs
     (``tightdp.pld.dominance.own_pairs``) and mixes them with any other mechanism."""
@@ -68,7 +83,7 @@ def _wide_bounds(
     rel_error: float | None,
     reason: str,
     scheme: str = FRESH_BIN,
-):
+) -> Bounds:
     """A certified but wide interval for 1-of-``t`` allocation when the lattice realisation cannot answer
     (tiny noise or delta): ``upper`` without amplification (for every allocation the epoch is one Gaussian
     step of sensitivity 1, so by joint convexity ``sqrt(E)/sigma``-GDP), ``lower`` from the post-processing
@@ -80,9 +95,7 @@ def _wide_bounds(
     )
     try:
         lower = max(
-            lower_bound_epsilon(
-                lambda h, r=r: max_statistic_pld(sigma, t, h, 1.0, 0.0, r), epochs, delta, min(0.01, eps_error or 0.01)
-            )
+            lower_bound_epsilon(_max_statistic_fn(sigma, t, 1.0, 0.0, r), epochs, delta, min(0.01, eps_error or 0.01))
             for r in (False, True)
         )
     except PrecisionError:
@@ -114,7 +127,7 @@ def allocation_epsilon(
     num_selected: int = 1,
     eps_error: float | None = None,
     rel_error: float | None = None,
-):
+) -> Bounds:
     """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
     ``num_selected`` of ``num_steps`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
     sensitivity; add/remove neighbouring).
@@ -203,7 +216,7 @@ def allocation_epsilon(
     try:
         by_max = max(
             lower_bound_epsilon(
-                lambda h, r=r: max_statistic_pld(noise_multiplier, t, h, 1.0, 0.0, r, shifted=k),
+                _max_statistic_fn(noise_multiplier, t, 1.0, 0.0, r, shifted=k),
                 epochs,
                 delta,
                 min(0.01, eps_error or 0.01),
@@ -420,10 +433,7 @@ def shuffle_epsilon(
         # +1 against 0 and every other record's 0 attains it), so the Gaussian's certified lower end holds
         lower = up.lower
     else:
-        lower = max(
-            lower_bound_epsilon(lambda h, r=r: max_statistic_pld(s, t, h, 2.0, 1.0, r), epochs, delta, h0)
-            for r in (False, True)
-        )
+        lower = max(lower_bound_epsilon(_max_statistic_fn(s, t, 2.0, 1.0, r), epochs, delta, h0) for r in (False, True))
     lower = min(lower, up.upper)
     details: dict[str, Any] = {
         "sampling": f"shuffled fixed batches, {t} per epoch, zero-out neighbouring (Chua et al. 2403.17673)",
@@ -447,7 +457,7 @@ def truncated_poisson_epsilon(
     delta: float,
     eps_error: float | None = None,
     rel_error: float | None = None,
-):
+) -> Bounds:
     """Certified ``[lower, upper]`` on epsilon of ``steps`` truncated-Poisson DP-SGD steps (add/remove).
 
     ``upper``: the smaller of two certified upper bounds (``tightdp.mechanisms.truncated``): the revealed-S
@@ -482,7 +492,7 @@ def truncated_poisson_epsilon(
         max_batch_size=mech.max_batch_size,
         upper_pair="ganesh",
     )
-    ups = {}
+    ups: dict[str, Bounds | PrecisionError] = {}
     for name, m in (("revealed-S pair", mech), ("Ganesh's pair", ganesh)):
         try:
             ups[name] = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(m, steps).epsilon(delta)
@@ -490,7 +500,7 @@ def truncated_poisson_epsilon(
             ups[name] = exc
     done = {k: v for k, v in ups.items() if isinstance(v, Bounds)}
     if not done:
-        raise next(iter(ups.values()))  # type: ignore[misc]
+        raise next(v for v in ups.values() if isinstance(v, PrecisionError))
     best = min(done, key=lambda k: done[k].upper)
     up = done[best]
     p_t, q_t = mech.truncation()
@@ -561,4 +571,4 @@ def _cut_lower(
         low = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error).compose(pair, steps).epsilon(target)
     except PrecisionError:
         return 0.0
-    return min(low.lower, upper)
+    return min(float(low.lower), upper)

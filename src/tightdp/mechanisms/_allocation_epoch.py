@@ -8,14 +8,23 @@ far tail, and the spread / merge onto the privacy-loss grid) and its proof are i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import special
 
 from .._caches import register as _register_cache
+from .._types import FloatArray
 from ..errors import PrecisionError
 from ..losses import gaussian_mixture_cell_masses
+
+if TYPE_CHECKING:
+    from ..pld import DiscretisedLoss
+
+#: lattice terms of a sum: ``(pmf on j eta, mass at +inf, count)``
+_Terms = Sequence[tuple[FloatArray, float, int]]
 
 _U = float(np.finfo(float).eps) / 2
 #: the largest per-coordinate ratio lattice (points); a longer one is cut (see ``_coordinate``)
@@ -32,7 +41,7 @@ _TILT_MAX_POINTS = 1 << 17
 
 
 # --------------------------------------------------------------------------- merge-to-the-grid sweep
-def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+def _merge_up(P: FloatArray, Q: FloatArray, alpha: FloatArray) -> tuple[FloatArray, float, float, int]:
     """``tightdp.pld.dominance.merge_up`` on a ratio lattice, the P-masses as an array."""
     from ..pld.dominance import merge_up
 
@@ -41,7 +50,7 @@ def _merge_up(P: np.ndarray, Q: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarr
 
 
 # --------------------------------------------------------------------------- one coordinate
-def _split(masses: np.ndarray, err: np.ndarray, cap: float = 1e-9) -> tuple[float, float]:
+def _split(masses: FloatArray, err: FloatArray, cap: float = 1e-9) -> tuple[float, float]:
     """Per-point absolute errors as ``(rel, l1)``: a relative error ``<= cap`` on the points where that
     holds (composed multiplicatively: ``(1 + rel)^t`` over a sum of ``t`` coordinates) and the l1 error of
     the others (``tightdp.losses.split_errors`` with a looser cap; counted twice, to be safe)."""
@@ -53,7 +62,7 @@ def _split(masses: np.ndarray, err: np.ndarray, cap: float = 1e-9) -> tuple[floa
 
 @_register_cache
 @lru_cache(maxsize=16)
-def _coordinate(sigma: float, eta: float, tail: float):
+def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
 
     Returns a dict with the lattice mesh ``eta``, the lattice length ``M`` (at most
@@ -79,7 +88,12 @@ def _coordinate(sigma: float, eta: float, tail: float):
     x_edges = np.concatenate([[-np.inf], xe, [np.inf]])  # cells 0..M, the last one (w_M, inf)
     realised = np.exp((2.0 * xe - 1.0) / (2.0 * sigma * sigma))
     rho = float(np.max(np.abs(realised / w[1 : M + 1] - 1.0))) + 8 * _U
-    out = {"eta": eta, "M": M, "rho": rho, "cut": float(special.ndtr(-(sigma * math.log(M * eta) - 0.5 / sigma)))}
+    out: dict[str, Any] = {
+        "eta": eta,
+        "M": M,
+        "rho": rho,
+        "cut": float(special.ndtr(-(sigma * math.log(M * eta) - 0.5 / sigma))),
+    }
     masses = []
     for mean in (1.0, 0.0):
         zz = (x_edges - mean) / sigma
@@ -149,7 +163,7 @@ def _coordinate(sigma: float, eta: float, tail: float):
     return out
 
 
-def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
+def _lattice_loss(q: FloatArray, eta: float, inf_mass: float = 0.0) -> DiscretisedLoss:
     from ..pld import DiscretisedLoss
 
     return DiscretisedLoss(
@@ -164,7 +178,7 @@ def _lattice_loss(q: np.ndarray, eta: float, inf_mass: float = 0.0):
     )
 
 
-def _tilt_for_mean(terms, eta: float, target: float) -> float:
+def _tilt_for_mean(terms: _Terms, eta: float, target: float) -> float:
     """The exponential tilt ``theta`` under which the sum of ``terms`` (lattice pmfs on ``j eta``, counts)
     has mean ``target`` (bisection on the tilted means; 0 when the target is outside the support)."""
     vals = [(np.arange(np.asarray(q).size) * eta, np.asarray(q, float), c) for q, _, c in terms]
@@ -196,7 +210,9 @@ def _tilt_for_mean(terms, eta: float, target: float) -> float:
     return sign * 0.5 * (lo + hi)
 
 
-def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, tail: float = 0.0):
+def _sum_law(
+    terms: _Terms, eta: float, focus: str | None = None, tau: float = 1e-15, tail: float = 0.0
+) -> tuple[FloatArray, FloatArray, FloatArray, float, float]:
     """Law of a sum of independent lattice variables ``terms = [(pmf, inf_mass, count)]``:
     ``(values, masses, pointwise, l1, inf_mass)`` by ``tightdp.pld.compose`` (FFT): ``pointwise`` (an array)
     bounds the error of every mass (the engine's certified ``pointwise_error``, else its l1 ``float_error``,
@@ -258,7 +274,7 @@ def _sum_law(terms, eta: float, focus: str | None = None, tau: float = 1e-15, ta
 
 
 # --------------------------------------------------------------------------- onto the loss grid
-def _spread_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
+def _spread_to_grid(ratio: FloatArray, pmass: FloatArray, h: float) -> tuple[int, FloatArray]:
     """Connect-the-dots in the likelihood ratio: each atom (ratio ``r``, P-mass ``m``, Q-mass ``m/r``)
     is split onto ``e^{ih} <= r < e^{(i+1)h}`` preserving both masses (a spread: dominating).
     Returns ``(i0, pmf)`` on loss values ``(i0 + j) h``; the upper share is rounded up."""
@@ -277,10 +293,10 @@ def _spread_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
     i0 = int(i.min())
     n = int(i.max()) - i0 + 2
     pmf = np.bincount(i - i0, weights=pmass - up, minlength=n) + np.bincount(i - i0 + 1, weights=up, minlength=n)
-    return i0, pmf
+    return i0, np.asarray(pmf, dtype=np.float64)  # (bincount with float weights: already float64)
 
 
-def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
+def _merge_to_grid(ratio: FloatArray, pmass: FloatArray, h: float) -> tuple[int, FloatArray]:
     """Merge-to-the-grid in the likelihood ratio (dominated): atoms are pooled into loss cells
     ``[ih, (i+1)h)`` (a garbling), and the cells merged so that each merged ratio is exactly
     ``e^{ih}``; the final carry is rounded down to the grid. Returns ``(i0, pmf)``."""
@@ -290,8 +306,8 @@ def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
     i = np.where(np.exp((i + 1) * h) < ratio, i + 1, i)
     i0 = int(i.min())
     n = int(i.max()) - i0 + 1
-    Pc = np.bincount(i - i0, weights=pmass, minlength=n)
-    Qc = np.bincount(i - i0, weights=pmass / ratio, minlength=n)
+    Pc = np.asarray(np.bincount(i - i0, weights=pmass, minlength=n), dtype=np.float64)
+    Qc = np.asarray(np.bincount(i - i0, weights=pmass / ratio, minlength=n), dtype=np.float64)
     alpha = np.exp((i0 + np.arange(n + 1)) * h)
     pm, cp, cq, T = _merge_up(Pc, Qc, alpha)
     pmf = np.zeros(n + 1)
@@ -306,7 +322,7 @@ def _merge_to_grid(ratio: np.ndarray, pmass: np.ndarray, h: float):
 
 @_register_cache
 @lru_cache(maxsize=24)
-def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, upper: bool):
+def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, upper: bool) -> DiscretisedLoss:
     """The epoch's dominating (``upper``) or dominated discretised privacy loss on ``h Z``."""
     from ..pld import DiscretisedLoss
 

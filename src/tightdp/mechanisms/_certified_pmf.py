@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import FloatArray
 from ..errors import PrecisionError
 
 #: components whose probability is below this are outside double precision's relative range
@@ -57,7 +58,7 @@ class CertifiedPMF:
     rel_error: float
 
     @property
-    def nearest(self) -> np.ndarray:
+    def nearest(self) -> FloatArray:
         return np.array(self.upper)  # within 2^-52 relative of the exact value
 
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from ..errors import GridTooLargeError
 from ..losses import PrivacyLoss, split_errors
 from ..losses._cells import _atom_cells
@@ -38,6 +40,25 @@ def discrete_gaussian_log_normaliser(sigma: float) -> tuple[float, float]:
     ``theta = 1 + 2 sum_(k >= 1) exp(-2 pi^2 sigma^2 k^2)``; the terms ``k = 1, 2`` are summed and the rest,
     at most ``4 exp(-18 pi^2 sigma^2) <= 1e-76``, bounded. ``sigma < 1``: the direct sum over ``|x| <= 40``
     (``exp(-40^2 / 2) < 1e-347``: nothing is left out that a double holds), by ``math.fsum``.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of the discrete Gaussian, positive.
+
+    Returns
+    -------
+    tuple of float
+        ``(log_z, error)``.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If ``sigma`` is zero (the caller validates it).
+
+    References
+    ----------
+    Canonne, Kamath, Steinke 2020, Sec. 2 (the normaliser and Poisson summation).
     """
     if sigma >= 1.0:
         c = 2.0 * math.pi * math.pi * sigma * sigma
@@ -64,15 +85,20 @@ def _window(sigma: float, delta: int) -> tuple[int, int, float]:
     return lo, hi, max(tail, 1e-300)
 
 
-def _finish(v, pm, qm, atom_rel: float, l_err: float, tail: float):
+#: what a ``_LatticeLoss`` works from (``_finish``): losses, P- and Q-masses, their prefix sums (P, Q) and suffix
+#: sums (P, Q), the atoms' relative mass error, their loss error and the mass outside the window
+_Arrays = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, float, float, float]
+
+
+def _finish(v: ArrayLike, pm: ArrayLike, qm: ArrayLike, atom_rel: float, l_err: float, tail: float) -> _Arrays:
     """The arrays a ``_LatticeLoss`` works from: atoms in increasing order of loss ``v`` with P- and Q-masses,
     their prefix and suffix sums, the atoms' relative mass error, their loss error and the outside mass."""
-    v, pm, qm = (np.ascontiguousarray(t) for t in (v, pm, qm))
-    cp, cq = np.cumsum(pm), np.cumsum(qm)
-    sp, sq = np.cumsum(pm[::-1])[::-1], np.cumsum(qm[::-1])[::-1]
-    for t in (v, pm, qm, cp, cq, sp, sq):
+    va, pa, qa = (np.ascontiguousarray(t, dtype=float) for t in (v, pm, qm))
+    cp, cq = np.cumsum(pa), np.cumsum(qa)
+    sp, sq = np.cumsum(pa[::-1])[::-1], np.cumsum(qa[::-1])[::-1]
+    for t in (va, pa, qa, cp, cq, sp, sq):
         t.flags.writeable = False
-    return v, pm, qm, cp, cq, sp, sq, atom_rel, l_err, tail
+    return va, pa, qa, cp, cq, sp, sq, atom_rel, l_err, tail
 
 
 class _LatticeLoss(PrivacyLoss):
@@ -86,59 +112,95 @@ class _LatticeLoss(PrivacyLoss):
     _l1 = 0.0
 
     @property
-    def infinity_mass(self) -> float:  # type: ignore[override]
+    def _arrays(self) -> _Arrays:
+        raise NotImplementedError  # each subclass builds its own (``_finish``)
+
+    @property
+    def infinity_mass(self) -> float:  # type: ignore[override]  # a computed attribute of the base class
         return self._arrays[-1]
 
     # ---------------------------------------------------------------- the distribution in loss space
-    def _below(self, s, prefix):
-        """``sum`` of the masses of atoms with loss ``<= s``, from the prefix sums ``prefix``."""
+    def _below(self, s: ArrayLike, prefix: FloatArray) -> FloatArray:
+        """The mass outside the enumerated window, sent to ``+inf`` for upper bounds (not an exact atom)."""
         v = self._arrays[0]
         i = np.searchsorted(v, np.asarray(s, float), side="right")
         return np.where(i > 0, prefix[np.maximum(i - 1, 0)], 0.0)
 
-    def _above(self, s, suffix):
+    def _above(self, s: ArrayLike, suffix: FloatArray) -> FloatArray:
         v = self._arrays[0]
         i = np.searchsorted(v, np.asarray(s, float), side="right")
         return np.where(i < v.size, suffix[np.minimum(i, v.size - 1)], 0.0)
 
-    def cdf(self, s):
+    def cdf(self, s: ArrayLike) -> FloatArray:
         return self._below(s, self._arrays[3])
 
-    def sf(self, s):
+    def sf(self, s: ArrayLike) -> FloatArray:
         return self._above(s, self._arrays[5])
 
     has_q_side = True
 
-    def q_cdf(self, s):
+    def q_cdf(self, s: ArrayLike) -> FloatArray:
         return self._below(s, self._arrays[4])
 
-    def q_sf(self, s):
+    def q_sf(self, s: ArrayLike) -> FloatArray:
         return self._above(s, self._arrays[6])
 
-    def partial_mean(self, a, b):
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         v, pm = self._arrays[:2]
         m = (v > a) & (v <= b)
         val = float(np.sum(v[m] * pm[m]))
         n = int(np.count_nonzero(m))
         return val, (n + 4) * (self._arrays[7] + 2 * _U) * float(np.sum(np.abs(v[m]) * pm[m])) + 1e-300
 
-    def lower_quantile(self, mass):
-        """The largest atom-free point ``a`` with ``P(Y <= a) <= mass`` (below the first atom it exceeds)."""
+    def lower_quantile(self, mass: float) -> float:
+        """The largest atom-free point ``a`` with ``P(Y <= a) <= mass`` (below the first atom it exceeds).
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``[0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``a``.
+
+        Raises
+        ------
+        ValueError
+            If ``mass`` cannot be compared with the prefix sums (not a real number).
+        """
         v, _, _, cp = self._arrays[:4]
         i = int(np.searchsorted(cp, mass, side="right"))  # atoms 0..i-1 have cumulative mass <= mass
         if i >= v.size:
             return float(v[-1])
         return float(v[i]) - 1e-9 * (1.0 + abs(float(v[i])))
 
-    def upper_quantile(self, mass):
-        """A point ``b`` with ``P(b < Y < inf) <= mass``: an atom at or below which the rest is that light."""
+    def upper_quantile(self, mass: float) -> float:
+        """A point ``b`` with ``P(b < Y < inf) <= mass``: an atom at or below which the rest is that light.
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``[0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``b``.
+
+        Raises
+        ------
+        ValueError
+            If ``mass`` cannot be compared with the suffix sums (not a real number).
+        """
         v, sp = self._arrays[0], self._arrays[5]
         ok = np.nonzero(sp <= mass)[0]  # suffix sums decrease: atoms j.. with sp[j] <= mass may lie above b
         j = int(ok[0]) if ok.size else v.size
         return float(v[max(j - 1, 0)]) if j > 0 else float(v[0]) - 1.0
 
     # ---------------------------------------------------------------- cells for the dominance engine
-    def _cells(self, edges, apart: bool):
+    def _cells(self, edges: ArrayLike, apart: bool) -> dict[str, Any]:
         e = np.asarray(edges, float)
         v, pm, qm, *_ = self._arrays
         atom_rel, l_err = self._arrays[7], self._arrays[8]
@@ -170,19 +232,35 @@ class _LatticeLoss(PrivacyLoss):
             out["edge"] = moved + l_err + 2.5 * atom_rel
         return out
 
-    def cell_masses(self, edges):
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         c = self._cells(edges, False)
         rel, l1 = split_errors(c["P"], c["p_err"])
         return c["below"], c["above"], c["P"], (rel, l1 + self._l1), c["edge"]
 
-    def q_cell_masses(self, edges):
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
         c = self._cells(edges, False)
         rel, l1 = split_errors(c["Q"], c["q_err"])
         return c["Q"], (rel, l1 + self._l1)
 
-    def edge_atoms(self, edges):
-        """As ``DiscreteLoss.edge_atoms``: cell masses without the atoms on an edge, those per edge, and the
-        largest distance an atom's true loss may lie from the edge it is placed on."""
+    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+        """Cell masses without the atoms on an edge, those per edge, and the largest distance an atom's true loss
+        may lie from the edge it is placed on (as ``DiscreteLoss.edge_atoms``).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(P, Q, P_at, Q_at, moved)``.
+
+        Raises
+        ------
+        ValueError
+            If ``edges`` is not one-dimensional (numpy's error).
+        """
         c = self._cells(edges, True)
         return c["P"], c["Q"], c["Pa"], c["Qa"], c["edge"]
 
@@ -201,6 +279,26 @@ class DiscreteGaussianLoss(_LatticeLoss):
     minus the certified ``log Z``), within a relative error ``atom_rel`` (``_arrays``); cells sum atoms
     (at most ``n u`` more for ``n`` atoms). Each atom's loss is the rounded value of its closed form,
     within ``loss_err``: charged as an edge error (a loss shift) by the engine.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of the discrete Gaussian, positive.
+    delta : int
+        The integer shift ``Delta``, positive.
+    q : float, default 1.0
+        Sampling rate in ``(0, 1]``; ``1`` is the unsampled mechanism.
+    direction : str, default "remove"
+        ``"remove"`` or ``"add"``.
+
+    Raises
+    ------
+    GridTooLargeError
+        When its atoms are first used, if the window holds more than 8,000,000 outputs.
+
+    References
+    ----------
+    Canonne, Kamath, Steinke 2020, Def. 1 (the law); Koskela et al. 2020, Sec. 6.1 (subsampling).
     """
 
     sigma: float
@@ -209,7 +307,7 @@ class DiscreteGaussianLoss(_LatticeLoss):
     direction: str = "remove"
 
     @cached_property
-    def _arrays(self):
+    def _arrays(self) -> _Arrays:
         s2 = 2.0 * self.sigma * self.sigma
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
@@ -251,9 +349,17 @@ class DiscreteGaussianLoss(_LatticeLoss):
         atom_rel = 1.02 * ((4.0 * y_max + 8.0) * _U + z_err) + (3.0 * _U if q < 1.0 else 0.0)
         return _finish(v, pm, qm, atom_rel, l_err, tail)
 
-    def lattice_atoms(self):
-        """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``), unsampled and for
-        ``sigma <= 50`` only: a denser lattice would force a needlessly fine mesh (``_LATTICE_SIGMA``)."""
+    def lattice_atoms(self) -> tuple[float, ...]:
+        """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``).
+
+        Unsampled and for ``sigma <= 50`` only: a denser lattice would force a needlessly fine mesh
+        (``_LATTICE_SIGMA``).
+
+        Returns
+        -------
+        tuple of float
+            Two atoms, or none.
+        """
         if self.q < 1.0 or self.sigma > _LATTICE_SIGMA:
             return ()
         s2 = 2.0 * self.sigma * self.sigma
@@ -261,7 +367,7 @@ class DiscreteGaussianLoss(_LatticeLoss):
         return ((d * d - 2.0 * d) / s2, (d * d) / s2)
 
 
-def _ddg_pmf(sigma: float, clients: int):
+def _ddg_pmf(sigma: float, clients: int) -> tuple[int, FloatArray, float, float]:
     """``(lo, pmf, rel, missing)``: the law of a sum of ``clients`` independent ``N_Z(0, sigma^2)`` on
     ``lo, lo + 1, ...``, each entry within a factor ``1 +- rel`` of the law of the sum of the *windowed*
     variables (each cut to ``_window``), and ``missing`` bounding the total mass the windows and the trimming
@@ -277,7 +383,7 @@ def _ddg_pmf(sigma: float, clients: int):
     base = np.exp(y)
     eta = 1.02 * ((4.0 * float(np.max(np.abs(y))) + 8.0) * _U + z_err)
 
-    def trim(lo, a, rel):
+    def trim(lo: int, a: FloatArray, rel: float) -> tuple[int, FloatArray, float]:
         c = np.cumsum(a)
         i = int(np.searchsorted(c, 1e-90, side="right"))
         r = np.cumsum(a[::-1])
@@ -287,8 +393,8 @@ def _ddg_pmf(sigma: float, clients: int):
 
     # each array is (lo, masses, rel, deficit): deficit bounds the mass it lacks against the exact law; a
     # convolution lacks at most the sum of its factors' deficits, a trimmed array its trimmed mass more
-    result = None
-    power = (lo1, base, eta, tail)
+    result: tuple[int, FloatArray, float, float] | None = None
+    power: tuple[int, FloatArray, float, float] = (lo1, base, eta, tail)
     n = clients
     while n:
         if n & 1:
@@ -303,8 +409,9 @@ def _ddg_pmf(sigma: float, clients: int):
             rel = 2 * power[2] + power[2] ** 2 + (power[1].size + 1) * _U * 1.01
             lo, arr, cut = trim(2 * power[0], np.convolve(power[1], power[1]), rel)
             power = (lo, arr, rel, 2 * power[3] + cut)
-    r_lo, result, r_rel, missing = result
-    return r_lo, result, r_rel, missing
+    assert result is not None  # clients >= 1 sets it
+    r_lo, law, r_rel, missing = result
+    return r_lo, law, r_rel, missing
 
 
 @dataclass(frozen=True)
@@ -318,6 +425,28 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     for upper bounds and, twice, to the engine's l1 (total-variation) error. The sum of log-concave laws is
     log-concave (Hoggar 1974) and symmetric, so the module docstring's dominance argument applies. Losses are
     differences of logs of computed masses: within ``2.1 rel + 4u (1 + |L|)``.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of each client's discrete Gaussian, positive.
+    clients : int
+        Number of clients, a positive integer.
+    delta : int
+        The integer shift ``Delta``, positive.
+    q : float, default 1.0
+        Sampling rate in ``(0, 1]``; ``1`` is the unsampled mechanism.
+    direction : str, default "remove"
+        ``"remove"`` or ``"add"``.
+
+    Raises
+    ------
+    GridTooLargeError
+        When its atoms are first used, if the sum's law is narrower than the shift.
+
+    References
+    ----------
+    Kairouz, Liu, Steinke 2021 (the mechanism); Hoggar 1974 (log-concavity of the sum).
     """
 
     sigma: float
@@ -327,7 +456,7 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     direction: str = "remove"
 
     @cached_property
-    def _arrays(self):
+    def _arrays(self) -> _Arrays:
         _lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
         d = self.delta
         if pmf.size <= 2 * d:
@@ -361,7 +490,7 @@ def _skellam_window(mu: float, delta: int) -> tuple[int, int, float]:
     ``P(X >= m) <= exp(-m t + 2 mu (cosh t - 1))`` at ``t = asinh(m / (2 mu))``, below ``1e-75`` outside
     ``[-m, Delta + m]`` for both ``Sk(mu)`` and ``Sk(mu) + Delta``."""
 
-    def bound(m):
+    def bound(m: int) -> float:
         t = math.asinh(m / (2.0 * mu))
         return math.exp(-m * t + 2.0 * mu * (math.cosh(t) - 1.0))
 
@@ -381,6 +510,26 @@ class SkellamLoss(_LatticeLoss):
     so each float mass and each loss is within a few ulp (``atom_rel = 4u``; the loss error ``4u (1 + |L|)``).
     ``Sk(mu)`` is symmetric and log-concave (a convolution of log-concave laws), so the module docstring's
     dominance argument applies: the shift ``Delta`` is the worst neighbour.
+
+    Parameters
+    ----------
+    mu : float
+        The Poisson parameter of each component, positive.
+    delta : int
+        The integer shift ``Delta``, positive.
+    q : float, default 1.0
+        Sampling rate in ``(0, 1]``; ``1`` is the unsampled mechanism.
+    direction : str, default "remove"
+        ``"remove"`` or ``"add"``.
+
+    Raises
+    ------
+    GridTooLargeError
+        When its atoms are first used, if the window holds more than 200,000 outputs.
+
+    References
+    ----------
+    Agarwal, Kairouz, Liu 2021 (the mechanism).
     """
 
     mu: float
@@ -389,7 +538,7 @@ class SkellamLoss(_LatticeLoss):
     direction: str = "remove"
 
     @cached_property
-    def _arrays(self):
+    def _arrays(self) -> _Arrays:
         import mpmath
 
         lo, hi, tail = _skellam_window(self.mu, self.delta)
@@ -409,7 +558,9 @@ class SkellamLoss(_LatticeLoss):
                 i_k[k - 1] = i_k[k + 1] + (2 * k / x2) * i_k[k]
             logp = {k: mpmath.log(i_k[abs(k)]) - x2 for k in range(lo - self.delta, hi + 1)}
             q = mpmath.mpf(self.q)
-            v, pm, qm = [], [], []
+            vl: list[float] = []
+            pl: list[float] = []
+            ql: list[float] = []
             for x in range(lo, hi + 1):
                 la, lb = logp[x - self.delta], logp[x]  # A = Sk + Delta, B = Sk
                 if self.q >= 1.0:
@@ -418,10 +569,10 @@ class SkellamLoss(_LatticeLoss):
                     lp, lq = mpmath.log(q * mpmath.exp(la) + (1 - q) * mpmath.exp(lb)), lb
                 else:
                     lp, lq = lb, mpmath.log(q * mpmath.exp(la) + (1 - q) * mpmath.exp(lb))
-                v.append(float(lp - lq))
-                pm.append(float(mpmath.exp(lp)))
-                qm.append(float(mpmath.exp(lq)))
-        v, pm, qm = np.array(v), np.array(pm), np.array(qm)
+                vl.append(float(lp - lq))
+                pl.append(float(mpmath.exp(lp)))
+                ql.append(float(mpmath.exp(lq)))
+        v, pm, qm = np.array(vl), np.array(pl), np.array(ql)
         order = np.argsort(v, kind="stable")  # the loss is monotone in x (log-concavity); sort to be sure
         v, pm, qm = v[order], pm[order], qm[order]
         l_err = 4.0 * _U * (1.0 + float(np.max(np.abs(v))))

@@ -6,14 +6,20 @@ privacy-loss grid (a dominated pair), and the composition of such pairs into a l
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
 
 from .._caches import register as _register_cache
+from .._types import FloatArray
 from ..errors import PrecisionError
 from ._allocation_epoch import _U, _merge_to_grid
+
+if TYPE_CHECKING:
+    from ..pld import DiscretisedLoss
 
 #: cells whose computed mass may be off by more than this factor are dropped (a dominated pair may lose atoms)
 _CELL_REL_MAX = 1e-7
@@ -21,7 +27,7 @@ _CELL_REL_MAX = 1e-7
 
 def max_statistic_cells(
     sigma: float, t: int, mean_p: float = 1.0, mean_q: float = 0.0, cells: int = 20000, shifted: int = 1
-):
+) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
     """Cell masses of ``M = max_i x_i`` under ``P`` and ``Q`` (see ``max_statistic_pld``) on ``cells``
     equal cells, each with a certified relative error bound.
 
@@ -44,7 +50,7 @@ def max_statistic_cells(
     hi = max(mean_p, mean_q) + 10.0 * sigma + sigma * math.sqrt(2.0 * math.log(max(t, 2)))
     m = np.linspace(lo, hi, cells + 1)
 
-    def log_ndtr_and_error(mean: float):
+    def log_ndtr_and_error(mean: float) -> tuple[FloatArray, FloatArray]:
         # log Phi(x) and an absolute error bound. x <= 0: scipy's log_ndtr (within 4.5 ulps of its value,
         # checked against mpmath); x > 0: log1p(-ndtr(-x)), ndtr(-x) within 3.4 u (1 + x^2) relative (x's
         # conditioning; checked against mpmath), bounded here by 8 u (1 + x^2). Plus the rounding of x
@@ -104,7 +110,7 @@ def max_statistic_pld(
     reverse: bool = False,
     cells: int = 20000,
     shifted: int = 1,
-):
+) -> DiscretisedLoss:
     """A discretised loss on ``h Z`` *dominated* by the pair ``P = (1/t) sum_i N(mean_p e_i, s^2 I)``
     against ``Q = (1/t) sum_i N(mean_q e_i, s^2 I)`` (``reverse``: ``Q`` against ``P``); with
     ``shifted = k``, ``P`` and ``Q`` are the uniform mixtures over the ``k``-subsets ``S`` of the steps of
@@ -147,7 +153,9 @@ def max_statistic_pld(
     )
 
 
-def lower_bound_epsilon(dominated_fn, epochs: int, delta: float, h0: float, passes: int = 3) -> float:
+def lower_bound_epsilon(
+    dominated_fn: Callable[[float], DiscretisedLoss], epochs: int, delta: float, h0: float, passes: int = 3
+) -> float:
     """The best certified lower bound on epsilon from compositions of ``dominated_fn(h)`` over ``epochs``
     on meshes ``h0, h0/2, ...`` (each pass is a bound on its own; the largest is kept)."""
     from ..pld import chernoff_epsilon, compose, epsilon_bounds

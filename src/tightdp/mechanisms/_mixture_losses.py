@@ -11,13 +11,21 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import special
 
 from .._numerics import logsumexp
+from .._types import ArrayLike, FloatArray
 from ..losses import DiscreteLoss, GaussianLoss, GaussianMixtureLoss, PrivacyLoss
 from .base import LossPair
+
+if TYPE_CHECKING:
+    # the mixins below are only ever combined with GaussianMixtureLoss; the type checker sees them as its subclasses
+    _MixtureBase = GaussianMixtureLoss
+else:
+    _MixtureBase = object
 
 
 class _ConvexLSE:
@@ -36,13 +44,13 @@ class _ConvexLSE:
     stays to the right of the root and decreases to it monotonically.
     """
 
-    def __init__(self, a: np.ndarray, b: np.ndarray):
+    def __init__(self, a: FloatArray, b: FloatArray) -> None:
         flat = b == 0.0
         self.log_w0 = float(logsumexp(a[flat])) if np.any(flat) else -math.inf
         self.a, self.b = a[~flat], b[~flat]
         self.a_all, self.b_all = a, b
 
-    def value(self, x: np.ndarray) -> np.ndarray:
+    def value(self, x: FloatArray) -> FloatArray:
         """``f(x)``; ``f(-inf) = log w_0`` (or ``-inf``) and ``f(+inf) = +inf``."""
         with np.errstate(invalid="ignore"):
             t = self.a_all + self.b_all * x[..., None]
@@ -52,16 +60,17 @@ class _ConvexLSE:
         mf = np.where(fin, m, 0.0)
         with np.errstate(divide="ignore"):
             out = mf + np.log(np.sum(np.exp(t - mf[..., None]), axis=-1))
-        return np.where(fin, out, m)
+        res: FloatArray = np.where(fin, out, m)
+        return res
 
-    def value_and_slope(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def value_and_slope(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         t = self.a_all + self.b_all * x[..., None]
         m = np.max(t, axis=-1)
         e = np.exp(t - m[..., None])
         tot = np.sum(e, axis=-1)
         return m + np.log(tot), (e @ self.b_all) / tot
 
-    def inverse(self, s: np.ndarray, *, max_iter: int = 60) -> np.ndarray:
+    def inverse(self, s: FloatArray, *, max_iter: int = 60) -> FloatArray:
         """``x`` with ``f(x) = s`` for ``s > log w_0`` (the lower limit of ``f``).
 
         Long sorted inputs (the engine's grids) are solved on every 32nd point
@@ -85,12 +94,13 @@ class _ConvexLSE:
                 return self._newton(target, np.interp(target, target[idx], xc), max_iter)
         return self._newton(target, self._envelope(target), max_iter)
 
-    def _envelope(self, target: np.ndarray) -> np.ndarray:
+    def _envelope(self, target: FloatArray) -> FloatArray:
         """Inverse of the max-affine minorant ``max_i(a_i + b_i x)`` of ``F``: a start right of the root."""
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return np.min((target[..., None] - self.a) / self.b, axis=-1)
+            out: FloatArray = np.min((target[..., None] - self.a) / self.b, axis=-1)
+        return out
 
-    def _newton(self, target: np.ndarray, x: np.ndarray, max_iter: int) -> np.ndarray:
+    def _newton(self, target: FloatArray, x: FloatArray, max_iter: int) -> FloatArray:
         """Newton on the convex ``F``: from the left one step crosses the root, from the right it is monotone."""
         a, b = self.a, self.b
         x = np.array(x, float)
@@ -111,7 +121,7 @@ class _ConvexLSE:
         return x
 
 
-class _AccurateTails:
+class _AccurateTails(_MixtureBase):
     """Tail quantiles of ``Y = L(X)``, ``X ~ P = sum_i w_i N(a_i, s^2)``, accurate down to 1e-300.
 
     Each component of ``P`` gets ``mass / K`` of the tail: ``x = max_i(a_i + s z_i)``
@@ -141,7 +151,7 @@ class _AccurateTails:
         return float(self.loss(np.array([self._tail_x(mass, False)]))[0])
 
 
-class _WeightError:
+class _WeightError(_MixtureBase):
     """Carries ``weight_error``: the varying side's mixture weights are known only up to a factor.
 
     The weights given are the true ones rounded *up*, ``p_i <= w_i <=
@@ -166,24 +176,27 @@ class _WeightError:
     relative mass error ``rel`` (outside this module).
     """
 
-    def outputs_at(self, s):
+    if TYPE_CHECKING:
+        weight_error: float
+
+    def outputs_at(self, s: ArrayLike) -> tuple[FloatArray, float]:
         x, err = super().outputs_at(s)
         if self.weight_error:
             err = err + math.log1p(self.weight_error) * (1.0 + 1e-6)
         return x, err
 
-    def cell_masses(self, edges):
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         below, above, masses, (rel, l1), err = super().cell_masses(edges)
         if self.weight_error:
             rel = rel + self.weight_error * (1.0 + 1e-6)
         return below, above, masses, (rel, l1), err
 
-    def partial_mean(self, a_s, b_s):
-        val, err = super().partial_mean(a_s, b_s)
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
+        val, err = super().partial_mean(a, b)
         if self.weight_error:
             lo, hi = self.support()
-            a, b = max(a_s, lo), min(b_s, hi)
-            span = max(abs(a), abs(b)) if math.isfinite(a) and math.isfinite(b) else math.inf
+            a_in, b_in = max(a, lo), min(b, hi)
+            span = max(abs(a_in), abs(b_in)) if math.isfinite(a_in) and math.isfinite(b_in) else math.inf
             # E[Y 1{a < Y <= b}]: the masses move by a factor 1 + r, the losses by log(1 + r)
             err = err + (self.weight_error * (span + 1.0) + math.log1p(self.weight_error)) * (1.0 + 1e-6)
         return val, err
@@ -206,13 +219,13 @@ class MixtureRemoveLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
         s2 = self.sigma**2
         return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
 
-    def loss(self, x):
+    def loss(self, x: ArrayLike) -> FloatArray:
         return self._lse.value(np.asarray(x, float))
 
-    def _loss_and_slope(self, x):
+    def _loss_and_slope(self, x: ArrayLike) -> tuple[FloatArray, FloatArray]:
         return self._lse.value_and_slope(np.asarray(x, float))
 
-    def inverse(self, s):
+    def inverse(self, s: ArrayLike) -> FloatArray:
         s = np.asarray(s, float)
         x = self._lse.inverse(s)
         bad = ~np.isfinite(x)  # only for sensitivities so tiny that c / s^2 underflows
@@ -235,14 +248,14 @@ class MixtureAddLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
         s2 = self.sigma**2
         return _ConvexLSE(lw - c * c / (2 * s2), c / s2)
 
-    def loss(self, x):
+    def loss(self, x: ArrayLike) -> FloatArray:
         return -self._lse.value(-np.asarray(x, float))
 
-    def _loss_and_slope(self, x):
+    def _loss_and_slope(self, x: ArrayLike) -> tuple[FloatArray, FloatArray]:
         v, d = self._lse.value_and_slope(-np.asarray(x, float))
         return -v, d
 
-    def inverse(self, s):
+    def inverse(self, s: ArrayLike) -> FloatArray:
         s = np.asarray(s, float)
         x = -self._lse.inverse(-s)
         bad = ~np.isfinite(x)  # only for sensitivities so tiny that c / s^2 underflows
@@ -252,7 +265,7 @@ class MixtureAddLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
 
 
 def _mixture_pair(
-    c: np.ndarray, w_remove: np.ndarray, w_add: np.ndarray, sigma: float, weight_error: float = 0.0
+    c: FloatArray, w_remove: FloatArray, w_add: FloatArray, sigma: float, weight_error: float = 0.0
 ) -> LossPair:
     """The MoG's two directions: ``remove`` with P weights ``w_remove``, ``add`` with Q weights ``w_add``
     (sorted distinct sensitivities ``c``, positive weights)."""

@@ -115,23 +115,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .._validation import check_count
 from ..errors import UnsupportedMechanismError
 from ..losses import GaussianLoss, SelfDiscretisingLoss
 from ._allocation_epoch import _epoch_pld, clear_allocation_caches
-from ._max_statistic import lower_bound_epsilon, max_statistic_cells, max_statistic_pld
+from ._max_statistic import lower_bound_epsilon as lower_bound_epsilon
+from ._max_statistic import max_statistic_cells as max_statistic_cells
+from ._max_statistic import max_statistic_pld as max_statistic_pld
 from .base import LossPair, Mechanism
 from .basic import Gaussian
 
-__all__ = [
-    "RandomAllocation",
-    "AllocationLoss",
-    "clear_allocation_caches",
-    "lower_bound_epsilon",
-    "max_statistic_cells",
-    "max_statistic_pld",
-]
+if TYPE_CHECKING:
+    from ..pld import DiscretisedLoss
+
+__all__ = ["RandomAllocation", "AllocationLoss", "clear_allocation_caches"]
 
 
 # --------------------------------------------------------------------------- the privacy loss and mechanism
@@ -144,6 +143,25 @@ class AllocationLoss(SelfDiscretisingLoss):
     ``dominated_pld`` (certified discrete pairs on the loss grid, see the module
     docstring) instead of ``cdf``/``sf``, which refuse: a coupling-based
     accountant (PRV, Fourier) needs an exact CDF and cannot be handed one.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation per unit sensitivity, positive.
+    num_steps : int
+        Steps per epoch ``t``, a positive integer.
+    direction : str
+        ``"remove"`` or ``"add"``.
+
+    Raises
+    ------
+    TypeError
+        If a parameter is missing (``RandomAllocation`` validates the values).
+
+    References
+    ----------
+    Feldman & Shenfeld 2026, arXiv 2602.17284 (the PLD of random allocation); Koskela et al. 2023, App. C.6
+    (Blackwell dominance of the lattice pairs).
     """
 
     how_to = "the dominance accountant, connect-dots (allocation_epsilon, dpsgd_epsilon(sampling='random-allocation'))"
@@ -152,17 +170,60 @@ class AllocationLoss(SelfDiscretisingLoss):
     num_steps: int
     direction: str
 
-    def dominating_pld(self, h: float, tail: float):
-        """A discretised loss on ``h Z`` whose composition bounds delta from above (any mesh)."""
+    def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A discretised loss on ``h Z`` whose composition bounds delta from above (any mesh).
+
+        Parameters
+        ----------
+        h : float
+            Mesh of the loss grid, positive.
+        tail : float
+            Mass budget for the left-out tails, in ``(0, 1)``.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The pair on ``h Z`` (module docstring, steps 1-3).
+
+        Raises
+        ------
+        PrecisionError
+            If no privacy-loss mass is left on the grid.
+        """
         return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, True)
 
-    def dominated_pld(self, h: float, tail: float):
-        """A discretised loss on ``h Z`` whose composition bounds delta from below (any mesh)."""
+    def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A discretised loss on ``h Z`` whose composition bounds delta from below (any mesh).
+
+        Parameters
+        ----------
+        h : float
+            Mesh of the loss grid, positive.
+        tail : float
+            Mass budget for the left-out tails, in ``(0, 1)``.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The pair on ``h Z`` (module docstring, steps 1-3).
+
+        Raises
+        ------
+        PrecisionError
+            If no privacy-loss mass is left on the grid.
+        """
         return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, False)
 
     def spread(self) -> float:
-        """Rough standard deviation of the loss under P (sets the first mesh only, never a bound):
-        ``log S`` with ``Var_Q(W) = e^{1/sigma^2} - 1``, so about ``sqrt(Var(W) / t)`` when that is small."""
+        """Rough standard deviation of the loss under P (sets the first mesh only, never a bound).
+
+        ``log S`` with ``Var_Q(W) = e^{1/sigma^2} - 1``, so about ``sqrt(Var(W) / t)`` when that is small.
+
+        Returns
+        -------
+        float
+            A positive scale.
+        """
         v = math.expm1(min(1.0 / self.sigma**2, 700.0)) / self.num_steps
         return math.sqrt(math.log1p(v))
 
@@ -184,6 +245,28 @@ class RandomAllocation(Mechanism):
     returned (the epoch is bounded above through its dominating blocks, which are *not* attained by it);
     ``attained_mechanism()`` gives the post-processing ``sum_i x_i`` of the same data sets,
     ``N(k, t sigma^2)`` against ``N(0, t sigma^2)``: a Gaussian of noise ``sigma sqrt(t) / k``.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step mechanism: ``Gaussian`` (its ``noise_multiplier / sensitivity`` is ``sigma``).
+    num_steps : int
+        Steps per epoch ``t``, a positive integer at most 1,000,000.
+    num_selected : int, default 1
+        Steps ``k`` each record joins per epoch, a positive integer at most ``num_steps``.
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        If ``mechanism`` is not ``Gaussian``.
+    ValueError
+        If ``num_steps`` or ``num_selected`` is not a positive integer, ``num_selected > num_steps`` or
+        ``num_steps > 1,000,000``.
+
+    References
+    ----------
+    Chua et al. 2024, arXiv 2412.16802 (balls-and-bins sampling); Feldman & Shenfeld 2025, arXiv 2502.08202
+    (the k-to-1 reduction); Feldman & Shenfeld 2026, arXiv 2602.17284 (the PLD of random allocation).
     """
 
     type_name = "random_allocation"
@@ -192,7 +275,7 @@ class RandomAllocation(Mechanism):
     num_steps: int
     num_selected: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.mechanism, Gaussian):
             raise UnsupportedMechanismError(
                 f"random allocation of {type(self.mechanism).__name__} is not supported; only Gaussian"
@@ -206,18 +289,34 @@ class RandomAllocation(Mechanism):
 
     @property
     def sigma(self) -> float:
+        """The noise standard deviation per unit sensitivity, ``noise_multiplier / sensitivity``."""
         g: Gaussian = self.mechanism  # type: ignore[assignment]
         return g.noise_multiplier / g.sensitivity
 
     def blocks(self) -> list[tuple[int, int]]:
-        """``[(steps, count)]``: the 1-out-of-``steps`` allocations whose composition dominates the epoch
-        (2502.08202's reduction for ``k > 1``: ``k - r`` of ``floor(t/k)`` steps, ``r`` of ``ceil(t/k)``)."""
+        """The 1-out-of-``steps`` allocations whose composition dominates the epoch.
+
+        Feldman & Shenfeld 2025 (arXiv 2502.08202)'s reduction for ``k > 1``: ``k - r`` allocations of
+        ``floor(t/k)`` steps and ``r = t mod k`` of ``ceil(t/k)``.
+
+        Returns
+        -------
+        list of (int, int)
+            ``[(steps, count)]``.
+        """
         t, k = self.num_steps, self.num_selected
         lo, r = divmod(t, k)
         return [(s, c) for s, c in ((lo, k - r), (lo + 1, r)) if c > 0]
 
     def attained_mechanism(self) -> Mechanism:
-        """``self`` for ``num_selected`` 1 or ``num_steps``; else the post-processing ``sum_i x_i`` (see above)."""
+        """The mechanism whose pair gives this one's certified lower ends.
+
+        Returns
+        -------
+        Mechanism
+            ``self`` for ``num_selected`` 1 or ``num_steps``; else the post-processing ``sum_i x_i``, a
+            ``Gaussian`` of noise ``sigma sqrt(t) / k`` (class docstring).
+        """
         t, k = self.num_steps, self.num_selected
         if k == 1 or k == t:
             return self

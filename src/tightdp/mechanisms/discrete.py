@@ -83,13 +83,34 @@ __all__ = [
 def discrete_laplace_loss(
     *, noise_parameter: float, delta: int, q: float = 1.0, direction: str = "remove"
 ) -> DiscreteLoss:
-    """The exact PLD of the discrete Laplace mechanism (``P(x) ∝ exp(-a |x|)``, ``a = noise_parameter``)
-    with integer shift ``delta``, optionally Poisson-subsampled at rate ``q`` (pairs as
-    ``DiscreteGaussianLoss``).
+    """The exact PLD of the discrete Laplace mechanism, optionally Poisson-subsampled.
 
-    With ``r = exp(-a)``: ``B = DLap(0)`` has ``B(x <= 0) = 1 / (1 + r)``, ``B(x >= Delta) = r^Delta / (1 + r)``,
-    ``B(x) = (1 - r) / (1 + r) r^x`` between; ``A = DLap(Delta)`` mirrors it. ``l = log(A / B)`` is
-    ``-a Delta`` on ``x <= 0``, ``a Delta`` on ``x >= Delta`` and ``a (2x - Delta)`` between: ``Delta + 1`` atoms.
+    ``P(x) ∝ exp(-a |x|)`` with ``a = noise_parameter``, integer shift ``delta``, rate ``q`` (pairs as
+    ``DiscreteGaussianLoss``). With ``r = exp(-a)``: ``B = DLap(0)`` has ``B(x <= 0) = 1 / (1 + r)``,
+    ``B(x >= Delta) = r^Delta / (1 + r)``, ``B(x) = (1 - r) / (1 + r) r^x`` between; ``A = DLap(Delta)``
+    mirrors it. ``l = log(A / B)`` is ``-a Delta`` on ``x <= 0``, ``a Delta`` on ``x >= Delta`` and
+    ``a (2x - Delta)`` between: ``Delta + 1`` atoms.
+
+    Parameters
+    ----------
+    noise_parameter : float
+        The decay ``a``, positive.
+    delta : int
+        The integer shift ``Delta``, positive.
+    q : float, default 1.0
+        Sampling rate in ``(0, 1]``.
+    direction : str, default "remove"
+        ``"remove"`` or ``"add"``.
+
+    Returns
+    -------
+    DiscreteLoss
+        ``Delta + 1`` atoms with closed-form masses.
+
+    Raises
+    ------
+    ValueError
+        If ``q`` is not positive (``log(q)``: math domain error).
     """
     a, d = float(noise_parameter), int(delta)
     r = math.exp(-a)
@@ -108,7 +129,7 @@ def discrete_laplace_loss(
     return DiscreteLoss(values=tuple(map(float, values)), probs=tuple(map(float, probs)))
 
 
-def _check_sensitivity(value) -> int:
+def _check_sensitivity(value: object) -> int:
     return check_count("sensitivity", value)
 
 
@@ -120,6 +141,22 @@ class DiscreteGaussian(Mechanism):
     Exact PLD: ``DiscreteGaussianLoss`` (the normalisers cancel; the shift by ``sensitivity`` is the worst
     neighbour, see the module docstring). Attained pair (lower end): two data sets whose query values
     differ by exactly ``sensitivity``; the PLD is that pair's, so lower and upper ends bound one pair.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of the discrete Gaussian, in ``[1e-3, 1e5]``.
+    sensitivity : int, default 1
+        Integer sensitivity ``Delta`` of the query, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma`` lies outside ``[1e-3, 1e5]`` or ``sensitivity`` is not a positive integer.
+
+    References
+    ----------
+    Canonne, Kamath, Steinke 2020, "The discrete Gaussian for differential privacy", Def. 1 and Thm 7.
     """
 
     type_name = "discrete_gaussian"
@@ -127,13 +164,32 @@ class DiscreteGaussian(Mechanism):
     sigma: float
     sensitivity: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", check_positive("sigma", self.sigma))
         if self.sigma < 1e-3 or self.sigma > 1e5:
             raise ValueError(f"sigma must lie in [1e-3, 1e5] for the exact discrete PLD, got {self.sigma!r}")
         object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
 
     def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
+        """The exact privacy loss of this mechanism's shift pair, optionally Poisson-subsampled.
+
+        Parameters
+        ----------
+        q : float, default 1.0
+            Sampling rate in ``(0, 1]``; ``1`` is the mechanism itself.
+        direction : str, default "remove"
+            ``"remove"`` (``P = q N(Delta) + (1 - q) N(0)`` against ``N(0)``) or ``"add"`` (the reverse pair).
+
+        Returns
+        -------
+        PrivacyLoss
+            The exact PLD of the pair (see the class docstring).
+
+        Raises
+        ------
+        GridTooLargeError
+            If the enumeration would exceed its cap of outputs (the discrete Gaussians and Skellam).
+        """
         return DiscreteGaussianLoss(self.sigma, self.sensitivity, q, direction)
 
     def privacy_losses(self) -> LossPair:
@@ -148,6 +204,24 @@ class DiscreteLaplace(Mechanism):
 
     Exact PLD: ``discrete_laplace_loss`` (``sensitivity + 1`` atoms). Attained pair (lower end): two data
     sets whose query values differ by exactly ``sensitivity``.
+
+    Parameters
+    ----------
+    noise_parameter : float
+        The decay ``a > 0`` of ``P(X = x) ∝ exp(-a |x|)``, with ``a * sensitivity <= 500``.
+    sensitivity : int, default 1
+        Integer sensitivity ``Delta`` of the query, a positive integer at most 100000.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_parameter`` is not positive, ``sensitivity`` is not a positive integer <= 100000, or
+        ``noise_parameter * sensitivity > 500``.
+
+    References
+    ----------
+    Ghosh, Roughgarden, Sundararajan 2012 (the geometric mechanism); dp_accounting's
+    ``DiscreteLaplaceDpEvent``.
     """
 
     type_name = "discrete_laplace"
@@ -155,7 +229,7 @@ class DiscreteLaplace(Mechanism):
     noise_parameter: float
     sensitivity: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "noise_parameter", check_positive("noise_parameter", self.noise_parameter))
         object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
         if self.sensitivity > 100_000:
@@ -167,6 +241,25 @@ class DiscreteLaplace(Mechanism):
             )
 
     def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
+        """The exact privacy loss of this mechanism's shift pair, optionally Poisson-subsampled.
+
+        Parameters
+        ----------
+        q : float, default 1.0
+            Sampling rate in ``(0, 1]``; ``1`` is the mechanism itself.
+        direction : str, default "remove"
+            ``"remove"`` (``P = q N(Delta) + (1 - q) N(0)`` against ``N(0)``) or ``"add"`` (the reverse pair).
+
+        Returns
+        -------
+        PrivacyLoss
+            The exact PLD of the pair (see the class docstring).
+
+        Raises
+        ------
+        GridTooLargeError
+            If the enumeration would exceed its cap of outputs (the discrete Gaussians and Skellam).
+        """
         return discrete_laplace_loss(
             noise_parameter=self.noise_parameter, delta=self.sensitivity, q=q, direction=direction
         )
@@ -184,6 +277,26 @@ class DistributedDiscreteGaussian(Mechanism):
 
     Exact PLD: ``DistributedDiscreteGaussianLoss``. Attained pair (lower end): two data sets whose sums differ
     by exactly ``sensitivity``.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of each client's discrete Gaussian, in ``[1e-3, 1e5]``.
+    clients : int
+        Number of clients, a positive integer at most 100000.
+    sensitivity : int, default 1
+        Integer sensitivity ``Delta`` of the query, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma`` lies outside ``[1e-3, 1e5]``, ``clients`` is not a positive integer <= 100000 or
+        ``sensitivity`` is not a positive integer.
+
+    References
+    ----------
+    Kairouz, Liu, Steinke 2021, "The distributed discrete Gaussian mechanism for federated learning with
+    secure aggregation".
     """
 
     type_name = "distributed_discrete_gaussian"
@@ -192,7 +305,7 @@ class DistributedDiscreteGaussian(Mechanism):
     clients: int
     sensitivity: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", DiscreteGaussian(sigma=self.sigma).sigma)
         object.__setattr__(self, "clients", check_count("clients", self.clients))
         if self.clients > 100_000:
@@ -200,6 +313,25 @@ class DistributedDiscreteGaussian(Mechanism):
         object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
 
     def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
+        """The exact privacy loss of this mechanism's shift pair, optionally Poisson-subsampled.
+
+        Parameters
+        ----------
+        q : float, default 1.0
+            Sampling rate in ``(0, 1]``; ``1`` is the mechanism itself.
+        direction : str, default "remove"
+            ``"remove"`` (``P = q N(Delta) + (1 - q) N(0)`` against ``N(0)``) or ``"add"`` (the reverse pair).
+
+        Returns
+        -------
+        PrivacyLoss
+            The exact PLD of the pair (see the class docstring).
+
+        Raises
+        ------
+        GridTooLargeError
+            If the enumeration would exceed its cap of outputs (the discrete Gaussians and Skellam).
+        """
         if self.clients == 1:
             return DiscreteGaussianLoss(self.sigma, self.sensitivity, q, direction)
         return DistributedDiscreteGaussianLoss(self.sigma, self.clients, self.sensitivity, q, direction)
@@ -217,6 +349,22 @@ class Skellam(Mechanism):
 
     Exact PLD: ``SkellamLoss``. Attained pair (lower end): two data sets whose query values differ by exactly
     ``sensitivity``.
+
+    Parameters
+    ----------
+    mu : float
+        The Poisson parameter of each of the two components, in ``[0.01, 1e6]``.
+    sensitivity : int, default 1
+        Integer sensitivity ``Delta`` of the query, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``mu`` lies outside ``[0.01, 1e6]`` or ``sensitivity`` is not a positive integer.
+
+    References
+    ----------
+    Agarwal, Kairouz, Liu 2021, "The Skellam mechanism for differentially private federated learning".
     """
 
     type_name = "skellam"
@@ -224,13 +372,32 @@ class Skellam(Mechanism):
     mu: float
     sensitivity: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "mu", check_positive("mu", self.mu))
         if self.mu < 1e-2 or self.mu > 1e6:
             raise ValueError(f"mu must lie in [0.01, 1e6] for the exact PLD, got {self.mu!r}")
         object.__setattr__(self, "sensitivity", _check_sensitivity(self.sensitivity))
 
     def loss(self, q: float = 1.0, direction: str = "remove") -> PrivacyLoss:
+        """The exact privacy loss of this mechanism's shift pair, optionally Poisson-subsampled.
+
+        Parameters
+        ----------
+        q : float, default 1.0
+            Sampling rate in ``(0, 1]``; ``1`` is the mechanism itself.
+        direction : str, default "remove"
+            ``"remove"`` (``P = q N(Delta) + (1 - q) N(0)`` against ``N(0)``) or ``"add"`` (the reverse pair).
+
+        Returns
+        -------
+        PrivacyLoss
+            The exact PLD of the pair (see the class docstring).
+
+        Raises
+        ------
+        GridTooLargeError
+            If the enumeration would exceed its cap of outputs (the discrete Gaussians and Skellam).
+        """
         return SkellamLoss(self.mu, self.sensitivity, q, direction)
 
     def privacy_losses(self) -> LossPair:
@@ -248,6 +415,27 @@ class PoissonSampledDiscrete(Mechanism):
     ``sensitivity`` in size; the shift ``Delta`` is the worst (the subsampled loss is a monotone function of
     the shift's loss, whose curve grows with the shift). Attained pair (lower end): a data set with and
     without one record whose query value is ``sensitivity``, in the direction whose curve is larger.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        ``DiscreteGaussian``, ``DiscreteLaplace``, ``Skellam`` or ``DistributedDiscreteGaussian``.
+    sampling_rate : float
+        Probability ``q`` in ``(0, 1]`` that a record joins the batch.
+    relation : str, default "add-remove"
+        ``"add-remove"``, ``"remove"`` or ``"add"``.
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        If ``mechanism`` is not one of the discrete mechanisms above.
+    ValueError
+        If ``sampling_rate`` lies outside ``(0, 1]`` or ``relation`` is not one of the three.
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.1 (Poisson subsampling of a pair); the dominance argument of this module's
+    docstring.
     """
 
     type_name = "poisson_sampled_discrete"
@@ -256,7 +444,7 @@ class PoissonSampledDiscrete(Mechanism):
     sampling_rate: float
     relation: str = "add-remove"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.mechanism, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian)):
             raise UnsupportedMechanismError(
                 f"PoissonSampledDiscrete needs a DiscreteGaussian, DiscreteLaplace or Skellam mechanism, got "
@@ -269,7 +457,9 @@ class PoissonSampledDiscrete(Mechanism):
         q = self.sampling_rate
         if q >= 1.0:
             return self.mechanism.privacy_losses()
-        remove = self.mechanism.loss(q, "remove")
-        add = self.mechanism.loss(q, "add")
+        m = self.mechanism
+        assert isinstance(m, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian))  # __post_init__
+        remove = m.loss(q, "remove")
+        add = m.loss(q, "add")
         pick = {"remove": (remove, remove), "add": (add, add)}.get(self.relation, (remove, add))
         return LossPair(*pick)

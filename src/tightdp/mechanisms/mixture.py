@@ -25,9 +25,14 @@ from functools import cached_property
 
 import numpy as np
 
+from .._types import FloatArray
 from .._validation import check_count, check_positive, check_probability, check_real
-from ._certified_pmf import CertifiedPMF, certified_binomial, certified_hypergeometric
-from ._mixture_losses import MixtureAddLoss, MixtureRemoveLoss, _mixture_pair
+from ._certified_pmf import CertifiedPMF as CertifiedPMF
+from ._certified_pmf import certified_binomial as certified_binomial
+from ._certified_pmf import certified_hypergeometric as certified_hypergeometric
+from ._mixture_losses import MixtureAddLoss as MixtureAddLoss
+from ._mixture_losses import MixtureRemoveLoss as MixtureRemoveLoss
+from ._mixture_losses import _mixture_pair
 from .base import LossPair, Mechanism
 
 __all__ = [
@@ -36,18 +41,13 @@ __all__ = [
     "GroupFixedBatchSampled",
     "binomial_sensitivity",
     "hypergeometric_sensitivity",
-    "CertifiedPMF",
-    "certified_binomial",
-    "certified_hypergeometric",
-    "MixtureRemoveLoss",
-    "MixtureAddLoss",
 ]
 
 #: Largest tolerated ``|sum(probabilities) - 1|``; the residue is moved to the safe side.
 PROBABILITY_SUM_TOLERANCE = 1e-9
 
 
-def _as_float_tuple(name: str, values) -> tuple[float, ...]:
+def _as_float_tuple(name: str, values: object) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise ValueError(f"{name} must be a sequence of numbers, got {values!r}")
     out = tuple(check_real(f"{name}[{i}]", v, low=0.0, low_open=False) for i, v in enumerate(values))
@@ -56,7 +56,7 @@ def _as_float_tuple(name: str, values) -> tuple[float, ...]:
     return out
 
 
-def _safe_side_weights(sens: np.ndarray, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _safe_side_weights(sens: FloatArray, probs: FloatArray) -> tuple[FloatArray, FloatArray, float]:
     """Merge equal sensitivities and sort them; return ``(c, w, missing)``.
 
     The probabilities must sum to one up to a rounding residue (at most
@@ -115,6 +115,26 @@ class MixtureOfGaussians(Mechanism):
 
     Attained pair: the scalar MoG mechanism (002 Def. 2.8) on a data set whose sensitive bit is 1 against
     one where it is 0 has exactly these output laws: lower ends are certified.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation ``sigma``, positive and finite.
+    sensitivities : sequence of float
+        Non-negative finite sensitivities ``c_i``, at least one.
+    probabilities : sequence of float
+        Probabilities ``p_i`` in ``[0, 1]``, one per sensitivity, summing to 1 within 1e-9.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_multiplier`` is not positive, a sequence is empty, not a sequence of numbers or holds a
+        negative value, the lengths differ, a probability exceeds 1, or the sum is not 1 within 1e-9.
+
+    References
+    ----------
+    Ganesh 2024, "Tight group-level differential privacy guarantees for DP-SGD with sampling", Def. 2.8 and
+    Lemma 2.9; dp_accounting's ``MixtureOfGaussiansDpEvent``.
     """
 
     type_name = "mixture_of_gaussians"
@@ -123,7 +143,7 @@ class MixtureOfGaussians(Mechanism):
     sensitivities: tuple[float, ...]
     probabilities: tuple[float, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         sens = _as_float_tuple("sensitivities", self.sensitivities)
         probs = _as_float_tuple("probabilities", self.probabilities)
@@ -140,11 +160,11 @@ class MixtureOfGaussians(Mechanism):
         object.__setattr__(self, "probabilities", probs)
 
     @cached_property
-    def _components(self) -> tuple[np.ndarray, np.ndarray, float]:
+    def _components(self) -> tuple[FloatArray, FloatArray, float]:
         return _safe_side_weights(np.asarray(self.sensitivities, float), np.asarray(self.probabilities, float))
 
     @property
-    def support(self) -> tuple[np.ndarray, np.ndarray]:
+    def support(self) -> tuple[FloatArray, FloatArray]:
         """The merged, sorted sensitivities with positive probability and their probabilities."""
         c, w, _ = self._components
         return c.copy(), w.copy()
@@ -161,32 +181,75 @@ class MixtureOfGaussians(Mechanism):
 
 
 # --------------------------------------------------------------------------- group sensitivities
-def binomial_sensitivity(group_size: int, sampling_rate: float) -> tuple[np.ndarray, np.ndarray]:
-    """Sensitivities ``0..k`` and probabilities ``Binom(k, q)`` (002 Thm 3.1).
+def binomial_sensitivity(group_size: int, sampling_rate: float) -> tuple[FloatArray, FloatArray]:
+    """Sensitivities ``0..k`` and probabilities ``Binom(k, q)`` of the group's Poisson-sampled step.
 
-    The probabilities are ``certified_binomial``'s upper ends: each within
-    3 units in the last place above the exact value (``q`` taken exactly).
+    The probabilities are ``certified_binomial``'s upper ends: each within 3 units in the last place above
+    the exact value (``q`` taken exactly).
+
+    Parameters
+    ----------
+    group_size : int
+        The group size ``k``, a positive integer.
+    sampling_rate : float
+        The Poisson sampling rate ``q`` in ``(0, 1]``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(sensitivities, probabilities)``, ``k + 1`` each.
+
+    Raises
+    ------
+    ValueError
+        If ``group_size`` is not a positive integer or ``sampling_rate`` lies outside ``(0, 1]``.
+
+    References
+    ----------
+    Ganesh 2024, Thm 3.1.
     """
     k = check_count("group_size", group_size)
     q = check_probability("sampling_rate", sampling_rate)
     return np.arange(k + 1, dtype=float), np.array(certified_binomial(k, q).upper)
 
 
-def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sensitivities ``2 m`` with ``m ~ Hypergeom(B, n + k, k)`` (002 Thm 3.3).
+def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: int) -> tuple[FloatArray, FloatArray]:
+    """Sensitivities ``2 m`` with ``m ~ Hypergeom(B, n + k, k)`` and their probabilities.
 
-    ``m`` counts the group members among ``B`` draws without replacement from
-    ``n + k`` examples of which ``k`` belong to the group (scipy:
-    ``hypergeom(M=n + k, n=k, N=B)``). Each member drawn displaces one other
-    example, so the batch gradient moves by at most ``2`` per member. The
-    probabilities are ``certified_hypergeometric``'s upper ends (within 3 units
-    in the last place; scipy's ``logpmf`` is off by up to 1e-11 relative here).
+    ``m`` counts the group members among ``B`` draws without replacement from ``n + k`` examples of which
+    ``k`` belong to the group (scipy: ``hypergeom(M=n + k, n=k, N=B)``). Each member drawn displaces one
+    other example, so the batch gradient moves by at most ``2`` per member. The probabilities are
+    ``certified_hypergeometric``'s upper ends (within 3 units in the last place; scipy's ``logpmf`` is off
+    by up to 1e-11 relative here).
+
+    Parameters
+    ----------
+    group_size : int
+        The group size ``k``, a positive integer at most ``dataset_size``.
+    batch_size : int
+        The batch size ``B``, a positive integer at most ``dataset_size``.
+    dataset_size : int
+        The data set size ``n``, a positive integer.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(sensitivities, probabilities)``, ``min(k, B) + 1`` each.
+
+    Raises
+    ------
+    ValueError
+        If a size is not a positive integer, ``batch_size > dataset_size`` or ``group_size > dataset_size``.
+
+    References
+    ----------
+    Ganesh 2024, Thm 3.3.
     """
     k, b, n = _check_fixed_batch(group_size, batch_size, dataset_size)
     return 2.0 * np.arange(min(k, b) + 1), np.array(certified_hypergeometric(k, b, n).upper)
 
 
-def _group_pair(sens: np.ndarray, pmf: CertifiedPMF, sigma: float) -> LossPair:
+def _group_pair(sens: FloatArray, pmf: CertifiedPMF, sigma: float) -> LossPair:
     """The dominating pair of a MoG whose probabilities are computed, not given (002 Thm 3.1 / 3.3).
 
     Safe sides. The weights are the certified upper ends ``w_i`` with
@@ -218,7 +281,7 @@ def _group_pair(sens: np.ndarray, pmf: CertifiedPMF, sigma: float) -> LossPair:
     return _mixture_pair(c, w, w, sigma, weight_error=pmf.rel_error)
 
 
-def _check_fixed_batch(group_size, batch_size, dataset_size) -> tuple[int, int, int]:
+def _check_fixed_batch(group_size: object, batch_size: object, dataset_size: object) -> tuple[int, int, int]:
     k = check_count("group_size", group_size)
     b = check_count("batch_size", batch_size)
     n = check_count("dataset_size", dataset_size)
@@ -240,6 +303,25 @@ class GroupPoissonSampled(Mechanism):
     Attained pair (002 Sec. 3.3, tightness): one-dimensional gradients, ``+1`` for each of the
     ``group_size`` records of the group and 0 for every other record; adding the group moves the sum by
     ``Binom(group_size, q)``, which is the returned mixture. Lower ends are certified.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation per unit sensitivity, positive and finite.
+    sampling_rate : float
+        Poisson sampling rate ``q`` in ``(0, 1]``.
+    group_size : int
+        Largest group size ``k``, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_multiplier`` is not positive, ``sampling_rate`` lies outside ``(0, 1]`` or ``group_size`` is
+        not a positive integer.
+
+    References
+    ----------
+    Ganesh 2024, Thm 3.1 (the pair) and Sec. 3.3 (tightness).
     """
 
     type_name = "group_poisson_sampled"
@@ -248,14 +330,22 @@ class GroupPoissonSampled(Mechanism):
     sampling_rate: float
     group_size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         object.__setattr__(self, "group_size", check_count("group_size", self.group_size))
 
     def as_mixture(self) -> MixtureOfGaussians:
-        """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
-        go through it but uses the certified probabilities directly (see ``_group_pair``)."""
+        """The dominating ``MixtureOfGaussians`` with the probabilities rounded (up) to doubles.
+
+        ``privacy_losses`` does not go through it but uses the certified probabilities directly (see
+        ``_group_pair``).
+
+        Returns
+        -------
+        MixtureOfGaussians
+            The mixture with the same noise.
+        """
         c, p = binomial_sensitivity(self.group_size, self.sampling_rate)
         return MixtureOfGaussians(
             noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()), probabilities=tuple(p.tolist())
@@ -285,6 +375,27 @@ class GroupFixedBatchSampled(Mechanism):
     the outputs are ``N(0)`` and the mixture of ``N(-2 m)``: the returned pair (the remove direction is the
     same pair of data sets read the other way). So the pair is attained under add/remove-up-to-k and lower
     ends are certified.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Noise standard deviation per unit sensitivity, positive and finite.
+    batch_size : int
+        Batch size ``B``, a positive integer at most ``dataset_size``.
+    dataset_size : int
+        Smallest data set size ``n``, a positive integer.
+    group_size : int
+        Largest group size ``k``, a positive integer at most ``dataset_size``.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_multiplier`` is not positive, a size is not a positive integer, ``batch_size >
+        dataset_size`` or ``group_size > dataset_size``.
+
+    References
+    ----------
+    Ganesh 2024, Thm 3.3 (the pair) and Sec. 3.3 (tightness).
     """
 
     type_name = "group_fixed_batch_sampled"
@@ -294,7 +405,7 @@ class GroupFixedBatchSampled(Mechanism):
     dataset_size: int
     group_size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         k, b, n = _check_fixed_batch(self.group_size, self.batch_size, self.dataset_size)
         object.__setattr__(self, "group_size", k)
@@ -303,11 +414,20 @@ class GroupFixedBatchSampled(Mechanism):
 
     @property
     def sampling_rate(self) -> float:
+        """The fraction ``batch_size / dataset_size`` of the data set in each batch."""
         return self.batch_size / self.dataset_size
 
     def as_mixture(self) -> MixtureOfGaussians:
-        """The dominating MoG with the probabilities rounded (up) to doubles; ``privacy_losses`` does not
-        go through it but uses the certified probabilities directly (see ``_group_pair``)."""
+        """The dominating ``MixtureOfGaussians`` with the probabilities rounded (up) to doubles.
+
+        ``privacy_losses`` does not go through it but uses the certified probabilities directly (see
+        ``_group_pair``).
+
+        Returns
+        -------
+        MixtureOfGaussians
+            The mixture with the same noise.
+        """
         c, p = hypergeometric_sensitivity(self.group_size, self.batch_size, self.dataset_size)
         return MixtureOfGaussians(
             noise_multiplier=self.noise_multiplier, sensitivities=tuple(c.tolist()), probabilities=tuple(p.tolist())
