@@ -350,7 +350,7 @@ class SelfDiscretisingLoss(PrivacyLoss):
 REL_CAP = 1e-12
 
 
-def split_errors(masses: FloatArray, abs_err: FloatArray) -> tuple[float, float]:
+def split_errors(masses: ArrayLike, abs_err: ArrayLike) -> tuple[float, float]:
     """Turn per-cell absolute error bounds into ``(rel, l1)``.
 
     A relative error ``rel <= REL_CAP`` that holds for every cell, plus the l1 error of the cells where it
@@ -358,9 +358,9 @@ def split_errors(masses: FloatArray, abs_err: FloatArray) -> tuple[float, float]
 
     Parameters
     ----------
-    masses : numpy.ndarray of float
+    masses : array_like of float
         Non-negative cell masses.
-    abs_err : numpy.ndarray of float
+    abs_err : array_like of float
         A bound on each cell mass's absolute error, same shape.
 
     Returns
@@ -373,11 +373,12 @@ def split_errors(masses: FloatArray, abs_err: FloatArray) -> tuple[float, float]
     ValueError
         If the arrays' shapes do not broadcast (numpy's error).
     """
+    m, e = np.asarray(masses, dtype=float), np.asarray(abs_err, dtype=float)  # (float64 arrays: not copied)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(masses > 0, abs_err / masses, np.inf)
+        r = np.where(m > 0, e / m, np.inf)
     ok = r <= REL_CAP
     rel = float(np.max(r[ok])) if np.any(ok) else 0.0
-    l1 = float(np.sum(abs_err[~ok] * 2.0))  # |computed - exact| <= abs_err (+ the same again, safe side)
+    l1 = float(np.sum(e[~ok] * 2.0))  # |computed - exact| <= abs_err (+ the same again, safe side)
     return rel, l1
 
 

@@ -332,7 +332,7 @@ class GaussianMixtureLoss(PrivacyLoss):
 
 
 class _PoissonRemoveLoss(GaussianMixtureLoss):
-    """001 Sec. 6.1: L(x) = log(q exp((2x - 1)/(2 s^2)) + 1 - q), closed-form inverse."""
+    """Koskela et al. 2020, Sec. 6.1: L(x) = log(q exp((2x - 1)/(2 s^2)) + 1 - q), closed-form inverse."""
 
     def loss(self, x: ArrayLike) -> FloatArray:
         q = self.p_weights[0]
@@ -372,7 +372,7 @@ class _PoissonAddLoss(GaussianMixtureLoss):
 
 
 class _WithoutReplacementLoss(GaussianMixtureLoss):
-    """001 Sec. 6.2, closed-form inverse (written in scaled form to avoid overflow)."""
+    """Koskela et al. 2020, Sec. 6.2, closed-form inverse (written in scaled form to avoid overflow)."""
 
     def loss(self, x: ArrayLike) -> FloatArray:
         q = self.p_weights[0]

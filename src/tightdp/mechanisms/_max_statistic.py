@@ -39,7 +39,7 @@ def max_statistic_cells(
     ``|d log(1 - e^{-D}) / dD| = 1 / (e^D - 1) <= 1 / D``, so its relative error is at most
     ``a_{i+1} + (a_i + a_{i+1}) / D`` (first order, doubled) plus a few ulps. Elsewhere it is a difference
     of survival values ``S = -expm1(log F)``, each with absolute error ``a (1 - S) + 2 u S``: relative error
-    ``(err_i + err_{i+1}) / mass + 2 u``. (The lower tail is no longer a difference of values near 1.)
+    ``(err_i + err_{i+1}) / mass + 2 u``. (So the lower tail is not a difference of values near 1.)
 
     Returns ``(edges, P, Q, rel_p, rel_q)``: the ``cells + 1`` edges and, per cell, the masses and their
     relative error bounds (infinite where the mass is 0).

@@ -31,14 +31,14 @@ else:
 class _ConvexLSE:
     """``f(x) = logsumexp_i(a_i + b_i x)`` with ``b_i >= 0``: convex and non-decreasing.
 
-    For a scalar MoG with sensitivities ``c_i`` and weights ``w_i`` (002 Def. 2.8),
+    For a scalar MoG with sensitivities ``c_i`` and weights ``w_i`` (Ganesh 2024, Def. 2.8),
     ``a_i = log w_i - c_i^2 / (2 s^2)`` and ``b_i = c_i / s^2``; the remove loss is
     ``f(x)`` and the (reflected) add loss is ``-f(-x)``.
 
     The inverse splits off the flat component (``b = 0``, weight ``w_0``):
     ``f(x) = s`` iff ``F(x) = s + log(1 - w_0 e^{-s})`` where ``F`` is the
     log-sum-exp over the components with ``b_i > 0`` (the same step that gives
-    the closed-form Poisson inverse of 001 Sec. 6.1). ``F`` is convex with
+    the closed-form Poisson inverse of Koskela et al. 2020, Sec. 6.1). ``F`` is convex with
     slopes between ``min b`` and ``max b``, so Newton's method started at the
     inverse of the max-affine envelope ``g(x) = max_i(a_i + b_i x) <= F(x)``
     stays to the right of the root and decreases to it monotonically.
@@ -204,7 +204,7 @@ class _WeightError(_MixtureBase):
 
 @dataclass(frozen=True)
 class MixtureRemoveLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
-    """Remove direction of a scalar MoG: ``P = sum p_i N(c_i, s^2)``, ``Q = N(0, s^2)`` (002 Def. 2.8).
+    """Remove direction of a scalar MoG: ``P = sum p_i N(c_i, s^2)``, ``Q = N(0, s^2)`` (Ganesh 2024, Def. 2.8).
 
     ``L(x) = f(x)`` with ``f`` the convex log-sum-exp of ``_ConvexLSE``; the
     inverse is Newton's method from the envelope (monotone, no table).
@@ -237,7 +237,7 @@ class MixtureRemoveLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
 @dataclass(frozen=True)
 class MixtureAddLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     """Add direction of a scalar MoG, reflected ``x -> -x`` so the loss increases:
-    ``P = N(0, s^2)``, ``Q = sum p_i N(-c_i, s^2)`` (002 Def. 2.8); ``L(x) = -f(-x)``.
+    ``P = N(0, s^2)``, ``Q = sum p_i N(-c_i, s^2)`` (Ganesh 2024, Def. 2.8); ``L(x) = -f(-x)``.
     ``weight_error``: see ``_WeightError``."""
 
     weight_error: float = 0.0

@@ -25,7 +25,7 @@ pair ``(P_1', Q_1')`` Blackwell-dominates ``(P_1, Q_1)`` (``P_1 = K P_1'``,
 ``Q_1 = K Q_1'`` for a Markov kernel ``K``), applying ``K`` to every coordinate
 turns the random-allocation pair built from ``(P_1', Q_1')`` into the true one,
 so the former dominates the latter; and a garbling of ``(P_1, Q_1)`` yields a
-dominated random-allocation pair (Blackwell; 000 App. C.6). Hence:
+dominated random-allocation pair (Blackwell; Koskela et al. 2023, App. C.6). Hence:
 
 1. *per coordinate*, on the lattice ``W in {0, eta, 2 eta, ...}``: the
    **dominating** pair splits each cell ``(j eta, (j+1) eta]`` of the likelihood

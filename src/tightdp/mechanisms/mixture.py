@@ -1,20 +1,20 @@
 """Mixture-of-Gaussians (MoG) mechanisms and the group-level DP-SGD mechanisms built on them.
 
-002 Def. 2.8: a scalar MoG mechanism with sensitivities ``c_i >= 0``,
+Ganesh 2024, Def. 2.8: a scalar MoG mechanism with sensitivities ``c_i >= 0``,
 probabilities ``p_i`` and noise ``sigma`` outputs ``N(0, sigma^2)`` on one data
 set and ``sum_i p_i N(c_i, sigma^2)`` on its neighbour. By the vector-to-scalar
-reduction (002 Lemma 2.9) a scalar MoG whose sensitivity stochastically
+reduction (Ganesh 2024, Lemma 2.9) a scalar MoG whose sensitivity stochastically
 dominates ``||c||_2`` dominates the vector one, so a scalar mechanism suffices.
 
 Group privacy of DP-SGD (groups of up to ``k`` examples) is exactly that of a
 MoG mechanism composed ``T`` times:
 
-* Poisson sampling with rate ``q``: sensitivity ``Binom(k, q)`` (002 Thm 3.1);
+* Poisson sampling with rate ``q``: sensitivity ``Binom(k, q)`` (Ganesh 2024, Thm 3.1);
 * fixed batch size ``B`` from a data set of at least ``n`` examples:
   sensitivity ``2 * Hypergeom(B, n + k, k)``, the number of the ``k`` group
-  members among ``B`` draws without replacement from ``n + k`` (002 Thm 3.3).
+  members among ``B`` draws without replacement from ``n + k`` (Ganesh 2024, Thm 3.3).
 
-Both are tight (002 Sec. 3.3).
+Both are tight (Ganesh 2024, Sec. 3.3).
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ def _safe_side_weights(sens: FloatArray, probs: FloatArray) -> tuple[FloatArray,
     The probabilities must sum to one up to a rounding residue (at most
     ``PROBABILITY_SUM_TOLERANCE``). An excess is taken from the smallest
     sensitivities, which makes the sensitivity distribution stochastically
-    larger (safe by 002 Lemma 2.9). A deficit ``missing = 1 - sum(w) > 0`` is
+    larger (safe by Ganesh 2024, Lemma 2.9). A deficit ``missing = 1 - sum(w) > 0`` is
     returned: the remove direction adds it to the largest sensitivity (whether
     the described mechanism is read as "these probabilities, the rest unknown"
     or as renormalised, the completed distribution is stochastically larger, so
-    it dominates by 002 Lemma 2.9), the add direction leaves ``Q`` short of it,
+    it dominates by Ganesh 2024, Lemma 2.9), the add direction leaves ``Q`` short of it,
     which only raises the loss pointwise. Either way the analysed pair
     dominates the described one. (Counting the deficit as mass at infinite
     loss would also be safe, but it is added to delta at every step, for the
@@ -100,7 +100,7 @@ def _safe_side_weights(sens: FloatArray, probs: FloatArray) -> tuple[FloatArray,
 
 @dataclass(frozen=True, kw_only=True)
 class MixtureOfGaussians(Mechanism):
-    """Scalar mixture-of-Gaussians mechanism (002 Def. 2.8; dp_accounting's ``MixtureOfGaussiansDpEvent``).
+    """Scalar mixture-of-Gaussians mechanism (Ganesh 2024, Def. 2.8; dp_accounting's ``MixtureOfGaussiansDpEvent``).
 
     ``noise_multiplier``: the noise standard deviation ``sigma`` (in units of
     the sensitivity scale). ``sensitivities``: non-negative scalars ``c_i``.
@@ -113,7 +113,7 @@ class MixtureOfGaussians(Mechanism):
     log space (``logsumexp`` over components), so sensitivities of ``k = 64``
     with ``sigma = 0.5`` (``c^2 / (2 s^2) = 8192``) do not overflow.
 
-    Attained pair: the scalar MoG mechanism (002 Def. 2.8) on a data set whose sensitive bit is 1 against
+    Attained pair: the scalar MoG mechanism (Ganesh 2024, Def. 2.8) on a data set whose sensitive bit is 1 against
     one where it is 0 has exactly these output laws: lower ends are certified.
 
     Parameters
@@ -250,7 +250,7 @@ def hypergeometric_sensitivity(group_size: int, batch_size: int, dataset_size: i
 
 
 def _group_pair(sens: FloatArray, pmf: CertifiedPMF, sigma: float) -> LossPair:
-    """The dominating pair of a MoG whose probabilities are computed, not given (002 Thm 3.1 / 3.3).
+    """The dominating pair of a MoG whose probabilities are computed, not given (Ganesh 2024, Thm 3.1 / 3.3).
 
     Safe sides. The weights are the certified upper ends ``w_i`` with
     ``p_i <= w_i <= (1 + r) p_i`` (``r = pmf.rel_error``, about 7e-16), used in
@@ -270,7 +270,7 @@ def _group_pair(sens: FloatArray, pmf: CertifiedPMF, sigma: float) -> LossPair:
     probabilities (a deficit in the true top component, renormalised away,
     lowers the upper bound), counting a deficit as mass at infinite loss for
     the lower bound (it adds ``T`` times the deficit to the lower delta: the
-    cause of certified lower bounds above the truth, issue 15), or dropping
+    cause of certified lower bounds above the truth), or dropping
     mass in the add direction (a lighter ``Q`` raises delta, so not a lower
     bound). Components below ``2^-1021`` (outside relative precision) carry
     ``5e-324`` at most, above their exact value: safe for the upper bound.
@@ -297,10 +297,10 @@ class GroupPoissonSampled(Mechanism):
     """One DP-SGD step with Poisson sampling, seen by a group of up to ``group_size`` examples.
 
     Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
-    ``Binom(group_size, sampling_rate)`` and the same noise (002 Thm 3.1);
+    ``Binom(group_size, sampling_rate)`` and the same noise (Ganesh 2024, Thm 3.1);
     ``group_size = 1`` is the Poisson-subsampled Gaussian.
 
-    Attained pair (002 Sec. 3.3, tightness): one-dimensional gradients, ``+1`` for each of the
+    Attained pair (Ganesh 2024, Sec. 3.3, tightness): one-dimensional gradients, ``+1`` for each of the
     ``group_size`` records of the group and 0 for every other record; adding the group moves the sum by
     ``Binom(group_size, q)``, which is the returned mixture. Lower ends are certified.
 
@@ -366,9 +366,9 @@ class GroupFixedBatchSampled(Mechanism):
     under add-or-remove-up-to-k adjacency.
 
     Dominated (tightly) by ``MixtureOfGaussians`` with sensitivity
-    ``2 * Hypergeom(B, n + k, k)`` and the same noise (002 Thm 3.3).
+    ``2 * Hypergeom(B, n + k, k)`` and the same noise (Ganesh 2024, Thm 3.3).
 
-    Attained pair (002 Sec. 3.3, tightness): a data set ``D`` of exactly ``dataset_size`` records, each with
+    Attained pair (Ganesh 2024, Sec. 3.3, tightness): a data set ``D`` of exactly ``dataset_size`` records, each with
     one-dimensional gradient ``+1``, and ``D'`` = ``D`` plus ``group_size`` records with gradient ``-1``
     (add-up-to-k). A batch of ``B`` from ``D`` sums to ``B``; from ``D'`` it holds
     ``m ~ Hypergeom(B, n + k, k)`` group records and sums to ``B - 2 m``. After the public shift by ``B``

@@ -1,4 +1,4 @@
-"""Subsampled mechanisms (001 Sec. 6): Poisson sampling, sampling without and with replacement."""
+"""Subsampled mechanisms (Koskela et al. 2020, Sec. 6): Poisson sampling, sampling without and with replacement."""
 
 from __future__ import annotations
 
@@ -292,7 +292,7 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss
 
 @dataclass(frozen=True)
 class _WithReplacementLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
-    """Binomial mixtures of 001 Sec. 6.3 (numerical inverse), truncated to the components ``l <= L``.
+    """Binomial mixtures of Koskela et al. 2020, Sec. 6.3 (numerical inverse), truncated to the components ``l <= L``.
 
     Write ``P = P_k + P_t`` and ``Q = Q_k + Q_t`` (kept and left-out components), ``t = P_t(R) = Q_t(R)``.
 

@@ -27,7 +27,7 @@ gradients ``g`` (given the previous iterate) and the remove direction (``P``: th
 So one step is dominated, for every ``alpha``, by the public-coin (flagged) mixture over ``X`` of these
 pairs; the add direction is the same with each pair swapped (dominance at every ``alpha`` carries over to
 the swapped pairs). The bound holds given any previous iterates, so adaptive composition of the steps is
-dominated by the composition of the flagged mixtures (composition of dominating pairs; 000 App. C.6).
+dominated by the composition of the flagged mixtures (composition of dominating pairs; Koskela et al. 2023, App. C.6).
 Computed (``revealed_components``): the ``X >= b`` flags are grouped in buckets, each at the largest rate
 of its members (a pair at a smaller rate is a garbling of one at a larger rate:
 ``(1 - r') Q + r' P = K((1 - r) Q + r P)`` for the kernel that keeps the sample with probability
