@@ -154,7 +154,8 @@ class GaussianMixtureLoss(PrivacyLoss):
         Raises
         ------
         ValueError
-            If ``mass`` is not positive (no finite quantile).
+            Not raised for a ``mass`` in ``(0, 1)``; ``mass`` is the engine's to choose (a mass of 0 gives an
+            infinite point).
         """
         _lo, hi = self._limits
         if math.isfinite(hi):
@@ -181,7 +182,8 @@ class GaussianMixtureLoss(PrivacyLoss):
         Raises
         ------
         ValueError
-            If ``mass`` is not positive (no finite quantile).
+            Not raised for a ``mass`` in ``(0, 1)``; ``mass`` is the engine's to choose (a mass of 0 gives an
+            infinite point).
         """
         lo, _hi = self._limits
         if math.isfinite(lo):
@@ -422,7 +424,8 @@ def poisson_gaussian_loss(*, sigma: float, q: float, direction: str) -> PrivacyL
     Raises
     ------
     ValueError
-        If ``sigma`` or ``q`` lies outside its domain (a loss of zero width).
+        Not raised for values out of their domain: ``sigma`` and ``q`` are the caller's to validate
+        (``PoissonSampled`` does); only a malformed mixture is refused (``GaussianMixtureLoss``).
 
     References
     ----------
@@ -453,7 +456,8 @@ def without_replacement_gaussian_loss(*, sigma: float, q: float) -> PrivacyLoss:
     Raises
     ------
     ValueError
-        If ``sigma`` or ``q`` lies outside its domain.
+        Not raised for values out of their domain: ``sigma`` and ``q`` are the caller's to validate
+        (``SampledWithoutReplacement`` does); only a malformed mixture is refused (``GaussianMixtureLoss``).
 
     References
     ----------

@@ -53,8 +53,8 @@ def discrete_gaussian_log_normaliser(sigma: float) -> tuple[float, float]:
 
     Raises
     ------
-    ZeroDivisionError
-        If ``sigma`` is zero (the caller validates it).
+    ValueError
+        Not raised here: ``sigma`` is the caller's to validate (``DiscreteGaussian`` accepts ``[1e-3, 1e5]``).
 
     References
     ----------
@@ -168,7 +168,7 @@ class _LatticeLoss(PrivacyLoss):
         Raises
         ------
         ValueError
-            If ``mass`` cannot be compared with the prefix sums (not a real number).
+            Not raised for a real ``mass``; ``mass`` is the engine's to choose.
         """
         v, _, _, cp = self._arrays[:4]
         i = int(np.searchsorted(cp, mass, side="right"))  # atoms 0..i-1 have cumulative mass <= mass
@@ -192,7 +192,7 @@ class _LatticeLoss(PrivacyLoss):
         Raises
         ------
         ValueError
-            If ``mass`` cannot be compared with the suffix sums (not a real number).
+            Not raised for a real ``mass``; ``mass`` is the engine's to choose.
         """
         v, sp = self._arrays[0], self._arrays[5]
         ok = np.nonzero(sp <= mass)[0]  # suffix sums decrease: atoms j.. with sp[j] <= mass may lie above b

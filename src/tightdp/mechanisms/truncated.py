@@ -301,7 +301,8 @@ def revealed_components(
     Raises
     ------
     ValueError
-        If ``sampling_rate`` or a size lies outside its domain (scipy's binomial refuses it).
+        Not raised for values out of their domain (scipy's binomial answers NaN): the arguments are the
+        caller's to validate (``TruncatedPoissonSampled`` does).
     """
     n, q, b = dataset_size, sampling_rate, max_batch_size
     m = n - 1
@@ -371,7 +372,8 @@ def revealed_pair(*, dataset_size: int, sampling_rate: float, max_batch_size: in
     Raises
     ------
     ValueError
-        If ``sampling_rate`` or a size lies outside its domain.
+        Not raised for values out of their domain: the arguments are the caller's to validate
+        (``TruncatedPoissonSampled`` does).
 
     References
     ----------
@@ -417,7 +419,8 @@ def kept_probability(*, dataset_size: int, sampling_rate: float, max_batch_size:
     Raises
     ------
     ValueError
-        If ``sampling_rate`` or a size lies outside its domain (scipy's binomial refuses it).
+        Not raised for values out of their domain (scipy's binomial answers NaN): the arguments are the
+        caller's to validate (``TruncatedPoissonSampled`` does).
     """
     n, q, b = dataset_size, sampling_rate, max_batch_size
     if q >= 1.0:

@@ -9,7 +9,6 @@ from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
-from ..errors import PrecisionError
 from ..mechanisms.allocation import lower_bound_epsilon
 from ..mechanisms.basic import Gaussian
 from ._allocation import _max_statistic_fn
