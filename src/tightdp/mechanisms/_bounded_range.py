@@ -19,7 +19,7 @@ _BR_REFINE = 128  # most cells ``bounded_range_rdp`` refines per order
 
 
 def bounded_range_delta(epsilon: float, eps_prime: float) -> float:
-    """``D(e^eps')``: the largest ``delta(eps')`` of one epsilon-BR mechanism (module docstring).
+    """``D(e^eps')``: the largest ``delta(eps')`` of one epsilon-BR mechanism (``tightdp.mechanisms.selection``).
 
     Parameters
     ----------
@@ -72,8 +72,9 @@ def _br_cell_bounds(t: FloatArray, epsilon: float, lam: float | FloatArray) -> t
 
 def bounded_range_rdp(epsilon: float, orders: ArrayLike) -> FloatArray:
     """Certified upper bounds on ``sup_t D_lambda(T_t)``, the Renyi divergence of every epsilon-BR pair at the
-    orders ``lambda`` (step (1) of the module docstring: a dominated pair is a post-processing, Blackwell, so
-    its Renyi divergences are smaller; Cesar & Rogers 2021 bound the same supremum).
+    orders ``lambda`` (step (1) of ``tightdp.mechanisms.selection``'s docstring: a dominated pair is a
+    post-processing, Blackwell, so its Renyi divergences are smaller; Cesar & Rogers 2021 bound the same
+    supremum).
 
     ``D_lambda(T_t) = log(p_t e^((lambda - 1)(1 - t) eps) + (1 - p_t) e^(-(lambda - 1) t eps)) / (lambda - 1)``;
     on each interval ``[t_j, t_(j+1)]`` ``p_t`` rises and both exponentials fall in ``t``, so
@@ -149,7 +150,7 @@ def two_point_pair(epsilon: float, t: float) -> DiscreteLoss:
 
 @dataclass(frozen=True)
 class BoundedRangeLoss(PrivacyLoss):
-    """The dominating pair of every epsilon-BR mechanism (module docstring): P-density
+    """The dominating pair of every epsilon-BR mechanism (``tightdp.mechanisms.selection``): P-density
     ``sqrt(E) e^(l/2) / (2 (E - 1))`` on ``[-epsilon, epsilon]``, Q-density that times ``e^(-l)``.
 
     ``P(L <= s) = (e^((s + eps)/2) - 1) / (E - 1)``, ``Q(L <= s) = (E - e^((eps - s)/2)) / (E - 1)``; cell

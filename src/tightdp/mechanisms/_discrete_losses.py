@@ -423,8 +423,8 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     The sum's law is computed by ``_ddg_pmf`` (relative error ``rel``, deficit ``missing``); outputs where
     either shifted copy was trimmed are left out and their mass added to ``missing``, which goes to ``+inf``
     for upper bounds and, twice, to the engine's l1 (total-variation) error. The sum of log-concave laws is
-    log-concave (Hoggar 1974) and symmetric, so the module docstring's dominance argument applies. Losses are
-    differences of logs of computed masses: within ``2.1 rel + 4u (1 + |L|)``.
+    log-concave (Hoggar 1974) and symmetric, so ``tightdp.mechanisms.discrete``'s dominance argument applies.
+    Losses are differences of logs of computed masses: within ``2.1 rel + 4u (1 + |L|)``.
 
     Parameters
     ----------
@@ -508,7 +508,7 @@ class SkellamLoss(_LatticeLoss):
     ``P(X = k) = e^(-2 mu) I_k(2 mu)`` is evaluated in mpmath (30 digits; ``I_k`` the modified Bessel function,
     two values at the top of the window and the stable backward recurrence below),
     so each float mass and each loss is within a few ulp (``atom_rel = 4u``; the loss error ``4u (1 + |L|)``).
-    ``Sk(mu)`` is symmetric and log-concave (a convolution of log-concave laws), so the module docstring's
+    ``Sk(mu)`` is symmetric and log-concave (a convolution of log-concave laws), so ``tightdp.mechanisms.discrete``'s
     dominance argument applies: the shift ``Delta`` is the worst neighbour.
 
     Parameters

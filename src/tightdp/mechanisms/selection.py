@@ -149,7 +149,8 @@ class ExponentialMechanism(Mechanism):
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``, ``num_candidates`` is not an integer >= 2 or ``monotonic`` is not a bool.
+        If ``epsilon`` lies outside ``[0, 500]``, ``num_candidates`` is not an integer >= 2 or ``monotonic`` is not
+        a bool.
 
     References
     ----------

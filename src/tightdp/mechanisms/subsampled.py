@@ -119,7 +119,8 @@ class PoissonSampled(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class SampledWithoutReplacement(Mechanism):
-    """A batch of ``sample_size`` distinct records out of ``dataset_size``; substitute relation (Koskela et al. 2020, Sec. 6.2).
+    """A batch of ``sample_size`` distinct records out of ``dataset_size``; substitute relation (Koskela et al.
+    2020, Sec. 6.2).
 
     The differing record is in the batch with probability ``q = sample_size / dataset_size``.
 
@@ -175,12 +176,13 @@ class SampledWithoutReplacement(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class SampledWithReplacement(Mechanism):
-    """``sample_size`` draws with replacement from ``dataset_size`` records; substitute relation (Koskela et al. 2020, Sec. 6.3).
+    """``sample_size`` draws with replacement from ``dataset_size`` records; substitute relation (Koskela et
+    al. 2020, Sec. 6.3).
 
     The differing record appears ``l ~ Binomial(sample_size, 1/dataset_size)``
     times; P and Q are the binomial mixtures of ``N(+-l, s^2)``. The weights are
     ``certified_binomial``'s upper ends (exact interval arithmetic), their
-    relative error charged as ``weight_error`` (``mechanisms.mixture._WeightError``).
+    relative error charged as ``weight_error`` (``mechanisms._mixture_losses._WeightError``).
     Components beyond the first ``L`` whose binomial tail is below
     ``_TAIL_CUT`` are not represented (``_WithReplacementLoss`` says why that is
     safe on both sides): an exact-sized upper bound on their mass is put at
