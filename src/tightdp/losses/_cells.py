@@ -4,17 +4,19 @@ cells, CDF differences on wide ones) and the placement of atoms into cells."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import special
 
+from .._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .base import difference_masses, split_errors
 
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _U = float(np.finfo(float).eps) / 2
 
 
-def _gauss_legendre_rule(n: int):
+def _gauss_legendre_rule(n: int) -> tuple[FloatArray, FloatArray, float, float]:
     """``n``-point Gauss-Legendre nodes, weights, the truncation constant ``(n!)^4 / ((2n+1) ((2n)!)^3)`` and
     ``sqrt(2n) + 0.03``, which bounds ``|He_2n(z)|^(1/2n) - |z|`` inside a cell
     (``gaussian_mixture_cell_masses``)."""
@@ -32,7 +34,7 @@ _NARROW = _GL_RULES[-1][0]  # cells narrower than this many sigma are integrated
 _ATOM_SNAP = 1e-12
 
 
-def _atom_cells(edges: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+def _atom_cells(edges: FloatArray, values: FloatArray) -> tuple[IntArray, BoolArray, float]:
     """``(cell, on_edge, moved)``: the cell ``(e_i, e_(i+1)]`` of every atom (``-1``: below the grid,
     ``>= len(edges) - 1``: above), whether it sits on that cell's upper edge, and the largest distance an
     atom was moved to put it there.
@@ -52,22 +54,24 @@ def _atom_cells(edges: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.n
     return np.where(snap, near - 1, idx), snap, float(np.max(gap[snap], initial=0.0))
 
 
-def _place_atoms(edges: np.ndarray, values, p, q, P: np.ndarray, Q: np.ndarray, apart: bool):
+def _place_atoms(
+    edges: FloatArray, values: ArrayLike, p: ArrayLike, q: ArrayLike, P: FloatArray, Q: FloatArray, apart: bool
+) -> tuple[float, float, float, tuple[FloatArray, FloatArray] | None]:
     """Add atoms (losses ``values``, P-masses ``p``, Q-masses ``q``) to the cell masses ``P, Q`` in place;
     with ``apart``, atoms on an edge go to separate per-edge arrays instead. Returns ``(below, above,
     edge_err, atoms)``: the P-mass below / above the grid, the distance moved, and ``(P_at, Q_at)``
     (per edge; ``None`` without ``apart``)."""
-    values, p, q = (np.asarray(x, float) for x in (values, p, q))
-    idx, on_edge, edge_err = _atom_cells(edges, values)
+    v, pv, qv = (np.asarray(x, float) for x in (values, p, q))
+    idx, on_edge, edge_err = _atom_cells(edges, v)
     n = P.size
     atoms = (np.zeros(n + 1), np.zeros(n + 1)) if apart else None
     below = above = 0.0
-    for i, on, pa, qa in zip(idx.tolist(), on_edge.tolist(), p.tolist(), q.tolist()):
+    for i, on, pa, qa in zip(idx.tolist(), on_edge.tolist(), pv.tolist(), qv.tolist()):
         if i < 0:
             below += pa
         elif i >= n:
             above += pa
-        elif apart and on:
+        elif atoms is not None and on:
             atoms[0][i + 1] += pa
             atoms[1][i + 1] += qa
         else:
@@ -76,11 +80,12 @@ def _place_atoms(edges: np.ndarray, values, p, q, P: np.ndarray, Q: np.ndarray, 
     return below, above, edge_err, atoms
 
 
-def _ndtr(z):
-    return special.ndtr(z)
+def _ndtr(z: ArrayLike) -> FloatArray:
+    out: FloatArray = special.ndtr(z)
+    return out
 
 
-def _laplace_interval_mass(xa, xb, loc: float, b: float) -> np.ndarray:
+def _laplace_interval_mass(xa: ArrayLike, xb: ArrayLike, loc: float, b: float) -> FloatArray:
     """Mass of ``Lap(loc, b)`` on ``(xa, xb]`` (``xa <= xb``, infinities allowed) as a sum of positive
     terms, so it is relative-accurate (a few ulp) in the tails too: no CDF differences."""
     za = (np.asarray(xa, float) - loc) / b
@@ -97,14 +102,51 @@ def _laplace_interval_mass(xa, xb, loc: float, b: float) -> np.ndarray:
 _CELL_REL = 16 * float(np.finfo(float).eps)  # relative error of the closed-form cell masses (a few ops)
 
 
-def gaussian_mixture_cell_masses(x_edges, means, weights, sigma, cdf, sf):
-    """Masses of a Gaussian mixture between consecutive ``x_edges``, with ``(rel, l1)`` error bounds
-    (``gaussian_cell_masses_and_errors``, its per-cell absolute bounds split by ``split_errors``)."""
+def gaussian_mixture_cell_masses(
+    x_edges: FloatArray,
+    means: Sequence[float] | FloatArray,
+    weights: Sequence[float] | FloatArray,
+    sigma: float,
+    cdf: FloatArray,
+    sf: FloatArray,
+) -> tuple[FloatArray, tuple[float, float]]:
+    """Masses of a Gaussian mixture between consecutive ``x_edges``, with ``(rel, l1)`` error bounds.
+
+    ``gaussian_cell_masses_and_errors``'s per-cell absolute bounds, split by ``split_errors``.
+
+    Parameters
+    ----------
+    x_edges : numpy.ndarray of float
+        Increasing output values (infinities allowed at the ends).
+    means, weights : sequence of float
+        The mixture's component means and non-negative weights.
+    sigma : float
+        The components' standard deviation, positive.
+    cdf, sf : numpy.ndarray of float
+        The mixture's CDF and survival values at ``x_edges``.
+
+    Returns
+    -------
+    tuple
+        ``(masses, (rel, l1))``.
+
+    Raises
+    ------
+    ValueError
+        If the arrays' shapes do not match (numpy's error).
+    """
     masses, err = gaussian_cell_masses_and_errors(x_edges, means, weights, sigma, cdf, sf)
     return masses, split_errors(masses, err)
 
 
-def gaussian_cell_masses_and_errors(x_edges, means, weights, sigma, cdf, sf):
+def gaussian_cell_masses_and_errors(
+    x_edges: FloatArray,
+    means: Sequence[float] | FloatArray,
+    weights: Sequence[float] | FloatArray,
+    sigma: float,
+    cdf: FloatArray,
+    sf: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
     """Masses of a Gaussian mixture between consecutive ``x_edges`` and a bound on each one's absolute error.
 
     Narrow cells (width ``w < 0.05 sigma``) use ``n``-point Gauss-Legendre quadrature
@@ -118,8 +160,29 @@ def gaussian_cell_masses_and_errors(x_edges, means, weights, sigma, cdf, sf):
     small there and half the work). Either keeps the truncation below the rounding even ten standard
     deviations out, so cell masses stay relative-accurate where delta is 1e-25. Wider cells difference
     the CDF / survival values. The nodes' own rounding, a few ``u (|x| + |a|)``, moves the density by ``|z|``
-    times that over sigma, relative (this term was missing: 2.8e-15 relative six standard deviations out,
-    where ``(K + n) u`` claimed 6.7e-16).
+    times that over sigma, relative (2.8e-15 relative six standard deviations out, where ``(K + n) u``
+    alone would give 6.7e-16).
+
+    Parameters
+    ----------
+    x_edges : numpy.ndarray of float
+        Increasing output values (infinities allowed at the ends).
+    means, weights : sequence of float
+        The mixture's component means and non-negative weights.
+    sigma : float
+        The components' standard deviation, positive.
+    cdf, sf : numpy.ndarray of float
+        The mixture's CDF and survival values at ``x_edges``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(masses, errors)``, one per cell.
+
+    Raises
+    ------
+    ValueError
+        If the arrays' shapes do not match (numpy's error).
     """
     xl, xr = x_edges[:-1], x_edges[1:]
     width = xr - xl
@@ -158,7 +221,9 @@ def gaussian_cell_masses_and_errors(x_edges, means, weights, sigma, cdf, sf):
     return masses, err
 
 
-def _gauss_legendre_integral(f, a: float, b: float, panels: int, order: int) -> float:
+def _gauss_legendre_integral(
+    f: Callable[[FloatArray], FloatArray], a: float, b: float, panels: int, order: int
+) -> float:
     """Composite Gauss-Legendre quadrature of a vectorised ``f`` on ``[a, b]``."""
     nodes, weights = np.polynomial.legendre.leggauss(order)
     edges = np.linspace(a, b, panels + 1)

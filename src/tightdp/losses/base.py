@@ -12,17 +12,37 @@ describe what ran and hand the engine their losses).
 
 from __future__ import annotations
 
+import inspect
 import math
 from abc import ABC, abstractmethod
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError, UnsupportedMechanismError
 
 __all__ = ["PrivacyLoss", "SelfDiscretisingLoss", "REL_CAP", "split_errors", "difference_masses"]
 
 _U = float(np.finfo(float).eps) / 2  # unit round-off
+
+
+def _inherit_docstrings(cls: type) -> None:
+    """Give each public method and property that ``cls`` overrides without a docstring the docstring of the
+    nearest base class that documents it: an override implements the contract its base documents (the same
+    parameters, returns and errors), which is what its reader and ``help()`` should see."""
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        target = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+        if not (inspect.isfunction(target) or isinstance(target, property)) or target.__doc__:
+            continue
+        for base in cls.__mro__[1:]:
+            doc = getattr(base.__dict__.get(name), "__doc__", None)
+            if doc:
+                target.__doc__ = doc
+                break
 
 
 class PrivacyLoss(ABC):
@@ -41,39 +61,131 @@ class PrivacyLoss(ABC):
     #: bounds may count only a true atom, and drop the other (``tightdp.pld``)
     infinity_is_exact: ClassVar[bool] = True
 
-    @abstractmethod
-    def cdf(self, s: np.ndarray) -> np.ndarray:
-        """``P(Y <= s)`` over the finite part (so ``cdf(+inf) = 1 - infinity_mass``)."""
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
 
     @abstractmethod
-    def sf(self, s: np.ndarray) -> np.ndarray:
-        """``P(s < Y < +inf)``: accurate (no cancellation) deep in the upper tail."""
+    def cdf(self, s: ArrayLike) -> FloatArray:
+        """The CDF ``P(Y <= s)`` of the finite part (so ``cdf(+inf) = 1 - infinity_mass``).
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values, any real (infinities allowed).
+
+        Returns
+        -------
+        numpy.ndarray of float
+            ``P(Y <= s)`` elementwise, in ``[0, 1]``.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss has no closed-form CDF (``SelfDiscretisingLoss``).
+        """
+
+    @abstractmethod
+    def sf(self, s: ArrayLike) -> FloatArray:
+        """The survival function ``P(s < Y < +inf)``, accurate (no cancellation) deep in the upper tail.
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values, any real (infinities allowed).
+
+        Returns
+        -------
+        numpy.ndarray of float
+            ``P(s < Y < +inf)`` elementwise, in ``[0, 1]``.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss has no closed-form CDF (``SelfDiscretisingLoss``).
+        """
 
     @abstractmethod
     def partial_mean(self, a: float, b: float) -> tuple[float, float]:
-        """``E[Y 1{a < Y <= b}]`` and a bound on its absolute numerical error."""
+        """The partial first moment ``E[Y 1{a < Y <= b}]`` and a bound on its absolute numerical error.
+
+        It feeds the mean-preserving discretisation of Gopi et al. 2021, Alg. 2.
+
+        Parameters
+        ----------
+        a, b : float
+            The ends of the loss interval ``(a, b]``, ``a <= b`` (infinities allowed).
+
+        Returns
+        -------
+        tuple of float
+            ``(value, error)``: the moment and a bound on ``|computed - exact|``.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss has no closed-form CDF (``SelfDiscretisingLoss``).
+        """
 
     def support(self) -> tuple[float, float]:
-        """Closed hull of the finite part's support (may be infinite)."""
+        """The closed hull ``(lo, hi)`` of the finite part's support (either end may be infinite).
+
+        Returns
+        -------
+        tuple of float
+            ``(lo, hi)`` with ``lo <= hi``.
+        """
         return (-math.inf, math.inf)
 
     # ------------------------------------------------------------------ helpers
-    def cdf_sf(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """CDF and survival function at ``edges``, plus the largest distance by
-        which the realised cell edges may differ from the requested ones (non-zero
-        only for losses whose inverse is computed numerically)."""
-        edges = np.asarray(edges, dtype=float)
-        return self.cdf(edges), self.sf(edges), 0.0
+    def cdf_sf(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, float]:
+        """CDF and survival function at ``edges`` and the largest distance of the realised cell edges from them.
 
-    def cell_masses(self, edges: np.ndarray) -> tuple[float, float, np.ndarray, float, float]:
-        """``(P(Y <= e_0), P(e_last < Y < inf), masses, (rel, l1), edge_error)`` for the cells between ``edges``.
+        The distance is non-zero only for losses whose inverse is computed numerically.
 
-        The computed masses are within a factor ``1 +- rel`` of the exact ones,
-        except on cells whose total absolute error is at most ``l1`` (see
-        ``split_errors``); each CDF / survival value is taken to be correct to
-        ``8u`` relative. Relative errors compose multiplicatively, so they stay
-        harmless even for tiny deltas. Subclasses with a density integrate narrow
-        cells instead of differencing (no cancellation).
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values.
+
+        Returns
+        -------
+        tuple
+            ``(cdf, sf, edge_error)``: two arrays shaped as ``edges`` and a non-negative float.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss has no closed-form CDF (``SelfDiscretisingLoss``).
+        """
+        e = np.asarray(edges, dtype=float)
+        return self.cdf(e), self.sf(e), 0.0
+
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
+        """P-masses of the loss cells ``(e_i, e_(i+1)]`` between ``edges``, with certified error bounds.
+
+        The computed masses are within a factor ``1 +- rel`` of the exact ones, except on cells whose total
+        absolute error is at most ``l1`` (see ``split_errors``); each CDF / survival value is taken to be
+        correct to ``8u`` relative. Relative errors compose multiplicatively, so they stay harmless even for
+        tiny deltas. Subclasses with a density integrate narrow cells instead of differencing (no
+        cancellation).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(below, above, masses, (rel, l1), edge_error)``: ``P(Y <= e_0)``, ``P(e_last < Y < inf)``, the
+            ``len(edges) - 1`` cell masses, their relative and l1 error bounds, and the largest distance of a
+            realised edge (or an atom placed on an edge) from its loss value.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss has no closed-form CDF (``SelfDiscretisingLoss``).
         """
         cdf, sf, edge_err = self.cdf_sf(edges)
         masses, err = difference_masses(cdf, sf)
@@ -81,9 +193,16 @@ class PrivacyLoss(ABC):
         return float(cdf[0]), float(sf[-1]), masses, (rel, l1), edge_err
 
     def lattice_atoms(self) -> tuple[float, ...]:
-        """The losses of this loss's atoms (finite losses with positive probability), which the dominance
-        grids try to place on grid points (``tightdp.pld.dominance``): pure DP's and randomized response's
-        outcomes, Laplace's ``+-r``, subsampled Laplace's support ends. None by default."""
+        """The losses of this loss's atoms (finite losses with positive probability).
+
+        The dominance grids try to place them on grid points (``tightdp.pld.dominance``): pure DP's and
+        randomized response's outcomes, Laplace's ``+-r``, subsampled Laplace's support ends.
+
+        Returns
+        -------
+        tuple of float
+            The atoms' losses; empty (the default) for a loss without atoms or none worth aligning.
+        """
         return ()
 
     # -------------------------------------------- Q's side (for the dominance constructions)
@@ -91,30 +210,109 @@ class PrivacyLoss(ABC):
     #: connect-the-dots and merge-to-the-grid constructions (``tightdp.pld.dominance``) need
     has_q_side: ClassVar[bool] = False
 
-    def q_cdf(self, s: np.ndarray) -> np.ndarray:
+    def q_cdf(self, s: ArrayLike) -> FloatArray:
         """``Q(Y <= s)`` over outputs with finite loss (``Y`` the loss ``log dP/dQ`` at Q's output).
-        Only losses with ``has_q_side`` give it; the others refuse."""
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values, any real.
+
+        Returns
+        -------
+        numpy.ndarray of float
+            ``Q(Y <= s)`` elementwise.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss does not describe Q's side (``has_q_side`` false).
+        """
         raise UnsupportedMechanismError(f"{type(self).__name__} does not describe Q's side in loss space")
 
-    def q_sf(self, s: np.ndarray) -> np.ndarray:
-        """``Q(s < Y < +inf)``, accurate deep in the tail (``has_q_side`` losses only)."""
+    def q_sf(self, s: ArrayLike) -> FloatArray:
+        """``Q(s < Y < +inf)``, accurate deep in the tail.
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values, any real.
+
+        Returns
+        -------
+        numpy.ndarray of float
+            ``Q(s < Y < +inf)`` elementwise.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss does not describe Q's side (``has_q_side`` false).
+        """
         raise UnsupportedMechanismError(f"{type(self).__name__} does not describe Q's side in loss space")
 
-    def q_cell_masses(self, edges: np.ndarray) -> tuple[np.ndarray, tuple[float, float]]:
-        """Q-masses of the loss cells between ``edges`` and their ``(rel, l1)`` errors (as ``cell_masses``)."""
-        edges = np.asarray(edges, dtype=float)
-        masses, err = difference_masses(self.q_cdf(edges), self.q_sf(edges))
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
+        """Q-masses of the loss cells between ``edges`` and their ``(rel, l1)`` error bounds (as ``cell_masses``).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(masses, (rel, l1))``.
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the loss does not describe Q's side (``has_q_side`` false).
+        """
+        e = np.asarray(edges, dtype=float)
+        masses, err = difference_masses(self.q_cdf(e), self.q_sf(e))
         return masses, split_errors(masses, err)
 
     def lower_quantile(self, mass: float) -> float:
-        """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient)."""
+        """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient).
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``a`` (the support's lower end when that is finite).
+
+        Raises
+        ------
+        PrecisionError
+            If the tail cannot be located in double precision.
+        """
         lo, hi = self.support()
         if math.isfinite(lo):  # nothing lies below the support
             return lo
         return _bisect_tail(lambda s: float(self.cdf(np.array([s]))[0]) <= mass, lo, hi, lower=True)
 
     def upper_quantile(self, mass: float) -> float:
-        """A point ``b`` with ``P(b < Y < inf) <= mass`` (as small as convenient)."""
+        """A point ``b`` with ``P(b < Y < inf) <= mass`` (as small as convenient).
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``b`` (the support's upper end when that is finite).
+
+        Raises
+        ------
+        PrecisionError
+            If the tail cannot be located in double precision.
+        """
         lo, hi = self.support()
         if math.isfinite(hi):  # nothing lies above the support
             return hi
@@ -133,18 +331,18 @@ class SelfDiscretisingLoss(PrivacyLoss):
     #: what to use instead, for the refusal message
     how_to: ClassVar[str] = "the connect-dots accountant"
 
-    def _refuse(self):
+    def _refuse(self) -> NoReturn:
         raise UnsupportedMechanismError(
             f"{type(self).__name__} has no closed-form privacy-loss CDF; account it with {self.how_to}"
         )
 
-    def cdf(self, s):
+    def cdf(self, s: ArrayLike) -> FloatArray:
         self._refuse()
 
-    def sf(self, s):
+    def sf(self, s: ArrayLike) -> FloatArray:
         self._refuse()
 
-    def partial_mean(self, a, b):
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         self._refuse()
 
 
@@ -152,30 +350,68 @@ class SelfDiscretisingLoss(PrivacyLoss):
 REL_CAP = 1e-12
 
 
-def split_errors(masses: np.ndarray, abs_err: np.ndarray) -> tuple[float, float]:
-    """Turn per-cell absolute error bounds into ``(rel, l1)``: a relative error ``rel <= REL_CAP``
-    that holds for every cell, plus the l1 error of the cells where it does not."""
+def split_errors(masses: ArrayLike, abs_err: ArrayLike) -> tuple[float, float]:
+    """Turn per-cell absolute error bounds into ``(rel, l1)``.
+
+    A relative error ``rel <= REL_CAP`` that holds for every cell, plus the l1 error of the cells where it
+    does not (counted twice, on the safe side).
+
+    Parameters
+    ----------
+    masses : array_like of float
+        Non-negative cell masses.
+    abs_err : array_like of float
+        A bound on each cell mass's absolute error, same shape.
+
+    Returns
+    -------
+    tuple of float
+        ``(rel, l1)``.
+
+    Raises
+    ------
+    ValueError
+        If the arrays' shapes do not broadcast (numpy's error).
+    """
+    m, e = np.asarray(masses, dtype=float), np.asarray(abs_err, dtype=float)  # (float64 arrays: not copied)
     with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.where(masses > 0, abs_err / masses, np.inf)
+        r = np.where(m > 0, e / m, np.inf)
     ok = r <= REL_CAP
     rel = float(np.max(r[ok])) if np.any(ok) else 0.0
-    l1 = float(np.sum(abs_err[~ok] * 2.0))  # |computed - exact| <= abs_err (+ the same again, safe side)
+    l1 = float(np.sum(e[~ok] * 2.0))  # |computed - exact| <= abs_err (+ the same again, safe side)
     return rel, l1
 
 
-def difference_masses(cdf: np.ndarray, sf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Cell masses from CDF values (below the median) or survival values (above), and a bound on
-    each cell's absolute error when every value is correct to ``8u`` relative (``u``: unit round-off)."""
+def difference_masses(cdf: FloatArray, sf: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Cell masses from CDF values (below the median) or survival values (above), with absolute error bounds.
+
+    Every value is taken to be correct to ``8u`` relative (``u``: unit round-off).
+
+    Parameters
+    ----------
+    cdf, sf : numpy.ndarray of float
+        CDF and survival values at the same increasing edges.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(masses, errors)``, one per cell (``len(cdf) - 1``).
+
+    Raises
+    ------
+    ValueError
+        If the arrays' shapes differ (numpy's error).
+    """
     use_cdf = cdf[1:] <= 0.5
     masses = np.maximum(np.where(use_cdf, cdf[1:] - cdf[:-1], sf[:-1] - sf[1:]), 0.0)
     scale = np.where(use_cdf, cdf[1:] + cdf[:-1], sf[:-1] + sf[1:])
     return masses, 8 * _U * scale + _U * masses
 
 
-def _bisect_tail(ok, lo: float, hi: float, *, lower: bool) -> float:
+def _bisect_tail(ok: Callable[[float], bool], lo: float, hi: float, *, lower: bool) -> float:
     """Find a point where the monotone predicate ``ok`` holds, close to where it starts to."""
     # bracket: start near 0 and expand geometrically towards the tail
-    good = None
+    good: float | None = None
     step = 1.0
     x = 0.0 if not (math.isfinite(lo) and lo > 0) else lo
     if math.isfinite(hi) and x > hi:

@@ -8,6 +8,7 @@ from functools import cached_property
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from ._cells import _U, _place_atoms
 from .base import PrivacyLoss
 
@@ -16,56 +17,80 @@ __all__ = ["DiscreteLoss"]
 
 @dataclass(frozen=True)
 class DiscreteLoss(PrivacyLoss):
-    """Finitely many atoms ``values`` with probabilities ``probs`` plus ``infinity_mass``."""
+    """A privacy loss with finitely many atoms ``values`` (probabilities ``probs``) plus an atom at ``+inf``.
+
+    Pure DP, approximate DP, randomized response and the discrete noises use it; the Q-mass of an atom of
+    loss ``v`` is its P-mass times ``e^-v``.
+
+    Parameters
+    ----------
+    values : tuple of float
+        The finite losses of the atoms (any order).
+    probs : tuple of float
+        Their P-masses, non-negative, one per value.
+    infinity_mass : float, default 0.0
+        The P-mass at loss ``+inf`` (outputs Q cannot produce), in ``[0, 1]``.
+
+    Raises
+    ------
+    TypeError
+        If ``values`` or ``probs`` is missing.
+    """
 
     values: tuple[float, ...]
     probs: tuple[float, ...]
     infinity_mass: float = 0.0
 
     @cached_property
-    def _arrays(self):
+    def _arrays(self) -> tuple[FloatArray, FloatArray]:
         v = np.asarray(self.values, float)
         p = np.asarray(self.probs, float)
         order = np.argsort(v)
         return v[order], p[order]
 
-    def cdf(self, s):
+    def cdf(self, s: ArrayLike) -> FloatArray:
         v, p = self._arrays
         c = np.concatenate([[0.0], np.cumsum(p)])
-        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        out: FloatArray = c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        return out
 
-    def sf(self, s):
+    def sf(self, s: ArrayLike) -> FloatArray:
         v, p = self._arrays
         c = np.concatenate([np.cumsum(p[::-1])[::-1], [0.0]])
-        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        out: FloatArray = c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        return out
 
-    def partial_mean(self, a, b):
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         v, p = self._arrays
         m = (v > a) & (v <= b)
         return float(np.sum(v[m] * p[m])), 1e-16 * float(np.sum(np.abs(v * p)))
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         v, _ = self._arrays
         return float(v[0]), float(v[-1])
 
     has_q_side = True
 
     @cached_property
-    def _q_atoms(self):
+    def _q_atoms(self) -> tuple[FloatArray, FloatArray]:
         v, p = self._arrays
         return v, p * np.exp(-v)  # Q-mass of an atom of loss v: P-mass times e^-v
 
-    def q_cdf(self, s):
+    def q_cdf(self, s: ArrayLike) -> FloatArray:
         v, q = self._q_atoms
         c = np.concatenate([[0.0], np.cumsum(q)])
-        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        out: FloatArray = c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        return out
 
-    def q_sf(self, s):
+    def q_sf(self, s: ArrayLike) -> FloatArray:
         v, q = self._q_atoms
         c = np.concatenate([np.cumsum(q[::-1])[::-1], [0.0]])
-        return c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        out: FloatArray = c[np.searchsorted(v, np.asarray(s, float), side="right")]
+        return out
 
-    def _cells_pq(self, edges, apart: bool = False):
+    def _cells_pq(
+        self, edges: ArrayLike, apart: bool = False
+    ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
         """Cell masses straight from the atoms (cell ``i`` is ``(e_i, e_(i+1)]``): empty cells are exactly
         0 and a cell's mass is a sum of at most ``len(values)`` atoms, so the relative error is
         ``len(values) u`` and there is no absolute error term at all. Atoms on an edge up to rounding go to
@@ -78,20 +103,40 @@ class DiscreteLoss(PrivacyLoss):
         below, above, edge_err, atoms = _place_atoms(e, v, p, q, P, Q, apart)
         return below, above, P, Q, edge_err, atoms
 
-    def cell_masses(self, edges):
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         below, above, P, _, edge_err, _ = self._cells_pq(edges)
         return below, above, P, ((len(self.values) + 2) * _U, 0.0), edge_err
 
-    def q_cell_masses(self, edges):
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
         return self._cells_pq(edges)[3], ((len(self.values) + 2) * _U, 0.0)
 
-    def edge_atoms(self, edges):
-        """``(P, Q, P_at, Q_at, moved)``: the cell masses without the atoms that sit on an edge, those atoms'
-        masses per edge (for the merge-to-the-grid construction, which keeps them where they are), and the
-        largest distance an atom was moved onto its edge."""
-        _, _, P, Q, moved, (pa, qa) = self._cells_pq(edges, apart=True)
+    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+        """Cell masses without the atoms that sit on an edge, and those atoms per edge.
+
+        The merge-to-the-grid construction keeps on-edge atoms where they are (``tightdp.pld.dominance``).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(P, Q, P_at, Q_at, moved)``: the cells' P- and Q-masses without the atoms on an edge, those
+            atoms' masses per edge (``len(edges)`` each), and the largest distance an atom was moved onto
+            its edge.
+
+        Raises
+        ------
+        ValueError
+            If ``edges`` is not one-dimensional (numpy's error).
+        """
+        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
+        assert atoms is not None  # apart=True fills them
+        pa, qa = atoms
         return P, Q, pa, qa, moved
 
-    def lattice_atoms(self):
+    def lattice_atoms(self) -> tuple[float, ...]:
         v, p = self._arrays
         return tuple(float(x) for x in v[(p > 0) & np.isfinite(v)])

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from ._cells import _SQRT2PI, _ndtr, gaussian_mixture_cell_masses
 from .base import PrivacyLoss
 
@@ -16,29 +17,48 @@ __all__ = ["GaussianLoss"]
 
 @dataclass(frozen=True)
 class GaussianLoss(PrivacyLoss):
-    """PRV of the Gaussian mechanism with ``mu = sensitivity / sigma``: ``N(mu^2/2, mu^2)``."""
+    """The privacy loss of the Gaussian mechanism, ``Y ~ N(mu^2/2, mu^2)`` (the mu-GDP curve).
+
+    Parameters
+    ----------
+    mu : float
+        ``sensitivity / sigma``, positive (the caller validates it; ``Gaussian`` does).
+
+    Raises
+    ------
+    TypeError
+        If ``mu`` is missing.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, "Gaussian differential privacy", Def. 2.6; Gopi et al. 2021, eq. (10).
+    """
 
     mu: float
 
     @property
     def mean(self) -> float:
+        """The loss's mean ``mu^2 / 2``."""
         return 0.5 * self.mu * self.mu
 
-    def cdf(self, s):
+    def cdf(self, s: ArrayLike) -> FloatArray:
         return _ndtr((np.asarray(s, float) - self.mean) / self.mu)
 
-    def sf(self, s):
+    def sf(self, s: ArrayLike) -> FloatArray:
         return _ndtr((self.mean - np.asarray(s, float)) / self.mu)
 
-    def cell_masses(self, edges):
-        edges = np.asarray(edges, float)
-        cdf, sf = self.cdf(edges), self.sf(edges)
-        masses, errs = gaussian_mixture_cell_masses(edges, (self.mean,), (1.0,), self.mu, cdf, sf)
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
+        e = np.asarray(edges, float)
+        cdf, sf = self.cdf(e), self.sf(e)
+        masses, errs = gaussian_mixture_cell_masses(e, (self.mean,), (1.0,), self.mu, cdf, sf)
         return float(cdf[0]), float(sf[-1]), masses, errs, 0.0
 
-    def partial_mean(self, a, b):
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         za, zb = (a - self.mean) / self.mu, (b - self.mean) / self.mu
         mass = float(_ndtr(zb) - _ndtr(za)) if za < 0 else float(_ndtr(-za) - _ndtr(-zb))
-        dens = lambda z: 0.0 if math.isinf(z) else math.exp(-0.5 * z * z) / _SQRT2PI
-        val = self.mean * mass + self.mu * (dens(za) - dens(zb))
+        val = self.mean * mass + self.mu * (_density(za) - _density(zb))
         return val, 1e-15 * (abs(self.mean) + self.mu + abs(val))
+
+
+def _density(z: float) -> float:
+    return 0.0 if math.isinf(z) else math.exp(-0.5 * z * z) / _SQRT2PI

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import special
 
 from .._numerics import logsumexp
+from .._types import ArrayLike, FloatArray
 from ._cells import _SQRT2PI, _gauss_legendre_integral, _ndtr, gaussian_mixture_cell_masses
 from .base import PrivacyLoss
 from .gaussian import GaussianLoss
@@ -27,11 +28,31 @@ __all__ = ["GaussianMixtureLoss", "poisson_gaussian_loss", "without_replacement_
 
 @dataclass(frozen=True)
 class GaussianMixtureLoss(PrivacyLoss):
-    """PRV of ``P = sum w_i N(a_i, sigma^2)`` against ``Q = sum v_j N(b_j, sigma^2)``.
+    """The privacy loss of ``P = sum w_i N(a_i, sigma^2)`` against ``Q = sum v_j N(b_j, sigma^2)``.
 
     Requires ``min(a) >= max(b)``; then the loss ``L(x) = log p(x) - log q(x)``
     is non-decreasing (its derivative is ``(E_post_P[a] - E_post_Q[b]) / sigma^2``),
     so ``P(Y <= s) = P(X <= L^{-1}(s))``.
+
+    Parameters
+    ----------
+    p_means, p_weights : tuple of float
+        P's component means and weights (non-negative, summing to at most 1).
+    q_means, q_weights : tuple of float
+        Q's component means and weights.
+    sigma : float
+        The common standard deviation, positive.
+    infinity_mass : float, default 0.0
+        P-mass of outputs treated as fully revealing (safe side), in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        If ``min(p_means) < max(q_means)`` (the loss would not be monotone).
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.1-6.3 (subsampled Gaussians); Ganesh 2024, Thm 3.1, 3.3 (group privacy).
     """
 
     p_means: tuple[float, ...]
@@ -42,13 +63,13 @@ class GaussianMixtureLoss(PrivacyLoss):
     infinity_mass: float = 0.0  # P-mass of outputs treated as fully revealing (safe side)
     infinity_is_exact = False  # same-variance components have finite losses: the mass above is a device
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if min(self.p_means) < max(self.q_means) - 1e-12:
             raise ValueError("GaussianMixtureLoss needs min(p_means) >= max(q_means)")
 
     # -- the loss in output space ------------------------------------------
     @cached_property
-    def _par(self):
+    def _par(self) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray]:
         a = np.asarray(self.p_means, float)
         w = np.asarray(self.p_weights, float)
         b = np.asarray(self.q_means, float)
@@ -56,21 +77,38 @@ class GaussianMixtureLoss(PrivacyLoss):
         keep_p, keep_q = w > 0, v > 0
         return a[keep_p], np.log(w[keep_p]), b[keep_q], np.log(v[keep_q]), w[keep_p]
 
-    def loss(self, x):
-        """``L(x) = log p(x) - log q(x)`` (stable for large ``|x|``)."""
-        a, lw, b, lv, _ = self._par
-        x = np.asarray(x, float)[..., None]
-        s2 = self.sigma**2
-        lp = logsumexp(lw + (2 * a * x - a * a) / (2 * s2), axis=-1)
-        lq = logsumexp(lv + (2 * b * x - b * b) / (2 * s2), axis=-1)
-        return lp - lq
+    def loss(self, x: ArrayLike) -> FloatArray:
+        """The privacy loss ``L(x) = log p(x) - log q(x)`` at outputs ``x`` (stable for large ``|x|``).
 
-    def _loss_and_slope(self, x):
+        Parameters
+        ----------
+        x : array_like of float
+            Outputs, any real.
+
+        Returns
+        -------
+        numpy.ndarray of float
+            ``L(x)`` elementwise, non-decreasing in ``x``.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` cannot be read as floats (numpy's error).
+        """
         a, lw, b, lv, _ = self._par
-        x = np.asarray(x, float)[..., None]
+        xx = np.asarray(x, float)[..., None]
         s2 = self.sigma**2
-        ep = lw + (2 * a * x - a * a) / (2 * s2)
-        eq = lv + (2 * b * x - b * b) / (2 * s2)
+        lp = logsumexp(lw + (2 * a * xx - a * a) / (2 * s2), axis=-1)
+        lq = logsumexp(lv + (2 * b * xx - b * b) / (2 * s2), axis=-1)
+        out: FloatArray = lp - lq
+        return out
+
+    def _loss_and_slope(self, x: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        a, lw, b, lv, _ = self._par
+        xx = np.asarray(x, float)[..., None]
+        s2 = self.sigma**2
+        ep = lw + (2 * a * xx - a * a) / (2 * s2)
+        eq = lv + (2 * b * xx - b * b) / (2 * s2)
         lp = logsumexp(ep, axis=-1)
         lq = logsumexp(eq, axis=-1)
         post_a = np.sum(np.exp(ep - lp[..., None]) * a, axis=-1)
@@ -78,28 +116,47 @@ class GaussianMixtureLoss(PrivacyLoss):
         return lp - lq, (post_a - post_b) / s2
 
     @cached_property
-    def _limits(self):
+    def _limits(self) -> tuple[float, float]:
         """Limits of L at -inf and +inf (the support of the finite part). (Plain floats: a few components,
         where numpy's per-call overhead was a tenth of a millisecond of every small composition.)"""
         a, lw, b, lv, _ = (arr.tolist() for arr in self._par)
-        near = lambda v, x: abs(v - x) <= 1e-8 + 1e-5 * abs(x)  # np.isclose's tolerances
 
-        def lse(vals):
+        def near(v: float, x: float) -> bool:
+            return abs(v - x) <= 1e-8 + 1e-5 * abs(x)  # np.isclose's tolerances
+
+        def lse(vals: list[float]) -> float:
             m = max(vals)
             return m + math.log(math.fsum(math.exp(t - m) for t in vals))
 
-        def end(ea, eb):  # equal extreme means: L -> log(w / v) of those components
+        def end(ea: float, eb: float) -> float:  # equal extreme means: L -> log(w / v) of those components
             return lse([l for m, l in zip(a, lw) if near(m, ea)]) - lse([l for m, l in zip(b, lv) if near(m, eb)])
 
         lo = -math.inf if min(a) > min(b) + 1e-12 else end(min(a), min(b))
         hi = math.inf if max(a) > max(b) + 1e-12 else end(max(a), max(b))
         return float(lo), float(hi)
 
-    def support(self):
+    def support(self) -> tuple[float, float]:
         return self._limits
 
     def upper_quantile(self, mass: float) -> float:
-        """``s`` with ``P(s < Y < inf) <= mass``: each of the K components of P gets ``mass / K``."""
+        """A loss ``s`` with ``P(s < Y < inf) <= mass``: each of the ``K`` components of P gets ``mass / K``.
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``s`` (the support's upper end when that is finite).
+
+        Raises
+        ------
+        ValueError
+            Not raised for a ``mass`` in ``(0, 1)``; ``mass`` is the engine's to choose (a mass of 0 gives an
+            infinite point).
+        """
         _lo, hi = self._limits
         if math.isfinite(hi):
             return hi
@@ -110,7 +167,24 @@ class GaussianMixtureLoss(PrivacyLoss):
         return float(self.loss(np.array([x]))[0])
 
     def lower_quantile(self, mass: float) -> float:
-        """``s`` with ``P(Y <= s) <= mass``: each of the K components of P gets ``mass / K``."""
+        """A loss ``s`` with ``P(Y <= s) <= mass``: each of the ``K`` components of P gets ``mass / K``.
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            The point ``s`` (the support's lower end when that is finite).
+
+        Raises
+        ------
+        ValueError
+            Not raised for a ``mass`` in ``(0, 1)``; ``mass`` is the engine's to choose (a mass of 0 gives an
+            infinite point).
+        """
         lo, _hi = self._limits
         if math.isfinite(lo):
             return lo
@@ -120,7 +194,7 @@ class GaussianMixtureLoss(PrivacyLoss):
         return float(self.loss(np.array([x]))[0])
 
     @cached_property
-    def _table(self):
+    def _table(self) -> tuple[FloatArray, FloatArray]:
         """A dense monotone table (x, L(x)) used as the starting point of Newton's method."""
         a, _, b, _, _ = self._par
         lo_x = min(a.min(), b.min()) - 40 * self.sigma
@@ -129,8 +203,24 @@ class GaussianMixtureLoss(PrivacyLoss):
         ls = np.maximum.accumulate(self.loss(xs))
         return xs, ls
 
-    def inverse(self, s):
-        """``x`` with ``L(x) = s`` for ``s`` inside the support (vectorised Newton)."""
+    def inverse(self, s: ArrayLike) -> FloatArray:
+        """The outputs ``x`` with ``L(x) = s`` for ``s`` inside the support (vectorised Newton).
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values inside ``support()``.
+
+        Returns
+        -------
+        numpy.ndarray of float
+            The outputs; ``outputs_at`` reports how far ``L(x)`` lies from ``s``.
+
+        Raises
+        ------
+        ValueError
+            If ``s`` cannot be read as floats (numpy's error).
+        """
         s = np.asarray(s, float)
         xs, ls = self._table
         x = np.interp(s, ls, xs)
@@ -150,14 +240,32 @@ class GaussianMixtureLoss(PrivacyLoss):
                 break
         return x
 
-    def _cdf_sf_at_x(self, x):
+    def _cdf_sf_at_x(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         a, _, _, _, w = self._par
         z = (x[..., None] - a) / self.sigma
         return np.sum(w * _ndtr(z), axis=-1), np.sum(w * _ndtr(-z), axis=-1)
 
-    def outputs_at(self, s) -> tuple[np.ndarray, float]:
-        """The outputs ``x`` with ``L(x) = s`` (``-inf`` / ``+inf`` below / above the support) and the
-        largest ``|L(x) - s|`` actually realised (the inversion is numerical for general mixtures)."""
+    def outputs_at(self, s: ArrayLike) -> tuple[FloatArray, float]:
+        """The outputs ``x`` with ``L(x) = s`` and the largest ``|L(x) - s|`` actually realised.
+
+        Outputs are ``-inf`` / ``+inf`` below / above the support; the inversion is numerical for general
+        mixtures, so the realised error is measured and handed to the engine.
+
+        Parameters
+        ----------
+        s : array_like of float
+            Loss values.
+
+        Returns
+        -------
+        tuple
+            ``(x, error)``: the outputs (shaped as ``s``) and a non-negative float.
+
+        Raises
+        ------
+        ValueError
+            If ``s`` cannot be read as floats (numpy's error).
+        """
         s = np.asarray(s, float)
         lo, hi = self._limits
         inside = (s > lo) & (s < hi)
@@ -172,7 +280,7 @@ class GaussianMixtureLoss(PrivacyLoss):
                 err = float(np.max(np.abs(realised[finite] - s[inside][finite])))
         return x, err
 
-    def _cdf_sf_outputs(self, edges):
+    def _cdf_sf_outputs(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, float, FloatArray]:
         s = np.asarray(edges, float)
         x, err = self.outputs_at(s)
         c, sf = self._cdf_sf_at_x(np.where(np.isfinite(x), x, 0.0))
@@ -182,28 +290,29 @@ class GaussianMixtureLoss(PrivacyLoss):
         sf = np.where(s <= lo, total, np.where(s >= hi, 0.0, sf))
         return c, sf, err, x
 
-    def cdf_sf(self, edges):
-        return self._cdf_sf_outputs(edges)[:3]
+    def cdf_sf(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, float]:
+        c, sf, err, _ = self._cdf_sf_outputs(edges)
+        return c, sf, err
 
-    def cell_masses(self, edges):
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         c, sf, err, x = self._cdf_sf_outputs(edges)
         a, _, _, _, w = self._par
         masses, errs = gaussian_mixture_cell_masses(x, a, w, self.sigma, c, sf)
         return float(c[0]), float(sf[-1]), masses, errs, err
 
-    def cdf(self, s):
+    def cdf(self, s: ArrayLike) -> FloatArray:
         return self.cdf_sf(np.atleast_1d(s))[0].reshape(np.shape(s))
 
-    def sf(self, s):
+    def sf(self, s: ArrayLike) -> FloatArray:
         return self.cdf_sf(np.atleast_1d(s))[1].reshape(np.shape(s))
 
-    def partial_mean(self, a_s, b_s):
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         lo, hi = self._limits
-        a_s, b_s = max(a_s, lo), min(b_s, hi)
-        if b_s <= a_s:
+        a, b = max(a, lo), min(b, hi)
+        if b <= a:
             return 0.0, 0.0
-        xa = -math.inf if a_s <= lo else float(self.inverse(np.array([a_s]))[0])
-        xb = math.inf if b_s >= hi else float(self.inverse(np.array([b_s]))[0])
+        xa = -math.inf if a <= lo else float(self.inverse(np.array([a]))[0])
+        xb = math.inf if b >= hi else float(self.inverse(np.array([b]))[0])
         means, _, _, _, w = self._par
         total, err = 0.0, 0.0
         sig = self.sigma
@@ -211,7 +320,11 @@ class GaussianMixtureLoss(PrivacyLoss):
             lo_x, hi_x = max(xa, m - 40 * sig), min(xb, m + 40 * sig)
             if hi_x <= lo_x:
                 continue
-            f = lambda x, m=m: self.loss(x) * np.exp(-0.5 * ((x - m) / sig) ** 2) / (sig * _SQRT2PI)
+
+            def f(x: FloatArray, m: float = float(m)) -> FloatArray:
+                out: FloatArray = self.loss(x) * np.exp(-0.5 * ((x - m) / sig) ** 2) / (sig * _SQRT2PI)
+                return out
+
             v1 = _gauss_legendre_integral(f, lo_x, hi_x, 96, 16)
             v2 = _gauss_legendre_integral(f, lo_x, hi_x, 96, 32)
             total += wi * v2
@@ -221,48 +334,58 @@ class GaussianMixtureLoss(PrivacyLoss):
 
 
 class _PoissonRemoveLoss(GaussianMixtureLoss):
-    """001 Sec. 6.1: L(x) = log(q exp((2x - 1)/(2 s^2)) + 1 - q), closed-form inverse."""
+    """Koskela et al. 2020, Sec. 6.1: L(x) = log(q exp((2x - 1)/(2 s^2)) + 1 - q), closed-form inverse."""
 
-    def loss(self, x):
+    def loss(self, x: ArrayLike) -> FloatArray:
         q = self.p_weights[0]
         with np.errstate(divide="ignore", over="ignore"):  # sigma ~ 1e-160: +-inf, refused as out of range
             return np.logaddexp(math.log1p(-q), math.log(q) + (2 * np.asarray(x, float) - 1) / (2 * self.sigma**2))
 
-    def inverse(self, s):
+    def inverse(self, s: ArrayLike) -> FloatArray:
         q = self.p_weights[0]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
             # e^s - (1 - q) = (1 - q) expm1(s - log(1 - q)): no cancellation near the support's lower end
-            return self.sigma**2 * (math.log1p(-q) + np.log(np.expm1(s - math.log1p(-q))) - math.log(q)) + 0.5
+            out: FloatArray = (
+                self.sigma**2 * (math.log1p(-q) + np.log(np.expm1(s - math.log1p(-q))) - math.log(q)) + 0.5
+            )
+        return out
 
 
 class _PoissonAddLoss(GaussianMixtureLoss):
     """The add direction, reflected so that the loss increases: P = N(0), Q = q N(-1) + (1-q) N(0)."""
 
-    def loss(self, x):
+    def loss(self, x: ArrayLike) -> FloatArray:
         q = self.q_weights[1]
         with np.errstate(divide="ignore", over="ignore"):  # as above
-            return -np.logaddexp(math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma**2))
+            out: FloatArray = -np.logaddexp(
+                math.log1p(-q), math.log(q) + (-2 * np.asarray(x, float) - 1) / (2 * self.sigma**2)
+            )
+        return out
 
-    def inverse(self, s):
+    def inverse(self, s: ArrayLike) -> FloatArray:
         q = self.q_weights[1]
         s = np.asarray(s, float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return -(self.sigma**2) * (math.log1p(-q) + np.log(np.expm1(-s - math.log1p(-q))) - math.log(q)) - 0.5
+            out: FloatArray = (
+                -(self.sigma**2) * (math.log1p(-q) + np.log(np.expm1(-s - math.log1p(-q))) - math.log(q)) - 0.5
+            )
+        return out
 
 
 class _WithoutReplacementLoss(GaussianMixtureLoss):
-    """001 Sec. 6.2, closed-form inverse (written in scaled form to avoid overflow)."""
+    """Koskela et al. 2020, Sec. 6.2, closed-form inverse (written in scaled form to avoid overflow)."""
 
-    def loss(self, x):
+    def loss(self, x: ArrayLike) -> FloatArray:
         q = self.p_weights[0]
         x = np.asarray(x, float)
         s2 = 2 * self.sigma**2
-        return np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / s2) - np.logaddexp(
+        out: FloatArray = np.logaddexp(math.log1p(-q), math.log(q) + (2 * x - 1) / s2) - np.logaddexp(
             math.log1p(-q), math.log(q) + (-2 * x - 1) / s2
         )
+        return out
 
-    def inverse(self, s):
+    def inverse(self, s: ArrayLike) -> FloatArray:
         q = self.p_weights[0]
         s2 = self.sigma**2
         c = q * math.exp(-1.0 / (2 * s2))
@@ -282,7 +405,32 @@ class _WithoutReplacementLoss(GaussianMixtureLoss):
 
 
 def poisson_gaussian_loss(*, sigma: float, q: float, direction: str) -> PrivacyLoss:
-    """The Poisson-subsampled Gaussian (sensitivity 1, noise ``sigma``), 001 Sec. 6.1."""
+    """The privacy loss of the Poisson-subsampled Gaussian (sensitivity 1, noise ``sigma``), one direction.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation per unit sensitivity, positive.
+    q : float
+        Sampling rate in ``(0, 1]``; ``q = 1`` is the Gaussian mechanism.
+    direction : str
+        ``"remove"`` (``P = q N(1) + (1 - q) N(0)`` against ``N(0)``) or ``"add"`` (the reverse pair).
+
+    Returns
+    -------
+    PrivacyLoss
+        The loss, with the closed-form inverse of Koskela et al. 2020, Sec. 6.1.
+
+    Raises
+    ------
+    ValueError
+        Not raised for values out of their domain: ``sigma`` and ``q`` are the caller's to validate
+        (``PoissonSampled`` does); only a malformed mixture is refused (``GaussianMixtureLoss``).
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.1.
+    """
     if q >= 1.0:
         return GaussianLoss(mu=1.0 / sigma)
     if direction == "remove":
@@ -291,7 +439,30 @@ def poisson_gaussian_loss(*, sigma: float, q: float, direction: str) -> PrivacyL
 
 
 def without_replacement_gaussian_loss(*, sigma: float, q: float) -> PrivacyLoss:
-    """Sampling without replacement, substitute relation, 001 Sec. 6.2."""
+    """The privacy loss of the Gaussian subsampled without replacement, substitute relation.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise standard deviation per unit sensitivity, positive.
+    q : float
+        Sampling rate ``batch_size / dataset_size`` in ``(0, 1]``; ``q = 1`` is the Gaussian of sensitivity 2.
+
+    Returns
+    -------
+    PrivacyLoss
+        The loss, with the closed-form inverse of Koskela et al. 2020, Sec. 6.2.
+
+    Raises
+    ------
+    ValueError
+        Not raised for values out of their domain: ``sigma`` and ``q`` are the caller's to validate
+        (``SampledWithoutReplacement`` does); only a malformed mixture is refused (``GaussianMixtureLoss``).
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.2.
+    """
     if q >= 1.0:
         return GaussianLoss(mu=2.0 / sigma)
     return _WithoutReplacementLoss((1.0, 0.0), (q, 1.0 - q), (0.0, -1.0), (1.0 - q, q), sigma)

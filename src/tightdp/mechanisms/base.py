@@ -12,16 +12,29 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar, NamedTuple
 
 from ..losses import PrivacyLoss
+from ..losses.base import _inherit_docstrings
 
 __all__ = ["Mechanism", "LossPair", "mechanism_from_dict"]
 
 
 class LossPair(NamedTuple):
-    """The two directions of a neighbouring relation.
+    """The two directions of a neighbouring relation, as privacy losses.
 
-    ``remove``: P = M(D), Q = M(D') with D' = D minus one record (001 Sec. 6.1,
-    delta_X/Y). ``add``: the reverse pair. For symmetric relations (substitute,
-    or mechanisms without subsampling) both fields hold the same loss.
+    ``remove``: P = M(D), Q = M(D') with D' = D minus one record (Koskela et al. 2020, Sec. 6.1,
+    delta_X/Y). ``add``: the reverse pair. For symmetric relations (substitute, or mechanisms without
+    subsampling) both fields hold the same loss.
+
+    Parameters
+    ----------
+    remove : PrivacyLoss
+        The loss of the remove direction.
+    add : PrivacyLoss
+        The loss of the add direction.
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (``NamedTuple``'s own check).
     """
 
     remove: PrivacyLoss
@@ -29,6 +42,7 @@ class LossPair(NamedTuple):
 
     @property
     def symmetric(self) -> bool:
+        """Whether both directions hold the same loss (a symmetric relation)."""
         return self.remove == self.add
 
 
@@ -66,13 +80,26 @@ class Mechanism(ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
         name = cls.__dict__.get("type_name")
         if name:
             _REGISTRY[name] = cls
 
     @abstractmethod
     def privacy_losses(self) -> LossPair:
-        """The dominating pairs' privacy losses for the remove and add directions."""
+        """The dominating pairs' privacy losses for the remove and add directions.
+
+        Returns
+        -------
+        LossPair
+            One ``PrivacyLoss`` per direction; an accountant's upper end bounds their curves, which dominate
+            the mechanism's (the class docstring states the pair and, where attained, the data sets).
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the mechanism cannot be accounted as a single pair (the message names what to use instead).
+        """
 
     def attained_mechanism(self) -> Mechanism | None:
         """The mechanism whose pair gives this one's certified lower ends.
@@ -88,7 +115,13 @@ class Mechanism(ABC):
         return self if self.pair_attained else None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"type": ..., **parameters}``; nested mechanisms serialise recursively."""
+        """The mechanism as plain data, ``{"type": ..., **parameters}``; nested mechanisms serialise recursively.
+
+        Returns
+        -------
+        dict
+            A dictionary that ``mechanism_from_dict`` turns back into an equal mechanism.
+        """
         out: dict[str, Any] = {"type": self.type_name}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             v = getattr(self, f.name)
@@ -96,13 +129,44 @@ class Mechanism(ABC):
         return out
 
     def describe(self) -> str:
-        """A short human-readable description."""
+        """A short human-readable description, ``Name(param=value, ...)``.
+
+        Returns
+        -------
+        str
+            The class name and its parameters.
+        """
         params = ", ".join(f"{k}={v}" for k, v in self.to_dict().items() if k != "type")
         return f"{type(self).__name__}({params})"
 
 
 def mechanism_from_dict(data: dict[str, Any]) -> Mechanism:
-    """Inverse of ``Mechanism.to_dict``."""
+    """The mechanism that ``Mechanism.to_dict`` described (the inverse of ``to_dict``).
+
+    Parameters
+    ----------
+    data : dict
+        ``{"type": type_name, **parameters}``; nested dictionaries with a ``"type"`` key are mechanisms too.
+
+    Returns
+    -------
+    Mechanism
+        The validated mechanism.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` is not a dictionary with a ``"type"`` key, names an unknown type, or its parameters fail
+        the mechanism's validation.
+    TypeError
+        If ``data`` holds a parameter the mechanism does not take.
+
+    Examples
+    --------
+    >>> from tightdp.mechanisms import Gaussian, mechanism_from_dict
+    >>> mechanism_from_dict(Gaussian(noise_multiplier=1.0).to_dict()) == Gaussian(noise_multiplier=1.0)
+    True
+    """
     if not isinstance(data, dict) or "type" not in data:
         raise ValueError(f"mechanism must be a dict with a 'type' key, got {data!r}")
     cls = _REGISTRY.get(data["type"])

@@ -19,11 +19,33 @@ class Gaussian(Mechanism):
     """Gaussian mechanism: noise ``N(0, noise_multiplier^2)`` on a query of L2 sensitivity ``sensitivity``.
 
     Its privacy is exactly mu-GDP with ``mu = sensitivity / noise_multiplier``
-    (Dong, Roth, Su 2019; 000 Def. 5): the PRV is ``N(mu^2/2, mu^2)``.
+    (Dong, Roth, Su 2019; Koskela et al. 2023, Def. 5): the PRV is ``N(mu^2/2, mu^2)``.
 
     Attained pair: the query differs by exactly ``sensitivity`` between the two data sets (the differing
     record's contribution is a vector of that norm, the others' are equal), so the outputs are
     ``N(sensitivity e, s^2 I)`` and ``N(0, s^2 I)``, whose loss is this one: lower ends are certified.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        Standard deviation of the noise, positive and finite.
+    sensitivity : float, default 1.0
+        L2 sensitivity of the query, positive and finite.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_multiplier`` or ``sensitivity`` is not a positive finite number.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, "Gaussian differential privacy", Thm 2.7; Koskela et al. 2023, Def. 5.
+
+    Examples
+    --------
+    >>> from tightdp.mechanisms import Gaussian
+    >>> Gaussian(noise_multiplier=2.0).mu
+    0.5
     """
 
     type_name = "gaussian"
@@ -31,12 +53,13 @@ class Gaussian(Mechanism):
     noise_multiplier: float
     sensitivity: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "noise_multiplier", check_positive("noise_multiplier", self.noise_multiplier))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
 
     @property
     def mu(self) -> float:
+        """The GDP parameter ``mu = sensitivity / noise_multiplier``."""
         return self.sensitivity / self.noise_multiplier
 
     def privacy_losses(self) -> LossPair:
@@ -50,6 +73,22 @@ class Laplace(Mechanism):
 
     Attained pair: a scalar query that differs by exactly ``sensitivity`` (``Lap(sensitivity, scale)``
     against ``Lap(0, scale)``), whose loss is ``LaplaceLoss``: lower ends are certified.
+
+    Parameters
+    ----------
+    scale : float
+        Scale ``b`` of the Laplace noise, positive and finite.
+    sensitivity : float, default 1.0
+        L1 sensitivity of the query, positive and finite.
+
+    Raises
+    ------
+    ValueError
+        If ``scale`` or ``sensitivity`` is not a positive finite number.
+
+    References
+    ----------
+    Dwork, McSherry, Nissim, Smith 2006 (the mechanism); Koskela et al. 2020, Sec. 6 (its PLD).
     """
 
     type_name = "laplace"
@@ -57,7 +96,7 @@ class Laplace(Mechanism):
     scale: float
     sensitivity: float = 1.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "scale", check_positive("scale", self.scale))
         object.__setattr__(self, "sensitivity", check_positive("sensitivity", self.sensitivity))
 
@@ -75,6 +114,22 @@ class RandomizedResponse(Mechanism):
     Attained pair: two data sets whose records' values differ (true value ``a`` against ``a' != a``): the
     outputs put ``1 - p + p/k`` on the own value, ``p/k`` on the other's and on each other bucket, which
     is the pair returned: lower ends are certified.
+
+    Parameters
+    ----------
+    noise_parameter : float
+        Probability ``p`` in ``[0, 1]`` of answering uniformly at random.
+    num_buckets : int
+        Number of possible values ``k``, at least 2.
+
+    Raises
+    ------
+    ValueError
+        If ``noise_parameter`` lies outside ``[0, 1]`` or ``num_buckets`` is not an integer >= 2.
+
+    References
+    ----------
+    Warner 1965 (randomized response); dp_accounting's ``RandomizedResponseDpEvent`` (the parametrisation).
     """
 
     type_name = "randomized_response"
@@ -82,7 +137,7 @@ class RandomizedResponse(Mechanism):
     noise_parameter: float
     num_buckets: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "noise_parameter",
@@ -110,13 +165,27 @@ class PureDP(Mechanism):
     randomized response with ratio ``e^epsilon`` (itself epsilon-DP), attains the returned pair on two data
     sets whose bits differ (Kairouz, Oh, Viswanath 2015). Lower ends are therefore certified for the
     worst mechanism the description admits; a particular epsilon-DP mechanism may be more private.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]``.
+
+    References
+    ----------
+    Kairouz, Oh, Viswanath 2015, "The composition theorem for differential privacy", Thm 2.1.
     """
 
     type_name = "pure_dp"
     pair_attained = True
     epsilon: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "epsilon",
@@ -138,6 +207,22 @@ class ApproximateDP(Mechanism):
     randomized response with ratio ``e^epsilon`` is (epsilon, delta)-DP and has exactly this pair on two data
     sets whose bits differ (Kairouz, Oh, Viswanath 2015): lower ends are certified for the worst mechanism
     the description admits.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+    delta : float
+        The mechanism's delta, in ``[0, 1)``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]`` or ``delta`` outside ``[0, 1)``.
+
+    References
+    ----------
+    Kairouz, Oh, Viswanath 2015, "The composition theorem for differential privacy", Thm 2.1.
     """
 
     type_name = "approximate_dp"
@@ -145,7 +230,7 @@ class ApproximateDP(Mechanism):
     epsilon: float
     delta: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(
             self,
             "epsilon",

@@ -37,6 +37,29 @@ class DiscreteGaussianVector:
     coordinates (capped as before): each is an admissible neighbour, so its certified lower bound bounds the
     mechanism's epsilon from below. Where ``l2_sensitivity`` does not bind (or ``m = 1``), the last one is
     the dominating ledger itself and the interval is exact.
+
+    Parameters
+    ----------
+    sigma : float
+        Scale of each coordinate's discrete Gaussian, in ``[1e-3, 1e5]``.
+    dimension : int
+        Number of coordinates ``d``, a positive integer.
+    linf_sensitivity : int, default 1
+        Largest shift of one coordinate, a positive integer.
+    max_coordinates : int, default 1
+        Most coordinates a record moves, a positive integer.
+    l2_sensitivity : float or None, default None
+        Cap on ``||v||_2``, at least 1; ``None``: no cap.
+
+    Raises
+    ------
+    ValueError
+        If ``sigma`` lies outside ``[1e-3, 1e5]``, a count is not a positive integer, or ``l2_sensitivity`` is
+        below 1.
+
+    References
+    ----------
+    Canonne, Kamath, Steinke 2020, "The discrete Gaussian for differential privacy", Sec. 3.1.
     """
 
     sigma: float
@@ -45,7 +68,7 @@ class DiscreteGaussianVector:
     max_coordinates: int = 1
     l2_sensitivity: float | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", DiscreteGaussian(sigma=self.sigma).sigma)
         object.__setattr__(self, "dimension", check_count("dimension", self.dimension))
         object.__setattr__(self, "linf_sensitivity", check_count("linf_sensitivity", self.linf_sensitivity))
@@ -67,14 +90,26 @@ class DiscreteGaussianVector:
         return m, c, l2sq
 
     def upper_ledger(self) -> list[tuple[Mechanism, int]]:
-        """The dominating pair: ``c`` compositions of the one-dimensional discrete Gaussian with shift ``m``."""
+        """The dominating pair: ``c`` compositions of the one-dimensional discrete Gaussian with shift ``m``.
+
+        Returns
+        -------
+        list of (Mechanism, int)
+            One ``(DiscreteGaussian, count)`` entry, to compose with any accountant.
+        """
         m, c, _ = self._limits()
         return [(DiscreteGaussian(sigma=self.sigma, sensitivity=m), c)]
 
     def attained_ledgers(self) -> list[list[tuple[Mechanism, int]]]:
-        """The explicit directions' pairs (class docstring), each as a ledger of one-dimensional pairs."""
+        """The explicit directions' pairs (class docstring), each as a ledger of one-dimensional pairs.
+
+        Returns
+        -------
+        list of list of (Mechanism, int)
+            Two or three ledgers; each one's certified lower bound bounds the mechanism's epsilon from below.
+        """
         m, c, l2sq = self._limits()
-        out = [
+        out: list[list[tuple[Mechanism, int]]] = [
             [(DiscreteGaussian(sigma=self.sigma, sensitivity=m), 1)],
             [(DiscreteGaussian(sigma=self.sigma, sensitivity=1), c)],
         ]

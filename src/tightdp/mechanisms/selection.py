@@ -45,10 +45,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from .._validation import check_choice, check_count, check_real
-from ..losses import DiscreteLoss, PrivacyLoss
+from ..losses import DiscreteLoss
+from ._bounded_range import BoundedRangeLoss, bounded_range_delta, bounded_range_rdp, two_point_pair
 from .base import LossPair, Mechanism
 from .basic import PureDP
 
@@ -65,161 +64,40 @@ __all__ = [
     "two_point_pair",
 ]
 
-_U = float(np.finfo(float).eps) / 2
 _MAX_EPSILON = 500.0
-_CELL_REL = 16 * float(np.finfo(float).eps)
-_BR_REFINE = 128  # most cells ``bounded_range_rdp`` refines per order
 
 
-def _check_epsilon(value) -> float:
+def _check_epsilon(value: object) -> float:
     return check_real("epsilon", value, low=0.0, high=_MAX_EPSILON, high_open=False)
-
-
-def bounded_range_delta(epsilon: float, eps_prime: float) -> float:
-    """``D(e^eps')``: the largest delta(eps') of one epsilon-BR mechanism (module docstring)."""
-    big, a = math.exp(epsilon), math.exp(eps_prime)
-    if a >= big:
-        return 0.0
-    if a >= 1.0:
-        return (math.sqrt(big) - math.sqrt(a)) ** 2 / math.expm1(epsilon)
-    if a <= 1.0 / big:
-        return 1.0 - a
-    return 1.0 - a + (math.sqrt(a * big) - 1.0) ** 2 / math.expm1(epsilon)
-
-
-def _br_log_masses(t: np.ndarray, epsilon: float):
-    """``log p_t`` and ``log(1 - p_t)`` without cancellation: ``p_t = e^((1-t) eps) expm1(t eps) / expm1(eps)``,
-    ``1 - p_t = expm1((1 - t) eps) / expm1(eps)``."""
-    with np.errstate(divide="ignore"):
-        log_p = np.log(np.expm1(t * epsilon)) + (1.0 - t) * epsilon - math.log(math.expm1(epsilon))
-        log_1mp = np.log(np.expm1((1.0 - t) * epsilon)) - math.log(math.expm1(epsilon))
-    return log_p, log_1mp
-
-
-def _br_cell_bounds(t: np.ndarray, epsilon: float, lam: float) -> tuple[np.ndarray, np.ndarray]:
-    """``(values at the points t, upper bounds on the cells between them)`` of ``D_lambda(T_t)``."""
-    log_p, log_1mp = _br_log_masses(t, epsilon)
-    a, b = (lam - 1.0) * (1.0 - t) * epsilon, -(lam - 1.0) * t * epsilon
-    vals = np.logaddexp(log_p + a, log_1mp + b) / (lam - 1.0)
-    cells = np.logaddexp(log_p[..., 1:] + a[..., :-1], log_1mp[..., :-1] + b[..., :-1]) / (lam - 1.0)
-    return vals, cells
-
-
-def bounded_range_rdp(epsilon: float, orders) -> np.ndarray:
-    """Certified upper bounds on ``sup_t D_lambda(T_t)``, the Renyi divergence of every epsilon-BR pair at the
-    orders ``lambda`` (step (1) of the module docstring: a dominated pair is a post-processing, Blackwell, so
-    its Renyi divergences are smaller; Cesar & Rogers 2021 bound the same supremum).
-
-    ``D_lambda(T_t) = log(p_t e^((lambda - 1)(1 - t) eps) + (1 - p_t) e^(-(lambda - 1) t eps)) / (lambda - 1)``;
-    on each interval ``[t_j, t_(j+1)]`` ``p_t`` rises and both exponentials fall in ``t``, so
-    ``log(p_(j+1) e^((lambda - 1)(1 - t_j) eps) + (1 - p_j) e^(-(lambda - 1) t_j eps)) / (lambda - 1)`` bounds it.
-    Branch and bound: 4096 cells, then every cell whose bound exceeds the best point value split into 64 (when
-    there are at most 128 such cells);
-    the largest bound (plus a rounding margin) bounds the supremum. Also at most ``lambda eps^2 / 8``
-    (epsilon-BR implies ``eps^2 / 8``-zCDP, Cesar & Rogers 2021, Lemma 3.2): the smaller.
-    """
-    orders = np.asarray(orders, float)
-    t = np.linspace(0.0, 1.0, 4097)
-    vals, cells = _br_cell_bounds(t[None, :], epsilon, orders[:, None])
-    best = np.max(vals, axis=1)
-    out = np.empty(orders.size)
-    frac = np.linspace(0.0, 1.0, 65)
-    zcdp = orders * epsilon * epsilon / 8.0
-    coarse = np.max(cells, axis=1) * (1.0 + 1e-12) + 1e-15
-    for i, lam in enumerate(orders.tolist()):
-        out[i] = coarse[i]
-        js = np.nonzero(cells[i] > best[i])[0]  # the cells that may hold the supremum above the best point
-        if 0 < js.size <= _BR_REFINE:  # (a flat supremum, many such cells: the coarse and zCDP bounds stand)
-            sub = t[js, None] + (t[js + 1] - t[js])[:, None] * frac[None, :]
-            _, c = _br_cell_bounds(sub, epsilon, lam)
-            out[i] = min(out[i], max(float(best[i]), float(np.max(c))) * (1.0 + 1e-12) + 1e-15)
-    return np.minimum(out, zcdp)
-
-
-def two_point_pair(epsilon: float, t: float) -> DiscreteLoss:
-    """The pair ``T_t``: losses ``(1 - t) epsilon`` and ``-t epsilon`` with P-masses ``p_t`` and ``1 - p_t``."""
-    x = math.exp(t * epsilon)
-    p_hi = math.expm1(t * epsilon) * math.exp(epsilon) / (x * math.expm1(epsilon))
-    return DiscreteLoss(values=(-t * epsilon, (1.0 - t) * epsilon), probs=(1.0 - p_hi, p_hi))
-
-
-@dataclass(frozen=True)
-class BoundedRangeLoss(PrivacyLoss):
-    """The dominating pair of every epsilon-BR mechanism (module docstring): P-density
-    ``sqrt(E) e^(l/2) / (2 (E - 1))`` on ``[-epsilon, epsilon]``, Q-density that times ``e^(-l)``.
-
-    ``P(L <= s) = (e^((s + eps)/2) - 1) / (E - 1)``, ``Q(L <= s) = (E - e^((eps - s)/2)) / (E - 1)``; cell
-    masses are products of exponentials and one ``expm1`` (no cancellation).
-    """
-
-    epsilon: float
-
-    def support(self):
-        return -self.epsilon, self.epsilon
-
-    def _clip(self, s):
-        return np.clip(np.asarray(s, float), -self.epsilon, self.epsilon)
-
-    def cdf(self, s):
-        e = self.epsilon
-        return np.expm1((self._clip(s) + e) / 2.0) / math.expm1(e)
-
-    def sf(self, s):
-        e = self.epsilon
-        c = self._clip(s)
-        return np.exp((c + e) / 2.0) * np.expm1((e - c) / 2.0) / math.expm1(e)
-
-    has_q_side = True
-
-    def q_cdf(self, s):
-        e = self.epsilon
-        c = self._clip(s)
-        return np.exp((e - c) / 2.0) * np.expm1((e + c) / 2.0) / math.expm1(e)  # (E - e^((e - c)/2)) / (E - 1)
-
-    def q_sf(self, s):
-        e = self.epsilon
-        return np.expm1((e - self._clip(s)) / 2.0) / math.expm1(e)
-
-    def _cells(self, edges):
-        e = self.epsilon
-        s = self._clip(edges)
-        u, v = s[:-1], s[1:]
-        w = np.expm1(np.maximum(v - u, 0.0) / 2.0) / math.expm1(e)
-        P = np.exp((u + e) / 2.0) * w  # e^((u + e)/2) (e^((v - u)/2) - 1) / (E - 1)
-        Q = np.exp((e - v) / 2.0) * w  # e^((e - v)/2) (e^((v - u)/2) - 1) / (E - 1)
-        return P, Q
-
-    def cell_masses(self, edges):
-        e = np.asarray(edges, float)
-        P, _ = self._cells(e)
-        below = float(self.cdf(e[:1])[0])
-        above = float(self.sf(e[-1:])[0])
-        return below, above, P, (_CELL_REL, 0.0), 0.0
-
-    def q_cell_masses(self, edges):
-        return self._cells(np.asarray(edges, float))[1], (_CELL_REL, 0.0)
-
-    def partial_mean(self, a, b):
-        e = self.epsilon
-        lo, hi = max(a, -e), min(b, e)
-        if hi <= lo:
-            return 0.0, 0.0
-        # int l sqrt(E) e^(l/2) / (2 (E - 1)) dl = sqrt(E) e^(l/2) (l - 2) / (E - 1)
-        g = lambda l: math.exp((l + e) / 2.0) * (l - 2.0) / math.expm1(e)
-        val = g(hi) - g(lo)
-        return val, 1e-14 * (abs(g(hi)) + abs(g(lo)) + 1e-300)
 
 
 @dataclass(frozen=True, kw_only=True)
 class BoundedRange(Mechanism):
     """Any epsilon-bounded-range mechanism (Durfee & Rogers 2019): dominated by ``BoundedRangeLoss``.
-    Attained pair: none in general (the lower end is 0 unless a concrete mechanism says more)."""
+    Attained pair: none in general (the lower end is 0 unless a concrete mechanism says more).
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]``.
+
+    References
+    ----------
+    Durfee & Rogers 2019, "Practical differentially private top-k selection with pay-what-you-get
+    composition", Def. 3.1; Dong, Durfee, Rogers 2020, "Optimal differential privacy composition for
+    exponential mechanisms", Thm 3 (the dominating pair).
+    """
 
     type_name = "bounded_range"
     pair_attained = False
     epsilon: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
 
     def privacy_losses(self) -> LossPair:
@@ -227,10 +105,23 @@ class BoundedRange(Mechanism):
         return LossPair(loss, loss)
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
+        """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
+
+        Returns
+        -------
+        tuple of Mechanism
+            ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
+        """
         return ()
 
     def attained_mechanism(self) -> Mechanism | None:
-        """None: an arbitrary bounded-range mechanism has no known attained pair (lower ends are 0)."""
+        """None: an arbitrary bounded-range mechanism has no known attained pair (lower ends are 0).
+
+        Returns
+        -------
+        Mechanism or None
+            The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
+        """
         return None
 
 
@@ -245,6 +136,26 @@ class ExponentialMechanism(Mechanism):
     for ``n = num_candidates`` (``None``: any number of candidates, so any ``t``).
 
     Matches dp_accounting's ``ExponentialMechanismDpEvent`` (its ``epsilon``).
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+    num_candidates : int or None, default None
+        Number of candidates, an integer >= 2; ``None``: any number.
+    monotonic : bool, default False
+        Whether scores move in one direction between neighbours.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]``, ``num_candidates`` is not an integer >= 2 or ``monotonic`` is not
+        a bool.
+
+    References
+    ----------
+    McSherry & Talwar 2007 (the mechanism); Durfee & Rogers 2019, Lemma 3.2 (epsilon-BR); dp_accounting's
+    ``ExponentialMechanismDpEvent``.
     """
 
     type_name = "exponential_mechanism"
@@ -253,7 +164,7 @@ class ExponentialMechanism(Mechanism):
     num_candidates: int | None = None
     monotonic: bool = False
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         if self.num_candidates is not None:
             object.__setattr__(self, "num_candidates", check_count("num_candidates", self.num_candidates, minimum=2))
@@ -270,7 +181,13 @@ class ExponentialMechanism(Mechanism):
         "one of the ``m``" against "one of the others" is a sufficient statistic (within each group the laws
         are uniform on both sides), and its log ratios differ by exactly ``epsilon``: the pair is ``T_t``
         with ``t`` fixed by ``m / n``. Seven ``t`` spread over ``(0, 1)`` (the nearest ``m / n`` for a
-        given ``n``)."""
+        given ``n``).
+
+        Returns
+        -------
+        tuple of Mechanism
+            Seven ``FinitePair`` objects, each a certified lower end on its own.
+        """
         e = self.epsilon
         out = []
         for rho in (0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9):
@@ -283,22 +200,45 @@ class ExponentialMechanism(Mechanism):
 
     def attained_mechanism(self) -> Mechanism | None:
         """The accountants' lower end: the attained pair with half the candidates moved up (``m / n`` nearest
-        1/2; ``tightdp.tuning.selection_epsilon`` takes the best of all seven)."""
+        1/2; ``tightdp.tuning.selection_epsilon`` takes the best of all seven).
+
+        Returns
+        -------
+        Mechanism or None
+            The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
+        """
         return self.attained_pairs()[3]
 
 
 @dataclass(frozen=True, kw_only=True)
 class FinitePair(Mechanism):
     """A concrete pair of output laws on finitely many outputs, given by its losses ``values`` and P-masses
-    ``probs`` (an attained pair of a selection mechanism: its certified interval bounds that pair)."""
+    ``probs`` (an attained pair of a selection mechanism: its certified interval bounds that pair).
+
+    Parameters
+    ----------
+    values : tuple of float
+        The finite losses of the outputs, at least one.
+    probs : tuple of float
+        Their P-masses, non-negative, one per value.
+
+    Raises
+    ------
+    ValueError
+        If the lengths differ, ``values`` is empty or holds a non-finite loss, or a mass is negative.
+
+    References
+    ----------
+    Kairouz, Oh, Viswanath 2015, Sec. 2 (a pair of output laws and its privacy region).
+    """
 
     type_name = "finite_pair"
     #: the pair is given as the output laws of one concrete pair of neighbouring data sets (its attained pair)
     pair_attained = True
-    values: tuple
-    probs: tuple
+    values: tuple[float, ...]
+    probs: tuple[float, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         v = tuple(float(x) for x in self.values)
         p = tuple(float(x) for x in self.probs)
         if len(v) != len(p) or not v or any(not math.isfinite(x) for x in v) or any(x < 0 for x in p):
@@ -322,23 +262,52 @@ class PermuteAndFlip(Mechanism):
     """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
     epsilon-DP, dominated by ``PureDP(epsilon)``; equal to report-noisy-max with exponential noise (Ding et
     al. 2021). Attained pair: two candidates, scores ``(0, 0)`` / ``(Delta, -Delta)``, ``P(2 on D') =
-    e^(-epsilon) / 2``. Matches dp_accounting's ``PermuteAndFlipDpEvent``."""
+    e^(-epsilon) / 2``. Matches dp_accounting's ``PermuteAndFlipDpEvent``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]``.
+
+    References
+    ----------
+    McKenna & Sheldon 2020, "Permute-and-flip: a new mechanism for differentially private selection";
+    Ding et al. 2021 (report-noisy-max with exponential noise).
+    """
 
     type_name = "permute_and_flip"
     pair_attained = False
     epsilon: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
 
     def privacy_losses(self) -> LossPair:
         return PureDP(epsilon=self.epsilon).privacy_losses()
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
+        """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
+
+        Returns
+        -------
+        tuple of Mechanism
+            ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
+        """
         return (_binary(0.5 * math.exp(-self.epsilon)),) if self.epsilon > 0 else ()
 
     def attained_mechanism(self) -> Mechanism | None:
-        """The two-candidate attained pair of the class docstring (None at epsilon 0)."""
+        """The two-candidate attained pair of the class docstring (None at epsilon 0).
+
+        Returns
+        -------
+        Mechanism or None
+            The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
+        """
         pairs = self.attained_pairs()
         return pairs[0] if pairs else None
 
@@ -351,6 +320,23 @@ class ReportNoisyMax(Mechanism):
     permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9),
     dominated by ``PureDP(epsilon)``, with the attained two-candidate pair
     ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+    noise : str, default "gumbel"
+        ``"gumbel"``, ``"laplace"`` or ``"exponential"``.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]`` or ``noise`` is not one of the three.
+
+    References
+    ----------
+    Dwork & Roth 2014, Claim 3.9 (Laplace noise); Durfee & Rogers 2019 (Gumbel noise); Ding et al. 2021
+    (exponential noise).
     """
 
     type_name = "report_noisy_max"
@@ -358,11 +344,11 @@ class ReportNoisyMax(Mechanism):
     epsilon: float
     noise: str = "gumbel"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         check_choice("noise", self.noise, ("gumbel", "laplace", "exponential"))
 
-    def _equivalent(self) -> Mechanism:
+    def _equivalent(self) -> ExponentialMechanism | PermuteAndFlip:
         if self.noise == "gumbel":
             return ExponentialMechanism(epsilon=self.epsilon)
         return PermuteAndFlip(epsilon=self.epsilon)
@@ -373,6 +359,13 @@ class ReportNoisyMax(Mechanism):
         return self._equivalent().privacy_losses()
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
+        """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
+
+        Returns
+        -------
+        tuple of Mechanism
+            ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
+        """
         if self.noise == "laplace":
             e = self.epsilon
             return (_binary(0.5 * math.exp(-e) * (1.0 + 0.5 * e)),) if e > 0 else ()
@@ -380,7 +373,13 @@ class ReportNoisyMax(Mechanism):
 
     def attained_mechanism(self) -> Mechanism | None:
         """Laplace noise: the two-candidate attained pair; Gumbel / exponential noise: the equivalent
-        mechanism's (exponential mechanism / permute-and-flip)."""
+        mechanism's (exponential mechanism / permute-and-flip).
+
+        Returns
+        -------
+        Mechanism or None
+            The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
+        """
         if self.noise == "laplace":
             pairs = self.attained_pairs()
             return pairs[0] if pairs else None
@@ -391,14 +390,31 @@ class ReportNoisyMax(Mechanism):
 class SparseVector(Mechanism):
     """The sparse vector technique answering until ``cutoff`` queries exceed a noisy threshold (Lyu, Su, Li
     2017, Alg. 1 with ``epsilon`` in total between threshold and query noise): epsilon-DP, dominated by
-    ``PureDP(epsilon)``. Attained pair: none implemented (lower end 0)."""
+    ``PureDP(epsilon)``. Attained pair: none implemented (lower end 0).
+
+    Parameters
+    ----------
+    epsilon : float
+        The mechanism's epsilon, in ``[0, 500]``.
+    cutoff : int, default 1
+        Number of above-threshold answers before stopping, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``epsilon`` lies outside ``[0, 500]`` or ``cutoff`` is not a positive integer.
+
+    References
+    ----------
+    Lyu, Su, Li 2017, "Understanding the sparse vector technique for differential privacy", Alg. 1.
+    """
 
     type_name = "sparse_vector"
     pair_attained = False
     epsilon: float
     cutoff: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         object.__setattr__(self, "cutoff", check_count("cutoff", self.cutoff))
 
@@ -406,8 +422,21 @@ class SparseVector(Mechanism):
         return PureDP(epsilon=self.epsilon).privacy_losses()
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
+        """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
+
+        Returns
+        -------
+        tuple of Mechanism
+            ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
+        """
         return ()
 
     def attained_mechanism(self) -> Mechanism | None:
-        """None: no attained pair of the sparse vector technique is implemented (lower ends are 0)."""
+        """None: no attained pair of the sparse vector technique is implemented (lower ends are 0).
+
+        Returns
+        -------
+        Mechanism or None
+            The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
+        """
         return None

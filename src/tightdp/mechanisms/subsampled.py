@@ -1,4 +1,4 @@
-"""Subsampled mechanisms (001 Sec. 6): Poisson sampling, sampling without and with replacement."""
+"""Subsampled mechanisms (Koskela et al. 2020, Sec. 6): Poisson sampling, sampling without and with replacement."""
 
 from __future__ import annotations
 
@@ -8,19 +8,27 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_probability
 from ..errors import UnsupportedMechanismError
-from ..losses import GaussianMixtureLoss, PoissonLaplaceLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
+from ..losses import (
+    GaussianMixtureLoss,
+    PoissonLaplaceLoss,
+    PrivacyLoss,
+    poisson_gaussian_loss,
+    without_replacement_gaussian_loss,
+)
+from ._certified_pmf import certified_binomial
+from ._mixture_losses import _AccurateTails, _WeightError
 from .base import LossPair, Mechanism
 from .basic import Gaussian, Laplace
-from .mixture import _AccurateTails, _WeightError
 
 __all__ = ["PoissonSampled", "SampledWithoutReplacement", "SampledWithReplacement", "RELATIONS"]
 
 RELATIONS = ("add-remove", "remove", "add", "substitute")
 
 
-def _require_gaussian(mechanism, where: str, *, laplace: bool = False) -> Gaussian:
+def _require_gaussian(mechanism: object, where: str, *, laplace: bool = False) -> Gaussian | Laplace:
     if not isinstance(mechanism, Mechanism):
         raise ValueError(f"mechanism must be a tightdp Mechanism, got {mechanism!r}")
     allowed = (Gaussian, Laplace) if laplace else (Gaussian,)
@@ -37,9 +45,9 @@ class PoissonSampled(Mechanism):
     """Poisson sampling: each record joins the batch independently with probability ``sampling_rate``.
 
     ``relation``: ``"add-remove"`` (default, the worse of both directions),
-    ``"remove"`` (001 Sec. 6.1: P = q N(1, s^2) + (1-q) N(0, s^2), Q = N(0, s^2)),
+    ``"remove"`` (Koskela et al. 2020, Sec. 6.1: P = q N(1, s^2) + (1-q) N(0, s^2), Q = N(0, s^2)),
     ``"add"`` (the reverse pair) or ``"substitute"`` (same pair as sampling
-    without replacement at rate q, 001 Sec. 6.2 remark).
+    without replacement at rate q, Koskela et al. 2020, Sec. 6.2 remark).
 
     Attained pair: the differing record's clipped contribution is a fixed vector of the inner
     mechanism's full sensitivity (Laplace: a scalar ``sensitivity``) and every other record contributes 0.
@@ -47,6 +55,28 @@ class PoissonSampled(Mechanism):
     sampled) and at 0 otherwise, against the inner mechanism at 0: exactly the returned pairs. Substitute:
     the record's contribution ``+v`` is replaced by ``-v`` (``|v|`` the sensitivity), which gives the
     pair of sampling without replacement. Lower ends are certified.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism run on each batch: ``Gaussian`` or ``Laplace``.
+    sampling_rate : float
+        Probability ``q`` in ``(0, 1]`` that a record joins a batch.
+    relation : str, default "add-remove"
+        One of ``RELATIONS``: ``"add-remove"``, ``"remove"``, ``"add"`` or ``"substitute"`` (Gaussian only).
+
+    Raises
+    ------
+    ValueError
+        If ``mechanism`` is not a tightdp mechanism, ``sampling_rate`` lies outside ``(0, 1]`` or ``relation``
+        is not one of ``RELATIONS``.
+    UnsupportedMechanismError
+        If ``mechanism`` is neither ``Gaussian`` nor ``Laplace``, or ``relation`` is ``"substitute"`` with
+        ``Laplace``.
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.1 (the pairs) and Sec. 6.2 (the substitute relation).
     """
 
     type_name = "poisson_sampled"
@@ -55,7 +85,7 @@ class PoissonSampled(Mechanism):
     sampling_rate: float
     relation: str = "add-remove"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require_gaussian(self.mechanism, "Poisson subsampling", laplace=True)
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         check_choice("relation", self.relation, RELATIONS)
@@ -68,8 +98,8 @@ class PoissonSampled(Mechanism):
             b, q = lap.scale / lap.sensitivity, self.sampling_rate
             if q >= 1.0:
                 return lap.privacy_losses()
-            remove = PoissonLaplaceLoss(q, b, "remove")
-            add = PoissonLaplaceLoss(q, b, "add")
+            remove: PrivacyLoss = PoissonLaplaceLoss(q, b, "remove")
+            add: PrivacyLoss = PoissonLaplaceLoss(q, b, "add")
             pick = {"remove": (remove, remove), "add": (add, add)}.get(self.relation, (remove, add))
             return LossPair(*pick)
         g: Gaussian = self.mechanism  # type: ignore[assignment]
@@ -89,13 +119,35 @@ class PoissonSampled(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class SampledWithoutReplacement(Mechanism):
-    """A batch of ``sample_size`` distinct records out of ``dataset_size``; substitute relation (001 Sec. 6.2).
+    """A batch of ``sample_size`` distinct records out of ``dataset_size``; substitute relation (Koskela et al.
+    2020, Sec. 6.2).
 
     The differing record is in the batch with probability ``q = sample_size / dataset_size``.
 
     Attained pair: the differing record contributes ``+v`` in one data set and ``-v`` in the other (``|v|``
     the sensitivity), every other record 0: with probability ``q`` the batch holds its slot and the
     outputs are ``N(+v)`` and ``N(-v)``, else both ``N(0)``: the returned pair. Lower ends are certified.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism run on each batch: ``Gaussian``.
+    sample_size : int
+        Batch size, a positive integer at most ``dataset_size``.
+    dataset_size : int
+        Number of records, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``mechanism`` is not a tightdp mechanism, a size is not a positive integer or
+        ``sample_size > dataset_size``.
+    UnsupportedMechanismError
+        If ``mechanism`` is not ``Gaussian``.
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.2.
     """
 
     type_name = "sampled_without_replacement"
@@ -104,7 +156,7 @@ class SampledWithoutReplacement(Mechanism):
     sample_size: int
     dataset_size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require_gaussian(self.mechanism, "Sampling without replacement")
         object.__setattr__(self, "sample_size", check_count("sample_size", self.sample_size))
         object.__setattr__(self, "dataset_size", check_count("dataset_size", self.dataset_size))
@@ -113,6 +165,7 @@ class SampledWithoutReplacement(Mechanism):
 
     @property
     def sampling_rate(self) -> float:
+        """The probability ``sample_size / dataset_size`` that the differing record is in the batch."""
         return self.sample_size / self.dataset_size
 
     def privacy_losses(self) -> LossPair:
@@ -123,12 +176,13 @@ class SampledWithoutReplacement(Mechanism):
 
 @dataclass(frozen=True, kw_only=True)
 class SampledWithReplacement(Mechanism):
-    """``sample_size`` draws with replacement from ``dataset_size`` records; substitute relation (001 Sec. 6.3).
+    """``sample_size`` draws with replacement from ``dataset_size`` records; substitute relation (Koskela et
+    al. 2020, Sec. 6.3).
 
     The differing record appears ``l ~ Binomial(sample_size, 1/dataset_size)``
     times; P and Q are the binomial mixtures of ``N(+-l, s^2)``. The weights are
     ``certified_binomial``'s upper ends (exact interval arithmetic), their
-    relative error charged as ``weight_error`` (``mechanisms.mixture._WeightError``).
+    relative error charged as ``weight_error`` (``mechanisms._mixture_losses._WeightError``).
     Components beyond the first ``L`` whose binomial tail is below
     ``_TAIL_CUT`` are not represented (``_WithReplacementLoss`` says why that is
     safe on both sides): an exact-sized upper bound on their mass is put at
@@ -137,6 +191,26 @@ class SampledWithReplacement(Mechanism):
     Attained pair: the differing record contributes ``+v`` in one data set and ``-v`` in the other, every
     other record 0; drawn ``l`` times, the outputs are ``N(+l v)`` and ``N(-l v)``: the binomial mixtures
     above. Lower ends are certified (the left-out components are dropped on that side).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The mechanism run on each batch: ``Gaussian``.
+    sample_size : int
+        Number of draws, a positive integer.
+    dataset_size : int
+        Number of records, a positive integer.
+
+    Raises
+    ------
+    ValueError
+        If ``mechanism`` is not a tightdp mechanism or a size is not a positive integer.
+    UnsupportedMechanismError
+        If ``mechanism`` is not ``Gaussian``.
+
+    References
+    ----------
+    Koskela et al. 2020, Sec. 6.3.
     """
 
     type_name = "sampled_with_replacement"
@@ -145,13 +219,14 @@ class SampledWithReplacement(Mechanism):
     sample_size: int
     dataset_size: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         _require_gaussian(self.mechanism, "Sampling with replacement")
         object.__setattr__(self, "sample_size", check_count("sample_size", self.sample_size))
         object.__setattr__(self, "dataset_size", check_count("dataset_size", self.dataset_size))
 
     @property
     def sampling_rate(self) -> float:
+        """The probability ``1 - (1 - 1/dataset_size)^sample_size`` that the differing record is drawn at least once."""
         return -math.expm1(self.sample_size * math.log1p(-1.0 / self.dataset_size))
 
     def privacy_losses(self) -> LossPair:
@@ -169,8 +244,6 @@ _RATIO_CUT = 1e-30
 
 def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss:
     """Build the truncated mixture and its safe-side masses (see ``_WithReplacementLoss``)."""
-    from .mixture import certified_binomial  # mixture imports this module's siblings only
-
     pmf = certified_binomial(m, 1.0 / n)
     up = np.array(pmf.upper)
     lo = np.array(pmf.lower)
@@ -189,7 +262,10 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss
         # of q_tail / q_kept <= sum_{l > L} (w_l / w_0) exp(-(l x + l^2 / 2) / s^2) decreases in x)
         lt = np.arange(L + 1, m + 1, dtype=float)
         lw_t = np.log(np.maximum(up[L + 1 :], 1e-320)) - math.log(lo[0])
-        bound = lambda x: float(special.logsumexp(lw_t - (lt * x + 0.5 * lt * lt) / sigma**2))
+
+        def bound(x: float) -> float:
+            return float(special.logsumexp(lw_t - (lt * x + 0.5 * lt * lt) / sigma**2))
+
         x_lo, x_hi = -float(m) - 40.0 * sigma, 0.0
         if bound(x_hi) > math.log(_RATIO_CUT):
             x_b = 0.0
@@ -218,7 +294,7 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss
 
 @dataclass(frozen=True)
 class _WithReplacementLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
-    """Binomial mixtures of 001 Sec. 6.3 (numerical inverse), truncated to the components ``l <= L``.
+    """Binomial mixtures of Koskela et al. 2020, Sec. 6.3 (numerical inverse), truncated to the components ``l <= L``.
 
     Write ``P = P_k + P_t`` and ``Q = Q_k + Q_t`` (kept and left-out components), ``t = P_t(R) = Q_t(R)``.
 
@@ -239,7 +315,7 @@ class _WithReplacementLoss(_WeightError, _AccurateTails, GaussianMixtureLoss):
     weight_error: float = 0.0
     tail_ratio: float = 0.0
 
-    def outputs_at(self, s):
+    def outputs_at(self, s: ArrayLike) -> tuple[FloatArray, float]:
         x, err = super().outputs_at(s)
         if self.tail_ratio:
             err = err + math.log1p(self.tail_ratio) * (1.0 + 1e-6) + 1e-300

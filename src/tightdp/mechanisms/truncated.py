@@ -27,7 +27,7 @@ gradients ``g`` (given the previous iterate) and the remove direction (``P``: th
 So one step is dominated, for every ``alpha``, by the public-coin (flagged) mixture over ``X`` of these
 pairs; the add direction is the same with each pair swapped (dominance at every ``alpha`` carries over to
 the swapped pairs). The bound holds given any previous iterates, so adaptive composition of the steps is
-dominated by the composition of the flagged mixtures (composition of dominating pairs; 000 App. C.6).
+dominated by the composition of the flagged mixtures (composition of dominating pairs; Koskela et al. 2023, App. C.6).
 Computed (``revealed_components``): the ``X >= b`` flags are grouped in buckets, each at the largest rate
 of its members (a pair at a smaller rate is a garbling of one at a larger rate:
 ``(1 - r') Q + r' P = K((1 - r) Q + r P)`` for the kernel that keeps the sample with probability
@@ -55,7 +55,9 @@ pair where the batch is almost always cut (its docstring).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -65,6 +67,9 @@ from ..losses import PrivacyLoss, SelfDiscretisingLoss, poisson_gaussian_loss, w
 from .base import LossPair, Mechanism
 from .basic import Gaussian
 from .subsampled import PoissonSampled
+
+if TYPE_CHECKING:
+    from ..pld import DiscretisedLoss
 
 __all__ = [
     "TruncatedPoissonSampled",
@@ -82,7 +87,7 @@ UPPER_PAIRS = ("revealed", "ganesh")
 _U = float(np.finfo(float).eps) / 2
 
 
-def _mix(parts, weights, extra_infinity: float = 0.0):
+def _mix(parts: Sequence[DiscretisedLoss], weights: Sequence[float], extra_infinity: float = 0.0) -> DiscretisedLoss:
     """The weighted mixture of discretised losses on one mesh (a public-coin mixture of pairs).
 
     Round-off: every mass is a sum of at most ``len(parts)`` non-negative products ``w_i p_i``, so the
@@ -129,6 +134,24 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
 
     Its loss distribution is the mixture of the components'; so are its dominating
     and dominated discretisations (``dominating_pld``/``dominated_pld``).
+
+    Parameters
+    ----------
+    weights : tuple of float
+        The flags' probabilities, non-negative, summing to at most 1.
+    losses : tuple of PrivacyLoss
+        The pair of each flag, one per weight.
+    infinity_weight : float, default 0.0
+        Probability of a flag whose pair is the fully revealing one (upper bounds only).
+
+    Raises
+    ------
+    TypeError
+        If ``weights`` or ``losses`` is missing.
+
+    References
+    ----------
+    Ganesh 2024, Lemma 2.9 (mixtures of dominating pairs dominate); the module docstring (the flags).
     """
 
     how_to = "the dominance accountant, connect-dots (dpsgd_epsilon(sampling='truncated-poisson'))"
@@ -139,13 +162,14 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
     #: count it at ``+inf``, lower bounds drop it
     infinity_weight: float = 0.0
 
-    def _split(self, tail: float):
+    def _split(self, tail: float) -> tuple[list[tuple[float, PrivacyLoss, float]], float]:
         """``(kept flags as (weight, loss, tail share), weight dropped)``. Each flag's share of the tail budget
         ``tail`` is ``tail / (K w_i)`` (at most 0.1), so the mixture leaves out at most ``tail`` in all and a
         flag of tiny weight does not stretch the grid; a flag of weight at most ``tail / K`` is left out whole
         (the upper construction puts it at ``+inf``, the lower one drops it, as any truncated mass)."""
         k = len(self.weights)
-        kept, dropped = [], 0.0
+        kept: list[tuple[float, PrivacyLoss, float]] = []
+        dropped = 0.0
         for w, loss in zip(self.weights, self.losses):
             if w * k <= tail:
                 dropped += w
@@ -156,7 +180,26 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
             kept, dropped = [(w, loss, 0.1)], dropped - w
         return kept, dropped
 
-    def dominating_pld(self, h: float, tail: float):
+    def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A discretised loss on ``h Z`` whose composition bounds delta from above: the flags' dominating ones, mixed.
+
+        Parameters
+        ----------
+        h : float
+            Mesh of the loss grid, positive.
+        tail : float
+            Mass budget for the left-out tails, in ``(0, 1)``; each flag gets its share.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The mixture of the flags' discretisations on ``h Z``.
+
+        Raises
+        ------
+        ValueError
+            If a flag's discretisation is not a dominance discretisation (it cannot be mixed).
+        """
         from ..pld.dominance import dominating
 
         kept, dropped = self._split(tail)
@@ -164,13 +207,39 @@ class FlaggedMixtureLoss(SelfDiscretisingLoss):
             [dominating(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept], self.infinity_weight + dropped
         )
 
-    def dominated_pld(self, h: float, tail: float):
+    def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A discretised loss on ``h Z`` whose composition bounds delta from below: the flags' dominated ones, mixed.
+
+        Parameters
+        ----------
+        h : float
+            Mesh of the loss grid, positive.
+        tail : float
+            Mass budget for the left-out tails, in ``(0, 1)``; each flag gets its share.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The mixture of the flags' discretisations on ``h Z``.
+
+        Raises
+        ------
+        ValueError
+            If a flag's discretisation is not a dominance discretisation (it cannot be mixed).
+        """
         from ..pld.dominance import dominated
 
         kept, _ = self._split(tail)
         return _mix([dominated(loss, h, t) for _, loss, t in kept], [w for w, _, _ in kept])
 
     def spread(self) -> float:
+        """Rough standard deviation of the mixture's loss (sets the first mesh only, never a bound).
+
+        Returns
+        -------
+        float
+            ``sqrt(sum_i w_i spread_i^2)``.
+        """
         from ..pld.dominance import loss_spread
 
         return math.sqrt(sum(w * loss_spread(loss) ** 2 for w, loss in zip(self.weights, self.losses)))
@@ -193,7 +262,9 @@ def _binom_cdf_up(x: int, n: int, q: float) -> float:
     return min(1.0, float(stats.binom.cdf(x, n, q)) * (1.0 + 1e-12) + 1e-300)
 
 
-def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_size: int):
+def revealed_components(
+    *, dataset_size: int, sampling_rate: float, max_batch_size: int
+) -> tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]:
     """The flags of the revealed-S upper pair (module docstring): ``(weights, rates, shifts)``, weights summing to 1.
 
     ``X ~ Bin(n - 1, q)`` (the other sampled records). Flags:
@@ -212,6 +283,26 @@ def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_si
 
     Without possible cuts (``b >= n``) the only flag is the uncut one, weight 1 (the Poisson-subsampled
     Gaussian itself).
+
+    Parameters
+    ----------
+    dataset_size : int
+        Records ``n`` of the data set holding the target, a positive integer.
+    sampling_rate : float
+        Poisson sampling rate ``q`` in ``(0, 1]``.
+    max_batch_size : int
+        Batch cap ``b``, a positive integer at most ``dataset_size``.
+
+    Returns
+    -------
+    tuple of tuple of float
+        ``(weights, rates, shifts)``, one entry per flag.
+
+    Raises
+    ------
+    ValueError
+        Not raised for values out of their domain (scipy's binomial answers NaN): the arguments are the
+        caller's to validate (``TruncatedPoissonSampled`` does).
     """
     n, q, b = dataset_size, sampling_rate, max_batch_size
     m = n - 1
@@ -251,14 +342,43 @@ def revealed_components(*, dataset_size: int, sampling_rate: float, max_batch_si
         w = cum - prev
         if w > 0.0:
             # the bucket's largest rate, rounded up (two roundings)
-            weights.append(w), rates.append(min(1.0, q * b / (lo + 1) * (1.0 + 4.0 * _U))), shifts.append(2.0)
+            weights.append(w)
+            rates.append(min(1.0, q * b / (lo + 1) * (1.0 + 4.0 * _U)))
+            shifts.append(2.0)
         prev = cum
     return tuple(weights), tuple(rates), tuple(shifts)
 
 
 def revealed_pair(*, dataset_size: int, sampling_rate: float, max_batch_size: int, sigma: float) -> LossPair:
     """The revealed-S upper pair of the module docstring, both directions (``FlaggedMixtureLoss``; the
-    Poisson-subsampled Gaussian itself where no batch can be cut)."""
+    Poisson-subsampled Gaussian itself where no batch can be cut).
+
+    Parameters
+    ----------
+    dataset_size : int
+        Records ``n`` of the data set holding the target, a positive integer.
+    sampling_rate : float
+        Poisson sampling rate ``q`` in ``(0, 1]``.
+    max_batch_size : int
+        Batch cap ``b``, a positive integer at most ``dataset_size``.
+    sigma : float
+        Noise standard deviation per unit sensitivity, positive.
+
+    Returns
+    -------
+    LossPair
+        The remove and add directions.
+
+    Raises
+    ------
+    ValueError
+        Not raised for values out of their domain: the arguments are the caller's to validate
+        (``TruncatedPoissonSampled`` does).
+
+    References
+    ----------
+    Ganesh 2025, arXiv 2508.15089 (truncated Poisson sampling); the module docstring (the revealed-S pair).
+    """
     w, r, sh = revealed_components(
         dataset_size=dataset_size, sampling_rate=sampling_rate, max_batch_size=max_batch_size
     )
@@ -295,6 +415,12 @@ def kept_probability(*, dataset_size: int, sampling_rate: float, max_batch_size:
     -------
     float
         A lower bound on ``q_eff``, in ``(0, q]``.
+
+    Raises
+    ------
+    ValueError
+        Not raised for values out of their domain (scipy's binomial answers NaN): the arguments are the
+        caller's to validate (``TruncatedPoissonSampled`` does).
     """
     n, q, b = dataset_size, sampling_rate, max_batch_size
     if q >= 1.0:
@@ -321,6 +447,31 @@ class TruncatedPoissonSampled(Mechanism):
     ``attained_mechanism()`` is the pair of the module docstring's lower bound (every other record's gradient
     0): the Poisson-subsampled Gaussian at the kept probability ``q_eff``, from which accountants take lower
     ends.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The step mechanism: ``Gaussian``.
+    sampling_rate : float
+        Poisson sampling rate ``q`` in ``(0, 1]``.
+    dataset_size : int
+        Records ``n`` of the data set, a positive integer.
+    max_batch_size : int
+        Batch cap ``b``, a positive integer at most ``dataset_size``.
+    upper_pair : str, default "revealed"
+        ``"revealed"`` or ``"ganesh"`` (one of ``UPPER_PAIRS``).
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        If ``mechanism`` is not ``Gaussian``.
+    ValueError
+        If ``sampling_rate`` lies outside ``(0, 1]``, a size is not a positive integer, ``max_batch_size >
+        dataset_size`` or ``upper_pair`` is not one of ``UPPER_PAIRS``.
+
+    References
+    ----------
+    Ganesh 2025, arXiv 2508.15089; dp_accounting's ``TruncatedSubsampledGaussianDpEvent``.
     """
 
     type_name = "truncated_poisson_sampled"
@@ -331,7 +482,7 @@ class TruncatedPoissonSampled(Mechanism):
     max_batch_size: int
     upper_pair: str = "revealed"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.mechanism, Gaussian):
             raise UnsupportedMechanismError(
                 f"truncated Poisson sampling of {type(self.mechanism).__name__} is not supported; only Gaussian"
@@ -345,22 +496,41 @@ class TruncatedPoissonSampled(Mechanism):
 
     @property
     def sigma(self) -> float:
+        """The noise standard deviation per unit sensitivity, ``noise_multiplier / sensitivity``."""
         g: Gaussian = self.mechanism  # type: ignore[assignment]
         return g.noise_multiplier / g.sensitivity
 
     def kept_probability(self) -> float:
-        """A lower bound on ``q_eff`` (``kept_probability``)."""
+        """A lower bound on ``q_eff``, the probability that the target is in the truncated batch.
+
+        Returns
+        -------
+        float
+            ``kept_probability`` of this mechanism's parameters, in ``(0, q]``.
+        """
         return kept_probability(
             dataset_size=self.dataset_size, sampling_rate=self.sampling_rate, max_batch_size=self.max_batch_size
         )
 
     def attained_mechanism(self) -> Mechanism:
         """The Poisson-subsampled Gaussian at ``q_eff`` (rounded down): the exact pair of the data sets whose
-        other records all have gradient 0 (module docstring), composed at every step by the same pair."""
+        other records all have gradient 0 (module docstring), composed at every step by the same pair.
+
+        Returns
+        -------
+        Mechanism
+            ``PoissonSampled`` at the kept probability.
+        """
         return PoissonSampled(mechanism=self.mechanism, sampling_rate=self.kept_probability())
 
     def truncation(self) -> tuple[float, float]:
-        """``(p_T, q_T)`` of the module docstring (dp-accounting 0.6.0's formulas)."""
+        """``(p_T, q_T)`` of the module docstring (dp-accounting 0.6.0's formulas).
+
+        Returns
+        -------
+        tuple of float
+            ``(p_T, q_T)``, both in ``[0, 1]``.
+        """
         from scipy import stats  # lazily (import cost)
 
         n, q, b = self.dataset_size, self.sampling_rate, self.max_batch_size
@@ -381,7 +551,13 @@ class TruncatedPoissonSampled(Mechanism):
         )
 
     def ganesh_pair(self) -> LossPair:
-        """Ganesh's dominating pair (module docstring, upper bound 2)."""
+        """Ganesh's dominating pair (module docstring, upper bound 2).
+
+        Returns
+        -------
+        LossPair
+            The remove and add directions.
+        """
         sigma, q = self.sigma, self.sampling_rate
         remove = poisson_gaussian_loss(sigma=sigma, q=q, direction="remove")
         add = poisson_gaussian_loss(sigma=sigma, q=q, direction="add")
