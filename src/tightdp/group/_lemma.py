@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from .._numerics import falling_root
 from .._validation import check_count, check_delta, check_positive
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..errors import PrecisionError
@@ -34,6 +35,7 @@ class LemmaResult:
 #: error budgets are fractions of delta per step, which leave double precision (and the PRV fallback
 #: then spends tens of seconds and gigabytes to certify what the lemma cannot use anyway)
 _LOG_SMALLEST_DELTA = math.log(1e-250)
+_U = 2.0**-52  # one ulp at 1
 
 
 def _lemma_accountant(accountant):
@@ -121,13 +123,14 @@ def _largest_certifiable(log_delta: float, k: int) -> float:
     while log_delta - _log_group_factor(hi, k) >= _LOG_SMALLEST_DELTA:
         lo, hi = hi, 2.0 * hi
 
-    for _ in range(100):
-        mid = 0.5 * (lo + hi)
-        if log_delta - _log_group_factor(mid, k) >= _LOG_SMALLEST_DELTA:
-            lo = mid
-        else:
-            hi = mid
-    return hi  # an over-estimate keeps the early stop safe: it only stops when floor is beyond it
+    def room(e: float) -> float:  # non-increasing in e; <= 0 where delta' is below 1e-250
+        return log_delta - _log_group_factor(e, k) - _LOG_SMALLEST_DELTA
+
+    if room(lo) <= 0.0 or not math.isfinite(hi):  # (k = 1: S = 1, no eps' is too large)
+        return lo if room(lo) <= 0.0 else hi
+    # falling_root answers the side where room <= 0: an over-estimate, which keeps the early stop safe
+    # (it only stops when floor is beyond it)
+    return falling_root(room, lo, hi, xtol=4.0 * _U * hi)
 
 
 def group_privacy_lemma_epsilon(
