@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta, check_positive
 from ..runs import TrainingRun
 from ..sampling import GroupAnalysis, Poisson, SamplingScheme, scheme_class
-from ._kinds import _as_sequence, _matrix_statement, _rate, _schedule_statement, _steps, _tuned_statement
+from ._kinds import AccuracyKw, _as_sequence, _matrix_statement, _rate, _schedule_statement, _steps, _tuned_statement
 from ._text import GroupRow, PrivacyStatement, guarantee_paragraphs
+
+if TYPE_CHECKING:
+    from ..matrix import Sampler
+    from ..tuning import Tuning
 
 
 def privacy_statement(
@@ -31,14 +35,16 @@ def privacy_statement(
     eps_error: float | None = None,
     rel_error: float | None = None,
     run: TrainingRun | None = None,
-    strategy=None,
-    sampler=None,
-    tuning=None,
+    strategy: Any = None,
+    sampler: Sampler | None = None,
+    tuning: Tuning | dict[str, Any] | None = None,
 ) -> PrivacyStatement:
     """A certified privacy statement for a DP-SGD run (example-level and group-level epsilon, assumptions).
 
     Parameters
     ----------
+    delta : float
+        The delta of every epsilon, in (0, 1).
     run : TrainingRun, optional
         The run (``tightdp.runs.TrainingRun``); replaces the run keywords.
     noise_multiplier, sampling_rate, dataset_size, batch_size, steps, epochs, sampling, max_batch_size
@@ -86,7 +92,7 @@ def privacy_statement(
     t0 = time.perf_counter()
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
-    acc_kw = {"eps_error": eps_error, "rel_error": rel_error}
+    acc_kw: AccuracyKw = {"eps_error": eps_error, "rel_error": rel_error}
     ks = [check_count(f"group_sizes[{i}]", k) for i, k in enumerate(_as_sequence("group_sizes", group_sizes))]
     if tuning is not None:
         from ..tuning import Tuning
@@ -183,12 +189,12 @@ def _run_statement(
     run: TrainingRun,
     ks: list[int],
     delta: float,
-    acc_kw: dict,
+    acc_kw: AccuracyKw,
     t0: float,
     *,
     params: dict[str, Any] | None = None,
-    given: dict | None = None,
-    tuning=None,
+    given: dict[str, Any] | None = None,
+    tuning: Tuning | None = None,
 ) -> PrivacyStatement:
     """The statement of one ``TrainingRun``: its epsilon, a row per group size, the scheme's sentences."""
     from ..accountants import DEFAULT_ACCOUNTANT
@@ -263,7 +269,7 @@ def _run_statement(
 
 
 def statement_from_config(
-    config,
+    config: Any,
     *,
     delta: float | None = None,
     group_sizes: Sequence[int] | None = None,
@@ -272,9 +278,29 @@ def statement_from_config(
 ) -> PrivacyStatement:
     """The statement for a privacy report's configuration (``tightdp.report.load_config``).
 
-    ``delta`` defaults to the config's first delta and ``group_sizes`` to its
-    ``privacy.group_sizes``; the config's ``training.sampling`` is parsed by the registry of
-    ``tightdp.sampling`` (``without_replacement``: the substitute relation, 001 Sec. 6.2).
+    The config's ``training.sampling`` is parsed by the registry of ``tightdp.sampling``
+    (``without_replacement``: the substitute relation, Koskela et al. 2020, Sec. 6.2).
+
+    Parameters
+    ----------
+    config : tightdp.report.ReportConfig
+        A loaded configuration with a ``[training]`` table.
+    delta : float, optional
+        The delta (default: the config's first).
+    group_sizes : sequence of int, optional
+        The group sizes (default: the config's ``privacy.group_sizes``).
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+
+    Returns
+    -------
+    PrivacyStatement
+        The statement, as ``privacy_statement`` gives it.
+
+    Raises
+    ------
+    ValueError
+        If the config describes events rather than a training run, or a value is out of its domain.
     """
     if not getattr(config, "is_training", False):
         raise ValueError("config: a privacy statement needs a [training] table (a DP-SGD run), not [[events]]")

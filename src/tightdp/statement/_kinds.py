@@ -5,12 +5,37 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .._validation import check_count, check_positive, check_probability
+
+if TYPE_CHECKING:
+    from ..matrix import Sampler
+    from ..tuning import RunLedger, Tuning
+
 from ._text import GroupRow, PrivacyStatement, _not_covered, guarantee_paragraphs
 
 
-def _tuned_statement(ledger, tuning, ks, delta, acc_kw, t0, *, params, text, notes) -> PrivacyStatement:
+class AccuracyKw(TypedDict):
+    """The accuracy keywords passed through to the accountants (``tightdp._accuracy``)."""
+
+    eps_error: float | None
+    rel_error: float | None
+
+
+def _tuned_statement(
+    ledger: RunLedger,
+    tuning: Tuning,
+    ks: list[int],
+    delta: float,
+    acc_kw: AccuracyKw,
+    t0: float,
+    *,
+    params: dict[str, Any],
+    text: dict[str, list[str]],
+    notes: list[str],
+) -> PrivacyStatement:
     """The statement of a tuning procedure over one run's ledger (``tightdp.tuning.tuning_epsilon``)."""
     from ..accountants import DEFAULT_ACCOUNTANT
 
@@ -67,7 +92,16 @@ _MATRIX_SAMPLING = {
 
 
 def _matrix_statement(
-    strategy, sampler, noise_multiplier, steps, ks, delta, acc_kw, t0, *, given: dict
+    strategy: Any,
+    sampler: Sampler | None,
+    noise_multiplier: float | None,
+    steps: int | None,
+    ks: list[int],
+    delta: float,
+    acc_kw: AccuracyKw,
+    t0: float,
+    *,
+    given: dict[str, Any],
 ) -> PrivacyStatement:
     """The statement of a correlated-noise run (``tightdp.matrix.matrix_epsilon``)."""
     from ..matrix import NoAmplification, Sampler, as_strategy, matrix_epsilon
@@ -145,13 +179,13 @@ def _matrix_statement(
     )
 
 
-def _as_sequence(name: str, v) -> list:
+def _as_sequence(name: str, v: Any) -> list[Any]:
     if isinstance(v, (str, bytes)) or not isinstance(v, (list, tuple, range)):
         raise ValueError(f"{name} must be a list of whole numbers, got {v!r}")
     return list(v)
 
 
-def _rate(sampling_rate, n, b) -> float:
+def _rate(sampling_rate: float | None, n: int | None, b: int | None) -> float:
     if sampling_rate is not None:
         q = check_probability("sampling_rate", sampling_rate)
         if n is not None and b is not None and abs(q - b / n) > 1e-12 * q:
@@ -164,7 +198,7 @@ def _rate(sampling_rate, n, b) -> float:
     raise ValueError("sampling_rate is required (or give dataset_size and batch_size)")
 
 
-def _steps(steps, epochs, n, b, q) -> int:
+def _steps(steps: int | None, epochs: float | None, n: int | None, b: int | None, q: float) -> int:
     from_epochs = None
     if epochs is not None:
         e = check_positive("epochs", epochs)
@@ -182,7 +216,18 @@ def _steps(steps, epochs, n, b, q) -> int:
     return check_count("steps", from_epochs)
 
 
-def _schedule_statement(schedule, sampling, ks, delta, acc_kw, params, t0, *, given, tuning=None) -> PrivacyStatement:
+def _schedule_statement(
+    schedule: Sequence[Sequence[float]],
+    sampling: str,
+    ks: list[int],
+    delta: float,
+    acc_kw: AccuracyKw,
+    params: dict[str, Any],
+    t0: float,
+    *,
+    given: dict[str, Any],
+    tuning: Tuning | None = None,
+) -> PrivacyStatement:
     from ..accountants import DEFAULT_ACCOUNTANT, create
     from ..dpsgd import dpsgd_mechanism
     from ..group import group_epsilon_schedule

@@ -6,11 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._accuracy import describe_accuracy
 from ..bounds import Bounds
 from ..sampling import SamplingScheme, scheme_class
+
+if TYPE_CHECKING:
+    from ..tuning import Tuning
 
 
 # =========================================================================================== plain language
@@ -24,15 +27,38 @@ def guarantee_paragraphs(
     relation: str | None = None,
     group_sizes: Sequence[int] = (),
     steps: int | None = None,
-    tuning=None,
+    tuning: Tuning | None = None,
 ) -> dict[str, list[str]]:
     """What a DP-SGD guarantee of this configuration promises, in plain language.
 
-    ``sampling`` is a scheme object (``tightdp.sampling``) or a registered name with the keywords its
-    ``from_options`` reads; where they do not determine the scheme's numbers (a schedule of several rates),
-    the scheme's sentence is stated without them. Returns ``{"guarantees": [...], "not_covered": [...]}``;
-    each entry is one sentence or a short paragraph. Used by ``privacy_statement`` and by the privacy report.
-    With ``tuning`` (a ``tightdp.tuning.Tuning``) the hyper-parameter tuning item leaves the "not covered" list.
+    Used by ``privacy_statement`` and by the privacy report.
+
+    Parameters
+    ----------
+    sampling : str or SamplingScheme
+        A scheme object (``tightdp.sampling``) or a registered name with the keywords its ``from_options``
+        reads; where they do not determine the scheme's numbers (a schedule of several rates), the scheme's
+        sentence is stated without them.
+    sampling_rate, batch_size, dataset_size, max_batch_size : optional
+        The keywords a named scheme is built from.
+    relation : str, optional
+        The neighbouring relation (default: the scheme's own).
+    group_sizes : sequence of int, default ()
+        The group sizes stated (non-empty: the scheme's group-privacy paragraph is added).
+    steps : int, optional
+        The number of steps, named in the sentence on what the attacker sees.
+    tuning : tightdp.tuning.Tuning, optional
+        The tuning procedure accounted; the hyper-parameter tuning item then leaves the "not covered" list.
+
+    Returns
+    -------
+    dict
+        ``{"guarantees": [...], "not_covered": [...]}``; each entry one sentence or a short paragraph.
+
+    Raises
+    ------
+    ValueError
+        If ``sampling`` is not a registered name or ``relation`` not a relation's spelling.
     """
     if isinstance(sampling, SamplingScheme):
         cls, scheme = type(sampling), sampling
@@ -105,13 +131,36 @@ def _not_covered(group_sizes: Sequence[int], *, training: str, tuning: bool = Fa
 # =========================================================================================== the statement
 @dataclass(frozen=True)
 class GroupRow:
-    """Group-level epsilon for groups of up to ``group_size`` examples, or why it is not applicable."""
+    """Group-level epsilon for groups of up to ``group_size`` examples, or why it is not applicable.
+
+    Parameters
+    ----------
+    group_size : int
+        The group size ``k``.
+    epsilon : Bounds or None
+        The certified group-level epsilon; ``None`` where no group analysis applies.
+    not_applicable : str, default ""
+        Why not (with ``epsilon=None``).
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (a plain record: the values are not checked).
+    """
 
     group_size: int
     epsilon: Bounds | None
     not_applicable: str = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The row as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            ``group_size``, ``epsilon`` (``lower``, ``estimate``, ``upper`` or ``None``), ``kind`` and the note
+            or the reason it is not applicable.
+        """
         if self.epsilon is None:
             return {"group_size": self.group_size, "epsilon": None, "kind": None, "not_applicable": self.not_applicable}
         d = self.epsilon.to_dict()
@@ -125,7 +174,36 @@ class GroupRow:
 
 @dataclass(frozen=True)
 class PrivacyStatement:
-    """The answer of ``privacy_statement``; ``to_text()`` and ``to_dict()`` render it."""
+    """The answer of ``privacy_statement``; ``to_text()`` and ``to_dict()`` render it.
+
+    Parameters
+    ----------
+    parameters : dict
+        The run as stated (sampling, sizes, rate, noise, steps, ...).
+    delta : float
+        The delta of every epsilon.
+    epsilon : Bounds
+        The certified example-level epsilon.
+    groups : tuple of GroupRow
+        One row per group size.
+    guarantees, not_covered : tuple of str
+        The plain-language paragraphs (``guarantee_paragraphs``).
+    accountant : str
+        The accountant's name.
+    eps_error : float or None
+        The accuracy as asked for (``tightdp._accuracy``; ``None`` with ``rel_error=None``: the default).
+    seconds : float, default 0.0
+        The time taken.
+    notes : tuple of str, default ()
+        Caveats (e.g. the scheme's).
+    rel_error : float, optional
+        The relative accuracy as asked for.
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (a plain record: the values are not checked).
+    """
 
     parameters: dict[str, Any]
     delta: float
@@ -146,7 +224,13 @@ class PrivacyStatement:
         return all(_finite_upper(b) for b in rows)
 
     def uncertified(self) -> list[str]:
-        """One line per epsilon of the statement that has no finite proven upper bound."""
+        """One line per epsilon of the statement that has no finite proven upper bound.
+
+        Returns
+        -------
+        list of str
+            Empty when the statement is certified.
+        """
         out = []
         if not _finite_upper(self.epsilon):
             out.append(
@@ -162,6 +246,14 @@ class PrivacyStatement:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """The statement as JSON-ready data (what ``tightdp statement --json`` prints).
+
+        Returns
+        -------
+        dict
+            The epsilon, delta, accountant, accuracy, parameters, group rows, paragraphs, notes, whether it is
+            certified, the time and the text.
+        """
         d = self.epsilon.to_dict()
         return {
             "epsilon": {"lower": d["lower"], "estimate": d["estimate"], "upper": d["upper"]},
@@ -182,6 +274,13 @@ class PrivacyStatement:
         }
 
     def to_text(self) -> str:
+        """The statement as text (what ``tightdp statement`` prints).
+
+        Returns
+        -------
+        str
+            The run, the example-level and group-level epsilon, what is guaranteed and what is not covered.
+        """
         p = self.parameters
         lines = [_run_sentence(p), ""]
         if p.get("tuning"):
@@ -225,7 +324,7 @@ def _finite_upper(b: Bounds) -> bool:
     return b.upper is not None and math.isfinite(float(b.upper))
 
 
-def _fmt(v) -> str:
+def _fmt(v: float | None) -> str:
     if v is None:
         return "—"
     v = float(v)
