@@ -10,6 +10,7 @@ from typing import Any
 from .._accuracy import check_accuracy
 from .._validation import check_choice, check_count, check_delta, check_positive, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT
+from ..accountants.base import Accountant
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
 from ..errors import UnsupportedMechanismError
@@ -20,7 +21,14 @@ from ._lemma import ExampleCurve, _lemma_accountant, group_privacy_lemma_epsilon
 
 
 # ------------------------------------------------------------------------------------ mechanisms
-def _group_scheme(*, sampling, sampling_rate, dataset_size, batch_size, group_size) -> SamplingScheme:
+def _group_scheme(
+    *,
+    sampling: str | SamplingScheme | None,
+    sampling_rate: float | None,
+    dataset_size: int | None,
+    batch_size: int | None,
+    group_size: int,
+) -> SamplingScheme:
     """The scheme a group question is about, from a scheme object or a name and its keywords; keywords the
     scheme does not read are refused, and a given ``sampling_rate`` must be the scheme's."""
     if isinstance(sampling, SamplingScheme):
@@ -48,29 +56,49 @@ def _group_scheme(*, sampling, sampling_rate, dataset_size, batch_size, group_si
         scheme.group_step(noise_multiplier=1.0, group_size=check_count("group_size", group_size))
     if sampling_rate is not None:
         q = check_probability("sampling_rate", sampling_rate)
-        if not math.isclose(q, scheme.sampling_rate, rel_tol=1e-9):  # type: ignore[attr-defined]
+        rate: float = getattr(scheme, "sampling_rate")  # noqa: B009 - every concrete scheme has one
+        if not math.isclose(q, rate, rel_tol=1e-9):
             raise ValueError(
                 f"sampling_rate ({q!r}) must equal batch_size / dataset_size "
-                f"({batch_size}/{dataset_size} = {scheme.sampling_rate!r}) "  # type: ignore[attr-defined]
+                f"({batch_size}/{dataset_size} = {rate!r}) "
                 f"for sampling={cls.name!r}; omit it to use the ratio"
             )
     return scheme
 
 
 def group_mechanism(
-    *, noise_multiplier, group_size, sampling="poisson", sampling_rate=None, dataset_size=None, batch_size=None
+    *,
+    noise_multiplier: float,
+    group_size: int,
+    sampling: str | SamplingScheme = "poisson",
+    sampling_rate: float | None = None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
 ) -> Mechanism:
     """The mechanism of one DP-SGD step as seen by a group of up to ``group_size`` examples.
 
     Parameters
     ----------
     noise_multiplier : float
+        The noise multiplier sigma, > 0.
     group_size : int
-    sampling : str or SamplingScheme
+        The group size ``k``, a positive whole number.
+    sampling : str or SamplingScheme, default ``"poisson"``
         A scheme with a mixture-of-Gaussians group step (``GroupAnalysis.MIXTURE``): ``"poisson"`` needs
-        ``sampling_rate`` (002 Thm 3.1); ``"fixed-batch"`` needs ``batch_size`` and ``dataset_size`` (a lower
-        bound on the number of examples outside the group, 002 Thm 3.3), ``sampling_rate`` is then optional
-        and, if given, must equal ``batch_size / dataset_size``.
+        ``sampling_rate`` (Ganesh 2024, Thm 3.1); ``"fixed-batch"`` needs ``batch_size`` and ``dataset_size``
+        (a lower bound on the number of examples outside the group, Ganesh 2024, Thm 3.3), ``sampling_rate``
+        is then optional and, if given, must equal ``batch_size / dataset_size``.
+    sampling_rate : float, optional
+        The Poisson sampling rate ``q``.
+    dataset_size : int, optional
+        The lower bound ``N`` on the examples outside the group (fixed batches).
+    batch_size : int, optional
+        The batch size ``B`` (fixed batches).
+
+    Returns
+    -------
+    Mechanism
+        The group's mixture-of-Gaussians step (``GroupPoissonSampled`` or ``GroupFixedBatchSampled``).
 
     Raises
     ------
@@ -91,13 +119,35 @@ def group_mechanism(
 
 
 def group_ledger(
-    *, schedule: Sequence[Sequence[Any]], group_size, sampling: str = "poisson", dataset_size=None
+    *, schedule: Sequence[Sequence[Any]], group_size: int, sampling: str = "poisson", dataset_size: int | None = None
 ) -> list[tuple[Mechanism, int]]:
     """``(mechanism, steps)`` entries for a schedule of DP-SGD segments.
 
     Each segment is ``(noise_multiplier, sampling_rate, steps)`` for Poisson
     sampling or ``(noise_multiplier, batch_size, steps)`` for fixed batches
     (all sharing ``dataset_size``). Everything is validated before returning.
+
+    Parameters
+    ----------
+    schedule : sequence of (float, float, int)
+        The segments.
+    group_size : int
+        The group size ``k``, a positive whole number.
+    sampling : str, default ``"poisson"``
+        ``"poisson"`` or ``"fixed-batch"`` (a scheme with a mixture-of-Gaussians group step).
+    dataset_size : int, optional
+        The lower bound ``N`` on the examples outside the group (fixed batches).
+
+    Returns
+    -------
+    list of (Mechanism, int)
+        One ``(group step, steps)`` entry per segment.
+
+    Raises
+    ------
+    ValueError
+        If the schedule is empty or malformed, or a segment's value is out of its domain (named with its
+        index), or the scheme has no mixture-of-Gaussians group step.
     """
     cls = scheme_class(sampling)
     if cls.group_analysis is not GroupAnalysis.MIXTURE:
@@ -128,8 +178,10 @@ def group_ledger(
     return out
 
 
-def _make_accountant(accountant, eps_error: float | None, rel_error: float | None = None):
-    from ..accountants import ACCOUNTANTS, Accountant, create
+def _make_accountant(
+    accountant: str | Accountant, eps_error: float | None, rel_error: float | None = None
+) -> Accountant:
+    from ..accountants import ACCOUNTANTS, create
 
     if isinstance(accountant, Accountant):
         if accountant.ledger:
@@ -141,7 +193,15 @@ def _make_accountant(accountant, eps_error: float | None, rel_error: float | Non
 
 # ------------------------------------------------------------------------------------ epsilon
 def _group_run(
-    *, run, noise_multiplier, sampling, sampling_rate, steps, dataset_size, batch_size, group_size
+    *,
+    run: TrainingRun | None,
+    noise_multiplier: float | None,
+    sampling: str | SamplingScheme | None,
+    sampling_rate: float | None,
+    steps: int | None,
+    dataset_size: int | None,
+    batch_size: int | None,
+    group_size: int,
 ) -> TrainingRun:
     """The run a group question is about: ``run`` itself (then the keywords must be absent) or one built from
     the keywords (``sampling`` parsed by the registry of ``tightdp.sampling``)."""
@@ -179,17 +239,17 @@ def _group_run(
 
 def group_epsilon(
     *,
-    noise_multiplier=None,
-    sampling_rate=None,
-    steps=None,
-    delta,
-    group_size,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    delta: float,
+    group_size: int,
     sampling: str | SamplingScheme | None = None,
-    dataset_size=None,
-    batch_size=None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
     eps_error: float | None = None,
     rel_error: float | None = None,
-    accountant=DEFAULT_ACCOUNTANT,
+    accountant: str | Accountant = DEFAULT_ACCOUNTANT,
     run: TrainingRun | None = None,
 ) -> Bounds:
     """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
@@ -206,11 +266,36 @@ def group_epsilon(
 
     Parameters
     ----------
+    noise_multiplier : float, optional
+        The noise multiplier sigma, > 0 (with the run keywords).
+    sampling_rate : float, optional
+        The sampling rate (Poisson: ``q``; the epoch-based schemes: ``1/t``; fixed batches: optional, and if
+        given equal to ``batch_size / dataset_size``).
+    steps : int, optional
+        The number of steps (the epoch-based schemes: whole epochs).
+    delta : float
+        The delta, in (0, 1).
+    group_size : int
+        The group size ``k`` (``1``: example-level DP-SGD), a positive whole number.
+    sampling : str or SamplingScheme, optional
+        A registered name (``tightdp.sampling.scheme_names()``; default ``"poisson"``) or a scheme object.
+    dataset_size : int, optional
+        The data set size (fixed batches: a lower bound on the examples outside the group).
+    batch_size : int, optional
+        The batch size (fixed batches).
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+    accountant : str or Accountant, default ``DEFAULT_ACCOUNTANT``
+        An accountant name or an empty accountant instance (the ``NO_AMPLIFICATION`` schemes: the default only).
     run : TrainingRun, optional
         The run; replaces ``noise_multiplier``, ``sampling_rate``, ``steps``, ``sampling``, ``dataset_size``,
         ``batch_size``.
-    sampling : str or SamplingScheme
-        A registered name (``tightdp.sampling.scheme_names()``) or a scheme object.
+
+    Returns
+    -------
+    Bounds
+        Certified ``lower <= upper`` on the group-level epsilon; ``details`` name the mechanisms (or, for the
+        ``NO_AMPLIFICATION`` schemes, which bound is the upper end).
 
     Raises
     ------
@@ -242,25 +327,59 @@ def group_epsilon(
 
 def group_epsilon_schedule(
     *,
-    schedule,
-    delta,
-    group_size,
+    schedule: Sequence[Sequence[Any]],
+    delta: float,
+    group_size: int,
     sampling: str = "poisson",
-    dataset_size=None,
+    dataset_size: int | None = None,
     eps_error: float | None = None,
     rel_error: float | None = None,
-    accountant=DEFAULT_ACCOUNTANT,
+    accountant: str | Accountant = DEFAULT_ACCOUNTANT,
 ) -> Bounds:
     """``group_epsilon`` for a heterogeneous schedule: segments ``(noise_multiplier, q or B, steps)``.
 
-    The per-step dominating pairs compose adaptively (002 Lemma 2.6), so the
+    The per-step dominating pairs compose adaptively (Ganesh 2024, Lemma 2.6), so the
     schedule's guarantee is that of the composed MoG mechanisms.
+
+    Parameters
+    ----------
+    schedule : sequence of (float, float, int)
+        The segments ``(noise_multiplier, sampling_rate or batch_size, steps)`` (``group_ledger``).
+    delta : float
+        The delta, in (0, 1).
+    group_size : int
+        The group size ``k``, a positive whole number.
+    sampling : str, default ``"poisson"``
+        ``"poisson"`` or ``"fixed-batch"``.
+    dataset_size : int, optional
+        The lower bound ``N`` on the examples outside the group (fixed batches).
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+    accountant : str or Accountant, default ``DEFAULT_ACCOUNTANT``
+        An accountant name or an empty accountant instance.
+
+    Returns
+    -------
+    Bounds
+        Certified ``lower <= upper`` on the group-level epsilon of the whole schedule.
+
+    Raises
+    ------
+    ValueError
+        If the schedule or an argument is out of its domain, naming it.
     """
     ledger = group_ledger(schedule=schedule, group_size=group_size, sampling=sampling, dataset_size=dataset_size)
     return _epsilon_of(ledger, delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant)
 
 
-def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Bounds:
+def _epsilon_of(
+    ledger: list[tuple[Mechanism, int]],
+    *,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None = None,
+    accountant: str | Accountant,
+) -> Bounds:
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     acc = _make_accountant(accountant, eps_error, rel_error)
@@ -275,7 +394,14 @@ def _epsilon_of(ledger, *, delta, eps_error, rel_error=None, accountant) -> Boun
 
 
 def _scheme_group_epsilon(
-    *, run: TrainingRun, delta, group_size, eps_error, rel_error, accountant, shared: dict | None = None
+    *,
+    run: TrainingRun,
+    delta: float,
+    group_size: int,
+    eps_error: float | None,
+    rel_error: float | None,
+    accountant: str | Accountant,
+    shared: dict[str, Any] | None = None,
 ) -> Bounds:
     """Group privacy for the ``NO_AMPLIFICATION`` schemes (random allocation, shuffling; module docstring);
     the ``NONE`` ones are refused with their reason. ``shared`` (a dict, filled on first use) carries the
@@ -296,11 +422,11 @@ def _scheme_group_epsilon(
             f"accountant must be {DEFAULT_ACCOUNTANT!r} for sampling={scheme.name!r} (its bounds come "
             f"from dominance pairs only), got {accountant!r}"
         )
-    t = scheme.epoch_length()
+    t = scheme.epoch_length() or 1  # NO_AMPLIFICATION schemes run whole epochs
     epochs = run.steps // t
     if "example" not in shared:
         shared["example"] = run.epsilon(delta=delta, eps_error=eps_error, rel_error=rel_error)
-    example = shared["example"]
+    example: Bounds = shared["example"]
     if k == 1:
         return example
     # (b) no amplification: every allocation / permutation shifts the epoch's mean by at most k in L2

@@ -7,8 +7,11 @@ import math
 from dataclasses import dataclass
 
 from .._numerics import falling_root
+from .._types import FloatArray
 from .._validation import check_count, check_delta, check_positive
+from ..accountants.base import Accountant
 from ..accountants.connect_dots import ConnectDotsAccountant
+from ..bounds import Bounds
 from ..errors import PrecisionError
 
 
@@ -22,7 +25,26 @@ def _log_group_factor(eps: float, k: int) -> float:
 
 @dataclass(frozen=True)
 class LemmaResult:
-    """Outcome of the group-privacy-lemma baseline: ``epsilon`` is ``None`` when it cannot be certified."""
+    """Outcome of the group-privacy-lemma baseline: ``epsilon`` is ``None`` when it cannot be certified.
+
+    Parameters
+    ----------
+    epsilon : float or None
+        The certified group-level ``k eps'``; ``None`` when it cannot be certified.
+    example_epsilon : float, optional
+        ``eps'``, with ``(eps', delta')`` certified for one example.
+    example_delta : float, optional
+        ``delta' = delta / S(eps')``.
+    note : str, optional
+        Why no epsilon was certified.
+    queries : int, default 0
+        The accountant queries spent.
+
+    Raises
+    ------
+    TypeError
+        If ``epsilon`` is missing (a plain record: the values are not checked).
+    """
 
     epsilon: float | None
     example_epsilon: float | None = None  # eps' with (eps', delta') certified for one example
@@ -38,7 +60,7 @@ _LOG_SMALLEST_DELTA = math.log(1e-250)
 _U = 2.0**-52  # one ulp at 1
 
 
-def _lemma_accountant(accountant):
+def _lemma_accountant(accountant: Accountant) -> Accountant:
     """The accountant the group-privacy-lemma search queries at the small ``delta'`` it needs.
 
     A connect-dots accountant is copied into one that does not fall back to the
@@ -60,7 +82,7 @@ class _LemmaConnectDots(ConnectDotsAccountant):
 
     _upper_only = True
 
-    def _fallback(self, delta: float, reason: str, *, epsilons=None):
+    def _fallback(self, delta: float, reason: str, *, epsilons: FloatArray | None = None) -> Bounds:
         raise PrecisionError(
             f"dominance alone cannot certify it ({reason}); the group-privacy-lemma baseline "
             "does not use the PRV fallback, whose grids at such deltas take minutes and "
@@ -75,21 +97,49 @@ class ExampleCurve:
     answers ``inf`` for any smaller ``delta'`` without asking again (certifying
     a smaller delta is never easier), which keeps the group-privacy-lemma
     search cheap when the required ``delta'`` is out of reach.
+
+    Parameters
+    ----------
+    accountant : Accountant
+        An accountant holding the composed example-level mechanism.
+
+    Raises
+    ------
+    AttributeError
+        If ``accountant`` has no ``epsilon`` method (it is not checked otherwise).
     """
 
-    def __init__(self, accountant) -> None:
+    def __init__(self, accountant: Accountant) -> None:
         self.accountant = accountant
         rel = getattr(accountant, "rel_error", None)
         # the lemma search's tolerance (an absolute one): the accountant's absolute accuracy, or for a
         # relative one the width it asks for at epsilon ~ 1 (the searched eps' are example-level)
-        self.eps_error = getattr(accountant, "eps_error", 0.01) if rel is None else max(accountant.eps_error, rel)
+        eps_error: float = getattr(accountant, "eps_error", 0.01)
+        self.eps_error = eps_error if rel is None else max(eps_error, rel)
         self.queries = 0
         self._memo: dict[float, float] = {}
         self._fail_log_delta = -math.inf
         self._fail_note = ""
 
     def upper(self, log_delta: float) -> tuple[float, str]:
-        """``(eps_1^U(exp(log_delta)), note)``; ``inf`` with a note where it cannot be certified."""
+        """The certified example-level epsilon at ``delta' = exp(log_delta)``.
+
+        Parameters
+        ----------
+        log_delta : float
+            ``log delta'``.
+
+        Returns
+        -------
+        tuple of (float, str)
+            ``(eps_1^U(delta'), "")``, or ``(inf, note)`` where it cannot be certified.
+
+        Raises
+        ------
+        TightDPError
+            Only errors other than a failure to certify: ``PrecisionError``, ``ArithmeticError``, ``ValueError``
+            and ``MemoryError`` of the accountant are answered as ``inf`` with their message.
+        """
         if log_delta < _LOG_SMALLEST_DELTA:
             return math.inf, (
                 f"the required example-level delta' = exp({log_delta:.4g}) is below 1e-250, "
@@ -134,7 +184,12 @@ def _largest_certifiable(log_delta: float, k: int) -> float:
 
 
 def group_privacy_lemma_epsilon(
-    example, *, delta, group_size, tol: float | None = None, max_queries: int = 40
+    example: Accountant | ExampleCurve,
+    *,
+    delta: float,
+    group_size: int,
+    tol: float | None = None,
+    max_queries: int = 40,
 ) -> LemmaResult:
     """Smallest ``k eps'`` certified by the group-privacy lemma (002 Lemma 1.1) from an example-level curve.
 
@@ -152,6 +207,34 @@ def group_privacy_lemma_epsilon(
     lower end ``phi(e) <= e*`` of every solution needs ``delta'`` below 1e-250
     (the queries closest to that floor are the most expensive ones), and after
     ``max_queries`` accountant queries.
+
+    Parameters
+    ----------
+    example : Accountant or ExampleCurve
+        The composed example-level accountant, or an ``ExampleCurve`` around one (shared between group sizes).
+    delta : float
+        The group-level delta, in (0, 1).
+    group_size : int
+        The group size ``k``, a positive whole number.
+    tol : float, optional
+        The absolute tolerance on ``eps'`` (default: the curve's ``eps_error / k``).
+    max_queries : int, default 40
+        The most accountant queries spent.
+
+    Returns
+    -------
+    LemmaResult
+        ``epsilon = k eps'`` with ``eps'`` and ``delta'``; ``epsilon=None`` with a note where no certified
+        ``eps'`` was found.
+
+    Raises
+    ------
+    ValueError
+        If ``delta``, ``group_size`` or ``tol`` is out of its domain.
+
+    References
+    ----------
+    Ganesh 2024, Lemma 1.1; Vadhan 2017, Lemma 2.2 (the group-privacy lemma).
     """
     k = check_count("group_size", group_size)
     delta = check_delta("delta", delta)
@@ -195,7 +278,8 @@ def group_privacy_lemma_epsilon(
         return unattainable(0.0)
     e, floor = psi_lo, psi_lo  # floor: a point known to be <= e*
     e_max = _largest_certifiable(log_delta, k)
-    hi = psi_hi = None
+    hi: float | None = None
+    psi_hi = 0.0  # set with hi
     for _ in range(4 * max_queries):
         if used() >= max_queries:
             break

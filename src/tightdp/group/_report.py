@@ -11,6 +11,7 @@ from typing import Any
 from .._accuracy import check_accuracy
 from .._validation import check_count, check_delta
 from ..accountants import DEFAULT_ACCOUNTANT
+from ..accountants.base import Accountant
 from ..bounds import Bounds, _jsonable
 from ..runs import TrainingRun
 from ..sampling import GroupAnalysis, SamplingScheme
@@ -20,7 +21,30 @@ from ._lemma import ExampleCurve, LemmaResult, _lemma_accountant, group_privacy_
 
 @dataclass(frozen=True)
 class GroupReport:
-    """Group-level epsilon with the two baselines of 002 Sec. 4 (JSON via ``to_dict``)."""
+    """Group-level epsilon with the two baselines of Ganesh 2024, Sec. 4 (JSON via ``to_dict``).
+
+    Parameters
+    ----------
+    group_size : int
+        The group size ``k``.
+    delta : float
+        The delta of every epsilon.
+    sampling : str
+        The scheme's name.
+    epsilon : Bounds
+        The certified group-level epsilon.
+    example_epsilon : Bounds
+        The certified example-level epsilon at the same delta.
+    group_privacy_lemma : LemmaResult
+        The group-privacy-lemma baseline.
+    details : dict, optional
+        The mechanisms, accountant and timings.
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (a plain record: the values are not checked).
+    """
 
     group_size: int
     delta: float
@@ -37,12 +61,20 @@ class GroupReport:
 
     @property
     def group_privacy_lemma_epsilon(self) -> float | None:
+        """The group-privacy lemma's certified epsilon (``None`` where it gives none)."""
         return self.group_privacy_lemma.epsilon
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (what ``tightdp group --json`` prints).
+
+        Returns
+        -------
+        dict
+            The epsilon, both baselines, the example-level epsilon, notes and details.
+        """
         lemma = self.group_privacy_lemma
         eps = self.epsilon.to_dict()
-        out = {
+        out: dict[str, Any] = {
             "epsilon": {"lower": eps["lower"], "estimate": eps["estimate"], "upper": eps["upper"]},
             "group_privacy_lemma_epsilon": lemma.epsilon,
             "linear_lower_bound": self.linear_lower_bound,
@@ -66,20 +98,59 @@ class GroupReport:
 
 def group_report(
     *,
-    noise_multiplier=None,
-    sampling_rate=None,
-    steps=None,
-    delta,
-    group_size,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    delta: float,
+    group_size: int,
     sampling: str | SamplingScheme | None = None,
-    dataset_size=None,
-    batch_size=None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
     eps_error: float | None = None,
     rel_error: float | None = None,
-    accountant=DEFAULT_ACCOUNTANT,
+    accountant: str | Accountant = DEFAULT_ACCOUNTANT,
     run: TrainingRun | None = None,
 ) -> GroupReport:
-    """``group_epsilon`` plus the example-level epsilon and both baselines (002 Sec. 4)."""
+    """``group_epsilon`` plus the example-level epsilon and both baselines (Ganesh 2024, Sec. 4).
+
+    Parameters
+    ----------
+    noise_multiplier : float, optional
+        The noise multiplier sigma, > 0 (with the run keywords).
+    sampling_rate : float, optional
+        The sampling rate (Poisson: ``q``; the epoch-based schemes: ``1/t``; fixed batches: optional, and if
+        given equal to ``batch_size / dataset_size``).
+    steps : int, optional
+        The number of steps (the epoch-based schemes: whole epochs).
+    delta : float
+        The delta, in (0, 1).
+    group_size : int
+        The group size ``k``, a positive whole number.
+    sampling : str or SamplingScheme, optional
+        A registered name (default ``"poisson"``) or a scheme object.
+    dataset_size : int, optional
+        The data set size (fixed batches: a lower bound on the examples outside the group).
+    batch_size : int, optional
+        The batch size (fixed batches).
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+    accountant : str or Accountant, default ``DEFAULT_ACCOUNTANT``
+        An accountant name or an empty accountant instance (the ``NO_AMPLIFICATION`` schemes: the default only).
+    run : TrainingRun, optional
+        The run; replaces the run keywords.
+
+    Returns
+    -------
+    GroupReport
+        The report for ``group_size``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument.
+    UnsupportedMechanismError
+        No group analysis applies to the scheme (the message says why).
+    """
     return group_curve(
         noise_multiplier=noise_multiplier,
         sampling_rate=sampling_rate,
@@ -98,22 +169,62 @@ def group_report(
 
 def group_curve(
     *,
-    noise_multiplier=None,
-    sampling_rate=None,
-    steps=None,
-    delta,
+    noise_multiplier: float | None = None,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    delta: float,
     group_sizes: Iterable[int],
     sampling: str | SamplingScheme | None = None,
-    dataset_size=None,
-    batch_size=None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
     eps_error: float | None = None,
     rel_error: float | None = None,
-    accountant=DEFAULT_ACCOUNTANT,
+    accountant: str | Accountant = DEFAULT_ACCOUNTANT,
     run: TrainingRun | None = None,
 ) -> list[GroupReport]:
-    """``GroupReport`` for each group size (002 Fig. 1-2); the example-level curve is composed once.
+    """``GroupReport`` for each group size (Ganesh 2024, Fig. 1-2); the example-level curve is composed once.
+
     For the ``NO_AMPLIFICATION`` schemes each report is ``group_epsilon``'s certified bound, with the
-    group-privacy lemma where that bound computed it (random allocation). The run as keywords or ``run``."""
+    group-privacy lemma where that bound computed it (random allocation).
+
+    Parameters
+    ----------
+    noise_multiplier : float, optional
+        The noise multiplier sigma, > 0 (with the run keywords).
+    sampling_rate : float, optional
+        The sampling rate (Poisson: ``q``; the epoch-based schemes: ``1/t``; fixed batches: optional, and if
+        given equal to ``batch_size / dataset_size``).
+    steps : int, optional
+        The number of steps (the epoch-based schemes: whole epochs).
+    delta : float
+        The delta, in (0, 1).
+    group_sizes : iterable of int
+        The group sizes, non-empty, each a positive whole number.
+    sampling : str or SamplingScheme, optional
+        A registered name (default ``"poisson"``) or a scheme object.
+    dataset_size : int, optional
+        The data set size (fixed batches: a lower bound on the examples outside the group).
+    batch_size : int, optional
+        The batch size (fixed batches).
+    eps_error, rel_error : float, optional
+        The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+    accountant : str or Accountant, default ``DEFAULT_ACCOUNTANT``
+        An accountant name or an empty accountant instance (the ``NO_AMPLIFICATION`` schemes: the default only).
+    run : TrainingRun, optional
+        The run; replaces the run keywords.
+
+    Returns
+    -------
+    list of GroupReport
+        One report per group size, in order.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument (an empty ``group_sizes`` among them).
+    UnsupportedMechanismError
+        No group analysis applies to the scheme (the message says why).
+    """
     if isinstance(group_sizes, (str, bytes)) or not hasattr(group_sizes, "__iter__"):
         raise ValueError(f"group_sizes must be a list of whole numbers, got {group_sizes!r}")
     sizes = [check_count("group_size", k) for k in group_sizes]
@@ -181,19 +292,38 @@ def group_curve(
     return reports
 
 
-def _scheme_group_curve(*, run: TrainingRun, delta, sizes, eps_error, rel_error, accountant) -> list[GroupReport]:
+def _scheme_group_curve(
+    *,
+    run: TrainingRun,
+    delta: float,
+    sizes: list[int],
+    eps_error: float | None,
+    rel_error: float | None,
+    accountant: str | Accountant,
+) -> list[GroupReport]:
     """``group_curve`` for the ``NO_AMPLIFICATION`` schemes: ``group_epsilon`` per size (the lemma is part of
     the upper end where the scheme has a lemma step; shuffling's no-amplification GDP group bound needs none)."""
-    shared: dict = {}  # the example-level answer and curve, computed once for every size
-    kw = dict(run=run, delta=delta, eps_error=eps_error, rel_error=rel_error, accountant=accountant, shared=shared)
+    shared: dict[str, Any] = {}  # the example-level answer and curve, computed once for every size
+
+    def of(k: int) -> Bounds:
+        return _scheme_group_epsilon(
+            run=run,
+            delta=delta,
+            group_size=k,
+            eps_error=eps_error,
+            rel_error=rel_error,
+            accountant=accountant,
+            shared=shared,
+        )
+
     name = run.sampling.name
     t0 = time.perf_counter()
-    example = _scheme_group_epsilon(group_size=1, **kw)
+    example = of(1)
     t_example = time.perf_counter() - t0
     reports = []
     for k in sizes:
         t0 = time.perf_counter()
-        eps = example if k == 1 else _scheme_group_epsilon(group_size=k, **kw)
+        eps = example if k == 1 else of(k)
         d = dict(eps.details)
         if k == 1:
             lemma = LemmaResult(float(example.upper), float(example.upper), delta)
