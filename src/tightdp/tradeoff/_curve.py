@@ -6,10 +6,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_real_array
 from ..bounds import Bounds, _jsonable
 from ._geometry import (
@@ -28,6 +29,9 @@ from ._geometry import (
     _upper_lines,
 )
 
+if TYPE_CHECKING:
+    from ..accountants.base import Accountant
+
 
 # ============================================================================== the curve
 @dataclass(frozen=True)
@@ -39,16 +43,38 @@ class TradeoffCurve:
     brackets the tightest mu-GDP statement (``mu_upper`` may be ``inf``: not certifiable from the
     grid, see ``details["mu_note"]``). ``epsilons`` / ``delta_lower`` / ``delta_upper`` are the grid
     the curves come from; ``at(alphas)`` and ``tpr(fpr)`` evaluate anywhere in [0, 1].
+
+    Parameters
+    ----------
+    alpha : FloatArray
+        The type-I errors the curves are reported at, in [0, 1].
+    beta_lower, beta_upper : FloatArray
+        Certified bounds on ``f(alpha)``.
+    mu_lower, mu_upper : float
+        Certified bounds on the tightest mu-GDP statement (``mu_upper`` may be ``inf``).
+    epsilons : FloatArray
+        The epsilon grid the curves come from.
+    delta_lower, delta_upper : FloatArray
+        Certified bounds on delta at ``epsilons``.
+    method : str
+        How the curves were computed.
+    details : mapping, optional
+        The accountant, the gap reached, the exact mu of a Gaussian ledger, notes.
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (built by ``tradeoff_curve``; the values are not checked).
     """
 
-    alpha: np.ndarray
-    beta_lower: np.ndarray
-    beta_upper: np.ndarray
+    alpha: FloatArray
+    beta_lower: FloatArray
+    beta_upper: FloatArray
     mu_lower: float
     mu_upper: float
-    epsilons: np.ndarray
-    delta_lower: np.ndarray
-    delta_upper: np.ndarray
+    epsilons: FloatArray
+    delta_lower: FloatArray
+    delta_upper: FloatArray
     method: str
     details: Mapping[str, Any] = field(default_factory=dict)
 
@@ -57,17 +83,48 @@ class TradeoffCurve:
         """``max(beta_upper - beta_lower)`` over ``alpha``."""
         return float(np.max(self.beta_upper - self.beta_lower))
 
-    def at(self, alphas) -> tuple[np.ndarray, np.ndarray]:
-        """``(beta_lower, beta_upper)`` at ``alphas`` (each in [0, 1])."""
+    def at(self, alphas: ArrayLike) -> tuple[FloatArray, FloatArray]:
+        """Bounds on the trade-off function at ``alphas``.
+
+        Parameters
+        ----------
+        alphas : array_like
+            Type-I errors, each in [0, 1].
+
+        Returns
+        -------
+        tuple of (FloatArray, FloatArray)
+            ``(beta_lower, beta_upper)`` at ``alphas``.
+
+        Raises
+        ------
+        ValueError
+            If ``alphas`` is empty or outside [0, 1].
+        """
         a = _check_alphas("alphas", alphas)
         c_up, c_low = self._tpr_bounds(a)
         return _beta_from_c(c_up, down=True), _beta_from_c(c_low, down=False, alpha=a)
 
-    def tpr(self, fpr) -> tuple[np.ndarray, np.ndarray]:
+    def tpr(self, fpr: ArrayLike) -> tuple[FloatArray, FloatArray] | tuple[float, float]:
         """``(lower, upper)`` on the best membership-inference attack's TPR at false-positive rate ``fpr``.
 
         ``upper = 1 - beta_lower(fpr)``: no attack does better. ``lower = 1 - beta_upper(fpr)``: the
         (symmetrised) optimal test reaches at least this. Scalars in, scalars out.
+
+        Parameters
+        ----------
+        fpr : float or array_like
+            False-positive rates, each in [0, 1].
+
+        Returns
+        -------
+        tuple of (float, float) or tuple of (FloatArray, FloatArray)
+            ``(lower, upper)`` on the TPR.
+
+        Raises
+        ------
+        ValueError
+            If ``fpr`` is empty or outside [0, 1].
         """
         a = _check_alphas("fpr", fpr)
         c_up, c_low = self._tpr_bounds(a)
@@ -75,7 +132,7 @@ class TradeoffCurve:
             return float(c_low[0]), float(c_up[0])
         return c_low, c_up
 
-    def _tpr_bounds(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _tpr_bounds(self, a: FloatArray) -> tuple[FloatArray, FloatArray]:
         mu = self.details.get("mu_exact")
         if mu is not None:
             return _gdp_c(a, self.mu_upper, up=True), _gdp_c(a, self.mu_lower, up=False)
@@ -85,7 +142,13 @@ class TradeoffCurve:
         return c_up, np.minimum(c_low, c_up)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the curves, the mu interval (``None`` for inf) and the grid."""
+        """The curve as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            The curves, the mu interval (``None`` for inf), the grid, the method and the details.
+        """
         return {
             "alpha": _jsonable(self.alpha),
             "beta_lower": _jsonable(self.beta_lower),
@@ -101,7 +164,7 @@ class TradeoffCurve:
 
 
 # ============================================================================== building curves
-def _gaussian_ledger_mu(accountant) -> float | None:
+def _gaussian_ledger_mu(accountant: Accountant) -> float | None:
     """``mu`` when every step of the ledger has a Gaussian privacy loss, equal in both directions
     (then exactly mu-GDP, DRS Cor. 3.3), else ``None`` (an empty ledger and an overflowing mu too)."""
     from ..accountants._gdp_math import gaussian_ledger_mu
@@ -110,7 +173,7 @@ def _gaussian_ledger_mu(accountant) -> float | None:
     return mu if mu is not None and math.isfinite(mu) else None
 
 
-def _closed_form(mu: float, alphas: np.ndarray) -> TradeoffCurve:
+def _closed_form(mu: float, alphas: FloatArray) -> TradeoffCurve:
     lo, hi = mu * (1 - 1e-12), mu * (1 + 1e-12)  # sqrt(sum c mu_i^2) is off by a few ulp at most
     c_up, c_low = _gdp_c(alphas, hi, up=True), _gdp_c(alphas, lo, up=False)
     empty = np.empty(0)
@@ -128,7 +191,14 @@ def _closed_form(mu: float, alphas: np.ndarray) -> TradeoffCurve:
     )
 
 
-def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
+def _from_grid(
+    eps: FloatArray,
+    d_lo: FloatArray,
+    d_up: FloatArray,
+    alphas: FloatArray,
+    method: str,
+    details: dict[str, Any],
+) -> TradeoffCurve:
     eps, d_up, d_lo = _monotone(eps, d_up, d_lo)
     d, s = _upper_lines(eps, d_up)
     c_up = _c_upper(alphas, d, s)
@@ -162,11 +232,12 @@ def _from_grid(eps, d_lo, d_up, alphas, method, details) -> TradeoffCurve:
     )
 
 
-def _default_grid() -> np.ndarray:
-    return np.unique(np.concatenate([np.linspace(0.0, 2.0, 17), np.geomspace(2.25, 64.0, 24)]))
+def _default_grid() -> FloatArray:
+    result: FloatArray = np.unique(np.concatenate([np.linspace(0.0, 2.0, 17), np.geomspace(2.25, 64.0, 24)]))
+    return result
 
 
-def _refine(curve: TradeoffCurve, target: float, room: int) -> np.ndarray:
+def _refine(curve: TradeoffCurve, target: float, room: int) -> FloatArray:
     """New epsilons: midpoints around the lines active where the gap exceeds ``target``."""
     eps = curve.epsilons
     gap = curve.beta_upper - curve.beta_lower
@@ -192,7 +263,13 @@ def _refine(curve: TradeoffCurve, target: float, room: int) -> np.ndarray:
 
 
 def tradeoff_curve(
-    source, *, epsilons=None, alphas=None, max_gap: float = 2e-3, max_points: int = 400, rounds: int = 4
+    source: Accountant | Bounds,
+    *,
+    epsilons: ArrayLike | None = None,
+    alphas: ArrayLike | None = None,
+    max_gap: float = 2e-3,
+    max_points: int = 400,
+    rounds: int = 4,
 ) -> TradeoffCurve:
     """The certified f-DP trade-off curve of ``source`` (module docstring for what is certified).
 
@@ -207,6 +284,36 @@ def tradeoff_curve(
 
     A ledger of plain Gaussians is answered exactly (closed-form mu-GDP, Dong, Roth, Su 2022
     Cor. 2.13 / 3.3); so is an empty ledger (the identity trade-off ``1 - alpha``).
+
+    Parameters
+    ----------
+    source : Accountant or Bounds
+        A composed accountant with certified ``delta`` answers, or the delta ``Bounds`` one returned.
+    epsilons : array_like, optional
+        The starting epsilon grid (required with a ``Bounds`` source), each >= 0.
+    alphas : array_like, optional
+        Where the curves are reported, each in [0, 1] (default ``DEFAULT_ALPHAS``).
+    max_gap : float, default 2e-3
+        The target ``max(beta_upper - beta_lower)``, >= 0.
+    max_points : int, default 400
+        The most epsilons queried, >= 2.
+    rounds : int, default 4
+        The most refinement queries, >= 0.
+
+    Returns
+    -------
+    TradeoffCurve
+        The certified curves and mu-GDP interval; ``details["max_gap"]`` the gap reached.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of its domain, the source gives approximations rather than certified delta
+        bounds, or its delta lower bounds exceed its upper bounds.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, "Gaussian differential privacy", Prop. 2.5, 2.12, Cor. 2.13.
     """
     from ..accountants.base import Accountant
 
@@ -320,7 +427,7 @@ def tradeoff_curve(
     )
 
 
-def _absolute_slack_twin(source, max_gap: float):
+def _absolute_slack_twin(source: Accountant, max_gap: float) -> Accountant:
     """``source`` with an absolute delta slack of ``1e-4 max_gap`` when it has a ``delta_error`` option
     left at its default (the same ledger and accuracy otherwise). The curves need every delta only to
     about ``max_gap``; a relative default answers each tiny delta again with tilted compositions (four
@@ -331,7 +438,7 @@ def _absolute_slack_twin(source, max_gap: float):
     return type(source)(**{**opts, "delta_error": 1e-4 * max_gap}).compose(source.ledger)
 
 
-def _bounds_arrays(b: Bounds, shape) -> tuple[np.ndarray, np.ndarray]:
+def _bounds_arrays(b: Bounds, shape: tuple[int, ...]) -> tuple[FloatArray, FloatArray]:
     """Certified ``(lower, upper)`` delta arrays from an accountant's answer: a missing or
     non-finite lower end becomes 0, a missing or non-finite upper end 1 (both always true)."""
     if b.kind != "bound" or getattr(b, "quantity", "delta") != "delta":

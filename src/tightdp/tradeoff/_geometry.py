@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import overload
 
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .._types import ArrayLike, BoolArray, FloatArray, IntArray
 from .._validation import check_real_array
 
 _U = float(np.finfo(float).eps)  # 2.2e-16, one ulp at 1
@@ -23,7 +25,13 @@ _UPPER_REL = 1e-9  # relative margin on the upper curve's chords (c-space)
 
 
 # ============================================================================== lines and intervals
-def _monotone(eps: np.ndarray, d_up: np.ndarray, d_lo: np.ndarray | None):
+@overload
+def _monotone(eps: FloatArray, d_up: FloatArray, d_lo: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]: ...
+@overload
+def _monotone(eps: FloatArray, d_up: FloatArray, d_lo: None) -> tuple[FloatArray, FloatArray, None]: ...
+def _monotone(
+    eps: FloatArray, d_up: FloatArray, d_lo: FloatArray | None
+) -> tuple[FloatArray, FloatArray, FloatArray | None]:
     """Sort by eps; tighten with monotonicity (delta is non-increasing in eps): an upper bound at
     eps_j bounds delta at every eps_i >= eps_j, a lower bound at eps_j every eps_i <= eps_j."""
     order = np.argsort(eps, kind="stable")
@@ -33,7 +41,7 @@ def _monotone(eps: np.ndarray, d_up: np.ndarray, d_lo: np.ndarray | None):
     return eps, d_up, d_lo
 
 
-def _upper_lines(eps: np.ndarray, d_up: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _upper_lines(eps: FloatArray, d_up: FloatArray) -> tuple[FloatArray, FloatArray]:
     """The lower curve's lines in TPR space ``c = 1 - beta``: ``c <= D + S a`` for every line.
 
     ``1 - delta - e^eps a`` becomes ``D = delta, S = e^eps``; its mirror ``e^-eps (1 - delta - a)``
@@ -45,7 +53,7 @@ def _upper_lines(eps: np.ndarray, d_up: np.ndarray) -> tuple[np.ndarray, np.ndar
     return d, np.concatenate([s, si, [0.0]])
 
 
-def _intervals(dq: np.ndarray, sq: np.ndarray, d: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _intervals(dq: FloatArray, sq: FloatArray, d: FloatArray, s: FloatArray) -> tuple[FloatArray, FloatArray]:
     """For each query line ``dq + sq a``: ``[lo, hi]``, the set of ``a`` in [0, 1] where it is at most
     every line ``d + s a``, widened by a bound on the rounding of the crossing points (so it contains
     the exact set). Empty when ``lo > hi``."""
@@ -69,10 +77,11 @@ def _intervals(dq: np.ndarray, sq: np.ndarray, d: np.ndarray, s: np.ndarray) -> 
     return lo, hi
 
 
-def _c_upper(alpha: np.ndarray, d: np.ndarray, s: np.ndarray) -> np.ndarray:
+def _c_upper(alpha: FloatArray, d: FloatArray, s: FloatArray) -> FloatArray:
     """``1 - beta_lower``: the best attack's TPR is at most this (rounded up, at most 1)."""
     c = np.min(d[None, :] + s[None, :] * alpha[:, None], axis=1)
-    return np.minimum(1.0, c * (1.0 + _LOWER_REL) + 1e-300)
+    result: FloatArray = np.minimum(1.0, c * (1.0 + _LOWER_REL) + 1e-300)
+    return result
 
 
 # ============================================================================== witness segments
@@ -81,13 +90,13 @@ class _Segments:
     """Witness segments in (alpha, c = 1 - beta) space: from ``(a0, c0)`` to ``(a1, c1)``, ``a0 <= a1``;
     each holds a point on or below the concave curve ``c = 1 - f``."""
 
-    a0: np.ndarray
-    c0: np.ndarray
-    a1: np.ndarray
-    c1: np.ndarray
+    a0: FloatArray
+    c0: FloatArray
+    a1: FloatArray
+    c1: FloatArray
 
 
-def _segments(eps, d_up, d_lo) -> _Segments:
+def _segments(eps: FloatArray, d_up: FloatArray, d_lo: FloatArray) -> _Segments:
     d, s = _upper_lines(eps, d_up)
     se = np.exp(eps)
     lo, hi = _intervals(d_lo, se, d, s)
@@ -112,25 +121,30 @@ def _segments(eps, d_up, d_lo) -> _Segments:
     )
 
 
-def _chord(al, cl, ar, cr, x):
+def _chord(al: FloatArray, cl: FloatArray, ar: FloatArray, cr: FloatArray, x: FloatArray) -> FloatArray:
     """The chord's value at ``x`` (``al <= x <= ar``); both values when the two points sit at ``x``."""
     with np.errstate(divide="ignore", invalid="ignore"):
         v = cl + (x - al) * (cr - cl) / (ar - al)
-    return np.where(ar > al, v, np.minimum(cl, cr))
+    out: FloatArray = np.where(ar > al, v, np.minimum(cl, cr))
+    return out
 
 
-def _pair_value(L, R, x):
+_Piece = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def _pair_value(L: _Piece, R: _Piece, x: FloatArray) -> FloatArray:
     """Worst chord value at ``x`` over the corners of a left piece ``L`` and right piece ``R``
     (each ``(a0, c0, a1, c1)`` arrays broadcastable with ``x``)."""
     la0, lc0, la1, lc1 = L
     ra0, rc0, ra1, rc1 = R
-    return np.minimum(
+    out: FloatArray = np.minimum(
         np.minimum(_chord(la0, lc0, ra0, rc0, x), _chord(la0, lc0, ra1, rc1, x)),
         np.minimum(_chord(la1, lc1, ra0, rc0, x), _chord(la1, lc1, ra1, rc1, x)),
     )
+    return out
 
 
-def _c_lower(alpha: np.ndarray, seg: _Segments) -> np.ndarray:
+def _c_lower(alpha: FloatArray, seg: _Segments) -> FloatArray:
     """``1 - beta_upper``: a certified lower bound on the best attack's TPR (see the module docstring)."""
     out = np.empty(alpha.shape)
     for start in range(0, alpha.size, 256):  # bounded memory: (256, segments, K, K)
@@ -138,7 +152,7 @@ def _c_lower(alpha: np.ndarray, seg: _Segments) -> np.ndarray:
     return np.clip(out * (1.0 - _UPPER_REL), 0.0, 1.0)
 
 
-def _c_lower_block(x: np.ndarray, seg: _Segments) -> np.ndarray:
+def _c_lower_block(x: FloatArray, seg: _Segments) -> FloatArray:
     a0, c0, a1, c1 = seg.a0, seg.c0, seg.a1, seg.c1
     X = x[:, None]
     left = a1[None, :] <= X
@@ -147,7 +161,7 @@ def _c_lower_block(x: np.ndarray, seg: _Segments) -> np.ndarray:
     n = a0.size
     k = min(_NEAR, n)
 
-    def nearest(mask, key):
+    def nearest(mask: BoolArray, key: FloatArray) -> tuple[IntArray, BoolArray]:
         kk = np.where(mask, key, -np.inf)
         idx = np.argpartition(-kk, k - 1, axis=1)[:, :k]
         ok = np.isfinite(np.take_along_axis(kk, idx, axis=1))
@@ -160,7 +174,7 @@ def _c_lower_block(x: np.ndarray, seg: _Segments) -> np.ndarray:
     Rp = (a0[ri][:, None, :], c0[ri][:, None, :], a1[ri][:, None, :], c1[ri][:, None, :])
     pv = _pair_value(Lp, Rp, X3)
     pv = np.where(lok[:, :, None] & rok[:, None, :], pv, -np.inf)
-    sure = pv.max(axis=(1, 2))
+    sure: FloatArray = pv.max(axis=(1, 2))
 
     # straddling segments: the narrowest few, each split at x into its left and right parts
     ai, aok = nearest(amb, -(a1 - a0)[None, :])
@@ -177,11 +191,12 @@ def _c_lower_block(x: np.ndarray, seg: _Segments) -> np.ndarray:
     s2 = sure[:, None]
     bound = np.minimum(np.maximum(s2, case_left), np.maximum(s2, case_right))
     bound = np.where(aok, bound, -np.inf)
-    return np.maximum(sure, bound.max(axis=1))
+    result: FloatArray = np.maximum(sure, bound.max(axis=1))
+    return result
 
 
 # ============================================================================== mu-GDP
-def _mu_upper(eps, d_up) -> tuple[float, str | None]:
+def _mu_upper(eps: FloatArray, d_up: FloatArray) -> tuple[float, str | None]:
     """Smallest certified mu with ``G_mu <= beta_lower`` (checked at the widened ends of each line's
     active interval), or ``inf`` with the reason."""
     d, s = _upper_lines(eps, d_up)
@@ -226,7 +241,7 @@ def _mu_upper(eps, d_up) -> tuple[float, str | None]:
     return max(reqs), None
 
 
-def _mu_lower(alpha: np.ndarray, c_low: np.ndarray) -> float:
+def _mu_lower(alpha: FloatArray, c_low: FloatArray) -> float:
     """Largest ``Phi^-1(c_low(a)) - Phi^-1(a)`` (the curve's TPR lower bound forces mu at least this)."""
     ok = (alpha > 0) & (alpha < 1) & (c_low > 0) & (c_low < 1)
     if not ok.any():
@@ -236,7 +251,7 @@ def _mu_lower(alpha: np.ndarray, c_low: np.ndarray) -> float:
     return float(max(0.0, np.max(r)))
 
 
-def _monotone_up(a: np.ndarray, c_low: np.ndarray) -> np.ndarray:
+def _monotone_up(a: FloatArray, c_low: FloatArray) -> FloatArray:
     """The best TPR is non-decreasing in the FPR, so a lower bound at ``a'`` holds at every ``a >= a'``:
     replace ``c_low`` by its running maximum over the sorted ``a``."""
     order = np.argsort(a, kind="stable")
@@ -245,7 +260,7 @@ def _monotone_up(a: np.ndarray, c_low: np.ndarray) -> np.ndarray:
     return out
 
 
-def _beta_from_c(c: np.ndarray, *, down: bool, alpha: np.ndarray | None = None) -> np.ndarray:
+def _beta_from_c(c: FloatArray, *, down: bool, alpha: FloatArray | None = None) -> FloatArray:
     """``1 - c`` rounded to the safe side (``1 - c`` is exact to half an ulp of 1). An upper curve is
     also capped by ``1 - alpha`` (every trade-off function is, Dong, Roth, Su 2022 Prop. 2.2) and is
     0 at ``alpha = 1``."""
@@ -257,16 +272,17 @@ def _beta_from_c(c: np.ndarray, *, down: bool, alpha: np.ndarray | None = None) 
     return np.clip(b, 0.0, 1.0)
 
 
-def _check_alphas(name: str, alphas) -> np.ndarray:
+def _check_alphas(name: str, alphas: ArrayLike) -> FloatArray:
     a = np.atleast_1d(check_real_array(name, alphas, low=0.0)).astype(float)
     if a.size == 0:
         raise ValueError(f"{name} must not be empty")
     if np.any(a > 1):
         raise ValueError(f"{name} must be in [0, 1], got {float(np.max(a))!r}")
-    return a
+    result: FloatArray = a
+    return result
 
 
-def _gdp_c(a: np.ndarray, mu: float, *, up: bool) -> np.ndarray:
+def _gdp_c(a: FloatArray, mu: float, *, up: bool) -> FloatArray:
     """``1 - G_mu(a) = Phi(Phi^-1(a) + mu)`` with a relative margin (``up``: rounded up)."""
     with np.errstate(divide="ignore"):
         z = np.where(a <= 0.5, ndtri(a), -ndtri(1.0 - a))  # 1 - a is exact for a >= 0.5

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.special import ndtr, ndtri
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_real_array
 from ._geometry import (
     _EPS_CAP,
@@ -14,9 +17,14 @@ from ._geometry import (
     _upper_lines,
 )
 
+if TYPE_CHECKING:
+    from ..accountants.base import Accountant
+
 
 # ============================================================================== the report's lower curve
-def tradeoff_lower_curve(epsilons, delta_upper, alphas=None) -> tuple[np.ndarray, np.ndarray]:
+def tradeoff_lower_curve(
+    epsilons: ArrayLike, delta_upper: ArrayLike, alphas: ArrayLike | None = None
+) -> tuple[FloatArray, FloatArray]:
     """A certified lower bound on the f-DP trade-off curve beta(alpha) from certified upper delta(epsilon).
 
     An (eps, delta)-DP guarantee holding for both orders of the neighbouring pair
@@ -30,8 +38,24 @@ def tradeoff_lower_curve(epsilons, delta_upper, alphas=None) -> tuple[np.ndarray
     curve (the attacker's best test errs at least this often). Computed in TPR space
     (``1 - beta``) with a 16-ulp relative margin, then rounded down.
 
-    ``epsilons`` >= 0 and ``delta_upper`` in [0, 1] are same-length arrays;
-    ``alphas`` defaults to 201 points in [0, 1]. Returns ``(alphas, betas)``.
+    Parameters
+    ----------
+    epsilons : array_like
+        Epsilons, each >= 0 (non-empty).
+    delta_upper : array_like
+        Certified upper bounds on delta at ``epsilons``, same shape, each in [0, 1].
+    alphas : array_like, optional
+        Where the curve is evaluated, each in [0, 1] (default: 201 points).
+
+    Returns
+    -------
+    tuple of (FloatArray, FloatArray)
+        ``(alphas, betas)``: the certified lower curve.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of its domain or the shapes differ.
     """
     eps = check_real_array("epsilons", epsilons, low=0.0)
     dl = np.asarray(delta_upper, float)
@@ -54,12 +78,33 @@ def tradeoff_lower_curve(epsilons, delta_upper, alphas=None) -> tuple[np.ndarray
     return a, _beta_from_c(_c_upper(flat, d, s), down=True).reshape(np.shape(a))
 
 
-def tradeoff_from_accountant(accountant, epsilons=None, alphas=None) -> tuple[np.ndarray, np.ndarray]:
+def tradeoff_from_accountant(
+    accountant: Accountant, epsilons: ArrayLike | None = None, alphas: ArrayLike | None = None
+) -> tuple[FloatArray, FloatArray]:
     """``tradeoff_lower_curve`` from a composed accountant's certified upper delta(epsilon).
 
     ``epsilons`` defaults to 120 points in [0, 40] (denser near 0). Entries whose
     upper delta is not certified (missing or not finite) are left out, which keeps
     the curve a lower bound. Needs an accountant whose ``delta`` answers are bounds.
+
+    Parameters
+    ----------
+    accountant : Accountant
+        A composed accountant with certified ``delta`` answers.
+    epsilons : array_like, optional
+        Epsilons, each >= 0 (default: 120 points in [0, 40]).
+    alphas : array_like, optional
+        Where the curve is evaluated (default: 201 points in [0, 1]).
+
+    Returns
+    -------
+    tuple of (FloatArray, FloatArray)
+        ``(alphas, betas)``: the certified lower curve.
+
+    Raises
+    ------
+    ValueError
+        If the accountant gives approximations, or no epsilon has a certified upper delta.
     """
     eps = (
         np.concatenate([np.linspace(0.0, 4.0, 60, endpoint=False), np.geomspace(4.0, 40.0, 60)])
@@ -76,6 +121,7 @@ def tradeoff_from_accountant(accountant, epsilons=None, alphas=None) -> tuple[np
     return tradeoff_lower_curve(eps[ok], up[ok], alphas)
 
 
-def _normal_tradeoff_for_tests(mu: float, alphas) -> np.ndarray:
+def _normal_tradeoff_for_tests(mu: float, alphas: ArrayLike) -> FloatArray:
     """Phi(Phi^-1(1 - alpha) - mu), the mu-GDP trade-off (Dong, Roth, Su 2022, Def. 2.7); for tests."""
-    return ndtr(ndtri(1.0 - np.asarray(alphas, float)) - mu)
+    out: FloatArray = ndtr(ndtri(1.0 - np.asarray(alphas, float)) - mu)
+    return out
