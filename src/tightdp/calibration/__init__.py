@@ -11,7 +11,7 @@ Three questions, one answer type (``Calibration``):
 Soundness: feasibility is always judged on the **certified upper bound** of
 epsilon (``Bounds.upper`` of ``tightdp.dpsgd_epsilon``: by default the
 connect-the-dots dominating pair, or the PRV accountant's Thm 5.5 of Gopi et
-al. 2021, paper 003, with ``accountant="prv"``), and the value returned is one at which
+al. 2021, with ``accountant="prv"``), and the value returned is one at which
 that bound was evaluated and found ``<= target``. A point whose bound cannot be
 certified (``PrecisionError``, an infinite or missing upper bound) counts as
 infeasible, so the search errs towards more noise / fewer steps / a smaller rate.
@@ -102,8 +102,8 @@ def calibrate(
     *,
     run: TrainingRun,
     parameter: str,
-    target_epsilon,
-    delta,
+    target_epsilon: float,
+    delta: float,
     accountant: str = DEFAULT_ACCOUNTANT,
     eps_error: float | None = None,
     rel_error: float | None = None,
@@ -170,13 +170,13 @@ def calibrate(
 
 def calibrate_noise(
     *,
-    target_epsilon,
-    delta,
-    sampling_rate=None,
-    steps=None,
-    epochs=None,
-    dataset_size=None,
-    batch_size=None,
+    target_epsilon: float,
+    delta: float,
+    sampling_rate: float | None = None,
+    steps: int | None = None,
+    epochs: int | None = None,
+    dataset_size: int | None = None,
+    batch_size: int | None = None,
     accountant: str = DEFAULT_ACCOUNTANT,
     eps_error: float | None = None,
     rel_error: float | None = None,
@@ -202,11 +202,54 @@ def calibrate_noise(
     ``dataset_size`` and ``max_batch_size``.
     Raises ``CalibrationError`` when no sigma in [1e-3, 1e6] meets the target.
 
+    Parameters
+    ----------
+    target_epsilon : float
+        The target, in [0, ``MAX_TARGET_EPSILON``].
+    delta : float
+        The delta, in (0, 1).
+    sampling_rate : float, optional
+        The sampling rate (with ``steps``).
+    steps : int, optional
+        The number of steps (with ``sampling_rate``).
+    epochs : int, optional
+        The passes over the data (with ``dataset_size`` and ``batch_size``, instead of the rate and steps).
+    dataset_size, batch_size : int, optional
+        The data set and batch sizes (with ``epochs``; ``dataset_size`` also for the schemes that need it).
+    accountant : str, default ``DEFAULT_ACCOUNTANT``
+        A registered accountant name (the dominance-only schemes: the default only).
+    eps_error, rel_error : float, optional
+        The accuracy the answer is certified at (``tightdp._accuracy``; default: relative 1e-3).
+    rtol : float, default 1e-3
+        The relative tolerance of the search, at most 0.01.
+    epsilon_fn : callable, optional
+        ``epsilon_fn(sigma, q, steps, delta) -> Bounds`` replaces the accountant (Poisson runs only; its
+        ``upper`` is used).
+    sampling : str or SamplingScheme, optional
+        A name of ``tightdp.sampling`` (default ``"poisson"``) or a scheme object.
+    max_batch_size : int, optional
+        The batch cap (``truncated-poisson``).
+
+    Returns
+    -------
+    Calibration
+        ``Calibration.run`` is the calibrated run; ``epsilon.upper <= target_epsilon``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument.
+    CalibrationError
+        No value in the searched range meets the target.
+
+    Examples
+    --------
     >>> cal = calibrate_noise(target_epsilon=3.0, delta=1e-5, sampling_rate=0.01, steps=1000)  # doctest: +SKIP
     >>> cal.noise_multiplier, cal.epsilon.upper <= 3.0  # doctest: +SKIP
     """
-    cls = type(sampling) if isinstance(sampling, SamplingScheme) else None
-    if cls is None:
+    if isinstance(sampling, SamplingScheme):
+        cls: type[SamplingScheme] = type(sampling)
+    else:
         from ..sampling import scheme_class
 
         cls = scheme_class(sampling)
@@ -230,10 +273,10 @@ def calibrate_noise(
 
 def calibrate_steps(
     *,
-    target_epsilon,
-    delta,
-    noise_multiplier,
-    sampling_rate,
+    target_epsilon: float,
+    delta: float,
+    noise_multiplier: float,
+    sampling_rate: float,
     accountant: str = DEFAULT_ACCOUNTANT,
     eps_error: float | None = None,
     rel_error: float | None = None,
@@ -256,6 +299,46 @@ def calibrate_steps(
     steps. Raises ``CalibrationError`` when even ``multiple_of`` steps exceed the target.
     ``sampling`` as for ``calibrate_noise``; the epoch-based schemes search whole epochs of
     ``t = 1 / sampling_rate`` steps (``multiple_of`` is then made a multiple of ``t``).
+
+    Parameters
+    ----------
+    target_epsilon : float
+        The target, in [0, ``MAX_TARGET_EPSILON``].
+    delta : float
+        The delta, in (0, 1).
+    noise_multiplier : float
+        The noise multiplier sigma, > 0.
+    sampling_rate : float
+        The sampling rate (the epoch-based schemes: ``1/t``).
+    accountant : str, default ``DEFAULT_ACCOUNTANT``
+        A registered accountant name (the dominance-only schemes: the default only).
+    eps_error, rel_error : float, optional
+        The accuracy the answer is certified at (``tightdp._accuracy``; default: relative 1e-3).
+    max_steps : int, default 10**9
+        The largest number of steps searched.
+    multiple_of : int, default 1
+        The steps are a multiple of this.
+    epsilon_fn : callable, optional
+        ``epsilon_fn(sigma, q, steps, delta) -> Bounds`` replaces the accountant (Poisson runs only; its
+        ``upper`` is used).
+    sampling : str or SamplingScheme, optional
+        A name of ``tightdp.sampling`` (default ``"poisson"``) or a scheme object.
+    dataset_size : int, optional
+        The data set size (the schemes that need it).
+    max_batch_size : int, optional
+        The batch cap (``truncated-poisson``).
+
+    Returns
+    -------
+    Calibration
+        ``Calibration.run`` is the calibrated run; ``epsilon.upper <= target_epsilon``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument.
+    CalibrationError
+        No value in the searched range meets the target.
     """
     check_positive("noise_multiplier", noise_multiplier)
     scheme = _scheme_of(
@@ -283,10 +366,10 @@ def calibrate_steps(
 
 def calibrate_sampling_rate(
     *,
-    target_epsilon,
-    delta,
-    noise_multiplier,
-    steps,
+    target_epsilon: float,
+    delta: float,
+    noise_multiplier: float,
+    steps: int,
     accountant: str = DEFAULT_ACCOUNTANT,
     eps_error: float | None = None,
     rel_error: float | None = None,
@@ -308,6 +391,44 @@ def calibrate_sampling_rate(
     (``poisson``, ``truncated-poisson`` with ``dataset_size`` and ``max_batch_size``); the epoch-based
     schemes are refused (their rate is ``1/t`` with ``steps`` whole epochs, not a free variable:
     calibrate the noise or the epochs).
+
+    Parameters
+    ----------
+    target_epsilon : float
+        The target, in [0, ``MAX_TARGET_EPSILON``].
+    delta : float
+        The delta, in (0, 1).
+    noise_multiplier : float
+        The noise multiplier sigma, > 0.
+    steps : int
+        The number of steps.
+    accountant : str, default ``DEFAULT_ACCOUNTANT``
+        A registered accountant name (the dominance-only schemes: the default only).
+    eps_error, rel_error : float, optional
+        The accuracy the answer is certified at (``tightdp._accuracy``; default: relative 1e-3).
+    rtol : float, default 1e-3
+        The relative tolerance of the search, at most 0.01.
+    epsilon_fn : callable, optional
+        ``epsilon_fn(sigma, q, steps, delta) -> Bounds`` replaces the accountant (Poisson runs only; its
+        ``upper`` is used).
+    sampling : str or SamplingScheme, optional
+        A name of ``tightdp.sampling`` (default ``"poisson"``) or a scheme object.
+    dataset_size : int, optional
+        The data set size (the schemes that need it).
+    max_batch_size : int, optional
+        The batch cap (``truncated-poisson``).
+
+    Returns
+    -------
+    Calibration
+        ``Calibration.run`` is the calibrated run; ``epsilon.upper <= target_epsilon``.
+
+    Raises
+    ------
+    ValueError
+        Bad input, naming the argument.
+    CalibrationError
+        No value in the searched range meets the target.
     """
     from ..sampling import scheme_class
 

@@ -21,6 +21,10 @@ from ..sampling import Poisson, SamplingScheme, parse_sampling
 
 #: ``fn(noise_multiplier, sampling_rate, steps, delta) -> Bounds`` (epsilon); ``upper`` is what counts.
 EpsilonFunction = Callable[[float, float, int, float], Bounds]
+#: ``fn(run, delta) -> Bounds``: what the search evaluates
+RunEpsilon = Callable[[TrainingRun, float], Bounds]
+#: ``(check, coarse, check_error, tight, accuracy)`` of ``_make_epsilon_fns``
+EpsilonFns = tuple[RunEpsilon, RunEpsilon | None, float, RunEpsilon | None, tuple[float, float | None] | None]
 
 #: what ``calibrate`` can solve for: the run's noise, its length (``steps``, or ``epochs`` of an epoch-based
 #: scheme: whole epochs), and a scheme's ``free_fields`` (``sampling_rate``)
@@ -44,6 +48,40 @@ class Calibration:
     calibrated run (one of them is the solved variable ``solved``);
     ``epsilon`` is the accountant's ``Bounds`` at that point, with
     ``epsilon.upper <= target_epsilon``.
+
+    Parameters
+    ----------
+    solved : str
+        The solved field (``"noise_multiplier"``, ``"steps"`` or ``"sampling_rate"``).
+    noise_multiplier, sampling_rate : float
+        The calibrated run's noise multiplier and sampling rate.
+    steps : int
+        The calibrated run's number of steps.
+    delta, target_epsilon : float
+        The question.
+    epsilon : Bounds
+        The certified epsilon of the calibrated run.
+    accountant : str
+        The accountant's name (or the ``epsilon_fn``'s).
+    evaluations : int
+        The epsilon evaluations spent.
+    seconds : float
+        The time taken.
+    details : mapping, optional
+        The scheme, the tightness record, notes.
+    eps_error, rel_error : float, optional
+        The accuracy the answer was certified at: re-evaluating the returned run with
+        ``dpsgd_epsilon(..., eps_error=eps_error, rel_error=rel_error)`` gives ``upper <= target``; ``None``
+        for a caller's ``epsilon_fn``.
+    sampling : str, default ``"poisson"``
+        The registry name of the run's sampling scheme.
+    run : TrainingRun, optional
+        The calibrated run.
+
+    Raises
+    ------
+    TypeError
+        If a field is missing (built by the calibrators; the values are not checked).
     """
 
     solved: str
@@ -70,10 +108,17 @@ class Calibration:
     @property
     def value(self) -> float | int:
         """The solved variable's value."""
-        return getattr(self, self.solved)
+        value: float | int = getattr(self, self.solved)
+        return value
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: ``{"noise_multiplier": ..., "epsilon": {...}, ...}``."""
+        """The answer as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            ``{"solved": ..., "noise_multiplier": ..., "epsilon": {...}, ...}``.
+        """
         return {
             "solved": self.solved,
             "noise_multiplier": self.noise_multiplier,
@@ -93,13 +138,32 @@ class Calibration:
 
 
 # --------------------------------------------------------------------------- helpers
-def steps_from_epochs(*, epochs, dataset_size, batch_size) -> tuple[float, int]:
+def steps_from_epochs(*, epochs: int, dataset_size: int, batch_size: int) -> tuple[float, int]:
     """``(sampling_rate, steps)`` for ``epochs`` passes with expected batch size ``batch_size``.
 
     ``sampling_rate = batch_size / dataset_size`` (Poisson sampling, as in
     Opacus) and ``steps = epochs * ceil(dataset_size / batch_size)``: rounding
     the batches per epoch up counts at least as many steps as any data loader
     runs, which can only over-state epsilon.
+
+    Parameters
+    ----------
+    epochs : int
+        The passes over the data, a positive whole number.
+    dataset_size : int
+        The number of examples ``N``.
+    batch_size : int
+        The expected batch size ``B <= N``.
+
+    Returns
+    -------
+    tuple of (float, int)
+        ``(sampling_rate, steps)``.
+
+    Raises
+    ------
+    ValueError
+        If an argument is not a positive whole number, or ``batch_size > dataset_size``.
     """
     epochs = check_count("epochs", epochs)
     dataset_size = check_count("dataset_size", dataset_size)
@@ -124,7 +188,14 @@ def _tight_error(target: float, check: float) -> float | None:
 _COARSE_FACTOR = 8.0
 
 
-def _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, **options) -> SamplingScheme:
+def _scheme_of(
+    sampling: str | SamplingScheme | None,
+    dataset_size: int | None,
+    max_batch_size: int | None,
+    accountant: str,
+    epsilon_fn: EpsilonFunction | None,
+    **options: Any,
+) -> SamplingScheme:
     """The validated sampling scheme of a calibration (parsed by the registry of ``tightdp.sampling``)."""
     scheme = parse_sampling(sampling, dataset_size=dataset_size, max_batch_size=max_batch_size, **options)
     if max_batch_size is not None and "max_batch_size" not in type(scheme).options:
@@ -133,7 +204,7 @@ def _scheme_of(sampling, dataset_size, max_batch_size, accountant, epsilon_fn, *
     return scheme
 
 
-def _check_scheme(scheme: SamplingScheme, accountant, epsilon_fn) -> None:
+def _check_scheme(scheme: SamplingScheme, accountant: str, epsilon_fn: EpsilonFunction | None) -> None:
     if isinstance(scheme, Poisson):
         return
     if epsilon_fn is not None:
@@ -155,7 +226,7 @@ def _scheme_details(scheme: SamplingScheme) -> dict[str, Any]:
     return out
 
 
-def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float):
+def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float | None, target: float) -> EpsilonFns:
     """``(check, coarse, check_error, tight, accuracy)``: functions of ``(run, delta)``,
     the half-width ``check`` certifies near the target and the ``(eps_error, rel_error)`` it runs at.
 
@@ -168,12 +239,13 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float
     """
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     err = absolute_error_at(target, eps_error, rel_error)
+    accuracy: tuple[float, float | None]
     if accountant == DEFAULT_ACCOUNTANT:
         accuracy = resolve_accuracy(eps_error, rel_error)
     else:
         accuracy = (err, None)
 
-    def make(e, r=None):
+    def make(e: float, r: float | None = None) -> RunEpsilon:
         def fn(run: TrainingRun, delta: float) -> Bounds:
             return run.epsilon(delta=delta, accountant=accountant, eps_error=e, rel_error=r)
 
@@ -187,7 +259,18 @@ def _make_epsilon_fns(accountant: str, eps_error: float | None, rel_error: float
     return check, make(min(_COARSE_FACTOR * err, 0.2)), err, tight, accuracy
 
 
-def _result(solved: str, ev: _Evaluator, x, *, run, delta, target, accountant, t0, details) -> Calibration:
+def _result(
+    solved: str,
+    ev: _Evaluator,
+    x: float,
+    *,
+    run: TrainingRun,
+    delta: float,
+    target: float,
+    accountant: str,
+    t0: float,
+    details: dict[str, Any],
+) -> Calibration:
     up, b = ev.verify(x)
     if b is None or not up <= target:  # the search only ever returns verified feasible points
         raise RuntimeError(f"internal error: calibration ended on an infeasible point {x!r}")
@@ -221,7 +304,14 @@ def _result(solved: str, ev: _Evaluator, x, *, run, delta, target, accountant, t
     )
 
 
-def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=None):
+def _common(
+    target_epsilon: float,
+    delta: float,
+    accountant: str,
+    epsilon_fn: EpsilonFunction | None,
+    eps_error: float | None,
+    rel_error: float | None = None,
+) -> tuple[float, float, EpsilonFns, str]:
     target = check_real("target_epsilon", target_epsilon, low=0.0)
     if target > MAX_TARGET_EPSILON:
         raise ValueError(
@@ -246,14 +336,22 @@ def _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error=
         def fn(run: TrainingRun, d: float) -> Bounds:
             return epsilon_fn(run.noise_multiplier, run.sampling_rate, run.steps, d)
 
-        fns, name = (fn, None, 0.0, None, None), getattr(epsilon_fn, "__name__", "custom")
+        fns = (fn, None, 0.0, None, None)
+        name = str(getattr(epsilon_fn, "__name__", "custom"))
     return target, delta, fns, name
 
 
 # --------------------------------------------------------------------------- search helpers
 
 
-def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls) -> tuple[float, int]:
+def _rate_and_steps(
+    sampling_rate: float | None,
+    steps: int | None,
+    epochs: int | None,
+    dataset_size: int | None,
+    batch_size: int | None,
+    cls: type[SamplingScheme],
+) -> tuple[float, int]:
     """``(sampling_rate, steps)`` of the run; epoch-based schemes: ``(1/t, whole epochs of t steps)``."""
     q, k = _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls)
     if cls.per_epoch and epochs is not None:  # t = ceil(N / B) batches an epoch, as steps_from_epochs counts them
@@ -261,16 +359,27 @@ def _rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls)
     return q, k
 
 
-def _given_rate_and_steps(sampling_rate, steps, epochs, dataset_size, batch_size, cls) -> tuple[float, int]:
+def _given_rate_and_steps(
+    sampling_rate: float | None,
+    steps: int | None,
+    epochs: int | None,
+    dataset_size: int | None,
+    batch_size: int | None,
+    cls: type[SamplingScheme],
+) -> tuple[float, int]:
     # schemes other than Poisson take dataset_size alongside sampling_rate and steps (truncated Poisson needs it)
     loose = dataset_size if not (cls is not Poisson and epochs is None and batch_size is None) else None
     via_epochs = any(v is not None for v in (epochs, loose, batch_size))
     if via_epochs:
         if sampling_rate is not None or steps is not None:
             raise ValueError("give either sampling_rate and steps, or epochs, dataset_size and batch_size")
-        for n, v in (("epochs", epochs), ("dataset_size", dataset_size), ("batch_size", batch_size)):
-            if v is None:
-                raise ValueError(f"{n} is required with epochs / dataset_size / batch_size")
+        if epochs is None or dataset_size is None or batch_size is None:
+            n = next(
+                n
+                for n, v in (("epochs", epochs), ("dataset_size", dataset_size), ("batch_size", batch_size))
+                if v is None
+            )
+            raise ValueError(f"{n} is required with epochs / dataset_size / batch_size")
         return steps_from_epochs(epochs=epochs, dataset_size=dataset_size, batch_size=batch_size)
     if sampling_rate is None:
         raise ValueError("sampling_rate is required (or give epochs, dataset_size and batch_size)")

@@ -22,12 +22,14 @@ from .._calibration_search import (
 )
 from .._validation import check_count, check_real
 from ..runs import TrainingRun
+from ..sampling import SamplingScheme
 from ._shared import (
     _RATE_MIN,
     _SIGMA_MAX,
     _SIGMA_MIN,
     _TIGHTNESS,
     Calibration,
+    EpsilonFunction,
     _common,
     _result,
     _scheme_details,
@@ -35,19 +37,29 @@ from ._shared import (
 
 
 def _solve_noise(
-    run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0, **_
+    run: TrainingRun,
+    *,
+    target_epsilon: float,
+    delta: float,
+    accountant: str,
+    eps_error: float | None,
+    rel_error: float | None,
+    rtol: float,
+    epsilon_fn: EpsilonFunction | None,
+    t0: float,
+    **_: Any,
 ) -> Calibration:
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
     scheme, q, k = run.sampling, run.sampling_rate, run.steps
     ev = _Evaluator(fns[0], target, lambda s: (run.replace(noise_multiplier=s), delta), fns[1], fns[2], fns[3], fns[4])
-    to_x = lambda u: _round_sig(math.exp(u), DIGITS, up=True)
+    to_x: Callable[[float], float] = lambda u: _round_sig(math.exp(u), DIGITS, up=True)
     guess = _clt_guess(target=target, delta=delta, q=q, k=k)
     if not scheme.amplifies:  # its certified bound is sqrt(epochs)/sigma-GDP: start there
         guess = _clt_guess(target=target, delta=delta, q=1.0, k=max(1, round(k * q)))
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
     bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
-    safer = lambda s, i: _round_sig(s * (1 + rtol * 2**i), DIGITS, up=True)
+    safer: Callable[[float, int], float] = lambda s, i: _round_sig(s * (1 + rtol * 2**i), DIGITS, up=True)
     if bad is None:
         sigma = _finish(ev, to_x(good), safer)
         return _result(
@@ -88,23 +100,23 @@ def _solve_noise(
 def _solve_steps(
     run: TrainingRun,
     *,
-    target_epsilon,
-    delta,
-    accountant,
-    eps_error,
-    rel_error,
-    max_steps,
-    multiple_of,
-    epsilon_fn,
-    t0,
-    **_,
+    target_epsilon: float,
+    delta: float,
+    accountant: str,
+    eps_error: float | None,
+    rel_error: float | None,
+    max_steps: int,
+    multiple_of: int,
+    epsilon_fn: EpsilonFunction | None,
+    t0: float,
+    **_: Any,
 ) -> Calibration:
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     scheme, sigma, q = run.sampling, run.noise_multiplier, run.sampling_rate
     max_steps = check_count("max_steps", max_steps)
     unit = check_count("multiple_of", multiple_of)
     if scheme.per_epoch:
-        unit = math.lcm(unit, scheme.epoch_length())
+        unit = math.lcm(unit, scheme.epoch_length() or 1)
     max_units = max_steps // unit
     if max_units < 1:
         raise ValueError(f"max_steps ({max_steps}) must be >= multiple_of ({unit})")
@@ -114,13 +126,14 @@ def _solve_steps(
             f"{unit} step(s) already exceed target_epsilon={target:g} at delta={delta:g} "
             f"(noise_multiplier={sigma:g}, sampling_rate={q:g}); certified epsilon <= {ev.verify(1)[0]:.6g}"
         )
-    to_x = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))
+    to_x: Callable[[float], int] = lambda u: max(1, int(math.floor(math.exp(u) * (1 + 1e-12))))
     guess = _clt_guess(target=target, delta=delta, q=q, sigma=sigma)
     if not scheme.amplifies and guess:  # sqrt(epochs)/sigma-GDP: (sigma mu)^2 epochs of 1/q steps
-        guess = _clt_guess(target=target, delta=delta, q=1.0, sigma=sigma) / q
+        epochs_guess = _clt_guess(target=target, delta=delta, q=1.0, sigma=sigma)
+        guess = None if epochs_guess is None else epochs_guess / q
     u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
     bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
-    safer = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2**i)))
+    safer: Callable[[int, int], int] = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2**i)))
     if bad_u is None:
         good = to_x(good_u)
         if good < max_units and ev.feasible(max_units):
@@ -144,7 +157,7 @@ def _solve_steps(
     if good_u is None:  # cannot happen: one unit is feasible (checked above)
         good_u = 0.0
     good, bad = to_x(good_u), to_x(bad_u)
-    resolution = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1
+    resolution: Callable[[int], int] = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1
     # finish on the integers (the log-scale loop may stop when rounding merges points)
     while bad - good > resolution(good):
         mid = (good + bad) // 2
@@ -188,17 +201,20 @@ def _solve_steps(
     )
 
 
-def _solve_epochs(run: TrainingRun, **kw) -> Calibration:
+def _solve_epochs(run: TrainingRun, **kw: Any) -> Calibration:
     if not run.sampling.per_epoch:
         raise ValueError(
             f"parameter 'epochs' needs an epoch-based scheme (sampling={run.sampling.name!r} has no "
             "epochs of its own): calibrate 'steps'"
         )
     cal = _solve_steps(run, **kw)
-    return dataclasses.replace(cal, run=cal.run.replace(epochs=cal.steps // run.sampling.epoch_length()))
+    calibrated = cal.run
+    if calibrated is None:  # pragma: no cover - _result records the run of every answer
+        raise RuntimeError("internal error: a calibration without its run")
+    return dataclasses.replace(cal, run=calibrated.replace(epochs=cal.steps // (run.sampling.epoch_length() or 1)))
 
 
-def _rate_is_free(cls) -> None:
+def _rate_is_free(cls: type[SamplingScheme]) -> None:
     if "sampling_rate" in cls.free_fields:
         return
     if cls.per_epoch:
@@ -214,16 +230,26 @@ def _rate_is_free(cls) -> None:
 
 
 def _solve_rate(
-    run: TrainingRun, *, target_epsilon, delta, accountant, eps_error, rel_error, rtol, epsilon_fn, t0, **_
+    run: TrainingRun,
+    *,
+    target_epsilon: float,
+    delta: float,
+    accountant: str,
+    eps_error: float | None,
+    rel_error: float | None,
+    rtol: float,
+    epsilon_fn: EpsilonFunction | None,
+    t0: float,
+    **_: Any,
 ) -> Calibration:
     _rate_is_free(type(run.sampling))
     target, delta, fns, name = _common(target_epsilon, delta, accountant, epsilon_fn, eps_error, rel_error)
     scheme, sigma, k = run.sampling, run.noise_multiplier, run.steps
     rtol = check_real("rtol", rtol, low=0.0, high=_TIGHTNESS)
-    at = lambda q: run.replace(sampling_rate=q)
+    at: Callable[[float], TrainingRun] = lambda q: run.replace(sampling_rate=q)
     ev = _Evaluator(fns[0], target, lambda q: (at(q), delta), fns[1], fns[2], fns[3], fns[4])
-    to_x = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))
-    safer = lambda q, i: _round_sig(q / (1 + rtol * 2**i), DIGITS, up=False)
+    to_x: Callable[[float], float] = lambda u: min(1.0, _round_sig(math.exp(u), DIGITS, up=False))
+    safer: Callable[[float, int], float] = lambda q, i: _round_sig(q / (1 + rtol * 2**i), DIGITS, up=False)
     if ev.feasible(1.0) and ev.verify(1.0)[0] <= target:
         return _result(
             "sampling_rate",
