@@ -1,40 +1,40 @@
-"""Group-level privacy of DP-SGD via mixture-of-Gaussians mechanisms (paper 002).
+"""Group-level privacy of DP-SGD via mixture-of-Gaussians mechanisms (Ganesh 2024).
 
 A *group* is a set of up to ``k`` examples that may all be added or removed
-together (002 Def. 2.5: add-/remove-up-to-k adjacency), e.g. every record of one
+together (Ganesh 2024, Def. 2.5: add-/remove-up-to-k adjacency), e.g. every record of one
 user. DP-SGD's group-level privacy is exactly that of a scalar
 mixture-of-Gaussians (MoG) mechanism composed over the steps:
 
 * Poisson sampling with rate ``q``: sensitivity ``Binom(k, q)``, noise ``sigma``
-  (002 Thm 3.1);
+  (Ganesh 2024, Thm 3.1);
 * fixed batch size ``B`` drawn without replacement from a data set of at least
-  ``n`` examples: sensitivity ``2 * Hypergeom(B, n + k, k)`` (002 Thm 3.3);
+  ``n`` examples: sensitivity ``2 * Hypergeom(B, n + k, k)`` (Ganesh 2024, Thm 3.3);
 * a schedule of segments ``(sigma, q or B, steps)``: the composition of the
-  segments' MoG mechanisms (002 Lemma 2.6 with Sec. 2.2).
+  segments' MoG mechanisms (Ganesh 2024, Lemma 2.6 with Sec. 2.2).
 
-The dominating pairs are tight (002 Sec. 3.3), and the PLD engine gives
+The dominating pairs are tight (Ganesh 2024, Sec. 3.3), and the PLD engine gives
 certified two-sided bounds on their composition.
 
-Two baselines (002 Sec. 4):
+Two baselines (Ganesh 2024, Sec. 4):
 
-* the group-privacy lemma (002 Lemma 1.1, Vadhan 2017 Lemma 2.2): an
+* the group-privacy lemma (Ganesh 2024, Lemma 1.1, Vadhan 2017 Lemma 2.2): an
   example-level ``(eps', delta')`` guarantee gives ``(k eps', delta' S(eps'))``
   for groups of ``k``, ``S(e) = 1 + e^e + ... + e^{(k-1) e}``. We apply it to the
   *certified* example-level curve (upper bounds), so the result is a proven
   bound; ``S`` and ``delta'`` are handled in log space, and where the required
   ``delta'`` cannot be certified the answer is ``None`` with a note.
-* the linear reference ``k * eps_1`` (002 Sec. 4, "lower bound"), with
-  ``eps_1`` the example-level epsilon at the same delta. 002 uses it as the
+* the linear reference ``k * eps_1`` (Ganesh 2024, Sec. 4, "lower bound"), with
+  ``eps_1`` the example-level epsilon at the same delta. Ganesh 2024 uses it as the
   yardstick of linear growth; it is not a theorem for arbitrary mechanisms, so
   it is reported as a reference line, computed from the certified *lower*
   bound on ``eps_1``.
 
 Every scheme of ``tightdp.sampling`` declares its ``group_analysis``: ``MIXTURE`` (Poisson, fixed batches:
-the MoG step above), ``NO_AMPLIFICATION`` (below) or ``NONE`` (``group_reason`` says why). Where 002's
+the MoG step above), ``NO_AMPLIFICATION`` (below) or ``NONE`` (``group_reason`` says why). Where Ganesh 2024's
 mixture-of-Gaussians analysis does not apply:
 
 * ``random-allocation`` (1 of ``t`` steps per epoch, drawn afresh every epoch, add/remove): ``upper`` is the
-  smaller of (a) the group-privacy lemma (002 Lemma 1.1) on the certified example-level curve of the
+  smaller of (a) the group-privacy lemma (Ganesh 2024, Lemma 1.1) on the certified example-level curve of the
   allocation epochs (the example-level guarantee holds for every pair of add/remove neighbours, and a
   group of ``k`` is a chain of ``k`` of them) and (b) no amplification: for every allocation of the
   group's members the epoch's mean shift has L2 norm ``sqrt(sum_i c_i^2) <= k`` (``c_i`` members in

@@ -252,13 +252,13 @@ def group_epsilon(
     accountant: str | Accountant = DEFAULT_ACCOUNTANT,
     run: TrainingRun | None = None,
 ) -> Bounds:
-    """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples (002 Thm 3.1 / 3.3).
+    """Certified bounds on DP-SGD's epsilon for groups of up to ``group_size`` examples.
 
-    For a scheme with a mixture-of-Gaussians group step (Poisson, fixed batches): the ``T = steps``-fold
-    composition of the MoG mechanism of ``group_mechanism`` under add-or-remove-up-to-k adjacency (002 Sec.
-    2.2: the worse of the add and remove compositions), composed by ``accountant`` (default: the
-    dominance-based ``connect-dots`` accountant, whose ``upper`` is a proven bound, at the accuracy asked
-    for: ``tightdp._accuracy``). ``group_size = 1`` is example-level DP-SGD.
+    For a scheme with a mixture-of-Gaussians group step (Poisson, fixed batches; Ganesh 2024, Thm 3.1 / 3.3):
+    the ``T = steps``-fold composition of the MoG mechanism of ``group_mechanism`` under
+    add-or-remove-up-to-k adjacency (Ganesh 2024, Sec. 2.2: the worse of the add and remove compositions),
+    composed by ``accountant`` (default: the dominance-based ``connect-dots`` accountant, whose ``upper`` is a
+    proven bound, at the accuracy asked for: ``tightdp._accuracy``). ``group_size = 1`` is example-level DP-SGD.
 
     Random allocation and shuffling (``GroupAnalysis.NO_AMPLIFICATION``; ``sampling_rate = 1/t`` and whole
     epochs) get the certified bounds of the module docstring (``details`` says which one is the upper end,
@@ -461,7 +461,7 @@ def _scheme_group_epsilon(
             upper, how = (
                 lemma.epsilon,
                 (
-                    f"group-privacy lemma (002 Lemma 1.1) on the certified example-level "
+                    f"group-privacy lemma (Ganesh 2024, Lemma 1.1) on the certified example-level "
                     f"curve: ({lemma.example_epsilon:.6g}, {lemma.example_delta:.3g}) for one "
                     f"example gives ({lemma.epsilon:.6g}, {delta:g}) for {k}"
                 ),

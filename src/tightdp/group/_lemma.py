@@ -16,7 +16,7 @@ from ..errors import PrecisionError
 
 
 def _log_group_factor(eps: float, k: int) -> float:
-    """``log(1 + e^eps + ... + e^{(k-1) eps})`` without overflow (002 Lemma 1.1)."""
+    """``log(1 + e^eps + ... + e^{(k-1) eps})`` without overflow (Ganesh 2024, Lemma 1.1)."""
     if eps == 0.0:
         return math.log(k)
     # S = (e^{k eps} - 1) / (e^eps - 1) = e^{(k-1) eps} (1 - e^{-k eps}) / (1 - e^{-eps})
@@ -191,7 +191,7 @@ def group_privacy_lemma_epsilon(
     tol: float | None = None,
     max_queries: int = 40,
 ) -> LemmaResult:
-    """Smallest ``k eps'`` certified by the group-privacy lemma (002 Lemma 1.1) from an example-level curve.
+    """Smallest ``k eps'`` certified by the group-privacy lemma (Ganesh 2024, Lemma 1.1) from an example-level curve.
 
     ``example`` is an accountant holding the composed *example-level*
     mechanism (or an ``ExampleCurve`` around one); its certified
@@ -259,7 +259,8 @@ def group_privacy_lemma_epsilon(
             None,
             None,
             None,
-            f"group-privacy lemma (002 Lemma 1.1) gives no certified epsilon: {why}; searched eps' up to {lo:.4g}",
+            f"group-privacy lemma (Ganesh 2024, Lemma 1.1) gives no certified epsilon: {why}; "
+            f"searched eps' up to {lo:.4g}",
             used(),
         )
 
@@ -285,7 +286,8 @@ def group_privacy_lemma_epsilon(
             break
         if floor > e_max:  # every solution lies above e_max, where delta' is below what can be certified
             failure.append(
-                f"every solution eps' >= {floor:.4g} needs delta' = exp({log_delta - _log_group_factor(floor, k):.4g}), "
+                f"every solution eps' >= {floor:.4g} needs "
+                f"delta' = exp({log_delta - _log_group_factor(floor, k):.4g}), "
                 "below 1e-250, where the truncation and round-off budgets of a certified accountant "
                 "(a fraction of delta') leave double precision"
             )

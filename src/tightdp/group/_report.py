@@ -56,7 +56,7 @@ class GroupReport:
 
     @property
     def linear_lower_bound(self) -> float:
-        """``k * eps_1`` (002 Sec. 4), from the certified lower bound on ``eps_1``."""
+        """``k * eps_1`` (Ganesh 2024, Sec. 4), from the certified lower bound on ``eps_1``."""
         return self.group_size * float(self.example_epsilon.lower)
 
     @property

@@ -33,7 +33,7 @@ class _Epochs(SamplingScheme):
 
 _NO_AMPLIFICATION_LEMMA = (
     "Group privacy: a group is any set of up to k examples added or removed together. Its upper bound is the "
-    "smaller of the group-privacy lemma (Ganesh [002] Lemma 1.1) on the certified example-level curve and k "
+    "smaller of the group-privacy lemma (Ganesh 2024, Lemma 1.1) on the certified example-level curve and k "
     "sqrt(epochs)/sigma-GDP without amplification; its lower bound is the example-level one (no tight group "
     "analysis of this sampling is known), so the interval is wide."
 )

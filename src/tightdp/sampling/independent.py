@@ -46,7 +46,7 @@ class Poisson(SamplingScheme):
     )
     random_batch_size: ClassVar[bool] = True
     group_analysis: ClassVar[GroupAnalysis] = GroupAnalysis.MIXTURE
-    group_summary: ClassVar[str] = "Poisson sampling, sensitivity Binom(k, q) (002 Thm 3.1)"
+    group_summary: ClassVar[str] = "Poisson sampling, sensitivity Binom(k, q) (Ganesh 2024, Thm 3.1)"
     options: ClassVar[tuple[str, ...]] = ("sampling_rate",)
     free_fields: ClassVar[tuple[str, ...]] = ("sampling_rate",)
     summary: ClassVar[str] = "Poisson sampling: each example joins every batch independently with probability q"
@@ -93,7 +93,7 @@ class Poisson(SamplingScheme):
 _MIXTURE_GROUP_SENTENCE = (
     "Group privacy: a group is any set of up to k examples added or removed together (e.g. all records of one "
     "user, if no user has more than k). Its epsilon is computed directly from the group's mixture-of-Gaussians "
-    "mechanism (Ganesh [002] Thm 3.1 / 3.3), not by the much looser group-privacy lemma."
+    "mechanism (Ganesh 2024, Thm 3.1 / 3.3), not by the much looser group-privacy lemma."
 )
 
 
@@ -143,8 +143,10 @@ class FixedBatch(_Batches):
 
     name: ClassVar[str] = "fixed-batch"
     group_analysis: ClassVar[GroupAnalysis] = GroupAnalysis.MIXTURE
-    group_summary: ClassVar[str] = "fixed batch size, sensitivity 2 Hypergeom(B, N + k, k) (002 Thm 3.3)"
-    summary: ClassVar[str] = "fixed batches of B drawn without replacement, add/remove neighbours (002 Thm 3.3)"
+    group_summary: ClassVar[str] = "fixed batch size, sensitivity 2 Hypergeom(B, N + k, k) (Ganesh 2024, Thm 3.3)"
+    summary: ClassVar[str] = (
+        "fixed batches of B drawn without replacement, add/remove neighbours (Ganesh 2024, Thm 3.3)"
+    )
 
     def step_mechanism(self, *, noise_multiplier: float, relation: Relation | None = None) -> Mechanism:
         return self.group_step(noise_multiplier=noise_multiplier, group_size=1)
@@ -169,7 +171,7 @@ class FixedBatch(_Batches):
         return (
             "Neighbouring data sets differ by adding or removing one example (groups: up to k examples) to a "
             "data set of at least N others; with fixed batches a present example displaces another, so it "
-            "moves the clipped-gradient sum by up to twice the clipping norm (Ganesh [002] Thm 3.3)."
+            "moves the clipped-gradient sum by up to twice the clipping norm (Ganesh 2024, Thm 3.3)."
         )
 
     @classmethod
@@ -193,7 +195,8 @@ class FixedBatch(_Batches):
 class _Substitute:
     relations: ClassVar[tuple[Relation, ...]] = (Relation.SUBSTITUTE,)
     group_reason: ClassVar[str] = (
-        "no group analysis for the substitute relation; use sampling='fixed-batch' (add/remove of a group, 002 Thm 3.3)"
+        "no group analysis for the substitute relation; use sampling='fixed-batch' (add/remove of a group, "
+        "Ganesh 2024, Thm 3.3)"
     )
 
 
@@ -217,7 +220,9 @@ class WithoutReplacement(_Substitute, _Batches):
     """
 
     name: ClassVar[str] = "without-replacement"
-    summary: ClassVar[str] = "fixed batches drawn without replacement, substitute neighbours (001 Sec. 6.2)"
+    summary: ClassVar[str] = (
+        "fixed batches drawn without replacement, substitute neighbours (Koskela et al. 2020, Sec. 6.2)"
+    )
 
     def step_mechanism(self, *, noise_multiplier: float, relation: Relation | None = None) -> Mechanism:
         return SampledWithoutReplacement(
@@ -275,7 +280,7 @@ class WithReplacement(_Substitute, _Batches):
     """
 
     name: ClassVar[str] = "with-replacement"
-    summary: ClassVar[str] = "batches drawn with replacement, substitute neighbours (001 Sec. 6.3)"
+    summary: ClassVar[str] = "batches drawn with replacement, substitute neighbours (Koskela et al. 2020, Sec. 6.3)"
 
     def step_mechanism(self, *, noise_multiplier: float, relation: Relation | None = None) -> Mechanism:
         return SampledWithReplacement(

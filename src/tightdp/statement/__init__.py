@@ -5,9 +5,9 @@
 
 * **example-level** epsilon at the chosen delta, as a certified interval
   (``tightdp.dpsgd_epsilon`` with the default, dominance-based accountant; the
-  PLD accountants of Koskela et al. [001] and Gopi et al. [003]);
+  PLD accountants of Koskela et al. 2020 and Gopi et al. 2021);
 * **group-level** epsilon for groups of up to ``k`` examples (e.g. every record
-  of one user) from Ganesh's mixture-of-Gaussians reduction [002 Thm 3.1 / 3.3],
+  of one user) from Ganesh's mixture-of-Gaussians reduction (Ganesh 2024, Thm 3.1 / 3.3),
   certified by the same engine (``tightdp.group_epsilon``); where no group
   analysis exists for the scheme, the row says "not applicable" and why;
 * in plain language, what the guarantee assumes (the neighbouring relation, the
@@ -16,7 +16,7 @@
 
 ``tradeoff_lower_curve`` turns a certified upper delta(epsilon) curve into a
 certified *lower* bound on the f-DP trade-off function beta(alpha)
-(Dong, Roth, Su 2022, Prop. 2.12 / Cor. 2.13; Ganesh [002] Sec. 2 uses the same
+(Dong, Roth, Su 2022, Prop. 2.12 / Cor. 2.13; Ganesh 2024, Sec. 2 uses the same
 hypothesis-testing view).
 
 The statement's text and JSON (``PrivacyStatement.to_text`` / ``to_dict``) are what

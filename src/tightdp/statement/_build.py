@@ -53,7 +53,7 @@ def privacy_statement(
         Opacus and ``tightdp epsilon`` count them); ``sampling`` a registered name
         (``tightdp.sampling.scheme_names()``) or a scheme object. The example-level epsilon is the run's
         (``TrainingRun.epsilon`` with the default accountant); group rows come from ``group_epsilon``
-        (Poisson: 002 Thm 3.1; ``fixed-batch``: 002 Thm 3.3, ``2 Hypergeom(B, N + k, k)``; random
+        (Poisson: Ganesh 2024, Thm 3.1; ``fixed-batch``: Ganesh 2024, Thm 3.3, ``2 Hypergeom(B, N + k, k)``; random
         allocation and shuffling: the no-amplification bound) or say why no group analysis applies.
     strategy, sampler : optional
         A correlated-noise (matrix-mechanism) run instead of DP-SGD: the strategy matrix ``C`` (anything

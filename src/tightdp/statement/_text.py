@@ -84,8 +84,8 @@ def guarantee_paragraphs(
         f"What the attacker sees: every intermediate model (all {length}), not only the final one. The "
         "guarantee covers releasing all checkpoints, and by post-processing anything computed from them.",
         "Adaptive composition: it holds although each step's gradient depends on the models produced by the "
-        "earlier steps; the per-step dominating pairs compose adaptively (Ganesh [002] Lemma 2.6; "
-        "Koskela et al. [001], Gopi et al. [003] compose the same privacy-loss distributions).",
+        "earlier steps; the per-step dominating pairs compose adaptively (Ganesh 2024, Lemma 2.6; "
+        "Koskela et al. 2020, Gopi et al. 2021 compose the same privacy-loss distributions).",
         "Certification: the upper end of every interval is a proven upper bound on the exact epsilon of this "
         "mechanism (discretisation, truncation and floating-point errors are charged to the safe side); the "
         "lower end is a proven lower bound, so no tighter analysis of this mechanism can go below it.",
