@@ -41,13 +41,11 @@ Adding a scheme is one subclass of ``SamplingScheme`` decorated with ``register_
 what it needs from the class.
 """
 
-from ._base import (
+from ._base import GroupAnalysis, Relation, SamplingScheme
+from ._registry import (
     AMBIGUOUS,
     DEFAULT_SCHEME,
     SCHEMES,
-    GroupAnalysis,
-    Relation,
-    SamplingScheme,
     parse_sampling,
     register_scheme,
     scheme_class,

@@ -12,7 +12,8 @@ from ..bounds import Bounds
 from ..mechanisms import Gaussian, Mechanism
 from ..mechanisms import RandomAllocation as AllocationMechanism
 from ..schemes import allocation_epsilon, cyclic_allocation_epsilon, shuffle_epsilon
-from ._base import GroupAnalysis, Relation, RunLike, SamplingScheme, _epoch_options, register_scheme
+from ._base import GroupAnalysis, Relation, RunLike, SamplingScheme
+from ._registry import _epoch_options, register_scheme
 
 __all__ = ["RandomAllocation", "CyclicAllocation", "Shuffle", "FixedOrder", "from_jax_privacy"]
 

@@ -14,7 +14,8 @@ from ..bounds import Bounds
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled, SampledWithoutReplacement, SampledWithReplacement
 from ..mechanisms.mixture import GroupFixedBatchSampled, GroupPoissonSampled
 from ..schemes import truncated_poisson_epsilon
-from ._base import GroupAnalysis, Relation, RunLike, SamplingScheme, register_scheme
+from ._base import GroupAnalysis, Relation, RunLike, SamplingScheme
+from ._registry import register_scheme
 
 __all__ = ["Poisson", "FixedBatch", "WithoutReplacement", "WithReplacement", "TruncatedPoisson"]
 
