@@ -52,33 +52,18 @@ mixture-of-Gaussians analysis does not apply:
 
 Every function takes the run as keywords (``sampling`` a registered name or a scheme object) or as
 ``run=TrainingRun(...)``.
+
 The package: ``_lemma`` (the group-privacy-lemma baseline), ``_epsilon`` (group mechanisms and
 ``group_epsilon``) and ``_report`` (``group_report``, ``group_curve``).
 """
 
-from ._epsilon import (
-    _make_accountant as _make_accountant,
-)
-from ._epsilon import (
-    group_epsilon,
-    group_epsilon_schedule,
-    group_ledger,
-    group_mechanism,
-)
-from ._lemma import (
-    ExampleCurve,
-    LemmaResult,
-    group_privacy_lemma_epsilon,
-)
-from ._lemma import (
-    _lemma_accountant as _lemma_accountant,
-)
-from ._lemma import (
-    _LemmaConnectDots as _LemmaConnectDots,
-)
-from ._lemma import (
-    _log_group_factor as _log_group_factor,
-)
+# the private helpers are re-exported for the tests that exercise them
+from ._epsilon import _make_accountant as _make_accountant
+from ._epsilon import group_epsilon, group_epsilon_schedule, group_ledger, group_mechanism
+from ._lemma import ExampleCurve, LemmaResult, group_privacy_lemma_epsilon
+from ._lemma import _lemma_accountant as _lemma_accountant
+from ._lemma import _LemmaConnectDots as _LemmaConnectDots
+from ._lemma import _log_group_factor as _log_group_factor
 from ._report import GroupReport, group_curve, group_report
 
 __all__ = [
