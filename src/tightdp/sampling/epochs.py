@@ -197,7 +197,24 @@ class CyclicAllocation(_Epochs):
         return self.steps_per_cycle
 
     def check_steps(self, steps: int) -> int:
-        return steps  # a partial last cycle is accounted too (``cyclic_allocation_epsilon(steps=...)``)
+        """``steps`` as it is: a partial last cycle is accounted too (``cyclic_allocation_epsilon(steps=...)``).
+
+        Parameters
+        ----------
+        steps : int
+            The run's number of steps (already a positive whole number).
+
+        Returns
+        -------
+        int
+            ``steps``, unchanged.
+
+        Raises
+        ------
+        ValueError
+            Never: any number of steps is a whole number of cycles and a partial one.
+        """
+        return steps
 
     def epsilon(
         self,
