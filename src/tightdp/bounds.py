@@ -41,6 +41,26 @@ class Bounds:
     Fields are floats (or arrays of floats for vectorised queries), or ``None``
     where a method cannot give them (RDP has no lower bound). ``math.inf`` in
     ``upper`` is never silent: ``details["note"]`` says why.
+
+    Parameters
+    ----------
+    lower : float, array or None
+        A proven lower bound (``None``: none known).
+    estimate : float, array or None
+        The method's point estimate, between the two ends.
+    upper : float, array or None
+        A proven upper bound when ``kind == "bound"`` (``None``: none).
+    quantity : {"epsilon", "delta"}, default "epsilon"
+        What is bounded.
+    kind : {"bound", "approximation"}, default "bound"
+        ``"approximation"``: no guarantee (GDP/CLT, Edgeworth).
+    details : mapping, optional
+        How the answer was computed, notes.
+
+    Raises
+    ------
+    TypeError
+        If ``lower``, ``estimate`` or ``upper`` is missing (a plain record: the values are not checked).
     """
 
     lower: Any
@@ -67,13 +87,37 @@ class Bounds:
         )
 
     def contains(self, value: float, *, slack: float = 0.0) -> bool:
-        """Whether ``lower - slack <= value <= upper + slack`` (missing ends are unbounded)."""
+        """Whether ``lower - slack <= value <= upper + slack`` (missing ends are unbounded).
+
+        Parameters
+        ----------
+        value : float
+            The value tested.
+        slack : float, default 0.0
+            A tolerance added on both sides.
+
+        Returns
+        -------
+        bool
+            Whether the interval (every element, for arrays) contains ``value``.
+
+        Raises
+        ------
+        TypeError
+            If ``value`` is not a number.
+        """
         lo = -math.inf if self.lower is None else self.lower
         hi = math.inf if self.upper is None else self.upper
         return bool(np.all(lo - slack <= value) and np.all(value <= hi + slack))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; infinities become ``None`` with the note kept in ``details``."""
+        """The interval as JSON-ready data; infinities become ``None`` with the note kept in ``details``.
+
+        Returns
+        -------
+        dict
+            ``lower``, ``estimate``, ``upper``, ``kind`` and (if any) ``details``.
+        """
         out = {
             "lower": _jsonable(self.lower),
             "estimate": _jsonable(self.estimate),

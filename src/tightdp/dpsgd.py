@@ -31,7 +31,27 @@ __all__ = ["dpsgd_epsilon", "dpsgd_mechanism", "run_from_keywords"]
 
 
 def dpsgd_mechanism(*, noise_multiplier: float, sampling_rate: float, relation: str = "add-remove") -> PoissonSampled:
-    """One DP-SGD step: the Poisson-subsampled Gaussian with unit sensitivity (clipping norm C, noise sigma*C)."""
+    """One DP-SGD step: the Poisson-subsampled Gaussian with unit sensitivity (clipping norm C, noise sigma*C).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        The noise multiplier sigma, > 0.
+    sampling_rate : float
+        The Poisson sampling rate ``q`` in (0, 1].
+    relation : str, default ``"add-remove"``
+        The neighbouring relation (``"add-remove"``, ``"remove"``, ``"add"`` or ``"substitute"``).
+
+    Returns
+    -------
+    PoissonSampled
+        The step's mechanism, for any accountant.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of its domain, naming it.
+    """
     return PoissonSampled(
         mechanism=Gaussian(noise_multiplier=noise_multiplier), sampling_rate=sampling_rate, relation=relation
     )
@@ -39,16 +59,39 @@ def dpsgd_mechanism(*, noise_multiplier: float, sampling_rate: float, relation: 
 
 def run_from_keywords(
     *,
-    noise_multiplier,
-    sampling_rate=None,
-    steps,
-    sampling="poisson",
-    dataset_size=None,
-    max_batch_size=None,
-    batch_size=None,
+    noise_multiplier: float,
+    sampling_rate: float | None = None,
+    steps: int,
+    sampling: str | SamplingScheme | None = "poisson",
+    dataset_size: int | None = None,
+    max_batch_size: int | None = None,
+    batch_size: int | None = None,
 ) -> TrainingRun:
-    """The ``TrainingRun`` the convenience keywords of ``dpsgd_epsilon`` describe (validated under their
-    names; the scheme parsed by the registry of ``tightdp.sampling``)."""
+    """The ``TrainingRun`` the convenience keywords of ``dpsgd_epsilon`` describe.
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        The noise multiplier sigma, > 0.
+    sampling_rate : float, optional
+        The expected fraction of the data per step (the epoch-based schemes: ``1/t``).
+    steps : int
+        The number of steps, a positive whole number.
+    sampling : str or SamplingScheme, default ``"poisson"``
+        A registered name (parsed by the registry of ``tightdp.sampling``) or a scheme object.
+    dataset_size, max_batch_size, batch_size : int, optional
+        The sizes the scheme's ``from_options`` reads.
+
+    Returns
+    -------
+    TrainingRun
+        The run.
+
+    Raises
+    ------
+    ValueError
+        If an argument is out of its domain or the scheme cannot be built from them, naming the argument.
+    """
     check_positive("noise_multiplier", noise_multiplier)
     steps = check_count("steps", steps)
     scheme = parse_sampling(
@@ -88,7 +131,8 @@ def dpsgd_epsilon(
         size); for the epoch-based schemes it must be ``1/t`` and ``steps`` a multiple of ``t``;
         ``truncated-poisson`` also needs ``dataset_size`` and ``max_batch_size``.
     delta : float
-    accountant : str
+        The delta, in (0, 1).
+    accountant : str, default ``DEFAULT_ACCOUNTANT``
         Any accountant for schemes with a step mechanism; the others use the dominance accountant
         (``connect-dots``) only.
     eps_error, rel_error : float, optional
@@ -110,13 +154,14 @@ def dpsgd_epsilon(
     >>> b.lower <= b.upper
     True
     """
+    sigma, k = 0.0, 0  # the keywords' run, validated below (unused with ``run``)
     if run is None:
         if noise_multiplier is None:
             raise ValueError("noise_multiplier is required (or give run)")
-        check_positive("noise_multiplier", noise_multiplier)
+        sigma = check_positive("noise_multiplier", noise_multiplier)
         if sampling_rate is not None:
             check_probability("sampling_rate", sampling_rate)
-        steps = check_count("steps", steps)
+        k = check_count("steps", steps)
     else:
         if not isinstance(run, TrainingRun):
             raise ValueError(f"run must be a tightdp.TrainingRun, got {run!r}")
@@ -138,9 +183,9 @@ def dpsgd_epsilon(
     check_accuracy(eps_error, rel_error)
     if run is None:
         run = run_from_keywords(
-            noise_multiplier=noise_multiplier,
+            noise_multiplier=sigma,
             sampling_rate=sampling_rate,
-            steps=steps,
+            steps=k,
             sampling=sampling,
             dataset_size=dataset_size,
             max_batch_size=max_batch_size,

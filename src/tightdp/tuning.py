@@ -28,13 +28,15 @@ published) with ``K`` fixed: the ``K``-fold composition's own lower end.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 
 from ._caches import register as _register_cache
+from ._types import FloatArray
 from ._validation import check_choice, check_count, check_delta, check_real
 from .accountants import ConnectDotsAccountant, RDPAccountant
 from .accountants import _rdp_math as rm
@@ -43,6 +45,9 @@ from .errors import UnsupportedMechanismError
 from .losses import DiscreteLoss
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
+
+if TYPE_CHECKING:
+    from .mechanisms.discrete_vector import DiscreteGaussianVector
 
 __all__ = [
     "Tuning",
@@ -56,6 +61,9 @@ __all__ = [
 #: the laws of the number of runs ``tuning_epsilon`` accepts
 TUNING_DISTRIBUTIONS = ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial")
 
+#: one run: a mechanism, or its ledger of ``(mechanism, count)``
+RunLedger = Mechanism | Iterable[tuple[Mechanism, int]]
+
 
 @dataclass(frozen=True, kw_only=True)
 class Tuning:
@@ -64,7 +72,26 @@ class Tuning:
     ``distribution`` is one of ``TUNING_DISTRIBUTIONS``: ``"fixed"`` needs ``runs``; the random laws need
     ``mean`` (``E K >= 1``), and ``"negative-binomial"`` also ``shape > 0``; ``release`` is ``"best"`` (only the
     selected run's output) or ``"all"`` (fixed runs only). ``epsilon(run=..., delta=...)`` is
-    ``tuning_epsilon``'s interval. Bad values raise ``ValueError`` naming ``tuning.<field>``.
+    ``tuning_epsilon``'s interval.
+
+    Parameters
+    ----------
+    distribution : str
+        The law of the number of runs ``K``: ``"fixed"``, ``"poisson"``, ``"geometric"``, ``"logarithmic"`` or
+        ``"negative-binomial"`` (Papernot & Steinke 2022).
+    runs : int, optional
+        ``K`` for ``"fixed"`` (required there, refused otherwise).
+    mean : float, optional
+        ``E K >= 1`` for the random laws (required there, refused for ``"fixed"``).
+    shape : float, optional
+        The negative binomial's shape ``eta > 0`` (``"negative-binomial"`` only).
+    release : str, default ``"best"``
+        ``"best"`` (only the selected run's output) or ``"all"`` (every run's output; fixed runs only).
+
+    Raises
+    ------
+    ValueError
+        A field missing, out of range or not meaningful for the law, naming ``tuning.<field>``.
     """
 
     distribution: str
@@ -73,7 +100,7 @@ class Tuning:
     shape: float | None = None
     release: str = "best"
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         check_choice("tuning.distribution", self.distribution, TUNING_DISTRIBUTIONS)
         check_choice("tuning.release", self.release, ("best", "all"))
         if self.distribution == "fixed":
@@ -101,8 +128,24 @@ class Tuning:
             raise ValueError(f"tuning.shape is fixed by distribution={self.distribution!r}; leave it out")
 
     @classmethod
-    def parse(cls, value) -> Tuning:
-        """A ``Tuning`` from itself or a dict of its fields (unknown keys raise, naming them)."""
+    def parse(cls, value: Tuning | dict[str, Any]) -> Tuning:
+        """A ``Tuning`` from itself or a dict of its fields.
+
+        Parameters
+        ----------
+        value : Tuning or dict
+            A ``Tuning`` (returned as it is) or ``{"distribution": ..., ...}``.
+
+        Returns
+        -------
+        Tuning
+            The procedure.
+
+        Raises
+        ------
+        ValueError
+            If ``value`` is neither, has an unknown key (named) or lacks ``distribution``, or a field is bad.
+        """
         if isinstance(value, cls):
             return value
         if not isinstance(value, dict):
@@ -116,6 +159,13 @@ class Tuning:
         return cls(**value)
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict (``parse`` is the inverse).
+
+        Returns
+        -------
+        dict
+            ``distribution``, ``runs``, ``mean``, ``shape``, ``release``.
+        """
         return {
             "distribution": self.distribution,
             "runs": self.runs,
@@ -125,15 +175,41 @@ class Tuning:
         }
 
     def describe(self) -> str:
-        """The procedure in words, e.g. "8 fixed runs, the best released"."""
+        """The procedure in words.
+
+        Returns
+        -------
+        str
+            E.g. ``"8 fixed runs, the best released"``.
+        """
         what = "the best released" if self.release == "best" else "every run's output released"
         if self.distribution == "fixed":
             return f"{self.runs} fixed run{'s' if self.runs != 1 else ''}, {what}"
         law = self.distribution + (f" (shape {self.shape:g})" if self.shape is not None else "")
         return f"a random number of runs ({law} law, mean {self.mean:g}), {what}"
 
-    def epsilon(self, *, run, delta: float) -> Bounds:
-        """``tuning_epsilon`` of ``run`` (one run's ledger) under this procedure."""
+    def epsilon(self, *, run: RunLedger, delta: float) -> Bounds:
+        """``tuning_epsilon`` of ``run`` (one run's ledger) under this procedure.
+
+        Parameters
+        ----------
+        run : Mechanism or list of (Mechanism, count)
+            One training run.
+        delta : float
+            The delta, in (0, 1).
+
+        Returns
+        -------
+        Bounds
+            The procedure's certified interval (``tuning_epsilon``).
+
+        Raises
+        ------
+        ValueError
+            If ``run`` is not a mechanism or a ledger, or ``delta`` is out of (0, 1).
+        UnsupportedMechanismError
+            If a random number of runs needs a Renyi curve that a mechanism of ``run`` does not have.
+        """
         return tuning_epsilon(
             run=run,
             delta=delta,
@@ -145,7 +221,7 @@ class Tuning:
         )
 
 
-def _ledger(run) -> list[tuple[Mechanism, int]]:
+def _ledger(run: RunLedger) -> list[tuple[Mechanism, int]]:
     if isinstance(run, Mechanism):
         return [(run, 1)]
     try:
@@ -157,7 +233,7 @@ def _ledger(run) -> list[tuple[Mechanism, int]]:
     return entries
 
 
-def _times(entries, k: int):
+def _times(entries: list[tuple[Mechanism, int]], k: int) -> list[tuple[Mechanism, int]]:
     return [(m, c * k) for m, c in entries]
 
 
@@ -167,13 +243,15 @@ _BR_ORDERS = 1.0 + np.geomspace(0.01, 500.0, 96)
 
 @_register_cache
 @lru_cache(maxsize=64)
-def _br_rdp(epsilon: float) -> np.ndarray:
+def _br_rdp(epsilon: float) -> FloatArray:
     out = bounded_range_rdp(epsilon, _BR_ORDERS)
     out.flags.writeable = False
     return out
 
 
-def _is_bounded_range(mechanism: Mechanism) -> bool:
+def _is_bounded_range(
+    mechanism: Mechanism,
+) -> TypeGuard[BoundedRange | ExponentialMechanism | ReportNoisyMax]:
     return isinstance(mechanism, (BoundedRange, ExponentialMechanism)) or (
         isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel"
     )
@@ -187,6 +265,20 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     smaller (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
     attained pairs composed ``count`` times (``attained_pairs()``; 0 where none is known, said in
     ``details["lower_method"]``).
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        The selection mechanism (any tightdp ``Mechanism``).
+    delta : float
+        The delta, in (0, 1).
+    count : int, default 1
+        The number of adaptive uses, a positive whole number.
+
+    Returns
+    -------
+    Bounds
+        Certified ``lower <= upper``; ``details`` name both methods.
 
     Raises
     ------
@@ -220,10 +312,25 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     )
 
 
-def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bounds:
-    """Certified epsilon of ``count`` releases of a ``DiscreteGaussianVector``: upper from its proven dominating
-    ledger (``upper_ledger``) composed ``count`` times, lower the largest certified lower end of its attained
-    directions (``attained_ledgers``), each composed ``count`` times (``details`` name both).
+def discrete_vector_epsilon(*, mechanism: DiscreteGaussianVector, delta: float, count: int = 1) -> Bounds:
+    """Certified epsilon of ``count`` releases of a ``DiscreteGaussianVector``.
+
+    Upper from its proven dominating ledger (``upper_ledger``) composed ``count`` times, lower the largest
+    certified lower end of its attained directions (``attained_ledgers``), each composed ``count`` times.
+
+    Parameters
+    ----------
+    mechanism : DiscreteGaussianVector
+        The vector mechanism.
+    delta : float
+        The delta, in (0, 1).
+    count : int, default 1
+        The number of releases, a positive whole number.
+
+    Returns
+    -------
+    Bounds
+        Certified ``lower <= upper``; ``details`` name the upper ledger and the lower direction.
 
     Raises
     ------
@@ -255,9 +362,27 @@ def discrete_vector_epsilon(*, mechanism, delta: float, count: int = 1) -> Bound
 
 
 def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
-    """``E K`` of the truncated negative binomial law (Papernot & Steinke 2022, Def. 1): ``1/gamma`` for
-    ``shape = 1``, ``(1/gamma - 1) / log(1/gamma)`` for ``shape = 0``, ``shape (1/gamma - 1) / (1 - gamma^shape)``
-    otherwise."""
+    """``E K`` of the truncated negative binomial law (Papernot & Steinke 2022, Def. 1).
+
+    Parameters
+    ----------
+    gamma : float
+        The law's ``gamma`` in (0, 1] (``1``: ``K = 1`` surely).
+    shape : float
+        The law's shape ``eta >= 0`` (``1``: geometric, ``0``: logarithmic).
+
+    Returns
+    -------
+    float
+        ``1/gamma`` for ``shape = 1``, ``(1/gamma - 1) / log(1/gamma)`` for ``shape = 0``,
+        ``shape (1/gamma - 1) / (1 - gamma^shape)`` otherwise.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If ``gamma`` is 0: the arguments are not checked (the helper of ``tuning_epsilon``, exported for those
+        who set ``gamma`` themselves).
+    """
     if shape == 1.0:
         return 1.0 / gamma
     if shape == 0.0:
@@ -267,7 +392,7 @@ def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
     return shape * (1.0 / gamma - 1.0) / -math.expm1(shape * math.log(gamma))
 
 
-def _run_rdp(entries) -> tuple[np.ndarray, np.ndarray]:
+def _run_rdp(entries: list[tuple[Mechanism, int]]) -> tuple[FloatArray, FloatArray]:
     """One run's RDP curve on the RDP accountant's orders: its own for the mechanisms it knows, and for
     finite pairs (pure / approximate DP, randomized response, the discrete Laplace) the exact Renyi
     divergences of their atoms (both directions, the larger)."""
@@ -310,7 +435,7 @@ def _gamma_for_mean(mean: float, shape: float) -> float:
 
 def tuning_epsilon(
     *,
-    run,
+    run: RunLedger,
     delta: float,
     distribution: str = "fixed",
     runs: int | None = None,
@@ -329,6 +454,12 @@ def tuning_epsilon(
     distribution : str
         ``"fixed"`` (``runs`` runs), ``"poisson"`` (``mean``), ``"geometric"`` (``mean``; shape 1),
         ``"logarithmic"`` (``mean``; shape 0) or ``"negative-binomial"`` (``mean`` and ``shape > 0``).
+    runs : int, optional
+        ``K`` for ``"fixed"`` (required there, refused otherwise).
+    mean : float, optional
+        ``E K >= 1`` for the random laws (required there, refused for ``"fixed"``).
+    shape : float, optional
+        The negative binomial's shape ``eta > 0`` (``"negative-binomial"`` only).
     release : str
         ``"best"`` (only the selected run's output) or ``"all"`` (fixed runs only: every output).
 

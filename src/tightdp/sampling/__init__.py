@@ -12,9 +12,9 @@ The schemes (``SCHEMES`` maps every accepted spelling to its class):
 
 * ``Poisson(sampling_rate)``: each example joins each batch independently (Opacus, dp_accounting);
 * ``FixedBatch(batch_size, dataset_size)``: batches of exactly ``B`` drawn without replacement, add/remove
-  neighbours (Ganesh [002] Thm 3.3);
+  neighbours (Ganesh 2024, Thm 3.3);
 * ``WithoutReplacement(batch_size, dataset_size)`` / ``WithReplacement(...)``: substitute relation
-  (Koskela et al. [001] Sec. 6.2 / 6.3);
+  (Koskela et al. 2020, Sec. 6.2 / 6.3);
 * ``RandomAllocation(steps_per_epoch, selected=1)``: every epoch each example in ``selected`` of the epoch's
   steps, drawn afresh every epoch (Feldman & Shenfeld; ``tightdp.schemes.allocation_epsilon``);
 * ``CyclicAllocation(steps_per_cycle)``: each example in **one** step drawn once for the whole run and
@@ -41,13 +41,11 @@ Adding a scheme is one subclass of ``SamplingScheme`` decorated with ``register_
 what it needs from the class.
 """
 
-from ._base import (
+from ._base import GroupAnalysis, Relation, SamplingScheme
+from ._registry import (
     AMBIGUOUS,
     DEFAULT_SCHEME,
     SCHEMES,
-    GroupAnalysis,
-    Relation,
-    SamplingScheme,
     parse_sampling,
     register_scheme,
     scheme_class,

@@ -1,7 +1,7 @@
-"""The base of the sampling schemes: the neighbouring relation, what group privacy can say, the abstract
-``SamplingScheme`` and the one registry of their names (``SCHEMES``, ``register_scheme``, ``scheme_class``,
-``parse_sampling``). The schemes themselves: ``tightdp.sampling.independent`` (every step drawn on its
-own) and ``tightdp.sampling.epochs`` (epochs or cycles of steps)."""
+"""The base of the sampling schemes: the neighbouring relation, what group privacy can say and the abstract
+``SamplingScheme``. The one registry of their names is ``_registry``; the schemes themselves:
+``tightdp.sampling.independent`` (every step drawn on its own) and ``tightdp.sampling.epochs`` (epochs or
+cycles of steps)."""
 
 from __future__ import annotations
 
@@ -9,34 +9,33 @@ import dataclasses
 import enum
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
-from .._validation import check_count, check_probability
 from ..accountants import DEFAULT_ACCOUNTANT, create
 from ..bounds import Bounds
 from ..errors import UnsupportedMechanismError
 from ..mechanisms import Mechanism
 
-__all__ = [
-    "Relation",
-    "GroupAnalysis",
-    "SamplingScheme",
-    "SCHEMES",
-    "AMBIGUOUS",
-    "DEFAULT_SCHEME",
-    "register_scheme",
-    "unregister_scheme",
-    "scheme_class",
-    "scheme_names",
-    "parse_sampling",
-    "scheme_from_dict",
-]
+__all__ = ["Relation", "GroupAnalysis", "RunLike", "SamplingScheme"]
 
 
 class Relation(enum.StrEnum):
-    """The neighbouring relation a guarantee is stated for."""
+    """The neighbouring relation a guarantee is stated for.
+
+    Parameters
+    ----------
+    value : str
+        The relation's spelling: ``"add-remove"``, ``"remove"``, ``"add"``, ``"substitute"`` or ``"zero-out"``
+        (``Relation("substitute")`` is ``Relation.SUBSTITUTE``).
+    names, module, qualname, type, start, boundary : optional
+        The arguments of ``enum``'s functional API (creating a new enumeration); not used by tightdp.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not one of the spellings.
+    """
 
     ADD_REMOVE = "add-remove"
     REMOVE = "remove"
@@ -49,11 +48,53 @@ class Relation(enum.StrEnum):
 
 
 class GroupAnalysis(enum.Enum):
-    """What group privacy (up to ``k`` examples) can say for a scheme (``tightdp.group``)."""
+    """What group privacy (up to ``k`` examples) can say for a scheme (``tightdp.group``).
 
-    MIXTURE = "mixture"  # the group's mixture-of-Gaussians step (002 Thm 3.1 / 3.3), tight
+    Parameters
+    ----------
+    value : str
+        ``"mixture"`` (the group's mixture-of-Gaussians step, Ganesh 2024, Thm 3.1 / 3.3),
+        ``"no-amplification"`` or ``"none"``.
+    names, module, qualname, type, start, boundary : optional
+        The arguments of ``enum``'s functional API (creating a new enumeration); not used by tightdp.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is not one of the spellings.
+    """
+
+    MIXTURE = "mixture"  # the group's mixture-of-Gaussians step (Ganesh 2024, Thm 3.1 / 3.3), tight
     NO_AMPLIFICATION = "no-amplification"  # k sqrt(epochs)/sigma-GDP, with the group-privacy lemma if any
     NONE = "none"  # no certified group analysis: ``group_reason`` says why
+
+
+class RunLike(Protocol):
+    """What a scheme reads of a run (``tightdp.runs.TrainingRun``, which sits above this package)."""
+
+    @property
+    def noise_multiplier(self) -> float: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def relation(self) -> Relation: ...
+
+
+def _inherit_docstrings(cls: type) -> None:
+    """Give each public method ``cls`` overrides without a docstring the docstring of the method it overrides:
+    a scheme's override answers the same question under the same parameters."""
+    for name, member in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        func = member.__func__ if isinstance(member, (classmethod, staticmethod)) else member
+        if not callable(func) or getattr(func, "__doc__", None):
+            continue
+        for base in cls.__mro__[1:]:
+            inherited = base.__dict__.get(name)
+            inherited = inherited.__func__ if isinstance(inherited, (classmethod, staticmethod)) else inherited
+            if getattr(inherited, "__doc__", None):
+                func.__doc__ = inherited.__doc__
+                break
 
 
 # ------------------------------------------------------------------------------------------- base
@@ -87,18 +128,52 @@ class SamplingScheme(ABC):
     report_caveat: ClassVar[str | None] = None
     calibration_note: ClassVar[str | None] = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _inherit_docstrings(cls)
+
     # ---- what the run is (each scheme has ``sampling_rate``, a field or a property: the expected fraction of
     # the data in one step; the epoch-based ones ``steps_per_epoch``)
     def epoch_length(self) -> int | None:
-        """Steps of one epoch (``None`` where the scheme has no epochs of its own)."""
-        return getattr(self, "steps_per_epoch", None)
+        """Steps of one epoch.
+
+        Returns
+        -------
+        int or None
+            ``steps_per_epoch`` of an epoch-based scheme; ``None`` where the scheme has no epochs of its own.
+        """
+        length: int | None = getattr(self, "steps_per_epoch", None)
+        return length
 
     def batches_per_epoch(self) -> int:
-        """The steps one pass over the data counts (``steps = ceil(epochs * batches_per_epoch)``)."""
-        return self.epoch_length() or math.ceil(1.0 / self.sampling_rate)  # type: ignore[attr-defined]
+        """The steps one pass over the data counts (``steps = ceil(epochs * batches_per_epoch)``).
+
+        Returns
+        -------
+        int
+            The epoch length, else ``ceil(1 / sampling_rate)`` (fixed batches: ``ceil(N / B)``).
+        """
+        rate: float = getattr(self, "sampling_rate")  # noqa: B009 - every concrete scheme has one
+        return self.epoch_length() or math.ceil(1.0 / rate)
 
     def check_steps(self, steps: int) -> int:
-        """``steps`` validated for this scheme (whole epochs for the epoch-based ones)."""
+        """``steps`` validated for this scheme (whole epochs for the epoch-based ones).
+
+        Parameters
+        ----------
+        steps : int
+            The run's number of steps (already a positive whole number).
+
+        Returns
+        -------
+        int
+            ``steps``, unchanged.
+
+        Raises
+        ------
+        ValueError
+            If the scheme runs whole epochs and ``steps`` is not a multiple of the epoch length.
+        """
         t = self.epoch_length()
         if self.per_epoch and t and steps % t:
             raise ValueError(
@@ -108,18 +183,56 @@ class SamplingScheme(ABC):
         return steps
 
     def default_relation(self) -> Relation:
+        """The neighbouring relation the scheme's guarantee is stated for unless another is asked.
+
+        Returns
+        -------
+        Relation
+            The first of ``relations``.
+        """
         return self.relations[0]
 
     def describe(self) -> str:
-        """One line naming the scheme that was accounted, with its parameters."""
+        """One line naming the scheme that was accounted, with its parameters.
+
+        Returns
+        -------
+        str
+            ``"name (field=value, ...): summary"``.
+        """
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
         return f"{self.name} ({fields}): {self.summary}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The scheme as JSON-ready data (``scheme_from_dict`` is the inverse).
+
+        Returns
+        -------
+        dict
+            ``{"sampling": name, field: value, ...}``.
+        """
         return {"sampling": self.name, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
 
-    def with_value(self, field: str, value) -> SamplingScheme:
-        """A copy with ``field`` set (calibration); only ``free_fields`` may change."""
+    def with_value(self, field: str, value: float) -> SamplingScheme:
+        """A copy with ``field`` set (calibration); only ``free_fields`` may change.
+
+        Parameters
+        ----------
+        field : str
+            One of the scheme's ``free_fields`` (e.g. ``"sampling_rate"``).
+        value : float
+            Its new value, validated by the scheme's constructor.
+
+        Returns
+        -------
+        SamplingScheme
+            The copy.
+
+        Raises
+        ------
+        ValueError
+            If ``field`` is not free, or ``value`` is not valid for it.
+        """
         if field not in self.free_fields:
             raise ValueError(
                 f"{field} of sampling {self.name!r} cannot be calibrated (free: "
@@ -129,20 +242,65 @@ class SamplingScheme(ABC):
 
     # ---- accounting
     def step_mechanism(self, *, noise_multiplier: float, relation: Relation | None = None) -> Mechanism | None:
-        """One step's mechanism for the accountants, or ``None`` where only ``epsilon`` answers."""
+        """One step's mechanism for the accountants, or ``None`` where only ``epsilon`` answers.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The Gaussian noise multiplier sigma, > 0.
+        relation : Relation, optional
+            The neighbouring relation (default: the scheme's own, ``default_relation()``).
+
+        Returns
+        -------
+        Mechanism or None
+            The dominating pair of one step; ``None`` for a scheme accounted only by its certified function.
+
+        Raises
+        ------
+        ValueError
+            If ``noise_multiplier`` or ``relation`` is not valid for the scheme's mechanism.
+        """
         return None
 
     def epsilon(
         self,
-        run,
+        run: RunLike,
         *,
         delta: float,
         accountant: str = DEFAULT_ACCOUNTANT,
         eps_error: float | None = None,
         rel_error: float | None = None,
     ) -> Bounds:
-        """Bounds on the epsilon of ``run`` (a ``tightdp.runs.TrainingRun`` of this scheme) at ``delta``: by
-        default ``run.steps`` compositions of ``step_mechanism`` under ``accountant``."""
+        """Bounds on the epsilon of ``run`` at ``delta``.
+
+        By default ``run.steps`` compositions of ``step_mechanism`` under ``accountant``; a scheme without a
+        step mechanism answers with its certified function of ``tightdp.schemes`` (dominance accountant only).
+
+        Parameters
+        ----------
+        run : TrainingRun
+            A ``tightdp.runs.TrainingRun`` of this scheme (its noise, steps and relation are read).
+        delta : float
+            The delta, in (0, 1).
+        accountant : str, default ``DEFAULT_ACCOUNTANT``
+            A registered accountant name (``tightdp.accountants.ACCOUNTANTS``).
+        eps_error, rel_error : float, optional
+            The accuracy (``tightdp._accuracy``; default: relative 1e-3).
+
+        Returns
+        -------
+        Bounds
+            Certified ``lower <= upper`` on epsilon (``upper`` a proven bound).
+
+        Raises
+        ------
+        ValueError
+            If an argument is out of its domain, or the scheme answers only under the dominance accountant
+            and another is named.
+        UnsupportedMechanismError
+            If the scheme has neither a step mechanism nor a certified function of its own.
+        """
         mech = self.step_mechanism(noise_multiplier=run.noise_multiplier, relation=run.relation)
         if mech is None:  # pragma: no cover - a scheme without a step mechanism overrides this
             raise UnsupportedMechanismError(f"sampling {self.name!r} has no step mechanism")
@@ -159,7 +317,27 @@ class SamplingScheme(ABC):
 
     # ---- group privacy
     def group_step(self, *, noise_multiplier: float, group_size: int) -> Mechanism:
-        """One step as seen by a group of up to ``group_size`` (``GroupAnalysis.MIXTURE`` schemes)."""
+        """One step as seen by a group of up to ``group_size`` (``GroupAnalysis.MIXTURE`` schemes).
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The Gaussian noise multiplier sigma, > 0.
+        group_size : int
+            The largest group ``k`` (``1``: one example), a positive whole number.
+
+        Returns
+        -------
+        Mechanism
+            The group's mixture-of-Gaussians step (Ganesh 2024, Thm 3.1 / 3.3).
+
+        Raises
+        ------
+        UnsupportedMechanismError
+            If the scheme has no per-step group mechanism (``group_reason`` says why).
+        ValueError
+            If an argument is out of its domain (e.g. a group larger than the data).
+        """
         if self.group_analysis is GroupAnalysis.NO_AMPLIFICATION:
             raise UnsupportedMechanismError(
                 f"sampling={self.name!r} has no per-step group mechanism; "
@@ -168,31 +346,102 @@ class SamplingScheme(ABC):
         raise UnsupportedMechanismError(f"group privacy for sampling={self.name!r}: {self.group_reason}")
 
     def group_lemma_step(self, *, noise_multiplier: float) -> Mechanism | None:
-        """The one-epoch mechanism whose certified curve the group-privacy lemma uses
-        (``GroupAnalysis.NO_AMPLIFICATION``; ``None``: the GDP bound alone)."""
+        """The one-epoch mechanism whose certified curve the group-privacy lemma uses.
+
+        Parameters
+        ----------
+        noise_multiplier : float
+            The Gaussian noise multiplier sigma, > 0.
+
+        Returns
+        -------
+        Mechanism or None
+            The epoch's mechanism (``GroupAnalysis.NO_AMPLIFICATION`` schemes); ``None``: the GDP bound alone.
+
+        Raises
+        ------
+        ValueError
+            If ``noise_multiplier`` is not positive.
+        """
         return None
 
     # ---- plain language
     def sentence(self) -> str:
-        """The statement's sentence on how batches were drawn, with this scheme's numbers."""
+        """The statement's sentence on how batches were drawn, with this scheme's numbers.
+
+        Returns
+        -------
+        str
+            One sentence.
+        """
         return self.summary
 
     @classmethod
     def relation_sentence(cls, relation: Relation | str | None = None) -> str:
-        """The statement's sentence on the neighbouring relation (default: the scheme's own)."""
+        """The statement's sentence on the neighbouring relation.
+
+        Parameters
+        ----------
+        relation : Relation or str, optional
+            The relation (default: the scheme's own, the first of ``relations``).
+
+        Returns
+        -------
+        str
+            One sentence.
+
+        Raises
+        ------
+        ValueError
+            If ``relation`` is not a ``Relation`` spelling.
+        """
         return _RELATION_SENTENCES[Relation(relation) if relation is not None else cls.relations[0]]
 
     @classmethod
     def group_sentence(cls) -> str | None:
-        """The statement's paragraph on group privacy (``None``: no group analysis)."""
+        """The statement's paragraph on group privacy.
+
+        Returns
+        -------
+        str or None
+            The paragraph; ``None``: no group analysis.
+        """
         return None
 
     # ---- construction from keywords
     @classmethod
     @abstractmethod
-    def from_options(cls, **options) -> SamplingScheme:
-        """The scheme from the convenience keywords ``sampling_rate``, ``dataset_size``, ``batch_size``,
-        ``max_batch_size`` (``None``: not given), validated under those names."""
+    def from_options(
+        cls,
+        *,
+        sampling_rate: float | None = None,
+        dataset_size: int | None = None,
+        batch_size: int | None = None,
+        max_batch_size: int | None = None,
+    ) -> SamplingScheme:
+        """The scheme from the convenience keywords of the front ends (``None``: not given).
+
+        Parameters
+        ----------
+        sampling_rate : float, optional
+            The sampling rate ``q`` in (0, 1] (the epoch-based schemes: ``1/t``, ``t`` steps per epoch).
+        dataset_size : int, optional
+            The number of examples ``N``.
+        batch_size : int, optional
+            The (expected) batch size ``B``.
+        max_batch_size : int, optional
+            The cap on a batch (truncated Poisson).
+
+        Returns
+        -------
+        SamplingScheme
+            The scheme; the keywords it does not read are ignored (its ``options`` lists those it reads).
+
+        Raises
+        ------
+        ValueError
+            If a keyword the scheme needs is missing or out of its domain, named by its keyword.
+        """
 
 
 _RELATION_SENTENCES = {
@@ -211,114 +460,3 @@ _RELATION_SENTENCES = {
         "example (Chua et al.'s zero-out relation); the number of batches is public."
     ),
 }
-
-
-# ------------------------------------------------------------------------------------------- registry
-#: every accepted spelling (lower case, hyphens) -> its scheme class
-SCHEMES: dict[str, type[SamplingScheme]] = {}
-
-#: spellings refused because they name more than one scheme, with the reason
-AMBIGUOUS: dict[str, str] = {
-    "balls-and-bins": (
-        "'balls-and-bins' is ambiguous: say 'random-allocation' (a fresh step for every example "
-        "in every epoch; tightdp's former 'balls-and-bins') or 'cyclic-allocation' (alias "
-        "'balls-in-bins-fixed': one step per example for the whole run, repeated every cycle; "
-        "jax_privacy's BallsInBinsSampling), which is much less private"
-    ),
-}
-
-
-#: the scheme a front end assumes when none is named
-DEFAULT_SCHEME = "poisson"
-
-
-def _key(name: str) -> str:
-    return name.strip().lower().replace("_", "-")
-
-
-def register_scheme(cls: type[SamplingScheme]) -> type[SamplingScheme]:
-    """Class decorator: make ``cls`` known under ``cls.name`` and ``cls.aliases`` to every front end."""
-    if not (isinstance(cls, type) and issubclass(cls, SamplingScheme)) or not cls.name:
-        raise ValueError(f"register_scheme needs a SamplingScheme subclass with a name, got {cls!r}")
-    for n in (cls.name, *cls.aliases):
-        k = _key(n)
-        if k in AMBIGUOUS or (k in SCHEMES and SCHEMES[k] is not cls):
-            raise ValueError(f"sampling name {n!r} is already taken")
-        SCHEMES[k] = cls
-    return cls
-
-
-def unregister_scheme(cls: type[SamplingScheme]) -> None:
-    """Forget ``cls`` (for tests that register a scheme of their own)."""
-    for k in [k for k, v in SCHEMES.items() if v is cls]:
-        del SCHEMES[k]
-
-
-def scheme_names(*, step_mechanism: bool | None = None) -> tuple[str, ...]:
-    """The registered names (not aliases), in registration order; ``step_mechanism=False``: only those
-    answered by their own certified function (dominance accountant), ``True``: only the others."""
-    out = []
-    for cls in dict.fromkeys(SCHEMES.values()):
-        if step_mechanism is None or cls.any_accountant == step_mechanism:
-            out.append(cls.name)
-    return tuple(out)
-
-
-def scheme_class(name, *, argument: str = "sampling") -> type[SamplingScheme]:
-    """The class registered under ``name`` (any spelling: hyphens or underscores, any case; ``None``: the
-    default, ``DEFAULT_SCHEME``)."""
-    if isinstance(name, type) and issubclass(name, SamplingScheme):
-        return name
-    if name is None:
-        name = DEFAULT_SCHEME
-    if not isinstance(name, str):
-        raise ValueError(
-            f"{argument} must be a sampling scheme name or object (one of {', '.join(scheme_names())}), got {name!r}"
-        )
-    k = _key(name)
-    if k in AMBIGUOUS:
-        raise ValueError(f"{argument}: {AMBIGUOUS[k]}")
-    if k not in SCHEMES:
-        raise ValueError(f"{argument} must be one of {', '.join(scheme_names())}; got {name!r}")
-    return SCHEMES[k]
-
-
-def parse_sampling(sampling, *, argument: str = "sampling", **options) -> SamplingScheme:
-    """A scheme object from a name and the convenience keywords (``SamplingScheme.from_options``), or
-    ``sampling`` itself when it is already a scheme object (then the keywords must not contradict it)."""
-    if isinstance(sampling, SamplingScheme):
-        return sampling
-    return scheme_class(sampling, argument=argument).from_options(**options)
-
-
-def _count(name: str, v) -> int | None:
-    return None if v is None else check_count(name, v)
-
-
-def _whole_steps_per_epoch(sampling_rate) -> int:
-    q = check_probability("sampling_rate", sampling_rate)
-    t = round(1.0 / q)
-    if abs(t * q - 1.0) > 1e-9:
-        raise ValueError(
-            f"sampling_rate must be 1/t for a whole number t of steps per epoch "
-            f"(batch size = dataset size / t), got {sampling_rate!r}"
-        )
-    return t
-
-
-def _epoch_options(name: str, sampling_rate, dataset_size) -> int:
-    if sampling_rate is None:
-        raise ValueError(f"sampling_rate (1/t, t steps per epoch) is required for sampling={name!r}")
-    t = _whole_steps_per_epoch(sampling_rate)
-    if dataset_size is not None and check_count("dataset_size", dataset_size) < t:
-        raise ValueError(
-            f"dataset_size ({dataset_size}) must be at least the {t} steps per epoch (batch size at least 1)"
-        )
-    return t
-
-
-def scheme_from_dict(d: Mapping[str, Any]) -> SamplingScheme:
-    """Inverse of ``SamplingScheme.to_dict``."""
-    d = dict(d)
-    cls = scheme_class(d.pop("sampling", None))
-    return cls(**d)
