@@ -231,7 +231,7 @@ def discretise_coarse_tail(
     ``a = G/2 + e + |mu| + |m|`` and ``dsq = r_T^2 - r_B^2``: the ``r_B`` part goes into
     ``coupling_range`` (the Hoeffding sum), the rest into ``coupling_tails`` (entry ``(1, v, b, p, a,
     dsq)``), and ``ComposedPLD.coupling_shift`` minimises the Chernoff bound over ``s``
-    (``tightdp.pld.composition._tail_coupling_shift``). The tail event's ``p`` is the computed tail
+    (``tightdp.pld._composed._tail_coupling_shift``). The tail event's ``p`` is the computed tail
     mass rounded up by its relative and l1 errors. Falls back to ``discretise`` when the threshold
     is above the truncation point or the shift leaves the bulk cell (``|mu| > h/2``).
     """
