@@ -167,6 +167,12 @@ def _narrow(
     bisection whenever interpolation fails or the bracket did not halve in
     two probes. ``to_x`` maps the log-scale variable to the evaluated point
     (integers for steps), and the loop stops when it can no longer separate.
+
+    Not ``tightdp._numerics.falling_root``: feasibility is a predicate judged on certified bounds (coarse or
+    fine, cached, the expensive points counting as infeasible), not the sign of one real function, and the
+    interpolation reads the evaluator's estimates (``value``) that never decide a side; the probes also pass
+    through ``to_x`` (rounding to integers or printed digits). Brent's steps on ``value`` would probe other
+    points and change the calibrated answers.
     """
     side = 1.0
     widths = [abs(good - bad)]

@@ -9,7 +9,7 @@ import numpy as np
 from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
 from .errors import PrecisionError  # a leaf module, like _caches
 
-__all__ = ["clear_caches", "geometric_suffix", "logsumexp", "falling_root"]
+__all__ = ["bisect_boundary", "clear_caches", "falling_index", "falling_root", "geometric_suffix", "logsumexp"]
 
 _U = float(np.finfo(float).eps) / 2
 
@@ -139,14 +139,49 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
         if (fb > 0) == (fc > 0):
             c, fc = a, fa
         lo_, hi_ = (b, c) if fb > 0 else (c, b)
-        while hi_ - lo_ > 0.5 * (rtol * abs(hi_) + xtol):
-            mid = 0.5 * (lo_ + hi_)
-            if not lo_ < mid < hi_:
-                break
-            if g(mid) <= 0:
-                hi_ = mid
-            else:
-                lo_ = mid
-        return hi_
+        return bisect_boundary(
+            lambda x: g(x) <= 0, lo_, hi_, width=lambda lo, hi: 0.5 * (rtol * abs(hi) + xtol), max_iter=_BISECT_MAX
+        )[1]
     # the crossing lies between b and c; the one where g <= 0 is the answer
     return b if fb <= 0 else c
+
+
+#: more halvings than any bracket of floats admits (about 2100 from the largest float to the smallest)
+_BISECT_MAX = 1 << 12
+
+
+def bisect_boundary(ok, lo: float, hi: float, *, width=None, max_iter: int = _BISECT_MAX) -> tuple[float, float]:
+    """``(lo, hi)`` narrowed by bisection around the boundary of a monotone predicate: ``ok`` false at ``lo``,
+    true at ``hi`` (the caller's invariant; neither end is evaluated here).
+
+    Each step halves the bracket at ``mid = 0.5 (lo + hi)`` and keeps the side ``ok`` decides; it stops after
+    ``max_iter`` steps, when ``mid`` no longer separates the ends (adjacent floats), or when
+    ``hi - lo <= width(lo, hi)``. The end to use is the caller's choice: ``hi`` where ``ok`` was seen to hold
+    (the safe side when ``ok`` means "certified"), ``lo`` where it was seen to fail. A deterministic ``ok``
+    gives the same bracket as any loop that makes the same halvings (a non-separating ``mid`` would leave it
+    unchanged). ``falling_root`` is the faster finder for a real-valued ``g``; this one serves predicates.
+    """
+    for _ in range(max_iter):
+        if width is not None and hi - lo <= width(lo, hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def falling_index(ok, lo: int, hi: int) -> int:
+    """The smallest index ``i`` in ``(lo, hi]`` where the monotone predicate ``ok`` holds, given that it fails at
+    ``lo`` and holds at ``hi`` (the caller's invariant; neither end is evaluated here): integer bisection, at most
+    ``ceil(log2(hi - lo))`` evaluations (the discrete counterpart of ``falling_root``, e.g. for grid cells)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._numerics import falling_root, geometric_suffix
+from .._numerics import falling_index, falling_root, geometric_suffix
 
 __all__ = ["ComposedPLD", "hockey_stick_points", "merge_tails"]
 
@@ -249,13 +249,8 @@ class ComposedPLD:
             return math.inf
         elif g(float(xs[lo_i])) <= 0:
             hi_i = lo_i
-        else:
-            while hi_i - lo_i > 1:  # invariant: g(xs[lo_i]) > 0 >= g(xs[hi_i])
-                mid = (lo_i + hi_i) // 2
-                if g(float(xs[mid])) <= 0:
-                    hi_i = mid
-                else:
-                    lo_i = mid
+        else:  # g(xs[lo_i]) > 0 >= g(xs[hi_i]): the first grid point where the condition holds
+            hi_i = falling_index(lambda i: g(float(xs[i])) <= 0, lo_i, hi_i)
         hi = float(xs[hi_i])
         lo = eps_min if hi_i == 0 or float(xs[hi_i - 1]) < eps_min else float(xs[hi_i - 1])
         if g(lo) <= 0:
