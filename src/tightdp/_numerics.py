@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
 from .errors import PrecisionError  # a leaf module, like _caches
@@ -13,25 +16,34 @@ __all__ = ["bisect_boundary", "clear_caches", "falling_index", "falling_root", "
 
 _U = float(np.finfo(float).eps) / 2
 
+#: ``tightdp._types``' aliases spelt out: this module imports only ``_caches`` and ``errors`` (``tests/test_layout.py``)
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = npt.ArrayLike
 
-def logsumexp(a, axis=None):
+
+@overload
+def logsumexp(a: ArrayLike, axis: None = None) -> float: ...
+@overload
+def logsumexp(a: ArrayLike, axis: int) -> FloatArray: ...
+def logsumexp(a: ArrayLike, axis: int | None = None) -> float | FloatArray:
     """``log(sum(exp(a)))`` along ``axis`` without overflow (``-inf`` where every term is ``-inf``).
 
     Same values as ``scipy.special.logsumexp`` for real input; it is called in
     the inner loops of the engine, where scipy's per-call dispatch costs more
     than the arithmetic.
     """
-    a = np.asarray(a, float)
-    m = np.max(a, axis=axis, keepdims=True)
+    arr: FloatArray = np.asarray(a, float)
+    m = np.max(arr, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+        out = np.log(np.sum(np.exp(arr - m), axis=axis, keepdims=True)) + m
     if axis is None:
         return float(out.reshape(()))
-    return np.squeeze(out, axis=axis)
+    squeezed: FloatArray = np.squeeze(out, axis=axis)
+    return squeezed
 
 
-def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
+def geometric_suffix(a: ArrayLike, r: float) -> FloatArray:
     """``S`` with ``S_j = a_j + r S_(j+1)`` (``S_(n-1) = a_(n-1)``): ``S_j = sum_(i >= j) a_i r^(i - j)``,
     for non-negative ``a`` and ``0 < r <= 1``, in O(n) numpy work (no scipy.signal: its import costs
     seconds of a cold start).
@@ -43,9 +55,9 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
     with ``O(1) u`` relative error from the powers and the division, so ``S_j`` is within
     ``(n + 4) u S_j`` (callers charge ``3 n u`` or more).
     """
-    a = np.asarray(a, float)
-    n = a.size
-    out = np.empty(n)
+    v: FloatArray = np.asarray(a, float)
+    n = v.size
+    out: FloatArray = np.empty(n)
     if n == 0:
         return out
     lr = -math.log(r) if r < 1.0 else 0.0
@@ -57,7 +69,7 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
         start = max(0, end - block)
         m = end - start
         p = powers[:m]
-        t = np.cumsum((a[start:end] * p)[::-1])[::-1]
+        t = np.cumsum((v[start:end] * p)[::-1])[::-1]
         s = t / p
         if carry:
             s += carry * (r * p[::-1])  # r^(end - j) for j = start .. end-1
@@ -67,7 +79,9 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
     return out
 
 
-def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500) -> float:
+def falling_root(
+    g: Callable[[float], float], lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500
+) -> float:
     """A point ``x`` in ``(lo, hi]`` with ``g(x) <= 0``, within ``xtol + rtol |x|`` of where ``g`` crosses 0,
     for a non-increasing ``g`` with ``g(lo) > 0 >= g(hi)`` (the caller checks both).
 
@@ -86,7 +100,7 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
     """
     raw = g
 
-    def g(x):
+    def checked(x: float) -> float:
         v = raw(x)
         if v != v:
             raise PrecisionError(
@@ -95,6 +109,7 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
             )
         return v
 
+    g = checked
     a, b = lo, hi
     fa, fb = g(a), g(b)
     c, fc = a, fa
@@ -150,7 +165,14 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
 _BISECT_MAX = 1 << 12
 
 
-def bisect_boundary(ok, lo: float, hi: float, *, width=None, max_iter: int = _BISECT_MAX) -> tuple[float, float]:
+def bisect_boundary(
+    ok: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    width: Callable[[float, float], float] | None = None,
+    max_iter: int = _BISECT_MAX,
+) -> tuple[float, float]:
     """``(lo, hi)`` narrowed by bisection around the boundary of a monotone predicate: ``ok`` false at ``lo``,
     true at ``hi`` (the caller's invariant; neither end is evaluated here).
 
@@ -174,7 +196,7 @@ def bisect_boundary(ok, lo: float, hi: float, *, width=None, max_iter: int = _BI
     return lo, hi
 
 
-def falling_index(ok, lo: int, hi: int) -> int:
+def falling_index(ok: Callable[[int], bool], lo: int, hi: int) -> int:
     """The smallest index ``i`` in ``(lo, hi]`` where the monotone predicate ``ok`` holds, given that it fails at
     ``lo`` and holds at ``hi`` (the caller's invariant; neither end is evaluated here): integer bisection, at most
     ``ceil(log2(hi - lo))`` evaluations (the discrete counterpart of ``falling_root``, e.g. for grid cells)."""

@@ -8,24 +8,25 @@ gives a valid bound: the searches here only make windows tighter.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable
 
 import numpy as np
 
 from .._numerics import falling_root
-from .discretise import DiscretisedLoss
+from .._types import FloatArray
+from .discretise import DiscretisedLoss, Terms
 
 __all__ = ["chernoff_epsilon", "chernoff_window", "saddle_tilt"]
 
 
-def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
+def _tilted_weights(d: DiscretisedLoss, tilt: float) -> FloatArray:
     """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``).
 
     Cached on ``d`` for the two most recent tilts (the window search, the moments and the FFT of
     one composition all need the same vector); the returned array is read-only.
     """
-    cache = d.__dict__.setdefault("_tilted_cache", {})
-    w = cache.get(tilt)
+    cache: dict[float, FloatArray] = d.__dict__.setdefault("_tilted_cache", {})
+    w: FloatArray | None = cache.get(tilt)
     if w is not None:
         return w
     if tilt == 0.0:
@@ -44,7 +45,7 @@ def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
 
 def _term_moments(d: DiscretisedLoss, tilt: float) -> tuple[float, float]:
     """Mean and variance of one tilted term (cached on ``d`` per tilt)."""
-    cache = d.__dict__.setdefault("_moment_cache", {})
+    cache: dict[float, tuple[float, float]] = d.__dict__.setdefault("_moment_cache", {})
     out = cache.get(tilt)
     if out is None:
         w = _tilted_weights(d, tilt)
@@ -60,7 +61,7 @@ def _term_moments(d: DiscretisedLoss, tilt: float) -> tuple[float, float]:
     return out
 
 
-def _moments(terms, tilt):
+def _moments(terms: Terms, tilt: float) -> tuple[float, float]:
     """Mean and variance of the tilted composition (exact, on the unshifted grid)."""
     m = v = 0.0
     for d, c in terms:
@@ -70,7 +71,7 @@ def _moments(terms, tilt):
     return m, v
 
 
-def chernoff_epsilon(terms: Sequence[tuple[DiscretisedLoss, int]], delta: float) -> tuple[float, float]:
+def chernoff_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
     """``(eps_guess, tilt)``: where ``delta(eps)`` is decided and the tilt that centres the FFT there.
 
     A normal approximation of the composition gives the Chernoff point
@@ -92,11 +93,14 @@ def chernoff_epsilon(terms: Sequence[tuple[DiscretisedLoss, int]], delta: float)
     return guess, saddle_tilt(terms, guess)
 
 
-def saddle_tilt(terms: Sequence[tuple[DiscretisedLoss, int]], eps: float) -> float:
+def saddle_tilt(terms: Terms, eps: float) -> float:
     """``theta >= 0`` whose tilted composition has mean ``eps`` (0 if ``eps`` is below the mean)."""
     shift = sum(c * d.shift for d, c in terms)
     target = eps - shift
-    mean = lambda th: sum(c * d.d_log_mgf(th) for d, c in terms)
+
+    def mean(th: float) -> float:
+        return sum(c * d.d_log_mgf(th) for d, c in terms)
+
     if mean(0.0) >= target:
         return 0.0
     hi = 1.0
@@ -107,7 +111,7 @@ def saddle_tilt(terms: Sequence[tuple[DiscretisedLoss, int]], eps: float) -> flo
     return falling_root(lambda th: target - mean(th), 0.0, hi, xtol=1e-4, rtol=1e-4)
 
 
-def _cgf(terms, theta):
+def _cgf(terms: Terms, theta: float) -> float:
     return sum(c * d.log_mgf(theta) for d, c in terms)
 
 
@@ -116,7 +120,7 @@ _WINDOW_THETAS = np.geomspace(1e-3, 1.5, 20)
 _WINDOW_THETAS.flags.writeable = False
 
 
-def _window(terms, tilt, tau):
+def _window(terms: Terms, tilt: float, tau: float) -> tuple[float, float, float]:
     """``[lo, hi]`` (unshifted grid units) with tilted mass <= tau outside on each side (Chernoff).
 
     The exact CGF is evaluated on a geometric grid of ``theta`` around the
@@ -136,13 +140,13 @@ def _window(terms, tilt, tau):
         vals = (k_up - K0 - math.log(tau)) / np.abs(both)
     th_up = _argmin_theta(vals[: ths.size], ths)
     th_dn = _argmin_theta(vals[ths.size :], ths)
-    k_up, k_dn = sum(c * d.log_mgf_many((tilt + th_up, tilt - th_dn)) for d, c in terms)
+    k_up, k_dn = sum((c * d.log_mgf_many((tilt + th_up, tilt - th_dn)) for d, c in terms), np.zeros(2))
     hi = (float(k_up) - K0 - math.log(tau)) / th_up
     lo = -(float(k_dn) - K0 - math.log(tau)) / th_dn
     return lo, hi, K0
 
 
-def chernoff_window(terms: Sequence[tuple[DiscretisedLoss, int]], tilt: float, tau: float) -> tuple[float, float]:
+def chernoff_window(terms: Terms, tilt: float, tau: float) -> tuple[float, float]:
     """``(lo, hi)`` in loss units (shifts included) outside which the ``tilt``-tilted composition has
     at most ``tau`` mass on each side (Chernoff bounds from the exact CGFs): the window ``compose``
     would use. For planning (grid sizes); ``compose`` computes and charges its own window."""
@@ -154,13 +158,15 @@ def chernoff_window(terms: Sequence[tuple[DiscretisedLoss, int]], tilt: float, t
     return lo + shift, hi + shift
 
 
-def _argmin_theta(vals: np.ndarray, thetas: np.ndarray) -> float:
+def _argmin_theta(vals: FloatArray, thetas: FloatArray) -> float:
     """``|theta|`` at the smallest finite value (the first theta if none is finite)."""
     i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
     return float(abs(thetas[i]))
 
 
-def _pick_theta(terms, tilt, thetas, objective):
+def _pick_theta(
+    terms: Terms, tilt: float, thetas: FloatArray, objective: Callable[[FloatArray, FloatArray], FloatArray]
+) -> float:
     """The theta (returned as ``|theta|``) minimising ``objective`` on cheap block upper bounds of the CGF.
 
     Only the choice of theta uses the block bounds; the caller evaluates the exact
@@ -174,7 +180,7 @@ def _pick_theta(terms, tilt, thetas, objective):
     return _argmin_theta(vals, thetas)
 
 
-def _tail_masses(terms, tilt, K0, bot, top):
+def _tail_masses(terms: Terms, tilt: float, K0: float, bot: float, top: float) -> tuple[float, float]:
     """Chernoff bounds on the tilted mass below ``bot`` and above ``top`` (a wide geometric grid of theta)."""
     m, v = _moments(terms, tilt)
     v = max(v, 1e-300)

@@ -10,15 +10,22 @@ Chernoff bound of the rare wide roundings).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
 from .._numerics import falling_index, falling_root, geometric_suffix
+from .._types import ArrayLike, FloatArray
+from .discretise import CouplingTail
 
 __all__ = ["ComposedPLD", "hockey_stick_points", "merge_tails"]
 
-_U = np.finfo(float).eps / 2  # unit round-off
+_U = cast(float, np.finfo(float).eps / 2)  # unit round-off (a numpy float64)
+
+#: a non-increasing error term of epsilon added to ``delta_disc`` (``ComposedPLD.solve_epsilon``)
+ErrorTerm = Callable[[float], "float | FloatArray"]
 #: the longest grid whose epsilon cell is found by one vector pass (``ComposedPLD._first_grid_point_below``)
 _VECTOR_SCAN_MAX = 1 << 17
 
@@ -40,7 +47,7 @@ class ComposedPLD:
 
     h: float
     offset: float
-    tilted: np.ndarray
+    tilted: FloatArray
     tilt: float
     log_norm: float
     infinity_mass: float
@@ -55,7 +62,7 @@ class ComposedPLD:
     up_rel: float = 0.0
     low_factor: float = 1.0
     #: rare wide roundings in the coupling (``DiscretisedLoss.coupling_tails``, counts summed)
-    coupling_tails: tuple = ()
+    coupling_tails: tuple[CouplingTail, ...] = ()
     #: bound on the round-off of any one entry of ``tilted`` (``float_error`` bounds their sum); ``None``:
     #: no better bound than ``float_error``
     pointwise_error: float | None = None
@@ -63,7 +70,7 @@ class ComposedPLD:
     #: ``tilted``, charged on top of this composition's own round-off: ``input_error`` in l1 only (the
     #: blocks' window), ``input_round_off = (l1, entrywise)`` bounded both ways (the blocks' round-off)
     input_error: float = 0.0
-    input_round_off: tuple = (0.0, 0.0)
+    input_round_off: tuple[float, float] = (0.0, 0.0)
 
     @property
     def l1_error(self) -> float:
@@ -86,7 +93,7 @@ class ComposedPLD:
         bound's ``~N``. Each error takes the smaller of its two bounds. (Decisive where the composition
         is nearly a point mass, its l1 round-off ~1e-10 of the tilted mass while delta is ~1e-9 of it:
         rare sampled steps at a tiny delta.)"""
-        cached = self.__dict__.get("_delta_error_factor")
+        cached: float | None = self.__dict__.get("_delta_error_factor")
         if cached is None:
             fft, (in_l1, in_point) = self.float_error, self.input_round_off
             points = hockey_stick_points(self.tilt * self.h, self.h) if self.tilt > 0.0 and self.h > 0.0 else math.inf
@@ -99,9 +106,9 @@ class ComposedPLD:
         return cached
 
     @property
-    def x(self) -> np.ndarray:
+    def x(self) -> FloatArray:
         """Loss values of the grid (computed once; treat as read-only)."""
-        x = self.__dict__.get("_x")
+        x: FloatArray | None = self.__dict__.get("_x")
         if x is None:
             x = self.offset + self.h * np.arange(self.tilted.size)
             x.flags.writeable = False
@@ -120,15 +127,16 @@ class ComposedPLD:
             return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
         return _tail_coupling_shift(self.hoeffding_sq, self.coupling_tails, eta) + float(self.mean_error)
 
-    def numerical_error(self, eps) -> np.ndarray:
+    def numerical_error(self, eps: ArrayLike) -> FloatArray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
         ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
         plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above)."""
-        eps = np.asarray(eps, float)
-        flat = np.atleast_1d(eps)
+        arr: FloatArray = np.asarray(eps, float)
+        flat = np.atleast_1d(arr)
         fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * self.delta_error_factor
         A, _ = self._suffix_at(flat)
-        return (fft + 4.0 * _U * self.tilted.size * A).reshape(eps.shape)
+        out: FloatArray = (fft + 4.0 * _U * self.tilted.size * A).reshape(arr.shape)
+        return out
 
     def _scalar_suffix(self, e: float) -> tuple[float, float, float]:
         """``(x_j, A_j, S_j)`` for one float ``e``: the sums from the first grid point ``x_j`` above ``e``
@@ -149,7 +157,7 @@ class ComposedPLD:
         return d, fft + 4.0 * _U * self.tilted.size * a
 
     # -- delta(eps) of the discrete distribution --------------------------------
-    def _sums(self):
+    def _sums(self) -> tuple[FloatArray, FloatArray]:
         """``(A, S)``, one O(N) pass each: ``A_j = sum_{i >= j} w(x_i)`` and
         ``S_j = sum_{i >= j} w(x_i) exp(-(x_i - x_j))`` (so ``S_j = w(x_j) + e^-h S_(j+1)``; both
         have a trailing 0; ``tightdp._numerics.geometric_suffix``). ``delta_disc(e) = A_j - S_j exp(e - x_j)`` with ``x_j`` the first grid
@@ -160,7 +168,7 @@ class ComposedPLD:
         carries at most ``3 (i - j + 1) u`` relative error (``<= 3 N u S_j`` in all, ``S_j <= A_j``):
         ``numerical_error`` charges ``4 N u A_j``.
         """
-        cached = self.__dict__.get("_sums_cache")
+        cached: tuple[FloatArray, FloatArray] | None = self.__dict__.get("_sums_cache")
         if cached is None:
             with np.errstate(over="ignore", under="ignore"):
                 a = self.tilted * np.exp(np.minimum(self.log_norm - self.tilt * self.x, 700.0))
@@ -171,7 +179,7 @@ class ComposedPLD:
             self.__dict__["_sums_cache"] = cached
         return cached
 
-    def _suffix_at(self, eps: np.ndarray):
+    def _suffix_at(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``(A_j, S_j * exp(eps - x_j))`` for each ``eps`` (``x_j`` the first grid point above it)."""
         A, S = self._sums()
         x = self.x
@@ -182,11 +190,12 @@ class ComposedPLD:
             Be = np.where(inside, S[jj] * np.exp(np.minimum(eps - x[jj], 700.0)), 0.0)
         return np.where(inside, A[jj], 0.0), Be
 
-    def delta_disc(self, eps) -> np.ndarray:
+    def delta_disc(self, eps: ArrayLike) -> FloatArray:
         """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only)."""
-        eps = np.atleast_1d(np.asarray(eps, float))
-        A, Be = self._suffix_at(eps)
-        return np.maximum(A - Be, 0.0)
+        flat: FloatArray = np.atleast_1d(np.asarray(eps, float))
+        A, Be = self._suffix_at(flat)
+        out: FloatArray = np.maximum(A - Be, 0.0)
+        return out
 
     def _first_grid_point_below(self, target: float, use_err: bool, start: int) -> int | None:
         """The first grid index ``i >= start`` with ``delta_disc(x_i) (+ numerical_error(x_i)) <= target``,
@@ -199,7 +208,7 @@ class ComposedPLD:
         if not 64 <= n <= _VECTOR_SCAN_MAX or start >= n - 1:
             return None
         key = "_grid_g_err" if use_err else "_grid_g"
-        vals = self.__dict__.get(key)
+        vals: FloatArray | None = self.__dict__.get(key)
         if vals is None:
             A, S = self._sums()
             x = self.x
@@ -217,7 +226,7 @@ class ComposedPLD:
         hits = np.flatnonzero(vals[start:] <= target)
         return int(start + hits[0]) if hits.size else None
 
-    def solve_epsilon(self, target: float, extra=None, *, eps_min: float = -1.0) -> float:
+    def solve_epsilon(self, target: float, extra: ErrorTerm | None = None, *, eps_min: float = -1.0) -> float:
         """Smallest ``eps >= eps_min`` with ``delta_disc(eps) + extra(eps) <= target``.
 
         ``extra`` is a non-increasing function of ``eps`` (error terms). Returns
@@ -230,12 +239,18 @@ class ComposedPLD:
         if extra is None or extra == self.numerical_error:
             use_err = extra is not None
 
-            def g(e: float) -> float:
+            def scalar(e: float) -> float:
                 d, err = self._scalar_terms(e)
                 return d + err - target if use_err else d - target
+
+            g = scalar
         else:  # any other non-increasing error term: generic (vector) evaluation, root finder inside the cell
             use_err = False
-            g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
+            term = extra
+
+            def g(e: float) -> float:
+                return float(self.delta_disc(e)[0]) + float(term(e)) - target
+
         if g(eps_min) <= 0:
             return eps_min
         xs = self.x
@@ -271,18 +286,19 @@ class ComposedPLD:
         return falling_root(g, lo, hi, xtol=1e-13)
 
 
-def merge_tails(parts) -> tuple:
+def merge_tails(parts: Iterable[tuple[tuple[CouplingTail, ...], int]]) -> tuple[CouplingTail, ...]:
     """Sum the counts of ``coupling_tails`` entries ``(count, v, b, p, a, dsq)`` (``parts``: ``(tails, c)``
     pairs, each entry's count multiplied by ``c``); equal parameters share one entry."""
-    acc: dict = {}
+    acc: dict[tuple[float, float, float, float, float], int] = {}
     for tails, c in parts:
         for n, *par in tails:
-            key = tuple(par)
+            v, b, p, a, dsq = par
+            key = (v, b, p, a, dsq)
             acc[key] = acc.get(key, 0) + int(n) * int(c)
     return tuple((n, *key) for key, n in acc.items())
 
 
-def _tail_coupling_shift(hoeff: float, tails, eta: float) -> float:
+def _tail_coupling_shift(hoeff: float, tails: Iterable[CouplingTail], eta: float) -> float:
     """``t`` with ``P(sum D_i > t + mean) <= eta`` (and the same for ``-D``) for a coupling whose variables
     have the log-MGF bound ``s^2 r^2 / 8 + W(s)`` (``hoeff = sum r^2``), ``W`` from ``coupling_tails``.
 

@@ -31,14 +31,17 @@ onto the top atom for the lower bound) or onto the lowest kept atom (upper; drop
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
-from ..losses import DiscreteLoss, SelfDiscretisingLoss
+from .._types import FloatArray
+from ..losses import DiscreteLoss, PrivacyLoss, SelfDiscretisingLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 
@@ -50,7 +53,7 @@ _TAIL_BELOW = 1e-3  # share of the tail budget spent below the kept atoms (as ``
 _MAX_UNITS = 64  # the lattice unit is the smallest gap divided by at most this
 
 
-def atom_gaps(losses) -> set[float]:
+def atom_gaps(losses: Iterable[PrivacyLoss]) -> set[float]:
     """The distances of every loss's atoms (``PrivacyLoss.lattice_atoms``) from its lowest one, and 0: what a
     grid offset to hold each loss's lowest atom (``pld.dominance.grid_offset``) must divide to hold them all.
     Distances below 1e-12 are the same atom."""
@@ -61,7 +64,7 @@ def atom_gaps(losses) -> set[float]:
     return gaps
 
 
-def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
+def atom_lattice(values: Iterable[float]) -> tuple[float, tuple[int, ...]] | None:
     """``(g, m)`` with every value ``v_i = v_0 + m_i g`` up to 1e-9 relative (``v_0`` the smallest,
     ``g`` the smallest gap over at most 64), or ``None`` if the atoms lie on no such lattice."""
     v = sorted(float(x) for x in values)
@@ -81,7 +84,7 @@ def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
 
 @_register_cache
 @lru_cache(maxsize=32)
-def _power(step: DiscreteLoss, count: int):
+def _power(step: DiscreteLoss, count: int) -> tuple[float, float, int, FloatArray, float, float, float]:
     """The exact composition's finite atoms: ``(a0, g, lead, w, rel, absolute, eta)``; atom ``i`` of
     ``w`` has loss ``count a0 + (lead + i) g`` up to ``eta`` and P-mass ``w[i]`` within a factor
     ``1 +- rel``, plus at most ``absolute`` of trimmed or underflowed mass in all."""
@@ -112,7 +115,7 @@ def _power(step: DiscreteLoss, count: int):
     return float(v[0]), g, lead, out, rel, absolute, eta
 
 
-def _binomial_power(p0: float, p1: float, count: int) -> tuple[np.ndarray, float, int]:
+def _binomial_power(p0: float, p1: float, count: int) -> tuple[FloatArray, float, int]:
     """``(w, rel, lead)``: the masses ``w[i] = C(c, j) p1^j p0^(c - j)`` of ``j = lead + i`` (``c = count``),
     within a factor ``1 +- rel``, entries below ``_TRIM`` of the largest left out at both ends.
 
@@ -151,6 +154,10 @@ def _binomial_power(p0: float, p1: float, count: int) -> tuple[np.ndarray, float
     return w, g / (1.0 - g), int(lead)
 
 
+#: ``SelfComposedAtoms._kept``: values, masses, below, above, grid offset, margin, rel, absolute, summed
+_Kept = tuple[FloatArray, FloatArray, float, float, float, FloatArray, float, float, float]
+
+
 @dataclass(frozen=True)
 class SelfComposedAtoms(SelfDiscretisingLoss):
     """``count`` steps of the atoms-only loss ``step``, composed exactly, as one privacy loss (module
@@ -162,18 +169,18 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
     count: int
 
     @staticmethod
-    def applies(loss) -> bool:
+    def applies(loss: object) -> bool:
         """Whether ``loss`` is made of atoms on one lattice (and so can be composed exactly)."""
         atoms = loss.lattice_atoms() if isinstance(loss, DiscreteLoss) else ()
         return bool(atoms) and atom_lattice(atoms) is not None
 
-    @property
-    def infinity_mass(self) -> float:  # P(some step's loss is +inf), without cancellation
+    @property  # derived from the step (``PrivacyLoss`` declares it a field): read-only here
+    def infinity_mass(self) -> float:  # type: ignore[override]  # P(some step's loss is +inf), no cancellation
         m = min(float(self.step.infinity_mass), 1.0)
         return 1.0 if m >= 1.0 else -math.expm1(self.count * math.log1p(-m))
 
-    @property
-    def infinity_is_exact(self) -> bool:
+    @property  # the step's (``PrivacyLoss`` declares it a field): read-only here
+    def infinity_is_exact(self) -> bool:  # type: ignore[override]
         return self.step.infinity_is_exact
 
     def support(self) -> tuple[float, float]:
@@ -185,7 +192,7 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
 
         return math.sqrt(self.count) * loss_spread(self.step)
 
-    def _kept(self, h: float, tail: float):
+    def _kept(self, h: float, tail: float) -> _Kept:
         """The atoms within the tail budget: values, masses (tails folded in: ``below`` onto the lowest
         kept atom, ``above`` returned apart), the grid offset and the power's error terms."""
         a0, g, lead, w, rel, absolute, eta = _power(self.step, self.count)
@@ -244,7 +251,7 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         w[-1] += above  # losses above the kept atoms lowered to the highest one; those below are dropped
         i = np.floor((values - margin - c0) / h)
         start = int(i.min())
-        pmf = np.bincount((i - start).astype(np.int64), weights=w)
+        pmf = cast(FloatArray, np.bincount((i - start).astype(np.int64), weights=w))  # float64: weighted
         inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
         return DiscretisedLoss(
             h=h,
@@ -260,7 +267,9 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         )
 
 
-def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarray | None:
+def composed_atom_values(
+    terms: Sequence[tuple[PrivacyLoss, int]], low: float, high: float, limit: int
+) -> FloatArray | None:
     """The values in ``[low, high]`` that a composition of atoms-only losses (``terms``: ``(loss, count)``
     pairs, every loss a ``DiscreteLoss``) can take, when all their atoms lie on one lattice: the kinks of
     its privacy curve (between them ``delta(eps) = A - B e^eps`` exactly, and the trade-off curve's

@@ -31,12 +31,13 @@ norm of the spectrum error (plus the inverse transform's own rounding).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from scipy import fft as sfft
 
+from .._types import ComplexArray, FloatArray
 from ..errors import GridTooLargeError
 from ._chernoff import _cgf, _tail_masses, _tilted_weights, _window
 from ._chernoff import chernoff_epsilon as chernoff_epsilon
@@ -46,7 +47,7 @@ from ._composed import ComposedPLD as ComposedPLD
 from ._composed import _tail_coupling_shift as _tail_coupling_shift
 from ._composed import hockey_stick_points as hockey_stick_points
 from ._composed import merge_tails as merge_tails
-from .discretise import DiscretisedLoss
+from .discretise import Terms
 
 __all__ = [
     "ComposedPLD",
@@ -58,7 +59,7 @@ __all__ = [
     "merge_tails",
 ]
 
-_U = np.finfo(float).eps / 2  # unit round-off
+_U = cast(float, np.finfo(float).eps / 2)  # unit round-off (a numpy float64)
 #: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
 _MAX_POINTS = 1 << 26
 
@@ -67,7 +68,7 @@ _MAX_POINTS = 1 << 26
 _SQUARING_MAX = 1 << 12
 
 
-def _powers(phi, mag, gamma, c):
+def _powers(phi: ComplexArray, mag: FloatArray, gamma: float, c: int) -> tuple[ComplexArray, FloatArray, FloatArray]:
     """``phi^c``, ``(|phi| + gamma)^c`` and ``|phi|^c`` (the last two for the round-off bound of ``compose``).
 
     ``phi^c`` is computed only where ``c log|phi| > -700``; elsewhere it is set to 0 and so is
@@ -95,8 +96,9 @@ def _powers(phi, mag, gamma, c):
     e_[live] = np.exp(lm[live])
     all_live = bool(live.all())
     ph = phi if all_live else phi[live]
+    out: ComplexArray | None = None
     if c <= _SQUARING_MAX:
-        out, base, e = None, ph, c
+        base, e = ph, c
         while True:
             if e & 1:
                 out = base.copy() if out is None else out * base
@@ -106,6 +108,7 @@ def _powers(phi, mag, gamma, c):
             base = base * base
     else:
         out = np.exp(c * np.log(ph))
+    assert out is not None  # c >= 1
     if all_live:
         return out, b_, e_
     pw[live] = out
@@ -138,8 +141,8 @@ def _power_plan(size: int, c: int) -> float:
 
 
 def convolution_power(
-    base: np.ndarray, c: int, g_base: float = 0.0, *, floor: float = 0.0
-) -> tuple[np.ndarray, float, int]:
+    base: FloatArray, c: int, g_base: float = 0.0, *, floor: float = 0.0
+) -> tuple[FloatArray, float, int]:
     """``base`` (non-negative) convolved with itself ``c`` times by repeated squaring: ``(out, g, lead)``.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
@@ -154,7 +157,10 @@ def convolution_power(
     largest entry (their mass, at most ``floor`` times the vector's size per trim, is the caller's to
     charge); ``lead`` is the number of leading entries trimmed (``out[i]`` is entry ``i + lead``).
     """
-    out, g_out, lead_out = None, 0.0, 0
+    if int(c) < 1:
+        raise ValueError(f"c must be a positive integer, got {c!r}")
+    out: FloatArray | None = None
+    g_out, lead_out = 0.0, 0
     lead = 0
     e = int(c)
     while e:
@@ -176,10 +182,11 @@ def convolution_power(
             if floor > 0.0:
                 base, cut = _trim(base, floor)
                 lead += cut
+    assert out is not None  # c >= 1: the lowest set bit of c assigned it
     return out, g_out, lead_out
 
 
-def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
+def _trim(v: FloatArray, floor: float) -> tuple[FloatArray, int]:
     """``v`` without the entries at both ends below ``floor * max(v)``, and how many leading ones went."""
     keep = np.flatnonzero(v >= floor * float(v.max()))
     if keep.size == 0:  # an all-zero vector (everything underflowed): nothing to trim against
@@ -187,7 +194,19 @@ def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
     return v[keep[0] : keep[-1] + 1], int(keep[0])
 
 
-def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor):
+def _compose_direct(
+    live: Terms,
+    h: float,
+    shift: float,
+    inf_mass: float,
+    truncated: float,
+    hoeff: float,
+    mean_err: float,
+    total_count: int,
+    tv: float,
+    up_rel: float,
+    low_factor: float,
+) -> ComposedPLD | None:
     """The composition by direct convolution, or ``None`` when too many steps or too long.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
@@ -208,7 +227,8 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
         n = n + c * (d.pmf.size - 1) + (0 if n else 1)
     if ops > (_DIRECT_MAX_OPS if total_count <= _DIRECT_MAX_STEPS else _DIRECT_MANY_OPS):
         return None
-    out, g_out = None, 0.0
+    out: FloatArray | None = None
+    g_out = 0.0
     log_norm = 0.0
     for d, c in live:
         mass = float(d.pmf.sum())
@@ -224,6 +244,7 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
     up = (1.0 + up_rel) * (1.0 + g) - 1.0
     low = low_factor * (1.0 - g)
     start = sum(c * d.start for d, c in live)
+    assert out is not None  # ``live`` is not empty (``compose`` checks)
     out = np.maximum(out, 0.0)
     return ComposedPLD(
         h=h,
@@ -245,7 +266,7 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
 
 
 def compose(
-    terms: Sequence[tuple[DiscretisedLoss, int]],
+    terms: Terms,
     *,
     tilt: float = 0.0,
     tau: float = 1e-13,
@@ -338,13 +359,14 @@ def compose(
             vec = np.zeros(n)
             vec[: w.size] = w
         else:  # wrap around the period
-            vec = np.bincount(np.arange(w.size) % n, weights=w, minlength=n)
+            vec = cast(FloatArray, np.bincount(np.arange(w.size) % n, weights=w, minlength=n))  # float64: weighted
         phi = sfft.rfft(vec)
         mag = np.abs(phi)
         pw, b_, e_ = _powers(phi, mag, gamma, c)
         spec = pw if spec is None else spec * pw
         abs_bound = b_ if abs_bound is None else abs_bound * b_
         abs_exact = e_ if abs_exact is None else abs_exact * e_
+    assert spec is not None and abs_bound is not None and abs_exact is not None  # ``live`` is not empty
     out = sfft.irfft(spec, n)
     base = sum(c * d.start for d, c in live)
     out = np.roll(out, -((j0 - base) % n))

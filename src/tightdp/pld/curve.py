@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .composition import ComposedPLD
 
 __all__ = ["CurveBounds", "delta_bounds", "epsilon_bounds"]
@@ -45,15 +46,15 @@ class CurveBounds:
     numerical_error: float = 0.0  # the aliasing/round-off allowance the bounds include
 
 
-def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
+def delta_bounds(comp: ComposedPLD, eps: ArrayLike, eta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Arrays ``(lower, estimate, upper)`` of delta at each ``eps``."""
-    eps = np.asarray(eps, float)
+    e: FloatArray = np.asarray(eps, float)
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
     tv, up, lo_f = comp.tv_error, 1.0 + comp.up_rel, comp.low_factor
-    upper = p_inf + (comp.delta_disc(eps - t) + comp.numerical_error(eps - t)) * up + eta + tv
-    lower = p_inf + (comp.delta_disc(eps + t) - comp.numerical_error(eps + t)) * lo_f - eta - tv - comp.truncated_mass
-    est = p_inf + comp.delta_disc(eps)
+    upper = p_inf + (comp.delta_disc(e - t) + comp.numerical_error(e - t)) * up + eta + tv
+    lower = p_inf + (comp.delta_disc(e + t) - comp.numerical_error(e + t)) * lo_f - eta - tv - comp.truncated_mass
+    est = p_inf + comp.delta_disc(e)
     upper = np.minimum(upper, 1.0)
     lower = np.clip(lower, 0.0, 1.0)
     est = np.clip(est, lower, upper)
@@ -82,7 +83,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
             "the error budget": eta,
             "the discretisation's floating-point error (tv_error)": comp.tv_error,
         }
-        cause = max(terms, key=terms.get)
+        cause = max(terms, key=lambda name: terms[name])
         note = (
             f"delta={delta:g} is not above {cause} ({terms[cause]:.3g}); the terms: infinite loss {p_inf:.3g}, "
             f"error budget {eta:.2g}, floating-point error {comp.tv_error:.3g}: no finite epsilon can be "

@@ -16,16 +16,23 @@ truncation with ``truncated_mass`` (``Y`` and ``Y^U`` differ only there).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError
 from ..losses import PrivacyLoss
 
 __all__ = ["DiscretisedLoss", "discretise", "discretise_coarse_tail"]
+
+#: one rare wide rounding of a coupling: ``(count, v, b, p, a, dsq)`` (``discretise_coarse_tail``)
+CouplingTail = tuple[int, float, float, float, float, float]
+#: discretised losses with how many times each is composed
+Terms = Sequence[tuple["DiscretisedLoss", int]]
 
 _BLOCKS = 256  # resolution of the cheap CGF upper bound used for windows and tilts
 _BLOCK_MIN = 16  # points per block at least (a small grid's 256 blocks of 5 points cost 4x, for the same choice)
@@ -37,7 +44,7 @@ class DiscretisedLoss:
 
     h: float
     start: int
-    pmf: np.ndarray
+    pmf: FloatArray
     shift: float
     infinity_mass: float
     truncated_mass: float
@@ -50,12 +57,12 @@ class DiscretisedLoss:
     rel_error: float = 0.0
     #: rare wide roundings of the coupling, ``(count, v, b, p, a, dsq)`` entries (``discretise_coarse_tail``);
     #: empty for 003 Alg. 2, whose every rounding lies in a range ``coupling_range``
-    coupling_tails: tuple = ()
+    coupling_tails: tuple[CouplingTail, ...] = ()
 
     @property
-    def grid(self) -> np.ndarray:
+    def grid(self) -> FloatArray:
         """Loss values of ``pmf`` without the shift (integer multiples of ``h``; computed once, read-only)."""
-        g = self.__dict__.get("_grid_cache")
+        g: FloatArray | None = self.__dict__.get("_grid_cache")
         if g is None:
             g = (self.start + np.arange(self.pmf.size)) * self.h
             g.flags.writeable = False
@@ -66,9 +73,9 @@ class DiscretisedLoss:
     def mass(self) -> float:
         return float(self.pmf.sum())
 
-    def _log_support(self):
+    def _log_support(self) -> tuple[FloatArray, FloatArray]:
         """``(log pmf, grid)`` on the atoms with positive mass (computed once)."""
-        out = self.__dict__.get("_log_support_cache")
+        out: tuple[FloatArray, FloatArray] | None = self.__dict__.get("_log_support_cache")
         if out is None:
             nz = self.pmf > 0
             out = (np.log(self.pmf[nz]), self.grid[nz])
@@ -82,12 +89,13 @@ class DiscretisedLoss:
         m = float(a.max())
         return m + math.log(float(np.exp(a - m).sum()))
 
-    def log_mgf_many(self, thetas) -> np.ndarray:
+    def log_mgf_many(self, thetas: ArrayLike) -> FloatArray:
         """``log_mgf`` at a few ``thetas`` at once (one pass over the grid)."""
         lp, g = self._log_support()
         a = lp[None, :] + np.asarray(thetas, float)[:, None] * g[None, :]
         m = a.max(axis=1)
-        return m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        out: FloatArray = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        return out
 
     def d_log_mgf(self, theta: float) -> float:
         """Derivative of ``log_mgf``: the mean of the ``theta``-tilted distribution (used to choose tilts:
@@ -97,22 +105,23 @@ class DiscretisedLoss:
         w = np.exp(lw - lw.max())
         return float(np.einsum("i,i->", w, g) / w.sum())
 
-    def log_mgf_upper(self, thetas: np.ndarray, blocks: int = _BLOCKS) -> np.ndarray:
+    def log_mgf_upper(self, thetas: ArrayLike, blocks: int = _BLOCKS) -> FloatArray:
         """Cheap upper bounds on ``log_mgf`` at many ``thetas``: the grid cut into about ``blocks`` blocks (of
         at least ``_BLOCK_MIN`` points), each block's mass placed at its largest (``theta >= 0``) or smallest
         value; within ``|theta|`` times a block's width of the exact value."""
         hi, lo, lm = _blocks_cached(self, blocks)
-        thetas = np.atleast_1d(np.asarray(thetas, float))
-        a = lm[None, :] + thetas[:, None] * np.where(thetas[:, None] >= 0, hi[None, :], lo[None, :])
+        th: FloatArray = np.atleast_1d(np.asarray(thetas, float))
+        a = lm[None, :] + th[:, None] * np.where(th[:, None] >= 0, hi[None, :], lo[None, :])
         m = a.max(axis=1)
         with np.errstate(invalid="ignore", over="ignore"):
             out = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
-        return np.where(np.isfinite(m), out, m)
+        upper: FloatArray = np.where(np.isfinite(m), out, m)
+        return upper
 
 
 @_register_cache
 @lru_cache(maxsize=48)
-def _blocks_cached(d, blocks: int):
+def _blocks_cached(d: DiscretisedLoss, blocks: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     n = d.pmf.size
     size = max(min(_BLOCK_MIN, n), math.ceil(n / blocks))
     pad = (-n) % size

@@ -27,12 +27,15 @@ composition's ``(1 +- r)^k`` factors apply (``tightdp.pld.curve``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 from scipy import special
 
 from .._caches import register as _register_cache
+from .._types import FloatArray, IntArray
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss, gaussian_cell_masses_and_errors, split_errors
 from .discretise import DiscretisedLoss
@@ -63,6 +66,23 @@ _SNAP_TOL = 1e-12
 _SNAP_LOSS = 2e-12  # >= log(1 + _SNAP_TOL) plus the rounding of the ratio test and of log(cp / cq)
 _MAX_CELLS = 20_000_000
 
+#: the P-mass a step's grid may leave outside it: one number for both sides, or ``(below, above)``
+Tail = float | tuple[float, float]
+#: ``_cells``: ``(s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c)`` (``split_cells``' arguments after ``h``)
+Cells = tuple[FloatArray, FloatArray, FloatArray, float, float, float, float, float, int, float, float]
+#: the items a merge sweeps: ``(P, Q, start)`` (``_merge_items``; ``start`` ``None``: cell ``i`` aims at ``i + 1``)
+MergeItems = tuple[FloatArray, FloatArray, "IntArray | None"]
+
+
+class OwnPairsLoss(Protocol):
+    """A privacy loss that discretises itself (``own_pairs``)."""
+
+    def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss: ...
+
+    def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss: ...
+
+    def spread(self) -> float: ...
+
 
 def supports_dominance(loss: PrivacyLoss) -> bool:
     """Whether both distributions of ``loss`` are known well enough for these constructions: Gaussian
@@ -75,7 +95,7 @@ def supports_dominance(loss: PrivacyLoss) -> bool:
     )
 
 
-def own_pairs(loss: PrivacyLoss) -> bool:
+def own_pairs(loss: object) -> TypeGuard[OwnPairsLoss]:
     """Whether ``loss`` discretises itself: ``dominating_pld(h, tail)`` / ``dominated_pld(h, tail)``
     return certified dominating / dominated ``DiscretisedLoss`` pairs on the mesh ``h`` and ``spread()``
     its loss standard deviation (random allocation's epoch, truncated Poisson's flagged mixture:
@@ -96,7 +116,7 @@ def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
     if a.sigma != b.sigma or a.infinity_mass != 0.0 or b.infinity_mass != 0.0:
         return False
 
-    def comps(means, weights):
+    def comps(means: Sequence[float], weights: Sequence[float]) -> list[tuple[float, float]]:
         return sorted((float(m), float(w)) for m, w in zip(means, weights) if w > 0)
 
     ap, aq = comps(a.p_means, a.p_weights), comps(a.q_means, a.q_weights)
@@ -105,7 +125,7 @@ def is_swapped_pair(a: PrivacyLoss, b: PrivacyLoss) -> bool:
         return False
     tol = 1e-12 * (1.0 + max(abs(m) for m, _ in ap + aq + bp + bq))
 
-    def maps(src, dst, f) -> bool:
+    def maps(src: list[tuple[float, float]], dst: list[tuple[float, float]], f: Callable[[float], float]) -> bool:
         img = sorted((f(m), w) for m, w in src)
         return len(img) == len(dst) and all(
             abs(x[0] - y[0]) <= tol and abs(x[1] - y[1]) <= 1e-15 * max(1.0, y[1]) for x, y in zip(img, dst)
@@ -186,14 +206,14 @@ def _spread_from_cdf(loss: PrivacyLoss) -> float:
 
 @_register_cache
 @lru_cache(maxsize=32)
-def _tails(tail) -> tuple[float, float]:
+def _tails(tail: Tail) -> tuple[float, float]:
     """``(below, above)``: the P-mass a step's grid may leave below and above it; one number is both."""
     return (float(tail[0]), float(tail[1])) if isinstance(tail, tuple) else (float(tail), float(tail))
 
 
 @_register_cache
 @lru_cache(maxsize=8)
-def _cells(loss: PrivacyLoss, h: float, tail):
+def _cells(loss: PrivacyLoss, h: float, tail: Tail) -> Cells:
     """Grid, cell P- and Q-masses with their relative errors, and the P-mass below / above the grid
     (``tail``: the mass allowed outside the grid, one number or ``(below, above)``). Memoised: the upper and
     the lower construction of one step on one mesh share them (the arrays are read-only)."""
@@ -204,7 +224,7 @@ def _cells(loss: PrivacyLoss, h: float, tail):
     return out
 
 
-def _cells_uncached(loss: PrivacyLoss, h: float, tail):
+def _cells_uncached(loss: PrivacyLoss, h: float, tail: Tail) -> Cells:
     if not supports_dominance(loss):
         raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
     t_lo, t_hi = _tails(tail)
@@ -239,21 +259,23 @@ def _cells_uncached(loss: PrivacyLoss, h: float, tail):
     if isinstance(loss, GaussianLoss):
         m, sd = loss.mean, loss.mu
         x = s
-        p_par, q_par = ((m,), (1.0,)), ((-m,), (1.0,))
+        p_par: tuple[tuple[float, ...], tuple[float, ...]] = ((m,), (1.0,))
+        q_par: tuple[tuple[float, ...], tuple[float, ...]] = ((-m,), (1.0,))
         sigma, edge_err, inf_p = sd, 0.0, 0.0
     else:
+        assert isinstance(loss, GaussianMixtureLoss)  # (not generic)
         x, edge_err = loss.outputs_at(s)
         p_par = (tuple(loss.p_means), tuple(loss.p_weights))
         q_par = (tuple(loss.q_means), tuple(loss.q_weights))
         sigma, inf_p = loss.sigma, loss.infinity_mass
     xf = np.where(np.isfinite(x), x, 0.0)
-    out = []
+    out: list[tuple[Any, ...]] = []
     distinct = {float(a) for a in (*p_par[0], *q_par[0])}
     if len(distinct) <= _SHARED_COMPONENTS:
         # each distinct component once (DP-SGD's P and Q share the component at 0): unit-weight cell masses
         # with absolute error bounds, CDF and survival values at the edges; then a weighted sum of K
         # non-negative terms per side, (K + 1) u of the sum on top of the terms' own errors
-        comps = {}
+        comps: dict[float, tuple[Any, ...]] = {}
         for m in distinct:
             z = (xf - m) / sigma
             cdf = np.where(x == -np.inf, 0.0, np.where(x == np.inf, 1.0, special.ndtr(z)))
@@ -306,7 +328,7 @@ def grid_offset(loss: PrivacyLoss, h: float) -> float:
     return 0.0 if abs(c) <= 1e-12 * (1.0 + abs(a)) else c
 
 
-def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
+def _cells_from_cdfs(loss: PrivacyLoss, s: FloatArray, i0: int) -> tuple[Any, ...]:
     """``_cells`` for any loss that gives the CDFs of both sides in loss space (``has_q_side``):
     Laplace, subsampled Laplace, atoms (randomized response, pure and approximate DP). Cell ``i`` is
     ``(s_i, s_(i+1)]``, its P- and Q-masses are differences of the CDFs (or survival functions, on
@@ -317,7 +339,7 @@ def _cells_from_cdfs(loss: PrivacyLoss, s: np.ndarray, i0: int):
     return (s, P, Q, max(rp, rq), lp + lq, p_below, p_above, float(loss.infinity_mass), i0, _edge_margin(edge_err, s))
 
 
-def _edge_margin(edge_err: float, s: np.ndarray, x_scale: float = 0.0) -> float:
+def _edge_margin(edge_err: float, s: FloatArray, x_scale: float = 0.0) -> float:
     """The loss distance ``e`` the realised cell edges may sit from the grid: the measured ``edge_err``
     doubled, plus the rounding of that measurement (the loss evaluated in floats at losses up to
     ``max |s|``, its argument up to ``x_scale``); 0 where the edges are exact (``edge_err == 0``)."""
@@ -326,7 +348,7 @@ def _edge_margin(edge_err: float, s: np.ndarray, x_scale: float = 0.0) -> float:
     return 2.0 * edge_err + 64.0 * _U * (1.0 + float(np.max(np.abs(s))) + x_scale)
 
 
-def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
+def dominating(loss: PrivacyLoss, h: float, tail: Tail) -> DiscretisedLoss:
     """Connect-the-dots pair (P-masses at ``s_i``) whose curve lies above the true one everywhere.
 
     The realised cell ``i`` holds losses in ``[s_i - e, s_(i+1) + e]``, ``e`` the inversion error of
@@ -342,7 +364,20 @@ def dominating(loss: PrivacyLoss, h: float, tail) -> DiscretisedLoss:
     return split_cells(h, *_cells(loss, h, tail))
 
 
-def split_cells(h, s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c) -> DiscretisedLoss:
+def split_cells(
+    h: float,
+    s: FloatArray,
+    P: FloatArray,
+    Q: FloatArray,
+    r: float,
+    l1: float,
+    p_below: float,
+    p_above: float,
+    inf_p: float,
+    i0: int,
+    e: float,
+    c: float,
+) -> DiscretisedLoss:
     """The connect-the-dots pair of the cells ``(s_i, s_(i+1)]``, ``s = c + (i0 + arange) h``, with P- and
     Q-masses ``P, Q`` (relative error ``r``, l1 error ``l1``; ``p_below``/``p_above`` the P-mass below/above
     the grid, ``inf_p`` at +inf, ``i0`` the index of ``s_0``, ``e`` the cells' edge margin, ``c`` the grid's
@@ -373,7 +408,7 @@ def split_cells(h, s, P, Q, r, l1, p_below, p_above, inf_p, i0, e, c) -> Discret
     )
 
 
-def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> DiscretisedLoss:
+def dominated(loss: PrivacyLoss, h: float, tail: Tail, *, top_down: bool = False) -> DiscretisedLoss:
     """Merge-to-the-grid pair (P-masses at ``s_i``) whose curve lies below the true one everywhere.
 
     The default sweep runs upwards (each carry is lifted to its upper grid
@@ -400,12 +435,23 @@ def dominated(loss: PrivacyLoss, h: float, tail, *, top_down: bool = False) -> D
     s, P, Q, r, l1, _p_below, p_above, inf_p, i0, _, c = _cells(loss, h, tail)
     if not loss.infinity_is_exact:  # mass sent to +inf on the safe side of the *upper* bound: dropped here
         inf_p = 0.0
-    *items, moved = _merge_items(loss, s, P, Q)
-    return merge_cells(h, s, items, r, l1, p_above, inf_p, i0, c, moved=moved, top_down=top_down)
+    ip, iq, start, moved = _merge_items(loss, s, P, Q)
+    return merge_cells(h, s, (ip, iq, start), r, l1, p_above, inf_p, i0, c, moved=moved, top_down=top_down)
 
 
 def merge_cells(
-    h, s, items, r, l1, p_above, inf_p, i0, c, *, moved: float = 0.0, top_down: bool = False
+    h: float,
+    s: FloatArray,
+    items: MergeItems,
+    r: float,
+    l1: float,
+    p_above: float,
+    inf_p: float,
+    i0: int,
+    c: float,
+    *,
+    moved: float = 0.0,
+    top_down: bool = False,
 ) -> DiscretisedLoss:
     """The merge-to-the-grid pair of the grid ``s = c + (i0 + arange) h`` from the items ``(P, Q, start)``
     (``_merge_items``: cells, and atoms on grid points, in increasing order of ratio; relative error ``r``,
@@ -415,7 +461,7 @@ def merge_cells(
     # an atom moved up onto its grid point by ``moved`` is placed there: lower every loss by that much more
     margin = 2.0 * r + 1e-13 + _SNAP_LOSS + 2.0 * moved
     if top_down:
-        pmf = _merge_down(*items, np.exp(s), s)
+        pmf = _merge_down(items[0], items[1], items[2], np.exp(s), s)
     else:
         # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
         pmf, cp, cq, target = merge_up(items[0], items[1], np.exp(s), tol=_SNAP_TOL, start=items[2])
@@ -438,7 +484,9 @@ def merge_cells(
     )
 
 
-def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray):
+def _merge_items(
+    loss: PrivacyLoss, s: FloatArray, P: FloatArray, Q: FloatArray
+) -> tuple[FloatArray, FloatArray, IntArray | None, float]:
     """The outputs the merges sweep, in increasing order of likelihood ratio: ``(P, Q, start, moved)``, ``start``
     the grid index a carry beginning with that item aims at (``None``: ``i + 1`` for every cell). Cell ``i`` (ratio in ``[alpha_i, alpha_(i+1)]``)
     aims at ``i + 1``. A loss with atoms on grid points (pure DP, randomized response, Laplace's ``+-r``;
@@ -461,8 +509,8 @@ def _merge_items(loss: PrivacyLoss, s: np.ndarray, P: np.ndarray, Q: np.ndarray)
 
 
 def merge_up(
-    P: np.ndarray, Q: np.ndarray, alpha: np.ndarray, tol: float = 0.0, start: np.ndarray | None = None
-) -> tuple[list, float, float, int]:
+    P: FloatArray, Q: FloatArray, alpha: FloatArray, tol: float = 0.0, start: IntArray | None = None
+) -> tuple[list[float], float, float, int]:
     """The upward merge-to-the-grid sweep on any increasing lattice of ratios ``alpha``.
 
     Item ``i`` (masses ``P[i], Q[i]``; by default cell ``i``, ratio in ``[alpha[i], alpha[i+1]]``) has
@@ -506,7 +554,7 @@ def merge_up(
     return pmf, cp, cq, target
 
 
-def _grid_index_below(cp: float, cq: float, s: np.ndarray, cap: int) -> int:
+def _grid_index_below(cp: float, cq: float, s: FloatArray, cap: int) -> int:
     """Index of the grid point of ``s`` at or below the loss ``log(cp / cq) + _SNAP_TOL`` (at most ``cap``;
     -1: below the grid, or no P-mass). The tolerance puts an atom that sits on a grid point up to
     rounding on that point (``dominated`` lowers every loss by ``_SNAP_LOSS`` to pay for it)."""
@@ -517,9 +565,7 @@ def _grid_index_below(cp: float, cq: float, s: np.ndarray, cap: int) -> int:
     return min(cap, int(np.searchsorted(s, math.log(cp / cq) + _SNAP_TOL, side="right")) - 1)
 
 
-def _merge_down(
-    P: np.ndarray, Q: np.ndarray, start: np.ndarray | None, alpha: np.ndarray, s: np.ndarray
-) -> list[float]:
+def _merge_down(P: FloatArray, Q: FloatArray, start: IntArray | None, alpha: FloatArray, s: FloatArray) -> list[float]:
     """The downward merge-to-the-grid sweep of ``dominated(top_down=True)`` (P-masses at ``s``).
 
     The items are ``_merge_items``' (increasing ratio; cell ``i`` spans ``(s_i, s_(i+1)]``, an atom on
@@ -568,7 +614,7 @@ def _merge_down(
     return pmf
 
 
-def _aim_down(p: float, q: float, start: int, alpha: list) -> int:
+def _aim_down(p: float, q: float, start: int, alpha: list[float]) -> int:
     """The grid point a downward carry beginning with an item aims at: the top of the item's ratio range
     (``start``) if its ratio is there up to rounding (an atom, or a cell whose mass sits at its upper
     edge), else the bottom (``start - 1``, a cell's lower edge)."""

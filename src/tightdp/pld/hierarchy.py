@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from .composition import ComposedPLD, compose
-from .discretise import DiscretisedLoss
+from .discretise import DiscretisedLoss, Terms
 from .dominance import merge_cells, split_cells
 
 __all__ = [
@@ -40,7 +41,7 @@ __all__ = [
     "compose_two_level",
 ]
 
-_U = np.finfo(float).eps / 2
+_U = cast(float, np.finfo(float).eps / 2)  # unit round-off (a numpy float64)
 _TINY = math.exp(-740.0)  # untilted masses below this (subnormal) are dropped and counted as lost
 
 
@@ -67,7 +68,7 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
         )
     cells = np.ceil(x / h - 0.5).astype(np.int64)  # x in (j h - h/2, j h + h/2]
     j0 = int(cells[0])
-    pmf = np.bincount(cells - j0, weights=w)
+    pmf = cast(FloatArray, np.bincount(cells - j0, weights=w))  # float64: weighted
     total = float(w.sum())
     mean = float(np.dot(w, x)) / total
     grid = (j0 + np.arange(pmf.size)) * h
@@ -182,7 +183,7 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     j -= j0
     wa = w * a
     w -= wa  # w (1 - a), and the two parts add up to w up to one rounding
-    pmf = np.bincount(j, weights=w, minlength=int(j[-1]) + 2)
+    pmf = cast(FloatArray, np.bincount(j, weights=w, minlength=int(j[-1]) + 2))  # float64: weighted
     j += 1
     pmf += np.bincount(j, weights=wa, minlength=pmf.size)[: pmf.size]
     # the split fractions are rounded: the conditional mean moves by at most ~2u (|x| + g) per atom
@@ -236,7 +237,7 @@ def compose_tree(
     tilt: float,
     tau: float,
     block_tau: float,
-) -> tuple[ComposedPLD, dict]:
+) -> tuple[ComposedPLD, dict[str, Any]]:
     """Compose ``count`` copies of each fine discretisation through a mixed-radix tree of re-binned blocks.
 
     ``M_0 = 1`` and ``M_l = M_(l-1) radices[l-1]`` (``l = 1 .. L``, ``L = len(radices)``,
@@ -270,13 +271,22 @@ def compose_tree(
     L = len(radices)
     if len(meshes) != L + 1 or any(int(r) < 2 for r in radices):
         raise ValueError("compose_tree needs len(meshes) == len(radices) + 1 and radices >= 2")
-    top_terms, top_err = [], []
-    info = {"levels": L, "radices": [int(r) for r in radices], "block_points": 0, "meshes": list(meshes)}
+    top_terms: list[tuple[DiscretisedLoss, int]] = []
+    top_err: list[tuple[float, int]] = []
+    info: dict[str, Any] = {
+        "levels": L,
+        "radices": [int(r) for r in radices],
+        "block_points": 0,
+        "meshes": list(meshes),
+    }
     for d, count in fine:
-        block, e_block = d, 0.0
-        rem, e_rem = None, 0.0
+        block: DiscretisedLoss | None = d
+        e_block = 0.0
+        rem: DiscretisedLoss | None = None
+        e_rem = 0.0
         size = 1
         for lvl in range(1, L + 1):
+            assert block is not None  # the loop stops once no block is left
             r = int(radices[lvl - 1])
             digit = (count // size) % r
             g = meshes[lvl]
@@ -298,7 +308,7 @@ def compose_tree(
             if block is None:
                 break
         n_top = count // size if block is not None else 0
-        if n_top:
+        if n_top and block is not None:  # (n_top is 0 without a block)
             top_terms.append((block, n_top))
             top_err.append((e_block, n_top))
         if rem is not None:
@@ -330,7 +340,9 @@ def compose_tree(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _block_cells(comp: ComposedPLD, g: float, upper: bool):
+def _block_cells(
+    comp: ComposedPLD, g: float, upper: bool
+) -> tuple[FloatArray, FloatArray, FloatArray, float, float, float, int] | None:
     """The cells ``(s_j, s_(j+1)]`` of ``g Z`` holding a composed block's atoms: ``(s, P, Q, r, l1, inf, j0)``.
 
     The computed block differs from the exact composition of its steps' pairs by at most
@@ -367,9 +379,9 @@ def _block_cells(comp: ComposedPLD, g: float, upper: bool):
     w = t * np.exp(arg)
     j = np.ceil(x / g).astype(np.int64) - 1  # s_j < x <= s_(j+1), up to the rounding of x / g
     j0 = int(j[0])
-    P = np.bincount(j - j0, weights=w)
-    Q = np.bincount(j - j0, weights=w * np.exp(-x))
-    s = (j0 + np.arange(P.size + 1)) * g
+    P = cast(FloatArray, np.bincount(j - j0, weights=w))  # float64: weighted
+    Q = cast(FloatArray, np.bincount(j - j0, weights=w * np.exp(-x)))
+    s: FloatArray = (j0 + np.arange(P.size + 1)) * g
     per_cell = math.ceil(g / comp.h) + 1
     xmax = float(np.max(np.abs(x)))
     # sums of at most per_cell non-negative terms; exp's argument rounded (|log_norm| + |lam x| + |x| units);
@@ -435,7 +447,15 @@ def dominated_block(comp: ComposedPLD, g: float, *, top_down: bool = False) -> D
 
 
 def compose_two_level(
-    parts, count_block: int, g: float, *, upper: bool, tilt: float, tau: float, block_tau: float, top_down: bool = False
+    parts: Terms,
+    count_block: int,
+    g: float,
+    *,
+    upper: bool,
+    tilt: float,
+    tau: float,
+    block_tau: float,
+    top_down: bool = False,
 ) -> ComposedPLD | None:
     """The composition of ``parts`` (``(step, count)``, the dominating or dominated pairs of the steps on one
     fine mesh) on two levels: blocks of at most ``count_block`` steps composed on the fine mesh (window
@@ -456,7 +476,9 @@ def compose_two_level(
     (window) and ``input_round_off`` (round-off, l1 and entrywise), which ``numerical_error`` turns into
     delta at every epsilon.
     """
-    blocks, window, round_off, point = [], 0.0, 0.0, 0.0
+    blocks: list[tuple[DiscretisedLoss, int]] = []
+    window, round_off, point = 0.0, 0.0, 0.0
+    b: DiscretisedLoss | None
     for d, c in parts:
         q, rest = divmod(int(c), int(count_block))
         for size, mult in ((count_block, q), (rest, 1)):
