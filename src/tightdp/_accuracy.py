@@ -7,7 +7,7 @@ An answer is an interval ``[lower, upper]``; its accuracy is the width asked for
   epsilon stated to about three significant digits at every scale (a width of at most 0.2 % of
   epsilon, or 1e-4 below epsilon = 0.05);
 * **absolute**: ``eps_error=x`` alone, ``upper - lower <= 2 x`` (the PRV accountant's coupling
-  half-width, 003 Thm 5.5, and what every accountant but the default one understands);
+  half-width, Gopi et al. 2021, Thm 5.5, and what every accountant but the default one understands);
 * both: the larger of the two widths.
 
 Only the default accountant (``connect-dots``) refines towards a relative target; the others

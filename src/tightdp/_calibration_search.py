@@ -284,7 +284,8 @@ def _bracket(
 
 
 def _gdp_mu(target: float, delta: float) -> float:
-    """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2.3), Lemma 10); for initial guesses only."""
+    """mu with ``delta_mu(target) = delta`` for mu-GDP (Koskela et al. 2023, eq. (2.3), Lemma 10); for initial
+    guesses only."""
     from scipy import special
 
     def d(mu: float) -> float:

@@ -78,6 +78,29 @@ def chernoff_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
     ``m + sqrt(2 v log(1/delta))`` and the tilt ``sqrt(2 log(1/delta) / v)``.
     Only the accuracy of the answer depends on this choice, never its
     validity; the accountant re-centres if the answer falls outside the window.
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed.
+    delta : float
+        The target delta in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(eps_guess, tilt)``, ``tilt >= 0``.
+
+    Raises
+    ------
+    ValueError
+        If ``delta`` is negative (``log(1 / delta)``), for a composition with positive variance.
+    ZeroDivisionError
+        If ``delta == 0``, for a composition with positive variance.
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Sec. 7 (Chernoff bounds).
     """
     m, v = _moments(terms, 0.0)
     shift = sum(c * d.shift for d, c in terms)
@@ -94,7 +117,25 @@ def chernoff_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
 
 
 def saddle_tilt(terms: Terms, eps: float) -> float:
-    """``theta >= 0`` whose tilted composition has mean ``eps`` (0 if ``eps`` is below the mean)."""
+    """``theta >= 0`` whose tilted composition has mean ``eps`` (0 if ``eps`` is below the mean).
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed.
+    eps : float
+        The loss value the tilted composition should be centred on.
+
+    Returns
+    -------
+    float
+        The saddle-point tilt, within ``1e-4`` absolute and relative (``1e4`` at most: the search's cap).
+
+    Raises
+    ------
+    PrecisionError
+        If the tilted mean is NaN (``tightdp._numerics.falling_root``).
+    """
     shift = sum(c * d.shift for d, c in terms)
     target = eps - shift
 
@@ -149,7 +190,31 @@ def _window(terms: Terms, tilt: float, tau: float) -> tuple[float, float, float]
 def chernoff_window(terms: Terms, tilt: float, tau: float) -> tuple[float, float]:
     """``(lo, hi)`` in loss units (shifts included) outside which the ``tilt``-tilted composition has
     at most ``tau`` mass on each side (Chernoff bounds from the exact CGFs): the window ``compose``
-    would use. For planning (grid sizes); ``compose`` computes and charges its own window."""
+    would use. For planning (grid sizes); ``compose`` computes and charges its own window.
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed (terms without mass are ignored).
+    tilt : float
+        The exponential tilt.
+    tau : float
+        The mass allowed outside on each side, in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(lo, hi)`` in loss units.
+
+    Raises
+    ------
+    ValueError
+        If no term has a positive count and mass ("nothing to compose").
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Sec. 7 (Chernoff bounds on the window).
+    """
     terms = [(d, int(c)) for d, c in terms if c > 0 and d.mass > 0]
     if not terms:
         raise ValueError("nothing to compose")

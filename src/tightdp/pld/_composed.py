@@ -42,7 +42,57 @@ def hockey_stick_points(a: float, h: float) -> float:
 class ComposedPLD:
     """The composed finite part, stored tilted: ``w(x_i) = tilted[i] * exp(log_norm - tilt * x_i)``.
 
-    ``x_i = offset + i * h`` are loss values (mean-preserving shifts included).
+    ``x_i = offset + i * h`` are loss values (mean-preserving shifts included). Built by
+    ``pld.composition.compose``; the fields are its error terms, each charged by the bounds of ``pld.curve``.
+
+    Parameters
+    ----------
+    h : float
+        The mesh.
+    offset : float
+        Loss value of ``tilted[0]``.
+    tilted : FloatArray
+        The tilted, normalised masses on the grid.
+    tilt : float
+        The exponential tilt ``lambda >= 0``.
+    log_norm : float
+        Log of the tilting normalisation (``w = tilted exp(log_norm - tilt x)``).
+    infinity_mass : float
+        P-mass at loss ``+inf``.
+    truncated_mass : float
+        P-mass the truncations moved (what the lower bound pays).
+    hoeffding_sq : float
+        ``sum r_i^2`` of the coupling ranges (Hoeffding, Gopi et al. 2021, Lemma 5.3).
+    mean_error : float
+        Bound on the coupling's accumulated mean mismatch.
+    alias_mass : float
+        Tilted mass outside the window (aliased and missed), an l1 bound.
+    float_error : float
+        l1 bound on the FFT's round-off in ``tilted``.
+    compositions : int
+        Number of composed steps.
+    tv_error : float, default 0.0
+        Sum of the composed terms' l1 errors (re-binned blocks, uncovered cells).
+    up_rel, low_factor : float, default 0.0 and 1.0
+        Exact masses lie within ``[computed * low_factor, computed * (1 + up_rel)]`` pointwise.
+    coupling_tails : tuple of CouplingTail, default ()
+        Rare wide roundings in the coupling (``DiscretisedLoss.coupling_tails``, counts summed).
+    pointwise_error : float or None, default None
+        Bound on the round-off of any one entry of ``tilted`` (``None``: only ``float_error``).
+    input_error : float, default 0.0
+        l1 error of the composed inputs themselves (blocks' windows), in tilted units.
+    input_round_off : tuple of float, default (0.0, 0.0)
+        The inputs' round-off, ``(l1, entrywise)``.
+
+    Raises
+    ------
+    TypeError
+        A missing field (the dataclass constructor; the fields are not validated: ``compose`` builds them).
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Sec. 4-5 (FFT composition) and Sec. 7 (Chernoff window);
+    Gopi et al. 2021 (PRV accountant), Thm 5.5 (coupling and error terms).
     """
 
     h: float
@@ -118,8 +168,26 @@ class ComposedPLD:
     def coupling_shift(self, eta: float) -> float:
         """``t`` with ``P(S - S~ > t) <= eta`` (and the same for ``S~ - S``).
 
-        Hoeffding for independent differences of ranges ``r_i`` (003 Lemma 5.3),
+        Hoeffding for independent differences of ranges ``r_i`` (Gopi et al. 2021, Lemma 5.3),
         plus the accumulated bound on the mean mismatch.
+
+        Parameters
+        ----------
+        eta : float
+            The failure probability, in (0, 1].
+
+        Returns
+        -------
+        float
+            The shift ``t >= 0`` (``inf`` if no Chernoff parameter gives a finite one).
+
+        Raises
+        ------
+        ValueError
+            If ``eta`` is negative or above 1 (a square root or logarithm of a negative number), when a
+            coupling is present.
+        ZeroDivisionError
+            If ``eta == 0``, when a coupling is present.
         """
         if self.hoeffding_sq == 0.0 and not self.coupling_tails:  # no coupling (dominance-based)
             return float(self.mean_error)
@@ -130,7 +198,23 @@ class ComposedPLD:
     def numerical_error(self, eps: ArrayLike) -> FloatArray:
         """Bound on how much aliasing, window truncation and FFT round-off can move
         ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
-        plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above)."""
+        plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above).
+
+        Parameters
+        ----------
+        eps : array_like
+            Epsilons (any shape).
+
+        Returns
+        -------
+        FloatArray
+            The bound at each ``eps``, the shape of ``eps``.
+
+        Raises
+        ------
+        ValueError
+            If ``eps`` is not numeric.
+        """
         arr: FloatArray = np.asarray(eps, float)
         flat = np.atleast_1d(arr)
         fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * self.delta_error_factor
@@ -191,7 +275,23 @@ class ComposedPLD:
         return np.where(inside, A[jj], 0.0), Be
 
     def delta_disc(self, eps: ArrayLike) -> FloatArray:
-        """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only)."""
+        """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only).
+
+        Parameters
+        ----------
+        eps : array_like
+            Epsilons (scalar or any shape; flattened to at least 1-D).
+
+        Returns
+        -------
+        FloatArray
+            The discrete hockey-stick divergence at each ``eps`` (>= 0).
+
+        Raises
+        ------
+        ValueError
+            If ``eps`` is not numeric.
+        """
         flat: FloatArray = np.atleast_1d(np.asarray(eps, float))
         A, Be = self._suffix_at(flat)
         out: FloatArray = np.maximum(A - Be, 0.0)
@@ -235,6 +335,27 @@ class ComposedPLD:
         a bracketing root finder inside one cell (``_numerics.falling_root``) is exact to round-off; the
         answer is a point where the condition was evaluated and holds (the right end of the last bracket,
         within ``1e-13 + 4 u |eps|`` of the crossing).
+
+        Parameters
+        ----------
+        target : float
+            The delta to reach.
+        extra : callable or None, default None
+            A non-increasing error term ``extra(eps)`` (float or 1-element array) added to ``delta_disc``;
+            ``numerical_error`` itself takes a fast scalar path.
+        eps_min : float, default -1.0
+            The smallest epsilon returned.
+
+        Returns
+        -------
+        float
+            The smallest such ``eps`` (up to the tolerance, on the safe side), ``eps_min`` if the condition
+            holds there, or ``inf``.
+
+        Raises
+        ------
+        PrecisionError
+            If the condition evaluates to NaN (``tightdp._numerics.falling_root``).
         """
         if extra is None or extra == self.numerical_error:
             use_err = extra is not None
@@ -288,7 +409,23 @@ class ComposedPLD:
 
 def merge_tails(parts: Iterable[tuple[tuple[CouplingTail, ...], int]]) -> tuple[CouplingTail, ...]:
     """Sum the counts of ``coupling_tails`` entries ``(count, v, b, p, a, dsq)`` (``parts``: ``(tails, c)``
-    pairs, each entry's count multiplied by ``c``); equal parameters share one entry."""
+    pairs, each entry's count multiplied by ``c``); equal parameters share one entry.
+
+    Parameters
+    ----------
+    parts : iterable of (tuple of CouplingTail, int)
+        Each term's ``coupling_tails`` and how many times it is composed.
+
+    Returns
+    -------
+    tuple of CouplingTail
+        The merged entries.
+
+    Raises
+    ------
+    ValueError
+        If an entry does not have six fields.
+    """
     acc: dict[tuple[float, float, float, float, float], int] = {}
     for tails, c in parts:
         for n, *par in tails:

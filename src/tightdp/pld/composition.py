@@ -1,9 +1,9 @@
 """FFT composition of discretised privacy losses, with every error term accounted for.
 
 Composition adds independent PRVs, so the PLD of a composition is the
-convolution of the PLDs (001 Sec. 4-5; 003 Alg. 1). We compute it on a window
+convolution of the PLDs (Koskela et al. 2020, Sec. 4-5; Gopi et al. 2021, Alg. 1). We compute it on a window
 of ``N`` grid points with a circular FFT: self-composition by powering the
-spectrum and heterogeneous composition by products (001 Sec. 5.5).
+spectrum and heterogeneous composition by products (Koskela et al. 2020, Sec. 5.5).
 
 Two numerical devices keep the answer certified:
 
@@ -16,7 +16,7 @@ Two numerical devices keep the answer certified:
   to ``delta`` even for ``delta = 1e-30``.
 * **Chernoff windows.** The circular FFT computes the distribution of the sum
   modulo the period. The window ``[lo, hi]`` is chosen from the exact cumulant
-  generating functions of the discretised PLDs (001 Sec. 7, Chernoff bound) so
+  generating functions of the discretised PLDs (Koskela et al. 2020, Sec. 7, Chernoff bound) so
   that the tilted mass outside it is at most ``tau`` on each side; that mass is
   both what wraps around (aliasing) and what the window misses, and the bounds
   add or subtract it.
@@ -156,6 +156,28 @@ def convolution_power(
     ``floor > 0`` trims, after every product, the entries at both ends below ``floor`` times the
     largest entry (their mass, at most ``floor`` times the vector's size per trim, is the caller's to
     charge); ``lead`` is the number of leading entries trimmed (``out[i]`` is entry ``i + lead``).
+
+    Parameters
+    ----------
+    base : FloatArray
+        A non-negative vector.
+    c : int
+        The power, >= 1.
+    g_base : float, default 0.0
+        The relative error count of ``base`` itself.
+    floor : float, default 0.0
+        Trim level relative to the largest entry (0: no trimming).
+
+    Returns
+    -------
+    tuple
+        ``(out, g, lead)``: the power (``FloatArray``), its relative error count (float) and the number of
+        leading entries trimmed (int).
+
+    Raises
+    ------
+    ValueError
+        If ``c < 1``.
     """
     if int(c) < 1:
         raise ValueError(f"c must be a positive integer, got {c!r}")
@@ -277,7 +299,39 @@ def compose(
 
     ``window`` fixes the loss range (the Fourier accountant's ``[-L, L]``);
     otherwise it comes from Chernoff bounds at level ``tau``. The tilted mass
-    outside the window is bounded either way and reported as ``alias_mass``.
+    outside the window is bounded either way and reported as ``alias_mass``. A few short steps are
+    convolved directly instead (relative round-off only, no window: ``_compose_direct``).
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed (counts <= 0 are skipped).
+    tilt : float, default 0.0
+        The exponential tilt (``saddle_tilt``): FFT round-off stays relative to the mass near the epsilon of
+        interest.
+    tau : float, default 1e-13
+        The tilted mass allowed outside a Chernoff window on each side.
+    window : tuple of float or None, default None
+        A fixed loss range ``(lo, hi)`` (the Fourier accountant's ``[-L, L]``) instead of a Chernoff window.
+    size : int or None, default None
+        The number of FFT points for a fixed ``window`` (default: enough for the mesh).
+
+    Returns
+    -------
+    ComposedPLD
+        The composition with every error term (``alias_mass``, ``float_error``, ``pointwise_error``, ...).
+
+    Raises
+    ------
+    ValueError
+        If no term has a positive count ("nothing to compose") or the losses do not share one mesh.
+    GridTooLargeError
+        If the window would need more than ``2^26`` grid points (epsilon too large for the mesh).
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Alg. 1, Sec. 5.5 (heterogeneous composition) and Sec. 7
+    (Chernoff window); Gopi et al. 2021 (PRV accountant), Alg. 1.
     """
     terms = [(d, int(c)) for d, c in terms if c > 0]
     if not terms:
