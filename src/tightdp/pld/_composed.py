@@ -303,7 +303,7 @@ class ComposedPLD:
         a long grid the bisection's few scalar evaluations are cheaper than a pass, and the two cached
         arrays would add 16 bytes a point to the largest compositions). The same
         arithmetic as ``_scalar_terms`` up to the last ulp of ``exp``: ``solve_epsilon`` confirms the
-        cell with the scalar terms before it uses it, and bisects as before where they disagree."""
+        cell with the scalar terms before it uses it, and bisects on the grid where they disagree."""
         n = self.tilted.size
         if not 64 <= n <= _VECTOR_SCAN_MAX or start >= n - 1:
             return None
