@@ -11,14 +11,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
 
 __all__ = ["single_threaded_blas", "one_blas_thread"]
 
-_CONTROLLER = None
+_CONTROLLER: Any = None  # a threadpoolctl.ThreadpoolController once looked up, False without threadpoolctl
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 @contextlib.contextmanager
-def single_threaded_blas():
+def single_threaded_blas() -> Iterator[None]:
     """Limit BLAS to one thread inside the block (a no-op without ``threadpoolctl``)."""
     global _CONTROLLER
     if _CONTROLLER is None:
@@ -35,11 +40,11 @@ def single_threaded_blas():
         yield
 
 
-def one_blas_thread(fn):
+def one_blas_thread(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     """Decorator: run ``fn`` under ``single_threaded_blas`` (signature and docstring kept)."""
 
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         with single_threaded_blas():
             return fn(*args, **kwargs)
 

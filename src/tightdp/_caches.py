@@ -19,13 +19,19 @@ helpers module that defined it).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 __all__ = ["register", "registered", "clear_caches"]
 
-_F = TypeVar("_F", bound=Callable)
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-_REGISTRY: list[Callable] = []
+_REGISTRY: list[Callable[..., Any]] = []
+
+
+class _Memo(Protocol):
+    """What ``register`` accepts: a callable with ``cache_clear()`` (an ``lru_cache`` wrapper)."""
+
+    def cache_clear(self) -> None: ...
 
 
 def register(fn: _F) -> _F:
@@ -38,7 +44,7 @@ def register(fn: _F) -> _F:
     return fn
 
 
-def registered() -> tuple[Callable, ...]:
+def registered() -> tuple[Callable[..., Any], ...]:
     """The memos registered so far, in registration order."""
     return tuple(_REGISTRY)
 
@@ -51,4 +57,4 @@ def clear_caches() -> None:
     between repetitions so that a repeated call does the whole computation.
     """
     for fn in _REGISTRY:
-        fn.cache_clear()
+        cast(_Memo, fn).cache_clear()  # ``register`` checked that it has one

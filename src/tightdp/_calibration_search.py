@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from ._accuracy import describe_accuracy
 from ._numerics import falling_root
@@ -21,6 +21,14 @@ __all__ = ["CalibrationError", "DIGITS"]
 
 #: ``fn(*point(x)) -> Bounds`` (epsilon): what ``_Evaluator`` evaluates; ``upper`` is what counts.
 EpsilonFunction = Callable[..., Bounds]
+#: ``safer(x, i)``: the next point towards the safe side after ``i + 1`` failed certifications.
+SaferFunction = Callable[[float, int], float]
+#: an evaluated point: a float, or an int for steps (``_finish`` keeps its type)
+_Point = TypeVar("_Point", bound=float)
+#: the log-scale search variable to the evaluated point (rounded to what is printed; integers for steps)
+ToPoint = Callable[[float], float]
+#: ``(upper, bounds)`` of one certified evaluation (``inf, None`` where it failed)
+Evaluation = tuple[float, Bounds | None]
 
 #: A certified evaluation slower than this (seconds) switches the search to its cheap levels: undecided
 #: points count as infeasible (the safe side) instead of being evaluated at the full accuracy again.
@@ -49,12 +57,12 @@ class _Evaluator:
         self,
         fn: EpsilonFunction,
         target: float,
-        point: Callable[[float], tuple],
+        point: Callable[[float], tuple[Any, ...]],
         coarse: EpsilonFunction | None = None,
         fine_error: float = 0.0,
         tight: EpsilonFunction | None = None,
         accuracy: tuple[float, float | None] | None = None,
-    ):
+    ) -> None:
         self.fn, self.coarse, self.target, self.point = fn, coarse, target, point
         self.tight = tight
         self.fine_error = fine_error
@@ -68,7 +76,7 @@ class _Evaluator:
         self.fine_seconds = 0.0  # the slowest check evaluation so far
         self.failures: list[str] = []
 
-    def _eval(self, fn, x) -> tuple[float, Bounds | None]:
+    def _eval(self, fn: EpsilonFunction, x: float) -> Evaluation:
         try:
             b = fn(*self.point(x))
         except (ArithmeticError, MemoryError) as exc:  # PrecisionError, overflow, a grid too large:
@@ -82,7 +90,7 @@ class _Evaluator:
                 up = math.inf
         return up, b
 
-    def _fine(self, x) -> tuple[float, Bounds | None]:
+    def _fine(self, x: float) -> Evaluation:
         if x not in self.fine:
             self.calls += 1
             t = time.perf_counter()
@@ -92,26 +100,28 @@ class _Evaluator:
                 self.expensive = True
         return self.fine[x]
 
-    def _rough(self, x) -> tuple[float, Bounds | None]:
+    def _rough(self, x: float) -> Evaluation:
         if x not in self.rough:
+            assert self.coarse is not None, "coarse evaluations need a coarse function"  # callers check it
             self.coarse_calls += 1
             self.rough[x] = self._eval(self.coarse, x)
         return self.rough[x]
 
-    def _finer(self, x) -> tuple[float, Bounds | None]:
+    def _finer(self, x: float) -> Evaluation:
         if x not in self.finer:
+            assert self.tight is not None, "finer evaluations need a tight function"  # callers check it
             self.calls += 1
             self.finer[x] = self._eval(self.tight, x)
         return self.finer[x]
 
-    def feasible(self, x) -> bool:
+    def feasible(self, x: float) -> bool:
         return self.evidence(x)[0] <= self.target
 
-    def verify(self, x) -> tuple[float, Bounds | None]:
+    def verify(self, x: float) -> Evaluation:
         """``(upper, Bounds)`` at the check accuracy: what the answer is certified on."""
         return self._fine(x)
 
-    def evidence(self, x) -> tuple[float, Bounds | None]:
+    def evidence(self, x: float) -> Evaluation:
         """``(upper, Bounds)`` of the evaluation that decides ``x`` (fine unless the coarse one sufficed)."""
         if x in self.fine or self.coarse is None:
             return self._fine(x)
@@ -124,7 +134,7 @@ class _Evaluator:
             return math.inf, None
         return self._fine(x)
 
-    def lower_bounds(self, x):
+    def lower_bounds(self, x: float) -> Iterator[Evaluation]:
         """Certified evaluations at ``x``, cheapest first (for proving that ``x`` exceeds the target)."""
         if self.coarse is not None:
             yield self._rough(x)
@@ -133,7 +143,7 @@ class _Evaluator:
         if self.tight is not None and not self.expensive:
             yield self._finer(x)
 
-    def value(self, x) -> float:
+    def value(self, x: float) -> float:
         """Best guess of the fine upper bound at ``x`` (for interpolation only, never for decisions)."""
         if x in self.fine:
             return self.fine[x][0]
@@ -144,7 +154,7 @@ class _Evaluator:
             return up
         return self.evidence(x)[0]
 
-    def __call__(self, x) -> tuple[float, Bounds | None]:
+    def __call__(self, x: float) -> Evaluation:
         return self.evidence(x)
 
 
@@ -158,7 +168,7 @@ def _interp(x0: float, f0: float, x1: float, f1: float, target: float) -> float 
 
 
 def _narrow(
-    ev: _Evaluator, to_x: Callable[[float], Any], bad: float, good: float, tol: float, *, max_iter: int = 80
+    ev: _Evaluator, to_x: ToPoint, bad: float, good: float, tol: float, *, max_iter: int = 80
 ) -> tuple[float, float]:
     """Shrink the log-scale bracket ``(bad, good)`` (``good`` feasible, ``bad`` not) to width ``tol``.
 
@@ -167,6 +177,12 @@ def _narrow(
     bisection whenever interpolation fails or the bracket did not halve in
     two probes. ``to_x`` maps the log-scale variable to the evaluated point
     (integers for steps), and the loop stops when it can no longer separate.
+
+    Not ``tightdp._numerics.falling_root``: feasibility is a predicate judged on certified bounds (coarse or
+    fine, cached, the expensive points counting as infeasible), not the sign of one real function, and the
+    interpolation reads the evaluator's estimates (``value``) that never decide a side; the probes also pass
+    through ``to_x`` (rounding to integers or printed digits). Brent's steps on ``value`` would probe other
+    points and change the calibrated answers.
     """
     side = 1.0
     widths = [abs(good - bad)]
@@ -213,7 +229,7 @@ def _round_sig(x: float, digits: int, up: bool) -> float:
 DIGITS = 6
 
 
-def _finish(ev: _Evaluator, x, safer: Callable[[Any, int], Any], *, rounds: int = 12):
+def _finish(ev: _Evaluator, x: _Point, safer: Callable[[_Point, int], _Point], *, rounds: int = 12) -> _Point:
     """The point at or past ``x`` (towards the safe side) whose check-accuracy upper bound meets the target."""
     for i in range(rounds):
         up, b = ev.verify(x)
@@ -232,7 +248,9 @@ def _accuracy_text(ev: _Evaluator) -> str:
     return describe_accuracy(*ev.accuracy)
 
 
-def _bracket(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: float):
+def _bracket(
+    ev: _Evaluator, to_x: ToPoint, u0: float, direction: float, lo: float, hi: float
+) -> tuple[float | None, float | None]:
     """Bracket the boundary on the log scale, starting from the guess ``u0``.
 
     ``direction = +1``: larger ``u`` is feasible (noise); ``-1``: smaller is
@@ -266,7 +284,8 @@ def _bracket(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: f
 
 
 def _gdp_mu(target: float, delta: float) -> float:
-    """mu with ``delta_mu(target) = delta`` for mu-GDP (000 eq. (2.3), Lemma 10); for initial guesses only."""
+    """mu with ``delta_mu(target) = delta`` for mu-GDP (Koskela et al. 2023, eq. (2.3), Lemma 10); for initial
+    guesses only."""
     from scipy import special
 
     def d(mu: float) -> float:
@@ -285,7 +304,9 @@ def _gdp_mu(target: float, delta: float) -> float:
     return falling_root(lambda mu: -d(mu), lo, hi, xtol=1e-10)
 
 
-def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> float | None:
+def _clt_guess(
+    *, target: float, delta: float, q: float | None = None, k: float | None = None, sigma: float | None = None
+) -> float | None:
     """The unknown one of (sigma, q, k) by the CLT/GDP approximation of DP-SGD (Bu et al. 2020):
     ``mu = q sqrt(k (exp(1/sigma^2) - 1))`` (``mu = sqrt(k) / sigma`` for ``q = 1``).
 
@@ -294,18 +315,22 @@ def _clt_guess(*, target: float, delta: float, q=None, k=None, sigma=None) -> fl
     try:
         mu = _gdp_mu(target, delta)
         if sigma is None:
+            if q is None or k is None:  # exactly one of the three is the unknown
+                return None
             if q == 1.0:
                 return math.sqrt(k) / mu
             return 1.0 / math.sqrt(math.log1p(mu * mu / (q * q * k)))
         g = math.expm1(min(1.0 / (sigma * sigma), 700.0)) if q != 1.0 else 1.0 / (sigma * sigma)
         if k is None:
-            return (mu / q) ** 2 / g
+            return None if q is None else (mu / q) ** 2 / g
         return mu / math.sqrt(k * g)
     except (ArithmeticError, ValueError):
         return None
 
 
-def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: float, tol: float):
+def _search(
+    ev: _Evaluator, to_x: ToPoint, u0: float, direction: float, lo: float, hi: float, tol: float
+) -> tuple[float | None, float | None]:
     """Bracket and narrow the boundary: ``(bad, good)`` on the log scale (either ``None`` as in ``_bracket``).
 
     With a coarse pass the search runs twice: first on the coarse evaluations
@@ -338,7 +363,7 @@ def _search(ev: _Evaluator, to_x, u0: float, direction: float, lo: float, hi: fl
 _TIGHTNESS_STEPS = (0.01, 0.02, 0.05)
 
 
-def _prove_exceeds(ev: _Evaluator, x) -> tuple[bool | None, float, Bounds | None]:
+def _prove_exceeds(ev: _Evaluator, x: float) -> tuple[bool | None, float, Bounds | None]:
     """Whether some certified lower bound at ``x`` exceeds the target: ``(proved, upper, bounds)``.
 
     ``proved`` is ``None`` when ``x`` could not be evaluated at all."""
@@ -352,7 +377,16 @@ def _prove_exceeds(ev: _Evaluator, x) -> tuple[bool | None, float, Bounds | None
     return (None if last_b is None else False), last_up, last_b
 
 
-def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, safer, max_rounds: int = 20):
+def _tighten(
+    ev: _Evaluator,
+    to_x: ToPoint,
+    u: float,
+    direction: float,
+    rtol: float,
+    *,
+    safer: SaferFunction,
+    max_rounds: int = 20,
+) -> tuple[float, dict[str, Any]]:
     """Show that moving ``1 %`` (else 2 %, 5 %) towards the infeasible side exceeds the target, proved by a
     certified lower bound. If a neighbour is itself feasible at the check accuracy (the bound wobbles), the
     answer moves there. Returns ``(answer, tightness record)``."""
@@ -378,7 +412,7 @@ def _tighten(ev: _Evaluator, to_x, u: float, direction: float, rtol: float, *, s
                     "checked": probe,
                     "step": frac,
                     "epsilon_upper": up if math.isfinite(up) else None,
-                    "epsilon_lower": b.lower,
+                    "epsilon_lower": None if b is None else b.lower,  # (proved: b is never None)
                     "overshoots": True,
                 }
             vup, vb = ev.verify(probe) if not ev.expensive or probe in ev.fine else (math.inf, None)

@@ -3,35 +3,47 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import overload
 
 import numpy as np
+import numpy.typing as npt
 
 from ._caches import clear_caches  # the registry lives in _caches: this module imports no engine module
 from .errors import PrecisionError  # a leaf module, like _caches
 
-__all__ = ["clear_caches", "geometric_suffix", "logsumexp", "falling_root"]
+__all__ = ["bisect_boundary", "clear_caches", "falling_index", "falling_root", "geometric_suffix", "logsumexp"]
 
 _U = float(np.finfo(float).eps) / 2
 
+#: ``tightdp._types``' aliases spelt out: this module imports only ``_caches`` and ``errors`` (``tests/test_layout.py``)
+FloatArray = npt.NDArray[np.float64]
+ArrayLike = npt.ArrayLike
 
-def logsumexp(a, axis=None):
+
+@overload
+def logsumexp(a: ArrayLike, axis: None = None) -> float: ...
+@overload
+def logsumexp(a: ArrayLike, axis: int) -> FloatArray: ...
+def logsumexp(a: ArrayLike, axis: int | None = None) -> float | FloatArray:
     """``log(sum(exp(a)))`` along ``axis`` without overflow (``-inf`` where every term is ``-inf``).
 
     Same values as ``scipy.special.logsumexp`` for real input; it is called in
     the inner loops of the engine, where scipy's per-call dispatch costs more
     than the arithmetic.
     """
-    a = np.asarray(a, float)
-    m = np.max(a, axis=axis, keepdims=True)
+    arr: FloatArray = np.asarray(a, float)
+    m = np.max(arr, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        out = np.log(np.sum(np.exp(a - m), axis=axis, keepdims=True)) + m
+        out = np.log(np.sum(np.exp(arr - m), axis=axis, keepdims=True)) + m
     if axis is None:
         return float(out.reshape(()))
-    return np.squeeze(out, axis=axis)
+    squeezed: FloatArray = np.squeeze(out, axis=axis)
+    return squeezed
 
 
-def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
+def geometric_suffix(a: ArrayLike, r: float) -> FloatArray:
     """``S`` with ``S_j = a_j + r S_(j+1)`` (``S_(n-1) = a_(n-1)``): ``S_j = sum_(i >= j) a_i r^(i - j)``,
     for non-negative ``a`` and ``0 < r <= 1``, in O(n) numpy work (no scipy.signal: its import costs
     seconds of a cold start).
@@ -43,9 +55,9 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
     with ``O(1) u`` relative error from the powers and the division, so ``S_j`` is within
     ``(n + 4) u S_j`` (callers charge ``3 n u`` or more).
     """
-    a = np.asarray(a, float)
-    n = a.size
-    out = np.empty(n)
+    v: FloatArray = np.asarray(a, float)
+    n = v.size
+    out: FloatArray = np.empty(n)
     if n == 0:
         return out
     lr = -math.log(r) if r < 1.0 else 0.0
@@ -57,7 +69,7 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
         start = max(0, end - block)
         m = end - start
         p = powers[:m]
-        t = np.cumsum((a[start:end] * p)[::-1])[::-1]
+        t = np.cumsum((v[start:end] * p)[::-1])[::-1]
         s = t / p
         if carry:
             s += carry * (r * p[::-1])  # r^(end - j) for j = start .. end-1
@@ -67,7 +79,9 @@ def geometric_suffix(a: np.ndarray, r: float) -> np.ndarray:
     return out
 
 
-def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500) -> float:
+def falling_root(
+    g: Callable[[float], float], lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U, max_iter: int = 500
+) -> float:
     """A point ``x`` in ``(lo, hi]`` with ``g(x) <= 0``, within ``xtol + rtol |x|`` of where ``g`` crosses 0,
     for a non-increasing ``g`` with ``g(lo) > 0 >= g(hi)`` (the caller checks both).
 
@@ -86,7 +100,7 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
     """
     raw = g
 
-    def g(x):
+    def checked(x: float) -> float:
         v = raw(x)
         if v != v:
             raise PrecisionError(
@@ -95,6 +109,7 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
             )
         return v
 
+    g = checked
     a, b = lo, hi
     fa, fb = g(a), g(b)
     c, fc = a, fa
@@ -139,14 +154,56 @@ def falling_root(g, lo: float, hi: float, *, xtol: float, rtol: float = 4.0 * _U
         if (fb > 0) == (fc > 0):
             c, fc = a, fa
         lo_, hi_ = (b, c) if fb > 0 else (c, b)
-        while hi_ - lo_ > 0.5 * (rtol * abs(hi_) + xtol):
-            mid = 0.5 * (lo_ + hi_)
-            if not lo_ < mid < hi_:
-                break
-            if g(mid) <= 0:
-                hi_ = mid
-            else:
-                lo_ = mid
-        return hi_
+        return bisect_boundary(
+            lambda x: g(x) <= 0, lo_, hi_, width=lambda lo, hi: 0.5 * (rtol * abs(hi) + xtol), max_iter=_BISECT_MAX
+        )[1]
     # the crossing lies between b and c; the one where g <= 0 is the answer
     return b if fb <= 0 else c
+
+
+#: more halvings than any bracket of floats admits (about 2100 from the largest float to the smallest)
+_BISECT_MAX = 1 << 12
+
+
+def bisect_boundary(
+    ok: Callable[[float], bool],
+    lo: float,
+    hi: float,
+    *,
+    width: Callable[[float, float], float] | None = None,
+    max_iter: int = _BISECT_MAX,
+) -> tuple[float, float]:
+    """``(lo, hi)`` narrowed by bisection around the boundary of a monotone predicate: ``ok`` false at ``lo``,
+    true at ``hi`` (the caller's invariant; neither end is evaluated here).
+
+    Each step halves the bracket at ``mid = 0.5 (lo + hi)`` and keeps the side ``ok`` decides; it stops after
+    ``max_iter`` steps, when ``mid`` no longer separates the ends (adjacent floats), or when
+    ``hi - lo <= width(lo, hi)``. The end to use is the caller's choice: ``hi`` where ``ok`` was seen to hold
+    (the safe side when ``ok`` means "certified"), ``lo`` where it was seen to fail. A deterministic ``ok``
+    gives the same bracket as any loop that makes the same halvings (a non-separating ``mid`` would leave it
+    unchanged). ``falling_root`` is the faster finder for a real-valued ``g``; this one serves predicates.
+    """
+    for _ in range(max_iter):
+        if width is not None and hi - lo <= width(lo, hi):
+            break
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def falling_index(ok: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The smallest index ``i`` in ``(lo, hi]`` where the monotone predicate ``ok`` holds, given that it fails at
+    ``lo`` and holds at ``hi`` (the caller's invariant; neither end is evaluated here): integer bisection, at most
+    ``ceil(log2(hi - lo))`` evaluations (the discrete counterpart of ``falling_root``, e.g. for grid cells)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi

@@ -19,8 +19,14 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Collection
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
+
+#: ``tightdp._types.FloatArray`` spelt out: ``_types`` shares this module's layer (``tests/test_layout.py``)
+FloatArray = npt.NDArray[np.float64]
 
 MAX_MAGNITUDE = 1e12
 MIN_POSITIVE = 1e-300
@@ -43,7 +49,7 @@ __all__ = [
 ]
 
 
-def _as_float(name: str, value) -> float:
+def _as_float(name: str, value: object) -> float:
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     try:
@@ -59,7 +65,7 @@ def _as_float(name: str, value) -> float:
 
 def check_real(
     name: str,
-    value,
+    value: object,
     *,
     low: float | None = None,
     high: float | None = None,
@@ -82,7 +88,7 @@ def check_real(
     return x
 
 
-def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
+def check_positive(name: str, value: object, *, allow_inf: bool = False) -> float:
     """``value`` in [1e-300, 1e12] (``MIN_POSITIVE``, ``MAX_MAGNITUDE``): a scale, a noise level, a norm."""
     x = check_real(name, value, low=0.0, allow_inf=allow_inf)
     if x < MIN_POSITIVE:
@@ -92,12 +98,12 @@ def check_positive(name: str, value, *, allow_inf: bool = False) -> float:
     return x
 
 
-def check_nonnegative(name: str, value, *, allow_inf: bool = False) -> float:
+def check_nonnegative(name: str, value: object, *, allow_inf: bool = False) -> float:
     """``value`` in [0, inf)."""
     return check_real(name, value, low=0.0, low_open=False, allow_inf=allow_inf)
 
 
-def check_probability(name: str, value) -> float:
+def check_probability(name: str, value: object) -> float:
     """A sampling rate: ``value`` in [1e-300, 1] (``MIN_POSITIVE``)."""
     x = check_real(name, value, low=0.0, high=1.0, high_open=False)
     if x < MIN_POSITIVE:
@@ -107,7 +113,7 @@ def check_probability(name: str, value) -> float:
     return x
 
 
-def check_delta(name: str, value) -> float:
+def check_delta(name: str, value: object) -> float:
     """A target delta: ``value`` in [1e-300, 1) (``MIN_DELTA``)."""
     x = check_real(name, value, low=0.0, high=1.0)
     if x < MIN_DELTA:
@@ -115,18 +121,18 @@ def check_delta(name: str, value) -> float:
     return x
 
 
-def check_epsilon(name: str, value) -> float:
+def check_epsilon(name: str, value: object) -> float:
     """A target epsilon: ``value`` in [0, inf)."""
     return check_nonnegative(name, value)
 
 
-def check_eps_error(name: str, value) -> float:
+def check_eps_error(name: str, value: object) -> float:
     """An accuracy target for epsilon: ``value`` in [1e-9, 10] (finer than 1e-9 is below what the
     grids and the float error terms can deliver; a request for it is refused, not silently widened)."""
     return check_real(name, value, low=1e-9, low_open=False, high=10.0, high_open=False)
 
 
-def check_count(name: str, value, *, minimum: int = 1) -> int:
+def check_count(name: str, value: object, *, minimum: int = 1) -> int:
     """A whole number of steps / compositions, at least ``minimum``.
 
     Integral floats such as ``1e4`` are accepted; ``10.5``, NaN, booleans and
@@ -150,16 +156,16 @@ def check_count(name: str, value, *, minimum: int = 1) -> int:
     return n
 
 
-def check_choice(name: str, value, choices) -> str:
+def check_choice(name: str, value: object, choices: Collection[str]) -> str:
     """``value`` one of ``choices`` (strings)."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r}")
-    return value
+    return cast(str, value)  # equal to one of the strings in ``choices``
 
 
 def check_real_array(
-    name: str, values, *, low: float | None = None, low_open: bool = False, allow_nan: bool = False
-) -> np.ndarray:
+    name: str, values: object, *, low: float | None = None, low_open: bool = False, allow_nan: bool = False
+) -> FloatArray:
     """A 1-D float array (scalars become length-1 arrays) with optional lower limit."""
     if isinstance(values, (str, bytes, bool, np.bool_)):
         raise ValueError(f"{name} must be a number or an array of numbers, got {values!r}")
@@ -167,10 +173,10 @@ def check_real_array(
         raw = np.asarray(values)
         if raw.dtype.kind not in "iuf":  # bools, strings, objects: not numbers
             raise TypeError
-        arr = np.asarray(raw, dtype=float)
+        arr: FloatArray = np.asarray(raw, dtype=float)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be a number or an array of numbers, got {values!r}") from None
-    arr = np.atleast_1d(arr)
+    arr = np.atleast_1d(arr)  # float64, at least one dimension
     if arr.ndim != 1:
         raise ValueError(f"{name} must be a scalar or a 1-D array, got shape {arr.shape}")
     if not allow_nan and np.isnan(arr).any():

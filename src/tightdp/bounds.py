@@ -129,11 +129,11 @@ class Bounds:
         return out
 
     def __repr__(self) -> str:
-        def f(v):
+        def f(v: Any) -> str:
             if v is None:
                 return "None"
             if isinstance(v, np.ndarray):
-                return np.array2string(v, precision=6)
+                return str(np.array2string(v, precision=6))
             return f"{v:.6g}"
 
         return (

@@ -31,14 +31,17 @@ onto the top atom for the lower bound) or onto the lowest kept atom (upper; drop
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
-from ..losses import DiscreteLoss, SelfDiscretisingLoss
+from .._types import FloatArray
+from ..losses import DiscreteLoss, PrivacyLoss, SelfDiscretisingLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 
@@ -50,10 +53,26 @@ _TAIL_BELOW = 1e-3  # share of the tail budget spent below the kept atoms (as ``
 _MAX_UNITS = 64  # the lattice unit is the smallest gap divided by at most this
 
 
-def atom_gaps(losses) -> set[float]:
+def atom_gaps(losses: Iterable[PrivacyLoss]) -> set[float]:
     """The distances of every loss's atoms (``PrivacyLoss.lattice_atoms``) from its lowest one, and 0: what a
     grid offset to hold each loss's lowest atom (``pld.dominance.grid_offset``) must divide to hold them all.
-    Distances below 1e-12 are the same atom."""
+    Distances below 1e-12 are the same atom.
+
+    Parameters
+    ----------
+    losses : iterable of PrivacyLoss
+        The losses (``lattice_atoms()`` of each; losses without atoms add nothing).
+
+    Returns
+    -------
+    set of float
+        The gaps, 0 included.
+
+    Raises
+    ------
+    AttributeError
+        If a loss has no ``lattice_atoms`` method.
+    """
     gaps = {0.0}
     for loss in losses:
         atoms = [a for a in loss.lattice_atoms() if math.isfinite(a)]
@@ -61,9 +80,26 @@ def atom_gaps(losses) -> set[float]:
     return gaps
 
 
-def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
+def atom_lattice(values: Iterable[float]) -> tuple[float, tuple[int, ...]] | None:
     """``(g, m)`` with every value ``v_i = v_0 + m_i g`` up to 1e-9 relative (``v_0`` the smallest,
-    ``g`` the smallest gap over at most 64), or ``None`` if the atoms lie on no such lattice."""
+    ``g`` the smallest gap over at most 64), or ``None`` if the atoms lie on no such lattice.
+
+    Parameters
+    ----------
+    values : iterable of float
+        The atoms' loss values (at least one).
+
+    Returns
+    -------
+    tuple or None
+        ``(g, m)``: the unit and each sorted value's integer offset from the smallest (``(1.0, (0,))`` for one
+        value), or ``None``.
+
+    Raises
+    ------
+    ValueError
+        If ``values`` is empty, or a value is not a real number.
+    """
     v = sorted(float(x) for x in values)
     if len(v) == 1:
         return 1.0, (0,)
@@ -81,7 +117,7 @@ def atom_lattice(values) -> tuple[float, tuple[int, ...]] | None:
 
 @_register_cache
 @lru_cache(maxsize=32)
-def _power(step: DiscreteLoss, count: int):
+def _power(step: DiscreteLoss, count: int) -> tuple[float, float, int, FloatArray, float, float, float]:
     """The exact composition's finite atoms: ``(a0, g, lead, w, rel, absolute, eta)``; atom ``i`` of
     ``w`` has loss ``count a0 + (lead + i) g`` up to ``eta`` and P-mass ``w[i]`` within a factor
     ``1 +- rel``, plus at most ``absolute`` of trimmed or underflowed mass in all."""
@@ -112,7 +148,7 @@ def _power(step: DiscreteLoss, count: int):
     return float(v[0]), g, lead, out, rel, absolute, eta
 
 
-def _binomial_power(p0: float, p1: float, count: int) -> tuple[np.ndarray, float, int]:
+def _binomial_power(p0: float, p1: float, count: int) -> tuple[FloatArray, float, int]:
     """``(w, rel, lead)``: the masses ``w[i] = C(c, j) p1^j p0^(c - j)`` of ``j = lead + i`` (``c = count``),
     within a factor ``1 +- rel``, entries below ``_TRIM`` of the largest left out at both ends.
 
@@ -151,10 +187,32 @@ def _binomial_power(p0: float, p1: float, count: int) -> tuple[np.ndarray, float
     return w, g / (1.0 - g), int(lead)
 
 
+#: ``SelfComposedAtoms._kept``: values, masses, below, above, grid offset, margin, rel, absolute, summed
+_Kept = tuple[FloatArray, FloatArray, float, float, float, FloatArray, float, float, float]
+
+
 @dataclass(frozen=True)
 class SelfComposedAtoms(SelfDiscretisingLoss):
     """``count`` steps of the atoms-only loss ``step``, composed exactly, as one privacy loss (module
-    docstring). The connect-the-dots accountant uses it for ledgers whose atoms no common grid holds."""
+    docstring). The connect-the-dots accountant uses it for ledgers whose atoms no common grid holds.
+
+    Parameters
+    ----------
+    step : DiscreteLoss
+        One step's atoms-only privacy loss (its atoms on one lattice: ``applies``).
+    count : int
+        How many times the step is composed (>= 1).
+
+    Raises
+    ------
+    TypeError
+        A missing field (the dataclass constructor; the fields are not validated: ``applies`` decides).
+
+    References
+    ----------
+    Kairouz, Oh, Viswanath 2015, Thm 3.3 (the composition's atoms); Doroshenko et al. 2022
+    (connect-the-dots, for ``dominating_pld``).
+    """
 
     how_to = "the connect-dots accountant (it composes atoms exactly before discretising)"
 
@@ -162,30 +220,62 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
     count: int
 
     @staticmethod
-    def applies(loss) -> bool:
-        """Whether ``loss`` is made of atoms on one lattice (and so can be composed exactly)."""
+    def applies(loss: object) -> bool:
+        """Whether ``loss`` is made of atoms on one lattice (and so can be composed exactly).
+
+        Parameters
+        ----------
+        loss : object
+            Any privacy loss (only a ``DiscreteLoss`` can apply).
+
+        Returns
+        -------
+        bool
+            Whether ``SelfComposedAtoms`` can compose it.
+
+        Raises
+        ------
+        ValueError
+            If the loss's atoms are not real numbers.
+        """
         atoms = loss.lattice_atoms() if isinstance(loss, DiscreteLoss) else ()
         return bool(atoms) and atom_lattice(atoms) is not None
 
-    @property
-    def infinity_mass(self) -> float:  # P(some step's loss is +inf), without cancellation
+    @property  # derived from the step (``PrivacyLoss`` declares it a field): read-only here
+    def infinity_mass(self) -> float:  # type: ignore[override]
+        """P(some step's loss is ``+inf``), without cancellation."""
         m = min(float(self.step.infinity_mass), 1.0)
         return 1.0 if m >= 1.0 else -math.expm1(self.count * math.log1p(-m))
 
-    @property
-    def infinity_is_exact(self) -> bool:
+    @property  # the step's (``PrivacyLoss`` declares it a field): read-only here
+    def infinity_is_exact(self) -> bool:  # type: ignore[override]
+        """Whether the step's mass at ``+inf`` is a true atom (``PrivacyLoss.infinity_is_exact``)."""
         return self.step.infinity_is_exact
 
     def support(self) -> tuple[float, float]:
+        """The composition's support: ``count`` times the step's.
+
+        Returns
+        -------
+        tuple of float
+            ``(lo, hi)``, possibly infinite.
+        """
         lo, hi = self.step.support()
         return self.count * lo, self.count * hi
 
     def spread(self) -> float:
+        """The composition's loss standard deviation under P: ``sqrt(count)`` times the step's (an estimate).
+
+        Returns
+        -------
+        float
+            The standard deviation.
+        """
         from .dominance import loss_spread
 
         return math.sqrt(self.count) * loss_spread(self.step)
 
-    def _kept(self, h: float, tail: float):
+    def _kept(self, h: float, tail: float) -> _Kept:
         """The atoms within the tail budget: values, masses (tails folded in: ``below`` onto the lowest
         kept atom, ``above`` returned apart), the grid offset and the power's error terms."""
         a0, g, lead, w, rel, absolute, eta = _power(self.step, self.count)
@@ -210,6 +300,31 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         return values, np.array(w[lo : hi + 1]), below, above, c0, margin, rel, absolute, summed
 
     def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A dominating pair on ``c0 + h Z``: each composed atom split between its two grid points (module
+        docstring, connect-the-dots for one atom).
+
+        Parameters
+        ----------
+        h : float
+            The mesh (> 0).
+        tail : float
+            The P-mass per step that may be left beyond the kept atoms.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The dominating discretisation (the mass beyond the kept atoms at ``+inf``).
+
+        Raises
+        ------
+        ValueError
+            If the step's atoms lie on no lattice.
+
+        References
+        ----------
+        Doroshenko, Ghazi, Kamath, Kumar, Manurangsi 2022, "Connect the dots: tighter discrete approximations
+        of privacy loss distributions".
+        """
         values, w, below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
         below, above = below * (1.0 + summed), above * (1.0 + summed)
         w = w.copy()
@@ -239,12 +354,31 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         )
 
     def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
+        """A dominated pair on ``c0 + h Z``: each composed atom lowered to the grid point below it.
+
+        Parameters
+        ----------
+        h : float
+            The mesh (> 0).
+        tail : float
+            The P-mass per step that may be left beyond the kept atoms.
+
+        Returns
+        -------
+        DiscretisedLoss
+            The dominated discretisation (the mass above the kept atoms lowered onto the highest one).
+
+        Raises
+        ------
+        ValueError
+            If the step's atoms lie on no lattice.
+        """
         values, w, _below, above, c0, margin, rel, absolute, summed = self._kept(h, tail)
         w = w.copy()
         w[-1] += above  # losses above the kept atoms lowered to the highest one; those below are dropped
         i = np.floor((values - margin - c0) / h)
         start = int(i.min())
-        pmf = np.bincount((i - start).astype(np.int64), weights=w)
+        pmf = cast(FloatArray, np.bincount((i - start).astype(np.int64), weights=w))  # float64: weighted
         inf_lo = self.infinity_mass * (1.0 - 1e-14) if self.infinity_is_exact else 0.0
         return DiscretisedLoss(
             h=h,
@@ -260,12 +394,34 @@ class SelfComposedAtoms(SelfDiscretisingLoss):
         )
 
 
-def composed_atom_values(terms, low: float, high: float, limit: int) -> np.ndarray | None:
+def composed_atom_values(
+    terms: Sequence[tuple[PrivacyLoss, int]], low: float, high: float, limit: int
+) -> FloatArray | None:
     """The values in ``[low, high]`` that a composition of atoms-only losses (``terms``: ``(loss, count)``
     pairs, every loss a ``DiscreteLoss``) can take, when all their atoms lie on one lattice: the kinks of
     its privacy curve (between them ``delta(eps) = A - B e^eps`` exactly, and the trade-off curve's
     facets have slopes ``-e^eps`` at exactly these values). ``None`` for other ledgers, or when more than
-    ``limit`` values fall in the range. Hints for where to ask for delta; never part of a bound."""
+    ``limit`` values fall in the range. Hints for where to ask for delta; never part of a bound.
+
+    Parameters
+    ----------
+    terms : sequence of (PrivacyLoss, int)
+        The ledger: each loss and its count.
+    low, high : float
+        The range of loss values wanted.
+    limit : int
+        The most values returned.
+
+    Returns
+    -------
+    FloatArray or None
+        The values, increasing (empty if none lies in the range), or ``None``.
+
+    Raises
+    ------
+    TypeError
+        If ``low``, ``high`` or ``limit`` is not a number.
+    """
     if not terms or not all(isinstance(loss, DiscreteLoss) for loss, _ in terms):
         return None
     origin = span = 0.0

@@ -1,9 +1,9 @@
 """FFT composition of discretised privacy losses, with every error term accounted for.
 
 Composition adds independent PRVs, so the PLD of a composition is the
-convolution of the PLDs (001 Sec. 4-5; 003 Alg. 1). We compute it on a window
+convolution of the PLDs (Koskela et al. 2020, Sec. 4-5; Gopi et al. 2021, Alg. 1). We compute it on a window
 of ``N`` grid points with a circular FFT: self-composition by powering the
-spectrum and heterogeneous composition by products (001 Sec. 5.5).
+spectrum and heterogeneous composition by products (Koskela et al. 2020, Sec. 5.5).
 
 Two numerical devices keep the answer certified:
 
@@ -16,7 +16,7 @@ Two numerical devices keep the answer certified:
   to ``delta`` even for ``delta = 1e-30``.
 * **Chernoff windows.** The circular FFT computes the distribution of the sum
   modulo the period. The window ``[lo, hi]`` is chosen from the exact cumulant
-  generating functions of the discretised PLDs (001 Sec. 7, Chernoff bound) so
+  generating functions of the discretised PLDs (Koskela et al. 2020, Sec. 7, Chernoff bound) so
   that the tilted mass outside it is at most ``tau`` on each side; that mass is
   both what wraps around (aliasing) and what the window misses, and the bounds
   add or subtract it.
@@ -31,15 +31,23 @@ norm of the spectrum error (plus the inverse transform's own rounding).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import cast
 
 import numpy as np
 from scipy import fft as sfft
 
-from .._numerics import falling_root, geometric_suffix
+from .._types import ComplexArray, FloatArray
 from ..errors import GridTooLargeError
-from .discretise import DiscretisedLoss
+from ._chernoff import _cgf, _tail_masses, _tilted_weights, _window
+from ._chernoff import chernoff_epsilon as chernoff_epsilon
+from ._chernoff import chernoff_window as chernoff_window
+from ._chernoff import saddle_tilt as saddle_tilt
+from ._composed import ComposedPLD as ComposedPLD
+from ._composed import _tail_coupling_shift as _tail_coupling_shift
+from ._composed import hockey_stick_points as hockey_stick_points
+from ._composed import merge_tails as merge_tails
+from .discretise import Terms
 
 __all__ = [
     "ComposedPLD",
@@ -51,480 +59,16 @@ __all__ = [
     "merge_tails",
 ]
 
-_U = np.finfo(float).eps / 2  # unit round-off
+_U = cast(float, np.finfo(float).eps / 2)  # unit round-off (a numpy float64)
 #: the largest composition window (points); a pass near it holds about 200 bytes per point (13 GB, README)
 _MAX_POINTS = 1 << 26
-#: the longest grid whose epsilon cell is found by one vector pass (``ComposedPLD._first_grid_point_below``)
-_VECTOR_SCAN_MAX = 1 << 17
-
-
-def hockey_stick_points(a: float, h: float) -> float:
-    """``sum_{m >= 0} e^(-a m) (1 - e^(-(m + 1) h))`` for ``a, h > 0`` (rounded up): how many grid points'
-    worth of an entrywise error a tilted composition's delta can collect above any epsilon, the ``m``-th
-    point above it being at least ``m h`` above (tilt weight ``e^(-a m)``, ``a = tilt h``) and at most
-    ``(m + 1) h`` (hockey-stick weight). Closed form: ``(1 - e^-h) / ((1 - e^-a) (1 - e^-(a + h)))``."""
-    return -math.expm1(-h) / (math.expm1(-a) * math.expm1(-a - h)) * (1.0 + 1e-12)
-
-
-@dataclass(frozen=True, eq=False)
-class ComposedPLD:
-    """The composed finite part, stored tilted: ``w(x_i) = tilted[i] * exp(log_norm - tilt * x_i)``.
-
-    ``x_i = offset + i * h`` are loss values (mean-preserving shifts included).
-    """
-
-    h: float
-    offset: float
-    tilted: np.ndarray
-    tilt: float
-    log_norm: float
-    infinity_mass: float
-    truncated_mass: float
-    hoeffding_sq: float
-    mean_error: float
-    alias_mass: float
-    float_error: float
-    compositions: int
-    tv_error: float = 0.0  # sum of the composed terms' l1 errors (re-binned blocks, uncovered cells)
-    #: exact masses lie within ``[computed * low_factor, computed * (1 + up_rel)]`` pointwise
-    up_rel: float = 0.0
-    low_factor: float = 1.0
-    #: rare wide roundings in the coupling (``DiscretisedLoss.coupling_tails``, counts summed)
-    coupling_tails: tuple = ()
-    #: bound on the round-off of any one entry of ``tilted`` (``float_error`` bounds their sum); ``None``:
-    #: no better bound than ``float_error``
-    pointwise_error: float | None = None
-    #: errors of the composed inputs themselves (``pld.hierarchy``: blocks composed by FFT), tilted units of
-    #: ``tilted``, charged on top of this composition's own round-off: ``input_error`` in l1 only (the
-    #: blocks' window), ``input_round_off = (l1, entrywise)`` bounded both ways (the blocks' round-off)
-    input_error: float = 0.0
-    input_round_off: tuple = (0.0, 0.0)
-
-    @property
-    def l1_error(self) -> float:
-        """Bound on the l1 distance of ``tilted`` from the exact composition of the exact inputs, window
-        aside: this composition's round-off plus its inputs' errors."""
-        return self.float_error + self.input_error + self.input_round_off[0]
-
-    @property
-    def delta_error_factor(self) -> float:
-        """``F`` with ``|delta_disc(e') - exact(e')| <= exp(log_norm - tilt e) F`` for every ``e' >= e``
-        (window, round-off and input errors; the suffix sums' own rounding is charged apart).
-
-        The aliased mass and the inputs' window errors are l1 bounds: in the worst case all of it sits
-        just above ``e``, where one unit of tilted mass is ``exp(log_norm - tilt e)`` of delta. Round-off
-        (this FFT's, ``float_error`` / ``pointwise_error``, and the inputs', ``input_round_off``) is
-        also bounded entry by entry (``p``): the ``m``-th grid point above ``e'`` lies at least ``m h``
-        above it, so its error moves delta by at most ``p exp(log_norm - tilt e') e^(-tilt m h)
-        (1 - e^(-(m + 1) h))``; summed over ``m >= 0``, ``p exp(log_norm - tilt e')`` times
-        ``hockey_stick_points(tilt h, h)``, about ``1 / (tilt^2 h)`` points' worth instead of the l1
-        bound's ``~N``. Each error takes the smaller of its two bounds. (Decisive where the composition
-        is nearly a point mass, its l1 round-off ~1e-10 of the tilted mass while delta is ~1e-9 of it:
-        rare sampled steps at a tiny delta.)"""
-        cached = self.__dict__.get("_delta_error_factor")
-        if cached is None:
-            fft, (in_l1, in_point) = self.float_error, self.input_round_off
-            points = hockey_stick_points(self.tilt * self.h, self.h) if self.tilt > 0.0 and self.h > 0.0 else math.inf
-            if math.isfinite(points):  # (a tilt of 1e-300 gives inf points: 0 x inf must not become nan)
-                if self.pointwise_error is not None:
-                    fft = min(fft, self.pointwise_error * points)
-                in_l1 = min(in_l1, in_point * points)
-            cached = self.alias_mass + self.input_error + fft + in_l1
-            self.__dict__["_delta_error_factor"] = cached
-        return cached
-
-    @property
-    def x(self) -> np.ndarray:
-        """Loss values of the grid (computed once; treat as read-only)."""
-        x = self.__dict__.get("_x")
-        if x is None:
-            x = self.offset + self.h * np.arange(self.tilted.size)
-            x.flags.writeable = False
-            self.__dict__["_x"] = x
-        return x
-
-    def coupling_shift(self, eta: float) -> float:
-        """``t`` with ``P(S - S~ > t) <= eta`` (and the same for ``S~ - S``).
-
-        Hoeffding for independent differences of ranges ``r_i`` (003 Lemma 5.3),
-        plus the accumulated bound on the mean mismatch.
-        """
-        if self.hoeffding_sq == 0.0 and not self.coupling_tails:  # no coupling (dominance-based)
-            return float(self.mean_error)
-        if not self.coupling_tails:
-            return float(math.sqrt(0.5 * self.hoeffding_sq * math.log(1.0 / eta)) + self.mean_error)
-        return _tail_coupling_shift(self.hoeffding_sq, self.coupling_tails, eta) + float(self.mean_error)
-
-    def numerical_error(self, eps) -> np.ndarray:
-        """Bound on how much aliasing, window truncation and FFT round-off can move
-        ``delta_disc(eps')`` for any ``eps' >= eps`` (untilted: ``exp(log_norm - tilt eps)``),
-        plus the rounding of the suffix sums behind ``delta_disc`` (``4 N u`` times the mass above)."""
-        eps = np.asarray(eps, float)
-        flat = np.atleast_1d(eps)
-        fft = np.exp(np.minimum(self.log_norm - self.tilt * flat, 700.0)) * self.delta_error_factor
-        A, _ = self._suffix_at(flat)
-        return (fft + 4.0 * _U * self.tilted.size * A).reshape(eps.shape)
-
-    def _scalar_suffix(self, e: float) -> tuple[float, float, float]:
-        """``(x_j, A_j, S_j)`` for one float ``e``: the sums from the first grid point ``x_j`` above ``e``
-        (``delta_disc(e) = A_j - S_j exp(e - x_j)``)."""
-        A, S = self._sums()
-        x = self.x
-        j = int(x.searchsorted(e, side="right"))
-        if j >= x.size:
-            return e, 0.0, 0.0
-        return float(x[j]), float(A[j]), float(S[j])
-
-    def _scalar_terms(self, e: float) -> tuple[float, float]:
-        """``(delta_disc(e), numerical_error(e))`` for one float: the root finders' inner loop,
-        the same arithmetic as the vector methods without their array overhead."""
-        ref, a, b = self._scalar_suffix(e)
-        d = max(a - b * math.exp(min(e - ref, 700.0)), 0.0)
-        fft = math.exp(min(self.log_norm - self.tilt * e, 700.0)) * self.delta_error_factor
-        return d, fft + 4.0 * _U * self.tilted.size * a
-
-    # -- delta(eps) of the discrete distribution --------------------------------
-    def _sums(self):
-        """``(A, S)``, one O(N) pass each: ``A_j = sum_{i >= j} w(x_i)`` and
-        ``S_j = sum_{i >= j} w(x_i) exp(-(x_i - x_j))`` (so ``S_j = w(x_j) + e^-h S_(j+1)``; both
-        have a trailing 0; ``tightdp._numerics.geometric_suffix``). ``delta_disc(e) = A_j - S_j exp(e - x_j)`` with ``x_j`` the first grid
-        point above ``e``, where ``exp(e - x_j)`` is in ``[e^-h, 1)``: no overflow at any epsilon.
-
-        Rounding: ``A_j`` is a sum of at most ``N`` non-negative terms (error ``<= N u A_j``); the
-        recursion for ``S_j`` rounds a product and a sum per step, and ``e^-h`` once, so term ``i``
-        carries at most ``3 (i - j + 1) u`` relative error (``<= 3 N u S_j`` in all, ``S_j <= A_j``):
-        ``numerical_error`` charges ``4 N u A_j``.
-        """
-        cached = self.__dict__.get("_sums_cache")
-        if cached is None:
-            with np.errstate(over="ignore", under="ignore"):
-                a = self.tilted * np.exp(np.minimum(self.log_norm - self.tilt * self.x, 700.0))
-            rev = a[::-1]
-            A = np.append(np.cumsum(rev)[::-1], 0.0)
-            S = np.append(geometric_suffix(a, math.exp(-self.h)), 0.0)
-            cached = (A, S)
-            self.__dict__["_sums_cache"] = cached
-        return cached
-
-    def _suffix_at(self, eps: np.ndarray):
-        """``(A_j, S_j * exp(eps - x_j))`` for each ``eps`` (``x_j`` the first grid point above it)."""
-        A, S = self._sums()
-        x = self.x
-        j = np.searchsorted(x, eps, side="right")
-        inside = j < x.size
-        jj = np.minimum(j, x.size - 1)
-        with np.errstate(over="ignore", under="ignore"):
-            Be = np.where(inside, S[jj] * np.exp(np.minimum(eps - x[jj], 700.0)), 0.0)
-        return np.where(inside, A[jj], 0.0), Be
-
-    def delta_disc(self, eps) -> np.ndarray:
-        """``sum_{x_i > eps} w(x_i) (1 - exp(eps - x_i))`` for each ``eps`` (finite part only)."""
-        eps = np.atleast_1d(np.asarray(eps, float))
-        A, Be = self._suffix_at(eps)
-        return np.maximum(A - Be, 0.0)
-
-    def _first_grid_point_below(self, target: float, use_err: bool, start: int) -> int | None:
-        """The first grid index ``i >= start`` with ``delta_disc(x_i) (+ numerical_error(x_i)) <= target``,
-        from one vector pass over the grid (``None``: none, or a grid too small or too large to bother: on
-        a long grid the bisection's few scalar evaluations are cheaper than a pass, and the two cached
-        arrays would add 16 bytes a point to the largest compositions). The same
-        arithmetic as ``_scalar_terms`` up to the last ulp of ``exp``: ``solve_epsilon`` confirms the
-        cell with the scalar terms before it uses it, and bisects as before where they disagree."""
-        n = self.tilted.size
-        if not 64 <= n <= _VECTOR_SCAN_MAX or start >= n - 1:
-            return None
-        key = "_grid_g_err" if use_err else "_grid_g"
-        vals = self.__dict__.get(key)
-        if vals is None:
-            A, S = self._sums()
-            x = self.x
-            # at e = x_i the first grid point above is x_(i+1); the last grid point has nothing above it
-            with np.errstate(over="ignore", under="ignore"):
-                d = np.maximum(A[1:n] - S[1:n] * np.exp(np.minimum(x[:-1] - x[1:], 700.0)), 0.0)
-                if use_err:
-                    d = d + (
-                        np.exp(np.minimum(self.log_norm - self.tilt * x[:-1], 700.0)) * self.delta_error_factor
-                        + 4.0 * _U * n * A[1:n]
-                    )
-            vals = np.append(d, 0.0)
-            vals.flags.writeable = False
-            self.__dict__[key] = vals
-        hits = np.flatnonzero(vals[start:] <= target)
-        return int(start + hits[0]) if hits.size else None
-
-    def solve_epsilon(self, target: float, extra=None, *, eps_min: float = -1.0) -> float:
-        """Smallest ``eps >= eps_min`` with ``delta_disc(eps) + extra(eps) <= target``.
-
-        ``extra`` is a non-increasing function of ``eps`` (error terms). Returns
-        ``inf`` when the window ends before the condition is met. ``delta_disc``
-        is continuous and non-increasing, so bisection on grid points followed by
-        a bracketing root finder inside one cell (``_numerics.falling_root``) is exact to round-off; the
-        answer is a point where the condition was evaluated and holds (the right end of the last bracket,
-        within ``1e-13 + 4 u |eps|`` of the crossing).
-        """
-        if extra is None or extra == self.numerical_error:
-            use_err = extra is not None
-
-            def g(e: float) -> float:
-                d, err = self._scalar_terms(e)
-                return d + err - target if use_err else d - target
-        else:  # any other non-increasing error term: generic (vector) evaluation, root finder inside the cell
-            use_err = False
-            g = lambda e: float(self.delta_disc(e)[0]) + float(extra(e)) - target
-        if g(eps_min) <= 0:
-            return eps_min
-        xs = self.x
-        # g is non-increasing: locate the cell on grid indices, then solve inside it
-        lo_i = int(np.searchsorted(xs, eps_min, side="right"))
-        hi_i = xs.size - 1
-        first = self._first_grid_point_below(target, use_err, lo_i) if extra is None or use_err else None
-        if first is not None and first > lo_i and g(float(xs[first])) <= 0 < g(float(xs[first - 1])):
-            hi_i = first  # the vector scan's cell, confirmed by the scalar arithmetic at both of its ends
-        elif g(float(xs[-1])) > 0 or lo_i > hi_i or g(float(xs[hi_i])) > 0:
-            return math.inf
-        elif g(float(xs[lo_i])) <= 0:
-            hi_i = lo_i
-        else:
-            while hi_i - lo_i > 1:  # invariant: g(xs[lo_i]) > 0 >= g(xs[hi_i])
-                mid = (lo_i + hi_i) // 2
-                if g(float(xs[mid])) <= 0:
-                    hi_i = mid
-                else:
-                    lo_i = mid
-        hi = float(xs[hi_i])
-        lo = eps_min if hi_i == 0 or float(xs[hi_i - 1]) < eps_min else float(xs[hi_i - 1])
-        if g(lo) <= 0:
-            return lo
-        if extra is None or (use_err and self.tilt == 0.0):  # (use_err is False for a custom extra)
-            # inside one cell delta_disc = A - B e^(eps - ref) and the error term is constant:
-            # solve in closed form, and accept only if both sides check out: g <= 0 at the answer (1e-13 to the
-            # safe side) and g > 0 just below it, so the crossing is bracketed by two evaluations whatever the
-            # rounding of A + c - target did to the closed form (else the bracketing root finder decides)
-            ref, a, b = self._scalar_suffix(lo)
-            const = self._scalar_terms(lo)[1] if use_err else 0.0
-            num = a + const - target
-            if num > 0.0 and b > 0.0:
-                e = ref + math.log(num / b)
-                below = max(lo, e - 1e-13)
-                if lo <= e <= hi and e + 1e-13 <= hi and g(e + 1e-13) <= 0 and (below == lo or g(below) > 0):
-                    return e + 1e-13
-        return falling_root(g, lo, hi, xtol=1e-13)
-
-
-def merge_tails(parts) -> tuple:
-    """Sum the counts of ``coupling_tails`` entries ``(count, v, b, p, a, dsq)`` (``parts``: ``(tails, c)``
-    pairs, each entry's count multiplied by ``c``); equal parameters share one entry."""
-    acc: dict = {}
-    for tails, c in parts:
-        for n, *par in tails:
-            key = tuple(par)
-            acc[key] = acc.get(key, 0) + int(n) * int(c)
-    return tuple((n, *key) for key, n in acc.items())
-
-
-def _tail_coupling_shift(hoeff: float, tails, eta: float) -> float:
-    """``t`` with ``P(sum D_i > t + mean) <= eta`` (and the same for ``-D``) for a coupling whose variables
-    have the log-MGF bound ``s^2 r^2 / 8 + W(s)`` (``hoeff = sum r^2``), ``W`` from ``coupling_tails``.
-
-    Each entry ``(n, v, b, p, a, dsq)`` stands for ``n`` independent steps discretised with a rare wide
-    tail (``tightdp.pld.discretise_coarse_tail``): ``W_step(s) = v phi(|s| b) / b^2 +
-    p exp(|s| a) (exp(s^2 dsq / 8) - 1)`` with ``phi(x) = e^x - 1 - x``. Chernoff: ``P(sum D - mean > t)
-    <= exp(s^2 H / 8 + W(s) - s t)`` for every ``s > 0``, so ``t(s) = (s^2 H / 8 + W(s) + log(1/eta)) / s``
-    is valid for every ``s``; the smallest over a grid of ``s`` below the Hoeffding optimum is returned,
-    rounded up by ``1e-12`` relative (the sums are of a few positive terms).
-    """
-    L = math.log(1.0 / eta)
-    H = max(hoeff, 1e-300)
-    s0 = math.sqrt(8.0 * L / H)
-    ss = s0 * np.geomspace(0.2, 1.0, 64)
-    W = np.zeros_like(ss)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for n, v, b, p, a, dsq in tails:
-            x = ss * b
-            phi = np.expm1(x) - x + 4.0 * _U * (np.exp(x) + x)  # rounded up
-            W += n * (v * phi / (b * b) + p * np.exp(ss * a) * np.expm1(ss * ss * dsq / 8.0))
-        t = (ss * ss * H / 8.0 + W + L) / ss
-    t = t[np.isfinite(t)]
-    if t.size == 0:
-        return math.inf
-    return float(np.min(t)) * (1.0 + 1e-12)
-
-
-def _tilted_weights(d: DiscretisedLoss, tilt: float) -> np.ndarray:
-    """``pmf * exp(tilt * y)``, normalised to sum 1 (no logs needed when ``tilt == 0``).
-
-    Cached on ``d`` for the two most recent tilts (the window search, the moments and the FFT of
-    one composition all need the same vector); the returned array is read-only.
-    """
-    cache = d.__dict__.setdefault("_tilted_cache", {})
-    w = cache.get(tilt)
-    if w is not None:
-        return w
-    if tilt == 0.0:
-        w = d.pmf / d.pmf.sum()
-    else:
-        with np.errstate(divide="ignore"):
-            lw = np.log(d.pmf) + tilt * d.grid
-        w = np.exp(lw - lw.max())
-        w /= w.sum()
-    w.flags.writeable = False
-    if len(cache) >= 2:
-        cache.pop(next(iter(cache)))
-    cache[tilt] = w
-    return w
-
-
-def _term_moments(d: DiscretisedLoss, tilt: float) -> tuple[float, float]:
-    """Mean and variance of one tilted term (cached on ``d`` per tilt)."""
-    cache = d.__dict__.setdefault("_moment_cache", {})
-    out = cache.get(tilt)
-    if out is None:
-        w = _tilted_weights(d, tilt)
-        g = d.grid
-        # einsum, not BLAS dot: these only choose windows' thetas and tilts, and a threaded dot
-        # stalls for milliseconds on mid-sized vectors when the machine is loaded
-        mu = float(np.einsum("i,i->", w, g))
-        c = g - mu
-        out = (mu, float(np.einsum("i,i,i->", w, c, c)))
-        if len(cache) >= 8:
-            cache.pop(next(iter(cache)))
-        cache[tilt] = out
-    return out
-
-
-def _moments(terms, tilt):
-    """Mean and variance of the tilted composition (exact, on the unshifted grid)."""
-    m = v = 0.0
-    for d, c in terms:
-        mu, var = _term_moments(d, tilt)
-        m += c * mu
-        v += c * var
-    return m, v
-
-
-def chernoff_epsilon(terms: Sequence[tuple[DiscretisedLoss, int]], delta: float) -> tuple[float, float]:
-    """``(eps_guess, tilt)``: where ``delta(eps)`` is decided and the tilt that centres the FFT there.
-
-    A normal approximation of the composition gives the Chernoff point
-    ``m + sqrt(2 v log(1/delta))`` and the tilt ``sqrt(2 log(1/delta) / v)``.
-    Only the accuracy of the answer depends on this choice, never its
-    validity; the accountant re-centres if the answer falls outside the window.
-    """
-    m, v = _moments(terms, 0.0)
-    shift = sum(c * d.shift for d, c in terms)
-    if v <= 0:
-        return m + shift, 0.0
-    z = math.sqrt(2.0 * math.log(1.0 / delta))
-    guess = m + shift + z * math.sqrt(v)
-    # a bounded loss (atoms, Laplace) cannot exceed the sum of its largest atoms: aim inside that range,
-    # where the saddle-point tilt is finite (beyond it the tilt would run off to its cap)
-    top = sum(c * (float(d.grid[np.flatnonzero(d.pmf > 0)[-1]]) + d.shift) for d, c in terms if np.any(d.pmf > 0))
-    if guess >= m + shift + 0.999 * (top - m - shift):  # only then would the tilt run off to its cap
-        guess = m + shift + 0.9 * max(top - m - shift, 0.0)
-    return guess, saddle_tilt(terms, guess)
-
-
-def saddle_tilt(terms: Sequence[tuple[DiscretisedLoss, int]], eps: float) -> float:
-    """``theta >= 0`` whose tilted composition has mean ``eps`` (0 if ``eps`` is below the mean)."""
-    shift = sum(c * d.shift for d, c in terms)
-    target = eps - shift
-    mean = lambda th: sum(c * d.d_log_mgf(th) for d, c in terms)
-    if mean(0.0) >= target:
-        return 0.0
-    hi = 1.0
-    while mean(hi) < target and hi < 1e4:
-        hi *= 4.0
-    if mean(hi) < target:
-        return hi
-    return falling_root(lambda th: target - mean(th), 0.0, hi, xtol=1e-4, rtol=1e-4)
-
-
-def _cgf(terms, theta):
-    return sum(c * d.log_mgf(theta) for d, c in terms)
-
-
-#: the window search's theta grid, relative to the normal-theory optimum (np.geomspace costs 0.2 ms a call)
-_WINDOW_THETAS = np.geomspace(1e-3, 1.5, 20)
-_WINDOW_THETAS.flags.writeable = False
-
-
-def _window(terms, tilt, tau):
-    """``[lo, hi]`` (unshifted grid units) with tilted mass <= tau outside on each side (Chernoff).
-
-    The exact CGF is evaluated on a geometric grid of ``theta`` around the
-    normal-theory optimum; any ``theta`` gives a valid bound, the search only
-    makes the window tighter.
-    """
-    K0 = _cgf(terms, tilt)
-    _, v = _moments(terms, tilt)
-    base = math.sqrt(2.0 * math.log(1.0 / tau) / max(v, 1e-300))
-    # heavy-tailed losses (rare large steps) want a much smaller theta than the variance suggests
-    ths = base * _WINDOW_THETAS
-    both = np.concatenate([ths, -ths])  # one pass over the blocks for both sides
-    k_up = np.zeros(both.size)
-    for d, c in terms:
-        k_up += c * d.log_mgf_upper(tilt + both)
-    with np.errstate(invalid="ignore", over="ignore"):
-        vals = (k_up - K0 - math.log(tau)) / np.abs(both)
-    th_up = _argmin_theta(vals[: ths.size], ths)
-    th_dn = _argmin_theta(vals[ths.size :], ths)
-    k_up, k_dn = sum(c * d.log_mgf_many((tilt + th_up, tilt - th_dn)) for d, c in terms)
-    hi = (float(k_up) - K0 - math.log(tau)) / th_up
-    lo = -(float(k_dn) - K0 - math.log(tau)) / th_dn
-    return lo, hi, K0
-
-
-def chernoff_window(terms: Sequence[tuple[DiscretisedLoss, int]], tilt: float, tau: float) -> tuple[float, float]:
-    """``(lo, hi)`` in loss units (shifts included) outside which the ``tilt``-tilted composition has
-    at most ``tau`` mass on each side (Chernoff bounds from the exact CGFs): the window ``compose``
-    would use. For planning (grid sizes); ``compose`` computes and charges its own window."""
-    terms = [(d, int(c)) for d, c in terms if c > 0 and d.mass > 0]
-    if not terms:
-        raise ValueError("nothing to compose")
-    lo, hi, _ = _window(terms, tilt, tau)
-    shift = sum(c * d.shift for d, c in terms)
-    return lo + shift, hi + shift
-
-
-def _argmin_theta(vals: np.ndarray, thetas: np.ndarray) -> float:
-    """``|theta|`` at the smallest finite value (the first theta if none is finite)."""
-    i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
-    return float(abs(thetas[i]))
-
-
-def _pick_theta(terms, tilt, thetas, objective):
-    """The theta (returned as ``|theta|``) minimising ``objective`` on cheap block upper bounds of the CGF.
-
-    Only the choice of theta uses the block bounds; the caller evaluates the exact
-    CGF at the chosen theta, so the resulting bound is exact for that theta.
-    """
-    k_up = np.zeros(thetas.size)
-    for d, c in terms:
-        k_up += c * d.log_mgf_upper(tilt + thetas)
-    with np.errstate(invalid="ignore", over="ignore"):
-        vals = objective(k_up, thetas)
-    return _argmin_theta(vals, thetas)
-
-
-def _tail_masses(terms, tilt, K0, bot, top):
-    """Chernoff bounds on the tilted mass below ``bot`` and above ``top`` (a wide geometric grid of theta)."""
-    m, v = _moments(terms, tilt)
-    v = max(v, 1e-300)
-    th_hi = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(top - m, 0.0) / v)), 24)
-    th_lo = np.geomspace(1e-2, min(1e4, max(1.0, 4.0 * max(m - bot, 0.0) / v)), 24)
-    a = _pick_theta(terms, tilt, th_hi, lambda k, th: k - K0 - th * top)
-    b = _pick_theta(terms, tilt, -th_lo, lambda k, th: k - K0 - th * bot)
-    with np.errstate(over="ignore"):
-        t_hi = math.exp(min(_cgf(terms, tilt + a) - K0 - a * top, 0.0))
-        t_lo = math.exp(min(_cgf(terms, tilt - b) - K0 + b * bot, 0.0))
-    return t_lo, t_hi
 
 
 #: self-compositions up to this count power the spectrum by repeated squaring, beyond it by exp(c log phi)
 _SQUARING_MAX = 1 << 12
 
 
-def _powers(phi, mag, gamma, c):
+def _powers(phi: ComplexArray, mag: FloatArray, gamma: float, c: int) -> tuple[ComplexArray, FloatArray, FloatArray]:
     """``phi^c``, ``(|phi| + gamma)^c`` and ``|phi|^c`` (the last two for the round-off bound of ``compose``).
 
     ``phi^c`` is computed only where ``c log|phi| > -700``; elsewhere it is set to 0 and so is
@@ -552,8 +96,9 @@ def _powers(phi, mag, gamma, c):
     e_[live] = np.exp(lm[live])
     all_live = bool(live.all())
     ph = phi if all_live else phi[live]
+    out: ComplexArray | None = None
     if c <= _SQUARING_MAX:
-        out, base, e = None, ph, c
+        base, e = ph, c
         while True:
             if e & 1:
                 out = base.copy() if out is None else out * base
@@ -563,6 +108,7 @@ def _powers(phi, mag, gamma, c):
             base = base * base
     else:
         out = np.exp(c * np.log(ph))
+    assert out is not None  # c >= 1
     if all_live:
         return out, b_, e_
     pw[live] = out
@@ -595,8 +141,8 @@ def _power_plan(size: int, c: int) -> float:
 
 
 def convolution_power(
-    base: np.ndarray, c: int, g_base: float = 0.0, *, floor: float = 0.0
-) -> tuple[np.ndarray, float, int]:
+    base: FloatArray, c: int, g_base: float = 0.0, *, floor: float = 0.0
+) -> tuple[FloatArray, float, int]:
     """``base`` (non-negative) convolved with itself ``c`` times by repeated squaring: ``(out, g, lead)``.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
@@ -610,8 +156,33 @@ def convolution_power(
     ``floor > 0`` trims, after every product, the entries at both ends below ``floor`` times the
     largest entry (their mass, at most ``floor`` times the vector's size per trim, is the caller's to
     charge); ``lead`` is the number of leading entries trimmed (``out[i]`` is entry ``i + lead``).
+
+    Parameters
+    ----------
+    base : FloatArray
+        A non-negative vector.
+    c : int
+        The power, >= 1.
+    g_base : float, default 0.0
+        The relative error count of ``base`` itself.
+    floor : float, default 0.0
+        Trim level relative to the largest entry (0: no trimming).
+
+    Returns
+    -------
+    tuple
+        ``(out, g, lead)``: the power (``FloatArray``), its relative error count (float) and the number of
+        leading entries trimmed (int).
+
+    Raises
+    ------
+    ValueError
+        If ``c < 1``.
     """
-    out, g_out, lead_out = None, 0.0, 0
+    if int(c) < 1:
+        raise ValueError(f"c must be a positive integer, got {c!r}")
+    out: FloatArray | None = None
+    g_out, lead_out = 0.0, 0
     lead = 0
     e = int(c)
     while e:
@@ -633,10 +204,11 @@ def convolution_power(
             if floor > 0.0:
                 base, cut = _trim(base, floor)
                 lead += cut
+    assert out is not None  # c >= 1: the lowest set bit of c assigned it
     return out, g_out, lead_out
 
 
-def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
+def _trim(v: FloatArray, floor: float) -> tuple[FloatArray, int]:
     """``v`` without the entries at both ends below ``floor * max(v)``, and how many leading ones went."""
     keep = np.flatnonzero(v >= floor * float(v.max()))
     if keep.size == 0:  # an all-zero vector (everything underflowed): nothing to trim against
@@ -644,7 +216,19 @@ def _trim(v: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
     return v[keep[0] : keep[-1] + 1], int(keep[0])
 
 
-def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_count, tv, up_rel, low_factor):
+def _compose_direct(
+    live: Terms,
+    h: float,
+    shift: float,
+    inf_mass: float,
+    truncated: float,
+    hoeff: float,
+    mean_err: float,
+    total_count: int,
+    tv: float,
+    up_rel: float,
+    low_factor: float,
+) -> ComposedPLD | None:
     """The composition by direct convolution, or ``None`` when too many steps or too long.
 
     Every entry of a convolution of non-negative vectors is a sum of non-negative products,
@@ -665,7 +249,8 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
         n = n + c * (d.pmf.size - 1) + (0 if n else 1)
     if ops > (_DIRECT_MAX_OPS if total_count <= _DIRECT_MAX_STEPS else _DIRECT_MANY_OPS):
         return None
-    out, g_out = None, 0.0
+    out: FloatArray | None = None
+    g_out = 0.0
     log_norm = 0.0
     for d, c in live:
         mass = float(d.pmf.sum())
@@ -681,6 +266,7 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
     up = (1.0 + up_rel) * (1.0 + g) - 1.0
     low = low_factor * (1.0 - g)
     start = sum(c * d.start for d, c in live)
+    assert out is not None  # ``live`` is not empty (``compose`` checks)
     out = np.maximum(out, 0.0)
     return ComposedPLD(
         h=h,
@@ -702,7 +288,7 @@ def _compose_direct(live, h, shift, inf_mass, truncated, hoeff, mean_err, total_
 
 
 def compose(
-    terms: Sequence[tuple[DiscretisedLoss, int]],
+    terms: Terms,
     *,
     tilt: float = 0.0,
     tau: float = 1e-13,
@@ -713,7 +299,39 @@ def compose(
 
     ``window`` fixes the loss range (the Fourier accountant's ``[-L, L]``);
     otherwise it comes from Chernoff bounds at level ``tau``. The tilted mass
-    outside the window is bounded either way and reported as ``alias_mass``.
+    outside the window is bounded either way and reported as ``alias_mass``. A few short steps are
+    convolved directly instead (relative round-off only, no window: ``_compose_direct``).
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed (counts <= 0 are skipped).
+    tilt : float, default 0.0
+        The exponential tilt (``saddle_tilt``): FFT round-off stays relative to the mass near the epsilon of
+        interest.
+    tau : float, default 1e-13
+        The tilted mass allowed outside a Chernoff window on each side.
+    window : tuple of float or None, default None
+        A fixed loss range ``(lo, hi)`` (the Fourier accountant's ``[-L, L]``) instead of a Chernoff window.
+    size : int or None, default None
+        The number of FFT points for a fixed ``window`` (default: enough for the mesh).
+
+    Returns
+    -------
+    ComposedPLD
+        The composition with every error term (``alias_mass``, ``float_error``, ``pointwise_error``, ...).
+
+    Raises
+    ------
+    ValueError
+        If no term has a positive count ("nothing to compose") or the losses do not share one mesh.
+    GridTooLargeError
+        If the window would need more than ``2^26`` grid points (epsilon too large for the mesh).
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Alg. 1, Sec. 5.5 (heterogeneous composition) and Sec. 7
+    (Chernoff window); Gopi et al. 2021 (PRV accountant), Alg. 1.
     """
     terms = [(d, int(c)) for d, c in terms if c > 0]
     if not terms:
@@ -795,13 +413,14 @@ def compose(
             vec = np.zeros(n)
             vec[: w.size] = w
         else:  # wrap around the period
-            vec = np.bincount(np.arange(w.size) % n, weights=w, minlength=n)
+            vec = cast(FloatArray, np.bincount(np.arange(w.size) % n, weights=w, minlength=n))  # float64: weighted
         phi = sfft.rfft(vec)
         mag = np.abs(phi)
         pw, b_, e_ = _powers(phi, mag, gamma, c)
         spec = pw if spec is None else spec * pw
         abs_bound = b_ if abs_bound is None else abs_bound * b_
         abs_exact = e_ if abs_exact is None else abs_exact * e_
+    assert spec is not None and abs_bound is not None and abs_exact is not None  # ``live`` is not empty
     out = sfft.irfft(spec, n)
     base = sum(c * d.start for d, c in live)
     out = np.roll(out, -((j0 - base) % n))

@@ -1,8 +1,8 @@
-"""Certified bounds on delta(eps) and eps(delta) from a composed PLD (003 Thm 5.5, made explicit).
+"""Certified bounds on delta(eps) and eps(delta) from a composed PLD (Gopi et al. 2021, Thm 5.5, made explicit).
 
 For the composed PRV ``S`` and its discretisation ``S~`` (a ``ComposedPLD``):
 
-* coupling (003 Lemma 5.2-5.3): ``P(S - S~ > t) <= eta`` and ``P(S~ - S > t) <= eta``;
+* coupling (Gopi et al. 2021, Lemma 5.2-5.3): ``P(S - S~ > t) <= eta`` and ``P(S~ - S > t) <= eta``;
 * the hockey-stick integrand ``f_eps(s) = (1 - e^{eps - s})_+`` is non-decreasing
   and bounded by 1, so
   ``delta(eps) <= p_inf + delta_disc(eps - t) + err(eps - t) + eta`` and
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .composition import ComposedPLD
 
 __all__ = ["CurveBounds", "delta_bounds", "epsilon_bounds"]
@@ -38,6 +39,27 @@ _U = float(np.finfo(float).eps) / 2
 
 @dataclass(frozen=True)
 class CurveBounds:
+    """Certified ``(lower, estimate, upper)`` on ``eps(delta)`` of one composed PLD (``epsilon_bounds``).
+
+    Parameters
+    ----------
+    lower : float
+        Certified lower bound (0 when not asked for or not certifiable).
+    estimate : float
+        The discrete PLD's own epsilon, clipped into ``[lower, upper]`` (no guarantee).
+    upper : float
+        Certified upper bound (``inf`` with a ``note`` when none is finite).
+    note : str or None, default None
+        Why ``upper`` is infinite, when it is.
+    numerical_error : float, default 0.0
+        The aliasing / round-off allowance the bounds include.
+
+    Raises
+    ------
+    TypeError
+        A missing field (the dataclass constructor; the fields are not validated).
+    """
+
     lower: float
     estimate: float
     upper: float
@@ -45,15 +67,41 @@ class CurveBounds:
     numerical_error: float = 0.0  # the aliasing/round-off allowance the bounds include
 
 
-def delta_bounds(comp: ComposedPLD, eps: np.ndarray, eta: float):
-    """Arrays ``(lower, estimate, upper)`` of delta at each ``eps``."""
-    eps = np.asarray(eps, float)
+def delta_bounds(comp: ComposedPLD, eps: ArrayLike, eta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Arrays ``(lower, estimate, upper)`` of delta at each ``eps``.
+
+    Parameters
+    ----------
+    comp : ComposedPLD
+        The composition.
+    eps : array_like
+        Epsilons (any shape).
+    eta : float
+        The coupling's failure probability in (0, 1): the bounds pay ``eta`` on each side.
+
+    Returns
+    -------
+    tuple of FloatArray
+        ``(lower, estimate, upper)``, each the shape of ``eps``, in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        If ``eps`` is not numeric, or as ``ComposedPLD.coupling_shift`` for a bad ``eta``.
+    ZeroDivisionError
+        As ``ComposedPLD.coupling_shift`` (``eta == 0``).
+
+    References
+    ----------
+    Gopi, Lee, Wutschitz 2021, Thm 5.5, with every error term explicit (module docstring).
+    """
+    e: FloatArray = np.asarray(eps, float)
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
     tv, up, lo_f = comp.tv_error, 1.0 + comp.up_rel, comp.low_factor
-    upper = p_inf + (comp.delta_disc(eps - t) + comp.numerical_error(eps - t)) * up + eta + tv
-    lower = p_inf + (comp.delta_disc(eps + t) - comp.numerical_error(eps + t)) * lo_f - eta - tv - comp.truncated_mass
-    est = p_inf + comp.delta_disc(eps)
+    upper = p_inf + (comp.delta_disc(e - t) + comp.numerical_error(e - t)) * up + eta + tv
+    lower = p_inf + (comp.delta_disc(e + t) - comp.numerical_error(e + t)) * lo_f - eta - tv - comp.truncated_mass
+    est = p_inf + comp.delta_disc(e)
     upper = np.minimum(upper, 1.0)
     lower = np.clip(lower, 0.0, 1.0)
     est = np.clip(est, lower, upper)
@@ -66,6 +114,35 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
     ``need`` names the fields to compute (the dominance accountant wants only
     the upper bound and estimate of one composition and the lower bound of
     another); the others are returned as ``0`` (lower) or ``inf``.
+
+    Parameters
+    ----------
+    comp : ComposedPLD
+        The composition.
+    delta : float
+        The target delta in (0, 1).
+    eta : float
+        The coupling's failure probability in (0, 1).
+    need : str, default "lower estimate upper"
+        The fields to compute, by name.
+
+    Returns
+    -------
+    CurveBounds
+        The bounds and the numerical allowance they include.
+
+    Raises
+    ------
+    ValueError
+        As ``ComposedPLD.coupling_shift`` for a bad ``eta``.
+    ZeroDivisionError
+        As ``ComposedPLD.coupling_shift`` (``eta == 0``).
+    PrecisionError
+        If a root finder meets NaN (``tightdp._numerics.falling_root``).
+
+    References
+    ----------
+    Gopi, Lee, Wutschitz 2021, Thm 5.5, inverted on the monotone envelopes of the module docstring.
     """
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
@@ -82,7 +159,7 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
             "the error budget": eta,
             "the discretisation's floating-point error (tv_error)": comp.tv_error,
         }
-        cause = max(terms, key=terms.get)
+        cause = max(terms, key=lambda name: terms[name])
         note = (
             f"delta={delta:g} is not above {cause} ({terms[cause]:.3g}); the terms: infinite loss {p_inf:.3g}, "
             f"error budget {eta:.2g}, floating-point error {comp.tv_error:.3g}: no finite epsilon can be "

@@ -1,4 +1,4 @@
-"""Mean-preserving discretisation of a privacy loss random variable (003 Alg. 2).
+"""Mean-preserving discretisation of a privacy loss random variable (Gopi et al. 2021, Alg. 2).
 
 The grid is ``h * Z`` (cells ``(j h - h/2, j h + h/2]``), the same for every
 mechanism composed together. For a PRV ``Y`` we build the *upper variant*
@@ -7,25 +7,32 @@ cell is moved up into it, so ``Y <=_st Y^U`` and ``delta_Y <= delta_{Y^U}``
 for every epsilon (the hockey-stick integrand is non-decreasing in ``Y``).
 The finite part of ``Y^U`` is then replaced by ``Y~ = j h + mu`` with the
 cell masses, where the shift ``mu`` makes ``E[Y~] = E[Y^U | finite]``
-(003 Alg. 2). Each ``Y^U - Y~`` lies in an interval of length
-``coupling_range = h + 2 * edge_error`` (003 Lemma D.5), which is what the
-Hoeffding step of 003 Lemma 5.3 / Thm 5.5 needs. The lower bound pays for the
+(Gopi et al. 2021, Alg. 2). Each ``Y^U - Y~`` lies in an interval of length
+``coupling_range = h + 2 * edge_error`` (Gopi et al. 2021, Lemma D.5), which is what the
+Hoeffding step of Gopi et al. 2021, Lemma 5.3 / Thm 5.5 needs. The lower bound pays for the
 truncation with ``truncated_mass`` (``Y`` and ``Y^U`` differ only there).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError
 from ..losses import PrivacyLoss
 
 __all__ = ["DiscretisedLoss", "discretise", "discretise_coarse_tail"]
+
+#: one rare wide rounding of a coupling: ``(count, v, b, p, a, dsq)`` (``discretise_coarse_tail``)
+CouplingTail = tuple[int, float, float, float, float, float]
+#: discretised losses with how many times each is composed
+Terms = Sequence[tuple["DiscretisedLoss", int]]
 
 _BLOCKS = 256  # resolution of the cheap CGF upper bound used for windows and tilts
 _BLOCK_MIN = 16  # points per block at least (a small grid's 256 blocks of 5 points cost 4x, for the same choice)
@@ -33,11 +40,46 @@ _BLOCK_MIN = 16  # points per block at least (a small grid's 256 blocks of 5 poi
 
 @dataclass(frozen=True, eq=False)
 class DiscretisedLoss:
-    """The finite part of ``Y~``: ``pmf[j]`` sits at loss value ``(start + j) * h + shift``."""
+    """The finite part of ``Y~``: ``pmf[j]`` sits at loss value ``(start + j) * h + shift``.
+
+    Parameters
+    ----------
+    h : float
+        The mesh (> 0): the grid is ``h * Z``.
+    start : int
+        Grid index of ``pmf[0]``.
+    pmf : FloatArray
+        Non-negative masses on consecutive grid points (P-probabilities of the privacy loss).
+    shift : float
+        Mean-preserving shift added to every grid value (Gopi et al. 2021, Alg. 2).
+    infinity_mass : float
+        P-mass at loss ``+inf`` (in [0, 1]).
+    truncated_mass : float
+        P-mass moved or cut by the truncation (what a lower bound pays for it).
+    mean_error : float
+        Bound on the mismatch of the means of ``Y^U`` and ``Y~``.
+    coupling_range : float
+        Length of the interval holding each ``Y^U - Y~`` (Gopi et al. 2021, Lemma D.5).
+    tv_error : float, default 0.0
+        l1 distance between ``pmf`` and the exact cell masses it stands for.
+    rel_error : float, default 0.0
+        Every mass is within a factor ``1 +- rel_error`` of the exact one.
+    coupling_tails : tuple of CouplingTail, default ()
+        Rare wide roundings of the coupling, ``(count, v, b, p, a, dsq)`` entries (``discretise_coarse_tail``).
+
+    Raises
+    ------
+    TypeError
+        A missing field (the dataclass constructor); the fields are not validated: the engine builds them.
+
+    References
+    ----------
+    Gopi, Lee, Wutschitz 2021, "Numerical composition of differential privacy", Alg. 2 and Lemma D.5.
+    """
 
     h: float
     start: int
-    pmf: np.ndarray
+    pmf: FloatArray
     shift: float
     infinity_mass: float
     truncated_mass: float
@@ -49,13 +91,13 @@ class DiscretisedLoss:
     #: every mass is within a factor ``1 +- rel_error`` of the exact one (cells not covered count in tv_error)
     rel_error: float = 0.0
     #: rare wide roundings of the coupling, ``(count, v, b, p, a, dsq)`` entries (``discretise_coarse_tail``);
-    #: empty for 003 Alg. 2, whose every rounding lies in a range ``coupling_range``
-    coupling_tails: tuple = ()
+    #: empty for Gopi et al. 2021, Alg. 2, whose every rounding lies in a range ``coupling_range``
+    coupling_tails: tuple[CouplingTail, ...] = ()
 
     @property
-    def grid(self) -> np.ndarray:
+    def grid(self) -> FloatArray:
         """Loss values of ``pmf`` without the shift (integer multiples of ``h``; computed once, read-only)."""
-        g = self.__dict__.get("_grid_cache")
+        g: FloatArray | None = self.__dict__.get("_grid_cache")
         if g is None:
             g = (self.start + np.arange(self.pmf.size)) * self.h
             g.flags.writeable = False
@@ -64,11 +106,12 @@ class DiscretisedLoss:
 
     @property
     def mass(self) -> float:
+        """Total finite mass, ``pmf.sum()``."""
         return float(self.pmf.sum())
 
-    def _log_support(self):
+    def _log_support(self) -> tuple[FloatArray, FloatArray]:
         """``(log pmf, grid)`` on the atoms with positive mass (computed once)."""
-        out = self.__dict__.get("_log_support_cache")
+        out: tuple[FloatArray, FloatArray] | None = self.__dict__.get("_log_support_cache")
         if out is None:
             nz = self.pmf > 0
             out = (np.log(self.pmf[nz]), self.grid[nz])
@@ -76,43 +119,111 @@ class DiscretisedLoss:
         return out
 
     def log_mgf(self, theta: float) -> float:
-        """``log sum_j pmf_j exp(theta * y_j)`` on the unshifted grid (exact, log-sum-exp)."""
+        """``log sum_j pmf_j exp(theta * y_j)`` on the unshifted grid (exact, log-sum-exp).
+
+        Parameters
+        ----------
+        theta : float
+            The argument of the cumulant generating function.
+
+        Returns
+        -------
+        float
+            ``log E[exp(theta Y)]`` of the finite part (unnormalised).
+
+        Raises
+        ------
+        ValueError
+            If ``pmf`` has no positive mass (an empty maximum).
+        """
         lp, g = self._log_support()
         a = lp + theta * g
         m = float(a.max())
         return m + math.log(float(np.exp(a - m).sum()))
 
-    def log_mgf_many(self, thetas) -> np.ndarray:
-        """``log_mgf`` at a few ``thetas`` at once (one pass over the grid)."""
+    def log_mgf_many(self, thetas: ArrayLike) -> FloatArray:
+        """``log_mgf`` at a few ``thetas`` at once (one pass over the grid).
+
+        Parameters
+        ----------
+        thetas : array_like
+            1-D arguments.
+
+        Returns
+        -------
+        FloatArray
+            ``log_mgf(theta)`` for each ``theta``.
+
+        Raises
+        ------
+        ValueError
+            If ``thetas`` is not 1-D numeric, or ``pmf`` has no positive mass.
+        """
         lp, g = self._log_support()
         a = lp[None, :] + np.asarray(thetas, float)[:, None] * g[None, :]
         m = a.max(axis=1)
-        return m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        out: FloatArray = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
+        return out
 
     def d_log_mgf(self, theta: float) -> float:
         """Derivative of ``log_mgf``: the mean of the ``theta``-tilted distribution (used to choose tilts:
-        ``einsum``, not BLAS ``dot``, whose threads stall for milliseconds on a loaded machine)."""
+        ``einsum``, not BLAS ``dot``, whose threads stall for milliseconds on a loaded machine).
+
+        Parameters
+        ----------
+        theta : float
+            The tilt.
+
+        Returns
+        -------
+        float
+            ``E[Y exp(theta Y)] / E[exp(theta Y)]`` on the unshifted grid.
+
+        Raises
+        ------
+        ValueError
+            If ``pmf`` has no positive mass (an empty maximum).
+        """
         lp, g = self._log_support()
         lw = lp + theta * g
         w = np.exp(lw - lw.max())
         return float(np.einsum("i,i->", w, g) / w.sum())
 
-    def log_mgf_upper(self, thetas: np.ndarray, blocks: int = _BLOCKS) -> np.ndarray:
+    def log_mgf_upper(self, thetas: ArrayLike, blocks: int = _BLOCKS) -> FloatArray:
         """Cheap upper bounds on ``log_mgf`` at many ``thetas``: the grid cut into about ``blocks`` blocks (of
         at least ``_BLOCK_MIN`` points), each block's mass placed at its largest (``theta >= 0``) or smallest
-        value; within ``|theta|`` times a block's width of the exact value."""
+        value; within ``|theta|`` times a block's width of the exact value.
+
+        Parameters
+        ----------
+        thetas : array_like
+            Scalar or 1-D arguments.
+        blocks : int, default 256
+            About how many blocks the grid is cut into (memoised per ``(self, blocks)``).
+
+        Returns
+        -------
+        FloatArray
+            An upper bound on ``log_mgf(theta)`` for each ``theta`` (``-inf`` where there is no mass).
+
+        Raises
+        ------
+        ValueError
+            If ``thetas`` is not numeric.
+        """
         hi, lo, lm = _blocks_cached(self, blocks)
-        thetas = np.atleast_1d(np.asarray(thetas, float))
-        a = lm[None, :] + thetas[:, None] * np.where(thetas[:, None] >= 0, hi[None, :], lo[None, :])
+        th: FloatArray = np.atleast_1d(np.asarray(thetas, float))
+        a = lm[None, :] + th[:, None] * np.where(th[:, None] >= 0, hi[None, :], lo[None, :])
         m = a.max(axis=1)
         with np.errstate(invalid="ignore", over="ignore"):
             out = m + np.log(np.exp(a - m[:, None]).sum(axis=1))
-        return np.where(np.isfinite(m), out, m)
+        upper: FloatArray = np.where(np.isfinite(m), out, m)
+        return upper
 
 
 @_register_cache
 @lru_cache(maxsize=48)
-def _blocks_cached(d, blocks: int):
+def _blocks_cached(d: DiscretisedLoss, blocks: int) -> tuple[FloatArray, FloatArray, FloatArray]:
     n = d.pmf.size
     size = max(min(_BLOCK_MIN, n), math.ceil(n / blocks))
     pad = (-n) % size
@@ -140,9 +251,36 @@ def _truncation_range(loss: PrivacyLoss, tail_mass: float) -> tuple[float, float
 @_register_cache
 @lru_cache(maxsize=48)  # entries hold grids of up to ~1e6 points: keep the cache small
 def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss:
-    """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (003 Alg. 2, upper variant).
+    """Discretise ``loss`` on ``h * Z`` with at most ``tail_mass`` truncated (Gopi et al. 2021, Alg. 2, upper
+    variant).
 
     Cached: the same ``(loss, h, tail_mass)`` is computed once per process.
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        The privacy loss random variable of one step.
+    h : float
+        The mesh (> 0, finite).
+    tail_mass : float
+        The P-mass that may be cut from the two tails together (half each).
+
+    Returns
+    -------
+    DiscretisedLoss
+        The mean-preserving discretisation of the upper variant ``Y^U``.
+
+    Raises
+    ------
+    ValueError
+        If ``h`` is not positive and finite.
+    PrecisionError
+        If the grid would need more than 5e7 points, or the mean-preserving shift exceeds half the mesh
+        (the loss's CDF and partial mean disagree).
+
+    References
+    ----------
+    Gopi, Lee, Wutschitz 2021, Alg. 2, Lemma D.5 and Thm 5.5.
     """
     if not (h > 0 and math.isfinite(h)):
         raise ValueError(f"mesh h must be positive and finite, got {h!r}")
@@ -209,7 +347,7 @@ def discretise(loss: PrivacyLoss, h: float, tail_mass: float) -> DiscretisedLoss
 def discretise_coarse_tail(
     loss: PrivacyLoss, h: float, tail_mass: float, ratio: int = 15, tail_share: float = 0.01
 ) -> DiscretisedLoss:
-    """003 Alg. 2 on ``h * Z`` in the bulk and on cells ``ratio`` times wider in the tails.
+    """Gopi et al. 2021, Alg. 2 on ``h * Z`` in the bulk and on cells ``ratio`` times wider in the tails.
 
     A heavy tail (the subsampled Gaussian's loss reaches 4-7 units to the right in the remove
     direction, to the left in the add direction, where its bulk spans a few hundredths) costs most
@@ -217,7 +355,7 @@ def discretise_coarse_tail(
     bulk ``[T_lo, T_hi]`` have width ``G = ratio h`` (``ratio`` odd, so each wide cell is centred on a
     point of ``h * Z``); ``T_lo`` and ``T_hi`` are where each tail's probability is at most
     ``tail_share / ratio^2`` (so ``p = P(tail) <= 2 tail_share / ratio^2``). The pmf is
-    ``Y~ = atom + mu`` with one mean-preserving shift ``mu`` for all cells, as in 003 Alg. 2
+    ``Y~ = atom + mu`` with one mean-preserving shift ``mu`` for all cells, as in Gopi et al. 2021, Alg. 2
     (the upper variant: mass below the first cell moves up to its atom, mass above the last to +inf).
 
     The coupling ``D = Y^U - Y~`` then lies, given the bulk event ``B``, in an interval of length
@@ -231,9 +369,38 @@ def discretise_coarse_tail(
     ``a = G/2 + e + |mu| + |m|`` and ``dsq = r_T^2 - r_B^2``: the ``r_B`` part goes into
     ``coupling_range`` (the Hoeffding sum), the rest into ``coupling_tails`` (entry ``(1, v, b, p, a,
     dsq)``), and ``ComposedPLD.coupling_shift`` minimises the Chernoff bound over ``s``
-    (``tightdp.pld.composition._tail_coupling_shift``). The tail event's ``p`` is the computed tail
+    (``tightdp.pld._composed._tail_coupling_shift``). The tail event's ``p`` is the computed tail
     mass rounded up by its relative and l1 errors. Falls back to ``discretise`` when the threshold
     is above the truncation point or the shift leaves the bulk cell (``|mu| > h/2``).
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        The privacy loss random variable of one step.
+    h : float
+        The bulk mesh (> 0, finite).
+    tail_mass : float
+        The P-mass that may be cut from the two tails together.
+    ratio : int, default 15
+        Width of a tail cell in bulk cells (odd, >= 3).
+    tail_share : float, default 0.01
+        Sets the bulk's ends: each tail beyond them has probability at most ``tail_share / ratio^2``.
+
+    Returns
+    -------
+    DiscretisedLoss
+        The discretisation, its rare wide roundings in ``coupling_tails``.
+
+    Raises
+    ------
+    ValueError
+        If ``h`` is not positive and finite, or ``ratio`` is not an odd integer >= 3.
+    PrecisionError
+        If the grid would need more than 5e7 cells (or as ``discretise``, on a fallback).
+
+    References
+    ----------
+    Gopi, Lee, Wutschitz 2021, Alg. 2 and Lemma 5.3 (Hoeffding), with Bennett's inequality for the tail event.
     """
     if not (h > 0 and math.isfinite(h)):
         raise ValueError(f"mesh h must be positive and finite, got {h!r}")

@@ -1,6 +1,6 @@
 """Two-level (hierarchical) self-composition: compose blocks on a fine grid, re-bin them on a coarse one.
 
-With one grid, the coupling of 003 Thm 5.5 forces a mesh ``h ~ eps_error / sqrt(k)``
+With one grid, the coupling of Gopi et al. 2021, Thm 5.5 forces a mesh ``h ~ eps_error / sqrt(k)``
 while the composition spreads over O(sqrt(k)) loss units, so the FFT needs
 O(k) points... per unit of spread, O(sqrt(k)) in total. Here ``m`` steps are
 composed on a fine mesh ``h1`` (a window of width O(sqrt(m)) only), and the
@@ -12,23 +12,31 @@ mean-zero sub-Gaussian variable with variance proxy ``m h1^2 / 4`` (Hoeffding's
 lemma), the coarse rounding is mean-zero and confined to an interval of length
 ``h2`` (proxy ``h2^2 / 4``), and the sum of two sub-Gaussian variables, however
 dependent, has proxy ``(s1 + s2)^2`` (Hölder). Blocks are independent, so the
-Hoeffding tail of 003 Lemma 5.3 applies with ``coupling_range = sqrt(m) h1 + h2``
+Hoeffding tail of Gopi et al. 2021, Lemma 5.3 applies with ``coupling_range = sqrt(m) h1 + h2``
 per block. The FFT round-off and aliasing of each block are an l1 error between
 the computed and the exact block distribution; it is carried as ``tv_error`` and
 paid on both sides of the final bounds.
+
+The two-level *dominance* composition of the connect-the-dots accountant (``compose_two_level``,
+``dominating_block``, ``dominated_block``) lives in ``pld._two_level`` and is exported here.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import FloatArray
+from ._two_level import BlockError as BlockError
+from ._two_level import _check_mesh
+from ._two_level import compose_two_level as compose_two_level
+from ._two_level import dominated_block as dominated_block
+from ._two_level import dominating_block as dominating_block
 from .composition import ComposedPLD, compose
 from .discretise import DiscretisedLoss
-from .dominance import merge_cells, split_cells
 
 __all__ = [
     "rebin",
@@ -40,12 +48,34 @@ __all__ = [
     "compose_two_level",
 ]
 
-_U = np.finfo(float).eps / 2
+_U = cast(float, np.finfo(float).eps / 2)  # unit round-off (a numpy float64)
 _TINY = math.exp(-740.0)  # untilted masses below this (subnormal) are dropped and counted as lost
 
 
 def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
-    """Mean-preserving re-discretisation of an untilted composition on the coarse mesh ``h``."""
+    """Mean-preserving re-discretisation of an untilted composition on the coarse mesh ``h``.
+
+    Parameters
+    ----------
+    comp : ComposedPLD
+        An untilted composition (``tilt == 0``).
+    h : float
+        The coarse mesh (> 0).
+
+    Returns
+    -------
+    DiscretisedLoss
+        The block as one step (its FFT errors in ``tv_error``, its coupling in ``coupling_range``).
+
+    Raises
+    ------
+    ValueError
+        If ``comp`` is tilted.
+
+    References
+    ----------
+    Gopi et al. 2021, Alg. 2 (mean-preserving discretisation) and Lemma 5.3 (Hoeffding).
+    """
     if comp.tilt != 0.0:
         raise ValueError("only untilted compositions can be re-binned")
     x = comp.x
@@ -67,7 +97,7 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
         )
     cells = np.ceil(x / h - 0.5).astype(np.int64)  # x in (j h - h/2, j h + h/2]
     j0 = int(cells[0])
-    pmf = np.bincount(cells - j0, weights=w)
+    pmf = cast(FloatArray, np.bincount(cells - j0, weights=w))  # float64: weighted
     total = float(w.sum())
     mean = float(np.dot(w, x)) / total
     grid = (j0 + np.arange(pmf.size)) * h
@@ -101,7 +131,33 @@ def rebin(comp: ComposedPLD, h: float) -> DiscretisedLoss:
 def coarsen(
     d: DiscretisedLoss, count: int, block: int, h_coarse: float, *, tau: float = 1e-15
 ) -> list[tuple[DiscretisedLoss, int]]:
-    """``count`` copies of ``d`` as re-binned blocks of ``block`` copies (plus one remainder block)."""
+    """``count`` copies of ``d`` as re-binned blocks of ``block`` copies (plus one remainder block).
+
+    Parameters
+    ----------
+    d : DiscretisedLoss
+        One step.
+    count : int
+        The number of steps.
+    block : int
+        Steps per block (>= 1).
+    h_coarse : float
+        The coarse mesh.
+    tau : float, default 1e-15
+        The blocks' Chernoff window level.
+
+    Returns
+    -------
+    list of (DiscretisedLoss, int)
+        The re-binned blocks and their multiplicities.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If ``block == 0``.
+    GridTooLargeError
+        As ``compose``, for a block's window.
+    """
     q, r = divmod(count, block)
     out = []
     for size, mult in ((block, q), (r, 1)):
@@ -123,7 +179,7 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     block value ``B = x`` has conditional mean ``x`` and lies in an interval of length ``g``
     containing ``x``, so by Hoeffding's lemma ``E[exp(s (B - X)) | B] <= exp(s^2 g^2 / 8)`` for every
     ``s``. This conditional (martingale) form is what lets the roundings of all levels add their
-    variance proxies (see ``compose_tree``); 003 Alg. 2's shift only preserves the unconditional mean.
+    variance proxies (see ``compose_tree``); Gopi et al. 2021, Alg. 2's shift only preserves the unconditional mean.
 
     Works in the tilted measure of ``comp`` (tilt ``lam >= 0``): the untilted mass of an atom is
     ``tilted * exp(log_norm - lam x)``, evaluated in logs. Returns ``(loss, norm, lost)``:
@@ -135,9 +191,27 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     * ``lost``: the tilted mass (relative to the normalised input) of atoms whose untilted mass
       underflows a double (dropped; callers count it as l1 error).
 
+    Parameters
+    ----------
+    comp : ComposedPLD
+        The composition (any tilt).
+    g : float
+        The coarse mesh (> 0).
+
+    Returns
+    -------
+    tuple
+        ``(loss, norm, lost)`` as above: a ``DiscretisedLoss`` and two floats.
+
+    Raises
+    ------
+    ValueError
+        If ``g`` is not positive and finite.
+
     The loss carries ``coupling_range = sqrt(hoeffding_sq + g^2)``: its square is four times the
     block's variance proxy plus this rounding's, the quantity ``compose`` sums.
     """
+    _check_mesh(g)
     lam = comp.tilt
     norm = math.exp(lam * lam * g * g / 8.0)
     x = comp.x
@@ -182,7 +256,7 @@ def split_rebin(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, float, fl
     j -= j0
     wa = w * a
     w -= wa  # w (1 - a), and the two parts add up to w up to one rounding
-    pmf = np.bincount(j, weights=w, minlength=int(j[-1]) + 2)
+    pmf = cast(FloatArray, np.bincount(j, weights=w, minlength=int(j[-1]) + 2))  # float64: weighted
     j += 1
     pmf += np.bincount(j, weights=wa, minlength=pmf.size)[: pmf.size]
     # the split fractions are rounded: the conditional mean moves by at most ~2u (|x| + g) per atom
@@ -236,7 +310,7 @@ def compose_tree(
     tilt: float,
     tau: float,
     block_tau: float,
-) -> tuple[ComposedPLD, dict]:
+) -> tuple[ComposedPLD, dict[str, Any]]:
     """Compose ``count`` copies of each fine discretisation through a mixed-radix tree of re-binned blocks.
 
     ``M_0 = 1`` and ``M_l = M_(l-1) radices[l-1]`` (``l = 1 .. L``, ``L = len(radices)``,
@@ -250,10 +324,10 @@ def compose_tree(
     Chernoff window of a block of ``m`` steps is then set by the tail, not by ``sqrt(m)`` standard
     deviations, so many steps cost no more points than a few (see ``PRVAccountant._tree_plan``).
 
-    Why it is certified (003 Lemma 5.3 / Thm 5.5 extended):
+    Why it is certified (Gopi et al. 2021, Lemma 5.3 / Thm 5.5 extended):
 
     * coupling: ``S - S~ = sum_i D_i + sum_levels sum_blocks E_b``, with ``D_i`` the independent fine
-      discretisation errors of 003 Alg. 2 (range ``coupling_range``, mean within ``mean_error`` of 0)
+      discretisation errors of Gopi et al. 2021, Alg. 2 (range ``coupling_range``, mean within ``mean_error`` of 0)
       and ``E_b`` each split's rounding, conditionally mean-zero with range ``g`` given everything
       below it. Conditioning level by level (tower property) and Hoeffding's lemma give
       ``E exp(s (S - S~ - mean)) <= exp(s^2 H / 8)`` with ``H = sum_i r_i^2 + sum_b g_b^2``: the
@@ -266,17 +340,59 @@ def compose_tree(
       change of ``delta_disc`` at every ``eps' >= eps``, because an l1 error ``F`` of the normalised
       tilted composition is at most ``exp(log_norm - tilt eps) F`` of untilted mass above ``eps``;
     * infinity, truncated and ``tv`` masses and the relative cell-mass factors pass through unchanged.
+
+    Parameters
+    ----------
+    fine : list of (DiscretisedLoss, int)
+        The fine discretisations and their counts.
+    radices : list of int
+        The tree's radices (each >= 2).
+    meshes : list of float
+        The meshes of the levels, ``len(radices) + 1`` of them.
+    tilt : float
+        The tilt of every composition.
+    tau : float
+        The top composition's Chernoff window level.
+    block_tau : float
+        The blocks' Chernoff window level.
+
+    Returns
+    -------
+    tuple
+        ``(composition, info)``: the ``ComposedPLD`` (the blocks' errors in ``input_error``) and a dict of
+        plan figures (levels, radices, meshes, block and top points, block error).
+
+    Raises
+    ------
+    ValueError
+        If ``meshes`` and ``radices`` do not match or a radix is below 2, or there is nothing to compose.
+    GridTooLargeError
+        As ``compose``.
+
+    References
+    ----------
+    Gopi et al. 2021, Alg. 2, Lemma 5.3 and Thm 5.5 (extended to the tree above); Koskela et al. 2020, Sec. 5
+    (FFT composition).
     """
     L = len(radices)
     if len(meshes) != L + 1 or any(int(r) < 2 for r in radices):
         raise ValueError("compose_tree needs len(meshes) == len(radices) + 1 and radices >= 2")
-    top_terms, top_err = [], []
-    info = {"levels": L, "radices": [int(r) for r in radices], "block_points": 0, "meshes": list(meshes)}
+    top_terms: list[tuple[DiscretisedLoss, int]] = []
+    top_err: list[tuple[float, int]] = []
+    info: dict[str, Any] = {
+        "levels": L,
+        "radices": [int(r) for r in radices],
+        "block_points": 0,
+        "meshes": list(meshes),
+    }
     for d, count in fine:
-        block, e_block = d, 0.0
-        rem, e_rem = None, 0.0
+        block: DiscretisedLoss | None = d
+        e_block = 0.0
+        rem: DiscretisedLoss | None = None
+        e_rem = 0.0
         size = 1
         for lvl in range(1, L + 1):
+            assert block is not None  # the loop stops once no block is left
             r = int(radices[lvl - 1])
             digit = (count // size) % r
             g = meshes[lvl]
@@ -298,7 +414,7 @@ def compose_tree(
             if block is None:
                 break
         n_top = count // size if block is not None else 0
-        if n_top:
+        if n_top and block is not None:  # (n_top is 0 without a block)
             top_terms.append((block, n_top))
             top_err.append((e_block, n_top))
         if rem is not None:
@@ -323,169 +439,3 @@ def compose_tree(
     F = math.expm1(sum(c * math.log1p(e) for e, c in top_err))
     info["block_error"] = F
     return replace(final, input_error=final.input_error + F), info
-
-
-# ---------------------------------------------------------------------------------------------------------
-# Two-level dominance (what the connect-the-dots accountant uses at long horizons)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _block_cells(comp: ComposedPLD, g: float, upper: bool):
-    """The cells ``(s_j, s_(j+1)]`` of ``g Z`` holding a composed block's atoms: ``(s, P, Q, r, l1, inf, j0)``.
-
-    The computed block differs from the exact composition of its steps' pairs by at most
-    ``err = float_error + 2 alias_mass`` in l1 in its tilted measure (round-off, the mass wrapped into the
-    window and the mass outside it), and pointwise by at most ``float_error + alias_mass``; the relative
-    errors of the steps' masses add the factors ``[low_factor, 1 + up_rel]``.
-
-    * ``upper``: the computed masses times ``1 + up_rel``; the l1 error is the caller's to charge
-      (``compose_two_level``). Adding the pointwise bound to every atom instead would put about
-      ``N err`` of mass into the block's far tails, where a thousand blocks make it count.
-    * lower: a pointwise *lower envelope* of the exact masses (the pointwise error subtracted, clipped at
-      0, times ``low_factor``). A sub-measure with each atom's Q-mass ``e^(-x)`` times its P-mass has a
-      smaller hockey-stick divergence than the exact block, for every composition, and merging its atoms
-      is a post-processing (the argument of ``dominated``), so no l1 term is needed: the merge's
-      fractions would turn one into an error of ``e^eps`` times the Q-side's.
-    """
-    lam, x, t = comp.tilt, comp.x, comp.tilted
-    if upper:
-        t = t * (1.0 + comp.up_rel)
-    else:
-        point = (
-            comp.l1_error
-            if comp.pointwise_error is None
-            else (comp.pointwise_error + comp.input_error + comp.input_round_off[1])
-        )
-        t = np.maximum(t - (point + comp.alias_mass), 0.0) * comp.low_factor
-    nz = np.flatnonzero(t)
-    if nz.size == 0 or not math.isfinite(comp.log_norm):
-        return None
-    x, t = x[nz[0] : nz[-1] + 1], t[nz[0] : nz[-1] + 1]
-    arg = comp.log_norm - lam * x
-    if not (np.all(np.abs(arg) < 700.0) and np.all(np.abs(x) < 700.0)):
-        return None  # masses beyond double precision: the caller composes on one level
-    w = t * np.exp(arg)
-    j = np.ceil(x / g).astype(np.int64) - 1  # s_j < x <= s_(j+1), up to the rounding of x / g
-    j0 = int(j[0])
-    P = np.bincount(j - j0, weights=w)
-    Q = np.bincount(j - j0, weights=w * np.exp(-x))
-    s = (j0 + np.arange(P.size + 1)) * g
-    per_cell = math.ceil(g / comp.h) + 1
-    xmax = float(np.max(np.abs(x)))
-    # sums of at most per_cell non-negative terms; exp's argument rounded (|log_norm| + |lam x| + |x| units);
-    # log_norm sums the steps' log-normalisations (a few units of round-off each)
-    r = _U * (per_cell + 2 + 4.0 * (2.0 + abs(comp.log_norm) + abs(lam) * xmax + xmax) + 8.0 * comp.compositions)
-    return s, P, Q, r, comp.tv_error, comp.infinity_mass, j0
-
-
-class BlockError(NamedTuple):
-    """How far a re-discretised block (``dominating_block``) may be from the pair of the exact block, in the
-    pair's own normalised tilted measure: ``window`` in l1 only (the block's aliasing), ``round_off`` in l1
-    and ``pointwise`` entry by entry (the block's FFT round-off, carried through the split)."""
-
-    window: float
-    round_off: float
-    pointwise: float
-
-    @property
-    def l1(self) -> float:
-        return self.window + self.round_off
-
-
-def dominating_block(comp: ComposedPLD, g: float) -> tuple[DiscretisedLoss, BlockError] | None:
-    """A connect-the-dots pair on ``g Z`` for a composed block ``comp`` of dominating pairs on a finer mesh
-    (``pld.dominance.split_cells`` on its cells), and its distance from the pair of the exact block, which
-    dominates it (``BlockError``, in the pair's own normalised ``comp.tilt``-tilted measure). The split is
-    linear and, tilted, multiplies an atom's mass by at most ``e^(|tilt| (g + 2e))``; it never lowers the
-    tilted total (Jensen: it keeps each atom's Q-mass, ``E[e^(-X)] = e^(-x)``, and ``t -> t^(-tilt)`` is
-    convex). Entry by entry: a coarse atom takes the upper part of one cell and the lower part of the next,
-    each part moving by at most its cell's errors (the split's fractions lie in ``[0, 1]``; its safety term
-    ``r (P + alpha Q) / den`` moves by ``2 r / den`` of them), so at most ``(3 + 4 r / den)`` cells' worth,
-    ``ceil(g / h) + 1`` fine atoms each. ``None`` where the block's masses leave double precision."""
-    cells = _block_cells(comp, g, upper=True)
-    if cells is None:
-        return None
-    s, P, Q, r, l1, inf, j0 = cells
-    # cell edges: an atom within rounding of s_(j+1) may have gone to cell j + 1; the edge margin covers it
-    e = 8.0 * _U * (1.0 + float(np.max(np.abs(s))))
-    out = split_cells(g, s, P, Q, r, l1, 0.0, 0.0, inf, j0, e, 0.0)
-    total = float(np.sum(comp.tilted))
-    scale = (1.0 + comp.up_rel) * math.exp(abs(comp.tilt) * (g + 2.0 * e)) / max(total * (1.0 - 1e-12), 1e-300)
-    point = comp.float_error if comp.pointwise_error is None else comp.pointwise_error
-    per_cell = math.ceil(g / comp.h) + 1
-    spread = (3.0 + 4.0 * (r + 4.0 * _U) / -math.expm1(-(g + 2.0 * e))) * per_cell
-    err = BlockError(
-        window=(2.0 * comp.alias_mass + comp.input_error) * scale,
-        round_off=(comp.float_error + comp.input_round_off[0]) * scale,
-        pointwise=(point + comp.input_round_off[1]) * spread * scale,
-    )
-    return replace(out, truncated_mass=comp.truncated_mass), err
-
-
-def dominated_block(comp: ComposedPLD, g: float, *, top_down: bool = False) -> DiscretisedLoss | None:
-    """A merge-to-the-grid pair on ``g Z`` dominated by the exact composition that ``comp`` (a composition
-    of dominated pairs on a finer mesh) approximates: ``pld.dominance.merge_cells`` on the cells of a
-    pointwise lower envelope of its masses (``_block_cells``). ``None`` as for ``dominating_block``."""
-    cells = _block_cells(comp, g, upper=False)
-    if cells is None:
-        return None
-    s, P, Q, r, l1, inf, j0 = cells
-    out = merge_cells(g, s, (P, Q, None), r, l1, 0.0, inf, j0, 0.0, top_down=top_down)
-    return replace(out, truncated_mass=comp.truncated_mass)
-
-
-def compose_two_level(
-    parts, count_block: int, g: float, *, upper: bool, tilt: float, tau: float, block_tau: float, top_down: bool = False
-) -> ComposedPLD | None:
-    """The composition of ``parts`` (``(step, count)``, the dominating or dominated pairs of the steps on one
-    fine mesh) on two levels: blocks of at most ``count_block`` steps composed on the fine mesh (window
-    level ``block_tau``), re-discretised on the coarse mesh ``g`` (``dominating_block`` /
-    ``dominated_block``; each step's remainder one block of its own), and the blocks composed (``tilt``,
-    ``tau``). ``None`` if a block leaves double precision (compose on one level then).
-
-    Each re-discretisation costs one step's worth of ``g``-discretisation error per block, so a count
-    ``k`` on meshes ``h`` (fine) and ``g = sqrt(count_block) h`` errs like ``2 k h^2`` where one level
-    erred like ``k h^2``; the windows hold ``O(sqrt(count_block))`` and ``O(sqrt(k / count_block))``
-    standard deviations of mesh, not ``O(sqrt(k))``: at ``count_block ~ sqrt(k)``, ``O(k^(1/4))`` points
-    per composition instead of ``O(k^(1/2))``. The blocks are composed at the final ``tilt``, so that
-    their error terms, like the final one's, are relative where the answer is decided.
-
-    The upper pairs' errors (``dominating_block``) add up over the blocks (a product of measures moves
-    in l1 by at most the sum of its factors' moves, times ``(1 + err)^(n - 1)``, and entry by entry by at
-    most the sum of their entrywise moves times the same) and are charged to the result's ``input_error``
-    (window) and ``input_round_off`` (round-off, l1 and entrywise), which ``numerical_error`` turns into
-    delta at every epsilon.
-    """
-    blocks, window, round_off, point = [], 0.0, 0.0, 0.0
-    for d, c in parts:
-        q, rest = divmod(int(c), int(count_block))
-        for size, mult in ((count_block, q), (rest, 1)):
-            if size and mult:
-                comp = compose([(d, size)], tilt=tilt, tau=block_tau)
-                if upper:
-                    out = dominating_block(comp, g)
-                    if out is None:
-                        return None
-                    b, e = out
-                    window += mult * e.window
-                    round_off += mult * e.round_off
-                    point += mult * e.pointwise
-                else:
-                    b = dominated_block(comp, g, top_down=top_down)
-                    if b is None:
-                        return None
-                blocks.append((b, mult))
-    final = compose(blocks, tilt=tilt, tau=tau)
-    err = window + round_off
-    if err > 0.0:
-        if err >= 0.5:
-            return None
-        # a product of measures moves by at most the sum of its factors' moves times (1 + err)^(n - 1)
-        # <= 1 + 2 err, in l1 and entry by entry (sup of a convolution <= sup of one factor x l1 of the rest)
-        grow = 1.0 + 2.0 * err
-        final = replace(
-            final,
-            input_error=final.input_error + window * grow,
-            input_round_off=(final.input_round_off[0] + round_off * grow, final.input_round_off[1] + point * grow),
-        )
-    return final
