@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+__all__ = ["Bounds"]
+
 Kind = Literal["bound", "approximation"]
 
 
