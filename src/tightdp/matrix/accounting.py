@@ -42,7 +42,9 @@ from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
 from ..schemes import allocation_epsilon
+from ._lower_pairs import lone_entries, orthogonal_steps
 from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
+from .mmcc import with_mmcc
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
 from .strategies import Strategy, as_strategy, reject
 
@@ -264,34 +266,23 @@ class CyclicPoisson(LedgerSampler):
         )
 
 
-def _orthogonal_steps(strategy: Strategy, n: int, norms: np.ndarray) -> list[int]:
-    """Steps whose columns of ``C`` are pairwise orthogonal: every ``b``-th for a ``b``-banded ``C`` (disjoint
-    row windows), else greedily by decreasing norm with exact zero inner products."""
-    b = strategy.bands(n)
-    if b is not None:
-        return list(range(0, n, b))
-    c = strategy.matrix(n)
-    chosen: list[int] = []
-    for s in np.argsort(-norms):
-        if all(float(c[:, s] @ c[:, t]) == 0.0 for t in chosen):
-            chosen.append(int(s))
-    return chosen
-
-
 @dataclass(frozen=True, kw_only=True)
 class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper: the smaller of two certified ledgers (MMCC's conditional composition, Choquette-Choo et al. 2024 arXiv
-    2310.15526, which would be tighter, is not implemented). (i) No amplification: the output is a mixture over
+    Upper: the smallest of three certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
+    theorem, its conditions and the rounding), for any adaptive gradients. (i) No amplification: the output is a mixture over
     participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
     divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (module docstring): DP-SGD over
     all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity ``||C_s||``.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
-    independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps.
+    independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
+    stronger, the rows holding a single step each (tree aggregation's leaves): keeping only those rows (a
+    post-processing) of the record with a fixed unit gradient at every step leaves DP-SGD over those steps.
     """
 
     type_name: ClassVar[str] = "poisson"
@@ -304,8 +295,12 @@ class PoissonSampling(LedgerSampler):
     def ledgers(self, strategy, sigma, n):
         s = sensitivity(strategy, MinSeparation(max_participations=None, min_sep=1), steps=n)
         norms = _column_norms(strategy, n)
-        steps = _orthogonal_steps(strategy, n, norms)
-        lower = [(_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(norms[steps], n)]
+        steps = orthogonal_steps(strategy, n, norms)
+        lone = lone_entries(strategy, n)
+        use_lone = float(np.sum(lone**2)) > float(np.sum(norms[steps] ** 2))
+        lower = [
+            (_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(lone if use_lone else norms[steps], n)
+        ]
         plain = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
         b = strategy.bands(n)
         split = (
@@ -321,10 +316,18 @@ class PoissonSampling(LedgerSampler):
                 "orthogonal_steps": len(steps),
                 "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
                 "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (module docstring)",
-                "lower": f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)",
-                "note": "MMCC's conditional composition (tighter above) is not implemented",
+                "lower": (
+                    f"DP-SGD reduction over the {lone.size} rows that hold one step each (an explicit pair, the "
+                    "other rows dropped)"
+                    if use_lone
+                    else f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)"
+                ),
             },
         )
+
+    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+        out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
+        return with_mmcc(out, strategy, sigma, n, self.sampling_rate, delta, eps_error, rel_error)
 
     def describe(self):
         return f"Poisson sampling at rate {self.sampling_rate:g} every step"

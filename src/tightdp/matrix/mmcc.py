@@ -62,10 +62,11 @@ from .._types import FloatArray, IntArray
 from .._validation import check_count, check_delta, check_positive, check_probability, check_real
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
+from ..errors import TightDPError
 from ..mechanisms.mixture import MixtureOfGaussians
 from .strategies import Strategy, as_strategy, reject
 
-__all__ = ["MMCCResult", "mmcc_epsilon", "mmcc_row_laws"]
+__all__ = ["MMCCResult", "mmcc_epsilon", "mmcc_row_laws", "with_mmcc"]
 
 _U = float(np.finfo(float).eps) / 2
 _SAFE = 1e-9  # relative margin on every transcendental quantity
@@ -468,3 +469,64 @@ def mmcc_epsilon(
         **res.details,
     }
     return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", details)
+
+
+def with_mmcc(
+    bounds: Bounds,
+    strategy: Strategy,
+    sigma: float,
+    n: int,
+    sampling_rate: float,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> Bounds:
+    """``bounds`` of a Poisson-sampled run with its upper end replaced by MMCC's where that is smaller.
+
+    Parameters
+    ----------
+    bounds : Bounds
+        The run's certified interval from the other methods (its lower end, from an attained pair, is kept).
+    strategy : Strategy
+        The strategy ``C``; MMCC is tried only when it is non-negative.
+    sigma : float
+        The noise multiplier.
+    n : int
+        Steps.
+    sampling_rate : float
+        The Poisson rate.
+    delta : float
+        The target delta.
+    eps_error, rel_error : float or None
+        Accuracy of the composition.
+
+    Returns
+    -------
+    Bounds
+        The tighter interval; ``details["mmcc"]`` holds MMCC's upper end or why it was not used.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments (naming them).
+    """
+    details = dict(bounds.details)
+    try:
+        m = mmcc_epsilon(
+            strategy=strategy,
+            noise_multiplier=sigma,
+            steps=n,
+            sampling_rate=sampling_rate,
+            delta=delta,
+            eps_error=eps_error,
+            rel_error=rel_error,
+        )
+    except (TightDPError, ValueError) as exc:  # negative C, too many events, or out of the engine's reach
+        details["mmcc"] = f"not used: {exc}"
+        return Bounds(bounds.lower, bounds.estimate, bounds.upper, "epsilon", "bound", details)
+    details["mmcc"] = {k: v for k, v in m.details.items() if k != "posterior_bounds"} | {"upper": m.upper}
+    if m.upper >= bounds.upper:
+        return Bounds(bounds.lower, bounds.estimate, bounds.upper, "epsilon", "bound", details)
+    lower = min(bounds.lower, m.upper)
+    details["upper_used"] = "MMCC conditional composition"
+    return Bounds(lower, min(max(m.estimate, lower), m.upper), m.upper, "epsilon", "bound", details)
