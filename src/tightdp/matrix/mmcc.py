@@ -378,6 +378,8 @@ def mmcc_row_laws(
         if np.any(c < 0.0):
             reject(f"MMCC needs a non-negative strategy; {strategy.describe()} has a negative entry")
         laws, counts, events, details = _general_laws(c, sigma, p, frac * delta, aligned_gradients, groups)
+    if p >= 1.0:  # every p~ is 1 without conditioning: no event to charge
+        events = 0
     # the events get two thirds of the tail budget, the support cut one third
     cut_budget = frac * delta / 3.0 / len(laws)
     ledger, charged = [], 0.0
