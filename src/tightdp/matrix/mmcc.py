@@ -41,7 +41,8 @@ optimal sets are half-lines, whose probability under ``E N(S, sigma^2)`` is mono
 ``P_k = MixtureOfGaussians(law of T)``, ``Q_k = N(0, sigma^2)`` dominates row ``k`` at every good prefix.
 
 **Pessimistic rounding.** ``tau`` and ``eps*`` are rounded up (relative 1e-9) and the weights ``w`` up to a
-geometric grid (ratio 1.001) before the Chernoff sum; ``T``'s law is computed on a grid with every ``C[k, j]``
+geometric grid (ratio 1.01; the smallest, 1e-3 of the largest together, counted as always present)
+before the Chernoff sum; ``T``'s law is computed on a grid with every ``C[k, j]``
 rounded up, its survival function inflated by the convolution's rounding error, its support coarsened
 by moving mass up to fewer points; rows are grouped and each group charged the upper envelope of its
 members' survival functions (a stochastically larger law). The composition is certified by the
@@ -78,6 +79,11 @@ MAX_COMPONENTS = 64
 
 def _up(x: float) -> float:
     return x + abs(x) * _SAFE + 1e-300
+
+
+def _sum_up(x: FloatArray) -> float:
+    """An upper bound on the exact sum of non-negative ``x`` (numpy's summation error is below ``size * u``)."""
+    return float(np.sum(x)) * (1.0 + 2.0 * (x.size + 1) * _U)
 
 
 def _log_mgf_bernoulli(lam: FloatArray, w: FloatArray, mult: FloatArray, p: float) -> FloatArray:
@@ -117,28 +123,37 @@ def chernoff_quantile(w: FloatArray, mult: FloatArray, s: float, p: float, log_i
     scale = max(s, float(np.max(w)) if w.size else 0.0)
     if scale <= 0.0:
         raise ValueError("chernoff_quantile needs a positive weight or Gaussian part")
-    lam = np.geomspace(1e-4, 1e4, 321) / scale
-    vals = (log_inv_delta + 0.5 * lam**2 * s * s + _log_mgf_bernoulli(lam, w, mult, p)) / lam
-    i = int(np.argmin(vals))
-    return _up(float(vals[i]) * (1.0 + 1e-12 * (w.size + 4)))
+    best = math.inf
+    lo, hi = 1e-4 / scale, 1e4 / scale
+    for _ in range(2):  # a coarse grid, then a fine one around its best (any lambda gives a valid bound)
+        lam = np.geomspace(lo, hi, 41)
+        vals = (log_inv_delta + 0.5 * lam**2 * s * s + _log_mgf_bernoulli(lam, w, mult, p)) / lam
+        i = int(np.argmin(vals))
+        best = min(best, float(vals[i]))
+        lo, hi = float(lam[max(i - 1, 0)]), float(lam[min(i + 1, lam.size - 1)])
+    return _up(best * (1.0 + 1e-12 * (w.size + 4)))
 
 
-def _compress(w: FloatArray) -> tuple[FloatArray, FloatArray]:
-    """Positive weights rounded UP to a geometric grid of ratio 1.001, with their multiplicities."""
-    w = w[w > 0.0]
+def _compress(w: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+    """Positive weights rounded UP to a geometric grid of ratio 1.01, with their multiplicities, and the sum of
+    the smallest ones (at most 1e-3 of the largest together), which are counted as always present (a shift)."""
+    w = np.sort(w[w > 0.0])
     if w.size == 0:
-        return np.zeros(0), np.zeros(0)
-    step = math.log(1.001)
+        return np.zeros(0), np.zeros(0), 0.0
+    small = int(np.searchsorted(np.cumsum(w), 1e-3 * float(w[-1]), side="right"))
+    shift = _sum_up(w[:small])
+    w = w[small:]
+    step = math.log(1.01)
     code = np.ceil(np.log(w) / step + 1e-9)
     uniq, counts = np.unique(code, return_counts=True)
-    return np.exp(uniq * step) * (1.0 + 4 * _U), counts.astype(float)
+    return np.exp(uniq * step) * (1.0 + 4 * _U), counts.astype(float), shift
 
 
 def _tilde_p(w: FloatArray, j_weight: float, sigma: float, p: float, log_inv_delta: float, aligned: bool) -> float:
     """The posterior bound ``p~`` for one (row, column) event; ``w`` includes ``w_j = ||c||^2 = j_weight``."""
-    vals, mult = _compress(w)
-    tau = chernoff_quantile(vals, mult, sigma * math.sqrt(j_weight), p, log_inv_delta)
-    cross = 0.0 if aligned or w.size == 0 else max(0.0, _up(math.fsum(w.tolist()) - j_weight))
+    vals, mult, shift = _compress(w)
+    tau = _up(chernoff_quantile(vals, mult, sigma * math.sqrt(j_weight), p, log_inv_delta) + shift)
+    cross = 0.0 if aligned or w.size == 0 else max(0.0, _up(_sum_up(w) - j_weight))
     eps_star = _up((tau + cross) / (sigma * sigma)) - j_weight / (2 * sigma * sigma) * (1 - 1e-12)
     if p >= 1.0:
         return 1.0
