@@ -303,9 +303,18 @@ def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, alig
     for k in range(m_rows):
         sup = np.nonzero(rows[k])[0]
         laws.append(_laws_of_sums(mall[k, sup], qmat[k, sup], h, [sup.size - 1])[0])
-    means = np.array([float(law.surv[1:].sum()) for law in laws])
-    order = np.argsort(means, kind="stable")
-    chunks = [ch for ch in np.array_split(order, min(groups, m_rows)) if ch.size]
+    # group rows of similar laws: by their mean and their top on a geometric scale, coarsened until at most
+    # ``groups`` groups remain (each group is charged the envelope of its members)
+    means = np.array([float(law.surv[1:].sum()) for law in laws]) + 1e-300
+    tops = np.array([float(law.surv.size) for law in laws])
+    ratio = 1.1
+    while True:
+        key = np.floor(np.log(means) / math.log(ratio)) * 1e6 + np.floor(np.log(tops) / math.log(ratio))
+        uniq, inv = np.unique(key, return_inverse=True)
+        if uniq.size <= groups:
+            break
+        ratio = ratio**1.5
+    chunks = [np.nonzero(inv == g)[0] for g in range(uniq.size)]
     return [_envelope([laws[i] for i in ch]) for ch in chunks], [int(ch.size) for ch in chunks], events, {}
 
 
@@ -341,7 +350,7 @@ def mmcc_row_laws(
     *,
     tail_fraction: float = 0.1,
     aligned_gradients: bool = False,
-    groups: int = 12,
+    groups: int = 32,
 ) -> MMCCResult:
     """The dominating per-row mixtures of MMCC (module docstring) for ``n`` steps of ``strategy``.
 
@@ -363,7 +372,8 @@ def mmcc_row_laws(
         ``True``: the record's gradients share one direction with non-negative scales (the model MMCC analyses);
         default ``False``: any adaptive gradients of norm at most 1.
     groups : int, optional
-        Row groups of the general (non-Toeplitz) path, default 12.
+        At most this many row groups in the general (non-Toeplitz) path (rows of similar mean and top
+        grouped, each group charged its members' envelope), default 32.
 
     Returns
     -------
