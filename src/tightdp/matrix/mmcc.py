@@ -243,9 +243,14 @@ def _grid(values: FloatArray, row_sum: float, terms: int) -> tuple[float, IntArr
     return h, m
 
 
-def _toeplitz_laws(coefs: FloatArray, n: int, sigma: float, p: float, frac_delta: float, aligned: bool):
+_Laws = tuple[list["_Law"], list[int], int, dict[str, Any]]
+
+
+def _toeplitz_laws(coefs: FloatArray, n: int, sigma: float, p: float, frac_delta: float, aligned: bool) -> _Laws:
     """Row laws of a causal Toeplitz ``C`` (per lag, the events of every column share one bound)."""
     nz = np.nonzero(coefs > 0.0)[0]
+    if nz.size == 0:
+        reject("MMCC needs a strategy with a positive coefficient")
     b = int(nz[-1]) + 1
     c = coefs[:b]
     lags = [a for a in range(1, min(b, n)) if c[a] > 0.0 and np.any(c[:a] > 0.0)]
@@ -282,7 +287,8 @@ def _release_order(c: FloatArray) -> IntArray:
     return np.asarray(order[nzr[order]], dtype=np.int64)
 
 
-def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, aligned: bool, groups: int):
+def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, aligned: bool, groups: int) -> _Laws:
+    """Row laws of any non-negative ``C``: one event per (row, column) with an earlier row in that column."""
     rows = c[_release_order(c)]
     m_rows, n = rows.shape
     events = int(np.count_nonzero(rows)) - int(np.count_nonzero(np.any(rows != 0.0, axis=0)))
@@ -322,7 +328,7 @@ def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, alig
 class MMCCResult:
     """The dominating ledger of MMCC: per group of rows a mixture of Gaussians and how many rows it stands for.
 
-    Attributes
+    Parameters
     ----------
     ledger : list of (MixtureOfGaussians, int)
         The composition whose epsilon at ``delta - delta_bad`` bounds the run's.
@@ -333,6 +339,11 @@ class MMCCResult:
         The number of (row, column) tail events.
     details : dict
         Diagnostics (the posterior bounds of a Toeplitz strategy).
+
+    Raises
+    ------
+    TypeError
+        Missing fields (a plain record: ``mmcc_row_laws`` builds it, checked).
     """
 
     ledger: list[tuple[MixtureOfGaussians, int]]
