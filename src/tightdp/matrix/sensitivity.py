@@ -65,26 +65,80 @@ BRUTE_FORCE_LIMIT = 20_000
 
 
 class Participation(ABC):
-    """How often and how far apart one user may take part (abstract)."""
+    """How often and how far apart one user may take part (abstract); overriding methods share these
+    docstrings (``__init_subclass__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
+                base = getattr(Participation, name, None)
+                if base is not None and base.__doc__:
+                    member.__doc__ = base.__doc__
 
     @abstractmethod
     def max_count(self, n: int) -> int:
-        """The most participations of one user in ``n`` steps."""
+        """The most participations of one user in ``n`` steps.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``>= 1``).
+
+        Returns
+        -------
+        int
+            The count.
+
+        Raises
+        ------
+        TypeError
+            ``n`` not an integer.
+        """
 
     @abstractmethod
     def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
         """Every maximal pattern (all subsets of a pattern are dominated by it when ``M >= 0``; the exact
-        search also scores the subsets, see ``_pattern_bounds``)."""
+        search also scores the subsets, see ``_pattern_bounds``).
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``>= 1``).
+
+        Yields
+        ------
+        tuple of int
+            The steps of one pattern, increasing.
+
+        Raises
+        ------
+        TypeError
+            ``n`` not an integer.
+        """
 
     @abstractmethod
     def describe(self) -> str:
-        """A short phrase for statements and ``details``."""
+        """A short phrase for statements and ``details``.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
 
 
 @dataclass(frozen=True, kw_only=True)
 class MinSeparation(Participation):
     """At most ``max_participations`` steps (``None``: as many as fit), any two at least ``min_sep`` apart
     (``min_sep = 1``: any steps; multi-epoch training with ``n / k`` steps per epoch: ``min_sep = n / k``).
+
+    Parameters
+    ----------
+    max_participations : int or None, optional
+        The most participations (default 1; ``None``: as many as fit).
+    min_sep : int, optional
+        The least distance between two participations (default 1).
 
     Raises
     ------
@@ -105,7 +159,25 @@ class MinSeparation(Participation):
         return fit if self.max_participations is None else min(fit, self.max_participations)
 
     def count(self, n: int, limit: int) -> int:
-        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``."""
+        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps.
+        limit : int
+            Stop counting above it.
+
+        Returns
+        -------
+        int
+            The count, at most ``limit + 1``.
+
+        Raises
+        ------
+        TypeError
+            Non-integer arguments.
+        """
         total = 0
         for r in range(1, self.max_count(n) + 1):
             total += math.comb(n - (r - 1) * (self.min_sep - 1), r)
@@ -145,7 +217,18 @@ SINGLE = MinSeparation(max_participations=1)
 @dataclass(frozen=True, kw_only=True)
 class Cyclic(Participation):
     """Cyclic participation: the data split into ``period`` groups, group ``j`` active at ``j, j + period, ...``
-    (BandMF's cyclic sampling, jax_privacy's ``num_bands`` groups; multi-epoch with fixed batch order)."""
+    (BandMF's cyclic sampling, jax_privacy's ``num_bands`` groups; multi-epoch with fixed batch order).
+
+    Parameters
+    ----------
+    period : int
+        The number of groups (``>= 1``).
+
+    Raises
+    ------
+    ValueError
+        ``period`` below one.
+    """
 
     period: int
 
@@ -165,7 +248,26 @@ class Cyclic(Participation):
 
 @dataclass(frozen=True)
 class SensitivityBounds:
-    """``lower <= sens(C, Pi) <= upper``; ``lower`` is attained by ``worst_pattern`` (with ``signs``)."""
+    """``lower <= sens(C, Pi) <= upper``; ``lower`` is attained by ``worst_pattern`` (with ``signs``).
+
+    Parameters
+    ----------
+    lower, upper : float
+        The certified bounds on the sensitivity.
+    exact : bool
+        Whether they coincide by a proof (``upper`` attained).
+    worst_pattern : tuple of int
+        The steps of the pattern attaining ``lower``.
+    signs : tuple of int
+        The gradients' signs on it (all 1 for a non-negative Gram matrix).
+    method : str
+        Which fact (F1-F5, module docstring) gave the bounds.
+
+    Raises
+    ------
+    TypeError
+        Missing fields (a plain record: ``sensitivity`` builds it).
+    """
 
     lower: float
     upper: float
@@ -175,6 +277,13 @@ class SensitivityBounds:
     method: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The bounds as a JSON-ready dict (without the signs).
+
+        Returns
+        -------
+        dict
+            ``lower``, ``upper``, ``exact``, ``method`` and ``worst_pattern``.
+        """
         return {
             "lower": self.lower,
             "upper": self.upper,
@@ -206,7 +315,27 @@ def _finish(
 
 
 def pattern_value(c: FloatArray, pattern: ArrayLike, signs: ArrayLike | None = None) -> float:
-    """``||sum_{i in pattern} s_i C[:, i]||^2``: the attained squared sensitivity of a pattern (F1, F2)."""
+    """``||sum_{i in pattern} s_i C[:, i]||^2``: the attained squared sensitivity of a pattern (F1, F2).
+
+    Parameters
+    ----------
+    c : FloatArray
+        The strategy matrix.
+    pattern : array_like of int
+        The steps taken.
+    signs : array_like of float, optional
+        The gradients' signs (default all 1).
+
+    Returns
+    -------
+    float
+        The squared norm.
+
+    Raises
+    ------
+    IndexError
+        A step outside ``c``'s columns.
+    """
     idx = np.asarray(pattern, int)
     s = np.ones(idx.size) if signs is None else np.asarray(signs, float)
     v = c[:, idx] @ s
