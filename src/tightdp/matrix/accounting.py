@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -34,11 +35,13 @@ import numpy as np
 
 from .._accuracy import check_accuracy
 from .._blas import one_blas_thread
+from .._types import ArrayLike, FloatArray
 from .._validation import check_count, check_delta, check_positive, check_probability
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
 from ..errors import PrecisionError, TightDPError
 from ..mechanisms.allocation import RandomAllocation
+from ..mechanisms.base import Mechanism
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
 from ..schemes import allocation_epsilon
@@ -60,15 +63,17 @@ __all__ = [
 ]
 
 _U = float(np.finfo(float).eps) / 2
-Ledger = list  # [(Mechanism, count)]
+Ledger = Sequence[tuple[Mechanism, int]]
+#: an upper ledger, or alternatives (each a proven bound; ``None``: not available)
+Upper = Ledger | tuple[Ledger | None, ...]
 
 
-def _column_norms(strategy: Strategy, n: int) -> np.ndarray:
+def _column_norms(strategy: Strategy, n: int) -> FloatArray:
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:  # ||C[:, s]||^2 = sum_{m < n - s} c_m^2
-        return np.sqrt(np.cumsum(coefs**2)[::-1])
+        return np.asarray(np.sqrt(np.cumsum(coefs**2)[::-1]), dtype=np.float64)
     c = strategy.matrix(n)
-    return np.sqrt(np.einsum("ij,ij->j", c, c))
+    return np.asarray(np.sqrt(np.einsum("ij,ij->j", c, c)), dtype=np.float64)
 
 
 def _up(x: float, n: int) -> float:
@@ -84,7 +89,7 @@ def _sampled(sigma: float, sens: float, q: float) -> PoissonSampled | Gaussian:
     return g if q >= 1.0 else PoissonSampled(mechanism=g, sampling_rate=q)
 
 
-def _clusters(values, max_groups: int = 4, tol: float = 1e-9) -> list[np.ndarray]:
+def _clusters(values: ArrayLike, max_groups: int = 4, tol: float = 1e-9) -> list[FloatArray]:
     """Sorted (descending) values cut into runs whose spread is at most ``tol`` relative; more than
     ``max_groups`` runs are cut into ``max_groups`` equal parts instead (coarser, still safe below)."""
     s = np.sort(np.asarray(values, float))[::-1]
@@ -95,13 +100,13 @@ def _clusters(values, max_groups: int = 4, tol: float = 1e-9) -> list[np.ndarray
     return runs
 
 
-def _grouped(sens, n: int) -> list[tuple[float, int]]:
+def _grouped(sens: ArrayLike, n: int) -> list[tuple[float, int]]:
     """``(value, count)`` per cluster, each rounded DOWN to its least (a smaller gradient norm is an attained
     input, so the lower ledger stays an explicit pair)."""
     return [(_down(float(r[-1]), n), int(r.size)) for r in _clusters(sens) if r[-1] > 0]
 
 
-def _grouped_up(values, n: int) -> list[tuple[float, int]]:
+def _grouped_up(values: ArrayLike, n: int) -> list[tuple[float, int]]:
     """``(value, count)`` per cluster, each rounded UP to its largest (a larger sensitivity dominates)."""
     return [(_up(float(r[0]), n), int(r.size)) for r in _clusters(values)]
 
@@ -139,10 +144,12 @@ class LedgerSampler(Sampler):
     answer is kept)."""
 
     @abstractmethod
-    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Ledger, dict[str, Any]]:
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         """The attained lower ledger, the dominating upper ledger(s) and their details."""
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         lower_ledger, upper_ledger, details = self.ledgers(strategy, sigma, n)
         if isinstance(upper_ledger, tuple):  # alternatives, each an upper bound: keep the smallest
             ups, failures = [], []
@@ -156,10 +163,11 @@ class LedgerSampler(Sampler):
                 raise failures[0]
             up, which = min(ups, key=lambda r: r[0].upper)
             details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
-            upper_ledger = upper_ledger[which]
+            used = upper_ledger[which]
         else:
+            used = upper_ledger
             up = _epsilon_of(upper_ledger, delta, eps_error, rel_error)
-        if lower_ledger == upper_ledger:
+        if lower_ledger == used:
             lo = up.lower
         else:
             lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower if lower_ledger else 0.0
@@ -181,11 +189,11 @@ class NoAmplification(LedgerSampler):
 
     participation: Participation = SINGLE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.participation, Participation):
             reject(f"participation must be a Participation, got {self.participation!r}")
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         s = sensitivity(strategy, self.participation, steps=n)
         lower = [(Gaussian(noise_multiplier=sigma, sensitivity=s.lower), 1)] if s.lower > 0 else []
         upper = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
@@ -199,7 +207,7 @@ class NoAmplification(LedgerSampler):
             },
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return f"no amplification, {self.participation.describe()}"
 
 
@@ -225,12 +233,12 @@ class CyclicPoisson(LedgerSampler):
     sampling_rate: float
     period: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         if self.period is not None:
             object.__setattr__(self, "period", check_count("period", self.period))
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         b = strategy.bands(n)
         if b is None:
             raise ValueError(
@@ -260,7 +268,7 @@ class CyclicPoisson(LedgerSampler):
             },
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return f"cyclic Poisson sampling at rate {self.sampling_rate:g}" + (
             f", {self.period} groups" if self.period else ""
         )
@@ -289,10 +297,10 @@ class PoissonSampling(LedgerSampler):
 
     sampling_rate: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         s = sensitivity(strategy, MinSeparation(max_participations=None, min_sep=1), steps=n)
         norms = _column_norms(strategy, n)
         steps = orthogonal_steps(strategy, n, norms)
@@ -325,11 +333,13 @@ class PoissonSampling(LedgerSampler):
             },
         )
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
         return with_mmcc(out, strategy, sigma, n, self.sampling_rate, delta, eps_error, rel_error)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"Poisson sampling at rate {self.sampling_rate:g} every step"
 
 
@@ -353,13 +363,15 @@ class BallsInBins(Sampler):
 
     cycle_length: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "cycle_length", check_count("cycle_length", self.cycle_length))
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         return _balls_in_bins(strategy, sigma, n, self.cycle_length, delta, eps_error, rel_error)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"balls-in-bins, cycle length {self.cycle_length}"
 
 
@@ -382,13 +394,15 @@ class EpochAllocation(Sampler):
 
     steps_per_epoch: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         return _epoch_allocation(strategy, sigma, n, self.steps_per_epoch, delta, eps_error, rel_error)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"random allocation afresh each epoch of {self.steps_per_epoch} steps"
 
 
@@ -417,14 +431,22 @@ def sampler_from_dict(data: dict[str, Any]) -> Sampler:
         raise ValueError(f"sampler {data['type']!r}: {exc}") from None
 
 
-def _epsilon_of(ledger: Ledger, delta: float, eps_error, rel_error) -> Bounds:
+def _epsilon_of(ledger: Ledger, delta: float, eps_error: float | None, rel_error: float | None) -> Bounds:
     acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
     for mech, count in ledger:
         acc.compose(mech, count)
     return acc.epsilon(delta)
 
 
-def _epoch_allocation(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds:
+def _epoch_allocation(
+    strategy: Strategy,
+    sigma: float,
+    n: int,
+    t: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> Bounds:
     if n % t:
         raise ValueError(f"steps ({n}) must be a whole number of epochs of steps_per_epoch={t}")
     epochs = n // t
@@ -476,16 +498,23 @@ def _epoch_allocation(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bou
     return _combine(lo, hi, details)
 
 
-def _balls_in_bins(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds:
+def _balls_in_bins(
+    strategy: Strategy,
+    sigma: float,
+    n: int,
+    t: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> Bounds:
     if t > n:
         raise ValueError(f"cycle_length ({t}) must be at most steps ({n})")
     s = sensitivity(strategy, Cyclic(period=t), steps=n)
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
     lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
-    nonneg = (strategy.toeplitz_coefs(n) is not None and bool(np.all(strategy.toeplitz_coefs(n) >= 0))) or bool(
-        np.all(strategy.matrix(n) >= 0)
-    )
+    coefs = strategy.toeplitz_coefs(n)
+    nonneg = (coefs is not None and bool(np.all(coefs >= 0))) or bool(np.all(strategy.matrix(n) >= 0))
     details: dict[str, Any] = {
         **_sens_details(s),
         "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
@@ -537,7 +566,7 @@ def _combine(lower: float, up: Bounds, details: dict[str, Any]) -> Bounds:
 @one_blas_thread
 def matrix_epsilon(
     *,
-    strategy,
+    strategy: Any,
     noise_multiplier: float,
     steps: int,
     delta: float,
