@@ -24,10 +24,8 @@ chosen gradients are no worse than non-adaptive ones of the same norms (Denisov 
 
 from __future__ import annotations
 
-import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -35,20 +33,25 @@ import numpy as np
 
 from .._accuracy import check_accuracy
 from .._blas import one_blas_thread
-from .._types import ArrayLike, FloatArray
 from .._validation import check_count, check_delta, check_positive, check_probability
-from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
-from ..errors import PrecisionError, TightDPError
-from ..mechanisms.allocation import RandomAllocation
-from ..mechanisms.base import Mechanism
+from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
-from ..mechanisms.subsampled import PoissonSampled
-from ..schemes import allocation_epsilon
+from ._allocated import _balls_in_bins, _epoch_allocation
+from ._ledgers import (
+    Ledger,
+    Upper,
+    _column_norms,
+    _combine,
+    _epsilon_of,
+    _grouped,
+    _grouped_up,
+    _sampled,
+    _sens_details,
+)
 from ._lower_pairs import lone_entries, orthogonal_steps
-from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
 from .mmcc import with_mmcc
-from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
+from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, sensitivity
 from .strategies import Strategy, as_strategy, reject
 
 __all__ = [
@@ -61,54 +64,6 @@ __all__ = [
     "matrix_epsilon",
     "sampler_from_dict",
 ]
-
-_U = float(np.finfo(float).eps) / 2
-Ledger = Sequence[tuple[Mechanism, int]]
-#: an upper ledger, or alternatives (each a proven bound; ``None``: not available)
-Upper = Ledger | tuple[Ledger | None, ...]
-
-
-def _column_norms(strategy: Strategy, n: int) -> FloatArray:
-    coefs = strategy.toeplitz_coefs(n)
-    if coefs is not None:  # ||C[:, s]||^2 = sum_{m < n - s} c_m^2
-        return np.asarray(np.sqrt(np.cumsum(coefs**2)[::-1]), dtype=np.float64)
-    c = strategy.matrix(n)
-    return np.asarray(np.sqrt(np.einsum("ij,ij->j", c, c)), dtype=np.float64)
-
-
-def _up(x: float, n: int) -> float:
-    return x * (1.0 + 4.0 * (n + 2) * _U)
-
-
-def _down(x: float, n: int) -> float:
-    return x * (1.0 - 4.0 * (n + 2) * _U)
-
-
-def _sampled(sigma: float, sens: float, q: float) -> PoissonSampled | Gaussian:
-    g = Gaussian(noise_multiplier=sigma, sensitivity=sens)
-    return g if q >= 1.0 else PoissonSampled(mechanism=g, sampling_rate=q)
-
-
-def _clusters(values: ArrayLike, max_groups: int = 4, tol: float = 1e-9) -> list[FloatArray]:
-    """Sorted (descending) values cut into runs whose spread is at most ``tol`` relative; more than
-    ``max_groups`` runs are cut into ``max_groups`` equal parts instead (coarser, still safe below)."""
-    s = np.sort(np.asarray(values, float))[::-1]
-    cuts = [0] + [i for i in range(1, s.size) if s[i] < s[i - 1] * (1 - tol)] + [s.size]
-    runs = [s[a:b] for a, b in itertools.pairwise(cuts)]
-    if len(runs) > max_groups:  # merge neighbouring runs, keeping the split points between the largest gaps
-        runs = [p for p in np.array_split(s, max_groups) if p.size]
-    return runs
-
-
-def _grouped(sens: ArrayLike, n: int) -> list[tuple[float, int]]:
-    """``(value, count)`` per cluster, each rounded DOWN to its least (a smaller gradient norm is an attained
-    input, so the lower ledger stays an explicit pair)."""
-    return [(_down(float(r[-1]), n), int(r.size)) for r in _clusters(sens) if r[-1] > 0]
-
-
-def _grouped_up(values: ArrayLike, n: int) -> list[tuple[float, int]]:
-    """``(value, count)`` per cluster, each rounded UP to its largest (a larger sensitivity dominates)."""
-    return [(_up(float(r[0]), n), int(r.size)) for r in _clusters(values)]
 
 
 class Sampler(ABC):
@@ -172,10 +127,6 @@ class LedgerSampler(Sampler):
         else:
             lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower if lower_ledger else 0.0
         return _combine(lo, up, details)
-
-
-def _sens_details(s: SensitivityBounds) -> dict[str, Any]:
-    return {"sensitivity": s.to_dict()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -429,138 +380,6 @@ def sampler_from_dict(data: dict[str, Any]) -> Sampler:
         return types[data["type"]](**kw)
     except TypeError as exc:
         raise ValueError(f"sampler {data['type']!r}: {exc}") from None
-
-
-def _epsilon_of(ledger: Ledger, delta: float, eps_error: float | None, rel_error: float | None) -> Bounds:
-    acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
-    for mech, count in ledger:
-        acc.compose(mech, count)
-    return acc.epsilon(delta)
-
-
-def _epoch_allocation(
-    strategy: Strategy,
-    sigma: float,
-    n: int,
-    t: int,
-    delta: float,
-    eps_error: float | None,
-    rel_error: float | None,
-) -> Bounds:
-    if n % t:
-        raise ValueError(f"steps ({n}) must be a whole number of epochs of steps_per_epoch={t}")
-    epochs = n // t
-    norms = _column_norms(strategy, n)
-    b = strategy.bands(n)
-    if b == 1:
-        hi = allocation_epsilon(
-            noise_multiplier=sigma / _up(float(norms.max()), n),
-            num_steps=t,
-            epochs=epochs,
-            delta=delta,
-            eps_error=eps_error,
-            rel_error=rel_error,
-        )
-        lo = allocation_epsilon(
-            noise_multiplier=sigma / _down(float(norms.min()), n),
-            num_steps=t,
-            epochs=epochs,
-            delta=delta,
-            eps_error=eps_error,
-            rel_error=rel_error,
-        )
-        return _combine(lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
-    s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
-    hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
-    details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
-    if b is not None:  # noise splitting: DP-SGD with per-epoch random allocation at noise sigma / sqrt(b)
-        sig = sigma / math.sqrt(b) / _up(float(norms.max()), n)
-        if sig >= MIN_ALLOCATION_SIGMA:
-            split = allocation_epsilon(
-                noise_multiplier=sig, num_steps=t, epochs=epochs, delta=delta, eps_error=eps_error, rel_error=rel_error
-            )
-            if split.upper < hi.upper:
-                hi = split
-                details["upper"] = (
-                    f"noise splitting: DP-SGD with per-epoch random allocation at noise "
-                    f"sigma / sqrt({b}) / max column norm = {sig:.6g} (certified pairs)"
-                )
-    if b is not None and t >= b:
-        lower_ledger = [(_sampled(sigma, v, 1.0 / t), c) for v, c in _grouped(norms[0::t], n)]
-        lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower
-        details["lower"] = f"DP-SGD reduction: gradient only at each epoch's first step, rate 1/{t} (explicit pair)"
-    else:
-        lo = _epsilon_of(
-            [(_sampled(sigma, float(_down(norms.max(), n)), 1.0 / t), 1)], delta, eps_error, rel_error
-        ).lower
-        details["lower"] = "one step of the largest column at rate 1/steps_per_epoch (explicit pair)"
-    details["note"] = "no tight amplified bound for banded C under per-epoch allocation is implemented"
-    return _combine(lo, hi, details)
-
-
-def _balls_in_bins(
-    strategy: Strategy,
-    sigma: float,
-    n: int,
-    t: int,
-    delta: float,
-    eps_error: float | None,
-    rel_error: float | None,
-) -> Bounds:
-    if t > n:
-        raise ValueError(f"cycle_length ({t}) must be at most steps ({n})")
-    s = sensitivity(strategy, Cyclic(period=t), steps=n)
-    plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
-    g = mode_gram(strategy, n, t)
-    lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
-    coefs = strategy.toeplitz_coefs(n)
-    nonneg = (coefs is not None and bool(np.all(coefs >= 0))) or bool(np.all(strategy.matrix(n) >= 0))
-    details: dict[str, Any] = {
-        **_sens_details(s),
-        "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
-    }
-    b = strategy.bands(n)
-    split = math.inf
-    if nonneg and b is not None and b > 1:
-        # noise splitting: the richer release has orthogonal modes, of squared norm sum_i ||C_(j + i t)||^2 <= m2
-        col2 = _column_norms(strategy, n) ** 2
-        m2 = _up(max(float(col2[j::t].sum()) for j in range(t)), n)
-        sig = sigma / math.sqrt(b * m2)
-        if sig >= MIN_ALLOCATION_SIGMA:
-            try:
-                split = _epsilon_of(
-                    [(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), num_steps=t), 1)],
-                    delta,
-                    eps_error,
-                    rel_error,
-                ).upper
-            except PrecisionError:
-                split = math.inf
-    if nonneg and min(up, split) < plain.upper:
-        if split < up:
-            details["upper"] = (
-                f"noise splitting ({b} bands): random allocation of 1 of {t} with orthogonal modes, "
-                f"noise per unit sensitivity {sig:.6g}, of 2410.06266's dominating pair"
-            )
-            up = split
-        else:
-            details["upper"] = f"Loewner sandwich from above (c, d) = {arg_up} of 2410.06266's dominating pair"
-        hi = Bounds(min(lo, up), up, up, "epsilon", "bound", {})
-    else:
-        details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"
-        hi = plain
-        if up == math.inf or not nonneg:
-            details["note"] = (
-                "the amplified upper bound for banded C under balls-in-bins (Schuchardt & Kalinin "
-                "2026) is not implemented: the interval can be wide"
-            )
-    return _combine(lo, hi, details)
-
-
-def _combine(lower: float, up: Bounds, details: dict[str, Any]) -> Bounds:
-    lower = min(max(lower, 0.0), up.upper)
-    est = min(max(up.estimate, lower), up.upper)
-    return Bounds(lower, est, up.upper, "epsilon", "bound", details)
 
 
 @one_blas_thread
