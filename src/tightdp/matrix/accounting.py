@@ -67,12 +67,30 @@ __all__ = [
 
 
 class Sampler(ABC):
-    """How a user's participations are drawn (abstract): each sampler answers ``epsilon`` with its own proof."""
+    """How a user's participations are drawn (abstract): each sampler answers ``epsilon`` with its own proof;
+    overriding methods share the documented base methods' docstrings (``__init_subclass__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
+                for base in cls.__mro__[1:]:
+                    doc = getattr(vars(base).get(name), "__doc__", None)
+                    if doc:
+                        member.__doc__ = doc
+                        break
 
     #: name in ``to_dict`` (a run description / strategy file)
     type_name: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The sampler as a JSON-ready dict (``sampler_from_dict`` rebuilds it).
+
+        Returns
+        -------
+        dict
+            ``{"type": type_name, **fields}``, a participation as its own typed dict.
+        """
         out: dict[str, Any] = {"type": self.type_name}
         for k, v in self.__dict__.items():
             out[k] = (
@@ -86,11 +104,43 @@ class Sampler(ABC):
     def epsilon(
         self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
     ) -> Bounds:
-        """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``."""
+        """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``.
+
+        Parameters
+        ----------
+        strategy : Strategy
+            The strategy ``C``.
+        sigma : float
+            The noise multiplier.
+        n : int
+            Steps.
+        delta : float
+            The target delta.
+        eps_error, rel_error : float or None
+            Accuracy of the engine.
+
+        Returns
+        -------
+        Bounds
+            The certified interval with ``details``.
+
+        Raises
+        ------
+        ValueError
+            The sampler does not apply to the strategy (the message says why).
+        PrecisionError
+            No upper bound within the engine's reach.
+        """
 
     @abstractmethod
     def describe(self) -> str:
-        """A short phrase for statements and ``details``."""
+        """A short phrase for statements and ``details``.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
 
 
 class LedgerSampler(Sampler):
@@ -100,7 +150,27 @@ class LedgerSampler(Sampler):
 
     @abstractmethod
     def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
-        """The attained lower ledger, the dominating upper ledger(s) and their details."""
+        """The attained lower ledger, the dominating upper ledger(s) and their details.
+
+        Parameters
+        ----------
+        strategy : Strategy
+            The strategy ``C``.
+        sigma : float
+            The noise multiplier.
+        n : int
+            Steps.
+
+        Returns
+        -------
+        tuple
+            ``(lower ledger, upper ledger or alternatives, details)``.
+
+        Raises
+        ------
+        ValueError
+            The sampler does not apply to the strategy.
+        """
 
     def epsilon(
         self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
@@ -134,7 +204,18 @@ class NoAmplification(LedgerSampler):
     """Deterministic participation (no sampling), any strategy: the run is the Gaussian mechanism with the
     strategy's sensitivity over ``participation`` (exact ``mu``-GDP, ``mu = sens / sigma``; Choquette-Choo et
     al. 2023 Sec. 2). Upper ledger: the certified sensitivity upper bound; lower ledger: the worst explicit
-    pattern's attained sensitivity (equal when the sensitivity is exact)."""
+    pattern's attained sensitivity (equal when the sensitivity is exact).
+
+    Parameters
+    ----------
+    participation : Participation, optional
+        The participation patterns (default ``SINGLE``).
+
+    Raises
+    ------
+    ValueError
+        ``participation`` not a ``Participation``.
+    """
 
     type_name: ClassVar[str] = "no_amplification"
 
@@ -177,6 +258,18 @@ class CyclicPoisson(LedgerSampler):
     its window (dominates every group, as a larger sensitivity dominates and a missing round is sensitivity
     0); lower ledger: group 0 with the gradient scaled to the grouped column norms (an explicit pair).
     ``period = 1`` is DP-SGD at rate ``sampling_rate``.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The within-group Poisson rate, in ``(0, 1]``.
+    period : int, optional
+        The number of groups (default the strategy's band count).
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]`` or a period below one (``epsilon``: a non-banded strategy or too few groups).
     """
 
     type_name: ClassVar[str] = "cyclic_poisson"
@@ -242,6 +335,16 @@ class PoissonSampling(LedgerSampler):
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
     stronger, the rows holding a single step each (tree aggregation's leaves): keeping only those rows (a
     post-processing) of the record with a fixed unit gradient at every step leaves DP-SGD over those steps.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The Poisson rate of every step, in ``(0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]``.
     """
 
     type_name: ClassVar[str] = "poisson"
@@ -308,6 +411,16 @@ class BallsInBins(Sampler):
     (plain random allocation); for banded ``C`` both amplified bounds are loose and the no-amplification bound
     often wins: the deterministic amplified bound of Schuchardt & Kalinin 2026 (2601.21636) is not
     implemented, so the interval can be wide (``details`` say which end came from where).
+
+    Parameters
+    ----------
+    cycle_length : int
+        The number of bins (``>= 1``; at most the number of steps).
+
+    Raises
+    ------
+    ValueError
+        ``cycle_length`` below one (``epsilon``: above the number of steps).
     """
 
     type_name: ClassVar[str] = "balls_in_bins"
@@ -339,6 +452,16 @@ class EpochAllocation(Sampler):
       with per-epoch random allocation at noise ``sigma / sqrt(b)`` / largest column norm); lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs.
+
+    Parameters
+    ----------
+    steps_per_epoch : int
+        Steps per epoch (``>= 1``; the number of steps a multiple of it).
+
+    Raises
+    ------
+    ValueError
+        ``steps_per_epoch`` below one (``epsilon``: steps not a whole number of epochs).
     """
 
     type_name: ClassVar[str] = "epoch_allocation"
@@ -359,6 +482,16 @@ class EpochAllocation(Sampler):
 
 def sampler_from_dict(data: dict[str, Any]) -> Sampler:
     """Rebuild a sampler from ``Sampler.to_dict()`` output (a run description, a CLI strategy file).
+
+    Parameters
+    ----------
+    data : dict
+        ``{"type": name, **fields}``.
+
+    Returns
+    -------
+    Sampler
+        The sampler.
 
     Raises
     ------
@@ -412,6 +545,8 @@ def matrix_epsilon(
         ``NoAmplification(participation=...)`` (default, single participation), ``CyclicPoisson``,
         ``PoissonSampling``, ``BallsInBins`` (jax_privacy's) or ``EpochAllocation``; each docstring states what
         its ends prove.
+    bands : int, optional
+        The band count of a ``c_col`` vector given as ``strategy`` (default its length).
     eps_error, rel_error : float, optional
         Accuracy of the engine (``tightdp._accuracy``); the interval may be wider where a sampler's theory is.
 
