@@ -40,6 +40,14 @@ def _delta_pair(a: float, q: float, sigma: float, eps: float) -> float:
     return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
 
 
+@settings(deadline=None, max_examples=6)
+@given(st.floats(0.7, 4.0), st.floats(0.001, 0.3), st.integers(1, 200))
+def test_identity_brackets_dpsgd_everywhere(sigma, q, n):
+    ref = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=n, delta=1e-5)
+    b = mmcc_epsilon(strategy=Identity(), noise_multiplier=sigma, steps=n, sampling_rate=q, delta=1e-5)
+    assert ref.lower <= b.upper * (1 + 1e-9) + 1e-12
+
+
 def test_identity_is_dpsgd():
     ref = dpsgd_epsilon(noise_multiplier=1.2, sampling_rate=0.02, steps=300, delta=1e-5)
     b = mmcc_epsilon(strategy=Identity(), noise_multiplier=1.2, steps=300, sampling_rate=0.02, delta=1e-5)
