@@ -45,3 +45,10 @@ def test_matrix_mechanisms_reproduction(tmp_path):
     mc = rows["bib_1"]["extra"]["mc"]
     if mc is not None:
         assert mc[1][1] <= 0.01 and mc[0][2] >= 0.01
+    # MMCC: C = I is DP-SGD, whose accounting by dp_accounting lies inside the interval (+0.2 % discretisation)
+    r = rows["mmcc_identity"]
+    if r["paper"] is not None:
+        assert r["extra"]["lower"] <= r["paper"] <= r["extra"]["upper"] * (1 + 2e-3)
+    # tree aggregation under Poisson sampling: MMCC's certified upper end far below no amplification
+    r = rows["mmcc_tree_64_15"]
+    assert 0 < r["extra"]["lower"] <= r["extra"]["upper"] < r["extra"]["no_amplification"] / 10

@@ -31,3 +31,4 @@ def test_matrix_reproduction_runs_without_peers(tmp_path):
     assert rows["toeplitz_16"]["paper"] is None and rows["bib_1"]["extra"]["mc"] is None
     assert "jax_privacy not installed" in rows["bib_1"]["note"]
     assert rows["tree_16"]["paper"] is not None  # the closed forms need no peer
+    assert rows["mmcc_identity"]["paper"] is None and "not installed" in rows["mmcc_identity"]["note"]

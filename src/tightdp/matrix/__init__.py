@@ -11,6 +11,8 @@ The pipeline, one module each:
 * ``accounting``: the samplers (``NoAmplification``, ``CyclicPoisson``, ``PoissonSampling``, ``BallsInBins``,
   ``EpochAllocation``) and the one-call ``matrix_epsilon(strategy=..., noise_multiplier=..., steps=...,
   delta=..., sampler=...)`` -> ``tightdp.Bounds``; ``sampler_from_dict`` for run descriptions;
+* ``mmcc``: MMCC's conditional composition (Choquette-Choo et al. 2024) for Poisson sampling with a
+  non-negative ``C``, ``mmcc_epsilon(...)`` (``PoissonSampling`` uses it as one of its upper bounds);
 * ``allocation``: balls-in-bins through a Loewner sandwich of the modes' Gram matrix;
 * ``calibration``: ``calibrate_matrix_noise(target_epsilon=..., ...)``.
 
@@ -29,6 +31,7 @@ from .accounting import (
     sampler_from_dict,
 )
 from .calibration import MatrixCalibration, calibrate_matrix_noise
+from .mmcc import mmcc_epsilon
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, pattern_value, sensitivity
 from .strategies import (
     BLT,
@@ -67,6 +70,7 @@ __all__ = [
     "sensitivity",
     "pattern_value",
     "matrix_epsilon",
+    "mmcc_epsilon",
     "MatrixCalibration",
     "calibrate_matrix_noise",
 ]

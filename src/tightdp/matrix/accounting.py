@@ -24,7 +24,6 @@ chosen gradients are no worse than non-adaptive ones of the same norms (Denisov 
 
 from __future__ import annotations
 
-import itertools
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -35,15 +34,24 @@ import numpy as np
 from .._accuracy import check_accuracy
 from .._blas import one_blas_thread
 from .._validation import check_count, check_delta, check_positive, check_probability
-from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
-from ..errors import PrecisionError, TightDPError
-from ..mechanisms.allocation import RandomAllocation
+from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
-from ..mechanisms.subsampled import PoissonSampled
-from ..schemes import allocation_epsilon
-from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
-from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, sensitivity
+from ._allocated import _balls_in_bins, _epoch_allocation
+from ._ledgers import (
+    Ledger,
+    Upper,
+    _column_norms,
+    _combine,
+    _epsilon_of,
+    _grouped,
+    _grouped_up,
+    _sampled,
+    _sens_details,
+)
+from ._lower_pairs import lone_entries, orthogonal_steps
+from .mmcc import with_mmcc
+from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, sensitivity
 from .strategies import Strategy, as_strategy, reject
 
 __all__ = [
@@ -57,60 +65,32 @@ __all__ = [
     "sampler_from_dict",
 ]
 
-_U = float(np.finfo(float).eps) / 2
-Ledger = list  # [(Mechanism, count)]
-
-
-def _column_norms(strategy: Strategy, n: int) -> np.ndarray:
-    coefs = strategy.toeplitz_coefs(n)
-    if coefs is not None:  # ||C[:, s]||^2 = sum_{m < n - s} c_m^2
-        return np.sqrt(np.cumsum(coefs**2)[::-1])
-    c = strategy.matrix(n)
-    return np.sqrt(np.einsum("ij,ij->j", c, c))
-
-
-def _up(x: float, n: int) -> float:
-    return x * (1.0 + 4.0 * (n + 2) * _U)
-
-
-def _down(x: float, n: int) -> float:
-    return x * (1.0 - 4.0 * (n + 2) * _U)
-
-
-def _sampled(sigma: float, sens: float, q: float) -> PoissonSampled | Gaussian:
-    g = Gaussian(noise_multiplier=sigma, sensitivity=sens)
-    return g if q >= 1.0 else PoissonSampled(mechanism=g, sampling_rate=q)
-
-
-def _clusters(values, max_groups: int = 4, tol: float = 1e-9) -> list[np.ndarray]:
-    """Sorted (descending) values cut into runs whose spread is at most ``tol`` relative; more than
-    ``max_groups`` runs are cut into ``max_groups`` equal parts instead (coarser, still safe below)."""
-    s = np.sort(np.asarray(values, float))[::-1]
-    cuts = [0] + [i for i in range(1, s.size) if s[i] < s[i - 1] * (1 - tol)] + [s.size]
-    runs = [s[a:b] for a, b in itertools.pairwise(cuts)]
-    if len(runs) > max_groups:  # merge neighbouring runs, keeping the split points between the largest gaps
-        runs = [p for p in np.array_split(s, max_groups) if p.size]
-    return runs
-
-
-def _grouped(sens, n: int) -> list[tuple[float, int]]:
-    """``(value, count)`` per cluster, each rounded DOWN to its least (a smaller gradient norm is an attained
-    input, so the lower ledger stays an explicit pair)."""
-    return [(_down(float(r[-1]), n), int(r.size)) for r in _clusters(sens) if r[-1] > 0]
-
-
-def _grouped_up(values, n: int) -> list[tuple[float, int]]:
-    """``(value, count)`` per cluster, each rounded UP to its largest (a larger sensitivity dominates)."""
-    return [(_up(float(r[0]), n), int(r.size)) for r in _clusters(values)]
-
 
 class Sampler(ABC):
-    """How a user's participations are drawn (abstract): each sampler answers ``epsilon`` with its own proof."""
+    """How a user's participations are drawn (abstract): each sampler answers ``epsilon`` with its own proof;
+    overriding methods share the documented base methods' docstrings (``__init_subclass__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
+                for base in cls.__mro__[1:]:
+                    doc = getattr(vars(base).get(name), "__doc__", None)
+                    if doc:
+                        member.__doc__ = doc
+                        break
 
     #: name in ``to_dict`` (a run description / strategy file)
     type_name: ClassVar[str] = ""
 
     def to_dict(self) -> dict[str, Any]:
+        """The sampler as a JSON-ready dict (``sampler_from_dict`` rebuilds it).
+
+        Returns
+        -------
+        dict
+            ``{"type": type_name, **fields}``, a participation as its own typed dict.
+        """
         out: dict[str, Any] = {"type": self.type_name}
         for k, v in self.__dict__.items():
             out[k] = (
@@ -124,11 +104,43 @@ class Sampler(ABC):
     def epsilon(
         self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
     ) -> Bounds:
-        """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``."""
+        """Certified ``[lower, upper]`` on epsilon of ``n`` steps of ``strategy`` at noise ``sigma``.
+
+        Parameters
+        ----------
+        strategy : Strategy
+            The strategy ``C``.
+        sigma : float
+            The noise multiplier.
+        n : int
+            Steps.
+        delta : float
+            The target delta.
+        eps_error, rel_error : float or None
+            Accuracy of the engine.
+
+        Returns
+        -------
+        Bounds
+            The certified interval with ``details``.
+
+        Raises
+        ------
+        ValueError
+            The sampler does not apply to the strategy (the message says why).
+        PrecisionError
+            No upper bound within the engine's reach.
+        """
 
     @abstractmethod
     def describe(self) -> str:
-        """A short phrase for statements and ``details``."""
+        """A short phrase for statements and ``details``.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
 
 
 class LedgerSampler(Sampler):
@@ -137,10 +149,32 @@ class LedgerSampler(Sampler):
     answer is kept)."""
 
     @abstractmethod
-    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Ledger, dict[str, Any]]:
-        """The attained lower ledger, the dominating upper ledger(s) and their details."""
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
+        """The attained lower ledger, the dominating upper ledger(s) and their details.
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+        Parameters
+        ----------
+        strategy : Strategy
+            The strategy ``C``.
+        sigma : float
+            The noise multiplier.
+        n : int
+            Steps.
+
+        Returns
+        -------
+        tuple
+            ``(lower ledger, upper ledger or alternatives, details)``.
+
+        Raises
+        ------
+        ValueError
+            The sampler does not apply to the strategy.
+        """
+
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         lower_ledger, upper_ledger, details = self.ledgers(strategy, sigma, n)
         if isinstance(upper_ledger, tuple):  # alternatives, each an upper bound: keep the smallest
             ups, failures = [], []
@@ -154,18 +188,15 @@ class LedgerSampler(Sampler):
                 raise failures[0]
             up, which = min(ups, key=lambda r: r[0].upper)
             details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
-            upper_ledger = upper_ledger[which]
+            used = upper_ledger[which]
         else:
+            used = upper_ledger
             up = _epsilon_of(upper_ledger, delta, eps_error, rel_error)
-        if lower_ledger == upper_ledger:
+        if lower_ledger == used:
             lo = up.lower
         else:
             lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower if lower_ledger else 0.0
         return _combine(lo, up, details)
-
-
-def _sens_details(s: SensitivityBounds) -> dict[str, Any]:
-    return {"sensitivity": s.to_dict()}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,17 +204,28 @@ class NoAmplification(LedgerSampler):
     """Deterministic participation (no sampling), any strategy: the run is the Gaussian mechanism with the
     strategy's sensitivity over ``participation`` (exact ``mu``-GDP, ``mu = sens / sigma``; Choquette-Choo et
     al. 2023 Sec. 2). Upper ledger: the certified sensitivity upper bound; lower ledger: the worst explicit
-    pattern's attained sensitivity (equal when the sensitivity is exact)."""
+    pattern's attained sensitivity (equal when the sensitivity is exact).
+
+    Parameters
+    ----------
+    participation : Participation, optional
+        The participation patterns (default ``SINGLE``).
+
+    Raises
+    ------
+    ValueError
+        ``participation`` not a ``Participation``.
+    """
 
     type_name: ClassVar[str] = "no_amplification"
 
     participation: Participation = SINGLE
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not isinstance(self.participation, Participation):
             reject(f"participation must be a Participation, got {self.participation!r}")
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         s = sensitivity(strategy, self.participation, steps=n)
         lower = [(Gaussian(noise_multiplier=sigma, sensitivity=s.lower), 1)] if s.lower > 0 else []
         upper = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
@@ -197,7 +239,7 @@ class NoAmplification(LedgerSampler):
             },
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return f"no amplification, {self.participation.describe()}"
 
 
@@ -216,6 +258,18 @@ class CyclicPoisson(LedgerSampler):
     its window (dominates every group, as a larger sensitivity dominates and a missing round is sensitivity
     0); lower ledger: group 0 with the gradient scaled to the grouped column norms (an explicit pair).
     ``period = 1`` is DP-SGD at rate ``sampling_rate``.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The within-group Poisson rate, in ``(0, 1]``.
+    period : int, optional
+        The number of groups (default the strategy's band count).
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]`` or a period below one (``epsilon``: a non-banded strategy or too few groups).
     """
 
     type_name: ClassVar[str] = "cyclic_poisson"
@@ -223,12 +277,12 @@ class CyclicPoisson(LedgerSampler):
     sampling_rate: float
     period: int | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
         if self.period is not None:
             object.__setattr__(self, "period", check_count("period", self.period))
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         b = strategy.bands(n)
         if b is None:
             raise ValueError(
@@ -258,24 +312,10 @@ class CyclicPoisson(LedgerSampler):
             },
         )
 
-    def describe(self):
+    def describe(self) -> str:
         return f"cyclic Poisson sampling at rate {self.sampling_rate:g}" + (
             f", {self.period} groups" if self.period else ""
         )
-
-
-def _orthogonal_steps(strategy: Strategy, n: int, norms: np.ndarray) -> list[int]:
-    """Steps whose columns of ``C`` are pairwise orthogonal: every ``b``-th for a ``b``-banded ``C`` (disjoint
-    row windows), else greedily by decreasing norm with exact zero inner products."""
-    b = strategy.bands(n)
-    if b is not None:
-        return list(range(0, n, b))
-    c = strategy.matrix(n)
-    chosen: list[int] = []
-    for s in np.argsort(-norms):
-        if all(float(c[:, s] @ c[:, t]) == 0.0 for t in chosen):
-            chosen.append(int(s))
-    return chosen
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,29 +323,46 @@ class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper: the smaller of two certified ledgers (MMCC's conditional composition, Choquette-Choo et al. 2024 arXiv
-    2310.15526, which would be tighter, is not implemented). (i) No amplification: the output is a mixture over
+    Upper: the smallest of three certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
+    theorem, its conditions and the rounding), for any adaptive gradients. (i) No amplification: the output is a mixture over
     participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
     divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (module docstring): DP-SGD over
     all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity ``||C_s||``.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
-    independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps.
+    independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
+    stronger, the rows holding a single step each (tree aggregation's leaves): keeping only those rows (a
+    post-processing) of the record with a fixed unit gradient at every step leaves DP-SGD over those steps.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The Poisson rate of every step, in ``(0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]``.
     """
 
     type_name: ClassVar[str] = "poisson"
 
     sampling_rate: float
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
 
-    def ledgers(self, strategy, sigma, n):
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         s = sensitivity(strategy, MinSeparation(max_participations=None, min_sep=1), steps=n)
         norms = _column_norms(strategy, n)
-        steps = _orthogonal_steps(strategy, n, norms)
-        lower = [(_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(norms[steps], n)]
+        steps = orthogonal_steps(strategy, n, norms)
+        lone = lone_entries(strategy, n)
+        use_lone = float(np.sum(lone**2)) > float(np.sum(norms[steps] ** 2))
+        lower = [
+            (_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(lone if use_lone else norms[steps], n)
+        ]
         plain = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
         b = strategy.bands(n)
         split = (
@@ -321,12 +378,22 @@ class PoissonSampling(LedgerSampler):
                 "orthogonal_steps": len(steps),
                 "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
                 "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (module docstring)",
-                "lower": f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)",
-                "note": "MMCC's conditional composition (tighter above) is not implemented",
+                "lower": (
+                    f"DP-SGD reduction over the {lone.size} rows that hold one step each (an explicit pair, the "
+                    "other rows dropped)"
+                    if use_lone
+                    else f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)"
+                ),
             },
         )
 
-    def describe(self):
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
+        out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
+        return with_mmcc(out, strategy, sigma, n, self.sampling_rate, delta, eps_error, rel_error)
+
+    def describe(self) -> str:
         return f"Poisson sampling at rate {self.sampling_rate:g} every step"
 
 
@@ -344,19 +411,31 @@ class BallsInBins(Sampler):
     (plain random allocation); for banded ``C`` both amplified bounds are loose and the no-amplification bound
     often wins: the deterministic amplified bound of Schuchardt & Kalinin 2026 (2601.21636) is not
     implemented, so the interval can be wide (``details`` say which end came from where).
+
+    Parameters
+    ----------
+    cycle_length : int
+        The number of bins (``>= 1``; at most the number of steps).
+
+    Raises
+    ------
+    ValueError
+        ``cycle_length`` below one (``epsilon``: above the number of steps).
     """
 
     type_name: ClassVar[str] = "balls_in_bins"
 
     cycle_length: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "cycle_length", check_count("cycle_length", self.cycle_length))
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         return _balls_in_bins(strategy, sigma, n, self.cycle_length, delta, eps_error, rel_error)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"balls-in-bins, cycle length {self.cycle_length}"
 
 
@@ -373,24 +452,46 @@ class EpochAllocation(Sampler):
       with per-epoch random allocation at noise ``sigma / sqrt(b)`` / largest column norm); lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs.
+
+    Parameters
+    ----------
+    steps_per_epoch : int
+        Steps per epoch (``>= 1``; the number of steps a multiple of it).
+
+    Raises
+    ------
+    ValueError
+        ``steps_per_epoch`` below one (``epsilon``: steps not a whole number of epochs).
     """
 
     type_name: ClassVar[str] = "epoch_allocation"
 
     steps_per_epoch: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
 
-    def epsilon(self, strategy, sigma, n, delta, eps_error, rel_error) -> Bounds:
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
         return _epoch_allocation(strategy, sigma, n, self.steps_per_epoch, delta, eps_error, rel_error)
 
-    def describe(self):
+    def describe(self) -> str:
         return f"random allocation afresh each epoch of {self.steps_per_epoch} steps"
 
 
 def sampler_from_dict(data: dict[str, Any]) -> Sampler:
     """Rebuild a sampler from ``Sampler.to_dict()`` output (a run description, a CLI strategy file).
+
+    Parameters
+    ----------
+    data : dict
+        ``{"type": name, **fields}``.
+
+    Returns
+    -------
+    Sampler
+        The sampler.
 
     Raises
     ------
@@ -414,127 +515,10 @@ def sampler_from_dict(data: dict[str, Any]) -> Sampler:
         raise ValueError(f"sampler {data['type']!r}: {exc}") from None
 
 
-def _epsilon_of(ledger: Ledger, delta: float, eps_error, rel_error) -> Bounds:
-    acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
-    for mech, count in ledger:
-        acc.compose(mech, count)
-    return acc.epsilon(delta)
-
-
-def _epoch_allocation(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds:
-    if n % t:
-        raise ValueError(f"steps ({n}) must be a whole number of epochs of steps_per_epoch={t}")
-    epochs = n // t
-    norms = _column_norms(strategy, n)
-    b = strategy.bands(n)
-    if b == 1:
-        hi = allocation_epsilon(
-            noise_multiplier=sigma / _up(float(norms.max()), n),
-            num_steps=t,
-            epochs=epochs,
-            delta=delta,
-            eps_error=eps_error,
-            rel_error=rel_error,
-        )
-        lo = allocation_epsilon(
-            noise_multiplier=sigma / _down(float(norms.min()), n),
-            num_steps=t,
-            epochs=epochs,
-            delta=delta,
-            eps_error=eps_error,
-            rel_error=rel_error,
-        )
-        return _combine(lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
-    s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
-    hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
-    details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
-    if b is not None:  # noise splitting: DP-SGD with per-epoch random allocation at noise sigma / sqrt(b)
-        sig = sigma / math.sqrt(b) / _up(float(norms.max()), n)
-        if sig >= MIN_ALLOCATION_SIGMA:
-            split = allocation_epsilon(
-                noise_multiplier=sig, num_steps=t, epochs=epochs, delta=delta, eps_error=eps_error, rel_error=rel_error
-            )
-            if split.upper < hi.upper:
-                hi = split
-                details["upper"] = (
-                    f"noise splitting: DP-SGD with per-epoch random allocation at noise "
-                    f"sigma / sqrt({b}) / max column norm = {sig:.6g} (certified pairs)"
-                )
-    if b is not None and t >= b:
-        lower_ledger = [(_sampled(sigma, v, 1.0 / t), c) for v, c in _grouped(norms[0::t], n)]
-        lo = _epsilon_of(lower_ledger, delta, eps_error, rel_error).lower
-        details["lower"] = f"DP-SGD reduction: gradient only at each epoch's first step, rate 1/{t} (explicit pair)"
-    else:
-        lo = _epsilon_of(
-            [(_sampled(sigma, float(_down(norms.max(), n)), 1.0 / t), 1)], delta, eps_error, rel_error
-        ).lower
-        details["lower"] = "one step of the largest column at rate 1/steps_per_epoch (explicit pair)"
-    details["note"] = "no tight amplified bound for banded C under per-epoch allocation is implemented"
-    return _combine(lo, hi, details)
-
-
-def _balls_in_bins(strategy, sigma, n, t, delta, eps_error, rel_error) -> Bounds:
-    if t > n:
-        raise ValueError(f"cycle_length ({t}) must be at most steps ({n})")
-    s = sensitivity(strategy, Cyclic(period=t), steps=n)
-    plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
-    g = mode_gram(strategy, n, t)
-    lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
-    nonneg = (strategy.toeplitz_coefs(n) is not None and bool(np.all(strategy.toeplitz_coefs(n) >= 0))) or bool(
-        np.all(strategy.matrix(n) >= 0)
-    )
-    details: dict[str, Any] = {
-        **_sens_details(s),
-        "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
-    }
-    b = strategy.bands(n)
-    split = math.inf
-    if nonneg and b is not None and b > 1:
-        # noise splitting: the richer release has orthogonal modes, of squared norm sum_i ||C_(j + i t)||^2 <= m2
-        col2 = _column_norms(strategy, n) ** 2
-        m2 = _up(max(float(col2[j::t].sum()) for j in range(t)), n)
-        sig = sigma / math.sqrt(b * m2)
-        if sig >= MIN_ALLOCATION_SIGMA:
-            try:
-                split = _epsilon_of(
-                    [(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), num_steps=t), 1)],
-                    delta,
-                    eps_error,
-                    rel_error,
-                ).upper
-            except PrecisionError:
-                split = math.inf
-    if nonneg and min(up, split) < plain.upper:
-        if split < up:
-            details["upper"] = (
-                f"noise splitting ({b} bands): random allocation of 1 of {t} with orthogonal modes, "
-                f"noise per unit sensitivity {sig:.6g}, of 2410.06266's dominating pair"
-            )
-            up = split
-        else:
-            details["upper"] = f"Loewner sandwich from above (c, d) = {arg_up} of 2410.06266's dominating pair"
-        hi = Bounds(min(lo, up), up, up, "epsilon", "bound", {})
-    else:
-        details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"
-        hi = plain
-        if up == math.inf or not nonneg:
-            details["note"] = (
-                "the amplified upper bound for banded C under balls-in-bins (Schuchardt & Kalinin "
-                "2026) is not implemented: the interval can be wide"
-            )
-    return _combine(lo, hi, details)
-
-
-def _combine(lower: float, up: Bounds, details: dict[str, Any]) -> Bounds:
-    lower = min(max(lower, 0.0), up.upper)
-    est = min(max(up.estimate, lower), up.upper)
-    return Bounds(lower, est, up.upper, "epsilon", "bound", details)
-
-
 @one_blas_thread
 def matrix_epsilon(
     *,
-    strategy,
+    strategy: Any,
     noise_multiplier: float,
     steps: int,
     delta: float,
@@ -561,6 +545,8 @@ def matrix_epsilon(
         ``NoAmplification(participation=...)`` (default, single participation), ``CyclicPoisson``,
         ``PoissonSampling``, ``BallsInBins`` (jax_privacy's) or ``EpochAllocation``; each docstring states what
         its ends prove.
+    bands : int, optional
+        The band count of a ``c_col`` vector given as ``strategy`` (default its length).
     eps_error, rel_error : float, optional
         Accuracy of the engine (``tightdp._accuracy``); the interval may be wider where a sampler's theory is.
 

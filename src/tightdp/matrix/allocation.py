@@ -34,6 +34,7 @@ import math
 
 import numpy as np
 
+from .._types import FloatArray
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..errors import PrecisionError
 from ..mechanisms.allocation import RandomAllocation
@@ -47,8 +48,28 @@ _U = float(np.finfo(float).eps) / 2
 MIN_ALLOCATION_SIGMA = 1.0
 
 
-def mode_gram(strategy: Strategy, n: int, t: int) -> np.ndarray:
-    """``G = [<C x_j, C x_k>]`` for the cyclic patterns ``x_j`` (``j < t``) of ``n`` steps."""
+def mode_gram(strategy: Strategy, n: int, t: int) -> FloatArray:
+    """``G = [<C x_j, C x_k>]`` for the cyclic patterns ``x_j`` (``j < t``) of ``n`` steps.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy ``C``.
+    n : int
+        Steps (``>= 1``).
+    t : int
+        The cycle length (``1 <= t <= n``).
+
+    Returns
+    -------
+    FloatArray
+        The ``t x t`` Gram matrix of the modes ``C x_j``.
+
+    Raises
+    ------
+    ValueError
+        ``n`` beyond the strategy's reach (from ``strategy.matrix``).
+    """
     x = np.zeros((n, t))
     idx = np.arange(n)
     x[idx, idx % t] = 1.0
@@ -58,21 +79,21 @@ def mode_gram(strategy: Strategy, n: int, t: int) -> np.ndarray:
         v = np.fft.irfft(np.fft.rfft(coefs, size)[:, None] * np.fft.rfft(x, size, axis=0), size, axis=0)[:n]
     else:
         v = strategy.matrix(n) @ x
-    return v.T @ v
+    return np.asarray(v.T @ v, dtype=np.float64)
 
 
-def _error(g: np.ndarray, extra: float = 0.0) -> float:
+def _error(g: FloatArray, extra: float = 0.0) -> float:
     """A bound on eigenvalue errors of symmetric matrices of ``G``'s size and scale (Weyl + backward stability),
     padded generously; the FFT's own error is covered by the same margin (relative 1e-10 of the norm)."""
     t = g.shape[0]
-    return (64.0 * t * _U + 1e-10) * (float(np.linalg.norm(g, "fro")) + extra)
+    return float((64.0 * t * _U + 1e-10) * (float(np.linalg.norm(g, "fro")) + extra))
 
 
 class _Spectra:
     """The eigen-decompositions every sandwich needs, computed once: ``G`` and ``G`` restricted to the complement
     of the ones vector (orthonormal basis ``Q`` from a Householder reflection)."""
 
-    def __init__(self, g: np.ndarray):
+    def __init__(self, g: FloatArray) -> None:
         t = g.shape[0]
         self.g, self.t = g, t
         self.w, self.v = np.linalg.eigh(g)
@@ -82,6 +103,8 @@ class _Spectra:
         nu = float(u @ u)
         h = np.eye(t) - (2.0 / nu) * np.outer(u, u) if nu > 0 else np.eye(t)
         q = h[:, 1:]
+        self.beta: FloatArray
+        self.u: FloatArray
         self.beta, self.u = np.linalg.eigh(q.T @ g @ q) if t > 1 else (np.zeros(0), np.zeros((0, 0)))
         self.bq = self.u.T @ (q.T @ g @ np.ones(t)) / t if t > 1 else np.zeros(0)
         self.mean = float(np.ones(t) @ g @ np.ones(t)) / t**2
@@ -92,7 +115,27 @@ def upper_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[f
     """``(c, d)`` with ``G <= c J + d I``: ``d`` a fraction ``frac`` of the way from the least admissible value (the
     top eigenvalue of ``G`` on the complement of the ones vector) to the largest eigenvalue, ``c`` the least then
     admissible, ``max_{1^T a = 1} a^T (G - d I) a`` (a Schur complement). ``verify``: the inequality is checked by
-    an eigenvalue solve and ``d`` raised by the residual and the solver's error bound."""
+    an eigenvalue solve and ``d`` raised by the residual and the solver's error bound.
+
+    Parameters
+    ----------
+    sp : _Spectra
+        The spectra of ``G``.
+    frac : float
+        In ``[0, 1]``: where ``d`` lies between its least admissible value and ``lambda_max(G)``.
+    verify : bool, optional
+        Check the inequality and move the constants to the safe side (default ``True``).
+
+    Returns
+    -------
+    tuple of float
+        ``(c, d)``; ``c`` is ``inf`` where no finite ``c`` exists at this ``d``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        The eigenvalue solver fails to converge.
+    """
     t, g = sp.t, sp.g
     lam_top = float(sp.w[-1])
     d = sp.d_floor + max(frac, 1e-9) * max(lam_top - sp.d_floor, 1e-12 * lam_top)
@@ -113,7 +156,27 @@ def upper_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[f
 def lower_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[float, float]:
     """``(c', d')`` with ``c' J + d' I <= G``: ``d'`` a fraction ``frac`` of ``lambda_min(G)``, ``c'`` the largest then
     admissible, ``1 / (1^T (G - d' I)^+ 1)`` (zero when ``1`` leaves the range). ``verify``: checked as above, the
-    constants lowered by the residual and the solver's error bound."""
+    constants lowered by the residual and the solver's error bound.
+
+    Parameters
+    ----------
+    sp : _Spectra
+        The spectra of ``G``.
+    frac : float
+        In ``[0, 1]``: ``d'`` as a fraction of ``lambda_min(G)``.
+    verify : bool, optional
+        Check the inequality and move the constants to the safe side (default ``True``).
+
+    Returns
+    -------
+    tuple of float
+        ``(c', d')``, both non-negative.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        The eigenvalue solver fails to converge.
+    """
     t, g, w = sp.t, sp.g, sp.w
     d = max(0.0, frac * float(w[0]))
     lam = w - d
@@ -134,7 +197,9 @@ def lower_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[f
     return c, d
 
 
-def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_error, rel_error):
+def _pair_epsilon(
+    c: float, d: float, sigma: float, t: int, delta: float, eps_error: float | None, rel_error: float | None
+) -> tuple[float, float, float] | None:
     """Bounds on epsilon of Gaussian(sqrt c) x RandomAllocation(1 of t, sqrt d); ``None`` if out of reach."""
     if not (math.isfinite(c) and math.isfinite(d)):
         return None
@@ -154,9 +219,44 @@ def _pair_epsilon(c: float, d: float, sigma: float, t: int, delta: float, eps_er
     return b.lower, b.estimate, b.upper
 
 
-def sandwich_epsilon(g: np.ndarray, sigma: float, delta: float, eps_error=None, rel_error=None, fracs=(0.0, 0.1)):
+def sandwich_epsilon(
+    g: FloatArray,
+    sigma: float,
+    delta: float,
+    eps_error: float | None = None,
+    rel_error: float | None = None,
+    fracs: tuple[float, ...] = (0.0, 0.1),
+) -> tuple[float, float, tuple[float, float] | None, tuple[float, float] | None]:
     """``(lower, upper, (c, d) used above, (c', d') used below)``: the best of a few sandwiches, each certified.
-    ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise)."""
+    ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise).
+
+    Parameters
+    ----------
+    g : FloatArray
+        The modes' Gram matrix (``mode_gram``).
+    sigma : float
+        The noise multiplier.
+    delta : float
+        The target delta.
+    eps_error, rel_error : float, optional
+        Accuracy of the certified evaluations.
+    fracs : tuple of float, optional
+        The upper sandwiches tried (``upper_sandwich``'s ``frac``), default ``(0.0, 0.1)``.
+
+    Returns
+    -------
+    tuple
+        ``(lower, upper, (c, d) or None, (c', d') or None)``.
+
+    Raises
+    ------
+    ValueError
+        Bad accuracy arguments (from the accountant).
+
+    References
+    ----------
+    Choquette-Choo et al., ICLR 2025, arXiv 2410.06266 (the dominating pair of balls-in-bins).
+    """
     t = g.shape[0]
     sp = _Spectra(g)
     best_up, arg_up = math.inf, None

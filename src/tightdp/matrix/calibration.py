@@ -29,7 +29,26 @@ DIGITS = 4
 @dataclass(frozen=True)
 class MatrixCalibration:
     """The calibrated ``noise_multiplier``, its certified ``epsilon`` interval (``upper <= target_epsilon``) and
-    ``details`` (the neighbour 1 % below and its interval, evaluations, seconds)."""
+    ``details`` (the neighbour 1 % below and its interval, evaluations, seconds).
+
+    Parameters
+    ----------
+    noise_multiplier : float
+        The calibrated noise multiplier.
+    epsilon : Bounds
+        Its certified epsilon interval.
+    target_epsilon : float
+        The target asked for.
+    delta : float
+        The delta of the target.
+    details : dict, optional
+        Diagnostics (default empty).
+
+    Raises
+    ------
+    TypeError
+        Missing fields (a plain record: ``calibrate_matrix_noise`` builds it).
+    """
 
     noise_multiplier: float
     epsilon: Bounds
@@ -47,7 +66,7 @@ def calibrate_matrix_noise(
     *,
     target_epsilon: float,
     delta: float,
-    strategy,
+    strategy: Any,
     steps: int,
     sampler: Sampler | None = None,
     bands: int | None = None,

@@ -38,12 +38,14 @@ from __future__ import annotations
 import itertools
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._blas import one_blas_thread
+from .._types import ArrayLike, FloatArray
 from .._validation import check_count
 from .strategies import Strategy, reject
 
@@ -63,26 +65,80 @@ BRUTE_FORCE_LIMIT = 20_000
 
 
 class Participation(ABC):
-    """How often and how far apart one user may take part (abstract)."""
+    """How often and how far apart one user may take part (abstract); overriding methods share these
+    docstrings (``__init_subclass__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
+                base = getattr(Participation, name, None)
+                if base is not None and base.__doc__:
+                    member.__doc__ = base.__doc__
 
     @abstractmethod
     def max_count(self, n: int) -> int:
-        """The most participations of one user in ``n`` steps."""
+        """The most participations of one user in ``n`` steps.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``>= 1``).
+
+        Returns
+        -------
+        int
+            The count.
+
+        Raises
+        ------
+        TypeError
+            ``n`` not an integer.
+        """
 
     @abstractmethod
     def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
         """Every maximal pattern (all subsets of a pattern are dominated by it when ``M >= 0``; the exact
-        search also scores the subsets, see ``_pattern_bounds``)."""
+        search also scores the subsets, see ``_pattern_bounds``).
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``>= 1``).
+
+        Yields
+        ------
+        tuple of int
+            The steps of one pattern, increasing.
+
+        Raises
+        ------
+        TypeError
+            ``n`` not an integer.
+        """
 
     @abstractmethod
     def describe(self) -> str:
-        """A short phrase for statements and ``details``."""
+        """A short phrase for statements and ``details``.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
 
 
 @dataclass(frozen=True, kw_only=True)
 class MinSeparation(Participation):
     """At most ``max_participations`` steps (``None``: as many as fit), any two at least ``min_sep`` apart
     (``min_sep = 1``: any steps; multi-epoch training with ``n / k`` steps per epoch: ``min_sep = n / k``).
+
+    Parameters
+    ----------
+    max_participations : int or None, optional
+        The most participations (default 1; ``None``: as many as fit).
+    min_sep : int, optional
+        The least distance between two participations (default 1).
 
     Raises
     ------
@@ -93,7 +149,7 @@ class MinSeparation(Participation):
     max_participations: int | None = 1
     min_sep: int = 1
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.max_participations is not None:
             object.__setattr__(self, "max_participations", check_count("max_participations", self.max_participations))
         object.__setattr__(self, "min_sep", check_count("min_sep", self.min_sep))
@@ -103,7 +159,25 @@ class MinSeparation(Participation):
         return fit if self.max_participations is None else min(fit, self.max_participations)
 
     def count(self, n: int, limit: int) -> int:
-        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``."""
+        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps.
+        limit : int
+            Stop counting above it.
+
+        Returns
+        -------
+        int
+            The count, at most ``limit + 1``.
+
+        Raises
+        ------
+        TypeError
+            Non-integer arguments.
+        """
         total = 0
         for r in range(1, self.max_count(n) + 1):
             total += math.comb(n - (r - 1) * (self.min_sep - 1), r)
@@ -114,7 +188,7 @@ class MinSeparation(Participation):
     def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
         k, b = self.max_count(n), self.min_sep
 
-        def rec(start: int, left: int, acc: tuple[int, ...]):
+        def rec(start: int, left: int, acc: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
             if left == 0 or start >= n:
                 yield acc
                 return
@@ -143,11 +217,22 @@ SINGLE = MinSeparation(max_participations=1)
 @dataclass(frozen=True, kw_only=True)
 class Cyclic(Participation):
     """Cyclic participation: the data split into ``period`` groups, group ``j`` active at ``j, j + period, ...``
-    (BandMF's cyclic sampling, jax_privacy's ``num_bands`` groups; multi-epoch with fixed batch order)."""
+    (BandMF's cyclic sampling, jax_privacy's ``num_bands`` groups; multi-epoch with fixed batch order).
+
+    Parameters
+    ----------
+    period : int
+        The number of groups (``>= 1``).
+
+    Raises
+    ------
+    ValueError
+        ``period`` below one.
+    """
 
     period: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         object.__setattr__(self, "period", check_count("period", self.period))
 
     def max_count(self, n: int) -> int:
@@ -163,7 +248,26 @@ class Cyclic(Participation):
 
 @dataclass(frozen=True)
 class SensitivityBounds:
-    """``lower <= sens(C, Pi) <= upper``; ``lower`` is attained by ``worst_pattern`` (with ``signs``)."""
+    """``lower <= sens(C, Pi) <= upper``; ``lower`` is attained by ``worst_pattern`` (with ``signs``).
+
+    Parameters
+    ----------
+    lower, upper : float
+        The certified bounds on the sensitivity.
+    exact : bool
+        Whether they coincide by a proof (``upper`` attained).
+    worst_pattern : tuple of int
+        The steps of the pattern attaining ``lower``.
+    signs : tuple of int
+        The gradients' signs on it (all 1 for a non-negative Gram matrix).
+    method : str
+        Which fact (F1-F5, module docstring) gave the bounds.
+
+    Raises
+    ------
+    TypeError
+        Missing fields (a plain record: ``sensitivity`` builds it).
+    """
 
     lower: float
     upper: float
@@ -172,7 +276,14 @@ class SensitivityBounds:
     signs: tuple[int, ...]
     method: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The bounds as a JSON-ready dict (without the signs).
+
+        Returns
+        -------
+        dict
+            ``lower``, ``upper``, ``exact``, ``method`` and ``worst_pattern``.
+        """
         return {
             "lower": self.lower,
             "upper": self.upper,
@@ -187,7 +298,15 @@ def _slack(n: int, k: int, kappa2: float) -> float:
 
 
 def _finish(
-    lo2: float, hi2: float, n: int, k: int, kappa2: float, pattern, signs, method: str, exact: bool
+    lo2: float,
+    hi2: float,
+    n: int,
+    k: int,
+    kappa2: float,
+    pattern: Iterable[int],
+    signs: Iterable[float],
+    method: str,
+    exact: bool,
 ) -> SensitivityBounds:
     s = _slack(n, k, kappa2)
     lo = math.sqrt(max(lo2 - s, 0.0))
@@ -195,29 +314,49 @@ def _finish(
     return SensitivityBounds(lo, hi, exact, tuple(int(i) for i in pattern), tuple(int(v) for v in signs), method)
 
 
-def pattern_value(c: np.ndarray, pattern, signs=None) -> float:
-    """``||sum_{i in pattern} s_i C[:, i]||^2``: the attained squared sensitivity of a pattern (F1, F2)."""
+def pattern_value(c: FloatArray, pattern: ArrayLike, signs: ArrayLike | None = None) -> float:
+    """``||sum_{i in pattern} s_i C[:, i]||^2``: the attained squared sensitivity of a pattern (F1, F2).
+
+    Parameters
+    ----------
+    c : FloatArray
+        The strategy matrix.
+    pattern : array_like of int
+        The steps taken.
+    signs : array_like of float, optional
+        The gradients' signs (default all 1).
+
+    Returns
+    -------
+    float
+        The squared norm.
+
+    Raises
+    ------
+    IndexError
+        A step outside ``c``'s columns.
+    """
     idx = np.asarray(pattern, int)
     s = np.ones(idx.size) if signs is None else np.asarray(signs, float)
     v = c[:, idx] @ s
     return float(v @ v)
 
 
-def _best_signs(m: np.ndarray) -> tuple[float, np.ndarray]:
+def _best_signs(m: FloatArray) -> tuple[float, FloatArray]:
     """A sign vector with a large ``s^T M s`` (exhaustive up to 12 entries, else eigenvector + flips)."""
     k = m.shape[0]
     if np.all(m >= 0):
         return float(m.sum()), np.ones(k)
     if k <= 12:
-        best, arg = -math.inf, None
+        best, arg = -math.inf, np.ones(k)
         for tail in itertools.product((1.0, -1.0), repeat=k - 1):
             s = np.array((1.0,) + tail)
             v = float(s @ m @ s)
             if v > best:
                 best, arg = v, s
         return best, arg
-    v = np.linalg.eigh(m)[1]
-    s = np.where(v[:, -1] >= 0, 1.0, -1.0)
+    vecs = np.linalg.eigh(m)[1]
+    s = np.where(vecs[:, -1] >= 0, 1.0, -1.0)
     val = float(s @ m @ s)
     for _ in range(4 * k if k <= 300 else 0):  # single flips while they help (O(k^2) each: small patterns only)
         gains = -4.0 * s * (m @ s - np.diag(m) * s)
@@ -229,7 +368,7 @@ def _best_signs(m: np.ndarray) -> tuple[float, np.ndarray]:
     return val, s
 
 
-def _pattern_bounds(m_full: np.ndarray, pattern) -> tuple[float, float, np.ndarray]:
+def _pattern_bounds(m_full: FloatArray, pattern: ArrayLike) -> tuple[float, float, FloatArray]:
     """``(attained lower, upper, signs)`` of the squared sensitivity of one pattern (F1, F2)."""
     idx = np.asarray(pattern, int)
     m = m_full[np.ix_(idx, idx)]
@@ -240,14 +379,14 @@ def _pattern_bounds(m_full: np.ndarray, pattern) -> tuple[float, float, np.ndarr
     return lo, max(hi, lo), signs
 
 
-def _dp_max(x: np.ndarray, sep: int, k: int, *, keep: bool = False) -> np.ndarray:
+def _dp_max(x: FloatArray, sep: int, k: int, *, keep: bool = False) -> FloatArray:
     """``F[j, i]``: the largest sum of at most ``j`` entries of ``x[i:]``, pairwise ``>= sep`` apart
     (BandMF paper Alg. 3; rows ``x`` may be a matrix: one programme per row, vectorised). Only the last layer
     ``F[k]`` unless ``keep`` (the traceback needs them all)."""
     x = np.atleast_2d(x)
     r, n = x.shape
     prev = np.zeros((r, n + sep))
-    layers = [prev] if keep else None
+    layers = [prev]
     for _ in range(k):
         g = np.zeros((r, n + sep))
         g[:, :n] = x + prev[:, sep : sep + n]
@@ -257,15 +396,15 @@ def _dp_max(x: np.ndarray, sep: int, k: int, *, keep: bool = False) -> np.ndarra
     return np.stack(layers) if keep else prev
 
 
-def _top_k_sum(x: np.ndarray, k: int) -> np.ndarray:
+def _top_k_sum(x: FloatArray, k: int) -> FloatArray:
     """Row-wise sum of the ``k`` largest positive entries: the separation constraint relaxed (an upper bound)."""
     x = np.atleast_2d(x)
     k = min(k, x.shape[1])
     part = -np.partition(-x, k - 1, axis=1)[:, :k]
-    return np.maximum(part, 0.0).sum(axis=1)
+    return np.asarray(np.maximum(part, 0.0).sum(axis=1), dtype=np.float64)
 
 
-def _two_stage_bound(absm: np.ndarray, sep: int, k: int) -> float:
+def _two_stage_bound(absm: FloatArray, sep: int, k: int) -> float:
     """F5: the two-stage dynamic programme on ``|M|``; when it would cost more than ~1e9 operations the
     separation is relaxed (sums of the ``k`` largest entries): still an upper bound."""
     n = absm.shape[0]
@@ -275,7 +414,7 @@ def _two_stage_bound(absm: np.ndarray, sep: int, k: int) -> float:
     return float(_dp_max(row, sep, k)[0, 0])
 
 
-def _dp_pattern(x: np.ndarray, sep: int, k: int) -> tuple[float, tuple[int, ...]]:
+def _dp_pattern(x: FloatArray, sep: int, k: int) -> tuple[float, tuple[int, ...]]:
     """The DP's optimum for one vector ``x`` and a pattern attaining it (traceback)."""
     f = _dp_max(x, sep, k, keep=True)[:, 0, :]
     n = x.size
@@ -290,7 +429,16 @@ def _dp_pattern(x: np.ndarray, sep: int, k: int) -> tuple[float, tuple[int, ...]
     return float(f[k, 0]), tuple(pat)
 
 
-def _monotone_toeplitz(coefs: np.ndarray | None) -> bool:
+def _separation(participation: Participation) -> int:
+    """The spacing of the patterns: a cyclic period or a minimum separation."""
+    if isinstance(participation, Cyclic):
+        return participation.period
+    if isinstance(participation, MinSeparation):
+        return participation.min_sep
+    reject(f"participation must be MinSeparation or Cyclic, got {participation!r}")
+
+
+def _monotone_toeplitz(coefs: FloatArray | None) -> bool:
     return coefs is not None and bool(np.all(coefs >= 0) and np.all(np.diff(coefs) <= 0))
 
 
@@ -329,12 +477,12 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
         kappa2 = float(coefs @ coefs)
         if k == 1:
             return _finish(kappa2, kappa2, n, 1, kappa2, (0,), (1,), "single participation: largest column norm", True)
-        sep = participation.period if isinstance(participation, Cyclic) else participation.min_sep
+        sep = _separation(participation)
         if _monotone_toeplitz(coefs):
             pat = tuple(range(0, sep * k, sep))[:k]
             v = np.zeros(n)
-            for p in pat:
-                v[p:] += coefs[: n - p]
+            for start in pat:
+                v[start:] += coefs[: n - start]
             val = float(v @ v)
             return _finish(
                 val,
@@ -353,7 +501,7 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
     if k == 1:
         j = int(np.argmax(col2))
         return _finish(kappa2, kappa2, n, 1, kappa2, (j,), (1,), "single participation: largest column norm", True)
-    sep = participation.period if isinstance(participation, Cyclic) else participation.min_sep
+    sep = _separation(participation)
     b = strategy.bands(n)
     if b is not None and b <= sep:  # F3: the patterns' columns are orthogonal
         if isinstance(participation, Cyclic):
@@ -390,14 +538,14 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
             "non-negative Gram matrix, every step allowed: all steps is worst (F1)",
             True,
         )
-    pats = None
-    if isinstance(participation, Cyclic):
+    pats: list[tuple[int, ...]] | None = None
+    if isinstance(participation, Cyclic) or (
+        isinstance(participation, MinSeparation) and participation.count(n, BRUTE_FORCE_LIMIT) <= BRUTE_FORCE_LIMIT
+    ):
         pats = list(participation.patterns(n))
-    else:
-        if participation.count(n, BRUTE_FORCE_LIMIT) <= BRUTE_FORCE_LIMIT:
-            pats = list(participation.patterns(n))
     if pats is not None:  # exact search over every pattern (subsets: F2's bounds cover them too)
-        best_lo, best_hi, arg, arg_s = -math.inf, -math.inf, None, None
+        arg: tuple[int, ...] = ()
+        best_lo, best_hi, arg_s = -math.inf, -math.inf, np.zeros(0)
         for p in pats:
             cands = (
                 [p]
@@ -426,12 +574,13 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
         tuple(range(0, sep * k, sep))[:k],
         tuple(range(n - 1 - sep * (k - 1), n, sep))[-k:],
     ]
-    best_lo, arg, arg_s = -math.inf, None, None
-    for q in cands:
-        q = tuple(i for i in q if 0 <= i < n)
+    arg2: tuple[int, ...] = ()
+    best_lo, arg_s = -math.inf, np.zeros(0)
+    for cand in cands:
+        q = tuple(i for i in cand if 0 <= i < n)
         lo, _, s = _pattern_bounds(m, q)
         if lo > best_lo:
-            best_lo, arg, arg_s = lo, q, s
+            best_lo, arg2, arg_s = lo, q, s
     exact = hi <= best_lo
     return _finish(
         best_lo,
@@ -439,7 +588,7 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
         n,
         k,
         kappa2,
-        arg,
+        arg2,
         arg_s,
         "two-stage bound on |C^T C| (F5) above, best explicit pattern below",
         exact,

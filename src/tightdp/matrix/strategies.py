@@ -22,10 +22,11 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from .._validation import check_count
 
 __all__ = [
@@ -43,12 +44,12 @@ __all__ = [
 MAX_STEPS = 20_000
 
 
-def reject(message: str):
+def reject(message: str) -> NoReturn:
     """Raise the ``ValueError`` every bad input gets in tightdp (wrong types included: one exception to catch)."""
     raise ValueError(message)
 
 
-def _float_vector(name: str, values, *, min_len: int = 1) -> np.ndarray:
+def _float_vector(name: str, values: Any, *, min_len: int = 1) -> FloatArray:
     if isinstance(values, (str, bytes)):
         reject(f"{name} must be a sequence of numbers, got {values!r}")
     try:
@@ -64,15 +65,24 @@ def _float_vector(name: str, values, *, min_len: int = 1) -> np.ndarray:
     return a
 
 
-def _check_steps(n) -> int:
-    n = check_count("steps", n)
-    if n > MAX_STEPS:
-        raise ValueError(f"steps must be at most {MAX_STEPS} to materialise a strategy matrix, got {n}")
-    return n
+def _check_steps(n: Any) -> int:
+    steps = check_count("steps", n)
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be at most {MAX_STEPS} to materialise a strategy matrix, got {steps}")
+    return steps
 
 
 class Strategy(ABC):
-    """A strategy matrix ``C`` (abstract). Subclasses are frozen keyword-only dataclasses."""
+    """A strategy matrix ``C`` (abstract). Subclasses are frozen keyword-only dataclasses; their overriding
+    methods share the base methods' docstrings (``__init_subclass__``)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
+                base = getattr(Strategy, name, None)
+                if base is not None and base.__doc__:
+                    member.__doc__ = base.__doc__
 
     #: name in ``to_dict`` / the statement
     type_name: ClassVar[str] = ""
@@ -80,15 +90,63 @@ class Strategy(ABC):
     causal: ClassVar[bool] = True
 
     @abstractmethod
-    def matrix(self, n: int) -> np.ndarray:
-        """The ``m x n`` matrix for ``n`` steps (``m = n`` for causal strategies)."""
+    def matrix(self, n: int) -> FloatArray:
+        """The ``m x n`` matrix for ``n`` steps (``m = n`` for causal strategies).
 
-    def toeplitz_coefs(self, n: int) -> np.ndarray | None:
-        """The first column ``c_0 .. c_(n-1)`` of a lower-triangular Toeplitz ``C``; ``None`` if not Toeplitz."""
+        Parameters
+        ----------
+        n : int
+            The number of steps (``1 <= n <= MAX_STEPS``; a ``DenseStrategy`` only its own column count).
+
+        Returns
+        -------
+        FloatArray
+            The matrix ``C`` (read-only for a ``DenseStrategy``).
+
+        Raises
+        ------
+        ValueError
+            ``n`` out of range.
+        """
+
+    def toeplitz_coefs(self, n: int) -> FloatArray | None:
+        """The first column ``c_0 .. c_(n-1)`` of a lower-triangular Toeplitz ``C``; ``None`` if not Toeplitz.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``1 <= n <= MAX_STEPS``; a ``DenseStrategy`` only its own column count).
+
+        Returns
+        -------
+        FloatArray or None
+            The coefficients, or ``None``.
+
+        Raises
+        ------
+        ValueError
+            ``n`` out of range.
+        """
         return None
 
     def bands(self, n: int) -> int | None:
-        """The number of bands ``b`` (``C[t, s] = 0`` unless ``0 <= t - s < b``) of a causal ``C``, else ``None``."""
+        """The number of bands ``b`` (``C[t, s] = 0`` unless ``0 <= t - s < b``) of a causal ``C``, else ``None``.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps (``1 <= n <= MAX_STEPS``; a ``DenseStrategy`` only its own column count).
+
+        Returns
+        -------
+        int or None
+            ``b``, or ``None`` for a non-causal ``C``.
+
+        Raises
+        ------
+        ValueError
+            ``n`` out of range.
+        """
         if not self.causal:
             return None
         c = self.matrix(n)
@@ -96,17 +154,30 @@ class Strategy(ABC):
         return int(np.max(t - s)) + 1 if t.size else 1
 
     def describe(self) -> str:
-        """One phrase for the privacy statement."""
+        """One phrase for the privacy statement.
+
+        Returns
+        -------
+        str
+            The phrase.
+        """
         return self.type_name
 
     def to_dict(self) -> dict[str, Any]:
+        """The strategy as a JSON-ready dict (``strategy_from_dict`` rebuilds it).
+
+        Returns
+        -------
+        dict
+            ``{"type": type_name, **fields}``.
+        """
         out: dict[str, Any] = {"type": self.type_name}
         for k, v in self.__dict__.items():
             out[k] = v.tolist() if isinstance(v, np.ndarray) else (list(v) if isinstance(v, tuple) else v)
         return out
 
 
-def _toeplitz_matrix(coefs: np.ndarray) -> np.ndarray:
+def _toeplitz_matrix(coefs: FloatArray) -> FloatArray:
     n = coefs.size
     idx = np.subtract.outer(np.arange(n), np.arange(n))
     return np.where(idx >= 0, coefs[np.clip(idx, 0, n - 1)], 0.0)
@@ -118,10 +189,10 @@ class Identity(Strategy):
 
     type_name: ClassVar[str] = "identity"
 
-    def matrix(self, n: int) -> np.ndarray:
+    def matrix(self, n: int) -> FloatArray:
         return np.eye(_check_steps(n))
 
-    def toeplitz_coefs(self, n: int) -> np.ndarray:
+    def toeplitz_coefs(self, n: int) -> FloatArray:
         c = np.zeros(_check_steps(n))
         c[0] = 1.0
         return c
@@ -139,7 +210,7 @@ class BinaryTree(Strategy):
     type_name: ClassVar[str] = "binary_tree"
     causal: ClassVar[bool] = False
 
-    def matrix(self, n: int) -> np.ndarray:
+    def matrix(self, n: int) -> FloatArray:
         n = _check_steps(n)
         h = max(0, math.ceil(math.log2(n))) if n > 1 else 0
         rows = []
@@ -174,7 +245,7 @@ class BandedToeplitz(Strategy):
     c_col: tuple[float, ...]
     num_bands: int | None = field(default=None)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         c = _float_vector("c_col", self.c_col)
         b = c.size if self.num_bands is None else check_count("num_bands", self.num_bands)
         if c[0] == 0.0:
@@ -184,18 +255,18 @@ class BandedToeplitz(Strategy):
         object.__setattr__(self, "c_col", tuple(float(v) for v in c[:b]))
         object.__setattr__(self, "num_bands", b)
 
-    def toeplitz_coefs(self, n: int) -> np.ndarray:
+    def toeplitz_coefs(self, n: int) -> FloatArray:
         n = _check_steps(n)
         out = np.zeros(n)
         m = min(n, len(self.c_col))
         out[:m] = self.c_col[:m]
         return out
 
-    def matrix(self, n: int) -> np.ndarray:
+    def matrix(self, n: int) -> FloatArray:
         return _toeplitz_matrix(self.toeplitz_coefs(n))
 
     def bands(self, n: int) -> int:
-        return min(self.num_bands, _check_steps(n))
+        return min(cast(int, self.num_bands), _check_steps(n))
 
     def describe(self) -> str:
         return f"banded Toeplitz, {self.num_bands} bands"
@@ -205,6 +276,13 @@ class BandedToeplitz(Strategy):
 class BLT(Strategy):
     """Buffered linear Toeplitz strategy (McMahan et al. 2024; jax_privacy ``BufferedToeplitz``):
     ``C`` lower-triangular Toeplitz with ``c_0 = 1`` and ``c_t = sum_j output_scale_j buf_decay_j^(t-1)``.
+
+    Parameters
+    ----------
+    buf_decay : sequence of float
+        The buffers' decays, each in ``[0, 1]``.
+    output_scale : sequence of float
+        The buffers' output scales (same length).
 
     Raises
     ------
@@ -216,7 +294,7 @@ class BLT(Strategy):
     buf_decay: tuple[float, ...]
     output_scale: tuple[float, ...]
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         d = _float_vector("buf_decay", self.buf_decay)
         w = _float_vector("output_scale", self.output_scale)
         if d.size != w.size:
@@ -226,7 +304,7 @@ class BLT(Strategy):
         object.__setattr__(self, "buf_decay", tuple(float(v) for v in d))
         object.__setattr__(self, "output_scale", tuple(float(v) for v in w))
 
-    def toeplitz_coefs(self, n: int) -> np.ndarray:
+    def toeplitz_coefs(self, n: int) -> FloatArray:
         n = _check_steps(n)
         d, w = np.array(self.buf_decay), np.array(self.output_scale)
         powers = np.arange(n - 1, dtype=float)
@@ -234,7 +312,7 @@ class BLT(Strategy):
             tail = (d[None, :] ** powers[:, None] * w[None, :]).sum(axis=1)
         return np.concatenate([[1.0], tail])
 
-    def matrix(self, n: int) -> np.ndarray:
+    def matrix(self, n: int) -> FloatArray:
         return _toeplitz_matrix(self.toeplitz_coefs(n))
 
     def bands(self, n: int) -> int:
@@ -251,6 +329,13 @@ class DenseStrategy(Strategy):
     """Any strategy matrix given as an array: lower-triangular ``n x n`` (``causal=True``, the default), or
     any ``m x n`` matrix (``causal=False``: no band structure, so no amplification by cyclic sampling).
 
+    Parameters
+    ----------
+    array : array_like
+        The ``m x n`` matrix (at most ``MAX_STEPS`` columns).
+    lower_triangular : bool, optional
+        Whether it is square lower-triangular, row ``t`` released at step ``t`` (default ``True``).
+
     Raises
     ------
     ValueError
@@ -261,7 +346,7 @@ class DenseStrategy(Strategy):
     array: Any
     lower_triangular: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         try:
             a = np.array(self.array, dtype=float)
         except (TypeError, ValueError):
@@ -286,27 +371,29 @@ class DenseStrategy(Strategy):
         object.__setattr__(self, "array", a)
 
     @property
-    def causal(self) -> bool:  # type: ignore[override]
+    def causal(self) -> bool:  # type: ignore[override]  # a field here, a class constant elsewhere
+        """Whether the array is square lower-triangular (``lower_triangular``)."""
         return self.lower_triangular
 
     @property
     def steps(self) -> int:
+        """The number of columns (steps) of the array."""
         return int(self.array.shape[1])
 
-    def matrix(self, n: int) -> np.ndarray:
+    def matrix(self, n: int) -> FloatArray:
         n = check_count("steps", n)
         if n != self.steps:
             raise ValueError(f"steps must equal the strategy's {self.steps} columns, got {n}")
-        return self.array
+        return cast(FloatArray, self.array)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, DenseStrategy)
             and self.lower_triangular == other.lower_triangular
             and np.array_equal(self.array, other.array)
         )
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((self.array.shape, self.array.tobytes(), self.lower_triangular))
 
     def describe(self) -> str:
@@ -318,6 +405,16 @@ _TYPES = {cls.type_name: cls for cls in (Identity, BinaryTree, BandedToeplitz, B
 
 def strategy_from_dict(data: dict[str, Any]) -> Strategy:
     """Rebuild a strategy from ``Strategy.to_dict()`` output (e.g. a JSON strategy file).
+
+    Parameters
+    ----------
+    data : dict
+        ``{"type": name, **fields}`` with ``name`` one of the strategies' ``type_name``.
+
+    Returns
+    -------
+    Strategy
+        The strategy.
 
     Raises
     ------
@@ -333,10 +430,22 @@ def strategy_from_dict(data: dict[str, Any]) -> Strategy:
         raise ValueError(f"strategy {data['type']!r}: {exc}") from None
 
 
-def as_strategy(obj, *, bands: int | None = None) -> Strategy:
+def as_strategy(obj: Any, *, bands: int | None = None) -> Strategy:
     """A ``Strategy`` from what a user holds: a ``Strategy``; jax_privacy's ``BufferedToeplitz`` (duck-typed on
     ``buf_decay`` / ``output_scale``; jax_privacy is not imported); a one-dimensional ``c_col`` array (banded
     Toeplitz with ``bands``, default its length); or a two-dimensional lower-triangular array.
+
+    Parameters
+    ----------
+    obj : Strategy, BufferedToeplitz, dict, or array
+        What the user holds.
+    bands : int, optional
+        The band count of a ``c_col`` vector (default its length).
+
+    Returns
+    -------
+    Strategy
+        The strategy.
 
     Raises
     ------
@@ -347,7 +456,8 @@ def as_strategy(obj, *, bands: int | None = None) -> Strategy:
         return obj
     if hasattr(obj, "buf_decay") and hasattr(obj, "output_scale"):
         return BLT(
-            buf_decay=np.asarray(obj.buf_decay, float).ravel(), output_scale=np.asarray(obj.output_scale, float).ravel()
+            buf_decay=tuple(np.asarray(obj.buf_decay, float).ravel().tolist()),
+            output_scale=tuple(np.asarray(obj.output_scale, float).ravel().tolist()),
         )
     if isinstance(obj, dict):
         return strategy_from_dict(obj)
@@ -356,7 +466,7 @@ def as_strategy(obj, *, bands: int | None = None) -> Strategy:
     except (TypeError, ValueError):
         raise ValueError(f"strategy must be a Strategy, a c_col vector or a matrix, got {obj!r}") from None
     if a.ndim == 1:
-        return BandedToeplitz(c_col=a, num_bands=bands)
+        return BandedToeplitz(c_col=tuple(a.tolist()), num_bands=bands)
     if a.ndim == 2:
         return DenseStrategy(array=a)
     raise ValueError(f"strategy must be a Strategy, a c_col vector or a matrix, got an array of shape {a.shape}")

@@ -1,0 +1,163 @@
+"""MMCC (tightdp.matrix.mmcc): each certified step checked against an exact answer.
+
+C = identity is DP-SGD; sampling rate 1 is the Gaussian mechanism of ||C 1|| (mu-GDP); two steps of a 2-banded C
+have an exact privacy curve (the fixed-gradient pair, integrated on a grid) that MMCC's upper end must dominate;
+the Chernoff quantile, the row laws and their coarsening are checked against brute-force enumeration."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import norm
+
+from tightdp import dpsgd_epsilon
+from tightdp.accountants.gdp import gdp_epsilon
+from tightdp.matrix import BandedToeplitz, BinaryTree, DenseStrategy, Identity, PoissonSampling, matrix_epsilon
+from tightdp.matrix.mmcc import _Law, _laws_of_sums, _mixture, chernoff_quantile, mmcc_epsilon
+
+DELTA = 1e-3
+
+
+def _delta_pair(a: float, q: float, sigma: float, eps: float) -> float:
+    """Exact delta(eps) (max of both directions) of two steps of C = [[1, 0], [a, 1]], fixed unit gradient,
+    Poisson rate q, by a 2D Riemann sum (error << 1e-6)."""
+    lo, hi, m = -9 * sigma, 2 + a + 9 * sigma, 1601
+    x = np.linspace(lo, hi, m)
+    h = x[1] - x[0]
+    px = [norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0)]
+    py = {mu: norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0, a, 1.0 + a)}
+    p = np.zeros((m, m))
+    for b0, b1 in itertools.product((0, 1), repeat=2):
+        w = (q if b0 else 1 - q) * (q if b1 else 1 - q)
+        p += w * np.outer(px[b0], py[a * b0 + b1])
+    qd = np.outer(px[0], py[0.0])
+    e = math.exp(eps)
+    return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
+
+
+@settings(deadline=None, max_examples=6)
+@given(st.floats(0.7, 4.0), st.floats(0.001, 0.3), st.integers(1, 200))
+def test_identity_brackets_dpsgd_everywhere(sigma, q, n):
+    ref = dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=q, steps=n, delta=1e-5)
+    b = mmcc_epsilon(strategy=Identity(), noise_multiplier=sigma, steps=n, sampling_rate=q, delta=1e-5)
+    assert ref.lower <= b.upper * (1 + 1e-9) + 1e-12
+
+
+def test_identity_is_dpsgd():
+    ref = dpsgd_epsilon(noise_multiplier=1.2, sampling_rate=0.02, steps=300, delta=1e-5)
+    b = mmcc_epsilon(strategy=Identity(), noise_multiplier=1.2, steps=300, sampling_rate=0.02, delta=1e-5)
+    assert b.details["tail_events"] == 0 and b.details["delta_bad"] == 0.0
+    assert ref.lower <= b.upper <= ref.upper * (1 + 2e-3)
+
+
+@pytest.mark.parametrize("strategy", [BandedToeplitz(c_col=[1.0, 0.6, 0.3]), BinaryTree()])
+def test_rate_one_is_the_gaussian_of_the_all_steps_sensitivity(strategy):
+    n, sigma = 8, 4.0
+    mu = float(np.linalg.norm(strategy.matrix(n) @ np.ones(n))) / sigma
+    exact = gdp_epsilon(mu, 1e-5)
+    b = mmcc_epsilon(strategy=strategy, noise_multiplier=sigma, steps=n, sampling_rate=1.0, delta=1e-5)
+    assert exact[1] <= b.upper * (1 + 1e-9) and b.upper <= exact[1] * 1.01 + 1e-3
+
+
+@settings(deadline=None, max_examples=6)
+@given(st.floats(0.05, 1.0), st.floats(0.05, 0.9), st.floats(1.0, 4.0), st.booleans())
+def test_two_steps_upper_dominates_the_exact_pair(a, q, sigma, aligned):
+    b = mmcc_epsilon(
+        strategy=BandedToeplitz(c_col=[1.0, a]),
+        noise_multiplier=sigma,
+        steps=2,
+        sampling_rate=q,
+        delta=DELTA,
+        aligned_gradients=aligned,
+    )
+    assert _delta_pair(a, q, sigma, b.upper) <= DELTA * (1 + 1e-3)
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    st.lists(st.floats(0.0, 3.0), min_size=1, max_size=6),
+    st.floats(0.0, 2.0),
+    st.floats(0.01, 1.0),
+    st.floats(2.0, 20.0),
+)
+def test_chernoff_quantile_bounds_the_exact_tail(w, s, p, log_inv):
+    w = np.array(w)
+    if s == 0.0 and not np.any(w > 0):
+        return
+    tau = chernoff_quantile(w, np.ones_like(w), s, p, log_inv)
+    tail = 0.0
+    for bits in itertools.product((0, 1), repeat=w.size):
+        pr = math.prod(p if b else 1 - p for b in bits)
+        mean = float(np.dot(w, bits))
+        tail += pr * (float(norm.sf((tau - mean) / s)) if s > 0 else float(mean > tau))
+    assert tail <= math.exp(-log_inv) * (1 + 1e-9)
+
+
+@settings(deadline=None, max_examples=25)
+@given(st.lists(st.tuples(st.floats(0.01, 2.0), st.floats(0.0, 1.0)), min_size=1, max_size=7))
+def test_row_law_and_its_mixture_are_stochastically_above_the_exact_law(terms):
+    c = np.array([t[0] for t in terms])
+    q = np.array([t[1] for t in terms])
+    h = float(c.sum()) / 97.0
+    m = np.ceil(c / h).astype(np.int64)
+    law = _laws_of_sums(m, q, h, [c.size - 1])[0]
+    mog, eta = _mixture(law, 1.0, 1e-12)
+    sens, probs = np.array(mog.sensitivities), np.array(mog.probabilities)
+    for bits in itertools.product((0, 1), repeat=c.size):
+        v = float(np.dot(c, bits))
+        exact = sum(
+            math.prod(qq if bb else 1 - qq for bb, qq in zip(bb2, q, strict=True))
+            for bb2 in itertools.product((0, 1), repeat=c.size)
+            if float(np.dot(c, bb2)) >= v
+        )
+        k = int(math.ceil(v / h * (1 - 1e-12)))  # the grid law is pointwise above: P(T_grid >= v) >= P(T >= v)
+        above = float(law.surv[k]) if k < law.surv.size else 0.0  # beyond the support: impossible
+        assert above >= exact * (1 - 1e-9) - 1e-15
+        assert float(probs[sens >= v].sum()) + eta >= exact * (1 - 1e-9) - 1e-15
+
+
+def test_mixture_cut_charges_its_tail():
+    law = _Law(1.0, np.array([1.0, 0.5, 1e-12, 1e-14]))
+    mog, eta = _mixture(law, 1.0, 1e-11)
+    assert eta == pytest.approx(1e-12) and max(mog.sensitivities) < 2.0 + 1e-12
+
+
+def test_poisson_sampler_uses_mmcc_for_the_tree():
+    b = matrix_epsilon(
+        strategy=BinaryTree(), noise_multiplier=15.0, steps=64, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.01)
+    )
+    assert b.details["upper_used"] == "MMCC conditional composition"
+    assert b.details["mmcc"]["upper"] == b.upper < 10.0  # no amplification: about 46
+    ref = dpsgd_epsilon(noise_multiplier=15.0, sampling_rate=0.01, steps=64, delta=1e-6)  # the leaf rows alone
+    assert b.lower == pytest.approx(ref.lower, rel=1e-9) and b.lower <= b.upper
+
+
+def test_negative_strategy_is_refused_and_the_sampler_falls_back():
+    c = DenseStrategy(array=[[1.0, 0.0], [-0.5, 1.0]])
+    with pytest.raises(ValueError, match="non-negative"):
+        mmcc_epsilon(strategy=c, noise_multiplier=2.0, steps=2, sampling_rate=0.1, delta=1e-5)
+    b = matrix_epsilon(
+        strategy=c, noise_multiplier=2.0, steps=2, delta=1e-5, sampler=PoissonSampling(sampling_rate=0.1)
+    )
+    assert b.details["mmcc"].startswith("not used") and 0.0 <= b.lower <= b.upper
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        (dict(sampling_rate=0.0), "sampling_rate"),
+        (dict(delta=0.0), "delta"),
+        (dict(noise_multiplier=-1.0), "noise_multiplier"),
+        (dict(steps=0), "steps"),
+        (dict(tail_fraction=1.0), "tail_fraction"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, name):
+    args = dict(strategy=Identity(), noise_multiplier=1.0, steps=4, sampling_rate=0.1, delta=1e-5) | kwargs
+    with pytest.raises(ValueError, match=name):
+        mmcc_epsilon(**args)
