@@ -4,9 +4,9 @@ import math
 
 import numpy as np
 import pytest
+from _support import gdp_delta_mp, gdp_epsilon_mp
 
 import tightdp
-from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled, SampledWithoutReplacement
 
 

@@ -83,7 +83,7 @@ def test_compose_chains_and_accepts_sequences():
     b = PRVAccountant().compose([(G, 3), (Gaussian(noise_multiplier=2.0), 2)])
     assert a.to_dict()["ledger"] == b.to_dict()["ledger"]
     # heterogeneous Gaussians compose to mu-GDP with mu^2 = 3/1 + 2/4
-    from tests.conftest import gdp_epsilon_mp
+    from _support import gdp_epsilon_mp
 
     exact = gdp_epsilon_mp(1e-5, math.sqrt(3 + 0.5))
     e = a.epsilon(1e-5)

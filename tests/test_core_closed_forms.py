@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from _support import gdp_delta_mp, gdp_epsilon_mp
 
 import tightdp
-from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 from tightdp import ApproximateDP, Gaussian, Laplace, PoissonSampled, PRVAccountant, PureDP, RandomizedResponse
 
 
@@ -132,7 +132,7 @@ def test_laplace_single_release():
 
 
 def test_dpsgd_matches_reference_values():
-    from tests.conftest import REFERENCE
+    from _support import REFERENCE
 
     for r in REFERENCE:
         if r["mechanism"] == "poisson_subsampled_gaussian" and r["relation"] == "add_or_remove" and r["steps"] <= 1000:

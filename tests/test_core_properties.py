@@ -46,7 +46,7 @@ def test_epsilon_grows_with_rate_and_steps(sigma, q, k):
 @SETTINGS
 @given(sigma=st.floats(0.5, 5.0), k=st.integers(1, 500), delta=st.floats(1e-12, 0.1))
 def test_gaussian_bounds_contain_exact(sigma, k, delta):
-    from tests.conftest import gdp_epsilon_mp
+    from _support import gdp_epsilon_mp
 
     b = tightdp.PRVAccountant().compose(tightdp.Gaussian(noise_multiplier=sigma), k).epsilon(delta)
     exact = gdp_epsilon_mp(delta, math.sqrt(k) / sigma)

@@ -6,8 +6,8 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from _support import REFERENCE as REF
 
-from tests.conftest import REFERENCE as REF
 from tightdp import (
     ApproximateDP,
     EdgeworthAccountant,

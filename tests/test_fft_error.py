@@ -16,11 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _support import power_by_squaring
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tightdp
-from tests.conftest import power_by_squaring
 from tightdp import ConnectDotsAccountant, PRVAccountant, dpsgd_mechanism
 from tightdp.pld import chernoff_epsilon, compose
 from tightdp.pld.composition import hockey_stick_points

@@ -33,7 +33,7 @@ def test_small_L_widens_instead_of_lying():
     # with L far too small the window cannot hold the composition: the bounds must still hold
     mech = tightdp.Gaussian(noise_multiplier=1.0)
     b = FourierAccountant(L=2.0, n=20_000).compose(mech, 16).delta(3.0)
-    from tests.conftest import gdp_delta_mp
+    from _support import gdp_delta_mp
 
     assert b.lower <= gdp_delta_mp(3.0, 4.0) <= b.upper
 
@@ -96,7 +96,7 @@ def test_paper_mode_refuses_atoms_at_compose_time():
 
 
 def test_paper_mode_gaussian_matches_closed_form():
-    from tests.conftest import gdp_delta_mp
+    from _support import gdp_delta_mp
 
     acc = FourierAccountant(n=200_000, discretisation="paper").compose(tightdp.Gaussian(noise_multiplier=2.0), 4)
     assert float(acc.delta(1.0).estimate) == pytest.approx(gdp_delta_mp(1.0, 1.0), rel=1e-6)

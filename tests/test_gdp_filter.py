@@ -4,10 +4,10 @@ import math
 
 import mpmath as mp
 import pytest
+from _support import REFERENCE as REF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REFERENCE as REF
 from tightdp.individual import GDPFilter, gdp_delta, gdp_epsilon, gdp_mu
 
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import gdp_delta_mp
+from _support import gdp_delta_mp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

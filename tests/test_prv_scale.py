@@ -213,9 +213,9 @@ def test_tail_coupling_shift_against_exact_sum():
     near-worst-case roundings: each step's error is +-h/2 (bulk) or, with probability p, +-G/2 (tail),
     fair coins, so ``P(sum > t)`` is computed exactly by convolution; with no tails the shift is
     Hoeffding's closed form."""
+    from _support import power_by_squaring
     from scipy import signal
 
-    from tests.conftest import power_by_squaring
     from tightdp.pld.composition import _tail_coupling_shift
 
     h, R, n, eta = 1.0, 15, 3000, 1e-6

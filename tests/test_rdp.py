@@ -7,10 +7,10 @@ import warnings
 import mpmath as mp
 import numpy as np
 import pytest
+from _support import REFERENCE as REF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REFERENCE as REF
 from tightdp import (
     ApproximateDP,
     Gaussian,

@@ -23,11 +23,11 @@ import os
 import mpmath
 import numpy as np
 import pytest
+from _support import gdp_delta_mp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import tightdp
-from tests.conftest import gdp_delta_mp
 from tightdp import Bounds, Gaussian, PoissonSampled
 from tightdp.accountants import ACCOUNTANTS, create
 from tightdp.errors import TightDPError

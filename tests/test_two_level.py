@@ -10,12 +10,12 @@ import math
 
 import numpy as np
 import pytest
+from _support import gdp_delta_mp, gdp_epsilon_mp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tightdp
 import tightdp.accountants.connect_dots as cd
-from tests.conftest import gdp_delta_mp, gdp_epsilon_mp
 from tightdp import ConnectDotsAccountant
 from tightdp.mechanisms.losses import GaussianLoss
 from tightdp.pld import chernoff_epsilon, compose, delta_bounds, epsilon_bounds
