@@ -30,7 +30,7 @@ from tightdp.group import (
 )
 from tightdp.mechanisms import GroupFixedBatchSampled, GroupPoissonSampled
 
-REFERENCE = Path(__file__).resolve().parent / "data" / "public_reference.json"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "public_reference.json"
 FIG1 = dict(sampling_rate=0.01, steps=2000, delta=1e-6)  # 002 Sec. 4
 
 
