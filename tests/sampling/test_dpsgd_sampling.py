@@ -49,7 +49,7 @@ def test_truncated_dispatch():
 def test_every_scheme_is_ordered_and_finite():
     for sampling in scheme_names(step_mechanism=False):
         if sampling == "cyclic-allocation":
-            continue  # tests/test_sampling_schemes.py
+            continue  # tests/sampling/test_sampling_schemes.py
         extra = dict(dataset_size=10_000, max_batch_size=150) if sampling == "truncated-poisson" else {}
         b = tightdp.dpsgd_epsilon(**KW, sampling=sampling, **extra)
         assert 0 <= b.lower <= b.estimate <= b.upper < math.inf and b.kind == "bound", sampling
