@@ -14,7 +14,7 @@ from tightdp.cli import main
 from tightdp.statement import privacy_statement
 from tightdp.tradeoff import tradeoff_from_accountant, tradeoff_lower_curve
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CIFAR = [
     "--noise-multiplier",
     "1.1",
