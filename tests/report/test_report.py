@@ -16,7 +16,7 @@ from tightdp.cli import main
 from tightdp.report import ReportConfig, build_report, load_config
 from tightdp.report.compute import _Progress
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "report_config.toml"
 
 SMALL = """
