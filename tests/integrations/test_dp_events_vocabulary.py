@@ -17,7 +17,7 @@ from tightdp.errors import UnsupportedMechanismError
 from tightdp.integrations.dp_accounting import REFUSED_EVENTS, SUPPORTED_EVENTS, from_dp_event
 from tightdp.mechanisms.discrete import DiscreteLaplace, PoissonSampledDiscrete
 
-_DOCS = Path(__file__).resolve().parents[1] / "docs" / "dp_events.md"
+_DOCS = Path(__file__).resolve().parents[2] / "docs" / "dp_events.md"
 
 
 def _event_classes():

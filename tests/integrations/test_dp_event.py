@@ -233,7 +233,7 @@ def test_tightdp_import_does_not_import_peers_or_torch():
 def test_zero_noise_on_a_sample_is_exact_or_refused():
     """A non-private release on a sample that may leave the record out has delta < 1: Poisson sampling is
     imported exactly (delta = q at every epsilon >= 0), the other samplers are refused rather than
-    certified as delta = 1 from below (found by tests/test_peer_suites.py)."""
+    certified as delta = 1 from below (found by tests/peers/test_peer_suites.py)."""
     entries = from_dp_event(de.PoissonSampledDpEvent(0.1, de.GaussianDpEvent(0.0)))
     b = tightdp.ConnectDotsAccountant().compose(entries).delta([0.0, 1.0])
     assert np.allclose(b.lower, 0.1) and np.allclose(b.upper, 0.1)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.torch
 from tightdp.individual import IndividualAccountant, gdp_mu
 from tightdp.integrations.torch import IndividualDPTrainer, per_sample_grad_norms
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _setup(n=40, seed=0):
