@@ -14,7 +14,7 @@ pytestmark = [pytest.mark.torch, pytest.mark.slow]
 
 
 def _demo():
-    path = Path(__file__).parents[1] / "examples" / "audit_digits.py"
+    path = Path(__file__).parents[2] / "examples" / "audit_digits.py"
     spec = importlib.util.spec_from_file_location("audit_digits", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

@@ -34,7 +34,7 @@ from tightdp.audit import (
 )
 from tightdp.cli import main
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 # ============================================================================== closed forms

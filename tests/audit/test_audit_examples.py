@@ -7,7 +7,7 @@ import pytest
 
 from tightdp.audit import gdp_epsilon, gdp_mu_for
 
-EXAMPLES = Path(__file__).parents[1] / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def _load(name):
