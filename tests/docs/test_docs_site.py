@@ -29,7 +29,7 @@ yaml = pytest.importorskip("yaml")
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "tests" / "artifacts"
 
 
@@ -264,7 +264,7 @@ NOT_EXECUTED = {
     (
         "guides/dpsgd.md",
         "import tightdp.integrations.opacus",
-    ): "needs a PyTorch training loop (about 11 s with the torch import); tests/test_opacus.py runs the same calls",
+    ): "needs a PyTorch training loop (about 11 s with the torch import); tests/integrations/test_opacus.py runs the same calls",
 }
 
 

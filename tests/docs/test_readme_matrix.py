@@ -1,5 +1,5 @@
 """The README's "Correlated noise" command lines run as written (its python block runs with the "User guide"
-section in tests/test_readme_examples.py)."""
+section in tests/docs/test_readme_examples.py)."""
 
 from __future__ import annotations
 

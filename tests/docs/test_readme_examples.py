@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = {
     "## User guide": (),
     "## Per-example privacy": (),
