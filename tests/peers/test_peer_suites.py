@@ -58,7 +58,7 @@ from tightdp.mechanisms import GroupPoissonSampled
 
 pytestmark = pytest.mark.peers
 
-DATA = Path(__file__).resolve().parent / "data" / "peer_suites.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "peer_suites.json"
 RECORDS = json.loads(DATA.read_text())
 KINDS = {"exact", "upper", "lower", "estimate", "approximation", "width"}
 PEERS = {"dp-accounting", "prv-accountant", "fourier-accountant", "opacus", "tensorflow-privacy", "issue-10"}
