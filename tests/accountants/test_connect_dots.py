@@ -75,7 +75,7 @@ def test_substitute_relation_and_heterogeneous():
 
 
 def test_unsupported_and_bad_input():
-    # Laplace has its own dominance discretisation now (issue 10): no PRV fallback, and the two
+    # Laplace has its own dominance discretisation: no PRV fallback, and the two
     # certified intervals meet
     lap = tightdp.Laplace(scale=1.0)
     b = ConnectDotsAccountant().compose(lap, 10).epsilon(1e-6)

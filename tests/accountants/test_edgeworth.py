@@ -229,7 +229,7 @@ def test_bad_input():
         PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.0)
 
 
-# ------------------------------------------------------------------------- issue 13: 004 Prop. 4.5, O(m)
+# ------------------------------------------------------------------------------- 004 Prop. 4.5, O(m)
 @pytest.mark.parametrize("direction", ["remove", "add"])
 def test_poisson_laplace_moments_against_mpmath(direction):
     """004 Prop. 4.5: P = q Lap(1, b) + (1 - q) Lap(0, b) against Q = Lap(0, b) (remove; add swaps them)."""

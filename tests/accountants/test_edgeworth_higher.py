@@ -1,4 +1,4 @@
-"""Edgeworth accountant (004), issue 13 item 3: the EEAI forms, the i.i.d. bounds of App. H, the tails.
+"""Edgeworth accountant (004): the EEAI forms, the i.i.d. bounds of App. H, the tails.
 
 Truth: the closed-form Gaussian (the i.i.d. Gaussian PLD is exactly normal, so every Edgeworth term
 vanishes and delta(eps) is the mu-GDP curve), the certified connect-the-dots accountant (subsampled
@@ -201,7 +201,7 @@ def test_add_direction_from_remove_rule():
 
 
 def test_thousand_distinct_mechanisms_under_ten_seconds():
-    """Issue 13: 1000 distinct mechanisms in under 10 s. Timed in CPU seconds of this process (all threads), so a
+    """1000 distinct mechanisms in under 10 s. Timed in CPU seconds of this process (all threads), so a
     loaded shared machine does not fail it; about 3.5 s here, where wall time ran to 8-15 s at load 10."""
     import time
 

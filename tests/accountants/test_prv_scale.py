@@ -1,4 +1,4 @@
-"""PRV at scale (issue 13 item 5) and sampling with replacement (item 2): the multi-level composition tree
+"""PRV at scale and sampling with replacement: the multi-level composition tree
 (``tightdp.pld.hierarchy.compose_tree``) stays certified, and the truncated with-replacement mixture's
 intervals contain the truth."""
 

@@ -1,4 +1,4 @@
-"""Calibration for the sampling schemes people run (issue 11, item 2): ``sampling=`` on calibrate_noise,
+"""Calibration for the sampling schemes people run: ``sampling=`` on calibrate_noise,
 calibrate_steps and calibrate_sampling_rate, and ``tightdp calibrate --sampling``.
 
 Truth: shuffling's certified upper bound and balls-and-bins with one step per epoch are exactly

@@ -125,7 +125,7 @@ def test_without_replacement(capsys):
         (["--steps", "10.5"], "--steps"),
         (["--steps", "0"], "--steps"),
         (["--steps", "abc"], "--steps"),
-        (["--sampling", "with-replacement"], "--dataset-size"),  # without replacement needs only q (issue 16)
+        (["--sampling", "with-replacement"], "--dataset-size"),  # without replacement needs only q
         (["--relation", "sideways"], "--relation"),
         (["--accountant", "magic"], "--accountant"),
     ],

@@ -1,4 +1,4 @@
-"""`tightdp epsilon --sampling` for the schemes answered by `dpsgd_epsilon(sampling=...)` (issue 11, item 4)."""
+"""`tightdp epsilon --sampling` for the schemes answered by `dpsgd_epsilon(sampling=...)`."""
 
 import json
 

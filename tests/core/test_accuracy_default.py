@@ -1,4 +1,4 @@
-"""Issue 10 item 2: relative accuracy by default, everywhere a certified epsilon is answered.
+"""Relative accuracy by default, everywhere a certified epsilon is answered.
 
 Default: ``upper - lower <= 2 max(1e-3 epsilon, 5e-5)`` (``tightdp._accuracy``); ``eps_error``
 alone is an absolute target; a tighter request never returns a wider interval.
@@ -77,7 +77,7 @@ def test_default_is_relative(sigma, q, k, delta):
 
 
 def test_rare_event_lower_bound_is_not_vacuous():
-    """q 1.11e-4, sigma 0.74, k 69 859, delta 6.4e-11 (found by the issue-10 fuzz): at a fine mesh the
+    """q 1.11e-4, sigma 0.74, k 69 859, delta 6.4e-11 (found by a fuzz run): at a fine mesh the
     lower bound's FFT allowance used to be read at loss -t (the whole tilted error budget) and the
     lower end fell from 1.026 to 0.46 at the relative default; now the allowance is read just below
     the answer (err is non-increasing) and the interval meets the target."""
@@ -104,8 +104,8 @@ def test_tighter_request_is_never_wider():
     log_k=st.floats(0.0, math.log(1e5)),
     log_delta=st.floats(math.log(1e-12), math.log(1e-3)),
 )
-def test_issue_acceptance_random_settings(log_q, sigma, log_k, log_delta):
-    """The acceptance criterion on random DP-SGD settings (q, sigma, delta over the issue's whole range;
+def test_relative_width_on_random_dpsgd_settings(log_q, sigma, log_k, log_delta):
+    """The acceptance criterion on random DP-SGD settings (q, sigma, delta over the whole supported range;
     k up to 1e5 here, to 1e7 in ``benchmarks/sweep_accuracy.py``): relative width <= 0.2 % of epsilon,
     or <= 1e-4 below epsilon = 0.05."""
     q, k, delta = math.exp(log_q), max(1, round(math.exp(log_k))), math.exp(log_delta)

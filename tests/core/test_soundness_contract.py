@@ -1,4 +1,4 @@
-"""The contract every accountant signs (issue 15), checked against truth and with bad input.
+"""The contract every accountant signs, checked against truth and with bad input.
 
 * Every answer is ``lower <= estimate <= upper``, never NaN, never negative,
   and an infinite end carries a note (``Bounds`` docstring).
@@ -100,7 +100,7 @@ def test_gaussian_delta_contains_the_exact_value(mu, eps):
 
 
 def test_huge_mu_single_step_is_answered_exactly():
-    """Issue 15.4: sigma 0.02, q 1, one step crashed in saddle_tilt; it is 50-GDP."""
+    """Sigma 0.02, q 1, one step crashed in saddle_tilt; it is 50-GDP."""
     b = tightdp.dpsgd_epsilon(noise_multiplier=0.02, sampling_rate=1.0, steps=1, delta=1e-10)
     exact = gdp_epsilon_mp(1e-10, 50.0)
     assert b.lower <= exact <= b.upper and b.upper - b.lower < 1e-9 * exact
@@ -109,7 +109,7 @@ def test_huge_mu_single_step_is_answered_exactly():
 
 
 def test_long_full_batch_run_is_closed_form_and_fast():
-    """Issue 10: sigma 0.6865, q 1, 553 776 steps took 61 s with a 0.27-wide interval."""
+    """Sigma 0.6865, q 1, 553 776 steps took 61 s with a 0.27-wide interval."""
     b = tightdp.dpsgd_epsilon(noise_multiplier=0.6865, sampling_rate=1.0, steps=553776, delta=3.1e-3)
     assert "closed form" in b.details["method"]
     assert b.upper - b.lower < 1e-6 * b.upper
@@ -136,7 +136,7 @@ def test_subsampled_step_beyond_double_range_refuses_with_a_bound():
 
 
 def test_gdp_delta_at_huge_epsilon_is_not_nan():
-    """Issue 15.5: delta(1e308) was NaN labelled a bound; 1e308 is now refused, 1e12 answered."""
+    """Delta(1e308) was NaN labelled a bound; 1e308 is now refused, 1e12 answered."""
     acc = tightdp.GDPAccountant().compose(Gaussian(noise_multiplier=2.0), 100)
     with pytest.raises(ValueError, match="epsilon"):
         acc.delta(1e308)
@@ -190,7 +190,7 @@ def test_subsampled_interval_meets_dp_accounting(sigma, q, k, delta):
 
 @pytest.mark.parametrize("sigma,q,k,delta", [(1.0, 0.01, 1000, 1e-12), (2.0, 0.1, 1, 1e-20), (1.0, 0.5, 4, 1e-15)])
 def test_delta_of_epsilon_is_relative_at_tiny_delta(sigma, q, k, delta):
-    """Issue 15.7: delta(eps) at tiny deltas came back as [0, 4e-10] after seconds of refinement."""
+    """Delta(eps) at tiny deltas came back as [0, 4e-10] after seconds of refinement."""
     acc = tightdp.ConnectDotsAccountant().compose(tightdp.dpsgd_mechanism(noise_multiplier=sigma, sampling_rate=q), k)
     e = acc.epsilon(delta)
     d = acc.delta(e.upper)
@@ -307,7 +307,7 @@ def test_cli_bad_magnitudes_exit_2(argv, capsys):
 
 @pytest.mark.parametrize("name", ["connect-dots", "prv"])
 def test_delta_is_exactly_zero_beyond_the_loss_support(name):
-    """Issue 10: randomized response that is exactly 1-DP answered delta(1) in [0, 1.0]."""
+    """Randomized response that is exactly 1-DP answered delta(1) in [0, 1.0]."""
     rr = tightdp.RandomizedResponse(noise_parameter=2 / (1 + math.e), num_buckets=2)
     b = create(name).compose(rr).delta([1.0, 2.0])
     assert np.all(b.upper == 0.0) and np.all(b.lower == 0.0)
@@ -325,7 +325,7 @@ def test_approximate_dp_beyond_the_support_is_the_infinite_atom(name):
 
 @pytest.mark.parametrize("name", ["connect-dots", "prv"])
 def test_laplace_at_tiny_delta_is_never_unbounded(name):
-    """Issue 10: 3 x Laplace(1) + 2 x Laplace(2) at delta 1e-14 answered [0, inf]; the loss never
+    """3 x Laplace(1) + 2 x Laplace(2) at delta 1e-14 answered [0, inf]; the loss never
     exceeds 4, so epsilon <= 4 is certified whatever the discretisation manages."""
     acc = create(name).compose(tightdp.Laplace(scale=1.0), 3).compose(tightdp.Laplace(scale=2.0), 2)
     b = acc.epsilon(1e-14)

@@ -1,4 +1,4 @@
-"""Smoke test of benchmarks/bench_horizon.py (issue 10's long-horizon benchmark): it runs in its quick mode
+"""Smoke test of benchmarks/bench_horizon.py (the long-horizon benchmark): it runs in its quick mode
 and writes results whose tightdp intervals are ordered and whose peer answers agree with them.
 
 Agreement means: dp-accounting's pessimistic epsilon (connect-the-dots, an upper bound if correct) is not

@@ -1,4 +1,4 @@
-"""The paper reproductions (examples/papers/, issue 13): each script's --quick mode, pinned against the papers.
+"""The paper reproductions (examples/papers/): each script's --quick mode, pinned against the papers.
 
 Each script writes a JSON table next to its Markdown; these tests run the script as a user would
 (a subprocess) and compare its numbers with the values the papers print.

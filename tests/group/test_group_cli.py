@@ -1,4 +1,4 @@
-"""``tightdp group`` CLI: the README example answers without the PRV fallback; unwritable plots exit 2 (issue 16)."""
+"""``tightdp group`` CLI: the README example answers without the PRV fallback; unwritable plots exit 2."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Group privacy for the sampling schemes of issue 11 (``group_epsilon(sampling=...)``, item 3).
+"""Group privacy for the sampling schemes (``group_epsilon(sampling=...)``).
 
 Truth: with one step per epoch, balls-and-bins is the Gaussian mechanism and a group of ``k`` is exactly
 ``k sqrt(E)/sigma``-GDP (closed form); shuffling's upper end is that GDP bound for any ``t``; the

@@ -1,4 +1,4 @@
-"""Soundness of group-level epsilon (issue 15 item 2): ``lower <= truth <= upper``.
+"""Soundness of group-level epsilon: ``lower <= truth <= upper``.
 
 One step: the truth is the exact epsilon of the mixture-of-Gaussians pair
 (002 Thm 3.1 / 3.3), computed here independently: exact rational
@@ -142,8 +142,8 @@ def assert_contains(b, truth: float, what: str) -> None:
     assert truth <= b.upper + SLACK, f"{what}: certified upper {b.upper!r} below the truth {truth!r}"
 
 
-# ------------------------------------------------------------------------- regression (issue 15)
-def test_issue15_fixed_batch_lower_bound_is_below_the_truth():
+# ------------------------------------------------------------------------------------- regression
+def test_fixed_batch_lower_bound_is_below_the_truth():
     """Reported: lower 1.11473 > exact 1.112716 (scipy's hypergeometric pmf summed to 1 - 3.3e-11 and
     the deficit was counted as mass at infinite privacy loss, for the lower bound too)."""
     sigma, delta, n, b = 3.239931265054172, 1.1613840608290985e-09, 71175, 5285
@@ -152,7 +152,7 @@ def test_issue15_fixed_batch_lower_bound_is_below_the_truth():
     got = group_epsilon(
         noise_multiplier=sigma, steps=1, delta=delta, group_size=1, sampling="fixed-batch", dataset_size=n, batch_size=b
     )
-    assert_contains(got, truth, "issue 15")
+    assert_contains(got, truth, "fixed batch")
     assert got.upper - got.lower <= 0.02 + 1e-9
 
 

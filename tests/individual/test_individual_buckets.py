@@ -1,4 +1,4 @@
-"""Bucket index arithmetic of IndividualAccountant (issue 15, item 1 and 3): a real norm is mapped to
+"""Bucket index arithmetic of IndividualAccountant: a real norm is mapped to
 the smallest bucket whose sensitivity covers ``min(g, C) / C``, never out of range, never another row."""
 
 import math
@@ -68,7 +68,7 @@ def test_boundaries_round_up_and_stay_in_range(clip, B):
     assert idx[0] == 0  # norm 0: no loss
 
 
-def test_issue15_norm_at_clip_lands_in_its_own_row():
+def test_norm_at_clip_lands_in_its_own_row():
     # ceil(0.3 * (100 / 0.3)) = 101: the step went to bucket 0 of the next example (epsilon [0, 0])
     acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=0.3, sampling_rate=0.01)
     acc.record_steps(np.tile([0.3, 0.0], (1000, 1)))
@@ -83,7 +83,7 @@ def test_issue15_norm_at_clip_lands_in_its_own_row():
 
 
 @pytest.mark.parametrize("clip", [0.3, 0.1, 1 / 3, 7.77])
-def test_issue15_last_example_at_clip(clip):
+def test_last_example_at_clip(clip):
     # used to raise IndexError (record_step) / a reshape ValueError (record_steps)
     a = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=clip, sampling_rate=0.01)
     a.record_step([0.0, clip])

@@ -1,4 +1,4 @@
-"""Issue 15, items 2 and 3: per-example epsilons are finite, certified upper bounds (no bare inf),
+"""Per-example epsilons are finite, certified upper bounds (no bare inf),
 the exact fallback, and bad input / resource checks of IndividualAccountant."""
 
 import math
@@ -36,7 +36,7 @@ def _truth(sigma, q, ratios, delta):
 
 
 @pytest.mark.slow
-def test_issue15_one_step_is_finite_and_tight():
+def test_one_step_is_finite_and_tight():
     # was: worst_case_epsilon = inf (wrap-around term 0.27 >> delta), no note
     acc = IndividualAccountant(num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
     acc.record_step([0.5, 1.0, 2.0, 0.1])

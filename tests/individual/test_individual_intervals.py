@@ -1,4 +1,4 @@
-"""Issue 12: buffered recording, sparse recording (missing-norm policies) and per-example certified
+"""Buffered recording, sparse recording (missing-norm policies) and per-example certified
 intervals ``lower <= exact <= upper`` (000 App. D; dominated / dominating bucket PLDs)."""
 
 import json

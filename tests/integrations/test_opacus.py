@@ -199,7 +199,7 @@ def test_install_calibration_makes_make_private_with_epsilon_tight(monkeypatch):
     assert rdp_engine.get_epsilon(DELTA) <= 3.0
 
 
-# ------------------------------------------------------------- which sampling the DataLoader performs (issue 11)
+# ---------------------------------------------------------------------- which sampling the DataLoader performs
 def _loader(**kw):
     torch.manual_seed(0)
     x = torch.randn(64, 5)

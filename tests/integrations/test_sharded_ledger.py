@@ -1,4 +1,4 @@
-"""Issue 12, item 4: the sharded per-example ledger (routing, bit-identical queries on a dask
+"""The sharded per-example ledger (routing, bit-identical queries on a dask
 LocalCluster from the sorted cluster copy, shards saved by workers, crash-safe save / load / resume)."""
 
 import os

@@ -1,4 +1,4 @@
-"""Issue 12, item 5: data-parallel DP-SGD with torch.distributed (gloo, CPU, 2 processes), each rank
+"""Data-parallel DP-SGD with torch.distributed (gloo, CPU, 2 processes), each rank
 recording its own examples into its shard of a ShardedLedger, saved per shard + manifest."""
 
 import os

@@ -1,4 +1,4 @@
-"""Dominance for every mechanism (issue 10): Laplace, subsampled Laplace, randomized response, pure
+"""Dominance for every mechanism: Laplace, subsampled Laplace, randomized response, pure
 and approximate DP are discretised by the connect-the-dots / merge-to-the-grid constructions from
 closed-form cell masses, without the PRV fallback, and their intervals contain exact references.
 
@@ -161,7 +161,7 @@ def test_atom_ledger_on_a_common_lattice():
     ],
 )
 def test_laplace_family_is_narrow_and_meets_prv(ledger, delta):
-    """Issue 10: these answered [0, inf] (delta 1e-14) or were 0.031 wide (1000 x Laplace(20))."""
+    """These answered [0, inf] (delta 1e-14) or were 0.031 wide (1000 x Laplace(20))."""
     b = ConnectDotsAccountant().compose(ledger).epsilon(delta)
     assert math.isfinite(b.upper) and b.upper - b.lower <= 0.02 + 1e-9, b
     ref = PRVAccountant().compose(ledger).epsilon(delta)
@@ -233,7 +233,7 @@ def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
 def test_safe_side_infinity_is_not_counted_by_lower_bounds():
     """Sampling with replacement sends its binomial tail (components below 1e-300) to +inf for the upper
     bound; those losses are finite, so the lower constructions must drop that mass, not count it (the
-    issue-15 group defect in another mechanism)."""
+    group-privacy defect, in another mechanism)."""
     from tightdp.pld import discretise
     from tightdp.pld.dominance import dominated, dominating
 

@@ -1,4 +1,4 @@
-"""Random allocation against the peers: pld-accounting 2.0 and random-allocation 1.0.5 (issue 11).
+"""Random allocation against the peers: pld-accounting 2.0 and random-allocation 1.0.5.
 
 Reference values were produced by (delta = 1e-5, num_selected = 1)::
 

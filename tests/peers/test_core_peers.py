@@ -1,6 +1,6 @@
 """The core engine against its peers: dp-accounting 0.6.0, prv-accountant 0.2.0, fourier-accountant.
 
-Issue 2, Acceptance: on random DP-SGD settings (q 1e-3..0.3, sigma 0.6..4,
+Acceptance: on random DP-SGD settings (q 1e-3..0.3, sigma 0.6..4,
 k 10..5e4, delta 1e-5..1e-9, add-remove) the certified bounds at
 ``eps_error=0.01`` contain the true epsilon and are no wider than 0.021;
 substitute-relation and heterogeneous compositions agree with
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.peers
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "public_reference.json"
 EPS_ERROR = 0.01
-MAX_WIDTH = 0.021  # issue 2 acceptance: upper - lower at eps_error = 0.01
+MAX_WIDTH = 0.021  # acceptance: upper - lower at eps_error = 0.01
 FINE = 1e-4  # dp-accounting discretisation interval used as "converged"
 LOW_SLACK = 1e-4  # lower <= dp-accounting pessimistic (its log-mass truncation, root finding)
 HIGH_SLACK = 1e-3  # dp-accounting pessimistic <= upper + its discretisation bias at FINE

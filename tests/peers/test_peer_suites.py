@@ -1,10 +1,10 @@
-"""Issue 10, Acceptance (first bullet): every value the peers' own test suites pin lies in tightdp's interval.
+"""Every value the peers' own test suites pin lies in tightdp's interval.
 
 ``tests/data/peer_suites.json`` holds one record per pinned number, collected by reading the peers'
 tests at the commits named in each record's ``source`` (``repo@commit:path::test``): dp-accounting
 (PLD accountant, PLD, RDP and calibration tests), prv-accountant, the Fourier accountant's
-regression values, Opacus' accountant tests and TF Privacy's DP-SGD statements, plus the issue's
-own "Why" cases that no peer test pins. Each record gives the mechanism ledger, the query, the
+regression values, Opacus' accountant tests and TF Privacy's DP-SGD statements, plus tightdp's
+own regression cases that no peer test pins. Each record gives the mechanism ledger, the query, the
 pinned value, the test's own tolerance and what kind of number it is:
 
 * ``exact``: the truth (a closed form, or a value that is exact by construction), up to ``tol``:
@@ -61,7 +61,7 @@ pytestmark = pytest.mark.peers
 DATA = Path(__file__).resolve().parents[1] / "data" / "peer_suites.json"
 RECORDS = json.loads(DATA.read_text())
 KINDS = {"exact", "upper", "lower", "estimate", "approximation", "width"}
-PEERS = {"dp-accounting", "prv-accountant", "fourier-accountant", "opacus", "tensorflow-privacy", "issue-10"}
+PEERS = {"dp-accounting", "prv-accountant", "fourier-accountant", "opacus", "tensorflow-privacy", "tightdp-regression"}
 
 #: Pinned values in the peers' tests for mechanisms tightdp has no model of (counted, not tested).
 NOT_EXPRESSIBLE = {
@@ -247,7 +247,7 @@ def test_records_are_well_formed():
     for r in RECORDS:
         assert r["kind"] in KINDS and r["peer"] in PEERS, r
         assert r["ledger"] and r["test_tolerance"], r
-        if r["peer"] != "issue-10":
+        if r["peer"] != "tightdp-regression":
             repo_commit, _, rest = r["source"].partition(":")
             assert "@" in repo_commit and len(repo_commit.split("@")[1]) == 40 and "::" in rest, r["source"]
         assert isinstance(r["tol"], (int, float)) and r["tol"] >= 0, r
@@ -324,13 +324,13 @@ def test_pinned_value_is_in_the_interval(rec):
         assert up < 1.0, (rec["id"], "vacuous tpr interval: the truth is below 1", lo, up)
 
 
-# ----------------------------------------------------------------------------- issue 10's "Why" cases
+# ------------------------------------------------------------------ cases that were answered too wide
 WIDTH_CASES = [pytest.param(r, id=r["id"]) for r in RECORDS if r["kind"] == "width"]
 
 
 @pytest.mark.parametrize("rec", WIDTH_CASES)
 def test_width_within_the_default_accuracy(rec):
-    """Issue 10: 1000 x Laplace(20) at delta 1e-7 was 0.031 wide; the default accuracy promises
+    """1000 x Laplace(20) at delta 1e-7 was 0.031 wide; the default accuracy promises
     ``upper - lower <= 2 max(1e-3 eps, 5e-5)`` (README)."""
     b = _accountant(rec).epsilon(rec["query"]["delta"])
     assert b.kind == "bound" and math.isfinite(b.upper), b

@@ -278,7 +278,7 @@ def test_shipped_example_report(tmp_path):
     assert len(hints) == 3 and all(h["epsilon_upper"] <= h["target_epsilon"] for h in hints)
 
 
-# ------------------------------------------------------------------------ content (issue 14)
+# ---------------------------------------------------------------------------------- content
 def test_dense_curves_band_and_guarantee(tmp_path):
     rep = build_report(small_config(tmp_path))
     c = rep.curve

@@ -1,4 +1,4 @@
-"""The privacy report for the sampling schemes of issue 11: "what you ran vs what Poisson accounting says".
+"""The privacy report for the sampling schemes: "what you ran vs what Poisson accounting says".
 
 The scheme's interval must be ``dpsgd_epsilon(sampling=...)``'s, the Poisson one ``dpsgd_epsilon``'s at the
 same noise, rate and steps; the published epsilon and the certified band are the scheme's (never

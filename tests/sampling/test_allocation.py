@@ -1,4 +1,4 @@
-"""Random allocation, shuffling and truncated Poisson (issue 11): certified ends against truth.
+"""Random allocation, shuffling and truncated Poisson: certified ends against truth.
 
 Reference values:
 * t = 2: delta(eps) of one epoch of 1-out-of-2 allocation by one-dimensional quadrature of a

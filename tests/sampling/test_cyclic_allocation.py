@@ -18,7 +18,7 @@ from scipy import special
 
 from tightdp.schemes import allocation_epsilon, cyclic_allocation_epsilon
 
-#: the issue's setting: sigma 1, 8 steps per cycle, 32 steps; jax_privacy 2.0.0's Monte Carlo (2e5 samples)
+#: the reported setting: sigma 1, 8 steps per cycle, 32 steps; jax_privacy 2.0.0's Monte Carlo (2e5 samples)
 #: gave delta(2) = 0.0883, and 0.0104 is the fresh-bin-every-epoch value
 JAX_PRIVACY_DELTA_AT_2 = 0.0883
 
@@ -56,7 +56,7 @@ def _bracket(b_lo, b_hi, sigma, t, cycles, n, seed):
 
 
 @pytest.mark.slow
-def test_issue_setting_and_the_other_scheme():
+def test_reported_setting_and_the_other_scheme():
     b = cyclic_allocation_epsilon(noise_multiplier=1.0, steps_per_cycle=8, cycles=4, delta=0.0884)
     assert b.lower <= 2.0 + 2e-3 <= b.upper + 4e-3 and b.upper - b.lower < 2e-3
     # jax_privacy's estimate 0.0883 (2e5 samples, standard error ~ 5e-4) is consistent with the interval
@@ -64,7 +64,7 @@ def test_issue_setting_and_the_other_scheme():
     assert abs(at_jax.upper - 2.0) < 0.02
     fresh = allocation_epsilon(noise_multiplier=1.0, num_steps=8, epochs=4, delta=0.0104)
     assert "a fresh bin every epoch" in fresh.details["scheme"]
-    assert abs(fresh.upper - 2.0) < 0.01  # the issue's 0.0104 at epsilon 2 for the fresh-bin scheme
+    assert abs(fresh.upper - 2.0) < 0.01  # the reported 0.0104 at epsilon 2 for the fresh-bin scheme
     # the same delta is far more expensive with one bin for the run
     assert cyclic_allocation_epsilon(noise_multiplier=1.0, steps_per_cycle=8, cycles=4, delta=0.0104).lower > 3.0
 

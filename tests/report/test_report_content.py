@@ -1,4 +1,4 @@
-"""Issue 16 item 6: what the privacy report says (in-process, small runs)."""
+"""What the privacy report says (in-process, small runs)."""
 
 import math
 

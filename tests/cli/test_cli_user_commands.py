@@ -1,4 +1,4 @@
-"""Issue 16 (a new user's experience) and issue 15 item 8: the commands a user types, run in-process."""
+"""A new user's experience: the commands a user types, run in-process."""
 
 import json
 import math
@@ -52,7 +52,7 @@ def test_calibrate_then_epsilon_recheck_meets_the_target(capsys):
     steps=st.integers(1, 3000),
 )
 def test_calibrated_noise_rechecked_at_defaults_never_exceeds_target(log_target, log_q, steps):
-    """Issue 15 item 8: dpsgd_epsilon at its default accuracy on the calibrated noise is <= target."""
+    """dpsgd_epsilon at its default accuracy on the calibrated noise is <= target."""
     target, q = math.exp(log_target), math.exp(log_q)
     cal = calibrate_noise(target_epsilon=target, delta=1e-5, sampling_rate=q, steps=steps)
     assert (cal.eps_error, cal.rel_error) == (REL_ERROR_FLOOR, DEFAULT_REL_ERROR)
