@@ -301,6 +301,7 @@ def _peer_epsilon(sigma, q, steps, delta, interval):
     return acc.get_epsilon(delta)
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("target", [0.05, 3.0, 80.0])
 def test_acceptance_targets_safe_and_tight_with_prv(target):
     """Acceptance: calibration succeeds and is safe for targets 0.05, 3 and 80."""

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.peers
 @pytest.mark.slow
 def test_matrix_mechanisms_reproduction(tmp_path):
     proc = subprocess.run(

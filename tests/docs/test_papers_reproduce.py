@@ -87,6 +87,7 @@ def test_p002_group_lemma_overflows_at_nine(tmp_path):
     assert rows["mog_9"]["extra"]["upper"] < 2 * rows["mog_9"]["extra"]["linear"]
 
 
+@pytest.mark.peers
 def test_p003_prv_rdp_over_gdp_under(tmp_path):
     rows = run("p003_prv", tmp_path)
     assert (tmp_path / "p003_fig1.png").stat().st_size > 10_000

@@ -33,7 +33,13 @@ def python_blocks(heading: str) -> list[str]:
     return re.findall(r"^```python\n(.*?)^```", body, flags=re.M | re.S)
 
 
-CASES = [(h, i) for h in SECTIONS for i in range(len(python_blocks(h)))]
+#: what a section's examples need, as markers: PyTorch / Opacus (``torch``), a peer library (``peers``)
+NEEDS = {"torch": pytest.mark.torch, "opacus": pytest.mark.torch, "dp_accounting": pytest.mark.peers}
+CASES = [
+    pytest.param(h, i, marks=list({NEEDS[m].name: NEEDS[m] for m in SECTIONS[h]}.values()), id=f"{h[3:]}-{i}")
+    for h in SECTIONS
+    for i in range(len(python_blocks(h)))
+]
 
 
 def test_every_section_has_an_example():
@@ -41,7 +47,7 @@ def test_every_section_has_an_example():
         assert python_blocks(heading), f"{heading} has no python example"
 
 
-@pytest.mark.parametrize("heading, index", CASES, ids=[f"{h[3:]}-{i}" for h, i in CASES])
+@pytest.mark.parametrize("heading, index", CASES)
 def test_readme_example_runs(heading, index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files (ledgers, reports) write them here
     for module in SECTIONS[heading]:

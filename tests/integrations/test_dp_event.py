@@ -36,6 +36,8 @@ from tightdp.mechanisms import (
     SampledWithReplacement,
 )
 
+pytestmark = pytest.mark.peers  # every test here imports or runs dp_accounting
+
 REPLACE = pld_acc.NeighborRel.REPLACE_ONE
 DELTA = 1e-5
 

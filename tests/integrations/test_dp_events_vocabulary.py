@@ -17,6 +17,8 @@ from tightdp.errors import UnsupportedMechanismError
 from tightdp.integrations.dp_accounting import REFUSED_EVENTS, SUPPORTED_EVENTS, from_dp_event
 from tightdp.mechanisms.discrete import DiscreteLaplace, PoissonSampledDiscrete
 
+pytestmark = pytest.mark.peers  # every test here introspects or runs dp_accounting
+
 _DOCS = Path(__file__).resolve().parents[2] / "docs" / "dp_events.md"
 
 

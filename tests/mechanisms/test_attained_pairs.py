@@ -589,6 +589,7 @@ def test_kept_probability_against_mpmath_and_fast_at_huge_n():
     assert time.perf_counter() - t0 < 0.5
 
 
+@pytest.mark.peers
 def test_truncated_event_import_has_an_attained_lower_end():
     """The dp_accounting route: the imported event's lower end is the attained pair's, below the mpmath value."""
     dp_accounting = pytest.importorskip("dp_accounting")

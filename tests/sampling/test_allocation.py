@@ -268,6 +268,7 @@ def test_truncated_poisson_without_truncation_is_poisson():
     assert kept_probability(dataset_size=1000, sampling_rate=0.1, max_batch_size=50) < 0.06
 
 
+@pytest.mark.peers
 def test_truncated_event_import():
     dp_accounting = pytest.importorskip("dp_accounting")
     ev = dp_accounting.SelfComposedDpEvent(

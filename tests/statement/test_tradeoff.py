@@ -148,6 +148,7 @@ def _dp_accounting_curve(alphas, pessimistic: bool):
     return tradeoff_lower_curve(eps, np.clip(delta, 0, 1), alphas=alphas)[1]
 
 
+@pytest.mark.peers
 def test_subsampled_gaussian_against_dp_accounting(subsampled):
     c = subsampled
     assert c.max_gap < 2e-3 + 1.5 * np.max(c.delta_upper - c.delta_lower) and c.max_gap < 5e-3

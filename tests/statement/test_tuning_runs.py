@@ -85,6 +85,7 @@ def test_theorem_6_pure_dp_poisson(eps, mu):
     assert b.lower == pytest.approx(one.lower, rel=1e-12)
 
 
+@pytest.mark.peers
 def test_agrees_with_dp_accounting_and_improves_poisson():
     pytest.importorskip("dp_accounting")
     from dp_accounting import dp_event as de
