@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -25,7 +26,7 @@ def gdp_delta(mu: float, eps: float) -> float:
 
 
 # ------------------------------------------------------------------ the Riemann sums themselves
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(mu=st.floats(0.05, 8.0), eps=st.floats(0.0, 20.0))
 def test_integrated_delta_brackets_exact_gaussian(mu, eps):
     """With the exact survival function of S ~ N(mu^2/2, mu^2) (under P) the two Riemann sums bracket

@@ -7,6 +7,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 from _support import REFERENCE as REF
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -76,7 +77,7 @@ def test_clt_is_an_approximation():
     assert mu == pytest.approx(math.sqrt(2000 * 1e-6 * math.expm1(1 / 0.64) + 3 / 2500), rel=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(mu=st.floats(1e-3, 300.0), log_delta=st.floats(-14, -0.01))
 def test_root_finder_never_fails(mu, log_delta):
     delta = 10.0**log_delta

@@ -8,6 +8,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 from _support import REFERENCE as REF
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -146,7 +147,7 @@ def test_000_section_4_1():
     assert eps.upper == pytest.approx(0.8156299871929082, abs=2e-4)
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled(12), deadline=None)
 @given(q=st.floats(1e-3, 0.5), sigma=st.floats(0.6, 5.0), steps=st.integers(1, 3000), log_delta=st.floats(-10, -2))
 def test_never_below_gaussian_truth_or_rdp_of_substeps(q, sigma, steps, log_delta):
     """Sound: above the exact answer for q = 1 (mu-GDP), and monotone in steps and q."""

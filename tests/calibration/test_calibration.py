@@ -13,6 +13,7 @@ import json
 import math
 
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special
@@ -81,7 +82,7 @@ def test_noise_closed_form_safe_and_tight(target, steps):
     assert cal.evaluations <= 25
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     log_target=st.floats(math.log(0.01), math.log(99.99)),  # exp(log(100)) rounds above the 100 cap
     steps=st.integers(1, 10**6),
@@ -325,7 +326,7 @@ def test_acceptance_targets_safe_and_tight_with_prv(target):
 
 
 @pytest.mark.slow
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     log_target=st.floats(math.log(0.05), math.log(80.0)),
     log_q=st.floats(math.log(1e-3), 0.0),

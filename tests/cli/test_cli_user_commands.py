@@ -4,6 +4,7 @@ import json
 import math
 
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -45,7 +46,7 @@ def test_calibrate_then_epsilon_recheck_meets_the_target(capsys):
 
 
 @pytest.mark.slow
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     log_target=st.floats(math.log(0.2), math.log(20.0)),
     log_q=st.floats(math.log(1e-3), math.log(0.1)),

@@ -7,6 +7,7 @@ alone is an absolute target; a tighter request never returns a wider interval.
 import math
 
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -97,7 +98,7 @@ def test_tighter_request_is_never_wider():
     assert widths[0] >= widths[1] >= widths[2]
 
 
-@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     log_q=st.floats(math.log(1e-4), 0.0),
     sigma=st.floats(0.4, 10.0),

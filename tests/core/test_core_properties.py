@@ -2,12 +2,13 @@
 
 import math
 
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tightdp
 
-SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 sigmas = st.floats(0.6, 4.0)
 rates = st.floats(1e-3, 0.3)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,7 @@ def _crossing(g, lo, hi):
     return hi
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(
     st.floats(-50.0, 50.0),
     st.floats(1e-6, 2.0),

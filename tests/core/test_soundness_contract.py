@@ -11,19 +11,18 @@
   argument, or a ``TightDPError`` saying why it cannot answer; never another
   exception type. The CLI prints one line and exits 2.
 
-``TIGHTDP_FUZZ=1`` multiplies the number of hypothesis examples by 20.
+``HYPOTHESIS_PROFILE=explore`` draws ten times as many hypothesis examples, fresh ones.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import os
 
 import mpmath
 import numpy as np
 import pytest
-from _support import gdp_delta_mp
+from _support import gdp_delta_mp, scaled
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -32,8 +31,7 @@ from tightdp import Bounds, Gaussian, PoissonSampled
 from tightdp.accountants import ACCOUNTANTS, create
 from tightdp.errors import TightDPError
 
-FUZZ = 20 if os.environ.get("TIGHTDP_FUZZ") else 1
-SETTINGS = settings(max_examples=25 * FUZZ, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 CERTIFIED = ("connect-dots", "prv", "gdp")  # accountants whose Gaussian answers are bounds
 
 
@@ -165,7 +163,7 @@ def _dpa_bracket(sigma, q, k, delta):
 
 
 @pytest.mark.peers
-@settings(max_examples=8 * FUZZ, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sigma=st.floats(0.5, 8.0),
     q=st.floats(1e-3, 1.0),
@@ -354,7 +352,7 @@ def test_group_epsilon_never_crashes(value, arg):
     _refuses(lambda: tightdp.group_epsilon(**{**kw, arg: value}))
 
 
-@settings(SETTINGS, max_examples=6 * FUZZ)  # a few seconds each: TIGHTDP_FUZZ=1 runs 120
+@settings(SETTINGS, max_examples=scaled(6))  # a few seconds each
 @given(
     n=st.integers(10**3, 10**12),
     q=st.floats(1e-6, 0.5),

@@ -5,6 +5,7 @@ import math
 import mpmath as mp
 import pytest
 from _support import REFERENCE as REF
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -73,7 +74,7 @@ def test_gdp_epsilon_mu_zero():
     assert gdp_epsilon(mu=0.0, delta=1e-5) == 0.0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(budget=st.floats(0.05, 5.0), mus=st.lists(st.floats(0.0, 2.0), min_size=1, max_size=40))
 def test_filter_never_exceeds_budget(budget, mus):
     f = GDPFilter(mu=budget)
@@ -93,7 +94,7 @@ def test_filter_never_exceeds_budget(budget, mus):
     assert f.fits(f.remaining_mu())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(eps=st.floats(0.05, 8.0), logd=st.floats(-12, -1), mus=st.lists(st.floats(0.01, 1.0), max_size=30))
 def test_filter_odometer_stays_within_eps_delta(eps, logd, mus):
     delta = 10.0**logd
@@ -154,7 +155,7 @@ def _gdp_epsilon_mp80(delta: float, mu: float):
     return (lo + hi) / 2
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(log_mu=st.floats(math.log(1e-4), math.log(300.0)), log_delta=st.floats(math.log(1e-250), math.log(0.3)))
 def test_gdp_epsilon_never_below_the_80_digit_truth(log_mu, log_delta):
     """Far-tail regression: a fixed 1e-12 relative allowance under-reported by up to 4e-12 (85 of 300

@@ -2,11 +2,11 @@
 the smallest bucket whose sensitivity covers ``min(g, C) / C``, never out of range, never another row."""
 
 import math
-import os
 from fractions import Fraction
 
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,9 +14,8 @@ import tightdp
 from tightdp.individual import IndividualAccountant
 from tightdp.individual._buckets import _bucket_index, _bucket_ratio
 
-#: TIGHTDP_FUZZ=1 runs the property tests with many more examples
-FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
-N_PROP = 2000 if FUZZ else 150
+#: examples of the cheap property tests (HYPOTHESIS_PROFILE=explore runs ten times as many)
+N_PROP = scaled(150)
 
 CLIPS = [0.3, 0.1, 1 / 3, 1e-3, 7.77, 1.0, 2.0, 0.7, 1e-6, 1e6]
 BUCKETS = [1, 10, 100, 1000, 37, 10_000]
@@ -154,7 +153,7 @@ def test_property_bucket_covers_clipped_norm(data, clip, B):
         assert _covers(g, clip, B, int(b)), (g, clip, B, int(b))
 
 
-@settings(max_examples=max(20, N_PROP // 3), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(50), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), clip=_clip_st, B=st.sampled_from([1, 10, 100, 1000]), n=st.integers(1, 6))
 def test_property_recording_touches_only_own_row(data, clip, B, n):
     steps = data.draw(st.lists(st.lists(_norm_for(clip, B), min_size=n, max_size=n), min_size=1, max_size=4))
@@ -172,7 +171,7 @@ def test_property_recording_touches_only_own_row(data, clip, B, n):
 
 
 @pytest.mark.slow
-@settings(max_examples=6 if not FUZZ else 40, deadline=None)
+@settings(max_examples=scaled(6), deadline=None)
 @given(
     clip=_clip_st,
     factor=st.sampled_from([1.0, 1.0000001, 3.0]),

@@ -2,10 +2,10 @@
 the exact fallback, and bad input / resource checks of IndividualAccountant."""
 
 import math
-import os
 
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,8 +14,6 @@ from tightdp.accountants import ConnectDotsAccountant
 from tightdp.individual import IndividualAccountant
 from tightdp.individual import _pld_queries as acc_mod
 from tightdp.mechanisms import Gaussian, PoissonSampled
-
-FUZZ = os.environ.get("TIGHTDP_FUZZ", "") not in ("", "0")
 
 
 def _truth(sigma, q, ratios, delta):
@@ -93,7 +91,7 @@ def test_fallback_groups_by_dominating_bucket(monkeypatch):
     assert b.details["fallback"]["method"] in ("largest bucket", "worst case")
 
 
-@settings(max_examples=60 if FUZZ else 6, deadline=None)
+@settings(max_examples=scaled(6), deadline=None)
 @given(
     sigma=st.sampled_from([0.7, 1.0, 2.0]),
     q=st.sampled_from([0.001, 0.01, 0.1]),

@@ -12,6 +12,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -176,7 +177,7 @@ def test_dpsgd_rules_on_a_small_ledger():
     assert np.all(acc.active(2.0, 1e-5, nxt, rule="rdp")[rdp])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=20), st.integers(2, 40), st.floats(1.5, 50))
 def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
     sigma, clip = 0.9, 1.7

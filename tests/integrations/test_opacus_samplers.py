@@ -291,11 +291,12 @@ def test_adaptive_clipping_is_refused():
         engine.get_epsilon(DELTA)
 
 
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
-@settings(deadline=None, max_examples=8)  # each example runs several certified shuffle bounds
+@settings(deadline=None, max_examples=scaled(8))  # each example runs several certified shuffle bounds
 @given(logical=st.integers(1, 12), k=st.integers(1, 5), steps=st.integers(1, 40), sigma=st.floats(0.8, 8.0))
 def test_accumulated_steps_are_shuffled_batches_of_k_times_the_size(logical, k, steps, sigma):
     """At random parameters: k of the t = logical * k physical shuffled batches per optimizer step make `logical`

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from _support import gdp_delta_mp
+from _support import gdp_delta_mp, scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,7 +43,7 @@ def _contains_gdp(bounds, mu, delta):
     assert gdp_delta_mp(bounds.upper, mu) <= delta * (1 + 1e-9)
 
 
-@settings(deadline=None, max_examples=30)
+@settings(deadline=None, max_examples=scaled(30))
 @given(st.floats(0.3, 10), st.integers(0, 10**6), st.integers(2, 12), st.sampled_from([1e-3, 1e-6, 1e-9]))
 def test_single_participation_no_sampling_is_mu_gdp(sigma, seed, n, delta):
     rng = np.random.default_rng(seed)
@@ -52,7 +52,7 @@ def test_single_participation_no_sampling_is_mu_gdp(sigma, seed, n, delta):
     _contains_gdp(b, float(np.linalg.norm(c, axis=0).max()) / sigma, delta)
 
 
-@settings(deadline=None, max_examples=30)
+@settings(deadline=None, max_examples=scaled(30))
 @given(st.floats(0.5, 5), st.integers(1, 6), st.integers(1, 4), st.sampled_from([1e-5, 1e-8]))
 def test_identity_multi_participation_is_mu_gdp(sigma, k, sep, delta):
     n = 24
@@ -66,7 +66,7 @@ def test_identity_multi_participation_is_mu_gdp(sigma, k, sep, delta):
     _contains_gdp(b, math.sqrt(min(k, -(-n // sep))) / sigma, delta)
 
 
-@settings(deadline=None, max_examples=12)
+@settings(deadline=None, max_examples=scaled(12))
 @given(st.floats(0.5, 8), st.floats(1e-3, 0.5), st.integers(1, 300), st.floats(0.2, 3))
 def test_identity_and_one_band_reduce_to_dpsgd(sigma, q, steps, scale):
     """C = identity is DP-SGD; C = scale * identity (one band) is DP-SGD at noise sigma / scale."""
@@ -80,7 +80,7 @@ def test_identity_and_one_band_reduce_to_dpsgd(sigma, q, steps, scale):
                 assert math.isclose(b.upper, ref.upper, rel_tol=1e-6, abs_tol=1e-9)
 
 
-@settings(deadline=None, max_examples=5)
+@settings(deadline=None, max_examples=scaled(5))
 @given(st.floats(2.0, 6), st.integers(2, 4))
 def test_identity_balls_in_bins_is_random_allocation(sigma, epochs):
     t = 20

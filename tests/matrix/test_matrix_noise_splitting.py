@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
@@ -37,7 +38,7 @@ def _delta_pair(a: float, q: float, sigma: float, eps: float) -> float:
     return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
 
 
-@settings(deadline=None, max_examples=8)
+@settings(deadline=None, max_examples=scaled(8))
 @given(st.floats(0.0, 1.0), st.floats(0.05, 0.9), st.floats(0.6, 3.0))
 def test_poisson_banded_bounds_bracket_the_exact_pair(a, q, sigma):
     c = np.array([1.0, a])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,7 @@ from tightdp.matrix import (
 from tightdp.matrix.allocation import _Spectra, lower_sandwich, upper_sandwich
 
 
-@settings(deadline=None, max_examples=8)
+@settings(deadline=None, max_examples=scaled(8))
 @given(st.integers(0, 10**6), st.integers(1, 6), st.integers(1, 4), st.floats(1.0, 10), st.floats(0.01, 1.0))
 def test_intervals_are_ordered_and_amplification_helps(seed, b, epochs_factor, sigma, q):
     rng = np.random.default_rng(seed)
@@ -51,7 +52,7 @@ def test_intervals_are_ordered_and_amplification_helps(seed, b, epochs_factor, s
             assert r.upper <= plain.upper * (1 + 1e-3) + 1e-9, (sampler, r, plain)
 
 
-@settings(deadline=None, max_examples=40)
+@settings(deadline=None, max_examples=scaled(40))
 @given(st.integers(0, 10**6), st.integers(2, 12), st.floats(0.0, 1.0))
 def test_sandwich_constants_satisfy_their_inequalities(seed, t, frac):
     rng = np.random.default_rng(seed)

@@ -15,6 +15,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
@@ -528,7 +529,7 @@ def test_tradeoff_upper_curve_from_attained_pair():
     assert (curve.beta_upper >= lo_k - 1e-9).all()
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=scaled(10), deadline=None)
 @given(
     n=st.integers(2, 30),
     q=st.floats(0.01, 0.6),
@@ -553,7 +554,7 @@ def test_truncated_lower_and_revealed_upper_against_mpmath(n, q, frac, sigma, lo
     assert 0.0 <= got.lower <= got.estimate <= got.upper
 
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=scaled(12), deadline=None)
 @given(
     n=st.integers(2, 30),
     q=st.floats(0.02, 0.5),

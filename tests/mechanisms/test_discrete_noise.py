@@ -14,6 +14,7 @@ import math
 
 import mpmath
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,21 +111,21 @@ def _check(bounds, delta: float, delta_of_eps):
     assert bounds.upper - bounds.lower <= 2 * max(1e-3 * bounds.upper, 5e-5) + 1e-9, bounds
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(sigma=st.floats(0.4, 3.0), d=st.integers(1, 3), k=st.integers(1, 6), delta=st.sampled_from([1e-2, 1e-5, 1e-9]))
 def test_discrete_gaussian_contains_exact_enumeration(sigma, d, k, delta):
     b = ConnectDotsAccountant().compose(DiscreteGaussian(sigma=sigma, sensitivity=d), k).epsilon(delta)
     _check(b, delta, lambda e: _delta_lattice("gauss", sigma, d, k, e))
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(a=st.floats(0.3, 3.0), d=st.integers(1, 4), k=st.integers(1, 8), delta=st.sampled_from([1e-2, 1e-5, 1e-9]))
 def test_discrete_laplace_contains_exact_enumeration(a, d, k, delta):
     b = ConnectDotsAccountant().compose(DiscreteLaplace(noise_parameter=a, sensitivity=d), k).epsilon(delta)
     _check(b, delta, lambda e: _delta_lattice("lap", a, d, k, e))
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(["gauss", "lap"]),
     par=st.floats(0.6, 2.0),
@@ -143,7 +144,7 @@ def test_poisson_sampled_discrete_contains_exact_enumeration(kind, par, q, k, de
 
 
 @given(sigma=st.floats(1e-3, 1e5))
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled(25), deadline=None)
 def test_normaliser_is_certified(sigma):
     log_z, err = discrete_gaussian_log_normaliser(sigma)
     mpmath.mp.dps = 40
@@ -204,7 +205,7 @@ def _vector_delta_exact(sigma: float, shifts, k: int, eps: float) -> mpmath.mpf:
     return mpmath.fsum(p * (1 - mpmath.exp(e - (c - 2 * j / s2))) for j, p in dist.items() if c - 2 * j / s2 > e)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sigma=st.floats(0.6, 1.5),
     linf=st.integers(1, 2),
@@ -251,7 +252,7 @@ def _skellam_pair(mu: float, d: int, q: float, direction: str):
     return out
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     mu=st.floats(0.3, 4.0),
     d=st.integers(1, 2),
@@ -270,7 +271,7 @@ def test_skellam_contains_exact_enumeration(mu, d, q, k, delta):
     _check(b, delta, lambda e: max(_delta_composed(rem, k, e), _delta_composed(add, k, e)))
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     sigma=st.floats(0.4, 1.5),
     n=st.integers(2, 4),

@@ -13,6 +13,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,7 +61,7 @@ def test_closed_form_cells_match_cdf_differences(loss):
     assert np.allclose(Q, P * np.exp(-mid), rtol=2e-3, atol=1e-15)  # Q = e^-L dP, cell by cell
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps0=st.floats(0.05, 2.0), k=st.integers(1, 60), delta=st.sampled_from([1e-3, 1e-6, 1e-10]))
 def test_pure_dp_composition_contains_exact_binomial(eps0, k, delta):
     b = ConnectDotsAccountant().compose(PureDP(epsilon=eps0), k).epsilon(delta)
@@ -122,7 +123,7 @@ def test_atom_ledgers_are_enumerated_exactly(eps0, delta0, k, delta):
     assert _approx_dp_delta_mp(b.lower, eps0, delta0, k) >= delta
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(eps0=st.floats(0.003, 2.0), log_d0=st.floats(-16, -8), k=st.integers(1, 30_000), log_delta=st.floats(-12, -2))
 def test_random_approximate_dp_ledgers_contain_kairouz(eps0, log_d0, k, log_delta):
     """Random (eps0, delta0, k, delta) against the exact composition (Kairouz et al., mpmath): the true
@@ -189,7 +190,7 @@ def test_every_mechanism_has_a_dominance_discretisation():
         assert supports_dominance(pair.remove) and supports_dominance(pair.add), type(m).__name__
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(k=st.integers(1, 40), h=st.sampled_from([1e-3, 0.01, 0.1, 1 / 3]), shift=st.integers(-5, 5), data=st.data())
 def test_atoms_land_in_their_cell_at_the_edges(k, h, shift, data):
     """Atoms binned into cells (e_i, e_(i+1)]: an atom on an edge, up to 1e-12 relative (rounding of

@@ -6,6 +6,7 @@ import math
 
 import mpmath
 import numpy as np
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,7 @@ def exact_masses(edges, sigma, t, k, mean, idx):
     return [cdf(edges[i + 1]) - cdf(edges[i]) for i in idx]
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled(20), deadline=None)
 @given(
     sigma=st.floats(0.3, 5.0),
     t=st.integers(1, 2000),

@@ -13,6 +13,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
@@ -241,7 +242,7 @@ def test_fast_inverse_agrees_with_generic_mixture_loss():
         np.testing.assert_allclose(loss.loss(x), generic.loss(x), rtol=1e-12, atol=1e-12)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(
     sens=st.lists(st.floats(0.0, 20.0), min_size=2, max_size=8),
     raw=st.lists(st.floats(1e-6, 1.0), min_size=8, max_size=8),
@@ -306,7 +307,7 @@ def test_loss_at_infinity_is_its_limit():
     assert d[0] == -math.inf and d[1] == pytest.approx(-3 * math.log(0.9))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(k=st.integers(1, 20), q=st.floats(0.001, 0.5), sigma=st.floats(0.5, 4.0), eps=st.floats(0.0, 5.0))
 def test_one_step_delta_grows_with_the_group(k, q, sigma, eps):
     """Binom(k + 1, q) stochastically dominates Binom(k, q), so by 002 Lemma 2.9 delta(eps) cannot shrink."""

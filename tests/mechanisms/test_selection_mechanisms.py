@@ -10,6 +10,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -56,7 +57,7 @@ def test_bounded_range_loss_is_a_consistent_pair():
     assert np.allclose(Q, P * np.exp(-mid), rtol=5e-3, atol=1e-15)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled(20), deadline=None)
 @given(eps0=st.floats(0.05, 4.0), frac=st.floats(-0.99, 0.99))
 def test_envelope_curve_is_the_supremum_of_the_two_point_curves(eps0, frac):
     """The closed form D(alpha) equals the maximum over t of the two-point curves (fine grid, mpmath), and
@@ -76,7 +77,7 @@ def test_envelope_curve_is_the_supremum_of_the_two_point_curves(eps0, frac):
         assert b.lower <= d + 1e-12 <= b.upper + 2e-12
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     eps0=st.floats(0.1, 2.0), t=st.floats(0.02, 0.98), k=st.integers(1, 25), delta=st.sampled_from([1e-2, 1e-5, 1e-8])
 )
@@ -89,7 +90,7 @@ def test_bounded_range_upper_dominates_every_two_point_composition(eps0, t, k, d
         assert b.lower <= b.upper
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=scaled(15), deadline=None)
 @given(eps0=st.floats(0.05, 3.0), t=st.floats(0.0, 1.0), lam=st.floats(1.05, 64.0))
 def test_bounded_range_rdp_bounds_every_two_point_pair(eps0, t, lam):
     e0, tt, a = mpmath.mpf(eps0), mpmath.mpf(t), mpmath.mpf(lam)

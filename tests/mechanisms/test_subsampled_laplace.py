@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
@@ -91,7 +92,7 @@ def test_default_accountant_composition_one_pass_between_dp_accounting_estimates
     assert est[False] <= b_.upper and b_.lower <= est[True], (b_, est)
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(20), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(q=st.floats(0.001, 1.0), b=st.floats(0.2, 30.0), frac=st.floats(0.0, 0.95))
 def test_default_accountant_single_step_random_contains_exact(q, b, frac):
     """Random sampling rates and scales, epsilon anywhere below the loss support's top (where delta > 0):

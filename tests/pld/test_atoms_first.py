@@ -10,6 +10,7 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,7 +62,7 @@ def test_incommensurate_atom_ledgers_contain_exact(terms, delta):
     assert _two_binary_delta_mp(b.lower, terms) >= delta
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     e1=st.floats(0.01, 1.5),
     e2=st.floats(0.01, 1.5),
@@ -175,7 +176,7 @@ def test_long_pure_dp_run_mixed_with_laplace_is_fast_and_contains_the_stepwise_a
     assert 654.5 < b.lower < b.upper < 654.7
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     log_odds=st.floats(-25.0, 25.0), log_d=st.floats(-16.0, -6.0), c=st.integers(1, 200_000), with_delta=st.booleans()
 )
@@ -201,7 +202,7 @@ def test_random_binomial_powers_within_their_relative_error(log_odds, log_d, c, 
             assert exact(j) < 2 * _TRIM * top
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     e1=st.floats(0.01, 1.5),
     e2=st.floats(0.01, 1.5),
@@ -222,7 +223,7 @@ def test_random_approximate_dp_two_term_ledgers_contain_exact(e1, e2, c1, c2, lo
     assert b.lower <= 0.0 or _two_binary_delta_mp(b.lower, terms) >= delta * (1 - 1e-9)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(
     unit=st.floats(1e-3, 10.0), mult=st.lists(st.integers(1, 64), min_size=1, max_size=5), base=st.floats(-50.0, 50.0)
 )

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from _support import power_by_squaring
+from _support import power_by_squaring, scaled
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +28,7 @@ from tightdp.pld.dominance import dominating
 from tightdp.pld.hierarchy import dominating_block
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=scaled(60), deadline=None)
 @given(st.floats(-3.5, 0.5), st.floats(-6.0, -1.0))
 def test_points_factor_is_the_sum_it_stands_for(log_a, log_h):
     """``sum_{m >= 0} e^(-a m) (1 - e^(-(m + 1) h)) = (1 - e^-h) / ((1 - e^-a) (1 - e^-(a + h)))``."""
@@ -85,7 +85,7 @@ def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, d
         assert abs(float(c.delta_disc(eps)[0]) - truth) <= float(c.numerical_error(eps)) + 1e-12 * truth
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=scaled(20), deadline=None)
 @given(
     log_q=st.floats(-4.0, -0.7),
     sigma=st.floats(0.6, 4.0),

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from _support import gdp_delta_mp, gdp_epsilon_mp
+from _support import gdp_delta_mp, gdp_epsilon_mp, scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -69,7 +69,7 @@ def test_gaussian_steps_bracket_the_exact_mu_gdp_epsilon(mu_step, k, block):
     assert upper - lower <= 1.5 * one + 1e-9, (upper - lower, one)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=scaled(25), deadline=None)
 @given(
     mu_step=st.floats(1e-3, 0.1),
     log_k=st.floats(3.7, 6.0),
@@ -153,7 +153,7 @@ def test_two_level_against_the_saddle_point_reference():
     assert b.details["passes"] == 1
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(
     z0=st.floats(-30.0, 30.0),
     log_w=st.floats(-5.0, math.log10(0.049)),
@@ -189,7 +189,7 @@ def test_cell_masses_against_mpmath(z0, log_w, cells, sep, weight):
     assert slack <= l1 + 1e-300, (slack, rel, l1)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=scaled(200), deadline=None)
 @given(count=st.one_of(st.integers(4096, 10**8), st.integers(10**8, 10**13)))
 def test_block_size_divides_or_is_the_nearest_power_of_two(count):
     """The block size is a divisor of the count within a factor 1.5 of its square root (no remainder block),

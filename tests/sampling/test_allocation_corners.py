@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,7 +84,7 @@ def _two_step_delta(sigma: float, eps: float) -> float:
 
 @pytest.mark.slow
 @given(sigma=st.floats(1.0, 3.0), log_delta=st.floats(-12.0, -4.0))
-@settings(deadline=None, max_examples=5)
+@settings(deadline=None, max_examples=scaled(5))
 def test_two_steps_at_tiny_delta_against_quadrature(sigma, log_delta):
     delta = 10.0**log_delta
     b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special
@@ -69,7 +70,7 @@ def test_reported_setting_and_the_other_scheme():
     assert cyclic_allocation_epsilon(noise_multiplier=1.0, steps_per_cycle=8, cycles=4, delta=0.0104).lower > 3.0
 
 
-@settings(deadline=None, max_examples=8)
+@settings(deadline=None, max_examples=scaled(8))
 @given(
     sigma=st.floats(1.0, 3.0),
     t=st.integers(2, 8),

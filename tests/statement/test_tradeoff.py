@@ -16,6 +16,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.special import ndtr, ndtri
@@ -172,7 +173,7 @@ def test_curve_json_round_trip(subsampled):
 
 
 # ------------------------------------------------------------------------------------ properties
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mu=st.floats(0.05, 8.0), n=st.integers(3, 80), slack=st.floats(0.0, 0.3))
 def test_gaussian_grid_curves_are_sound_monotone_and_convex(mu, n, slack):
     a = np.linspace(0.0, 1.0, 257)
@@ -184,7 +185,7 @@ def test_gaussian_grid_curves_are_sound_monotone_and_convex(mu, n, slack):
     assert c.mu_lower <= mu <= c.mu_upper
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     mu=st.floats(0.1, 4.0),
     eps0=st.floats(0.05, 3.0),
@@ -302,7 +303,7 @@ def test_cli_text_and_json(capsys):
     assert len(d["curve"]["alpha"]) == len(d["curve"]["beta_upper"]) > 100
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=scaled(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(k=st.integers(1, 12), eps0=st.floats(0.1, 2.0), n=st.integers(2, 40), seed=st.integers(0, 2**31))
 def test_curves_are_sound_with_exact_delta_for_composed_randomized_response(k, eps0, n, seed):
     """k-fold binary randomized response: the number B of truthful answers is Bin(k, p) under P and
