@@ -25,7 +25,7 @@ CI_EXAMPLES = 100
 
 def scaled(n: int) -> int:
     """The example budget of a property test that draws ``n`` examples under the "ci" profile, scaled by the
-    active hypothesis profile: ``n`` under "ci", ``n * 8 / 100`` (at least 1) under "fast", ``10 n`` under
+    active hypothesis profile: ``n`` under "ci", ``n * 5 / 100`` (at least 1) under "fast", ``10 n`` under
     "explore". For tests whose examples are expensive: ``@settings(max_examples=scaled(6), deadline=None)``."""
     return max(1, round(n * settings().max_examples / CI_EXAMPLES))
 

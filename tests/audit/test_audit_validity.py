@@ -43,6 +43,7 @@ def _one_run_scores(mu: float, m: int, seed: int):
     return member, scores
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["one-run", "fdp-eps-delta", pytest.param("fdp-gdp", marks=pytest.mark.slow)])
 def test_one_run_bounds_are_valid_and_below_the_certified_upper_end(method):
     mu, m = 2.0, 100

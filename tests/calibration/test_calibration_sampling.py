@@ -84,6 +84,7 @@ def test_truncated_poisson_without_truncation_calibrates_like_poisson():
 
 
 # ------------------------------------------------------------------ the schemes that have no closed form
+@pytest.mark.slow
 def test_balls_and_bins_noise_is_safe_tight_and_below_poisson():
     kw = dict(target_epsilon=2.0, delta=DELTA, sampling_rate=1 / 50, steps=50 * 4)
     bins = calibrate_noise(**kw, sampling="random-allocation")
@@ -124,6 +125,7 @@ def test_epochs_interface_counts_ceil_n_over_b_steps_per_epoch():
     assert recheck(cal, dataset_size=1000).upper <= 3.0
 
 
+@pytest.mark.slow
 def test_truncated_poisson_rate_and_noise_recheck():
     scheme = dict(sampling="truncated-poisson", dataset_size=2000, max_batch_size=25)
     rate = calibrate_sampling_rate(

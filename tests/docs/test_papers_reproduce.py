@@ -54,6 +54,7 @@ def test_p001_fourier_table1(tmp_path):
     assert 3.45 < lo <= hi < 3.6  # finite with the default L (was [0, inf])
 
 
+@pytest.mark.slow
 def test_p000_individual_gdp_steps(tmp_path):
     rows = run("p000_individual", tmp_path, "--no-plots")
     assert rows["rdp_420"]["tightdp"] == pytest.approx(0.8, abs=0.02)  # printed "eps = 0.8"
@@ -98,6 +99,7 @@ def test_p003_prv_rdp_over_gdp_under(tmp_path):
             assert ex["lower"] - 1e-3 <= ex["peer"][1] <= ex["upper"] + 1e-3
 
 
+@pytest.mark.slow
 def test_p004_edgeworth_aea_beats_gdp(tmp_path):
     rows = run("p004_edgeworth", tmp_path, "--no-plots")
     for key in ("left_1000", "right_200"):  # 004 Fig. 2

@@ -55,6 +55,7 @@ def test_random_norms_upper_bound_and_tight(seed):
         assert eps[i] <= 1.02 * ref.estimate + 0.01
 
 
+@pytest.mark.slow
 def test_deltas_consistent_with_epsilons():
     rng = np.random.default_rng(5)
     acc = IndividualAccountant(num_examples=50, noise_multiplier=1.1, clip_norm=1.0, sampling_rate=0.02)
@@ -68,6 +69,7 @@ def test_deltas_consistent_with_epsilons():
     assert np.all(d[e > np.median(e) + 0.05] > 1e-6 * 0.95)
 
 
+@pytest.mark.slow
 def test_zero_norm_examples_have_no_loss():
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.1)
     acc.record_steps(np.tile([0.0, 1.0, 0.0], (50, 1)))
@@ -134,6 +136,7 @@ def test_filter_matches_gdp_filter_on_constant_norms():
     assert steps == 495
 
 
+@pytest.mark.slow
 def test_pld_filter_mask():
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(np.tile([1.0, 0.2, 0.0], (300, 1)))
@@ -143,6 +146,7 @@ def test_pld_filter_mask():
     assert m.tolist() == [False, True, True]
 
 
+@pytest.mark.slow
 def test_save_load_roundtrip_and_resume(tmp_path):
     rng = np.random.default_rng(1)
     norms = rng.gamma(2.0, 0.5, size=(40, 20))

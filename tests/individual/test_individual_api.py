@@ -97,6 +97,7 @@ def test_rdp_budget_is_within_budget_and_below_the_gdp_budget(eps, log_delta):
     assert b <= gdp_mu(epsilon=eps, delta=delta)  # the RDP conversion is lossy (000 Sec. 4.1)
 
 
+@pytest.mark.slow
 def test_clear_caches_empties_the_per_example_memos():
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, num_buckets=8)
     acc.record_steps(np.tile([1.0, 0.3, 0.0], (5, 1)))

@@ -67,6 +67,7 @@ def test_boundaries_round_up_and_stay_in_range(clip, B):
     assert idx[0] == 0  # norm 0: no loss
 
 
+@pytest.mark.slow
 def test_norm_at_clip_lands_in_its_own_row():
     # ceil(0.3 * (100 / 0.3)) = 101: the step went to bucket 0 of the next example (epsilon [0, 0])
     acc = IndividualAccountant(num_examples=2, noise_multiplier=1.0, clip_norm=0.3, sampling_rate=0.01)

@@ -49,6 +49,7 @@ def test_one_step_is_finite_and_tight():
     assert max(e.details["remove"]["max_error_delta"], e.details["add"]["max_error_delta"]) <= 0.1 * 1e-5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delta", [1e-7, 1e-9, 1e-12])
 def test_small_delta_few_steps_finite(delta):
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.01)
@@ -60,6 +61,7 @@ def test_small_delta_few_steps_finite(delta):
         assert lo <= e[i] <= 1.05 * hi + 0.01
 
 
+@pytest.mark.slow
 def test_fallback_when_fast_path_cannot_certify(monkeypatch):
     acc = IndividualAccountant(num_examples=3, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05)
     acc.record_steps(np.tile([1.0, 0.3, 0.0], (20, 1)))

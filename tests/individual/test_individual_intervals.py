@@ -38,6 +38,7 @@ def test_buffered_recording_matches_per_step_scatter(monkeypatch, B):
     assert a == b and a.steps == T and a.bucket_counts.sum() == T * n
 
 
+@pytest.mark.slow
 def test_sparse_worst_case_equals_dense_with_clip_for_missing():
     rng = np.random.default_rng(1)
     n, B = 20, 50
@@ -134,6 +135,7 @@ def test_per_example_interval_contains_exact_few_distinct_values():
         assert up - lo <= 0.02 * up + 0.01, (i, lo, up)
 
 
+@pytest.mark.slow
 def test_gdp_interval_and_generic_norm_widths():
     rng = np.random.default_rng(3)
     gd = IndividualAccountant(num_examples=5, noise_multiplier=2.0, clip_norm=1.0, sampling_rate=1.0)
@@ -175,6 +177,7 @@ def test_closed_form_weight_dft_within_its_error_bound():
         assert np.all(1e-9 * n >= E)
 
 
+@pytest.mark.slow
 def test_save_load_roundtrip_keeps_policy_state(tmp_path):
     acc = IndividualAccountant(
         num_examples=4, noise_multiplier=1.0, clip_norm=1.0, sampling_rate=0.05, missing_norms="last-seen"

@@ -4,6 +4,7 @@ logical steps, and the statement names the mechanism that ran (a noisy sum divid
 from __future__ import annotations
 
 import pytest
+from _support import scaled
 
 torch = pytest.importorskip("torch")
 opacus = pytest.importorskip("opacus")
@@ -291,7 +292,6 @@ def test_adaptive_clipping_is_refused():
         engine.get_epsilon(DELTA)
 
 
-from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -99,6 +99,7 @@ def test_dask_cluster_bit_identical(client, tmp_path):
     assert lazy._cluster is not copy and lazy._cluster[0][3] == one.steps
 
 
+@pytest.mark.slow
 def test_chunks_follow_row_contents_not_positions():
     """The property the sorted cluster copy relies on: permuting the examples (identical rows kept in
     their order) permutes every answer bit for bit, including rows whose variance keys tie."""

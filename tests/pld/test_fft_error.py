@@ -66,7 +66,12 @@ def _loss(q: float, sigma: float):
 
 
 @pytest.mark.parametrize(
-    "q,sigma,k,h,delta", [(2e-4, 1.0, 64, 2e-3, 1e-12), (2e-4, 1.0, 64, 2e-3, 1e-14), (0.05, 2.0, 512, 1e-2, 1e-8)]
+    "q,sigma,k,h,delta",
+    [
+        (2e-4, 1.0, 64, 2e-3, 1e-12),
+        (2e-4, 1.0, 64, 2e-3, 1e-14),
+        pytest.param(0.05, 2.0, 512, 1e-2, 1e-8, marks=pytest.mark.slow),  # about 20 s: 512 steps, direct sums
+    ],
 )
 def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, delta):
     """Every entry of the tilted FFT composition is within ``pointwise_error`` of the exact convolution
@@ -85,6 +90,7 @@ def test_delta_error_bounds_the_fft_against_direct_convolution(q, sigma, k, h, d
         assert abs(float(c.delta_disc(eps)[0]) - truth) <= float(c.numerical_error(eps)) + 1e-12 * truth
 
 
+@pytest.mark.slow
 @settings(max_examples=scaled(20), deadline=None)
 @given(
     log_q=st.floats(-4.0, -0.7),

@@ -60,6 +60,7 @@ def report_html(tmp_path_factory) -> Path:
     return files["html"]
 
 
+@pytest.mark.slow
 def test_images_load_and_tables_render(report_html, tmp_path):
     dom = _chromium(tmp_path, "--dump-dom", report_html.resolve().as_uri())
     body = re.search(r"<body[^>]*>", dom)

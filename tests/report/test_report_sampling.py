@@ -28,6 +28,7 @@ def _config(sampling: str, **extra) -> ReportConfig:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sampling, verdict", [("shuffle", "less private"), ("random_allocation", "more private")])
 def test_scheme_section_against_dpsgd_epsilon(sampling, verdict, tmp_path):
     cfg = _config(sampling)

@@ -317,6 +317,7 @@ def test_bad_input_names_the_argument():
         shuffle_epsilon(noise_multiplier=1.0, num_batches=-1, epochs=1, delta=1e-5)
 
 
+@pytest.mark.slow
 def test_small_noise_and_tiny_delta_answer_a_wide_certified_interval():
     """Where the lattice realisation cannot answer, the interval is wide but still certified and says why:
     upper without amplification (sqrt(E)/sigma-GDP), lower through max_i x_i."""

@@ -33,6 +33,7 @@ def test_tiny_delta_one_epoch_within_accuracy():
     assert "note" not in b.details
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma,delta", [(2.0, 1e-12), (1.3, 1e-11)])
 def test_tiny_delta_upper_holds_against_exact_two_steps(sigma, delta):
     b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)

@@ -124,6 +124,7 @@ def _cli(*args):
     )
 
 
+@pytest.mark.slow
 def test_cli_round_trip():
     r = _cli("--tuning-distribution", "poisson", "--tuning-mean", "5", "--json")
     assert r.returncode == 0, r.stderr
