@@ -201,6 +201,7 @@ def test_add_direction_from_remove_rule():
     assert np.allclose(fast[2], slow[2], rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_thousand_distinct_mechanisms_under_ten_seconds():
     """1000 distinct mechanisms in under 10 s. Timed in CPU seconds of this process (all threads), so a
     loaded shared machine does not fail it; about 3.5 s here, where wall time ran to 8-15 s at load 10."""

@@ -44,7 +44,10 @@ def recheck(cal, **scheme):
 
 
 # ------------------------------------------------------------------ closed forms
-@pytest.mark.parametrize("sampling, t", [("shuffle", 20), ("random-allocation", 1)])
+@pytest.mark.parametrize(
+    "sampling, t",
+    [pytest.param("shuffle", 20, marks=pytest.mark.slow), ("random-allocation", 1)],  # shuffle: ~10 s
+)
 def test_noise_for_gaussian_schemes_matches_the_closed_form(sampling, t):
     """Shuffling's upper bound (any t) and 1-of-1 allocation are sqrt(E)/sigma-GDP: the calibrated noise is at
     least the exact sigma* = sqrt(E)/mu*(target) (safe) and within the search's 1e-3 plus rounding (tight)."""
@@ -111,6 +114,7 @@ def test_balls_and_bins_steps_in_whole_epochs_and_tight():
     assert cal.details["tightness"]["checked"] == cal.steps + t and cal.details["tightness"]["overshoots"] is True
 
 
+@pytest.mark.slow
 def test_epochs_interface_counts_ceil_n_over_b_steps_per_epoch():
     cal = calibrate_noise(
         target_epsilon=3.0,

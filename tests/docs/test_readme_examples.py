@@ -35,8 +35,16 @@ def python_blocks(heading: str) -> list[str]:
 
 #: what a section's examples need, as markers: PyTorch / Opacus (``torch``), a peer library (``peers``)
 NEEDS = {"torch": pytest.mark.torch, "opacus": pytest.mark.torch, "dp_accounting": pytest.mark.peers}
+#: sections whose examples take a few seconds (per-example accounting of a whole run, a calibration and a report)
+SLOW_SECTIONS = ("## Per-example privacy", "## For analysts (calibration and reports)")
 CASES = [
-    pytest.param(h, i, marks=list({NEEDS[m].name: NEEDS[m] for m in SECTIONS[h]}.values()), id=f"{h[3:]}-{i}")
+    pytest.param(
+        h,
+        i,
+        marks=list({NEEDS[m].name: NEEDS[m] for m in SECTIONS[h]}.values())
+        + ([pytest.mark.slow] if h in SLOW_SECTIONS else []),
+        id=f"{h[3:]}-{i}",
+    )
     for h in SECTIONS
     for i in range(len(python_blocks(h)))
 ]

@@ -55,6 +55,7 @@ def test_shuffle_group_upper_is_the_gdp_group_bound(k):
     assert "Dong, Roth, Su" in b.details["upper"]
 
 
+@pytest.mark.slow
 def test_balls_and_bins_group_lemma_is_rederived_and_beats_no_amplification():
     sigma, t, epochs, k = 1.0, 100, 3, 2
     kw = dict(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * epochs, delta=DELTA)

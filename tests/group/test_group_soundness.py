@@ -227,6 +227,7 @@ def test_one_step_interval_contains_the_mpmath_truth(case, log_delta):
     assert_contains(got, truth, f"{case}, delta={delta:.3g}")
 
 
+@pytest.mark.slow
 @settings(max_examples=FEW_STEP_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=_group_cases(), log_delta=st.floats(-10.0, -4.0), steps=st.integers(2, 60))
 def test_few_steps_dominance_and_prv_intervals_meet(case, log_delta, steps):

@@ -446,7 +446,17 @@ def test_every_mechanism_declares_its_pair():
         assert "attained" in (cls.__doc__ or "").lower(), f"{cls.__name__}'s docstring does not say which pair"
 
 
-@pytest.mark.parametrize("name", sorted(k for k, v in CASES.items() if v))
+#: the cases that take a few seconds each (exact enumeration of the discrete Laplace, truncated Poisson sums)
+_SLOW_CASES = ("DiscreteLaplace", "TruncatedPoissonSampled")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(k, marks=pytest.mark.slow) if k in _SLOW_CASES else k
+        for k in sorted(k for k, v in CASES.items() if v)
+    ],
+)
 def test_lower_end_below_independent_upper_bound(name):
     mp.mp.dps = 20
     for mech, steps in CASES[name]:

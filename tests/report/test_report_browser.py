@@ -20,7 +20,10 @@ from tightdp.report import ReportConfig, build_report
 
 _CANDIDATES = ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
 CHROMIUM = next((p for p in _CANDIDATES if p and Path(p).is_file()), None)
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)"),
+    pytest.mark.slow,  # a headless browser renders the report
+]
 
 FLAGS = [
     "--headless",
