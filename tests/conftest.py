@@ -4,7 +4,12 @@ import os
 from pathlib import Path
 
 import pytest
-from _support import gdp_delta_mp, gdp_epsilon_mp
+
+# re-exported so that a test file importing the helpers from conftest still runs; test files import them from _support
+from _support import REFERENCE as REFERENCE
+from _support import gdp_delta_mp as gdp_delta_mp
+from _support import gdp_epsilon_mp as gdp_epsilon_mp
+from _support import power_by_squaring as power_by_squaring
 from hypothesis import settings
 
 # Property tests draw the same examples on every run ("ci", the default), so a CI failure reproduces and a submission
