@@ -15,13 +15,13 @@ $(VENV)/.core: pyproject.toml | $(BIN)/python
 	touch $@
 
 # everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel), Opacus and the docs tools
-# (tests/test_docs_site.py builds the site)
-# chromium renders the report's HTML in tests/test_report_browser.py: installed where it is missing and apt-get
+# (tests/docs/test_docs_site.py builds the site)
+# chromium renders the report's HTML in tests/report/test_report_browser.py: installed where it is missing and apt-get
 # can (root); otherwise that test skips, and this step never fails the target
 $(VENV)/.test: pyproject.toml | $(BIN)/python
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-			|| echo "chromium not installed: tests/test_report_browser.py will skip"; fi
+			|| echo "chromium not installed: tests/report/test_report_browser.py will skip"; fi
 	$(PIP) install torch==2.13.0
 	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask,docs]'
 	touch $@
@@ -59,7 +59,7 @@ docs: $(VENV)/.docs
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 # BENCHMARKS.md from benchmarks/results/*.json (each benchmark script writes its results file there;
-# tests/test_benchmarks_md.py checks the file is up to date)
+# tests/docs/test_benchmarks_md.py checks the file is up to date)
 benchmarks-md:
 	$(PYTHON) benchmarks/render_benchmarks_md.py
 

@@ -47,7 +47,7 @@ log-log extrapolation from the previous k predicts more than ``--skip-factor`` x
 started and the row says ``"> cap (predicted ...)"``. Each worker runs under a 12 GB address-space limit.
 
 ``--quick``: k = 1e2 and 1e4, one warm repetition, one cold process per tool and target, a 10 s peer cap
-(a few tens of seconds in all; ``tests/test_benchmarks_smoke.py`` runs it on setting A).
+(a few tens of seconds in all; ``tests/docs/test_benchmarks_smoke.py`` runs it on setting A).
 """
 
 from __future__ import annotations

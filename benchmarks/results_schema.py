@@ -239,7 +239,7 @@ def allocation(raw: dict[str, Any]) -> dict[str, Any]:
         notes=[
             "Random allocation is certifiably more private than Poisson sampling here: its certified upper end is "
             "below Poisson's certified lower end.",
-            "Peer agreement on a wider sweep (sigma 0.8-3, t 10-1000, 1-2 epochs) is in tests/test_allocation_peers.py.",
+            "Peer agreement on a wider sweep (sigma 0.8-3, t 10-1000, 1-2 epochs) is in tests/peers/test_allocation_peers.py.",
         ],
     )
 
@@ -347,7 +347,7 @@ def group(raw: dict[str, Any]) -> dict[str, Any]:
         machine=f"{m['machine']}, Python {m['python']}",
         date=m["date"],
         rows=rows,
-        notes=["Every dp-accounting answer lies within 0.01 of tightdp's certified interval (tests/test_group.py)."],
+        notes=["Every dp-accounting answer lies within 0.01 of tightdp's certified interval (tests/group/test_group.py)."],
     )
 
 

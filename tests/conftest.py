@@ -1,56 +1,72 @@
-import json
+import ast
+import itertools
 import os
 from pathlib import Path
 
-import mpmath
 import pytest
+
+# re-exported so that a test file importing the helpers from conftest still runs; test files import them from _support
+from _support import REFERENCE as REFERENCE
+from _support import gdp_delta_mp as gdp_delta_mp
+from _support import gdp_epsilon_mp as gdp_epsilon_mp
+from _support import power_by_squaring as power_by_squaring
 from hypothesis import settings
-from scipy import optimize
 
 # Property tests draw the same examples on every run ("ci", the default), so a CI failure reproduces and a submission
 # is not refused by the luck of a draw; HYPOTHESIS_PROFILE=explore draws fresh examples, ten times as many, to hunt
-# for new counterexamples before a change is submitted; HYPOTHESIS_PROFILE=fast (make test-fast) draws 8 examples per
-# property for the edit-test loop. Tests that still pin max_examples themselves override the profile.
+# for new counterexamples before a change is submitted; HYPOTHESIS_PROFILE=fast (make test-fast) draws 5 examples per
+# property for the edit-test loop. A test whose examples are expensive asks for fewer through
+# ``_support.scaled(n)``: n under "ci", scaled with the profile under "fast" and "explore".
 # No per-example deadline: timing goals are checked by benchmarks, and a loaded CI machine must not fail a property.
 settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
-settings.register_profile("fast", derandomize=True, max_examples=8, print_blob=True, deadline=None)
+settings.register_profile("fast", derandomize=True, max_examples=5, print_blob=True, deadline=None)
 settings.register_profile("explore", derandomize=False, max_examples=1000, print_blob=True, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-
-#: reference values (papers and peers; each entry names its source), see tests/data/README.md
-REFERENCE = json.loads((Path(__file__).parent / "data" / "public_reference.json").read_text())
-
-
-def gdp_delta_mp(eps: float, mu: float) -> float:
-    """Exact delta(eps) of mu-GDP (Dong, Roth, Su 2019, Cor. 2.13) with 60 digits."""
-    mpmath.mp.dps = 60
-    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
-    ncdf = lambda x: mpmath.ncdf(x)
-    return float(ncdf(-e / m + m / 2) - mpmath.exp(e) * ncdf(-e / m - m / 2))
+PEERS_DIR = Path(__file__).resolve().parent / "peers"
+#: the markers a test can carry (``--strict-markers``: pyproject.toml registers exactly these)
+MARKERS = ("slow", "peers", "torch")
 
 
-def power_by_squaring(base, k: int, convolve):
-    """The ``k``-fold convolution of the vector ``base`` with itself by repeated squaring, ``convolve`` doing
-    each product (``np.convolve``: direct sums of non-negative products; ``scipy.signal.fftconvolve``)."""
-    out = None
-    while k:
-        if k & 1:
-            out = base if out is None else convolve(out, base)
-        k >>= 1
-        if k:
-            base = convolve(base, base)
-    return out
+def _module_marks(path: Path) -> set[str]:
+    """The markers every test of the module at ``path`` carries: its ``pytestmark`` and its folder's."""
+    marks = {"peers"} if PEERS_DIR in path.resolve().parents else set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "pytestmark" for t in node.targets):
+            for sub in ast.walk(node.value):
+                if isinstance(sub, ast.Attribute) and sub.attr in MARKERS and "mark" in ast.unparse(sub.value):
+                    marks.add(sub.attr)
+    return marks
 
 
-def gdp_epsilon_mp(delta: float, mu: float) -> float:
-    """Exact epsilon(delta) of mu-GDP by bracketing on the 60-digit delta."""
-    mpmath.mp.dps = 60
-    f = lambda e: mpmath.log(max(mpmath.mpf(gdp_delta_mp(e, mu)), mpmath.mpf(10) ** -300)) - mpmath.log(delta)
-    hi = 1.0
-    while f(hi) > 0:
-        hi *= 2
-    return optimize.brentq(lambda e: float(f(e)), 0.0, hi, xtol=1e-12)
+def pytest_ignore_collect(collection_path, config):
+    """Under ``-m`` a module none of whose tests can match is not imported (make test-fast skips the PyTorch and
+    peer imports that way); without ``-m``, or when in doubt, the module is collected as usual."""
+    expr = config.getoption("markexpr", "")
+    if not expr or collection_path.suffix != ".py" or not collection_path.name.startswith("test_"):
+        return None
+    try:
+        from _pytest.mark.expression import Expression
+
+        compiled = Expression.compile(expr)
+        marks = _module_marks(collection_path)
+        if not marks:
+            return None
+        others = [m for m in MARKERS if m not in marks]
+        for extra in itertools.chain.from_iterable(itertools.combinations(others, r) for r in range(len(others) + 1)):
+            have = marks | set(extra)
+            if compiled.evaluate(lambda name, have=have, **kw: name in have):
+                return None
+    except Exception:  # an unparsable module or a pytest without this API: collect it and let pytest decide
+        return None
+    return True
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/peers/ compares against a peer library: it carries the ``peers`` marker."""
+    for item in items:
+        if PEERS_DIR in Path(item.fspath).resolve().parents:
+            item.add_marker(pytest.mark.peers)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ __all__ = ["bisect_boundary", "clear_caches", "falling_index", "falling_root", "
 
 _U = float(np.finfo(float).eps) / 2
 
-#: ``tightdp._types``' aliases spelt out: this module imports only ``_caches`` and ``errors`` (``tests/test_layout.py``)
+#: ``tightdp._types``' aliases spelt out: this module imports only ``_caches`` and ``errors`` (``tests/core/test_layout.py``)
 FloatArray = npt.NDArray[np.float64]
 ArrayLike = npt.ArrayLike
 

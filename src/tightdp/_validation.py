@@ -25,7 +25,7 @@ from typing import cast
 import numpy as np
 import numpy.typing as npt
 
-#: ``tightdp._types.FloatArray`` spelt out: ``_types`` shares this module's layer (``tests/test_layout.py``)
+#: ``tightdp._types.FloatArray`` spelt out: ``_types`` shares this module's layer (``tests/core/test_layout.py``)
 FloatArray = npt.NDArray[np.float64]
 
 MAX_MAGNITUDE = 1e12

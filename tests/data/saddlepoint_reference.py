@@ -1,4 +1,4 @@
-"""Independent reference for ``tests/test_connect_dots.py``: delta(eps) of the k-fold Poisson-subsampled
+"""Independent reference for ``tests/accountants/test_connect_dots.py``: delta(eps) of the k-fold Poisson-subsampled
 Gaussian, remove direction, by Lugannani-Rice saddle-point tail approximations, with every integral done
 by mpmath (no tightdp or peer code).
 

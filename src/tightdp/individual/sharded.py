@@ -19,7 +19,7 @@ blocks that hold them (``_population._map_chunks``), so no pass moves the ledger
 computed on the sorted population and put back in the examples' order. The chunks are cut by exact
 integer keys of the rows' contents (``_population._order``) and the sort keeps identical rows in their
 order, so the chunks and the code are those of the in-memory path and the results are bit-identical to
-it (tests/test_sharded_ledger.py checks that on a ``LocalCluster``).
+it (tests/integrations/test_sharded_ledger.py checks that on a ``LocalCluster``).
 
 **Persistence.** ``save(directory)`` writes every shard atomically (temporary file, fsync,
 ``os.replace``) under a new *generation* name, then the manifest (same way) *last*, then removes the

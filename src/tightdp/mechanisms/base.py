@@ -64,7 +64,7 @@ class Mechanism(ABC):
     ``False`` with ``attained_mechanism()`` overridden to return a mechanism whose pair *is* attained by
     neighbouring data sets of this one (its curve lies below this mechanism's true curve), or ``None``
     (no certified lower end: ``lower = 0``). The accountants take lower ends only from attained pairs
-    (``tightdp.accountants.base``); ``tests/test_attained_pairs.py`` enumerates the subclasses.
+    (``tightdp.accountants.base``); ``tests/mechanisms/test_attained_pairs.py`` enumerates the subclasses.
 
     For a ledger of several steps the attained pairs must be realised by *one* pair of data sets for all
     steps at once. Each declaration below uses the same canonical pair: the differing record's clipped

@@ -1,0 +1,61 @@
+"""Helpers shared by the test modules: paths, the reference values, exact GDP curves and the example budget.
+
+Test modules import them as ``from _support import ...`` (``tests/`` is on ``sys.path`` through the
+``pythonpath`` setting of ``[tool.pytest.ini_options]``, whatever the import mode).
+"""
+
+import json
+from pathlib import Path
+
+import mpmath
+from hypothesis import settings
+from scipy import optimize
+
+#: the ``tests/`` folder, the repository root and the reference data (see tests/data/README.md)
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+DATA = TESTS / "data"
+
+#: reference values (papers and peers; each entry names its source), see tests/data/README.md
+REFERENCE = json.loads((DATA / "public_reference.json").read_text())
+
+#: the number of examples a property test draws under the default "ci" profile
+CI_EXAMPLES = 100
+
+
+def scaled(n: int) -> int:
+    """The example budget of a property test that draws ``n`` examples under the "ci" profile, scaled by the
+    active hypothesis profile: ``n`` under "ci", ``n * 5 / 100`` (at least 1) under "fast", ``10 n`` under
+    "explore". For tests whose examples are expensive: ``@settings(max_examples=scaled(6), deadline=None)``."""
+    return max(1, round(n * settings().max_examples / CI_EXAMPLES))
+
+
+def gdp_delta_mp(eps: float, mu: float) -> float:
+    """Exact delta(eps) of mu-GDP (Dong, Roth, Su 2019, Cor. 2.13) with 60 digits."""
+    mpmath.mp.dps = 60
+    e, m = mpmath.mpf(eps), mpmath.mpf(mu)
+    ncdf = lambda x: mpmath.ncdf(x)
+    return float(ncdf(-e / m + m / 2) - mpmath.exp(e) * ncdf(-e / m - m / 2))
+
+
+def power_by_squaring(base, k: int, convolve):
+    """The ``k``-fold convolution of the vector ``base`` with itself by repeated squaring, ``convolve`` doing
+    each product (``np.convolve``: direct sums of non-negative products; ``scipy.signal.fftconvolve``)."""
+    out = None
+    while k:
+        if k & 1:
+            out = base if out is None else convolve(out, base)
+        k >>= 1
+        if k:
+            base = convolve(base, base)
+    return out
+
+
+def gdp_epsilon_mp(delta: float, mu: float) -> float:
+    """Exact epsilon(delta) of mu-GDP by bracketing on the 60-digit delta."""
+    mpmath.mp.dps = 60
+    f = lambda e: mpmath.log(max(mpmath.mpf(gdp_delta_mp(e, mu)), mpmath.mpf(10) ** -300)) - mpmath.log(delta)
+    hi = 1.0
+    while f(hi) > 0:
+        hi *= 2
+    return optimize.brentq(lambda e: float(f(e)), 0.0, hi, xtol=1e-12)

@@ -1,0 +1,166 @@
+"""Selection mechanisms: the bounded-range dominating pair against its closed-form curve and against exact
+compositions of attained two-point pairs (mpmath), the Renyi bound against exact Renyi divergences, and the
+attained two-candidate pairs against direct computation of the mechanisms' output probabilities."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from _support import scaled
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tightdp import ConnectDotsAccountant
+from tightdp.mechanisms.base import mechanism_from_dict
+from tightdp.mechanisms.selection import (
+    BoundedRange,
+    BoundedRangeLoss,
+    ExponentialMechanism,
+    PermuteAndFlip,
+    ReportNoisyMax,
+    SparseVector,
+    bounded_range_delta,
+    bounded_range_rdp,
+    two_point_pair,
+)
+from tightdp.tuning import selection_epsilon
+
+mpmath.mp.dps = 40
+
+
+def _two_point_delta(eps0: float, t: float, k: int, eps: float) -> mpmath.mpf:
+    """delta(eps) of k compositions of T_t, by the binomial count of high-loss outcomes (exact)."""
+    e0, t = mpmath.mpf(eps0), mpmath.mpf(t)
+    x, big = mpmath.exp(t * e0), mpmath.exp(e0)
+    p = (x - 1) * big / (x * (big - 1))
+    total = mpmath.mpf(0)
+    for j in range(k + 1):
+        loss = j * (1 - t) * e0 - (k - j) * t * e0
+        if loss > eps:
+            total += mpmath.binomial(k, j) * p**j * (1 - p) ** (k - j) * (1 - mpmath.exp(eps - loss))
+    return total
+
+
+def test_bounded_range_loss_is_a_consistent_pair():
+    loss = BoundedRangeLoss(1.3)
+    e = np.linspace(-1.5, 1.5, 301)
+    assert np.allclose(loss.cdf(e) + loss.sf(e), 1.0, atol=1e-15)
+    assert np.allclose(loss.q_cdf(e) + loss.q_sf(e), 1.0, atol=1e-15)
+    _, _, P, _, _ = loss.cell_masses(e)
+    Q, _ = loss.q_cell_masses(e)
+    assert np.allclose(P, np.diff(loss.cdf(e)), atol=1e-15) and np.allclose(Q, np.diff(loss.q_cdf(e)), atol=1e-15)
+    mid = 0.5 * (e[1:] + e[:-1])
+    assert np.allclose(Q, P * np.exp(-mid), rtol=5e-3, atol=1e-15)
+
+
+@settings(max_examples=scaled(20), deadline=None)
+@given(eps0=st.floats(0.05, 4.0), frac=st.floats(-0.99, 0.99))
+def test_envelope_curve_is_the_supremum_of_the_two_point_curves(eps0, frac):
+    """The closed form D(alpha) equals the maximum over t of the two-point curves (fine grid, mpmath), and
+    the engine's one-step interval contains it."""
+    eps = frac * eps0
+    t = np.linspace(0.0, 1.0, 200001)
+    x, _big = np.exp(t * eps0), math.exp(eps0)
+    p = np.expm1(t * eps0) * np.exp((1 - t) * eps0) / math.expm1(eps0)  # P-mass of the loss (1 - t) eps0
+    q = p * np.exp(-(1 - t) * eps0)
+    lo_p, lo_q = 1 - p, (1 - p) * x
+    a = math.exp(eps)
+    sup = float(np.max(np.maximum(p - a * q, 0) + np.maximum(lo_p - a * lo_q, 0)))
+    d = bounded_range_delta(eps0, eps)
+    assert sup <= d + 1e-12 and d - sup <= 1e-5 * (1 + eps0)
+    if eps >= 0:
+        b = ConnectDotsAccountant().compose(BoundedRange(epsilon=eps0), 1).delta(eps)
+        assert b.lower <= d + 1e-12 <= b.upper + 2e-12
+
+
+@settings(max_examples=scaled(8), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    eps0=st.floats(0.1, 2.0), t=st.floats(0.02, 0.98), k=st.integers(1, 25), delta=st.sampled_from([1e-2, 1e-5, 1e-8])
+)
+def test_bounded_range_upper_dominates_every_two_point_composition(eps0, t, k, delta):
+    """Every epsilon-BR pair is dominated; T_t is one, composed k times exactly: its epsilon lies below the
+    certified upper end of the exponential mechanism."""
+    b = selection_epsilon(mechanism=ExponentialMechanism(epsilon=eps0), delta=delta, count=k)
+    assert _two_point_delta(eps0, t, k, b.upper) <= delta * (1 + 1e-12), b
+    if b.lower > 0:  # the lower end is attained by some T_t: its delta at the lower end is at least delta
+        assert b.lower <= b.upper
+
+
+@settings(max_examples=scaled(15), deadline=None)
+@given(eps0=st.floats(0.05, 3.0), t=st.floats(0.0, 1.0), lam=st.floats(1.05, 64.0))
+def test_bounded_range_rdp_bounds_every_two_point_pair(eps0, t, lam):
+    e0, tt, a = mpmath.mpf(eps0), mpmath.mpf(t), mpmath.mpf(lam)
+    x, big = mpmath.exp(tt * e0), mpmath.exp(e0)
+    p = (x - 1) * big / (x * (big - 1))
+    exact = mpmath.log(p * mpmath.exp((a - 1) * (1 - tt) * e0) + (1 - p) * mpmath.exp(-(a - 1) * tt * e0)) / (a - 1)
+    bound = float(bounded_range_rdp(eps0, np.array([lam]))[0])
+    assert exact <= bound * (1 + 1e-12) + 1e-15
+    assert bound <= lam * eps0 * eps0 / 8 + 1e-15
+
+
+def test_attained_pairs_are_the_mechanisms_output_laws():
+    eps = 0.8
+    # permute-and-flip on two candidates with scores (Delta, -Delta), Delta = 1: enumerate the two orders
+    u, ustar = (1.0, -1.0), 1.0
+    p2 = 0.0
+    for order in itertools.permutations((0, 1)):
+        stay = 1.0
+        for i in order:
+            acc = math.exp(eps * (u[i] - ustar) / 2.0)
+            if i == 1:
+                p2 += 0.5 * stay * acc
+            stay *= 1.0 - acc
+    pf = PermuteAndFlip(epsilon=eps).attained_pairs()[0]
+    assert pf.probs == (0.5, 0.5) and math.isclose(pf.values[1], math.log(0.5 / p2), rel_tol=1e-12)
+    # report-noisy-max with Laplace(2 / eps): P(u2 + Z2 > u1 + Z1) = P(Z2 - Z1 > 2) by quadrature
+    b = mpmath.mpf(2) / eps
+    dens = lambda z: mpmath.exp(-abs(z) / b) / (2 * b)
+    tail = mpmath.quad(
+        lambda z1: (
+            dens(z1) * mpmath.exp(-(2 + z1) / b) / 2 if 2 + z1 >= 0 else dens(z1) * (1 - mpmath.exp((2 + z1) / b) / 2)
+        ),
+        [-mpmath.inf, -2, 0, mpmath.inf],
+    )
+    rnm = ReportNoisyMax(epsilon=eps, noise="laplace").attained_pairs()[0]
+    assert math.isclose(rnm.values[1], float(mpmath.log(mpmath.mpf(0.5) / tail)), rel_tol=1e-10)
+    # exponential mechanism: m of n candidates up, the log ratios of the two groups differ by epsilon
+    for pair in ExponentialMechanism(epsilon=eps, num_candidates=7).attained_pairs():
+        assert math.isclose(pair.values[1] - pair.values[0], eps, rel_tol=1e-12)
+
+
+def test_each_mechanism_has_a_sound_interval_and_serialises():
+    for m in (
+        ExponentialMechanism(epsilon=0.5),
+        ExponentialMechanism(epsilon=1.0, num_candidates=3, monotonic=True),
+        PermuteAndFlip(epsilon=0.5),
+        ReportNoisyMax(epsilon=0.5, noise="gumbel"),
+        ReportNoisyMax(epsilon=0.5, noise="exponential"),
+        ReportNoisyMax(epsilon=0.5, noise="laplace"),
+        SparseVector(epsilon=0.5, cutoff=2),
+        BoundedRange(epsilon=0.5),
+    ):
+        assert mechanism_from_dict(m.to_dict()) == m
+        b = selection_epsilon(mechanism=m, delta=1e-6, count=20)
+        assert 0.0 <= b.lower <= b.upper <= 20 * m.epsilon + 1e-9, (m, b)
+    # the bounded-range analysis beats pure DP for the exponential mechanism, here by far
+    em = selection_epsilon(mechanism=ExponentialMechanism(epsilon=0.5), delta=1e-6, count=100)
+    pf = selection_epsilon(mechanism=PermuteAndFlip(epsilon=0.5), delta=1e-6, count=100)
+    assert em.upper < 0.5 * pf.upper
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="epsilon"):
+        ExponentialMechanism(epsilon=-1.0)
+    with pytest.raises(ValueError, match="num_candidates"):
+        ExponentialMechanism(epsilon=1.0, num_candidates=1)
+    with pytest.raises(ValueError, match="noise"):
+        ReportNoisyMax(epsilon=1.0, noise="cauchy")
+    with pytest.raises(ValueError, match="count"):
+        selection_epsilon(mechanism=PermuteAndFlip(epsilon=1.0), delta=1e-6, count=0)
+    with pytest.raises(ValueError, match="delta"):
+        selection_epsilon(mechanism=PermuteAndFlip(epsilon=1.0), delta=0.0)
+    assert two_point_pair(1.0, 0.5).probs[1] > 0
