@@ -347,7 +347,9 @@ def group(raw: dict[str, Any]) -> dict[str, Any]:
         machine=f"{m['machine']}, Python {m['python']}",
         date=m["date"],
         rows=rows,
-        notes=["Every dp-accounting answer lies within 0.01 of tightdp's certified interval (tests/group/test_group.py)."],
+        notes=[
+            "Every dp-accounting answer lies within 0.01 of tightdp's certified interval (tests/group/test_group.py)."
+        ],
     )
 
 
