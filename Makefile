@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: demo test test-fast bench clean reproduce docs benchmarks-md
+.PHONY: demo test test-fast lint bench clean reproduce docs benchmarks-md
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,14 @@ demo: $(VENV)/.core
 	$(BIN)/tightdp report examples/report_config.toml --out demo-report
 
 # the whole suite on both cores (pytest-xdist); CI runs this
-test: $(VENV)/.test
+test: lint
 	$(BIN)/python -m pytest -q -n 2
+
+# the habits CI keeps: ruff's lint and format, and mypy --strict over src/tightdp (configured in pyproject.toml)
+lint: $(VENV)/.test
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs
+	$(BIN)/python -m mypy
 
 # the edit-test loop: every module's tests without the slow, peer and torch ones, few hypothesis examples
 test-fast: $(VENV)/.test
