@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
+from .._blas import single_threaded_blas
 from .._validation import check_choice, check_delta, check_epsilon
 from ._buckets import _U, _bucket_ratio, _clipped_ratio, check_norms
-from ._population import single_threaded_blas
 from ._rdp_gdp import _FIT_DELTA_MIN, _FIT_POINTS
 from .gdp import gdp_mu
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, gaussian_budget_mu, rdp_filter_active

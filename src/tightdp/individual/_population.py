@@ -32,8 +32,7 @@ composition of the bucket PLDs (which dominate the real steps):
   lie in ``[0, 1]``;
 * ``slack``: ``sum_b c_b float_slack_b`` from the bucket discretisation.
 
-(About 650 lines: the spectra, the window, the error terms and the chunked products are one pipeline
-whose error terms refer to each other; split, the accounting of one error would span modules.)
+The chunked products over the ledger's rows (in memory or on a dask cluster) are in ``_chunks``.
 """
 
 from __future__ import annotations
@@ -45,26 +44,14 @@ from functools import lru_cache
 import numpy as np
 from scipy import fft as sfft
 
-from .._blas import single_threaded_blas
 from .._caches import register as _register_cache
+from ._chunks import ROW_BLOCK, hash_weights, map_chunks, rows_at, rows_exact
 from ._dominating import DominatingPLD
 
 __all__ = ["BucketSpectra", "population_epsilons", "population_deltas"]
 
 
 _U = np.finfo(float).eps / 2
-_np = np.asarray  # materialises a (small) reduction of a dask-backed ledger; a no-op on numpy arrays
-_ROW_BLOCK = 1 << 16
-
-
-def rows_at(counts, table: np.ndarray) -> np.ndarray:
-    """``counts @ table`` as a numpy array, in blocks of rows for a numpy ledger (an int32 ledger would
-    otherwise be cast to a float64 copy of twice its size), lazily blockwise for a dask one."""
-    if hasattr(counts, "dask") or counts.shape[0] <= _ROW_BLOCK:
-        return _np(counts @ table)
-    return np.concatenate([counts[i : i + _ROW_BLOCK] @ table for i in range(0, counts.shape[0], _ROW_BLOCK)])
-
-
 _THETAS = np.geomspace(1e-2, 2e3, 48)
 _Z_LO, _Z_HI = 8.0, 12.0
 
@@ -132,7 +119,7 @@ def _chernoff_reach(
         r = reach(counts)
     else:  # blocks of rows: the (N, T) table would be 48 floats per example
         r = max(
-            [reach(counts[i : i + _ROW_BLOCK]) for i in range(0, counts.shape[0], _ROW_BLOCK)] + [math.nan],
+            [reach(counts[i : i + ROW_BLOCK]) for i in range(0, counts.shape[0], ROW_BLOCK)] + [math.nan],
             key=lambda v: -math.inf if math.isnan(v) else v,
         )
     return 0.0 if math.isnan(r) else r
@@ -449,25 +436,7 @@ def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
     w = np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])
     top = float(np.max(w)) if w.size else 0.0
     wq = np.rint(w * ((1 << 24) / top)).astype(np.int64) if top > 0 else np.zeros(w.size, np.int64)
-    return np.lexsort((rows_exact(counts, _hash_weights(w.size)), rows_exact(counts, wq)))
-
-
-def rows_exact(counts, table: np.ndarray) -> np.ndarray:
-    """``counts @ table`` in exact integer arithmetic, so a row's value does not depend on its position:
-    ``table`` int64 (weights below ``2^24``; a row sums to its number of steps, below ``2^38`` for int32
-    cells, so no overflow) or uint64 (sums modulo ``2^64``); in blocks of rows for numpy, lazily for dask."""
-    dt = table.dtype
-    if hasattr(counts, "dask"):
-        return _np(counts.astype(dt) @ table)
-    return np.concatenate(
-        [counts[i : i + _ROW_BLOCK].astype(dt) @ table for i in range(0, counts.shape[0], _ROW_BLOCK)]
-        + [np.zeros(0, dt)]
-    )
-
-
-def _hash_weights(m: int) -> np.ndarray:
-    """Fixed pseudo-random odd 64-bit weights (a linear hash of a row modulo ``2^64``)."""
-    return np.random.default_rng(0x7D1D).integers(0, 1 << 63, size=m, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    return np.lexsort((rows_exact(counts, hash_weights(w.size)), rows_exact(counts, wq)))
 
 
 def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
@@ -553,69 +522,6 @@ def _chunk_deltas(bs: BucketSpectra, cc: np.ndarray, epsilon: float) -> tuple[np
     return D[:, 0], D[:, 0]
 
 
-def _is_dask(counts) -> bool:
-    return hasattr(counts, "dask") and hasattr(counts, "chunks")
-
-
-def _run_chunk(fn, bs, rows, *args):
-    """``fn(bs, counts_rows, *args)`` with BLAS limited to one thread; ``rows`` is the chunk's counts, or
-    ``(local, blocks)``: the chunk gathered on the worker from the ledger blocks it touches (``local``
-    indexes their concatenation). The gathered rows are cast to the in-memory ledger's int32."""
-    if isinstance(rows, tuple):
-        local, blocks = rows
-        cc = np.concatenate([np.asarray(b) for b in blocks])[local] if len(blocks) > 1 else np.asarray(blocks[0])[local]
-        rows = cc.astype(np.int32, copy=False)
-    with single_threaded_blas():
-        return fn(bs, np.asarray(rows), *args)
-
-
-def _gather_plan(row_chunks: tuple[int, ...], order: np.ndarray, chunk: int):
-    """For every chunk of ``chunk`` rows in ``order``: the ledger blocks it touches (row chunks of a dask
-    array, sizes ``row_chunks``) and the chunk's rows as indices into their concatenation."""
-    edges = np.concatenate([[0], np.cumsum(row_chunks)])
-    blk = np.searchsorted(edges, order, side="right") - 1
-    plan = []
-    for s0 in range(0, order.size, chunk):
-        b = blk[s0 : s0 + chunk]
-        used = np.unique(b)
-        base = np.concatenate([[0], np.cumsum(edges[used + 1] - edges[used])])[:-1]
-        local = order[s0 : s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
-        plan.append((used, local.astype(np.int32 if edges[-1] < 2**31 else np.int64)))
-    return plan
-
-
-def _map_chunks(fn, bs: BucketSpectra, counts, order: np.ndarray, chunk: int, *args):
-    """``fn(bs, counts[rows], *args)`` for every chunk of ``chunk`` rows in ``order``, returning
-    ``[(rows, result)]``. For a dask-backed ledger every chunk is a dask task on the current scheduler
-    (a ``distributed.Client`` if one is active) that depends only on the ledger blocks holding its rows
-    and gathers them where it runs: nothing else of the ledger moves. A ledger stored sorted like
-    ``order`` (``ShardedLedger`` keeps its cluster copy sorted by spread) is thus read block by block,
-    with a few neighbouring rows from the next block. The chunks and the code are the same as in
-    memory, so the results are bit-identical."""
-    starts = range(0, order.size, chunk)
-    if not _is_dask(counts):
-        return [(order[s0 : s0 + chunk], fn(bs, counts[order[s0 : s0 + chunk]], *args)) for s0 in starts]
-    import dask
-
-    blocks = (
-        counts.to_delayed()[:, 0]
-        if counts.ndim == 2 and len(counts.chunks[1]) == 1
-        else counts.rechunk({1: -1}).to_delayed()[:, 0]
-    )
-    try:  # a distributed client: ship the spectra to every worker once, not inside the graph
-        from distributed import default_client
-
-        bs_d = default_client().scatter(bs, broadcast=True, hash=False)
-    except (ImportError, ValueError):
-        bs_d = dask.delayed(bs, pure=True, traverse=False)
-    tasks = [
-        dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
-        for used, local in _gather_plan(counts.chunks[0], order, chunk)
-    ]
-    results = dask.compute(*tasks)
-    return [(order[s0 : s0 + chunk], res) for s0, res in zip(starts, results)]
-
-
 def population_epsilons(
     bs: BucketSpectra,
     counts: np.ndarray,
@@ -636,14 +542,14 @@ def population_epsilons(
     whose certified lower delta is above ``delta`` is below eps(delta). Either
     way the grid is then refined (``refinements`` times) over the brackets found
     in a chunk; every pass gives a certified bound and the best is kept.
-    ``counts`` may be a dask array (``_map_chunks``).
+    ``counts`` may be a dask array (``_chunks.map_chunks``).
     """
     N = counts.shape[0]
     G = int(min(grid_points, max(32, (2 * _WEIGHT_CELLS) // bs.n)))
     eps = np.zeros(N)
     spent = np.zeros(N)
     order = _order(bs, counts)
-    for rows, (e, sp) in _map_chunks(
+    for rows, (e, sp) in map_chunks(
         _chunk_epsilons, bs, counts, order, chunk, float(delta), G, refinements, bool(lower)
     ):
         eps[rows] = e
@@ -654,6 +560,6 @@ def population_epsilons(
 def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chunk: int = 2048):
     """Upper bounds on every example's delta(epsilon) by Plancherel (000 Lemma D.1)."""
     out = np.zeros(counts.shape[0])
-    for rows, (d, _) in _map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):
+    for rows, (d, _) in map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):
         out[rows] = d
     return out

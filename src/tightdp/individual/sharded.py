@@ -15,7 +15,7 @@ counts (uint16 up to 65,535 steps), *sorted by spread* (one shuffle), in blocks 
 kept there (``persist``) until the ledger changes or ``release()``. Every query then reads it in place:
 the population-wide reductions (mesh, window, order) are dask reductions whose results (a few numbers
 per example) come back, and every chunk of examples is a task that gathers its rows from the one or two
-blocks that hold them (``_population._map_chunks``), so no pass moves the ledger. The answers are
+blocks that hold them (``_chunks.map_chunks``), so no pass moves the ledger. The answers are
 computed on the sorted population and put back in the examples' order. The chunks are cut by exact
 integer keys of the rows' contents (``_population._order``) and the sort keeps identical rows in their
 order, so the chunks and the code are those of the in-memory path and the results are bit-identical to
@@ -48,7 +48,7 @@ import numpy as np
 from .._validation import check_count
 from ..bounds import Bounds
 from ._buckets import _as_norm_array, check_indices, check_norms
-from ._population import rows_exact
+from ._chunks import rows_exact
 from .accountant import IndividualAccountant
 
 __all__ = ["ShardedLedger"]
