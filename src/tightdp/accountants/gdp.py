@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
+from .._validation import check_delta, check_nonnegative, check_positive, check_real_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
@@ -33,14 +35,72 @@ from .base import Accountant
 __all__ = ["GDPAccountant", "gdp_delta", "gdp_epsilon"]
 
 
-def gdp_delta(mu: float, eps) -> np.ndarray:
-    """``delta(eps)`` of ``mu``-GDP (Dong, Roth, Su 2022, Cor. 2.13), the computed value."""
-    return np.clip(np.exp(gdp_log_delta(mu, eps)), 0.0, 1.0)
+def gdp_delta(*, mu: float, epsilon: ArrayLike) -> FloatArray:
+    """The delta of ``mu``-GDP at ``epsilon``: the computed value of the curve (Dong, Roth, Su 2022, Cor. 2.13).
+
+    ``delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` in log space (``_gdp_math``);
+    ``tightdp.individual.gdp_delta_bounds`` gives the certified ends.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``> 0``.
+    epsilon : float or array_like
+        Real epsilons.
+
+    Returns
+    -------
+    numpy.ndarray
+        delta at each epsilon, in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        ``mu`` not positive, or an epsilon that is NaN or not real.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, Cor. 2.13; Koskela et al. 2023, eq. (C.2).
+    """
+    m = check_positive("mu", mu, allow_inf=True)
+    check_real_array("epsilon", epsilon)
+    return np.clip(np.exp(gdp_log_delta(m, np.asarray(epsilon, float))), 0.0, 1.0)
 
 
-def gdp_epsilon(mu: float, delta: float) -> tuple[float, float]:
-    """A certified bracket ``(lo, hi)`` of the epsilon of ``mu``-GDP at ``delta`` (``_gdp_math``)."""
-    lo, _, hi = gdp_epsilon_bounds(mu, delta)
+def gdp_epsilon(*, mu: float, delta: float) -> tuple[float, float]:
+    """A certified bracket ``(lower, upper)`` of the epsilon of ``mu``-GDP at ``delta``.
+
+    ``_gdp_math.gdp_epsilon_bounds``: bisection on the certified curve, ``upper`` rounded up (its upper
+    delta is at most ``delta`` whatever the rounding), ``lower`` rounded down. ``mu = 0`` gives ``(0, 0)``.
+    ``tightdp.individual.gdp_epsilon`` is the same upper end, as a float.
+
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, ``>= 0``.
+    delta : float
+        Target delta in ``(0, 1)``.
+
+    Returns
+    -------
+    tuple of float
+        ``(lower, upper)``; ``upper`` is ``inf`` only if no double epsilon reaches ``delta`` (``mu`` above
+        about 1e150).
+
+    Raises
+    ------
+    ValueError
+        ``mu`` negative or NaN, or ``delta`` out of range.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, Cor. 2.13; Koskela et al. 2023, eq. (C.2).
+    """
+    m = check_nonnegative("mu", mu)
+    dlt = check_delta("delta", delta)
+    if m == 0.0:
+        return 0.0, 0.0
+    lo, _, hi = gdp_epsilon_bounds(m, dlt)
     return lo, hi
 
 

@@ -24,24 +24,23 @@ import numpy as np
 
 from .._blas import single_threaded_blas
 from .._validation import check_choice, check_delta, check_epsilon
+from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..losses import poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
+from ._chunks import map_chunks, rows_at
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
 from ._population import (
     _chunk_spectra,
     _delta_grid,
-    _map_chunks,
     _order,
     _prepare,
     bucket_spectra,
     choose_window,
     population_deltas,
     population_epsilons,
-    rows_at,
 )
-from .gdp import _delta_bounds, gdp_epsilon_bounds_array
 
 __all__: list[str] = []
 
@@ -390,7 +389,7 @@ class _PLDQueries:
             return out
         c, setups = setup
         for _direction, bs, _h in setups:
-            for rows, (d, _) in _map_chunks(_chunk_delta_grid, bs, c, _order(bs, c), 2048, grid):
+            for rows, (d, _) in map_chunks(_chunk_delta_grid, bs, c, _order(bs, c), 2048, grid):
                 out[rows] = np.maximum(out[rows], d)
         idle = ~np.asarray(c.any(axis=1))
         out[idle] = 0.0  # no step with privacy loss: delta 0 exactly
@@ -479,7 +478,7 @@ class _PLDQueries:
             raise ValueError("epsilon must be finite")
         details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
         if self._q == 1.0:
-            _, d, up = _delta_bounds(self.mus(), eps)
+            _, d, up = gdp_delta_bounds_array(self.mus(), eps)
             details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
         out = self._deltas_at(self._ledger(), eps, 0.0)

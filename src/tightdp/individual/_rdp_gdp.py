@@ -12,9 +12,9 @@ import numpy as np
 
 from .._blas import single_threaded_blas
 from .._validation import check_count, check_delta, check_positive
+from ..accountants._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds
 from ._buckets import _U
-from .gdp import _boundary, _delta_bounds, gdp_epsilon_bounds_array
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 
 __all__: list[str] = []
@@ -196,11 +196,11 @@ class _RDPGDPMethods:
         at = np.broadcast_to(grid[1:][None, :], need.shape)
 
         def ok(m: np.ndarray) -> np.ndarray:
-            lo = _delta_bounds(np.broadcast_to(m[:, None], need.shape), at)[0]
+            lo = gdp_delta_bounds_array(np.broadcast_to(m[:, None], need.shape), at)[0]
             return np.all(lo >= need, axis=1)
 
         n = D.shape[0]
-        _, hi = _boundary(
+        _, hi = bisect_boundary(
             ok,
             np.zeros(n),
             np.ones(n),

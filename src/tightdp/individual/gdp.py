@@ -20,24 +20,21 @@ accounting needs on top of it, each rounded to the safe side:
   ``mu = inf``: delta 1);
 * ``gdp_epsilon``: the certified upper end of ``_gdp_math.gdp_epsilon_bounds``, validated;
 * ``gdp_mu``: the inverse in ``mu`` (the largest ``mu`` whose certified curve is at most ``delta`` at
-  ``epsilon``), by ``tightdp._numerics.falling_root``;
-* ``gdp_epsilon_bounds_array``: ``gdp_epsilon_bounds`` for an array of ``mu`` at once (the ledger's
-  per-example epsilons), bisection on every element with the same endpoint checks on the same certified
-  curve.
+  ``epsilon``), ``_gdp_math.gdp_mu_within``, validated;
+* ``gdp_epsilon_bounds_array``: certified epsilon brackets for an array of ``mu`` at once (the ledger's
+  per-example epsilons), defined in ``_gdp_math`` next to the scalar inversion and re-exported here.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
 
-from .._numerics import falling_root
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
-from ..accountants._gdp_math import gdp_delta_bounds as _curve_bounds
-from ..accountants._gdp_math import gdp_epsilon_bounds
+from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds, gdp_mu_within
+from ..accountants._gdp_math import gdp_epsilon_bounds_array as gdp_epsilon_bounds_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 
@@ -58,19 +55,6 @@ def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
     if low is not None and np.any(arr < low):
         raise ValueError(f"{name} must be >= {low:g}, got {arr[arr < low].flat[0]!r}")
     return arr
-
-
-def _delta_bounds(mu, eps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``gdp_delta_bounds`` without input checks (the hot loops call it), broadcast over both arguments."""
-    eps, mu = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(mu, dtype=float))
-    lo, est, up = np.zeros(eps.shape), np.zeros(eps.shape), np.zeros(eps.shape)
-    pos = (mu > 0) & np.isfinite(mu)
-    if np.any(pos):
-        for out, v in zip((lo, est, up), _curve_bounds(mu[pos], eps[pos])):
-            out[pos] = v
-    for out in (lo, est, up):
-        out[np.isinf(mu)] = 1.0
-    return lo, est, up
 
 
 def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -97,7 +81,7 @@ def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ValueError
         A NaN, a negative ``mu``, or an argument that is not real.
     """
-    return _delta_bounds(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
+    return gdp_delta_bounds_array(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
 
 
 def gdp_delta(*, mu, epsilon) -> np.ndarray:
@@ -150,21 +134,7 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
     PrecisionError
         No ``mu <= 1e6`` reaches ``delta`` (cannot happen for ``delta < 1``).
     """
-    eps = check_epsilon("epsilon", epsilon)
-    dlt = check_delta("delta", delta)
-    target = math.log(dlt)
-
-    def g(x: float) -> float:  # x = -mu: non-increasing in x, <= 0 exactly where the upper curve is <= delta
-        d = float(_delta_bounds(-x, eps)[2])
-        r = math.log(d) - target if d > 0.0 else -1e3
-        return min(r, 0.0) if d <= dlt else max(r, 5e-324)
-
-    lo, hi = 0.0, 1.0
-    while g(-hi) <= 0.0:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:  # delta(eps; mu) -> 1 as mu -> inf, so this cannot happen for delta < 1
-            raise PrecisionError(f"gdp_mu: no GDP parameter <= 1e6 reaches delta={dlt!r} at epsilon={eps!r}")
-    return -falling_root(g, -hi, -lo, xtol=1e-300)
+    return gdp_mu_within(check_epsilon("epsilon", epsilon), check_delta("delta", delta))
 
 
 def gdp_epsilon(*, mu: float, delta: float) -> float:
@@ -200,83 +170,6 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
     if math.isinf(hi):
         raise PrecisionError(f"gdp_epsilon: no finite epsilon reaches delta={dlt!r} for mu={m!r}")
     return hi
-
-
-def _boundary(
-    ok: Callable[[np.ndarray], np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    *,
-    iterations: int,
-    grow_lo: bool = False,
-    rtol: float = 0.0,
-    cap: float = math.inf,
-    what: str = "bisection",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised bisection for the boundary of ``ok`` (false below it, true above it), element-wise.
-
-    ``hi`` is doubled until ``ok(hi)`` holds everywhere (``grow_lo``: ``lo`` moves to the old ``hi``),
-    then ``iterations`` halvings (fewer once every bracket is within ``rtol`` relative). Returns
-    ``(lo, hi)``: ``ok`` holds at every ``hi`` (it was evaluated there) and fails at every ``lo`` that
-    moved. ``falling_root`` is the scalar counterpart; this one serves arrays of examples at once.
-
-    Raises
-    ------
-    PrecisionError
-        ``hi`` would exceed ``cap`` before ``ok`` holds.
-    """
-    grow = ~ok(hi)
-    while np.any(grow):
-        if grow_lo:
-            lo = np.where(grow, hi, lo)
-        hi = np.where(grow, 2.0 * hi, hi)
-        if np.any(hi > cap):
-            raise PrecisionError(f"{what}: no bracket below {cap:g}")
-        grow = ~ok(hi)
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        good = ok(mid)
-        hi = np.where(good, mid, hi)
-        lo = np.where(good, lo, mid)
-        if rtol and np.all(hi - lo <= rtol * hi):
-            break
-    return lo, hi
-
-
-def gdp_epsilon_bounds_array(mu, delta: float, *, lower: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
-    """``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` for an array of ``mu`` at once: certified
-    ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta`` (000 eq. (C.2)).
-
-    Bisection on every element at once (80 halvings of ``[0, max(1, mu^2 + 10 mu + 10)]``, doubled
-    while too small) with the endpoint checks of ``gdp_epsilon_bounds`` on the same certified curve:
-    ``upper`` has its upper delta ``<= delta``; ``lower`` is 0 or has its lower delta ``> delta``.
-    (The scalar root finder per example would cost about a thousand times more for a large ledger.)
-
-    Parameters
-    ----------
-    mu : array_like
-        GDP parameters, ``>= 0`` (not checked: the callers pass rounded-up sums of squares).
-    delta : float
-        Target delta in ``(0, 1)`` (not checked).
-    lower : bool
-        Whether to compute the lower ends (a second bisection); ``False``: ``lower`` is None.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(lower, upper)``, 0 where ``mu = 0``.
-    """
-    mu = np.asarray(mu, float)
-    start = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
-    up_ok = lambda e: _delta_bounds(mu, e)[2] <= delta
-    lo_ok = lambda e: ~(_delta_bounds(mu, e)[0] > delta)
-    _, hi = _boundary(up_ok, np.zeros_like(mu), start, iterations=80)
-    upper = np.where(mu == 0, 0.0, np.where(up_ok(np.zeros_like(mu)), 0.0, hi))
-    if not lower:
-        return None, upper
-    lo, _ = _boundary(lo_ok, np.zeros_like(mu), start, iterations=80, grow_lo=True)
-    lower = np.where((mu == 0) | lo_ok(lo), 0.0, lo)
-    return lower, upper
 
 
 class GDPFilter:
@@ -465,7 +358,7 @@ class GDPFilter:
         """
         eps = check_epsilon("epsilon", epsilon)
         m = self.spent_mu
-        lo, d, up = (float(v) for v in _delta_bounds(m, eps))
+        lo, d, up = (float(v) for v in gdp_delta_bounds_array(m, eps))
         return Bounds(
             lo,
             d,

@@ -28,7 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._caches import register as _register_cache
-from .._numerics import falling_root
+from ..accountants._gdp_math import largest_within
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 
 __all__ = ["INDIVIDUAL_ORDERS", "bucket_rdp_table", "epsilons_from_rdp_rows", "gaussian_budget_mu", "rdp_filter_active"]
@@ -113,8 +113,9 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> floa
     (eq. (5.3)) and that curve, rounded up by ``_REL_MARGIN``, is converted to (epsilon, delta) by CKS
     2020 Prop. 12 over ``orders`` (000 Lemma C.4). This is an RDP conversion, not the mu-GDP curve
     (C.2): for the same (epsilon, delta) it gives a smaller ``B`` than ``gdp.gdp_mu`` (000 Sec. 4.1).
-    Root of ``epsilon(B) = epsilon`` by ``tightdp._numerics.falling_root`` (relative tolerance
-    ``1e-12``); the answer is a ``B`` whose converted epsilon was evaluated and found ``<= epsilon``.
+    Root of ``epsilon(B) = epsilon`` by ``accountants._gdp_math.largest_within`` (the search ``gdp_mu``
+    uses too; relative tolerance ``1e-12``); the answer is a ``B`` whose converted epsilon was evaluated and
+    found ``<= epsilon``.
 
     Parameters
     ----------
@@ -141,13 +142,10 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> floa
         curve = gaussian_rdp(mu=b, orders=orders)[None, :] * (1.0 + _REL_MARGIN)
         return float(epsilons_from_rdp_rows(orders, curve, delta)[0][0])
 
-    lo, hi = 0.0, 1.0
-    while eps_of(hi) <= epsilon:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:
-            raise ValueError(f"epsilon={epsilon!r} is too large for an RDP budget")
-    # x = -B: eps_of(-x) - epsilon is non-increasing in x and <= 0 exactly where B is within budget
-    return -falling_root(lambda x: eps_of(-x) - epsilon, -hi, -lo, xtol=1e-300, rtol=1e-12)
+    out = largest_within(lambda b: eps_of(b) - epsilon, rtol=1e-12)
+    if out is None:
+        raise ValueError(f"epsilon={epsilon!r} is too large for an RDP budget")
+    return out
 
 
 def rdp_filter_active(spent: np.ndarray, next_step: np.ndarray, budget: np.ndarray) -> np.ndarray:
