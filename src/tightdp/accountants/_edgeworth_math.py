@@ -1,18 +1,18 @@
-"""Numerics of the Edgeworth accountant (004): Edgeworth CDFs, finite-sample bounds, tails.
+"""Numerics of the Edgeworth accountant (Wang et al. 2023): Edgeworth CDFs, finite-sample bounds, tails.
 
 The per-step PLLR moments these start from are in ``_pllr_moments`` (re-exported here).
 
 * ``edgeworth_sf``: the survival function of the k-th order Edgeworth
-  expansion (004 Def. 4.1; Hall 1992 eq. 2.17) of a sum with given cumulants,
+  expansion (Wang et al. 2023, Def. 4.1; Hall 1992 eq. 2.17) of a sum with given cumulants,
   k = 0 (CLT) ... 3.
 * ``edgeworth_uniform_bound``: the explicit non-asymptotic bound of Derumigny,
   Girard, Guyonvarch (2023), Thm 2.1 in its inid, no-continuity, skewed form
   (their Thm A.2, eq. (11), remainder r_{1,n} of eq. (15)) on
-  ``sup_x |P(S_n <= x) - G_{n,1}(x)|`` - the bound that 004 Lemma 4.3 quotes.
+  ``sup_x |P(S_n <= x) - G_{n,1}(x)|`` - the bound that Wang et al. 2023, Lemma 4.3 quotes.
   Where two published versions of a constant differ we take the larger (the
   integrated remainder ``bar R_n^inid``: our Gamma factors are those of the
   arXiv text, ten times those of the authors' R package BoundEdgeworth 0.1.x).
-* ``edgeworth_iid_bounds``: the i.i.d. forms of the same theorem that 004
+* ``edgeworth_iid_bounds``: the i.i.d. forms of the same theorem that Wang et al. 2023
   Remark 4.4 / App. H use for the O(1/m) rate: DGG Thm A.3 (i.i.d., moments only,
   eq. (17)) and Thm A.5 (i.i.d. with the characteristic-function condition, eq.
   (29) plus ``1.0253/pi * kappa^n * log(b_n/a_n)``), constants as in the authors'
@@ -23,9 +23,9 @@ The per-step PLLR moments these start from are in ``_pllr_moments`` (re-exported
   int_eps^inf e^(eps - x) P_P(S > x) dx`` (the hockey-stick divergence written under
   ``P`` only) bounded by monotone Riemann sums from any pointwise bounds on
   ``P_P(S > x)``: the CDF error enters with weight ``int e^(eps-x) dx = 1`` instead
-  of the ``e^eps`` of 004 Def. 4.2.
-* ``hoeffding_tail`` (004 Prop. 4.5: bounded PLLRs, Hoeffding's inequality) and
-  ``thm1_tail`` (004 Thm 1 as printed, subsampled Gaussian).
+  of the ``e^eps`` of Wang et al. 2023, Def. 4.2.
+* ``hoeffding_tail`` (Wang et al. 2023, Prop. 4.5: bounded PLLRs, Hoeffding's inequality) and
+  ``thm1_tail`` (Wang et al. 2023, Thm 1 as printed, subsampled Gaussian).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 # ------------------------------------------------------------------ sums
 @dataclass(frozen=True)
 class SumStats:
-    """Statistics of a sum of ``n`` independent PLLRs (cumulants add; 004 Sec. 4.1)."""
+    """Statistics of a sum of ``n`` independent PLLRs (cumulants add; Wang et al. 2023, Sec. 4.1)."""
 
     n: int
     kappa: tuple[float, float, float, float, float]  # total cumulants 1..5
@@ -174,9 +174,9 @@ def _dgg_bound(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float
 
 
 def edgeworth_uniform_bound(stats: SumStats) -> float:
-    """A bound on ``sup_x |F_{S_n}(x) - G_{n,1}(x)|`` (004 Lemma 4.3 via DGG 2023 Thm A.2), or ``inf``.
+    """A bound on ``sup_x |F_{S_n}(x) - G_{n,1}(x)|`` (Wang et al. 2023, Lemma 4.3 via DGG 2023 Thm A.2), or ``inf``.
 
-    Uses the average standardized moments of 004 Lemma 4.3: with ``Bbar^2 = B_n^2 / n``,
+    Uses the average standardized moments of Wang et al. 2023, Lemma 4.3: with ``Bbar^2 = B_n^2 / n``,
     ``K_p = n^-1 sum E|X_i - mu_i|^p / Bbar^p``, ``K3tilde = K3 + n^-1 sum E|X_i - mu_i| sigma_i^2 / Bbar^3``
     and ``lambda3 = n^-1 sum kappa_{3,i} / Bbar^3``. The free parameter of the bound is
     minimised over a small grid in (0, 1/3) (each value gives a valid bound).
@@ -202,14 +202,14 @@ def edgeworth_uniform_bound(stats: SumStats) -> float:
 
 
 def standardized(stats: SumStats) -> tuple[float, float, float, float, float]:
-    """``(n, K3, K3tilde, K4, lambda3)`` of 004 Lemma 4.3 (DGG's average standardized moments)."""
+    """``(n, K3, K3tilde, K4, lambda3)`` of Wang et al. 2023, Lemma 4.3 (DGG's average standardized moments)."""
     n = float(stats.n)
     bbar = math.sqrt(stats.kappa[1] / n)
     K3 = stats.abs3 / n / bbar**3
     return (n, K3, K3 + stats.abs1_var / n / bbar**3, stats.mu4 / n / bbar**4, stats.kappa[2] / n / bbar**3)
 
 
-# ------------------------------------------------------ i.i.d. bounds (004 Remark 4.4, App. H)
+# ------------------------------------------------------ i.i.d. bounds (Wang et al. 2023, Remark 4.4, App. H)
 _T1STAR = 0.6359658
 
 
@@ -307,7 +307,7 @@ def kappa_window(stats: SumStats) -> tuple[float, float]:
 
 
 def edgeworth_iid_bounds(stats: SumStats, kappa: float | None = None) -> dict[str, float]:
-    """The i.i.d. bounds on ``sup_x |F_{S_n}(x) - G_{n,1}(x)|`` (004 Remark 4.4 / App. H via DGG Thm A.3, A.5).
+    """The i.i.d. bounds on ``sup_x |F_{S_n}(x) - G_{n,1}(x)|`` (Wang et al. 2023, Remark 4.4 / App. H via DGG Thm A.3, A.5).
 
     ``"A3"``: moments only, O(1/sqrt(n)) with a remainder far smaller than the inid one;
     ``"A5"`` (only when ``kappa`` is given): the O(1/n) bound under the condition
@@ -333,7 +333,7 @@ def edgeworth_iid_bounds(stats: SumStats, kappa: float | None = None) -> dict[st
 
 # ------------------------------------------------------------------ tails
 def hoeffding_tail(mean_sum: float, range_sq_sum: float, x: np.ndarray) -> np.ndarray:
-    """``P(S > x) <= exp(-2 (x - E S)^2 / sum_i (b_i - a_i)^2)`` for ``x > E S`` (Hoeffding; 004 Prop. 4.5,
+    """``P(S > x) <= exp(-2 (x - E S)^2 / sum_i (b_i - a_i)^2)`` for ``x > E S`` (Hoeffding; Wang et al. 2023, Prop. 4.5,
     where ``x - E S = eps + m eta`` and ``tau`` is the range of one PLLR); ``1`` below the mean."""
     x = np.asarray(x, float)
     t = np.maximum(x - mean_sum, 0.0)
@@ -343,7 +343,7 @@ def hoeffding_tail(mean_sum: float, range_sq_sum: float, x: np.ndarray) -> np.nd
 
 
 def thm1_tail(p: float, mu: float, m: int, eps: np.ndarray, eta: float, a_grid: np.ndarray | None = None) -> np.ndarray:
-    """004 Thm 1 as printed: ``P(sum X_i >= eps) <= 2 exp(-(eps + m eta)^2 / (8 m tau^2))`` for the PLLRs
+    """Wang et al. 2023, Thm 1 as printed: ``P(sum X_i >= eps) <= 2 exp(-(eps + m eta)^2 / (8 m tau^2))`` for the PLLRs
     ``X_i = log(1 - p + p e^(mu xi - mu^2/2))`` of the Poisson-subsampled Gaussian, with
     ``tau^2 = max{(log(1 - p + p e^(mu a - mu^2/2)) + mu (a+ - a) - log(1 - p))^2 / 4, mu^2,
     (a+ - a)^2 mu^2 / (2 |log(Phi(a+) - Phi(a))|)}``, ``a+ = phi(a) / (1 - Phi(a))``, minimised over ``a``.

@@ -1,7 +1,7 @@
 """The mu-GDP trade-off curve with certified floating-point error (Dong, Roth, Su 2022, Cor. 2.13).
 
 A composition of Gaussian mechanisms is exactly ``mu``-GDP with
-``mu^2 = sum_i c_i mu_i^2`` (Dong et al. Cor. 3.3; 000 Thm 11 for adaptive
+``mu^2 = sum_i c_i mu_i^2`` (Dong et al. Cor. 3.3; Koskela et al. 2023, Thm 11 for adaptive
 composition), and its privacy curve is
 
     delta_mu(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2).

@@ -1,18 +1,18 @@
-"""Moments of one privacy loss (PLLR) for the Edgeworth accountant (004 Sec. 3-4).
+"""Moments of one privacy loss (PLLR) for the Edgeworth accountant (Wang et al. 2023, Sec. 3-4).
 
 ``pllr_moments`` / ``pllr_statistics``: mean, central moments 2-5 and absolute
 central moments of the privacy loss ``L = log(p/q)`` under ``P`` and under
 ``Q`` for one dominating pair, and the moment generating function
-``E_P[e^(lambda L)]`` for the Chernoff tails. In 004's notation (Def. 3.1,
+``E_P[e^(lambda L)]`` for the Chernoff tails. In Wang et al. 2023's notation (Def. 3.1,
 with the roles of P and Q swapped so that the loss increases with the
 privacy leak), ``L`` under ``Q`` is the PLLR ``X_i`` and ``L`` under ``P`` is
 ``Y_i``. Closed form for the Gaussian; otherwise one composite 16-point
 Gauss-Legendre rule over the output space per loss, shared by both measures,
 all moments and all ``lambda`` (the loss and the densities are evaluated
-once, about 1300 points): Gaussian mixtures (the subsampled Gaussian, 004
+once, about 1300 points): Gaussian mixtures (the subsampled Gaussian, Wang et al. 2023
 Sec. 3), the Laplace mechanism (Sec. 4.4) and the Poisson-subsampled Laplace
 mechanism (Prop. 4.5; two atoms and a smooth part on ``(0, 1)``). A few
-milliseconds per mechanism, so m distinct mechanisms cost O(m) (004 Sec. 4).
+milliseconds per mechanism, so m distinct mechanisms cost O(m) (Wang et al. 2023, Sec. 4).
 
 ``pllr_statistics_pair`` serves both directions of a swapped pair from one rule; ``pllr_char_abs`` and
 ``pllr_range`` read the characteristic function and the range of a loss off the same rule.
@@ -183,7 +183,7 @@ def _mixture_rule(loss: GaussianMixtureLoss) -> _Rule:
 
 
 def _laplace_rule(q: float, b: float, direction: str) -> _Rule:
-    """Poisson-subsampled Laplace (004 Prop. 4.5; ``q = 1``: the Laplace mechanism, 004 Sec. 4.4).
+    """Poisson-subsampled Laplace (Wang et al. 2023, Prop. 4.5; ``q = 1``: the Laplace mechanism, Wang et al. 2023, Sec. 4.4).
 
     remove: ``P = q Lap(1, b) + (1 - q) Lap(0, b)``, ``Q = Lap(0, b)``, ``L = log(1 - q + q e^g)`` with
     ``g(x) = (|x| - |x - 1|)/b``; constant outside ``(0, 1)`` (two atoms), smooth inside.
@@ -245,9 +245,9 @@ def _gaussian_moments(mu: float, sign: float) -> Moments:
 
 
 def pllr_moments(loss: PrivacyLoss) -> tuple[Moments, Moments]:
-    """Moments of the privacy loss under ``P`` and under ``Q`` (004 Sec. 3-4).
+    """Moments of the privacy loss under ``P`` and under ``Q`` (Wang et al. 2023, Sec. 3-4).
 
-    Gaussian: closed form. Gaussian mixtures (subsampled Gaussians, 004 Sec. 3), the Laplace mechanism
+    Gaussian: closed form. Gaussian mixtures (subsampled Gaussians, Wang et al. 2023, Sec. 3), the Laplace mechanism
     (Sec. 4.4) and the Poisson-subsampled Laplace mechanism (Prop. 4.5): one composite Gauss-Legendre
     rule over the outputs, shared by both measures and all moments (a panel break at the mean, where
     ``|L - mean|`` has a kink), plus the atoms. Raises ``UnsupportedMechanismError`` otherwise.
@@ -335,7 +335,7 @@ def pllr_char_abs(loss: PrivacyLoss, freqs: np.ndarray) -> tuple[np.ndarray, np.
 
 
 def pllr_range(loss: PrivacyLoss) -> tuple[float, float] | None:
-    """``(min L, max L)`` of a bounded privacy loss (Laplace, subsampled Laplace: 004 Prop. 4.5), else ``None``."""
+    """``(min L, max L)`` of a bounded privacy loss (Laplace, subsampled Laplace: Wang et al. 2023, Prop. 4.5), else ``None``."""
     if isinstance(loss, (LaplaceLoss, PoissonLaplaceLoss)):
         vals = [a[0] for a in _rule(loss).atoms]
         return min(vals), max(vals)

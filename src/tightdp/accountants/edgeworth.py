@@ -1,7 +1,7 @@
-"""The Edgeworth accountant (004): an O(1)-in-m estimate (AEA) and a finite-sample interval (EEAI).
+"""The Edgeworth accountant (Wang et al. 2023): an O(1)-in-m estimate (AEA) and a finite-sample interval (EEAI).
 
 For one neighbouring direction with dominating pair ``(P, Q)`` and privacy loss
-``L = log(p/q)``, Prop. 3.2 of 004 reads (in our orientation)
+``L = log(p/q)``, Prop. 3.2 of Wang et al. 2023 reads (in our orientation)
 
     delta(eps) = P_P(sum L_i > eps) - e^eps P_Q(sum L_i > eps),
 
@@ -20,12 +20,12 @@ so the cost does not depend on the number of compositions ``m``:
   the Chernoff bound with the loss' moment generating function,
   ``P_P(sum L > x) <= exp(K(lambda) - lambda x)``, ``K(lambda) = sum_i log E_P[e^(lambda L_i)]``
   (the composed Renyi divergence of order ``lambda + 1`` times ``lambda``), and for
-  bounded PLLRs (Laplace, subsampled Laplace) Hoeffding's inequality, 004 Prop. 4.5.
-  004 Thm 1 (subsampled Gaussian) leaves ``eta(a)`` implicit; it is available as
+  bounded PLLRs (Laplace, subsampled Laplace) Hoeffding's inequality, Wang et al. 2023, Prop. 4.5.
+  Wang et al. 2023, Thm 1 (subsampled Gaussian) leaves ``eta(a)`` implicit; it is available as
   ``_edgeworth_math.thm1_tail`` for comparison only (an approximation).
   ``eeai="integrated"`` (default) writes ``delta(eps) = int_eps^inf e^(eps-x) P_P(S > x) dx``
   and bounds it by monotone Riemann sums, so ``Delta`` enters once instead of
-  ``e^eps`` times; ``eeai="paper"`` is 004 Def. 4.2 as printed
+  ``e^eps`` times; ``eeai="paper"`` is Wang et al. 2023, Def. 4.2 as printed
   (``delta-+ = 1 - G_Y -+ Delta_Y - e^eps (1 - G_X +- Delta_X)``). With exact moments both
   are proven bounds, so ``lower <= truth <= upper``; the moments come from quadrature
   accurate to rounding (tests check them against mpmath), which is why the
@@ -38,9 +38,9 @@ so the cost does not depend on the number of compositions ``m``:
   ``details["iid_interval"]`` as an approximation, never as ``lower``/``upper``.
 
 Supported: ``Gaussian``, ``Laplace``, ``PoissonSampled`` (of a Gaussian, or of a
-Laplace mechanism: 004 Prop. 4.5) and ``SampledWithoutReplacement``. Moments and
+Laplace mechanism: Wang et al. 2023, Prop. 4.5) and ``SampledWithoutReplacement``. Moments and
 tails of each distinct mechanism are computed once (a few milliseconds) and cached,
-so m distinct mechanisms cost O(m) (004 Sec. 4): 1000 take about 4 s on a loaded 2-core machine
+so m distinct mechanisms cost O(m) (Wang et al. 2023, Sec. 4): 1000 take about 4 s on a loaded 2-core machine
 (the add direction of a Poisson-subsampled Gaussian reuses the remove quadrature).
 """
 
@@ -107,7 +107,7 @@ def _mechanism_stats(mechanism: Mechanism) -> tuple[_Stats, _Stats]:
 @_register_cache
 @lru_cache(maxsize=4096)
 def _mechanism_ranges(mechanism: Mechanism) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """Per direction the range ``(min L, max L)`` of a bounded privacy loss (004 Prop. 4.5), else ``None``."""
+    """Per direction the range ``(min L, max L)`` of a bounded privacy loss (Wang et al. 2023, Prop. 4.5), else ``None``."""
     pair = mechanism.privacy_losses()
     r, a = em.pllr_range(pair.remove), em.pllr_range(pair.add)
     return None if r is None or a is None else (r, a)
@@ -118,11 +118,11 @@ _mechanism_moments = _mechanism_stats
 
 
 class EdgeworthAccountant(Accountant):
-    """Edgeworth accountant of 004: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI.
+    """Edgeworth accountant of Wang et al. 2023: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI.
 
-    ``order`` (1-3): order of the AEA (004 Def. 4.1). ``interval``: compute the EEAI.
+    ``order`` (1-3): order of the AEA (Wang et al. 2023, Def. 4.1). ``interval``: compute the EEAI.
     ``eeai``: ``"integrated"`` (the Lemma 4.3 bound applied to ``delta = E_P[(1 - e^(eps - S))_+]``) or
-    ``"paper"`` (004 Def. 4.2 verbatim).
+    ``"paper"`` (Wang et al. 2023, Def. 4.2 verbatim).
     """
 
     name = "edgeworth"
@@ -168,7 +168,7 @@ class EdgeworthAccountant(Accountant):
             dq = em.edgeworth_uniform_bound(sq) if self.interval else math.inf
             cgf = sum(c * st[k][2] for st, c in stats)  # K(lambda) of the sum under P
             hoeff = None
-            if bounded:  # 004 Prop. 4.5: Hoeffding with the exact means and the loss ranges
+            if bounded:  # Wang et al. 2023, Prop. 4.5: Hoeffding with the exact means and the loss ranges
                 rsq = sum(c * (r[k][1] - r[k][0]) ** 2 for r, c in ranges)
                 hoeff = (sp.kappa[0], sq.kappa[0], rsq)
             dirs.append({"sp": sp, "sq": sq, "dp": dp, "dq": dq, "cgf": cgf, "hoeff": hoeff})
@@ -244,7 +244,7 @@ class EdgeworthAccountant(Accountant):
         return np.clip(est, 0.0, 1.0)
 
     def _paper_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """004 Def. 4.2 with the tails: ``(lower, upper)`` of delta at each epsilon (max over directions)."""
+        """Wang et al. 2023, Def. 4.2 with the tails: ``(lower, upper)`` of delta at each epsilon (max over directions)."""
         st = self._prepare()
         eps = np.asarray(eps, float)
         lo = np.full(eps.shape, -np.inf)
@@ -389,7 +389,7 @@ class EdgeworthAccountant(Accountant):
 
     def _epsilon(self, delta: float) -> Bounds:
         est = self._est_epsilon(delta)
-        details: dict[str, Any] = {"method": f"AEA order {self.order} (004 Def. 4.1)"}
+        details: dict[str, Any] = {"method": f"AEA order {self.order} (Wang et al. 2023, Def. 4.1)"}
         if math.isinf(est):
             details["note"] = "the Edgeworth estimate of delta stays above the target over the whole scan"
         if not self.interval:
@@ -398,7 +398,7 @@ class EdgeworthAccountant(Accountant):
         details["interval"] = (
             "EEAI from delta = E_P[(1 - e^(eps - S))_+] (Lemma 4.3 + Chernoff/Hoeffding tails)"
             if self.eeai == "integrated"
-            else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)"
+            else "EEAI, Wang et al. 2023, Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)"
         )
         details["edgeworth_error"] = {
             "remove": [st["dirs"][0]["dp"], st["dirs"][0]["dq"]],
@@ -418,7 +418,7 @@ class EdgeworthAccountant(Accountant):
                 "kind": "approximation",
                 "edgeworth_error": deltas,
                 "kappa": [r["kappa"] for r in iid],
-                "note": "004 App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa",
+                "note": "Wang et al. 2023, App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa",
             }
         vacuous = not (math.isfinite(upper) and lower <= est <= upper)
         details["vacuous"] = bool(vacuous)
@@ -429,7 +429,7 @@ class EdgeworthAccountant(Accountant):
 
     def _delta(self, epsilons: np.ndarray) -> Bounds:
         est, lo, up = self._delta_curves(epsilons)
-        details: dict[str, Any] = {"method": f"AEA order {self.order} (004 Def. 4.1)"}
+        details: dict[str, Any] = {"method": f"AEA order {self.order} (Wang et al. 2023, Def. 4.1)"}
         if not self.interval:
             return Bounds(None, est, None, "delta", "approximation", details)
         vacuous = bool(np.any(est < lo) or np.any(est > up) or np.all(up >= 1.0))

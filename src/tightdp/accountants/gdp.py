@@ -3,11 +3,11 @@
 * Gaussian mechanisms (and ``PoissonSampled`` with rate 1) are exactly
   ``mu``-GDP with ``mu = sensitivity / sigma`` (Dong, Roth, Su 2022, Thm 2.7);
   ``mu``-GDP mechanisms compose to ``sqrt(sum mu_i^2)``-GDP exactly (their
-  Cor. 3.3; 000 Thm 11 for the adaptive case). The answer is then the exact
+  Cor. 3.3; Koskela et al. 2023, Thm 11 for the adaptive case). The answer is then the exact
   value: ``lower == estimate == upper`` up to the root finder's bracket.
 * Poisson-subsampled Gaussians are approximated by the central limit theorem of
   Bu, Dong, Long, Su (2020), Thm 5 / Dong et al. Cor. 5.4:
-  ``mu = q sqrt(T (e^{mu_1^2} - 1))``. This is *not* a bound (003 Fig. 1 shows it
+  ``mu = q sqrt(T (e^{mu_1^2} - 1))``. This is *not* a bound (Gopi et al. 2021, Fig. 1 shows it
   under-reports epsilon), so any ledger with such an entry answers with
   ``kind="approximation"``, ``lower = upper = None`` and ``estimate`` only.
 

@@ -1,9 +1,9 @@
-"""The PRV accountant (Gopi, Lee, Wutschitz 2021; paper 003) with certified two-sided bounds.
+"""The PRV accountant (Gopi, Lee, Wutschitz 2021; Gopi et al. 2021) with certified two-sided bounds.
 
-The mesh comes from the error budget: the coupling shift of 003 Thm 5.5 is
+The mesh comes from the error budget: the coupling shift of Gopi et al. 2021, Thm 5.5 is
 ``t = r sqrt(k log(1/eta) / 2)`` for ``k`` compositions with cells of width
 ``r = h``, so ``h = eps_error / sqrt(k log(1/eta) / 2)`` (mesh ~ 1/sqrt(k),
-003 Sec. 5). The domain is not a fixed ``[-L, L]``: it is a Chernoff window
+Gopi et al. 2021, Sec. 5). The domain is not a fixed ``[-L, L]``: it is a Chernoff window
 around the exponentially tilted composition (see ``tightdp.pld.compose``), of
 width O(sqrt(k)) in loss units but centred where ``delta(eps)`` is decided, so
 the cost is O(b * sqrt(k)) points for ``b`` distinct mechanisms and tiny
@@ -13,7 +13,7 @@ Long ledgers (``_HIERARCHY_MIN_STEPS`` steps and more) are composed through a mi
 re-binned blocks (``tightdp.pld.hierarchy.compose_tree``): hundreds of fine steps per first block
 (the subsampled loss's heavy tail, not ``sqrt(m)`` standard deviations, sets a small block's window),
 coarser meshes above, and a fine discretisation whose tails use cells ``R`` times wider
-(``tightdp.pld.discretise_coarse_tail``). The coupling of 003 Lemma 5.3 / Thm 5.5 then bounds
+(``tightdp.pld.discretise_coarse_tail``). The coupling of Gopi et al. 2021, Lemma 5.3 / Thm 5.5 then bounds
 ``S - S~`` by Hoeffding's lemma on every rounding (conditionally, level by level) plus a Bennett
 term for the rare wide tail cells; every piece is in the returned composition's ``coupling_shift``.
 At sigma 0.8, q 4e-3, delta 1e-5 (eps_error 0.01) this costs about 0.3 s at k = 1e4, 1-2 s at
@@ -72,12 +72,12 @@ def _round_mesh(h: float) -> float:
 
 
 class PRVAccountant(PLDAccountant):
-    """Certified PLD accountant with mesh and domain derived from an error budget (paper 003).
+    """Certified PLD accountant with mesh and domain derived from an error budget (Gopi et al. 2021).
 
     Parameters
     ----------
     eps_error:
-        Half-width of the epsilon interval (the coupling shift of 003 Thm 5.5);
+        Half-width of the epsilon interval (the coupling shift of Gopi et al. 2021, Thm 5.5);
         ``upper - lower`` is about ``2 * eps_error``.
     delta_error:
         Total delta slack spent on the coupling failure probability, truncation

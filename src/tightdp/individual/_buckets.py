@@ -1,10 +1,10 @@
-"""The per-example ledger's buckets and input checks (000 App. D.2): plain functions, no state.
+"""The per-example ledger's buckets and input checks (Koskela et al. 2023, App. D.2): plain functions, no state.
 
 A recorded gradient norm ``g`` becomes the sensitivity ratio ``min(g, C) / C``, scaled to
 ``y = min(g B / C, B)`` and rounded up to the bucket ``b = ceil(y)`` (each bucket's ratio widened by
 the relative ``_MARGIN``, so that float rounding never crosses a bucket edge): the noise multiplier is
 rounded down to the sigma-grid ``{sigma B / b}``, and the rounded mechanism dominates the real one
-(data-processing inequality, 000 Thm D.2). ``IndividualAccountant.record_step`` applies
+(data-processing inequality, Koskela et al. 2023, Thm D.2). ``IndividualAccountant.record_step`` applies
 ``_bucket_index`` through reused buffers.
 """
 

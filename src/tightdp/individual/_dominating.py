@@ -1,4 +1,4 @@
-"""Per-bucket discrete PLDs on the lattice ``h Z`` (000 App. D), as the engine builds them.
+"""Per-bucket discrete PLDs on the lattice ``h Z`` (Koskela et al. 2023, App. D), as the engine builds them.
 
 The constructions themselves live in one place, ``tightdp.pld.dominance`` (``dominating``: the
 connect-the-dots pair below; ``dominated``: merge to the grid); this module wraps their results as
@@ -6,10 +6,10 @@ connect-the-dots pair below; ``dominated``: merge to the grid); this module wrap
 population code needs.
 
 For one step of the Poisson-subsampled Gaussian (``tightdp.losses.poisson_gaussian_loss``,
-001 Sec. 6.1) we build a discrete pair ``(P~, Q~)`` that *dominates* the true
+Koskela et al. 2020, Sec. 6.1) we build a discrete pair ``(P~, Q~)`` that *dominates* the true
 pair: ``H_alpha(P || Q) <= H_alpha(P~ || Q~)`` for every ``alpha > 0``.
 Dominance is preserved by composition (a Markov kernel mapping ``(P~, Q~)`` to
-``(P, Q)`` exists by Blackwell's theorem, 000 App. C.6, and products of kernels
+``(P, Q)`` exists by Blackwell's theorem, Koskela et al. 2023, App. C.6, and products of kernels
 map products of pairs), so the FFT composition of these discrete PLDs bounds
 the exact heterogeneous composition from above without any coupling shift.
 

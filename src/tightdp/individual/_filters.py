@@ -1,4 +1,4 @@
-"""Per-example privacy filters of the ledger (000 Alg. 1, Thm 11-12, Sec. 5; Feldman and Zrnic 2021).
+"""Per-example privacy filters of the ledger (Koskela et al. 2023, Alg. 1, Thm 11-12, Sec. 5; Feldman and Zrnic 2021).
 
 ``IndividualAccountant`` inherits ``active``: which examples' budget allows one more step. Each rule
 says what it promises (a proven filter under fully adaptive composition, or a heuristic).
@@ -33,29 +33,29 @@ class _Filters:
         None: the worst case ``C`` for every example. ``rule`` None (the default) is a proven filter:
         the GDP filter for DP-GD and ``"rdp"`` for DP-SGD. What each filter promises:
 
-        ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (000 Alg. 1,
+        ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (Koskela et al. 2023, Alg. 1,
         eq. (4.1)) with budget ``B = gdp_mu(epsilon, delta)``: example i stays active iff
         ``sum_t mu_t^2 + mu_next^2 <= B^2``, ``mu_next = min(g_i, C) / (C sigma)``. Proven: every
         example is ``B``-GDP, hence ``(epsilon, delta)``-DP, under fully adaptive composition
-        (000 Thm 11, 12, Cor. C.2); tight for the Gaussian mechanism. With ``grad_norms=None`` an
+        (Koskela et al. 2023, Thm 11, 12, Cor. C.2); tight for the Gaussian mechanism. With ``grad_norms=None`` an
         example once dropped stays dropped.
 
         ``rule="rdp"`` (any sampling rate): the individual RDP filter of Feldman and Zrnic (2021,
-        Alg. 3, Thm 4.3) at one order ``alpha*``, with the budget ``b(alpha*)`` that 000 Lemma C.4
+        Alg. 3, Thm 4.3) at one order ``alpha*``, with the budget ``b(alpha*)`` that Koskela et al. 2023, Lemma C.4
         converts to exactly ``epsilon`` at ``delta``: active iff the example's certified RDP of order
         ``alpha*`` after the next step is at most ``b(alpha*)``. ``alpha*`` depends on the options and
         ``(epsilon, delta)`` only, not on the data: the order that allows the most worst-case steps
         (largest ``b(alpha) / rho_worst(alpha)``, as Feldman and Zrnic budget the worst-case run).
         Proven under fully adaptive composition; certified (RDP curves rounded up). Looser than the
-        GDP filter for DP-GD (RDP's conversion is lossy, 000 Sec. 4.1).
+        GDP filter for DP-GD (RDP's conversion is lossy, Koskela et al. 2023, Sec. 4.1).
         (A budget at *every* order, e.g. the whole curve ``alpha B_R^2 / 2``, would also be valid but
         stops DP-SGD almost at once: the subsampled Gaussian's RDP at large orders grows like the
         unsubsampled one's.)
 
-        ``rule="paper"`` with ``sampling_rate < 1``: 000 Sec. 5 as stated: example i stays active iff
+        ``rule="paper"`` with ``sampling_rate < 1``: Koskela et al. 2023, Sec. 5 as stated: example i stays active iff
         the mu of its fitted mu-GDP curve after the next step (``gdp_mus``, App. D.2) is at most
         ``B_R``, the largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to
-        ``(epsilon, delta)`` by 000 Lemma C.4 (``rdp.gaussian_budget_mu``; Sec. 5 converts the RDP of
+        ``(epsilon, delta)`` by Koskela et al. 2023, Lemma C.4 (``rdp.gaussian_budget_mu``; Sec. 5 converts the RDP of
         ``N(B, 1)`` vs ``N(0, 1)``,
         eq. (5.3), to (epsilon, delta)). Promise: none proven. Were the fitted curve a true mu-GDP
         bound for every epsilon, eq. (5.1)-(5.3) would make the example RDP-dominated by
@@ -115,7 +115,7 @@ class _Filters:
         return out.astype(np.intp)
 
     def _active_rdp(self, epsilon: float, delta: float, grad_norms, paper: bool) -> np.ndarray:
-        """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (000 Sec. 5)."""
+        """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (Koskela et al. 2023, Sec. 5)."""
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if math.isinf(eps):

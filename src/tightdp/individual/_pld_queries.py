@@ -1,16 +1,16 @@
-"""PLD queries of the per-example ledger: certified epsilon intervals and deltas (000 Sec. 5, App. D).
+"""PLD queries of the per-example ledger: certified epsilon intervals and deltas (Koskela et al. 2023, Sec. 5, App. D).
 
 ``IndividualAccountant`` inherits these methods; they read the ledger's state (options, bucket
 counts, the sums of squares for ``sampling_rate = 1``) and never write it, except the per-state memo
 ``_cache`` (bucket PLDs, the winning direction, the last discretisation slack).
 
 * ``sampling_rate = 1`` (DP-GD): the composition of Gaussian mechanisms with ``mu_t = r_t / sigma`` is
-  exactly ``sqrt(sum mu_t^2)``-GDP (000 Thm 11); the conversion (000 eq. (C.2)) is exact, rounded
+  exactly ``sqrt(sum mu_t^2)``-GDP (Koskela et al. 2023, Thm 11); the conversion (Koskela et al. 2023, eq. (C.2)) is exact, rounded
   outwards (``gdp``).
 * ``sampling_rate < 1`` (DP-SGD): each bucket's PLD is replaced by a dominating discrete pair (upper
   end) or a dominated one at the bucket's lower ratio (lower end) on a lattice
   (``tightdp.pld.dominance``, ``_dominating``), and composed per example by pre-computed FFTs and one
-  matrix product per chunk of examples (000 App. D, Lemma D.1, ``_population``); every numerical error
+  matrix product per chunk of examples (Koskela et al. 2023, App. D, Lemma D.1, ``_population``); every numerical error
   is added to (upper) or subtracted from (lower) delta. Rows the fast path cannot certify are composed
   exactly by the core engine (``_exact_fallback``).
 """
@@ -239,7 +239,7 @@ class _PLDQueries:
 
         Rows with the same counts share one composition; if there are more than ``_FALLBACK_GROUPS``
         of them, each row is replaced by the dominating sequence of the same length at its largest
-        bucket (data-processing inequality, 000 Thm D.2), and failing that by the worst case.
+        bucket (data-processing inequality, Koskela et al. 2023, Thm D.2), and failing that by the worst case.
         """
         from ..accountants import ConnectDotsAccountant
         from ..mechanisms import Gaussian, PoissonSampled
@@ -307,15 +307,15 @@ class _PLDQueries:
     def epsilons(self, delta: float, *, lower: bool = True, method: str = "pld") -> Bounds:
         """Every example's epsilon at ``delta``, as an interval per example (arrays of length N).
 
-        ``method`` (000 Fig. 1 compares the three):
+        ``method`` (Koskela et al. 2023, Fig. 1 compares the three):
 
-        * ``"pld"`` (default): the certified interval described below (000 Sec. 5, App. D).
+        * ``"pld"`` (default): the certified interval described below (Koskela et al. 2023, Sec. 5, App. D).
         * ``"rdp"``: a certified *upper* bound through per-example RDP curves and the RDP conversion
-          (000 Lemma C.4; ``tightdp.individual.rdp``); ``lower`` is None. Always at least the PLD
+          (Koskela et al. 2023, Lemma C.4; ``tightdp.individual.rdp``); ``lower`` is None. Always at least the PLD
           upper bound up to the PLD's own error terms (the conversion is lossy).
-        * ``"gdp"``: ``sampling_rate = 1``: the exact per-example mu-GDP (000 Thm 11), the same numbers
+        * ``"gdp"``: ``sampling_rate = 1``: the exact per-example mu-GDP (Koskela et al. 2023, Thm 11), the same numbers
           as ``"pld"``, ``kind="bound"``. ``sampling_rate < 1``: the epsilon of each example's fitted
-          mu-GDP curve (``gdp_mus``, 000 App. D.2 / Sec. 5), ``kind="approximation"``: the fit is
+          mu-GDP curve (``gdp_mus``, Koskela et al. 2023, App. D.2 / Sec. 5), ``kind="approximation"``: the fit is
           checked to dominate the example's certified delta(epsilon) only on ``[0, epsilon_max]``
           (``details``), so an answer at most ``epsilon_max`` is a certified upper bound
           (``details["certified"]`` marks them) and a larger one is not; ``lower`` is None.
@@ -328,9 +328,9 @@ class _PLDQueries:
         examples at sensitivity ``C``: then the interval is for that worst-case sequence).
 
         * ``upper``: each bucket's sensitivity interval is rounded up and its PLD replaced by a
-          dominating discrete pair (000 Thm D.2, App. D; ``tightdp.pld.dominance.dominating``),
+          dominating discrete pair (Koskela et al. 2023, Thm D.2, App. D; ``tightdp.pld.dominance.dominating``),
           composed by FFT and read off by Plancherel (Lemma D.1); every numerical error is added
-          to delta. For ``sampling_rate = 1``: the exact per-example GDP (000 Thm 11).
+          to delta. For ``sampling_rate = 1``: the exact per-example GDP (Koskela et al. 2023, Thm 11).
         * ``lower``: each bucket's lower ratio (``b - 1 + frac`` buckets, ``frac`` the lowest recorded
           position within a bucket, so exact when norms sit on the grid ``k C / B``) and a
           *dominated* pair (merge to the grid, ``tightdp.pld.dominance.dominated``), which
@@ -338,9 +338,9 @@ class _PLDQueries:
           skips it (about half the query time) and returns ``lower=None``.
 
         What it promises: the privacy of the steps *as recorded*, read off after the fact (an
-        odometer, not a guarantee fixed before training; 000 Sec. 5). Fixed-in-advance
+        odometer, not a guarantee fixed before training; Koskela et al. 2023, Sec. 5). Fixed-in-advance
         per-example guarantees under fully adaptive composition are proven only for GDP-based
-        filters (000 Thm 11-12; Tran, Koskela, Raisa, Honkela 2026, arXiv 2602.06756, show that the
+        filters (Koskela et al. 2023, Thm 11-12; Tran, Koskela, Raisa, Honkela 2026, arXiv 2602.06756, show that the
         natural PLD / f-DP filter is not valid under fully adaptive composition). With
         ``missing_norms="last-seen"`` an example with imputed steps (``approximated_steps > 0``) has no
         certified interval: the result's ``kind`` is then ``"approximation"`` and
@@ -382,7 +382,7 @@ class _PLDQueries:
 
     def _delta_curves(self, counts, grid: np.ndarray) -> np.ndarray:
         """Certified upper bounds on every row's delta at each epsilon of ``grid`` (max of both
-        directions): the Plancherel inner products of 000 Lemma D.1 with every error term added."""
+        directions): the Plancherel inner products of Koskela et al. 2023, Lemma D.1 with every error term added."""
         setup = self._pld_setup(counts, None, _DELTAS_TARGET, 0.0)
         out = np.zeros((counts.shape[0], grid.size))
         if setup is None:
@@ -409,17 +409,17 @@ class _PLDQueries:
                 s = self._sumsq * (1.0 - (self._steps + 4) * 2 * _U)
                 mu_lo = np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)
                 lo = np.minimum(gdp_epsilon_bounds_array(mu_lo, dlt)[0], up)
-            details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
+            details.update(method="gdp", source="Koskela et al. 2023, Thm 11, eq. (C.2)")
         else:
             counts = self._ledger()
             up, info = self._eps_counts(counts, dlt)
             win = self._cache.pop("winner", None)
             # every example is dominated by the all-worst-case sequence of the same length
-            # (000 Thm D.2's data-processing argument), so that bound applies to each example too
+            # (Koskela et al. 2023, Thm D.2's data-processing argument), so that bound applies to each example too
             worst = self.worst_case_epsilon(dlt).upper
             up = np.minimum(up, worst)
             details.update(worst_case_epsilon=worst)
-            details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
+            details.update(method="pld", source="Koskela et al. 2023, App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
             if lower:
                 h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
                 lo, linfo = self._eps_lower_counts(counts, dlt, h, win)
@@ -445,9 +445,9 @@ class _PLDQueries:
         return Bounds(lo, up, up, "epsilon", kind, details)
 
     def deltas(self, epsilon: float) -> Bounds:
-        """Every example's delta at ``epsilon``: certified upper bounds (000 Lemma D.1; Thm 11 for DP-GD).
+        """Every example's delta at ``epsilon``: certified upper bounds (Koskela et al. 2023, Lemma D.1; Thm 11 for DP-GD).
 
-        ``sampling_rate = 1``: the exact per-example GDP curve (000 eq. (C.2)), rounded outwards.
+        ``sampling_rate = 1``: the exact per-example GDP curve (Koskela et al. 2023, eq. (C.2)), rounded outwards.
         ``sampling_rate < 1``: the Plancherel inner products of the composed dominating bucket PLDs with
         every error term added (a second pass on a finer mesh when the discretisation slack is not small
         next to the answers; both certified, the smaller kept).
@@ -479,7 +479,7 @@ class _PLDQueries:
         details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
         if self._q == 1.0:
             _, d, up = gdp_delta_bounds_array(self.mus(), eps)
-            details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
+            details.update(method="gdp", source="Koskela et al. 2023, Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
         out = self._deltas_at(self._ledger(), eps, 0.0)
         if out is None:
@@ -491,7 +491,7 @@ class _PLDQueries:
         tgt = 0.01 * float(np.min(pos)) if pos.size else 0.0
         if tgt > 0 and self._cache.get(("deltas_slack", eps), math.inf) > tgt:
             out = np.minimum(out, self._deltas_at(self._ledger(), eps, tgt))
-        details.update(method="pld", source="000 Lemma D.1 (Plancherel)")
+        details.update(method="pld", source="Koskela et al. 2023, Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
 
     def _deltas_at(self, counts: np.ndarray, eps: float, slack_target: float) -> np.ndarray | None:
@@ -511,7 +511,7 @@ class _PLDQueries:
     def worst_case_epsilon(self, delta: float) -> Bounds:
         """Epsilon of an example with every recorded step at full sensitivity (the usual DP-SGD bound).
 
-        Every example is dominated by this sequence (000 Thm D.2), so it bounds each one's epsilon too.
+        Every example is dominated by this sequence (Koskela et al. 2023, Thm D.2), so it bounds each one's epsilon too.
 
         Parameters
         ----------

@@ -1,4 +1,4 @@
-"""Every example's delta(eps) / eps(delta) at once, from bucket counts (000 App. D, Lemma D.1, Thm D.2).
+"""Every example's delta(eps) / eps(delta) at once, from bucket counts (Koskela et al. 2023, App. D, Lemma D.1, Thm D.2).
 
 Each example ``i`` composed ``c[i, b]`` steps of bucket ``b``'s mechanism. With
 the bucket PLDs ``a_b`` on one lattice ``h Z`` and their DFTs ``F_b`` (length
@@ -536,7 +536,7 @@ def population_epsilons(
 
     Upper bounds (``lower=False``, pairs that dominate): delta is evaluated on a
     shared grid of epsilons; between grid points the curve is convex in
-    ``alpha = e^eps`` (000 App. C.6), so the chord through two certified upper
+    ``alpha = e^eps`` (Koskela et al. 2023, App. C.6), so the chord through two certified upper
     values lies above it and the chord's crossing of ``delta`` is an upper bound
     on epsilon. Lower bounds (``lower=True``, dominated pairs): a grid epsilon
     whose certified lower delta is above ``delta`` is below eps(delta). Either
@@ -558,7 +558,7 @@ def population_epsilons(
 
 
 def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chunk: int = 2048):
-    """Upper bounds on every example's delta(epsilon) by Plancherel (000 Lemma D.1)."""
+    """Upper bounds on every example's delta(epsilon) by Plancherel (Koskela et al. 2023, Lemma D.1)."""
     out = np.zeros(counts.shape[0])
     for rows, (d, _) in map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):
         out[rows] = d

@@ -1,9 +1,9 @@
-"""Per-example RDP and mu-GDP of the ledger: the RDP baseline and the fitted GDP curves (000 Fig. 1, App. D.2).
+"""Per-example RDP and mu-GDP of the ledger: the RDP baseline and the fitted GDP curves (Koskela et al. 2023, Fig. 1, App. D.2).
 
 ``IndividualAccountant`` inherits these methods. ``sampling_rate = 1``: every example is exactly
-``mu_i``-GDP, ``mu_i = sqrt(sum_t r_t^2) / sigma`` (000 Thm 11), and its RDP curve is
+``mu_i``-GDP, ``mu_i = sqrt(sum_t r_t^2) / sigma`` (Koskela et al. 2023, Thm 11), and its RDP curve is
 ``alpha mu_i^2 / 2``. ``sampling_rate < 1``: per-example RDP curves composed from the bucket curves
-(``rdp``), and the mu-GDP curve 000 App. D.2 fits to each example's certified delta(epsilon).
+(``rdp``), and the mu-GDP curve Koskela et al. 2023, App. D.2 fits to each example's certified delta(epsilon).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_fro
 
 __all__: list[str] = []
 
-_FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (000 App. D.2)
+_FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (Koskela et al. 2023, App. D.2)
 _FIT_DELTA_MIN = 1e-10  # the fit's epsilon range reaches the worst case's epsilon at this delta
 
 
@@ -27,7 +27,7 @@ class _RDPGDPMethods:
     """The RDP and mu-GDP half of ``IndividualAccountant``: ``mus``, ``rdp_curves``, ``gdp_mus``."""
 
     def mus(self) -> np.ndarray:
-        """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (000 Thm 11).
+        """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (Koskela et al. 2023, Thm 11).
 
         Returns
         -------
@@ -99,7 +99,7 @@ class _RDPGDPMethods:
                 "steps": self._steps,
                 "optimal_orders": best,
                 "num_buckets": self._B,
-                "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); 000 Lemma C.4 "
+                "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); Koskela et al. 2023, Lemma C.4 "
                 "(Canonne, Kamath, Steinke 2020 Prop. 12) conversion",
             },
         )
@@ -110,15 +110,15 @@ class _RDPGDPMethods:
     def gdp_mus(
         self, *, epsilon_max: float | None = None, points: int = _FIT_POINTS, delta_min: float = _FIT_DELTA_MIN
     ) -> Bounds:
-        """Per-example mu-GDP parameters (000 Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
+        """Per-example mu-GDP parameters (Koskela et al. 2023, Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
 
         ``sampling_rate = 1``: the exact ``sqrt(sum_t r_t^2) / sigma`` (``mus``), ``kind="bound"``.
 
-        ``sampling_rate < 1``: the subsampled Gaussian is not GDP, and 000 fits each example a mu-GDP
+        ``sampling_rate < 1``: the subsampled Gaussian is not GDP, and Koskela et al. 2023 fits each example a mu-GDP
         curve "using the bisection method" (App. D.2; Sec. 5: by the CLT the composed PLD looks
         Gaussian, "it is then easy to numerically approximate mu", Fig. 1 left). Here: the certified
         upper bounds ``d_ij`` on example i's delta at ``eps_j`` (``points`` values evenly spaced on
-        ``[0, epsilon_max]``, both directions, one Plancherel pass, 000 Lemma D.1) and the smallest
+        ``[0, epsilon_max]``, both directions, one Plancherel pass, Koskela et al. 2023, Lemma D.1) and the smallest
         ``mu_i`` (bisection, rounded up) with ``delta_GDP(eps_{j+1}; mu_i) >= d_ij`` for every j with
         ``d_ij >= t_i``, the GDP curve rounded down; ``t_i = max(delta_min, 4 min_j d_ij)`` (the
         certified curve levels off at its numerical error terms, about 1e-10 after 10^3 steps, and a
@@ -129,7 +129,7 @@ class _RDPGDPMethods:
         ``gdp_epsilon(delta, mu_i)`` is a certified upper bound on the example's epsilon for every
         ``delta >= t_i`` (``details["certified_above"]``). Below ``t_i`` nothing is checked, so
         ``kind="approximation"``: a mu that dominates for *every* epsilon need not exist (the
-        subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's use
+        subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and Koskela et al. 2023, Sec. 5's use
         of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon.
 
         Parameters
@@ -157,7 +157,7 @@ class _RDPGDPMethods:
         pts = check_count("points", points, minimum=2)
         if self._q == 1.0:
             mu = self.mus()
-            return Bounds(None, mu, mu, "mu", self._kind(), {"method": "gdp", "source": "000 Thm 11"})
+            return Bounds(None, mu, mu, "mu", self._kind(), {"method": "gdp", "source": "Koskela et al. 2023, Thm 11"})
         dmin = check_delta("delta_min", delta_min)
         counts = self._ledger()
         if epsilon_max is None:
@@ -180,7 +180,7 @@ class _RDPGDPMethods:
                 "steps": self._steps,
                 "delta_min": dmin,
                 "certified_above": above,
-                "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5",
+                "source": "Koskela et al. 2023, App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5",
             },
         )
 
@@ -229,7 +229,7 @@ class _RDPGDPMethods:
                 **d,
                 "mu": mu,
                 "certified": cert,
-                "note": "epsilon of each example's fitted mu-GDP curve (000 App. D.2); a certified upper bound "
+                "note": "epsilon of each example's fitted mu-GDP curve (Koskela et al. 2023, App. D.2); a certified upper bound "
                 "where certified is True (the fit dominates the example's delta curve there)",
             },
         )

@@ -1,9 +1,9 @@
-"""Per-example privacy ledger for DP-SGD / DP-GD (000 Sec. 3-5, App. C.2, App. D).
+"""Per-example privacy ledger for DP-SGD / DP-GD (Koskela et al. 2023, Sec. 3-5, App. C.2, App. D).
 
 At every step each example ``i`` has an unclipped gradient norm ``g_i``. Its
 contribution to the noisy clipped sum has sensitivity ``min(g_i, C)``, so the
 step is, for that example, the (Poisson-subsampled) Gaussian mechanism with
-effective noise multiplier ``sigma * C / min(g_i, C)`` (000 App. C.2, D.2).
+effective noise multiplier ``sigma * C / min(g_i, C)`` (Koskela et al. 2023, App. C.2, D.2).
 ``g_i = 0`` is no privacy loss; ``NaN`` ("not computed") is the worst case.
 Under Poisson sampling this holds whether or not the example was drawn, so a
 sparse ``record_step(norms, indices=batch)`` records the unlisted examples by
@@ -14,13 +14,13 @@ approximation and is labelled as one).
 bucket ``b = ceil(y)`` of ``B = num_buckets`` buckets (each widened by a
 relative ``1e-9`` so that float rounding cannot cross a bucket edge), i.e. the noise
 multiplier is rounded *down* to the sigma-grid ``{sigma B / b}``; the rounded
-mechanism dominates the real one (data-processing inequality, 000 Thm D.2).
+mechanism dominates the real one (data-processing inequality, Koskela et al. 2023, Thm D.2).
 Each example keeps only its bucket counts: memory ``O(N B)``, and the ledger
 never depends on the order of steps. Steps are buffered as one byte per
 example and folded into the counts by ``np.bincount`` (``_flush``). The lowest
 position ``y - (b - 1)`` of any recorded ratio within its bucket is kept too
 (lower bounds). With ``sampling_rate = 1`` the exact sum of ``r^2`` is kept as
-well (per-example GDP, 000 Thm 11).
+well (per-example GDP, Koskela et al. 2023, Thm 11).
 
 **What is computed.** ``epsilons(delta)`` gives, for each example, a certified
 interval ``[lower, upper]`` around the epsilon of the composition of its
@@ -28,21 +28,21 @@ recorded per-step mechanisms under add/remove of that example (both
 directions, the max); ``deltas(epsilon)`` a certified upper bound on delta:
 
 * ``sampling_rate = 1`` (DP-GD): the composition of Gaussian mechanisms with
-  ``mu_t = r_t / sigma`` is exactly ``sqrt(sum mu_t^2)``-GDP (000 Thm 11); the
+  ``mu_t = r_t / sigma`` is exactly ``sqrt(sum mu_t^2)``-GDP (Koskela et al. 2023, Thm 11); the
   conversion (C.2) is exact, rounded outwards. No buckets are involved.
 * ``sampling_rate < 1`` (DP-SGD): each bucket's PLD is replaced by a dominating
   discrete pair (upper end) or a dominated one at the bucket's lower ratio
   (lower end) on a lattice (``tightdp.pld.dominance``, ``_dominating``), and
   composed per example by pre-computed FFTs and one matrix product per chunk of
-  examples (000 App. D, ``_population``); every numerical error is added to
+  examples (Koskela et al. 2023, App. D, ``_population``); every numerical error is added to
   (upper) or subtracted from (lower) delta.
 
 **What is not promised.** The sequence of norms is itself chosen adaptively
 from earlier outputs. For Gaussian steps (``sampling_rate = 1``) a budget
 fixed *in advance* and enforced by the filter (``active``) is a proven
-guarantee (000 Thm 11-12, Alg. 1). A per-example epsilon read off *after* the
+guarantee (Koskela et al. 2023, Thm 11-12, Alg. 1). A per-example epsilon read off *after* the
 fact is an odometer reading, not a guarantee fixed before training. For
-DP-SGD, 000 Sec. 5 only gives an approximative filter, and the natural PLD /
+DP-SGD, Koskela et al. 2023, Sec. 5 only gives an approximative filter, and the natural PLD /
 f-DP filter is not valid under fully adaptive composition (Tran, Koskela,
 Raisa, Honkela 2026, arXiv 2602.06756; only GDP-based filters are proven); the
 per-example epsilon is then the accounting of the realised sequence, not a
@@ -92,7 +92,7 @@ _FRAC_FLOOR = 1.0 / 64  # see IndividualAccountant._note_frac
 
 
 class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
-    """Per-example privacy ledger for DP-SGD / DP-GD (000 Sec. 3-5, App. C.2, App. D).
+    """Per-example privacy ledger for DP-SGD / DP-GD (Koskela et al. 2023, Sec. 3-5, App. C.2, App. D).
 
     Records each step's per-example gradient norms (``record_step``) and answers, per example, certified
     epsilon intervals (``epsilons``), deltas (``deltas``), RDP curves and mu-GDP parameters
@@ -110,7 +110,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
     sampling_rate : float
         Poisson sampling probability q; 1 (the default) for full-batch DP-GD.
     num_buckets : int
-        B, the size of the sigma-grid (000 App. D.2), at most 10000. Each recorded sensitivity ratio is
+        B, the size of the sigma-grid (Koskela et al. 2023, App. D.2), at most 10000. Each recorded sensitivity ratio is
         rounded up by less than ``1 / B``.
     mesh : float, optional
         Lattice spacing of the PLDs (``sampling_rate < 1``); default: chosen at query time so that the
@@ -122,12 +122,12 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         example's last recorded one (an approximation, labelled as one).
     sigma_grid : {"uniform", "paper"}
         ``"uniform"`` (default): buckets uniform in the sensitivity ratio, ``b / B``, each ratio rounded
-        up by less than ``1 / B``. ``"paper"``: 000 App. D.2's grid, uniform in the noise ratio:
+        up by less than ``1 / B``. ``"paper"``: Koskela et al. 2023, App. D.2's grid, uniform in the noise ratio:
         ``sigma_i = sigma + i (sigma_max - sigma) / n`` with ``n = B - 1`` intervals (the ``B`` buckets
         are ``sigma_0 .. sigma_n``), an effective noise ``sigma C / min(g, C)`` in
         ``[sigma_i, sigma_{i+1})`` rounded down to ``sigma_i`` and one above ``sigma_max`` to
         ``sigma_max`` (eq. (D.2)); a zero norm stays exact (no privacy loss). Both grids only round the
-        noise down (000 Thm D.2), so every bound stays certified; the paper's grid is coarse near ratio 1
+        noise down (Koskela et al. 2023, Thm D.2), so every bound stays certified; the paper's grid is coarse near ratio 1
         (``sigma_1 - sigma_0`` is a ratio step of about ``(sigma_max / sigma - 1) / n``) and rounds every
         ratio below ``sigma / sigma_max`` up to it, so it is looser for the same ``B``
         (``examples/papers/p000_individual.py`` reports by how much). Sums of squares for
@@ -289,7 +289,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         """Bucket indices of ``arr`` written to ``out`` (``_bucket_index`` through reused buffers); returns
         the smallest position ``y - (b - 1)`` of the step's scaled ratios within their buckets (1 if none)."""
         n = arr.size
-        if self._edges is not None:  # paper grid (000 eq. (D.2)): smallest bucket whose ratio is >= r
+        if self._edges is not None:  # paper grid (Koskela et al. 2023, eq. (D.2)): smallest bucket whose ratio is >= r
             r = _clipped_ratio(arr, self._clip)
             np.copyto(out, np.minimum(np.searchsorted(self._edges[1:], r, side="left") + 1, self._B), casting="unsafe")
             out[arr == 0] = 0
@@ -325,7 +325,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
 
         Sparse: ``grad_norms[j]`` is the norm of example ``indices[j]`` (e.g. the examples in this
         step's Poisson batch). Under Poisson sampling every example's step is the subsampled
-        mechanism at its *own* sensitivity, whether or not it was drawn (000 App. D.2), so the
+        mechanism at its *own* sensitivity, whether or not it was drawn (Koskela et al. 2023, App. D.2), so the
         examples not listed still need a norm; the constructor's ``missing_norms`` policy gives it:
 
         * ``"worst-case"`` (default): sensitivity ``C``; every answer stays a certified bound;

@@ -1,14 +1,14 @@
 """Gaussian differential privacy for per-example accounting: conversions, fully adaptive filter and odometer.
 
-000 Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
+Koskela et al. 2023, Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
 (each chosen from the outputs so far) satisfy ``sum_m mu_m^2 <= B^2`` almost
 surely, the composition is ``B``-GDP. A ``B``-GDP mechanism is
-``(eps, delta(eps))``-DP for every ``eps`` with (000 Cor. C.2, eq. (C.2))::
+``(eps, delta(eps))``-DP for every ``eps`` with (Koskela et al. 2023, Cor. C.2, eq. (C.2))::
 
     delta(eps) = Phi(-eps/B + B/2) - e^eps Phi(-eps/B - B/2)
 
 and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
-``F_B`` of 000 eq. (4.1) / Alg. 2 (App. C.1) together with the odometer of
+``F_B`` of Koskela et al. 2023, eq. (4.1) / Alg. 2 (App. C.1) together with the odometer of
 App. C.5: it admits a step of ``mu``-GDP only when the accumulated
 ``sum mu^2`` stays within ``B^2``.
 
@@ -60,7 +60,7 @@ def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
 def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Certified ``(lower, estimate, upper)`` of the delta of ``mu``-GDP at ``epsilon``.
 
-    000 eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
+    Koskela et al. 2023, eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
     its float error pushed outwards, broadcast over both arguments.
 
     Parameters
@@ -85,7 +85,7 @@ def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def gdp_delta(*, mu, epsilon) -> np.ndarray:
-    """The delta of ``mu``-GDP at ``epsilon`` (000 eq. (C.2)): the computed value, vectorised.
+    """The delta of ``mu``-GDP at ``epsilon`` (Koskela et al. 2023, eq. (C.2)): the computed value, vectorised.
 
     Parameters
     ----------
@@ -110,7 +110,7 @@ def gdp_delta(*, mu, epsilon) -> np.ndarray:
 def gdp_mu(*, epsilon: float, delta: float) -> float:
     """The largest ``mu`` (rounded down) such that ``mu``-GDP implies ``(epsilon, delta)``-DP.
 
-    The inverse of 000 eq. (C.2) in ``mu`` (delta is increasing in ``mu``): the root of the certified
+    The inverse of Koskela et al. 2023, eq. (C.2) in ``mu`` (delta is increasing in ``mu``): the root of the certified
     upper curve ``log delta_up(epsilon; mu) = log delta`` by ``tightdp._numerics.falling_root`` (Brent's
     method, relative tolerance ``4u``), whose answer is a point where that upper curve was evaluated and
     found ``<= delta``: ``mu``-GDP then gives ``(epsilon, delta)``-DP whatever the rounding.
@@ -125,7 +125,7 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
     Returns
     -------
     float
-        The GDP budget ``B`` (000 eq. (4.1)).
+        The GDP budget ``B`` (Koskela et al. 2023, eq. (4.1)).
 
     Raises
     ------
@@ -138,7 +138,7 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
 
 
 def gdp_epsilon(*, mu: float, delta: float) -> float:
-    """The epsilon of ``mu``-GDP at ``delta`` (000 eq. (C.2)), rounded up: a certified upper bound.
+    """The epsilon of ``mu``-GDP at ``delta`` (Koskela et al. 2023, eq. (C.2)), rounded up: a certified upper bound.
 
     The upper end of ``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` (its upper curve is at most
     ``delta`` there whatever the rounding); ``mu = 0`` gives 0.
@@ -173,7 +173,7 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
 
 
 class GDPFilter:
-    """Fully adaptive GDP privacy filter with an odometer (000 Thm 11, eq. (4.1), Alg. 2, App. C.5).
+    """Fully adaptive GDP privacy filter with an odometer (Koskela et al. 2023, Thm 11, eq. (4.1), Alg. 2, App. C.5).
 
     Construct with a GDP budget ``mu=B``, or with ``epsilon`` and ``delta``, in
     which case ``B = gdp_mu(epsilon=epsilon, delta=delta)`` (the largest ``B`` whose tight
@@ -249,7 +249,7 @@ class GDPFilter:
         Returns
         -------
         bool
-            ``sum mu_m^2 + mu^2 <= B^2``, in exact rational arithmetic (000 eq. (4.1)).
+            ``sum mu_m^2 + mu^2 <= B^2``, in exact rational arithmetic (Koskela et al. 2023, eq. (4.1)).
 
         Raises
         ------
@@ -260,12 +260,12 @@ class GDPFilter:
         return self._spent_sq + Fraction(m) ** 2 <= self._budget_sq
 
     def admit(self, mu: float) -> bool:
-        """Record a step of ``mu``-GDP if it fits (000 eq. (4.1), Alg. 2); return whether it did.
+        """Record a step of ``mu``-GDP if it fits (Koskela et al. 2023, eq. (4.1), Alg. 2); return whether it did.
 
         Parameters
         ----------
         mu : float
-            The step's GDP parameter, ``>= 0``, chosen from the outputs so far (000 Thm 11).
+            The step's GDP parameter, ``>= 0``, chosen from the outputs so far (Koskela et al. 2023, Thm 11).
 
         Returns
         -------
@@ -309,7 +309,7 @@ class GDPFilter:
         return r
 
     def epsilon(self, delta: float) -> Bounds:
-        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta`` (000 eq. (C.2)).
+        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta`` (Koskela et al. 2023, eq. (C.2)).
 
         Parameters
         ----------
@@ -335,11 +335,11 @@ class GDPFilter:
             e,
             "epsilon",
             "bound",
-            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "Koskela et al. 2023, Thm 11, eq. (C.2)"},
         )
 
     def delta(self, epsilon: float) -> Bounds:
-        """Exact delta of the steps admitted so far, at ``epsilon`` (000 eq. (C.2)).
+        """Exact delta of the steps admitted so far, at ``epsilon`` (Koskela et al. 2023, eq. (C.2)).
 
         Parameters
         ----------
@@ -365,7 +365,7 @@ class GDPFilter:
             up,
             "delta",
             "bound",
-            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "Koskela et al. 2023, Thm 11, eq. (C.2)"},
         )
 
     def __repr__(self) -> str:

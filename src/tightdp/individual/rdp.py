@@ -1,12 +1,12 @@
-"""Per-example Renyi-DP accounting for DP-SGD / DP-GD: the RDP baseline of 000 Fig. 1 (right) and the
-individual RDP filter of Feldman and Zrnic (2021, Thm 4.3), which 000 Sec. 5 and App. A build on.
+"""Per-example Renyi-DP accounting for DP-SGD / DP-GD: the RDP baseline of Koskela et al. 2023, Fig. 1 (right) and the
+individual RDP filter of Feldman and Zrnic (2021, Thm 4.3), which Koskela et al. 2023, Sec. 5 and App. A build on.
 
 Each recorded step of example ``i`` is the Poisson-subsampled Gaussian mechanism with noise multiplier
-``sigma / r`` (``r = min(g, C) / C``, rounded *up* to its bucket's ratio, 000 App. D.2). Its RDP curve
+``sigma / r`` (``r = min(g, C) / C``, rounded *up* to its bucket's ratio, Koskela et al. 2023, App. D.2). Its RDP curve
 ``rho_b(alpha)`` is increasing in ``r``, so the bucket's curve bounds every step recorded into it;
 RDP composes by adding curves order by order (Mironov 2017, Prop. 1), and the per-example curve is
 ``sum_b counts[i, b] rho_b(alpha)``, a matrix product. It is converted to (epsilon, delta) by Canonne,
-Kamath, Steinke (2020) Prop. 12 (000 Lemma C.4), minimised over the order grid, with the
+Kamath, Steinke (2020) Prop. 12 (Koskela et al. 2023, Lemma C.4), minimised over the order grid, with the
 Bretagnolle-Huber shortcut for large delta -- exactly ``accountants._rdp_math.epsilon_from_rdp``,
 vectorised over examples. The curves come from ``accountants._rdp_math.poisson_gaussian_rdp`` (MTZ
 2019, exact at every order, remove direction, which bounds the add direction) or, for
@@ -91,7 +91,7 @@ def compose_rows(counts: np.ndarray, table: np.ndarray, block: int = 65536) -> n
 
 def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
     """``_rdp_math.epsilon_from_rdp`` for every row of ``rdp`` (shape ``(N, len(orders))``): the smallest
-    epsilon over the orders of CKS 2020 Prop. 12 (000 Lemma C.4), clipped at 0; 0 where
+    epsilon over the orders of CKS 2020 Prop. 12 (Koskela et al. 2023, Lemma C.4), clipped at 0; 0 where
     ``delta >= sqrt(1 - exp(-min_alpha rdp))`` (Bretagnolle-Huber); a row of zeros gives 0.
     Returns ``(epsilons, optimal orders)``."""
     a = np.asarray(orders, float)[None, :]
@@ -109,10 +109,10 @@ def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) ->
 def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> float:
     """The largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to at most ``epsilon``.
 
-    The budget of 000 Sec. 5: the filtered composition is RDP-dominated by ``N(B, 1)`` vs ``N(0, 1)``
+    The budget of Koskela et al. 2023, Sec. 5: the filtered composition is RDP-dominated by ``N(B, 1)`` vs ``N(0, 1)``
     (eq. (5.3)) and that curve, rounded up by ``_REL_MARGIN``, is converted to (epsilon, delta) by CKS
-    2020 Prop. 12 over ``orders`` (000 Lemma C.4). This is an RDP conversion, not the mu-GDP curve
-    (C.2): for the same (epsilon, delta) it gives a smaller ``B`` than ``gdp.gdp_mu`` (000 Sec. 4.1).
+    2020 Prop. 12 over ``orders`` (Koskela et al. 2023, Lemma C.4). This is an RDP conversion, not the mu-GDP curve
+    (C.2): for the same (epsilon, delta) it gives a smaller ``B`` than ``gdp.gdp_mu`` (Koskela et al. 2023, Sec. 4.1).
     Root of ``epsilon(B) = epsilon`` by ``accountants._gdp_math.largest_within`` (the search ``gdp_mu``
     uses too; relative tolerance ``1e-12``); the answer is a ``B`` whose converted epsilon was evaluated and
     found ``<= epsilon``.

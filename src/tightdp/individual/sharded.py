@@ -1,4 +1,4 @@
-"""A per-example ledger sharded by example, for data-parallel recording and cluster-wide queries (000 App. D).
+"""A per-example ledger sharded by example, for data-parallel recording and cluster-wide queries (Koskela et al. 2023, App. D).
 
 ``ShardedLedger`` splits the ``(N, B + 1)`` bucket counts of ``IndividualAccountant`` into shards of
 consecutive examples; each shard *is* an ``IndividualAccountant`` over its range (same options), so
@@ -62,7 +62,7 @@ _CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (8 chunks 
 class ShardedLedger:
     """Per-example ledger in shards of ``shard_size`` consecutive examples (see the module docstring).
 
-    Every answer is the one ``IndividualAccountant`` gives for the whole population (000 Sec. 5,
+    Every answer is the one ``IndividualAccountant`` gives for the whole population (Koskela et al. 2023, Sec. 5,
     App. D), bit for bit.
 
     Parameters
@@ -280,7 +280,7 @@ class ShardedLedger:
         return {"frac_min": fm, "approx": approx, "sumsq": sumsq}
 
     def epsilons(self, delta: float, *, lower: bool = True, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.epsilons`` for every example (000 Sec. 5, App. D).
+        """``IndividualAccountant.epsilons`` for every example (Koskela et al. 2023, Sec. 5, App. D).
 
         Parameters
         ----------
@@ -305,7 +305,7 @@ class ShardedLedger:
         return _in_example_order(view.epsilons(delta, lower=lower), perm)
 
     def deltas(self, epsilon: float, *, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.deltas`` for every example (000 Lemma D.1).
+        """``IndividualAccountant.deltas`` for every example (Koskela et al. 2023, Lemma D.1).
 
         Parameters
         ----------
