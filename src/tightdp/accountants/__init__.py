@@ -34,7 +34,25 @@ __all__ = [
 
 
 def create(name: str, **options) -> Accountant:
-    """A fresh accountant called ``name``; options it does not take (or that are None) are ignored."""
+    """A fresh accountant called ``name``; options it does not take (or that are None) are ignored.
+
+    Parameters
+    ----------
+    name : str
+        A registered accountant name (``ACCOUNTANTS``), e.g. ``"connect-dots"``, ``"prv"``, ``"rdp"``.
+    **options
+        Constructor keyword arguments; those the accountant does not take, or given as None, are dropped.
+
+    Returns
+    -------
+    Accountant
+        The new accountant, with an empty ledger.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name``, or an option value out of its domain.
+    """
     cls = ACCOUNTANTS.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"accountant must be one of {', '.join(sorted(ACCOUNTANTS))}; got {name!r}")

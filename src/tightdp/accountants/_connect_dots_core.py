@@ -115,6 +115,13 @@ class _ConnectDotsCore(PLDAccountant):
         self._ledger_changed()
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {
             "eps_error": self.eps_error,
             "rel_error": self.rel_error,

@@ -65,6 +65,25 @@ class Accountant(ABC):
         """Add ``count`` runs of ``mechanism`` (or a sequence of mechanisms / ``(mechanism, count)`` pairs).
 
         Everything is validated before the ledger changes.
+
+        Parameters
+        ----------
+        mechanism : Mechanism or iterable
+            One mechanism, or a non-empty sequence of mechanisms and ``(mechanism, count)`` pairs.
+        count : int, default 1
+            Number of runs of a single ``mechanism``, ``>= 1`` (a sequence carries its own counts).
+
+        Returns
+        -------
+        Accountant
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            A malformed entry or a count below 1.
+        UnsupportedMechanismError
+            A mechanism this accountant cannot analyse.
         """
         entries = _normalise_entries(mechanism, count)
         for mech, _ in entries:
@@ -82,7 +101,28 @@ class Accountant(ABC):
 
     # --------------------------------------------------------------- queries
     def epsilon(self, delta: float) -> Bounds:
-        """Bounds on the smallest epsilon such that the composition is (epsilon, delta)-DP."""
+        """Bounds on the smallest epsilon such that the composition is (epsilon, delta)-DP.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        Bounds
+            ``lower <= epsilon(delta) <= upper`` (certified for ``kind="bound"``), with an estimate and
+            details; the lower end only from pairs attained by neighbouring data sets.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        GridTooLargeError
+            The query needs more memory than the grid cap or the machine allows.
+        PrecisionError
+            No certified answer in double precision.
+        """
         delta = check_delta("delta", delta)
         if not self._ledger:
             return Bounds(0.0, 0.0, 0.0, "epsilon", self.kind, {"note": "nothing composed"})
@@ -92,7 +132,25 @@ class Accountant(ABC):
             raise _out_of_memory("epsilon", exc) from None
 
     def delta(self, epsilon) -> Bounds:
-        """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array."""
+        """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Finite epsilons, ``>= 0``.
+
+        Returns
+        -------
+        Bounds
+            ``(lower, estimate, upper)`` of delta at each epsilon (floats for a scalar ``epsilon``).
+
+        Raises
+        ------
+        ValueError
+            An epsilon negative, infinite, NaN or not real.
+        GridTooLargeError
+            The query needs more memory than the grid cap or the machine allows.
+        """
         eps = check_real_array("epsilon", epsilon, low=0.0)
         if np.isinf(eps).any():
             raise ValueError("epsilon must be finite")
@@ -179,6 +237,13 @@ class Accountant(ABC):
         """The constructor's keyword arguments (JSON-ready)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The accountant as JSON-ready data: its name, options and ledger.
+
+        Returns
+        -------
+        dict
+            ``{"accountant", "options", "ledger"}``; ``accountant_from_dict`` rebuilds it.
+        """
         return {
             "accountant": self.name,
             "options": self.options(),
@@ -186,14 +251,55 @@ class Accountant(ABC):
         }
 
     def to_json(self) -> str:
+        """``to_dict`` as a JSON string.
+
+        Returns
+        -------
+        str
+            The JSON text.
+        """
         return json.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Accountant:
+        """Rebuild an accountant from ``to_dict`` output (``accountant_from_dict``).
+
+        Parameters
+        ----------
+        data : dict
+            ``to_dict`` output.
+
+        Returns
+        -------
+        Accountant
+            The registered accountant it names, with its options and ledger.
+
+        Raises
+        ------
+        ValueError
+            Malformed data or an unknown accountant name.
+        """
         return accountant_from_dict(data)
 
     @classmethod
     def from_json(cls, text: str) -> Accountant:
+        """Rebuild an accountant from ``to_json`` output.
+
+        Parameters
+        ----------
+        text : str
+            ``to_json`` output.
+
+        Returns
+        -------
+        Accountant
+            The registered accountant it names, with its options and ledger.
+
+        Raises
+        ------
+        ValueError
+            Malformed JSON or data, or an unknown accountant name.
+        """
         return accountant_from_dict(json.loads(text))
 
     def __eq__(self, other: object) -> bool:
@@ -211,7 +317,23 @@ def _jsonable_end(value):
 
 
 def accountant_from_dict(data: dict[str, Any]) -> Accountant:
-    """Rebuild any registered accountant from ``Accountant.to_dict`` output."""
+    """Rebuild any registered accountant from ``Accountant.to_dict`` output.
+
+    Parameters
+    ----------
+    data : dict
+        ``{"accountant": name, "options": {...}, "ledger": [...]}``.
+
+    Returns
+    -------
+    Accountant
+        The accountant, with its options and ledger.
+
+    Raises
+    ------
+    ValueError
+        Not a dict with an ``"accountant"`` key, or an unknown accountant name.
+    """
     if not isinstance(data, dict) or "accountant" not in data:
         raise ValueError("accountant state must be a dict with an 'accountant' key")
     cls = ACCOUNTANTS.get(data["accountant"])

@@ -132,6 +132,12 @@ class ConnectDotsAccountant(_ConnectDotsCore):
     ------
     ValueError
         An accuracy or ``max_refinements`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Doroshenko et al. 2022 (connect the dots: the pessimistic pair through the privacy profile's points
+    and the optimistic merge-to-the-grid pair); Dong, Roth, Su 2022, Cor. 3.3 (the all-Gaussian closed
+    form); Gopi et al. 2021, Thm 5.5 (the PRV fallback).
     """
 
     name = "connect-dots"

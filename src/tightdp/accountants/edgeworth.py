@@ -120,9 +120,24 @@ _mechanism_moments = _mechanism_stats
 class EdgeworthAccountant(Accountant):
     """Edgeworth accountant of Wang et al. 2023: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI.
 
-    ``order`` (1-3): order of the AEA (Wang et al. 2023, Def. 4.1). ``interval``: compute the EEAI.
-    ``eeai``: ``"integrated"`` (the Lemma 4.3 bound applied to ``delta = E_P[(1 - e^(eps - S))_+]``) or
-    ``"paper"`` (Wang et al. 2023, Def. 4.2 verbatim).
+    Parameters
+    ----------
+    order : {1, 2, 3}, default 2
+        Order of the AEA, the Edgeworth expansion of the composed privacy loss (Wang et al. 2023, Def. 4.1).
+    interval : bool, default True
+        Whether to compute the EEAI (the finite-sample interval) as well as the estimate.
+    eeai : {"integrated", "paper"}, default "integrated"
+        ``"integrated"``: the Lemma 4.3 bound applied to ``delta = E_P[(1 - e^(eps - S))_+]``;
+        ``"paper"``: Wang et al. 2023, Def. 4.2 verbatim.
+
+    Raises
+    ------
+    ValueError
+        ``order``, ``interval`` or ``eeai`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Wang et al. 2023 (Edgeworth accountant): Def. 4.1 (AEA), Lemma 4.3, Def. 4.2 (EEAI), Prop. 4.5.
     """
 
     name = "edgeworth"
@@ -142,6 +157,13 @@ class EdgeworthAccountant(Accountant):
         self._state: dict[str, Any] | None = None
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"order": self.order, "interval": self.interval, "eeai": self.eeai}
 
     def _supports(self, mechanism: Mechanism) -> bool:

@@ -170,8 +170,29 @@ def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
 def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
     """The privacy loss distribution's density ``omega(s)`` (Koskela et al. 2020, Def. 4) at the points ``s``.
 
-    Gaussian: ``N(mu^2/2, mu^2)``. Gaussian mixtures (every subsampled Gaussian, Koskela et al. 2020, Sec. 6.1-6.3):
-    ``f_P(L^{-1}(s)) d L^{-1}(s)/ds``. Other losses have atoms and no density.
+    Gaussian: ``N(mu^2/2, mu^2)``. Gaussian mixtures (every subsampled Gaussian, Koskela et al. 2020,
+    Sec. 6.1-6.3): ``f_P(L^{-1}(s)) d L^{-1}(s)/ds``. Other losses have atoms and no density.
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        A Gaussian or Gaussian-mixture privacy loss.
+    s : array_like
+        Privacy-loss values.
+
+    Returns
+    -------
+    numpy.ndarray
+        The density at each ``s`` (float array of the shape of ``s``).
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        A loss without a density (atoms: Laplace, randomized response, pure DP).
+
+    References
+    ----------
+    Koskela et al. 2020, Def. 4, Sec. 6.1-6.3.
     """
     s = np.asarray(s, float)
     if isinstance(loss, GaussianLoss):
@@ -250,13 +271,28 @@ class FourierAccountant(PLDAccountant):
 
     Parameters
     ----------
-    L: truncation of the privacy-loss domain; ``None`` (default) chooses it per query from the
-        Chernoff bound of Koskela et al. 2020, Sec. 7.2 (see the module docstring). Koskela et al. 2020 uses 12 in Table 1.
-    n: number of grid points (even, at most 2^25).
-    delta_error: delta slack for the coupling failure probability and truncation
-        (default: ``1e-3 * delta`` for epsilon queries, ``1e-10`` for delta queries; certified mode).
-    discretisation: ``"certified"`` (cell masses, proven bounds) or ``"paper"`` (Koskela et al. 2020, Alg. 1's point
-        evaluation, an approximation with the error estimate err(L, n) of Koskela et al. 2020, eq. 7.4).
+    L : float, optional
+        Truncation of the privacy-loss domain, ``> 0``; ``None`` (default) chooses it per query from the
+        Chernoff bound of Koskela et al. 2020, Sec. 7.2 (see the module docstring). Koskela et al. 2020
+        uses 12 in Table 1.
+    n : int, default 1_000_000
+        Number of grid points (even, at least 16, at most 2^25).
+    delta_error : float, optional
+        Delta slack for the coupling failure probability and truncation (default: ``1e-3 * delta`` for
+        epsilon queries, ``1e-10`` for delta queries; certified mode).
+    discretisation : {"certified", "paper"}, default "certified"
+        ``"certified"`` (cell masses, proven bounds, Gopi et al. 2021, Thm 5.5) or ``"paper"`` (Koskela et
+        al. 2020, Alg. 1's point evaluation, an approximation with the error estimate err(L, n) of Koskela
+        et al. 2020, eq. 7.4).
+
+    Raises
+    ------
+    ValueError
+        An argument out of its domain, naming it.
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Alg. 1, Sec. 5.2-5.5, eq. (7.4); Gopi et al. 2021, Alg. 2, Thm 5.5.
     """
 
     name = "fourier"
@@ -285,9 +321,17 @@ class FourierAccountant(PLDAccountant):
 
     @property
     def kind(self) -> str:  # type: ignore[override]
+        """``"bound"`` for the certified discretisation, ``"approximation"`` for the paper's."""
         return "approximation" if self.discretisation == "paper" else "bound"
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"L": self.L, "n": self.n, "delta_error": self.delta_error, "discretisation": self.discretisation}
 
     def _supports(self, mechanism) -> bool:

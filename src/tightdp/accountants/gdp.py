@@ -108,13 +108,24 @@ class GDPAccountant(Accountant):
     """Gaussian differential privacy: exact for Gaussian mechanisms, CLT for subsampled ones.
 
     ``kind`` is ``"bound"`` (exact) when every ledger entry is a Gaussian without
-    subsampling, and ``"approximation"`` as soon as one entry needs the CLT.
+    subsampling, and ``"approximation"`` as soon as one entry needs the CLT. No constructor options.
+
+    References
+    ----------
+    Dong, Roth, Su 2022, Cor. 2.13, Cor. 3.3; Bu, Dong, Long, Su 2020, Thm 5; Koskela et al. 2023, Thm 11.
     """
 
     name = "gdp"
     kind = "approximation"  # the class-level label is the weakest case; answers say which applies
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {}
 
     def _supports(self, mechanism: Mechanism) -> bool:
@@ -123,7 +134,19 @@ class GDPAccountant(Accountant):
         return isinstance(mechanism, PoissonSampled) and mechanism.relation != "substitute"
 
     def mu(self) -> tuple[float, bool]:
-        """The composed ``mu`` and whether it is exact (no CLT entry in the ledger)."""
+        """The composed ``mu`` and whether it is exact (no CLT entry in the ledger).
+
+        Returns
+        -------
+        tuple of (float, bool)
+            ``mu = sqrt(sum c_i mu_i^2)`` (Dong, Roth, Su 2022, Cor. 3.3; Bu et al. 2020, Thm 5 for a
+            subsampled entry) and whether no entry needed the CLT.
+
+        Raises
+        ------
+        PrecisionError
+            The composed ``mu^2`` overflows.
+        """
         total, exact = 0.0, True
         for mech, count in self.ledger:
             if isinstance(mech, Gaussian):

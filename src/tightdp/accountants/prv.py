@@ -76,13 +76,22 @@ class PRVAccountant(PLDAccountant):
 
     Parameters
     ----------
-    eps_error:
+    eps_error : float, default 0.01
         Half-width of the epsilon interval (the coupling shift of Gopi et al. 2021, Thm 5.5);
         ``upper - lower`` is about ``2 * eps_error``.
-    delta_error:
+    delta_error : float, optional
         Total delta slack spent on the coupling failure probability, truncation
         and numerics. Default: ``1e-3 * delta`` for ``epsilon(delta)`` and
         ``1e-3`` of the answer for ``delta(eps)``.
+
+    Raises
+    ------
+    ValueError
+        ``eps_error`` or ``delta_error`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Gopi et al. 2021 (PRV accountant), Alg. 2, Lemma 5.3, Thm 5.5.
     """
 
     name = "prv"
@@ -94,6 +103,13 @@ class PRVAccountant(PLDAccountant):
         self._ledger_changed()
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"eps_error": self.eps_error, "delta_error": self.delta_error}
 
     def _supports(self, mechanism) -> bool:

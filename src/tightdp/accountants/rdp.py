@@ -34,7 +34,30 @@ __all__ = ["RDPAccountant", "rdp_curve"]
 
 def rdp_curve(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
     """An upper bound on the RDP of one run of ``mechanism`` at each order, valid for both
-    neighbouring directions of its relation. Raises ``TypeError`` for unsupported mechanisms."""
+    neighbouring directions of its relation.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Gaussian, Laplace, randomized response, or a subsampled one of them.
+    orders : array_like
+        Rényi orders ``> 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The RDP bound at each order.
+
+    Raises
+    ------
+    TypeError
+        A mechanism without an RDP bound here.
+
+    References
+    ----------
+    Mironov 2017, Table II (Gaussian, Laplace, randomized response); Mironov, Talwar, Zhang 2019
+    (subsampled Gaussian).
+    """
     return _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float)))
 
 
@@ -75,9 +98,23 @@ def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.nda
 class RDPAccountant(Accountant):
     """Rényi-DP (moments) accountant: ``upper`` is a proven bound, ``lower`` is ``None``.
 
-    ``orders``: the grid of Rényi orders (> 1). The default spans 1.001 to 1e5;
-    a ``UserWarning`` is issued when the best order is at either end of the
-    grid (the answer is still a valid bound, just possibly a loose one).
+    A ``UserWarning`` is issued when the best order is at either end of the grid (the answer is still a
+    valid bound, just possibly a loose one).
+
+    Parameters
+    ----------
+    orders : array_like, optional
+        The grid of Rényi orders, each finite and ``> 1``. The default spans 1.001 to 1e5.
+
+    Raises
+    ------
+    ValueError
+        An order that is not finite or not above 1.
+
+    References
+    ----------
+    Mironov 2017 (Rényi DP), Prop. 1 (composition), Prop. 3 (conversion); Canonne, Kamath, Steinke 2020,
+    Prop. 12 (the tighter conversion).
     """
 
     name = "rdp"
@@ -97,10 +134,18 @@ class RDPAccountant(Accountant):
         self._rdp_cache: np.ndarray | None = None
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"orders": self._orders.tolist()} if self._custom else {}
 
     @property
     def orders(self) -> np.ndarray:
+        """A copy of the Rényi orders the curves are evaluated at."""
         return self._orders.copy()
 
     def _supports(self, mechanism: Mechanism) -> bool:
@@ -110,7 +155,13 @@ class RDPAccountant(Accountant):
         self._rdp_cache = None
 
     def rdp(self) -> np.ndarray:
-        """The composed RDP curve on ``orders`` (sum over the ledger, Mironov 2017 Prop. 1)."""
+        """The composed RDP curve on ``orders`` (sum over the ledger, Mironov 2017, Prop. 1).
+
+        Returns
+        -------
+        numpy.ndarray
+            The RDP of the whole ledger at each order (an upper bound).
+        """
         if self._rdp_cache is None:
             total = np.zeros_like(self._orders)
             for mech, count in self.ledger:

@@ -419,7 +419,9 @@ class _PLDQueries:
             worst = self.worst_case_epsilon(dlt).upper
             up = np.minimum(up, worst)
             details.update(worst_case_epsilon=worst)
-            details.update(method="pld", source="Koskela et al. 2023, App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
+            details.update(
+                method="pld", source="Koskela et al. 2023, App. D (dominating bucket PLDs, FFT, Plancherel)", **info
+            )
             if lower:
                 h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
                 lo, linfo = self._eps_lower_counts(counts, dlt, h, win)

@@ -141,6 +141,12 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         An argument out of its range (the message names it), ``sigma_max`` without
         ``sigma_grid="paper"``, or a ledger above the memory cap (16 GiB or a quarter of the physical
         memory).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP): Thm 11 and eq. (C.2) (DP-GD,
+    exact mu-GDP), Lemma D.1 and Thm D.2 (per-example PLDs by Plancherel on the sigma-grid of App. D.2),
+    Lemma C.4 (RDP conversion), eq. (4.1) and Alg. 2 (filters).
     """
 
     def __init__(
@@ -234,7 +240,13 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return out
 
     def options(self) -> dict[str, Any]:
-        """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy)."""
+        """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy).
+
+        Returns
+        -------
+        dict
+            Argument name to value, JSON-ready.
+        """
         return {
             "num_examples": self._n,
             "noise_multiplier": self._sigma,

@@ -22,7 +22,7 @@ accounting needs on top of it, each rounded to the safe side:
 * ``gdp_mu``: the inverse in ``mu`` (the largest ``mu`` whose certified curve is at most ``delta`` at
   ``epsilon``), ``_gdp_math.gdp_mu_within``, validated;
 * ``gdp_epsilon_bounds_array``: certified epsilon brackets for an array of ``mu`` at once (the ledger's
-  per-example epsilons), defined in ``_gdp_math`` next to the scalar inversion and re-exported here.
+  per-example epsilons), ``_gdp_math.gdp_epsilon_bounds_array``, validated.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
 from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds, gdp_mu_within
-from ..accountants._gdp_math import gdp_epsilon_bounds_array as gdp_epsilon_bounds_array
+from ..accountants._gdp_math import gdp_epsilon_bounds_array as _epsilon_bounds_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 
@@ -80,6 +81,10 @@ def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ------
     ValueError
         A NaN, a negative ``mu``, or an argument that is not real.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
     """
     return gdp_delta_bounds_array(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
 
@@ -103,6 +108,10 @@ def gdp_delta(*, mu, epsilon) -> np.ndarray:
     ------
     ValueError
         As ``gdp_delta_bounds``.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2).
     """
     return gdp_delta_bounds(mu=mu, epsilon=epsilon)[1]
 
@@ -133,6 +142,10 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
         ``epsilon`` or ``delta`` out of range.
     PrecisionError
         No ``mu <= 1e6`` reaches ``delta`` (cannot happen for ``delta < 1``).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2), eq. (4.1) (the budget ``B``).
     """
     return gdp_mu_within(check_epsilon("epsilon", epsilon), check_delta("delta", delta))
 
@@ -161,6 +174,10 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
         ``mu`` or ``delta`` out of range.
     PrecisionError
         No double epsilon reaches ``delta`` (``mu`` above about 1e150).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
     """
     m = check_nonnegative("mu", mu)
     dlt = check_delta("delta", delta)
@@ -170,6 +187,41 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
     if math.isinf(hi):
         raise PrecisionError(f"gdp_epsilon: no finite epsilon reaches delta={dlt!r} for mu={m!r}")
     return hi
+
+
+def gdp_epsilon_bounds_array(
+    mu: ArrayLike, delta: float, *, lower: bool = True
+) -> tuple[FloatArray | None, FloatArray]:
+    """Certified ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta``, for an array of ``mu``.
+
+    Bisection on every element at once on the certified curve of Koskela et al. 2023, eq. (C.2)
+    (``accountants._gdp_math.gdp_epsilon_bounds_array``): ``upper`` is rounded up (its upper delta is at
+    most ``delta``), ``lower`` rounded down (0, or its lower delta is above ``delta``).
+
+    Parameters
+    ----------
+    mu : array_like
+        GDP parameters, ``>= 0`` (``inf`` allowed).
+    delta : float
+        Target delta in ``(0, 1)``.
+    lower : bool, default True
+        Whether to compute the lower ends (a second bisection); ``False``: ``lower`` is None.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(lower, upper)`` of the shape of ``mu``, 0 where ``mu = 0``.
+
+    Raises
+    ------
+    ValueError
+        A ``mu`` negative, NaN or not real, or ``delta`` out of range.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual GDP accounting), Thm 11, eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
+    """
+    return _epsilon_bounds_array(_reals("mu", mu, low=0.0), check_delta("delta", delta), lower=bool(lower))
 
 
 class GDPFilter:
@@ -205,6 +257,10 @@ class GDPFilter:
     ------
     ValueError
         Both or neither kinds of budget, an argument out of range, or a budget that allows no step.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), Thm 11, eq. (4.1), Alg. 2, App. C.1, C.5.
     """
 
     def __init__(self, *, epsilon: float | None = None, delta: float | None = None, mu: float | None = None) -> None:
@@ -287,7 +343,13 @@ class GDPFilter:
         return True
 
     def remaining_mu(self) -> float:
-        """The largest ``mu`` (rounded down) that still fits."""
+        """The largest ``mu`` (rounded down) that still fits.
+
+        Returns
+        -------
+        float
+            ``sqrt(B^2 - sum mu_m^2)``, rounded down so that a step of it is admitted.
+        """
         rem = self._budget_sq - self._spent_sq
         r = math.sqrt(float(rem))
         while r > 0 and Fraction(r) ** 2 > rem:

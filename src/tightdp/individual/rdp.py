@@ -28,6 +28,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._validation import check_delta, check_positive, check_real
 from ..accountants._gdp_math import largest_within
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 
@@ -71,7 +72,37 @@ def bucket_rdp_table(
 ) -> np.ndarray:
     """``(len(ratios), len(orders))`` table: row ``b`` is the RDP curve (upper bound) of one step of the
     Poisson-subsampled Gaussian with sensitivity ratio ``ratios[b]`` (noise multiplier
-    ``sigma / ratios[b]``); ratio 0 gives the zero curve. ``used``: rows to fill (others stay 0)."""
+    ``sigma / ratios[b]``); ratio 0 gives the zero curve.
+
+    Parameters
+    ----------
+    sigma : float
+        Noise multiplier of a full-sensitivity step, ``> 0``.
+    q : float
+        Poisson sampling rate in ``(0, 1]``.
+    ratios : array_like
+        Sensitivity ratios of the buckets, in ``[0, 1]``.
+    orders : numpy.ndarray
+        Rényi orders ``> 1``.
+    used : numpy.ndarray, optional
+        Boolean mask of the rows to fill (the others stay 0); default all.
+
+    Returns
+    -------
+    numpy.ndarray
+        The table, float64 of shape ``(len(ratios), len(orders))``.
+
+    Raises
+    ------
+    ValueError
+        ``sigma`` not positive or ``q`` outside ``(0, 1]``.
+
+    References
+    ----------
+    Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); Koskela et al. 2023, Sec. 5.
+    """
+    check_positive("sigma", sigma)
+    check_real("q", q, low=0.0, low_open=True, high=1.0, high_open=False)
     ratios = np.asarray(ratios, float)
     table = np.zeros((ratios.size, orders.size))
     rows = range(ratios.size) if used is None else np.nonzero(used)[0]
@@ -93,7 +124,31 @@ def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) ->
     """``_rdp_math.epsilon_from_rdp`` for every row of ``rdp`` (shape ``(N, len(orders))``): the smallest
     epsilon over the orders of CKS 2020 Prop. 12 (Koskela et al. 2023, Lemma C.4), clipped at 0; 0 where
     ``delta >= sqrt(1 - exp(-min_alpha rdp))`` (Bretagnolle-Huber); a row of zeros gives 0.
-    Returns ``(epsilons, optimal orders)``."""
+
+    Parameters
+    ----------
+    orders : array_like
+        Rényi orders ``> 1``.
+    rdp : array_like
+        RDP curves, shape ``(N, len(orders))`` (upper bounds).
+    delta : float
+        Target delta in ``(0, 1)``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(epsilons, optimal orders)``, each of length N; the epsilons are certified upper bounds.
+
+    Raises
+    ------
+    ValueError
+        ``delta`` out of range.
+
+    References
+    ----------
+    Mironov 2017, Prop. 3; Canonne, Kamath, Steinke 2020, Prop. 12; Koskela et al. 2023, Lemma C.4.
+    """
+    delta = check_delta("delta", delta)
     a = np.asarray(orders, float)[None, :]
     r = np.asarray(rdp, float)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
@@ -152,5 +207,29 @@ def rdp_filter_active(spent: np.ndarray, next_step: np.ndarray, budget: np.ndarr
     """Individual RDP filter (Feldman and Zrnic 2021, Alg. 3 / Thm 4.3, with the budget curve ``budget``
     fixed in advance at every order): example ``i`` takes the next step iff
     ``spent[i] + next_step[i] <= budget`` at *every* order (each order's filter is valid on its own,
-    so the conjunction is valid at all orders at once)."""
+    so the conjunction is valid at all orders at once).
+
+    Parameters
+    ----------
+    spent : numpy.ndarray
+        Each example's composed RDP so far, shape ``(N, len(orders))``.
+    next_step : numpy.ndarray
+        Each example's RDP of the next step, same shape.
+    budget : numpy.ndarray
+        The budget curve, length ``len(orders)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        Boolean, length N: whether each example may take the next step.
+
+    Raises
+    ------
+    ValueError
+        Shapes that do not broadcast.
+
+    References
+    ----------
+    Feldman and Zrnic 2021, Alg. 3, Thm 4.3; Koskela et al. 2023, Sec. 5.
+    """
     return np.all(spent + next_step <= budget[None, :], axis=1)

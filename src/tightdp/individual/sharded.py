@@ -79,6 +79,10 @@ class ShardedLedger:
     ------
     ValueError
         As ``IndividualAccountant``, or a ``shard_size`` that is not a positive count.
+
+    References
+    ----------
+    Koskela et al. 2023, Lemma D.1, Thm D.2 (the per-example answers, as ``IndividualAccountant``).
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class ShardedLedger:
     # ------------------------------------------------------------ properties
     @property
     def num_examples(self) -> int:
+        """N, the number of examples over all shards."""
         return self._n
 
     @property
@@ -119,18 +124,42 @@ class ShardedLedger:
 
     @property
     def steps(self) -> int:
+        """Number of recorded steps (every shard records every step)."""
         if self._shards[0] is None:
             return int(self._meta["steps"])
         return self._shards[0].steps
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready).
+
+        Returns
+        -------
+        dict
+            Argument name to value; ``ShardedLedger(**options())`` is an empty ledger with the same settings.
+        """
         first = self._shard(0).options() if self._shards[0] is not None else dict(self._meta["shard_options"])
         first.pop("num_examples")
         return {"num_examples": self._n, "shard_size": self._ranges[0][1] - self._ranges[0][0], **first}
 
     def shard(self, k: int) -> IndividualAccountant:
         """The live ``IndividualAccountant`` of shard ``k`` (examples ``shard_ranges[k]``), e.g. for a
-        data-parallel rank that records its own examples (``record_step`` with shard-local indices)."""
+        data-parallel rank that records its own examples (``record_step`` with shard-local indices).
+
+        Parameters
+        ----------
+        k : int
+            Shard index in ``[0, len(shard_ranges))``.
+
+        Returns
+        -------
+        IndividualAccountant
+            The shard's accountant (loaded from disk first if the ledger is lazy).
+
+        Raises
+        ------
+        ValueError
+            ``k`` not a shard index.
+        """
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k < len(self._ranges):
             raise ValueError(f"k must be a shard index in [0, {len(self._ranges)}), got {k!r}")
         return self._shard(int(k))
@@ -147,6 +176,18 @@ class ShardedLedger:
         Dense: ``grad_norms`` has one norm per example. Sparse: norms of the examples ``indices``
         (global indices); every shard records the step, the examples it does not list under the
         ``missing_norms`` policy. All input is validated before any shard records anything.
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Per-example gradient norms, finite and ``>= 0``: N of them, or one per entry of ``indices``.
+        indices : array_like of int, optional
+            Global indices of the examples ``grad_norms`` belong to (sparse step); default all, in order.
+
+        Raises
+        ------
+        ValueError
+            A norm negative, NaN or infinite, a shape mismatch, or an index out of range or repeated.
         """
         if indices is None:
             arr = check_norms(grad_norms, (self._n,))
@@ -166,7 +207,18 @@ class ShardedLedger:
             self._shard(k).record_step(arr[a:b], indices=idx[a:b] - s)
 
     def record_steps(self, grad_norms) -> None:
-        """Several dense steps, shape ``(steps, num_examples)``, routed to the shards."""
+        """Several dense steps, shape ``(steps, num_examples)``, routed to the shards.
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Per-example gradient norms of each step, shape ``(steps, num_examples)``, finite and ``>= 0``.
+
+        Raises
+        ------
+        ValueError
+            Not 2-D, the wrong number of examples, or a norm negative, NaN or infinite.
+        """
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
@@ -177,7 +229,23 @@ class ShardedLedger:
     # ---------------------------------------------------------------- queries
     def counts(self, *, use_dask: bool = False):
         """The ``(N, B + 1)`` bucket counts: a numpy array, or a dask array chunked by shard (read from
-        the shard files of a lazily loaded ledger without bringing them into this process)."""
+        the shard files of a lazily loaded ledger without bringing them into this process).
+
+        Parameters
+        ----------
+        use_dask : bool, default False
+            Return a dask array instead of a numpy one.
+
+        Returns
+        -------
+        numpy.ndarray or dask.array.Array
+            int32 counts, one row per example in example order.
+
+        Raises
+        ------
+        ImportError
+            ``use_dask=True`` without dask installed.
+        """
         if not use_dask:
             return np.concatenate([self._shard(k).bucket_counts for k in range(len(self._ranges))])
         import dask
@@ -259,7 +327,13 @@ class ShardedLedger:
 
     def persist(self) -> ShardedLedger:
         """Bring the sorted copy of the ledger into the dask workers' memory now (otherwise the first
-        ``use_dask`` query does it); returns the ledger."""
+        ``use_dask`` query does it).
+
+        Returns
+        -------
+        ShardedLedger
+            ``self``.
+        """
         if self.options()["sampling_rate"] < 1.0:
             self._cluster_copy()
         return self
@@ -339,11 +413,22 @@ class ShardedLedger:
         -------
         Bounds
             A certified upper bound on every example's epsilon.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
         """
         return self._view(self._n > _DEFAULT_SHARD)[0].worst_case_epsilon(delta)
 
     def to_accountant(self) -> IndividualAccountant:
-        """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy)."""
+        """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy).
+
+        Returns
+        -------
+        IndividualAccountant
+            The whole population's accountant; its answers equal this ledger's.
+        """
         opts = self.options()
         opts.pop("shard_size")
         acc = IndividualAccountant(**opts)
@@ -362,7 +447,18 @@ class ShardedLedger:
 
     # ---------------------------------------------------------- persistence
     def save(self, directory) -> None:
-        """Write every shard (atomically, new generation) and then the manifest (atomically, last)."""
+        """Write every shard (atomically, new generation) and then the manifest (atomically, last).
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The ledger's directory (created if missing); files of older generations are removed.
+
+        Raises
+        ------
+        OSError
+            The directory or a file cannot be written (the previous generation stays readable).
+        """
         d = os.fspath(directory)
         os.makedirs(d, exist_ok=True)
         old = _read_manifest(d) if os.path.exists(os.path.join(d, _MANIFEST)) else None
@@ -377,13 +473,52 @@ class ShardedLedger:
         self._generation = gen
 
     def save_shard(self, directory, k: int, *, generation: int) -> str:
-        """Write shard ``k`` atomically as ``shard-KKKKK-gGEN.npz``; returns the file name."""
+        """Write shard ``k`` atomically as ``shard-KKKKK-gGEN.npz``.
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The ledger's directory.
+        k : int
+            Shard index.
+        generation : int
+            The generation the file belongs to (``write_manifest`` names it).
+
+        Returns
+        -------
+        str
+            The file name (within ``directory``).
+
+        Raises
+        ------
+        ValueError
+            ``k`` not a shard index.
+        OSError
+            The file cannot be written.
+        """
         name = f"shard-{int(k):05d}-g{int(generation)}.npz"
         self._shard(int(k)).save(os.path.join(os.fspath(directory), name))
         return name
 
     def write_manifest(self, directory, files: list[str], *, generation: int) -> None:
-        """Write the manifest naming ``files`` (one per shard), atomically; call after every shard is saved."""
+        """Write the manifest naming ``files`` (one per shard), atomically; call after every shard is saved.
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The ledger's directory.
+        files : list of str
+            The shard file names, one per shard, in shard order.
+        generation : int
+            The generation of those files.
+
+        Raises
+        ------
+        ValueError
+            Not one file per shard.
+        OSError
+            The manifest cannot be written.
+        """
         d = os.fspath(directory)
         if len(files) != len(self._ranges):
             raise ValueError(f"files must name one file per shard ({len(self._ranges)}), got {len(files)}")
@@ -395,7 +530,29 @@ class ShardedLedger:
         ``IndividualAccountant`` over consecutive examples written with its ``save`` (atomic) into
         ``directory`` -- so that no process ever holds the whole ledger. ``files``: their names, in the
         examples' order. Checks that they share options and steps, writes the manifest (atomically, last,
-        as ``save`` does) and returns the ledger loaded lazily (``load(directory, lazy=True)``)."""
+        as ``save`` does) and returns the ledger loaded lazily (``load(directory, lazy=True)``).
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The directory holding the shard files.
+        files : list of str or os.PathLike
+            The shard files (names within ``directory``), in the examples' order.
+        generation : int, default 1
+            The generation written into the manifest, ``>= 1``.
+
+        Returns
+        -------
+        ShardedLedger
+            The ledger, loaded lazily.
+
+        Raises
+        ------
+        ValueError
+            No files, a shard whose options or steps differ from the first's, or a bad ``generation``.
+        OSError
+            A file cannot be read or the manifest written.
+        """
         d = os.fspath(directory)
         gen = check_count("generation", generation)
         names = [os.path.basename(os.fspath(f)) for f in files]
@@ -421,7 +578,28 @@ class ShardedLedger:
     @classmethod
     def load(cls, directory, *, lazy: bool = False) -> ShardedLedger:
         """Read a ledger written by ``save``. ``lazy=True`` keeps the shards on disk (queries with
-        ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched)."""
+        ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched).
+
+        Parameters
+        ----------
+        directory : str or os.PathLike
+            The ledger's directory (``save``).
+        lazy : bool, default False
+            Keep the shards on disk until they are needed.
+
+        Returns
+        -------
+        ShardedLedger
+            The ledger.
+
+        Raises
+        ------
+        ValueError
+            A manifest whose shards do not tile the examples, a missing shard file, or a shard that does
+            not match the manifest.
+        OSError
+            The manifest or a shard cannot be read.
+        """
         d = os.fspath(directory)
         man = _read_manifest(d)
         shards = man["shards"]
