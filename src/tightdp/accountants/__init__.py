@@ -5,6 +5,7 @@ CLI's ``--accountant``), passing only the options that accountant takes.
 """
 
 import inspect
+from typing import Any
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
 from .connect_dots import ConnectDotsAccountant
@@ -33,7 +34,7 @@ __all__ = [
 ]
 
 
-def create(name: str, **options) -> Accountant:
+def create(name: str, **options: Any) -> Accountant:
     """A fresh accountant called ``name``; options it does not take (or that are None) are ignored.
 
     Parameters

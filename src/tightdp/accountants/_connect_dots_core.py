@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._accuracy import resolve_accuracy
+from .._types import FloatArray
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
 from ..errors import PrecisionError
@@ -23,7 +24,7 @@ from ..mechanisms import Gaussian
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.dominance import dominated, dominating, loss_excess_kurtosis, loss_spread, own_pairs, supports_dominance
 from ._gdp_math import gaussian_ledger_mu, gdp_epsilon_bounds
-from ._pld import PLDAccountant
+from ._pld import Directions, PLDAccountant, Terms
 
 __all__: list[str] = []
 
@@ -56,7 +57,7 @@ def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[flo
     return (_TAIL_BELOW * tail, tail), tau, (delta if tilted else None)
 
 
-def _compose_atoms_first(terms):
+def _compose_atoms_first(terms: Terms) -> Terms:
     """``terms`` with every repeated atoms-only loss (pure/approximate DP, randomized response) composed
     exactly first (``pld.atoms.SelfComposedAtoms``: one term, placed on the grid once) when the atoms of
     the ledger lie on no common lattice, so that no grid holds them all; else ``terms`` unchanged (the
@@ -71,13 +72,13 @@ def _compose_atoms_first(terms):
     ]
 
 
-def _delta_at_zero(d) -> float:
+def _delta_at_zero(d: Any) -> float:
     """``delta(0) = E_P[(1 - e^(-L))_+]`` of one discretised pair (its total variation distance)."""
     loss = d.grid + d.shift
-    return float(np.dot(d.pmf, -np.expm1(-np.maximum(loss, 0.0)))) + d.infinity_mass
+    return cast("float", float(np.dot(d.pmf, -np.expm1(-np.maximum(loss, 0.0)))) + d.infinity_mass)
 
 
-def _excess_kurtosis(directions) -> float:
+def _excess_kurtosis(directions: Directions) -> float:
     """Excess kurtosis of the composed privacy loss under P in the first direction (``loss_excess_kurtosis``:
     fourth cumulants add over the steps, as variances do)."""
     var = [(loss, c, max(loss_spread(loss), 1e-12) ** 2) for loss, c in directions[0]]
@@ -85,7 +86,7 @@ def _excess_kurtosis(directions) -> float:
     return sum(c * loss_excess_kurtosis(loss) * s2 * s2 for loss, c, s2 in var) / (v * v)
 
 
-def _loss_variance(directions) -> float:
+def _loss_variance(directions: Directions) -> float:
     """Variance of the composed privacy loss under P in the first direction (the steps' spreads,
     ``loss_spread``): the near-Gaussian model behind the first mesh and the first delta slack."""
     return sum(c * max(loss_spread(loss), 1e-12) ** 2 for loss, c in directions[0])
@@ -129,7 +130,7 @@ class _ConnectDotsCore(PLDAccountant):
             "max_refinements": self.max_refinements,
         }
 
-    def _targets(self, eps: np.ndarray) -> np.ndarray:
+    def _targets(self, eps: FloatArray) -> FloatArray:
         """``_target`` for an array of epsilons."""
         if self.rel_error is None:
             return np.full(np.shape(eps), 2.0 * self.eps_error)
@@ -153,7 +154,7 @@ class _ConnectDotsCore(PLDAccountant):
                 return type(mech).__name__
         return None
 
-    def _directions(self):
+    def _directions(self) -> Directions:
         """Per direction, the distinct losses with their counts, the Gaussian ones folded into one
         Gaussian step of ``mu = sqrt(sum c mu_i^2)`` (exact) while that ``mu`` stays moderate."""
         out = []
@@ -201,7 +202,7 @@ class _ConnectDotsCore(PLDAccountant):
         details["seconds"] = time.perf_counter() - t0
         return Bounds(lo, est, hi, "epsilon", "bound", details)
 
-    def _model_mesh(self, directions, z: float, half_width: float | None = None) -> float:
+    def _model_mesh(self, directions: Directions, z: float, half_width: float | None = None) -> float:
         """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
 
         Splitting a loss between two grid points (and merging, for the lower
@@ -231,7 +232,7 @@ class _ConnectDotsCore(PLDAccountant):
         f = min(3.0, 1.0 + max(_excess_kurtosis(directions), 0.0))
         return self._snap(float(min(max(f * h, 1e-7), 0.05, min(f, 2.0) * err)), directions)
 
-    def _mesh_the_merge_holds(self, directions, h: float, tail) -> float:
+    def _mesh_the_merge_holds(self, directions: Directions, h: float, tail: tuple[float, float]) -> float:
         """The first mesh, halved (up to four times) while the first direction's merge-to-the-grid pair loses
         the step's tail: its delta at 0 below half the connect-the-dots pair's.
 
@@ -260,7 +261,7 @@ class _ConnectDotsCore(PLDAccountant):
             h = self._snap(0.5 * h, directions)
         return h
 
-    def _slack_share(self, directions, z: float) -> float:
+    def _slack_share(self, directions: Directions, z: float) -> float:
         """The first pass's delta slack as a share of delta: 1e-3, or less where that would move epsilon by
         more than a tenth of the target. For a near-Gaussian composition of loss variance ``v``, ``log delta``
         falls by about ``z / sqrt(v)`` per unit of epsilon, so a slack ``s delta`` moves epsilon by about
@@ -272,7 +273,7 @@ class _ConnectDotsCore(PLDAccountant):
         return min(1e-3, max(1e-9, allowed * z / sd))
 
     @staticmethod
-    def _snap(h: float, directions) -> float:
+    def _snap(h: float, directions: Directions) -> float:
         """The largest mesh ``<= h`` that divides the distances between every loss's atoms
         (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
         Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh
@@ -294,7 +295,7 @@ class _ConnectDotsCore(PLDAccountant):
         g = lattice[0]
         return g if atoms_only else g / max(1, math.ceil(g / h - 1e-9))
 
-    def _fallback(self, delta: float, reason: str, *, epsilons: np.ndarray | None = None) -> Bounds:
+    def _fallback(self, delta: float, reason: str, *, epsilons: FloatArray | None = None) -> Bounds:
         """The coupling-based PRV accountant, for what the dominance grids cannot resolve
         (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given). Ledgers with losses that
         bring their own pairs (random allocation, truncated Poisson) have no coupling to fall back on."""

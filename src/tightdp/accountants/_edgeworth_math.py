@@ -31,11 +31,14 @@ The per-step PLLR moments these start from are in ``_pllr_moments`` (re-exported
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from scipy import special
 
+from .._types import FloatArray
 from ._pllr_moments import LAMBDAS as LAMBDAS
 from ._pllr_moments import Moments as Moments
 from ._pllr_moments import _is_swap as _is_swap
@@ -90,12 +93,12 @@ class SumStats:
         )
 
 
-def _hermite(z: np.ndarray, k: int) -> np.ndarray:
+def _hermite(z: FloatArray, k: int) -> FloatArray:
     """Probabilists' Hermite polynomial He_k."""
-    return special.eval_hermitenorm(k, z)
+    return cast("FloatArray", special.eval_hermitenorm(k, z))
 
 
-def edgeworth_correction(z: np.ndarray, gam: tuple[float, float, float], order: int) -> np.ndarray:
+def edgeworth_correction(z: FloatArray, gam: tuple[float, float, float], order: int) -> FloatArray:
     """``P(S <= z) ~ Phi(z) - phi(z) * correction``; ``gam = (g3, g4, g5)`` standardized cumulants."""
     g3, g4, g5 = gam
     c = np.zeros_like(z)
@@ -108,7 +111,7 @@ def edgeworth_correction(z: np.ndarray, gam: tuple[float, float, float], order: 
     return c
 
 
-def edgeworth_sf(stats: SumStats, x: np.ndarray, order: int, *, log_scale: float = 0.0) -> np.ndarray:
+def edgeworth_sf(stats: SumStats, x: FloatArray, order: int, *, log_scale: float = 0.0) -> FloatArray:
     """``exp(log_scale) * (1 - G_{order}(x))`` for the sum described by ``stats`` (may leave [0, 1]).
 
     ``log_scale`` lets the caller multiply by ``e^eps`` without overflow in the far tail.
@@ -121,7 +124,7 @@ def edgeworth_sf(stats: SumStats, x: np.ndarray, order: int, *, log_scale: float
     log_pdf = -0.5 * z * z - math.log(_SQRT2PI) + log_scale
     corr = edgeworth_correction(z, gam, order)
     with np.errstate(over="ignore", invalid="ignore"):
-        return np.exp(log_sf) + np.exp(log_pdf) * corr
+        return cast("FloatArray", np.exp(log_sf) + np.exp(log_pdf) * corr)
 
 
 # --------------------------------------------- Derumigny-Girard-Guyonvarch bound
@@ -170,7 +173,7 @@ def _dgg_bound(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float
         + lam * (_upper_gamma(1.5, low_end) - _upper_gamma(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
         + _PSI * K3 * curly / (6 * math.pi * math.sqrt(n))
     )
-    return main + skew + r1
+    return cast("float", main + skew + r1)
 
 
 def edgeworth_uniform_bound(stats: SumStats) -> float:
@@ -213,9 +216,9 @@ def standardized(stats: SumStats) -> tuple[float, float, float, float, float]:
 _T1STAR = 0.6359658
 
 
-def _e1(z: np.ndarray | float) -> np.ndarray | float:
+def _e1(z: FloatArray | float) -> FloatArray | float:
     """``Gamma(0, x) = E_1(x)`` (upper incomplete gamma with ``a = 0``)."""
-    return special.exp1(z)
+    return cast("FloatArray | float", special.exp1(z))
 
 
 def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, kappa: float | None) -> float:
@@ -260,7 +263,7 @@ def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, 
             + lam * (ug(1.5, low) - ug(1.5, 2 * math.sqrt(n) / K3t)) / math.sqrt(n)
             + _PSI * 2**2.5 * K3 / (3 * math.pi * math.sqrt(n)) * (ug(1.5, low * low / 8) - ug(1.5, n / (2 * K3t**2)))
         )
-        return main + skew + r1
+        return cast("float", main + skew + r1)
     # Thm A.5
     main = 0.327 * K4 * (1 / 12 + 1 / (4 * d13)) / n
     skew = 0.037 * e3 * lam3**2 / n
@@ -294,7 +297,7 @@ def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, 
     a_n = min(2 * _T1STAR * math.pi * math.sqrt(n) / K3t, 16 * math.pi**3 * n * n / K3t**4)
     b_n = 16 * math.pi**4 * n * n / K3t**4
     smooth = _PSI / math.pi * kappa**n * math.log(max(b_n / a_n, 1.0))
-    return main + skew + r2 + smooth
+    return cast("float", main + skew + r2 + smooth)
 
 
 def kappa_window(stats: SumStats) -> tuple[float, float]:
@@ -332,17 +335,17 @@ def edgeworth_iid_bounds(stats: SumStats, kappa: float | None = None) -> dict[st
 
 
 # ------------------------------------------------------------------ tails
-def hoeffding_tail(mean_sum: float, range_sq_sum: float, x: np.ndarray) -> np.ndarray:
+def hoeffding_tail(mean_sum: float, range_sq_sum: float, x: FloatArray) -> FloatArray:
     """``P(S > x) <= exp(-2 (x - E S)^2 / sum_i (b_i - a_i)^2)`` for ``x > E S`` (Hoeffding; Wang et al. 2023, Prop. 4.5,
     where ``x - E S = eps + m eta`` and ``tau`` is the range of one PLLR); ``1`` below the mean."""
     x = np.asarray(x, float)
     t = np.maximum(x - mean_sum, 0.0)
     if range_sq_sum <= 0:
         return np.where(t > 0, 0.0, 1.0)
-    return np.exp(-2.0 * t * t / range_sq_sum)
+    return cast("FloatArray", np.exp(-2.0 * t * t / range_sq_sum))
 
 
-def thm1_tail(p: float, mu: float, m: int, eps: np.ndarray, eta: float, a_grid: np.ndarray | None = None) -> np.ndarray:
+def thm1_tail(p: float, mu: float, m: int, eps: FloatArray, eta: float, a_grid: FloatArray | None = None) -> FloatArray:
     """Wang et al. 2023, Thm 1 as printed: ``P(sum X_i >= eps) <= 2 exp(-(eps + m eta)^2 / (8 m tau^2))`` for the PLLRs
     ``X_i = log(1 - p + p e^(mu xi - mu^2/2))`` of the Poisson-subsampled Gaussian, with
     ``tau^2 = max{(log(1 - p + p e^(mu a - mu^2/2)) + mu (a+ - a) - log(1 - p))^2 / 4, mu^2,
@@ -361,11 +364,11 @@ def thm1_tail(p: float, mu: float, m: int, eps: np.ndarray, eta: float, a_grid: 
     t3 = (ap - a_grid) ** 2 * mu * mu / (2 * np.abs(np.log(special.ndtr(ap) - special.ndtr(a_grid))))
     tau2 = float(np.min(np.maximum(np.maximum(t1, mu * mu), t3)))
     t = np.maximum(eps + m * eta, 0.0)
-    return np.minimum(2 * np.exp(-t * t / (8 * m * tau2)), 1.0)
+    return cast("FloatArray", np.minimum(2 * np.exp(-t * t / (8 * m * tau2)), 1.0))
 
 
 # ------------------------------------------------------ delta from P only (certified Riemann sums)
-def riemann_offsets(scale: float) -> np.ndarray:
+def riemann_offsets(scale: float) -> FloatArray:
     """Offsets ``x - eps >= 0`` of the Riemann grid: steps of ``min(0.005, scale / 40)`` to 12 (at most 6000),
     then geometric to 60 (beyond, ``e^(-60)`` times the tail bound is added as a remainder). The two sums differ
     by at most ``(1 - e^(-step)) P(S > eps)``."""
@@ -373,7 +376,12 @@ def riemann_offsets(scale: float) -> np.ndarray:
     return np.concatenate([np.arange(0.0, 12.0, step), np.geomspace(12.0, 60.0, 60)])
 
 
-def integrated_delta_bounds(eps: np.ndarray, offsets: np.ndarray, sf_upper, sf_lower) -> tuple[np.ndarray, np.ndarray]:
+def integrated_delta_bounds(
+    eps: FloatArray,
+    offsets: FloatArray,
+    sf_upper: Callable[[FloatArray], FloatArray],
+    sf_lower: Callable[[FloatArray], FloatArray],
+) -> tuple[FloatArray, FloatArray]:
     """Bounds on ``delta(eps) = int_eps^inf e^(eps - x) P_P(S > x) dx`` (``S`` the composed loss under ``P``).
 
     ``sf_upper(x)`` / ``sf_lower(x)`` are pointwise upper / lower bounds on ``P_P(S > x)`` (arrays of any

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
 from ..losses import PrivacyLoss
@@ -17,6 +19,11 @@ from ..mechanisms import Mechanism
 from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
 from .base import Accountant
+
+#: distinct privacy losses (or composed stand-ins for them) with their counts, one direction of a ledger
+Terms = list[tuple[Any, int]]
+#: the terms of each neighbouring direction (remove, then add when it differs)
+Directions = list[Terms]
 
 
 class PLDAccountant(Accountant):
@@ -44,7 +51,7 @@ class PLDAccountant(Accountant):
             out.append(list(add.items()))
         return out
 
-    def _curve_kinks(self, high: float, limit: int) -> np.ndarray | None:
+    def _curve_kinks(self, high: float, limit: int) -> FloatArray | None:
         """The epsilons in ``[0, high]`` where the privacy curve can have a kink, when the ledger is of
         atoms on one lattice (pure/approximate DP, randomized response): the composed loss's values, in
         every direction (``pld.atoms.composed_atom_values``); ``None`` otherwise or beyond ``limit``.
@@ -67,7 +74,7 @@ class PLDAccountant(Accountant):
         ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
         (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
         """
-        return self._memo(("support",), self._support_ceiling_uncached)
+        return cast("tuple[float, float]", self._memo(("support",), self._support_ceiling_uncached))
 
     def _support_ceiling_uncached(self) -> tuple[float, float]:
         top, p_inf = -math.inf, 0.0
@@ -116,13 +123,13 @@ class PLDAccountant(Accountant):
                     f"interval was vacuous: {out.details.get('note', 'no reason given')}"
                 )
             return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
-        return out
+        return cast("Bounds", out)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         top, p_inf = self._support_ceiling()
         beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
         if not beyond.any():
-            return self._delta_numeric(epsilons)
+            return cast("Bounds", self._delta_numeric(epsilons))
         lower = np.full(epsilons.shape, p_inf * (1.0 - 1e-12))
         upper = np.full(epsilons.shape, min(1.0, p_inf * (1.0 + 1e-12)))
         est = np.full(epsilons.shape, p_inf)
@@ -139,10 +146,10 @@ class PLDAccountant(Accountant):
         """The accountant's own certified ``epsilon(delta)`` (the support cap above is applied to it)."""
 
     @abstractmethod
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         """The accountant's own certified ``delta(eps)`` for ``eps`` below the loss support."""
 
-    def _memo(self, key, fn):
+    def _memo(self, key: Hashable, fn: Callable[[], Any]) -> Any:
         cache = getattr(self, "_cache", None)
         if cache is None:
             self._ledger_changed()
@@ -169,7 +176,7 @@ class PLDAccountant(Accountant):
         return Bounds(lower, est, upper, "epsilon", "bound", details)
 
     @staticmethod
-    def _combine_delta(parts, details: dict[str, Any]) -> Bounds:
+    def _combine_delta(parts: Sequence[Any], details: dict[str, Any]) -> Bounds:
         lower = np.max([p[0] for p in parts], axis=0)
         est = np.max([p[1] for p in parts], axis=0)
         upper = np.max([p[2] for p in parts], axis=0)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from ..errors import UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, LaplaceLoss, PoissonLaplaceLoss, PrivacyLoss
 
@@ -65,7 +67,7 @@ LAMBDAS = np.geomspace(1e-2, 512.0, 48)
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)
 
 
-def _panel_rule(breaks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _panel_rule(breaks: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Composite 16-point Gauss-Legendre nodes and weights on the panels between ``breaks``."""
     a, b = breaks[:-1, None], breaks[1:, None]
     half = (b - a) / 2.0
@@ -83,18 +85,18 @@ class _Rule:
     large ``lambda`` must be checked for mass at the ends.
     """
 
-    breaks: np.ndarray
-    x: np.ndarray
-    w: np.ndarray
-    L: np.ndarray
-    p: np.ndarray
-    q: np.ndarray
+    breaks: FloatArray
+    x: FloatArray
+    w: FloatArray
+    L: FloatArray
+    p: FloatArray
+    q: FloatArray
     atoms: tuple[tuple[float, float, float], ...]
     pieces: object
     x_at: object
     truncated: bool
 
-    def split_at(self, s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def split_at(self, s: float) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(L, weights under P, weights under Q)`` with a panel break where ``L = s``."""
         x0 = self.x_at(s)
         if x0 is None or not (self.breaks[0] < x0 < self.breaks[-1]):
@@ -130,7 +132,7 @@ class _Rule:
             ]
         return Moments(mean, *vals)
 
-    def log_mgf(self, lambdas: np.ndarray) -> np.ndarray:
+    def log_mgf(self, lambdas: FloatArray) -> FloatArray:
         """``log E_P[e^(lambda L)]`` at each ``lambda``; ``inf`` where the node range may miss mass
         (the Chernoff bounds then skip that ``lambda``: any subset of them is valid)."""
         with np.errstate(divide="ignore"):
@@ -147,7 +149,7 @@ class _Rule:
         if self.truncated:  # where the integrand is not negligible at the ends, the rule may miss mass
             edge = np.maximum(np.max(t[:, :n], axis=1), np.max(t[:, -n:], axis=1))
             out = np.where(edge > out + math.log(1e-17), np.inf, out)
-        return out
+        return cast("FloatArray", out)
 
 
 def _mixture_rule(loss: GaussianMixtureLoss) -> _Rule:
@@ -163,7 +165,7 @@ def _mixture_rule(loss: GaussianMixtureLoss) -> _Rule:
     width = s * min(1.0, s)
     breaks = np.linspace(lo, hi, int(math.ceil((hi - lo) / width)) + 1)
 
-    def pieces(x):
+    def pieces(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         z = (x[:, None] - a[None, :]) / s
         y = (x[:, None] - b[None, :]) / s
         p = np.exp(-0.5 * z * z) @ w / (s * _SQRT2PI)
@@ -172,7 +174,7 @@ def _mixture_rule(loss: GaussianMixtureLoss) -> _Rule:
 
     sup = loss.support()
 
-    def x_at(val):
+    def x_at(val: float) -> float | None:
         if not (sup[0] < val < sup[1]):
             return None
         return float(loss.inverse(np.array([val]))[0])
@@ -194,12 +196,12 @@ def _laplace_rule(q: float, b: float, direction: str) -> _Rule:
     lap_lo, lap_hi = 0.5, 0.5 * e1  # Lap(0, b) mass x<=0, x>=1
     sign = 1.0 if direction == "remove" else -1.0
 
-    def ell(g):
+    def ell(g: Any) -> Any:
         if q >= 1.0:
             return g
         return np.logaddexp(math.log1p(-q), math.log(q) + g)
 
-    def pieces(x):
+    def pieces(x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         g = (2.0 * x - 1.0) / b  # on (0, 1)
         mix = (q * np.exp(-np.abs(x - 1.0) / b) + (1 - q) * np.exp(-np.abs(x) / b)) / (2 * b)
         lap = np.exp(-np.abs(x) / b) / (2 * b)
@@ -212,7 +214,7 @@ def _laplace_rule(q: float, b: float, direction: str) -> _Rule:
     else:
         atoms = ((v_lo, lap_lo, mix_lo), (v_hi, lap_hi, mix_hi))
 
-    def x_at(val):
+    def x_at(val: float) -> float | None:
         e = sign * val
         inner = math.expm1(e) + q if e < 700 else math.inf
         if not (inner > 0) or math.isinf(inner):
@@ -258,7 +260,7 @@ def pllr_moments(loss: PrivacyLoss) -> tuple[Moments, Moments]:
     return r.moments("P"), r.moments("Q")
 
 
-def pllr_statistics(loss: PrivacyLoss, lambdas: np.ndarray = LAMBDAS) -> tuple[Moments, Moments, np.ndarray]:
+def pllr_statistics(loss: PrivacyLoss, lambdas: FloatArray = LAMBDAS) -> tuple[Moments, Moments, FloatArray]:
     """``(moments under P, moments under Q, log E_P[e^(lambda L)] at lambdas)`` from one quadrature rule.
 
     The last is the Renyi divergence ``lambda D_(lambda+1)(P||Q)`` that the Chernoff tails use
@@ -283,7 +285,7 @@ def _is_swap(a: PrivacyLoss, b: PrivacyLoss) -> bool:
     ):
         return False
 
-    def comps(means, weights, sign):
+    def comps(means: Any, weights: Any, sign: float) -> list[tuple[float, float]]:
         return sorted((sign * float(m), float(w)) for m, w in zip(means, weights))
 
     return any(
@@ -298,7 +300,9 @@ def _mirror(m: Moments) -> Moments:
     return Moments(-m.mean, m.mu2, -m.mu3, m.mu4, -m.mu5, m.abs1, m.abs3)
 
 
-def pllr_statistics_pair(remove: PrivacyLoss, add: PrivacyLoss, lambdas: np.ndarray = LAMBDAS):
+def pllr_statistics_pair(
+    remove: PrivacyLoss, add: PrivacyLoss, lambdas: FloatArray = LAMBDAS
+) -> tuple[tuple[Moments, Moments, FloatArray], tuple[Moments, Moments, FloatArray]]:
     """``pllr_statistics`` of both directions. When the add pair is the remove pair swapped (``L_add = -L_remove``,
     ``P_add = Q_remove``: Poisson-subsampled Gaussians), one rule serves both: the add moments are the
     mirrored remove ones and ``log E_{P_add}[e^(lambda L_add)] = log E_{P_remove}[e^(-(lambda + 1) L_remove)]``."""
@@ -312,7 +316,7 @@ def pllr_statistics_pair(remove: PrivacyLoss, add: PrivacyLoss, lambdas: np.ndar
     return (P, Q, r.log_mgf(lambdas)), (_mirror(Q), _mirror(P), r.log_mgf(-(lambdas + 1.0)))
 
 
-def pllr_char_abs(loss: PrivacyLoss, freqs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def pllr_char_abs(loss: PrivacyLoss, freqs: FloatArray) -> tuple[FloatArray, FloatArray]:
     """``|E e^(i s L)|`` under ``P`` and under ``Q`` at the frequencies ``s`` (by the shared quadrature rule).
 
     Reliable while ``s`` times the loss' change across one panel stays below about ten radians; used only

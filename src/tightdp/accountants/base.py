@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_count, check_delta, check_real_array
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ..errors import GridTooLargeError, UnsupportedMechanismError
 from ..mechanisms import Mechanism, mechanism_from_dict
 
@@ -45,7 +46,7 @@ class Accountant(ABC):
     """
 
     name: ClassVar[str] = ""
-    kind: ClassVar[str] = "bound"
+    kind: ClassVar[Kind] = "bound"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -131,7 +132,7 @@ class Accountant(ABC):
         except MemoryError as exc:
             raise _out_of_memory("epsilon", exc) from None
 
-    def delta(self, epsilon) -> Bounds:
+    def delta(self, epsilon: ArrayLike) -> Bounds:
         """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array.
 
         Parameters
@@ -184,7 +185,7 @@ class Accountant(ABC):
             entries.append((low, count))
         return None if same else tuple(entries)
 
-    def _attained_lower(self, out: Bounds, query) -> Bounds:
+    def _attained_lower(self, out: Bounds, query: Callable[[Accountant], Bounds]) -> Bounds:
         """``out`` with its lower end taken from the attained ledger (``Mechanism`` says why).
 
         The accountant's own lower end bounds the curve of the composed dominating pairs; where some
@@ -229,7 +230,7 @@ class Accountant(ABC):
     def _epsilon(self, delta: float) -> Bounds: ...
 
     @abstractmethod
-    def _delta(self, epsilons: np.ndarray) -> Bounds: ...
+    def _delta(self, epsilons: FloatArray) -> Bounds: ...
 
     # --------------------------------------------------------- serialisation
     @abstractmethod
@@ -310,7 +311,7 @@ class Accountant(ABC):
         return f"{type(self).__name__}({opts}; {sum(c for _, c in self._ledger)} compositions)"
 
 
-def _jsonable_end(value):
+def _jsonable_end(value: ArrayLike) -> float | list[float]:
     """A float or a list of floats (for ``details``)."""
     arr = np.asarray(value, float)
     return float(arr) if arr.ndim == 0 else arr.tolist()
@@ -346,7 +347,7 @@ def accountant_from_dict(data: dict[str, Any]) -> Accountant:
     return acc
 
 
-def _normalise_entries(mechanism, count) -> list[tuple[Mechanism, int]]:
+def _normalise_entries(mechanism: Mechanism | Iterable[Any], count: int) -> list[tuple[Mechanism, int]]:
     if isinstance(mechanism, Mechanism):
         return [(mechanism, check_count("count", count))]
     if isinstance(mechanism, (str, bytes, dict)) or not hasattr(mechanism, "__iter__"):

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
@@ -48,6 +49,7 @@ from ..pld.dominance import (
 from ..pld.hierarchy import compose_two_level
 from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
 from ._gdp_math import gdp_delta_bounds
+from ._pld import Directions, Terms
 
 __all__ = ["ConnectDotsAccountant"]
 
@@ -70,7 +72,7 @@ _BLOCK_TAU = 1e-6  # a block's window level, relative to the final composition's
 # subtracts the wrapped mass, at most twice that, from every atom)
 
 
-def _two_level_plan(terms, h: float) -> tuple[float, int, float] | None:
+def _two_level_plan(terms: Terms, h: float) -> tuple[float, int, float] | None:
     """``(fine mesh, block size, coarse mesh)`` for composing ``terms`` on two levels, or ``None`` for one.
 
     One level on the mesh ``h`` errs like ``k h^2`` in the constructions' gap; two levels with the fine
@@ -145,21 +147,21 @@ class ConnectDotsAccountant(_ConnectDotsCore):
     def _composed(
         self,
         d: int,
-        terms,
+        terms: Terms,
         h: float,
-        tail,
+        tail: tuple[float, float],
         upper: bool,
         tilt_delta: float | None,
         tau: float,
         *,
         top_down: bool = False,
         tilt_eps: float | None = None,
-    ):
+    ) -> Any:
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
         ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
 
-        def build():
+        def build() -> Any:
             # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
             plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
             mesh = h if plan is None else plan[0]
@@ -381,14 +383,23 @@ class ConnectDotsAccountant(_ConnectDotsCore):
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
     def _lower_down(
-        self, j: int, directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
+        self, j: int, directions: Directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
     ) -> float:
         """The certified lower bound on epsilon from the downward merge-to-the-grid pairs of direction ``j``."""
         tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
         down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
         return epsilon_bounds(down, delta, _TINY, need="lower").lower
 
-    def _one_pass(self, delta, directions, h, slack, k_total, tilted, coarse):
+    def _one_pass(
+        self,
+        delta: float,
+        directions: Directions,
+        h: float,
+        slack: float,
+        k_total: int,
+        tilted: bool,
+        coarse: dict[int, float],
+    ) -> Any:
         """One refinement pass: ``(ups, lo, tail_eps)``, every direction's upper bound, the worst one's lower
         bound, and how far the worst upper composition's estimate moves when its upper-tail mass (sent to
         +inf, up to half the slack) is discounted: part of the interval only a smaller slack removes.
@@ -432,7 +443,7 @@ class ConnectDotsAccountant(_ConnectDotsCore):
         return ups, lo, tail_eps
 
     @staticmethod
-    def _swap_bound_below(first, terms0, terms, eps: float, delta: float) -> bool:
+    def _swap_bound_below(first: Any, terms0: Terms, terms: Terms, eps: float, delta: float) -> bool:
         """Whether the direction ``terms`` (each step the first direction's pair with P and Q
         exchanged) certainly has ``delta(eps) <= delta``, read off the first direction's dominating
         composition ``first``, so its epsilon cannot exceed ``eps``.
@@ -453,7 +464,7 @@ class ConnectDotsAccountant(_ConnectDotsCore):
         bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
         return bound <= delta
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         mu = self._gaussian_mu()
         if mu is not None:
             lo, est, hi = gdp_delta_bounds(mu, epsilons)
@@ -473,7 +484,7 @@ class ConnectDotsAccountant(_ConnectDotsCore):
         except ArithmeticError as exc:  # PrecisionError included
             return self._fallback(0.0, str(exc), epsilons=epsilons)
 
-    def _delta_dominance(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_dominance(self, epsilons: FloatArray) -> Bounds:
         """``delta(eps)`` with a delta slack relative to the answer.
 
         A first, untilted pass spends an absolute slack of ``1e-9`` (or
@@ -509,7 +520,7 @@ class ConnectDotsAccountant(_ConnectDotsCore):
             lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
         tilted = []
 
-        def wide():
+        def wide() -> Any:
             return (upper - lower > 0.05 * np.maximum(est, 1e-300)) & (upper < 1e-5)
 
         if self.delta_error is None:
@@ -542,7 +553,15 @@ class ConnectDotsAccountant(_ConnectDotsCore):
             details["tilted"] = f"{len(tilted)} epsilon(s) answered again with a tilted FFT and relative slack"
         return Bounds(lower, est, upper, "delta", "bound", details)
 
-    def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps, also=None):
+    def _delta_pass(
+        self,
+        epsilons: FloatArray,
+        directions: Directions,
+        k_total: int,
+        slack: float,
+        tilt_eps: float | None,
+        also: FloatArray | None = None,
+    ) -> Any:
         """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``; with
         ``also`` (more epsilons), the final compositions' certified ``(lower, estimate, upper)`` there too."""
         tail = (_TAIL_BELOW * 0.5 * slack / k_total, 0.5 * slack / k_total)

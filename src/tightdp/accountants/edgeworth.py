@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
 from .._numerics import geometric_suffix
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
@@ -62,7 +63,7 @@ from .base import Accountant
 __all__ = ["EdgeworthAccountant"]
 
 
-def _lower_envelope(lam: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lower_envelope(lam: FloatArray, k: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The lines ``k_j - lam_j x`` that attain ``min_j`` somewhere, in order of increasing ``x``
     (increasing ``lam``), and the ``x`` where each hands over to the next (the convex hull trick)."""
     order = np.lexsort((k, lam))  # by lam, then by k: of equal slopes the lowest comes first
@@ -90,7 +91,7 @@ _GRID = 2001
 _KAPPA_T_MAX = 40.0
 
 
-_Stats = tuple[em.Moments, em.Moments, np.ndarray]
+_Stats = tuple[em.Moments, em.Moments, FloatArray]
 
 
 @_register_cache
@@ -217,10 +218,10 @@ class EdgeworthAccountant(Accountant):
                 res["kappa"] = kap
                 out.append(res)
             st["iid_deltas"] = out
-        return st["iid_deltas"]
+        return cast("list[dict[str, float]] | None", st["iid_deltas"])
 
     @staticmethod
-    def _chernoff(cgf: np.ndarray, x: np.ndarray) -> np.ndarray:
+    def _chernoff(cgf: FloatArray, x: FloatArray) -> FloatArray:
         """``min_lambda exp(K(lambda) - lambda x)`` over the grid ``em.LAMBDAS`` (any shape): bounds
         ``P_P(S > x)`` and ``e^x P_Q(S > x)``.
 
@@ -238,24 +239,24 @@ class EdgeworthAccountant(Accountant):
         flat = x.reshape(-1)
         j = np.searchsorted(breaks, flat, side="right")
         log_b = ks[j] - lams[j] * flat
-        return np.exp(np.minimum(log_b, 0.0)).reshape(x.shape)
+        return cast("FloatArray", np.exp(np.minimum(log_b, 0.0)).reshape(x.shape))
 
-    def _sf_bounds(self, d: dict[str, Any], delta_p: float):
+    def _sf_bounds(self, d: dict[str, Any], delta_p: float) -> Any:
         """Pointwise bounds on ``P_P(S > x)``: ``1 - G_1(x) -+ Delta``, the Chernoff and Hoeffding tails."""
         sp, cgf, hoeff = d["sp"], d["cgf"], d["hoeff"]
 
-        def upper(x):
+        def upper(x: FloatArray) -> FloatArray:
             u = np.minimum(em.edgeworth_sf(sp, x, 1) + delta_p, self._chernoff(cgf, x))
             if hoeff is not None:
                 u = np.minimum(u, em.hoeffding_tail(hoeff[0], hoeff[2], x))
             return u
 
-        def lower(x):
+        def lower(x: FloatArray) -> FloatArray:
             return em.edgeworth_sf(sp, x, 1) - delta_p
 
         return upper, lower
 
-    def _estimate_curve(self, eps: np.ndarray) -> np.ndarray:
+    def _estimate_curve(self, eps: FloatArray) -> FloatArray:
         st = self._prepare()
         est = np.full(np.shape(eps), -np.inf)
         for d in st["dirs"]:
@@ -265,7 +266,7 @@ class EdgeworthAccountant(Accountant):
             )
         return np.clip(est, 0.0, 1.0)
 
-    def _paper_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _paper_curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Wang et al. 2023, Def. 4.2 with the tails: ``(lower, upper)`` of delta at each epsilon (max over directions)."""
         st = self._prepare()
         eps = np.asarray(eps, float)
@@ -293,7 +294,7 @@ class EdgeworthAccountant(Accountant):
             lo = np.maximum(lo, p_lo - q_hi)
         return np.clip(lo, 0.0, 1.0), np.clip(up, 0.0, 1.0)
 
-    def _integrated_curves(self, eps: np.ndarray, deltas: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _integrated_curves(self, eps: FloatArray, deltas: list[float] | None = None) -> tuple[FloatArray, FloatArray]:
         """``(lower, upper)`` of ``delta(eps) = E_P[(1 - e^(eps - S))_+]`` (certified Riemann sums, max over
         directions); ``deltas``: the CDF error per direction (default: Lemma 4.3's)."""
         st = self._prepare()
@@ -308,10 +309,10 @@ class EdgeworthAccountant(Accountant):
             lo, up = np.maximum(lo, lk), np.maximum(up, uk)
         return lo, up
 
-    def _curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
         return self._integrated_curves(eps) if self.eeai == "integrated" else self._paper_curves(eps)
 
-    def _scan_curves(self, deltas: list[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scan_curves(self, deltas: list[float] | None = None) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(grid, lower, upper)`` of the EEAI on a uniform epsilon grid.
 
         ``"integrated"``: one pass over a uniform grid ``x_j = j h`` shared by all epsilons on it: with
@@ -344,21 +345,21 @@ class EdgeworthAccountant(Accountant):
         keep = x <= hi
         return x[keep], lo[keep], up[keep]
 
-    def _delta_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _delta_curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """AEA estimate and the EEAI ``(lower, upper)`` at each epsilon."""
         lo, up = self._curves(eps)
         return self._estimate_curve(np.asarray(eps, float)), lo, up
 
     # ------------------------------------------------------------- queries
-    def _scan_cached(self, deltas: tuple[float, ...] | None):
+    def _scan_cached(self, deltas: tuple[float, ...] | None) -> Any:
         st = self._prepare()
         key = ("scan", deltas)
         if key not in st:
             st[key] = self._scan_curves(None if deltas is None else list(deltas))
         return st[key]
 
-    def _grid(self) -> np.ndarray:
-        return np.linspace(0.0, self._prepare()["eps_hi"], _GRID)
+    def _grid(self) -> FloatArray:
+        return cast("FloatArray", np.linspace(0.0, self._prepare()["eps_hi"], _GRID))
 
     def _est_epsilon(self, delta: float) -> float:
         """Largest eps on the scan where the AEA delta > target, refined by bisection (0 if none)."""
@@ -378,7 +379,7 @@ class EdgeworthAccountant(Accountant):
                 b = mid
         return b
 
-    def _interval_epsilon(self, delta: float, curves, scan) -> tuple[float, float]:
+    def _interval_epsilon(self, delta: float, curves: Any, scan: Any) -> tuple[float, float]:
         """``[lower, upper]`` on eps(delta) from curves ``eps -> (delta_lower, delta_upper)``.
 
         The true delta(eps) is non-increasing: any eps with ``delta_upper(eps) <= delta`` is an upper bound on
@@ -449,7 +450,7 @@ class EdgeworthAccountant(Accountant):
             return Bounds(None, est, None, "epsilon", "approximation", details)
         return Bounds(lower, est, upper, "epsilon", "approximation", details)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         est, lo, up = self._delta_curves(epsilons)
         details: dict[str, Any] = {"method": f"AEA order {self.order} (Wang et al. 2023, Def. 4.1)"}
         if not self.interval:

@@ -47,18 +47,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 from scipy import fft as sfft
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_delta, check_positive
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
-from ..mechanisms import Gaussian, PoissonSampled
+from ..mechanisms import Gaussian, Mechanism, PoissonSampled
 from ..pld import compose, delta_bounds, discretise, epsilon_bounds
-from ._pld import PLDAccountant, check_mechanism
+from ._pld import Directions, PLDAccountant, Terms, check_mechanism
 
 __all__ = ["FourierAccountant", "paper_pld_density"]
 
@@ -73,13 +75,13 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 _CGF_BLOCKS = 4096  # blocks of the grid whose maxima bound the CGF while a theta is chosen (``_chernoff_cgfs``)
 
 
-def _exact_log_mgf(terms, theta: float) -> float:
+def _exact_log_mgf(terms: Terms, theta: float) -> float:
     """``sum_i c_i (log E[e^(theta Y~_i)] - log mass_i)``: the exact CGF of the normalised composition at one
     ``theta`` (``DiscretisedLoss.log_mgf``, one pass over each grid; ``terms`` as ``(d, c, log mass)``)."""
     return sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms)
 
 
-def _chernoff_cgfs(terms):
+def _chernoff_cgfs(terms: Terms) -> Any:
     """``(K+, K-, shift, terms)``: upper bounds on the normalised composition's CGF at ``+theta`` and
     ``-theta`` for the grid of thetas (to choose a theta), its shift, and the terms (for the exact CGF at
     the thetas chosen: ``_best``)."""
@@ -92,7 +94,7 @@ def _chernoff_cgfs(terms):
     return k_up, k_dn, float(sum(c * d.shift for d, c, _ in terms)), terms
 
 
-def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
+def _best(terms: Terms, bounds: FloatArray, sign: float, objective: Callable[[float], float]) -> float:
     """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (Koskela et al. 2020, Sec. 7.2:
     any theta gives a valid Chernoff bound). The block bounds of ``_chernoff_cgfs`` propose a theta; from there the exact
     objective, convex in theta for a fixed tail and quasi-convex for a window, is followed downhill along the
@@ -118,7 +120,7 @@ def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
     return min(seen.values()) if seen else math.inf
 
 
-def _window_for(cgfs, tau: float) -> tuple[float, float]:
+def _window_for(cgfs: Any, tau: float) -> tuple[float, float]:
     """``(lo, hi)`` in loss units with ``P(S < lo) <= tau`` and ``P(S > hi) <= tau`` (Chernoff)."""
     k_up, k_dn, shift, terms = cgfs
     log_tau = math.log(tau)
@@ -127,7 +129,7 @@ def _window_for(cgfs, tau: float) -> tuple[float, float]:
     return lo + shift, hi + shift
 
 
-def _outside_mass(cgfs, lo: float, hi: float) -> float:
+def _outside_mass(cgfs: Any, lo: float, hi: float) -> float:
     """Chernoff bound on ``P(S < lo) + P(S > hi)`` (loss units), at most 2."""
     k_up, k_dn, shift, terms = cgfs
     up = _best(terms, k_up, 1.0, lambda k, th: k - th * (hi - shift))
@@ -140,7 +142,7 @@ def _round_L(x: float) -> float:
 
 
 # ------------------------------------------------------------------------ Koskela et al. 2020, Alg. 1 (point evaluation)
-def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
+def _mixture_density(loss: GaussianMixtureLoss, s: FloatArray) -> FloatArray:
     """``omega(s) = f_P(x) / L'(x)`` at ``x = L^{-1}(s)`` (Koskela et al. 2020, Def. 4, change of variables)."""
     lo, hi = loss.support()
     out = np.zeros(s.shape)
@@ -167,7 +169,7 @@ def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
     return out
 
 
-def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
+def paper_pld_density(loss: PrivacyLoss, s: ArrayLike) -> FloatArray:
     """The privacy loss distribution's density ``omega(s)`` (Koskela et al. 2020, Def. 4) at the points ``s``.
 
     Gaussian: ``N(mu^2/2, mu^2)``. Gaussian mixtures (every subsampled Gaussian, Koskela et al. 2020,
@@ -209,7 +211,7 @@ def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
 class _PaperPLD:
     """The composed masses ``dx C^k`` of Koskela et al. 2020, Alg. 1 on ``x_l = -L + l dx`` and the Riemann sum (5.2)."""
 
-    def __init__(self, terms, L: float, n: int):
+    def __init__(self, terms: Terms, L: float, n: int) -> Any:
         dx = 2.0 * L / n
         self.L, self.n, self.dx = L, n, dx
         self.x = -L + dx * np.arange(n)
@@ -320,7 +322,7 @@ class FourierAccountant(PLDAccountant):
         self._ledger_changed()
 
     @property
-    def kind(self) -> str:  # type: ignore[override]
+    def kind(self) -> Kind:  # type: ignore[override]
         """``"bound"`` for the certified discretisation, ``"approximation"`` for the paper's."""
         return "approximation" if self.discretisation == "paper" else "bound"
 
@@ -334,7 +336,7 @@ class FourierAccountant(PLDAccountant):
         """
         return {"L": self.L, "n": self.n, "delta_error": self.delta_error, "discretisation": self.discretisation}
 
-    def _supports(self, mechanism) -> bool:
+    def _supports(self, mechanism: Mechanism) -> bool:
         check_mechanism(mechanism)
         if self.discretisation == "paper":
             pair = mechanism.privacy_losses()
@@ -348,11 +350,11 @@ class FourierAccountant(PLDAccountant):
         return True
 
     # --------------------------------------------------------------------- certified mode
-    def _disc(self, terms, h: float, trunc: float):
+    def _disc(self, terms: Terms, h: float, trunc: float) -> Any:
         k = sum(c for _, c in terms)
         return [(discretise(loss, h, trunc / k), c) for loss, c in terms]
 
-    def _auto_L(self, directions, trunc: float, tau: float, at_least: float = 0.0) -> float:
+    def _auto_L(self, directions: Directions, trunc: float, tau: float, at_least: float = 0.0) -> float:
         """The smallest quarter ``L`` whose window ``[-L, L)`` leaves at most ``tau`` outside on each side,
         by the exact Chernoff bound of the discretised compositions (Koskela et al. 2020, Sec. 7.2).
 
@@ -383,10 +385,10 @@ class FourierAccountant(PLDAccountant):
             L = new
         return L
 
-    def _composition(self, direction: int, terms, L: float, n: int, trunc: float):
+    def _composition(self, direction: int, terms: Terms, L: float, n: int, trunc: float) -> Any:
         h = 2.0 * L / n
 
-        def build():
+        def build() -> Any:
             disc = self._disc(terms, h, trunc)
             comp = compose(disc, tilt=0.0, window=(-L, L), size=n)
             # compose() bounds the mass outside the window with block-wise CGF bounds; the exact CGFs
@@ -402,7 +404,7 @@ class FourierAccountant(PLDAccountant):
         if self.L is not None:
             return self.L
         key = ("L", trunc, tau, at_least)
-        return self._memo(key, lambda: self._auto_L(self._directions(), trunc, tau, at_least))
+        return cast("float", self._memo(key, lambda: self._auto_L(self._directions(), trunc, tau, at_least)))
 
     def _needed_L_note(self, trunc: float, tau: float) -> str:
         try:
@@ -433,7 +435,7 @@ class FourierAccountant(PLDAccountant):
             return self._paper_epsilon(delta)
         return super()._epsilon(delta)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         if self.discretisation == "paper":
             return self._paper_delta(epsilons)
         return super()._delta(epsilons)
@@ -466,7 +468,7 @@ class FourierAccountant(PLDAccountant):
             details["note"] = f"{details.get('note', '')}; {self._needed_L_note(trunc, 1e-3 * slack)}".lstrip("; ")
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", details)
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-10
         eta, trunc = 0.5 * slack, 0.25 * slack
@@ -496,10 +498,12 @@ class FourierAccountant(PLDAccountant):
         """User ``L``, or the Chernoff choice of the certified mode at the tail level 1e-14 (Koskela et al. 2020, Sec. 7.2)."""
         if self.L is not None:
             return self.L
-        return self._memo(("paperL", at_least), lambda: self._auto_L(self._directions(), 1e-15, 1e-14, at_least))
+        return cast(
+            "float", self._memo(("paperL", at_least), lambda: self._auto_L(self._directions(), 1e-15, 1e-14, at_least))
+        )
 
-    def _paper(self, direction: int, terms, L: float, n: int) -> _PaperPLD:
-        return self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n))
+    def _paper(self, direction: int, terms: Terms, L: float, n: int) -> _PaperPLD:
+        return cast("_PaperPLD", self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n)))
 
     def _paper_details(self, L: float) -> dict[str, Any]:
         return {
@@ -512,7 +516,7 @@ class FourierAccountant(PLDAccountant):
             "err(L, n) = 2|I_n - I_2n| (Koskela et al. 2020, eq. 7.4), an estimate",
         }
 
-    def _paper_delta(self, epsilons: np.ndarray) -> Bounds:
+    def _paper_delta(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         L = self._paper_L(float(np.max(epsilons)) + 1.0)
         est = np.zeros(epsilons.shape)

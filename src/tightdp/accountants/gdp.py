@@ -174,7 +174,7 @@ class GDPAccountant(Accountant):
             return Bounds(lo, est, hi, "epsilon", "bound", details)
         return Bounds(None, est, None, "epsilon", "approximation", details)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         mu, exact = self.mu()
         lo, est, hi = gdp_delta_bounds(mu, epsilons)
         details: dict[str, Any] = {"mu": mu, "method": "exact mu-GDP" if exact else "CLT (Bu et al. 2020)"}

@@ -28,18 +28,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from .._validation import check_delta, check_eps_error
 from ..bounds import Bounds
 from ..errors import PrecisionError
+from ..mechanisms import Mechanism
 from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
 from ..pld.composition import chernoff_window
 from ..pld.discretise import discretise_coarse_tail
 from ..pld.hierarchy import compose_tree
-from ._pld import PLDAccountant, check_mechanism
+from ._pld import PLDAccountant, Terms, check_mechanism
 
 __all__ = ["PRVAccountant"]
 
@@ -68,7 +70,7 @@ _TAIL_SHARE = 0.01
 def _round_mesh(h: float) -> float:
     """Round ``h`` down to a power of 2**(1/8) so nearby queries share cached discretisations."""
     k = math.floor(8 * math.log2(h))
-    return 2.0 ** (k / 8)
+    return cast("float", 2.0 ** (k / 8))
 
 
 class PRVAccountant(PLDAccountant):
@@ -112,12 +114,12 @@ class PRVAccountant(PLDAccountant):
         """
         return {"eps_error": self.eps_error, "delta_error": self.delta_error}
 
-    def _supports(self, mechanism) -> bool:
+    def _supports(self, mechanism: Mechanism) -> bool:
         check_mechanism(mechanism)
         return True
 
     # ------------------------------------------------------------------ plan
-    def _plan(self, terms, eta: float, trunc: float):
+    def _plan(self, terms: Terms, eta: float, trunc: float) -> Any:
         k = sum(c for _, c in terms)
         h = _round_mesh(0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta)))
         tail = trunc / k
@@ -130,7 +132,7 @@ class PRVAccountant(PLDAccountant):
         ``trunc`` the truncation smaller: both stay valid."""
         return 10.0 ** math.floor(math.log10(eta)), 10.0 ** math.floor(math.log10(trunc))
 
-    def _coarse_terms(self, terms, eta: float):
+    def _coarse_terms(self, terms: Terms, eta: float) -> Any:
         """A coarse discretisation of every term (about ``_TILT_CELLS`` cells each): it only chooses
         tilts and the tree's schedule, and any choice of either is valid (only accuracy and cost
         depend on it), so its mesh need not meet the error budget."""
@@ -147,7 +149,7 @@ class PRVAccountant(PLDAccountant):
             out.append((discretise(loss, hc, tail), c))
         return out
 
-    def _tree_plan(self, terms, eta: float):
+    def _tree_plan(self, terms: Terms, eta: float) -> Any:
         """``(radices, meshes)`` of the multi-level composition (``tightdp.pld.hierarchy.compose_tree``),
         or None (flat, below ``_HIERARCHY_MIN_STEPS`` steps).
 
@@ -177,7 +179,7 @@ class PRVAccountant(PLDAccountant):
             plans[key] = self._search_plan(terms, eta)
         return plans[key]
 
-    def _search_plan(self, terms, eta: float):
+    def _search_plan(self, terms: Terms, eta: float) -> Any:
         k = sum(c for _, c in terms)
         eta_b = self._tree_budget(eta, eta)[0]
         h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
@@ -188,7 +190,7 @@ class PRVAccountant(PLDAccountant):
             if m not in widths:
                 lo, hi = chernoff_window([(d, min(c, m)) for d, c in coarse], 0.0, _BLOCK_TAU)
                 widths[m] = hi - lo
-            return widths[m]
+            return cast("float", widths[m])
 
         ratio = max(1, self._tail_ratio(k, eta))
         bulk = tail = 0.0  # loss range of the fine cells inside and outside the wide-tail thresholds, all terms
@@ -225,14 +227,14 @@ class PRVAccountant(PLDAccountant):
             return None
         return best[1], best[2]
 
-    def _tilt_terms(self, terms, eta: float, trunc: float):
+    def _tilt_terms(self, terms: Terms, eta: float, trunc: float) -> Any:
         """Discretised terms used only to choose tilts (any choice is valid): the coarse ones for the
         tree, the single-level plan's otherwise."""
         if self._tree_plan(terms, eta) is None:
             return self._plan(terms, eta, trunc)[0]
         return self._coarse_terms(terms, eta)
 
-    def _fine_terms(self, terms, eta: float, trunc: float):
+    def _fine_terms(self, terms: Terms, eta: float, trunc: float) -> Any:
         """The fine discretisation of the tree (mesh ``meshes[0]``, truncation ``trunc / k`` a term)."""
         _, meshes = self._tree_plan(terms, eta)
         k = sum(c for _, c in terms)
@@ -252,7 +254,7 @@ class PRVAccountant(PLDAccountant):
         r = min(r, _TAIL_RATIO_MAX)
         return r if r % 2 else r - 1
 
-    def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
+    def _composed(self, direction: int, terms: Terms, eta: float, trunc: float, tilt: float, tau: float) -> Any:
         """The composition for one direction: the multi-level tree for long ledgers, else single-level."""
         tilt = round(tilt, 3)
         plan = self._tree_plan(terms, eta)
@@ -260,7 +262,7 @@ class PRVAccountant(PLDAccountant):
             radices, meshes = plan
             key = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
-            def build():
+            def build() -> Any:
                 fine = self._fine_terms(terms, eta, trunc)
                 comp, info = compose_tree(fine, radices, meshes, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
                 comp.__dict__["tree_info"] = info  # reported in details
@@ -307,7 +309,7 @@ class PRVAccountant(PLDAccountant):
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
 
-    def _tree_slack(self, terms, delta: float, slack: float) -> float:
+    def _tree_slack(self, terms: Terms, delta: float, slack: float) -> float:
         """The delta slack to start a tree with: a slack ``s`` moves the epsilon bounds apart by about
         ``(s / delta) / lam`` (``lam``: the saddle-point tilt at the answer, the slope of ``log delta``
         in epsilon), so ``s = 0.1 eps_error lam delta`` keeps that below a tenth of ``eps_error`` without
@@ -316,7 +318,7 @@ class PRVAccountant(PLDAccountant):
         lam = chernoff_epsilon(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), delta)[1]
         return min(slack, max(0.1 * self.eps_error * lam * delta, slack / 900.0))
 
-    def _epsilon_direction(self, d: int, terms, delta: float, slack: float):
+    def _epsilon_direction(self, d: int, terms: Terms, delta: float, slack: float) -> Any:
         """Bounds for one direction with the delta slack split between coupling failure (1/2),
         truncation (1/4) and aliasing/round-off (1/4)."""
         eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
@@ -356,7 +358,7 @@ class PRVAccountant(PLDAccountant):
             )
         return res, comp
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         lower = np.zeros_like(epsilons)
         est = np.zeros_like(epsilons)

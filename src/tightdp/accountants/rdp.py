@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 import warnings
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._types import ArrayLike, FloatArray
 from .._validation import check_real_array
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, RandomizedResponse, SampledWithoutReplacement
@@ -32,7 +33,7 @@ from .base import Accountant
 __all__ = ["RDPAccountant", "rdp_curve"]
 
 
-def rdp_curve(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
+def rdp_curve(mechanism: Mechanism, orders: FloatArray) -> FloatArray:
     """An upper bound on the RDP of one run of ``mechanism`` at each order, valid for both
     neighbouring directions of its relation.
 
@@ -58,12 +59,12 @@ def rdp_curve(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
     Mironov 2017, Table II (Gaussian, Laplace, randomized response); Mironov, Talwar, Zhang 2019
     (subsampled Gaussian).
     """
-    return _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float)))
+    return cast("FloatArray", _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float))))
 
 
 @_register_cache
 @lru_cache(maxsize=256)
-def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.ndarray:
+def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> FloatArray:
     a = np.asarray(orders, float)
     if isinstance(mechanism, Gaussian):
         out = rm.gaussian_rdp(mu=mechanism.mu, orders=a)
@@ -120,7 +121,7 @@ class RDPAccountant(Accountant):
     name = "rdp"
     kind = "bound"
 
-    def __init__(self, *, orders=None) -> None:
+    def __init__(self, *, orders: ArrayLike | None = None) -> None:
         super().__init__()
         if orders is None:
             self._orders = rm.DEFAULT_ORDERS.copy()
@@ -131,7 +132,7 @@ class RDPAccountant(Accountant):
                 raise ValueError("orders must be finite")
             self._orders = np.unique(arr)
             self._custom = True
-        self._rdp_cache: np.ndarray | None = None
+        self._rdp_cache: FloatArray | None = None
 
     def options(self) -> dict[str, Any]:
         """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
@@ -144,7 +145,7 @@ class RDPAccountant(Accountant):
         return {"orders": self._orders.tolist()} if self._custom else {}
 
     @property
-    def orders(self) -> np.ndarray:
+    def orders(self) -> FloatArray:
         """A copy of the Rényi orders the curves are evaluated at."""
         return self._orders.copy()
 
@@ -154,7 +155,7 @@ class RDPAccountant(Accountant):
     def _ledger_changed(self) -> None:
         self._rdp_cache = None
 
-    def rdp(self) -> np.ndarray:
+    def rdp(self) -> FloatArray:
         """The composed RDP curve on ``orders`` (sum over the ledger, Mironov 2017, Prop. 1).
 
         Returns
@@ -189,7 +190,7 @@ class RDPAccountant(Accountant):
             self._edge_warning(order)
         return Bounds(None, eps, eps, "epsilon", "bound", details)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         rdp = self.rdp()
         delta, orders = rm.delta_from_rdp(orders=self._orders, rdp=rdp, epsilons=epsilons)
         at_edge = (delta < 1.0) & ((orders == self._orders[0]) | (orders == self._orders[-1]))

@@ -43,10 +43,12 @@ of dominating (both charged by the caller).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
 from .._numerics import logsumexp
+from .._types import FloatArray
 from ..losses import GaussianMixtureLoss
 
 __all__ = ["DominatingPLD", "dominated_pld", "dominating_pld_core"]
@@ -65,17 +67,17 @@ class DominatingPLD:
 
     h: float
     start: int
-    pmf: np.ndarray
+    pmf: FloatArray
     infinity_mass: float
     float_slack: float
     rel_error: float = 0.0
     shift: float = 0.0
 
     @property
-    def grid(self) -> np.ndarray:
+    def grid(self) -> FloatArray:
         return (self.start + np.arange(self.pmf.size)) * self.h
 
-    def log_mgf(self, thetas: np.ndarray) -> np.ndarray:
+    def log_mgf(self, thetas: FloatArray) -> FloatArray:
         """``log sum_j pmf_j exp(theta s_j)`` (finite part) at each ``theta`` (memoised per theta vector)."""
         thetas = np.asarray(thetas, float)
         key = thetas.tobytes()
@@ -90,7 +92,7 @@ class DominatingPLD:
                 th = thetas[i : i + step]
                 out[i : i + step] = logsumexp(lp[None, :] + th[:, None] * g[None, :], axis=1) if nz.size else -np.inf
             cache[key] = out
-        return cache[key].copy()
+        return cast("FloatArray", cache[key].copy())
 
     def moments(self) -> tuple[float, float]:
         """Mean and variance of the finite part (normalised)."""
@@ -103,7 +105,7 @@ class DominatingPLD:
         return mean, var
 
 
-def _from_core(d, h: float) -> DominatingPLD:
+def _from_core(d: Any, h: float) -> DominatingPLD:
     return DominatingPLD(
         h=h,
         start=int(d.start),

@@ -11,9 +11,11 @@ import math
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_delta, check_epsilon
 from ._buckets import _U, _bucket_ratio, _clipped_ratio, check_norms
 from ._rdp_gdp import _FIT_DELTA_MIN, _FIT_POINTS
+from ._state import _LedgerState
 from .gdp import gdp_mu
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, gaussian_budget_mu, rdp_filter_active
 
@@ -22,10 +24,12 @@ __all__: list[str] = []
 _RULES = ("pld", "paper", "rdp")
 
 
-class _Filters:
+class _Filters(_LedgerState):
     """The filter half of ``IndividualAccountant``: ``active`` and its rules."""
 
-    def active(self, epsilon: float, delta: float, grad_norms=None, *, rule: str | None = None) -> np.ndarray:
+    def active(
+        self, epsilon: float, delta: float, grad_norms: ArrayLike = None, *, rule: str | None = None
+    ) -> FloatArray:
         """Boolean mask of examples whose budget ``(epsilon, delta)`` allows one more step.
 
         The caller records the step with norm 0 for the inactive examples (they do not contribute).
@@ -103,7 +107,7 @@ class _Filters:
                 return self._active(epsilon, delta, grad_norms)
             return self._active_rdp(epsilon, delta, grad_norms, paper=(r == "paper"))
 
-    def _next_codes(self, grad_norms) -> np.ndarray:
+    def _next_codes(self, grad_norms: ArrayLike) -> FloatArray:
         """Bucket index of every example's coming step (worst case ``B`` if ``grad_norms`` is None)."""
         if grad_norms is None:
             return np.full(self._n, self._B, dtype=np.intp)
@@ -114,7 +118,7 @@ class _Filters:
         self._ybuf, self._cbuf = saved
         return out.astype(np.intp)
 
-    def _active_rdp(self, epsilon: float, delta: float, grad_norms, paper: bool) -> np.ndarray:
+    def _active_rdp(self, epsilon: float, delta: float, grad_norms: ArrayLike, paper: bool) -> FloatArray:
         """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (Koskela et al. 2023, Sec. 5)."""
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
@@ -149,7 +153,7 @@ class _Filters:
         mu, _ = self._gdp_fit_counts(counts, np.linspace(0.0, max(emax, 1e-6), _FIT_POINTS), _FIT_DELTA_MIN)
         return mu <= gaussian_budget_mu(eps, dlt, INDIVIDUAL_ORDERS)
 
-    def _active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
+    def _active(self, epsilon: float, delta: float, grad_norms: ArrayLike = None) -> FloatArray:
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if self._q == 1.0:

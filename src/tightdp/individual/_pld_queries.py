@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._types import AnyArray, FloatArray
 from .._validation import check_choice, check_delta, check_epsilon
 from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds
@@ -41,6 +42,7 @@ from ._population import (
     population_deltas,
     population_epsilons,
 )
+from ._state import _LedgerState
 
 __all__: list[str] = []
 
@@ -55,11 +57,11 @@ _FALLBACK_GROUPS = 32  # most compositions the exact fallback runs per query
 _METHODS = ("pld", "rdp", "gdp")
 
 
-class _PLDQueries:
+class _PLDQueries(_LedgerState):
     """The PLD half of ``IndividualAccountant``: ``epsilons``, ``deltas``, ``worst_case_epsilon`` and the
     lattice machinery behind them (bucket pairs, FFT windows, the exact fallback)."""
 
-    def _mesh_for(self, counts: np.ndarray) -> float:
+    def _mesh_for(self, counts: AnyArray) -> float:
         if self._mesh is not None:
             return self._mesh
         r2 = self._nominal_ratios() ** 2
@@ -68,7 +70,7 @@ class _PLDQueries:
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
 
-    def _nominal_ratios(self) -> np.ndarray:
+    def _nominal_ratios(self) -> FloatArray:
         """The ratio every bucket stands for (before the relative margin): ``b / B`` or the paper grid's."""
         return np.arange(self._B + 1) / self._B if self._edges is None else self._edges
 
@@ -87,7 +89,7 @@ class _PLDQueries:
             return float(self._edges[b - 1]) * (1.0 - _MARGIN)
         return max(0.0, b - 1 + self._frac_min) / self._B * (1.0 - _MARGIN)
 
-    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False):
+    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False) -> Any:
         """Per-bucket discrete pairs on ``h Z``: dominating ones at the bucket's upper ratio (``b / B``,
         rounded up), or dominated ones at its lower ratio (``_lower_ratio``; a bucket whose lower ratio is
         0 becomes a point mass at loss 0, the mechanism without privacy loss)."""
@@ -107,12 +109,12 @@ class _PLDQueries:
 
     def _pld_setup(
         self,
-        counts: np.ndarray,
+        counts: AnyArray,
         h: float | None = None,
         target: float | None = None,
         slack_target: float | None = None,
         lower: bool = False,
-    ):
+    ) -> Any:
         """Bucket spectra for both directions. ``target``: the delta the error terms must stay well below
         (the window is widened until the wrap-around is at most ``target``, within ``_MAX_FFT`` points);
         ``slack_target`` (default ``target``): the mesh is coarsened until the discretisation slack fits."""
@@ -141,8 +143,8 @@ class _PLDQueries:
         return c, setups
 
     def _eps_counts(
-        self, counts: np.ndarray, delta: float, h: float | None = None, *, fallback: bool = True
-    ) -> tuple[np.ndarray, dict]:
+        self, counts: AnyArray, delta: float, h: float | None = None, *, fallback: bool = True
+    ) -> tuple[FloatArray, dict[str, Any]]:
         """Certified per-row epsilons (fast path; rows it cannot certify go to ``_exact_fallback``)."""
         h0 = self._mesh_for(counts) if h is None else h
         setup = self._pld_setup(counts, h0, _ERR_SHARE * delta)
@@ -150,7 +152,7 @@ class _PLDQueries:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
         info: dict[str, Any] = {}
-        per: dict[str, np.ndarray] = {}
+        per: dict[str, FloatArray] = {}
         eps = self._eps_setups(c, setups, delta, info, per=per)
         # which direction attains each example's upper bound (its lower bound is computed for that one)
         self._cache["winner"] = (per.get("add", eps) > per.get("remove", eps)) if per else None
@@ -183,14 +185,14 @@ class _PLDQueries:
 
     @staticmethod
     def _eps_setups(
-        c: np.ndarray,
-        setups,
+        c: FloatArray,
+        setups: Any,
         delta: float,
         info: dict,
         lower: bool = False,
         per: dict | None = None,
         rows: dict | None = None,
-    ) -> np.ndarray:
+    ) -> FloatArray:
         """Both directions' bounds, the larger kept (upper: the bound of the max; lower: a lower bound of
         it). ``rows[direction]``: compute that direction only for those rows (lower bounds: any one
         direction's lower bound is a lower bound of the max)."""
@@ -214,8 +216,8 @@ class _PLDQueries:
         return eps
 
     def _eps_lower_counts(
-        self, counts: np.ndarray, delta: float, h: float, winner: np.ndarray | None = None
-    ) -> tuple[np.ndarray, dict]:
+        self, counts: AnyArray, delta: float, h: float, winner: FloatArray | None = None
+    ) -> tuple[FloatArray, dict[str, Any]]:
         """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
         pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio, for the
         direction (remove / add) that attains the row's upper bound (half the work of both). A
@@ -233,7 +235,7 @@ class _PLDQueries:
         lo = self._eps_setups(c, setups, delta, info, lower=True, rows=rows)
         return np.where(np.asarray(c.any(axis=1)), lo, 0.0), info
 
-    def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
+    def _exact_fallback(self, counts: AnyArray, delta: float) -> tuple[FloatArray, dict]:
         """Certified epsilons of the rows the fast path could not certify, from the core engine
         (``ConnectDotsAccountant`` composing ``PoissonSampled(Gaussian)`` steps of each bucket's ratio).
 
@@ -244,7 +246,7 @@ class _PLDQueries:
         from ..accountants import ConnectDotsAccountant
         from ..mechanisms import Gaussian, PoissonSampled
 
-        def compose(row: np.ndarray) -> float:
+        def compose(row: FloatArray) -> float:
             acc = ConnectDotsAccountant(eps_error=0.005)
             terms = [
                 (
@@ -380,7 +382,7 @@ class _PLDQueries:
         with single_threaded_blas():
             return self._epsilons(delta, lower)
 
-    def _delta_curves(self, counts, grid: np.ndarray) -> np.ndarray:
+    def _delta_curves(self, counts: AnyArray, grid: FloatArray) -> FloatArray:
         """Certified upper bounds on every row's delta at each epsilon of ``grid`` (max of both
         directions): the Plancherel inner products of Koskela et al. 2023, Lemma D.1 with every error term added."""
         setup = self._pld_setup(counts, None, _DELTAS_TARGET, 0.0)
@@ -496,7 +498,7 @@ class _PLDQueries:
         details.update(method="pld", source="Koskela et al. 2023, Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
 
-    def _deltas_at(self, counts: np.ndarray, eps: float, slack_target: float) -> np.ndarray | None:
+    def _deltas_at(self, counts: AnyArray, eps: float, slack_target: float) -> FloatArray | None:
         setup = self._pld_setup(counts, None, _DELTAS_TARGET, slack_target)
         if setup is None:
             return None
@@ -543,7 +545,7 @@ class _PLDQueries:
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
 
-def _chunk_delta_grid(bs, cc: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_delta_grid(bs: Any, cc: AnyArray, grid: FloatArray) -> tuple[FloatArray, FloatArray]:
     """One chunk of ``_delta_curves``: certified upper deltas on the grid (``_population``'s own
     chunk window, product spectra and error terms)."""
     cb = _chunk_spectra(bs, cc)

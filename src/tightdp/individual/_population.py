@@ -40,11 +40,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 from scipy import fft as sfft
 
 from .._caches import register as _register_cache
+from .._types import AnyArray, FloatArray
 from ._chunks import ROW_BLOCK, hash_weights, map_chunks, rows_at, rows_exact
 from ._dominating import DominatingPLD
 
@@ -63,39 +65,39 @@ class BucketSpectra:
     h: float
     n: int
     j0: int
-    logabs: np.ndarray  # (B, n//2+1) log|F_b| (clamped)
-    arg: np.ndarray  # (B, n//2+1)
-    log_up: np.ndarray  # (B, n//2+1) log(|F_b| + gamma) - logabs
-    log1m_inf: np.ndarray  # (B,) log(1 - p_inf_b)
-    cgf: np.ndarray  # (B, T) log-MGF of the finite part at _THETAS
-    slack: np.ndarray  # (B,)
-    wts: np.ndarray  # rfft weights (1, 2, ..., 2, 1)
-    suffmax: np.ndarray  # (B, n//2+1) max over k' >= k of logabs + log_up
-    rel: np.ndarray | None = None  # (B,) relative error of the atoms' masses
-    shift: np.ndarray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
-    cgf_neg: np.ndarray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
+    logabs: FloatArray  # (B, n//2+1) log|F_b| (clamped)
+    arg: FloatArray  # (B, n//2+1)
+    log_up: FloatArray  # (B, n//2+1) log(|F_b| + gamma) - logabs
+    log1m_inf: FloatArray  # (B,) log(1 - p_inf_b)
+    cgf: FloatArray  # (B, T) log-MGF of the finite part at _THETAS
+    slack: FloatArray  # (B,)
+    wts: FloatArray  # rfft weights (1, 2, ..., 2, 1)
+    suffmax: FloatArray  # (B, n//2+1) max over k' >= k of logabs + log_up
+    rel: FloatArray | None = None  # (B,) relative error of the atoms' masses
+    shift: FloatArray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
+    cgf_neg: FloatArray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
     plds: list | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
     target: float | None = None  # the wrap-around target the window was sized for
 
     @property
-    def x(self) -> np.ndarray:
+    def x(self) -> FloatArray:
         return (self.j0 + np.arange(self.n)) * self.h
 
 
-def moments_table(plds: list[DominatingPLD]) -> tuple[np.ndarray, np.ndarray]:
+def moments_table(plds: list[DominatingPLD]) -> tuple[FloatArray, FloatArray]:
     """Per bucket PLD: its mean times its mass, and its second moment (``DominatingPLD.moments``)."""
-    return _moments_table(tuple(plds))
+    return cast("tuple[FloatArray, FloatArray]", _moments_table(tuple(plds)))
 
 
 @_register_cache
 @lru_cache(maxsize=1)  # the last table: the chunks of one query share the bucket PLDs (keyed by identity)
-def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[FloatArray, FloatArray]:
     mv = np.array([p.moments() for p in plds])
     return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
 
 
 def _chernoff_reach(
-    plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float, cgf: np.ndarray | None = None
+    plds: list[DominatingPLD], counts: AnyArray, log_target: float, sign: float, cgf: FloatArray | None = None
 ) -> float:
     """Smallest ``a`` with ``P(sign * L >= a) <= e^log_target`` for every example, by the Chernoff bound
     ``P(sign L >= a) <= exp(K(sign theta) - theta a)`` with the exact cumulant generating functions of the
@@ -104,7 +106,7 @@ def _chernoff_reach(
     if cgf is None:
         cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])  # (B, T)
 
-    def reach(block) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
+    def reach(block: AnyArray) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
         cg = block @ cgf  # (rows, T)
         with np.errstate(invalid="ignore"):
             a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
@@ -126,7 +128,7 @@ def _chernoff_reach(
 
 
 def choose_window(
-    plds: list[DominatingPLD], counts: np.ndarray, h: float, target: float | None = None, cgfs: tuple | None = None
+    plds: list[DominatingPLD], counts: AnyArray, h: float, target: float | None = None, cgfs: tuple | None = None
 ) -> tuple[int, int]:
     """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
     widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
@@ -183,7 +185,7 @@ def bucket_spectra(plds: list[DominatingPLD], h: float, j0: int, n: int) -> Buck
     )
 
 
-def _extras(bs: BucketSpectra, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _extras(bs: BucketSpectra, counts: AnyArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per example: infinity mass (rounded up), wrap-around bound, discretisation slack."""
     K = counts.sum(axis=1)
     s = counts @ bs.log1m_inf  # <= 0
@@ -202,7 +204,7 @@ _FLUSH = 1e-150  # spectral coefficients bounded below this are flushed to zero 
 _LOG_CUT = -70.0  # spectral coefficients below e^-70 (in bound) are dropped; their l2 mass is bounded
 
 
-def _spectra(bs: BucketSpectra, counts: np.ndarray):
+def _spectra(bs: BucketSpectra, counts: AnyArray) -> Any:
     """Product spectra (window-aligned, truncated to the significant frequencies) and the l1
     bound of everything that makes them differ from the exact composed PLD's spectrum."""
     cf = counts.astype(float)
@@ -247,7 +249,7 @@ def _spectra(bs: BucketSpectra, counts: np.ndarray):
 _WEIGHT_CELLS = 1 << 21  # grid points x frequencies per block of hockey-stick weights
 
 
-def _trig_table(bs: BucketSpectra) -> tuple[np.ndarray, np.ndarray]:
+def _trig_table(bs: BucketSpectra) -> tuple[FloatArray, FloatArray]:
     """``cos(pi r / n)`` and ``sin(pi r / n)`` for ``r = 0..2n-1`` (sines exactly 0 at r = 0, n), cached."""
     tab = bs.__dict__.get("_trig")
     if tab is None:
@@ -260,7 +262,7 @@ def _trig_table(bs: BucketSpectra) -> tuple[np.ndarray, np.ndarray]:
     return tab
 
 
-def _weights_closed(bs: BucketSpectra, eps: np.ndarray, kmax: int):
+def _weights_closed(bs: BucketSpectra, eps: FloatArray, kmax: int) -> Any:
     """rfft of the hockey-stick weights ``g_j = (1 - e^{eps - x_j})_+`` on the window, frequencies
     ``0..kmax-1``, in closed form (two geometric series; no length-n FFT per epsilon).
 
@@ -323,7 +325,7 @@ def _weights_closed(bs: BucketSpectra, eps: np.ndarray, kmax: int):
     return G, err
 
 
-def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
+def _weights_dft(bs: BucketSpectra, eps_grid: FloatArray, kmax: int) -> Any:
     """Conjugated, rfft-weighted DFTs of the hockey-stick weights at every grid epsilon (Lemma D.1),
     transposed for the products, with their l1 norms and error bounds (``_weights_closed``; blocks of
     rows: bounded memory). The values for a grid are cached for the largest ``kmax`` asked (they do
@@ -355,7 +357,7 @@ def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
     return derived[kmax]
 
 
-def _delta_grid(bs: BucketSpectra, pre, eps_grid: np.ndarray):
+def _delta_grid(bs: BucketSpectra, pre: Any, eps_grid: FloatArray) -> FloatArray:
     """Certified bounds on delta at every grid epsilon for every example of a chunk (Plancherel,
     O(kmax) each); ``pre = _prepare(bs, counts, lower)``: upper bounds, or lower bounds if ``lower``."""
     sre, sim, smax, kmax, extra, factor, lower, lift = pre
@@ -365,11 +367,11 @@ def _delta_grid(bs: BucketSpectra, pre, eps_grid: np.ndarray):
     # inner-product rounding, and the closed-form weights' own error (|S_k| <= smax)
     ip_err = ((4 * kmax + 8) * _U * l1[None, :] + el1[None, :]) * smax[:, None] / bs.n
     if lower:
-        return np.maximum(0.0, (val - ip_err - extra[:, None]) * factor[:, None])
-    return np.minimum(1.0, (np.maximum(val, 0.0) + ip_err + extra[:, None]) * factor[:, None])
+        return cast("FloatArray", np.maximum(0.0, (val - ip_err - extra[:, None]) * factor[:, None]))
+    return cast("FloatArray", np.minimum(1.0, (np.maximum(val, 0.0) + ip_err + extra[:, None]) * factor[:, None]))
 
 
-def _prepare(bs: BucketSpectra, counts: np.ndarray, lower: bool = False):
+def _prepare(bs: BucketSpectra, counts: AnyArray, lower: bool = False) -> Any:
     """Product spectra of a chunk and its error terms (everything but the weights).
 
     Upper bounds (pairs that dominate): ``extra`` = mass at +inf + wrap-around from above +
@@ -402,7 +404,7 @@ def _prepare(bs: BucketSpectra, counts: np.ndarray, lower: bool = False):
     return (np.ascontiguousarray(spec.real), np.ascontiguousarray(spec.imag), smax, kmax, extra, factor, lower, lift)
 
 
-def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
+def _chunk_spectra(bs: BucketSpectra, counts: AnyArray) -> BucketSpectra:
     """Bucket spectra on a window sized for one chunk of examples (same lattice, same wrap-around
     target, ``choose_window``), if it is at most a quarter of the population's window; else ``bs``.
 
@@ -421,7 +423,7 @@ def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
     return out
 
 
-def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
+def _order(bs: BucketSpectra, counts: AnyArray) -> FloatArray:
     """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies.
 
     Both keys are exact integer functions of a row's content: the variance key (each bucket's
@@ -436,10 +438,10 @@ def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
     w = np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])
     top = float(np.max(w)) if w.size else 0.0
     wq = np.rint(w * ((1 << 24) / top)).astype(np.int64) if top > 0 else np.zeros(w.size, np.int64)
-    return np.lexsort((rows_exact(counts, hash_weights(w.size)), rows_exact(counts, wq)))
+    return cast("FloatArray", np.lexsort((rows_exact(counts, hash_weights(w.size)), rows_exact(counts, wq))))
 
 
-def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
+def _chord_eps(D: FloatArray, eps_grid: FloatArray, delta: float) -> Any:
     """Per row: upper bound on eps(delta) from certified upper values ``D`` on ``eps_grid`` (inf if none
     is <= delta), and the bracket ``[eps_grid[j-1], eps_grid[j]]`` it lies in."""
     m = D.shape[0]
@@ -469,7 +471,7 @@ def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
     return e, lo, hi
 
 
-def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
+def _step_eps_lower(D: FloatArray, eps_grid: FloatArray, delta: float) -> Any:
     """Per row: a lower bound on eps(delta) from certified lower values ``D`` on ``eps_grid``: the
     largest grid epsilon whose lower delta is still above ``delta`` (0 if none), and the bracket
     ``[eps_grid[j], eps_grid[j + 1]]`` in which eps(delta) may lie (NaN if the grid's last point)."""
@@ -486,8 +488,8 @@ def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
 
 
 def _chunk_epsilons(
-    bs: BucketSpectra, cc: np.ndarray, delta: float, G: int, refinements: int, lower: bool
-) -> tuple[np.ndarray, np.ndarray]:
+    bs: BucketSpectra, cc: AnyArray, delta: float, G: int, refinements: int, lower: bool
+) -> tuple[FloatArray, FloatArray]:
     """One chunk of ``population_epsilons`` (rows sorted by spread): bounds and delta spent."""
     G1 = 48  # points of each refinement pass (shared by the distinct brackets of a chunk)
     cb = _chunk_spectra(bs, cc)
@@ -516,7 +518,7 @@ def _chunk_epsilons(
     return e, pre[4]
 
 
-def _chunk_deltas(bs: BucketSpectra, cc: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_deltas(bs: BucketSpectra, cc: AnyArray, epsilon: float) -> tuple[FloatArray, FloatArray]:
     cb = _chunk_spectra(bs, cc)
     D = _delta_grid(cb, _prepare(cb, cc), np.array([float(epsilon)]))
     return D[:, 0], D[:, 0]
@@ -524,14 +526,14 @@ def _chunk_deltas(bs: BucketSpectra, cc: np.ndarray, epsilon: float) -> tuple[np
 
 def population_epsilons(
     bs: BucketSpectra,
-    counts: np.ndarray,
+    counts: AnyArray,
     delta: float,
     chunk: int = 2048,
     grid_points: int = 256,
     refinements: int = 3,
     *,
     lower: bool = False,
-):
+) -> tuple[FloatArray, FloatArray]:
     """Bounds on every example's eps(delta) and the delta spent on error terms.
 
     Upper bounds (``lower=False``, pairs that dominate): delta is evaluated on a
@@ -557,7 +559,7 @@ def population_epsilons(
     return eps, spent
 
 
-def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chunk: int = 2048):
+def population_deltas(bs: BucketSpectra, counts: AnyArray, epsilon: float, chunk: int = 2048) -> FloatArray:
     """Upper bounds on every example's delta(epsilon) by Plancherel (Koskela et al. 2023, Lemma D.1)."""
     out = np.zeros(counts.shape[0])
     for rows, (d, _) in map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):

@@ -8,13 +8,17 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_count, check_delta, check_positive
 from ..accountants._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ._buckets import _U
+from ._state import _LedgerState
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 
 __all__: list[str] = []
@@ -23,10 +27,10 @@ _FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (Koskela et al. 2
 _FIT_DELTA_MIN = 1e-10  # the fit's epsilon range reaches the worst case's epsilon at this delta
 
 
-class _RDPGDPMethods:
+class _RDPGDPMethods(_LedgerState):
     """The RDP and mu-GDP half of ``IndividualAccountant``: ``mus``, ``rdp_curves``, ``gdp_mus``."""
 
-    def mus(self) -> np.ndarray:
+    def mus(self) -> FloatArray:
         """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (Koskela et al. 2023, Thm 11).
 
         Returns
@@ -43,9 +47,9 @@ class _RDPGDPMethods:
             raise ValueError("per-example GDP needs sampling_rate = 1 (the subsampled Gaussian is not GDP)")
         # float summation of s nonnegative terms: relative error <= s u; then sqrt and division
         s = self._sumsq * (1.0 + (self._steps + 4) * 2 * _U)
-        return np.sqrt(s) / self._sigma * (1.0 + 4 * _U)
+        return cast("FloatArray", np.sqrt(s) / self._sigma * (1.0 + 4 * _U))
 
-    def rdp_curves(self, orders=None) -> tuple[np.ndarray, np.ndarray]:
+    def rdp_curves(self, orders: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
         """Per-example RDP curves: ``(orders, curves)`` with ``curves[i, j]`` a certified upper bound on
         example i's Renyi divergence of order ``orders[j]`` (both directions) for its recorded steps.
 
@@ -104,7 +108,7 @@ class _RDPGDPMethods:
             },
         )
 
-    def _kind(self) -> str:
+    def _kind(self) -> Kind:
         return "approximation" if self._approx is not None and np.any(self._approx) else "bound"
 
     def gdp_mus(
@@ -184,7 +188,7 @@ class _RDPGDPMethods:
             },
         )
 
-    def _gdp_fit_counts(self, counts, grid: np.ndarray, delta_min: float) -> tuple[np.ndarray, np.ndarray]:
+    def _gdp_fit_counts(self, counts: AnyArray, grid: FloatArray, delta_min: float) -> tuple[FloatArray, FloatArray]:
         """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and the delta
         above which each row's fitted curve is certified (``t_i``; inf if its curve never fell below)."""
         D = self._delta_curves(counts, grid)
@@ -195,9 +199,9 @@ class _RDPGDPMethods:
         need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
         at = np.broadcast_to(grid[1:][None, :], need.shape)
 
-        def ok(m: np.ndarray) -> np.ndarray:
+        def ok(m: FloatArray) -> FloatArray:
             lo = gdp_delta_bounds_array(np.broadcast_to(m[:, None], need.shape), at)[0]
-            return np.all(lo >= need, axis=1)
+            return cast("FloatArray", np.all(lo >= need, axis=1))
 
         n = D.shape[0]
         _, hi = bisect_boundary(

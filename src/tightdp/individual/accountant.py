@@ -58,10 +58,11 @@ input checks as plain functions.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import PrecisionError
 from ._buckets import (
@@ -199,7 +200,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         # example's last bucket / ratio and its number of approximated steps
         self._scale = self._B / self._clip  # inf for a tiny C: _scaled_ratios then divides first
         self._code_dtype = np.uint8 if self._B <= 255 else np.uint16
-        self._buf: np.ndarray | None = None
+        self._buf: FloatArray | None = None
         self._pending = 0
         self._ybuf = np.empty(0)
         self._cbuf = np.empty(0)
@@ -223,7 +224,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return self._steps
 
     @property
-    def bucket_counts(self) -> np.ndarray:
+    def bucket_counts(self) -> FloatArray:
         """Read-only ``(N, B + 1)`` counts; column ``b`` counts steps with ratio rounded to ``b / B``."""
         self._flush()
         v = self._counts.view()
@@ -231,7 +232,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return v
 
     @property
-    def approximated_steps(self) -> np.ndarray:
+    def approximated_steps(self) -> FloatArray:
         """Per example, the number of steps recorded with an imputed last-seen norm below the clip
         (``missing_norms="last-seen"``; all zero under the default worst-case policy). An example with
         a positive count has an *approximate* epsilon, not a certified one."""
@@ -261,7 +262,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         }
 
     # -------------------------------------------------------------- recording
-    def _row(self) -> np.ndarray:
+    def _row(self) -> FloatArray:
         """The next free row of the pending-index buffer (folding the buffer into the counts if full)."""
         if self._buf is None:
             item = np.dtype(self._code_dtype).itemsize
@@ -269,7 +270,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
             self._buf = np.empty((k, self._n), dtype=self._code_dtype)
         if self._pending == self._buf.shape[0]:
             self._flush()
-        return self._buf[self._pending]
+        return cast("FloatArray", self._buf[self._pending])
 
     def _flush(self) -> None:
         """Add the pending rows to the counts: one np.bincount per block of examples (the block's cells
@@ -292,12 +293,12 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
             counts[e0:e1] += hist.reshape(e1 - e0, cols).astype(np.int32)
         self._pending = 0
 
-    def _ledger(self) -> np.ndarray:
+    def _ledger(self) -> AnyArray:
         """The bucket counts with every pending step added."""
         self._flush()
         return self._counts
 
-    def _codes(self, arr: np.ndarray, out: np.ndarray) -> float:
+    def _codes(self, arr: FloatArray, out: AnyArray) -> float:
         """Bucket indices of ``arr`` written to ``out`` (``_bucket_index`` through reused buffers); returns
         the smallest position ``y - (b - 1)`` of the step's scaled ratios within their buckets (1 if none)."""
         n = arr.size
@@ -329,7 +330,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         f = min(self._frac_min, max(frac, 0.0))
         self._frac_min = 0.0 if f < _FRAC_FLOOR else f
 
-    def record_step(self, grad_norms, indices=None) -> None:
+    def record_step(self, grad_norms: ArrayLike, indices: ArrayLike | None = None) -> None:
         """Record one step.
 
         Dense (``indices=None``): ``grad_norms[i]`` is example i's unclipped gradient norm at this
@@ -411,7 +412,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         self._steps += 1
         self._cache.clear()
 
-    def record_steps(self, grad_norms) -> None:
+    def record_steps(self, grad_norms: ArrayLike) -> None:
         """Record several dense steps at once (``record_step`` for each row, in one pass).
 
         Parameters

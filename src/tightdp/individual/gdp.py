@@ -42,7 +42,7 @@ from ..errors import PrecisionError
 __all__ = ["gdp_delta", "gdp_delta_bounds", "gdp_epsilon", "gdp_epsilon_bounds_array", "gdp_mu", "GDPFilter"]
 
 
-def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
+def _reals(name: str, values: ArrayLike, *, low: float | None = None) -> FloatArray:
     """``values`` as a float array of any shape (no NaN, no booleans or strings, each ``>= low``)."""
     try:
         raw = np.asarray(values)
@@ -58,7 +58,7 @@ def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
     return arr
 
 
-def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gdp_delta_bounds(*, mu: ArrayLike, epsilon: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Certified ``(lower, estimate, upper)`` of the delta of ``mu``-GDP at ``epsilon``.
 
     Koskela et al. 2023, eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
@@ -89,7 +89,7 @@ def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return gdp_delta_bounds_array(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
 
 
-def gdp_delta(*, mu, epsilon) -> np.ndarray:
+def gdp_delta(*, mu: ArrayLike, epsilon: ArrayLike) -> FloatArray:
     """The delta of ``mu``-GDP at ``epsilon`` (Koskela et al. 2023, eq. (C.2)): the computed value, vectorised.
 
     Parameters

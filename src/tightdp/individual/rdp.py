@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._types import AnyArray, FloatArray
 from .._validation import check_delta, check_positive, check_real
 from ..accountants._gdp_math import largest_within
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
@@ -51,14 +53,14 @@ INDIVIDUAL_ORDERS = np.unique(
 _REL_MARGIN = 1e-9  # relative margin on composed RDP curves (series evaluation and summation rounding)
 
 
-def _curve(noise: float, q: float, orders: np.ndarray) -> np.ndarray:
+def _curve(noise: float, q: float, orders: FloatArray) -> FloatArray:
     """The RDP curve of one step (noise multiplier ``noise``, sampling rate ``q``) at ``orders`` (memoised)."""
     return _curve_at(float(noise), float(q), np.ascontiguousarray(orders, dtype=float).tobytes())
 
 
 @_register_cache
 @lru_cache(maxsize=4096)
-def _curve_at(noise: float, q: float, orders: bytes) -> np.ndarray:
+def _curve_at(noise: float, q: float, orders: bytes) -> FloatArray:
     """``_curve`` keyed by the orders' bytes (read-only: the memo shares it)."""
     o = np.frombuffer(orders, dtype=float)
     out = gaussian_rdp(mu=1.0 / noise, orders=o) if q >= 1.0 else poisson_gaussian_rdp(q=q, sigma=noise, orders=o)
@@ -68,8 +70,8 @@ def _curve_at(noise: float, q: float, orders: bytes) -> np.ndarray:
 
 
 def bucket_rdp_table(
-    sigma: float, q: float, ratios: np.ndarray, orders: np.ndarray, used: np.ndarray | None = None
-) -> np.ndarray:
+    sigma: float, q: float, ratios: FloatArray, orders: FloatArray, used: FloatArray | None = None
+) -> FloatArray:
     """``(len(ratios), len(orders))`` table: row ``b`` is the RDP curve (upper bound) of one step of the
     Poisson-subsampled Gaussian with sensitivity ratio ``ratios[b]`` (noise multiplier
     ``sigma / ratios[b]``); ratio 0 gives the zero curve.
@@ -112,7 +114,7 @@ def bucket_rdp_table(
     return table
 
 
-def compose_rows(counts: np.ndarray, table: np.ndarray, block: int = 65536) -> np.ndarray:
+def compose_rows(counts: AnyArray, table: FloatArray, block: int = 65536) -> FloatArray:
     """Per-row composed curves ``counts @ table`` with the relative margin, in row blocks."""
     out = np.empty((counts.shape[0], table.shape[1]))
     for s in range(0, counts.shape[0], block):
@@ -120,7 +122,7 @@ def compose_rows(counts: np.ndarray, table: np.ndarray, block: int = 65536) -> n
     return out * (1.0 + _REL_MARGIN)
 
 
-def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
+def epsilons_from_rdp_rows(orders: FloatArray, rdp: FloatArray, delta: float) -> tuple[FloatArray, FloatArray]:
     """``_rdp_math.epsilon_from_rdp`` for every row of ``rdp`` (shape ``(N, len(orders))``): the smallest
     epsilon over the orders of CKS 2020 Prop. 12 (Koskela et al. 2023, Lemma C.4), clipped at 0; 0 where
     ``delta >= sqrt(1 - exp(-min_alpha rdp))`` (Bretagnolle-Huber); a row of zeros gives 0.
@@ -161,7 +163,7 @@ def epsilons_from_rdp_rows(orders: np.ndarray, rdp: np.ndarray, delta: float) ->
     return eps, np.asarray(orders, float)[k]
 
 
-def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> float:
+def gaussian_budget_mu(epsilon: float, delta: float, orders: FloatArray) -> float:
     """The largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to at most ``epsilon``.
 
     The budget of Koskela et al. 2023, Sec. 5: the filtered composition is RDP-dominated by ``N(B, 1)`` vs ``N(0, 1)``
@@ -203,7 +205,7 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: np.ndarray) -> floa
     return out
 
 
-def rdp_filter_active(spent: np.ndarray, next_step: np.ndarray, budget: np.ndarray) -> np.ndarray:
+def rdp_filter_active(spent: FloatArray, next_step: FloatArray, budget: FloatArray) -> FloatArray:
     """Individual RDP filter (Feldman and Zrnic 2021, Alg. 3 / Thm 4.3, with the budget curve ``budget``
     fixed in advance at every order): example ``i`` takes the next step iff
     ``spent[i] + next_step[i] <= budget`` at *every* order (each order's filter is valid on its own,
@@ -232,4 +234,4 @@ def rdp_filter_active(spent: np.ndarray, next_step: np.ndarray, budget: np.ndarr
     ----------
     Feldman and Zrnic 2021, Alg. 3, Thm 4.3; Koskela et al. 2023, Sec. 5.
     """
-    return np.all(spent + next_step <= budget[None, :], axis=1)
+    return cast("FloatArray", np.all(spent + next_step <= budget[None, :], axis=1))

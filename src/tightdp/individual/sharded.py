@@ -41,10 +41,12 @@ import itertools
 import json
 import os
 import tempfile
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_count
 from ..bounds import Bounds
 from ._buckets import _as_norm_array, check_indices, check_norms
@@ -170,7 +172,7 @@ class ShardedLedger:
         return self._shards[k]
 
     # -------------------------------------------------------------- recording
-    def record_step(self, grad_norms, indices=None) -> None:
+    def record_step(self, grad_norms: ArrayLike, indices: ArrayLike | None = None) -> None:
         """``IndividualAccountant.record_step`` for the whole population, routed to the shards.
 
         Dense: ``grad_norms`` has one norm per example. Sparse: norms of the examples ``indices``
@@ -206,7 +208,7 @@ class ShardedLedger:
             a, b = cuts[k], cuts[k + 1]
             self._shard(k).record_step(arr[a:b], indices=idx[a:b] - s)
 
-    def record_steps(self, grad_norms) -> None:
+    def record_steps(self, grad_norms: ArrayLike) -> None:
         """Several dense steps, shape ``(steps, num_examples)``, routed to the shards.
 
         Parameters
@@ -227,7 +229,7 @@ class ShardedLedger:
             self._shard(k).record_steps(arr[:, s:e])
 
     # ---------------------------------------------------------------- queries
-    def counts(self, *, use_dask: bool = False):
+    def counts(self, *, use_dask: bool = False) -> Any:
         """The ``(N, B + 1)`` bucket counts: a numpy array, or a dask array chunked by shard (read from
         the shard files of a lazily loaded ledger without bringing them into this process).
 
@@ -264,7 +266,7 @@ class ShardedLedger:
     def _B(self) -> int:
         return int(self.options()["num_buckets"])
 
-    def _view(self, use_dask: bool) -> tuple[IndividualAccountant, np.ndarray | None]:
+    def _view(self, use_dask: bool) -> tuple[IndividualAccountant, FloatArray | None]:
         """An ``IndividualAccountant`` over the whole population whose ledger is ``counts(...)`` (numpy), or
         the sorted cluster copy (``use_dask``; then also the permutation: view row ``j`` is example
         ``perm[j]``)."""
@@ -301,7 +303,7 @@ class ShardedLedger:
         live = tuple((k, id(a), a.steps) for k, a in enumerate(self._shards) if a is not None)
         return client, self._directory, self._generation, self.steps, live
 
-    def _cluster_copy(self):
+    def _cluster_copy(self) -> Any:
         """The ledger in the dask workers' memory, sorted by spread (see the module docstring); built once
         per ledger state and scheduler. Returns the dask array and the permutation (row ``j`` of the copy is
         example ``perm[j]``)."""
@@ -446,7 +448,7 @@ class ShardedLedger:
         return acc
 
     # ---------------------------------------------------------- persistence
-    def save(self, directory) -> None:
+    def save(self, directory: str | os.PathLike[str]) -> None:
         """Write every shard (atomically, new generation) and then the manifest (atomically, last).
 
         Parameters
@@ -472,7 +474,7 @@ class ShardedLedger:
                     os.unlink(os.path.join(d, name))
         self._generation = gen
 
-    def save_shard(self, directory, k: int, *, generation: int) -> str:
+    def save_shard(self, directory: str | os.PathLike[str], k: int, *, generation: int) -> str:
         """Write shard ``k`` atomically as ``shard-KKKKK-gGEN.npz``.
 
         Parameters
@@ -500,7 +502,7 @@ class ShardedLedger:
         self._shard(int(k)).save(os.path.join(os.fspath(directory), name))
         return name
 
-    def write_manifest(self, directory, files: list[str], *, generation: int) -> None:
+    def write_manifest(self, directory: str | os.PathLike[str], files: list[str], *, generation: int) -> None:
         """Write the manifest naming ``files`` (one per shard), atomically; call after every shard is saved.
 
         Parameters
@@ -525,7 +527,9 @@ class ShardedLedger:
         _write_manifest(d, self._n, self.steps, self._shard(0).options(), self._ranges, files, generation)
 
     @classmethod
-    def from_shards(cls, directory, files, *, generation: int = 1) -> ShardedLedger:
+    def from_shards(
+        cls, directory: str | os.PathLike[str], files: Sequence[str | os.PathLike[str]], *, generation: int = 1
+    ) -> ShardedLedger:
         """The ledger of shards recorded and saved elsewhere -- data-parallel ranks or dask workers, each an
         ``IndividualAccountant`` over consecutive examples written with its ``save`` (atomic) into
         ``directory`` -- so that no process ever holds the whole ledger. ``files``: their names, in the
@@ -576,7 +580,7 @@ class ShardedLedger:
         return cls.load(d, lazy=True)
 
     @classmethod
-    def load(cls, directory, *, lazy: bool = False) -> ShardedLedger:
+    def load(cls, directory: str | os.PathLike[str], *, lazy: bool = False) -> ShardedLedger:
         """Read a ledger written by ``save``. ``lazy=True`` keeps the shards on disk (queries with
         ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched).
 
@@ -651,19 +655,19 @@ class _CountsView(IndividualAccountant):
 
     _view_counts: Any = None
 
-    def _ledger(self):
-        return self._view_counts
+    def _ledger(self) -> AnyArray:
+        return cast("AnyArray", self._view_counts)
 
     def _flush(self) -> None:
         return None
 
 
-def _load_counts(path: str) -> np.ndarray:
+def _load_counts(path: str) -> FloatArray:
     with np.load(path, allow_pickle=False) as z:
         return np.array(z["counts"])
 
 
-def _wait(arr) -> None:
+def _wait(arr: Any) -> None:
     """Block until a persisted dask collection is in the workers' memory (distributed scheduler)."""
     try:
         from distributed import default_client, wait
@@ -674,12 +678,12 @@ def _wait(arr) -> None:
     wait(arr)
 
 
-def _in_example_order(res: Bounds, perm: np.ndarray | None) -> Bounds:
+def _in_example_order(res: Bounds, perm: FloatArray | None) -> Bounds:
     """A result computed on the sorted cluster copy, back in the examples' order."""
     if perm is None:
         return res
 
-    def back(a):
+    def back(a: AnyArray) -> Any:
         if a is None:
             return None
         out = np.empty_like(a)
@@ -697,10 +701,12 @@ def _shard_meta(path: str) -> dict[str, Any]:
         meta["options"], meta["steps"]
     except (OSError, KeyError, ValueError, TypeError) as exc:
         raise ValueError(f"files: {os.path.basename(path)!r} is not a saved IndividualAccountant: {exc}") from None
-    return meta
+    return cast("dict[str, Any]", meta)
 
 
-def _write_manifest(d: str, n: int, steps: int, opts: dict, ranges, files, generation: int) -> None:
+def _write_manifest(
+    d: str, n: int, steps: int, opts: dict, ranges: Sequence[tuple[int, int]], files: Sequence[str], generation: int
+) -> None:
     man = {
         "format": _FORMAT,
         "generation": int(generation),
@@ -720,7 +726,7 @@ def _read_manifest(d: str) -> dict[str, Any]:
         raise ValueError(f"directory {d!r} holds no readable ShardedLedger manifest: {exc}") from None
     if man.get("format") != _FORMAT:
         raise ValueError(f"directory {d!r}: unknown manifest format {man.get('format')!r}")
-    return man
+    return cast("dict[str, Any]", man)
 
 
 def _atomic_write(path: str, data: bytes) -> None:
