@@ -49,7 +49,7 @@ def _tilted_tau(relative_slack: float) -> float:
     return max(1e-13, 1e-6 * min(relative_slack, 1e-3))
 
 
-def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
+def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[tuple[float, float], float, float | None]:
     """``(tail, tau, tilt_delta)`` for a delta slack: the per-step truncated mass, the Chernoff
     window's tail level and the delta the FFT is tilted towards (``None``: untilted)."""
     tau = _tilted_tau(slack / delta) if tilted else min(1e-6, 0.05 * slack)

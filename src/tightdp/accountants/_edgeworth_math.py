@@ -111,7 +111,7 @@ def edgeworth_correction(z: FloatArray, gam: tuple[float, float, float], order: 
     return c
 
 
-def edgeworth_sf(stats: SumStats, x: FloatArray, order: int, *, log_scale: float = 0.0) -> FloatArray:
+def edgeworth_sf(stats: SumStats, x: FloatArray, order: int, *, log_scale: float | FloatArray = 0.0) -> FloatArray:
     """``exp(log_scale) * (1 - G_{order}(x))`` for the sum described by ``stats`` (may leave [0, 1]).
 
     ``log_scale`` lets the caller multiply by ``e^eps`` without overflow in the far tail.
@@ -216,9 +216,9 @@ def standardized(stats: SumStats) -> tuple[float, float, float, float, float]:
 _T1STAR = 0.6359658
 
 
-def _e1(z: FloatArray | float) -> FloatArray | float:
+def _e1(z: float) -> float:
     """``Gamma(0, x) = E_1(x)`` (upper incomplete gamma with ``a = 0``)."""
-    return cast("FloatArray | float", special.exp1(z))
+    return cast("float", special.exp1(z))
 
 
 def _dgg_iid(n: float, K3: float, K3t: float, K4: float, lam3: float, e: float, kappa: float | None) -> float:

@@ -69,7 +69,7 @@ def gdp_log_delta(mu: float, eps: ArrayLike) -> FloatArray:
     return gdp_log_delta_bounds(mu, eps)[1]
 
 
-def gdp_log_delta_bounds(mu: ArrayLike, eps: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+def gdp_log_delta_bounds(mu: float | FloatArray, eps: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(lower, estimate, upper)`` of ``log delta_mu(eps)`` with the float error pushed outwards.
 
     ``-inf`` is returned (lower and estimate) where delta underflows every
@@ -107,7 +107,7 @@ def gdp_log_delta_bounds(mu: ArrayLike, eps: ArrayLike) -> tuple[FloatArray, Flo
     return lower, est, upper
 
 
-def gdp_delta_bounds(mu: ArrayLike, eps: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
+def gdp_delta_bounds(mu: float | FloatArray, eps: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """``(lower, estimate, upper)`` of ``delta_mu(eps)``; ``upper`` never underflows to 0 (delta > 0)."""
     lo, est, hi = gdp_log_delta_bounds(mu, eps)
     with np.errstate(under="ignore"):

@@ -36,7 +36,7 @@ class PLDAccountant(Accountant):
     """
 
     def _ledger_changed(self) -> None:
-        self._cache: OrderedDict = OrderedDict()
+        self._cache: OrderedDict[Any, Any] = OrderedDict()
 
     def _directions(self) -> list[list[tuple[PrivacyLoss, int]]]:
         """Per direction, the distinct losses with their total counts."""
@@ -123,13 +123,13 @@ class PLDAccountant(Accountant):
                     f"interval was vacuous: {out.details.get('note', 'no reason given')}"
                 )
             return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
-        return cast("Bounds", out)
+        return out
 
     def _delta(self, epsilons: FloatArray) -> Bounds:
         top, p_inf = self._support_ceiling()
         beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
         if not beyond.any():
-            return cast("Bounds", self._delta_numeric(epsilons))
+            return self._delta_numeric(epsilons)
         lower = np.full(epsilons.shape, p_inf * (1.0 - 1e-12))
         upper = np.full(epsilons.shape, min(1.0, p_inf * (1.0 + 1e-12)))
         est = np.full(epsilons.shape, p_inf)

@@ -21,6 +21,7 @@ milliseconds per mechanism, so m distinct mechanisms cost O(m) (Wang et al. 2023
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -92,8 +93,8 @@ class _Rule:
     p: FloatArray
     q: FloatArray
     atoms: tuple[tuple[float, float, float], ...]
-    pieces: object
-    x_at: object
+    pieces: Callable[[FloatArray], tuple[FloatArray, FloatArray, FloatArray]]
+    x_at: Callable[[float], float | None]
     truncated: bool
 
     def split_at(self, s: float) -> tuple[FloatArray, FloatArray, FloatArray]:

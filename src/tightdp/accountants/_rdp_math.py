@@ -37,7 +37,7 @@ from typing import cast
 import numpy as np
 from scipy import special
 
-from .._types import FloatArray
+from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError
 
 __all__ = [
@@ -209,7 +209,7 @@ def _log_wor_integer(q: float, mu_base: float, alpha: int) -> float:
         j = np.arange(3, alpha + 1, dtype=float)
         log_binom = special.gammaln(alpha + 1.0) - special.gammaln(j + 1.0) - special.gammaln(alpha - j + 1.0)
         terms.extend((math.log(2.0) + j * math.log(q) + log_binom + (j - 1) * j * rho).tolist())
-    return _lse(terms)
+    return _lse(np.asarray(terms))
 
 
 def without_replacement_gaussian_rdp(*, q: float, mu_base: float, orders: FloatArray) -> FloatArray:
@@ -252,7 +252,7 @@ def _conversion_terms(orders: FloatArray, rdp: FloatArray, log_delta: float) -> 
         return cast("FloatArray", rdp + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / (a - 1.0))
 
 
-def epsilon_from_rdp(*, orders: FloatArray, rdp: FloatArray, delta: float) -> tuple[float, float]:
+def epsilon_from_rdp(*, orders: ArrayLike, rdp: ArrayLike, delta: float) -> tuple[float, float]:
     """Smallest epsilon over the order grid (CKS 2020 Prop. 12) and the order that attains it.
 
     ``eps = rdp + log1p(-1/alpha) - (log delta + log alpha) / (alpha - 1)``, clipped at 0;

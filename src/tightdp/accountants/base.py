@@ -62,7 +62,7 @@ class Accountant(ABC):
         """The composed ``(mechanism, count)`` entries, in order."""
         return self._ledger
 
-    def compose(self, mechanism: Mechanism | Iterable, count: int = 1) -> Self:
+    def compose(self, mechanism: Mechanism | Iterable[Any], count: int = 1) -> Self:
         """Add ``count`` runs of ``mechanism`` (or a sequence of mechanisms / ``(mechanism, count)`` pairs).
 
         Everything is validated before the ledger changes.
@@ -167,7 +167,10 @@ class Accountant(ABC):
         except MemoryError as exc:
             raise _out_of_memory("delta", exc) from None
         if scalar:
-            pick = lambda v: None if v is None else float(np.asarray(v).reshape(-1)[0])
+
+            def pick(v: Any) -> float | None:
+                return None if v is None else float(np.asarray(v).reshape(-1)[0])
+
             out = Bounds(pick(out.lower), pick(out.estimate), pick(out.upper), "delta", out.kind, out.details)
         return out
 

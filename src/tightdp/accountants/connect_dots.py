@@ -217,7 +217,7 @@ class ConnectDotsAccountant(_ConnectDotsCore):
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
             # to the grid swallows the tail): both intervals are certified, so answer their intersection
             try:
-                other = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
+                prv = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
             except ArithmeticError as exc:  # PRV cannot do better: the wide interval is still certified
                 return Bounds(
                     out.lower,
@@ -227,16 +227,14 @@ class ConnectDotsAccountant(_ConnectDotsCore):
                     "bound",
                     {**dict(out.details), "note": f"wider than 2 eps_error; PRV fallback failed: {exc}"},
                 )
-            lower, upper = max(out.lower, other.lower), min(out.upper, other.upper)
+            lower, upper = max(out.lower, prv.lower), min(out.upper, prv.upper)
             if lower > upper:  # two certified intervals that miss each other: a bug, never hide it
                 raise PrecisionError(
                     f"internal: dominance bounds [{out.lower}, {out.upper}] and coupling bounds "
-                    f"[{other.lower}, {other.upper}] do not intersect"
+                    f"[{prv.lower}, {prv.upper}] do not intersect"
                 )
-            est = min(max(other.estimate, lower), upper)
-            return Bounds(
-                lower, est, upper, "epsilon", "bound", {**dict(other.details), "dominance": dict(out.details)}
-            )
+            est = min(max(prv.estimate, lower), upper)
+            return Bounds(lower, est, upper, "epsilon", "bound", {**dict(prv.details), "dominance": dict(out.details)})
         return out
 
     def _epsilon_dominance(self, delta: float) -> Bounds:
@@ -366,7 +364,12 @@ class ConnectDotsAccountant(_ConnectDotsCore):
             lower = max(lower, self._lower_down(j, directions, h, delta, slack, k_total, tilted))
             merged_down = h
         est = min(max(estimate, lower), upper)
-        details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
+        details: dict[str, Any] = {
+            "mesh": h,
+            "passes": passes,
+            "seconds": time.perf_counter() - t0,
+            "delta_error": slack,
+        }
         if merged_down is not None:
             details["lower_merge"] = "upward and downward sweeps (the better lower bound)"
         if trace:
@@ -590,7 +593,10 @@ class ConnectDotsAccountant(_ConnectDotsCore):
                             self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps)
                         )
                         lo = np.maximum(lo, delta_bounds(lows[1], epsilons, _TINY)[0])
-                los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, lows))
+                los.append(lo)
+                ests.append(e_u)
+                ups.append(u)
+                comps.append((cu, lows))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
             # stop when the delta interval is no wider than moving epsilon by eps_error would make it, or

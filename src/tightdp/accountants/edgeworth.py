@@ -67,7 +67,8 @@ def _lower_envelope(lam: FloatArray, k: FloatArray) -> tuple[FloatArray, FloatAr
     """The lines ``k_j - lam_j x`` that attain ``min_j`` somewhere, in order of increasing ``x``
     (increasing ``lam``), and the ``x`` where each hands over to the next (the convex hull trick)."""
     order = np.lexsort((k, lam))  # by lam, then by k: of equal slopes the lowest comes first
-    sl, sk = [], []
+    sl: list[float] = []
+    sk: list[float] = []
     for i in order:
         a, b = float(lam[i]), float(k[i])
         if sl and a == sl[-1]:
@@ -77,10 +78,12 @@ def _lower_envelope(lam: FloatArray, k: FloatArray) -> tuple[FloatArray, FloatAr
             x_new = (b - sk[-2]) / (a - sl[-2])
             x_top = (sk[-1] - sk[-2]) / (sl[-1] - sl[-2])
             if x_new <= x_top:
-                sl.pop(), sk.pop()
+                sl.pop()
+                sk.pop()
             else:
                 break
-        sl.append(a), sk.append(b)
+        sl.append(a)
+        sk.append(b)
     lams, ks = np.array(sl), np.array(sk)
     breaks = (ks[1:] - ks[:-1]) / (lams[1:] - lams[:-1])
     return lams, ks, breaks
@@ -183,7 +186,7 @@ class EdgeworthAccountant(Accountant):
         stats = [(_mechanism_stats(m), c) for m, c in self.ledger]
         ranges = [(_mechanism_ranges(m), c) for m, c in self.ledger]
         bounded = all(r is not None for r, _ in ranges)
-        dirs = []
+        dirs: list[dict[str, Any]] = []
         for k in (0, 1):  # remove, add
             sp = em.SumStats.from_entries([(st[k][0], c) for st, c in stats])
             sq = em.SumStats.from_entries([(st[k][1], c) for st, c in stats])
@@ -192,7 +195,7 @@ class EdgeworthAccountant(Accountant):
             cgf = sum(c * st[k][2] for st, c in stats)  # K(lambda) of the sum under P
             hoeff = None
             if bounded:  # Wang et al. 2023, Prop. 4.5: Hoeffding with the exact means and the loss ranges
-                rsq = sum(c * (r[k][1] - r[k][0]) ** 2 for r, c in ranges)
+                rsq = sum(c * (r[k][1] - r[k][0]) ** 2 for r, c in ranges if r is not None)
                 hoeff = (sp.kappa[0], sq.kappa[0], rsq)
             dirs.append({"sp": sp, "sq": sq, "dp": dp, "dq": dq, "cgf": cgf, "hoeff": hoeff})
         hi = max(max(d["sp"].kappa[0] + 40.0 * math.sqrt(d["sp"].kappa[1]), 1.0) for d in dirs)
@@ -353,7 +356,7 @@ class EdgeworthAccountant(Accountant):
     # ------------------------------------------------------------- queries
     def _scan_cached(self, deltas: tuple[float, ...] | None) -> Any:
         st = self._prepare()
-        key = ("scan", deltas)
+        key = f"scan {deltas!r}"  # one entry per tuple of deltas
         if key not in st:
             st[key] = self._scan_curves(None if deltas is None else list(deltas))
         return st[key]

@@ -75,26 +75,28 @@ _SQRT2PI = math.sqrt(2.0 * math.pi)
 _CGF_BLOCKS = 4096  # blocks of the grid whose maxima bound the CGF while a theta is chosen (``_chernoff_cgfs``)
 
 
-def _exact_log_mgf(terms: Terms, theta: float) -> float:
+def _exact_log_mgf(terms: list[tuple[Any, int, float]], theta: float) -> float:
     """``sum_i c_i (log E[e^(theta Y~_i)] - log mass_i)``: the exact CGF of the normalised composition at one
     ``theta`` (``DiscretisedLoss.log_mgf``, one pass over each grid; ``terms`` as ``(d, c, log mass)``)."""
-    return sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms)
+    return cast("float", sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms))
 
 
 def _chernoff_cgfs(terms: Terms) -> Any:
     """``(K+, K-, shift, terms)``: upper bounds on the normalised composition's CGF at ``+theta`` and
     ``-theta`` for the grid of thetas (to choose a theta), its shift, and the terms (for the exact CGF at
     the thetas chosen: ``_best``)."""
-    terms = [(d, c, d.log_mgf(0.0)) for d, c in terms if d.mass > 0]
+    normalised = [(d, c, d.log_mgf(0.0)) for d, c in terms if d.mass > 0]
     k_up = np.zeros(_THETAS.size)
     k_dn = np.zeros(_THETAS.size)
-    for d, c, lm in terms:  # block bounds (``DiscretisedLoss.log_mgf_upper``), normalised like the exact CGF
+    for d, c, lm in normalised:  # block bounds (``DiscretisedLoss.log_mgf_upper``), normalised like the exact CGF
         k_up += c * (d.log_mgf_upper(_THETAS, _CGF_BLOCKS) - lm)
         k_dn += c * (d.log_mgf_upper(-_THETAS, _CGF_BLOCKS) - lm)
-    return k_up, k_dn, float(sum(c * d.shift for d, c, _ in terms)), terms
+    return k_up, k_dn, float(sum(c * d.shift for d, c, _ in normalised)), normalised
 
 
-def _best(terms: Terms, bounds: FloatArray, sign: float, objective: Callable[[float], float]) -> float:
+def _best(
+    terms: list[tuple[Any, int, float]], bounds: FloatArray, sign: float, objective: Callable[[Any, Any], Any]
+) -> float:
     """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (Koskela et al. 2020, Sec. 7.2:
     any theta gives a valid Chernoff bound). The block bounds of ``_chernoff_cgfs`` propose a theta; from there the exact
     objective, convex in theta for a fixed tail and quasi-convex for a window, is followed downhill along the
@@ -103,7 +105,7 @@ def _best(terms: Terms, bounds: FloatArray, sign: float, objective: Callable[[fl
     with np.errstate(over="ignore", invalid="ignore"):
         vals = objective(bounds, _THETAS)
     i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
-    seen = {}
+    seen: dict[int, float] = {}
 
     def at(j: int) -> float:
         if j not in seen:
@@ -211,7 +213,7 @@ def paper_pld_density(loss: PrivacyLoss, s: ArrayLike) -> FloatArray:
 class _PaperPLD:
     """The composed masses ``dx C^k`` of Koskela et al. 2020, Alg. 1 on ``x_l = -L + l dx`` and the Riemann sum (5.2)."""
 
-    def __init__(self, terms: Terms, L: float, n: int) -> Any:
+    def __init__(self, terms: Terms, L: float, n: int) -> None:
         dx = 2.0 * L / n
         self.L, self.n, self.dx = L, n, dx
         self.x = -L + dx * np.arange(n)

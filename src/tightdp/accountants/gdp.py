@@ -20,7 +20,7 @@ brackets of the true value, in the far tail too.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -152,8 +152,9 @@ class GDPAccountant(Accountant):
             if isinstance(mech, Gaussian):
                 total += count * mech.mu * mech.mu
                 continue
-            g: Gaussian = mech.mechanism  # type: ignore[union-attr]
-            q = mech.sampling_rate  # type: ignore[union-attr]
+            assert isinstance(mech, PoissonSampled)  # _supports admits only these two kinds
+            g = cast("Gaussian", mech.mechanism)  # GDP composes only subsampled Gaussians
+            q = mech.sampling_rate
             if q >= 1.0:
                 total += count * g.mu * g.mu
             else:

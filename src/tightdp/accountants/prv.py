@@ -184,13 +184,13 @@ class PRVAccountant(PLDAccountant):
         eta_b = self._tree_budget(eta, eta)[0]
         h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
         coarse = self._coarse_terms(terms, eta)
-        widths: dict = {}
+        widths: dict[int, float] = {}
 
         def width(m: int) -> float:  # Chernoff window (loss units) of blocks of m steps of every term
             if m not in widths:
                 lo, hi = chernoff_window([(d, min(c, m)) for d, c in coarse], 0.0, _BLOCK_TAU)
                 widths[m] = hi - lo
-            return cast("float", widths[m])
+            return widths[m]
 
         ratio = max(1, self._tail_ratio(k, eta))
         bulk = tail = 0.0  # loss range of the fine cells inside and outside the wide-tail thresholds, all terms
@@ -260,7 +260,7 @@ class PRVAccountant(PLDAccountant):
         plan = self._tree_plan(terms, eta)
         if plan is not None:
             radices, meshes = plan
-            key = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
+            key: tuple[Any, ...] = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
             def build() -> Any:
                 fine = self._fine_terms(terms, eta, trunc)
@@ -279,7 +279,8 @@ class PRVAccountant(PLDAccountant):
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         if slack >= delta:
             raise ValueError(f"delta_error ({slack:g}) must be smaller than delta ({delta:g})")
-        parts, info = [], {}
+        parts: list[Any] = []
+        info: dict[str, Any] = {}
         for d, terms in enumerate(self._directions()):
             s = slack
             if self.delta_error is None and self._tree_plan(terms, 0.5 * slack) is not None:
@@ -322,7 +323,10 @@ class PRVAccountant(PLDAccountant):
         """Bounds for one direction with the delta slack split between coupling failure (1/2),
         truncation (1/4) and aliasing/round-off (1/4)."""
         eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
-        plan = lambda: self._tilt_terms(terms, eta, trunc)  # discretisation to choose tilts from
+
+        def plan() -> Any:  # discretisation to choose tilts from
+            return self._tilt_terms(terms, eta, trunc)
+
         # FFT round-off is ~1e-16 of the total mass: without tilting it is far below delta >= 1e-10
         # for one FFT; smaller deltas, and the multi-level tree (whose blocks' round-off adds up over
         # ~k / 8 block uses), get an exponentially tilted FFT
@@ -351,6 +355,7 @@ class PRVAccountant(PLDAccountant):
                 if abs(new_tilt - tilt) < 1e-3:
                     break
                 tilt = new_tilt
+        assert res is not None  # the loop ran at least once
         if math.isinf(res.upper) and not res.note:
             raise PrecisionError(
                 f"cannot certify epsilon at delta={delta:g}: the composition window "
@@ -395,4 +400,4 @@ class PRVAccountant(PLDAccountant):
                 if es < 1e-9:
                     tilt = saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
             out.append((best_lo, min(max(es, best_lo), best_up), best_up))
-        return tuple(max(v[j] for v in out) for j in range(3))
+        return max(v[0] for v in out), max(v[1] for v in out), max(v[2] for v in out)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -59,7 +59,7 @@ def rdp_curve(mechanism: Mechanism, orders: FloatArray) -> FloatArray:
     Mironov 2017, Table II (Gaussian, Laplace, randomized response); Mironov, Talwar, Zhang 2019
     (subsampled Gaussian).
     """
-    return cast("FloatArray", _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float))))
+    return _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float)))
 
 
 @_register_cache

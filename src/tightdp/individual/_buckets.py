@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from .._types import ArrayLike, FloatArray
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_positive
 
 _U = np.finfo(float).eps / 2
@@ -48,7 +48,7 @@ def check_norms(grad_norms: ArrayLike, shape: tuple[int, ...]) -> FloatArray:
     return arr
 
 
-def check_indices(indices: ArrayLike | None, size: int, num_examples: int) -> FloatArray:
+def check_indices(indices: ArrayLike | None, size: int, num_examples: int) -> AnyArray:
     """``indices`` as a 1-D ``intp`` array of ``size`` distinct example indices in ``[0, num_examples)``.
 
     Raises

@@ -66,7 +66,7 @@ def _run_chunk(fn: Callable[..., Any], bs: Any, rows: Any, *args: Any) -> Any:
         return fn(bs, np.asarray(rows), *args)
 
 
-def _gather_plan(row_chunks: tuple[int, ...], order: IntArray, chunk: int) -> list[tuple[IntArray, AnyArray]]:
+def _gather_plan(row_chunks: tuple[int, ...], order: AnyArray, chunk: int) -> list[tuple[IntArray, AnyArray]]:
     """For every chunk of ``chunk`` rows in ``order``: the ledger blocks it touches (row chunks of a dask
     array, sizes ``row_chunks``) and the chunk's rows as indices into their concatenation."""
     edges = np.concatenate([[0], np.cumsum(row_chunks)])
@@ -82,7 +82,7 @@ def _gather_plan(row_chunks: tuple[int, ...], order: IntArray, chunk: int) -> li
 
 
 def map_chunks(
-    fn: Callable[..., Any], bs: Any, counts: Any, order: IntArray, chunk: int, *args: Any
+    fn: Callable[..., Any], bs: Any, counts: Any, order: AnyArray, chunk: int, *args: Any
 ) -> list[tuple[IntArray, Any]]:
     """``fn(bs, counts[rows], *args)`` for every chunk of ``chunk`` rows in ``order``, returning
     ``[(rows, result)]``. For a dask-backed ledger every chunk is a dask task on the current scheduler
@@ -104,12 +104,12 @@ def map_chunks(
     try:  # a distributed client: ship the spectra to every worker once, not inside the graph
         from distributed import default_client
 
-        bs_d = default_client().scatter(bs, broadcast=True, hash=False)
+        bs_d = default_client().scatter(bs, broadcast=True, hash=False)  # type: ignore[no-untyped-call]  # dask ships no complete type annotations
     except (ImportError, ValueError):
-        bs_d = dask.delayed(bs, pure=True, traverse=False)
+        bs_d = dask.delayed(bs, pure=True, traverse=False)  # type: ignore[attr-defined]  # dask ships no complete type annotations
     tasks = [
-        dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
+        dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)  # type: ignore[attr-defined]
         for used, local in _gather_plan(counts.chunks[0], order, chunk)
     ]
-    results = dask.compute(*tasks)
+    results = dask.compute(*tasks)  # type: ignore[attr-defined, no-untyped-call]  # dask ships no complete type annotations
     return [(order[s0 : s0 + chunk], res) for s0, res in zip(starts, results)]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .._blas import single_threaded_blas
-from .._types import ArrayLike, FloatArray
+from .._types import AnyArray, ArrayLike, BoolArray
 from .._validation import check_choice, check_delta, check_epsilon
 from ._buckets import _U, _bucket_ratio, _clipped_ratio, check_norms
 from ._rdp_gdp import _FIT_DELTA_MIN, _FIT_POINTS
@@ -28,8 +28,8 @@ class _Filters(_LedgerState):
     """The filter half of ``IndividualAccountant``: ``active`` and its rules."""
 
     def active(
-        self, epsilon: float, delta: float, grad_norms: ArrayLike = None, *, rule: str | None = None
-    ) -> FloatArray:
+        self, epsilon: float, delta: float, grad_norms: ArrayLike | None = None, *, rule: str | None = None
+    ) -> BoolArray:
         """Boolean mask of examples whose budget ``(epsilon, delta)`` allows one more step.
 
         The caller records the step with norm 0 for the inactive examples (they do not contribute).
@@ -107,7 +107,7 @@ class _Filters(_LedgerState):
                 return self._active(epsilon, delta, grad_norms)
             return self._active_rdp(epsilon, delta, grad_norms, paper=(r == "paper"))
 
-    def _next_codes(self, grad_norms: ArrayLike) -> FloatArray:
+    def _next_codes(self, grad_norms: ArrayLike | None) -> AnyArray:
         """Bucket index of every example's coming step (worst case ``B`` if ``grad_norms`` is None)."""
         if grad_norms is None:
             return np.full(self._n, self._B, dtype=np.intp)
@@ -118,7 +118,7 @@ class _Filters(_LedgerState):
         self._ybuf, self._cbuf = saved
         return out.astype(np.intp)
 
-    def _active_rdp(self, epsilon: float, delta: float, grad_norms: ArrayLike, paper: bool) -> FloatArray:
+    def _active_rdp(self, epsilon: float, delta: float, grad_norms: ArrayLike | None, paper: bool) -> BoolArray:
         """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (Koskela et al. 2023, Sec. 5)."""
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
@@ -153,7 +153,7 @@ class _Filters(_LedgerState):
         mu, _ = self._gdp_fit_counts(counts, np.linspace(0.0, max(emax, 1e-6), _FIT_POINTS), _FIT_DELTA_MIN)
         return mu <= gaussian_budget_mu(eps, dlt, INDIVIDUAL_ORDERS)
 
-    def _active(self, epsilon: float, delta: float, grad_norms: ArrayLike = None) -> FloatArray:
+    def _active(self, epsilon: float, delta: float, grad_norms: ArrayLike | None = None) -> BoolArray:
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if self._q == 1.0:
@@ -162,6 +162,7 @@ class _Filters(_LedgerState):
                 nxt = np.ones(self._n)
             else:
                 nxt = _clipped_ratio(check_norms(grad_norms, (self._n,)), self._clip)
+            assert self._sumsq is not None  # kept whenever the sampling rate is 1
             total = (self._sumsq + nxt * nxt) * (1.0 + (self._steps + 8) * 2 * _U) / self._sigma**2
             return total * (1.0 + 8 * _U) <= B * B
         bump = np.zeros(self._B + 1, dtype=np.int64)

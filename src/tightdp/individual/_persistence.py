@@ -16,7 +16,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from .._types import FloatArray
+from .._types import AnyArray
 from .._validation import check_count
 from ._state import _LedgerState
 
@@ -63,10 +63,11 @@ class _Persistence(_LedgerState):
                 os.unlink(tmp)
             raise
 
-    def _extra_state(self) -> dict[str, FloatArray]:
+    def _extra_state(self) -> dict[str, AnyArray]:
         """Recording state beyond the counts (format 2): per-bucket lowest scaled ratio, last-seen data."""
         out = {"frac_min": np.array([self._frac_min])}
         if self._last is not None:
+            assert self._approx is not None  # kept with _last ("last-seen")
             out.update(last=self._last, approx=self._approx)
             if self._last_r is not None:
                 out["last_r"] = self._last_r

@@ -18,17 +18,17 @@ counts, the sums of squares for ``sampling_rate = 1``) and never write it, excep
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._blas import single_threaded_blas
-from .._types import AnyArray, FloatArray
+from .._types import AnyArray, BoolArray, FloatArray
 from .._validation import check_choice, check_delta, check_epsilon
 from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ..errors import PrecisionError
-from ..losses import poisson_gaussian_loss
+from ..losses import GaussianMixtureLoss, poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
 from ._chunks import map_chunks, rows_at
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
@@ -102,7 +102,8 @@ class _PLDQueries(_LedgerState):
                 pld = None
                 if ratio > 0:
                     loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
-                    pld = dominated_pld(loss, h) if lower else dominating_pld_core(loss, h)
+                    mix = cast("GaussianMixtureLoss", loss)  # a Poisson-subsampled Gaussian's loss
+                    pld = dominated_pld(mix, h) if lower else dominating_pld_core(mix, h)
                 store[b] = pld if pld is not None else DominatingPLD(h, 0, np.ones(1), 0.0, 0.0)
             out.append(store[b])
         return out
@@ -188,10 +189,10 @@ class _PLDQueries(_LedgerState):
         c: FloatArray,
         setups: Any,
         delta: float,
-        info: dict,
+        info: dict[str, Any],
         lower: bool = False,
-        per: dict | None = None,
-        rows: dict | None = None,
+        per: dict[str, Any] | None = None,
+        rows: dict[str, Any] | None = None,
     ) -> FloatArray:
         """Both directions' bounds, the larger kept (upper: the bound of the max; lower: a lower bound of
         it). ``rows[direction]``: compute that direction only for those rows (lower bounds: any one
@@ -216,7 +217,7 @@ class _PLDQueries(_LedgerState):
         return eps
 
     def _eps_lower_counts(
-        self, counts: AnyArray, delta: float, h: float, winner: FloatArray | None = None
+        self, counts: AnyArray, delta: float, h: float | None, winner: BoolArray | None = None
     ) -> tuple[FloatArray, dict[str, Any]]:
         """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
         pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio, for the
@@ -235,7 +236,7 @@ class _PLDQueries(_LedgerState):
         lo = self._eps_setups(c, setups, delta, info, lower=True, rows=rows)
         return np.where(np.asarray(c.any(axis=1)), lo, 0.0), info
 
-    def _exact_fallback(self, counts: AnyArray, delta: float) -> tuple[FloatArray, dict]:
+    def _exact_fallback(self, counts: AnyArray, delta: float) -> tuple[FloatArray, dict[str, Any]]:
         """Certified epsilons of the rows the fast path could not certify, from the core engine
         (``ConnectDotsAccountant`` composing ``PoissonSampled(Gaussian)`` steps of each bucket's ratio).
 
@@ -408,9 +409,10 @@ class _PLDQueries(_LedgerState):
             mu = self.mus()
             up = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
             if lower:
+                assert self._sumsq is not None  # kept whenever the sampling rate is 1
                 s = self._sumsq * (1.0 - (self._steps + 4) * 2 * _U)
                 mu_lo = np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)
-                lo = np.minimum(gdp_epsilon_bounds_array(mu_lo, dlt)[0], up)
+                lo = np.minimum(cast("FloatArray", gdp_epsilon_bounds_array(mu_lo, dlt)[0]), up)
             details.update(method="gdp", source="Koskela et al. 2023, Thm 11, eq. (C.2)")
         else:
             counts = self._ledger()
@@ -435,7 +437,7 @@ class _PLDQueries(_LedgerState):
                         **linfo,
                     }
                 )
-        kind = "bound"
+        kind: Kind = "bound"
         n_approx = int(np.count_nonzero(self._approx)) if self._approx is not None else 0
         if n_approx:
             kind = "approximation"
@@ -494,7 +496,9 @@ class _PLDQueries(_LedgerState):
         pos = out[np.asarray(self._ledger()[:, 1:].any(axis=1))]
         tgt = 0.01 * float(np.min(pos)) if pos.size else 0.0
         if tgt > 0 and self._cache.get(("deltas_slack", eps), math.inf) > tgt:
-            out = np.minimum(out, self._deltas_at(self._ledger(), eps, tgt))
+            second = self._deltas_at(self._ledger(), eps, tgt)
+            assert second is not None  # the first pass answered on the same ledger
+            out = np.minimum(out, second)
         details.update(method="pld", source="Koskela et al. 2023, Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
 
@@ -537,8 +541,8 @@ class _PLDQueries(_LedgerState):
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "nothing recorded"})
         if self._q == 1.0:
             mu = math.sqrt(self._steps) / self._sigma * (1.0 + 4 * _U)
-            e = float(gdp_epsilon_bounds_array(np.array([mu]), dlt, lower=False)[1][0])
-            return Bounds(None, e, e, "epsilon", "bound", {"method": "gdp", "mu": mu})
+            e_gdp = float(gdp_epsilon_bounds_array(np.array([mu]), dlt, lower=False)[1][0])
+            return Bounds(None, e_gdp, e_gdp, "epsilon", "bound", {"method": "gdp", "mu": mu})
         row = np.zeros((1, self._B + 1), dtype=np.int64)
         row[0, self._B] = self._steps
         e, info = self._eps_counts(row, dlt, self._mesh_for(self._ledger()))

@@ -76,7 +76,7 @@ class BucketSpectra:
     rel: FloatArray | None = None  # (B,) relative error of the atoms' masses
     shift: FloatArray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
     cgf_neg: FloatArray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
-    plds: list | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
+    plds: list[DominatingPLD] | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
     target: float | None = None  # the wrap-around target the window was sized for
 
     @property
@@ -86,7 +86,8 @@ class BucketSpectra:
 
 def moments_table(plds: list[DominatingPLD]) -> tuple[FloatArray, FloatArray]:
     """Per bucket PLD: its mean times its mass, and its second moment (``DominatingPLD.moments``)."""
-    return cast("tuple[FloatArray, FloatArray]", _moments_table(tuple(plds)))
+    out: tuple[FloatArray, FloatArray] = _moments_table(tuple(plds))
+    return out
 
 
 @_register_cache
@@ -128,7 +129,11 @@ def _chernoff_reach(
 
 
 def choose_window(
-    plds: list[DominatingPLD], counts: AnyArray, h: float, target: float | None = None, cgfs: tuple | None = None
+    plds: list[DominatingPLD],
+    counts: AnyArray,
+    h: float,
+    target: float | None = None,
+    cgfs: tuple[Any, ...] | None = None,
 ) -> tuple[int, int]:
     """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
     widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
@@ -423,7 +428,7 @@ def _chunk_spectra(bs: BucketSpectra, counts: AnyArray) -> BucketSpectra:
     return out
 
 
-def _order(bs: BucketSpectra, counts: AnyArray) -> FloatArray:
+def _order(bs: BucketSpectra, counts: AnyArray) -> AnyArray:
     """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies.
 
     Both keys are exact integer functions of a row's content: the variance key (each bucket's

@@ -13,7 +13,7 @@ from typing import cast
 import numpy as np
 
 from .._blas import single_threaded_blas
-from .._types import AnyArray, ArrayLike, FloatArray
+from .._types import AnyArray, ArrayLike, BoolArray, FloatArray
 from .._validation import check_count, check_delta, check_positive
 from ..accountants._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds, Kind
@@ -199,9 +199,9 @@ class _RDPGDPMethods(_LedgerState):
         need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
         at = np.broadcast_to(grid[1:][None, :], need.shape)
 
-        def ok(m: FloatArray) -> FloatArray:
+        def ok(m: FloatArray) -> BoolArray:
             lo = gdp_delta_bounds_array(np.broadcast_to(m[:, None], need.shape), at)[0]
-            return cast("FloatArray", np.all(lo >= need, axis=1))
+            return cast("BoolArray", np.all(lo >= need, axis=1))
 
         n = D.shape[0]
         _, hi = bisect_boundary(
@@ -222,7 +222,7 @@ class _RDPGDPMethods(_LedgerState):
         eps = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
         d = fit.details
         cert = (eps <= d["epsilon_max"]) | (dlt >= np.asarray(d["certified_above"]))
-        kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
+        kind: Kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
         return Bounds(
             None,
             eps,

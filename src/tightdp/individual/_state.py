@@ -39,6 +39,10 @@ class _LedgerState:
     _frac_min: float
     _code_dtype: type[np.unsignedinteger[Any]]
     _approx: AnyArray | None  # per-example count of approximated steps ("last-seen")
+    _last: AnyArray | None  # per-example last bucket ("last-seen")
+    _last_r: FloatArray | None  # per-example last ratio ("last-seen", sampling rate 1)
+    _ybuf: FloatArray  # scratch buffers of ``_codes``
+    _cbuf: FloatArray
 
     if TYPE_CHECKING:
 

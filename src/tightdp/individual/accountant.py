@@ -199,8 +199,8 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         # its bucket b = ceil(y) (lower bounds, see _lower_ratios), and for the last-seen policy each
         # example's last bucket / ratio and its number of approximated steps
         self._scale = self._B / self._clip  # inf for a tiny C: _scaled_ratios then divides first
-        self._code_dtype = np.uint8 if self._B <= 255 else np.uint16
-        self._buf: FloatArray | None = None
+        self._code_dtype: type[np.unsignedinteger[Any]] = np.uint8 if self._B <= 255 else np.uint16
+        self._buf: AnyArray | None = None
         self._pending = 0
         self._ybuf = np.empty(0)
         self._cbuf = np.empty(0)
@@ -224,7 +224,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return self._steps
 
     @property
-    def bucket_counts(self) -> FloatArray:
+    def bucket_counts(self) -> AnyArray:
         """Read-only ``(N, B + 1)`` counts; column ``b`` counts steps with ratio rounded to ``b / B``."""
         self._flush()
         v = self._counts.view()
@@ -232,7 +232,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return v
 
     @property
-    def approximated_steps(self) -> FloatArray:
+    def approximated_steps(self) -> AnyArray:
         """Per example, the number of steps recorded with an imputed last-seen norm below the clip
         (``missing_norms="last-seen"``; all zero under the default worst-case policy). An example with
         a positive count has an *approximate* epsilon, not a certified one."""
@@ -278,8 +278,10 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         k = self._pending
         if k == 0:
             return
+        assert self._buf is not None  # allocated with the first pending row
         buf = self._buf[:k]
         cols = self._B + 1
+        dt: type[np.integer[Any]]
         if cols * 256 <= 65536:
             width, dt = 256, np.uint16  # block codes fit in uint16; 256 examples' cells stay in cache
         else:
@@ -398,8 +400,10 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
                 row[:] = self._last
                 approx = self._last < self._B
                 approx[idx] = False
+                assert self._approx is not None  # kept with _last ("last-seen")
                 self._approx += approx
                 if self._sumsq is not None:
+                    assert self._last_r is not None  # kept with _last when the sampling rate is 1
                     r_all = self._last_r.copy()
                 self._last[idx] = sub
                 if self._last_r is not None:
@@ -442,6 +446,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         if self._sumsq is not None:
             self._sumsq += np.sum(np.square(_clipped_ratio(arr, self._clip)), axis=0)
         if self._last is not None:  # a dense record is every example's last-seen norm
+            assert self._buf is not None  # the rows just recorded
             self._last[:] = self._buf[self._pending - 1]
             if self._last_r is not None:
                 self._last_r[:] = _clipped_ratio(arr[-1], self._clip)

@@ -29,7 +29,7 @@ from typing import cast
 import numpy as np
 
 from .._caches import register as _register_cache
-from .._types import AnyArray, FloatArray
+from .._types import AnyArray, BoolArray, FloatArray
 from .._validation import check_delta, check_positive, check_real
 from ..accountants._gdp_math import largest_within
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
@@ -205,7 +205,7 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: FloatArray) -> floa
     return out
 
 
-def rdp_filter_active(spent: FloatArray, next_step: FloatArray, budget: FloatArray) -> FloatArray:
+def rdp_filter_active(spent: FloatArray, next_step: FloatArray, budget: FloatArray) -> BoolArray:
     """Individual RDP filter (Feldman and Zrnic 2021, Alg. 3 / Thm 4.3, with the budget curve ``budget``
     fixed in advance at every order): example ``i`` takes the next step iff
     ``spent[i] + next_step[i] <= budget`` at *every* order (each order's filter is valid on its own,
@@ -234,4 +234,4 @@ def rdp_filter_active(spent: FloatArray, next_step: FloatArray, budget: FloatArr
     ----------
     Feldman and Zrnic 2021, Alg. 3, Thm 4.3; Koskela et al. 2023, Sec. 5.
     """
-    return cast("FloatArray", np.all(spent + next_step <= budget[None, :], axis=1))
+    return cast("BoolArray", np.all(spent + next_step <= budget[None, :], axis=1))

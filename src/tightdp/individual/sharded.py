@@ -111,7 +111,7 @@ class ShardedLedger:
         self._directory: str | None = None
         self._generation = 0
         self._meta: dict[str, Any] = {}
-        self._cluster: tuple | None = None  # (key, sorted dask counts, permutation): see _cluster_copy
+        self._cluster: tuple[Any, ...] | None = None  # (key, sorted dask counts, permutation): see _cluster_copy
 
     # ------------------------------------------------------------ properties
     @property
@@ -167,9 +167,11 @@ class ShardedLedger:
         return self._shard(int(k))
 
     def _shard(self, k: int) -> IndividualAccountant:
-        if self._shards[k] is None:  # lazily loaded: bring this shard into memory
-            self._shards[k] = IndividualAccountant.load(self._files[k])
-        return self._shards[k]
+        shard = self._shards[k]
+        if shard is None:  # lazily loaded: bring this shard into memory
+            assert self._files is not None  # only a loaded ledger has shards on disk
+            shard = self._shards[k] = IndividualAccountant.load(self._files[k])
+        return shard
 
     # -------------------------------------------------------------- recording
     def record_step(self, grad_norms: ArrayLike, indices: ArrayLike | None = None) -> None:
@@ -256,12 +258,15 @@ class ShardedLedger:
         cols = self._B() + 1
         parts = []
         for k, (s, e) in enumerate(self._ranges):
-            if self._shards[k] is None:
-                blk = dask.delayed(_load_counts, pure=True)(self._files[k])
-                parts.append(da.from_delayed(blk, shape=(e - s, cols), dtype=np.int32))
+            shard = self._shards[k]
+            if shard is None:
+                assert self._files is not None  # only a loaded ledger has shards on disk
+                blk = dask.delayed(_load_counts, pure=True)(self._files[k])  # type: ignore[attr-defined]  # dask ships no complete type annotations
+                parts.append(da.from_delayed(blk, shape=(e - s, cols), dtype=np.int32))  # type: ignore[no-untyped-call]
             else:
-                parts.append(da.from_array(np.array(self._shards[k].bucket_counts), chunks=(e - s, cols)))
-        return da.concatenate(parts, axis=0)
+                counts = np.array(shard.bucket_counts)
+                parts.append(da.from_array(counts, chunks=(e - s, cols)))  # type: ignore[no-untyped-call]
+        return da.concatenate(parts, axis=0)  # type: ignore[no-untyped-call]
 
     def _B(self) -> int:
         return int(self.options()["num_buckets"])
@@ -292,12 +297,12 @@ class ShardedLedger:
             view._sumsq = None if view._sumsq is None else view._sumsq[perm]
         return view, perm
 
-    def _state_key(self) -> tuple:
+    def _state_key(self) -> tuple[Any, ...]:
         """What the cluster copy was made from: the scheduler, the saved generation, the live shards' steps."""
         try:
             from distributed import default_client
 
-            client = id(default_client())
+            client = id(default_client())  # type: ignore[no-untyped-call]  # dask ships no complete type annotations
         except (ImportError, ValueError):
             client = None
         live = tuple((k, id(a), a.steps) for k, a in enumerate(self._shards) if a is not None)
@@ -346,9 +351,10 @@ class ShardedLedger:
         self._cluster = None
 
     def _shard_state(self, k: int) -> dict[str, Any]:
-        if self._shards[k] is not None:
-            a = self._shards[k]
+        a = self._shards[k]
+        if a is not None:
             return {"frac_min": a._frac_min, "approx": a.approximated_steps, "sumsq": a._sumsq}
+        assert self._files is not None  # only a loaded ledger has shards on disk
         with np.load(self._files[k], allow_pickle=False) as z:
             fm = float(np.array(z["frac_min"]).reshape(-1)[0]) if "frac_min" in z.files else 0.0
             approx = np.array(z["approx"]) if "approx" in z.files else None
@@ -576,6 +582,7 @@ class ShardedLedger:
                 )
             ranges.append((start, start + n))
             start += n
+        assert opts0 is not None and steps is not None  # set by the first of the (non-empty) files
         _write_manifest(d, start, steps, {"num_examples": ranges[0][1], **opts0}, ranges, names, gen)
         return cls.load(d, lazy=True)
 
@@ -632,10 +639,8 @@ class ShardedLedger:
                     f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest is missing"
                 )
             if not lazy:
-                self._shard(k)
-                if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or self._shards[
-                    k
-                ].steps != int(man["steps"]):
+                shard = self._shard(k)
+                if shard.num_examples != self._ranges[k][1] - self._ranges[k][0] or shard.steps != int(man["steps"]):
                     raise ValueError(f"directory {d!r}: shard {k} does not match the manifest")
         return self
 
@@ -672,10 +677,10 @@ def _wait(arr: Any) -> None:
     try:
         from distributed import default_client, wait
 
-        default_client()
+        default_client()  # type: ignore[no-untyped-call]  # dask ships no complete type annotations
     except (ImportError, ValueError):
         return
-    wait(arr)
+    wait(arr)  # type: ignore[no-untyped-call]
 
 
 def _in_example_order(res: Bounds, perm: FloatArray | None) -> Bounds:
@@ -705,7 +710,13 @@ def _shard_meta(path: str) -> dict[str, Any]:
 
 
 def _write_manifest(
-    d: str, n: int, steps: int, opts: dict, ranges: Sequence[tuple[int, int]], files: Sequence[str], generation: int
+    d: str,
+    n: int,
+    steps: int,
+    opts: dict[str, Any],
+    ranges: Sequence[tuple[int, int]],
+    files: Sequence[str],
+    generation: int,
 ) -> None:
     man = {
         "format": _FORMAT,
