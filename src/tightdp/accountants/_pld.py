@@ -7,7 +7,7 @@ from abc import abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from .base import Accountant
 Terms = list[tuple[Any, int]]
 #: the terms of each neighbouring direction (remove, then add when it differs)
 Directions = list[Terms]
+
+
+_T = TypeVar("_T")
 
 
 class PLDAccountant(Accountant):
@@ -74,7 +77,7 @@ class PLDAccountant(Accountant):
         ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
         (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
         """
-        return cast("tuple[float, float]", self._memo(("support",), self._support_ceiling_uncached))
+        return self._memo(("support",), self._support_ceiling_uncached)
 
     def _support_ceiling_uncached(self) -> tuple[float, float]:
         top, p_inf = -math.inf, 0.0
@@ -149,14 +152,14 @@ class PLDAccountant(Accountant):
     def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         """The accountant's own certified ``delta(eps)`` for ``eps`` below the loss support."""
 
-    def _memo(self, key: Hashable, fn: Callable[[], Any]) -> Any:
+    def _memo(self, key: Hashable, fn: Callable[[], _T]) -> _T:
         cache = getattr(self, "_cache", None)
         if cache is None:
             self._ledger_changed()
             cache = self._cache
         if key in cache:
             cache.move_to_end(key)
-            return cache[key]
+            return cast("_T", cache[key])
         val = fn()
         cache[key] = val
         if len(cache) > 8:  # compositions can hold windows of millions of points

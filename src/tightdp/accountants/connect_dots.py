@@ -36,7 +36,7 @@ import numpy as np
 from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
-from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..pld import ComposedPLD, CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
 from ..pld.atoms import SelfComposedAtoms
 from ..pld.composition import saddle_tilt
 from ..pld.dominance import (
@@ -156,12 +156,12 @@ class ConnectDotsAccountant(_ConnectDotsCore):
         *,
         top_down: bool = False,
         tilt_eps: float | None = None,
-    ) -> Any:
+    ) -> ComposedPLD:
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
         ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
 
-        def build() -> Any:
+        def build() -> ComposedPLD:
             # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
             plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
             mesh = h if plan is None else plan[0]

@@ -59,7 +59,7 @@ from ..bounds import Bounds, Kind
 from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
-from ..pld import compose, delta_bounds, discretise, epsilon_bounds
+from ..pld import ComposedPLD, compose, delta_bounds, discretise, epsilon_bounds
 from ._pld import Directions, PLDAccountant, Terms, check_mechanism
 
 __all__ = ["FourierAccountant", "paper_pld_density"]
@@ -387,10 +387,10 @@ class FourierAccountant(PLDAccountant):
             L = new
         return L
 
-    def _composition(self, direction: int, terms: Terms, L: float, n: int, trunc: float) -> Any:
+    def _composition(self, direction: int, terms: Terms, L: float, n: int, trunc: float) -> ComposedPLD:
         h = 2.0 * L / n
 
-        def build() -> Any:
+        def build() -> ComposedPLD:
             disc = self._disc(terms, h, trunc)
             comp = compose(disc, tilt=0.0, window=(-L, L), size=n)
             # compose() bounds the mass outside the window with block-wise CGF bounds; the exact CGFs
@@ -406,7 +406,7 @@ class FourierAccountant(PLDAccountant):
         if self.L is not None:
             return self.L
         key = ("L", trunc, tau, at_least)
-        return cast("float", self._memo(key, lambda: self._auto_L(self._directions(), trunc, tau, at_least)))
+        return self._memo(key, lambda: self._auto_L(self._directions(), trunc, tau, at_least))
 
     def _needed_L_note(self, trunc: float, tau: float) -> str:
         try:
@@ -500,12 +500,10 @@ class FourierAccountant(PLDAccountant):
         """User ``L``, or the Chernoff choice of the certified mode at the tail level 1e-14 (Koskela et al. 2020, Sec. 7.2)."""
         if self.L is not None:
             return self.L
-        return cast(
-            "float", self._memo(("paperL", at_least), lambda: self._auto_L(self._directions(), 1e-15, 1e-14, at_least))
-        )
+        return self._memo(("paperL", at_least), lambda: self._auto_L(self._directions(), 1e-15, 1e-14, at_least))
 
     def _paper(self, direction: int, terms: Terms, L: float, n: int) -> _PaperPLD:
-        return cast("_PaperPLD", self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n)))
+        return self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n))
 
     def _paper_details(self, L: float) -> dict[str, Any]:
         return {

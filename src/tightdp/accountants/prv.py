@@ -37,7 +37,7 @@ from .._validation import check_delta, check_eps_error
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms import Mechanism
-from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..pld import ComposedPLD, chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
 from ..pld.composition import chernoff_window
 from ..pld.discretise import discretise_coarse_tail
 from ..pld.hierarchy import compose_tree
@@ -254,7 +254,7 @@ class PRVAccountant(PLDAccountant):
         r = min(r, _TAIL_RATIO_MAX)
         return r if r % 2 else r - 1
 
-    def _composed(self, direction: int, terms: Terms, eta: float, trunc: float, tilt: float, tau: float) -> Any:
+    def _composed(self, direction: int, terms: Terms, eta: float, trunc: float, tilt: float, tau: float) -> ComposedPLD:
         """The composition for one direction: the multi-level tree for long ledgers, else single-level."""
         tilt = round(tilt, 3)
         plan = self._tree_plan(terms, eta)
@@ -262,7 +262,7 @@ class PRVAccountant(PLDAccountant):
             radices, meshes = plan
             key: tuple[Any, ...] = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
-            def build() -> Any:
+            def build() -> ComposedPLD:
                 fine = self._fine_terms(terms, eta, trunc)
                 comp, info = compose_tree(fine, radices, meshes, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
                 comp.__dict__["tree_info"] = info  # reported in details

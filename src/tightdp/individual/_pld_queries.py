@@ -89,7 +89,7 @@ class _PLDQueries(_LedgerState):
             return float(self._edges[b - 1]) * (1.0 - _MARGIN)
         return max(0.0, b - 1 + self._frac_min) / self._B * (1.0 - _MARGIN)
 
-    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False) -> Any:
+    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False) -> list[DominatingPLD]:
         """Per-bucket discrete pairs on ``h Z``: dominating ones at the bucket's upper ratio (``b / B``,
         rounded up), or dominated ones at its lower ratio (``_lower_ratio``; a bucket whose lower ratio is
         0 becomes a point mass at loss 0, the mechanism without privacy loss)."""

@@ -446,7 +446,7 @@ def _order(bs: BucketSpectra, counts: AnyArray) -> AnyArray:
     return cast("FloatArray", np.lexsort((rows_exact(counts, hash_weights(w.size)), rows_exact(counts, wq))))
 
 
-def _chord_eps(D: FloatArray, eps_grid: FloatArray, delta: float) -> Any:
+def _chord_eps(D: FloatArray, eps_grid: FloatArray, delta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per row: upper bound on eps(delta) from certified upper values ``D`` on ``eps_grid`` (inf if none
     is <= delta), and the bracket ``[eps_grid[j-1], eps_grid[j]]`` it lies in."""
     m = D.shape[0]
@@ -476,7 +476,7 @@ def _chord_eps(D: FloatArray, eps_grid: FloatArray, delta: float) -> Any:
     return e, lo, hi
 
 
-def _step_eps_lower(D: FloatArray, eps_grid: FloatArray, delta: float) -> Any:
+def _step_eps_lower(D: FloatArray, eps_grid: FloatArray, delta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per row: a lower bound on eps(delta) from certified lower values ``D`` on ``eps_grid``: the
     largest grid epsilon whose lower delta is still above ``delta`` (0 if none), and the bracket
     ``[eps_grid[j], eps_grid[j + 1]]`` in which eps(delta) may lie (NaN if the grid's last point)."""
