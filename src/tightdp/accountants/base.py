@@ -307,7 +307,7 @@ class Accountant(ABC):
         return accountant_from_dict(json.loads(text))
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.to_dict() == other.to_dict()  # type: ignore[union-attr]
+        return isinstance(other, Accountant) and type(self) is type(other) and self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
