@@ -32,7 +32,7 @@ def _mp_delta(mu, eps):
 @pytest.mark.parametrize("mu,eps", [(0.5, 0.1), (1.0, 3.0), (2.0, 10.0), (0.05, 1.0), (5.0, 40.0)])
 def test_delta_curve_matches_mpmath_including_far_tail(mu, eps):
     want = float(_mp_delta(mu, eps))
-    assert gdp_delta(mu, np.array([eps]))[0] == pytest.approx(want, rel=1e-9)
+    assert gdp_delta(mu=mu, epsilon=np.array([eps]))[0] == pytest.approx(want, rel=1e-9)
 
 
 def test_exact_when_q_is_one():
@@ -84,14 +84,14 @@ def test_root_finder_never_fails(mu, log_delta):
     e = GDPAccountant().compose(Gaussian(noise_multiplier=1.0 / mu)).epsilon(delta)
     assert e.upper >= 0 and not math.isnan(e.upper)
     if math.isfinite(e.upper) and e.upper > 0:
-        assert gdp_delta(mu, np.array([e.upper]))[0] <= delta * (1 + 1e-9)
+        assert gdp_delta(mu=mu, epsilon=np.array([e.upper]))[0] <= delta * (1 + 1e-9)
 
 
 def test_opacus_failure_case_eps_10():
     """Opacus' GDP eps(delta) fails at eps = 10 with a sign error; we answer."""
     acc = GDPAccountant().compose(PoissonSampled(mechanism=Gaussian(noise_multiplier=0.7), sampling_rate=0.2), 50)
     mu = acc.mu()[0]
-    d = float(gdp_delta(mu, np.array([10.0]))[0])
+    d = float(gdp_delta(mu=mu, epsilon=np.array([10.0]))[0])
     e = acc.epsilon(d)
     assert e.estimate == pytest.approx(10.0, rel=1e-8)
 

@@ -154,7 +154,7 @@ def test_never_below_gaussian_truth_or_rdp_of_substeps(q, sigma, steps, log_delt
     delta = 10.0**log_delta
     from tightdp.accountants.gdp import gdp_epsilon
 
-    exact = gdp_epsilon(math.sqrt(steps) / sigma, delta)[1]
+    exact = gdp_epsilon(mu=math.sqrt(steps) / sigma, delta=delta)[1]
     r = RDPAccountant().compose(Gaussian(noise_multiplier=sigma), steps).epsilon(delta).upper
     assert r >= exact - 1e-9
     sub = (

@@ -41,7 +41,9 @@ def test_gdp_conversions_are_keyword_only_in_the_accountants_order():
         gdp_delta(1.0, 1.0)  # type: ignore[misc]
     from tightdp.accountants.gdp import gdp_epsilon as accountants_gdp_epsilon
 
-    lo, hi = accountants_gdp_epsilon(1.5, 1e-6)
+    with pytest.raises(TypeError):
+        accountants_gdp_epsilon(1.5, 1e-6)  # type: ignore[misc]
+    lo, hi = accountants_gdp_epsilon(mu=1.5, delta=1e-6)
     assert gdp_epsilon(mu=1.5, delta=1e-6) == hi and lo <= hi
     for bad in (dict(mu=-1.0, delta=1e-5), dict(mu=1.0, delta=0.0), dict(mu=float("nan"), delta=1e-5)):
         with pytest.raises(ValueError):

@@ -5,6 +5,7 @@ CLI's ``--accountant``), passing only the options that accountant takes.
 """
 
 import inspect
+from typing import Any
 
 from .base import ACCOUNTANTS, Accountant, accountant_from_dict
 from .connect_dots import ConnectDotsAccountant
@@ -33,8 +34,26 @@ __all__ = [
 ]
 
 
-def create(name: str, **options) -> Accountant:
-    """A fresh accountant called ``name``; options it does not take (or that are None) are ignored."""
+def create(name: str, **options: Any) -> Accountant:
+    """A fresh accountant called ``name``; options it does not take (or that are None) are ignored.
+
+    Parameters
+    ----------
+    name : str
+        A registered accountant name (``ACCOUNTANTS``), e.g. ``"connect-dots"``, ``"prv"``, ``"rdp"``.
+    **options
+        Constructor keyword arguments; those the accountant does not take, or given as None, are dropped.
+
+    Returns
+    -------
+    Accountant
+        The new accountant, with an empty ledger.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name``, or an option value out of its domain.
+    """
     cls = ACCOUNTANTS.get(name) if isinstance(name, str) else None
     if cls is None:
         raise ValueError(f"accountant must be one of {', '.join(sorted(ACCOUNTANTS))}; got {name!r}")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
 from ..losses import PrivacyLoss
@@ -17,6 +19,14 @@ from ..mechanisms import Mechanism
 from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
 from .base import Accountant
+
+#: distinct privacy losses (or composed stand-ins for them) with their counts, one direction of a ledger
+Terms = list[tuple[Any, int]]
+#: the terms of each neighbouring direction (remove, then add when it differs)
+Directions = list[Terms]
+
+
+_T = TypeVar("_T")
 
 
 class PLDAccountant(Accountant):
@@ -29,7 +39,7 @@ class PLDAccountant(Accountant):
     """
 
     def _ledger_changed(self) -> None:
-        self._cache: OrderedDict = OrderedDict()
+        self._cache: OrderedDict[Any, Any] = OrderedDict()
 
     def _directions(self) -> list[list[tuple[PrivacyLoss, int]]]:
         """Per direction, the distinct losses with their total counts."""
@@ -44,7 +54,7 @@ class PLDAccountant(Accountant):
             out.append(list(add.items()))
         return out
 
-    def _curve_kinks(self, high: float, limit: int) -> np.ndarray | None:
+    def _curve_kinks(self, high: float, limit: int) -> FloatArray | None:
         """The epsilons in ``[0, high]`` where the privacy curve can have a kink, when the ledger is of
         atoms on one lattice (pure/approximate DP, randomized response): the composed loss's values, in
         every direction (``pld.atoms.composed_atom_values``); ``None`` otherwise or beyond ``limit``.
@@ -118,7 +128,7 @@ class PLDAccountant(Accountant):
             return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
         return out
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         top, p_inf = self._support_ceiling()
         beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
         if not beyond.any():
@@ -139,17 +149,17 @@ class PLDAccountant(Accountant):
         """The accountant's own certified ``epsilon(delta)`` (the support cap above is applied to it)."""
 
     @abstractmethod
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         """The accountant's own certified ``delta(eps)`` for ``eps`` below the loss support."""
 
-    def _memo(self, key, fn):
+    def _memo(self, key: Hashable, fn: Callable[[], _T]) -> _T:
         cache = getattr(self, "_cache", None)
         if cache is None:
             self._ledger_changed()
             cache = self._cache
         if key in cache:
             cache.move_to_end(key)
-            return cache[key]
+            return cast("_T", cache[key])
         val = fn()
         cache[key] = val
         if len(cache) > 8:  # compositions can hold windows of millions of points
@@ -169,7 +179,7 @@ class PLDAccountant(Accountant):
         return Bounds(lower, est, upper, "epsilon", "bound", details)
 
     @staticmethod
-    def _combine_delta(parts, details: dict[str, Any]) -> Bounds:
+    def _combine_delta(parts: Sequence[Any], details: dict[str, Any]) -> Bounds:
         lower = np.max([p[0] for p in parts], axis=0)
         est = np.max([p[1] for p in parts], axis=0)
         upper = np.max([p[2] for p in parts], axis=0)

@@ -32,10 +32,12 @@ References
 from __future__ import annotations
 
 import math
+from typing import cast
 
 import numpy as np
 from scipy import special
 
+from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError
 
 __all__ = [
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 
-def _lse(x) -> float:
+def _lse(x: FloatArray) -> float:
     """log(sum(exp(x))) for a 1-D array (faster than scipy's generic logsumexp)."""
     x = np.asarray(x, float)
     m = float(np.max(x)) if x.size else -math.inf
@@ -59,12 +61,12 @@ def _lse(x) -> float:
     return m + math.log(float(np.sum(np.exp(x - m))))
 
 
-def _default_orders() -> np.ndarray:
+def _default_orders() -> FloatArray:
     near_one = 1.0 + np.geomspace(1e-3, 0.1, 15)  # 1.001 ... 1.1
     frac = np.round(np.arange(1.1, 12.0, 0.05), 2)  # 1.1 ... 11.95 in steps of 0.05
     ints = np.arange(12.0, 129.0)
     large = np.unique(np.round(np.geomspace(130, 1e5, 80)))  # ... 100000 (integers)
-    return np.unique(np.concatenate([near_one, frac, ints, large]))
+    return cast("FloatArray", np.unique(np.concatenate([near_one, frac, ints, large])))
 
 
 #: Default order grid: fractional orders in (1, 12) (dense, because the curve
@@ -74,22 +76,22 @@ def _default_orders() -> np.ndarray:
 DEFAULT_ORDERS = _default_orders()
 
 
-def gaussian_rdp(*, mu: float, orders: np.ndarray) -> np.ndarray:
+def gaussian_rdp(*, mu: float, orders: FloatArray) -> FloatArray:
     """Gaussian mechanism with ``mu = sensitivity / sigma``: ``alpha mu^2 / 2`` (Mironov 2017, Table II)."""
     return np.asarray(orders, float) * mu * mu / 2.0
 
 
-def laplace_rdp(*, r: float, orders: np.ndarray) -> np.ndarray:
+def laplace_rdp(*, r: float, orders: FloatArray) -> FloatArray:
     """Laplace mechanism with ``r = sensitivity / scale`` (Mironov 2017, Table II):
 
     ``D_alpha = log(alpha/(2alpha-1) e^{(alpha-1) r} + (alpha-1)/(2alpha-1) e^{-alpha r}) / (alpha-1)``.
     """
     a = np.asarray(orders, float)
     log_num = np.logaddexp(np.log(a / (2 * a - 1)) + (a - 1) * r, np.log((a - 1) / (2 * a - 1)) - a * r)
-    return log_num / (a - 1)
+    return cast("FloatArray", log_num / (a - 1))
 
 
-def discrete_rdp(*, p: np.ndarray, q: np.ndarray, orders: np.ndarray) -> np.ndarray:
+def discrete_rdp(*, p: FloatArray, q: FloatArray, orders: FloatArray) -> FloatArray:
     """``D_alpha(P || Q) = log sum_i p_i^alpha q_i^(1-alpha) / (alpha - 1)`` for finite distributions.
 
     Infinite when some ``p_i > 0 = q_i``. Used for randomized response
@@ -101,7 +103,7 @@ def discrete_rdp(*, p: np.ndarray, q: np.ndarray, orders: np.ndarray) -> np.ndar
     if np.any(q[keep] <= 0):
         return np.full(a.shape[0], math.inf)
     lp, lq = np.log(p[keep]), np.log(q[keep])
-    return special.logsumexp(a * lp + (1 - a) * lq, axis=1) / (a[:, 0] - 1)
+    return cast("FloatArray", special.logsumexp(a * lp + (1 - a) * lq, axis=1) / (a[:, 0] - 1))
 
 
 # ------------------------------------------------------------ sampled Gaussian
@@ -124,8 +126,8 @@ def _log_a_fractional(q: float, sigma: float, alpha: float) -> float:
     s2 = sigma * sigma
     z0 = s2 * math.log(1.0 / q - 1.0) + 0.5 if q < 1 else -math.inf
     lq, l1q = math.log(q), math.log1p(-q)
-    pos_terms: list[np.ndarray] = []
-    neg_terms: list[np.ndarray] = []
+    pos_terms: list[FloatArray] = []
+    neg_terms: list[FloatArray] = []
     start, chunk = 0, max(64, int(2 * alpha) + 64)
     running = -math.inf
     for _ in range(60):
@@ -159,7 +161,7 @@ def _log_a_fractional(q: float, sigma: float, alpha: float) -> float:
     return float(lp + math.log1p(-math.exp(ln - lp)))
 
 
-def poisson_gaussian_rdp(*, q: float, sigma: float, orders: np.ndarray) -> np.ndarray:
+def poisson_gaussian_rdp(*, q: float, sigma: float, orders: FloatArray) -> FloatArray:
     """RDP of the Poisson-subsampled Gaussian (sensitivity 1, noise ``sigma``, rate ``q``).
 
     ``D_alpha(mu || mu0) = log A_alpha / (alpha - 1)`` with ``mu0 = N(0, s^2)``,
@@ -207,10 +209,10 @@ def _log_wor_integer(q: float, mu_base: float, alpha: int) -> float:
         j = np.arange(3, alpha + 1, dtype=float)
         log_binom = special.gammaln(alpha + 1.0) - special.gammaln(j + 1.0) - special.gammaln(alpha - j + 1.0)
         terms.extend((math.log(2.0) + j * math.log(q) + log_binom + (j - 1) * j * rho).tolist())
-    return _lse(terms)
+    return _lse(np.asarray(terms))
 
 
-def without_replacement_gaussian_rdp(*, q: float, mu_base: float, orders: np.ndarray) -> np.ndarray:
+def without_replacement_gaussian_rdp(*, q: float, mu_base: float, orders: FloatArray) -> FloatArray:
     """Upper bound on the RDP of the Gaussian under sampling without replacement, substitute relation.
 
     ``q`` is the sampling ratio (WBK's gamma) and ``mu_base`` the base Gaussian's
@@ -244,13 +246,13 @@ def without_replacement_gaussian_rdp(*, q: float, mu_base: float, orders: np.nda
 
 
 # ----------------------------------------------------------------- conversion
-def _conversion_terms(orders: np.ndarray, rdp: np.ndarray, log_delta: float) -> np.ndarray:
+def _conversion_terms(orders: FloatArray, rdp: FloatArray, log_delta: float) -> FloatArray:
     a = orders
     with np.errstate(invalid="ignore", over="ignore"):
-        return rdp + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / (a - 1.0)
+        return cast("FloatArray", rdp + np.log1p(-1.0 / a) - (log_delta + np.log(a)) / (a - 1.0))
 
 
-def epsilon_from_rdp(*, orders: np.ndarray, rdp: np.ndarray, delta: float) -> tuple[float, float]:
+def epsilon_from_rdp(*, orders: ArrayLike, rdp: ArrayLike, delta: float) -> tuple[float, float]:
     """Smallest epsilon over the order grid (CKS 2020 Prop. 12) and the order that attains it.
 
     ``eps = rdp + log1p(-1/alpha) - (log delta + log alpha) / (alpha - 1)``, clipped at 0;
@@ -269,7 +271,7 @@ def epsilon_from_rdp(*, orders: np.ndarray, rdp: np.ndarray, delta: float) -> tu
     return max(0.0, float(eps[k])), float(orders[k])
 
 
-def delta_from_rdp(*, orders: np.ndarray, rdp: np.ndarray, epsilons: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def delta_from_rdp(*, orders: FloatArray, rdp: FloatArray, epsilons: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Smallest delta over the order grid for each epsilon (inverse of CKS 2020 Prop. 12), capped at
     ``min(1, sqrt(1 - exp(-min rdp)))`` (Bretagnolle-Huber). Also returns the optimal order per epsilon."""
     orders, rdp = np.asarray(orders, float), np.asarray(rdp, float)

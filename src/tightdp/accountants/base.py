@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, Self
 
 import numpy as np
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_count, check_delta, check_real_array
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ..errors import GridTooLargeError, UnsupportedMechanismError
 from ..mechanisms import Mechanism, mechanism_from_dict
 
@@ -45,7 +46,7 @@ class Accountant(ABC):
     """
 
     name: ClassVar[str] = ""
-    kind: ClassVar[str] = "bound"
+    kind: ClassVar[Kind] = "bound"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -61,10 +62,29 @@ class Accountant(ABC):
         """The composed ``(mechanism, count)`` entries, in order."""
         return self._ledger
 
-    def compose(self, mechanism: Mechanism | Iterable, count: int = 1) -> Self:
+    def compose(self, mechanism: Mechanism | Iterable[Any], count: int = 1) -> Self:
         """Add ``count`` runs of ``mechanism`` (or a sequence of mechanisms / ``(mechanism, count)`` pairs).
 
         Everything is validated before the ledger changes.
+
+        Parameters
+        ----------
+        mechanism : Mechanism or iterable
+            One mechanism, or a non-empty sequence of mechanisms and ``(mechanism, count)`` pairs.
+        count : int, default 1
+            Number of runs of a single ``mechanism``, ``>= 1`` (a sequence carries its own counts).
+
+        Returns
+        -------
+        Accountant
+            ``self``, so calls chain.
+
+        Raises
+        ------
+        ValueError
+            A malformed entry or a count below 1.
+        UnsupportedMechanismError
+            A mechanism this accountant cannot analyse.
         """
         entries = _normalise_entries(mechanism, count)
         for mech, _ in entries:
@@ -82,7 +102,28 @@ class Accountant(ABC):
 
     # --------------------------------------------------------------- queries
     def epsilon(self, delta: float) -> Bounds:
-        """Bounds on the smallest epsilon such that the composition is (epsilon, delta)-DP."""
+        """Bounds on the smallest epsilon such that the composition is (epsilon, delta)-DP.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        Bounds
+            ``lower <= epsilon(delta) <= upper`` (certified for ``kind="bound"``), with an estimate and
+            details; the lower end only from pairs attained by neighbouring data sets.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        GridTooLargeError
+            The query needs more memory than the grid cap or the machine allows.
+        PrecisionError
+            No certified answer in double precision.
+        """
         delta = check_delta("delta", delta)
         if not self._ledger:
             return Bounds(0.0, 0.0, 0.0, "epsilon", self.kind, {"note": "nothing composed"})
@@ -91,8 +132,26 @@ class Accountant(ABC):
         except MemoryError as exc:
             raise _out_of_memory("epsilon", exc) from None
 
-    def delta(self, epsilon) -> Bounds:
-        """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array."""
+    def delta(self, epsilon: ArrayLike) -> Bounds:
+        """Bounds on delta(epsilon), the hockey-stick divergence; ``epsilon`` may be an array.
+
+        Parameters
+        ----------
+        epsilon : float or array_like
+            Finite epsilons, ``>= 0``.
+
+        Returns
+        -------
+        Bounds
+            ``(lower, estimate, upper)`` of delta at each epsilon (floats for a scalar ``epsilon``).
+
+        Raises
+        ------
+        ValueError
+            An epsilon negative, infinite, NaN or not real.
+        GridTooLargeError
+            The query needs more memory than the grid cap or the machine allows.
+        """
         eps = check_real_array("epsilon", epsilon, low=0.0)
         if np.isinf(eps).any():
             raise ValueError("epsilon must be finite")
@@ -108,7 +167,10 @@ class Accountant(ABC):
         except MemoryError as exc:
             raise _out_of_memory("delta", exc) from None
         if scalar:
-            pick = lambda v: None if v is None else float(np.asarray(v).reshape(-1)[0])
+
+            def pick(v: Any) -> float | None:
+                return None if v is None else float(np.asarray(v).reshape(-1)[0])
+
             out = Bounds(pick(out.lower), pick(out.estimate), pick(out.upper), "delta", out.kind, out.details)
         return out
 
@@ -126,7 +188,7 @@ class Accountant(ABC):
             entries.append((low, count))
         return None if same else tuple(entries)
 
-    def _attained_lower(self, out: Bounds, query) -> Bounds:
+    def _attained_lower(self, out: Bounds, query: Callable[[Accountant], Bounds]) -> Bounds:
         """``out`` with its lower end taken from the attained ledger (``Mechanism`` says why).
 
         The accountant's own lower end bounds the curve of the composed dominating pairs; where some
@@ -171,7 +233,7 @@ class Accountant(ABC):
     def _epsilon(self, delta: float) -> Bounds: ...
 
     @abstractmethod
-    def _delta(self, epsilons: np.ndarray) -> Bounds: ...
+    def _delta(self, epsilons: FloatArray) -> Bounds: ...
 
     # --------------------------------------------------------- serialisation
     @abstractmethod
@@ -179,6 +241,13 @@ class Accountant(ABC):
         """The constructor's keyword arguments (JSON-ready)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The accountant as JSON-ready data: its name, options and ledger.
+
+        Returns
+        -------
+        dict
+            ``{"accountant", "options", "ledger"}``; ``accountant_from_dict`` rebuilds it.
+        """
         return {
             "accountant": self.name,
             "options": self.options(),
@@ -186,32 +255,89 @@ class Accountant(ABC):
         }
 
     def to_json(self) -> str:
+        """``to_dict`` as a JSON string.
+
+        Returns
+        -------
+        str
+            The JSON text.
+        """
         return json.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Accountant:
+        """Rebuild an accountant from ``to_dict`` output (``accountant_from_dict``).
+
+        Parameters
+        ----------
+        data : dict
+            ``to_dict`` output.
+
+        Returns
+        -------
+        Accountant
+            The registered accountant it names, with its options and ledger.
+
+        Raises
+        ------
+        ValueError
+            Malformed data or an unknown accountant name.
+        """
         return accountant_from_dict(data)
 
     @classmethod
     def from_json(cls, text: str) -> Accountant:
+        """Rebuild an accountant from ``to_json`` output.
+
+        Parameters
+        ----------
+        text : str
+            ``to_json`` output.
+
+        Returns
+        -------
+        Accountant
+            The registered accountant it names, with its options and ledger.
+
+        Raises
+        ------
+        ValueError
+            Malformed JSON or data, or an unknown accountant name.
+        """
         return accountant_from_dict(json.loads(text))
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.to_dict() == other.to_dict()  # type: ignore[union-attr]
+        return isinstance(other, Accountant) and type(self) is type(other) and self.to_dict() == other.to_dict()
 
     def __repr__(self) -> str:
         opts = ", ".join(f"{k}={v!r}" for k, v in self.options().items())
         return f"{type(self).__name__}({opts}; {sum(c for _, c in self._ledger)} compositions)"
 
 
-def _jsonable_end(value):
+def _jsonable_end(value: ArrayLike) -> float | list[float]:
     """A float or a list of floats (for ``details``)."""
     arr = np.asarray(value, float)
     return float(arr) if arr.ndim == 0 else arr.tolist()
 
 
 def accountant_from_dict(data: dict[str, Any]) -> Accountant:
-    """Rebuild any registered accountant from ``Accountant.to_dict`` output."""
+    """Rebuild any registered accountant from ``Accountant.to_dict`` output.
+
+    Parameters
+    ----------
+    data : dict
+        ``{"accountant": name, "options": {...}, "ledger": [...]}``.
+
+    Returns
+    -------
+    Accountant
+        The accountant, with its options and ledger.
+
+    Raises
+    ------
+    ValueError
+        Not a dict with an ``"accountant"`` key, or an unknown accountant name.
+    """
     if not isinstance(data, dict) or "accountant" not in data:
         raise ValueError("accountant state must be a dict with an 'accountant' key")
     cls = ACCOUNTANTS.get(data["accountant"])
@@ -224,7 +350,7 @@ def accountant_from_dict(data: dict[str, Any]) -> Accountant:
     return acc
 
 
-def _normalise_entries(mechanism, count) -> list[tuple[Mechanism, int]]:
+def _normalise_entries(mechanism: Mechanism | Iterable[Any], count: int) -> list[tuple[Mechanism, int]]:
     if isinstance(mechanism, Mechanism):
         return [(mechanism, check_count("count", count))]
     if isinstance(mechanism, (str, bytes, dict)) or not hasattr(mechanism, "__iter__"):

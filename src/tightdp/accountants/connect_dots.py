@@ -20,6 +20,9 @@ approximate DP by closed-form cell masses in loss space
 (``tightdp.pld.dominance``). Only a ledger with a loss that cannot (none among
 tightdp's mechanisms today), and the rare queries the constructions cannot
 resolve, go to the PRV accountant (``details["fallback"]`` says why).
+
+The accuracy targets, the ledger's directions, the closed form, the mesh model and the fallback are in
+``_connect_dots_core``; this module composes the pairs and runs the refinement loops of both queries.
 """
 
 from __future__ import annotations
@@ -30,60 +33,29 @@ from typing import Any
 
 import numpy as np
 
-from .._accuracy import resolve_accuracy
-from .._validation import check_delta, check_real
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
-from ..losses import DiscreteLoss, GaussianLoss
-from ..mechanisms import Gaussian
-from ..pld import CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
-from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
+from ..pld import ComposedPLD, CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
+from ..pld.atoms import SelfComposedAtoms
 from ..pld.composition import saddle_tilt
 from ..pld.dominance import (
     dominated,
     dominating,
     is_swapped_pair,
-    loss_excess_kurtosis,
     loss_spread,
     own_pairs,
-    supports_dominance,
 )
 from ..pld.hierarchy import compose_two_level
-from ._gdp_math import gaussian_ledger_mu, gdp_delta_bounds, gdp_epsilon_bounds
-from ._pld import PLDAccountant
+from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
+from ._gdp_math import gdp_delta_bounds
+from ._pld import Directions, Terms
 
 __all__ = ["ConnectDotsAccountant"]
 
 _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
-_FOLD_MU = 16.0  # Gaussian parts of a mixed ledger are folded into one step while mu stays this small
-#: The per-step P-mass left outside a step's grid biases the discrete curves themselves, unseen by their
-#: error terms: below the grid it is dropped by the lower construction and raised to the grid by the upper one
-#: (at delta = 0.3 half of a 1e-3 slack moved both ends by 2e-4 of epsilon = 0.04). Below, that share of the
-#: slack is small: the lower tails are light or bounded, a few more cells. Above, the upper construction sends
-#: it to +inf (exactly counted; the lower one lowers it to the grid's top); heavy upper tails make a smaller
-#: share costly, so it keeps half the slack and the refinement loop counts its effect on epsilon as numerical
-#: error (then the slack shrinks).
-_TAIL_BELOW = 1e-3
-
-
-def _tilted_tau(relative_slack: float) -> float:
-    """The tilted mass a tilted FFT's window may leave outside (``pld.composition.compose``): its error
-    in delta is ``e^(K(theta) - theta eps) (2 tau + float)``, a Chernoff bound ``C delta`` times that, with
-    ``C`` measured between e^1 and e^9 on DP-SGD ledgers (k = 1e3 ... 1e7, delta 1e-10 ... 1e-5). At the
-    default slack (``1e-3 delta``) ``tau = 1e-9`` costs at most ``2e-5 delta``, 2 % of the slack, and the
-    window holds +-6.4 standard deviations instead of the +-7.7 of ``tau = 1e-13`` (17 % fewer points);
-    a smaller slack shrinks it in proportion."""
-    return max(1e-13, 1e-6 * min(relative_slack, 1e-3))
-
-
-def _budget(delta: float, slack: float, k_total: int, tilted: bool) -> tuple[float, float, float | None]:
-    """``(tail, tau, tilt_delta)`` for a delta slack: the per-step truncated mass, the Chernoff
-    window's tail level and the delta the FFT is tilted towards (``None``: untilted)."""
-    tau = _tilted_tau(slack / delta) if tilted else min(1e-6, 0.05 * slack)
-    tail = 0.5 * slack / k_total
-    return (_TAIL_BELOW * tail, tail), tau, (delta if tilted else None)
 
 
 #: two levels (``pld.hierarchy.compose_two_level``) for a direction of at least ``_TWO_LEVEL_MIN`` steps whose
@@ -100,7 +72,7 @@ _BLOCK_TAU = 1e-6  # a block's window level, relative to the final composition's
 # subtracts the wrapped mass, at most twice that, from every atom)
 
 
-def _two_level_plan(terms, h: float) -> tuple[float, int, float] | None:
+def _two_level_plan(terms: Terms, h: float) -> tuple[float, int, float] | None:
     """``(fine mesh, block size, coarse mesh)`` for composing ``terms`` on two levels, or ``None`` for one.
 
     One level on the mesh ``h`` errs like ``k h^2`` in the constructions' gap; two levels with the fine
@@ -137,42 +109,7 @@ def _block_size(count: int) -> int:
     return 1 << max(1, round(0.5 * math.log2(count)))
 
 
-def _compose_atoms_first(terms):
-    """``terms`` with every repeated atoms-only loss (pure/approximate DP, randomized response) composed
-    exactly first (``pld.atoms.SelfComposedAtoms``: one term, placed on the grid once) when the atoms of
-    the ledger lie on no common lattice, so that no grid holds them all; else ``terms`` unchanged (the
-    grid is snapped to hold every atom, ``ConnectDotsAccountant._snap``)."""
-    if not any(c > 1 and SelfComposedAtoms.applies(loss) for loss, c in terms):
-        return terms
-    if atom_lattice(atom_gaps(loss for loss, _ in terms)) is not None:
-        return terms
-    return [
-        (SelfComposedAtoms(step=loss, count=c), 1) if c > 1 and SelfComposedAtoms.applies(loss) else (loss, c)
-        for loss, c in terms
-    ]
-
-
-def _delta_at_zero(d) -> float:
-    """``delta(0) = E_P[(1 - e^(-L))_+]`` of one discretised pair (its total variation distance)."""
-    loss = d.grid + d.shift
-    return float(np.dot(d.pmf, -np.expm1(-np.maximum(loss, 0.0)))) + d.infinity_mass
-
-
-def _excess_kurtosis(directions) -> float:
-    """Excess kurtosis of the composed privacy loss under P in the first direction (``loss_excess_kurtosis``:
-    fourth cumulants add over the steps, as variances do)."""
-    var = [(loss, c, max(loss_spread(loss), 1e-12) ** 2) for loss, c in directions[0]]
-    v = sum(c * s2 for _, c, s2 in var)
-    return sum(c * loss_excess_kurtosis(loss) * s2 * s2 for loss, c, s2 in var) / (v * v)
-
-
-def _loss_variance(directions) -> float:
-    """Variance of the composed privacy loss under P in the first direction (the steps' spreads,
-    ``loss_spread``): the near-Gaussian model behind the first mesh and the first delta slack."""
-    return sum(c * max(loss_spread(loss), 1e-12) ** 2 for loss, c in directions[0])
-
-
-class ConnectDotsAccountant(PLDAccountant):
+class ConnectDotsAccountant(_ConnectDotsCore):
     """Certified bounds from dominating (upper) and dominated (lower) discretisations.
 
     Every pass's interval is certified, so the answer is their intersection: a refinement
@@ -197,127 +134,34 @@ class ConnectDotsAccountant(PLDAccountant):
     ------
     ValueError
         An accuracy or ``max_refinements`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Doroshenko et al. 2022 (connect the dots: the pessimistic pair through the privacy profile's points
+    and the optimistic merge-to-the-grid pair); Dong, Roth, Su 2022, Cor. 3.3 (the all-Gaussian closed
+    form); Gopi et al. 2021, Thm 5.5 (the PRV fallback).
     """
 
     name = "connect-dots"
-    #: answer with one pass and no lower bound (for internal searches that use only the upper end,
-    #: such as the group-privacy-lemma baseline; its ``lower`` is then 0)
-    _upper_only = False
-
-    def __init__(
-        self,
-        *,
-        eps_error: float | None = None,
-        rel_error: float | None = None,
-        delta_error: float | None = None,
-        max_refinements: int = 8,
-    ) -> None:
-        self.eps_error, self.rel_error = resolve_accuracy(eps_error, rel_error)
-        self.delta_error = None if delta_error is None else check_delta("delta_error", delta_error)
-        self.max_refinements = int(
-            check_real("max_refinements", max_refinements, low=0.0, low_open=False, high=20.0, high_open=False)
-        )
-        super().__init__()
-        self._ledger_changed()
-
-    def options(self) -> dict[str, Any]:
-        return {
-            "eps_error": self.eps_error,
-            "rel_error": self.rel_error,
-            "delta_error": self.delta_error,
-            "max_refinements": self.max_refinements,
-        }
-
-    def _targets(self, eps: np.ndarray) -> np.ndarray:
-        """``_target`` for an array of epsilons."""
-        if self.rel_error is None:
-            return np.full(np.shape(eps), 2.0 * self.eps_error)
-        return 2.0 * np.maximum(self.eps_error, self.rel_error * np.asarray(eps, float))
-
-    def _target(self, eps: float) -> float:
-        """The width asked for at an answer near ``eps``: ``2 max(eps_error, rel_error eps)``."""
-        if self.rel_error is None or not math.isfinite(eps):
-            return 2.0 * self.eps_error
-        return 2.0 * max(self.eps_error, self.rel_error * eps)
-
-    def _undominated(self) -> str | None:
-        """The first mechanism in the ledger without a dominance discretisation (its type name), if any.
-
-        Such ledgers (Laplace, randomized response, pure or approximate DP
-        steps) are answered by the PRV accountant, with a ``fallback`` detail.
-        """
-        for mech, _ in self._ledger:
-            pair = mech.privacy_losses()
-            if not (supports_dominance(pair.remove) and supports_dominance(pair.add)):
-                return type(mech).__name__
-        return None
-
-    def _directions(self):
-        """Per direction, the distinct losses with their counts, the Gaussian ones folded into one
-        Gaussian step of ``mu = sqrt(sum c mu_i^2)`` (exact) while that ``mu`` stays moderate."""
-        out = []
-        for terms in super()._directions():
-            gauss = [(loss, c) for loss, c in terms if isinstance(loss, GaussianLoss)]
-            mu2 = sum(c * loss.mu * loss.mu for loss, c in gauss)
-            if (len(gauss) > 1 or (gauss and gauss[0][1] > 1)) and math.sqrt(mu2) <= _FOLD_MU:
-                rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
-                terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
-            out.append(_compose_atoms_first(terms))
-        return out
-
-    def _gaussian_mu(self) -> float | None:
-        """``mu`` of the whole ledger when every step's privacy loss is Gaussian (then exactly
-        ``mu``-GDP in both directions), else ``None``."""
-        return gaussian_ledger_mu(self._ledger)
-
-    def _unsampled_hint(self, delta: float) -> str:
-        """What can still be certified when a step's loss is out of range: for subsampled Gaussians,
-        the same Gaussians without subsampling (joint convexity of the hockey-stick divergence:
-        ``H(qA + (1-q)C || qB + (1-q)C) <= q H(A || B)``, so subsampling never raises delta)."""
-        mu2 = 0.0
-        for mech, count in self._ledger:
-            inner = getattr(mech, "mechanism", None)
-            if not isinstance(inner, Gaussian):
-                return "no closed-form bound applies to this ledger"
-            factor = 2.0 if getattr(mech, "relation", "substitute") == "substitute" else 1.0
-            m = factor * inner.mu
-            mu2 += count * m * m  # float products overflow to inf (a Python ** would raise)
-        mu = math.sqrt(mu2)
-        if not math.isfinite(mu) or mu > 1e150:
-            return f"even without subsampling the run is beyond double precision (mu = {mu:.3g})"
-        hi = gdp_epsilon_bounds(mu, delta)[2]
-        return f"a certified upper bound without subsampling (joint convexity) is epsilon <= {hi:.6g} ({mu:.4g}-GDP)"
-
-    def _closed_form_epsilon(self, mu: float, delta: float) -> Bounds:
-        t0 = time.perf_counter()
-        lo, est, hi = gdp_epsilon_bounds(mu, delta)
-        details: dict[str, Any] = {"method": "closed form: exact mu-GDP (Dong, Roth, Su 2022, Cor. 3.3)", "mu": mu}
-        if math.isinf(hi):
-            raise PrecisionError(
-                f"the ledger is {mu:.6g}-GDP; no double-precision epsilon reaches "
-                f"delta = {delta:g} (epsilon is about mu^2 / 2 = {mu * mu / 2:.3g})"
-            )
-        details["seconds"] = time.perf_counter() - t0
-        return Bounds(lo, est, hi, "epsilon", "bound", details)
 
     def _composed(
         self,
         d: int,
-        terms,
+        terms: Terms,
         h: float,
-        tail,
+        tail: tuple[float, float],
         upper: bool,
         tilt_delta: float | None,
         tau: float,
         *,
         top_down: bool = False,
         tilt_eps: float | None = None,
-    ):
+    ) -> ComposedPLD:
         """The composition of the dominating (``upper``) or dominated pairs of direction ``d``
         (``top_down``: the dominated pairs of the downward merge). The FFT is tilted towards where
         ``delta = tilt_delta`` is decided, or towards the loss ``tilt_eps``, or not at all."""
 
-        def build():
+        def build() -> ComposedPLD:
             # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
             plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
             mesh = h if plan is None else plan[0]
@@ -350,99 +194,6 @@ class ConnectDotsAccountant(PLDAccountant):
 
         return self._memo(("cd", d, upper, top_down, h, tail, tilt_delta, tau, tilt_eps), build)
 
-    def _model_mesh(self, directions, z: float, half_width: float | None = None) -> float:
-        """The mesh at which ``upper - lower`` should be about 1.6 eps_error.
-
-        Splitting a loss between two grid points (and merging, for the lower
-        bound) adds about ``h^2 / 6`` of variance per step; for a composition
-        that is close to Gaussian with loss variance ``v``, epsilon at
-        ``delta = e^(-z^2/2)`` moves by ``(1/2 + z / (2 sqrt(v)))`` per unit of
-        variance, and the two constructions together move it by about three
-        times the connect-the-dots share. The model only sets the first mesh:
-        the accountant measures the width and refines.
-
-        Far from Gaussian (few sampled steps: excess kurtosis ``kappa`` of the composition well above 0) the
-        model overstates the gap: epsilon is decided by the rare steps' tail, whose own spread dwarfs the
-        grid's, not by the whole variance. The mesh is then ``f = min(3, 1 + kappa)`` times larger, and at
-        most ``min(f, 2)`` times the half-width asked for (measured on DP-SGD, k = 1 ... 1e4, q k = 0.01 ...
-        100: the widths at the model's mesh were 2-50 % of the target where ``kappa > 0.3``; with the factor
-        every first pass still met it; three half-widths missed at sigma 0.8, q 4e-3, k = 100,
-        ``eps_error=1e-3``).
-        """
-        steps = sum(c for _, c in directions[0])
-        v = _loss_variance(directions)
-        slope = 0.5 + z / (2.0 * math.sqrt(max(v, 1e-300)))
-        err = self.eps_error if half_width is None else half_width
-        if half_width is None and self.rel_error is not None:
-            # a relative target needs epsilon's scale: about v/2 + z sqrt(v) for a near-Gaussian composition
-            err = max(self.eps_error, self.rel_error * (0.5 * v + z * math.sqrt(v)))
-        h = math.sqrt(2.0 * 1.6 * err / (steps * slope))
-        f = min(3.0, 1.0 + max(_excess_kurtosis(directions), 0.0))
-        return self._snap(float(min(max(f * h, 1e-7), 0.05, min(f, 2.0) * err)), directions)
-
-    def _mesh_the_merge_holds(self, directions, h: float, tail) -> float:
-        """The first mesh, halved (up to four times) while the first direction's merge-to-the-grid pair loses
-        the step's tail: its delta at 0 below half the connect-the-dots pair's.
-
-        A Poisson-subsampled step's loss has its bulk (the unsampled outputs) within about ``q`` of its lower
-        support end ``log(1 - q)``. On a mesh much coarser than that, the bulk's cell needs more surplus
-        mass to reach its grid point than all the rare sampled cells above it hold, and the upward merge
-        swallows the whole step into one atom (sigma 0.49, q 1e-3, k = 579: lower end 0 at the mesh 1.8e-3
-        the few-sampled-steps model chose, the downward merge 2.74 for 3.17; the pass took 0.37 s on its
-        wide windows and a second pass at a quarter of the mesh was needed, where the mesh 8.9e-4 gives
-        width 6e-4 in 0.02 s). Checked only where the mesh exceeds the distance of a loss's lower support
-        end from 0 (the bulk's scale), so the usual first pass pays nothing."""
-        if self._upper_only:
-            return h
-        for _ in range(4):
-            collapsed = False
-            for loss, _c in directions[0]:
-                lo_s = loss.support()[0]
-                if own_pairs(loss) or not math.isfinite(lo_s) or h <= abs(lo_s):
-                    continue
-                up, down = dominating(loss, h, tail), dominated(loss, h, tail)
-                if _delta_at_zero(down) < 0.5 * _delta_at_zero(up):
-                    collapsed = True
-                    break
-            if not collapsed:
-                return h
-            h = self._snap(0.5 * h, directions)
-        return h
-
-    def _slack_share(self, directions, z: float) -> float:
-        """The first pass's delta slack as a share of delta: 1e-3, or less where that would move epsilon by
-        more than a tenth of the target. For a near-Gaussian composition of loss variance ``v``, ``log delta``
-        falls by about ``z / sqrt(v)`` per unit of epsilon, so a slack ``s delta`` moves epsilon by about
-        ``s sqrt(v) / z``. (At ``eps_error=1e-3``, k = 1e6, the default share moved epsilon by 8e-4: the
-        first pass missed the target on the slack alone and a second one ran, 2 s instead of 1.)"""
-        v = _loss_variance(directions)
-        sd = math.sqrt(max(v, 1e-300))
-        allowed = 0.1 * self._target(0.5 * v + z * sd)  # epsilon is about v/2 + z sqrt(v)
-        return min(1e-3, max(1e-9, allowed * z / sd))
-
-    @staticmethod
-    def _snap(h: float, directions) -> float:
-        """The largest mesh ``<= h`` that divides the distances between every loss's atoms
-        (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
-        Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh
-        is its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each
-        loss's grid is offset to hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every
-        atom is a grid point. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
-        A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
-        that holds every atom, however coarse: on it both constructions are the exact composition (an
-        exact enumeration of the atoms' sums, with rounding only), so a finer mesh buys nothing.
-
-        An atom on a grid point is split or merged exactly, so atoms cost no discretisation width;
-        off the grid, each step's atom moves by up to a mesh and the gap grows with the steps."""
-        losses = [loss for terms in directions for loss, _ in terms]
-        atoms_only = all(isinstance(loss, DiscreteLoss) for loss in losses)
-        gaps = atom_gaps(losses)
-        lattice = atom_lattice(gaps)  # the one test of commensurability (as _compose_atoms_first)
-        if len(gaps) == 1 or lattice is None:  # no atom apart from each loss's lowest, or no common lattice
-            return h
-        g = lattice[0]
-        return g if atoms_only else g / max(1, math.ceil(g / h - 1e-9))
-
     def _epsilon_numeric(self, delta: float) -> Bounds:
         mu = self._gaussian_mu()
         if mu is not None:
@@ -466,7 +217,7 @@ class ConnectDotsAccountant(PLDAccountant):
             # the constructions did not converge (e.g. a tiny delta decided by rare steps, where merging
             # to the grid swallows the tail): both intervals are certified, so answer their intersection
             try:
-                other = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
+                prv = self._fallback(delta, f"dominance interval {out.upper - out.lower:.3g} wide")
             except ArithmeticError as exc:  # PRV cannot do better: the wide interval is still certified
                 return Bounds(
                     out.lower,
@@ -476,35 +227,15 @@ class ConnectDotsAccountant(PLDAccountant):
                     "bound",
                     {**dict(out.details), "note": f"wider than 2 eps_error; PRV fallback failed: {exc}"},
                 )
-            lower, upper = max(out.lower, other.lower), min(out.upper, other.upper)
+            lower, upper = max(out.lower, prv.lower), min(out.upper, prv.upper)
             if lower > upper:  # two certified intervals that miss each other: a bug, never hide it
                 raise PrecisionError(
                     f"internal: dominance bounds [{out.lower}, {out.upper}] and coupling bounds "
-                    f"[{other.lower}, {other.upper}] do not intersect"
+                    f"[{prv.lower}, {prv.upper}] do not intersect"
                 )
-            est = min(max(other.estimate, lower), upper)
-            return Bounds(
-                lower, est, upper, "epsilon", "bound", {**dict(other.details), "dominance": dict(out.details)}
-            )
+            est = min(max(prv.estimate, lower), upper)
+            return Bounds(lower, est, upper, "epsilon", "bound", {**dict(prv.details), "dominance": dict(out.details)})
         return out
-
-    def _fallback(self, delta: float, reason: str, *, epsilons: np.ndarray | None = None) -> Bounds:
-        """The coupling-based PRV accountant, for what the dominance grids cannot resolve
-        (``epsilon(delta)``, or ``delta(epsilons)`` when ``epsilons`` is given). Ledgers with losses that
-        bring their own pairs (random allocation, truncated Poisson) have no coupling to fall back on."""
-        if any(own_pairs(loss) for mech, _ in self._ledger for loss in mech.privacy_losses()):
-            raise PrecisionError(
-                f"the dominance pairs cannot resolve this query ({reason}), and this sampling "
-                "scheme has no coupling-based (PRV) analysis to fall back on"
-            )
-        from .prv import PRVAccountant
-
-        prv_error = self.eps_error if self.rel_error is None else min(0.01, max(self.eps_error, self.rel_error))
-        prv = PRVAccountant(eps_error=prv_error, delta_error=self.delta_error).compose(self._ledger)
-        b = prv.epsilon(delta) if epsilons is None else prv.delta(epsilons)
-        return Bounds(
-            b.lower, b.estimate, b.upper, b.quantity, "bound", {**dict(b.details), "fallback": f"prv ({reason})"}
-        )
 
     def _epsilon_dominance(self, delta: float) -> Bounds:
         """Refine until ``upper - lower <= 2 eps_error``.
@@ -633,7 +364,12 @@ class ConnectDotsAccountant(PLDAccountant):
             lower = max(lower, self._lower_down(j, directions, h, delta, slack, k_total, tilted))
             merged_down = h
         est = min(max(estimate, lower), upper)
-        details = {"mesh": h, "passes": passes, "seconds": time.perf_counter() - t0, "delta_error": slack}
+        details: dict[str, Any] = {
+            "mesh": h,
+            "passes": passes,
+            "seconds": time.perf_counter() - t0,
+            "delta_error": slack,
+        }
         if merged_down is not None:
             details["lower_merge"] = "upward and downward sweeps (the better lower bound)"
         if trace:
@@ -650,14 +386,23 @@ class ConnectDotsAccountant(PLDAccountant):
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
     def _lower_down(
-        self, j: int, directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
+        self, j: int, directions: Directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
     ) -> float:
         """The certified lower bound on epsilon from the downward merge-to-the-grid pairs of direction ``j``."""
         tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
         down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
         return epsilon_bounds(down, delta, _TINY, need="lower").lower
 
-    def _one_pass(self, delta, directions, h, slack, k_total, tilted, coarse):
+    def _one_pass(
+        self,
+        delta: float,
+        directions: Directions,
+        h: float,
+        slack: float,
+        k_total: int,
+        tilted: bool,
+        coarse: dict[int, float],
+    ) -> Any:
         """One refinement pass: ``(ups, lo, tail_eps)``, every direction's upper bound, the worst one's lower
         bound, and how far the worst upper composition's estimate moves when its upper-tail mass (sent to
         +inf, up to half the slack) is discounted: part of the interval only a smaller slack removes.
@@ -701,7 +446,7 @@ class ConnectDotsAccountant(PLDAccountant):
         return ups, lo, tail_eps
 
     @staticmethod
-    def _swap_bound_below(first, terms0, terms, eps: float, delta: float) -> bool:
+    def _swap_bound_below(first: Any, terms0: Terms, terms: Terms, eps: float, delta: float) -> bool:
         """Whether the direction ``terms`` (each step the first direction's pair with P and Q
         exchanged) certainly has ``delta(eps) <= delta``, read off the first direction's dominating
         composition ``first``, so its epsilon cannot exceed ``eps``.
@@ -722,7 +467,7 @@ class ConnectDotsAccountant(PLDAccountant):
         bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
         return bound <= delta
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         mu = self._gaussian_mu()
         if mu is not None:
             lo, est, hi = gdp_delta_bounds(mu, epsilons)
@@ -742,7 +487,7 @@ class ConnectDotsAccountant(PLDAccountant):
         except ArithmeticError as exc:  # PrecisionError included
             return self._fallback(0.0, str(exc), epsilons=epsilons)
 
-    def _delta_dominance(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_dominance(self, epsilons: FloatArray) -> Bounds:
         """``delta(eps)`` with a delta slack relative to the answer.
 
         A first, untilted pass spends an absolute slack of ``1e-9`` (or
@@ -778,7 +523,7 @@ class ConnectDotsAccountant(PLDAccountant):
             lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
         tilted = []
 
-        def wide():
+        def wide() -> Any:
             return (upper - lower > 0.05 * np.maximum(est, 1e-300)) & (upper < 1e-5)
 
         if self.delta_error is None:
@@ -811,7 +556,15 @@ class ConnectDotsAccountant(PLDAccountant):
             details["tilted"] = f"{len(tilted)} epsilon(s) answered again with a tilted FFT and relative slack"
         return Bounds(lower, est, upper, "delta", "bound", details)
 
-    def _delta_pass(self, epsilons, directions, k_total, slack, tilt_eps, also=None):
+    def _delta_pass(
+        self,
+        epsilons: FloatArray,
+        directions: Directions,
+        k_total: int,
+        slack: float,
+        tilt_eps: float | None,
+        also: FloatArray | None = None,
+    ) -> Any:
         """One refinement loop of ``delta(eps)`` at a fixed slack: ``(lower, estimate, upper, mesh)``; with
         ``also`` (more epsilons), the final compositions' certified ``(lower, estimate, upper)`` there too."""
         tail = (_TAIL_BELOW * 0.5 * slack / k_total, 0.5 * slack / k_total)
@@ -840,7 +593,10 @@ class ConnectDotsAccountant(PLDAccountant):
                             self._composed(d, terms, h, tail, False, None, tau, top_down=True, tilt_eps=tilt_eps)
                         )
                         lo = np.maximum(lo, delta_bounds(lows[1], epsilons, _TINY)[0])
-                los.append(lo), ests.append(e_u), ups.append(u), comps.append((cu, lows))
+                los.append(lo)
+                ests.append(e_u)
+                ups.append(u)
+                comps.append((cu, lows))
                 shifted.append(delta_bounds(cu, epsilons + 0.5 * self._targets(epsilons), _TINY)[1])
             lower, upper = np.max(los, axis=0), np.max(ups, axis=0)
             # stop when the delta interval is no wider than moving epsilon by eps_error would make it, or

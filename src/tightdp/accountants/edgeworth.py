@@ -1,7 +1,7 @@
-"""The Edgeworth accountant (004): an O(1)-in-m estimate (AEA) and a finite-sample interval (EEAI).
+"""The Edgeworth accountant (Wang et al. 2023): an O(1)-in-m estimate (AEA) and a finite-sample interval (EEAI).
 
 For one neighbouring direction with dominating pair ``(P, Q)`` and privacy loss
-``L = log(p/q)``, Prop. 3.2 of 004 reads (in our orientation)
+``L = log(p/q)``, Prop. 3.2 of Wang et al. 2023 reads (in our orientation)
 
     delta(eps) = P_P(sum L_i > eps) - e^eps P_Q(sum L_i > eps),
 
@@ -20,12 +20,12 @@ so the cost does not depend on the number of compositions ``m``:
   the Chernoff bound with the loss' moment generating function,
   ``P_P(sum L > x) <= exp(K(lambda) - lambda x)``, ``K(lambda) = sum_i log E_P[e^(lambda L_i)]``
   (the composed Renyi divergence of order ``lambda + 1`` times ``lambda``), and for
-  bounded PLLRs (Laplace, subsampled Laplace) Hoeffding's inequality, 004 Prop. 4.5.
-  004 Thm 1 (subsampled Gaussian) leaves ``eta(a)`` implicit; it is available as
+  bounded PLLRs (Laplace, subsampled Laplace) Hoeffding's inequality, Wang et al. 2023, Prop. 4.5.
+  Wang et al. 2023, Thm 1 (subsampled Gaussian) leaves ``eta(a)`` implicit; it is available as
   ``_edgeworth_math.thm1_tail`` for comparison only (an approximation).
   ``eeai="integrated"`` (default) writes ``delta(eps) = int_eps^inf e^(eps-x) P_P(S > x) dx``
   and bounds it by monotone Riemann sums, so ``Delta`` enters once instead of
-  ``e^eps`` times; ``eeai="paper"`` is 004 Def. 4.2 as printed
+  ``e^eps`` times; ``eeai="paper"`` is Wang et al. 2023, Def. 4.2 as printed
   (``delta-+ = 1 - G_Y -+ Delta_Y - e^eps (1 - G_X +- Delta_X)``). With exact moments both
   are proven bounds, so ``lower <= truth <= upper``; the moments come from quadrature
   accurate to rounding (tests check them against mpmath), which is why the
@@ -38,9 +38,9 @@ so the cost does not depend on the number of compositions ``m``:
   ``details["iid_interval"]`` as an approximation, never as ``lower``/``upper``.
 
 Supported: ``Gaussian``, ``Laplace``, ``PoissonSampled`` (of a Gaussian, or of a
-Laplace mechanism: 004 Prop. 4.5) and ``SampledWithoutReplacement``. Moments and
+Laplace mechanism: Wang et al. 2023, Prop. 4.5) and ``SampledWithoutReplacement``. Moments and
 tails of each distinct mechanism are computed once (a few milliseconds) and cached,
-so m distinct mechanisms cost O(m) (004 Sec. 4): 1000 take about 4 s on a loaded 2-core machine
+so m distinct mechanisms cost O(m) (Wang et al. 2023, Sec. 4): 1000 take about 4 s on a loaded 2-core machine
 (the add direction of a Poisson-subsampled Gaussian reuses the remove quadrature).
 """
 
@@ -48,12 +48,13 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._caches import register as _register_cache
 from .._numerics import geometric_suffix
+from .._types import FloatArray
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
@@ -62,11 +63,12 @@ from .base import Accountant
 __all__ = ["EdgeworthAccountant"]
 
 
-def _lower_envelope(lam: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _lower_envelope(lam: FloatArray, k: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """The lines ``k_j - lam_j x`` that attain ``min_j`` somewhere, in order of increasing ``x``
     (increasing ``lam``), and the ``x`` where each hands over to the next (the convex hull trick)."""
     order = np.lexsort((k, lam))  # by lam, then by k: of equal slopes the lowest comes first
-    sl, sk = [], []
+    sl: list[float] = []
+    sk: list[float] = []
     for i in order:
         a, b = float(lam[i]), float(k[i])
         if sl and a == sl[-1]:
@@ -76,10 +78,12 @@ def _lower_envelope(lam: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndar
             x_new = (b - sk[-2]) / (a - sl[-2])
             x_top = (sk[-1] - sk[-2]) / (sl[-1] - sl[-2])
             if x_new <= x_top:
-                sl.pop(), sk.pop()
+                sl.pop()
+                sk.pop()
             else:
                 break
-        sl.append(a), sk.append(b)
+        sl.append(a)
+        sk.append(b)
     lams, ks = np.array(sl), np.array(sk)
     breaks = (ks[1:] - ks[:-1]) / (lams[1:] - lams[:-1])
     return lams, ks, breaks
@@ -90,7 +94,7 @@ _GRID = 2001
 _KAPPA_T_MAX = 40.0
 
 
-_Stats = tuple[em.Moments, em.Moments, np.ndarray]
+_Stats = tuple[em.Moments, em.Moments, FloatArray]
 
 
 @_register_cache
@@ -107,7 +111,7 @@ def _mechanism_stats(mechanism: Mechanism) -> tuple[_Stats, _Stats]:
 @_register_cache
 @lru_cache(maxsize=4096)
 def _mechanism_ranges(mechanism: Mechanism) -> tuple[tuple[float, float], tuple[float, float]] | None:
-    """Per direction the range ``(min L, max L)`` of a bounded privacy loss (004 Prop. 4.5), else ``None``."""
+    """Per direction the range ``(min L, max L)`` of a bounded privacy loss (Wang et al. 2023, Prop. 4.5), else ``None``."""
     pair = mechanism.privacy_losses()
     r, a = em.pllr_range(pair.remove), em.pllr_range(pair.add)
     return None if r is None or a is None else (r, a)
@@ -118,11 +122,26 @@ _mechanism_moments = _mechanism_stats
 
 
 class EdgeworthAccountant(Accountant):
-    """Edgeworth accountant of 004: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI.
+    """Edgeworth accountant of Wang et al. 2023: ``estimate`` by the AEA, ``[lower, upper]`` by the EEAI.
 
-    ``order`` (1-3): order of the AEA (004 Def. 4.1). ``interval``: compute the EEAI.
-    ``eeai``: ``"integrated"`` (the Lemma 4.3 bound applied to ``delta = E_P[(1 - e^(eps - S))_+]``) or
-    ``"paper"`` (004 Def. 4.2 verbatim).
+    Parameters
+    ----------
+    order : {1, 2, 3}, default 2
+        Order of the AEA, the Edgeworth expansion of the composed privacy loss (Wang et al. 2023, Def. 4.1).
+    interval : bool, default True
+        Whether to compute the EEAI (the finite-sample interval) as well as the estimate.
+    eeai : {"integrated", "paper"}, default "integrated"
+        ``"integrated"``: the Lemma 4.3 bound applied to ``delta = E_P[(1 - e^(eps - S))_+]``;
+        ``"paper"``: Wang et al. 2023, Def. 4.2 verbatim.
+
+    Raises
+    ------
+    ValueError
+        ``order``, ``interval`` or ``eeai`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Wang et al. 2023 (Edgeworth accountant): Def. 4.1 (AEA), Lemma 4.3, Def. 4.2 (EEAI), Prop. 4.5.
     """
 
     name = "edgeworth"
@@ -142,6 +161,13 @@ class EdgeworthAccountant(Accountant):
         self._state: dict[str, Any] | None = None
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"order": self.order, "interval": self.interval, "eeai": self.eeai}
 
     def _supports(self, mechanism: Mechanism) -> bool:
@@ -160,7 +186,7 @@ class EdgeworthAccountant(Accountant):
         stats = [(_mechanism_stats(m), c) for m, c in self.ledger]
         ranges = [(_mechanism_ranges(m), c) for m, c in self.ledger]
         bounded = all(r is not None for r, _ in ranges)
-        dirs = []
+        dirs: list[dict[str, Any]] = []
         for k in (0, 1):  # remove, add
             sp = em.SumStats.from_entries([(st[k][0], c) for st, c in stats])
             sq = em.SumStats.from_entries([(st[k][1], c) for st, c in stats])
@@ -168,8 +194,8 @@ class EdgeworthAccountant(Accountant):
             dq = em.edgeworth_uniform_bound(sq) if self.interval else math.inf
             cgf = sum(c * st[k][2] for st, c in stats)  # K(lambda) of the sum under P
             hoeff = None
-            if bounded:  # 004 Prop. 4.5: Hoeffding with the exact means and the loss ranges
-                rsq = sum(c * (r[k][1] - r[k][0]) ** 2 for r, c in ranges)
+            if bounded:  # Wang et al. 2023, Prop. 4.5: Hoeffding with the exact means and the loss ranges
+                rsq = sum(c * (r[k][1] - r[k][0]) ** 2 for r, c in ranges if r is not None)
                 hoeff = (sp.kappa[0], sq.kappa[0], rsq)
             dirs.append({"sp": sp, "sq": sq, "dp": dp, "dq": dq, "cgf": cgf, "hoeff": hoeff})
         hi = max(max(d["sp"].kappa[0] + 40.0 * math.sqrt(d["sp"].kappa[1]), 1.0) for d in dirs)
@@ -195,10 +221,10 @@ class EdgeworthAccountant(Accountant):
                 res["kappa"] = kap
                 out.append(res)
             st["iid_deltas"] = out
-        return st["iid_deltas"]
+        return cast("list[dict[str, float]] | None", st["iid_deltas"])
 
     @staticmethod
-    def _chernoff(cgf: np.ndarray, x: np.ndarray) -> np.ndarray:
+    def _chernoff(cgf: FloatArray, x: FloatArray) -> FloatArray:
         """``min_lambda exp(K(lambda) - lambda x)`` over the grid ``em.LAMBDAS`` (any shape): bounds
         ``P_P(S > x)`` and ``e^x P_Q(S > x)``.
 
@@ -216,24 +242,24 @@ class EdgeworthAccountant(Accountant):
         flat = x.reshape(-1)
         j = np.searchsorted(breaks, flat, side="right")
         log_b = ks[j] - lams[j] * flat
-        return np.exp(np.minimum(log_b, 0.0)).reshape(x.shape)
+        return cast("FloatArray", np.exp(np.minimum(log_b, 0.0)).reshape(x.shape))
 
-    def _sf_bounds(self, d: dict[str, Any], delta_p: float):
+    def _sf_bounds(self, d: dict[str, Any], delta_p: float) -> Any:
         """Pointwise bounds on ``P_P(S > x)``: ``1 - G_1(x) -+ Delta``, the Chernoff and Hoeffding tails."""
         sp, cgf, hoeff = d["sp"], d["cgf"], d["hoeff"]
 
-        def upper(x):
+        def upper(x: FloatArray) -> FloatArray:
             u = np.minimum(em.edgeworth_sf(sp, x, 1) + delta_p, self._chernoff(cgf, x))
             if hoeff is not None:
                 u = np.minimum(u, em.hoeffding_tail(hoeff[0], hoeff[2], x))
             return u
 
-        def lower(x):
+        def lower(x: FloatArray) -> FloatArray:
             return em.edgeworth_sf(sp, x, 1) - delta_p
 
         return upper, lower
 
-    def _estimate_curve(self, eps: np.ndarray) -> np.ndarray:
+    def _estimate_curve(self, eps: FloatArray) -> FloatArray:
         st = self._prepare()
         est = np.full(np.shape(eps), -np.inf)
         for d in st["dirs"]:
@@ -243,8 +269,8 @@ class EdgeworthAccountant(Accountant):
             )
         return np.clip(est, 0.0, 1.0)
 
-    def _paper_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """004 Def. 4.2 with the tails: ``(lower, upper)`` of delta at each epsilon (max over directions)."""
+    def _paper_curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Wang et al. 2023, Def. 4.2 with the tails: ``(lower, upper)`` of delta at each epsilon (max over directions)."""
         st = self._prepare()
         eps = np.asarray(eps, float)
         lo = np.full(eps.shape, -np.inf)
@@ -271,7 +297,7 @@ class EdgeworthAccountant(Accountant):
             lo = np.maximum(lo, p_lo - q_hi)
         return np.clip(lo, 0.0, 1.0), np.clip(up, 0.0, 1.0)
 
-    def _integrated_curves(self, eps: np.ndarray, deltas: list[float] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    def _integrated_curves(self, eps: FloatArray, deltas: list[float] | None = None) -> tuple[FloatArray, FloatArray]:
         """``(lower, upper)`` of ``delta(eps) = E_P[(1 - e^(eps - S))_+]`` (certified Riemann sums, max over
         directions); ``deltas``: the CDF error per direction (default: Lemma 4.3's)."""
         st = self._prepare()
@@ -286,10 +312,10 @@ class EdgeworthAccountant(Accountant):
             lo, up = np.maximum(lo, lk), np.maximum(up, uk)
         return lo, up
 
-    def _curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
         return self._integrated_curves(eps) if self.eeai == "integrated" else self._paper_curves(eps)
 
-    def _scan_curves(self, deltas: list[float] | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _scan_curves(self, deltas: list[float] | None = None) -> tuple[FloatArray, FloatArray, FloatArray]:
         """``(grid, lower, upper)`` of the EEAI on a uniform epsilon grid.
 
         ``"integrated"``: one pass over a uniform grid ``x_j = j h`` shared by all epsilons on it: with
@@ -322,21 +348,21 @@ class EdgeworthAccountant(Accountant):
         keep = x <= hi
         return x[keep], lo[keep], up[keep]
 
-    def _delta_curves(self, eps: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _delta_curves(self, eps: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
         """AEA estimate and the EEAI ``(lower, upper)`` at each epsilon."""
         lo, up = self._curves(eps)
         return self._estimate_curve(np.asarray(eps, float)), lo, up
 
     # ------------------------------------------------------------- queries
-    def _scan_cached(self, deltas: tuple[float, ...] | None):
+    def _scan_cached(self, deltas: tuple[float, ...] | None) -> Any:
         st = self._prepare()
-        key = ("scan", deltas)
+        key = f"scan {deltas!r}"  # one entry per tuple of deltas
         if key not in st:
             st[key] = self._scan_curves(None if deltas is None else list(deltas))
         return st[key]
 
-    def _grid(self) -> np.ndarray:
-        return np.linspace(0.0, self._prepare()["eps_hi"], _GRID)
+    def _grid(self) -> FloatArray:
+        return cast("FloatArray", np.linspace(0.0, self._prepare()["eps_hi"], _GRID))
 
     def _est_epsilon(self, delta: float) -> float:
         """Largest eps on the scan where the AEA delta > target, refined by bisection (0 if none)."""
@@ -356,7 +382,7 @@ class EdgeworthAccountant(Accountant):
                 b = mid
         return b
 
-    def _interval_epsilon(self, delta: float, curves, scan) -> tuple[float, float]:
+    def _interval_epsilon(self, delta: float, curves: Any, scan: Any) -> tuple[float, float]:
         """``[lower, upper]`` on eps(delta) from curves ``eps -> (delta_lower, delta_upper)``.
 
         The true delta(eps) is non-increasing: any eps with ``delta_upper(eps) <= delta`` is an upper bound on
@@ -389,7 +415,7 @@ class EdgeworthAccountant(Accountant):
 
     def _epsilon(self, delta: float) -> Bounds:
         est = self._est_epsilon(delta)
-        details: dict[str, Any] = {"method": f"AEA order {self.order} (004 Def. 4.1)"}
+        details: dict[str, Any] = {"method": f"AEA order {self.order} (Wang et al. 2023, Def. 4.1)"}
         if math.isinf(est):
             details["note"] = "the Edgeworth estimate of delta stays above the target over the whole scan"
         if not self.interval:
@@ -398,7 +424,7 @@ class EdgeworthAccountant(Accountant):
         details["interval"] = (
             "EEAI from delta = E_P[(1 - e^(eps - S))_+] (Lemma 4.3 + Chernoff/Hoeffding tails)"
             if self.eeai == "integrated"
-            else "EEAI, 004 Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)"
+            else "EEAI, Wang et al. 2023, Def. 4.2 (Lemma 4.3 + Chernoff/Hoeffding tails)"
         )
         details["edgeworth_error"] = {
             "remove": [st["dirs"][0]["dp"], st["dirs"][0]["dq"]],
@@ -418,7 +444,7 @@ class EdgeworthAccountant(Accountant):
                 "kind": "approximation",
                 "edgeworth_error": deltas,
                 "kappa": [r["kappa"] for r in iid],
-                "note": "004 App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa",
+                "note": "Wang et al. 2023, App. H / DGG Thm A.3, A.5 with a numerically evaluated kappa",
             }
         vacuous = not (math.isfinite(upper) and lower <= est <= upper)
         details["vacuous"] = bool(vacuous)
@@ -427,9 +453,9 @@ class EdgeworthAccountant(Accountant):
             return Bounds(None, est, None, "epsilon", "approximation", details)
         return Bounds(lower, est, upper, "epsilon", "approximation", details)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         est, lo, up = self._delta_curves(epsilons)
-        details: dict[str, Any] = {"method": f"AEA order {self.order} (004 Def. 4.1)"}
+        details: dict[str, Any] = {"method": f"AEA order {self.order} (Wang et al. 2023, Def. 4.1)"}
         if not self.interval:
             return Bounds(None, est, None, "delta", "approximation", details)
         vacuous = bool(np.any(est < lo) or np.any(est > up) or np.all(up >= 1.0))

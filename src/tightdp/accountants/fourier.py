@@ -1,36 +1,36 @@
-"""The Fourier accountant (Koskela, Jälkö, Honkela 2020; paper 001), certified or paper-faithful.
+"""The Fourier accountant (Koskela, Jälkö, Honkela 2020; Koskela et al. 2020), certified or paper-faithful.
 
-The grid is that of 001 Alg. 1: ``n`` points on ``[-L, L)`` (mesh ``2L/n``);
+The grid is that of Koskela et al. 2020, Alg. 1: ``n`` points on ``[-L, L)`` (mesh ``2L/n``);
 the composition is one circular FFT on that window, powered for
-self-composition and multiplied across distinct mechanisms (001 Sec. 5.5).
+self-composition and multiplied across distinct mechanisms (Koskela et al. 2020, Sec. 5.5).
 Two discretisations, chosen by ``discretisation``:
 
 * ``"certified"`` (default): cell masses with the mean-preserving shift of
-  003 Alg. 2 instead of density samples, so that the coupling argument of
-  003 Thm 5.5 (with explicit aliasing and round-off terms) turns the grid's
+  Gopi et al. 2021, Alg. 2 instead of density samples, so that the coupling argument of
+  Gopi et al. 2021, Thm 5.5 (with explicit aliasing and round-off terms) turns the grid's
   answer into proven bounds ``lower <= truth <= upper`` (``kind="bound"``).
   Its estimate is *not* the paper's number: cell masses make an
-  ``O((2L/n)^2)`` error, while 001's point evaluation (a Riemann sum of a
+  ``O((2L/n)^2)`` error, while Koskela et al. 2020's point evaluation (a Riemann sum of a
   smooth, rapidly decaying density) converges much faster once the mesh
-  resolves the density. On 001 Table 1's setting (L = 12) the estimate here
+  resolves the density. On Koskela et al. 2020, Table 1's setting (L = 12) the estimate here
   errs by 2.0e-5 / 1.3e-6 / 8.0e-8 at n = 5e4 / 2e5 / 8e5 (a factor 16 per
   factor 4 in n), the paper's by 4.8e-4 / 2.6e-8 / 2e-12
   (``examples/papers/p001_fourier.py`` prints both). So the two do *not*
   converge at the same rate; the bounds are what this mode is for.
-* ``"paper"``: 001 Alg. 1 itself. The PLD density ``omega`` is evaluated at
-  the grid points (001 Sec. 5.2), the vector ``D omega dx`` is transformed,
-  powered and multiplied (001 Sec. 5.2, 5.5), and ``delta(eps)`` is the
-  Riemann sum (5.2); ``eps(delta)`` is the root of (5.2), which 001 Sec. 5.4
+* ``"paper"``: Koskela et al. 2020, Alg. 1 itself. The PLD density ``omega`` is evaluated at
+  the grid points (Koskela et al. 2020, Sec. 5.2), the vector ``D omega dx`` is transformed,
+  powered and multiplied (Koskela et al. 2020, Sec. 5.2, 5.5), and ``delta(eps)`` is the
+  Riemann sum (5.2); ``eps(delta)`` is the root of (5.2), which Koskela et al. 2020, Sec. 5.4
   finds by Newton's method (we solve it exactly: (5.2) is ``A - e^eps B`` between
   grid points). The answer is an ``approximation`` (no interval), and
   ``details`` carry the paper's error estimate ``err(L, n) = 2 |I_n - I_2n|``
-  (001 eq. 7.4, from a second run on ``2n`` points) and, for one
+  (Koskela et al. 2020, eq. 7.4, from a second run on ``2n`` points) and, for one
   Poisson-subsampled Gaussian under the remove relation, the tail estimate
   (7.3). Only mechanisms whose privacy loss has a density qualify (the
   Gaussian and every subsampled Gaussian); atoms (Laplace, randomized
   response, pure DP) are refused at compose time.
 
-Choosing ``L``. 001 Sec. 7.2 bounds the mass of the composed PLD beyond ``L``
+Choosing ``L``. Koskela et al. 2020, Sec. 7.2 bounds the mass of the composed PLD beyond ``L``
 by the Chernoff bound ``P(S >= L) <= exp(K(lambda) - lambda L)``. With
 ``L=None`` (the default) the accountant evaluates that bound with the exact
 cumulant generating function ``K`` of the discretised PLDs (a proven bound for
@@ -47,18 +47,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import numpy as np
 from scipy import fft as sfft
 
+from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_delta, check_positive
-from ..bounds import Bounds
+from ..bounds import Bounds, Kind
 from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
-from ..mechanisms import Gaussian, PoissonSampled
-from ..pld import compose, delta_bounds, discretise, epsilon_bounds
-from ._pld import PLDAccountant, check_mechanism
+from ..mechanisms import Gaussian, Mechanism, PoissonSampled
+from ..pld import ComposedPLD, compose, delta_bounds, discretise, epsilon_bounds
+from ._pld import Directions, PLDAccountant, Terms, check_mechanism
 
 __all__ = ["FourierAccountant", "paper_pld_density"]
 
@@ -69,31 +71,33 @@ _THETAS = np.geomspace(1e-3, 2e3, 72)  # Chernoff parameters lambda tried (any l
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 
 
-# ------------------------------------------------------------------------ Chernoff tails (001 Sec. 7.2)
+# ------------------------------------------------------------------------ Chernoff tails (Koskela et al. 2020, Sec. 7.2)
 _CGF_BLOCKS = 4096  # blocks of the grid whose maxima bound the CGF while a theta is chosen (``_chernoff_cgfs``)
 
 
-def _exact_log_mgf(terms, theta: float) -> float:
+def _exact_log_mgf(terms: list[tuple[Any, int, float]], theta: float) -> float:
     """``sum_i c_i (log E[e^(theta Y~_i)] - log mass_i)``: the exact CGF of the normalised composition at one
     ``theta`` (``DiscretisedLoss.log_mgf``, one pass over each grid; ``terms`` as ``(d, c, log mass)``)."""
-    return sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms)
+    return cast("float", sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms))
 
 
-def _chernoff_cgfs(terms):
+def _chernoff_cgfs(terms: Terms) -> Any:
     """``(K+, K-, shift, terms)``: upper bounds on the normalised composition's CGF at ``+theta`` and
     ``-theta`` for the grid of thetas (to choose a theta), its shift, and the terms (for the exact CGF at
     the thetas chosen: ``_best``)."""
-    terms = [(d, c, d.log_mgf(0.0)) for d, c in terms if d.mass > 0]
+    normalised = [(d, c, d.log_mgf(0.0)) for d, c in terms if d.mass > 0]
     k_up = np.zeros(_THETAS.size)
     k_dn = np.zeros(_THETAS.size)
-    for d, c, lm in terms:  # block bounds (``DiscretisedLoss.log_mgf_upper``), normalised like the exact CGF
+    for d, c, lm in normalised:  # block bounds (``DiscretisedLoss.log_mgf_upper``), normalised like the exact CGF
         k_up += c * (d.log_mgf_upper(_THETAS, _CGF_BLOCKS) - lm)
         k_dn += c * (d.log_mgf_upper(-_THETAS, _CGF_BLOCKS) - lm)
-    return k_up, k_dn, float(sum(c * d.shift for d, c, _ in terms)), terms
+    return k_up, k_dn, float(sum(c * d.shift for d, c, _ in normalised)), normalised
 
 
-def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
-    """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (001 Sec. 7.2:
+def _best(
+    terms: list[tuple[Any, int, float]], bounds: FloatArray, sign: float, objective: Callable[[Any, Any], Any]
+) -> float:
+    """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (Koskela et al. 2020, Sec. 7.2:
     any theta gives a valid Chernoff bound). The block bounds of ``_chernoff_cgfs`` propose a theta; from there the exact
     objective, convex in theta for a fixed tail and quasi-convex for a window, is followed downhill along the
     grid: a few passes over the grids instead of one per theta (144 passes of 10^6 points were 3.2 s of a
@@ -101,7 +105,7 @@ def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
     with np.errstate(over="ignore", invalid="ignore"):
         vals = objective(bounds, _THETAS)
     i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
-    seen = {}
+    seen: dict[int, float] = {}
 
     def at(j: int) -> float:
         if j not in seen:
@@ -118,7 +122,7 @@ def _best(terms, bounds: np.ndarray, sign: float, objective) -> float:
     return min(seen.values()) if seen else math.inf
 
 
-def _window_for(cgfs, tau: float) -> tuple[float, float]:
+def _window_for(cgfs: Any, tau: float) -> tuple[float, float]:
     """``(lo, hi)`` in loss units with ``P(S < lo) <= tau`` and ``P(S > hi) <= tau`` (Chernoff)."""
     k_up, k_dn, shift, terms = cgfs
     log_tau = math.log(tau)
@@ -127,7 +131,7 @@ def _window_for(cgfs, tau: float) -> tuple[float, float]:
     return lo + shift, hi + shift
 
 
-def _outside_mass(cgfs, lo: float, hi: float) -> float:
+def _outside_mass(cgfs: Any, lo: float, hi: float) -> float:
     """Chernoff bound on ``P(S < lo) + P(S > hi)`` (loss units), at most 2."""
     k_up, k_dn, shift, terms = cgfs
     up = _best(terms, k_up, 1.0, lambda k, th: k - th * (hi - shift))
@@ -139,9 +143,9 @@ def _round_L(x: float) -> float:
     return max(1.0, math.ceil(4.0 * x) / 4.0)
 
 
-# ------------------------------------------------------------------------ 001 Alg. 1 (point evaluation)
-def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
-    """``omega(s) = f_P(x) / L'(x)`` at ``x = L^{-1}(s)`` (001 Def. 4, change of variables)."""
+# ------------------------------------------------------------------------ Koskela et al. 2020, Alg. 1 (point evaluation)
+def _mixture_density(loss: GaussianMixtureLoss, s: FloatArray) -> FloatArray:
+    """``omega(s) = f_P(x) / L'(x)`` at ``x = L^{-1}(s)`` (Koskela et al. 2020, Def. 4, change of variables)."""
     lo, hi = loss.support()
     out = np.zeros(s.shape)
     inside = (s > lo) & (s < hi)
@@ -167,11 +171,32 @@ def _mixture_density(loss: GaussianMixtureLoss, s: np.ndarray) -> np.ndarray:
     return out
 
 
-def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
-    """The privacy loss distribution's density ``omega(s)`` (001 Def. 4) at the points ``s``.
+def paper_pld_density(loss: PrivacyLoss, s: ArrayLike) -> FloatArray:
+    """The privacy loss distribution's density ``omega(s)`` (Koskela et al. 2020, Def. 4) at the points ``s``.
 
-    Gaussian: ``N(mu^2/2, mu^2)``. Gaussian mixtures (every subsampled Gaussian, 001 Sec. 6.1-6.3):
-    ``f_P(L^{-1}(s)) d L^{-1}(s)/ds``. Other losses have atoms and no density.
+    Gaussian: ``N(mu^2/2, mu^2)``. Gaussian mixtures (every subsampled Gaussian, Koskela et al. 2020,
+    Sec. 6.1-6.3): ``f_P(L^{-1}(s)) d L^{-1}(s)/ds``. Other losses have atoms and no density.
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        A Gaussian or Gaussian-mixture privacy loss.
+    s : array_like
+        Privacy-loss values.
+
+    Returns
+    -------
+    numpy.ndarray
+        The density at each ``s`` (float array of the shape of ``s``).
+
+    Raises
+    ------
+    UnsupportedMechanismError
+        A loss without a density (atoms: Laplace, randomized response, pure DP).
+
+    References
+    ----------
+    Koskela et al. 2020, Def. 4, Sec. 6.1-6.3.
     """
     s = np.asarray(s, float)
     if isinstance(loss, GaussianLoss):
@@ -180,15 +205,15 @@ def paper_pld_density(loss: PrivacyLoss, s) -> np.ndarray:
     if isinstance(loss, GaussianMixtureLoss):
         return _mixture_density(loss, s)
     raise UnsupportedMechanismError(
-        f"{type(loss).__name__} has atoms, not a density: 001 Alg. 1 cannot "
+        f"{type(loss).__name__} has atoms, not a density: Koskela et al. 2020, Alg. 1 cannot "
         "evaluate it pointwise (use discretisation='certified')"
     )
 
 
 class _PaperPLD:
-    """The composed masses ``dx C^k`` of 001 Alg. 1 on ``x_l = -L + l dx`` and the Riemann sum (5.2)."""
+    """The composed masses ``dx C^k`` of Koskela et al. 2020, Alg. 1 on ``x_l = -L + l dx`` and the Riemann sum (5.2)."""
 
-    def __init__(self, terms, L: float, n: int):
+    def __init__(self, terms: Terms, L: float, n: int) -> None:
         dx = 2.0 * L / n
         self.L, self.n, self.dx = L, n, dx
         self.x = -L + dx * np.arange(n)
@@ -211,11 +236,11 @@ class _PaperPLD:
         self.B = np.concatenate([np.cumsum((mm * np.exp(-xm))[::-1])[::-1], [0.0]])
 
     def start(self, eps: float) -> int:
-        """``l_eps = min{l : -L + l dx > eps}`` (001 Sec. 5.3)."""
+        """``l_eps = min{l : -L + l dx > eps}`` (Koskela et al. 2020, Sec. 5.3)."""
         return int(np.searchsorted(self.x, eps, side="right"))
 
     def delta(self, eps: float) -> float:
-        """001 eq. (5.2), plus the probability of an infinite loss (0 for Poisson sampling)."""
+        """Koskela et al. 2020, eq. (5.2), plus the probability of an infinite loss (0 for Poisson sampling)."""
         j = self.start(eps)
         if j >= self.n:
             return self.p_inf
@@ -223,7 +248,7 @@ class _PaperPLD:
         return self.p_inf + float(np.dot(-np.expm1(eps - xs), ms))
 
     def epsilon(self, target: float) -> float:
-        """The root of ``delta(eps) = target`` (5.2); ``inf`` if the grid ends first (001 Sec. 5.4)."""
+        """The root of ``delta(eps) = target`` (5.2); ``inf`` if the grid ends first (Koskela et al. 2020, Sec. 5.4)."""
         t = target - self.p_inf
         if t <= 0:
             return math.inf
@@ -246,17 +271,32 @@ class _PaperPLD:
 
 
 class FourierAccountant(PLDAccountant):
-    """PLD accountant on the grid ``[-L, L)`` with ``n`` points (paper 001).
+    """PLD accountant on the grid ``[-L, L)`` with ``n`` points (Koskela et al. 2020).
 
     Parameters
     ----------
-    L: truncation of the privacy-loss domain; ``None`` (default) chooses it per query from the
-        Chernoff bound of 001 Sec. 7.2 (see the module docstring). 001 uses 12 in Table 1.
-    n: number of grid points (even, at most 2^25).
-    delta_error: delta slack for the coupling failure probability and truncation
-        (default: ``1e-3 * delta`` for epsilon queries, ``1e-10`` for delta queries; certified mode).
-    discretisation: ``"certified"`` (cell masses, proven bounds) or ``"paper"`` (001 Alg. 1's point
-        evaluation, an approximation with the error estimate err(L, n) of 001 eq. 7.4).
+    L : float, optional
+        Truncation of the privacy-loss domain, ``> 0``; ``None`` (default) chooses it per query from the
+        Chernoff bound of Koskela et al. 2020, Sec. 7.2 (see the module docstring). Koskela et al. 2020
+        uses 12 in Table 1.
+    n : int, default 1_000_000
+        Number of grid points (even, at least 16, at most 2^25).
+    delta_error : float, optional
+        Delta slack for the coupling failure probability and truncation (default: ``1e-3 * delta`` for
+        epsilon queries, ``1e-10`` for delta queries; certified mode).
+    discretisation : {"certified", "paper"}, default "certified"
+        ``"certified"`` (cell masses, proven bounds, Gopi et al. 2021, Thm 5.5) or ``"paper"`` (Koskela et
+        al. 2020, Alg. 1's point evaluation, an approximation with the error estimate err(L, n) of Koskela
+        et al. 2020, eq. 7.4).
+
+    Raises
+    ------
+    ValueError
+        An argument out of its domain, naming it.
+
+    References
+    ----------
+    Koskela et al. 2020 (Fourier accountant), Alg. 1, Sec. 5.2-5.5, eq. (7.4); Gopi et al. 2021, Alg. 2, Thm 5.5.
     """
 
     name = "fourier"
@@ -284,33 +324,41 @@ class FourierAccountant(PLDAccountant):
         self._ledger_changed()
 
     @property
-    def kind(self) -> str:  # type: ignore[override]
+    def kind(self) -> Kind:  # type: ignore[override]
+        """``"bound"`` for the certified discretisation, ``"approximation"`` for the paper's."""
         return "approximation" if self.discretisation == "paper" else "bound"
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"L": self.L, "n": self.n, "delta_error": self.delta_error, "discretisation": self.discretisation}
 
-    def _supports(self, mechanism) -> bool:
+    def _supports(self, mechanism: Mechanism) -> bool:
         check_mechanism(mechanism)
         if self.discretisation == "paper":
             pair = mechanism.privacy_losses()
             for loss in (pair.remove, pair.add):
                 if not isinstance(loss, (GaussianLoss, GaussianMixtureLoss)):
                     raise UnsupportedMechanismError(
-                        f"the paper-faithful Fourier accountant (001 Alg. 1) evaluates privacy loss densities "
+                        f"the paper-faithful Fourier accountant (Koskela et al. 2020, Alg. 1) evaluates privacy loss densities "
                         f"at grid points; {type(mechanism).__name__} has a privacy loss with atoms "
                         f"({type(loss).__name__}); use discretisation='certified'"
                     )
         return True
 
     # --------------------------------------------------------------------- certified mode
-    def _disc(self, terms, h: float, trunc: float):
+    def _disc(self, terms: Terms, h: float, trunc: float) -> Any:
         k = sum(c for _, c in terms)
         return [(discretise(loss, h, trunc / k), c) for loss, c in terms]
 
-    def _auto_L(self, directions, trunc: float, tau: float, at_least: float = 0.0) -> float:
+    def _auto_L(self, directions: Directions, trunc: float, tau: float, at_least: float = 0.0) -> float:
         """The smallest quarter ``L`` whose window ``[-L, L)`` leaves at most ``tau`` outside on each side,
-        by the exact Chernoff bound of the discretised compositions (001 Sec. 7.2).
+        by the exact Chernoff bound of the discretised compositions (Koskela et al. 2020, Sec. 7.2).
 
         A first pass on a coarse mesh (cheap: its cost is the number of cells) proposes ``L``; the next
         passes check it on the mesh ``2L/n`` that the composition will use (the same discretisations,
@@ -339,10 +387,10 @@ class FourierAccountant(PLDAccountant):
             L = new
         return L
 
-    def _composition(self, direction: int, terms, L: float, n: int, trunc: float):
+    def _composition(self, direction: int, terms: Terms, L: float, n: int, trunc: float) -> ComposedPLD:
         h = 2.0 * L / n
 
-        def build():
+        def build() -> ComposedPLD:
             disc = self._disc(terms, h, trunc)
             comp = compose(disc, tilt=0.0, window=(-L, L), size=n)
             # compose() bounds the mass outside the window with block-wise CGF bounds; the exact CGFs
@@ -365,10 +413,10 @@ class FourierAccountant(PLDAccountant):
             need = self._auto_L(self._directions(), trunc, tau)
         except PrecisionError as exc:
             return str(exc)
-        return f"L = {self.L:g} is too small for this composition; the Chernoff bound (001 Sec. 7.2) asks for L >= {need:g}"
+        return f"L = {self.L:g} is too small for this composition; the Chernoff bound (Koskela et al. 2020, Sec. 7.2) asks for L >= {need:g}"
 
     def _tail_estimate(self, L: float) -> float | None:
-        """001 eq. (7.3) when the ledger is one Poisson-subsampled Gaussian under the remove relation."""
+        """Koskela et al. 2020, eq. (7.3) when the ledger is one Poisson-subsampled Gaussian under the remove relation."""
         if len(self._ledger) != 1:
             return None
         mech, k = self._ledger[0]
@@ -389,7 +437,7 @@ class FourierAccountant(PLDAccountant):
             return self._paper_epsilon(delta)
         return super()._epsilon(delta)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         if self.discretisation == "paper":
             return self._paper_delta(epsilons)
         return super()._delta(epsilons)
@@ -422,7 +470,7 @@ class FourierAccountant(PLDAccountant):
             details["note"] = f"{details.get('note', '')}; {self._needed_L_note(trunc, 1e-3 * slack)}".lstrip("; ")
         return Bounds(out.lower, out.estimate, out.upper, "epsilon", "bound", details)
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         slack = self.delta_error if self.delta_error is not None else 1e-10
         eta, trunc = 0.5 * slack, 0.25 * slack
@@ -447,28 +495,28 @@ class FourierAccountant(PLDAccountant):
         }
         return Bounds(out.lower, out.estimate, out.upper, "delta", "bound", details)
 
-    # --------------------------------------------------------------------- paper mode (001 Alg. 1)
+    # --------------------------------------------------------------------- paper mode (Koskela et al. 2020, Alg. 1)
     def _paper_L(self, at_least: float = 0.0) -> float:
-        """User ``L``, or the Chernoff choice of the certified mode at the tail level 1e-14 (001 Sec. 7.2)."""
+        """User ``L``, or the Chernoff choice of the certified mode at the tail level 1e-14 (Koskela et al. 2020, Sec. 7.2)."""
         if self.L is not None:
             return self.L
         return self._memo(("paperL", at_least), lambda: self._auto_L(self._directions(), 1e-15, 1e-14, at_least))
 
-    def _paper(self, direction: int, terms, L: float, n: int) -> _PaperPLD:
+    def _paper(self, direction: int, terms: Terms, L: float, n: int) -> _PaperPLD:
         return self._memo(("paper", direction, L, n), lambda: _PaperPLD(terms, L, n))
 
     def _paper_details(self, L: float) -> dict[str, Any]:
         return {
-            "method": "001 Alg. 1 (point evaluation, Riemann sum 5.2)",
+            "method": "Koskela et al. 2020, Alg. 1 (point evaluation, Riemann sum 5.2)",
             "L": L,
             "L_chosen": self.L is None,
             "n": self.n,
             "tail_estimate": self._tail_estimate(L),
             "note": "paper-faithful approximation: no certified interval; discretisation_error is "
-            "err(L, n) = 2|I_n - I_2n| (001 eq. 7.4), an estimate",
+            "err(L, n) = 2|I_n - I_2n| (Koskela et al. 2020, eq. 7.4), an estimate",
         }
 
-    def _paper_delta(self, epsilons: np.ndarray) -> Bounds:
+    def _paper_delta(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         L = self._paper_L(float(np.max(epsilons)) + 1.0)
         est = np.zeros(epsilons.shape)

@@ -1,9 +1,9 @@
-"""The PRV accountant (Gopi, Lee, Wutschitz 2021; paper 003) with certified two-sided bounds.
+"""The PRV accountant (Gopi, Lee, Wutschitz 2021; Gopi et al. 2021) with certified two-sided bounds.
 
-The mesh comes from the error budget: the coupling shift of 003 Thm 5.5 is
+The mesh comes from the error budget: the coupling shift of Gopi et al. 2021, Thm 5.5 is
 ``t = r sqrt(k log(1/eta) / 2)`` for ``k`` compositions with cells of width
 ``r = h``, so ``h = eps_error / sqrt(k log(1/eta) / 2)`` (mesh ~ 1/sqrt(k),
-003 Sec. 5). The domain is not a fixed ``[-L, L]``: it is a Chernoff window
+Gopi et al. 2021, Sec. 5). The domain is not a fixed ``[-L, L]``: it is a Chernoff window
 around the exponentially tilted composition (see ``tightdp.pld.compose``), of
 width O(sqrt(k)) in loss units but centred where ``delta(eps)`` is decided, so
 the cost is O(b * sqrt(k)) points for ``b`` distinct mechanisms and tiny
@@ -13,7 +13,7 @@ Long ledgers (``_HIERARCHY_MIN_STEPS`` steps and more) are composed through a mi
 re-binned blocks (``tightdp.pld.hierarchy.compose_tree``): hundreds of fine steps per first block
 (the subsampled loss's heavy tail, not ``sqrt(m)`` standard deviations, sets a small block's window),
 coarser meshes above, and a fine discretisation whose tails use cells ``R`` times wider
-(``tightdp.pld.discretise_coarse_tail``). The coupling of 003 Lemma 5.3 / Thm 5.5 then bounds
+(``tightdp.pld.discretise_coarse_tail``). The coupling of Gopi et al. 2021, Lemma 5.3 / Thm 5.5 then bounds
 ``S - S~`` by Hoeffding's lemma on every rounding (conditionally, level by level) plus a Bennett
 term for the rare wide tail cells; every piece is in the returned composition's ``coupling_shift``.
 At sigma 0.8, q 4e-3, delta 1e-5 (eps_error 0.01) this costs about 0.3 s at k = 1e4, 1-2 s at
@@ -28,18 +28,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import FloatArray
 from .._validation import check_delta, check_eps_error
 from ..bounds import Bounds
 from ..errors import PrecisionError
-from ..pld import chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
+from ..mechanisms import Mechanism
+from ..pld import ComposedPLD, chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds, saddle_tilt
 from ..pld.composition import chernoff_window
 from ..pld.discretise import discretise_coarse_tail
 from ..pld.hierarchy import compose_tree
-from ._pld import PLDAccountant, check_mechanism
+from ._pld import PLDAccountant, Terms, check_mechanism
 
 __all__ = ["PRVAccountant"]
 
@@ -68,21 +70,30 @@ _TAIL_SHARE = 0.01
 def _round_mesh(h: float) -> float:
     """Round ``h`` down to a power of 2**(1/8) so nearby queries share cached discretisations."""
     k = math.floor(8 * math.log2(h))
-    return 2.0 ** (k / 8)
+    return cast("float", 2.0 ** (k / 8))
 
 
 class PRVAccountant(PLDAccountant):
-    """Certified PLD accountant with mesh and domain derived from an error budget (paper 003).
+    """Certified PLD accountant with mesh and domain derived from an error budget (Gopi et al. 2021).
 
     Parameters
     ----------
-    eps_error:
-        Half-width of the epsilon interval (the coupling shift of 003 Thm 5.5);
+    eps_error : float, default 0.01
+        Half-width of the epsilon interval (the coupling shift of Gopi et al. 2021, Thm 5.5);
         ``upper - lower`` is about ``2 * eps_error``.
-    delta_error:
+    delta_error : float, optional
         Total delta slack spent on the coupling failure probability, truncation
         and numerics. Default: ``1e-3 * delta`` for ``epsilon(delta)`` and
         ``1e-3`` of the answer for ``delta(eps)``.
+
+    Raises
+    ------
+    ValueError
+        ``eps_error`` or ``delta_error`` out of its domain, naming the argument.
+
+    References
+    ----------
+    Gopi et al. 2021 (PRV accountant), Alg. 2, Lemma 5.3, Thm 5.5.
     """
 
     name = "prv"
@@ -94,14 +105,21 @@ class PRVAccountant(PLDAccountant):
         self._ledger_changed()
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"eps_error": self.eps_error, "delta_error": self.delta_error}
 
-    def _supports(self, mechanism) -> bool:
+    def _supports(self, mechanism: Mechanism) -> bool:
         check_mechanism(mechanism)
         return True
 
     # ------------------------------------------------------------------ plan
-    def _plan(self, terms, eta: float, trunc: float):
+    def _plan(self, terms: Terms, eta: float, trunc: float) -> Any:
         k = sum(c for _, c in terms)
         h = _round_mesh(0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta)))
         tail = trunc / k
@@ -114,7 +132,7 @@ class PRVAccountant(PLDAccountant):
         ``trunc`` the truncation smaller: both stay valid."""
         return 10.0 ** math.floor(math.log10(eta)), 10.0 ** math.floor(math.log10(trunc))
 
-    def _coarse_terms(self, terms, eta: float):
+    def _coarse_terms(self, terms: Terms, eta: float) -> Any:
         """A coarse discretisation of every term (about ``_TILT_CELLS`` cells each): it only chooses
         tilts and the tree's schedule, and any choice of either is valid (only accuracy and cost
         depend on it), so its mesh need not meet the error budget."""
@@ -131,7 +149,7 @@ class PRVAccountant(PLDAccountant):
             out.append((discretise(loss, hc, tail), c))
         return out
 
-    def _tree_plan(self, terms, eta: float):
+    def _tree_plan(self, terms: Terms, eta: float) -> Any:
         """``(radices, meshes)`` of the multi-level composition (``tightdp.pld.hierarchy.compose_tree``),
         or None (flat, below ``_HIERARCHY_MIN_STEPS`` steps).
 
@@ -161,12 +179,12 @@ class PRVAccountant(PLDAccountant):
             plans[key] = self._search_plan(terms, eta)
         return plans[key]
 
-    def _search_plan(self, terms, eta: float):
+    def _search_plan(self, terms: Terms, eta: float) -> Any:
         k = sum(c for _, c in terms)
         eta_b = self._tree_budget(eta, eta)[0]
         h = 0.985 * self.eps_error / math.sqrt(0.5 * k * math.log(1.0 / eta_b))
         coarse = self._coarse_terms(terms, eta)
-        widths: dict = {}
+        widths: dict[int, float] = {}
 
         def width(m: int) -> float:  # Chernoff window (loss units) of blocks of m steps of every term
             if m not in widths:
@@ -209,14 +227,14 @@ class PRVAccountant(PLDAccountant):
             return None
         return best[1], best[2]
 
-    def _tilt_terms(self, terms, eta: float, trunc: float):
+    def _tilt_terms(self, terms: Terms, eta: float, trunc: float) -> Any:
         """Discretised terms used only to choose tilts (any choice is valid): the coarse ones for the
         tree, the single-level plan's otherwise."""
         if self._tree_plan(terms, eta) is None:
             return self._plan(terms, eta, trunc)[0]
         return self._coarse_terms(terms, eta)
 
-    def _fine_terms(self, terms, eta: float, trunc: float):
+    def _fine_terms(self, terms: Terms, eta: float, trunc: float) -> Any:
         """The fine discretisation of the tree (mesh ``meshes[0]``, truncation ``trunc / k`` a term)."""
         _, meshes = self._tree_plan(terms, eta)
         k = sum(c for _, c in terms)
@@ -236,15 +254,15 @@ class PRVAccountant(PLDAccountant):
         r = min(r, _TAIL_RATIO_MAX)
         return r if r % 2 else r - 1
 
-    def _composed(self, direction: int, terms, eta, trunc, tilt, tau):
+    def _composed(self, direction: int, terms: Terms, eta: float, trunc: float, tilt: float, tau: float) -> ComposedPLD:
         """The composition for one direction: the multi-level tree for long ledgers, else single-level."""
         tilt = round(tilt, 3)
         plan = self._tree_plan(terms, eta)
         if plan is not None:
             radices, meshes = plan
-            key = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
+            key: tuple[Any, ...] = ("tree", direction, self._tree_budget(eta, trunc), tilt, tau)
 
-            def build():
+            def build() -> ComposedPLD:
                 fine = self._fine_terms(terms, eta, trunc)
                 comp, info = compose_tree(fine, radices, meshes, tilt=tilt, tau=tau, block_tau=_BLOCK_TAU)
                 comp.__dict__["tree_info"] = info  # reported in details
@@ -261,7 +279,8 @@ class PRVAccountant(PLDAccountant):
         slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
         if slack >= delta:
             raise ValueError(f"delta_error ({slack:g}) must be smaller than delta ({delta:g})")
-        parts, info = [], {}
+        parts: list[Any] = []
+        info: dict[str, Any] = {}
         for d, terms in enumerate(self._directions()):
             s = slack
             if self.delta_error is None and self._tree_plan(terms, 0.5 * slack) is not None:
@@ -291,7 +310,7 @@ class PRVAccountant(PLDAccountant):
         info["seconds"] = time.perf_counter() - t0
         return self._combine_eps(parts, info)
 
-    def _tree_slack(self, terms, delta: float, slack: float) -> float:
+    def _tree_slack(self, terms: Terms, delta: float, slack: float) -> float:
         """The delta slack to start a tree with: a slack ``s`` moves the epsilon bounds apart by about
         ``(s / delta) / lam`` (``lam``: the saddle-point tilt at the answer, the slope of ``log delta``
         in epsilon), so ``s = 0.1 eps_error lam delta`` keeps that below a tenth of ``eps_error`` without
@@ -300,11 +319,14 @@ class PRVAccountant(PLDAccountant):
         lam = chernoff_epsilon(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), delta)[1]
         return min(slack, max(0.1 * self.eps_error * lam * delta, slack / 900.0))
 
-    def _epsilon_direction(self, d: int, terms, delta: float, slack: float):
+    def _epsilon_direction(self, d: int, terms: Terms, delta: float, slack: float) -> Any:
         """Bounds for one direction with the delta slack split between coupling failure (1/2),
         truncation (1/4) and aliasing/round-off (1/4)."""
         eta, trunc, num_budget = 0.5 * slack, 0.25 * slack, 0.25 * slack
-        plan = lambda: self._tilt_terms(terms, eta, trunc)  # discretisation to choose tilts from
+
+        def plan() -> Any:  # discretisation to choose tilts from
+            return self._tilt_terms(terms, eta, trunc)
+
         # FFT round-off is ~1e-16 of the total mass: without tilting it is far below delta >= 1e-10
         # for one FFT; smaller deltas, and the multi-level tree (whose blocks' round-off adds up over
         # ~k / 8 block uses), get an exponentially tilted FFT
@@ -333,6 +355,7 @@ class PRVAccountant(PLDAccountant):
                 if abs(new_tilt - tilt) < 1e-3:
                     break
                 tilt = new_tilt
+        assert res is not None  # the loop ran at least once
         if math.isinf(res.upper) and not res.note:
             raise PrecisionError(
                 f"cannot certify epsilon at delta={delta:g}: the composition window "
@@ -340,7 +363,7 @@ class PRVAccountant(PLDAccountant):
             )
         return res, comp
 
-    def _delta_numeric(self, epsilons: np.ndarray) -> Bounds:
+    def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         t0 = time.perf_counter()
         lower = np.zeros_like(epsilons)
         est = np.zeros_like(epsilons)
@@ -377,4 +400,4 @@ class PRVAccountant(PLDAccountant):
                 if es < 1e-9:
                     tilt = saddle_tilt(self._tilt_terms(terms, 0.5 * slack, 0.25 * slack), eps)
             out.append((best_lo, min(max(es, best_lo), best_up), best_up))
-        return tuple(max(v[j] for v in out) for j in range(3))
+        return max(v[0] for v in out), max(v[1] for v in out), max(v[2] for v in out)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._types import ArrayLike, FloatArray
 from .._validation import check_real_array
 from ..bounds import Bounds
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, RandomizedResponse, SampledWithoutReplacement
@@ -32,15 +33,38 @@ from .base import Accountant
 __all__ = ["RDPAccountant", "rdp_curve"]
 
 
-def rdp_curve(mechanism: Mechanism, orders: np.ndarray) -> np.ndarray:
+def rdp_curve(mechanism: Mechanism, orders: FloatArray) -> FloatArray:
     """An upper bound on the RDP of one run of ``mechanism`` at each order, valid for both
-    neighbouring directions of its relation. Raises ``TypeError`` for unsupported mechanisms."""
+    neighbouring directions of its relation.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Gaussian, Laplace, randomized response, or a subsampled one of them.
+    orders : array_like
+        Rényi orders ``> 1``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The RDP bound at each order.
+
+    Raises
+    ------
+    TypeError
+        A mechanism without an RDP bound here.
+
+    References
+    ----------
+    Mironov 2017, Table II (Gaussian, Laplace, randomized response); Mironov, Talwar, Zhang 2019
+    (subsampled Gaussian).
+    """
     return _rdp_curve_cached(mechanism, tuple(float(a) for a in np.asarray(orders, float)))
 
 
 @_register_cache
 @lru_cache(maxsize=256)
-def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.ndarray:
+def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> FloatArray:
     a = np.asarray(orders, float)
     if isinstance(mechanism, Gaussian):
         out = rm.gaussian_rdp(mu=mechanism.mu, orders=a)
@@ -75,15 +99,29 @@ def _rdp_curve_cached(mechanism: Mechanism, orders: tuple[float, ...]) -> np.nda
 class RDPAccountant(Accountant):
     """Rényi-DP (moments) accountant: ``upper`` is a proven bound, ``lower`` is ``None``.
 
-    ``orders``: the grid of Rényi orders (> 1). The default spans 1.001 to 1e5;
-    a ``UserWarning`` is issued when the best order is at either end of the
-    grid (the answer is still a valid bound, just possibly a loose one).
+    A ``UserWarning`` is issued when the best order is at either end of the grid (the answer is still a
+    valid bound, just possibly a loose one).
+
+    Parameters
+    ----------
+    orders : array_like, optional
+        The grid of Rényi orders, each finite and ``> 1``. The default spans 1.001 to 1e5.
+
+    Raises
+    ------
+    ValueError
+        An order that is not finite or not above 1.
+
+    References
+    ----------
+    Mironov 2017 (Rényi DP), Prop. 1 (composition), Prop. 3 (conversion); Canonne, Kamath, Steinke 2020,
+    Prop. 12 (the tighter conversion).
     """
 
     name = "rdp"
     kind = "bound"
 
-    def __init__(self, *, orders=None) -> None:
+    def __init__(self, *, orders: ArrayLike | None = None) -> None:
         super().__init__()
         if orders is None:
             self._orders = rm.DEFAULT_ORDERS.copy()
@@ -94,13 +132,21 @@ class RDPAccountant(Accountant):
                 raise ValueError("orders must be finite")
             self._orders = np.unique(arr)
             self._custom = True
-        self._rdp_cache: np.ndarray | None = None
+        self._rdp_cache: FloatArray | None = None
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready), as ``to_dict`` stores them.
+
+        Returns
+        -------
+        dict
+            Option name to value; ``type(self)(**options())`` is an accountant with the same settings.
+        """
         return {"orders": self._orders.tolist()} if self._custom else {}
 
     @property
-    def orders(self) -> np.ndarray:
+    def orders(self) -> FloatArray:
+        """A copy of the Rényi orders the curves are evaluated at."""
         return self._orders.copy()
 
     def _supports(self, mechanism: Mechanism) -> bool:
@@ -109,8 +155,14 @@ class RDPAccountant(Accountant):
     def _ledger_changed(self) -> None:
         self._rdp_cache = None
 
-    def rdp(self) -> np.ndarray:
-        """The composed RDP curve on ``orders`` (sum over the ledger, Mironov 2017 Prop. 1)."""
+    def rdp(self) -> FloatArray:
+        """The composed RDP curve on ``orders`` (sum over the ledger, Mironov 2017, Prop. 1).
+
+        Returns
+        -------
+        numpy.ndarray
+            The RDP of the whole ledger at each order (an upper bound).
+        """
         if self._rdp_cache is None:
             total = np.zeros_like(self._orders)
             for mech, count in self.ledger:
@@ -138,7 +190,7 @@ class RDPAccountant(Accountant):
             self._edge_warning(order)
         return Bounds(None, eps, eps, "epsilon", "bound", details)
 
-    def _delta(self, epsilons: np.ndarray) -> Bounds:
+    def _delta(self, epsilons: FloatArray) -> Bounds:
         rdp = self.rdp()
         delta, orders = rm.delta_from_rdp(orders=self._orders, rdp=rdp, epsilons=epsilons)
         at_edge = (delta < 1.0) & ((orders == self._orders[0]) | (orders == self._orders[-1]))

@@ -1,10 +1,10 @@
-"""The per-example ledger's buckets and input checks (000 App. D.2): plain functions, no state.
+"""The per-example ledger's buckets and input checks (Koskela et al. 2023, App. D.2): plain functions, no state.
 
 A recorded gradient norm ``g`` becomes the sensitivity ratio ``min(g, C) / C``, scaled to
 ``y = min(g B / C, B)`` and rounded up to the bucket ``b = ceil(y)`` (each bucket's ratio widened by
 the relative ``_MARGIN``, so that float rounding never crosses a bucket edge): the noise multiplier is
 rounded down to the sigma-grid ``{sigma B / b}``, and the rounded mechanism dominates the real one
-(data-processing inequality, 000 Thm D.2). ``IndividualAccountant.record_step`` applies
+(data-processing inequality, Koskela et al. 2023, Thm D.2). ``IndividualAccountant.record_step`` applies
 ``_bucket_index`` through reused buffers.
 """
 
@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_positive
 
 _U = np.finfo(float).eps / 2
@@ -27,7 +28,7 @@ _CLIP_MIN = float(np.finfo(float).tiny)  # smallest normal float: a subnormal C 
 _LEDGER_CAP_BYTES = 16 << 30
 
 
-def check_norms(grad_norms, shape: tuple[int, ...]) -> np.ndarray:
+def check_norms(grad_norms: ArrayLike, shape: tuple[int, ...]) -> FloatArray:
     """``grad_norms`` as a float array of ``shape``, every entry ``>= 0`` or NaN (a norm not computed).
 
     Raises
@@ -47,7 +48,7 @@ def check_norms(grad_norms, shape: tuple[int, ...]) -> np.ndarray:
     return arr
 
 
-def check_indices(indices, size: int, num_examples: int) -> np.ndarray:
+def check_indices(indices: ArrayLike | None, size: int, num_examples: int) -> AnyArray:
     """``indices`` as a 1-D ``intp`` array of ``size`` distinct example indices in ``[0, num_examples)``.
 
     Raises
@@ -71,7 +72,7 @@ def check_indices(indices, size: int, num_examples: int) -> np.ndarray:
     return idx
 
 
-def _check_clip_norm(value) -> float:
+def _check_clip_norm(value: object) -> float:
     """``clip_norm`` must be a finite *normal* positive float (a subnormal one has no relative precision)."""
     c = check_positive("clip_norm", value)
     if c < _CLIP_MIN:
@@ -103,7 +104,7 @@ def _check_ledger_size(n: int, buckets: int, q: float) -> None:
         )
 
 
-def _as_norm_array(values) -> np.ndarray:
+def _as_norm_array(values: ArrayLike) -> FloatArray:
     """Gradient norms as a float array; booleans, strings, complex numbers and other objects are rejected."""
     try:
         raw = np.asarray(values)
@@ -132,15 +133,15 @@ def _bucket_ratio(b: int, buckets: int) -> float:
     return (b / buckets) * (1.0 + _MARGIN)
 
 
-def _clipped_ratio(norms: np.ndarray, clip: float) -> np.ndarray:
+def _clipped_ratio(norms: FloatArray, clip: float) -> FloatArray:
     """``min(g, C) / C`` in [0, 1] (NaN and +inf -> 1), correctly rounded: never overflows."""
     m = np.fmin(norms, clip)  # fmin: NaN -> C (worst case)
     return np.minimum(m / clip, 1.0)
 
 
 def _scaled_ratio(
-    norms: np.ndarray, clip: float, buckets: int, scale: float | None = None, out: np.ndarray | None = None
-) -> np.ndarray:
+    norms: FloatArray, clip: float, buckets: int, scale: float | None = None, out: FloatArray | None = None
+) -> FloatArray:
     """``y = min(g B / C, B)`` for norms ``g >= 0`` (NaN and +inf -> ``B``), two roundings.
 
     ``scale = fl(B / C)``; ``y = min(fl(g * scale), B)``, so ``y`` is within a relative
@@ -159,7 +160,7 @@ def _scaled_ratio(
     return np.multiply(y, float(buckets), out=y)
 
 
-def _ceil_index(y: np.ndarray, norms: np.ndarray, out: np.ndarray) -> np.ndarray:
+def _ceil_index(y: FloatArray, norms: FloatArray, out: FloatArray) -> FloatArray:
     """``out = ceil(y)`` (an integer array), clamped to at least 1 for every positive norm whose ``y``
     underflowed to 0 (checked cheaply: only where an index is 0)."""
     np.ceil(y, out=out, casting="unsafe")
@@ -169,7 +170,7 @@ def _ceil_index(y: np.ndarray, norms: np.ndarray, out: np.ndarray) -> np.ndarray
     return out
 
 
-def _bucket_index(norms: np.ndarray, clip: float, buckets: int) -> np.ndarray:
+def _bucket_index(norms: FloatArray, clip: float, buckets: int) -> FloatArray:
     """Smallest bucket ``b`` in ``0..B`` whose sensitivity ``(b / B)(1 + _MARGIN)`` is >= ``min(g, C) / C``.
 
     ``b = ceil(y)`` with ``y = min(fl(g fl(B / C)), B)`` (``_scaled_ratio``): ``y`` is at

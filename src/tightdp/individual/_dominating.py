@@ -1,4 +1,4 @@
-"""Per-bucket discrete PLDs on the lattice ``h Z`` (000 App. D), as the engine builds them.
+"""Per-bucket discrete PLDs on the lattice ``h Z`` (Koskela et al. 2023, App. D), as the engine builds them.
 
 The constructions themselves live in one place, ``tightdp.pld.dominance`` (``dominating``: the
 connect-the-dots pair below; ``dominated``: merge to the grid); this module wraps their results as
@@ -6,10 +6,10 @@ connect-the-dots pair below; ``dominated``: merge to the grid); this module wrap
 population code needs.
 
 For one step of the Poisson-subsampled Gaussian (``tightdp.losses.poisson_gaussian_loss``,
-001 Sec. 6.1) we build a discrete pair ``(P~, Q~)`` that *dominates* the true
+Koskela et al. 2020, Sec. 6.1) we build a discrete pair ``(P~, Q~)`` that *dominates* the true
 pair: ``H_alpha(P || Q) <= H_alpha(P~ || Q~)`` for every ``alpha > 0``.
 Dominance is preserved by composition (a Markov kernel mapping ``(P~, Q~)`` to
-``(P, Q)`` exists by Blackwell's theorem, 000 App. C.6, and products of kernels
+``(P, Q)`` exists by Blackwell's theorem, Koskela et al. 2023, App. C.6, and products of kernels
 map products of pairs), so the FFT composition of these discrete PLDs bounds
 the exact heterogeneous composition from above without any coupling shift.
 
@@ -43,10 +43,12 @@ of dominating (both charged by the caller).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 
 from .._numerics import logsumexp
+from .._types import FloatArray
 from ..losses import GaussianMixtureLoss
 
 __all__ = ["DominatingPLD", "dominated_pld", "dominating_pld_core"]
@@ -65,17 +67,17 @@ class DominatingPLD:
 
     h: float
     start: int
-    pmf: np.ndarray
+    pmf: FloatArray
     infinity_mass: float
     float_slack: float
     rel_error: float = 0.0
     shift: float = 0.0
 
     @property
-    def grid(self) -> np.ndarray:
+    def grid(self) -> FloatArray:
         return (self.start + np.arange(self.pmf.size)) * self.h
 
-    def log_mgf(self, thetas: np.ndarray) -> np.ndarray:
+    def log_mgf(self, thetas: FloatArray) -> FloatArray:
         """``log sum_j pmf_j exp(theta s_j)`` (finite part) at each ``theta`` (memoised per theta vector)."""
         thetas = np.asarray(thetas, float)
         key = thetas.tobytes()
@@ -90,7 +92,7 @@ class DominatingPLD:
                 th = thetas[i : i + step]
                 out[i : i + step] = logsumexp(lp[None, :] + th[:, None] * g[None, :], axis=1) if nz.size else -np.inf
             cache[key] = out
-        return cache[key].copy()
+        return cast("FloatArray", cache[key].copy())
 
     def moments(self) -> tuple[float, float]:
         """Mean and variance of the finite part (normalised)."""
@@ -103,7 +105,7 @@ class DominatingPLD:
         return mean, var
 
 
-def _from_core(d, h: float) -> DominatingPLD:
+def _from_core(d: Any, h: float) -> DominatingPLD:
     return DominatingPLD(
         h=h,
         start=int(d.start),

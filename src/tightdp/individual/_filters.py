@@ -1,4 +1,4 @@
-"""Per-example privacy filters of the ledger (000 Alg. 1, Thm 11-12, Sec. 5; Feldman and Zrnic 2021).
+"""Per-example privacy filters of the ledger (Koskela et al. 2023, Alg. 1, Thm 11-12, Sec. 5; Feldman and Zrnic 2021).
 
 ``IndividualAccountant`` inherits ``active``: which examples' budget allows one more step. Each rule
 says what it promises (a proven filter under fully adaptive composition, or a heuristic).
@@ -10,10 +10,12 @@ import math
 
 import numpy as np
 
+from .._blas import single_threaded_blas
+from .._types import AnyArray, ArrayLike, BoolArray
 from .._validation import check_choice, check_delta, check_epsilon
 from ._buckets import _U, _bucket_ratio, _clipped_ratio, check_norms
-from ._population import single_threaded_blas
 from ._rdp_gdp import _FIT_DELTA_MIN, _FIT_POINTS
+from ._state import _LedgerState
 from .gdp import gdp_mu
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, gaussian_budget_mu, rdp_filter_active
 
@@ -22,10 +24,12 @@ __all__: list[str] = []
 _RULES = ("pld", "paper", "rdp")
 
 
-class _Filters:
+class _Filters(_LedgerState):
     """The filter half of ``IndividualAccountant``: ``active`` and its rules."""
 
-    def active(self, epsilon: float, delta: float, grad_norms=None, *, rule: str | None = None) -> np.ndarray:
+    def active(
+        self, epsilon: float, delta: float, grad_norms: ArrayLike | None = None, *, rule: str | None = None
+    ) -> BoolArray:
         """Boolean mask of examples whose budget ``(epsilon, delta)`` allows one more step.
 
         The caller records the step with norm 0 for the inactive examples (they do not contribute).
@@ -33,29 +37,29 @@ class _Filters:
         None: the worst case ``C`` for every example. ``rule`` None (the default) is a proven filter:
         the GDP filter for DP-GD and ``"rdp"`` for DP-SGD. What each filter promises:
 
-        ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (000 Alg. 1,
+        ``sampling_rate = 1`` (DP-GD), ``rule`` "pld" or "paper": the individual GDP filter (Koskela et al. 2023, Alg. 1,
         eq. (4.1)) with budget ``B = gdp_mu(epsilon, delta)``: example i stays active iff
         ``sum_t mu_t^2 + mu_next^2 <= B^2``, ``mu_next = min(g_i, C) / (C sigma)``. Proven: every
         example is ``B``-GDP, hence ``(epsilon, delta)``-DP, under fully adaptive composition
-        (000 Thm 11, 12, Cor. C.2); tight for the Gaussian mechanism. With ``grad_norms=None`` an
+        (Koskela et al. 2023, Thm 11, 12, Cor. C.2); tight for the Gaussian mechanism. With ``grad_norms=None`` an
         example once dropped stays dropped.
 
         ``rule="rdp"`` (any sampling rate): the individual RDP filter of Feldman and Zrnic (2021,
-        Alg. 3, Thm 4.3) at one order ``alpha*``, with the budget ``b(alpha*)`` that 000 Lemma C.4
+        Alg. 3, Thm 4.3) at one order ``alpha*``, with the budget ``b(alpha*)`` that Koskela et al. 2023, Lemma C.4
         converts to exactly ``epsilon`` at ``delta``: active iff the example's certified RDP of order
         ``alpha*`` after the next step is at most ``b(alpha*)``. ``alpha*`` depends on the options and
         ``(epsilon, delta)`` only, not on the data: the order that allows the most worst-case steps
         (largest ``b(alpha) / rho_worst(alpha)``, as Feldman and Zrnic budget the worst-case run).
         Proven under fully adaptive composition; certified (RDP curves rounded up). Looser than the
-        GDP filter for DP-GD (RDP's conversion is lossy, 000 Sec. 4.1).
+        GDP filter for DP-GD (RDP's conversion is lossy, Koskela et al. 2023, Sec. 4.1).
         (A budget at *every* order, e.g. the whole curve ``alpha B_R^2 / 2``, would also be valid but
         stops DP-SGD almost at once: the subsampled Gaussian's RDP at large orders grows like the
         unsubsampled one's.)
 
-        ``rule="paper"`` with ``sampling_rate < 1``: 000 Sec. 5 as stated: example i stays active iff
+        ``rule="paper"`` with ``sampling_rate < 1``: Koskela et al. 2023, Sec. 5 as stated: example i stays active iff
         the mu of its fitted mu-GDP curve after the next step (``gdp_mus``, App. D.2) is at most
         ``B_R``, the largest ``B`` whose Gaussian RDP curve ``alpha B^2 / 2`` converts to
-        ``(epsilon, delta)`` by 000 Lemma C.4 (``rdp.gaussian_budget_mu``; Sec. 5 converts the RDP of
+        ``(epsilon, delta)`` by Koskela et al. 2023, Lemma C.4 (``rdp.gaussian_budget_mu``; Sec. 5 converts the RDP of
         ``N(B, 1)`` vs ``N(0, 1)``,
         eq. (5.3), to (epsilon, delta)). Promise: none proven. Were the fitted curve a true mu-GDP
         bound for every epsilon, eq. (5.1)-(5.3) would make the example RDP-dominated by
@@ -103,7 +107,7 @@ class _Filters:
                 return self._active(epsilon, delta, grad_norms)
             return self._active_rdp(epsilon, delta, grad_norms, paper=(r == "paper"))
 
-    def _next_codes(self, grad_norms) -> np.ndarray:
+    def _next_codes(self, grad_norms: ArrayLike | None) -> AnyArray:
         """Bucket index of every example's coming step (worst case ``B`` if ``grad_norms`` is None)."""
         if grad_norms is None:
             return np.full(self._n, self._B, dtype=np.intp)
@@ -114,8 +118,8 @@ class _Filters:
         self._ybuf, self._cbuf = saved
         return out.astype(np.intp)
 
-    def _active_rdp(self, epsilon: float, delta: float, grad_norms, paper: bool) -> np.ndarray:
-        """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (000 Sec. 5)."""
+    def _active_rdp(self, epsilon: float, delta: float, grad_norms: ArrayLike | None, paper: bool) -> BoolArray:
+        """``rule="rdp"`` (Feldman and Zrnic's individual RDP filter) and ``rule="paper"`` (Koskela et al. 2023, Sec. 5)."""
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if math.isinf(eps):
@@ -149,7 +153,7 @@ class _Filters:
         mu, _ = self._gdp_fit_counts(counts, np.linspace(0.0, max(emax, 1e-6), _FIT_POINTS), _FIT_DELTA_MIN)
         return mu <= gaussian_budget_mu(eps, dlt, INDIVIDUAL_ORDERS)
 
-    def _active(self, epsilon: float, delta: float, grad_norms=None) -> np.ndarray:
+    def _active(self, epsilon: float, delta: float, grad_norms: ArrayLike | None = None) -> BoolArray:
         eps = check_epsilon("epsilon", epsilon)
         dlt = check_delta("delta", delta)
         if self._q == 1.0:
@@ -158,6 +162,7 @@ class _Filters:
                 nxt = np.ones(self._n)
             else:
                 nxt = _clipped_ratio(check_norms(grad_norms, (self._n,)), self._clip)
+            assert self._sumsq is not None  # kept whenever the sampling rate is 1
             total = (self._sumsq + nxt * nxt) * (1.0 + (self._steps + 8) * 2 * _U) / self._sigma**2
             return total * (1.0 + 8 * _U) <= B * B
         bump = np.zeros(self._B + 1, dtype=np.int64)

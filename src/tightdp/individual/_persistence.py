@@ -12,11 +12,13 @@ import io
 import json
 import os
 import tempfile
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 
+from .._types import AnyArray
 from .._validation import check_count
+from ._state import _LedgerState
 
 __all__: list[str] = []
 
@@ -24,10 +26,10 @@ _FORMAT = "tightdp.IndividualAccountant/2"
 _FORMATS_READ = ("tightdp.IndividualAccountant/1", _FORMAT)
 
 
-class _Persistence:
+class _Persistence(_LedgerState):
     """The persistence half of ``IndividualAccountant``: ``save``, ``load`` and the extra state."""
 
-    def save(self, path) -> None:
+    def save(self, path: str | os.PathLike[str]) -> None:
         """Write the ledger atomically (temporary file in the same directory, then ``os.replace``).
 
         Parameters
@@ -61,16 +63,17 @@ class _Persistence:
                 os.unlink(tmp)
             raise
 
-    def _extra_state(self) -> dict[str, np.ndarray]:
+    def _extra_state(self) -> dict[str, AnyArray]:
         """Recording state beyond the counts (format 2): per-bucket lowest scaled ratio, last-seen data."""
         out = {"frac_min": np.array([self._frac_min])}
         if self._last is not None:
+            assert self._approx is not None  # kept with _last ("last-seen")
             out.update(last=self._last, approx=self._approx)
             if self._last_r is not None:
                 out["last_r"] = self._last_r
         return out
 
-    def _set_extra_state(self, z, fmt: str) -> None:
+    def _set_extra_state(self, z: Any, fmt: str) -> None:
         """Inverse of ``_extra_state`` (validated). A format-1 ledger has no recorded positions: bucket
         ``b`` then stands for every ratio above ``(b - 1) / B`` (``b = ceil(y)``, so ``y > b - 1``)."""
         if fmt == _FORMATS_READ[0] or "frac_min" not in z:
@@ -90,7 +93,7 @@ class _Persistence:
                 self._last_r = np.array(z["last_r"], dtype=float)
 
     @classmethod
-    def load(cls, path) -> Self:
+    def load(cls, path: str | os.PathLike[str]) -> Self:
         """Read a ledger written by ``save`` (exact round-trip; format-1 files load too).
 
         Parameters

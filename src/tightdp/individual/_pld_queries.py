@@ -1,16 +1,16 @@
-"""PLD queries of the per-example ledger: certified epsilon intervals and deltas (000 Sec. 5, App. D).
+"""PLD queries of the per-example ledger: certified epsilon intervals and deltas (Koskela et al. 2023, Sec. 5, App. D).
 
 ``IndividualAccountant`` inherits these methods; they read the ledger's state (options, bucket
 counts, the sums of squares for ``sampling_rate = 1``) and never write it, except the per-state memo
 ``_cache`` (bucket PLDs, the winning direction, the last discretisation slack).
 
 * ``sampling_rate = 1`` (DP-GD): the composition of Gaussian mechanisms with ``mu_t = r_t / sigma`` is
-  exactly ``sqrt(sum mu_t^2)``-GDP (000 Thm 11); the conversion (000 eq. (C.2)) is exact, rounded
+  exactly ``sqrt(sum mu_t^2)``-GDP (Koskela et al. 2023, Thm 11); the conversion (Koskela et al. 2023, eq. (C.2)) is exact, rounded
   outwards (``gdp``).
 * ``sampling_rate < 1`` (DP-SGD): each bucket's PLD is replaced by a dominating discrete pair (upper
   end) or a dominated one at the bucket's lower ratio (lower end) on a lattice
   (``tightdp.pld.dominance``, ``_dominating``), and composed per example by pre-computed FFTs and one
-  matrix product per chunk of examples (000 App. D, Lemma D.1, ``_population``); every numerical error
+  matrix product per chunk of examples (Koskela et al. 2023, App. D, Lemma D.1, ``_population``); every numerical error
   is added to (upper) or subtracted from (lower) delta. Rows the fast path cannot certify are composed
   exactly by the core engine (``_exact_fallback``).
 """
@@ -18,30 +18,31 @@ counts, the sums of squares for ``sampling_rate = 1``) and never write it, excep
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._types import AnyArray, BoolArray, FloatArray
 from .._validation import check_choice, check_delta, check_epsilon
-from ..bounds import Bounds
+from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
+from ..bounds import Bounds, Kind
 from ..errors import PrecisionError
-from ..losses import poisson_gaussian_loss
+from ..losses import GaussianMixtureLoss, poisson_gaussian_loss
 from ._buckets import _MARGIN, _U, _bucket_ratio
+from ._chunks import map_chunks, rows_at
 from ._dominating import DominatingPLD, dominated_pld, dominating_pld_core
 from ._population import (
     _chunk_spectra,
     _delta_grid,
-    _map_chunks,
     _order,
     _prepare,
     bucket_spectra,
     choose_window,
     population_deltas,
     population_epsilons,
-    rows_at,
 )
-from .gdp import _delta_bounds, gdp_epsilon_bounds_array
+from ._state import _LedgerState
 
 __all__: list[str] = []
 
@@ -56,11 +57,11 @@ _FALLBACK_GROUPS = 32  # most compositions the exact fallback runs per query
 _METHODS = ("pld", "rdp", "gdp")
 
 
-class _PLDQueries:
+class _PLDQueries(_LedgerState):
     """The PLD half of ``IndividualAccountant``: ``epsilons``, ``deltas``, ``worst_case_epsilon`` and the
     lattice machinery behind them (bucket pairs, FFT windows, the exact fallback)."""
 
-    def _mesh_for(self, counts: np.ndarray) -> float:
+    def _mesh_for(self, counts: AnyArray) -> float:
         if self._mesh is not None:
             return self._mesh
         r2 = self._nominal_ratios() ** 2
@@ -69,7 +70,7 @@ class _PLDQueries:
         h = math.sqrt(max(k_eff, 1.0)) * s1 / self._resolution
         return float(min(max(h, 1e-5), 0.05))
 
-    def _nominal_ratios(self) -> np.ndarray:
+    def _nominal_ratios(self) -> FloatArray:
         """The ratio every bucket stands for (before the relative margin): ``b / B`` or the paper grid's."""
         return np.arange(self._B + 1) / self._B if self._edges is None else self._edges
 
@@ -88,7 +89,7 @@ class _PLDQueries:
             return float(self._edges[b - 1]) * (1.0 - _MARGIN)
         return max(0.0, b - 1 + self._frac_min) / self._B * (1.0 - _MARGIN)
 
-    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False):
+    def _plds(self, h: float, buckets: tuple[int, ...], direction: str, lower: bool = False) -> list[DominatingPLD]:
         """Per-bucket discrete pairs on ``h Z``: dominating ones at the bucket's upper ratio (``b / B``,
         rounded up), or dominated ones at its lower ratio (``_lower_ratio``; a bucket whose lower ratio is
         0 becomes a point mass at loss 0, the mechanism without privacy loss)."""
@@ -101,19 +102,20 @@ class _PLDQueries:
                 pld = None
                 if ratio > 0:
                     loss = poisson_gaussian_loss(sigma=self._sigma / ratio, q=self._q, direction=direction)
-                    pld = dominated_pld(loss, h) if lower else dominating_pld_core(loss, h)
+                    mix = cast("GaussianMixtureLoss", loss)  # a Poisson-subsampled Gaussian's loss
+                    pld = dominated_pld(mix, h) if lower else dominating_pld_core(mix, h)
                 store[b] = pld if pld is not None else DominatingPLD(h, 0, np.ones(1), 0.0, 0.0)
             out.append(store[b])
         return out
 
     def _pld_setup(
         self,
-        counts: np.ndarray,
+        counts: AnyArray,
         h: float | None = None,
         target: float | None = None,
         slack_target: float | None = None,
         lower: bool = False,
-    ):
+    ) -> Any:
         """Bucket spectra for both directions. ``target``: the delta the error terms must stay well below
         (the window is widened until the wrap-around is at most ``target``, within ``_MAX_FFT`` points);
         ``slack_target`` (default ``target``): the mesh is coarsened until the discretisation slack fits."""
@@ -142,8 +144,8 @@ class _PLDQueries:
         return c, setups
 
     def _eps_counts(
-        self, counts: np.ndarray, delta: float, h: float | None = None, *, fallback: bool = True
-    ) -> tuple[np.ndarray, dict]:
+        self, counts: AnyArray, delta: float, h: float | None = None, *, fallback: bool = True
+    ) -> tuple[FloatArray, dict[str, Any]]:
         """Certified per-row epsilons (fast path; rows it cannot certify go to ``_exact_fallback``)."""
         h0 = self._mesh_for(counts) if h is None else h
         setup = self._pld_setup(counts, h0, _ERR_SHARE * delta)
@@ -151,7 +153,7 @@ class _PLDQueries:
             return np.zeros(counts.shape[0]), {}
         c, setups = setup
         info: dict[str, Any] = {}
-        per: dict[str, np.ndarray] = {}
+        per: dict[str, FloatArray] = {}
         eps = self._eps_setups(c, setups, delta, info, per=per)
         # which direction attains each example's upper bound (its lower bound is computed for that one)
         self._cache["winner"] = (per.get("add", eps) > per.get("remove", eps)) if per else None
@@ -184,14 +186,14 @@ class _PLDQueries:
 
     @staticmethod
     def _eps_setups(
-        c: np.ndarray,
-        setups,
+        c: FloatArray,
+        setups: Any,
         delta: float,
-        info: dict,
+        info: dict[str, Any],
         lower: bool = False,
-        per: dict | None = None,
-        rows: dict | None = None,
-    ) -> np.ndarray:
+        per: dict[str, Any] | None = None,
+        rows: dict[str, Any] | None = None,
+    ) -> FloatArray:
         """Both directions' bounds, the larger kept (upper: the bound of the max; lower: a lower bound of
         it). ``rows[direction]``: compute that direction only for those rows (lower bounds: any one
         direction's lower bound is a lower bound of the max)."""
@@ -215,8 +217,8 @@ class _PLDQueries:
         return eps
 
     def _eps_lower_counts(
-        self, counts: np.ndarray, delta: float, h: float, winner: np.ndarray | None = None
-    ) -> tuple[np.ndarray, dict]:
+        self, counts: AnyArray, delta: float, h: float | None, winner: BoolArray | None = None
+    ) -> tuple[FloatArray, dict[str, Any]]:
         """Certified per-row *lower* bounds on epsilon: the same lattice machinery on dominated bucket
         pairs (``_dominating.dominated_pld``, merge-to-the-grid) at each bucket's lower ratio, for the
         direction (remove / add) that attains the row's upper bound (half the work of both). A
@@ -234,18 +236,18 @@ class _PLDQueries:
         lo = self._eps_setups(c, setups, delta, info, lower=True, rows=rows)
         return np.where(np.asarray(c.any(axis=1)), lo, 0.0), info
 
-    def _exact_fallback(self, counts: np.ndarray, delta: float) -> tuple[np.ndarray, dict]:
+    def _exact_fallback(self, counts: AnyArray, delta: float) -> tuple[FloatArray, dict[str, Any]]:
         """Certified epsilons of the rows the fast path could not certify, from the core engine
         (``ConnectDotsAccountant`` composing ``PoissonSampled(Gaussian)`` steps of each bucket's ratio).
 
         Rows with the same counts share one composition; if there are more than ``_FALLBACK_GROUPS``
         of them, each row is replaced by the dominating sequence of the same length at its largest
-        bucket (data-processing inequality, 000 Thm D.2), and failing that by the worst case.
+        bucket (data-processing inequality, Koskela et al. 2023, Thm D.2), and failing that by the worst case.
         """
         from ..accountants import ConnectDotsAccountant
         from ..mechanisms import Gaussian, PoissonSampled
 
-        def compose(row: np.ndarray) -> float:
+        def compose(row: FloatArray) -> float:
             acc = ConnectDotsAccountant(eps_error=0.005)
             terms = [
                 (
@@ -308,15 +310,15 @@ class _PLDQueries:
     def epsilons(self, delta: float, *, lower: bool = True, method: str = "pld") -> Bounds:
         """Every example's epsilon at ``delta``, as an interval per example (arrays of length N).
 
-        ``method`` (000 Fig. 1 compares the three):
+        ``method`` (Koskela et al. 2023, Fig. 1 compares the three):
 
-        * ``"pld"`` (default): the certified interval described below (000 Sec. 5, App. D).
+        * ``"pld"`` (default): the certified interval described below (Koskela et al. 2023, Sec. 5, App. D).
         * ``"rdp"``: a certified *upper* bound through per-example RDP curves and the RDP conversion
-          (000 Lemma C.4; ``tightdp.individual.rdp``); ``lower`` is None. Always at least the PLD
+          (Koskela et al. 2023, Lemma C.4; ``tightdp.individual.rdp``); ``lower`` is None. Always at least the PLD
           upper bound up to the PLD's own error terms (the conversion is lossy).
-        * ``"gdp"``: ``sampling_rate = 1``: the exact per-example mu-GDP (000 Thm 11), the same numbers
+        * ``"gdp"``: ``sampling_rate = 1``: the exact per-example mu-GDP (Koskela et al. 2023, Thm 11), the same numbers
           as ``"pld"``, ``kind="bound"``. ``sampling_rate < 1``: the epsilon of each example's fitted
-          mu-GDP curve (``gdp_mus``, 000 App. D.2 / Sec. 5), ``kind="approximation"``: the fit is
+          mu-GDP curve (``gdp_mus``, Koskela et al. 2023, App. D.2 / Sec. 5), ``kind="approximation"``: the fit is
           checked to dominate the example's certified delta(epsilon) only on ``[0, epsilon_max]``
           (``details``), so an answer at most ``epsilon_max`` is a certified upper bound
           (``details["certified"]`` marks them) and a larger one is not; ``lower`` is None.
@@ -329,9 +331,9 @@ class _PLDQueries:
         examples at sensitivity ``C``: then the interval is for that worst-case sequence).
 
         * ``upper``: each bucket's sensitivity interval is rounded up and its PLD replaced by a
-          dominating discrete pair (000 Thm D.2, App. D; ``tightdp.pld.dominance.dominating``),
+          dominating discrete pair (Koskela et al. 2023, Thm D.2, App. D; ``tightdp.pld.dominance.dominating``),
           composed by FFT and read off by Plancherel (Lemma D.1); every numerical error is added
-          to delta. For ``sampling_rate = 1``: the exact per-example GDP (000 Thm 11).
+          to delta. For ``sampling_rate = 1``: the exact per-example GDP (Koskela et al. 2023, Thm 11).
         * ``lower``: each bucket's lower ratio (``b - 1 + frac`` buckets, ``frac`` the lowest recorded
           position within a bucket, so exact when norms sit on the grid ``k C / B``) and a
           *dominated* pair (merge to the grid, ``tightdp.pld.dominance.dominated``), which
@@ -339,9 +341,9 @@ class _PLDQueries:
           skips it (about half the query time) and returns ``lower=None``.
 
         What it promises: the privacy of the steps *as recorded*, read off after the fact (an
-        odometer, not a guarantee fixed before training; 000 Sec. 5). Fixed-in-advance
+        odometer, not a guarantee fixed before training; Koskela et al. 2023, Sec. 5). Fixed-in-advance
         per-example guarantees under fully adaptive composition are proven only for GDP-based
-        filters (000 Thm 11-12; Tran, Koskela, Raisa, Honkela 2026, arXiv 2602.06756, show that the
+        filters (Koskela et al. 2023, Thm 11-12; Tran, Koskela, Raisa, Honkela 2026, arXiv 2602.06756, show that the
         natural PLD / f-DP filter is not valid under fully adaptive composition). With
         ``missing_norms="last-seen"`` an example with imputed steps (``approximated_steps > 0``) has no
         certified interval: the result's ``kind`` is then ``"approximation"`` and
@@ -381,16 +383,16 @@ class _PLDQueries:
         with single_threaded_blas():
             return self._epsilons(delta, lower)
 
-    def _delta_curves(self, counts, grid: np.ndarray) -> np.ndarray:
+    def _delta_curves(self, counts: AnyArray, grid: FloatArray) -> FloatArray:
         """Certified upper bounds on every row's delta at each epsilon of ``grid`` (max of both
-        directions): the Plancherel inner products of 000 Lemma D.1 with every error term added."""
+        directions): the Plancherel inner products of Koskela et al. 2023, Lemma D.1 with every error term added."""
         setup = self._pld_setup(counts, None, _DELTAS_TARGET, 0.0)
         out = np.zeros((counts.shape[0], grid.size))
         if setup is None:
             return out
         c, setups = setup
         for _direction, bs, _h in setups:
-            for rows, (d, _) in _map_chunks(_chunk_delta_grid, bs, c, _order(bs, c), 2048, grid):
+            for rows, (d, _) in map_chunks(_chunk_delta_grid, bs, c, _order(bs, c), 2048, grid):
                 out[rows] = np.maximum(out[rows], d)
         idle = ~np.asarray(c.any(axis=1))
         out[idle] = 0.0  # no step with privacy loss: delta 0 exactly
@@ -407,20 +409,23 @@ class _PLDQueries:
             mu = self.mus()
             up = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
             if lower:
+                assert self._sumsq is not None  # kept whenever the sampling rate is 1
                 s = self._sumsq * (1.0 - (self._steps + 4) * 2 * _U)
                 mu_lo = np.sqrt(np.maximum(s, 0.0)) / self._sigma * (1.0 - 4 * _U)
-                lo = np.minimum(gdp_epsilon_bounds_array(mu_lo, dlt)[0], up)
-            details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
+                lo = np.minimum(cast("FloatArray", gdp_epsilon_bounds_array(mu_lo, dlt)[0]), up)
+            details.update(method="gdp", source="Koskela et al. 2023, Thm 11, eq. (C.2)")
         else:
             counts = self._ledger()
             up, info = self._eps_counts(counts, dlt)
             win = self._cache.pop("winner", None)
             # every example is dominated by the all-worst-case sequence of the same length
-            # (000 Thm D.2's data-processing argument), so that bound applies to each example too
+            # (Koskela et al. 2023, Thm D.2's data-processing argument), so that bound applies to each example too
             worst = self.worst_case_epsilon(dlt).upper
             up = np.minimum(up, worst)
             details.update(worst_case_epsilon=worst)
-            details.update(method="pld", source="000 App. D (dominating bucket PLDs, FFT, Plancherel)", **info)
+            details.update(
+                method="pld", source="Koskela et al. 2023, App. D (dominating bucket PLDs, FFT, Plancherel)", **info
+            )
             if lower:
                 h = max(v["mesh"] for k, v in info.items() if k in ("remove", "add")) if info else None
                 lo, linfo = self._eps_lower_counts(counts, dlt, h, win)
@@ -432,7 +437,7 @@ class _PLDQueries:
                         **linfo,
                     }
                 )
-        kind = "bound"
+        kind: Kind = "bound"
         n_approx = int(np.count_nonzero(self._approx)) if self._approx is not None else 0
         if n_approx:
             kind = "approximation"
@@ -446,9 +451,9 @@ class _PLDQueries:
         return Bounds(lo, up, up, "epsilon", kind, details)
 
     def deltas(self, epsilon: float) -> Bounds:
-        """Every example's delta at ``epsilon``: certified upper bounds (000 Lemma D.1; Thm 11 for DP-GD).
+        """Every example's delta at ``epsilon``: certified upper bounds (Koskela et al. 2023, Lemma D.1; Thm 11 for DP-GD).
 
-        ``sampling_rate = 1``: the exact per-example GDP curve (000 eq. (C.2)), rounded outwards.
+        ``sampling_rate = 1``: the exact per-example GDP curve (Koskela et al. 2023, eq. (C.2)), rounded outwards.
         ``sampling_rate < 1``: the Plancherel inner products of the composed dominating bucket PLDs with
         every error term added (a second pass on a finer mesh when the discretisation slack is not small
         next to the answers; both certified, the smaller kept).
@@ -479,8 +484,8 @@ class _PLDQueries:
             raise ValueError("epsilon must be finite")
         details: dict[str, Any] = {"steps": self._steps, "num_buckets": self._B}
         if self._q == 1.0:
-            _, d, up = _delta_bounds(self.mus(), eps)
-            details.update(method="gdp", source="000 Thm 11, eq. (C.2)")
+            _, d, up = gdp_delta_bounds_array(self.mus(), eps)
+            details.update(method="gdp", source="Koskela et al. 2023, Thm 11, eq. (C.2)")
             return Bounds(None, d, up, "delta", "bound", details)
         out = self._deltas_at(self._ledger(), eps, 0.0)
         if out is None:
@@ -491,11 +496,13 @@ class _PLDQueries:
         pos = out[np.asarray(self._ledger()[:, 1:].any(axis=1))]
         tgt = 0.01 * float(np.min(pos)) if pos.size else 0.0
         if tgt > 0 and self._cache.get(("deltas_slack", eps), math.inf) > tgt:
-            out = np.minimum(out, self._deltas_at(self._ledger(), eps, tgt))
-        details.update(method="pld", source="000 Lemma D.1 (Plancherel)")
+            second = self._deltas_at(self._ledger(), eps, tgt)
+            assert second is not None  # the first pass answered on the same ledger
+            out = np.minimum(out, second)
+        details.update(method="pld", source="Koskela et al. 2023, Lemma D.1 (Plancherel)")
         return Bounds(None, out, out, "delta", "bound", details)
 
-    def _deltas_at(self, counts: np.ndarray, eps: float, slack_target: float) -> np.ndarray | None:
+    def _deltas_at(self, counts: AnyArray, eps: float, slack_target: float) -> FloatArray | None:
         setup = self._pld_setup(counts, None, _DELTAS_TARGET, slack_target)
         if setup is None:
             return None
@@ -512,7 +519,7 @@ class _PLDQueries:
     def worst_case_epsilon(self, delta: float) -> Bounds:
         """Epsilon of an example with every recorded step at full sensitivity (the usual DP-SGD bound).
 
-        Every example is dominated by this sequence (000 Thm D.2), so it bounds each one's epsilon too.
+        Every example is dominated by this sequence (Koskela et al. 2023, Thm D.2), so it bounds each one's epsilon too.
 
         Parameters
         ----------
@@ -534,15 +541,15 @@ class _PLDQueries:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": "nothing recorded"})
         if self._q == 1.0:
             mu = math.sqrt(self._steps) / self._sigma * (1.0 + 4 * _U)
-            e = float(gdp_epsilon_bounds_array(np.array([mu]), dlt, lower=False)[1][0])
-            return Bounds(None, e, e, "epsilon", "bound", {"method": "gdp", "mu": mu})
+            e_gdp = float(gdp_epsilon_bounds_array(np.array([mu]), dlt, lower=False)[1][0])
+            return Bounds(None, e_gdp, e_gdp, "epsilon", "bound", {"method": "gdp", "mu": mu})
         row = np.zeros((1, self._B + 1), dtype=np.int64)
         row[0, self._B] = self._steps
         e, info = self._eps_counts(row, dlt, self._mesh_for(self._ledger()))
         return Bounds(None, float(e[0]), float(e[0]), "epsilon", "bound", {"method": "pld", **info})
 
 
-def _chunk_delta_grid(bs, cc: np.ndarray, grid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_delta_grid(bs: Any, cc: AnyArray, grid: FloatArray) -> tuple[FloatArray, FloatArray]:
     """One chunk of ``_delta_curves``: certified upper deltas on the grid (``_population``'s own
     chunk window, product spectra and error terms)."""
     cb = _chunk_spectra(bs, cc)

@@ -1,4 +1,4 @@
-"""Every example's delta(eps) / eps(delta) at once, from bucket counts (000 App. D, Lemma D.1, Thm D.2).
+"""Every example's delta(eps) / eps(delta) at once, from bucket counts (Koskela et al. 2023, App. D, Lemma D.1, Thm D.2).
 
 Each example ``i`` composed ``c[i, b]`` steps of bucket ``b``'s mechanism. With
 the bucket PLDs ``a_b`` on one lattice ``h Z`` and their DFTs ``F_b`` (length
@@ -32,8 +32,7 @@ composition of the bucket PLDs (which dominate the real steps):
   lie in ``[0, 1]``;
 * ``slack``: ``sum_b c_b float_slack_b`` from the bucket discretisation.
 
-(About 650 lines: the spectra, the window, the error terms and the chunked products are one pipeline
-whose error terms refer to each other; split, the accounting of one error would span modules.)
+The chunked products over the ledger's rows (in memory or on a dask cluster) are in ``_chunks``.
 """
 
 from __future__ import annotations
@@ -41,30 +40,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, cast
 
 import numpy as np
 from scipy import fft as sfft
 
-from .._blas import single_threaded_blas
 from .._caches import register as _register_cache
+from .._types import AnyArray, FloatArray
+from ._chunks import ROW_BLOCK, hash_weights, map_chunks, rows_at, rows_exact
 from ._dominating import DominatingPLD
 
 __all__ = ["BucketSpectra", "population_epsilons", "population_deltas"]
 
 
 _U = np.finfo(float).eps / 2
-_np = np.asarray  # materialises a (small) reduction of a dask-backed ledger; a no-op on numpy arrays
-_ROW_BLOCK = 1 << 16
-
-
-def rows_at(counts, table: np.ndarray) -> np.ndarray:
-    """``counts @ table`` as a numpy array, in blocks of rows for a numpy ledger (an int32 ledger would
-    otherwise be cast to a float64 copy of twice its size), lazily blockwise for a dask one."""
-    if hasattr(counts, "dask") or counts.shape[0] <= _ROW_BLOCK:
-        return _np(counts @ table)
-    return np.concatenate([counts[i : i + _ROW_BLOCK] @ table for i in range(0, counts.shape[0], _ROW_BLOCK)])
-
-
 _THETAS = np.geomspace(1e-2, 2e3, 48)
 _Z_LO, _Z_HI = 8.0, 12.0
 
@@ -76,39 +65,40 @@ class BucketSpectra:
     h: float
     n: int
     j0: int
-    logabs: np.ndarray  # (B, n//2+1) log|F_b| (clamped)
-    arg: np.ndarray  # (B, n//2+1)
-    log_up: np.ndarray  # (B, n//2+1) log(|F_b| + gamma) - logabs
-    log1m_inf: np.ndarray  # (B,) log(1 - p_inf_b)
-    cgf: np.ndarray  # (B, T) log-MGF of the finite part at _THETAS
-    slack: np.ndarray  # (B,)
-    wts: np.ndarray  # rfft weights (1, 2, ..., 2, 1)
-    suffmax: np.ndarray  # (B, n//2+1) max over k' >= k of logabs + log_up
-    rel: np.ndarray | None = None  # (B,) relative error of the atoms' masses
-    shift: np.ndarray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
-    cgf_neg: np.ndarray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
-    plds: list | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
+    logabs: FloatArray  # (B, n//2+1) log|F_b| (clamped)
+    arg: FloatArray  # (B, n//2+1)
+    log_up: FloatArray  # (B, n//2+1) log(|F_b| + gamma) - logabs
+    log1m_inf: FloatArray  # (B,) log(1 - p_inf_b)
+    cgf: FloatArray  # (B, T) log-MGF of the finite part at _THETAS
+    slack: FloatArray  # (B,)
+    wts: FloatArray  # rfft weights (1, 2, ..., 2, 1)
+    suffmax: FloatArray  # (B, n//2+1) max over k' >= k of logabs + log_up
+    rel: FloatArray | None = None  # (B,) relative error of the atoms' masses
+    shift: FloatArray | None = None  # (B,) <= 0: losses of a dominated pair lie this far below the lattice
+    cgf_neg: FloatArray | None = None  # (B, T) log-MGF of the finite part at -_THETAS (lower tail)
+    plds: list[DominatingPLD] | None = None  # the bucket PLDs (for per-chunk windows, ``_chunk_spectra``)
     target: float | None = None  # the wrap-around target the window was sized for
 
     @property
-    def x(self) -> np.ndarray:
+    def x(self) -> FloatArray:
         return (self.j0 + np.arange(self.n)) * self.h
 
 
-def moments_table(plds: list[DominatingPLD]) -> tuple[np.ndarray, np.ndarray]:
+def moments_table(plds: list[DominatingPLD]) -> tuple[FloatArray, FloatArray]:
     """Per bucket PLD: its mean times its mass, and its second moment (``DominatingPLD.moments``)."""
-    return _moments_table(tuple(plds))
+    out: tuple[FloatArray, FloatArray] = _moments_table(tuple(plds))
+    return out
 
 
 @_register_cache
 @lru_cache(maxsize=1)  # the last table: the chunks of one query share the bucket PLDs (keyed by identity)
-def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[np.ndarray, np.ndarray]:
+def _moments_table(plds: tuple[DominatingPLD, ...]) -> tuple[FloatArray, FloatArray]:
     mv = np.array([p.moments() for p in plds])
     return mv[:, 0] * np.array([p.pmf.sum() for p in plds]), mv[:, 1]
 
 
 def _chernoff_reach(
-    plds: list[DominatingPLD], counts: np.ndarray, log_target: float, sign: float, cgf: np.ndarray | None = None
+    plds: list[DominatingPLD], counts: AnyArray, log_target: float, sign: float, cgf: FloatArray | None = None
 ) -> float:
     """Smallest ``a`` with ``P(sign * L >= a) <= e^log_target`` for every example, by the Chernoff bound
     ``P(sign L >= a) <= exp(K(sign theta) - theta a)`` with the exact cumulant generating functions of the
@@ -117,7 +107,7 @@ def _chernoff_reach(
     if cgf is None:
         cgf = np.array([p.log_mgf(sign * _THETAS) for p in plds])  # (B, T)
 
-    def reach(block) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
+    def reach(block: AnyArray) -> float:  # per row the best theta, then the largest over the rows (exact: min / max)
         cg = block @ cgf  # (rows, T)
         with np.errstate(invalid="ignore"):
             a = np.min((cg - log_target) / _THETAS[None, :], axis=1)
@@ -132,14 +122,18 @@ def _chernoff_reach(
         r = reach(counts)
     else:  # blocks of rows: the (N, T) table would be 48 floats per example
         r = max(
-            [reach(counts[i : i + _ROW_BLOCK]) for i in range(0, counts.shape[0], _ROW_BLOCK)] + [math.nan],
+            [reach(counts[i : i + ROW_BLOCK]) for i in range(0, counts.shape[0], ROW_BLOCK)] + [math.nan],
             key=lambda v: -math.inf if math.isnan(v) else v,
         )
     return 0.0 if math.isnan(r) else r
 
 
 def choose_window(
-    plds: list[DominatingPLD], counts: np.ndarray, h: float, target: float | None = None, cgfs: tuple | None = None
+    plds: list[DominatingPLD],
+    counts: AnyArray,
+    h: float,
+    target: float | None = None,
+    cgfs: tuple[Any, ...] | None = None,
 ) -> tuple[int, int]:
     """A common window ``[j0, j0 + n)`` covering every example's composed PLD: mean -8 sd .. mean +12 sd,
     widened (``target`` given) until the Chernoff bound on the mass outside is ``<= target`` on both
@@ -196,7 +190,7 @@ def bucket_spectra(plds: list[DominatingPLD], h: float, j0: int, n: int) -> Buck
     )
 
 
-def _extras(bs: BucketSpectra, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _extras(bs: BucketSpectra, counts: AnyArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per example: infinity mass (rounded up), wrap-around bound, discretisation slack."""
     K = counts.sum(axis=1)
     s = counts @ bs.log1m_inf  # <= 0
@@ -215,7 +209,7 @@ _FLUSH = 1e-150  # spectral coefficients bounded below this are flushed to zero 
 _LOG_CUT = -70.0  # spectral coefficients below e^-70 (in bound) are dropped; their l2 mass is bounded
 
 
-def _spectra(bs: BucketSpectra, counts: np.ndarray):
+def _spectra(bs: BucketSpectra, counts: AnyArray) -> Any:
     """Product spectra (window-aligned, truncated to the significant frequencies) and the l1
     bound of everything that makes them differ from the exact composed PLD's spectrum."""
     cf = counts.astype(float)
@@ -260,7 +254,7 @@ def _spectra(bs: BucketSpectra, counts: np.ndarray):
 _WEIGHT_CELLS = 1 << 21  # grid points x frequencies per block of hockey-stick weights
 
 
-def _trig_table(bs: BucketSpectra) -> tuple[np.ndarray, np.ndarray]:
+def _trig_table(bs: BucketSpectra) -> tuple[FloatArray, FloatArray]:
     """``cos(pi r / n)`` and ``sin(pi r / n)`` for ``r = 0..2n-1`` (sines exactly 0 at r = 0, n), cached."""
     tab = bs.__dict__.get("_trig")
     if tab is None:
@@ -273,7 +267,7 @@ def _trig_table(bs: BucketSpectra) -> tuple[np.ndarray, np.ndarray]:
     return tab
 
 
-def _weights_closed(bs: BucketSpectra, eps: np.ndarray, kmax: int):
+def _weights_closed(bs: BucketSpectra, eps: FloatArray, kmax: int) -> Any:
     """rfft of the hockey-stick weights ``g_j = (1 - e^{eps - x_j})_+`` on the window, frequencies
     ``0..kmax-1``, in closed form (two geometric series; no length-n FFT per epsilon).
 
@@ -336,7 +330,7 @@ def _weights_closed(bs: BucketSpectra, eps: np.ndarray, kmax: int):
     return G, err
 
 
-def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
+def _weights_dft(bs: BucketSpectra, eps_grid: FloatArray, kmax: int) -> Any:
     """Conjugated, rfft-weighted DFTs of the hockey-stick weights at every grid epsilon (Lemma D.1),
     transposed for the products, with their l1 norms and error bounds (``_weights_closed``; blocks of
     rows: bounded memory). The values for a grid are cached for the largest ``kmax`` asked (they do
@@ -368,7 +362,7 @@ def _weights_dft(bs: BucketSpectra, eps_grid: np.ndarray, kmax: int):
     return derived[kmax]
 
 
-def _delta_grid(bs: BucketSpectra, pre, eps_grid: np.ndarray):
+def _delta_grid(bs: BucketSpectra, pre: Any, eps_grid: FloatArray) -> FloatArray:
     """Certified bounds on delta at every grid epsilon for every example of a chunk (Plancherel,
     O(kmax) each); ``pre = _prepare(bs, counts, lower)``: upper bounds, or lower bounds if ``lower``."""
     sre, sim, smax, kmax, extra, factor, lower, lift = pre
@@ -378,11 +372,11 @@ def _delta_grid(bs: BucketSpectra, pre, eps_grid: np.ndarray):
     # inner-product rounding, and the closed-form weights' own error (|S_k| <= smax)
     ip_err = ((4 * kmax + 8) * _U * l1[None, :] + el1[None, :]) * smax[:, None] / bs.n
     if lower:
-        return np.maximum(0.0, (val - ip_err - extra[:, None]) * factor[:, None])
-    return np.minimum(1.0, (np.maximum(val, 0.0) + ip_err + extra[:, None]) * factor[:, None])
+        return cast("FloatArray", np.maximum(0.0, (val - ip_err - extra[:, None]) * factor[:, None]))
+    return cast("FloatArray", np.minimum(1.0, (np.maximum(val, 0.0) + ip_err + extra[:, None]) * factor[:, None]))
 
 
-def _prepare(bs: BucketSpectra, counts: np.ndarray, lower: bool = False):
+def _prepare(bs: BucketSpectra, counts: AnyArray, lower: bool = False) -> Any:
     """Product spectra of a chunk and its error terms (everything but the weights).
 
     Upper bounds (pairs that dominate): ``extra`` = mass at +inf + wrap-around from above +
@@ -415,7 +409,7 @@ def _prepare(bs: BucketSpectra, counts: np.ndarray, lower: bool = False):
     return (np.ascontiguousarray(spec.real), np.ascontiguousarray(spec.imag), smax, kmax, extra, factor, lower, lift)
 
 
-def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
+def _chunk_spectra(bs: BucketSpectra, counts: AnyArray) -> BucketSpectra:
     """Bucket spectra on a window sized for one chunk of examples (same lattice, same wrap-around
     target, ``choose_window``), if it is at most a quarter of the population's window; else ``bs``.
 
@@ -434,7 +428,7 @@ def _chunk_spectra(bs: BucketSpectra, counts: np.ndarray) -> BucketSpectra:
     return out
 
 
-def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
+def _order(bs: BucketSpectra, counts: AnyArray) -> AnyArray:
     """Examples sorted by composed variance, so that each chunk needs a similar number of frequencies.
 
     Both keys are exact integer functions of a row's content: the variance key (each bucket's
@@ -449,28 +443,10 @@ def _order(bs: BucketSpectra, counts: np.ndarray) -> np.ndarray:
     w = np.abs(bs.logabs[:, min(4, bs.logabs.shape[1] - 1)])
     top = float(np.max(w)) if w.size else 0.0
     wq = np.rint(w * ((1 << 24) / top)).astype(np.int64) if top > 0 else np.zeros(w.size, np.int64)
-    return np.lexsort((rows_exact(counts, _hash_weights(w.size)), rows_exact(counts, wq)))
+    return cast("FloatArray", np.lexsort((rows_exact(counts, hash_weights(w.size)), rows_exact(counts, wq))))
 
 
-def rows_exact(counts, table: np.ndarray) -> np.ndarray:
-    """``counts @ table`` in exact integer arithmetic, so a row's value does not depend on its position:
-    ``table`` int64 (weights below ``2^24``; a row sums to its number of steps, below ``2^38`` for int32
-    cells, so no overflow) or uint64 (sums modulo ``2^64``); in blocks of rows for numpy, lazily for dask."""
-    dt = table.dtype
-    if hasattr(counts, "dask"):
-        return _np(counts.astype(dt) @ table)
-    return np.concatenate(
-        [counts[i : i + _ROW_BLOCK].astype(dt) @ table for i in range(0, counts.shape[0], _ROW_BLOCK)]
-        + [np.zeros(0, dt)]
-    )
-
-
-def _hash_weights(m: int) -> np.ndarray:
-    """Fixed pseudo-random odd 64-bit weights (a linear hash of a row modulo ``2^64``)."""
-    return np.random.default_rng(0x7D1D).integers(0, 1 << 63, size=m, dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-
-
-def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
+def _chord_eps(D: FloatArray, eps_grid: FloatArray, delta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per row: upper bound on eps(delta) from certified upper values ``D`` on ``eps_grid`` (inf if none
     is <= delta), and the bracket ``[eps_grid[j-1], eps_grid[j]]`` it lies in."""
     m = D.shape[0]
@@ -500,7 +476,7 @@ def _chord_eps(D: np.ndarray, eps_grid: np.ndarray, delta: float):
     return e, lo, hi
 
 
-def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
+def _step_eps_lower(D: FloatArray, eps_grid: FloatArray, delta: float) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Per row: a lower bound on eps(delta) from certified lower values ``D`` on ``eps_grid``: the
     largest grid epsilon whose lower delta is still above ``delta`` (0 if none), and the bracket
     ``[eps_grid[j], eps_grid[j + 1]]`` in which eps(delta) may lie (NaN if the grid's last point)."""
@@ -517,8 +493,8 @@ def _step_eps_lower(D: np.ndarray, eps_grid: np.ndarray, delta: float):
 
 
 def _chunk_epsilons(
-    bs: BucketSpectra, cc: np.ndarray, delta: float, G: int, refinements: int, lower: bool
-) -> tuple[np.ndarray, np.ndarray]:
+    bs: BucketSpectra, cc: AnyArray, delta: float, G: int, refinements: int, lower: bool
+) -> tuple[FloatArray, FloatArray]:
     """One chunk of ``population_epsilons`` (rows sorted by spread): bounds and delta spent."""
     G1 = 48  # points of each refinement pass (shared by the distinct brackets of a chunk)
     cb = _chunk_spectra(bs, cc)
@@ -547,103 +523,40 @@ def _chunk_epsilons(
     return e, pre[4]
 
 
-def _chunk_deltas(bs: BucketSpectra, cc: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+def _chunk_deltas(bs: BucketSpectra, cc: AnyArray, epsilon: float) -> tuple[FloatArray, FloatArray]:
     cb = _chunk_spectra(bs, cc)
     D = _delta_grid(cb, _prepare(cb, cc), np.array([float(epsilon)]))
     return D[:, 0], D[:, 0]
 
 
-def _is_dask(counts) -> bool:
-    return hasattr(counts, "dask") and hasattr(counts, "chunks")
-
-
-def _run_chunk(fn, bs, rows, *args):
-    """``fn(bs, counts_rows, *args)`` with BLAS limited to one thread; ``rows`` is the chunk's counts, or
-    ``(local, blocks)``: the chunk gathered on the worker from the ledger blocks it touches (``local``
-    indexes their concatenation). The gathered rows are cast to the in-memory ledger's int32."""
-    if isinstance(rows, tuple):
-        local, blocks = rows
-        cc = np.concatenate([np.asarray(b) for b in blocks])[local] if len(blocks) > 1 else np.asarray(blocks[0])[local]
-        rows = cc.astype(np.int32, copy=False)
-    with single_threaded_blas():
-        return fn(bs, np.asarray(rows), *args)
-
-
-def _gather_plan(row_chunks: tuple[int, ...], order: np.ndarray, chunk: int):
-    """For every chunk of ``chunk`` rows in ``order``: the ledger blocks it touches (row chunks of a dask
-    array, sizes ``row_chunks``) and the chunk's rows as indices into their concatenation."""
-    edges = np.concatenate([[0], np.cumsum(row_chunks)])
-    blk = np.searchsorted(edges, order, side="right") - 1
-    plan = []
-    for s0 in range(0, order.size, chunk):
-        b = blk[s0 : s0 + chunk]
-        used = np.unique(b)
-        base = np.concatenate([[0], np.cumsum(edges[used + 1] - edges[used])])[:-1]
-        local = order[s0 : s0 + chunk] - edges[b] + base[np.searchsorted(used, b)]
-        plan.append((used, local.astype(np.int32 if edges[-1] < 2**31 else np.int64)))
-    return plan
-
-
-def _map_chunks(fn, bs: BucketSpectra, counts, order: np.ndarray, chunk: int, *args):
-    """``fn(bs, counts[rows], *args)`` for every chunk of ``chunk`` rows in ``order``, returning
-    ``[(rows, result)]``. For a dask-backed ledger every chunk is a dask task on the current scheduler
-    (a ``distributed.Client`` if one is active) that depends only on the ledger blocks holding its rows
-    and gathers them where it runs: nothing else of the ledger moves. A ledger stored sorted like
-    ``order`` (``ShardedLedger`` keeps its cluster copy sorted by spread) is thus read block by block,
-    with a few neighbouring rows from the next block. The chunks and the code are the same as in
-    memory, so the results are bit-identical."""
-    starts = range(0, order.size, chunk)
-    if not _is_dask(counts):
-        return [(order[s0 : s0 + chunk], fn(bs, counts[order[s0 : s0 + chunk]], *args)) for s0 in starts]
-    import dask
-
-    blocks = (
-        counts.to_delayed()[:, 0]
-        if counts.ndim == 2 and len(counts.chunks[1]) == 1
-        else counts.rechunk({1: -1}).to_delayed()[:, 0]
-    )
-    try:  # a distributed client: ship the spectra to every worker once, not inside the graph
-        from distributed import default_client
-
-        bs_d = default_client().scatter(bs, broadcast=True, hash=False)
-    except (ImportError, ValueError):
-        bs_d = dask.delayed(bs, pure=True, traverse=False)
-    tasks = [
-        dask.delayed(_run_chunk, pure=True)(fn, bs_d, (local, [blocks[i] for i in used]), *args)
-        for used, local in _gather_plan(counts.chunks[0], order, chunk)
-    ]
-    results = dask.compute(*tasks)
-    return [(order[s0 : s0 + chunk], res) for s0, res in zip(starts, results)]
-
-
 def population_epsilons(
     bs: BucketSpectra,
-    counts: np.ndarray,
+    counts: AnyArray,
     delta: float,
     chunk: int = 2048,
     grid_points: int = 256,
     refinements: int = 3,
     *,
     lower: bool = False,
-):
+) -> tuple[FloatArray, FloatArray]:
     """Bounds on every example's eps(delta) and the delta spent on error terms.
 
     Upper bounds (``lower=False``, pairs that dominate): delta is evaluated on a
     shared grid of epsilons; between grid points the curve is convex in
-    ``alpha = e^eps`` (000 App. C.6), so the chord through two certified upper
+    ``alpha = e^eps`` (Koskela et al. 2023, App. C.6), so the chord through two certified upper
     values lies above it and the chord's crossing of ``delta`` is an upper bound
     on epsilon. Lower bounds (``lower=True``, dominated pairs): a grid epsilon
     whose certified lower delta is above ``delta`` is below eps(delta). Either
     way the grid is then refined (``refinements`` times) over the brackets found
     in a chunk; every pass gives a certified bound and the best is kept.
-    ``counts`` may be a dask array (``_map_chunks``).
+    ``counts`` may be a dask array (``_chunks.map_chunks``).
     """
     N = counts.shape[0]
     G = int(min(grid_points, max(32, (2 * _WEIGHT_CELLS) // bs.n)))
     eps = np.zeros(N)
     spent = np.zeros(N)
     order = _order(bs, counts)
-    for rows, (e, sp) in _map_chunks(
+    for rows, (e, sp) in map_chunks(
         _chunk_epsilons, bs, counts, order, chunk, float(delta), G, refinements, bool(lower)
     ):
         eps[rows] = e
@@ -651,9 +564,9 @@ def population_epsilons(
     return eps, spent
 
 
-def population_deltas(bs: BucketSpectra, counts: np.ndarray, epsilon: float, chunk: int = 2048):
-    """Upper bounds on every example's delta(epsilon) by Plancherel (000 Lemma D.1)."""
+def population_deltas(bs: BucketSpectra, counts: AnyArray, epsilon: float, chunk: int = 2048) -> FloatArray:
+    """Upper bounds on every example's delta(epsilon) by Plancherel (Koskela et al. 2023, Lemma D.1)."""
     out = np.zeros(counts.shape[0])
-    for rows, (d, _) in _map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):
+    for rows, (d, _) in map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):
         out[rows] = d
     return out

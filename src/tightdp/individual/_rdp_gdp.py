@@ -1,33 +1,37 @@
-"""Per-example RDP and mu-GDP of the ledger: the RDP baseline and the fitted GDP curves (000 Fig. 1, App. D.2).
+"""Per-example RDP and mu-GDP of the ledger: the RDP baseline and the fitted GDP curves (Koskela et al. 2023, Fig. 1, App. D.2).
 
 ``IndividualAccountant`` inherits these methods. ``sampling_rate = 1``: every example is exactly
-``mu_i``-GDP, ``mu_i = sqrt(sum_t r_t^2) / sigma`` (000 Thm 11), and its RDP curve is
+``mu_i``-GDP, ``mu_i = sqrt(sum_t r_t^2) / sigma`` (Koskela et al. 2023, Thm 11), and its RDP curve is
 ``alpha mu_i^2 / 2``. ``sampling_rate < 1``: per-example RDP curves composed from the bucket curves
-(``rdp``), and the mu-GDP curve 000 App. D.2 fits to each example's certified delta(epsilon).
+(``rdp``), and the mu-GDP curve Koskela et al. 2023, App. D.2 fits to each example's certified delta(epsilon).
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._types import AnyArray, ArrayLike, BoolArray, FloatArray
 from .._validation import check_count, check_delta, check_positive
-from ..bounds import Bounds
+from ..accountants._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
+from ..bounds import Bounds, Kind
 from ._buckets import _U
-from .gdp import _boundary, _delta_bounds, gdp_epsilon_bounds_array
+from ._state import _LedgerState
 from .rdp import INDIVIDUAL_ORDERS, bucket_rdp_table, compose_rows, epsilons_from_rdp_rows
 
 __all__: list[str] = []
 
-_FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (000 App. D.2)
+_FIT_POINTS = 64  # epsilon grid of the per-example mu-GDP fit (Koskela et al. 2023, App. D.2)
 _FIT_DELTA_MIN = 1e-10  # the fit's epsilon range reaches the worst case's epsilon at this delta
 
 
-class _RDPGDPMethods:
+class _RDPGDPMethods(_LedgerState):
     """The RDP and mu-GDP half of ``IndividualAccountant``: ``mus``, ``rdp_curves``, ``gdp_mus``."""
 
-    def mus(self) -> np.ndarray:
-        """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (000 Thm 11).
+    def mus(self) -> FloatArray:
+        """Per-example GDP parameters ``mu_i = sqrt(sum_t r_t^2) / sigma``, rounded up (Koskela et al. 2023, Thm 11).
 
         Returns
         -------
@@ -43,9 +47,9 @@ class _RDPGDPMethods:
             raise ValueError("per-example GDP needs sampling_rate = 1 (the subsampled Gaussian is not GDP)")
         # float summation of s nonnegative terms: relative error <= s u; then sqrt and division
         s = self._sumsq * (1.0 + (self._steps + 4) * 2 * _U)
-        return np.sqrt(s) / self._sigma * (1.0 + 4 * _U)
+        return cast("FloatArray", np.sqrt(s) / self._sigma * (1.0 + 4 * _U))
 
-    def rdp_curves(self, orders=None) -> tuple[np.ndarray, np.ndarray]:
+    def rdp_curves(self, orders: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
         """Per-example RDP curves: ``(orders, curves)`` with ``curves[i, j]`` a certified upper bound on
         example i's Renyi divergence of order ``orders[j]`` (both directions) for its recorded steps.
 
@@ -99,26 +103,26 @@ class _RDPGDPMethods:
                 "steps": self._steps,
                 "optimal_orders": best,
                 "num_buckets": self._B,
-                "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); 000 Lemma C.4 "
+                "source": "Mironov, Talwar, Zhang 2019 (subsampled Gaussian RDP); Koskela et al. 2023, Lemma C.4 "
                 "(Canonne, Kamath, Steinke 2020 Prop. 12) conversion",
             },
         )
 
-    def _kind(self) -> str:
+    def _kind(self) -> Kind:
         return "approximation" if self._approx is not None and np.any(self._approx) else "bound"
 
     def gdp_mus(
         self, *, epsilon_max: float | None = None, points: int = _FIT_POINTS, delta_min: float = _FIT_DELTA_MIN
     ) -> Bounds:
-        """Per-example mu-GDP parameters (000 Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
+        """Per-example mu-GDP parameters (Koskela et al. 2023, Thm 11 for DP-GD; the fit of App. D.2 / Sec. 5 for DP-SGD).
 
         ``sampling_rate = 1``: the exact ``sqrt(sum_t r_t^2) / sigma`` (``mus``), ``kind="bound"``.
 
-        ``sampling_rate < 1``: the subsampled Gaussian is not GDP, and 000 fits each example a mu-GDP
+        ``sampling_rate < 1``: the subsampled Gaussian is not GDP, and Koskela et al. 2023 fits each example a mu-GDP
         curve "using the bisection method" (App. D.2; Sec. 5: by the CLT the composed PLD looks
         Gaussian, "it is then easy to numerically approximate mu", Fig. 1 left). Here: the certified
         upper bounds ``d_ij`` on example i's delta at ``eps_j`` (``points`` values evenly spaced on
-        ``[0, epsilon_max]``, both directions, one Plancherel pass, 000 Lemma D.1) and the smallest
+        ``[0, epsilon_max]``, both directions, one Plancherel pass, Koskela et al. 2023, Lemma D.1) and the smallest
         ``mu_i`` (bisection, rounded up) with ``delta_GDP(eps_{j+1}; mu_i) >= d_ij`` for every j with
         ``d_ij >= t_i``, the GDP curve rounded down; ``t_i = max(delta_min, 4 min_j d_ij)`` (the
         certified curve levels off at its numerical error terms, about 1e-10 after 10^3 steps, and a
@@ -129,7 +133,7 @@ class _RDPGDPMethods:
         ``gdp_epsilon(delta, mu_i)`` is a certified upper bound on the example's epsilon for every
         ``delta >= t_i`` (``details["certified_above"]``). Below ``t_i`` nothing is checked, so
         ``kind="approximation"``: a mu that dominates for *every* epsilon need not exist (the
-        subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and 000 Sec. 5's use
+        subsampled Gaussian's loss has a heavier right tail than a Gaussian's), and Koskela et al. 2023, Sec. 5's use
         of mu (Blackwell's theorem, eq. (5.2)) needs all epsilon.
 
         Parameters
@@ -157,7 +161,7 @@ class _RDPGDPMethods:
         pts = check_count("points", points, minimum=2)
         if self._q == 1.0:
             mu = self.mus()
-            return Bounds(None, mu, mu, "mu", self._kind(), {"method": "gdp", "source": "000 Thm 11"})
+            return Bounds(None, mu, mu, "mu", self._kind(), {"method": "gdp", "source": "Koskela et al. 2023, Thm 11"})
         dmin = check_delta("delta_min", delta_min)
         counts = self._ledger()
         if epsilon_max is None:
@@ -180,11 +184,11 @@ class _RDPGDPMethods:
                 "steps": self._steps,
                 "delta_min": dmin,
                 "certified_above": above,
-                "source": "000 App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5",
+                "source": "Koskela et al. 2023, App. D.2 (bisection on the per-example PLD's delta(epsilon)), Sec. 5",
             },
         )
 
-    def _gdp_fit_counts(self, counts, grid: np.ndarray, delta_min: float) -> tuple[np.ndarray, np.ndarray]:
+    def _gdp_fit_counts(self, counts: AnyArray, grid: FloatArray, delta_min: float) -> tuple[FloatArray, FloatArray]:
         """The fitted mu of ``gdp_mus`` for every row of ``counts`` on the epsilon ``grid``, and the delta
         above which each row's fitted curve is certified (``t_i``; inf if its curve never fell below)."""
         D = self._delta_curves(counts, grid)
@@ -195,12 +199,12 @@ class _RDPGDPMethods:
         need = np.where(np.arange(D.shape[1] - 1)[None, :] < first[:, None], D[:, :-1], 0.0)
         at = np.broadcast_to(grid[1:][None, :], need.shape)
 
-        def ok(m: np.ndarray) -> np.ndarray:
-            lo = _delta_bounds(np.broadcast_to(m[:, None], need.shape), at)[0]
-            return np.all(lo >= need, axis=1)
+        def ok(m: FloatArray) -> BoolArray:
+            lo = gdp_delta_bounds_array(np.broadcast_to(m[:, None], need.shape), at)[0]
+            return cast("BoolArray", np.all(lo >= need, axis=1))
 
         n = D.shape[0]
-        _, hi = _boundary(
+        _, hi = bisect_boundary(
             ok,
             np.zeros(n),
             np.ones(n),
@@ -218,7 +222,7 @@ class _RDPGDPMethods:
         eps = gdp_epsilon_bounds_array(mu, dlt, lower=False)[1]
         d = fit.details
         cert = (eps <= d["epsilon_max"]) | (dlt >= np.asarray(d["certified_above"]))
-        kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
+        kind: Kind = "bound" if bool(np.all(cert)) and self._kind() == "bound" else "approximation"
         return Bounds(
             None,
             eps,
@@ -229,7 +233,7 @@ class _RDPGDPMethods:
                 **d,
                 "mu": mu,
                 "certified": cert,
-                "note": "epsilon of each example's fitted mu-GDP curve (000 App. D.2); a certified upper bound "
+                "note": "epsilon of each example's fitted mu-GDP curve (Koskela et al. 2023, App. D.2); a certified upper bound "
                 "where certified is True (the fit dominates the example's delta curve there)",
             },
         )

@@ -1,9 +1,9 @@
-"""Per-example privacy ledger for DP-SGD / DP-GD (000 Sec. 3-5, App. C.2, App. D).
+"""Per-example privacy ledger for DP-SGD / DP-GD (Koskela et al. 2023, Sec. 3-5, App. C.2, App. D).
 
 At every step each example ``i`` has an unclipped gradient norm ``g_i``. Its
 contribution to the noisy clipped sum has sensitivity ``min(g_i, C)``, so the
 step is, for that example, the (Poisson-subsampled) Gaussian mechanism with
-effective noise multiplier ``sigma * C / min(g_i, C)`` (000 App. C.2, D.2).
+effective noise multiplier ``sigma * C / min(g_i, C)`` (Koskela et al. 2023, App. C.2, D.2).
 ``g_i = 0`` is no privacy loss; ``NaN`` ("not computed") is the worst case.
 Under Poisson sampling this holds whether or not the example was drawn, so a
 sparse ``record_step(norms, indices=batch)`` records the unlisted examples by
@@ -14,13 +14,13 @@ approximation and is labelled as one).
 bucket ``b = ceil(y)`` of ``B = num_buckets`` buckets (each widened by a
 relative ``1e-9`` so that float rounding cannot cross a bucket edge), i.e. the noise
 multiplier is rounded *down* to the sigma-grid ``{sigma B / b}``; the rounded
-mechanism dominates the real one (data-processing inequality, 000 Thm D.2).
+mechanism dominates the real one (data-processing inequality, Koskela et al. 2023, Thm D.2).
 Each example keeps only its bucket counts: memory ``O(N B)``, and the ledger
 never depends on the order of steps. Steps are buffered as one byte per
 example and folded into the counts by ``np.bincount`` (``_flush``). The lowest
 position ``y - (b - 1)`` of any recorded ratio within its bucket is kept too
 (lower bounds). With ``sampling_rate = 1`` the exact sum of ``r^2`` is kept as
-well (per-example GDP, 000 Thm 11).
+well (per-example GDP, Koskela et al. 2023, Thm 11).
 
 **What is computed.** ``epsilons(delta)`` gives, for each example, a certified
 interval ``[lower, upper]`` around the epsilon of the composition of its
@@ -28,21 +28,21 @@ recorded per-step mechanisms under add/remove of that example (both
 directions, the max); ``deltas(epsilon)`` a certified upper bound on delta:
 
 * ``sampling_rate = 1`` (DP-GD): the composition of Gaussian mechanisms with
-  ``mu_t = r_t / sigma`` is exactly ``sqrt(sum mu_t^2)``-GDP (000 Thm 11); the
+  ``mu_t = r_t / sigma`` is exactly ``sqrt(sum mu_t^2)``-GDP (Koskela et al. 2023, Thm 11); the
   conversion (C.2) is exact, rounded outwards. No buckets are involved.
 * ``sampling_rate < 1`` (DP-SGD): each bucket's PLD is replaced by a dominating
   discrete pair (upper end) or a dominated one at the bucket's lower ratio
   (lower end) on a lattice (``tightdp.pld.dominance``, ``_dominating``), and
   composed per example by pre-computed FFTs and one matrix product per chunk of
-  examples (000 App. D, ``_population``); every numerical error is added to
+  examples (Koskela et al. 2023, App. D, ``_population``); every numerical error is added to
   (upper) or subtracted from (lower) delta.
 
 **What is not promised.** The sequence of norms is itself chosen adaptively
 from earlier outputs. For Gaussian steps (``sampling_rate = 1``) a budget
 fixed *in advance* and enforced by the filter (``active``) is a proven
-guarantee (000 Thm 11-12, Alg. 1). A per-example epsilon read off *after* the
+guarantee (Koskela et al. 2023, Thm 11-12, Alg. 1). A per-example epsilon read off *after* the
 fact is an odometer reading, not a guarantee fixed before training. For
-DP-SGD, 000 Sec. 5 only gives an approximative filter, and the natural PLD /
+DP-SGD, Koskela et al. 2023, Sec. 5 only gives an approximative filter, and the natural PLD /
 f-DP filter is not valid under fully adaptive composition (Tran, Koskela,
 Raisa, Honkela 2026, arXiv 2602.06756; only GDP-based filters are proven); the
 per-example epsilon is then the accounting of the realised sequence, not a
@@ -58,10 +58,11 @@ input checks as plain functions.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import PrecisionError
 from ._buckets import (
@@ -92,7 +93,7 @@ _FRAC_FLOOR = 1.0 / 64  # see IndividualAccountant._note_frac
 
 
 class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
-    """Per-example privacy ledger for DP-SGD / DP-GD (000 Sec. 3-5, App. C.2, App. D).
+    """Per-example privacy ledger for DP-SGD / DP-GD (Koskela et al. 2023, Sec. 3-5, App. C.2, App. D).
 
     Records each step's per-example gradient norms (``record_step``) and answers, per example, certified
     epsilon intervals (``epsilons``), deltas (``deltas``), RDP curves and mu-GDP parameters
@@ -110,7 +111,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
     sampling_rate : float
         Poisson sampling probability q; 1 (the default) for full-batch DP-GD.
     num_buckets : int
-        B, the size of the sigma-grid (000 App. D.2), at most 10000. Each recorded sensitivity ratio is
+        B, the size of the sigma-grid (Koskela et al. 2023, App. D.2), at most 10000. Each recorded sensitivity ratio is
         rounded up by less than ``1 / B``.
     mesh : float, optional
         Lattice spacing of the PLDs (``sampling_rate < 1``); default: chosen at query time so that the
@@ -122,12 +123,12 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         example's last recorded one (an approximation, labelled as one).
     sigma_grid : {"uniform", "paper"}
         ``"uniform"`` (default): buckets uniform in the sensitivity ratio, ``b / B``, each ratio rounded
-        up by less than ``1 / B``. ``"paper"``: 000 App. D.2's grid, uniform in the noise ratio:
+        up by less than ``1 / B``. ``"paper"``: Koskela et al. 2023, App. D.2's grid, uniform in the noise ratio:
         ``sigma_i = sigma + i (sigma_max - sigma) / n`` with ``n = B - 1`` intervals (the ``B`` buckets
         are ``sigma_0 .. sigma_n``), an effective noise ``sigma C / min(g, C)`` in
         ``[sigma_i, sigma_{i+1})`` rounded down to ``sigma_i`` and one above ``sigma_max`` to
         ``sigma_max`` (eq. (D.2)); a zero norm stays exact (no privacy loss). Both grids only round the
-        noise down (000 Thm D.2), so every bound stays certified; the paper's grid is coarse near ratio 1
+        noise down (Koskela et al. 2023, Thm D.2), so every bound stays certified; the paper's grid is coarse near ratio 1
         (``sigma_1 - sigma_0`` is a ratio step of about ``(sigma_max / sigma - 1) / n``) and rounds every
         ratio below ``sigma / sigma_max`` up to it, so it is looser for the same ``B``
         (``examples/papers/p000_individual.py`` reports by how much). Sums of squares for
@@ -141,6 +142,12 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         An argument out of its range (the message names it), ``sigma_max`` without
         ``sigma_grid="paper"``, or a ledger above the memory cap (16 GiB or a quarter of the physical
         memory).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP): Thm 11 and eq. (C.2) (DP-GD,
+    exact mu-GDP), Lemma D.1 and Thm D.2 (per-example PLDs by Plancherel on the sigma-grid of App. D.2),
+    Lemma C.4 (RDP conversion), eq. (4.1) and Alg. 2 (filters).
     """
 
     def __init__(
@@ -192,8 +199,8 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         # its bucket b = ceil(y) (lower bounds, see _lower_ratios), and for the last-seen policy each
         # example's last bucket / ratio and its number of approximated steps
         self._scale = self._B / self._clip  # inf for a tiny C: _scaled_ratios then divides first
-        self._code_dtype = np.uint8 if self._B <= 255 else np.uint16
-        self._buf: np.ndarray | None = None
+        self._code_dtype: type[np.unsignedinteger[Any]] = np.uint8 if self._B <= 255 else np.uint16
+        self._buf: AnyArray | None = None
         self._pending = 0
         self._ybuf = np.empty(0)
         self._cbuf = np.empty(0)
@@ -217,7 +224,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return self._steps
 
     @property
-    def bucket_counts(self) -> np.ndarray:
+    def bucket_counts(self) -> AnyArray:
         """Read-only ``(N, B + 1)`` counts; column ``b`` counts steps with ratio rounded to ``b / B``."""
         self._flush()
         v = self._counts.view()
@@ -225,7 +232,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return v
 
     @property
-    def approximated_steps(self) -> np.ndarray:
+    def approximated_steps(self) -> AnyArray:
         """Per example, the number of steps recorded with an imputed last-seen norm below the clip
         (``missing_norms="last-seen"``; all zero under the default worst-case policy). An example with
         a positive count has an *approximate* epsilon, not a certified one."""
@@ -234,7 +241,13 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         return out
 
     def options(self) -> dict[str, Any]:
-        """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy)."""
+        """The constructor's arguments (``IndividualAccountant(**acc.options())`` is an empty copy).
+
+        Returns
+        -------
+        dict
+            Argument name to value, JSON-ready.
+        """
         return {
             "num_examples": self._n,
             "noise_multiplier": self._sigma,
@@ -249,7 +262,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         }
 
     # -------------------------------------------------------------- recording
-    def _row(self) -> np.ndarray:
+    def _row(self) -> FloatArray:
         """The next free row of the pending-index buffer (folding the buffer into the counts if full)."""
         if self._buf is None:
             item = np.dtype(self._code_dtype).itemsize
@@ -257,7 +270,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
             self._buf = np.empty((k, self._n), dtype=self._code_dtype)
         if self._pending == self._buf.shape[0]:
             self._flush()
-        return self._buf[self._pending]
+        return cast("FloatArray", self._buf[self._pending])
 
     def _flush(self) -> None:
         """Add the pending rows to the counts: one np.bincount per block of examples (the block's cells
@@ -265,8 +278,10 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         k = self._pending
         if k == 0:
             return
+        assert self._buf is not None  # allocated with the first pending row
         buf = self._buf[:k]
         cols = self._B + 1
+        dt: type[np.integer[Any]]
         if cols * 256 <= 65536:
             width, dt = 256, np.uint16  # block codes fit in uint16; 256 examples' cells stay in cache
         else:
@@ -280,16 +295,16 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
             counts[e0:e1] += hist.reshape(e1 - e0, cols).astype(np.int32)
         self._pending = 0
 
-    def _ledger(self) -> np.ndarray:
+    def _ledger(self) -> AnyArray:
         """The bucket counts with every pending step added."""
         self._flush()
         return self._counts
 
-    def _codes(self, arr: np.ndarray, out: np.ndarray) -> float:
+    def _codes(self, arr: FloatArray, out: AnyArray) -> float:
         """Bucket indices of ``arr`` written to ``out`` (``_bucket_index`` through reused buffers); returns
         the smallest position ``y - (b - 1)`` of the step's scaled ratios within their buckets (1 if none)."""
         n = arr.size
-        if self._edges is not None:  # paper grid (000 eq. (D.2)): smallest bucket whose ratio is >= r
+        if self._edges is not None:  # paper grid (Koskela et al. 2023, eq. (D.2)): smallest bucket whose ratio is >= r
             r = _clipped_ratio(arr, self._clip)
             np.copyto(out, np.minimum(np.searchsorted(self._edges[1:], r, side="left") + 1, self._B), casting="unsafe")
             out[arr == 0] = 0
@@ -317,7 +332,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         f = min(self._frac_min, max(frac, 0.0))
         self._frac_min = 0.0 if f < _FRAC_FLOOR else f
 
-    def record_step(self, grad_norms, indices=None) -> None:
+    def record_step(self, grad_norms: ArrayLike, indices: ArrayLike | None = None) -> None:
         """Record one step.
 
         Dense (``indices=None``): ``grad_norms[i]`` is example i's unclipped gradient norm at this
@@ -325,7 +340,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
 
         Sparse: ``grad_norms[j]`` is the norm of example ``indices[j]`` (e.g. the examples in this
         step's Poisson batch). Under Poisson sampling every example's step is the subsampled
-        mechanism at its *own* sensitivity, whether or not it was drawn (000 App. D.2), so the
+        mechanism at its *own* sensitivity, whether or not it was drawn (Koskela et al. 2023, App. D.2), so the
         examples not listed still need a norm; the constructor's ``missing_norms`` policy gives it:
 
         * ``"worst-case"`` (default): sensitivity ``C``; every answer stays a certified bound;
@@ -385,8 +400,10 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
                 row[:] = self._last
                 approx = self._last < self._B
                 approx[idx] = False
+                assert self._approx is not None  # kept with _last ("last-seen")
                 self._approx += approx
                 if self._sumsq is not None:
+                    assert self._last_r is not None  # kept with _last when the sampling rate is 1
                     r_all = self._last_r.copy()
                 self._last[idx] = sub
                 if self._last_r is not None:
@@ -399,7 +416,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         self._steps += 1
         self._cache.clear()
 
-    def record_steps(self, grad_norms) -> None:
+    def record_steps(self, grad_norms: ArrayLike) -> None:
         """Record several dense steps at once (``record_step`` for each row, in one pass).
 
         Parameters
@@ -429,6 +446,7 @@ class IndividualAccountant(_PLDQueries, _RDPGDPMethods, _Filters, _Persistence):
         if self._sumsq is not None:
             self._sumsq += np.sum(np.square(_clipped_ratio(arr, self._clip)), axis=0)
         if self._last is not None:  # a dense record is every example's last-seen norm
+            assert self._buf is not None  # the rows just recorded
             self._last[:] = self._buf[self._pending - 1]
             if self._last_r is not None:
                 self._last_r[:] = _clipped_ratio(arr[-1], self._clip)

@@ -1,14 +1,14 @@
 """Gaussian differential privacy for per-example accounting: conversions, fully adaptive filter and odometer.
 
-000 Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
+Koskela et al. 2023, Thm 11: if the GDP parameters ``mu_m`` of a fully adaptive composition
 (each chosen from the outputs so far) satisfy ``sum_m mu_m^2 <= B^2`` almost
 surely, the composition is ``B``-GDP. A ``B``-GDP mechanism is
-``(eps, delta(eps))``-DP for every ``eps`` with (000 Cor. C.2, eq. (C.2))::
+``(eps, delta(eps))``-DP for every ``eps`` with (Koskela et al. 2023, Cor. C.2, eq. (C.2))::
 
     delta(eps) = Phi(-eps/B + B/2) - e^eps Phi(-eps/B - B/2)
 
 and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
-``F_B`` of 000 eq. (4.1) / Alg. 2 (App. C.1) together with the odometer of
+``F_B`` of Koskela et al. 2023, eq. (4.1) / Alg. 2 (App. C.1) together with the odometer of
 App. C.5: it admits a step of ``mu``-GDP only when the accumulated
 ``sum mu^2`` stays within ``B^2``.
 
@@ -20,31 +20,29 @@ accounting needs on top of it, each rounded to the safe side:
   ``mu = inf``: delta 1);
 * ``gdp_epsilon``: the certified upper end of ``_gdp_math.gdp_epsilon_bounds``, validated;
 * ``gdp_mu``: the inverse in ``mu`` (the largest ``mu`` whose certified curve is at most ``delta`` at
-  ``epsilon``), by ``tightdp._numerics.falling_root``;
-* ``gdp_epsilon_bounds_array``: ``gdp_epsilon_bounds`` for an array of ``mu`` at once (the ledger's
-  per-example epsilons), bisection on every element with the same endpoint checks on the same certified
-  curve.
+  ``epsilon``), ``_gdp_math.gdp_mu_within``, validated;
+* ``gdp_epsilon_bounds_array``: certified epsilon brackets for an array of ``mu`` at once (the ledger's
+  per-example epsilons), ``_gdp_math.gdp_epsilon_bounds_array``, validated.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
 
-from .._numerics import falling_root
+from .._types import ArrayLike, FloatArray
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
-from ..accountants._gdp_math import gdp_delta_bounds as _curve_bounds
-from ..accountants._gdp_math import gdp_epsilon_bounds
+from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds, gdp_mu_within
+from ..accountants._gdp_math import gdp_epsilon_bounds_array as _epsilon_bounds_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 
 __all__ = ["gdp_delta", "gdp_delta_bounds", "gdp_epsilon", "gdp_epsilon_bounds_array", "gdp_mu", "GDPFilter"]
 
 
-def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
+def _reals(name: str, values: ArrayLike, *, low: float | None = None) -> FloatArray:
     """``values`` as a float array of any shape (no NaN, no booleans or strings, each ``>= low``)."""
     try:
         raw = np.asarray(values)
@@ -60,23 +58,10 @@ def _reals(name: str, values, *, low: float | None = None) -> np.ndarray:
     return arr
 
 
-def _delta_bounds(mu, eps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``gdp_delta_bounds`` without input checks (the hot loops call it), broadcast over both arguments."""
-    eps, mu = np.broadcast_arrays(np.asarray(eps, dtype=float), np.asarray(mu, dtype=float))
-    lo, est, up = np.zeros(eps.shape), np.zeros(eps.shape), np.zeros(eps.shape)
-    pos = (mu > 0) & np.isfinite(mu)
-    if np.any(pos):
-        for out, v in zip((lo, est, up), _curve_bounds(mu[pos], eps[pos])):
-            out[pos] = v
-    for out in (lo, est, up):
-        out[np.isinf(mu)] = 1.0
-    return lo, est, up
-
-
-def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def gdp_delta_bounds(*, mu: ArrayLike, epsilon: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Certified ``(lower, estimate, upper)`` of the delta of ``mu``-GDP at ``epsilon``.
 
-    000 eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
+    Koskela et al. 2023, eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
     its float error pushed outwards, broadcast over both arguments.
 
     Parameters
@@ -96,12 +81,16 @@ def gdp_delta_bounds(*, mu, epsilon) -> tuple[np.ndarray, np.ndarray, np.ndarray
     ------
     ValueError
         A NaN, a negative ``mu``, or an argument that is not real.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
     """
-    return _delta_bounds(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
+    return gdp_delta_bounds_array(_reals("mu", mu, low=0.0), _reals("epsilon", epsilon))
 
 
-def gdp_delta(*, mu, epsilon) -> np.ndarray:
-    """The delta of ``mu``-GDP at ``epsilon`` (000 eq. (C.2)): the computed value, vectorised.
+def gdp_delta(*, mu: ArrayLike, epsilon: ArrayLike) -> FloatArray:
+    """The delta of ``mu``-GDP at ``epsilon`` (Koskela et al. 2023, eq. (C.2)): the computed value, vectorised.
 
     Parameters
     ----------
@@ -119,6 +108,10 @@ def gdp_delta(*, mu, epsilon) -> np.ndarray:
     ------
     ValueError
         As ``gdp_delta_bounds``.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2).
     """
     return gdp_delta_bounds(mu=mu, epsilon=epsilon)[1]
 
@@ -126,7 +119,7 @@ def gdp_delta(*, mu, epsilon) -> np.ndarray:
 def gdp_mu(*, epsilon: float, delta: float) -> float:
     """The largest ``mu`` (rounded down) such that ``mu``-GDP implies ``(epsilon, delta)``-DP.
 
-    The inverse of 000 eq. (C.2) in ``mu`` (delta is increasing in ``mu``): the root of the certified
+    The inverse of Koskela et al. 2023, eq. (C.2) in ``mu`` (delta is increasing in ``mu``): the root of the certified
     upper curve ``log delta_up(epsilon; mu) = log delta`` by ``tightdp._numerics.falling_root`` (Brent's
     method, relative tolerance ``4u``), whose answer is a point where that upper curve was evaluated and
     found ``<= delta``: ``mu``-GDP then gives ``(epsilon, delta)``-DP whatever the rounding.
@@ -141,7 +134,7 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
     Returns
     -------
     float
-        The GDP budget ``B`` (000 eq. (4.1)).
+        The GDP budget ``B`` (Koskela et al. 2023, eq. (4.1)).
 
     Raises
     ------
@@ -149,26 +142,16 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
         ``epsilon`` or ``delta`` out of range.
     PrecisionError
         No ``mu <= 1e6`` reaches ``delta`` (cannot happen for ``delta < 1``).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2), eq. (4.1) (the budget ``B``).
     """
-    eps = check_epsilon("epsilon", epsilon)
-    dlt = check_delta("delta", delta)
-    target = math.log(dlt)
-
-    def g(x: float) -> float:  # x = -mu: non-increasing in x, <= 0 exactly where the upper curve is <= delta
-        d = float(_delta_bounds(-x, eps)[2])
-        r = math.log(d) - target if d > 0.0 else -1e3
-        return min(r, 0.0) if d <= dlt else max(r, 5e-324)
-
-    lo, hi = 0.0, 1.0
-    while g(-hi) <= 0.0:
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:  # delta(eps; mu) -> 1 as mu -> inf, so this cannot happen for delta < 1
-            raise PrecisionError(f"gdp_mu: no GDP parameter <= 1e6 reaches delta={dlt!r} at epsilon={eps!r}")
-    return -falling_root(g, -hi, -lo, xtol=1e-300)
+    return gdp_mu_within(check_epsilon("epsilon", epsilon), check_delta("delta", delta))
 
 
 def gdp_epsilon(*, mu: float, delta: float) -> float:
-    """The epsilon of ``mu``-GDP at ``delta`` (000 eq. (C.2)), rounded up: a certified upper bound.
+    """The epsilon of ``mu``-GDP at ``delta`` (Koskela et al. 2023, eq. (C.2)), rounded up: a certified upper bound.
 
     The upper end of ``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` (its upper curve is at most
     ``delta`` there whatever the rounding); ``mu = 0`` gives 0.
@@ -191,6 +174,10 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
         ``mu`` or ``delta`` out of range.
     PrecisionError
         No double epsilon reaches ``delta`` (``mu`` above about 1e150).
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
     """
     m = check_nonnegative("mu", mu)
     dlt = check_delta("delta", delta)
@@ -202,85 +189,43 @@ def gdp_epsilon(*, mu: float, delta: float) -> float:
     return hi
 
 
-def _boundary(
-    ok: Callable[[np.ndarray], np.ndarray],
-    lo: np.ndarray,
-    hi: np.ndarray,
-    *,
-    iterations: int,
-    grow_lo: bool = False,
-    rtol: float = 0.0,
-    cap: float = math.inf,
-    what: str = "bisection",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Vectorised bisection for the boundary of ``ok`` (false below it, true above it), element-wise.
+def gdp_epsilon_bounds_array(
+    mu: ArrayLike, delta: float, *, lower: bool = True
+) -> tuple[FloatArray | None, FloatArray]:
+    """Certified ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta``, for an array of ``mu``.
 
-    ``hi`` is doubled until ``ok(hi)`` holds everywhere (``grow_lo``: ``lo`` moves to the old ``hi``),
-    then ``iterations`` halvings (fewer once every bracket is within ``rtol`` relative). Returns
-    ``(lo, hi)``: ``ok`` holds at every ``hi`` (it was evaluated there) and fails at every ``lo`` that
-    moved. ``falling_root`` is the scalar counterpart; this one serves arrays of examples at once.
-
-    Raises
-    ------
-    PrecisionError
-        ``hi`` would exceed ``cap`` before ``ok`` holds.
-    """
-    grow = ~ok(hi)
-    while np.any(grow):
-        if grow_lo:
-            lo = np.where(grow, hi, lo)
-        hi = np.where(grow, 2.0 * hi, hi)
-        if np.any(hi > cap):
-            raise PrecisionError(f"{what}: no bracket below {cap:g}")
-        grow = ~ok(hi)
-    for _ in range(iterations):
-        mid = 0.5 * (lo + hi)
-        good = ok(mid)
-        hi = np.where(good, mid, hi)
-        lo = np.where(good, lo, mid)
-        if rtol and np.all(hi - lo <= rtol * hi):
-            break
-    return lo, hi
-
-
-def gdp_epsilon_bounds_array(mu, delta: float, *, lower: bool = True) -> tuple[np.ndarray | None, np.ndarray]:
-    """``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` for an array of ``mu`` at once: certified
-    ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta`` (000 eq. (C.2)).
-
-    Bisection on every element at once (80 halvings of ``[0, max(1, mu^2 + 10 mu + 10)]``, doubled
-    while too small) with the endpoint checks of ``gdp_epsilon_bounds`` on the same certified curve:
-    ``upper`` has its upper delta ``<= delta``; ``lower`` is 0 or has its lower delta ``> delta``.
-    (The scalar root finder per example would cost about a thousand times more for a large ledger.)
+    Bisection on every element at once on the certified curve of Koskela et al. 2023, eq. (C.2)
+    (``accountants._gdp_math.gdp_epsilon_bounds_array``): ``upper`` is rounded up (its upper delta is at
+    most ``delta``), ``lower`` rounded down (0, or its lower delta is above ``delta``).
 
     Parameters
     ----------
     mu : array_like
-        GDP parameters, ``>= 0`` (not checked: the callers pass rounded-up sums of squares).
+        GDP parameters, ``>= 0`` (``inf`` allowed).
     delta : float
-        Target delta in ``(0, 1)`` (not checked).
-    lower : bool
+        Target delta in ``(0, 1)``.
+    lower : bool, default True
         Whether to compute the lower ends (a second bisection); ``False``: ``lower`` is None.
 
     Returns
     -------
     tuple of numpy.ndarray
-        ``(lower, upper)``, 0 where ``mu = 0``.
+        ``(lower, upper)`` of the shape of ``mu``, 0 where ``mu = 0``.
+
+    Raises
+    ------
+    ValueError
+        A ``mu`` negative, NaN or not real, or ``delta`` out of range.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual GDP accounting), Thm 11, eq. (C.2); Dong, Roth, Su 2022, Cor. 2.13.
     """
-    mu = np.asarray(mu, float)
-    start = np.maximum(1.0, mu * mu + 10.0 * mu + 10.0)
-    up_ok = lambda e: _delta_bounds(mu, e)[2] <= delta
-    lo_ok = lambda e: ~(_delta_bounds(mu, e)[0] > delta)
-    _, hi = _boundary(up_ok, np.zeros_like(mu), start, iterations=80)
-    upper = np.where(mu == 0, 0.0, np.where(up_ok(np.zeros_like(mu)), 0.0, hi))
-    if not lower:
-        return None, upper
-    lo, _ = _boundary(lo_ok, np.zeros_like(mu), start, iterations=80, grow_lo=True)
-    lower = np.where((mu == 0) | lo_ok(lo), 0.0, lo)
-    return lower, upper
+    return _epsilon_bounds_array(_reals("mu", mu, low=0.0), check_delta("delta", delta), lower=bool(lower))
 
 
 class GDPFilter:
-    """Fully adaptive GDP privacy filter with an odometer (000 Thm 11, eq. (4.1), Alg. 2, App. C.5).
+    """Fully adaptive GDP privacy filter with an odometer (Koskela et al. 2023, Thm 11, eq. (4.1), Alg. 2, App. C.5).
 
     Construct with a GDP budget ``mu=B``, or with ``epsilon`` and ``delta``, in
     which case ``B = gdp_mu(epsilon=epsilon, delta=delta)`` (the largest ``B`` whose tight
@@ -312,6 +257,10 @@ class GDPFilter:
     ------
     ValueError
         Both or neither kinds of budget, an argument out of range, or a budget that allows no step.
+
+    References
+    ----------
+    Koskela et al. 2023 (individual privacy accounting with Gaussian DP), Thm 11, eq. (4.1), Alg. 2, App. C.1, C.5.
     """
 
     def __init__(self, *, epsilon: float | None = None, delta: float | None = None, mu: float | None = None) -> None:
@@ -356,7 +305,7 @@ class GDPFilter:
         Returns
         -------
         bool
-            ``sum mu_m^2 + mu^2 <= B^2``, in exact rational arithmetic (000 eq. (4.1)).
+            ``sum mu_m^2 + mu^2 <= B^2``, in exact rational arithmetic (Koskela et al. 2023, eq. (4.1)).
 
         Raises
         ------
@@ -367,12 +316,12 @@ class GDPFilter:
         return self._spent_sq + Fraction(m) ** 2 <= self._budget_sq
 
     def admit(self, mu: float) -> bool:
-        """Record a step of ``mu``-GDP if it fits (000 eq. (4.1), Alg. 2); return whether it did.
+        """Record a step of ``mu``-GDP if it fits (Koskela et al. 2023, eq. (4.1), Alg. 2); return whether it did.
 
         Parameters
         ----------
         mu : float
-            The step's GDP parameter, ``>= 0``, chosen from the outputs so far (000 Thm 11).
+            The step's GDP parameter, ``>= 0``, chosen from the outputs so far (Koskela et al. 2023, Thm 11).
 
         Returns
         -------
@@ -394,7 +343,13 @@ class GDPFilter:
         return True
 
     def remaining_mu(self) -> float:
-        """The largest ``mu`` (rounded down) that still fits."""
+        """The largest ``mu`` (rounded down) that still fits.
+
+        Returns
+        -------
+        float
+            ``sqrt(B^2 - sum mu_m^2)``, rounded down so that a step of it is admitted.
+        """
         rem = self._budget_sq - self._spent_sq
         r = math.sqrt(float(rem))
         while r > 0 and Fraction(r) ** 2 > rem:
@@ -416,7 +371,7 @@ class GDPFilter:
         return r
 
     def epsilon(self, delta: float) -> Bounds:
-        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta`` (000 eq. (C.2)).
+        """Exact epsilon (rounded up) of the steps admitted so far, at ``delta`` (Koskela et al. 2023, eq. (C.2)).
 
         Parameters
         ----------
@@ -442,11 +397,11 @@ class GDPFilter:
             e,
             "epsilon",
             "bound",
-            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "Koskela et al. 2023, Thm 11, eq. (C.2)"},
         )
 
     def delta(self, epsilon: float) -> Bounds:
-        """Exact delta of the steps admitted so far, at ``epsilon`` (000 eq. (C.2)).
+        """Exact delta of the steps admitted so far, at ``epsilon`` (Koskela et al. 2023, eq. (C.2)).
 
         Parameters
         ----------
@@ -465,14 +420,14 @@ class GDPFilter:
         """
         eps = check_epsilon("epsilon", epsilon)
         m = self.spent_mu
-        lo, d, up = (float(v) for v in _delta_bounds(m, eps))
+        lo, d, up = (float(v) for v in gdp_delta_bounds_array(m, eps))
         return Bounds(
             lo,
             d,
             up,
             "delta",
             "bound",
-            {"method": "gdp", "mu": m, "steps": self._steps, "source": "000 Thm 11, eq. (C.2)"},
+            {"method": "gdp", "mu": m, "steps": self._steps, "source": "Koskela et al. 2023, Thm 11, eq. (C.2)"},
         )
 
     def __repr__(self) -> str:

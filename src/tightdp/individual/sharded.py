@@ -1,4 +1,4 @@
-"""A per-example ledger sharded by example, for data-parallel recording and cluster-wide queries (000 App. D).
+"""A per-example ledger sharded by example, for data-parallel recording and cluster-wide queries (Koskela et al. 2023, App. D).
 
 ``ShardedLedger`` splits the ``(N, B + 1)`` bucket counts of ``IndividualAccountant`` into shards of
 consecutive examples; each shard *is* an ``IndividualAccountant`` over its range (same options), so
@@ -15,7 +15,7 @@ counts (uint16 up to 65,535 steps), *sorted by spread* (one shuffle), in blocks 
 kept there (``persist``) until the ledger changes or ``release()``. Every query then reads it in place:
 the population-wide reductions (mesh, window, order) are dask reductions whose results (a few numbers
 per example) come back, and every chunk of examples is a task that gathers its rows from the one or two
-blocks that hold them (``_population._map_chunks``), so no pass moves the ledger. The answers are
+blocks that hold them (``_chunks.map_chunks``), so no pass moves the ledger. The answers are
 computed on the sorted population and put back in the examples' order. The chunks are cut by exact
 integer keys of the rows' contents (``_population._order``) and the sort keeps identical rows in their
 order, so the chunks and the code are those of the in-memory path and the results are bit-identical to
@@ -27,7 +27,8 @@ files of older generations. A crash at any point leaves the previous manifest an
 intact, so ``load`` returns the previous ledger; recording then resumes from it. ``save_shard`` /
 ``write_manifest`` do the same in two halves for ranks that each save their own shard.
 ``from_shards`` writes the manifest for shard files saved elsewhere (each rank's or dask worker's
-``IndividualAccountant.save``), so a ledger can be recorded on a cluster without ever being in one process.
+``IndividualAccountant.save``), so a ledger can be recorded on a cluster without ever being in one process
+(the file handling is in ``_sharded_files``).
 
 Every number means what ``IndividualAccountant.epsilons`` says it means (certified per-example
 intervals of the recorded steps; an odometer, not a guarantee fixed in advance).
@@ -35,34 +36,29 @@ intervals of the recorded steps; an odometer, not a guarantee fixed in advance).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import itertools
-import json
-import os
-import tempfile
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from .._types import AnyArray, ArrayLike, FloatArray
 from .._validation import check_count
 from ..bounds import Bounds
 from ._buckets import _as_norm_array, check_indices, check_norms
-from ._population import rows_exact
+from ._chunks import rows_exact
+from ._sharded_files import _ShardFiles
 from .accountant import IndividualAccountant
 
 __all__ = ["ShardedLedger"]
 
-_FORMAT = "tightdp.ShardedLedger/1"
-_MANIFEST = "manifest.json"
 _DEFAULT_SHARD = 1 << 17
 _CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (8 chunks of 2048 examples)
 
 
-class ShardedLedger:
+class ShardedLedger(_ShardFiles):
     """Per-example ledger in shards of ``shard_size`` consecutive examples (see the module docstring).
 
-    Every answer is the one ``IndividualAccountant`` gives for the whole population (000 Sec. 5,
+    Every answer is the one ``IndividualAccountant`` gives for the whole population (Koskela et al. 2023, Sec. 5,
     App. D), bit for bit.
 
     Parameters
@@ -79,6 +75,10 @@ class ShardedLedger:
     ------
     ValueError
         As ``IndividualAccountant``, or a ``shard_size`` that is not a positive count.
+
+    References
+    ----------
+    Koskela et al. 2023, Lemma D.1, Thm D.2 (the per-example answers, as ``IndividualAccountant``).
     """
 
     def __init__(
@@ -105,11 +105,12 @@ class ShardedLedger:
         self._directory: str | None = None
         self._generation = 0
         self._meta: dict[str, Any] = {}
-        self._cluster: tuple | None = None  # (key, sorted dask counts, permutation): see _cluster_copy
+        self._cluster: tuple[Any, ...] | None = None  # (key, sorted dask counts, permutation): see _cluster_copy
 
     # ------------------------------------------------------------ properties
     @property
     def num_examples(self) -> int:
+        """N, the number of examples over all shards."""
         return self._n
 
     @property
@@ -119,34 +120,72 @@ class ShardedLedger:
 
     @property
     def steps(self) -> int:
+        """Number of recorded steps (every shard records every step)."""
         if self._shards[0] is None:
             return int(self._meta["steps"])
         return self._shards[0].steps
 
     def options(self) -> dict[str, Any]:
+        """The constructor's keyword arguments (JSON-ready).
+
+        Returns
+        -------
+        dict
+            Argument name to value; ``ShardedLedger(**options())`` is an empty ledger with the same settings.
+        """
         first = self._shard(0).options() if self._shards[0] is not None else dict(self._meta["shard_options"])
         first.pop("num_examples")
         return {"num_examples": self._n, "shard_size": self._ranges[0][1] - self._ranges[0][0], **first}
 
     def shard(self, k: int) -> IndividualAccountant:
         """The live ``IndividualAccountant`` of shard ``k`` (examples ``shard_ranges[k]``), e.g. for a
-        data-parallel rank that records its own examples (``record_step`` with shard-local indices)."""
+        data-parallel rank that records its own examples (``record_step`` with shard-local indices).
+
+        Parameters
+        ----------
+        k : int
+            Shard index in ``[0, len(shard_ranges))``.
+
+        Returns
+        -------
+        IndividualAccountant
+            The shard's accountant (loaded from disk first if the ledger is lazy).
+
+        Raises
+        ------
+        ValueError
+            ``k`` not a shard index.
+        """
         if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or not 0 <= k < len(self._ranges):
             raise ValueError(f"k must be a shard index in [0, {len(self._ranges)}), got {k!r}")
         return self._shard(int(k))
 
     def _shard(self, k: int) -> IndividualAccountant:
-        if self._shards[k] is None:  # lazily loaded: bring this shard into memory
-            self._shards[k] = IndividualAccountant.load(self._files[k])
-        return self._shards[k]
+        shard = self._shards[k]
+        if shard is None:  # lazily loaded: bring this shard into memory
+            assert self._files is not None  # only a loaded ledger has shards on disk
+            shard = self._shards[k] = IndividualAccountant.load(self._files[k])
+        return shard
 
     # -------------------------------------------------------------- recording
-    def record_step(self, grad_norms, indices=None) -> None:
+    def record_step(self, grad_norms: ArrayLike, indices: ArrayLike | None = None) -> None:
         """``IndividualAccountant.record_step`` for the whole population, routed to the shards.
 
         Dense: ``grad_norms`` has one norm per example. Sparse: norms of the examples ``indices``
         (global indices); every shard records the step, the examples it does not list under the
         ``missing_norms`` policy. All input is validated before any shard records anything.
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Per-example gradient norms, finite and ``>= 0``: N of them, or one per entry of ``indices``.
+        indices : array_like of int, optional
+            Global indices of the examples ``grad_norms`` belong to (sparse step); default all, in order.
+
+        Raises
+        ------
+        ValueError
+            A norm negative, NaN or infinite, a shape mismatch, or an index out of range or repeated.
         """
         if indices is None:
             arr = check_norms(grad_norms, (self._n,))
@@ -165,8 +204,19 @@ class ShardedLedger:
             a, b = cuts[k], cuts[k + 1]
             self._shard(k).record_step(arr[a:b], indices=idx[a:b] - s)
 
-    def record_steps(self, grad_norms) -> None:
-        """Several dense steps, shape ``(steps, num_examples)``, routed to the shards."""
+    def record_steps(self, grad_norms: ArrayLike) -> None:
+        """Several dense steps, shape ``(steps, num_examples)``, routed to the shards.
+
+        Parameters
+        ----------
+        grad_norms : array_like
+            Per-example gradient norms of each step, shape ``(steps, num_examples)``, finite and ``>= 0``.
+
+        Raises
+        ------
+        ValueError
+            Not 2-D, the wrong number of examples, or a norm negative, NaN or infinite.
+        """
         arr = _as_norm_array(grad_norms)
         if arr.ndim != 2:
             raise ValueError(f"grad_norms must be 2-D (steps, num_examples), got shape {np.shape(arr)}")
@@ -175,9 +225,25 @@ class ShardedLedger:
             self._shard(k).record_steps(arr[:, s:e])
 
     # ---------------------------------------------------------------- queries
-    def counts(self, *, use_dask: bool = False):
+    def counts(self, *, use_dask: bool = False) -> Any:
         """The ``(N, B + 1)`` bucket counts: a numpy array, or a dask array chunked by shard (read from
-        the shard files of a lazily loaded ledger without bringing them into this process)."""
+        the shard files of a lazily loaded ledger without bringing them into this process).
+
+        Parameters
+        ----------
+        use_dask : bool, default False
+            Return a dask array instead of a numpy one.
+
+        Returns
+        -------
+        numpy.ndarray or dask.array.Array
+            int32 counts, one row per example in example order.
+
+        Raises
+        ------
+        ImportError
+            ``use_dask=True`` without dask installed.
+        """
         if not use_dask:
             return np.concatenate([self._shard(k).bucket_counts for k in range(len(self._ranges))])
         import dask
@@ -186,17 +252,20 @@ class ShardedLedger:
         cols = self._B() + 1
         parts = []
         for k, (s, e) in enumerate(self._ranges):
-            if self._shards[k] is None:
-                blk = dask.delayed(_load_counts, pure=True)(self._files[k])
-                parts.append(da.from_delayed(blk, shape=(e - s, cols), dtype=np.int32))
+            shard = self._shards[k]
+            if shard is None:
+                assert self._files is not None  # only a loaded ledger has shards on disk
+                blk = dask.delayed(_load_counts, pure=True)(self._files[k])  # type: ignore[attr-defined]  # dask ships no complete type annotations
+                parts.append(da.from_delayed(blk, shape=(e - s, cols), dtype=np.int32))  # type: ignore[no-untyped-call]
             else:
-                parts.append(da.from_array(np.array(self._shards[k].bucket_counts), chunks=(e - s, cols)))
-        return da.concatenate(parts, axis=0)
+                counts = np.array(shard.bucket_counts)
+                parts.append(da.from_array(counts, chunks=(e - s, cols)))  # type: ignore[no-untyped-call]
+        return da.concatenate(parts, axis=0)  # type: ignore[no-untyped-call]
 
     def _B(self) -> int:
         return int(self.options()["num_buckets"])
 
-    def _view(self, use_dask: bool) -> tuple[IndividualAccountant, np.ndarray | None]:
+    def _view(self, use_dask: bool) -> tuple[IndividualAccountant, FloatArray | None]:
         """An ``IndividualAccountant`` over the whole population whose ledger is ``counts(...)`` (numpy), or
         the sorted cluster copy (``use_dask``; then also the permutation: view row ``j`` is example
         ``perm[j]``)."""
@@ -222,18 +291,18 @@ class ShardedLedger:
             view._sumsq = None if view._sumsq is None else view._sumsq[perm]
         return view, perm
 
-    def _state_key(self) -> tuple:
+    def _state_key(self) -> tuple[Any, ...]:
         """What the cluster copy was made from: the scheduler, the saved generation, the live shards' steps."""
         try:
             from distributed import default_client
 
-            client = id(default_client())
+            client = id(default_client())  # type: ignore[no-untyped-call]  # dask ships no complete type annotations
         except (ImportError, ValueError):
             client = None
         live = tuple((k, id(a), a.steps) for k, a in enumerate(self._shards) if a is not None)
         return client, self._directory, self._generation, self.steps, live
 
-    def _cluster_copy(self):
+    def _cluster_copy(self) -> Any:
         """The ledger in the dask workers' memory, sorted by spread (see the module docstring); built once
         per ledger state and scheduler. Returns the dask array and the permutation (row ``j`` of the copy is
         example ``perm[j]``)."""
@@ -259,7 +328,13 @@ class ShardedLedger:
 
     def persist(self) -> ShardedLedger:
         """Bring the sorted copy of the ledger into the dask workers' memory now (otherwise the first
-        ``use_dask`` query does it); returns the ledger."""
+        ``use_dask`` query does it).
+
+        Returns
+        -------
+        ShardedLedger
+            ``self``.
+        """
         if self.options()["sampling_rate"] < 1.0:
             self._cluster_copy()
         return self
@@ -270,9 +345,10 @@ class ShardedLedger:
         self._cluster = None
 
     def _shard_state(self, k: int) -> dict[str, Any]:
-        if self._shards[k] is not None:
-            a = self._shards[k]
+        a = self._shards[k]
+        if a is not None:
             return {"frac_min": a._frac_min, "approx": a.approximated_steps, "sumsq": a._sumsq}
+        assert self._files is not None  # only a loaded ledger has shards on disk
         with np.load(self._files[k], allow_pickle=False) as z:
             fm = float(np.array(z["frac_min"]).reshape(-1)[0]) if "frac_min" in z.files else 0.0
             approx = np.array(z["approx"]) if "approx" in z.files else None
@@ -280,7 +356,7 @@ class ShardedLedger:
         return {"frac_min": fm, "approx": approx, "sumsq": sumsq}
 
     def epsilons(self, delta: float, *, lower: bool = True, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.epsilons`` for every example (000 Sec. 5, App. D).
+        """``IndividualAccountant.epsilons`` for every example (Koskela et al. 2023, Sec. 5, App. D).
 
         Parameters
         ----------
@@ -305,7 +381,7 @@ class ShardedLedger:
         return _in_example_order(view.epsilons(delta, lower=lower), perm)
 
     def deltas(self, epsilon: float, *, use_dask: bool = False) -> Bounds:
-        """``IndividualAccountant.deltas`` for every example (000 Lemma D.1).
+        """``IndividualAccountant.deltas`` for every example (Koskela et al. 2023, Lemma D.1).
 
         Parameters
         ----------
@@ -339,11 +415,22 @@ class ShardedLedger:
         -------
         Bounds
             A certified upper bound on every example's epsilon.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
         """
         return self._view(self._n > _DEFAULT_SHARD)[0].worst_case_epsilon(delta)
 
     def to_accountant(self) -> IndividualAccountant:
-        """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy)."""
+        """One in-memory ``IndividualAccountant`` with the concatenated ledger (exact copy).
+
+        Returns
+        -------
+        IndividualAccountant
+            The whole population's accountant; its answers equal this ledger's.
+        """
         opts = self.options()
         opts.pop("shard_size")
         acc = IndividualAccountant(**opts)
@@ -359,103 +446,6 @@ class ShardedLedger:
             if acc._last_r is not None:
                 acc._last_r = np.concatenate([self._shard(k)._last_r for k in range(len(self._ranges))])
         return acc
-
-    # ---------------------------------------------------------- persistence
-    def save(self, directory) -> None:
-        """Write every shard (atomically, new generation) and then the manifest (atomically, last)."""
-        d = os.fspath(directory)
-        os.makedirs(d, exist_ok=True)
-        old = _read_manifest(d) if os.path.exists(os.path.join(d, _MANIFEST)) else None
-        gen = max(self._generation, old["generation"] if old else 0) + 1
-        files = [self.save_shard(d, k, generation=gen) for k in range(len(self._ranges))]
-        self.write_manifest(d, files, generation=gen)
-        keep = set(files) | {_MANIFEST}
-        for name in os.listdir(d):  # files of older generations (best effort)
-            if name.startswith("shard-") and name.endswith(".npz") and name not in keep:
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(d, name))
-        self._generation = gen
-
-    def save_shard(self, directory, k: int, *, generation: int) -> str:
-        """Write shard ``k`` atomically as ``shard-KKKKK-gGEN.npz``; returns the file name."""
-        name = f"shard-{int(k):05d}-g{int(generation)}.npz"
-        self._shard(int(k)).save(os.path.join(os.fspath(directory), name))
-        return name
-
-    def write_manifest(self, directory, files: list[str], *, generation: int) -> None:
-        """Write the manifest naming ``files`` (one per shard), atomically; call after every shard is saved."""
-        d = os.fspath(directory)
-        if len(files) != len(self._ranges):
-            raise ValueError(f"files must name one file per shard ({len(self._ranges)}), got {len(files)}")
-        _write_manifest(d, self._n, self.steps, self._shard(0).options(), self._ranges, files, generation)
-
-    @classmethod
-    def from_shards(cls, directory, files, *, generation: int = 1) -> ShardedLedger:
-        """The ledger of shards recorded and saved elsewhere -- data-parallel ranks or dask workers, each an
-        ``IndividualAccountant`` over consecutive examples written with its ``save`` (atomic) into
-        ``directory`` -- so that no process ever holds the whole ledger. ``files``: their names, in the
-        examples' order. Checks that they share options and steps, writes the manifest (atomically, last,
-        as ``save`` does) and returns the ledger loaded lazily (``load(directory, lazy=True)``)."""
-        d = os.fspath(directory)
-        gen = check_count("generation", generation)
-        names = [os.path.basename(os.fspath(f)) for f in files]
-        if not names:
-            raise ValueError("files must name at least one shard file")
-        ranges, opts0, steps, start = [], None, None, 0
-        for f in names:
-            meta = _shard_meta(os.path.join(d, f))
-            opts = dict(meta["options"])
-            n = int(opts.pop("num_examples"))
-            if opts0 is None:
-                opts0, steps = opts, int(meta["steps"])
-            elif opts != opts0 or int(meta["steps"]) != steps:
-                raise ValueError(
-                    f"files: shard {f!r} ({meta['steps']} steps, options {opts}) differs from the "
-                    f"first shard ({steps} steps, options {opts0})"
-                )
-            ranges.append((start, start + n))
-            start += n
-        _write_manifest(d, start, steps, {"num_examples": ranges[0][1], **opts0}, ranges, names, gen)
-        return cls.load(d, lazy=True)
-
-    @classmethod
-    def load(cls, directory, *, lazy: bool = False) -> ShardedLedger:
-        """Read a ledger written by ``save``. ``lazy=True`` keeps the shards on disk (queries with
-        ``use_dask=True`` read them chunk by chunk; recording loads a shard when it is first touched)."""
-        d = os.fspath(directory)
-        man = _read_manifest(d)
-        shards = man["shards"]
-        if (
-            not shards
-            or shards[0]["start"] != 0
-            or shards[-1]["stop"] != man["num_examples"]
-            or any(a["stop"] != b["start"] for a, b in itertools.pairwise(shards))
-        ):
-            raise ValueError(f"directory {d!r}: the manifest's shard ranges do not tile the examples")
-        self = cls.__new__(cls)
-        self._n = int(man["num_examples"])
-        self._ranges = [(int(x["start"]), int(x["stop"])) for x in shards]
-        opts = dict(man["shard_options"])
-        opts.pop("num_examples")
-        self._opts = opts
-        self._files = [os.path.join(d, x["file"]) for x in shards]
-        self._directory = d
-        self._generation = int(man["generation"])
-        self._meta = man
-        self._cluster = None
-        self._shards = [None] * len(shards)
-        for k, f in enumerate(self._files):
-            if not os.path.exists(f):
-                raise ValueError(
-                    f"directory {d!r}: shard file {os.path.basename(f)!r} named by the manifest is missing"
-                )
-            if not lazy:
-                self._shard(k)
-                if self._shards[k].num_examples != self._ranges[k][1] - self._ranges[k][0] or self._shards[
-                    k
-                ].steps != int(man["steps"]):
-                    raise ValueError(f"directory {d!r}: shard {k} does not match the manifest")
-        return self
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ShardedLedger):
@@ -473,35 +463,35 @@ class _CountsView(IndividualAccountant):
 
     _view_counts: Any = None
 
-    def _ledger(self):
-        return self._view_counts
+    def _ledger(self) -> AnyArray:
+        return cast("AnyArray", self._view_counts)
 
     def _flush(self) -> None:
         return None
 
 
-def _load_counts(path: str) -> np.ndarray:
+def _load_counts(path: str) -> FloatArray:
     with np.load(path, allow_pickle=False) as z:
         return np.array(z["counts"])
 
 
-def _wait(arr) -> None:
+def _wait(arr: Any) -> None:
     """Block until a persisted dask collection is in the workers' memory (distributed scheduler)."""
     try:
         from distributed import default_client, wait
 
-        default_client()
+        default_client()  # type: ignore[no-untyped-call]  # dask ships no complete type annotations
     except (ImportError, ValueError):
         return
-    wait(arr)
+    wait(arr)  # type: ignore[no-untyped-call]
 
 
-def _in_example_order(res: Bounds, perm: np.ndarray | None) -> Bounds:
+def _in_example_order(res: Bounds, perm: FloatArray | None) -> Bounds:
     """A result computed on the sorted cluster copy, back in the examples' order."""
     if perm is None:
         return res
 
-    def back(a):
+    def back(a: AnyArray) -> Any:
         if a is None:
             return None
         out = np.empty_like(a)
@@ -509,52 +499,3 @@ def _in_example_order(res: Bounds, perm: np.ndarray | None) -> Bounds:
         return out
 
     return dataclasses.replace(res, lower=back(res.lower), estimate=back(res.estimate), upper=back(res.upper))
-
-
-def _shard_meta(path: str) -> dict[str, Any]:
-    """The options and steps saved with one shard (``IndividualAccountant.save``), without its counts."""
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            meta = json.loads(bytes(z["meta"]).decode())
-        meta["options"], meta["steps"]
-    except (OSError, KeyError, ValueError, TypeError) as exc:
-        raise ValueError(f"files: {os.path.basename(path)!r} is not a saved IndividualAccountant: {exc}") from None
-    return meta
-
-
-def _write_manifest(d: str, n: int, steps: int, opts: dict, ranges, files, generation: int) -> None:
-    man = {
-        "format": _FORMAT,
-        "generation": int(generation),
-        "num_examples": int(n),
-        "steps": int(steps),
-        "shard_options": opts,
-        "shards": [{"start": s, "stop": e, "file": f} for (s, e), f in zip(ranges, files)],
-    }
-    _atomic_write(os.path.join(d, _MANIFEST), json.dumps(man, indent=1).encode())
-
-
-def _read_manifest(d: str) -> dict[str, Any]:
-    try:
-        with open(os.path.join(d, _MANIFEST), "rb") as f:
-            man = json.loads(f.read().decode())
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"directory {d!r} holds no readable ShardedLedger manifest: {exc}") from None
-    if man.get("format") != _FORMAT:
-        raise ValueError(f"directory {d!r}: unknown manifest format {man.get('format')!r}")
-    return man
-
-
-def _atomic_write(path: str, data: bytes) -> None:
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tightdp-", suffix=".tmp", dir=d)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
