@@ -38,7 +38,7 @@ def _jsonable(x: Any) -> Any:
 
 @dataclass(frozen=True)
 class Bounds:
-    """``(lower, estimate, upper)`` for one privacy quantity (``epsilon`` or ``delta``).
+    """``(lower, estimate, upper)`` for one privacy quantity (``epsilon``, ``delta`` or a GDP ``mu``).
 
     Fields are floats (or arrays of floats for vectorised queries), or ``None``
     where a method cannot give them (RDP has no lower bound). ``math.inf`` in
@@ -52,8 +52,8 @@ class Bounds:
         The method's point estimate, between the two ends.
     upper : float, array or None
         A proven upper bound when ``kind == "bound"`` (``None``: none).
-    quantity : {"epsilon", "delta"}, default "epsilon"
-        What is bounded.
+    quantity : {"epsilon", "delta", "mu"}, default "epsilon"
+        What is bounded (``"mu"``: a mu-GDP parameter, per-example GDP queries).
     kind : {"bound", "approximation"}, default "bound"
         ``"approximation"``: no guarantee (GDP/CLT, Edgeworth).
     details : mapping, optional
@@ -68,7 +68,7 @@ class Bounds:
     lower: Any
     estimate: Any
     upper: Any
-    quantity: Literal["epsilon", "delta"] = "epsilon"
+    quantity: Literal["epsilon", "delta", "mu"] = "epsilon"
     kind: Kind = "bound"
     details: Mapping[str, Any] = field(default_factory=dict)
 
