@@ -13,7 +13,7 @@ from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any, TypeVar
 
 from ._accuracy import describe_accuracy
-from ._numerics import falling_root
+from ._gdp_math import gdp_mu_within
 from .bounds import Bounds
 from .errors import CalibrationError
 
@@ -283,27 +283,6 @@ def _bracket(
         step *= 2
 
 
-def _gdp_mu(target: float, delta: float) -> float:
-    """mu with ``delta_mu(target) = delta`` for mu-GDP (Koskela et al. 2023, eq. (2.3), Lemma 10); for initial
-    guesses only."""
-    from scipy import special
-
-    def d(mu: float) -> float:
-        return (
-            float(special.ndtr(-target / mu + mu / 2) - math.exp(target + special.log_ndtr(-target / mu - mu / 2)))
-            - delta
-        )
-
-    lo, hi = 1e-6, 1.0
-    for _ in range(60):
-        if d(hi) > 0:
-            break
-        hi *= 2
-    else:
-        return hi
-    return falling_root(lambda mu: -d(mu), lo, hi, xtol=1e-10)
-
-
 def _clt_guess(
     *, target: float, delta: float, q: float | None = None, k: float | None = None, sigma: float | None = None
 ) -> float | None:
@@ -313,7 +292,7 @@ def _clt_guess(
     Only a starting point for the certified search; ``None`` if it fails.
     """
     try:
-        mu = _gdp_mu(target, delta)
+        mu = gdp_mu_within(target, delta)
         if sigma is None:
             if q is None or k is None:  # exactly one of the three is the unknown
                 return None
@@ -324,7 +303,7 @@ def _clt_guess(
         if k is None:
             return None if q is None else (mu / q) ** 2 / g
         return mu / math.sqrt(k * g)
-    except (ArithmeticError, ValueError):
+    except (ArithmeticError, ValueError):  # PrecisionError is an ArithmeticError: no guess, the search starts cold
         return None
 
 

@@ -21,6 +21,7 @@ SRC = Path(tightdp.__file__).resolve().parent
 LAYERS: list[set[str]] = [
     {"errors", "_caches", "_validation", "_blas", "_version", "_types", "bounds"},
     {"_numerics", "_accuracy"},
+    {"_gdp_math"},  # the mu-GDP curve and its certified inversions
     {"losses", "_calibration_search"},  # privacy loss random variables; the generic calibration search
     {"pld"},  # discretisation and composition of losses
     {"mechanisms"},  # what ran, as dominating pairs of losses

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tightdp
-from tightdp.accountants._gdp_math import gdp_epsilon_bounds
+from tightdp._gdp_math import gdp_epsilon_bounds
 from tightdp.individual import (
     GDPFilter,
     IndividualAccountant,

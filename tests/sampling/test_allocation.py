@@ -22,7 +22,7 @@ from scipy import integrate, special
 
 import tightdp
 from tightdp import Gaussian
-from tightdp.accountants._gdp_math import gdp_epsilon_bounds
+from tightdp._gdp_math import gdp_epsilon_bounds
 from tightdp.mechanisms import RandomAllocation
 from tightdp.mechanisms.allocation import AllocationLoss, lower_bound_epsilon, max_statistic_pld
 from tightdp.mechanisms.truncated import TruncatedPoissonSampled, kept_probability

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from scipy.special import ndtr, ndtri
 
 import tightdp
-from tightdp.accountants._gdp_math import gdp_delta_bounds
+from tightdp._gdp_math import gdp_delta_bounds
 from tightdp.cli import main
 from tightdp.tradeoff import DEFAULT_ALPHAS, TradeoffCurve, tradeoff_curve, tradeoff_lower_curve
 

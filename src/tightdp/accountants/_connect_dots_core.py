@@ -15,6 +15,7 @@ from typing import Any, cast
 import numpy as np
 
 from .._accuracy import resolve_accuracy
+from .._gdp_math import gdp_epsilon_bounds
 from .._types import FloatArray
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
@@ -23,7 +24,7 @@ from ..losses import DiscreteLoss, GaussianLoss
 from ..mechanisms import Gaussian
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.dominance import dominated, dominating, loss_excess_kurtosis, loss_spread, own_pairs, supports_dominance
-from ._gdp_math import gaussian_ledger_mu, gdp_epsilon_bounds
+from ._gaussian_ledger import gaussian_ledger_mu
 from ._pld import Directions, PLDAccountant, Terms
 
 __all__: list[str] = []

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._gdp_math import gdp_delta_bounds
 from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
@@ -48,7 +49,6 @@ from ..pld.dominance import (
 )
 from ..pld.hierarchy import compose_two_level
 from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
-from ._gdp_math import gdp_delta_bounds
 from ._pld import Directions, Terms
 
 __all__ = ["ConnectDotsAccountant"]

@@ -24,12 +24,12 @@ from typing import Any, cast
 
 import numpy as np
 
+from .._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds, gdp_log_delta
 from .._types import ArrayLike, FloatArray
 from .._validation import check_delta, check_nonnegative, check_positive, check_real_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
-from ._gdp_math import gdp_delta_bounds, gdp_epsilon_bounds, gdp_log_delta
 from .base import Accountant
 
 __all__ = ["GDPAccountant", "gdp_delta", "gdp_epsilon"]

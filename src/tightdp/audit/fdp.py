@@ -39,8 +39,9 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize
 
+from .._gdp_math import gdp_log_delta
 from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_real
 from .one_run import ONE_RUN_ASSUMPTIONS
@@ -228,12 +229,10 @@ def gdp_delta(eps: float, mu: float) -> float:
 
 
 def _gdp_delta(eps: float, mu: float) -> float:
-    """``gdp_delta`` on checked arguments."""
+    """``gdp_delta`` on checked arguments: the estimate of the one mu-GDP curve (``tightdp._gdp_math``)."""
     if mu <= 0.0:
         return 0.0
-    a = special.log_ndtr(-eps / mu + mu / 2.0)
-    b = eps + special.log_ndtr(-eps / mu - mu / 2.0)
-    return float(math.exp(a) * -math.expm1(b - a)) if b < a else 0.0
+    return float(np.exp(gdp_log_delta(mu, eps)))
 
 
 def gdp_mu_for(eps: float, delta: float) -> float:

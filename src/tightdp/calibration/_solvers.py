@@ -12,7 +12,7 @@ from .._calibration_search import (
     _TIGHTNESS_STEPS,
     DIGITS,
     CalibrationError,
-    _clt_guess,  # its mu-GDP inversion (_gdp_mu) stays there: accountants._gdp_math has no mu(epsilon, delta)
+    _clt_guess,
     _Evaluator,
     _finish,
     _prove_exceeds,

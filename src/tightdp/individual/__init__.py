@@ -10,7 +10,7 @@
   ``active(..., rule="pld"|"paper"|"rdp")`` each documented with what it promises; the paper's
   sigma-grid (``sigma_grid="paper"``, App. D.2) beside the uniform one.
 * ``gdp_mu(epsilon=, delta=)``, ``gdp_epsilon(mu=, delta=)``, ``gdp_delta(mu=, epsilon=)``: the mu-GDP
-  conversions (Koskela et al. 2023, eq. (C.2)), keyword-only, on the one certified curve of ``tightdp.accountants._gdp_math``.
+  conversions (Koskela et al. 2023, eq. (C.2)), keyword-only, on the one certified curve of ``tightdp._gdp_math``.
 * ``tightdp.individual.rdp``: the per-example RDP curves and Feldman and Zrnic's individual RDP filter.
 * ``ShardedLedger``: the same ledger sharded by example (data-parallel recording, crash-safe
   per-shard saves, queries on a dask cluster bit-identical to the in-memory ones).

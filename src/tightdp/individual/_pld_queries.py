@@ -23,9 +23,9 @@ from typing import Any, cast
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from .._types import AnyArray, BoolArray, FloatArray
 from .._validation import check_choice, check_delta, check_epsilon
-from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds, Kind
 from ..errors import PrecisionError
 from ..losses import GaussianMixtureLoss, poisson_gaussian_loss

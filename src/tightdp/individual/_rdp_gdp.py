@@ -13,9 +13,9 @@ from typing import cast
 import numpy as np
 
 from .._blas import single_threaded_blas
+from .._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from .._types import AnyArray, ArrayLike, BoolArray, FloatArray
 from .._validation import check_count, check_delta, check_positive
-from ..accountants._gdp_math import bisect_boundary, gdp_delta_bounds_array, gdp_epsilon_bounds_array
 from ..bounds import Bounds, Kind
 from ._buckets import _U
 from ._state import _LedgerState

@@ -12,7 +12,7 @@ and this is tight for the Gaussian mechanism. ``GDPFilter`` is the filter
 App. C.5: it admits a step of ``mu``-GDP only when the accumulated
 ``sum mu^2`` stays within ``B^2``.
 
-The curve and its epsilon are those of ``tightdp.accountants._gdp_math`` (log space with a proven
+The curve and its epsilon are those of ``tightdp._gdp_math`` (log space with a proven
 float-error term), the one implementation of the mu-GDP conversion; this module adds what per-example
 accounting needs on top of it, each rounded to the safe side:
 
@@ -32,10 +32,10 @@ from fractions import Fraction
 
 import numpy as np
 
+from .._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds, gdp_mu_within
+from .._gdp_math import gdp_epsilon_bounds_array as _epsilon_bounds_array
 from .._types import ArrayLike, FloatArray
 from .._validation import check_delta, check_epsilon, check_nonnegative, check_positive
-from ..accountants._gdp_math import gdp_delta_bounds_array, gdp_epsilon_bounds, gdp_mu_within
-from ..accountants._gdp_math import gdp_epsilon_bounds_array as _epsilon_bounds_array
 from ..bounds import Bounds
 from ..errors import PrecisionError
 
@@ -61,7 +61,7 @@ def _reals(name: str, values: ArrayLike, *, low: float | None = None) -> FloatAr
 def gdp_delta_bounds(*, mu: ArrayLike, epsilon: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Certified ``(lower, estimate, upper)`` of the delta of ``mu``-GDP at ``epsilon``.
 
-    Koskela et al. 2023, eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp.accountants._gdp_math`` with
+    Koskela et al. 2023, eq. (C.2) (Dong, Roth, Su 2022, Cor. 2.13), evaluated by ``tightdp._gdp_math`` with
     its float error pushed outwards, broadcast over both arguments.
 
     Parameters
@@ -153,7 +153,7 @@ def gdp_mu(*, epsilon: float, delta: float) -> float:
 def gdp_epsilon(*, mu: float, delta: float) -> float:
     """The epsilon of ``mu``-GDP at ``delta`` (Koskela et al. 2023, eq. (C.2)), rounded up: a certified upper bound.
 
-    The upper end of ``tightdp.accountants._gdp_math.gdp_epsilon_bounds`` (its upper curve is at most
+    The upper end of ``tightdp._gdp_math.gdp_epsilon_bounds`` (its upper curve is at most
     ``delta`` there whatever the rounding); ``mu = 0`` gives 0.
 
     Parameters
@@ -195,7 +195,7 @@ def gdp_epsilon_bounds_array(
     """Certified ``(lower, upper)`` around the epsilon of each ``mu``-GDP at ``delta``, for an array of ``mu``.
 
     Bisection on every element at once on the certified curve of Koskela et al. 2023, eq. (C.2)
-    (``accountants._gdp_math.gdp_epsilon_bounds_array``): ``upper`` is rounded up (its upper delta is at
+    (``tightdp._gdp_math.gdp_epsilon_bounds_array``): ``upper`` is rounded up (its upper delta is at
     most ``delta``), ``lower`` rounded down (0, or its lower delta is above ``delta``).
 
     Parameters

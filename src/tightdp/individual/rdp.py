@@ -29,9 +29,9 @@ from typing import cast
 import numpy as np
 
 from .._caches import register as _register_cache
+from .._gdp_math import largest_within
 from .._types import AnyArray, BoolArray, FloatArray
 from .._validation import check_delta, check_positive, check_real
-from ..accountants._gdp_math import largest_within
 from ..accountants._rdp_math import gaussian_rdp, poisson_gaussian_rdp
 
 __all__ = ["INDIVIDUAL_ORDERS", "bucket_rdp_table", "epsilons_from_rdp_rows", "gaussian_budget_mu", "rdp_filter_active"]
@@ -170,7 +170,7 @@ def gaussian_budget_mu(epsilon: float, delta: float, orders: FloatArray) -> floa
     (eq. (5.3)) and that curve, rounded up by ``_REL_MARGIN``, is converted to (epsilon, delta) by CKS
     2020 Prop. 12 over ``orders`` (Koskela et al. 2023, Lemma C.4). This is an RDP conversion, not the mu-GDP curve
     (C.2): for the same (epsilon, delta) it gives a smaller ``B`` than ``gdp.gdp_mu`` (Koskela et al. 2023, Sec. 4.1).
-    Root of ``epsilon(B) = epsilon`` by ``accountants._gdp_math.largest_within`` (the search ``gdp_mu``
+    Root of ``epsilon(B) = epsilon`` by ``tightdp._gdp_math.largest_within`` (the search ``gdp_mu``
     uses too; relative tolerance ``1e-12``); the answer is a ``B`` whose converted epsilon was evaluated and
     found ``<= epsilon``.
 

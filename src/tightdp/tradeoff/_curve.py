@@ -167,7 +167,7 @@ class TradeoffCurve:
 def _gaussian_ledger_mu(accountant: Accountant) -> float | None:
     """``mu`` when every step of the ledger has a Gaussian privacy loss, equal in both directions
     (then exactly mu-GDP, DRS Cor. 3.3), else ``None`` (an empty ledger and an overflowing mu too)."""
-    from ..accountants._gdp_math import gaussian_ledger_mu
+    from ..accountants._gaussian_ledger import gaussian_ledger_mu
 
     mu = gaussian_ledger_mu(accountant.ledger) if accountant.ledger else None
     return mu if mu is not None and math.isfinite(mu) else None

@@ -35,19 +35,17 @@ arguments, far below anything a user sees.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 from scipy import special
 
-from .._numerics import falling_root
-from .._types import ArrayLike, BoolArray, FloatArray
-from ..errors import PrecisionError
+from ._numerics import falling_root
+from ._types import ArrayLike, BoolArray, FloatArray
+from .errors import PrecisionError
 
 __all__ = [
     "bisect_boundary",
-    "gaussian_ledger_mu",
     "gdp_delta_bounds",
     "gdp_delta_bounds_array",
     "gdp_epsilon_bounds",
@@ -307,18 +305,3 @@ def gdp_mu_within(epsilon: float, delta: float) -> float:
     if out is None:  # delta(eps; mu) -> 1 as mu -> inf, so this cannot happen for delta < 1
         raise PrecisionError(f"gdp_mu: no GDP parameter <= 1e6 reaches delta={delta!r} at epsilon={epsilon!r}")
     return out
-
-
-def gaussian_ledger_mu(ledger: Iterable[tuple[Any, int]]) -> float | None:
-    """``mu`` of a ledger ``[(mechanism, count), ...]`` whose every step has a Gaussian privacy loss, equal in
-    both directions (then the composition is exactly ``mu``-GDP with ``mu^2 = sum c mu_i^2``, Dong, Roth,
-    Su 2022, Cor. 3.3; may be ``inf`` when the sum overflows), else ``None``."""
-    from ..losses import GaussianLoss
-
-    mu2 = 0.0
-    for mech, count in ledger:
-        pair = mech.privacy_losses()
-        if not (isinstance(pair.remove, GaussianLoss) and pair.add == pair.remove):
-            return None
-        mu2 += count * pair.remove.mu * pair.remove.mu
-    return math.sqrt(mu2)
