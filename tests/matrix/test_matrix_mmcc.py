@@ -59,7 +59,7 @@ def test_identity_is_dpsgd():
 def test_rate_one_is_the_gaussian_of_the_all_steps_sensitivity(strategy):
     n, sigma = 8, 4.0
     mu = float(np.linalg.norm(strategy.matrix(n) @ np.ones(n))) / sigma
-    exact = gdp_epsilon(mu, 1e-5)
+    exact = gdp_epsilon(mu=mu, delta=1e-5)
     b = mmcc_epsilon(strategy=strategy, noise_multiplier=sigma, steps=n, sampling_rate=1.0, delta=1e-5)
     assert exact[1] <= b.upper * (1 + 1e-9) and b.upper <= exact[1] * 1.01 + 1e-3
 
