@@ -66,7 +66,7 @@ def worker(job):
         if tool == "tightdp":
 
             def run():
-                b = allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=delta)
+                b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=t, epochs=epochs, delta=delta)
                 return [b.lower, b.upper]
         else:  # tightdp-poisson
 

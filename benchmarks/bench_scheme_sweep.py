@@ -68,13 +68,15 @@ def worker(s: dict) -> dict:
     base_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t0 = time.perf_counter()
     if s["scheme"] == "allocation":
-        b = allocation_epsilon(noise_multiplier=s["sigma"], num_steps=s["t"], epochs=s["epochs"], delta=s["delta"])
+        b = allocation_epsilon(
+            noise_multiplier=s["sigma"], steps_per_epoch=s["t"], epochs=s["epochs"], delta=s["delta"]
+        )
     elif s["scheme"] == "cyclic":
         b = cyclic_allocation_epsilon(
             noise_multiplier=s["sigma"], steps_per_cycle=s["t"], cycles=s["epochs"], delta=s["delta"]
         )
     else:
-        b = shuffle_epsilon(noise_multiplier=s["sigma"], num_batches=s["t"], epochs=s["epochs"], delta=s["delta"])
+        b = shuffle_epsilon(noise_multiplier=s["sigma"], steps_per_epoch=s["t"], epochs=s["epochs"], delta=s["delta"])
     dt = time.perf_counter() - t0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {

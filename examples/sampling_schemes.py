@@ -31,7 +31,7 @@ from tightdp.schemes import allocation_epsilon, shuffle_epsilon
 def allocation_vs_poisson(epochs, *, sigma=1.0, t=196, delta=1e-5):
     rows = []
     for e in epochs:
-        ra = allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=int(e), delta=delta)
+        ra = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=t, epochs=int(e), delta=delta)
         po = tightdp.dpsgd_epsilon(noise_multiplier=sigma, sampling_rate=1 / t, steps=t * int(e), delta=delta)
         rows.append((int(e), ra.lower, ra.upper, po.lower, po.upper))
     return rows
@@ -40,7 +40,7 @@ def allocation_vs_poisson(epochs, *, sigma=1.0, t=196, delta=1e-5):
 def shuffle_vs_poisson(sigmas, *, t=1000, epochs=1, delta=1e-5):
     rows = []
     for s in sigmas:
-        sh = shuffle_epsilon(noise_multiplier=float(s), num_batches=t, epochs=epochs, delta=delta)
+        sh = shuffle_epsilon(noise_multiplier=float(s), steps_per_epoch=t, epochs=epochs, delta=delta)
         po = tightdp.dpsgd_epsilon(noise_multiplier=float(s), sampling_rate=1 / t, steps=t * epochs, delta=delta)
         rows.append((float(s), sh.lower, sh.upper, po.lower, po.upper))
     return rows

@@ -65,7 +65,7 @@ def test_balls_and_bins_group_lemma_is_rederived_and_beats_no_amplification():
     # re-derive: (eps', delta / S(eps')) certified for one example by an independent query gives (k eps', delta)
     eps1 = lemma / k
     delta1 = math.exp(math.log(DELTA) - _log_group_factor(eps1, k))
-    one = tightdp.allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=delta1)
+    one = tightdp.allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=t, epochs=epochs, delta=delta1)
     assert one.upper <= eps1 * (1 + 1e-9)
     example = tightdp.dpsgd_epsilon(**kw, sampling="random-allocation")
     assert b.lower == example.lower <= b.upper

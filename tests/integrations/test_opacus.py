@@ -235,7 +235,7 @@ def test_shuffled_loader_is_accounted_as_shuffling_not_poisson():
         _train(engine, _loader(shuffle=True), poisson_sampling=False)
     acc = engine.accountant
     assert acc.sampling == "shuffle" and acc.history == [(1.0, 0.25, 8)]
-    ref = tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=2, delta=DELTA)
+    ref = tightdp.shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=4, epochs=2, delta=DELTA)
     poisson = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=0.25, steps=8, delta=DELTA)
     with pytest.warns(UserWarning, match="Poisson accounting would claim"):
         eps = engine.get_epsilon(DELTA)
@@ -282,8 +282,8 @@ def test_fixed_order_mid_epoch_and_unknown_samplers():
     for _ in range(5):
         shuf.step(noise_multiplier=1.0, sample_rate=0.25)
     b = shuf.get_bounds(DELTA)
-    assert b.upper == tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=2, delta=DELTA).upper
-    assert b.lower == tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=1, delta=DELTA).lower
+    assert b.upper == tightdp.shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=4, epochs=2, delta=DELTA).upper
+    assert b.lower == tightdp.shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=4, epochs=1, delta=DELTA).lower
     # a sampler no analysis describes: refused, never the Poisson figure
     weird = TightDPAccountant()
     sampler = torch.utils.data.WeightedRandomSampler([1.0] * 64, 64)
@@ -318,7 +318,9 @@ def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
             poisson_sampling=False,
         )
     sigma = opt.noise_multiplier
-    assert sigma == shuffle_noise_multiplier(target_epsilon=target, target_delta=DELTA, num_batches=4, epochs=epochs)
+    assert sigma == shuffle_noise_multiplier(
+        target_epsilon=target, target_delta=DELTA, steps_per_epoch=4, epochs=epochs
+    )
     for _ in range(epochs):
         for xb, yb in loader:
             opt.zero_grad()
@@ -328,14 +330,14 @@ def test_make_private_with_epsilon_calibrates_for_shuffled_batches():
         eps = engine.get_epsilon(DELTA)
     assert eps <= target
     # the smallest such noise, to 0.1 %: a little less noise misses the target
-    below = tightdp.shuffle_epsilon(noise_multiplier=sigma / 1.003, num_batches=4, epochs=epochs, delta=DELTA)
+    below = tightdp.shuffle_epsilon(noise_multiplier=sigma / 1.003, steps_per_epoch=4, epochs=epochs, delta=DELTA)
     assert below.upper > target
     # Poisson calibration for the same run, as Opacus does: its shuffle epsilon is far above the target
     poisson_sigma = tightdp.calibrate_noise(
         target_epsilon=target, delta=DELTA, sampling_rate=0.25, steps=4 * epochs
     ).noise_multiplier
     assert (
-        tightdp.shuffle_epsilon(noise_multiplier=poisson_sigma, num_batches=4, epochs=epochs, delta=DELTA).upper
+        tightdp.shuffle_epsilon(noise_multiplier=poisson_sigma, steps_per_epoch=4, epochs=epochs, delta=DELTA).upper
         > 1.5 * target
     )
     # a sampler no analysis describes is refused before training

@@ -186,13 +186,13 @@ def test_accumulated_shuffled_batches_are_logical_steps(how):
                     opt.zero_grad()
     assert updates["n"] == 8
     assert engine.accountant.history == [(1.0, 0.25, 8)]
-    ref = tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=4, epochs=2, delta=DELTA)
+    ref = tightdp.shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=4, epochs=2, delta=DELTA)
     with pytest.warns(UserWarning, match="Poisson accounting would claim"):
         assert engine.get_epsilon(DELTA) == ref.upper
     b = engine.accountant.get_bounds(DELTA)
     assert b.lower == ref.lower and "accumulated from 2 physical batches" in b.details["mechanism"]
     # counting physical batches as steps (8 per epoch, 16 steps) would have claimed 4 epochs, not 2
-    assert tightdp.shuffle_epsilon(noise_multiplier=1.0, num_batches=8, epochs=4, delta=DELTA).upper > ref.upper
+    assert tightdp.shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=8, epochs=4, delta=DELTA).upper > ref.upper
 
 
 def test_accumulation_that_straddles_epochs_is_refused():
@@ -310,11 +310,13 @@ def test_accumulated_steps_are_shuffled_batches_of_k_times_the_size(logical, k, 
     for _ in range(steps):
         acc.step(noise_multiplier=sigma, sample_rate=k / t)
     b = acc.get_bounds(DELTA)
-    up = tightdp.shuffle_epsilon(noise_multiplier=sigma, num_batches=logical, epochs=-(-steps // logical), delta=DELTA)
+    up = tightdp.shuffle_epsilon(
+        noise_multiplier=sigma, steps_per_epoch=logical, epochs=-(-steps // logical), delta=DELTA
+    )
     assert b.upper == up.upper
     if steps >= logical:
         down = tightdp.shuffle_epsilon(
-            noise_multiplier=sigma, num_batches=logical, epochs=steps // logical, delta=DELTA
+            noise_multiplier=sigma, steps_per_epoch=logical, epochs=steps // logical, delta=DELTA
         )
         assert b.lower == down.lower
     else:

@@ -89,7 +89,7 @@ def test_identity_balls_in_bins_is_random_allocation(sigma, epochs):
     )
     ref = (
         ConnectDotsAccountant()
-        .compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma / math.sqrt(epochs)), num_steps=t))
+        .compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma / math.sqrt(epochs)), steps_per_epoch=t))
         .epsilon(1e-6)
     )
     assert b.lower <= ref.upper * (1 + 1e-9) and ref.lower <= b.upper * (1 + 1e-9)

@@ -392,8 +392,8 @@ CASES = {
         (GroupFixedBatchSampled(noise_multiplier=2.0, batch_size=10, dataset_size=100, group_size=2), 5)
     ],
     "RandomAllocation": [
-        (RandomAllocation(mechanism=G, num_steps=4), 2),
-        (RandomAllocation(mechanism=G, num_steps=3, num_selected=3), 2),
+        (RandomAllocation(mechanism=G, steps_per_epoch=4), 2),
+        (RandomAllocation(mechanism=G, steps_per_epoch=3, num_selected=3), 2),
     ],
     "TruncatedPoissonSampled": [
         (TruncatedPoissonSampled(mechanism=G, sampling_rate=0.2, dataset_size=50, max_batch_size=10), 1),

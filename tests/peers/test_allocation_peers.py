@@ -54,7 +54,7 @@ PEERS = {
 def test_interval_agrees_with_peers(key):
     sigma, t, epochs = key
     (p_lo, p_up), decomposition, rdp, ra_lower = PEERS[key]
-    b = allocation_epsilon(noise_multiplier=sigma, num_steps=t, epochs=epochs, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=t, epochs=epochs, delta=1e-5)
     assert b.lower <= p_up and p_lo <= b.upper  # both certified: they must meet
     # tightdp's is the narrower, or at least within its promise (sigma 3, t 1000: epsilon 0.03, where an
     # absolute eps_error of 0.01 is coarse and pld-accounting's relative accuracy is finer)
@@ -77,5 +77,5 @@ def test_live_pld_accounting():
         up, lo = pld.gaussian_allocation_epsilon_range(
             delta=1e-5, sigma=1.0, num_steps=10, num_epochs=1, epsilon_accuracy=0.01
         )
-    b = allocation_epsilon(noise_multiplier=1.0, num_steps=10, epochs=1, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=10, epochs=1, delta=1e-5)
     assert b.lower <= up and lo <= b.upper and b.upper - b.lower <= up - lo

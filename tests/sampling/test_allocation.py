@@ -76,7 +76,7 @@ def exact_delta_t2(sigma: float, eps: float) -> float:
 def test_two_steps_delta_contains_quadrature(sigma):
     eps = np.array([0.1, 0.5, 1.0, 2.0])
     acc = allocation_accountant(eps_error=0.005).compose(
-        RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=2), 1
+        RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), steps_per_epoch=2), 1
     )
     b = acc.delta(eps)
     for e, lo, up in zip(eps, b.lower, b.upper):
@@ -90,7 +90,7 @@ def test_two_steps_epsilon_contains_quadrature_root():
     from scipy import optimize
 
     sigma, delta = 1.0, 1e-5
-    b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)
+    b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=2, epochs=1, delta=delta)
     root = optimize.brentq(lambda e: exact_delta_t2(sigma, e) - delta, 0.1, 20, xtol=1e-10)
     assert b.lower <= root <= b.upper
     assert b.upper - b.lower <= 0.02 + 1e-9
@@ -99,30 +99,30 @@ def test_two_steps_epsilon_contains_quadrature_root():
 # ----------------------------------------------------------------------------- closed forms
 @pytest.mark.parametrize("sigma,epochs", [(1.0, 1), (0.9, 50)])
 def test_one_step_is_the_gaussian(sigma, epochs):
-    b = allocation_epsilon(noise_multiplier=sigma, num_steps=1, epochs=epochs, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=1, epochs=epochs, delta=1e-5)
     lo, _, hi = gdp_epsilon_bounds(math.sqrt(epochs) / sigma, 1e-5)
     assert b.lower == pytest.approx(lo, abs=1e-12) and b.upper == pytest.approx(hi, abs=1e-12)
-    pair = RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), num_steps=1).privacy_losses()
+    pair = RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), steps_per_epoch=1).privacy_losses()
     assert pair.remove.mu == pytest.approx(1.0 / sigma)
 
 
 def test_all_selected_is_t_gaussians():
-    b = allocation_epsilon(noise_multiplier=2.0, num_steps=8, num_selected=8, epochs=3, delta=1e-6)
+    b = allocation_epsilon(noise_multiplier=2.0, steps_per_epoch=8, num_selected=8, epochs=3, delta=1e-6)
     lo, _, hi = gdp_epsilon_bounds(math.sqrt(24) / 2.0, 1e-6)
     assert b.lower <= hi and lo <= b.upper and b.upper - b.lower <= 1e-9 * hi + 1e-12
 
 
 def test_k_of_t_reduction_sandwich():
     """1 < k < t: upper through the k-to-1 reduction, lower through the Gaussian sum statistic."""
-    b = allocation_epsilon(noise_multiplier=1.0, num_steps=10, num_selected=3, epochs=2, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=10, num_selected=3, epochs=2, delta=1e-5)
     assert 0 < b.lower <= b.estimate <= b.upper
     # the sum statistic is mu = k / (sigma sqrt t) per epoch; here it beats the max statistic: the lower end
     lo_gdp = gdp_epsilon_bounds(3 / math.sqrt(10) * math.sqrt(2), 1e-5)
     assert lo_gdp[0] - 1e-3 <= b.lower <= lo_gdp[2] + 1e-9
     # k = 1 of t/k steps composed k times: no more private than 1 of t (fewer steps, more uses)
-    one = allocation_epsilon(noise_multiplier=1.0, num_steps=10, num_selected=1, epochs=2, delta=1e-5)
+    one = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=10, num_selected=1, epochs=2, delta=1e-5)
     assert one.lower <= b.upper
-    assert RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=10, num_selected=3).blocks() == [
+    assert RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), steps_per_epoch=10, num_selected=3).blocks() == [
         (3, 2),
         (4, 1),
     ]
@@ -132,7 +132,7 @@ def test_k_of_t_lower_bound_through_the_max_statistic():
     """Small noise and k: max_i x_i (P(max <= m) = Phi((m-1)/s)^k Phi(m/s)^(t-k)) beats sum_i x_i; both are
     post-processings, so the lower end stays below every upper bound: the k-to-1 reduction's, and for k = t
     the exact Gaussian (sqrt(t)/sigma-GDP per epoch)."""
-    b = allocation_epsilon(noise_multiplier=0.8, num_steps=20, num_selected=2, epochs=1, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=0.8, steps_per_epoch=20, num_selected=2, epochs=1, delta=1e-5)
     by_sum = gdp_epsilon_bounds(2 / (0.8 * math.sqrt(20)), 1e-5)[2]
     assert by_sum + 0.5 < b.lower <= b.upper
     assert "max_i x_i" in b.details["lower"]
@@ -151,16 +151,16 @@ def test_k_of_t_lower_bound_through_the_max_statistic():
 
 # ----------------------------------------------------------------------------- properties
 def test_monotone_in_noise_and_epochs():
-    eps = [allocation_epsilon(noise_multiplier=s, num_steps=50, epochs=4, delta=1e-5) for s in (0.9, 1.2, 2.0)]
+    eps = [allocation_epsilon(noise_multiplier=s, steps_per_epoch=50, epochs=4, delta=1e-5) for s in (0.9, 1.2, 2.0)]
     for a, b in itertools.pairwise(eps):
         assert b.lower <= a.upper and b.upper < a.upper  # more noise: less epsilon
-    more = allocation_epsilon(noise_multiplier=1.2, num_steps=50, epochs=8, delta=1e-5)
+    more = allocation_epsilon(noise_multiplier=1.2, steps_per_epoch=50, epochs=8, delta=1e-5)
     assert eps[1].lower <= more.upper and eps[1].upper < more.upper
 
 
 def test_intervals_ordered_and_tight():
     for s, t, e in [(1.0, 196, 100), (1.5, 30, 5), (0.8, 10, 1)]:
-        b = allocation_epsilon(noise_multiplier=s, num_steps=t, epochs=e, delta=1e-5)
+        b = allocation_epsilon(noise_multiplier=s, steps_per_epoch=t, epochs=e, delta=1e-5)
         assert 0 <= b.lower <= b.estimate <= b.upper < math.inf
         assert b.upper - b.lower <= 0.02 * (1 + 1e-9), (s, t, e, b)
         assert b.kind == "bound"
@@ -169,7 +169,7 @@ def test_intervals_ordered_and_tight():
 def test_below_poisson_at_equal_noise():
     """2602.17284 Sec. 6: random allocation is at least as private as Poisson at rate 1/t (numerically;
     we check the certified ends on CIFAR-10's shape, where the gap is clear)."""
-    ra = allocation_epsilon(noise_multiplier=1.0, num_steps=196, epochs=100, delta=1e-5)
+    ra = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=196, epochs=100, delta=1e-5)
     po = tightdp.dpsgd_epsilon(noise_multiplier=1.0, sampling_rate=1 / 196, steps=19600, delta=1e-5)
     assert ra.upper < po.lower
 
@@ -180,7 +180,7 @@ def test_loss_refuses_a_cdf():
         loss.cdf(np.array([0.0]))
     with pytest.raises(tightdp.UnsupportedMechanismError, match="dominance accountant"):
         tightdp.PRVAccountant().compose(
-            RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=10)
+            RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), steps_per_epoch=10)
         ).epsilon(1e-5)
 
 
@@ -188,10 +188,10 @@ def test_mixed_ledger_with_poisson_steps():
     """An allocation epoch and Poisson steps compose in one ledger; the interval is ordered and sits
     between the two parts alone."""
     acc = allocation_accountant()
-    acc.compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), num_steps=50), 2)
+    acc.compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=1.0), steps_per_epoch=50), 2)
     acc.compose(tightdp.dpsgd_mechanism(noise_multiplier=1.0, sampling_rate=0.02), 100)
     b = acc.epsilon(1e-5)
-    alone = allocation_epsilon(noise_multiplier=1.0, num_steps=50, epochs=2, delta=1e-5)
+    alone = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=50, epochs=2, delta=1e-5)
     assert alone.lower <= b.upper and b.lower <= b.upper
 
 
@@ -210,7 +210,7 @@ CHUA_SHUFFLE = {
 @pytest.mark.parametrize("key", sorted(CHUA_SHUFFLE))
 def test_shuffle_lower_bound_matches_chua_et_al(key):
     sigma, t, epochs = key
-    b = shuffle_epsilon(noise_multiplier=sigma, num_batches=t, epochs=epochs, delta=1e-5)
+    b = shuffle_epsilon(noise_multiplier=sigma, steps_per_epoch=t, epochs=epochs, delta=1e-5)
     assert abs(b.lower - CHUA_SHUFFLE[key]) <= 0.01 * CHUA_SHUFFLE[key]
     _lo, _, hi = gdp_epsilon_bounds(math.sqrt(epochs) / sigma, 1e-5)
     assert b.upper == pytest.approx(hi, rel=1e-12) and b.lower < b.upper
@@ -221,7 +221,7 @@ def test_shuffle_lower_bound_matches_chua_et_al(key):
 
 def test_shuffle_one_batch_is_the_gaussian_pair():
     """t = 1: MoG(2) vs MoG(1) is N(2) vs N(1), exactly 1/sigma-GDP; the max statistic is the identity."""
-    b = shuffle_epsilon(noise_multiplier=2.0, num_batches=1, epochs=4, delta=1e-5)
+    b = shuffle_epsilon(noise_multiplier=2.0, steps_per_epoch=1, epochs=4, delta=1e-5)
     assert b.upper - b.lower <= 0.02
 
 
@@ -229,7 +229,7 @@ def test_max_statistic_below_the_exact_allocation_pair():
     """The post-processing max_i x_i of the allocation pair is dominated: its certified lower bound
     lies below the exact pair's certified upper bound (and close to it for one epoch)."""
     for s, t, e in [(1.0, 10, 1), (1.0, 196, 3)]:
-        exact = allocation_epsilon(noise_multiplier=s, num_steps=t, epochs=e, delta=1e-5)
+        exact = allocation_epsilon(noise_multiplier=s, steps_per_epoch=t, epochs=e, delta=1e-5)
         lo = lower_bound_epsilon(lambda h: max_statistic_pld(s, t, h), e, 1e-5, 0.01)
         assert 0 < lo <= exact.upper
 
@@ -298,31 +298,31 @@ def test_truncated_event_import():
 def test_bad_input_names_the_argument():
     g = Gaussian(noise_multiplier=1.0)
     with pytest.raises(ValueError, match="num_selected"):
-        RandomAllocation(mechanism=g, num_steps=4, num_selected=5)
-    with pytest.raises(ValueError, match="num_steps"):
-        RandomAllocation(mechanism=g, num_steps=0)
-    with pytest.raises(ValueError, match="num_steps"):
-        RandomAllocation(mechanism=g, num_steps=2.5)
+        RandomAllocation(mechanism=g, steps_per_epoch=4, num_selected=5)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        RandomAllocation(mechanism=g, steps_per_epoch=0)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        RandomAllocation(mechanism=g, steps_per_epoch=2.5)
     with pytest.raises(tightdp.UnsupportedMechanismError):
-        RandomAllocation(mechanism=tightdp.Laplace(scale=1.0), num_steps=4)
+        RandomAllocation(mechanism=tightdp.Laplace(scale=1.0), steps_per_epoch=4)
     with pytest.raises(ValueError, match="max_batch_size"):
         TruncatedPoissonSampled(mechanism=g, sampling_rate=0.1, dataset_size=100, max_batch_size=101)
     with pytest.raises(ValueError, match="sampling_rate"):
         TruncatedPoissonSampled(mechanism=g, sampling_rate=1.5, dataset_size=100, max_batch_size=10)
     with pytest.raises(ValueError, match="epochs"):
-        allocation_epsilon(noise_multiplier=1.0, num_steps=10, epochs=0, delta=1e-5)
+        allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=10, epochs=0, delta=1e-5)
     with pytest.raises(ValueError, match="delta"):
-        shuffle_epsilon(noise_multiplier=1.0, num_batches=10, epochs=1, delta=2.0)
-    with pytest.raises(ValueError, match="num_batches"):
-        shuffle_epsilon(noise_multiplier=1.0, num_batches=-1, epochs=1, delta=1e-5)
+        shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=10, epochs=1, delta=2.0)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=-1, epochs=1, delta=1e-5)
 
 
 @pytest.mark.slow
 def test_small_noise_and_tiny_delta_answer_a_wide_certified_interval():
     """Where the lattice realisation cannot answer, the interval is wide but still certified and says why:
     upper without amplification (sqrt(E)/sigma-GDP), lower through max_i x_i."""
-    b = allocation_epsilon(noise_multiplier=0.4, num_steps=10, epochs=1, delta=1e-5)
+    b = allocation_epsilon(noise_multiplier=0.4, steps_per_epoch=10, epochs=1, delta=1e-5)
     _lo, _, hi = gdp_epsilon_bounds(1 / 0.4, 1e-5)
     assert b.upper == pytest.approx(hi, rel=1e-12) and 0 < b.lower < b.upper and "wide" in b.details["note"]
-    tiny = allocation_epsilon(noise_multiplier=1.0, num_steps=196, epochs=10, delta=1e-12)
+    tiny = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=196, epochs=10, delta=1e-12)
     assert 0 < tiny.lower <= tiny.upper < math.inf and "note" in tiny.details

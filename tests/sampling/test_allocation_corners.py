@@ -28,7 +28,7 @@ def gauss_epsilon(mu: float, delta: float) -> float:
 
 @pytest.mark.slow
 def test_k_of_t_at_small_noise_falls_back_to_a_certified_wide_interval():
-    b = allocation_epsilon(noise_multiplier=0.6, num_steps=6, num_selected=5, epochs=1, delta=1e-4)
+    b = allocation_epsilon(noise_multiplier=0.6, steps_per_epoch=6, num_selected=5, epochs=1, delta=1e-4)
     assert b.kind == "bound" and "wide interval" in b.details["note"]
     # no amplification: 5 Gaussian steps, sqrt(5)/0.6-GDP; the lower end is sum_i x_i: 5/(0.6 sqrt 6)-GDP
     assert b.upper == pytest.approx(gauss_epsilon(math.sqrt(5) / 0.6, 1e-4), rel=2e-3)
@@ -37,7 +37,7 @@ def test_k_of_t_at_small_noise_falls_back_to_a_certified_wide_interval():
 
 def test_details_say_what_is_covered():
     for k in (1, 3):
-        d = allocation_epsilon(noise_multiplier=1.5, num_steps=6, num_selected=k, epochs=2, delta=1e-5).details
+        d = allocation_epsilon(noise_multiplier=1.5, steps_per_epoch=6, num_selected=k, epochs=2, delta=1e-5).details
         assert "a fresh bin every epoch" in d["scheme"] and "adaptive steps" in d["adaptive"]
 
 
@@ -87,7 +87,7 @@ def _two_step_delta(sigma: float, eps: float) -> float:
 @settings(deadline=None, max_examples=scaled(5))
 def test_two_steps_at_tiny_delta_against_quadrature(sigma, log_delta):
     delta = 10.0**log_delta
-    b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)
+    b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=2, epochs=1, delta=delta)
     assert _two_step_delta(sigma, b.upper) <= delta * (1 + 1e-6)
     if b.lower > 0:
         assert _two_step_delta(sigma, b.lower) >= delta * (1 - 1e-6)

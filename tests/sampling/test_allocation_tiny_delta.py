@@ -27,7 +27,7 @@ def _remove_delta_two_steps(sigma: float, eps: float) -> mp.mpf:
 
 
 def test_tiny_delta_one_epoch_within_accuracy():
-    b = allocation_epsilon(noise_multiplier=3.3704, num_steps=12, epochs=1, delta=1.41e-12)
+    b = allocation_epsilon(noise_multiplier=3.3704, steps_per_epoch=12, epochs=1, delta=1.41e-12)
     assert 0 < b.lower <= b.upper
     assert b.upper - b.lower <= 2e-3 * b.upper
     assert "note" not in b.details
@@ -36,7 +36,7 @@ def test_tiny_delta_one_epoch_within_accuracy():
 @pytest.mark.slow
 @pytest.mark.parametrize("sigma,delta", [(2.0, 1e-12), (1.3, 1e-11)])
 def test_tiny_delta_upper_holds_against_exact_two_steps(sigma, delta):
-    b = allocation_epsilon(noise_multiplier=sigma, num_steps=2, epochs=1, delta=delta)
+    b = allocation_epsilon(noise_multiplier=sigma, steps_per_epoch=2, epochs=1, delta=delta)
     # the remove direction's exact delta at the certified upper end is at most delta (upper is a bound) ...
     assert _remove_delta_two_steps(sigma, b.upper) <= delta * (1 + 1e-9)
     # ... and the exact remove-direction epsilon is inside the interval (at these settings the remove

@@ -63,7 +63,7 @@ def test_reported_setting_and_the_other_scheme():
     # jax_privacy's estimate 0.0883 (2e5 samples, standard error ~ 5e-4) is consistent with the interval
     at_jax = cyclic_allocation_epsilon(noise_multiplier=1.0, steps_per_cycle=8, cycles=4, delta=JAX_PRIVACY_DELTA_AT_2)
     assert abs(at_jax.upper - 2.0) < 0.02
-    fresh = allocation_epsilon(noise_multiplier=1.0, num_steps=8, epochs=4, delta=0.0104)
+    fresh = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=8, epochs=4, delta=0.0104)
     assert "a fresh bin every epoch" in fresh.details["scheme"]
     assert abs(fresh.upper - 2.0) < 0.01  # the reported 0.0104 at epsilon 2 for the fresh-bin scheme
     # the same delta is far more expensive with one bin for the run
@@ -88,7 +88,7 @@ def test_agrees_with_independent_monte_carlo(sigma, t, cycles, log_delta, seed):
 
 def test_monte_carlo_separates_the_two_schemes():
     """The estimator is sharp enough to tell the schemes apart (so the agreement above means something)."""
-    fresh = allocation_epsilon(noise_multiplier=1.0, num_steps=8, epochs=4, delta=0.0884)
+    fresh = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=8, epochs=4, delta=0.0884)
     (rm, se), (ad, _) = mc_delta(1.0, 8, 4, fresh.upper, 40_000, 7)
     assert max(rm, ad) - 5 * se > 0.0884
 
@@ -113,7 +113,7 @@ def test_partial_last_cycle_brackets_and_refusals():
 def test_details_name_the_scheme():
     b = cyclic_allocation_epsilon(noise_multiplier=2.0, steps_per_cycle=8, cycles=2, delta=1e-3)
     assert b.details["scheme"] == "one bin for the whole run, repeated every cycle (jax_privacy BallsInBinsSampling)"
-    fresh = allocation_epsilon(noise_multiplier=2.0, num_steps=8, epochs=2, delta=1e-3)
+    fresh = allocation_epsilon(noise_multiplier=2.0, steps_per_epoch=8, epochs=2, delta=1e-3)
     assert "a fresh bin every epoch" in fresh.details["scheme"] and b.lower > fresh.upper
 
 

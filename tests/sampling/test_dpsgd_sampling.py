@@ -24,14 +24,14 @@ def test_default_is_poisson_and_unchanged():
 @pytest.mark.parametrize("sampling", ["random-allocation", "random_allocation", "balls-in-bins-fresh"])
 def test_allocation_dispatch(sampling):
     b = tightdp.dpsgd_epsilon(**KW, sampling=sampling)
-    ref = allocation_epsilon(noise_multiplier=1.0, num_steps=100, epochs=5, delta=1e-5)
+    ref = allocation_epsilon(noise_multiplier=1.0, steps_per_epoch=100, epochs=5, delta=1e-5)
     assert (b.lower, b.upper) == (ref.lower, ref.upper)
     assert 0 < b.lower <= b.estimate <= b.upper and b.upper - b.lower <= 0.02 + 1e-9
 
 
 def test_shuffle_dispatch():
     b = tightdp.dpsgd_epsilon(**KW, sampling="shuffle")
-    ref = shuffle_epsilon(noise_multiplier=1.0, num_batches=100, epochs=5, delta=1e-5)
+    ref = shuffle_epsilon(noise_multiplier=1.0, steps_per_epoch=100, epochs=5, delta=1e-5)
     assert (b.lower, b.upper) == (ref.lower, ref.upper)
     assert b.upper == b.estimate and "no amplification" in b.details["upper"]
 

@@ -108,12 +108,12 @@ def shuffle_noise_multiplier(
     *,
     target_epsilon: float,
     target_delta: float,
-    num_batches: int,
+    steps_per_epoch: int,
     epochs: int,
     eps_error: float | None = None,
     rel_error: float | None = None,
 ) -> float:
-    """The smallest noise multiplier (to 0.1 %) for ``epochs`` epochs of ``num_batches`` shuffled (or
+    """The smallest noise multiplier (to 0.1 %) for ``epochs`` epochs of ``steps_per_epoch`` shuffled (or
     fixed-order) batches whose epsilon, as ``TightDPAccountant.get_epsilon`` reports it, is at most
     ``target_epsilon``.
 
@@ -123,7 +123,7 @@ def shuffle_noise_multiplier(
         The epsilon to meet, > 0.
     target_delta : float
         The delta, in (0, 1).
-    num_batches : int
+    steps_per_epoch : int
         Batches per epoch (``len(data_loader)``), >= 1.
     epochs : int
         Epochs, >= 1.
@@ -150,7 +150,7 @@ def shuffle_noise_multiplier(
     """
     from ..calibration import calibrate_noise
 
-    t = check_count("num_batches", num_batches)
+    t = check_count("steps_per_epoch", steps_per_epoch)
     e = check_count("epochs", epochs)
     cal = calibrate_noise(
         target_epsilon=target_epsilon,

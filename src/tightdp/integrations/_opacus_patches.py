@@ -64,7 +64,7 @@ def _calibrate_for_the_loader() -> None:
         sigma = shuffle_noise_multiplier(
             target_epsilon=kwargs["target_epsilon"],
             target_delta=kwargs["target_delta"],
-            num_batches=len(loader),
+            steps_per_epoch=len(loader),
             epochs=kwargs["epochs"],
             eps_error=acc.eps_error,
             rel_error=acc.rel_error,

@@ -465,7 +465,7 @@ REFUSED_EVENTS: dict[str, str] = {
     "(ExponentialMechanism), where the event's fields are read with their meaning",
     "PermuteAndFlipDpEvent": "use tightdp.mechanisms.selection (PermuteAndFlip)",
     "RandomAllocationDpEvent": "the 2026 event's fields are not known to this version; build "
-    "tightdp.RandomAllocation(num_steps, num_epochs...) instead",
+    "tightdp.RandomAllocation(mechanism=..., steps_per_epoch=...) composed once per epoch instead",
 }
 
 

@@ -38,7 +38,7 @@ def _epoch_allocation(
     if b == 1:
         hi = allocation_epsilon(
             noise_multiplier=sigma / _up(float(norms.max()), n),
-            num_steps=t,
+            steps_per_epoch=t,
             epochs=epochs,
             delta=delta,
             eps_error=eps_error,
@@ -46,7 +46,7 @@ def _epoch_allocation(
         )
         lo = allocation_epsilon(
             noise_multiplier=sigma / _down(float(norms.min()), n),
-            num_steps=t,
+            steps_per_epoch=t,
             epochs=epochs,
             delta=delta,
             eps_error=eps_error,
@@ -60,7 +60,12 @@ def _epoch_allocation(
         sig = sigma / math.sqrt(b) / _up(float(norms.max()), n)
         if sig >= MIN_ALLOCATION_SIGMA:
             split = allocation_epsilon(
-                noise_multiplier=sig, num_steps=t, epochs=epochs, delta=delta, eps_error=eps_error, rel_error=rel_error
+                noise_multiplier=sig,
+                steps_per_epoch=t,
+                epochs=epochs,
+                delta=delta,
+                eps_error=eps_error,
+                rel_error=rel_error,
             )
             if split.upper < hi.upper:
                 hi = split
@@ -112,7 +117,7 @@ def _balls_in_bins(
         if sig >= MIN_ALLOCATION_SIGMA:
             try:
                 split = _epsilon_of(
-                    [(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), num_steps=t), 1)],
+                    [(RandomAllocation(mechanism=Gaussian(noise_multiplier=sig), steps_per_epoch=t), 1)],
                     delta,
                     eps_error,
                     rel_error,

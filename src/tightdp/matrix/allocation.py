@@ -209,7 +209,9 @@ def _pair_epsilon(
     if d > 0:
         if sigma / math.sqrt(d) < MIN_ALLOCATION_SIGMA:
             return None
-        acc.compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=math.sqrt(d)), num_steps=t))
+        acc.compose(
+            RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma, sensitivity=math.sqrt(d)), steps_per_epoch=t)
+        )
     if c <= 0 and d <= 0:
         return 0.0, 0.0, 0.0
     try:

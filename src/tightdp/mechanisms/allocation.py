@@ -148,7 +148,7 @@ class AllocationLoss(SelfDiscretisingLoss):
     ----------
     sigma : float
         Noise standard deviation per unit sensitivity, positive.
-    num_steps : int
+    steps_per_epoch : int
         Steps per epoch ``t``, a positive integer.
     direction : str
         ``"remove"`` or ``"add"``.
@@ -167,7 +167,7 @@ class AllocationLoss(SelfDiscretisingLoss):
     how_to = "the dominance accountant, connect-dots (allocation_epsilon, dpsgd_epsilon(sampling='random-allocation'))"
 
     sigma: float
-    num_steps: int
+    steps_per_epoch: int
     direction: str
 
     def dominating_pld(self, h: float, tail: float) -> DiscretisedLoss:
@@ -190,7 +190,7 @@ class AllocationLoss(SelfDiscretisingLoss):
         PrecisionError
             If no privacy-loss mass is left on the grid.
         """
-        return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, True)
+        return _epoch_pld(self.sigma, self.steps_per_epoch, float(h), float(tail), self.direction, True)
 
     def dominated_pld(self, h: float, tail: float) -> DiscretisedLoss:
         """A discretised loss on ``h Z`` whose composition bounds delta from below (any mesh).
@@ -212,7 +212,7 @@ class AllocationLoss(SelfDiscretisingLoss):
         PrecisionError
             If no privacy-loss mass is left on the grid.
         """
-        return _epoch_pld(self.sigma, self.num_steps, float(h), float(tail), self.direction, False)
+        return _epoch_pld(self.sigma, self.steps_per_epoch, float(h), float(tail), self.direction, False)
 
     def spread(self) -> float:
         """Rough standard deviation of the loss under P (sets the first mesh only, never a bound).
@@ -224,24 +224,24 @@ class AllocationLoss(SelfDiscretisingLoss):
         float
             A positive scale.
         """
-        v = math.expm1(min(1.0 / self.sigma**2, 700.0)) / self.num_steps
+        v = math.expm1(min(1.0 / self.sigma**2, 700.0)) / self.steps_per_epoch
         return math.sqrt(math.log1p(v))
 
 
 @dataclass(frozen=True, kw_only=True)
 class RandomAllocation(Mechanism):
-    """One epoch of ``num_steps`` steps in which each record is used in exactly ``num_selected`` of them,
+    """One epoch of ``steps_per_epoch`` steps in which each record is used in exactly ``num_selected`` of them,
     chosen uniformly at random (balls-and-bins for ``num_selected = 1``; Chua et al. 2412.16802,
     Feldman & Shenfeld 2502.08202 / 2602.17284). Add/remove neighbouring.
 
     Compose it once per epoch. ``privacy_losses()`` returns exact Gaussian losses
-    for ``num_steps = 1`` and ``num_selected = num_steps`` and ``AllocationLoss``
+    for ``steps_per_epoch = 1`` and ``num_selected = steps_per_epoch`` and ``AllocationLoss``
     pairs otherwise.
 
     Attained pair: the differing record's clipped gradient is a fixed unit vector at every step and every
     other record's is 0. For ``num_selected = 1`` the epoch's outputs are then ``(1/t) sum_i N(e_i)`` against
-    ``N(0)`` (``AllocationLoss``, certified from both sides); for ``num_selected = num_steps`` the record is
-    in every step: the Gaussian of ``mu = sqrt(t) / sigma``. For ``1 < num_selected < num_steps`` no pair is
+    ``N(0)`` (``AllocationLoss``, certified from both sides); for ``num_selected = steps_per_epoch`` the record is
+    in every step: the Gaussian of ``mu = sqrt(t) / sigma``. For ``1 < num_selected < steps_per_epoch`` no pair is
     returned (the epoch is bounded above through its dominating blocks, which are *not* attained by it);
     ``attained_mechanism()`` gives the post-processing ``sum_i x_i`` of the same data sets,
     ``N(k, t sigma^2)`` against ``N(0, t sigma^2)``: a Gaussian of noise ``sigma sqrt(t) / k``.
@@ -250,18 +250,18 @@ class RandomAllocation(Mechanism):
     ----------
     mechanism : Mechanism
         The step mechanism: ``Gaussian`` (its ``noise_multiplier / sensitivity`` is ``sigma``).
-    num_steps : int
+    steps_per_epoch : int
         Steps per epoch ``t``, a positive integer at most 1,000,000.
     num_selected : int, default 1
-        Steps ``k`` each record joins per epoch, a positive integer at most ``num_steps``.
+        Steps ``k`` each record joins per epoch, a positive integer at most ``steps_per_epoch``.
 
     Raises
     ------
     UnsupportedMechanismError
         If ``mechanism`` is not ``Gaussian``.
     ValueError
-        If ``num_steps`` or ``num_selected`` is not a positive integer, ``num_selected > num_steps`` or
-        ``num_steps > 1,000,000``.
+        If ``steps_per_epoch`` or ``num_selected`` is not a positive integer, ``num_selected > steps_per_epoch`` or
+        ``steps_per_epoch > 1,000,000``.
 
     References
     ----------
@@ -272,7 +272,7 @@ class RandomAllocation(Mechanism):
     type_name = "random_allocation"
     pair_attained = True
     mechanism: Mechanism
-    num_steps: int
+    steps_per_epoch: int
     num_selected: int = 1
 
     def __post_init__(self) -> None:
@@ -280,12 +280,12 @@ class RandomAllocation(Mechanism):
             raise UnsupportedMechanismError(
                 f"random allocation of {type(self.mechanism).__name__} is not supported; only Gaussian"
             )
-        object.__setattr__(self, "num_steps", check_count("num_steps", self.num_steps))
+        object.__setattr__(self, "steps_per_epoch", check_count("steps_per_epoch", self.steps_per_epoch))
         object.__setattr__(self, "num_selected", check_count("num_selected", self.num_selected))
-        if self.num_selected > self.num_steps:
-            raise ValueError(f"num_selected ({self.num_selected}) must be <= num_steps ({self.num_steps})")
-        if self.num_steps > 1_000_000:
-            raise ValueError(f"num_steps must be at most 1,000,000 per epoch, got {self.num_steps}")
+        if self.num_selected > self.steps_per_epoch:
+            raise ValueError(f"num_selected ({self.num_selected}) must be <= steps_per_epoch ({self.steps_per_epoch})")
+        if self.steps_per_epoch > 1_000_000:
+            raise ValueError(f"steps_per_epoch must be at most 1,000,000 per epoch, got {self.steps_per_epoch}")
 
     @property
     def sigma(self) -> float:
@@ -304,7 +304,7 @@ class RandomAllocation(Mechanism):
         list of (int, int)
             ``[(steps, count)]``.
         """
-        t, k = self.num_steps, self.num_selected
+        t, k = self.steps_per_epoch, self.num_selected
         lo, r = divmod(t, k)
         return [(s, c) for s, c in ((lo, k - r), (lo + 1, r)) if c > 0]
 
@@ -314,23 +314,23 @@ class RandomAllocation(Mechanism):
         Returns
         -------
         Mechanism
-            ``self`` for ``num_selected`` 1 or ``num_steps``; else the post-processing ``sum_i x_i``, a
+            ``self`` for ``num_selected`` 1 or ``steps_per_epoch``; else the post-processing ``sum_i x_i``, a
             ``Gaussian`` of noise ``sigma sqrt(t) / k`` (class docstring).
         """
-        t, k = self.num_steps, self.num_selected
+        t, k = self.steps_per_epoch, self.num_selected
         if k == 1 or k == t:
             return self
         return Gaussian(noise_multiplier=self.sigma * math.sqrt(t) / k)
 
     def privacy_losses(self) -> LossPair:
-        t, k, sigma = self.num_steps, self.num_selected, self.sigma
+        t, k, sigma = self.steps_per_epoch, self.num_selected, self.sigma
         if k == t:
             loss = GaussianLoss(mu=math.sqrt(t) / sigma)
             return LossPair(loss, loss)
         if k == 1:
             return LossPair(AllocationLoss(sigma, t, "remove"), AllocationLoss(sigma, t, "add"))
         raise UnsupportedMechanismError(
-            "random allocation with 1 < num_selected < num_steps is composed as its dominating blocks: use "
+            "random allocation with 1 < num_selected < steps_per_epoch is composed as its dominating blocks: use "
             "allocation_epsilon(), which also reports the Gaussian lower bound"
         )
 

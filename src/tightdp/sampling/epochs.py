@@ -114,7 +114,7 @@ class RandomAllocation(_Epochs):
         self._dominance_only(accountant)
         bounds: Bounds = allocation_epsilon(
             noise_multiplier=run.noise_multiplier,
-            num_steps=self.steps_per_epoch,
+            steps_per_epoch=self.steps_per_epoch,
             epochs=run.steps // self.steps_per_epoch,
             delta=delta,
             num_selected=self.selected,
@@ -125,7 +125,7 @@ class RandomAllocation(_Epochs):
 
     def group_lemma_step(self, *, noise_multiplier: float) -> Mechanism:
         return AllocationMechanism(
-            mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=self.steps_per_epoch
+            mechanism=Gaussian(noise_multiplier=noise_multiplier), steps_per_epoch=self.steps_per_epoch
         )
 
     def sentence(self) -> str:
@@ -337,7 +337,7 @@ class Shuffle(_Epochs):
         self._dominance_only(accountant)
         bounds: Bounds = shuffle_epsilon(
             noise_multiplier=run.noise_multiplier,
-            num_batches=self.steps_per_epoch,
+            steps_per_epoch=self.steps_per_epoch,
             epochs=run.steps // self.steps_per_epoch,
             delta=delta,
             eps_error=eps_error,

@@ -116,7 +116,7 @@ def _wide_bounds(
 def allocation_epsilon(
     *,
     noise_multiplier: float,
-    num_steps: int,
+    steps_per_epoch: int,
     epochs: int,
     delta: float,
     num_selected: int = 1,
@@ -124,7 +124,7 @@ def allocation_epsilon(
     rel_error: float | None = None,
 ) -> Bounds:
     """Certified bounds on epsilon of ``epochs`` epochs of random allocation (each record in exactly
-    ``num_selected`` of ``num_steps`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
+    ``num_selected`` of ``steps_per_epoch`` steps per epoch; Gaussian noise ``noise_multiplier``, unit
     sensitivity; add/remove neighbouring).
 
     ``k = 1`` (balls and bins; Feldman & Shenfeld 2602.17284's PLD realisation, certified by
@@ -145,14 +145,14 @@ def allocation_epsilon(
     ----------
     noise_multiplier : float
         Noise standard deviation per unit sensitivity, positive.
-    num_steps : int
+    steps_per_epoch : int
         Steps per epoch ``t``, a positive integer at most 1,000,000.
     epochs : int
         Number of epochs, a positive integer.
     delta : float
         Target delta in ``(0, 1)``.
     num_selected : int, default 1
-        Steps ``k`` each record joins per epoch, a positive integer at most ``num_steps``.
+        Steps ``k`` each record joins per epoch, a positive integer at most ``steps_per_epoch``.
     eps_error : float or None, default None
         Absolute accuracy asked of epsilon, positive (``tightdp._accuracy``).
     rel_error : float or None, default None
@@ -176,15 +176,17 @@ def allocation_epsilon(
     k-to-1 reduction); Chua et al. 2024, arXiv 2412.16802 (balls-and-bins sampling).
     """
     check_positive("noise_multiplier", noise_multiplier)
-    num_steps = check_count("num_steps", num_steps)
+    steps_per_epoch = check_count("steps_per_epoch", steps_per_epoch)
     num_selected = check_count("num_selected", num_selected)
     epochs = check_count("epochs", epochs)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
     mech = RandomAllocation(
-        mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=num_steps, num_selected=num_selected
+        mechanism=Gaussian(noise_multiplier=noise_multiplier),
+        steps_per_epoch=steps_per_epoch,
+        num_selected=num_selected,
     )
-    k, t = num_selected, num_steps
+    k, t = num_selected, steps_per_epoch
     if k == t or (k == 1 and noise_multiplier >= _WIDE_SIGMA):
         try:
             out = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
@@ -218,7 +220,7 @@ def allocation_epsilon(
         )
     acc = allocation_accountant(eps_error=eps_error, rel_error=rel_error)
     for steps, count in mech.blocks():
-        block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), num_steps=steps)
+        block = RandomAllocation(mechanism=Gaussian(noise_multiplier=noise_multiplier), steps_per_epoch=steps)
         acc.compose(block, count * epochs)
     try:
         up = acc.epsilon(delta)
@@ -331,7 +333,7 @@ def cyclic_allocation_epsilon(
     ``tightdp.mechanisms.allocation``) with the same ``Q``-law; both hockey-stick divergences
     ``H_a(P||Q) = E_Q[(L - a)_+]`` and ``H_a(Q||P) = E_Q[(1 - a L)_+]`` depend only on the ``Q``-law of
     ``L``, so the two schemes have the same privacy profile in both directions, for every ``a >= 0``.
-    This function therefore accounts ``RandomAllocation(Gaussian(sigma / sqrt(c)), num_steps=t)`` once,
+    This function therefore accounts ``RandomAllocation(Gaussian(sigma / sqrt(c)), steps_per_epoch=t)`` once,
     with ``allocation_epsilon``'s certified ends (and its wide certified fallback when
     ``sigma / sqrt(c)`` is small).
 
@@ -368,7 +370,7 @@ def cyclic_allocation_epsilon(
     def one_epoch(n_cycles: int) -> Bounds:
         sigma = noise_multiplier / math.sqrt(n_cycles)
         return allocation_epsilon(
-            noise_multiplier=sigma, num_steps=t, epochs=1, delta=delta, eps_error=eps_error, rel_error=rel_error
+            noise_multiplier=sigma, steps_per_epoch=t, epochs=1, delta=delta, eps_error=eps_error, rel_error=rel_error
         )
 
     total = c * t + r

@@ -17,26 +17,26 @@ from ._allocation import _max_statistic_fn
 def shuffle_epsilon(
     *,
     noise_multiplier: float,
-    num_batches: int,
+    steps_per_epoch: int,
     epochs: int,
     delta: float,
     eps_error: float | None = None,
     rel_error: float | None = None,
 ) -> Bounds:
-    """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``num_batches`` steps
+    """Certified ``[lower, upper]`` on epsilon of ``epochs`` shuffled epochs of ``steps_per_epoch`` steps
     ("zero-out" neighbouring of Chua et al. 2403.17673; both theorems in the Notes).
 
     ``upper``: the Gaussian bound without amplification, ``sqrt(epochs)/sigma``-GDP (joint convexity over
     permutations; Dong, Roth, Su 2022 Cor. 3.3); no tighter certified bound for shuffling is known.
     ``lower``: Chua et al.'s attack pair (through ``max_i x_i``) certified from below by
-    merge-to-the-grid; with one batch per epoch (``num_batches = 1``) the scheme is the Gaussian mechanism
+    merge-to-the-grid; with one batch per epoch (``steps_per_epoch = 1``) the scheme is the Gaussian mechanism
     and ``lower`` is its certified lower end. ``estimate`` is ``upper`` (the number to publish).
 
     Parameters
     ----------
     noise_multiplier : float
         Noise standard deviation per unit sensitivity, positive.
-    num_batches : int
+    steps_per_epoch : int
         Batches (steps) per epoch ``t``, a positive integer.
     epochs : int
         Number of epochs, a positive integer.
@@ -90,7 +90,7 @@ def shuffle_epsilon(
     (``allocation.max_statistic_pld``).
     """
     check_positive("noise_multiplier", noise_multiplier)
-    t = check_count("num_batches", num_batches)
+    t = check_count("steps_per_epoch", steps_per_epoch)
     epochs = check_count("epochs", epochs)
     delta = check_delta("delta", delta)
     eps_error, rel_error = check_accuracy(eps_error, rel_error)
