@@ -15,7 +15,10 @@ Upper ends, the tightest proven analysis available:
   tightdp's certified curve gives ``delta^`` (dp_accounting converts the RDP curve instead, looser). The
   RDP of one run is tightdp's ``RDPAccountant``'s, converted by Canonne, Kamath, Steinke 2020 Prop. 12.
   Liu & Talwar 2019's geometric-stopping bound (``3 eps``-DP for an ``eps``-DP run) is Papernot & Steinke's
-  Corollary 3 with ``eta = 1``, which this covers.
+  Corollary 3 with ``eta = 1``, which this covers. Both theorems act on a Renyi curve (``tuned_rdp``, which
+  also takes a curve the user brings, e.g. a paper's); the result is made non-increasing towards small
+  orders (a ``(lambda, e)``-RDP procedure is ``(lambda', e)``-RDP for ``lambda' < lambda``). Poisson means
+  below 1 are refused: there Theorem 6's ``log(mu) / (lambda - 1)`` can go below 0, which no divergence is.
 
 Lower ends, from attained pairs: with a constant score every run is equally good and the released
 output is one run's output (any tie-breaking that does not look at the data), so the procedure is one
