@@ -33,7 +33,7 @@ def test_published_curve_is_the_dp_sgd_run():
 
 @pytest.mark.parametrize("law", ["geometric", "poisson"])
 def test_same_theorem_reproduces_the_plotted_budgets(law):
-    """Geometric and Poisson laws: the figure code computes the printed theorem; tightdp matches each plotted
+    """Geometric and Poisson laws: the figure code computes the same formula as tightdp; tightdp matches each plotted
     value to rounding and is never above it."""
     pts = [(g, ps.paper_figure7_x(law, g)) for lw, g in ps.points(False) if lw == law and ps.mean_runs(lw, g) >= 1]
     assert len(pts) >= 5
@@ -44,9 +44,9 @@ def test_same_theorem_reproduces_the_plotted_budgets(law):
 
 
 @pytest.mark.parametrize("law", ["logarithmic", "negative-binomial"])
-def test_printed_theorem_2_against_the_figure_variant(law):
-    """Logarithmic and eta = 0.5: the figure code uses a variant of Theorem 2; tightdp computes the printed
-    statement, at or above the plotted value, by less than 1e-4 for gamma <= 1e-3 and less than 0.5 overall."""
+def test_theorem_2_against_the_figure_variant(law):
+    """Logarithmic and eta = 0.5: the figure code uses a variant of Theorem 2; tightdp computes the form it
+    quotes, at or above the plotted value, by less than 1e-4 for gamma <= 1e-3 and less than 0.5 overall."""
     for lw, gamma in ps.points(False):
         if lw != law:
             continue

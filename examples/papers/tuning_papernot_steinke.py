@@ -14,22 +14,22 @@ binomial ``eta = 0.5``, and Poisson with mean ``100 gamma``.
 
 Columns: *paper value* is the figure's x-coordinate, recomputed here from the published data with the
 figure code's formulas (``paper_figure7_x``; no number is read off the PDF). *tightdp value* is
-``tightdp.tuning.tuned_rdp`` on the same curve, minimised over the same orders (the same theorem: Theorem 2 /
-Theorem 6 as printed). *Certified interval* is tightdp's ``tuning_epsilon`` at ``delta = 1e-5`` for the DP-SGD
-run itself (the same 14063 steps), where ``E K >= 1``: its upper end is an (eps, delta) bound, its lower
-end one run's certified lower end; the note compares it with the (eps, delta) the paper's curve converts to
+``tightdp.tuning.tuned_rdp`` on the same curve, minimised over the same orders (Theorem 2 / Theorem 6).
+*Certified interval* is tightdp's ``tuning_epsilon`` at ``delta = 1e-5`` for the DP-SGD run itself (the same
+14063 steps), where ``E K >= 1``: its upper end is an (eps, delta) bound, its lower end one run's certified
+lower end; the note compares it with the (eps, delta) the paper's curve converts to
 (CKS 2020 Prop. 12, what the authors' accountant uses).
 
 The figure code also evaluates Theorem 6 at Poisson means 0.15 and 0.35 (below the plot window): there its
 value is negative, which no Renyi divergence is, so tightdp refuses means below 1.
 
 Differences, said in the notes: the figure code for the logarithmic and negative-binomial laws uses forms
-of Theorem 2 that differ from the printed statement (``log((1 - gamma)/gamma)`` in place of ``log(1/gamma)``
-in the ``lambda^`` term; for ``eta = 0.5`` also ``log(E K / (1 - gamma))`` in place of ``log E K``);
-tightdp computes the printed statement, so there its values can lie above the plotted ones (by at most
-``(1 + eta) log(1/(1 - gamma)) / lambda^``, small for small ``gamma``). For the geometric and Poisson laws
-the figure code is the printed theorem and tightdp agrees to rounding (it is below wherever the monotone
-envelope in the order helps).
+of Theorem 2 other than the one tightdp implements (``tightdp.tuning``: ``(1 + eta) log(1/gamma) / lambda^``
+and ``log(E K) / (lambda - 1)``, the form Corollary 4 follows from): ``log((1 - gamma)/gamma)`` in place of
+``log(1/gamma)`` in the ``lambda^`` term, and for ``eta = 0.5`` also ``log(E K / (1 - gamma))`` in place of
+``log E K``. tightdp does not use that form (we have not derived it; note that its ``lambda^`` term goes
+below 0 for ``gamma > 1/2`` and small ``eps^``), so there its values lie above the plotted ones, by at most
+``(1 + eta) log(1/(1 - gamma)) / lambda^``, small for small ``gamma``. For the geometric and Poisson laws the figure code computes the same formula and tightdp agrees to rounding.
 """
 
 from __future__ import annotations
