@@ -29,7 +29,8 @@ and ``log(E K) / (lambda - 1)``, the form Corollary 4 follows from): ``log((1 - 
 ``log(1/gamma)`` in the ``lambda^`` term, and for ``eta = 0.5`` also ``log(E K / (1 - gamma))`` in place of
 ``log E K``. tightdp does not use that form (we have not derived it; note that its ``lambda^`` term goes
 below 0 for ``gamma > 1/2`` and small ``eps^``), so there its values lie above the plotted ones, by at most
-``(1 + eta) log(1/(1 - gamma)) / lambda^``, small for small ``gamma``. For the geometric and Poisson laws the figure code computes the same formula and tightdp agrees to rounding.
+``(1 + eta) log(1/(1 - gamma)) / lambda^``, small for small ``gamma``. For the geometric and Poisson laws
+the figure code computes the same formula and tightdp agrees to rounding.
 """
 
 from __future__ import annotations
