@@ -15,7 +15,10 @@ Upper ends, the tightest proven analysis available:
   tightdp's certified curve gives ``delta^`` (dp_accounting converts the RDP curve instead, looser). The
   RDP of one run is tightdp's ``RDPAccountant``'s, converted by Canonne, Kamath, Steinke 2020 Prop. 12.
   Liu & Talwar 2019's geometric-stopping bound (``3 eps``-DP for an ``eps``-DP run) is Papernot & Steinke's
-  Corollary 3 with ``eta = 1``, which this covers.
+  Corollary 3 with ``eta = 1``, which this covers. Both theorems act on a Renyi curve (``tuned_rdp``, which
+  also takes a curve the user brings, e.g. a paper's); the result is made non-increasing towards small
+  orders (a ``(lambda, e)``-RDP procedure is ``(lambda', e)``-RDP for ``lambda' < lambda``). Poisson means
+  below 1 are refused: there Theorem 6's ``log(mu) / (lambda - 1)`` can go below 0, which no divergence is.
 
 Lower ends, from attained pairs: with a constant score every run is equally good and the released
 output is one run's output (any tie-breaking that does not look at the data), so the procedure is one
@@ -36,6 +39,9 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from ._caches import register as _register_cache
+from ._tuning_rdp import theorem_2 as _theorem_2
+from ._tuning_rdp import truncated_negative_binomial_mean as truncated_negative_binomial_mean
+from ._tuning_rdp import tuned_rdp as tuned_rdp
 from ._types import FloatArray
 from ._validation import check_choice, check_count, check_delta, check_real
 from .accountants import ConnectDotsAccountant, RDPAccountant
@@ -56,6 +62,7 @@ __all__ = [
     "discrete_vector_epsilon",
     "TUNING_DISTRIBUTIONS",
     "truncated_negative_binomial_mean",
+    "tuned_rdp",
 ]
 
 #: the laws of the number of runs ``tuning_epsilon`` accepts
@@ -361,37 +368,6 @@ def discrete_vector_epsilon(*, mechanism: DiscreteGaussianVector, delta: float, 
     )
 
 
-def truncated_negative_binomial_mean(*, gamma: float, shape: float) -> float:
-    """``E K`` of the truncated negative binomial law (Papernot & Steinke 2022, Def. 1).
-
-    Parameters
-    ----------
-    gamma : float
-        The law's ``gamma`` in (0, 1] (``1``: ``K = 1`` surely).
-    shape : float
-        The law's shape ``eta >= 0`` (``1``: geometric, ``0``: logarithmic).
-
-    Returns
-    -------
-    float
-        ``1/gamma`` for ``shape = 1``, ``(1/gamma - 1) / log(1/gamma)`` for ``shape = 0``,
-        ``shape (1/gamma - 1) / (1 - gamma^shape)`` otherwise.
-
-    Raises
-    ------
-    ZeroDivisionError
-        If ``gamma`` is 0: the arguments are not checked (the helper of ``tuning_epsilon``, exported for those
-        who set ``gamma`` themselves).
-    """
-    if shape == 1.0:
-        return 1.0 / gamma
-    if shape == 0.0:
-        return (1.0 / gamma - 1.0) / -math.log(gamma) if gamma < 1.0 else 1.0
-    if gamma >= 1.0:
-        return 1.0
-    return shape * (1.0 / gamma - 1.0) / -math.expm1(shape * math.log(gamma))
-
-
 def _run_rdp(entries: list[tuple[Mechanism, int]]) -> tuple[FloatArray, FloatArray]:
     """One run's RDP curve on the RDP accountant's orders: its own for the mechanisms it knows, and for
     finite pairs (pure / approximate DP, randomized response, the discrete Laplace) the exact Renyi
@@ -517,7 +493,7 @@ def tuning_epsilon(
     if math.isinf(shape):
         eps_hat = np.log1p(1.0 / (orders - 1.0))
         d_hat = np.asarray(ConnectDotsAccountant().compose(entries).delta(eps_hat).upper, float)
-        out = rdp + mean * d_hat + math.log(mean) / (orders - 1.0)
+        out = tuned_rdp(orders=orders, rdp=rdp, distribution="poisson", mean=mean, delta_hat=d_hat)
         details["method"] = (
             "Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
             "certified curve; CKS 2020 Prop. 12 conversion"
@@ -525,9 +501,7 @@ def tuning_epsilon(
         p_zero = math.exp(-mean)
     else:
         gamma = _gamma_for_mean(mean, shape)
-        e_k = truncated_negative_binomial_mean(gamma=gamma, shape=shape)
-        c = (1.0 + shape) * float(np.min((1.0 - 1.0 / orders) * rdp - math.log(gamma) / orders))
-        out = rdp + math.log(e_k) / (orders - 1.0) + c
+        out = _theorem_2(orders, rdp, gamma=gamma, shape=shape)
         out = np.minimum.accumulate(out[::-1])[::-1]  # RDP is non-decreasing in the order
         details.update(
             method="Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 "

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
     {"pld"},  # discretisation and composition of losses
     {"mechanisms"},  # what ran, as dominating pairs of losses
     {"accountants"},
+    {"_tuning_rdp"},  # Papernot & Steinke 2022 Renyi bounds for tuning, on a given curve
     {"schemes", "individual", "tuning", "tradeoff"},  # accounting functions of whole runs
     {"sampling"},  # the run description: sampling schemes
     {"runs", "matrix"},

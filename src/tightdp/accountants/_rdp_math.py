@@ -107,10 +107,22 @@ def discrete_rdp(*, p: FloatArray, q: FloatArray, orders: FloatArray) -> FloatAr
 
 
 # ------------------------------------------------------------ sampled Gaussian
+#: ``log(n!)`` for ``n = 0, 1, ...``, grown on demand (the same values ``gammaln(n + 1.0)`` returns, computed once)
+_LOG_FACTORIAL: FloatArray = special.gammaln(np.arange(130, dtype=float) + 1.0)
+
+
+def _log_factorials(n: int) -> FloatArray:
+    global _LOG_FACTORIAL
+    if _LOG_FACTORIAL.size <= n:
+        _LOG_FACTORIAL = special.gammaln(np.arange(max(n + 1, 2 * _LOG_FACTORIAL.size), dtype=float) + 1.0)
+    return _LOG_FACTORIAL
+
+
 def _log_a_integer(q: float, sigma: float, alpha: int) -> float:
     """MTZ Sec. 3.2: ``A_alpha = sum_k C(alpha,k) (1-q)^(alpha-k) q^k exp((k^2-k)/(2 sigma^2))``."""
     k = np.arange(alpha + 1, dtype=float)
-    log_binom = special.gammaln(alpha + 1.0) - special.gammaln(k + 1.0) - special.gammaln(alpha - k + 1.0)
+    g = _log_factorials(alpha)
+    log_binom = g[alpha] - g[: alpha + 1] - g[alpha::-1]
     terms = log_binom + k * math.log(q) + (alpha - k) * math.log1p(-q) + (k * k - k) / (2.0 * sigma * sigma)
     return _lse(terms)
 
