@@ -36,11 +36,12 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable
 from statistics import NormalDist
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from scipy import optimize
 
+from .._caches import register as _register_cache
 from .._gdp_math import gdp_log_delta
 from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_real
@@ -157,22 +158,52 @@ def _curve_grid() -> FloatArray:
     return grid
 
 
-_G_CACHE: dict[int, tuple[object, Callable[[float], float]]] = {}
+class _MemoInfo(NamedTuple):
+    """``functools.lru_cache``'s ``cache_info()`` fields, for ``_CurveTabulations``."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
 
 
-def _g_curve(curve: Any) -> Callable[[float], float]:
-    """``g(y) = f(1 - y)`` from below for a certified ``TradeoffCurve`` (its ``beta_lower``), or for a
-    callable ``beta(alpha)`` that is itself a lower bound on ``f`` (vectorised, non-increasing). The
-    tabulation of a ``TradeoffCurve`` is kept for the last few curves (it costs a few hundred ms)."""
-    hit = _G_CACHE.get(id(curve))
-    if hit is not None and hit[0] is curve:
-        return hit[1]
-    g = _tabulate(curve)
-    if hasattr(curve, "at"):
-        if len(_G_CACHE) >= 8:
-            _G_CACHE.pop(next(iter(_G_CACHE)))
-        _G_CACHE[id(curve)] = (curve, g)
-    return g
+class _CurveTabulations:
+    """``g(y) = f(1 - y)`` from below for a certified ``TradeoffCurve`` (its ``beta_lower``), or for a callable
+    ``beta(alpha)`` that is itself a lower bound on ``f`` (vectorised, non-increasing).
+
+    The tabulation of a ``TradeoffCurve`` is kept for the last ``maxsize`` curves, keyed by identity (it costs a
+    few hundred ms); the memo is registered with ``tightdp.clear_caches``."""
+
+    maxsize = 8
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[object, Callable[[float], float]]] = {}
+        self._hits = self._misses = 0
+
+    def __call__(self, curve: Any) -> Callable[[float], float]:
+        hit = self._memo.get(id(curve))
+        if hit is not None and hit[0] is curve:
+            self._hits += 1
+            return hit[1]
+        self._misses += 1
+        g = _tabulate(curve)
+        if hasattr(curve, "at"):
+            if len(self._memo) >= self.maxsize:
+                self._memo.pop(next(iter(self._memo)))
+            self._memo[id(curve)] = (curve, g)
+        return g
+
+    def cache_clear(self) -> None:
+        """Forget every tabulation."""
+        self._memo.clear()
+        self._hits = self._misses = 0
+
+    def cache_info(self) -> _MemoInfo:
+        """Hits, misses, the capacity and the number of tabulations kept."""
+        return _MemoInfo(self._hits, self._misses, self.maxsize, len(self._memo))
+
+
+_g_curve = _register_cache(_CurveTabulations())
 
 
 def _tabulate(curve: Any) -> Callable[[float], float]:
