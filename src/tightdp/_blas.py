@@ -3,8 +3,8 @@
 The per-example population products (``tightdp.individual``: chunks of 2048 examples x ~100 frequencies x
 ~100 epsilons) and the matrix-mechanism Gram matrices (``tightdp.matrix``: a few hundred to a few thousand
 wide) are many or small; on a busy 2-core machine a multi-threaded OpenBLAS spends far longer waking and
-synchronising threads than computing (measured: one population pass over 100,000 examples 24.6 s against
-3.0 s; ``eigh`` of a 500 x 500 matrix 16 s against 0.12 s). This module imports nothing from tightdp.
+synchronising threads than computing (an order of magnitude or more for a population pass or an ``eigh`` of a
+few hundred rows). This module imports nothing from tightdp.
 """
 
 from __future__ import annotations
