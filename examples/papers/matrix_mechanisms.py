@@ -8,7 +8,7 @@ Rows, by source:
   DP-SGD over ceil(n/b) rounds at the within-group rate. The paper's own accounting (its authors' code: jax_privacy
   ``amplified_bandmf_event`` = dp_accounting's Poisson-sampled Gaussian, PLD accountant) is the *paper value*; it
   is computed here, not copied from a printed table. CIFAR-10 setting of the paper: n = 2000 steps (20 epochs of
-  100), N = 50 000, batch 500, so rate b * 500 / 50 000.
+  100), N = 50 Koskela et al. 2023, batch 500, so rate b * 500 / 50 000.
 * Closed forms the papers print: tree aggregation's sensitivity sqrt(ceil(log2 n) + 1) (Kairouz et al. 2021,
   single participation); DP-SGD under k participations, sqrt(k); the non-negative non-increasing Toeplitz
   closed form (McMahan et al. 2024, arXiv 2405.13763 Thm 2; jax_privacy ``toeplitz.minsep_sensitivity_squared``).

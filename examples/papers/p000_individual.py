@@ -1,10 +1,10 @@
-"""Paper 000 (Koskela, Tobaben, Honkela 2023, individual privacy accounting with GDP): Sec. 4.1, Fig. 1, App. C.4
+"""Koskela et al. 2023 (Koskela, Tobaben, Honkela, individual privacy accounting with GDP): Sec. 4.1, Fig. 1, App. C.4
 (Figs 3-5), App. D.2 (sigma-grid) and App. E (clipping sweep of filtered DP-GD, Figs 6-8).
 
     python examples/papers/p000_individual.py [--out DIR] [--quick] [--no-plots]
 
 Sec. 4.1 / App. C.4: private GD with sigma = 100 (full batch, each step mu = 1/100-GDP). k = 420 steps
-cost eps ~ 0.8 at delta = 1e-5 by RDP (conversion of Lemma C.4, Canonne et al.); a GDP filter (000
+cost eps ~ 0.8 at delta = 1e-5 by RDP (conversion of Lemma C.4, Canonne et al.); a GDP filter (Koskela et al. 2023
 Thm 11, Alg. 1) with that (eps, delta) budget admits k = 495 steps (Fig. 3: the delta(eps) curves at
 k = 420; Fig. 4: other k; Fig. 5: the most steps for a given eps). App. E: sigma ~ 10.61, 50 full-batch
 epochs: eps = 2.75 at delta = 1e-5.
@@ -13,7 +13,7 @@ Fig. 1 (Sec. 5): DP-SGD on scikit-learn's digits (a softmax regression, numpy; t
 on MNIST): per-example epsilons by PLD (certified intervals), RDP (certified upper bounds) and the
 fitted mu-GDP curve (App. D.2; an approximation), and one example's delta(eps) curve against its
 mu-GDP fit. App. D.2: the paper's sigma-grid against the uniform one (same number of buckets), both
-against the best certified lower bound. App. E: filtered DP-GD (000 Alg. 1, budget (2.75, 1e-5))
+against the best certified lower bound. App. E: filtered DP-GD (Koskela et al. 2023 Alg. 1, budget (2.75, 1e-5))
 with the clipping constant from half to five times the best one; per-example epsilons after 50
 epochs (Figs 7-8) and the number of active examples (Fig. 6 right). The digits stand in for MNIST /
 MIMIC-III, so only the qualitative statements can be compared.
@@ -65,11 +65,11 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
             None,
             r / e,
             f"GDP exact: {fmt(e)}",
-            f"RDP {fmt(r)} over-reports the exact GDP epsilon by {100 * (r / e - 1):.1f}% (000: 'roughly 10 percent')",
+            f"RDP {fmt(r)} over-reports the exact GDP epsilon by {100 * (r / e - 1):.1f}% (Koskela et al. 2023: 'roughly 10 percent')",
             key=f"c4_ratio_{k}",
             extra={"rdp": r, "gdp": e},
         )
-    # 000's "eps = 0.8" is RDP's epsilon of k = 420 steps, printed rounded: that value is the target here
+    # Koskela et al. 2023's "eps = 0.8" is RDP's epsilon of k = 420 steps, printed rounded: that value is the target here
     eps_targets = (0.5, eps420, 2.0) if args.quick else (0.25, 0.5, eps420, 1.0, 1.5, 2.0, 3.0)
     steps = {}
     for e in eps_targets:
@@ -100,7 +100,9 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
             ax.set_ylim(1e-10, 1)
         np.atleast_1d(axes)[0].set_ylabel("delta")
         np.atleast_1d(axes)[0].legend()
-        rep.figure(fig, "p000_fig3_fig4.png", "000 Figs 3-4: delta(eps) of private GD, sigma = 100, RDP vs GDP")
+        rep.figure(
+            fig, "p000_fig3_fig4.png", "Koskela et al. 2023 Figs 3-4: delta(eps) of private GD, sigma = 100, RDP vs GDP"
+        )
         plt.close(fig)
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
         es = sorted(steps)
@@ -109,7 +111,9 @@ def _section_c4(rep: Report, g: Gaussian, eps420: float, args) -> list:
         ax.set_xlabel("epsilon (delta = 1e-5)")
         ax.set_ylabel("most steps k")
         ax.legend()
-        rep.figure(fig, "p000_fig5.png", "000 Fig. 5: most private-GD steps for a given eps, sigma = 100")
+        rep.figure(
+            fig, "p000_fig5.png", "Koskela et al. 2023 Fig. 5: most private-GD steps for a given eps, sigma = 100"
+        )
         plt.close(fig)
 
     return [draw]
@@ -151,13 +155,13 @@ def _accuracy(w, x, y) -> float:
 
 
 def _section_fig1(rep: Report, args) -> list:
-    """000 Fig. 1 / Sec. 5 (DP-SGD, per-example PLD vs RDP vs mu-GDP) and App. D.2 (sigma-grids)."""
+    """Koskela et al. 2023 Fig. 1 / Sec. 5 (DP-SGD, per-example PLD vs RDP vs mu-GDP) and App. D.2 (sigma-grids)."""
     rng = np.random.default_rng(0)
     n = 400 if args.quick else None
     x, y, xte, yte = _digits(n)
     N = x.shape[0]
     batch = 32 if args.quick else 64
-    q, sigma, clip = batch / N, 2.0, 5.0  # 000 Sec. 5: sigma = 2, C = 5 (MNIST; batch 300 of 60,000)
+    q, sigma, clip = batch / N, 2.0, 5.0  # Koskela et al. 2023 Sec. 5: sigma = 2, C = 5 (MNIST; batch 300 of 60,000)
     epochs = 3 if args.quick else 50
     steps = int(round(epochs / q))
     buckets = 20 if args.quick else 100
@@ -207,7 +211,7 @@ def _section_fig1(rep: Report, args) -> list:
         None,
         f"{np.median(r_up):.4g} / {r_up.max():.4g}",
         "upper bounds",
-        "000: 'Computation using PLDs is better able to capture small individual eps-values'",
+        "Koskela et al. 2023: 'Computation using PLDs is better able to capture small individual eps-values'",
         key="fig1_rdp",
         extra={
             "median": float(np.median(r_up)),
@@ -245,7 +249,7 @@ def _section_fig1(rep: Report, args) -> list:
         None,
         f"{e1:.4g} / {float(one.epsilons(delta, method='gdp').upper[0]):.4g}",
         interval(one.epsilons(delta)),
-        f"fitted mu = {mu1:.4g}; 000: the mu-GDP curve is an upper-bound approximation",
+        f"fitted mu = {mu1:.4g}; Koskela et al. 2023: the mu-GDP curve is an upper-bound approximation",
         key="fig1_left",
     )
     # App. D.2: paper sigma-grid vs uniform grid, same number of buckets, both against the best lower bound
@@ -290,7 +294,7 @@ def _section_fig1(rep: Report, args) -> list:
         rep.figure(
             fig,
             "p000_fig1.png",
-            "000 Fig. 1 on digits: per-example (eps, delta) curve vs mu-GDP fit; "
+            "Koskela et al. 2023 Fig. 1 on digits: per-example (eps, delta) curve vs mu-GDP fit; "
             "histograms of individual eps by RDP and PLD",
         )
         plt.close(fig)
@@ -299,7 +303,7 @@ def _section_fig1(rep: Report, args) -> list:
 
 
 def _filtered_dpgd(x, y, xte, yte, clip, sigma, epochs, filter_from, budget, lr, seed):
-    """Full-batch DP-GD with the individual GDP filter of 000 Alg. 1 from epoch ``filter_from`` on."""
+    """Full-batch DP-GD with the individual GDP filter of Koskela et al. 2023 Alg. 1 from epoch ``filter_from`` on."""
     rng = np.random.default_rng(seed)
     N = x.shape[0]
     acc = IndividualAccountant(num_examples=N, noise_multiplier=sigma, clip_norm=clip, sampling_rate=1.0)
@@ -322,7 +326,7 @@ def _section_appE(rep: Report, args) -> list:
     x, y, xte, yte = _digits(500 if args.quick else None)
     budget = (2.75, 1e-5)
     T = 10 if args.quick else 50
-    # the worst case spends the budget in T steps (000: ~10.61 for 50)
+    # the worst case spends the budget in T steps (Koskela et al. 2023: ~10.61 for 50)
     sigma = math.sqrt(T) / gdp_mu(epsilon=budget[0], delta=budget[1])
     sweep = (0.5, 2.0) if args.quick else (0.25, 0.5, 1.0, 2.0, 4.0)
     best = max(sweep, key=lambda c: _filtered_dpgd(x, y, xte, yte, c, sigma, T, T, budget, 2.0, 1)[1][-1])
@@ -338,7 +342,7 @@ def _section_appE(rep: Report, args) -> list:
             "most near 2.75" if f == 1.0 else ("most far below" if f == 5.0 else None),
             f"{near:.2f} / {active[-1]} of {x.shape[0]} / {accuracy[T - 1]:.3f} -> {accuracy[-1]:.3f}",
             "—",
-            "000 Alg. 1 with each step's norms; eps exact per-example GDP (Thm 11)",
+            "Koskela et al. 2023 Alg. 1 with each step's norms; eps exact per-example GDP (Thm 11)",
             key=f"appE_clip_{f:g}",
             extra={
                 "share_near_budget": near,
@@ -375,7 +379,7 @@ def _section_appE(rep: Report, args) -> list:
         rep.figure(
             fig,
             "p000_appE.png",
-            "000 App. E Figs 6-8 on digits: filtered DP-GD (Alg. 1) for several "
+            "Koskela et al. 2023 App. E Figs 6-8 on digits: filtered DP-GD (Alg. 1) for several "
             "clipping constants; accuracy, active examples, individual eps before filtering",
         )
         plt.close(fig)
@@ -387,7 +391,7 @@ def main() -> None:
     args = parse_args(__doc__)
     rep = Report(
         "p000_individual",
-        "000: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
+        "Koskela et al. 2023: individual privacy accounting with GDP (Koskela, Tobaben, Honkela, ICLR 2023)",
         "Individual Privacy Accounting with Gaussian Differential Privacy; Sec. 4.1, Fig. 1, App. C.4 "
         "(Figs 3-5), App. D.2, App. E (Figs 6-8)",
         args.out,
@@ -414,7 +418,7 @@ def main() -> None:
         495,
         k,
         interval(at_k),
-        "000 Thm 11: sum of mu_m^2 <= B^2; interval: eps of the k admitted steps",
+        "Koskela et al. 2023 Thm 11: sum of mu_m^2 <= B^2; interval: eps of the k admitted steps",
         key="gdp_steps",
     )
     rep.row(
@@ -451,8 +455,10 @@ def main() -> None:
         ax.set_xlabel("steps k (sigma = 100, full batch)")
         ax.set_ylabel("epsilon at delta = 1e-5")
         ax.legend()
-        ax.set_title(f"000 Sec. 4.1 / Fig. 3: RDP allows 420 steps, GDP {k}")
-        rep.figure(fig, "p000_rdp_vs_gdp.png", "000 Sec. 4.1: eps at delta = 1e-5 against k, RDP and GDP")
+        ax.set_title(f"Koskela et al. 2023 Sec. 4.1 / Fig. 3: RDP allows 420 steps, GDP {k}")
+        rep.figure(
+            fig, "p000_rdp_vs_gdp.png", "Koskela et al. 2023 Sec. 4.1: eps at delta = 1e-5 against k, RDP and GDP"
+        )
         plt.close(fig)
         for draw in extra_plots:
             draw(plt)

@@ -1,11 +1,11 @@
-"""Paper 001 (Koskela, Jälkö, Honkela 2020, the Fourier accountant): Tables 1-2 and Fig. 1(b) with tightdp.
+"""Koskela et al. 2020 (Koskela, Jälkö, Honkela, the Fourier accountant): Tables 1-2 and Fig. 1(b) with tightdp.
 
     python examples/papers/p001_fourier.py [--out DIR] [--quick]
 
-Table 1: delta(eps = 1) of the Poisson-subsampled Gaussian, remove relation (delta_X/Y, 001 Sec. 6.1),
+Table 1: delta(eps = 1) of the Poisson-subsampled Gaussian, remove relation (delta_X/Y, Koskela et al. 2020 Sec. 6.1),
 q = 0.01, sigma = 1.5, k = 1e4, L = 12, for several n. ``FourierAccountant(discretisation="paper")``
-is 001 Alg. 1 (point evaluation of the PLD density, Riemann sum 5.2) and reproduces the printed
-per-n column; the certified mode (cell masses, 003 Thm 5.5) gives an interval that contains the
+is Koskela et al. 2020 Alg. 1 (point evaluation of the PLD density, Riemann sum 5.2) and reproduces the printed
+per-n column; the certified mode (cell masses, Gopi et al. 2021 Thm 5.5) gives an interval that contains the
 converged value at every n, and its own estimate converges as O((2L/n)^2), not at the paper's rate.
 Table 2: the same at fixed n for L = 6, 10, 12. Fig. 1(b): eps(delta = 1e-6) against k for
 q = 0.01, sigma = 1, 2, 3: the Fourier accountant against the moments (RDP) accountant.
@@ -26,7 +26,7 @@ try:
 except ImportError:  # imported as examples.papers.p001_fourier
     from ._common import Report, interval, parse_args, pyplot
 
-#: 001 Table 1 (L = 12) and Table 2 (n = 3.2e6), delta(eps = 1.0)
+#: Koskela et al. 2020 Table 1 (L = 12) and Table 2 (n = 3.2e6), delta(eps = 1.0)
 TABLE1 = {50_000: 0.0491228786423, 200_000: 0.0496013846114, 800_000: 0.0496014103252, 3_200_000: 0.0496014103163}
 TABLE1_ERR = {50_000: 2.01e-2, 200_000: 1.06e-6, 800_000: 2.66e-11, 3_200_000: 2.22e-12}
 TABLE2 = {6.0: 0.0496014103158, 10.0: 0.0496014103134, 12.0: 0.0496014103163}
@@ -50,7 +50,7 @@ def main() -> None:
     args = parse_args(__doc__)
     rep = Report(
         "p001_fourier",
-        "001: the Fourier accountant (Koskela, Jälkö, Honkela, AISTATS 2020)",
+        "Koskela et al. 2020: the Fourier accountant (Koskela, Jälkö, Honkela, AISTATS 2020)",
         "Computing Tight Differential Privacy Guarantees Using FFT; Table 1, Table 2, Fig. 1(b)",
         args.out,
     )
@@ -89,7 +89,7 @@ def main() -> None:
             TABLE1[n],
             float(cert.estimate),
             interval(cert),
-            f"cell masses (003 Alg. 2), error {abs(float(cert.estimate) - CONVERGED):.1e} vs converged: "
+            f"cell masses (Gopi et al. 2021 Alg. 2), error {abs(float(cert.estimate) - CONVERGED):.1e} vs converged: "
             "O(h²), slower than point evaluation once n ≥ 2e5",
             key=f"cert_{n}",
         )
@@ -113,7 +113,7 @@ def main() -> None:
         )
     auto = FourierAccountant(n=1_000_000).compose(mech(), 10_000).delta(1.0)
     rep.row(
-        "converged delta(1.0), default L (Chernoff, 001 Sec. 7.2)",
+        "converged delta(1.0), default L (Chernoff, Koskela et al. 2020 Sec. 7.2)",
         CONVERGED,
         float(auto.estimate),
         interval(auto),
@@ -137,23 +137,30 @@ def main() -> None:
         key="cifar_demo",
     )
     rep.say(
-        "Table 1's per-n values come from 001 Alg. 1, which evaluates the PLD density at the grid "
+        "Table 1's per-n values come from Koskela et al. 2020 Alg. 1, which evaluates the PLD density at the grid "
         'points; `discretisation="paper"` does the same and agrees to about 1e-11. The certified mode '
-        "integrates the density over cells instead (mean-preserving, 003 Alg. 2): its interval contains "
+        "integrates the density over cells instead (mean-preserving, Gopi et al. 2021 Alg. 2): its interval contains "
         "the converged value for every n, its estimate converges as O(h²)."
     )
 
     if not args.no_plots:
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
-        ax.loglog(conv["n"], np.maximum(conv["paper"], 1e-16), "o-", label="001 Alg. 1 (discretisation='paper')")
+        ax.loglog(
+            conv["n"],
+            np.maximum(conv["paper"], 1e-16),
+            "o-",
+            label="Koskela et al. 2020 Alg. 1 (discretisation='paper')",
+        )
         ax.loglog(conv["n"], conv["certified"], "s-", label="certified mode, estimate")
         ax.loglog(conv["n"], conv["halfwidth"], "^--", label="certified mode, half-width of the interval")
         ax.set_xlabel("n (L = 12)")
         ax.set_ylabel("|delta_n − 0.0496014103163|")
         ax.legend(fontsize=8)
-        ax.set_title("001 Table 1: convergence in n")
-        rep.figure(fig, "p001_table1_convergence.png", "Error against the converged delta, 001 Table 1 setting")
+        ax.set_title("Koskela et al. 2020 Table 1: convergence in n")
+        rep.figure(
+            fig, "p001_table1_convergence.png", "Error against the converged delta, Koskela et al. 2020 Table 1 setting"
+        )
         plt.close(fig)
         ks = [500, 2000, 10_000] if args.quick else [200, 500, 1000, 2000, 4000, 7000, 10_000]
         fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -168,9 +175,9 @@ def main() -> None:
             ax.plot(ks, rdp, "--", color=col, label=f"RDP (moments accountant), σ = {sigma:g}")
         ax.set_xlabel("compositions k")
         ax.set_ylabel("epsilon at delta = 1e-6")
-        ax.set_title("001 Fig. 1(b): q = 0.01, remove relation")
+        ax.set_title("Koskela et al. 2020 Fig. 1(b): q = 0.01, remove relation")
         ax.legend(fontsize=7)
-        rep.figure(fig, "p001_fig1b.png", "001 Fig. 1(b): Fourier accountant vs RDP")
+        rep.figure(fig, "p001_fig1b.png", "Koskela et al. 2020 Fig. 1(b): Fourier accountant vs RDP")
         plt.close(fig)
     rep.write()
 

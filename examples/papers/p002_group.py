@@ -1,12 +1,12 @@
-"""Paper 002 (Ganesh, group-level DP for DP-SGD via mixtures of Gaussians): Sec. 4, Fig. 1-2.
+"""Ganesh 2024 (group-level DP for DP-SGD via mixtures of Gaussians): Sec. 4, Fig. 1-2.
 
     python examples/papers/p002_group.py [--out DIR] [--quick]
 
 T = 2000 DP-SGD steps (CIFAR-10, 20 epochs of 100 iterations), delta = 1e-6. Poisson sampling with
-q = 0.01 (002 Thm 3.1: a mixture of Gaussians with sensitivity Binom(k, q)) and, for Fig. 2, fixed
+q = 0.01 (Ganesh 2024 Thm 3.1: a mixture of Gaussians with sensitivity Binom(k, q)) and, for Fig. 2, fixed
 batches B = 500 of n = 50 000 with the noise doubled (Thm 3.3, 2 Hypergeom(B, n + k, k)). Three
 curves per group size k: the mixture-of-Gaussians analysis (certified interval), the group-privacy
-lemma (002 Lemma 1.1) applied to the example-level curve, and the linear lower bound k eps_1.
+lemma (Ganesh 2024 Lemma 1.1) applied to the example-level curve, and the linear lower bound k eps_1.
 The paper reports that the lemma route returns eps = inf for sigma = 1 and k >= 9 (TensorFlow
 Privacy); tightdp's lemma search refuses there too, because the example-level delta' it needs is
 below 1e-250.
@@ -30,7 +30,7 @@ def main() -> None:
     args = parse_args(__doc__)
     rep = Report(
         "p002_group",
-        "002: tight group-level DP for DP-SGD (Ganesh)",
+        "Ganesh 2024: tight group-level DP for DP-SGD (Ganesh)",
         "Tight Group-Level DP Guarantees for DP-SGD with Sampling via Mixture of Gaussians Mechanisms; "
         "Sec. 4, Fig. 1-2",
         args.out,
@@ -76,7 +76,7 @@ def main() -> None:
         for r in fixed:
             lemma = r.group_privacy_lemma_epsilon
             rep.row(
-                f"Fig. 2, fixed batch B = 500, n = 50 000, σ = 2, k = {r.group_size}: MoG (Thm 3.3)",
+                f"Fig. 2, fixed batch B = 500, n = 50 Koskela et al. 2023, σ = 2, k = {r.group_size}: MoG (Thm 3.3)",
                 None,
                 float(r.epsilon.estimate),
                 interval(r.epsilon),
@@ -107,7 +107,7 @@ def main() -> None:
             ax.set_ylabel("epsilon at delta = 1e-6")
             ax.set_title(title, fontsize=9)
             ax.legend(fontsize=7)
-        rep.figure(fig, "p002_group.png", "002 Fig. 1-2: group-level epsilon, T = 2000, delta = 1e-6")
+        rep.figure(fig, "p002_group.png", "Ganesh 2024 Fig. 1-2: group-level epsilon, T = 2000, delta = 1e-6")
         plt.close(fig)
     rep.write()
 

@@ -1,9 +1,9 @@
-"""Paper 003 (Gopi, Lee, Wutschitz 2021, the PRV accountant): Fig. 1 with tightdp.
+"""Gopi et al. 2021 (Gopi, Lee, Wutschitz, the PRV accountant): Fig. 1 with tightdp.
 
     python examples/papers/p003_prv.py [--out DIR] [--quick]
 
 Fig. 1: DP-SGD with Poisson sampling p = 1e-3, sigma = 0.8, delta = 1e-7, up to 2000 steps. The PRV
-accountant's certified interval (003 Thm 5.5) against the RDP accountant, which over-reports epsilon,
+accountant's certified interval (Gopi et al. 2021 Thm 5.5) against the RDP accountant, which over-reports epsilon,
 and the GDP central-limit approximation (Bu et al. 2020), which under-reports it. The peers
 ``prv_accountant`` (the authors' code) and ``dp_accounting`` (PLD, pessimistic) are run where installed.
 The paper prints no table for this figure: the pinned facts are the orderings RDP > upper and GDP < lower.
@@ -49,7 +49,7 @@ def main() -> None:
     args = parse_args(__doc__)
     rep = Report(
         "p003_prv",
-        "003: the PRV accountant (Gopi, Lee, Wutschitz, NeurIPS 2021)",
+        "Gopi et al. 2021: the PRV accountant (Gopi, Lee, Wutschitz, NeurIPS 2021)",
         "Numerical Composition of Differential Privacy; Fig. 1",
         args.out,
     )
@@ -109,7 +109,7 @@ def main() -> None:
             extra={"lower": b.lower, "upper": b.upper, "seconds": tb, "rdp": rdp},
         )
     rep.say(
-        "003 Fig. 1 shows the same ordering: RDP above the PRV bounds, the GDP (CLT) approximation "
+        "Gopi et al. 2021 Fig. 1 shows the same ordering: RDP above the PRV bounds, the GDP (CLT) approximation "
         "below them. The peers' estimates fall inside tightdp's certified interval."
     )
     if not args.no_plots:
@@ -122,9 +122,9 @@ def main() -> None:
             ax.plot(curves["k"], curves["peer"], "k.", label="prv_accountant estimate")
         ax.set_xlabel("steps")
         ax.set_ylabel("epsilon at delta = 1e-7")
-        ax.set_title("003 Fig. 1: p = 1e-3, σ = 0.8")
+        ax.set_title("Gopi et al. 2021 Fig. 1: p = 1e-3, σ = 0.8")
         ax.legend(fontsize=8)
-        rep.figure(fig, "p003_fig1.png", "003 Fig. 1: RDP over-reports, GDP under-reports")
+        rep.figure(fig, "p003_fig1.png", "Gopi et al. 2021 Fig. 1: RDP over-reports, GDP under-reports")
         plt.close(fig)
     rep.write()
 

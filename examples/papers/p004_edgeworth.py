@@ -1,19 +1,19 @@
-"""Paper 004 (Wang et al. 2023, the Edgeworth accountant): Fig. 2 and Fig. 3 settings, AEA, EEAI, tails.
+"""Wang et al. 2023 (the Edgeworth accountant): Fig. 2 and Fig. 3 settings, AEA, EEAI, tails.
 
     python examples/papers/p004_edgeworth.py [--out DIR] [--quick] [--no-plots]
 
 Fig. 2 left: Poisson-subsampled Gaussian, p = 0.01, sigma = 0.8, delta = 0.015 (the setting of
-003 Fig. 1(b)); middle/right: p = 0.05, sigma = 1, delta = 1e-5 over 10 epochs (200 steps). Fig. 3:
+Gopi et al. 2021 Fig. 1(b)); middle/right: p = 0.05, sigma = 1, delta = 1e-5 over 10 epochs (200 steps). Fig. 3:
 delta = 0.1, sigma = 0.8 and p = 0.4/sqrt(m) (left), 1/sqrt(m log m) (middle), 0.1 log(m)/m (right).
-For each number of compositions m: a certified interval (PRV for Fig. 2, "FFT_LOW"/"FFT_UPP" in 004;
-the connect-the-dots accountant for Fig. 3), the second-order AEA (004 Def. 4.1, "EW_EST"), the EEAI
-("EW_LOW"/"EW_UPP") in two forms - 004 Def. 4.2 as printed and tightdp's default, the same Lemma 4.3
-bound applied to delta = E_P[(1 - e^(eps - S))_+] - the i.i.d. interval of 004 App. H (DGG Thm
+For each number of compositions m: a certified interval (PRV for Fig. 2, "FFT_LOW"/"FFT_UPP" in Wang et al. 2023;
+the connect-the-dots accountant for Fig. 3), the second-order AEA (Wang et al. 2023 Def. 4.1, "EW_EST"), the EEAI
+("EW_LOW"/"EW_UPP") in two forms - Wang et al. 2023 Def. 4.2 as printed and tightdp's default, the same Lemma 4.3
+bound applied to delta = E_P[(1 - e^(eps - S))_+] - the i.i.d. interval of Wang et al. 2023 App. H (DGG Thm
 A.3/A.5, an approximation: its constant kappa is evaluated numerically), GDP and RDP. The paper prints
 curves, not numbers: the table pins what the curves show and says where tightdp's EEAI differs.
 Also: for which m Lemma 4.3's error drops below delta (where the EEAI can have a positive lower end),
-004 Thm 1's tail against the Chernoff tail the accountant uses, m distinct mechanisms (004's O(m)
-claim) and a Poisson-subsampled Laplace composition (004 Prop. 4.5).
+Wang et al. 2023 Thm 1's tail against the Chernoff tail the accountant uses, m distinct mechanisms (Wang et al. 2023's O(m)
+claim) and a Poisson-subsampled Laplace composition (Wang et al. 2023 Prop. 4.5).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def main() -> None:
     args = parse_args(__doc__)
     rep = Report(
         "p004_edgeworth",
-        "004: the Edgeworth accountant (Wang et al., ICLR 2023)",
+        "Wang et al. 2023: the Edgeworth accountant (Wang et al., ICLR 2023)",
         "Analytical Composition of Differential Privacy via the Edgeworth Accountant; Figs 2-3, Thm 1, "
         "Prop. 4.5, Remark 4.4, App. H",
         args.out,
@@ -139,7 +139,7 @@ def main() -> None:
     r1000 = next(r.extra for r in rep.rows if r.key == "left_1000")
     rep.say(
         f"**Fig. 2.** The AEA is markedly closer to the certified interval than GDP and RDP from m ~ 1000 on in "
-        "the left setting and throughout the right one, as 004 Fig. 2 shows; at m = 200 (left) AEA and GDP are "
+        "the left setting and throughout the right one, as Wang et al. 2023 Fig. 2 shows; at m = 200 (left) AEA and GDP are "
         "within 0.05 of each other, both below the interval. The EEAI has lower end 0 at every Fig. 2 point, "
         "in both forms. This is the paper's bound, not an implementation artefact: the PLLRs of a "
         "Poisson-subsampled Gaussian with small p are very skewed (standardized K3~ ≈ 10, K4 ≈ 230 at p = 0.01, "
@@ -202,7 +202,7 @@ def main() -> None:
         "settings (rows below); tightdp's default EEAI is two-sided from about m = 3·10⁴ (where δ(ε) exceeds "
         "the error), Def. 4.2 from about 10⁵, and both tighten towards the certified value as m grows. At m = 10⁵ (left) tightdp's default EEAI is "
         f"{iv(f3x['eeai'])} around the certified [{f3x['cd_lower']:.4g}, {f3x['cd_upper']:.4g}], Def. 4.2 gives "
-        f"{iv(f3x['eeai_paper'])}; 004 Fig. 3 plots EW_LOW/EW_UPP "
+        f"{iv(f3x['eeai_paper'])}; Wang et al. 2023 Fig. 3 plots EW_LOW/EW_UPP "
         "against FFT and RDP but prints no numbers, so the comparison with it is qualitative. The right "
         "setting, read from the extracted text as p = 0.1·log(m)/m, "
         "has ε = 0 at δ = 0.1 for every m here (the expected number of participations, 0.1·log m, is too small "
@@ -226,7 +226,7 @@ def main() -> None:
             key=f"mstar_{name.split()[1]}_{name.split()[2]}",
             extra={"lemma43": a, "iid_A3": b},
         )
-    # 004 Thm 1 against the Chernoff tail (Fig. 2 left, m = 1000): the e^eps-amplified term of Def. 4.2
+    # Wang et al. 2023 Thm 1 against the Chernoff tail (Fig. 2 left, m = 1000): the e^eps-amplified term of Def. 4.2
     p, sigma, m = 0.01, 0.8, 1000
     mech = tightdp.dpsgd_mechanism(noise_multiplier=sigma, sampling_rate=p)
     loss = mech.privacy_losses().remove
@@ -245,7 +245,7 @@ def main() -> None:
             key=f"thm1_{eps:g}",
             extra={"chernoff": chern},
         )
-    # O(m) for m different mechanisms (004 Sec. 4): distinct noise levels
+    # O(m) for m different mechanisms (Wang et al. 2023 Sec. 4): distinct noise levels
     n_distinct = 200 if args.quick else 1000
     tightdp.clear_caches()
     t = time.perf_counter()
@@ -260,7 +260,7 @@ def main() -> None:
         None,
         float(b.estimate),
         "—",
-        f"EEAI {iv(b.details['interval_raw'])}; 004's O(m) cost: moments and tails by one shared quadrature "
+        f"EEAI {iv(b.details['interval_raw'])}; Wang et al. 2023's O(m) cost: moments and tails by one shared quadrature "
         "per mechanism (both directions from one rule)",
         key="distinct",
         extra={"seconds": secs},
@@ -292,9 +292,9 @@ def main() -> None:
                 ax.plot(cur["m"], cur["rdp"], "--", label="RDP")
             ax.set_xlabel("compositions m")
             ax.set_ylabel(f"epsilon at delta = {delta:g}")
-            ax.set_title(f"004 Fig. 2 {name}: p = {p:g}, σ = {sigma:g} (EEAI lower = 0)", fontsize=9)
+            ax.set_title(f"Wang et al. 2023 Fig. 2 {name}: p = {p:g}, σ = {sigma:g} (EEAI lower = 0)", fontsize=9)
             ax.legend(fontsize=7)
-        rep.figure(fig, "p004_fig2.png", "004 Fig. 2: AEA against the certified PRV interval, GDP and RDP")
+        rep.figure(fig, "p004_fig2.png", "Wang et al. 2023 Fig. 2: AEA against the certified PRV interval, GDP and RDP")
         plt.close(fig)
         fig, axes = plt.subplots(1, len(f3), figsize=(5 * len(f3), 3.6), squeeze=False)
         for ax, (name, cur) in zip(axes[0], f3.items()):
@@ -308,9 +308,13 @@ def main() -> None:
             ax.set_xscale("log")
             ax.set_xlabel("compositions m")
             ax.set_ylabel("epsilon at delta = 0.1")
-            ax.set_title(f"004 Fig. 3 {name}: {FIG3[name][1]}, σ = 0.8", fontsize=9)
+            ax.set_title(f"Wang et al. 2023 Fig. 3 {name}: {FIG3[name][1]}, σ = 0.8", fontsize=9)
             ax.legend(fontsize=6)
-        rep.figure(fig, "p004_fig3.png", "004 Fig. 3: EEAI (EW_LOW/EW_UPP) in both forms against a certified interval")
+        rep.figure(
+            fig,
+            "p004_fig3.png",
+            "Wang et al. 2023 Fig. 3: EEAI (EW_LOW/EW_UPP) in both forms against a certified interval",
+        )
         plt.close(fig)
     rep.write()
 

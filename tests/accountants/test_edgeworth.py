@@ -1,4 +1,4 @@
-"""Edgeworth accountant (004): cumulants vs quadrature, AEA accuracy, EEAI soundness, O(1) in m, bad input."""
+"""Edgeworth accountant (Wang et al. 2023): cumulants vs quadrature, AEA accuracy, EEAI soundness, O(1) in m, bad input."""
 
 import json
 import math
@@ -100,7 +100,7 @@ def test_aea_matches_reference_in_004_regimes(r):
 
 @pytest.mark.slow
 def test_aea_within_5_percent_of_prv_on_random_dpsgd_settings():
-    """004 Fig. 2-3 regimes (m >= 1000, delta >= 1e-6); truth = certified PRV interval."""
+    """Wang et al. 2023 Fig. 2-3 regimes (m >= 1000, delta >= 1e-6); truth = certified PRV interval."""
     rng = np.random.default_rng(7)
     settings = [
         (0.4 / math.sqrt(1000), 0.8, 1000, 0.1),
@@ -181,7 +181,9 @@ def test_delta_interval_and_monotone_estimate():
         PoissonSampled(mechanism=Gaussian(noise_multiplier=1.5), sampling_rate=0.01), 10000
     )
     d = acc.delta(1.0)
-    assert d.estimate == pytest.approx(0.0496014103163, rel=0.02)  # 001 Table 1 (remove relation ~ add-remove here)
+    assert d.estimate == pytest.approx(
+        0.0496014103163, rel=0.02
+    )  # Koskela et al. 2020 Table 1 (remove relation ~ add-remove here)
     assert d.lower is None or d.lower <= d.estimate <= d.upper
     arr = acc.delta(np.linspace(0.5, 3, 6))
     assert np.all((arr.estimate >= 0) & (arr.estimate <= 1))
@@ -229,10 +231,10 @@ def test_bad_input():
         PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.0)
 
 
-# ------------------------------------------------------------------------------- 004 Prop. 4.5, O(m)
+# ------------------------------------------------------------------------------- Wang et al. 2023 Prop. 4.5, O(m)
 @pytest.mark.parametrize("direction", ["remove", "add"])
 def test_poisson_laplace_moments_against_mpmath(direction):
-    """004 Prop. 4.5: P = q Lap(1, b) + (1 - q) Lap(0, b) against Q = Lap(0, b) (remove; add swaps them)."""
+    """Wang et al. 2023 Prop. 4.5: P = q Lap(1, b) + (1 - q) Lap(0, b) against Q = Lap(0, b) (remove; add swaps them)."""
     q, b = 0.1, 0.7
     loss = getattr(PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q).privacy_losses(), direction)
     P, Q = em.pllr_moments(loss)

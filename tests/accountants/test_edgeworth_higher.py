@@ -1,4 +1,4 @@
-"""Edgeworth accountant (004): the EEAI forms, the i.i.d. bounds of App. H, the tails.
+"""Edgeworth accountant (Wang et al. 2023): the EEAI forms, the i.i.d. bounds of App. H, the tails.
 
 Truth: the closed-form Gaussian (the i.i.d. Gaussian PLD is exactly normal, so every Edgeworth term
 vanishes and delta(eps) is the mu-GDP curve), the certified connect-the-dots accountant (subsampled
@@ -62,7 +62,7 @@ def test_gaussian_eeai_contains_closed_form(sigma, m, eeai):
 
 
 def test_gaussian_standardized_moments_are_normal():
-    """The PLLR of the Gaussian mechanism is normal: K3 = 2 sqrt(2/pi), K4 = 3, lambda3 = 0 (004 Lemma 4.3)."""
+    """The PLLR of the Gaussian mechanism is normal: K3 = 2 sqrt(2/pi), K4 = 3, lambda3 = 0 (Wang et al. 2023 Lemma 4.3)."""
     P, _ = em.pllr_moments(Gaussian(noise_multiplier=2.0).privacy_losses().remove)
     _n, K3, K3t, K4, lam3 = em.standardized(em.SumStats.from_entries([(P, 100)]))
     assert (K3, K4, lam3) == pytest.approx((2 * math.sqrt(2 / math.pi), 3.0, 0.0), abs=1e-12)
@@ -81,7 +81,7 @@ def test_dgg_iid_bounds_match_boundedgeworth_readme():
 
 
 def test_iid_bounds_decrease_like_one_over_m():
-    """App. H: with the characteristic-function condition the i.i.d. bound falls like 1/m (004 Remark 4.4)."""
+    """App. H: with the characteristic-function condition the i.i.d. bound falls like 1/m (Wang et al. 2023 Remark 4.4)."""
     P, _ = em.pllr_moments(
         PoissonSampled(mechanism=Gaussian(noise_multiplier=1.0), sampling_rate=0.05).privacy_losses().remove
     )
@@ -144,7 +144,7 @@ def test_iid_interval_is_labelled_and_contains_truth():
 # ------------------------------------------------------------------ tails
 @pytest.mark.parametrize("q,b", [(0.05, 2.0), (1.0, 5.0), (0.3, 0.7)])
 def test_hoeffding_tail_prop45(q, b):
-    """004 Prop. 4.5: the PLLR range is tau = log(1 - p + p e^mu) - log(1 - p + p e^-mu) (mu = 1/b), and Hoeffding
+    """Wang et al. 2023 Prop. 4.5: the PLLR range is tau = log(1 - p + p e^mu) - log(1 - p + p e^-mu) (mu = 1/b), and Hoeffding
     is never below the Chernoff bound with the exact moment generating function (it bounds that MGF)."""
     mech = PoissonSampled(mechanism=Laplace(scale=b), sampling_rate=q) if q < 1 else Laplace(scale=b)
     loss = mech.privacy_losses().remove
@@ -167,7 +167,7 @@ def test_hoeffding_tail_prop45(q, b):
 
 
 def test_thm1_tail_as_printed():
-    """004 Thm 1 (approximation): a probability, non-increasing in eps, and never tighter than the Chernoff
+    """Wang et al. 2023 Thm 1 (approximation): a probability, non-increasing in eps, and never tighter than the Chernoff
     bound with the exact MGF at the Fig. 2 setting (where it would matter)."""
     p, sigma, m = 0.01, 0.8, 1000
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=sigma), sampling_rate=p)

@@ -1,4 +1,4 @@
-"""The Fourier accountant (paper 001): grid parameters, error reports, agreement with the PRV accountant."""
+"""The Fourier accountant (Koskela et al. 2020): grid parameters, error reports, agreement with the PRV accountant."""
 
 import math
 
@@ -9,7 +9,7 @@ from tightdp import FourierAccountant, PRVAccountant
 
 
 def test_small_variance_composition_is_finite():
-    # regression: q = 1e-3, sigma = 0.8 (003 Fig. 1) once reported alias mass 1 and eps = inf
+    # regression: q = 1e-3, sigma = 0.8 (Gopi et al. 2021 Fig. 1) once reported alias mass 1 and eps = inf
     mech = tightdp.dpsgd_mechanism(noise_multiplier=0.8, sampling_rate=1e-3)
     fa = FourierAccountant(L=12, n=200_000).compose(mech, 10).epsilon(1e-7)
     prv = PRVAccountant().compose(mech, 10).epsilon(1e-7)
@@ -26,7 +26,7 @@ def test_error_estimate_shrinks_with_n():
     fine = FourierAccountant(L=12, n=200_000).compose(mech, 1000).delta(1.0)
     assert fine.details["discretisation_error"] < coarse.details["discretisation_error"]
     assert fine.lower >= coarse.lower - 1e-12 and fine.upper <= coarse.upper + 1e-12
-    assert fine.details["tail_estimate"] is not None  # 001 eq. (7.3) applies to this ledger
+    assert fine.details["tail_estimate"] is not None  # Koskela et al. 2020 eq. (7.3) applies to this ledger
 
 
 def test_small_L_widens_instead_of_lying():
@@ -44,9 +44,13 @@ def test_bad_parameters(bad):
         FourierAccountant(**bad)
 
 
-# ------------------------------------------------------------------------- 001 Alg. 1, paper-faithful
-TABLE1 = {50_000: 0.0491228786423, 200_000: 0.0496013846114, 800_000: 0.0496014103252}  # 001 Table 1, L = 12
-TABLE1_CONVERGED = 0.0496014103163  # 001 Table 1, n = 3.2e6
+# ------------------------------------------------------------------------- Koskela et al. 2020 Alg. 1, paper-faithful
+TABLE1 = {
+    50_000: 0.0491228786423,
+    200_000: 0.0496013846114,
+    800_000: 0.0496014103252,
+}  # Koskela et al. 2020 Table 1, L = 12
+TABLE1_CONVERGED = 0.0496014103163  # Koskela et al. 2020 Table 1, n = 3.2e6
 
 
 def _table1_mech():
@@ -57,14 +61,16 @@ def _table1_mech():
 
 @pytest.mark.parametrize("n", sorted(TABLE1))
 def test_paper_mode_reproduces_001_table1(n):
-    """Point evaluation (001 Alg. 1) gives the printed per-n column, not the converged value."""
+    """Point evaluation (Koskela et al. 2020 Alg. 1) gives the printed per-n column, not the converged value."""
     acc = FourierAccountant(L=12, n=n, discretisation="paper").compose(_table1_mech(), 10_000)
     b = acc.delta(1.0)
     assert b.kind == "approximation" and b.lower is None and b.upper is None
     assert abs(b.estimate - TABLE1[n]) <= 1e-10, (n, b.estimate)
-    err = float(b.details["discretisation_error"][0])  # 001 eq. (7.4): 2 |I_n - I_2n|
+    err = float(b.details["discretisation_error"][0])  # Koskela et al. 2020 eq. (7.4): 2 |I_n - I_2n|
     assert err >= abs(b.estimate - TABLE1_CONVERGED) * 0.5
-    assert b.details["tail_estimate"] == pytest.approx(8.3e-24, rel=0.01)  # "O(1e-24)", 001 Table 1 caption
+    assert b.details["tail_estimate"] == pytest.approx(
+        8.3e-24, rel=0.01
+    )  # "O(1e-24)", Koskela et al. 2020 Table 1 caption
 
 
 def test_paper_mode_epsilon_inverts_the_riemann_sum():

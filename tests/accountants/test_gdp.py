@@ -58,7 +58,7 @@ def test_reference_values_000():
 
 
 def test_420_to_495():
-    """000 Sec. 4.1: RDP's epsilon at 420 steps is first exceeded by exact GDP at step 496."""
+    """Koskela et al. 2023 Sec. 4.1: RDP's epsilon at 420 steps is first exceeded by exact GDP at step 496."""
     g = Gaussian(noise_multiplier=100.0)
     target = RDPAccountant().compose(g, 420).epsilon(1e-5).upper
     assert target == pytest.approx(0.8156, abs=2e-4)

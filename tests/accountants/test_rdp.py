@@ -142,7 +142,7 @@ def test_reference_epsilons_not_above_dp_accounting():
 
 
 def test_000_section_4_1():
-    """000 Sec. 4.1: sigma = 100, full batch, 420 steps, delta = 1e-5 -> RDP epsilon ~ 0.8156."""
+    """Koskela et al. 2023 Sec. 4.1: sigma = 100, full batch, 420 steps, delta = 1e-5 -> RDP epsilon ~ 0.8156."""
     eps = RDPAccountant().compose(Gaussian(noise_multiplier=100.0), 420).epsilon(1e-5)
     assert eps.upper == pytest.approx(0.8156299871929082, abs=2e-4)
 

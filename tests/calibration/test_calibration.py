@@ -2,8 +2,8 @@
 
 Truth for the search logic: the Gaussian mechanism composed ``k`` times is
 exactly mu-GDP with ``mu = sqrt(k) / sigma`` (Dong, Roth, Su 2019; the PRVs add,
-000 Thm 6 and eq. (2.2)), whose curve is
-``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (000 eq. (2.3), Lemma 10).
+Koskela et al. 2023 Thm 6 and eq. (2.2)), whose curve is
+``delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)`` (Koskela et al. 2023 eq. (2.3), Lemma 10).
 So for ``q = 1`` the smallest noise has a closed form we can solve to 1e-12.
 """
 

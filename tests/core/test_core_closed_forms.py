@@ -1,7 +1,7 @@
 """Certified bounds against exact answers: mu-GDP (Gaussian), pure DP, randomized response, Laplace.
 
 Sources: Gaussian composition is exactly mu-GDP with mu = sqrt(k)/sigma (Dong, Roth,
-Su 2019; 003 eq. (10)); k-fold pure DP and randomized response have finite
+Su 2019; Gopi et al. 2021 eq. (10)); k-fold pure DP and randomized response have finite
 privacy-loss distributions whose composition is an exact multinomial.
 """
 

@@ -38,7 +38,7 @@ def _interval(text: str) -> tuple[float, float]:
 @pytest.mark.slow
 def test_p001_fourier_table1(tmp_path):
     rows = run("p001_fourier", tmp_path, "--no-plots")
-    # 001 Table 1, per-n column of Alg. 1 (L = 12): to the printed digits
+    # Koskela et al. 2020 Table 1, per-n column of Alg. 1 (L = 12): to the printed digits
     for n in (50_000, 200_000, 800_000):
         r = rows[f"table1_{n}"]
         assert abs(r["tightdp"] - r["paper"]) <= 1e-10, r
@@ -79,7 +79,7 @@ def test_p002_group_lemma_overflows_at_nine(tmp_path):
     rows = run("p002_group", tmp_path, "--no-plots")
     for k in (1, 2, 4, 8):
         assert rows[f"lemma_{k}"]["extra"]["finite"]
-    assert not rows["lemma_9"]["extra"]["finite"]  # 002 Sec. 4: eps = inf for k >= 9
+    assert not rows["lemma_9"]["extra"]["finite"]  # Ganesh 2024 Sec. 4: eps = inf for k >= 9
     for k in (1, 2, 4, 8, 9):
         ex = rows[f"mog_{k}"]["extra"]
         assert math.isfinite(ex["upper"]) and ex["lower"] >= ex["linear"] * (1 - 1e-3)
@@ -94,7 +94,7 @@ def test_p003_prv_rdp_over_gdp_under(tmp_path):
     assert (tmp_path / "p003_fig1.png").stat().st_size > 10_000
     for k in (250, 1000, 2000):
         ex = rows[f"prv_{k}"]["extra"]
-        assert ex["rdp"] > ex["upper"] and ex["gdp"] < ex["lower"]  # 003 Fig. 1
+        assert ex["rdp"] > ex["upper"] and ex["gdp"] < ex["lower"]  # Gopi et al. 2021 Fig. 1
         if ex["peer"] is not None:  # prv_accountant's estimate lies in tightdp's certified interval
             assert ex["lower"] - 1e-3 <= ex["peer"][1] <= ex["upper"] + 1e-3
 
@@ -102,7 +102,7 @@ def test_p003_prv_rdp_over_gdp_under(tmp_path):
 @pytest.mark.slow
 def test_p004_edgeworth_aea_beats_gdp(tmp_path):
     rows = run("p004_edgeworth", tmp_path, "--no-plots")
-    for key in ("left_1000", "right_200"):  # 004 Fig. 2
+    for key in ("left_1000", "right_200"):  # Wang et al. 2023 Fig. 2
         r = rows[key]
         mid = 0.5 * (r["extra"]["prv_lower"] + r["extra"]["prv_upper"])
         assert abs(r["tightdp"] - mid) < abs(r["extra"]["gdp"] - mid)
@@ -110,7 +110,7 @@ def test_p004_edgeworth_aea_beats_gdp(tmp_path):
     lap = rows["laplace"]
     assert lap["extra"]["prv_lower"] * 0.98 <= lap["tightdp"] <= lap["extra"]["prv_upper"] * 1.02
     assert rows["distinct"]["extra"]["seconds"] < 10
-    # 004 Fig. 3 left (delta = 0.1, m = 1e5): the default (integrated) EEAI is two-sided and holds the certified value
+    # Wang et al. 2023 Fig. 3 left (delta = 0.1, m = 1e5): the default (integrated) EEAI is two-sided and holds the certified value
     ex = rows["fig3_left_100000"]["extra"]
     lo, hi = ex["eeai"]
     assert 0 < lo <= ex["cd_lower"] and ex["cd_upper"] <= hi

@@ -1,7 +1,7 @@
-"""Group-level privacy of DP-SGD (paper 002): MoG accounting, baselines, API and CLI.
+"""Group-level privacy of DP-SGD (Ganesh 2024): MoG accounting, baselines, API and CLI.
 
 Reference values: dp_accounting 0.6.0 ``MixtureOfGaussiansDpEvent`` (pessimistic
-PLD, interval 1e-3) in tests/data/public_reference.json, 002 Sec. 4
+PLD, interval 1e-3) in tests/data/public_reference.json, Ganesh 2024 Sec. 4
 (sigma = 1, k = 9 is finite by MoG; the linear reference k * eps_1 lies below).
 """
 
@@ -31,7 +31,7 @@ from tightdp.group import (
 from tightdp.mechanisms import GroupFixedBatchSampled, GroupPoissonSampled
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "public_reference.json"
-FIG1 = dict(sampling_rate=0.01, steps=2000, delta=1e-6)  # 002 Sec. 4
+FIG1 = dict(sampling_rate=0.01, steps=2000, delta=1e-6)  # Ganesh 2024 Sec. 4
 
 
 def _mog_references():
@@ -72,7 +72,7 @@ def test_reference_file_has_the_group_rows():
 
 @pytest.mark.slow
 def test_sigma_one_k_nine_is_finite_monotone_and_above_linear():
-    """002 Sec. 4: TF Privacy's lemma route gives eps = inf here; the MoG route is finite."""
+    """Ganesh 2024 Sec. 4: TF Privacy's lemma route gives eps = inf here; the MoG route is finite."""
     sizes = [1, 2, 5, 9]
     res = [group_epsilon(noise_multiplier=1.0, group_size=k, **FIG1) for k in sizes]
     assert all(b.kind == "bound" and math.isfinite(b.upper) and b.upper > 0 for b in res)
@@ -82,12 +82,12 @@ def test_sigma_one_k_nine_is_finite_monotone_and_above_linear():
     for k, b in zip(sizes, res):
         assert b.lower >= k * eps1.lower - 1e-9
         assert b.estimate >= k * eps1.estimate - 1e-9
-    assert 30.0 < res[-1].upper < 60.0  # 002 Fig. 1 (sigma = 1, k = 9): tens, not infinity
+    assert 30.0 < res[-1].upper < 60.0  # Ganesh 2024 Fig. 1 (sigma = 1, k = 9): tens, not infinity
 
 
 @pytest.mark.parametrize("k", [2, 4])
 def test_fixed_batch_with_doubled_noise_matches_poisson(k):
-    """002 Sec. 4: with n >> B >> k, 2 Hypergeom(B, n + k, k) at 2 sigma ~ Binom(k, B / n) at sigma."""
+    """Ganesh 2024 Sec. 4: with n >> B >> k, 2 Hypergeom(B, n + k, k) at 2 sigma ~ Binom(k, B / n) at sigma."""
     p = group_epsilon(noise_multiplier=2.0, group_size=k, **FIG1)
     f = group_epsilon(
         noise_multiplier=4.0,

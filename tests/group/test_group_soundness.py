@@ -1,7 +1,7 @@
 """Soundness of group-level epsilon: ``lower <= truth <= upper``.
 
 One step: the truth is the exact epsilon of the mixture-of-Gaussians pair
-(002 Thm 3.1 / 3.3), computed here independently: exact rational
+(Ganesh 2024 Thm 3.1 / 3.3), computed here independently: exact rational
 probabilities (``math.comb``, the double ``q`` taken exactly), 40-digit
 mpmath hockey-stick divergences of both directions, and a root in epsilon.
 A few steps: the dominance (connect-dots) and PRV (coupling) accountants are
@@ -71,7 +71,7 @@ def _root(f, target, lo: float, hi: float):
 
 
 def mp_one_step_epsilon(sens, probs: list[Fraction], sigma: float, delta: float, dps: int = 40) -> float:
-    """Exact epsilon(delta) of one MoG step under add-or-remove adjacency (002 Def. 2.8), 40 digits.
+    """Exact epsilon(delta) of one MoG step under add-or-remove adjacency (Ganesh 2024 Def. 2.8), 40 digits.
 
     remove: ``P = sum p_i N(c_i, s^2)``, ``Q = N(0, s^2)``; add: the pair swapped. With
     ``g(x) = log sum p_i exp((c_i x - c_i^2 / 2) / s^2)`` (increasing, convex), the remove loss

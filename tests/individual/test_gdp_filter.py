@@ -1,4 +1,4 @@
-"""GDP conversion, filter and odometer (000 Thm 11, eq. (4.1), (C.2), Sec. 4.1)."""
+"""GDP conversion, filter and odometer (Koskela et al. 2023 Thm 11, eq. (4.1), (C.2), Sec. 4.1)."""
 
 import math
 
@@ -22,11 +22,11 @@ def _rdp_420():
     for r in REF:
         if r.get("mechanism") == "gaussian" and r.get("steps") == 420 and "epsilon_rdp_dp_accounting" in r:
             return r["epsilon_rdp_dp_accounting"], r["delta"]
-    return 0.8156299871929082, 1e-5  # 000 Sec. 4.1 via dp_accounting RDP (public_reference.json)
+    return 0.8156299871929082, 1e-5  # Koskela et al. 2023 Sec. 4.1 via dp_accounting RDP (public_reference.json)
 
 
 def test_sec_4_1_filter_admits_exactly_495_steps():
-    """000 Sec. 4.1: the budget RDP spends in 420 steps at sigma = 100 admits 495 GDP steps of mu = 1/100."""
+    """Koskela et al. 2023 Sec. 4.1: the budget RDP spends in 420 steps at sigma = 100 admits 495 GDP steps of mu = 1/100."""
     eps, delta = _rdp_420()
     f = GDPFilter(epsilon=eps, delta=delta)
     n = 0

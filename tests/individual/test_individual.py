@@ -1,4 +1,4 @@
-"""IndividualAccountant: per-example epsilons against the core engine, filters, save/load, bad input (000)."""
+"""IndividualAccountant: per-example epsilons against the core engine, filters, save/load, bad input (Koskela et al. 2023)."""
 
 import os
 
@@ -125,7 +125,7 @@ def test_gdp_filter_never_exceeds_budget_and_drops_stay_dropped(eps_budget, seed
 
 
 def test_filter_matches_gdp_filter_on_constant_norms():
-    # 000 Sec. 4.1 setting per example: sigma = 100, full batch, budget of 420 RDP steps
+    # Koskela et al. 2023 Sec. 4.1 setting per example: sigma = 100, full batch, budget of 420 RDP steps
     acc = IndividualAccountant(num_examples=2, noise_multiplier=100.0, clip_norm=1.0, sampling_rate=1.0)
     f = GDPFilter(epsilon=0.8156299871929082, delta=1e-5)
     steps = 0

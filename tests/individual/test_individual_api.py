@@ -96,7 +96,7 @@ def test_rdp_budget_is_within_budget_and_below_the_gdp_budget(eps, log_delta):
     b = rdp.gaussian_budget_mu(eps, delta, rdp.INDIVIDUAL_ORDERS)
     curve = rdp.gaussian_rdp(mu=b, orders=rdp.INDIVIDUAL_ORDERS)[None, :] * (1.0 + rdp._REL_MARGIN)
     assert rdp.epsilons_from_rdp_rows(rdp.INDIVIDUAL_ORDERS, curve, delta)[0][0] <= eps
-    assert b <= gdp_mu(epsilon=eps, delta=delta)  # the RDP conversion is lossy (000 Sec. 4.1)
+    assert b <= gdp_mu(epsilon=eps, delta=delta)  # the RDP conversion is lossy (Koskela et al. 2023 Sec. 4.1)
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
 """Buffered recording, sparse recording (missing-norm policies) and per-example certified
-intervals ``lower <= exact <= upper`` (000 App. D; dominated / dominating bucket PLDs)."""
+intervals ``lower <= exact <= upper`` (Koskela et al. 2023 App. D; dominated / dominating bucket PLDs)."""
 
 import json
 import math

@@ -1,8 +1,8 @@
-"""Per-example RDP / mu-GDP accounting, the filters' rules and the paper's sigma-grid (000 Sec. 4-5, App. D.2).
+"""Per-example RDP / mu-GDP accounting, the filters' rules and the paper's sigma-grid (Koskela et al. 2023 Sec. 4-5, App. D.2).
 
 Truth: an example whose norm is the same at every step is exactly the Poisson-subsampled Gaussian at that
 sensitivity, composed k times; ``ConnectDotsAccountant`` gives its certified interval and
-``RDPAccountant`` its RDP bound. DP-GD (sampling rate 1) has closed forms (000 Thm 11, eq. (C.2)).
+``RDPAccountant`` its RDP bound. DP-GD (sampling rate 1) has closed forms (Koskela et al. 2023 Thm 11, eq. (C.2)).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_dpgd_gdp_and_rdp_closed_forms():
     orders, curves = acc.rdp_curves()
     np.testing.assert_allclose(curves, 0.5 * mu[:, None] ** 2 * orders[None, :], rtol=1e-12)
     rdp = acc.epsilons(DELTA, method="rdp").upper
-    assert np.all(rdp[1:] > g.upper[1:]) and rdp[0] == 0.0  # RDP's conversion is lossy (000 Sec. 4.1)
+    assert np.all(rdp[1:] > g.upper[1:]) and rdp[0] == 0.0  # RDP's conversion is lossy (Koskela et al. 2023 Sec. 4.1)
 
 
 def test_gdp_fit_dominates_the_certified_delta_curve(constant_norms):
@@ -148,7 +148,7 @@ def test_rdp_filter_stopping_rule_by_hand():
         k += 1
         assert k < 1000
     assert k == expected
-    assert k < math.floor(100 * gdp_mu(epsilon=1.0, delta=1e-5) ** 2)  # GDP admits more (000 Sec. 4.1)
+    assert k < math.floor(100 * gdp_mu(epsilon=1.0, delta=1e-5) ** 2)  # GDP admits more (Koskela et al. 2023 Sec. 4.1)
     # the Gaussian budget of Sec. 5: its curve converts to at most eps = 1
     bm = gaussian_budget_mu(1.0, 1e-5, INDIVIDUAL_ORDERS)
     e = epsilons_from_rdp_rows(INDIVIDUAL_ORDERS, 0.5 * bm * bm * INDIVIDUAL_ORDERS[None, :], 1e-5)[0][0]
@@ -194,7 +194,7 @@ def test_paper_grid_rounds_the_noise_down(norms, buckets, smax_factor):
     codes = np.argmax(acc.bucket_counts, axis=1)
     ratios = acc._nominal_ratios()
     r = np.minimum(np.array(norms), clip) / clip
-    # the bucket's ratio is at least the step's (000 Thm D.2: noise rounded down onto the grid) ...
+    # the bucket's ratio is at least the step's (Koskela et al. 2023 Thm D.2: noise rounded down onto the grid) ...
     assert np.all(ratios[codes] * (1 + 1e-9) >= r)
     # ... and it is the grid point of eq. (D.2): sigma_i <= sigma C / min(g, C) < sigma_{i+1}
     sig_grid = sigma / ratios[1:]  # descending noise: sigma_max ... sigma

@@ -1,7 +1,7 @@
-"""Mixture-of-Gaussians mechanisms (002 Def. 2.8, Thm 3.1, Thm 3.3): validation, numerics, truth.
+"""Mixture-of-Gaussians mechanisms (Ganesh 2024 Def. 2.8, Thm 3.1, Thm 3.3): validation, numerics, truth.
 
 Single-step hockey-stick divergences are checked against mpmath (50 digits),
-the closed-form Poisson inverse of 001 Sec. 6.1 and dp_accounting 0.6.0's
+the closed-form Poisson inverse of Koskela et al. 2020 Sec. 6.1 and dp_accounting 0.6.0's
 ``MixtureGaussianPrivacyLoss``.
 """
 
@@ -148,7 +148,7 @@ def test_probability_residue_goes_to_the_safe_side():
         noise_multiplier=1.0, sensitivities=(0.0, 1.0, 2.0), probabilities=(0.5, 0.3, 0.2 - 5e-10)
     )
     rem, add = short.privacy_losses()
-    # the deficit goes to the largest sensitivity (stochastically larger, 002 Lemma 2.9), not to +inf,
+    # the deficit goes to the largest sensitivity (stochastically larger, Ganesh 2024 Lemma 2.9), not to +inf,
     # where it would be added to the lower bound's delta at every step too
     assert rem.infinity_mass == 0.0
     assert rem.p_weights[-1] >= 0.2 and math.fsum(rem.p_weights) >= 1.0
@@ -166,7 +166,7 @@ def test_binomial_and_hypergeometric_sensitivities():
     np.testing.assert_allclose(p, stats.binom.pmf(np.arange(10), 9, 0.01), rtol=1e-12)
     c, p = binomial_sensitivity(3, 1.0)
     assert p.tolist() == [0.0, 0.0, 0.0, 1.0]
-    # 002 Thm 3.3: 2 * Hypergeom(B, n + k, k); k = 1 puts the member in the batch w.p. B / (n + 1)
+    # Ganesh 2024 Thm 3.3: 2 * Hypergeom(B, n + k, k); k = 1 puts the member in the batch w.p. B / (n + 1)
     c, p = hypergeometric_sensitivity(1, 500, 50_000)
     assert c.tolist() == [0.0, 2.0]
     assert p[1] == pytest.approx(500 / 50_001, rel=1e-12)
@@ -179,7 +179,7 @@ def test_binomial_and_hypergeometric_sensitivities():
 
 
 def test_group_size_one_is_the_poisson_subsampled_gaussian():
-    """Binom(1, q) MoG == 001 Sec. 6.1 closed form, both directions, CDF and survival function."""
+    """Binom(1, q) MoG == Koskela et al. 2020 Sec. 6.1 closed form, both directions, CDF and survival function."""
     sigma, q = 1.3, 0.02
     rem, add = GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=1).privacy_losses()
     ref_rem = poisson_gaussian_loss(sigma=sigma, q=q, direction="remove")
@@ -310,7 +310,7 @@ def test_loss_at_infinity_is_its_limit():
 @settings(max_examples=scaled(40), deadline=None)
 @given(k=st.integers(1, 20), q=st.floats(0.001, 0.5), sigma=st.floats(0.5, 4.0), eps=st.floats(0.0, 5.0))
 def test_one_step_delta_grows_with_the_group(k, q, sigma, eps):
-    """Binom(k + 1, q) stochastically dominates Binom(k, q), so by 002 Lemma 2.9 delta(eps) cannot shrink."""
+    """Binom(k + 1, q) stochastically dominates Binom(k, q), so by Ganesh 2024 Lemma 2.9 delta(eps) cannot shrink."""
 
     def delta(kk):
         rem, add = GroupPoissonSampled(noise_multiplier=sigma, sampling_rate=q, group_size=kk).privacy_losses()

@@ -4,7 +4,7 @@ Acceptance: on random DP-SGD settings (q 1e-3..0.3, sigma 0.6..4,
 k 10..5e4, delta 1e-5..1e-9, add-remove) the certified bounds at
 ``eps_error=0.01`` contain the true epsilon and are no wider than 0.021;
 substitute-relation and heterogeneous compositions agree with
-fourier-accountant and dp-accounting; 001 Table 1 is reproduced.
+fourier-accountant and dp-accounting; Koskela et al. 2020 Table 1 is reproduced.
 
 How the peers are used (none of them is ground truth on its own):
 
@@ -14,9 +14,9 @@ How the peers are used (none of them is ground truth on its own):
   So ``lower <= dp_accounting`` must hold (up to dp-accounting's own mass
   truncation) and ``dp_accounting <= upper`` up to its small discretisation bias.
 * prv-accountant 0.2.0 returns its own certified ``(lower, estimate, upper)``
-  (003 Thm 5.5): two certified intervals for the same quantity must intersect.
-* fourier-accountant (001 Alg. 1, nx = 1e6, L = 20) is an estimate without
-  bounds, accurate to about err(L, n) (001 eq. 7.4); tiny for these settings.
+  (Gopi et al. 2021 Thm 5.5): two certified intervals for the same quantity must intersect.
+* fourier-accountant (Koskela et al. 2020 Alg. 1, nx = 1e6, L = 20) is an estimate without
+  bounds, accurate to about err(L, n) (Koskela et al. 2020 eq. 7.4); tiny for these settings.
 
 Settings where a peer is itself unreliable (prv-accountant at tiny delta or
 small sigma, fourier-accountant when epsilon leaves [-L, L]) are avoided,
@@ -166,7 +166,7 @@ def test_substitute_agrees_with_fourier_accountant_and_dp_accounting(sigma, batc
     b = acc.epsilon(delta)
     assert b.upper - b.lower <= MAX_WIDTH
 
-    # fourier-accountant: 001 Sec. 6.2 pair q N(1) + (1-q) N(0) vs q N(-1) + (1-q) N(0)
+    # fourier-accountant: Koskela et al. 2020 Sec. 6.2 pair q N(1) + (1-q) N(0) vs q N(-1) + (1-q) N(0)
     e_fa = float(fa.get_epsilon_S(target_delta=delta, sigma=sigma, q=q, ncomp=k, nx=int(1e6), L=20.0))
     assert _contains(b, e_fa, 1e-4, 1e-4), (b, e_fa)
     # dp-accounting: REPLACE_ONE with sampling_prob=q is the same pair
@@ -181,7 +181,7 @@ def test_substitute_agrees_with_fourier_accountant_and_dp_accounting(sigma, batc
 
 
 def test_poisson_substitute_is_the_without_replacement_pair():
-    """PoissonSampled(relation="substitute") uses the 001 Sec. 6.2 pair at the same rate."""
+    """PoissonSampled(relation="substitute") uses the Koskela et al. 2020 Sec. 6.2 pair at the same rate."""
     q, sigma, k, delta = 0.02, 1.3, 400, 1e-6
     a = (
         PRVAccountant()
@@ -299,7 +299,7 @@ def test_public_reference_add_remove_entries_present():
 
 
 def test_001_table1_fourier():
-    """001 Table 1: delta(eps=1) for sigma=1.5, q=0.01, k=1e4, remove relation, L=12, n=1e6."""
+    """Koskela et al. 2020 Table 1: delta(eps=1) for sigma=1.5, q=0.01, k=1e4, remove relation, L=12, n=1e6."""
     entry = next(e for e in _reference() if e["source"].startswith("001 Table 1"))
     acc = FourierAccountant(L=12, n=1_000_000)
     acc.compose(
