@@ -32,11 +32,13 @@ References
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import cast
 
 import numpy as np
 from scipy import special
 
+from .._caches import register as _register_cache
 from .._types import ArrayLike, FloatArray
 from ..errors import PrecisionError
 
@@ -107,15 +109,19 @@ def discrete_rdp(*, p: FloatArray, q: FloatArray, orders: FloatArray) -> FloatAr
 
 
 # ------------------------------------------------------------ sampled Gaussian
-#: ``log(n!)`` for ``n = 0, 1, ...``, grown on demand (the same values ``gammaln(n + 1.0)`` returns, computed once)
-_LOG_FACTORIAL: FloatArray = special.gammaln(np.arange(130, dtype=float) + 1.0)
+@_register_cache
+@lru_cache(maxsize=4)
+def _log_factorial_table(size: int) -> FloatArray:
+    """``log(n!)`` for ``n = 0 ... size - 1`` (the values ``gammaln(n + 1.0)`` returns), computed once per size and
+    emptied by ``tightdp.clear_caches``."""
+    table: FloatArray = special.gammaln(np.arange(size, dtype=float) + 1.0)
+    table.flags.writeable = False
+    return table
 
 
 def _log_factorials(n: int) -> FloatArray:
-    global _LOG_FACTORIAL
-    if _LOG_FACTORIAL.size <= n:
-        _LOG_FACTORIAL = special.gammaln(np.arange(max(n + 1, 2 * _LOG_FACTORIAL.size), dtype=float) + 1.0)
-    return _LOG_FACTORIAL
+    """A table of ``log(k!)`` holding at least ``k = 0 ... n`` (sizes are powers of two, so few tables exist)."""
+    return _log_factorial_table(max(256, 1 << int(n).bit_length()))
 
 
 def _log_a_integer(q: float, sigma: float, alpha: int) -> float:
