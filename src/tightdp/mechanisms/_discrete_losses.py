@@ -9,6 +9,7 @@ dominance argument that makes the shift ``Delta`` the worst neighbour, are in ``
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -112,8 +113,9 @@ class _LatticeLoss(PrivacyLoss):
     _l1 = 0.0
 
     @property
+    @abstractmethod
     def _arrays(self) -> _Arrays:
-        raise NotImplementedError  # each subclass builds its own (``_finish``)
+        """The enumerated atoms and their prefix / suffix sums (each subclass builds them with ``_finish``)."""
 
     @property
     def infinity_mass(self) -> float:  # type: ignore[override]  # a computed attribute of the base class

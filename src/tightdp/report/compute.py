@@ -18,7 +18,7 @@ import datetime as _dt
 import math
 import sys
 import time
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -28,9 +28,6 @@ from ._sections import _upper
 from .config import ReportConfig
 from .hints import _calibration_job, _calibration_plan, _group_job, _group_plan
 from .render import AccountantResult, Report
-
-if TYPE_CHECKING:
-    pass
 
 #: one unit of work: ``(kind, *arguments)``, e.g. ``("row", "prv", deltas)`` or ``("group", 4)``
 Job = tuple[Any, ...]
