@@ -55,6 +55,7 @@ def _rank(rank: int, world: int, root: str) -> None:
         if rank == 0:
             ledger.write_manifest(root, names, generation=1)
         torch.save([p.detach().clone() for p in model.parameters()], os.path.join(root, f"params-{rank}.pt"))
+        dist.barrier()  # both ranks leave together: a rank tearing gloo down while its peer still works can abort
     finally:
         dist.destroy_process_group()
 
