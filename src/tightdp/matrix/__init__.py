@@ -9,7 +9,8 @@ The pipeline, one module each:
 * ``sensitivity``: participation patterns (``SINGLE``, ``MinSeparation``, ``Cyclic``) and the certified
   two-sided sensitivity ``sensitivity(strategy, participation, steps=n)`` (exact where a proof makes it so);
 * ``accounting``: the samplers (``NoAmplification``, ``CyclicPoisson``, ``PoissonSampling``, ``BallsInBins``,
-  ``EpochAllocation``) and the one-call ``matrix_epsilon(strategy=..., noise_multiplier=..., steps=...,
+  ``EpochAllocation``, ``MinSepSampling``) and the one-call ``matrix_epsilon(strategy=..., noise_multiplier=...,
+  steps=...,
   delta=..., sampler=...)`` -> ``tightdp.Bounds``; ``sampler_from_dict`` for run descriptions;
 * ``mmcc``: MMCC's conditional composition (Choquette-Choo et al. 2024) for Poisson sampling with a
   non-negative ``C``, ``mmcc_epsilon(...)`` (``PoissonSampling`` uses it as one of its upper bounds);
@@ -24,6 +25,7 @@ from .accounting import (
     BallsInBins,
     CyclicPoisson,
     EpochAllocation,
+    MinSepSampling,
     NoAmplification,
     PoissonSampling,
     Sampler,
@@ -64,6 +66,7 @@ __all__ = [
     "PoissonSampling",
     "BallsInBins",
     "EpochAllocation",
+    "MinSepSampling",
     "sampler_from_dict",
     # the answers
     "SensitivityBounds",

@@ -50,6 +50,7 @@ from ._ledgers import (
     _sens_details,
 )
 from ._lower_pairs import lone_entries, orthogonal_steps
+from ._min_sep import min_sep_epsilon, tighter
 from .mmcc import with_mmcc
 from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, sensitivity
 from .strategies import Strategy, as_strategy, reject
@@ -58,6 +59,7 @@ __all__ = [
     "BallsInBins",
     "CyclicPoisson",
     "EpochAllocation",
+    "MinSepSampling",
     "NoAmplification",
     "PoissonSampling",
     "Sampler",
@@ -480,6 +482,118 @@ class EpochAllocation(Sampler):
         return f"random allocation afresh each epoch of {self.steps_per_epoch} steps"
 
 
+@dataclass(frozen=True, kw_only=True)
+class MinSepSampling(Sampler):
+    """b-min-sep sampling as jax_privacy runs it (``BMinSepSampling(sampling_prob, iterations, min_sep,
+    warm_start)``; Dong & Ganesh 2026, arXiv 2602.09338): at every step each record that did not take part in
+    the previous ``min_sep - 1`` steps joins the batch independently with probability ``sampling_rate``. Per
+    record a renewal process: after a participation at ``tau`` the next is at ``tau + min_sep - 1 + Geom(p)``;
+    the warm start is the stationary one (the first participation's law as in jax_privacy), so that every step
+    has participation probability ``p / (1 + (min_sep - 1) p)``. ``min_sep = 1`` is Poisson sampling; ``p = 1``
+    with a warm start is balls-in-bins with ``cycle_length = min_sep``.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        ``p``, the rate among the eligible records, in ``(0, 1]``.
+    min_sep : int
+        The least distance between two participations of a record (``>= 1``).
+    warm_start : bool, optional
+        The stationary start (default ``True``, jax_privacy's default) or every record eligible at step 0.
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]``, ``min_sep`` below one or not an integer, ``warm_start`` not a bool.
+
+    Notes
+    -----
+    **Upper end**: the smallest of the following proven bounds.
+
+    1. *No amplification.* Any two participations are at least ``min_sep`` apart, so a pattern has at most
+       ``ceil(n / min_sep)`` of them; the release is a mixture over patterns of Gaussian mechanisms, each
+       dominated by the Gaussian of the certified sensitivity over ``MinSeparation(ceil(n / min_sep),
+       min_sep)``, so by joint convexity of the hockey-stick divergence so is the mixture (any signs of ``C``,
+       adaptive gradients by the module docstring's reduction).
+    2. *Noise splitting and Poisson domination* (a ``b``-banded ``C``, any signs). (a) By noise splitting
+       (module docstring) the release is a post-processing of the per-step releases ``w_s = C_s g_s x_s +
+       N(0, sigma^2 / b I)`` on the rows ``[s, s + b)``, released in the order of ``s``; the rows of ``y``
+       before step ``s`` are functions of ``w_(<s)`` and independent noise, so an adaptive gradient at ``s``
+       is a function of ``w_(<s)``. (b) Fix the other records' sampling randomness ``R`` (independent of the
+       differing record's). Given ``R``, the prefix ``w_(<s)`` and the record's chain up to ``s``, its
+       participation at ``s`` is ``1[eligible] * Bern(p)`` on a fresh coin; so ``pi = P(x_s = 1 | prefix, R) =
+       p P(eligible | prefix, R) <= p`` (at step 0 with the warm start ``pi = p / (1 + (min_sep - 1) p)``).
+       Row ``s``'s conditional pair is ``(pi N(m + a, .) + (1 - pi) N(m, .), N(m, .))`` with ``m`` the known
+       part and ``||a|| <= ||C_s||``. It is the image of ``(p N(a, .) + (1 - p) N(0, .), N(0, .))`` under the
+       kernel "keep the sample with probability ``pi / p``, else replace it by a fresh ``N(0, .)``; add ``m``",
+       which maps ``N(0, .)`` to ``N(0, .)``: a post-processing in both directions (add and remove). Rotating
+       ``a`` onto one axis and shrinking it to any smaller norm (``t -> r t + N(0, (1 - r^2) .)`` fixes
+       ``N(0, .)``) shows the Poisson-subsampled Gaussian at rate ``p``, noise ``sigma / sqrt b`` and
+       sensitivity ``||C_s||`` dominates row ``s`` at every prefix, whatever gradient direction the prefix
+       chose. Adaptive composition of dominating pairs (Zhu, Dong & Wang 2022, Thm 10) bounds the run given
+       ``R``, and joint convexity the mixture over ``R``. With ``C = I`` (one band) this is DP-SGD with
+       Poisson sampling at rate ``p``.
+    3. ``min_sep = 1``: the run is Poisson sampling (both starts): ``PoissonSampling``'s interval (including
+       MMCC for a non-negative ``C``) is intersected. ``p = 1`` with a warm start: the run is balls-in-bins with
+       ``cycle_length = min_sep`` (when ``min_sep <= n``): ``BallsInBins``'s interval is intersected.
+
+    **Lower end**: the record with a fixed unit gradient direction (scaled by ``g_j`` in ``[0, 1]``) is an
+    explicit pair; the statistic ``<v, y>`` with ``C^T v = 1_W`` on a window ``W`` of steps (solved in floating
+    point, ``g_j`` absorbing the residual, ``tightdp.matrix._min_sep.projection_scale``) is, after dividing by
+    the common scale, ``N(K_W, s^2)`` with ``K_W`` the number of participations in ``W`` (on the neighbour
+    ``N(0, s^2)``, noise rounded up: adding noise is a post-processing). ``K_W``'s law is computed exactly by a
+    dynamic program over the renewal chain; its floating-point error ``eta`` (l1, bounded a priori) is paid
+    by evaluating the 1-D mixture pair at ``delta + 2 eta e^upper`` (total-variation slack in both
+    directions). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
+    a fast estimate and the two best certified (``MixtureOfGaussians``, connect-dots). The interval is wide
+    where many small steps compose (small noise): the linear statistic sees only the count.
+
+    References
+    ----------
+    Dong & Ganesh 2026 (arXiv 2602.09338), b-min-sep sampling; Choquette-Choo et al. 2025 (arXiv 2410.06266),
+    balls-in-bins; Zhu, Dong & Wang 2022, Thm 10 (adaptive composition of dominating pairs); Ganesh 2024,
+    Def. 2.8 (mixture-of-Gaussians mechanism).
+
+    Examples
+    --------
+    >>> from tightdp.matrix import Identity, MinSepSampling, matrix_epsilon
+    >>> out = matrix_epsilon(strategy=Identity(), noise_multiplier=2.0, steps=50, delta=1e-5,
+    ...                      sampler=MinSepSampling(sampling_rate=0.1, min_sep=5))
+    >>> 0 < out.lower <= out.upper
+    True
+    """
+
+    type_name: ClassVar[str] = "min_sep"
+
+    sampling_rate: float
+    min_sep: int
+    warm_start: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        object.__setattr__(self, "min_sep", check_count("min_sep", self.min_sep))
+        if not isinstance(self.warm_start, (bool, np.bool_)):
+            reject(f"warm_start must be a bool, got {self.warm_start!r}")
+        object.__setattr__(self, "warm_start", bool(self.warm_start))
+
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
+        p, m = self.sampling_rate, self.min_sep
+        out = min_sep_epsilon(strategy, sigma, n, p, m, self.warm_start, delta, eps_error, rel_error)
+        if m == 1:
+            poisson = PoissonSampling(sampling_rate=p).epsilon(strategy, sigma, n, delta, eps_error, rel_error)
+            out = tighter(out, poisson, "Poisson sampling (min_sep = 1 is Poisson)")
+        if p == 1.0 and self.warm_start and 1 < m <= n:
+            bins = _balls_in_bins(strategy, sigma, n, m, delta, eps_error, rel_error)
+            out = tighter(out, bins, f"balls-in-bins (p = 1, warm start: cycle length {m})")
+        return out
+
+    def describe(self) -> str:
+        start = "warm" if self.warm_start else "cold"
+        return f"b-min-sep sampling at rate {self.sampling_rate:g}, min_sep {self.min_sep}, {start} start"
+
+
 def sampler_from_dict(data: dict[str, Any]) -> Sampler:
     """Rebuild a sampler from ``Sampler.to_dict()`` output (a run description, a CLI strategy file).
 
@@ -498,7 +612,10 @@ def sampler_from_dict(data: dict[str, Any]) -> Sampler:
     ValueError
         An unknown ``type`` or bad fields.
     """
-    types = {c.type_name: c for c in (NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins, EpochAllocation)}
+    types = {
+        c.type_name: c
+        for c in (NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins, EpochAllocation, MinSepSampling)
+    }
     if not isinstance(data, dict) or data.get("type") not in types:
         reject(f"sampler must be a dict with 'type' one of {sorted(types)}, got {data!r}")
     kw = {k: v for k, v in data.items() if k != "type"}
@@ -543,7 +660,8 @@ def matrix_epsilon(
         The target delta.
     sampler : Sampler, optional
         ``NoAmplification(participation=...)`` (default, single participation), ``CyclicPoisson``,
-        ``PoissonSampling``, ``BallsInBins`` (jax_privacy's) or ``EpochAllocation``; each docstring states what
+        ``PoissonSampling``, ``BallsInBins`` (jax_privacy's), ``EpochAllocation`` or ``MinSepSampling``
+        (jax_privacy's ``BMinSepSampling``); each docstring states what
         its ends prove.
     bands : int, optional
         The band count of a ``c_col`` vector given as ``strategy`` (default its length).
@@ -570,9 +688,8 @@ def matrix_epsilon(
     sampler = NoAmplification() if sampler is None else sampler
     if not isinstance(sampler, Sampler):
         reject(
-            f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins or "
-            f"EpochAllocation, "
-            f"got {sampler!r}"
+            f"sampler must be NoAmplification, CyclicPoisson, PoissonSampling, BallsInBins, "
+            f"EpochAllocation or MinSepSampling, got {sampler!r}"
         )
     head = {"strategy": strat.describe(), "sampler": sampler.describe(), "steps": n}
     out = sampler.epsilon(strat, sigma, n, delta, eps_error, rel_error)
