@@ -1,0 +1,239 @@
+"""b-min-sep sampling (``MinSepSampling``, jax_privacy's ``BMinSepSampling``): validation, the exact renewal law
+of the participation count against brute-force enumeration (with exact rationals), the reductions
+(``min_sep = 1`` is Poisson sampling, ``p = 1`` with a warm start is balls-in-bins), and the interval against the
+fixed-gradient pair's epsilon computed by brute force (all patterns, Monte Carlo over the Gaussian noise)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from _support import scaled
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tightdp.matrix import (
+    BallsInBins,
+    BandedToeplitz,
+    BinaryTree,
+    Identity,
+    MinSepSampling,
+    PoissonSampling,
+    matrix_epsilon,
+    sampler_from_dict,
+)
+from tightdp.matrix._min_sep import law_error, participation_law
+
+
+# ---------------------------------------------------------------- brute force of the renewal process
+def _pattern_probability(x: tuple[int, ...], p: Fraction, m: int, warm: bool) -> Fraction:
+    """jax_privacy's definition: the last participation before the run at ``-m + k`` (warm start: ``k = 0`` with
+    ``1 / (1 + (m - 1) p)``, ``k >= 1`` with ``p / (1 + (m - 1) p)``; cold: ``k = 0``); the next one at
+    ``last + m - 1 + G``, ``G ~ Geom(p)`` on ``1, 2, ...``."""
+    n = len(x)
+    starts = {0: Fraction(1)}
+    if warm and m > 1:
+        z = 1 + (m - 1) * p
+        starts = {k: (p if k else Fraction(1)) / z for k in range(m)}
+    times = [t for t in range(n) if x[t]]
+    total = Fraction(0)
+    for k, pk in starts.items():
+        last, prob = -m + k, pk
+        for t in times:
+            g = t - last - m + 1
+            if g < 1:
+                prob = Fraction(0)
+                break
+            prob *= p * (1 - p) ** (g - 1)
+            last = t
+        gap = n - last - m  # no participation at last + m - 1 + G < n, i.e. G <= n - last - m
+        total += prob * ((1 - p) ** gap if gap > 0 else 1)
+    return total
+
+
+def _patterns(n: int, p: float, m: int, warm: bool) -> list[tuple[tuple[int, ...], Fraction]]:
+    return [(x, _pattern_probability(x, Fraction(p), m, warm)) for x in itertools.product((0, 1), repeat=n)]
+
+
+@settings(deadline=None, max_examples=scaled(30))
+@given(st.integers(1, 9), st.floats(0.01, 1.0), st.integers(1, 5), st.booleans(), st.data())
+def test_participation_law_matches_enumeration(n, p, m, warm, data):
+    a = data.draw(st.integers(0, n))
+    z = data.draw(st.integers(a, n))
+    pats = _patterns(n, p, m, warm)
+    assert sum(pr for _, pr in pats) == 1
+    exact = [Fraction(0)] * (-(-(z - a) // m) + 1)
+    for x, pr in pats:
+        if pr:  # patterns closer than min_sep have probability 0
+            exact[sum(x[a:z])] += pr
+    law = participation_law(n, p, m, warm, a, z)
+    assert law.size == len(exact)
+    l1 = sum(abs(Fraction(float(v)) - e) for v, e in zip(law, exact))
+    assert l1 <= law_error(n, m), (law, exact)
+
+
+def test_stationary_start_keeps_every_step_at_the_stationary_rate():
+    p, m, n = 0.3, 4, 12
+    rate = p / (1 + (m - 1) * p)
+    for s in range(n):
+        assert participation_law(n, p, m, True, s, s + 1)[1] == pytest.approx(rate, rel=1e-12)
+    assert participation_law(n, p, m, False, 0, 1)[1] == pytest.approx(p)
+
+
+# ---------------------------------------------------------------- validation
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        (dict(sampling_rate=0.0, min_sep=2), "sampling_rate"),
+        (dict(sampling_rate=1.5, min_sep=2), "sampling_rate"),
+        (dict(sampling_rate=float("nan"), min_sep=2), "sampling_rate"),
+        (dict(sampling_rate=0.1, min_sep=0), "min_sep"),
+        (dict(sampling_rate=0.1, min_sep=2.5), "min_sep"),
+        (dict(sampling_rate=0.1, min_sep=2, warm_start="yes"), "warm_start"),
+        (dict(sampling_rate=0.1, min_sep=2, warm_start=1), "warm_start"),
+    ],
+)
+def test_bad_arguments_name_the_argument(kw, name):
+    with pytest.raises(ValueError, match=name):
+        MinSepSampling(**kw)
+
+
+def test_round_trip_through_a_dict():
+    for s in (
+        MinSepSampling(sampling_rate=0.25, min_sep=8),
+        MinSepSampling(sampling_rate=1, min_sep=3, warm_start=False),
+    ):
+        d = s.to_dict()
+        assert d["type"] == "min_sep"
+        assert sampler_from_dict(d) == s
+    with pytest.raises(ValueError, match="min_sep"):
+        sampler_from_dict({"type": "min_sep", "sampling_rate": 0.1, "min_sep": -1})
+    with pytest.raises(ValueError, match="min_sep"):
+        sampler_from_dict({"type": "min_sep", "sampling_rate": 0.1, "period": 3})
+
+
+# ---------------------------------------------------------------- reductions
+def test_min_sep_one_is_poisson_sampling():
+    for warm in (True, False):
+        ours = matrix_epsilon(
+            strategy=Identity(),
+            noise_multiplier=1.2,
+            steps=60,
+            delta=1e-5,
+            sampler=MinSepSampling(sampling_rate=0.1, min_sep=1, warm_start=warm),
+        )
+        dpsgd = matrix_epsilon(
+            strategy=Identity(), noise_multiplier=1.2, steps=60, delta=1e-5, sampler=PoissonSampling(sampling_rate=0.1)
+        )
+        assert ours.lower >= dpsgd.lower - 1e-12
+        assert ours.upper <= dpsgd.upper + 1e-12
+        assert ours.upper - ours.lower <= 0.01 * ours.upper  # DP-SGD is certified tightly
+
+
+def test_identity_upper_end_is_poisson_dpsgd_at_the_same_rate():
+    ours = matrix_epsilon(
+        strategy=Identity(),
+        noise_multiplier=1.0,
+        steps=80,
+        delta=1e-5,
+        sampler=MinSepSampling(sampling_rate=0.1, min_sep=4),
+    )
+    dpsgd = matrix_epsilon(
+        strategy=Identity(), noise_multiplier=1.0, steps=80, delta=1e-5, sampler=PoissonSampling(sampling_rate=0.1)
+    )
+    assert ours.upper == pytest.approx(dpsgd.upper, rel=1e-9)
+    assert 0 < ours.lower < ours.upper
+    assert "Poisson domination" in ours.details["upper"]
+
+
+def test_rate_one_warm_start_is_balls_in_bins():
+    c = np.array([1.0, 0.6, 0.3])
+    c /= np.linalg.norm(c)
+    strat = BandedToeplitz(c_col=c)
+    ours = matrix_epsilon(
+        strategy=strat, noise_multiplier=2.0, steps=40, delta=1e-5, sampler=MinSepSampling(sampling_rate=1, min_sep=5)
+    )
+    bins = matrix_epsilon(
+        strategy=strat, noise_multiplier=2.0, steps=40, delta=1e-5, sampler=BallsInBins(cycle_length=5)
+    )
+    assert bins.lower - 1e-12 <= ours.lower <= ours.upper <= bins.upper + 1e-12
+
+
+def test_rate_one_cold_start_is_one_deterministic_pattern():
+    out = matrix_epsilon(
+        strategy=Identity(),
+        noise_multiplier=2.0,
+        steps=20,
+        delta=1e-5,
+        sampler=MinSepSampling(sampling_rate=1, min_sep=5, warm_start=False),
+    )
+    assert out.upper == pytest.approx(out.lower, rel=1e-6)  # the Gaussian of sensitivity 2 = ||(1, 0, 0, 0, 0) x 4||
+
+
+@pytest.mark.parametrize("strategy", [BinaryTree(), BandedToeplitz(c_col=np.array([0.8, -0.6]))])
+def test_other_strategies_give_ordered_intervals(strategy):
+    for warm in (True, False):
+        out = matrix_epsilon(
+            strategy=strategy,
+            noise_multiplier=1.5,
+            steps=32,
+            delta=1e-5,
+            sampler=MinSepSampling(sampling_rate=0.2, min_sep=3, warm_start=warm),
+        )
+        assert 0 < out.lower <= out.estimate <= out.upper < math.inf
+        assert "lower" in out.details and "upper" in out.details
+
+
+# ---------------------------------------------------------------- against the pair's epsilon by brute force
+def _pair_delta(pats, c, sigma, eps, seed, samples=40_000):
+    """Monte Carlo delta (both directions, the larger; with its standard error) of the record with a fixed unit
+    gradient at every step, ``C = c I``: ``P = sum_x w_x N(c x, sigma^2 I)``, ``Q = N(0, sigma^2 I)``."""
+    xs = np.array([x for x, _ in pats], float)
+    lw = np.log(np.array([float(w) for _, w in pats]) + 1e-300)
+    n = xs.shape[1]
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(samples, n)) * sigma
+
+    def loss(y):
+        a = lw + (c * y @ xs.T - c * c * xs.sum(axis=1) / 2) / sigma**2
+        m = a.max(axis=1, keepdims=True)
+        return (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True)))[:, 0]
+
+    which = rng.choice(len(pats), p=np.exp(lw) / np.exp(lw).sum(), size=samples)
+    l_p = loss(c * xs[which] + z)
+    l_q = loss(z)
+    out = []
+    for v in (-np.expm1(np.minimum(eps - l_p, 0.0)), -np.expm1(np.minimum(eps + l_q, 0.0)) * (l_q < -eps)):
+        out.append((float(v.mean()), float(v.std() / math.sqrt(samples))))
+    return max(out)
+
+
+@settings(deadline=None, max_examples=scaled(10))
+@given(
+    st.integers(2, 8),
+    st.floats(0.05, 1.0),
+    st.integers(1, 4),
+    st.booleans(),
+    st.floats(0.6, 3.0),
+    st.floats(0.5, 1.0),
+)
+def test_interval_contains_the_pair_epsilon(n, p, m, warm, sigma, c):
+    delta = 0.1
+    out = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=np.array([c])),
+        noise_multiplier=sigma,
+        steps=n,
+        delta=delta,
+        sampler=MinSepSampling(sampling_rate=p, min_sep=m, warm_start=warm),
+    )
+    assert 0 <= out.lower <= out.upper < math.inf
+    pats = _patterns(n, p, m, warm)
+    seed = int(1000 * n + 100 * m + 1000 * p)
+    mean, se = _pair_delta(pats, c, sigma, out.upper, seed)
+    assert mean - 5 * se <= delta, (out, mean, se)  # the pair's delta at the upper end is at most delta
+    if out.lower > 0:
+        mean, se = _pair_delta(pats, c, sigma, out.lower, seed + 1)
+        assert mean + 5 * se >= delta, (out, mean, se)  # and at least delta at the lower end
