@@ -88,6 +88,8 @@ _MATRIX_SAMPLING = {
     "balls_in_bins": "each record assigned once to one uniformly random bin of steps for the whole run "
     "(Choquette-Choo et al. 2025)",
     "epoch_allocation": "each record in exactly one uniformly random step of each epoch, drawn afresh each epoch",
+    "min_sep": "each record joining a step's batch independently unless it took part in the previous min_sep - 1 "
+    "steps (b-min-sep sampling, Dong & Ganesh 2026)",
 }
 
 
