@@ -25,7 +25,7 @@ from tightdp.matrix import (
     matrix_epsilon,
     sampler_from_dict,
 )
-from tightdp.matrix._min_sep import law_error, participation_law
+from tightdp.matrix._min_sep import block_lengths, law_error, participation_law
 
 
 # ---------------------------------------------------------------- brute force of the renewal process
@@ -190,25 +190,53 @@ def test_other_strategies_give_ordered_intervals(strategy):
 # ---------------------------------------------------------------- against the pair's epsilon by brute force
 def _pair_delta(pats, c, sigma, eps, seed, samples=40_000):
     """Monte Carlo delta (both directions, the larger; with its standard error) of the record with a fixed unit
-    gradient at every step, ``C = c I``: ``P = sum_x w_x N(c x, sigma^2 I)``, ``Q = N(0, sigma^2 I)``."""
+    gradient at every step: ``P = sum_x w_x N(C x, sigma^2 I)``, ``Q = N(0, sigma^2 I)`` (``c`` a scalar: ``C =
+    c I``)."""
     xs = np.array([x for x, _ in pats], float)
-    lw = np.log(np.array([float(w) for _, w in pats]) + 1e-300)
     n = xs.shape[1]
+    cm = c * np.eye(n) if np.ndim(c) == 0 else np.asarray(c, float)
+    means = xs @ cm.T  # row i: C x_i
+    lw = np.log(np.array([float(w) for _, w in pats]) + 1e-300)
     rng = np.random.default_rng(seed)
     z = rng.normal(size=(samples, n)) * sigma
 
     def loss(y):
-        a = lw + (c * y @ xs.T - c * c * xs.sum(axis=1) / 2) / sigma**2
+        a = lw + (y @ means.T - (means * means).sum(axis=1) / 2) / sigma**2
         m = a.max(axis=1, keepdims=True)
         return (m + np.log(np.exp(a - m).sum(axis=1, keepdims=True)))[:, 0]
 
     which = rng.choice(len(pats), p=np.exp(lw) / np.exp(lw).sum(), size=samples)
-    l_p = loss(c * xs[which] + z)
+    l_p = loss(means[which] + z)
     l_q = loss(z)
     out = []
-    for v in (-np.expm1(np.minimum(eps - l_p, 0.0)), -np.expm1(np.minimum(eps + l_q, 0.0)) * (l_q < -eps)):
+    for v in (-np.expm1(np.minimum(eps - l_p, 0.0)), -np.expm1(np.minimum(eps + l_q, 0.0))):
         out.append((float(v.mean()), float(v.std() / math.sqrt(samples))))
     return max(out)
+
+
+@settings(deadline=None, max_examples=scaled(6))
+@given(st.integers(4, 8), st.floats(0.1, 0.9), st.integers(1, 4), st.booleans(), st.floats(0.5, 2.0))
+def test_banded_interval_contains_the_pair_epsilon(n, p, m, warm, sigma):
+    """Two bands of either sign: the fixed-gradient pair's epsilon is at most the run's, so below the upper end;
+    and at least the lower end (which post-processes that pair)."""
+    delta = 0.1
+    c_col = np.array([0.8, 0.6 if m % 2 else -0.6])
+    strat = BandedToeplitz(c_col=c_col)
+    out = matrix_epsilon(
+        strategy=strat,
+        noise_multiplier=sigma,
+        steps=n,
+        delta=delta,
+        sampler=MinSepSampling(sampling_rate=p, min_sep=m, warm_start=warm),
+    )
+    assert 0 <= out.lower <= out.upper < math.inf
+    pats = _patterns(n, p, m, warm)
+    seed = int(1000 * n + 100 * m + 1000 * p)
+    mean, se = _pair_delta(pats, strat.matrix(n), sigma, out.upper, seed)
+    assert mean - 5 * se <= delta, (out, mean, se)
+    if out.lower > 0:
+        mean, se = _pair_delta(pats, strat.matrix(n), sigma, out.lower, seed + 1)
+        assert mean + 5 * se >= delta, (out, mean, se)
 
 
 @settings(deadline=None, max_examples=scaled(10))
@@ -237,3 +265,24 @@ def test_interval_contains_the_pair_epsilon(n, p, m, warm, sigma, c):
     if out.lower > 0:
         mean, se = _pair_delta(pats, c, sigma, out.lower, seed + 1)
         assert mean + 5 * se >= delta, (out, mean, se)  # and at least delta at the lower end
+
+
+def test_block_lengths_cover_the_plain_split_and_stay_within_min_sep():
+    assert block_lengths(64, 64, 2000)[0] == 1
+    assert max(block_lengths(64, 64, 2000)) <= 64
+    assert 63 in block_lengths(64, 64, 2000)  # two noise parts
+    assert block_lengths(1, 1, 10) == [1]
+
+
+def test_blocks_tighten_the_banded_upper_end():
+    k = np.arange(1, 16)
+    c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
+    out = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=c / np.linalg.norm(c)),
+        noise_multiplier=4.0,
+        steps=400,
+        delta=1e-6,
+        sampler=MinSepSampling(sampling_rate=1 / 16, min_sep=16),
+    )
+    assert out.details["upper"].startswith("block noise splitting"), out.details
+    assert 0 < out.lower < out.upper

@@ -36,7 +36,16 @@ from ._ledgers import Ledger, _column_norms, _combine, _down, _epsilon_of, _grou
 from .sensitivity import Cyclic, MinSeparation, sensitivity
 from .strategies import Strategy
 
-__all__ = ["initial_state", "law_error", "min_sep_epsilon", "participation_law", "projection_scale", "tighter"]
+__all__ = [
+    "block_lengths",
+    "block_split",
+    "initial_state",
+    "law_error",
+    "min_sep_epsilon",
+    "participation_law",
+    "projection_scale",
+    "tighter",
+]
 
 _U = float(np.finfo(float).eps) / 2
 
@@ -341,6 +350,96 @@ def projection_lower(
     }
 
 
+def block_lengths(bands: int, min_sep: int, n: int) -> list[int]:
+    """The block lengths ``L`` tried by ``block_split``: ``1`` (plain noise splitting) and, up to ``min(min_sep,
+    n)``, the powers of two and the least ``L`` for each split count ``k = 1 + ceil((bands - 1) / L)``.
+
+    Parameters
+    ----------
+    bands : int
+        The band count ``b``.
+    min_sep : int
+        The least distance between participations.
+    n : int
+        Steps.
+
+    Returns
+    -------
+    list of int
+        Sorted lengths.
+    """
+    top = min(min_sep, n)
+    out = {1} | {1 << i for i in range(top.bit_length()) if 1 << i <= top}
+    for k in (2, 3, 5, 9):  # the least L with 1 + ceil((b - 1) / L) <= k
+        length = -(-(bands - 1) // (k - 1)) if bands > 1 else 1
+        if 1 <= length <= top:
+            out.add(length)
+    return sorted(out)
+
+
+def block_split(
+    norms: FloatArray,
+    sigma: float,
+    n: int,
+    p: float,
+    bands: int,
+    length: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> tuple[Bounds, str]:
+    """Block noise splitting with Poisson domination (``MinSepSampling``'s docstring, upper bound 2).
+
+    The steps are cut into blocks of ``L = length <= min_sep`` steps (so at most one participation each) and the
+    noise into ``k = 1 + ceil((bands - 1) / L)`` parts; part ``r`` carries the blocks ``i = r (mod k)``, whose row
+    windows (``L + bands - 1`` rows from the block's first step) are disjoint. The run is dominated by ``ceil(n /
+    L)`` Poisson-subsampled Gaussians at rate ``1 - (1 - p)^L``, noise ``sigma / sqrt(k)`` and the block's
+    largest column norm as sensitivity. ``L = 1`` is plain noise splitting (DP-SGD at rate ``p``).
+
+    Parameters
+    ----------
+    norms : numpy.ndarray
+        The column norms of ``C``.
+    sigma : float
+        The noise multiplier.
+    n : int
+        Steps.
+    p : float
+        The rate.
+    bands : int
+        The band count.
+    length : int
+        The block length ``L`` (at most ``min_sep``).
+    delta : float
+        The target delta.
+    eps_error, rel_error : float or None
+        Accuracy of the engine.
+
+    Returns
+    -------
+    tuple
+        ``(certified epsilon of the dominating composition, description)``.
+
+    Raises
+    ------
+    PrecisionError
+        The composition is out of the engine's reach.
+    """
+    k = 1 + -(-(bands - 1) // length)
+    # the block rate 1 - (1 - p)^L, rounded up (log1p / expm1 are within a few ulps)
+    rate = 1.0 if p >= 1.0 else min(1.0, -math.expm1(length * math.log1p(-p)) * (1.0 + 64 * _U))
+    blocks = [float(norms[i : i + length].max()) for i in range(0, n, length)]
+    ledger = [(_sampled(sigma / math.sqrt(k), v, rate), c) for v, c in _grouped_up(blocks, n)]
+    how = (
+        f"noise splitting ({bands} bands) and Poisson domination: DP-SGD at rate {p:g}, noise sigma / sqrt({bands}), "
+        "step s at sensitivity ||C_s||"
+        if length == 1
+        else f"block noise splitting ({bands} bands, blocks of {length} steps, noise sigma / sqrt({k})) and Poisson "
+        f"domination at the block rate 1 - (1 - p)^{length} = {rate:.6g}"
+    )
+    return _epsilon_of(ledger, delta, eps_error, rel_error), how
+
+
 def min_sep_epsilon(
     strategy: Strategy,
     sigma: float,
@@ -388,15 +487,10 @@ def min_sep_epsilon(
     ups = [(_epsilon_of(plain, delta, eps_error, rel_error), "no amplification (every min-sep pattern)")]
     b = strategy.bands(n)
     if b is not None:
-        split = [(_sampled(sigma / math.sqrt(b), v, p), c) for v, c in _grouped_up(_column_norms(strategy, n), n)]
-        with contextlib.suppress(TightDPError):
-            ups.append(
-                (
-                    _epsilon_of(split, delta, eps_error, rel_error),
-                    f"noise splitting ({b} bands) and Poisson domination: DP-SGD at rate {p:g}, noise sigma / "
-                    f"sqrt({b}), step s at sensitivity ||C_s||",
-                )
-            )
+        norms = _column_norms(strategy, n)
+        for length in block_lengths(b, min_sep, n):
+            with contextlib.suppress(TightDPError):
+                ups.append(block_split(norms, sigma, n, p, b, length, delta, eps_error, rel_error))
     if p == 1.0 and not warm_start and min_sep < n:
         # deterministic run: the one pattern 0, min_sep, 2 min_sep, ... (a subset of the cyclic patterns)
         cyc = sensitivity(strategy, Cyclic(period=min_sep), steps=n)

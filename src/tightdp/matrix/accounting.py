@@ -532,7 +532,17 @@ class MinSepSampling(Sampler):
        sensitivity ``||C_s||`` dominates row ``s`` at every prefix, whatever gradient direction the prefix
        chose. Adaptive composition of dominating pairs (Zhu, Dong & Wang 2022, Thm 10) bounds the run given
        ``R``, and joint convexity the mixture over ``R``. With ``C = I`` (one band) this is DP-SGD with
-       Poisson sampling at rate ``p``.
+       Poisson sampling at rate ``p``. *Blocks* (``_min_sep.block_split``): cut the steps into blocks of
+       ``L <= min_sep`` steps (at most one participation each) and the noise into ``k = 1 + ceil((b - 1) /
+       L)`` parts, part ``r`` carrying the blocks ``i = r (mod k)``, whose row windows are then disjoint.
+       Given the earlier blocks' releases and ``R``, the block's release is a mixture over the step ``s`` of
+       its participation (probability at most ``1 - (1 - p)^L`` in all, fresh coins) of laws each dominated
+       by ``(N(A), N(0))``, ``A`` the block's largest column norm (released row by row, it is an adaptive
+       composition of Gaussians whose shifts, zero before ``s``, have squared norms summing to at most
+       ``A^2``; joint convexity over ``s`` in both directions), so by the
+       subsampling identity of the hockey-stick divergence (Balle, Barthe & Gaboardi 2018) and the kernel
+       above, by the Poisson-subsampled Gaussian at rate ``1 - (1 - p)^L`` and noise ``sigma / sqrt(k)``;
+       composition finishes as before. ``L = 1`` is the plain split; a few ``L`` are tried.
     3. ``min_sep = 1``: the run is Poisson sampling (both starts): ``PoissonSampling``'s interval (including
        MMCC for a non-negative ``C``) is intersected. ``p = 1`` with a warm start: the run is balls-in-bins with
        ``cycle_length = min_sep`` (when ``min_sep <= n``): ``BallsInBins``'s interval is intersected.
@@ -543,8 +553,8 @@ class MinSepSampling(Sampler):
     the common scale, ``N(K_W, s^2)`` with ``K_W`` the number of participations in ``W`` (on the neighbour
     ``N(0, s^2)``, noise rounded up: adding noise is a post-processing). ``K_W``'s law is computed exactly by a
     dynamic program over the renewal chain; its floating-point error ``eta`` (l1, bounded a priori) is paid
-    by evaluating the 1-D mixture pair at ``delta + 2 eta e^upper`` (total-variation slack in both
-    directions). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
+    by evaluating the 1-D mixture pair at ``delta + 2 eta e^lo`` (total-variation slack in both directions;
+    ``tightdp.matrix._min_sep``'s module docstring). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
     a fast estimate and the two best certified (``MixtureOfGaussians``, connect-dots). The interval is wide
     where many small steps compose (small noise): the linear statistic sees only the count.
 
