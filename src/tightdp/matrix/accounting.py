@@ -552,9 +552,9 @@ class MinSepSampling(Sampler):
     point, ``g_j`` absorbing the residual, ``tightdp.matrix._min_sep.projection_scale``) is, after dividing by
     the common scale, ``N(K_W, s^2)`` with ``K_W`` the number of participations in ``W`` (on the neighbour
     ``N(0, s^2)``, noise rounded up: adding noise is a post-processing). ``K_W``'s law is computed exactly by a
-    dynamic program over the renewal chain; its floating-point error ``eta`` (l1, bounded a priori) is paid
-    by evaluating the 1-D mixture pair at ``delta + 2 eta e^lo`` (total-variation slack in both directions;
-    ``tightdp.matrix._min_sep``'s module docstring). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
+    dynamic program over the renewal chain; its floating-point error (relative, bounded a priori) and the
+    dropped far tails are paid by a slightly larger delta and a shift of ``~1e-12`` of the lower end
+    (``tightdp.matrix._min_sep``'s module docstring). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
     a fast estimate and the two best certified (``MixtureOfGaussians``, connect-dots). The interval is wide
     where many small steps compose (small noise): the linear statistic sees only the count.
 
