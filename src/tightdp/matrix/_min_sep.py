@@ -359,7 +359,7 @@ def projection_lower(
     best, where, shift_used = 0.0, None, 0.0
     for est, a, z, scale, pmf in cands[:2]:
         # the tails of the count's law are dropped (mass d, tiny against delta e^-eps) and the rest normalised
-        first, last, dropped = _trim(pmf, 1e-3 * delta * math.exp(-min(est, upper, 60.0)))
+        first, last, dropped = _trim(pmf, 1e-3 * delta * math.exp(-min(est, upper, 600.0)))
         kept = pmf[first : last + 1]
         size = kept.size
         total = math.fsum(kept.tolist()) * (1.0 + 2 * (size + 2) * _U)  # at least the sum: fsum(probs) <= 1
