@@ -25,7 +25,8 @@ from tightdp.matrix import (
     matrix_epsilon,
     sampler_from_dict,
 )
-from tightdp.matrix._min_sep import block_lengths, law_error, participation_law
+from tightdp.matrix._min_sep import block_lengths
+from tightdp.matrix._renewal import law_error, participation_law
 
 
 # ---------------------------------------------------------------- brute force of the renewal process

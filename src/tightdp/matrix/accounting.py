@@ -548,21 +548,23 @@ class MinSepSampling(Sampler):
        ``cycle_length = min_sep`` (when ``min_sep <= n``): ``BallsInBins``'s interval is intersected.
 
     **Lower end**: the record with a fixed unit gradient direction (scaled by ``g_j`` in ``[0, 1]``) is an
-    explicit pair; the statistic ``<v, y>`` with ``C^T v = 1_W`` on a window ``W`` of steps (solved in floating
-    point, ``g_j`` absorbing the residual, ``tightdp.matrix._min_sep.projection_scale``) is, after dividing by
-    the common scale, ``N(K_W, s^2)`` with ``K_W`` the number of participations in ``W`` (on the neighbour
-    ``N(0, s^2)``, noise rounded up: adding noise is a post-processing). ``K_W``'s law is computed exactly by a
-    dynamic program over the renewal chain; its floating-point error (relative, bounded a priori) and the
-    dropped far tails are paid by a slightly larger delta and a shift of ``~1e-12`` of the lower end
-    (``tightdp.matrix._min_sep``'s module docstring). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in ``1, 4, 16, ..., n``, are screened by
-    a fast estimate and the two best certified (``MixtureOfGaussians``, connect-dots). The interval is wide
-    where many small steps compose (small noise): the linear statistic sees only the count.
+    explicit pair; the statistic ``<v, y>`` with ``C^T v = 1_W`` on a window ``W`` of steps (solved in
+    floating point, ``g_j`` absorbing the residual, ``tightdp.matrix._min_sep_lower.projection_scale``) is,
+    after dividing by the common scale, ``N(K_W, s^2)`` with ``K_W`` the number of participations in ``W`` (on
+    the neighbour ``N(0, s^2)``, noise rounded up: adding noise is a post-processing). ``K_W``'s law is computed
+    exactly by a dynamic program over the renewal chain; its floating-point error (relative, bounded a priori)
+    and the dropped far tails are paid by a slightly larger delta and a shift of the lower end by about 1e-10
+    (``tightdp.matrix._min_sep_lower``'s module docstring). The windows ``[0, L)`` and ``[n - L, n)``, ``L`` in
+    ``1, 4, 16, ..., n``, are screened by a fast estimate and the two best certified (``MixtureOfGaussians``,
+    connect-dots). The interval is wide where many small steps compose (small noise): the linear statistic sees
+    only the count.
 
     References
     ----------
     Dong & Ganesh 2026 (arXiv 2602.09338), b-min-sep sampling; Choquette-Choo et al. 2025 (arXiv 2410.06266),
-    balls-in-bins; Zhu, Dong & Wang 2022, Thm 10 (adaptive composition of dominating pairs); Ganesh 2024,
-    Def. 2.8 (mixture-of-Gaussians mechanism).
+    balls-in-bins; Zhu, Dong & Wang 2022, Thm 10 (adaptive composition of dominating pairs); Balle, Barthe &
+    Gaboardi 2018 (the subsampling identity of the hockey-stick divergence); Ganesh 2024, Def. 2.8
+    (mixture-of-Gaussians mechanism).
 
     Examples
     --------
