@@ -115,6 +115,23 @@ def block_split(
     return _epsilon_of(ledger, delta, eps_error, rel_error), how
 
 
+def _pattern_norm_lower(strategy: Strategy, n: int, min_sep: int) -> float:
+    """A lower bound on ``||C x||`` for the pattern ``x = 1`` at ``0, min_sep, 2 min_sep, ...``: each computed
+    entry of ``C x`` is within ``1.01 (n + 2) u (|C| x)_i`` of the exact one (a sum of at most ``n`` terms), so
+    its magnitude less that bound is a lower bound; the norm is rounded down."""
+    x = np.zeros(n)
+    x[::min_sep] = 1.0
+    coefs = strategy.toeplitz_coefs(n)
+    if coefs is not None:  # (C x)_i = sum_k c_k x_(i - k), without the dense matrix
+        col = np.convolve(coefs, x)[:n]
+        mag = np.convolve(np.abs(coefs), x)[:n]
+    else:
+        c = strategy.matrix(n)
+        col, mag = c @ x, np.abs(c) @ x
+    low = np.maximum(np.abs(col) - 1.01 * (n + 2) * _U * mag * (1.0 + 1e-9), 0.0)
+    return _down(math.sqrt(math.fsum((low * low).tolist())), low.size)
+
+
 def min_sep_epsilon(
     strategy: Strategy,
     sigma: float,
@@ -179,11 +196,7 @@ def min_sep_epsilon(
         )
     up, how = min(ups, key=lambda r: r[0].upper)
     if p == 1.0 and not warm_start:
-        x = np.zeros(n)
-        x[::min_sep] = 1.0
-        c = strategy.matrix(n)
-        col = c @ x
-        sens = _down(math.sqrt(math.fsum((col * col).tolist())), c.shape[0] + n)
+        sens = _pattern_norm_lower(strategy, n, min_sep)
         lo = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=sens), 1)], delta, eps_error, rel_error).lower
         details = {
             **_sens_details(s),
