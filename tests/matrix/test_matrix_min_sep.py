@@ -302,3 +302,20 @@ def test_lower_end_survives_a_large_epsilon():
     )
     assert out.lower > 50, out  # the count statistic alone certifies about 61
     assert out.lower <= out.upper
+
+
+def test_many_band_back_substitution_matches_the_banded_solver(monkeypatch):
+    import tightdp.matrix._min_sep_lower as lower
+
+    kw = dict(
+        strategy=BandedToeplitz(c_col=np.array([1.0, 0.5, 0.3, 0.2])),
+        noise_multiplier=3.0,
+        steps=120,
+        delta=1e-6,
+        sampler=MinSepSampling(sampling_rate=0.2, min_sep=6),
+    )
+    banded = matrix_epsilon(**kw)
+    monkeypatch.setattr(lower, "BANDED_SOLVE_MAX", 0)
+    back = matrix_epsilon(**kw)
+    assert back.lower == pytest.approx(banded.lower, rel=1e-9)
+    assert back.upper == banded.upper

@@ -33,6 +33,8 @@ from .strategies import Strategy
 __all__ = ["projection_lower", "projection_scale", "projection_solver"]
 
 _U = float(np.finfo(float).eps) / 2
+#: most bands solved through LAPACK's banded solver (its band storage is ``bands x n``)
+BANDED_SOLVE_MAX = 512
 
 
 #: ``C^T v`` and an entrywise bound on its floating-point error
@@ -63,19 +65,30 @@ def projection_solver(strategy: Strategy, n: int) -> tuple[Callable[[FloatArray]
     b = strategy.bands(n)
     if coefs is not None and b is not None and coefs[0] != 0.0:
         cb = np.asarray(coefs[:b], float)
-        ab = np.zeros((b, n))
-        for k in range(b):  # upper form: ab[b - 1 - k, j] = (C^T)[j - k, j] = c_k
-            ab[b - 1 - k, k:] = cb[k]
-
-        def solve_t(w: FloatArray) -> FloatArray:
-            return np.asarray(linalg.solve_banded((0, b - 1), ab, w, check_finite=False), float)
+        acb = np.abs(cb)
 
         def apply_t(v: FloatArray) -> tuple[FloatArray, FloatArray]:
-            u, mag = np.zeros(n), np.zeros(n)
-            for k in range(b):
-                u[: n - k] += cb[k] * v[k:]
-                mag[: n - k] += abs(cb[k]) * np.abs(v[k:])
+            # direct sums (np.correlate, no FFT): u_j = sum_k c_k v_(j + k) is entry j + b - 1 of the full one
+            u = np.correlate(v, cb, "full")[b - 1 : b - 1 + n]
+            mag = np.correlate(np.abs(v), acb, "full")[b - 1 : b - 1 + n]
             return u, 1.01 * (b + 2) * _U * mag
+
+        if b <= BANDED_SOLVE_MAX:
+            ab = np.zeros((b, n))
+            for k in range(b):  # upper form: ab[b - 1 - k, j] = (C^T)[j - k, j] = c_k
+                ab[b - 1 - k, k:] = cb[k]
+
+            def solve_t(w: FloatArray) -> FloatArray:
+                return np.asarray(linalg.solve_banded((0, b - 1), ab, w, check_finite=False), float)
+
+        else:  # many bands (a BLT): back substitution, O(n b) time and O(n) memory
+
+            def solve_t(w: FloatArray) -> FloatArray:
+                v = np.zeros(n)
+                for j in range(n - 1, -1, -1):
+                    span = min(b, n - j)
+                    v[j] = (w[j] - float(cb[1:span] @ v[j + 1 : j + span])) / cb[0]
+                return v
 
         return solve_t, apply_t
     c = strategy.matrix(n)
@@ -124,7 +137,10 @@ def projection_scale(apply: Apply, v: FloatArray, weights: FloatArray) -> float 
     lam = float(np.min((u[sup] - err[sup] - 1e-300) / weights[sup])) * (1.0 - 4 * _U)
     if not lam > 0.0:
         return None
-    norm = math.sqrt(math.fsum((v * v).tolist())) * (1.0 + 2 * (v.size + 4) * _U)
+    vv = v * v
+    if not np.all(np.isfinite(vv)) or not math.isfinite(float(np.sum(vv))):  # a statistic far too noisy anyway
+        return None
+    norm = math.sqrt(math.fsum(vv.tolist())) * (1.0 + 2 * (v.size + 4) * _U)
     return _up(norm / lam, 1)
 
 
