@@ -91,3 +91,24 @@ def test_two_steps_at_tiny_delta_against_quadrature(sigma, log_delta):
     assert _two_step_delta(sigma, b.upper) <= delta * (1 + 1e-6)
     if b.lower > 0:
         assert _two_step_delta(sigma, b.lower) >= delta * (1 - 1e-6)
+
+
+def test_large_noise_where_the_realisation_cannot_answer_borrows_other_noise_levels():
+    """At sigma 23, 250 steps per epoch, 8 epochs and delta 1e-6 the realisation's floating-point error exceeds
+    delta; the ends come from realisations at a smaller noise (upper) and a larger one (lower), which bound the
+    run because adding noise is a post-processing. Checked: each end equals that realisation's, epsilon does
+    not grow with the noise (the no-amplification fallback at sigma 23, 0.495, was ten times the answer at
+    sigma 12), and the interval contains DP-SGD with Poisson sampling at rate 1/250, which random allocation
+    matches to first order for many steps per epoch (Feldman & Shenfeld 2025)."""
+    from tightdp import dpsgd_epsilon
+
+    b = allocation_epsilon(noise_multiplier=23.0, steps_per_epoch=250, epochs=8, delta=1e-6)
+    less, more = b.details["upper_noise"], b.details["lower_noise"]
+    assert less < 23.0 < more
+    at_less = allocation_epsilon(noise_multiplier=less, steps_per_epoch=250, epochs=8, delta=1e-6)
+    at_more = allocation_epsilon(noise_multiplier=more, steps_per_epoch=250, epochs=8, delta=1e-6)
+    assert b.upper == at_less.upper and b.lower == at_more.lower
+    at_12 = allocation_epsilon(noise_multiplier=12.0, steps_per_epoch=250, epochs=8, delta=1e-6)
+    assert 0 < b.lower <= b.upper <= at_12.upper
+    poisson = dpsgd_epsilon(noise_multiplier=23.0, sampling_rate=1 / 250, steps=2000, delta=1e-6)
+    assert b.lower <= poisson.estimate <= b.upper

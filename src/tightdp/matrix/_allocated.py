@@ -12,13 +12,26 @@ from ..bounds import Bounds
 from ..errors import PrecisionError
 from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
-from ..schemes import allocation_epsilon
+from ..schemes import allocation_epsilon, cyclic_allocation_epsilon
 from ._ledgers import _column_norms, _combine, _down, _epsilon_of, _grouped, _sampled, _sens_details, _up
+from ._whitening import toeplitz_min_singular_lower
 from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
 from .sensitivity import Cyclic, MinSeparation, sensitivity
 from .strategies import Strategy
 
 __all__: list[str] = []
+
+
+def _whitened_lower(scheme: Any, strategy: Strategy, sigma: float, n: int, **kw: Any) -> float:
+    """The certified lower end of DP-SGD at noise ``sigma / s_min`` under ``scheme`` (``tightdp.matrix._whitening``:
+    a post-processing of the fixed-unit-gradient pair); 0 where ``s_min`` is not available or out of reach."""
+    s_min = toeplitz_min_singular_lower(strategy, n)
+    if s_min <= 0.0 or sigma / s_min < MIN_ALLOCATION_SIGMA:
+        return 0.0
+    try:
+        return float(scheme(noise_multiplier=sigma / s_min, **kw).lower)
+    except PrecisionError:
+        return 0.0
 
 
 def _epoch_allocation(
@@ -44,7 +57,7 @@ def _epoch_allocation(
             eps_error=eps_error,
             rel_error=rel_error,
         )
-        lo = allocation_epsilon(
+        diag_lo = allocation_epsilon(
             noise_multiplier=sigma / _down(float(norms.min()), n),
             steps_per_epoch=t,
             epochs=epochs,
@@ -52,7 +65,7 @@ def _epoch_allocation(
             eps_error=eps_error,
             rel_error=rel_error,
         )
-        return _combine(lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
+        return _combine(diag_lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
     s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
     hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
@@ -82,6 +95,22 @@ def _epoch_allocation(
             [(_sampled(sigma, float(_down(norms.max(), n)), 1.0 / t), 1)], delta, eps_error, rel_error
         ).lower
         details["lower"] = "one step of the largest column at rate 1/steps_per_epoch (explicit pair)"
+    white = _whitened_lower(
+        allocation_epsilon,
+        strategy,
+        sigma,
+        n,
+        steps_per_epoch=t,
+        epochs=epochs,
+        delta=delta,
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
+    if white > lo:
+        lo = white
+        details["lower"] = (
+            "whitening: DP-SGD with per-epoch random allocation at noise sigma / s_min(C) (explicit pair)"
+        )
     details["note"] = "no tight amplified bound for banded C under per-epoch allocation is implemented"
     return _combine(lo, hi, details)
 
@@ -101,12 +130,26 @@ def _balls_in_bins(
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
     lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
+    white = _whitened_lower(
+        cyclic_allocation_epsilon,
+        strategy,
+        sigma,
+        n,
+        steps_per_cycle=t,
+        steps=n,
+        delta=delta,
+        eps_error=eps_error,
+        rel_error=rel_error,
+    )
     coefs = strategy.toeplitz_coefs(n)
     nonneg = (coefs is not None and bool(np.all(coefs >= 0))) or bool(np.all(strategy.matrix(n) >= 0))
     details: dict[str, Any] = {
         **_sens_details(s),
         "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
     }
+    if white > lo:
+        lo = white
+        details["lower"] = "whitening: DP-SGD with balls-in-bins at noise sigma / s_min(C) (explicit pair)"
     b = strategy.bands(n)
     split = math.inf
     if nonneg and b is not None and b > 1:

@@ -1,5 +1,6 @@
-"""The d-dimensional discrete Gaussian: a proven dominating ledger of one-dimensional discrete Gaussians and
-attained worst directions (``DiscreteGaussianVector``; the dominance lemma is ``mechanisms.discrete``'s)."""
+"""The d-dimensional discrete Gaussian: proven upper bounds (a dominating ledger of one-dimensional discrete
+Gaussians, and a continuous Gaussian envelope) and attained worst directions (``DiscreteGaussianVector``; the
+first dominance lemma is ``mechanisms.discrete``'s, the envelope lemma is stated in the class docstring)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,44 @@ from dataclasses import dataclass
 
 from .._validation import check_count, check_positive
 from .base import Mechanism
+from .basic import Gaussian
 from .discrete import DiscreteGaussian
 
-__all__ = ["DiscreteGaussianVector"]
+__all__ = ["DiscreteGaussianVector", "theta_bound"]
+
+#: smoothing widths ``tau`` tried for the continuous envelope (class docstring)
+_ENVELOPE_TAUS = (0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0)
+
+
+def theta_bound(tau: float) -> float:
+    """A certified upper bound on ``theta(tau) = max_y |sum_j phi_tau(j - y) - 1|``, the distance of the
+    periodised ``N(0, tau^2)`` density from 1.
+
+    By Poisson summation ``sum_j phi_tau(j - y) = 1 + 2 sum_(m >= 1) exp(-2 pi^2 tau^2 m^2) cos(2 pi m y)``, so
+    ``theta <= 2 sum_(m >= 1) q^(m^2) <= 2 q / (1 - q^3)`` with ``q = exp(-2 pi^2 tau^2)`` (``m^2 - 1 >= 3 (m - 1)``),
+    rounded up.
+
+    Parameters
+    ----------
+    tau : float
+        The smoothing width, positive.
+
+    Returns
+    -------
+    float
+        The bound (``inf`` when it is not below 1).
+
+    Raises
+    ------
+    ValueError
+        ``tau`` not a positive finite number.
+    """
+    tau = check_positive("tau", tau)
+    q = math.exp(-2.0 * math.pi**2 * tau * tau)
+    if q >= 0.5:
+        return math.inf
+    theta = 2.0 * q / (1.0 - q**3) * (1.0 + 1e-12)
+    return theta if theta < 1.0 else math.inf
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,6 +66,22 @@ class DiscreteGaussianVector:
     ``c = min(max_coordinates, floor(l2_sensitivity^2), dimension)`` (each contributes at least 1 to
     ``||v||_2^2``). So every neighbour's pair is dominated by ``c`` compositions of the one-dimensional pair
     of shift ``m``: ``upper_ledger()``, which any accountant composes (it is *not* the continuous Gaussian's).
+
+    Continuous envelope (``continuous_envelopes``; useful where the L2 cap binds, which the ledger above ignores
+    but for the count of coordinates). Lemma: for ``0 < tau < sigma``, ``s = sqrt(sigma^2 - tau^2)`` and every
+    integer ``v``, ``N_Z(v, sigma^2)`` is within a pointwise factor ``e^(+-r)``, ``r = log((1 + theta) / (1 -
+    theta))`` (``theta = theta_bound(tau)``), of ``K N(v, s^2)``, where the kernel ``K`` rounds a real ``y`` to the
+    integer ``k`` with probability ``phi_tau(k - y) / Theta(y)``, ``Theta(y) = sum_j phi_tau(j - y)``. Proof: the
+    kernel's output law is ``int phi_s(y - v) phi_tau(k - y) / Theta(y) dy``; with ``Theta in [1 - theta, 1 +
+    theta]`` (``theta_bound``) and ``phi_s * phi_tau = phi_sigma`` it lies in ``[phi_sigma(k - v) / (1 + theta),
+    phi_sigma(k - v) / (1 - theta)]``, while ``N_Z(k; v, sigma^2) = phi_sigma(k - v) / Z`` with ``Z =
+    sum_j phi_sigma(j) in [1 - theta, 1 + theta]`` (the same Poisson sum at ``sigma > tau``). Applied to each
+    of the at most ``c`` moved coordinates (the others are identical on both sides), the pair of a shift ``v``
+    is, pointwise and on both sides, within ``e^(+-c r)`` of a post-processing of the Gaussian pair of shift
+    ``||v||_2 <= l2_sensitivity`` at noise ``s``. For laws with ``P <= e^R P'`` and ``Q >= e^(-R) Q'`` pointwise,
+    ``P(S) - e^eps Q(S) <= e^R (P'(S) - e^(eps - 2R) Q'(S))``: so ``(eps' + 2R, e^R delta')`` holds whenever
+    the Gaussian pair (composed ``count`` times, ``R = count c r``) has ``(eps', delta')``. Each ``tau`` of a
+    few gives one such certified bound; ``tightdp.tuning.discrete_vector_epsilon`` takes the smallest.
 
     Attained pairs (lower end, ``attained_ledgers()``): the explicit worst directions ``v = m e_1`` (one
     coordinate moved by ``m``), ``v = (1, ..., 1, 0, ...)`` on ``min(c', d)`` coordinates with ``c'`` the
@@ -99,6 +151,41 @@ class DiscreteGaussianVector:
         """
         m, c, _ = self._limits()
         return [(DiscreteGaussian(sigma=self.sigma, sensitivity=m), c)]
+
+    def continuous_envelopes(self, count: int = 1) -> list[tuple[Gaussian, float]]:
+        """The continuous Gaussian envelopes of the class docstring, one per smoothing width ``tau < sigma``.
+
+        Parameters
+        ----------
+        count : int, default 1
+            The number of releases composed (the pointwise factor grows with it).
+
+        Returns
+        -------
+        list of (Gaussian, float)
+            ``(Gaussian(noise_multiplier=s, sensitivity=L2 bound), R)``: ``count`` compositions of that
+            Gaussian with ``(eps', delta')`` give the mechanism ``(eps' + 2 R, e^R delta')``. Empty when no
+            ``tau`` applies (``sigma`` too small).
+
+        Raises
+        ------
+        ValueError
+            ``count`` not a positive integer.
+        """
+        count = check_count("count", count)
+        m, c, l2sq = self._limits()
+        l2 = math.sqrt(min(l2sq, c * m * m))  # the L2 norm of any admissible shift
+        out: list[tuple[Gaussian, float]] = []
+        for tau in _ENVELOPE_TAUS:
+            if tau >= self.sigma:
+                break
+            theta = theta_bound(tau)
+            if not math.isfinite(theta):
+                continue
+            r = math.log1p(2.0 * theta / (1.0 - theta)) * (1.0 + 1e-12)
+            s = math.sqrt(self.sigma**2 - tau * tau) * (1.0 - 1e-15)
+            out.append((Gaussian(noise_multiplier=s, sensitivity=l2 * (1.0 + 1e-15)), count * c * r))
+        return out
 
     def attained_ledgers(self) -> list[list[tuple[Mechanism, int]]]:
         """The explicit directions' pairs (class docstring), each as a ledger of one-dimensional pairs.

@@ -113,6 +113,62 @@ def _wide_bounds(
     )
 
 
+_LESS_NOISE = (0.97, 0.93, 0.88, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
+_MORE_NOISE = (1.1, 1.25, 1.5, 2.0, 3.0)
+
+
+def _realised(
+    sigma: float, t: int, epochs: int, delta: float, eps_error: float | None, rel_error: float | None
+) -> Bounds | None:
+    mech = RandomAllocation(mechanism=Gaussian(noise_multiplier=sigma), steps_per_epoch=t)
+    try:
+        return allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
+    except PrecisionError:
+        return None
+
+
+def _with_other_noise(
+    wide: Bounds,
+    sigma: float,
+    t: int,
+    epochs: int,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> Bounds:
+    """When the realisation cannot answer at ``sigma`` (its floating-point error exceeds ``delta`` for some
+    noise levels), ends from realisations at other noise levels. The pair at a noise ``s2 > s1`` is the pair at
+    ``s1`` post-processed by adding independent ``N(0, s2^2 - s1^2)`` to every coordinate (one channel for both
+    neighbours), so epsilon does not increase with the noise: the upper end of a realisation at ``sigma' <
+    sigma`` and the lower end of one at ``sigma'' > sigma`` bound the run. ``wide`` is kept where better."""
+    upper, lower, notes = wide.upper, wide.lower, dict(wide.details)
+    for factor in _LESS_NOISE:
+        less = sigma * factor
+        if less < _WIDE_SIGMA:
+            break
+        out = _realised(less, t, epochs, delta, eps_error, rel_error)
+        if out is not None:
+            if out.upper < upper:
+                upper = float(out.upper)
+                notes["upper"] = (
+                    f"the exact realisation at the smaller noise {less:.6g} (adding noise is a post-processing)"
+                )
+                notes["upper_noise"] = less
+            break
+    for factor in _MORE_NOISE:
+        out = _realised(sigma * factor, t, epochs, delta, eps_error, rel_error)
+        if out is not None:
+            if out.lower > lower:
+                lower = float(out.lower)
+                notes["lower"] = (
+                    f"the exact realisation at the larger noise {sigma * factor:.6g} (adding noise is a post-processing)"
+                )
+                notes["lower_noise"] = sigma * factor
+            break
+    lower = min(lower, upper)
+    return Bounds(lower, min(max(wide.estimate, lower), upper), upper, "epsilon", "bound", notes)
+
+
 def allocation_epsilon(
     *,
     noise_multiplier: float,
@@ -191,7 +247,10 @@ def allocation_epsilon(
         try:
             out = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
         except PrecisionError as exc:
-            return _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
+            wide = _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
+            if k == t:
+                return wide
+            return _with_other_noise(wide, noise_multiplier, t, epochs, delta, eps_error, rel_error)
         return Bounds(
             out.lower,
             out.estimate,
