@@ -26,7 +26,8 @@ def _mc_delta(c_col, sigma, n, t, eps, samples, seed):
         strat, sigma, c_col, seed=seed + 1, num_samples=samples, positive_sample=False
     )
     out = []
-    for losses in (np.asarray(pos), -np.asarray(neg)):  # remove: L under P; add: -L under Q
+    # remove: L = log(p/q) under P; add: jax_privacy returns log(q/p) under Q for positive_sample=False
+    for losses in (np.asarray(pos), np.asarray(neg)):
         v = -np.expm1(np.minimum(eps - losses, 0.0))
         out.append((float(v.mean()), float(v.std() / math.sqrt(v.size))))
     return max(out)
