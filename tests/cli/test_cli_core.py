@@ -171,3 +171,17 @@ def test_entry_point_subprocess():
         text=True,
     )
     assert r.returncode == 2 and r.stderr.strip().startswith("tightdp: error:") and r.stdout == ""
+
+
+def test_a_closed_pipe_ends_quietly():
+    """``tightdp ... | head -1``: the reader closes the pipe early; the command exits 0 with nothing on stderr."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "tightdp", "epsilon", "--noise-multiplier", "1", "--sampling-rate", "0.01"]
+    cmd += ["--steps", "100", "--delta", "1e-5"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader goes away before the command writes
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err == b"", err

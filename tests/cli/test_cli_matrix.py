@@ -205,6 +205,30 @@ def test_text_output_names_strategy_and_sampler(capsys):
     assert "BLT" in out and "balls-in-bins, cycle length 4" in out and "epsilon" in out
 
 
+def test_min_sep_sampler_matches_the_library(capsys):
+    """``--sampler min-sep`` (b-min-sep) gives the library's interval for the same run, warm and cold start."""
+    import json
+
+    from tightdp.matrix import BandedToeplitz, MinSepSampling, matrix_epsilon
+
+    for cold in (False, True):
+        argv = [
+            "matrix", "--strategy", "banded", "--c-col", "1,0.5", "--sampler", "min-sep", "--sampling-rate", "0.2",
+            "--min-sep", "2", "--noise-multiplier", "2", "--steps", "12", "--delta", "1e-5", "--json",
+        ]  # fmt: skip
+        assert main(argv + (["--cold-start"] if cold else [])) == 0
+        got = json.loads(capsys.readouterr().out)
+        want = matrix_epsilon(
+            strategy=BandedToeplitz(c_col=[1, 0.5]),
+            noise_multiplier=2.0,
+            steps=12,
+            delta=1e-5,
+            sampler=MinSepSampling(sampling_rate=0.2, min_sep=2, warm_start=not cold),
+        )
+        assert got["epsilon"]["upper"] == pytest.approx(want.upper, rel=1e-12)
+        assert got["epsilon"]["lower"] == pytest.approx(want.lower, rel=1e-12)
+
+
 @pytest.mark.parametrize(
     "argv, needle",
     [
@@ -215,6 +239,9 @@ def test_text_output_names_strategy_and_sampler(capsys):
         (["--sampler", "poisson", "--sampling-rate", "0.1", "--cycle-length", "4"], "--cycle-length"),
         (["--sampler", "poisson", "--sampling-rate", "1.5"], "--sampling-rate"),
         (["--sampler", "balls-in-bins", "--cycle-length", "0"], "--cycle-length"),
+        (["--sampler", "min-sep", "--sampling-rate", "0.1"], "--min-sep"),
+        (["--sampler", "min-sep", "--sampling-rate", "0.1", "--min-sep", "0"], "--min-sep"),
+        (["--sampler", "poisson", "--sampling-rate", "0.1", "--cold-start"], "--cold-start"),
         (["--period", "4", "--participations", "2"], "--period"),
         (["--participations", "1.5"], "--participations"),
         (["--strategy", "banded", "--c-col", "1,x"], "--c-col"),

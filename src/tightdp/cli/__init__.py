@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from typing import NoReturn
@@ -157,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
+    except BrokenPipeError:  # the reader went away (``tightdp ... | head``): stop quietly, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 0
     except OSError as exc:  # a file that cannot be read or written: say which, no traceback
         where = f" {exc.filename!s}" if getattr(exc, "filename", None) else ""
         sys.stderr.write(f"tightdp: error: cannot access{where}: {exc.strerror or exc}\n")

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..matrix import Sampler, Strategy
 
 STRATEGIES = ("identity", "tree", "banded", "blt")
-SAMPLERS = ("none", "cyclic-poisson", "poisson", "balls-in-bins", "epoch-allocation")
+SAMPLERS = ("none", "cyclic-poisson", "poisson", "balls-in-bins", "epoch-allocation", "min-sep")
 
 #: the sampler options (argparse dest) each --sampler reads; (required, optional)
 SAMPLER_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -33,6 +33,7 @@ SAMPLER_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "poisson": (("sampling_rate",), ()),
     "balls-in-bins": (("cycle_length",), ()),
     "epoch-allocation": (("steps_per_epoch",), ()),
+    "min-sep": (("sampling_rate", "min_sep"), ("cold_start",)),
 }
 #: the strategy options each --strategy reads; (required, optional)
 STRATEGY_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -41,7 +42,15 @@ STRATEGY_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "banded": (("c_col",), ("bands",)),
     "blt": (("buf_decay", "output_scale"), ()),
 }
-_ALL_SAMPLER_OPTIONS = ("sampling_rate", "period", "participations", "min_sep", "cycle_length", "steps_per_epoch")
+_ALL_SAMPLER_OPTIONS = (
+    "sampling_rate",
+    "period",
+    "participations",
+    "min_sep",
+    "cycle_length",
+    "steps_per_epoch",
+    "cold_start",
+)
 _ALL_STRATEGY_OPTIONS = ("bands", "c_col", "buf_decay", "output_scale")
 
 
@@ -111,10 +120,13 @@ def add_sampler_options(
         default=default,
         help="none (deterministic participation: --participations, --min-sep or --period), "
         "cyclic-poisson (BandMF: --sampling-rate, --period), poisson (--sampling-rate), "
-        "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch); default none",
+        "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch), "
+        "min-sep (b-min-sep: --sampling-rate, --min-sep, optional --cold-start); default none",
     )
     if sampling_rate:
-        m.add_argument("--sampling-rate", type=float, help="cyclic-poisson, poisson: the sampling rate q in (0, 1]")
+        m.add_argument(
+            "--sampling-rate", type=float, help="cyclic-poisson, poisson, min-sep: the sampling rate q in (0, 1]"
+        )
     m.add_argument(
         "--period",
         type=float,
@@ -127,7 +139,16 @@ def add_sampler_options(
         help="none: at most this many participations per user (default 1; 0: as many as fit)",
     )
     m.add_argument(
-        "--min-sep", type=float, help="none: any two participations at least MIN_SEP steps apart (default 1)"
+        "--min-sep",
+        type=float,
+        help="none: any two participations at least MIN_SEP steps apart (default 1); min-sep: the separation b",
+    )
+    m.add_argument(
+        "--cold-start",
+        action="store_const",
+        const=True,
+        default=None,
+        help="min-sep: start with every record eligible (default: jax_privacy's warm start)",
     )
     m.add_argument("--cycle-length", type=float, help="balls-in-bins: the number of bins")
     m.add_argument("--steps-per-epoch", type=float, help="epoch-allocation: steps per epoch")
@@ -224,6 +245,7 @@ def sampler_from_args(args: argparse.Namespace) -> Sampler:
         CyclicPoisson,
         EpochAllocation,
         MinSeparation,
+        MinSepSampling,
         NoAmplification,
         PoissonSampling,
     )
@@ -259,6 +281,12 @@ def sampler_from_args(args: argparse.Namespace) -> Sampler:
         return PoissonSampling(sampling_rate=args.sampling_rate)
     if name == "balls-in-bins":
         return BallsInBins(cycle_length=check_count("--cycle-length", args.cycle_length))
+    if name == "min-sep":
+        return MinSepSampling(
+            sampling_rate=args.sampling_rate,
+            min_sep=check_count("--min-sep", args.min_sep),
+            warm_start=args.cold_start is None,
+        )
     return EpochAllocation(steps_per_epoch=check_count("--steps-per-epoch", args.steps_per_epoch))
 
 
