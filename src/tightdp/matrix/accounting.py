@@ -412,7 +412,10 @@ class BallsInBins(Sampler):
     hold given 2410.06266's dominating pair and so only for a non-negative ``C``. Exact for a diagonal ``C``
     (plain random allocation); for banded ``C`` both amplified bounds are loose and the no-amplification bound
     often wins: the deterministic amplified bound of Schuchardt & Kalinin 2026 (2601.21636) is not
-    implemented, so the interval can be wide (``details`` say which end came from where).
+    implemented, so the interval can be wide (``details`` say which end came from where). A second lower end,
+    kept when larger: whitening (``tightdp.matrix._whitening``: ``C^(-1) y`` plus independent top-up noise is
+    DP-SGD with balls-in-bins at noise ``sigma / s_min(C)``, a post-processing of the same explicit pair; Toeplitz
+    ``C`` only).
 
     Parameters
     ----------
@@ -453,7 +456,9 @@ class EpochAllocation(Sampler):
       sensitivity over any ``epochs`` participations, a superset of one per epoch) and noise splitting (DP-SGD
       with per-epoch random allocation at noise ``sigma / sqrt(b)`` / largest column norm); lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
-      least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs.
+      least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs; or, when larger, whitening
+      (``tightdp.matrix._whitening``: ``C^(-1) y`` plus independent top-up noise is DP-SGD with per-epoch random
+      allocation at noise ``sigma / s_min(C)``, a post-processing of the fixed-unit-gradient pair; Toeplitz ``C``).
 
     Parameters
     ----------
