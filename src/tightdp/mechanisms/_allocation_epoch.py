@@ -18,7 +18,7 @@ from scipy import special
 from .._caches import register as _register_cache
 from .._types import FloatArray
 from ..errors import PrecisionError
-from ..losses import gaussian_mixture_cell_masses
+from ..losses import gaussian_cell_masses_and_errors, split_errors
 
 if TYPE_CHECKING:
     from ..pld import DiscretisedLoss
@@ -98,11 +98,9 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     for mean in (1.0, 0.0):
         zz = (x_edges - mean) / sigma
         cdf, sf = special.ndtr(zz), special.ndtr(-zz)
-        m, (rel, l1) = gaussian_mixture_cell_masses(x_edges, (mean,), (1.0,), sigma, cdf, sf)
-        masses.append((m, rel, l1))
-    (P, rp, lp), (Q, rq, lq) = masses
-    eP = rp * P + lp  # per-cell absolute error bounds (l1 parts counted on every cell: safe)
-    eQ = rq * Q + lq
+        m, err = gaussian_cell_masses_and_errors(x_edges, (mean,), (1.0,), sigma, cdf, sf)
+        masses.append((m, err, *split_errors(m, err)))
+    (P, eP, rp, lp), (Q, eQ, rq, lq) = masses  # eP, eQ: each cell's own absolute error bound
 
     # -- dominating: spread each cell (w_j, w_j+1] onto its end points; the top cell onto w_M and +inf
     wl, wr = w[:M], w[1 : M + 1]
