@@ -92,6 +92,8 @@ __all__ = ["MMCCResult", "ledger_epsilon_floor", "mmcc_epsilon", "mmcc_row_laws"
 
 #: most distinct events (row, column) the general path processes (beyond: refused)
 MAX_EVENTS = 2_000_000
+#: the composition's relative accuracy when the caller gives none
+MMCC_REL_ERROR = 3e-3
 
 _Laws = tuple[list["_Law"], list[int], int, dict[str, Any]]
 
@@ -383,7 +385,10 @@ def mmcc_epsilon(
     aligned_gradients : bool, optional
         Default ``False`` (any adaptive gradients); ``True`` for MMCC's model (one direction).
     eps_error, rel_error : float, optional
-        Accuracy of the composition (``tightdp._accuracy``).
+        Accuracy of the composition (``tightdp._accuracy``); when both are ``None`` (default), ``rel_error =
+        MMCC_REL_ERROR`` (3e-3): MMCC's own slack (the posterior bounds) is far larger, and the accountant's
+        default accuracy costs ten times the time (tree aggregation, 2048 steps: 14 s against 1 s, the upper end
+        4.0384 against 4.0419).
 
     Returns
     -------
@@ -424,6 +429,8 @@ def mmcc_epsilon(
 
 def _compose(res: MMCCResult, delta: float, aligned: bool, eps_error: float | None, rel_error: float | None) -> Bounds:
     """The ledger composed by the connect-dots accountant at ``delta - delta_bad``, with MMCC's details."""
+    if eps_error is None and rel_error is None:
+        rel_error = MMCC_REL_ERROR
     acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
     for mech, count in res.ledger:
         acc.compose(mech, count)
@@ -471,7 +478,7 @@ def with_mmcc(
     delta : float
         The target delta.
     eps_error, rel_error : float or None
-        Accuracy of the composition.
+        Accuracy of the composition (both ``None``: ``MMCC_REL_ERROR``, as in ``mmcc_epsilon``).
     aligned_gradients : bool, optional
         Default ``False`` (any adaptive gradients); ``True``: the record's gradients share one direction
         (``mmcc_epsilon``).
