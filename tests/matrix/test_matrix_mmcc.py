@@ -2,7 +2,7 @@
 
 C = identity is DP-SGD; sampling rate 1 is the Gaussian mechanism of ||C 1|| (mu-GDP); two steps of a 2-banded C
 have an exact privacy curve (the fixed-gradient pair, integrated on a grid) that MMCC's upper end must dominate;
-the Chernoff quantile, the row laws and their coarsening are checked against brute-force enumeration. The
+the Chernoff and grid tail quantiles, the row laws and their coarsening are checked against brute-force enumeration. The
 pre-check's floor stays below MMCC's answer (so skipping never loses a win), and the aligned-gradient model is
 passed through ``PoissonSampling``."""
 
@@ -20,7 +20,7 @@ from scipy.stats import norm
 from tightdp import dpsgd_epsilon
 from tightdp.accountants.gdp import gdp_epsilon
 from tightdp.matrix import BandedToeplitz, BinaryTree, DenseStrategy, Identity, PoissonSampling, matrix_epsilon
-from tightdp.matrix._mmcc_tails import _tilde_p
+from tightdp.matrix._mmcc_tails import _tilde_p, grid_quantile
 from tightdp.matrix.accounting import sampler_from_dict
 from tightdp.matrix.mmcc import (
     _Law,
@@ -258,3 +258,25 @@ def test_events_with_equal_weights_share_the_exact_posterior_bound():
         direct = _tilde_p(w, jw, 3.0, 0.05, 20.0, aligned)
         memo = _tilde_p(np.sort(w[w > 0.0]), jw, 3.0, 0.05, 20.0, aligned)
         assert memo == pytest.approx(direct, rel=1e-12)
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    st.lists(st.tuples(st.floats(0.01, 3.0), st.integers(1, 3)), min_size=1, max_size=4),
+    st.floats(0.05, 2.0),
+    st.floats(0.01, 0.9),
+    st.floats(2.0, 20.0),
+    st.floats(0.0, 0.5),
+)
+def test_grid_quantile_bounds_the_exact_tail(terms, s, p, log_inv, shift):
+    w = np.array([t[0] for t in terms])
+    mult = np.array([t[1] for t in terms], dtype=float)
+    tau = grid_quantile(w, mult, shift, s, p, log_inv)
+    full = np.repeat(w, mult.astype(int))
+    tail = 0.0
+    for bits in itertools.product((0, 1), repeat=full.size):
+        pr = math.prod(p if b else 1 - p for b in bits)
+        tail += pr * float(norm.sf((tau - shift - float(np.dot(full, bits))) / s))
+    assert tail <= math.exp(-log_inv) * (1 + 1e-9)
+    # and it is the tighter of the two tail bounds here (the Chernoff bound is not attained)
+    assert tau <= chernoff_quantile(w, mult, s, p, log_inv) + shift + 1e-9

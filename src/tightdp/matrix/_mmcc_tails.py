@@ -91,10 +91,108 @@ def _compress(w: FloatArray) -> tuple[FloatArray, FloatArray, float]:
     return np.exp(uniq * step) * (1.0 + 4 * _U), counts.astype(float), shift
 
 
+#: the grid of ``grid_quantile``: at most this many cells per unit of the Gaussian part's deviation
+_CELLS_PER_SD = 64
+#: upper-tail mass cut from the grid law (counted as mass at +inf, inside the tail)
+_CUT = 1e-40
+
+
+def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: float, log_inv_delta: float) -> float:
+    """A certified ``tau`` with ``P(shift + sum_l w_l b_l + s N > tau) <= delta`` from the law of the Bernoulli part
+    on a grid (``b_l ~ Bern(p)`` with multiplicity ``mult_l``, ``N`` standard normal, ``s > 0``).
+
+    Each weight is rounded UP to a multiple of ``h`` (so the grid sum is stochastically larger); a group of
+    ``k`` equal weights is ``Binomial(k, p)``, its log-pmf by ``lgamma`` with a margin of ``1e-12`` times the sum of
+    the terms' magnitudes (far above their rounding), the groups convolved directly (non-negative terms: relative
+    error at most ``(length + 2) u`` per convolution, inflated for); after each convolution the upper tail below
+    ``_CUT`` is cut and its mass counted at ``+inf``. The tail ``sum_x P(X = x) Phi_bar((tau - shift - x) / s)``
+    (``ndtr``, inflated 1e-9 relative) is then decreasing in ``tau``, and the returned ``tau`` is the upper end of a
+    bisection, checked.
+
+    Parameters
+    ----------
+    w : FloatArray
+        Non-negative weights.
+    mult : FloatArray
+        Their multiplicities (non-negative integers, same shape).
+    shift : float
+        A constant added to the sum (``>= 0``).
+    s : float
+        The Gaussian part's standard deviation (``> 0``).
+    p : float
+        The Bernoulli probability in ``(0, 1)``.
+    log_inv_delta : float
+        ``log(1 / delta) > 0``.
+
+    Returns
+    -------
+    float
+        The bound ``tau`` (``inf`` when the grid would be too large: the caller keeps its other bound).
+
+    Raises
+    ------
+    ValueError
+        ``s <= 0`` or ``p`` outside ``(0, 1)``.
+    """
+    if not s > 0.0 or not 0.0 < p < 1.0:
+        raise ValueError("grid_quantile needs s > 0 and 0 < p < 1")
+    keep = (w > 0.0) & (mult > 0)
+    w, mult = w[keep], mult[keep].astype(np.int64)
+    h = s / _CELLS_PER_SD
+    pmf, lost, inflate = np.ones(1), 0.0, 1.0
+    for wi, ki in zip(w.tolist(), mult.tolist(), strict=True):
+        m = int(math.ceil(wi / h))
+        m += int(m * h < wi)
+        k = np.arange(ki + 1, dtype=float)
+        terms = [special.gammaln(ki + 1.0), special.gammaln(k + 1.0), special.gammaln(ki - k + 1.0)]
+        logp = terms[0] - terms[1] - terms[2] + k * math.log(p) + (ki - k) * math.log1p(-p)
+        mag = abs(terms[0]) + terms[1] + terms[2] + k * abs(math.log(p)) + (ki - k) * abs(math.log1p(-p))
+        group = np.exp(logp + 1e-12 * mag + 1e-300)
+        # the support would outgrow the budget: give up (the Chernoff bound stands)
+        if (pmf.size - 1 + ki * m) > (1 << 22):
+            return math.inf
+        law = np.zeros(ki * m + 1)
+        law[::m] = group
+        pmf = np.convolve(pmf, law)
+        inflate *= 1.0 + 2.0 * (min(pmf.size, law.size) + 2) * _U
+        tail = np.cumsum(pmf[::-1])[::-1]
+        cut = int(np.searchsorted(-tail, -_CUT, side="right"))  # first index whose upper tail is <= _CUT
+        if cut < pmf.size:
+            lost += float(tail[cut]) * (1.0 + 2.0 * (pmf.size + 2) * _U)
+            pmf = pmf[:cut]
+    pmf = pmf * inflate * (1.0 + 1e-9)
+    x = shift + np.arange(pmf.size) * h * (1.0 + 4 * _U)
+    target = math.exp(-log_inv_delta) * (1.0 - 1e-9)
+
+    def tail_up(tau: float) -> float:
+        sf = special.ndtr(-(tau - x) / s) * (1.0 + 1e-9)
+        return _sum_up(pmf * sf) + lost * (1.0 + 4 * _U)
+
+    lo = float(x[0]) if lost < target else math.inf
+    if not math.isfinite(lo):
+        return math.inf
+    hi = float(x[-1]) + s * (2.0 + math.sqrt(2.0 * log_inv_delta))
+    while tail_up(hi) > target:
+        if hi > 1e300:
+            return math.inf
+        hi = 2.0 * hi + s
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        if tail_up(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return _up(hi)
+
+
 def _tilde_p(w: FloatArray, j_weight: float, sigma: float, p: float, log_inv_delta: float, aligned: bool) -> float:
-    """The posterior bound ``p~`` for one (row, column) event; ``w`` includes ``w_j = ||c||^2 = j_weight``."""
+    """The posterior bound ``p~`` for one (row, column) event; ``w`` includes ``w_j = ||c||^2 = j_weight``: the
+    smaller of the Chernoff and the grid tail quantiles (both certified)."""
     vals, mult, shift = _compress(w)
-    tau = _up(chernoff_quantile(vals, mult, sigma * math.sqrt(j_weight), p, log_inv_delta) + shift)
+    s = sigma * math.sqrt(j_weight)
+    tau = _up(chernoff_quantile(vals, mult, s, p, log_inv_delta) + shift)
+    if 0.0 < p < 1.0 and s > 0.0:
+        tau = min(tau, grid_quantile(vals, mult, shift, s, p, log_inv_delta))
     cross = 0.0 if aligned or w.size == 0 else max(0.0, _up(_sum_up(w) - j_weight))
     eps_star = _up((tau + cross) / (sigma * sigma)) - j_weight / (2 * sigma * sigma) * (1 - 1e-12)
     if p >= 1.0:

@@ -29,12 +29,14 @@ against ``g_j``: since ``C >= 0`` and ``|<g_j, g_l>| <= 1`` it adds at most ``K 
 the price of arbitrary gradient directions: when the record's gradients share one direction with non-negative
 scales (``aligned_gradients=True``, the scalar model of MMCC's analysis, an assumption on the threat model that
 the caller states) every ``<g_j, g_l> >= 0``, the worst case is ``x_l = 0`` and ``K = 0``; tree aggregation
-has ``K`` of the order of ``2^level`` (at 2048 steps, sigma 30, rate 1/256: 56.7 for any gradients against 4.04
+has ``K`` of the order of ``2^level`` (at 2048 steps, sigma 30, rate 1/256: 53.5 for any gradients against 3.86
 aligned). And
 ``sum_r c_r <g_j, theta_r>`` is at most ``sum_l w_l b_l + s N`` (``b_l ~ Bern(p)`` the true participations,
 ``N`` standard normal; ``b = 0`` on the neighbour). The bad event ``sum_r c_r <g_j, theta_r> > tau`` is a
-property of the prefix; a Chernoff bound ``tau = min_lambda (log(1/delta_e) + lambda^2 s^2 / 2 + sum_l
-log(1 - p + p e^(lambda w_l))) / lambda`` makes its probability at most ``delta_e`` under both neighbours.
+property of the prefix; ``tau`` is the smaller of a Chernoff bound ``min_lambda (log(1/delta_e) + lambda^2 s^2
+/ 2 + sum_l log(1 - p + p e^(lambda w_l))) / lambda`` and the tail of the Bernoulli part's law on a grid (weights
+rounded up, binomial groups convolved, ``sum_x P(X = x) Phi_bar((tau - x) / s)``; ``_mmcc_tails.grid_quantile``,
+4 % smaller for tree aggregation), either making its probability at most ``delta_e`` under both neighbours.
 Outside it, ``P(x_j != 0 | prefix, the rest) <= p~ = p e^eps* / (p e^eps* + 1 - p)``,
 ``eps* = (tau + K) / sigma^2 - ||c||^2 / (2 sigma^2)``; a column not seen before keeps ``p~ = p``. Every
 (row, column) pair with ``c != 0`` is one event; ``delta_bad = tail_fraction * delta`` is split evenly.
@@ -49,7 +51,7 @@ optimal sets are half-lines, whose probability under ``E N(S, sigma^2)`` is mono
 
 **Pessimistic rounding.** ``tau`` and ``eps*`` are rounded up (relative 1e-9) and the weights ``w`` up to a
 geometric grid (ratio 1.01; the smallest, 1e-3 of the largest together, counted as always present)
-before the Chernoff sum; ``T``'s law is computed on a grid with every ``C[k, j]``
+before both tail bounds; ``T``'s law is computed on a grid with every ``C[k, j]``
 rounded up, its survival function inflated by the convolution's rounding error, its support coarsened
 by moving mass up to fewer points; rows are grouped and each group charged the upper envelope of its
 members' survival functions (a stochastically larger law). The composition is certified by the
@@ -62,8 +64,8 @@ upper bound on the run's epsilon; C = identity gives DP-SGD exactly (no events, 
 outputs (Cantelli's inequality for the mixtures' part, the Gaussian tail exactly). MMCC's answer is at least the
 ledger's epsilon at ``delta - delta_bad <= delta``, so when the floor reaches the other methods' upper end MMCC
 is skipped without changing the answer. Where MMCC loses (BandMF, 64 bands, sigma 4, rate 1/64: posterior
-bounds ``p~`` about 6 ``p`` even with aligned gradients, an answer near 260 against noise splitting's 30.8) the
-floor (236) says so at once.
+bounds ``p~`` about 6 ``p`` even with aligned gradients, an answer near 220 against noise splitting's 30.8) the
+floor says so at once.
 """
 
 from __future__ import annotations
