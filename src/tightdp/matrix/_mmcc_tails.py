@@ -95,13 +95,18 @@ def _compress(w: FloatArray) -> tuple[FloatArray, FloatArray, float]:
 _CELLS_PER_SD = 64
 #: upper-tail mass cut from the grid law (counted as mass at +inf, inside the tail)
 _CUT = 1e-40
+#: most binomial groups of the grid law (more weights are merged, rounded up)
+_MAX_GROUPS = 64
+#: most multiply-adds of one convolution of the grid law (beyond: the grid quantile is not computed)
+_MAX_WORK = 1 << 24
 
 
 def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: float, log_inv_delta: float) -> float:
     """A certified ``tau`` with ``P(shift + sum_l w_l b_l + s N > tau) <= delta`` from the law of the Bernoulli part
     on a grid (``b_l ~ Bern(p)`` with multiplicity ``mult_l``, ``N`` standard normal, ``s > 0``).
 
-    Each weight is rounded UP to a multiple of ``h`` (so the grid sum is stochastically larger); a group of
+    Each weight is rounded UP to a multiple of ``h`` (so the grid sum is stochastically larger; beyond
+    ``_MAX_GROUPS`` distinct weights they are first rounded up to that many geometric levels); a group of
     ``k`` equal weights is ``Binomial(k, p)``, its log-pmf by ``lgamma`` with a margin of ``1e-12`` times the sum of
     the terms' magnitudes (far above their rounding), the groups convolved directly (non-negative terms: relative
     error at most ``(length + 2) u`` per convolution, inflated for); after each convolution the upper tail below
@@ -127,7 +132,8 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
     Returns
     -------
     float
-        The bound ``tau`` (``inf`` when the grid would be too large: the caller keeps its other bound).
+        The bound ``tau`` (``inf`` when a convolution would exceed ``_MAX_WORK``: the caller keeps its other
+        bound).
 
     Raises
     ------
@@ -138,6 +144,17 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
         raise ValueError("grid_quantile needs s > 0 and 0 < p < 1")
     keep = (w > 0.0) & (mult > 0)
     w, mult = w[keep], mult[keep].astype(np.int64)
+    if w.size > _MAX_GROUPS:  # at most _MAX_GROUPS binomial groups: weights rounded UP to a geometric grid
+        ratio = (float(w.max()) / float(w.min())) ** (1.0 / (_MAX_GROUPS - 1))
+        code = np.ceil(np.log(w / float(w.min())) / math.log(ratio) - 1e-9)
+        top = float(w.min()) * np.exp(code * math.log(ratio)) * (1.0 + 16 * _U)
+        top = np.maximum(top, w)
+        uniq, inv = np.unique(code, return_inverse=True)
+        merged_w = np.zeros(uniq.size)
+        np.maximum.at(merged_w, inv, top)
+        merged_k = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(merged_k, inv, mult)
+        w, mult = merged_w, merged_k
     h = s / _CELLS_PER_SD
     pmf, lost, inflate = np.ones(1), 0.0, 1.0
     for wi, ki in zip(w.tolist(), mult.tolist(), strict=True):
@@ -148,8 +165,8 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
         logp = terms[0] - terms[1] - terms[2] + k * math.log(p) + (ki - k) * math.log1p(-p)
         mag = abs(terms[0]) + terms[1] + terms[2] + k * abs(math.log(p)) + (ki - k) * abs(math.log1p(-p))
         group = np.exp(logp + 1e-12 * mag + 1e-300)
-        # the support would outgrow the budget: give up (the Chernoff bound stands)
-        if (pmf.size - 1 + ki * m) > (1 << 22):
+        # the convolution would outgrow the budget: give up (the Chernoff bound stands)
+        if pmf.size * (ki * m + 1) > _MAX_WORK:
             return math.inf
         law = np.zeros(ki * m + 1)
         law[::m] = group
@@ -185,13 +202,15 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
     return _up(hi)
 
 
-def _tilde_p(w: FloatArray, j_weight: float, sigma: float, p: float, log_inv_delta: float, aligned: bool) -> float:
+def _tilde_p(
+    w: FloatArray, j_weight: float, sigma: float, p: float, log_inv_delta: float, aligned: bool, grid: bool = True
+) -> float:
     """The posterior bound ``p~`` for one (row, column) event; ``w`` includes ``w_j = ||c||^2 = j_weight``: the
-    smaller of the Chernoff and the grid tail quantiles (both certified)."""
+    smaller of the Chernoff and (``grid``) the grid tail quantiles, both certified."""
     vals, mult, shift = _compress(w)
     s = sigma * math.sqrt(j_weight)
     tau = _up(chernoff_quantile(vals, mult, s, p, log_inv_delta) + shift)
-    if 0.0 < p < 1.0 and s > 0.0:
+    if grid and 0.0 < p < 1.0 and s > 0.0:
         tau = min(tau, grid_quantile(vals, mult, shift, s, p, log_inv_delta))
     cross = 0.0 if aligned or w.size == 0 else max(0.0, _up(_sum_up(w) - j_weight))
     eps_star = _up((tau + cross) / (sigma * sigma)) - j_weight / (2 * sigma * sigma) * (1 - 1e-12)

@@ -96,6 +96,8 @@ __all__ = ["MMCCResult", "ledger_epsilon_floor", "mmcc_epsilon", "mmcc_row_laws"
 MAX_EVENTS = 2_000_000
 #: the composition's relative accuracy when the caller gives none
 MMCC_REL_ERROR = 3e-3
+#: distinct events of the general path that also get the grid tail quantile
+GRID_EVENTS = 512
 
 _Laws = tuple[list["_Law"], list[int], int, dict[str, Any]]
 
@@ -152,7 +154,8 @@ def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, alig
     qmat = np.full(rows.shape, p)
     # ``_tilde_p`` needs only ``w[j]`` and the multiset of positive ``w`` (``_compress`` sorts them; the cross term
     # bounds their sum): it gets them sorted, so events with the same multiset (tree aggregation's columns, by
-    # symmetry) share one computation
+    # symmetry) share one computation; the first ``GRID_EVENTS`` distinct ones also get the grid tail quantile
+    # (beyond, the Chernoff bound alone: the grid costs milliseconds per event)
     memo: dict[tuple[float, bytes], float] = {}
     for j in range(n):
         rj = np.nonzero(rows[:, j])[0]
@@ -163,7 +166,7 @@ def _general_laws(c: FloatArray, sigma: float, p: float, frac_delta: float, alig
             pos = np.sort(w[w > 0.0])
             key = (float(w[j]), pos.tobytes())
             if key not in memo:
-                memo[key] = _tilde_p(pos, float(w[j]), sigma, p, log_inv, aligned)
+                memo[key] = _tilde_p(pos, float(w[j]), sigma, p, log_inv, aligned, grid=len(memo) < GRID_EVENTS)
             qmat[rj[t], j] = memo[key]
     nzr, nzc = np.nonzero(rows)
     h, _ = _grid(rows[nzr, nzc], float(rows.sum(axis=1).max()), int(np.count_nonzero(rows, axis=1).max()))
