@@ -143,7 +143,8 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
     if not s > 0.0 or not 0.0 < p < 1.0:
         raise ValueError("grid_quantile needs s > 0 and 0 < p < 1")
     keep = (w > 0.0) & (mult > 0)
-    w, mult = w[keep], mult[keep].astype(np.int64)
+    w = w[keep]
+    counts: IntArray = mult[keep].astype(np.int64)
     if w.size > _MAX_GROUPS:  # at most _MAX_GROUPS binomial groups: weights rounded UP to a geometric grid
         ratio = (float(w.max()) / float(w.min())) ** (1.0 / (_MAX_GROUPS - 1))
         code = np.ceil(np.log(w / float(w.min())) / math.log(ratio) - 1e-9)
@@ -153,11 +154,11 @@ def grid_quantile(w: FloatArray, mult: FloatArray, shift: float, s: float, p: fl
         merged_w = np.zeros(uniq.size)
         np.maximum.at(merged_w, inv, top)
         merged_k = np.zeros(uniq.size, dtype=np.int64)
-        np.add.at(merged_k, inv, mult)
-        w, mult = merged_w, merged_k
+        np.add.at(merged_k, inv, counts)
+        w, counts = merged_w, merged_k
     h = s / _CELLS_PER_SD
     pmf, lost, inflate = np.ones(1), 0.0, 1.0
-    for wi, ki in zip(w.tolist(), mult.tolist(), strict=True):
+    for wi, ki in zip(w.tolist(), counts.tolist(), strict=True):
         m = int(math.ceil(wi / h))
         m += int(m * h < wi)
         k = np.arange(ki + 1, dtype=float)
