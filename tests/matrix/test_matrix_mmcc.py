@@ -20,7 +20,7 @@ from scipy.stats import norm
 from tightdp import dpsgd_epsilon
 from tightdp.accountants.gdp import gdp_epsilon
 from tightdp.matrix import BandedToeplitz, BinaryTree, DenseStrategy, Identity, PoissonSampling, matrix_epsilon
-from tightdp.matrix._mmcc_tails import _tilde_p, grid_quantile
+from tightdp.matrix._mmcc_tails import MAX_COMPONENTS, _tilde_p, grid_quantile
 from tightdp.matrix.accounting import sampler_from_dict
 from tightdp.matrix.mmcc import (
     _Law,
@@ -280,3 +280,19 @@ def test_grid_quantile_bounds_the_exact_tail(terms, s, p, log_inv, shift):
     assert tail <= math.exp(-log_inv) * (1 + 1e-9)
     # and it is the tighter of the two tail bounds here (the Chernoff bound is not attained)
     assert tau <= chernoff_quantile(w, mult, s, p, log_inv) + shift + 1e-9
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.integers(70, 400), st.integers(0, 2**31 - 1))
+def test_coarsened_mixture_only_moves_mass_up(size, seed):
+    rng = np.random.default_rng(seed)
+    pmf = rng.exponential(size=size) * rng.binomial(1, 0.7, size=size)
+    pmf[0] += 1.0
+    pmf /= pmf.sum()
+    surv = np.cumsum(pmf[::-1])[::-1]
+    law = _Law(0.01, surv)
+    mog, eta = _mixture(law, 1.0, 1e-14)
+    sens, probs = np.array(mog.sensitivities), np.array(mog.probabilities)
+    assert sens.size <= MAX_COMPONENTS and sens.max() >= (np.nonzero(pmf > 1e-14)[0].max()) * 0.01 * (1 - 1e-12)
+    for i in range(size):  # P(T >= i h) can only grow
+        assert float(probs[sens >= i * 0.01 * (1 - 1e-12)].sum()) + eta >= surv[i] * (1 - 1e-9) - 1e-15

@@ -4,6 +4,7 @@ their coarsening into mixtures of Gaussians, every rounding upward."""
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -268,7 +269,9 @@ def _mixture(law: _Law, sigma: float, tail: float) -> tuple[MixtureOfGaussians, 
     are dropped, their mass ``eta`` left to the mixture's remove direction as a deficit at its largest
     sensitivity (``MixtureOfGaussians``), which is within total variation ``eta`` of a law that keeps them,
     so ``eta`` per row is charged to delta; the add direction only loses mass from ``P`` (safe). The rest is
-    coarsened by moving mass UP to at most ``MAX_COMPONENTS`` points (the heaviest kept, and the largest).
+    coarsened by moving mass UP to at most ``MAX_COMPONENTS`` points, the largest always among them (the
+    heaviest ``k`` and points spread evenly over the support above them, for a few ``k``: whichever leaves the
+    smallest mean).
     """
     surv = np.maximum.accumulate(law.surv[::-1])[::-1]  # non-increasing (the inflation may break it by ~u)
     cut = int(np.searchsorted(-surv, -min(tail, 1e-10), side="right"))  # first index with surv <= tail
@@ -277,12 +280,28 @@ def _mixture(law: _Law, sigma: float, tail: float) -> tuple[MixtureOfGaussians, 
     pmf = np.maximum(surv - np.r_[surv[1:], eta], 0.0)
     idx = np.nonzero(pmf > 0.0)[0]
     if idx.size > MAX_COMPONENTS:
-        heavy = idx[np.argsort(pmf[idx])[::-1][: MAX_COMPONENTS - 1]]
-        keep = np.unique(np.r_[heavy, idx[-1]])
-        where = keep[np.searchsorted(keep, idx)]  # the smallest kept point at or above each point
-        merged = np.zeros(surv.size)
-        np.add.at(merged, where, pmf[idx])
-        pmf, idx = merged, keep
+        order = idx[np.argsort(pmf[idx])[::-1]]
+        # kept sets, each with the largest point: the heaviest ``k`` points and points spread evenly over the
+        # support above the largest of them, for a few ``k``. Any is valid; the one whose coarsened law has the
+        # smallest mean is used
+        best_mean, best_pmf, best_keep = math.inf, pmf, idx
+        for k, whole in itertools.product(
+            (MAX_COMPONENTS - 1, (3 * MAX_COMPONENTS) // 4, MAX_COMPONENTS // 2, 1), (0, 1)
+        ):
+            heavy = order[:k]
+            above = idx if whole else idx[idx > heavy.max()]
+            picks = np.unique(np.linspace(0, max(above.size - 1, 0), MAX_COMPONENTS - 1 - k).astype(np.int64))
+            keep = np.unique(np.r_[heavy, above[picks] if above.size else heavy, idx[-1]])
+            where = keep[np.searchsorted(keep, idx)]  # the smallest kept point at or above each point
+            merged = np.zeros(surv.size)
+            np.add.at(merged, where, pmf[idx])
+            x = keep * (law.h / sigma)
+            logw = np.log(np.maximum(merged[keep], 1e-300))
+            # log E exp(T T' / sigma^2) over independent copies: the chi-square divergence plus one
+            mean = float(special.logsumexp(logw[:, None] + logw[None, :] + np.multiply.outer(x, x)))
+            if mean < best_mean:
+                best_mean, best_pmf, best_keep = mean, merged, keep
+        pmf, idx = best_pmf, best_keep
     sens = idx.astype(float) * law.h * (1.0 + 4 * _U)
     probs = pmf[idx] * ((1.0 - eta) / math.fsum(pmf[idx].tolist()))
     mog = MixtureOfGaussians(noise_multiplier=sigma, sensitivities=tuple(sens), probabilities=tuple(probs))
