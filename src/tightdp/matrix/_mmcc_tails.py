@@ -17,7 +17,7 @@ from ..mechanisms.mixture import MixtureOfGaussians
 _U = float(np.finfo(float).eps) / 2
 _SAFE = 1e-9  # relative margin on every transcendental quantity
 #: components of each row's mixture after coarsening
-MAX_COMPONENTS = 64
+MAX_COMPONENTS = 128
 
 
 def _up(x: float) -> float:
