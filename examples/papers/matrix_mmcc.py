@@ -130,8 +130,8 @@ def main() -> None:
                 None,
                 b.upper,
                 interval(b),
-                f"no paper value (a plot, not readable here). Upper by {b.details.get('upper_used', 'no amplification')}"
-                f"; {mmcc_note(b)}; ratio upper / lower {b.upper / b.lower:.3g} ({dt:.1f} s)",
+                "no paper value (a plot, not readable here). Upper by "
+                f"{b.details.get('upper_used', 'no amplification')}; {mmcc_note(b)}; ratio upper / lower {b.upper / b.lower:.3g} ({dt:.1f} s)",
                 key=f"tree_{n}_{sigma:g}_{'aligned' if aligned else 'any'}",
                 extra={"lower": b.lower, "upper": b.upper, "mmcc": noamp if isinstance(noamp, dict) else None},
             )
