@@ -124,14 +124,15 @@ def main() -> None:
                 continue
             b, dt = run(BinaryTree(), sigma, n, q, aligned)
             noamp = b.details.get("mmcc")
+            used = b.details.get("upper_used", "no amplification")
             rep.row(
                 f"binary tree, n = {n}, Poisson q = 1/{round(1 / q)}, σ = {sigma:g}, gradients "
                 + ("aligned" if aligned else "any"),
                 None,
                 b.upper,
                 interval(b),
-                "no paper value (a plot, not readable here). Upper by "
-                f"{b.details.get('upper_used', 'no amplification')}; {mmcc_note(b)}; ratio upper / lower {b.upper / b.lower:.3g} ({dt:.1f} s)",
+                f"no paper value (a plot, not readable here). Upper by {used}; {mmcc_note(b)}; "
+                f"ratio upper / lower {b.upper / b.lower:.3g} ({dt:.1f} s)",
                 key=f"tree_{n}_{sigma:g}_{'aligned' if aligned else 'any'}",
                 extra={"lower": b.lower, "upper": b.upper, "mmcc": noamp if isinstance(noamp, dict) else None},
             )
