@@ -58,8 +58,9 @@ chi-square proxy (the coarsening was the largest loss for BandMF, 64 bands at si
 64 heaviest points, with Chernoff tails, gave 588; 128 points chosen so, with the grid tails, give 138); rows
 are grouped and each group charged the upper envelope of its members' survival functions (a stochastically
 larger law). The composition is certified by the connect-dots accountant at ``delta - delta_bad``. Every step
-moves the bound up, so the answer is a proven upper bound on the run's epsilon; C = identity gives DP-SGD exactly (no events, ``p~ = p``). Events whose
-``(||c||^2, multiset of positive w)`` coincide get the same ``p~`` (it depends on nothing else), computed once.
+moves the bound up, so the answer is a proven upper bound on the run's epsilon; C = identity gives DP-SGD
+exactly (no events, ``p~ = p``). Events whose ``(||c||^2, multiset of positive w)`` coincide get the same ``p~``
+(it depends on nothing else), computed once.
 
 **When MMCC cannot win** (``with_mmcc``). The composition is the costly part; before it,
 ``ledger_epsilon_floor`` bounds the ledger's epsilon from below by one test on a weighted sum of the rows'
