@@ -18,8 +18,9 @@ own upper end, its floor (``ledger_epsilon_floor``, the pre-check that lets ``Po
 composition), time, and its upper end for aligned gradients (``mmcc_upper``, ``mmcc_floor``, ``mmcc_seconds``,
 ``mmcc_aligned_upper``; the sampler keeps the smallest certified upper end), and extra rows, marked by a
 ``strategy`` key, run Poisson sampling where MMCC is the only amplified bound: tree aggregation (``BinaryTree``)
-over 2048 steps at rate 1/256, noise multipliers 10 and 30, for any adaptive gradients (the default) and under the assumption that the record's gradients share one direction
-(``PoissonSampling(aligned_gradients=True)``, MMCC's scalar model; ``gradients`` key).
+over 2048 steps at rate 1/256, noise multipliers 10 and 30, for any adaptive gradients (the default) and under
+the assumption that the record's gradients share one direction (``PoissonSampling(aligned_gradients=True)``,
+MMCC's scalar model; ``gradients`` key).
 Timings are on a shared 2-core machine under load.
 """
 
