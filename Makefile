@@ -52,7 +52,7 @@ bench: $(VENV)/.test
 # peers (dp_accounting, prv_accountant, fourier_accountant, jax_privacy) are compared where installed (make test
 # installs them); without them the peer columns stay empty
 reproduce: $(VENV)/.core
-	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group matrix_mechanisms tuning_papernot_steinke; do \
+	for p in p001_fourier p003_prv p004_edgeworth p000_individual p002_group matrix_mechanisms matrix_mmcc tuning_papernot_steinke; do \
 		$(BIN)/python examples/papers/$$p.py || exit 1; done
 
 # the documentation site (mkdocs-material + mkdocstrings + markdown-exec): every code block runs, every figure is

@@ -2,7 +2,9 @@
 
 C = identity is DP-SGD; sampling rate 1 is the Gaussian mechanism of ||C 1|| (mu-GDP); two steps of a 2-banded C
 have an exact privacy curve (the fixed-gradient pair, integrated on a grid) that MMCC's upper end must dominate;
-the Chernoff quantile, the row laws and their coarsening are checked against brute-force enumeration."""
+the Chernoff and grid tail quantiles, the row laws and their coarsening are checked against brute-force enumeration. The
+pre-check's floor stays below MMCC's answer (so skipping never loses a win), and the aligned-gradient model is
+passed through ``PoissonSampling``."""
 
 from __future__ import annotations
 
@@ -18,7 +20,18 @@ from scipy.stats import norm
 from tightdp import dpsgd_epsilon
 from tightdp.accountants.gdp import gdp_epsilon
 from tightdp.matrix import BandedToeplitz, BinaryTree, DenseStrategy, Identity, PoissonSampling, matrix_epsilon
-from tightdp.matrix.mmcc import _Law, _laws_of_sums, _mixture, chernoff_quantile, mmcc_epsilon
+from tightdp.matrix._mmcc_tails import MAX_COMPONENTS, _tilde_p, grid_quantile
+from tightdp.matrix.accounting import sampler_from_dict
+from tightdp.matrix.mmcc import (
+    _Law,
+    _laws_of_sums,
+    _mixture,
+    chernoff_quantile,
+    ledger_epsilon_floor,
+    mmcc_epsilon,
+    mmcc_row_laws,
+)
+from tightdp.matrix.strategies import as_strategy
 
 DELTA = 1e-3
 
@@ -161,3 +174,125 @@ def test_bad_arguments_name_themselves(kwargs, name):
     args = dict(strategy=Identity(), noise_multiplier=1.0, steps=4, sampling_rate=0.1, delta=1e-5) | kwargs
     with pytest.raises(ValueError, match=name):
         mmcc_epsilon(**args)
+
+
+def _optimal_coefs(b: int) -> np.ndarray:
+    k = np.arange(1, b)
+    c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
+    return c / np.linalg.norm(c)
+
+
+@pytest.mark.parametrize(
+    ("strategy", "sigma", "n", "q", "aligned"),
+    [
+        (BinaryTree(), 15.0, 64, 0.01, False),
+        (BinaryTree(), 15.0, 64, 0.01, True),
+        (BandedToeplitz(c_col=[1.0, 0.5, 0.25]), 3.0, 200, 0.02, False),
+        (BandedToeplitz(c_col=_optimal_coefs(16)), 4.0, 300, 1 / 16, True),
+        (Identity(), 1.0, 100, 0.05, False),
+    ],
+)
+def test_floor_is_below_mmccs_answer(strategy, sigma, n, q, aligned):
+    res = mmcc_row_laws(as_strategy(strategy), sigma, n, q, 1e-6, aligned_gradients=aligned)
+    floor = ledger_epsilon_floor(res, sigma, 1e-6)
+    m = mmcc_epsilon(
+        strategy=strategy, noise_multiplier=sigma, steps=n, sampling_rate=q, delta=1e-6, aligned_gradients=aligned
+    )
+    assert 0.0 <= floor <= m.upper
+
+
+def test_floor_proves_something_where_mmcc_loses():
+    # BandMF at low noise: the posterior bounds are several times the rate and MMCC's answer is far above the
+    # other bounds; the floor must see it (the pre-check's purpose)
+    res = mmcc_row_laws(as_strategy(BandedToeplitz(c_col=_optimal_coefs(16))), 2.0, 400, 1 / 16, 1e-6)
+    m = mmcc_epsilon(
+        strategy=BandedToeplitz(c_col=_optimal_coefs(16)),
+        noise_multiplier=2.0,
+        steps=400,
+        sampling_rate=1 / 16,
+        delta=1e-6,
+    )
+    assert 0.5 * m.upper <= ledger_epsilon_floor(res, 2.0, 1e-6) <= m.upper
+
+
+def test_precheck_skips_mmcc_only_when_it_cannot_win():
+    c = BandedToeplitz(c_col=_optimal_coefs(16))
+    b = matrix_epsilon(
+        strategy=c, noise_multiplier=2.0, steps=400, delta=1e-6, sampler=PoissonSampling(sampling_rate=1 / 16)
+    )
+    m = mmcc_epsilon(strategy=c, noise_multiplier=2.0, steps=400, sampling_rate=1 / 16, delta=1e-6)
+    assert isinstance(b.details["mmcc"], str) and "ledger_epsilon_floor" in b.details["mmcc"]
+    assert m.upper >= b.upper  # skipping lost nothing
+    # where MMCC wins, the pre-check lets it through (the tree, both gradient models)
+    for aligned in (False, True):
+        t = matrix_epsilon(
+            strategy=BinaryTree(),
+            noise_multiplier=15.0,
+            steps=64,
+            delta=1e-6,
+            sampler=PoissonSampling(sampling_rate=0.01, aligned_gradients=aligned),
+        )
+        assert t.details["upper_used"] == "MMCC conditional composition"
+        assert t.details["mmcc"]["gradients"] == ("aligned" if aligned else "any")
+
+
+def test_aligned_gradients_tighten_the_tree_and_keep_the_lower_end():
+    kw = dict(strategy=BinaryTree(), noise_multiplier=15.0, steps=64, delta=1e-6)
+    anyg = matrix_epsilon(**kw, sampler=PoissonSampling(sampling_rate=0.01))
+    aligned = matrix_epsilon(**kw, sampler=PoissonSampling(sampling_rate=0.01, aligned_gradients=True))
+    assert aligned.lower == anyg.lower <= aligned.upper < anyg.upper
+    smp = PoissonSampling(sampling_rate=0.01, aligned_gradients=True)
+    assert sampler_from_dict(smp.to_dict()) == smp and "aligned" in smp.describe()
+    with pytest.raises(ValueError, match="aligned_gradients"):
+        PoissonSampling(sampling_rate=0.01, aligned_gradients="yes")
+
+
+def test_events_with_equal_weights_share_the_exact_posterior_bound():
+    # the tree's general path memoises p~ by (||c||^2, sorted positive w): the bound it stores must be the one a
+    # direct computation on the unsorted, zero-padded w gives (up to the summation order's last bits)
+    rng = np.random.default_rng(0)
+    w = np.zeros(40)
+    w[rng.choice(40, 9, replace=False)] = rng.uniform(0.1, 2.0, 9)
+    jw = float(w[w > 0][0])
+    for aligned in (False, True):
+        direct = _tilde_p(w, jw, 3.0, 0.05, 20.0, aligned)
+        memo = _tilde_p(np.sort(w[w > 0.0]), jw, 3.0, 0.05, 20.0, aligned)
+        assert memo == pytest.approx(direct, rel=1e-12)
+
+
+@settings(deadline=None, max_examples=25)
+@given(
+    st.lists(st.tuples(st.floats(0.01, 3.0), st.integers(1, 3)), min_size=1, max_size=4),
+    st.floats(0.05, 2.0),
+    st.floats(0.01, 0.9),
+    st.floats(2.0, 20.0),
+    st.floats(0.0, 0.5),
+)
+def test_grid_quantile_bounds_the_exact_tail(terms, s, p, log_inv, shift):
+    w = np.array([t[0] for t in terms])
+    mult = np.array([t[1] for t in terms], dtype=float)
+    tau = grid_quantile(w, mult, shift, s, p, log_inv)
+    full = np.repeat(w, mult.astype(int))
+    tail = 0.0
+    for bits in itertools.product((0, 1), repeat=full.size):
+        pr = math.prod(p if b else 1 - p for b in bits)
+        tail += pr * float(norm.sf((tau - shift - float(np.dot(full, bits))) / s))
+    assert tail <= math.exp(-log_inv) * (1 + 1e-9)
+    # and it is the tighter of the two tail bounds here (the Chernoff bound is not attained)
+    assert tau <= chernoff_quantile(w, mult, s, p, log_inv) + shift + 1e-9
+
+
+@settings(deadline=None, max_examples=20)
+@given(st.integers(70, 400), st.integers(0, 2**31 - 1))
+def test_coarsened_mixture_only_moves_mass_up(size, seed):
+    rng = np.random.default_rng(seed)
+    pmf = rng.exponential(size=size) * rng.binomial(1, 0.7, size=size)
+    pmf[0] += 1.0
+    pmf /= pmf.sum()
+    surv = np.cumsum(pmf[::-1])[::-1]
+    law = _Law(0.01, surv)
+    mog, eta = _mixture(law, 1.0, 1e-14)
+    sens, probs = np.array(mog.sensitivities), np.array(mog.probabilities)
+    assert sens.size <= MAX_COMPONENTS and sens.max() >= (np.nonzero(pmf > 1e-14)[0].max()) * 0.01 * (1 - 1e-12)
+    for i in range(size):  # P(T >= i h) can only grow
+        assert float(probs[sens >= i * 0.01 * (1 - 1e-12)].sum()) + eta >= surv[i] * (1 - 1e-9) - 1e-15

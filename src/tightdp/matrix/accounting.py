@@ -327,7 +327,9 @@ class PoissonSampling(LedgerSampler):
 
     Upper: the smallest of three certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
     composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
-    theorem, its conditions and the rounding), for any adaptive gradients. (i) No amplification: the output is a mixture over
+    theorem, its conditions and the rounding), for any adaptive gradients (or, with ``aligned_gradients``, for
+    gradients sharing one direction); skipped when a cheap lower bound on its answer already reaches the smaller
+    of (i) and (ii). (i) No amplification: the output is a mixture over
     participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
     divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (module docstring): DP-SGD over
@@ -342,19 +344,27 @@ class PoissonSampling(LedgerSampler):
     ----------
     sampling_rate : float
         The Poisson rate of every step, in ``(0, 1]``.
+    aligned_gradients : bool, optional
+        Default ``False``: MMCC holds for any adaptive gradients of norm at most 1. ``True``: an ASSUMPTION on
+        the threat model, that the record's gradients share one direction with non-negative scales (the
+        scalar model of MMCC's analysis); MMCC then drops its cross-column term and is much tighter (tree
+        aggregation). Only MMCC uses it; the other bounds and the lower end hold for any gradients.
 
     Raises
     ------
     ValueError
-        A rate outside ``(0, 1]``.
+        A rate outside ``(0, 1]`` or a non-boolean ``aligned_gradients``.
     """
 
     type_name: ClassVar[str] = "poisson"
 
     sampling_rate: float
+    aligned_gradients: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        if not isinstance(self.aligned_gradients, bool):
+            reject(f"aligned_gradients must be a bool, got {self.aligned_gradients!r}")
 
     def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
         s = sensitivity(strategy, MinSeparation(max_participations=None, min_sep=1), steps=n)
@@ -393,10 +403,21 @@ class PoissonSampling(LedgerSampler):
         self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
     ) -> Bounds:
         out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
-        return with_mmcc(out, strategy, sigma, n, self.sampling_rate, delta, eps_error, rel_error)
+        return with_mmcc(
+            out,
+            strategy,
+            sigma,
+            n,
+            self.sampling_rate,
+            delta,
+            eps_error,
+            rel_error,
+            aligned_gradients=self.aligned_gradients,
+        )
 
     def describe(self) -> str:
-        return f"Poisson sampling at rate {self.sampling_rate:g} every step"
+        aligned = ", gradients assumed aligned" if self.aligned_gradients else ""
+        return f"Poisson sampling at rate {self.sampling_rate:g} every step{aligned}"
 
 
 @dataclass(frozen=True, kw_only=True)
