@@ -1,0 +1,261 @@
+"""The ledger samplers of ``tightdp.matrix.accounting``: ``NoAmplification``, ``CyclicPoisson``,
+``PoissonSampling``; their docstrings state the proofs (noise splitting: ``tightdp.matrix.accounting``'s module
+docstring)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._validation import check_count, check_probability
+from ..bounds import Bounds
+from ..mechanisms.basic import Gaussian
+from ._ledgers import Ledger, Upper, _column_norms, _grouped, _grouped_up, _sampled, _sens_details
+from ._lower_pairs import lone_entries, orthogonal_steps
+from ._sampler_base import LedgerSampler
+from ._whitening import toeplitz_min_singular_lower
+from .mmcc import with_mmcc
+from .sensitivity import SINGLE, MinSeparation, Participation, sensitivity
+from .strategies import Strategy, reject
+
+__all__ = ["CyclicPoisson", "NoAmplification", "PoissonSampling"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoAmplification(LedgerSampler):
+    """Deterministic participation (no sampling), any strategy: the run is the Gaussian mechanism with the
+    strategy's sensitivity over ``participation`` (exact ``mu``-GDP, ``mu = sens / sigma``; Choquette-Choo et
+    al. 2023 Sec. 2). Upper ledger: the certified sensitivity upper bound; lower ledger: the worst explicit
+    pattern's attained sensitivity (equal when the sensitivity is exact).
+
+    Parameters
+    ----------
+    participation : Participation, optional
+        The participation patterns (default ``SINGLE``).
+
+    Raises
+    ------
+    ValueError
+        ``participation`` not a ``Participation``.
+    """
+
+    type_name: ClassVar[str] = "no_amplification"
+
+    participation: Participation = SINGLE
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.participation, Participation):
+            reject(f"participation must be a Participation, got {self.participation!r}")
+
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
+        s = sensitivity(strategy, self.participation, steps=n)
+        lower = [(Gaussian(noise_multiplier=sigma, sensitivity=s.lower), 1)] if s.lower > 0 else []
+        upper = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
+        return (
+            lower,
+            upper,
+            {
+                **_sens_details(s),
+                "mu": [s.lower / sigma, s.upper / sigma],
+                "method": "Gaussian mechanism of the strategy's sensitivity (mu-GDP)",
+            },
+        )
+
+    def describe(self) -> str:
+        return f"no amplification, {self.participation.describe()}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CyclicPoisson(LedgerSampler):
+    """BandMF's cyclic Poisson sampling (Choquette-Choo et al. 2023, arXiv 2306.08153, Thm 1; jax_privacy
+    ``amplified_bandmf_event``): the data split into ``period`` groups (default: the strategy's band count
+    ``b``), group ``j`` active at steps ``j, j + period, ...``, each of its records joining that step's batch
+    independently with probability ``sampling_rate``.
+
+    Needs a causal ``C`` with at most ``period`` bands. Proof: the rows a step-``s`` gradient touches,
+    ``s .. s + b - 1``, lie in ``[s, s + period)``; for a record of group ``j`` these windows are disjoint and
+    released in order, so the run is exactly the adaptive composition of ``R = ceil((n - j) / period)``
+    Poisson-subsampled Gaussians with sensitivities ``||C[:, j + i period]||`` (the BandMF theorem, with each
+    round's own column norm instead of the largest). Upper ledger: every round at the largest column norm of
+    its window (dominates every group, as a larger sensitivity dominates and a missing round is sensitivity
+    0); lower ledger: group 0 with the gradient scaled to the grouped column norms (an explicit pair).
+    ``period = 1`` is DP-SGD at rate ``sampling_rate``.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The within-group Poisson rate, in ``(0, 1]``.
+    period : int, optional
+        The number of groups (default the strategy's band count).
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]`` or a period below one (``epsilon``: a non-banded strategy or too few groups).
+    """
+
+    type_name: ClassVar[str] = "cyclic_poisson"
+
+    sampling_rate: float
+    period: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        if self.period is not None:
+            object.__setattr__(self, "period", check_count("period", self.period))
+
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
+        b = strategy.bands(n)
+        if b is None:
+            raise ValueError(
+                f"cyclic Poisson amplification needs a banded lower-triangular strategy; "
+                f"{strategy.describe()} is not (use PoissonSampling or NoAmplification)"
+            )
+        p = b if self.period is None else self.period
+        if b > p:
+            raise ValueError(
+                f"period ({p}) must be at least the strategy's {b} bands for cyclic Poisson "
+                "amplification (BandMF Thm 1)"
+            )
+        norms = _column_norms(strategy, n)
+        rounds = -(-n // p)
+        win = [float(norms[i * p : (i + 1) * p].max()) for i in range(rounds)]
+        q = self.sampling_rate
+        ups = _grouped_up(win, n)
+        upper = [(_sampled(sigma, v, q), c) for v, c in ups]
+        lower = [(_sampled(sigma, v, q), c) for v, c in _grouped(norms[0::p], n)]
+        return (
+            lower,
+            upper,
+            {
+                "rounds": rounds,
+                "period": p,
+                "method": "BandMF Thm 1: cyclic Poisson = DP-SGD over ceil(n/period) rounds",
+            },
+        )
+
+    def describe(self) -> str:
+        return f"cyclic Poisson sampling at rate {self.sampling_rate:g}" + (
+            f", {self.period} groups" if self.period else ""
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class PoissonSampling(LedgerSampler):
+    """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
+    any strategy.
+
+    Upper: the smallest of three certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
+    theorem, its conditions and the rounding), for any adaptive gradients (or, with ``aligned_gradients``, for
+    gradients sharing one direction); skipped when a cheap lower bound on its answer already reaches the smaller
+    of (i) and (ii). (i) No amplification: the output is a mixture over
+    participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
+    patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
+    divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (``tightdp.matrix.accounting``'s module docstring): DP-SGD over
+    all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity ``||C_s||``.
+    Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
+    with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
+    independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
+    stronger, the rows holding a single step each (tree aggregation's leaves): keeping only those rows (a
+    post-processing) of the record with a fixed unit gradient at every step leaves DP-SGD over those steps.
+    Or, for a Toeplitz ``C``, whitening (``tightdp.matrix._whitening``): ``C^(-1) y`` plus independent top-up
+    noise is DP-SGD over all ``n`` steps at noise ``sigma / s_min(C)``, a post-processing of the same pair.
+
+    Parameters
+    ----------
+    sampling_rate : float
+        The Poisson rate of every step, in ``(0, 1]``.
+    aligned_gradients : bool, optional
+        Default ``False``: MMCC holds for any adaptive gradients of norm at most 1. ``True``: an ASSUMPTION on
+        the threat model, that the record's gradients share one direction with non-negative scales (the
+        scalar model of MMCC's analysis); MMCC then drops its cross-column term and is much tighter (tree
+        aggregation). Only MMCC uses it; the other bounds and the lower end hold for any gradients.
+
+    Raises
+    ------
+    ValueError
+        A rate outside ``(0, 1]`` or a non-boolean ``aligned_gradients``.
+    """
+
+    type_name: ClassVar[str] = "poisson"
+
+    sampling_rate: float
+    aligned_gradients: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sampling_rate", check_probability("sampling_rate", self.sampling_rate))
+        if not isinstance(self.aligned_gradients, bool):
+            reject(f"aligned_gradients must be a bool, got {self.aligned_gradients!r}")
+
+    def ledgers(self, strategy: Strategy, sigma: float, n: int) -> tuple[Ledger, Upper, dict[str, Any]]:
+        s = sensitivity(strategy, MinSeparation(max_participations=None, min_sep=1), steps=n)
+        norms = _column_norms(strategy, n)
+        steps = orthogonal_steps(strategy, n, norms)
+        lone = lone_entries(strategy, n)
+        use_lone = float(np.sum(lone**2)) > float(np.sum(norms[steps] ** 2))
+        lower = [
+            (_sampled(sigma, v, self.sampling_rate), c) for v, c in _grouped(lone if use_lone else norms[steps], n)
+        ]
+        lower_how = (
+            f"DP-SGD reduction over the {lone.size} rows that hold one step each (an explicit pair, the "
+            "other rows dropped)"
+            if use_lone
+            else f"DP-SGD reduction over {len(steps)} steps with orthogonal columns (an explicit pair)"
+        )
+        s_min = toeplitz_min_singular_lower(strategy, n)
+        if s_min > 0.0:
+            # whitening (tightdp.matrix._whitening): DP-SGD at sigma / s_min over all n steps; kept when its
+            # subsampled-Gaussian spread sum_s q^2 (e^(mu_s^2) - 1) is larger (either choice is a lower end)
+            q = self.sampling_rate
+            here = np.asarray(lone if use_lone else norms[steps], dtype=float) / sigma
+            spread = float(np.sum(np.expm1(np.minimum(here**2, 50.0))))
+            white = n * math.expm1(min((s_min / sigma) ** 2, 50.0))
+            if white > spread:
+                lower = [(_sampled(sigma / s_min, 1.0, q), n)]
+                lower_how = (
+                    f"whitening: DP-SGD over all {n} steps at noise sigma / s_min(C) = {sigma / s_min:.6g} "
+                    "(tightdp.matrix._whitening; a post-processing of the fixed-unit-gradient pair)"
+                )
+        plain = [(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)]
+        b = strategy.bands(n)
+        split = (
+            None
+            if b is None
+            else [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
+        )
+        return (
+            lower,
+            (plain, split),
+            {
+                **_sens_details(s),
+                "orthogonal_steps": len(steps),
+                "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
+                "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (tightdp.matrix.accounting's "
+                "module docstring)",
+                "lower": lower_how,
+            },
+        )
+
+    def epsilon(
+        self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
+    ) -> Bounds:
+        out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
+        return with_mmcc(
+            out,
+            strategy,
+            sigma,
+            n,
+            self.sampling_rate,
+            delta,
+            eps_error,
+            rel_error,
+            aligned_gradients=self.aligned_gradients,
+        )
+
+    def describe(self) -> str:
+        aligned = ", gradients assumed aligned" if self.aligned_gradients else ""
+        return f"Poisson sampling at rate {self.sampling_rate:g} every step{aligned}"
