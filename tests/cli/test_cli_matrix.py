@@ -205,6 +205,13 @@ def test_text_output_names_strategy_and_sampler(capsys):
     assert "BLT" in out and "balls-in-bins, cycle length 4" in out and "epsilon" in out
 
 
+def test_aligned_gradients_reach_the_poisson_sampler(capsys):
+    """``--aligned-gradients`` is MMCC's scalar model: the run's description says so."""
+    argv = ["matrix", "--strategy", "tree", "--sampler", "poisson", "--sampling-rate", "0.05", "--aligned-gradients"]
+    assert main([*argv, "--noise-multiplier", "3", "--steps", "8", "--delta", "1e-5"]) == 0
+    assert "gradients assumed aligned" in capsys.readouterr().out
+
+
 def test_min_sep_sampler_matches_the_library(capsys):
     """``--sampler min-sep`` (b-min-sep) gives the library's interval for the same run, warm and cold start."""
     import json
@@ -242,6 +249,7 @@ def test_min_sep_sampler_matches_the_library(capsys):
         (["--sampler", "min-sep", "--sampling-rate", "0.1"], "--min-sep"),
         (["--sampler", "min-sep", "--sampling-rate", "0.1", "--min-sep", "0"], "--min-sep"),
         (["--sampler", "poisson", "--sampling-rate", "0.1", "--cold-start"], "--cold-start"),
+        (["--sampler", "balls-in-bins", "--cycle-length", "4", "--aligned-gradients"], "--aligned-gradients"),
         (["--period", "4", "--participations", "2"], "--period"),
         (["--participations", "1.5"], "--participations"),
         (["--strategy", "banded", "--c-col", "1,x"], "--c-col"),

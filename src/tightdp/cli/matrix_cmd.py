@@ -30,7 +30,7 @@ SAMPLERS = ("none", "cyclic-poisson", "poisson", "balls-in-bins", "epoch-allocat
 SAMPLER_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "none": ((), ("participations", "min_sep", "period")),
     "cyclic-poisson": (("sampling_rate",), ("period",)),
-    "poisson": (("sampling_rate",), ()),
+    "poisson": (("sampling_rate",), ("aligned_gradients",)),
     "balls-in-bins": (("cycle_length",), ()),
     "epoch-allocation": (("steps_per_epoch",), ()),
     "min-sep": (("sampling_rate", "min_sep"), ("cold_start",)),
@@ -50,6 +50,7 @@ _ALL_SAMPLER_OPTIONS = (
     "cycle_length",
     "steps_per_epoch",
     "cold_start",
+    "aligned_gradients",
 )
 _ALL_STRATEGY_OPTIONS = ("bands", "c_col", "buf_decay", "output_scale")
 
@@ -149,6 +150,14 @@ def add_sampler_options(
         const=True,
         default=None,
         help="min-sep: start with every record eligible (default: jax_privacy's warm start)",
+    )
+    m.add_argument(
+        "--aligned-gradients",
+        action="store_const",
+        const=True,
+        default=None,
+        help="poisson: assume a user's clipped gradients all point one way (MMCC's scalar model; the default "
+        "covers any adaptive gradients)",
     )
     m.add_argument("--cycle-length", type=float, help="balls-in-bins: the number of bins")
     m.add_argument("--steps-per-epoch", type=float, help="epoch-allocation: steps per epoch")
@@ -278,7 +287,7 @@ def sampler_from_args(args: argparse.Namespace) -> Sampler:
         period = None if args.period is None else check_count("--period", args.period)
         return CyclicPoisson(sampling_rate=args.sampling_rate, period=period)
     if name == "poisson":
-        return PoissonSampling(sampling_rate=args.sampling_rate)
+        return PoissonSampling(sampling_rate=args.sampling_rate, aligned_gradients=bool(args.aligned_gradients))
     if name == "balls-in-bins":
         return BallsInBins(cycle_length=check_count("--cycle-length", args.cycle_length))
     if name == "min-sep":
