@@ -59,7 +59,9 @@ def main(argv=None) -> int:
         BallsInBins,
         BinaryTree,
         CyclicPoisson,
+        EpochAllocation,
         MinSeparation,
+        MinSepSampling,
         NoAmplification,
         PoissonSampling,
         matrix_epsilon,
@@ -75,6 +77,8 @@ def main(argv=None) -> int:
         ),
         "cyclic Poisson, rate 0.5": CyclicPoisson(sampling_rate=0.5),
         "balls-in-bins, cycle 64": BallsInBins(cycle_length=B),
+        "b-min-sep, rate 1/64, min_sep 64 (warm start)": MinSepSampling(sampling_rate=1 / B, min_sep=B),
+        "random allocation afresh each epoch of 250 steps": EpochAllocation(steps_per_epoch=250),
         "Poisson every step, rate 1/64": PoissonSampling(sampling_rate=1 / B),
     }
     rows = []
@@ -94,7 +98,7 @@ def main(argv=None) -> int:
                 "lower_method": str(b.details.get("lower", b.details.get("method", ""))),
             }
         )
-    poisson = rows[-1]
+    poisson = next(r for r in rows if r["sampler"] == "Poisson every step, rate 1/64")
     tightdp.clear_caches()
     t0 = time.perf_counter()
     m = mmcc_epsilon(strategy=c, noise_multiplier=SIGMA, steps=N, sampling_rate=1 / B, delta=DELTA)
