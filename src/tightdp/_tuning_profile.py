@@ -1,0 +1,541 @@
+"""Tuning with a random number of runs bounded through one run's privacy profile (Koskela, Redberg & Wang 2024).
+
+The procedure (Papernot & Steinke 2022, Liu & Talwar 2019) draws ``K`` from a law with probability generating
+function ``f(z) = E z^K``, runs the base mechanism ``Q`` ``K`` times independently on the same data and
+releases the best run under a total order of the outputs (``K = 0``: a fixed empty output). Koskela, Redberg &
+Wang 2024 ("Privacy profiles for private selection", ICML, arXiv 2402.06701) bound the tuned procedure's
+privacy profile ``delta_A(eps)`` directly from the base profile ``delta_Q`` through ``f``, instead of going
+through Renyi DP. This module implements a bound of that kind, derived and proved below (the proof uses only
+the base profile, so every input is a certified upper bound of it).
+
+The bound (all four steps are inequalities, so certified upper inputs give a certified upper output)
+-------------------------------------------------------------------------------------------------------
+1. Tie-breaking: append an independent uniform coordinate to each run's output and order lexicographically.
+   The base profile is unchanged (the same data-independent coordinate on both sides), the released output
+   is a function of the augmented one (post-processing), and the base output law has no atoms. Writing
+   ``p, p'`` for the densities of ``Q(x), Q(x')``, ``F(y) = Q(x)(<= y)``, ``F'(y) = Q(x')(<= y)``, the
+   tuned output has density ``p(y) f'(F(y))`` (and the atom ``f(0)`` at the empty output, the same on both
+   sides, which adds nothing to a hockey-stick divergence with ``eps >= 0``).
+2. Split ``eps = eps1 + eps2`` (``eps1, eps2 >= 0``): pointwise
+   ``[p f'(F) - e^eps p' f'(F')]_+ <= f'(F) [p - e^eps1 p']_+ + e^eps1 p' [f'(F) - e^eps2 f'(F')]_+``.
+3. First term: ``h = [p - e^eps1 p']_+`` has mass ``delta_Q(eps1)`` and ``h <= p``; under ``p`` the value
+   ``F`` is uniform on ``[0, 1]`` and ``f'`` is non-decreasing, so the integral is largest with ``h`` on the
+   top quantiles: ``<= integral_{1 - delta_Q(eps1)}^1 f'(u) du = 1 - f(1 - delta_Q(eps1))``.
+4. Second term: for every ``e^ >= 0`` the events ``{<= y}`` and ``{> y}`` give ``F <= e^(e^) F' + delta_Q(e^)``
+   and ``1 - F' <= e^(e^) (1 - F) + delta_Q(e^)``, so ``F <= G(F')`` with
+   ``G(u) = min(1, min_e^ [e^(e^) u + delta_Q(e^)], min_e^ [1 - e^(-e^) (1 - u - delta_Q(e^))])``
+   (non-decreasing), hence ``f'(F) <= f'(G(F'))``; under ``p'`` the value ``F'`` is uniform, so the term is
+   ``<= e^eps1 integral_0^1 [f'(G(u)) - e^eps2 f'(u)]_+ du``.
+
+So ``delta_A(eps) <= 1 - f(1 - delta_Q(eps1)) + e^eps1 integral_0^1 [f'(G(u)) - e^(eps - eps1) f'(u)]_+ du``
+for every ``eps1`` in ``[0, eps]``. ``delta_Q`` is the base profile over both orders of the neighbouring pair
+(tightdp's ``delta(...)`` upper end is the larger of the remove and add directions), and any upper bound of it
+on any finite set of ``e^`` keeps every step an inequality (a larger ``delta_Q`` only raises ``G`` and the first
+term). For a pure ``eps0``-DP run (``delta_Q(eps0) = 0``) it gives ``(2 + eta) eps0`` for the truncated negative
+binomial law, Papernot & Steinke 2022 Corollary 3; for ``K = 1`` surely (``f' = 1``) it gives ``delta_Q(eps)``.
+
+Numerics (each rounded towards a larger bound): the integral is an upper Riemann sum on a grid ``u_0 < ... <
+u_n`` (on a cell ``f'(G(u)) <= f'(G(u_{i+1}))`` and ``f'(u) >= f'(u_i)``, both monotone), with relative
+margins ``1e-10`` on the cell values for floating-point error, an absolute margin for the cancellation in the
+suffix sums, and the final ``delta`` raised by a relative ``1e-9``. Solving for ``eps`` at a target ``delta``
+keeps only values where the bound was evaluated and found ``<= delta``, and rounds ``eps1 + eps2`` up.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._types import ArrayLike, FloatArray
+from ._validation import check_choice, check_count, check_real
+
+__all__ = ["StoppingLaw", "ProfileTable", "tuned_profile_delta", "tuned_profile_epsilon", "certified_epsilon"]
+
+_MARGIN = 1e-9  # relative, on the final delta
+_CELL = 1e-10  # relative, on each cell's values
+_ULP = 2.0**-52
+
+
+@dataclass(frozen=True)
+class StoppingLaw:
+    """The law of the number of runs ``K``, through its probability generating function ``f(z) = E z^K``.
+
+    Parameters
+    ----------
+    kind : str
+        ``"fixed"`` (``K = runs`` surely), ``"poisson"`` (``mean``) or ``"negative-binomial"`` (the truncated
+        negative binomial of Papernot & Steinke 2022 Def. 1: ``gamma`` in (0, 1), ``shape >= 0``; ``1`` the
+        geometric law, ``0`` the logarithmic law).
+    runs : int, optional
+        ``K`` for ``"fixed"``.
+    mean : float, optional
+        The Poisson mean, ``> 0``.
+    gamma : float, optional
+        The truncated negative binomial's ``gamma`` in (0, 1).
+    shape : float, optional
+        The truncated negative binomial's ``eta >= 0``.
+
+    Raises
+    ------
+    ValueError
+        A parameter missing or out of range for ``kind`` (named).
+    """
+
+    kind: str
+    runs: int | None = None
+    mean: float | None = None
+    gamma: float | None = None
+    shape: float | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("kind", self.kind, ("fixed", "poisson", "negative-binomial"))
+        if self.kind == "fixed":
+            object.__setattr__(self, "runs", check_count("runs", self.runs))
+        elif self.kind == "poisson":
+            object.__setattr__(self, "mean", check_real("mean", self.mean, low=0.0))
+        else:
+            object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0))
+            object.__setattr__(self, "shape", check_real("shape", self.shape, low=0.0, low_open=False))
+
+    def tail(self, d: FloatArray) -> FloatArray:
+        """``1 - f(1 - d)`` for ``d`` in [0, 1] (the first term of the bound), without cancellation.
+
+        Parameters
+        ----------
+        d : numpy.ndarray
+            Values in [0, 1].
+
+        Returns
+        -------
+        numpy.ndarray
+            ``1 - f(1 - d)``, in [0, 1].
+        """
+        d = np.clip(np.asarray(d, dtype=float), 0.0, 1.0)
+        out: FloatArray
+        if self.kind == "fixed":
+            with np.errstate(divide="ignore"):
+                out = -np.expm1(float(self.runs or 1) * np.log1p(-d))
+        elif self.kind == "poisson":
+            out = -np.expm1(-float(self.mean or 0.0) * d)
+        else:
+            g, eta = float(self.gamma or 0.0), float(self.shape or 0.0)
+            t = (1.0 - g) * d / g
+            if eta == 0.0:
+                out = np.log1p(t) / -math.log(g)
+            else:
+                out = -np.expm1(-eta * np.log1p(t)) / -math.expm1(eta * math.log(g))
+        return out
+
+    def derivative(self, w: FloatArray) -> FloatArray:
+        """``f'(1 - w)``, the derivative of the generating function at ``z = 1 - w`` (non-increasing in ``w``).
+
+        Parameters
+        ----------
+        w : numpy.ndarray
+            ``1 - z`` for ``z`` in [0, 1].
+
+        Returns
+        -------
+        numpy.ndarray
+            ``f'(1 - w) >= 0``.
+        """
+        w = np.clip(np.asarray(w, dtype=float), 0.0, 1.0)
+        out: FloatArray
+        if self.kind == "fixed":
+            k = int(self.runs or 1)
+            with np.errstate(divide="ignore"):
+                out = np.ones_like(w) if k == 1 else k * np.exp((k - 1) * np.log1p(-w))
+        elif self.kind == "poisson":
+            mu = float(self.mean or 0.0)
+            out = mu * np.exp(-mu * w)
+        else:
+            g, eta = float(self.gamma or 0.0), float(self.shape or 0.0)
+            b = g + (1.0 - g) * w  # 1 - (1 - gamma) z, in [gamma, 1]
+            if eta == 0.0:
+                out = (1.0 - g) / (b * -math.log(g))
+            else:
+                log_c = math.log(eta * (1.0 - g)) - math.log(math.expm1(-eta * math.log(g)))
+                out = np.exp(log_c - (eta + 1.0) * np.log(b))
+        return out
+
+    def expected_runs(self) -> float:
+        """``E K = f'(1)``.
+
+        Returns
+        -------
+        float
+            The mean number of runs.
+        """
+        return float(self.derivative(np.zeros(1))[0])
+
+    def _grid(self) -> tuple[FloatArray, FloatArray]:
+        """Cell ends ``(u, w = 1 - u)`` increasing in ``u`` from 0 to 1, dense where ``f'`` varies (about
+        ``1e-3`` relative per cell), near 0 and near 1; each point kept in the representation that is exact."""
+        small = np.concatenate([[0.0], np.geomspace(1e-30, 0.5, 1200)])  # u near 0 / w near 1
+        if self.kind == "negative-binomial":
+            g = float(self.gamma or 0.0)
+            n = int(min(60000, max(2000, (float(self.shape or 0.0) + 1.0) * -math.log(g) / 1e-3)))
+            w_law = (np.geomspace(g, 1.0, n) - g) / (1.0 - g)
+        elif self.kind == "poisson":
+            n = int(min(200000, max(2000, float(self.mean or 0.0) / 1e-3)))
+            w_law = np.linspace(0.0, 1.0, n)
+        else:
+            k = int(self.runs or 1)
+            n = int(min(100000, max(2000, (k - 1) * 60.0 / 1e-3)))
+            w_law = -np.expm1(np.linspace(-60.0 / max(k - 1, 1), 0.0, n))  # z = 1 - w geometric in (e^-60/(k-1), 1]
+        w_law = np.clip(w_law, 0.0, 1.0)
+        u_part = np.concatenate([small, 1.0 - w_law[w_law > 0.5]])
+        w_part = np.concatenate([small, w_law[w_law <= 0.5]])
+        u_part = np.unique(u_part[u_part <= 0.5])
+        w_part = np.unique(w_part[w_part < 0.5])
+        u = np.concatenate([u_part, 1.0 - w_part[::-1]])
+        w = np.concatenate([1.0 - u_part, w_part[::-1]])
+        return u, w
+
+
+@dataclass(frozen=True)
+class ProfileTable:
+    """One run's certified profile prepared for the bound: the upper Riemann sum of the second term.
+
+    ``S(t) = sum_i du_i [A_i - t B_i]_+`` (``A_i = f'(G(u_{i+1}))``, ``B_i = f'(u_i)``) with the cells sorted by
+    ``A_i / B_i``: ``S(t) = SA[k] - t SB[k]``, ``k`` the first cell whose ratio exceeds ``t``.
+
+    Parameters
+    ----------
+    law : StoppingLaw
+        The law of ``K``.
+    ratio : numpy.ndarray
+        ``A_i / B_i``, sorted.
+    sa, sb : numpy.ndarray
+        Suffix sums of ``du_i A_i`` and ``du_i B_i`` in that order (one longer, ending in 0).
+    """
+
+    law: StoppingLaw
+    ratio: FloatArray
+    sa: FloatArray
+    sb: FloatArray
+
+    @classmethod
+    def build(cls, law: StoppingLaw, eps_hat: FloatArray, delta_hat: FloatArray) -> ProfileTable:
+        """The table for ``law`` and the profile points ``(eps_hat, delta_hat)`` (``delta_hat`` upper bounds).
+
+        Parameters
+        ----------
+        law : StoppingLaw
+            The law of ``K``.
+        eps_hat : numpy.ndarray
+            Epsilons ``>= 0``.
+        delta_hat : numpy.ndarray
+            Upper bounds of the base profile there, in [0, 1].
+
+        Returns
+        -------
+        ProfileTable
+            The sorted cells.
+        """
+        u, w = law._grid()
+        # 1 - G(u) (a lower bound, rounded down): the largest of 0, 1 - e^e u - d = w - expm1(e) u - d, and
+        # e^-e (w - d), over the profile points
+        one_minus_g = np.zeros_like(u)
+        for e, d in zip(eps_hat.tolist(), delta_hat.tolist()):
+            if d >= 1.0:
+                continue
+            em1 = math.expm1(e)
+            np.maximum(one_minus_g, (w - em1 * u - d) - 4.0 * _ULP * (w + em1 * u + d), out=one_minus_g)
+            np.maximum(one_minus_g, math.exp(-e) * (w - d) - 4.0 * _ULP * (w + d), out=one_minus_g)
+        one_minus_g *= 1.0 - 1e-12
+        du = np.where(u[1:] <= 0.5, u[1:] - u[:-1], w[:-1] - w[1:])
+        a = law.derivative(one_minus_g[1:]) * (1.0 + _CELL)
+        b = law.derivative(w[:-1]) * (1.0 - _CELL)
+        keep = du > 0.0
+        du, a, b = du[keep], a[keep], b[keep]
+        with np.errstate(divide="ignore"):
+            ratio = a / b  # inf where f'(u_i) = 0 (K fixed, u_i = 0): the cell never leaves the sum
+        order = np.argsort(ratio, kind="stable")
+        ratio, da, db = ratio[order], (du * a)[order], (du * b)[order]
+        sa = np.concatenate([np.cumsum(da[::-1])[::-1], [0.0]])
+        sb = np.concatenate([np.cumsum(db[::-1])[::-1], [0.0]])
+        return cls(law=law, ratio=ratio, sa=sa, sb=sb)
+
+    def second_term(self, t: FloatArray) -> FloatArray:
+        """The upper sum ``S(t)`` of ``integral_0^1 [f'(G(u)) - t f'(u)]_+ du`` with its rounding margin.
+
+        Parameters
+        ----------
+        t : numpy.ndarray
+            ``e^eps2 >= 1``.
+
+        Returns
+        -------
+        numpy.ndarray
+            An upper bound of the integral.
+        """
+        t = np.asarray(t, dtype=float)
+        k = np.searchsorted(self.ratio, t, side="right")
+        sa, sb = self.sa[k], self.sb[k]
+        err = 4.0 * self.ratio.size * _ULP * (sa + t * sb)
+        out: FloatArray = np.maximum(sa - t * sb, 0.0) + err
+        return out
+
+    def delta(self, eps: float, eps1: FloatArray, delta1: FloatArray) -> float:
+        """The bound at ``eps``, the smallest over the split points ``eps1 <= eps`` (``delta1`` their profile).
+
+        Parameters
+        ----------
+        eps : float
+            The tuned procedure's epsilon, ``>= 0``.
+        eps1 : numpy.ndarray
+            Split points ``>= 0``.
+        delta1 : numpy.ndarray
+            Upper bounds of the base profile at ``eps1``.
+
+        Returns
+        -------
+        float
+            An upper bound of ``delta_A(eps)``, at most 1.
+        """
+        ok = eps1 <= eps
+        if not np.any(ok):
+            return 1.0
+        e1, d1 = eps1[ok], delta1[ok]
+        total = self.law.tail(d1) + np.exp(e1) * self.second_term(np.exp(eps - e1))
+        return float(min(1.0, float(np.min(total)) * (1.0 + _MARGIN)))
+
+    def epsilon(self, delta: float, eps1: FloatArray, delta1: FloatArray) -> tuple[float, float]:
+        """The smallest ``eps1 + eps2`` over the split points at which the bound is at most ``delta``.
+
+        Parameters
+        ----------
+        delta : float
+            The target delta, in (0, 1).
+        eps1 : numpy.ndarray
+            Split points ``>= 0``.
+        delta1 : numpy.ndarray
+            Upper bounds of the base profile at ``eps1``.
+
+        Returns
+        -------
+        tuple of float
+            ``(eps, eps1)``: the certified epsilon (``inf`` if no split point reaches ``delta``) and the split.
+        """
+        budget = delta / (1.0 + _MARGIN) - self.law.tail(delta1)
+        feasible = budget > 0.0
+        if not np.any(feasible):
+            return math.inf, math.nan
+        e1 = eps1[feasible]
+        tau = budget[feasible] * np.exp(-e1)
+        finite = self.ratio[np.isfinite(self.ratio)]
+        top = max(0.0, math.log(float(finite[-1])) * (1.0 + 1e-12) + 1e-300) if finite.size else 0.0
+        hi = np.full(e1.shape, top)
+        reachable = self.second_term(np.exp(hi)) <= tau  # cells with f'(u_i) = 0 never leave the sum
+        lo = np.zeros_like(hi)
+        done = self.second_term(np.exp(lo)) <= tau
+        hi = np.where(done, lo, hi)
+        for _ in range(64):
+            mid = 0.5 * (lo + hi)
+            good = self.second_term(np.exp(mid)) <= tau
+            hi = np.where(good, mid, hi)
+            lo = np.where(good, lo, mid)
+        # hi is verified (the invariant): the bound at eps1 + hi holds; round the sum up
+        total = np.where(reachable, np.nextafter(e1 + hi, math.inf), math.inf)
+        j = int(np.argmin(total))
+        return float(total[j]), float(e1[j])
+
+
+def _law(
+    distribution: str, *, runs: int | None, mean: float | None, gamma: float | None, shape: float | None
+) -> StoppingLaw:
+    check_choice("distribution", distribution, ("fixed", "poisson", "geometric", "logarithmic", "negative-binomial"))
+    if distribution == "fixed":
+        return StoppingLaw("fixed", runs=runs)
+    if distribution == "poisson":
+        return StoppingLaw("poisson", mean=mean)
+    if gamma is None:
+        raise ValueError(f"gamma is required for distribution={distribution!r}")
+    eta = {"geometric": 1.0, "logarithmic": 0.0}.get(distribution, shape)
+    if eta is None:
+        raise ValueError("shape is required for distribution='negative-binomial'")
+    return StoppingLaw("negative-binomial", gamma=gamma, shape=eta)
+
+
+def _profile(epsilons: ArrayLike, deltas: ArrayLike) -> tuple[FloatArray, FloatArray]:
+    e = np.asarray(epsilons, dtype=float)
+    d = np.asarray(deltas, dtype=float)
+    if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e)) or np.any(e < 0.0):
+        raise ValueError("epsilons must be a non-empty 1-D array of finite epsilons >= 0")
+    if d.shape != e.shape or not np.all((d >= 0.0) & (d <= 1.0)):
+        raise ValueError("deltas must be an array of deltas in [0, 1], one per epsilon")
+    return e, d
+
+
+def tuned_profile_delta(
+    *,
+    epsilon: float,
+    epsilons: ArrayLike,
+    deltas: ArrayLike,
+    distribution: str,
+    runs: int | None = None,
+    mean: float | None = None,
+    gamma: float | None = None,
+    shape: float | None = None,
+) -> float:
+    """An upper bound of the tuned procedure's ``delta(epsilon)`` from one run's privacy profile.
+
+    Every point ``(epsilons[i], deltas[i])`` must be an upper bound of the run's profile (over both orders of
+    the neighbouring pair); the bound (module docstring) uses each point both as a split ``eps1`` and in the
+    cumulative constraint ``G``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The tuned procedure's epsilon, ``>= 0``.
+    epsilons : array_like of float
+        Epsilons ``>= 0`` of the run's profile (1-D).
+    deltas : array_like of float
+        Upper bounds of the run's ``delta`` at ``epsilons``, in [0, 1].
+    distribution : str
+        ``"fixed"`` (``runs``), ``"poisson"`` (``mean``), ``"geometric"``, ``"logarithmic"`` (``gamma``) or
+        ``"negative-binomial"`` (``gamma`` and ``shape``).
+    runs : int, optional
+        ``K`` for ``"fixed"``.
+    mean : float, optional
+        The Poisson mean, ``> 0``.
+    gamma : float, optional
+        The truncated negative binomial law's ``gamma`` in (0, 1) (Papernot & Steinke 2022 Def. 1).
+    shape : float, optional
+        Its shape ``eta >= 0`` (``"negative-binomial"`` only).
+
+    Returns
+    -------
+    float
+        An upper bound of ``delta_A(epsilon)`` in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        ``epsilon``, ``epsilons``, ``deltas`` or a law parameter malformed or out of range (named).
+
+    References
+    ----------
+    Koskela, Redberg & Wang 2024, "Privacy profiles for private selection" (ICML; arXiv 2402.06701): the
+    privacy-profile route through the generating function of ``K``; the inequality used is proved in this
+    module's docstring. Papernot & Steinke 2022, Def. 1 (the truncated negative binomial law).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = np.array([0.0, 1.0])
+    >>> tuned_profile_delta(epsilon=3.0, epsilons=e, deltas=np.array([0.5, 0.0]), distribution="geometric",
+    ...                     gamma=0.1) <= 1e-8
+    True
+    """
+    eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
+    e, d = _profile(epsilons, deltas)
+    law = _law(distribution, runs=runs, mean=mean, gamma=gamma, shape=shape)
+    return ProfileTable.build(law, e, d).delta(eps, e, d)
+
+
+def tuned_profile_epsilon(
+    *,
+    delta: float,
+    epsilons: ArrayLike,
+    deltas: ArrayLike,
+    distribution: str,
+    runs: int | None = None,
+    mean: float | None = None,
+    gamma: float | None = None,
+    shape: float | None = None,
+) -> float:
+    """An upper bound of the tuned procedure's epsilon at ``delta`` from one run's privacy profile.
+
+    The smallest ``eps1 + eps2`` (``eps1`` one of ``epsilons``) at which the bound of the module docstring is
+    at most ``delta``; ``inf`` if none.
+
+    Parameters
+    ----------
+    delta : float
+        The target delta, in (0, 1).
+    epsilons : array_like of float
+        Epsilons ``>= 0`` of the run's profile (1-D).
+    deltas : array_like of float
+        Upper bounds of the run's ``delta`` at ``epsilons``, in [0, 1].
+    distribution : str
+        ``"fixed"``, ``"poisson"``, ``"geometric"``, ``"logarithmic"`` or ``"negative-binomial"``.
+    runs : int, optional
+        ``K`` for ``"fixed"``.
+    mean : float, optional
+        The Poisson mean, ``> 0``.
+    gamma : float, optional
+        The truncated negative binomial law's ``gamma`` in (0, 1).
+    shape : float, optional
+        Its shape ``eta >= 0`` (``"negative-binomial"`` only).
+
+    Returns
+    -------
+    float
+        A certified epsilon (rounded up), or ``inf``.
+
+    Raises
+    ------
+    ValueError
+        ``delta``, ``epsilons``, ``deltas`` or a law parameter malformed or out of range (named).
+
+    References
+    ----------
+    Koskela, Redberg & Wang 2024 (arXiv 2402.06701), as ``tuned_profile_delta``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tuned_profile_epsilon(delta=1e-6, epsilons=np.array([0.0, 1.0]), deltas=np.array([0.5, 0.0]),
+    ...                       distribution="geometric", gamma=0.1) <= 3.0 + 1e-9
+    True
+    """
+    dl = check_real("delta", delta, low=0.0, high=1.0)
+    e, d = _profile(epsilons, deltas)
+    law = _law(distribution, runs=runs, mean=mean, gamma=gamma, shape=shape)
+    return ProfileTable.build(law, e, d).epsilon(dl, e, d)[0]
+
+
+def certified_epsilon(
+    profile: Callable[[FloatArray], FloatArray], law: StoppingLaw, delta: float, run_epsilon: float
+) -> tuple[float, float]:
+    """The profile route's certified epsilon for one run whose certified profile upper end is ``profile``.
+
+    The profile is read on 121 epsilons in ``[0, 3 run_epsilon + 3]`` (``run_epsilon``: one run's epsilon at
+    ``delta``, only to place the grid), which serve as the points of ``G`` and as the splits ``eps1``; then on 41
+    splits around the best one (a finer split; ``G`` keeps the first points). Both answers are certified; the
+    smaller is returned with its split.
+
+    Parameters
+    ----------
+    profile : callable
+        Maps an array of epsilons ``>= 0`` to upper bounds of the run's ``delta`` there.
+    law : StoppingLaw
+        The law of ``K``.
+    delta : float
+        The target delta, in (0, 1).
+    run_epsilon : float
+        One run's epsilon at ``delta`` (any positive value: it only places the grid).
+
+    Returns
+    -------
+    tuple of float
+        ``(epsilon, eps1)``; ``(inf, nan)`` if no split reaches ``delta``.
+    """
+    top = 3.0 * run_epsilon + 3.0 if math.isfinite(run_epsilon) else 60.0
+    grid = np.linspace(0.0, top, 121)
+    d = np.clip(np.asarray(profile(grid), dtype=float), 0.0, 1.0)
+    table = ProfileTable.build(law, grid, d)
+    eps, e1 = table.epsilon(delta, grid, d)
+    if math.isfinite(eps):
+        step = float(grid[1] - grid[0])
+        fine = np.linspace(max(0.0, e1 - step), e1 + step, 41)
+        d_fine = np.clip(np.asarray(profile(fine), dtype=float), 0.0, 1.0)
+        eps_fine, e1_fine = table.epsilon(delta, fine, d_fine)
+        if eps_fine < eps:
+            eps, e1 = eps_fine, e1_fine
+    return eps, e1
