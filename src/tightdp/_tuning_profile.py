@@ -36,7 +36,7 @@ binomial law, Papernot & Steinke 2022 Corollary 3; for ``K = 1`` surely (``f' = 
 
 Numerics (each rounded towards a larger bound): the integral is an upper Riemann sum on a grid ``u_0 < ... <
 u_n`` (on a cell ``f'(G(u)) <= f'(G(u_{i+1}))`` and ``f'(u) >= f'(u_i)``, both monotone), with relative
-margins ``1e-10`` on the cell values for floating-point error, an absolute margin for the cancellation in the
+margins ``1e-12`` on the cell values for floating-point error, an absolute margin for the cancellation in the
 suffix sums, and the final ``delta`` raised by a relative ``1e-9``. Solving for ``eps`` at a target ``delta``
 keeps only values where the bound was evaluated and found ``<= delta``, and rounds ``eps1 + eps2`` up.
 """
@@ -55,7 +55,7 @@ from ._validation import check_choice, check_count, check_real
 __all__ = ["StoppingLaw", "ProfileTable", "tuned_profile_delta", "tuned_profile_epsilon", "certified_epsilon"]
 
 _MARGIN = 1e-9  # relative, on the final delta
-_CELL = 1e-10  # relative, on each cell's values
+_CELL = 1e-12  # relative, on each cell's values (K = 1 surely: f' = 1 exactly, none)
 _ULP = 2.0**-52
 
 
@@ -67,14 +67,14 @@ class StoppingLaw:
     ----------
     kind : str
         ``"fixed"`` (``K = runs`` surely), ``"poisson"`` (``mean``) or ``"negative-binomial"`` (the truncated
-        negative binomial of Papernot & Steinke 2022 Def. 1: ``gamma`` in (0, 1), ``shape >= 0``; ``1`` the
-        geometric law, ``0`` the logarithmic law).
+        negative binomial of Papernot & Steinke 2022 Def. 1: ``gamma`` in (0, 1], ``shape >= 0``; ``1`` the
+        geometric law, ``0`` the logarithmic law; ``gamma = 1`` is ``K = 1`` surely and becomes ``"fixed"``).
     runs : int, optional
         ``K`` for ``"fixed"``.
     mean : float, optional
         The Poisson mean, ``> 0``.
     gamma : float, optional
-        The truncated negative binomial's ``gamma`` in (0, 1).
+        The truncated negative binomial's ``gamma`` in (0, 1].
     shape : float, optional
         The truncated negative binomial's ``eta >= 0``.
 
@@ -97,8 +97,12 @@ class StoppingLaw:
         elif self.kind == "poisson":
             object.__setattr__(self, "mean", check_real("mean", self.mean, low=0.0))
         else:
-            object.__setattr__(self, "gamma", check_real("gamma", self.gamma, low=0.0, high=1.0))
+            g = check_real("gamma", self.gamma, low=0.0, high=1.0, high_open=False)
             object.__setattr__(self, "shape", check_real("shape", self.shape, low=0.0, low_open=False))
+            object.__setattr__(self, "gamma", g)
+            if g == 1.0:  # K = 1 surely
+                object.__setattr__(self, "kind", "fixed")
+                object.__setattr__(self, "runs", 1)
 
     def tail(self, d: FloatArray) -> FloatArray:
         """``1 - f(1 - d)`` for ``d`` in [0, 1] (the first term of the bound), without cancellation.
@@ -248,8 +252,9 @@ class ProfileTable:
             np.maximum(one_minus_g, math.exp(-e) * (w - d) - 4.0 * _ULP * (w + d), out=one_minus_g)
         one_minus_g *= 1.0 - 1e-12
         du = np.where(u[1:] <= 0.5, u[1:] - u[:-1], w[:-1] - w[1:])
-        a = law.derivative(one_minus_g[1:]) * (1.0 + _CELL)
-        b = law.derivative(w[:-1]) * (1.0 - _CELL)
+        cell = 0.0 if (law.kind == "fixed" and law.runs == 1) else _CELL
+        a = law.derivative(one_minus_g[1:]) * (1.0 + cell)
+        b = law.derivative(w[:-1]) * (1.0 - cell)
         keep = du > 0.0
         du, a, b = du[keep], a[keep], b[keep]
         with np.errstate(divide="ignore"):
@@ -404,7 +409,7 @@ def tuned_profile_delta(
     mean : float, optional
         The Poisson mean, ``> 0``.
     gamma : float, optional
-        The truncated negative binomial law's ``gamma`` in (0, 1) (Papernot & Steinke 2022 Def. 1).
+        The truncated negative binomial law's ``gamma`` in (0, 1] (Papernot & Steinke 2022 Def. 1; 1: one run).
     shape : float, optional
         Its shape ``eta >= 0`` (``"negative-binomial"`` only).
 
@@ -469,7 +474,7 @@ def tuned_profile_epsilon(
     mean : float, optional
         The Poisson mean, ``> 0``.
     gamma : float, optional
-        The truncated negative binomial law's ``gamma`` in (0, 1).
+        The truncated negative binomial law's ``gamma`` in (0, 1] (1: one run).
     shape : float, optional
         Its shape ``eta >= 0`` (``"negative-binomial"`` only).
 
