@@ -506,14 +506,19 @@ def tuned_profile_epsilon(
 
 
 def certified_epsilon(
-    profile: Callable[[FloatArray], FloatArray], law: StoppingLaw, delta: float, run_epsilon: float
+    profile: Callable[[FloatArray], FloatArray],
+    law: StoppingLaw,
+    delta: float,
+    run_epsilon: float,
+    fine_profile: Callable[[FloatArray], FloatArray] | None = None,
 ) -> tuple[float, float]:
     """The profile route's certified epsilon for one run whose certified profile upper end is ``profile``.
 
     The profile is read on 121 epsilons in ``[0, 3 run_epsilon + 3]`` (``run_epsilon``: one run's epsilon at
     ``delta``, only to place the grid), which serve as the points of ``G`` and as the splits ``eps1``; then on 41
-    splits around the best one (a finer split; ``G`` keeps the first points). Both answers are certified; the
-    smaller is returned with its split.
+    splits around the best one, from ``fine_profile`` when given (a tighter, costlier certified profile: the split
+    needs ``delta_Q(eps1)`` well below ``delta / E K``); ``G`` keeps the first points. Both answers are certified;
+    the smaller is returned with its split.
 
     Parameters
     ----------
@@ -525,6 +530,8 @@ def certified_epsilon(
         The target delta, in (0, 1).
     run_epsilon : float
         One run's epsilon at ``delta`` (any positive value: it only places the grid).
+    fine_profile : callable, optional
+        Another certified profile upper end for the 41 refined splits (default ``profile``).
 
     Returns
     -------
@@ -536,10 +543,16 @@ def certified_epsilon(
     d = np.clip(np.asarray(profile(grid), dtype=float), 0.0, 1.0)
     table = ProfileTable.build(law, grid, d)
     eps, e1 = table.epsilon(delta, grid, d)
+    step = float(grid[1] - grid[0])
+    if not math.isfinite(eps) and fine_profile is not None:
+        # the coarse profile's floor is above delta / E K at every split: the splits from the fine one
+        wide = np.linspace(min(run_epsilon, top) if math.isfinite(run_epsilon) else 0.0, top, 41)
+        d_wide = np.clip(np.asarray(fine_profile(wide), dtype=float), 0.0, 1.0)
+        eps, e1 = table.epsilon(delta, wide, d_wide)
+        step = float(wide[1] - wide[0])
     if math.isfinite(eps):
-        step = float(grid[1] - grid[0])
-        fine = np.linspace(max(0.0, e1 - step), e1 + step, 41)
-        d_fine = np.clip(np.asarray(profile(fine), dtype=float), 0.0, 1.0)
+        fine = np.linspace(max(0.0, e1 - 2.0 * step), e1 + step, 41)
+        d_fine = np.clip(np.asarray((fine_profile or profile)(fine), dtype=float), 0.0, 1.0)
         eps_fine, e1_fine = table.epsilon(delta, fine, d_fine)
         if eps_fine < eps:
             eps, e1 = eps_fine, e1_fine
