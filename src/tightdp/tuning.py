@@ -559,13 +559,12 @@ def _profile_route(
     slack = min(1e-9, max(1e-18, 1e-3 * delta / law.expected_runs()))
     coarse = ConnectDotsAccountant(delta_error=slack).compose(entries)
 
-    def profile(eps: FloatArray) -> FloatArray:
-        return np.asarray(coarse.delta(eps).upper, dtype=float)
+    def upper(acc: ConnectDotsAccountant, eps: FloatArray) -> FloatArray:
+        up = acc.delta(eps).upper  # an upper end that is missing or NaN is read as 1 (no information)
+        out = np.ones_like(eps) if up is None else np.asarray(up, dtype=float)
+        return np.where(np.isnan(out), 1.0, out)
 
-    def fine(eps: FloatArray) -> FloatArray:
-        return np.asarray(base.delta(eps).upper, dtype=float)
-
-    return _certified_epsilon(profile, law, delta, run_eps, fine)
+    return _certified_epsilon(lambda e: upper(coarse, e), law, delta, run_eps, lambda e: upper(base, e))
 
 
 def _rdp_route(
