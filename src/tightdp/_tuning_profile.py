@@ -257,8 +257,10 @@ class ProfileTable:
         b = law.derivative(w[:-1]) * (1.0 - cell)
         keep = du > 0.0
         du, a, b = du[keep], a[keep], b[keep]
-        with np.errstate(divide="ignore"):
-            ratio = a / b  # inf where f'(u_i) = 0 (K fixed, u_i = 0): the cell never leaves the sum
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # inf where f'(u_i) underflows to 0 (K fixed, small u_i): the cell never leaves the sum; 0 where
+            # f'(G(u_{i+1})) does too: the cell adds nothing
+            ratio = np.where(a > 0.0, a / b, 0.0)
         order = np.argsort(ratio, kind="stable")
         ratio, da, db = ratio[order], (du * a)[order], (du * b)[order]
         sa = np.concatenate([np.cumsum(da[::-1])[::-1], [0.0]])

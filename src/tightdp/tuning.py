@@ -50,6 +50,7 @@ from ._tuning_profile import StoppingLaw as _StoppingLaw
 from ._tuning_profile import certified_epsilon as _certified_epsilon
 from ._tuning_profile import tuned_profile_delta as tuned_profile_delta
 from ._tuning_profile import tuned_profile_epsilon as tuned_profile_epsilon
+from ._tuning_rdp import gamma_for_mean as _gamma_for_mean
 from ._tuning_rdp import theorem_2 as _theorem_2
 from ._tuning_rdp import truncated_negative_binomial_mean as truncated_negative_binomial_mean
 from ._tuning_rdp import tuned_rdp as tuned_rdp
@@ -405,23 +406,6 @@ def _run_rdp(entries: list[tuple[Mechanism, int]]) -> tuple[FloatArray, FloatArr
     return orders, total
 
 
-def _gamma_for_mean(mean: float, shape: float) -> float:
-    """The largest ``gamma`` whose mean is at least ``mean`` (bisection; a smaller ``gamma`` only raises the
-    Theorem 2 bound, so rounding this way keeps it an upper bound)."""
-    if shape == 1.0:
-        return 1.0 / mean
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= 0.0 or mid >= 1.0:
-            break
-        if truncated_negative_binomial_mean(gamma=mid, shape=shape) >= mean:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def tuning_epsilon(
     *,
     run: RunLedger,
@@ -523,7 +507,8 @@ def tuning_epsilon(
         p_zero = math.exp(-mean)
     else:
         gamma = _gamma_for_mean(mean, shape)
-        law = _StoppingLaw("negative-binomial", gamma=gamma, shape=shape)
+        # mean 1 with K >= 1 is K = 1 surely, whatever the shape
+        law = _StoppingLaw("negative-binomial", gamma=1.0 if mean == 1.0 else gamma, shape=shape)
         details.update(gamma=gamma, shape=shape)
         p_zero = 0.0
     rdp_upper, rdp_method = _rdp_route(entries, base, delta, mean, shape, details)
@@ -537,7 +522,10 @@ def tuning_epsilon(
     else:
         upper, details["method"] = rdp_upper, rdp_method
     if not math.isfinite(upper):
-        raise UnsupportedMechanismError(f"no finite tuning bound at delta={delta:g}: {rdp_method}")
+        raise UnsupportedMechanismError(
+            f"no finite tuning bound at delta={delta:g}: {rdp_method}; the privacy-profile route reaches no "
+            "epsilon either (one run's delta stays above delta / E K)"
+        )
     lower = float(one_run.lower) if one_run is not None else 0.0
     details["lower_method"] = "one run (constant score)" + (", scaled by P(K >= 1)" if p_zero else "")
     return Bounds(lower=min(lower, upper), estimate=upper, upper=upper, details=details)
@@ -553,9 +541,11 @@ _PROFILE_METHOD = (
 def _profile_route(
     entries: list[tuple[Mechanism, int]], base: ConnectDotsAccountant, run_eps: float, law: _StoppingLaw, delta: float
 ) -> tuple[float, float]:
-    """The profile route's certified epsilon and split ``eps1`` (``tightdp._tuning_profile``). The profile points
-    come from an accountant with a fixed delta slack (``1e-3 delta / E K``, within ``[1e-18, 1e-9]``: no tilted
-    re-runs, which cost seconds on a long run), the refined splits from ``base``'s default accuracy."""
+    """The profile route's ``(epsilon, eps1)`` (``tightdp._tuning_profile``): profile points from an accountant
+    with a fixed delta slack (``1e-3 delta / E K`` in ``[1e-18, 1e-9]``: no tilted re-runs, seconds on a long
+    run), refined splits from ``base``'s default accuracy."""
+    if law.kind == "fixed" and law.runs == 1:  # K = 1 surely (gamma = 1): one run
+        return float(base.epsilon(delta).upper), math.nan
     slack = min(1e-9, max(1e-18, 1e-3 * delta / law.expected_runs()))
     coarse = ConnectDotsAccountant(delta_error=slack).compose(entries)
 
