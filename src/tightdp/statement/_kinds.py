@@ -75,7 +75,7 @@ def _tuned_statement(
     if method.startswith("Renyi"):
         accountant = "rdp (Papernot-Steinke)"
     elif method.startswith("privacy profile"):
-        accountant = "privacy profile (Koskela-Redberg-Wang) of the connect-dots accountant's profile"
+        accountant = "privacy-profile (Koskela-Redberg-Wang, on the connect-dots profile)"
     else:
         accountant = DEFAULT_ACCOUNTANT
     return PrivacyStatement(
