@@ -34,11 +34,21 @@ on any finite set of ``e^`` keeps every step an inequality (a larger ``delta_Q``
 term). For a pure ``eps0``-DP run (``delta_Q(eps0) = 0``) it gives ``(2 + eta) eps0`` for the truncated negative
 binomial law, Papernot & Steinke 2022 Corollary 3; for ``K = 1`` surely (``f' = 1``) it gives ``delta_Q(eps)``.
 
+5. Two regions (``two_region_delta``): the split of step 2 may depend on ``F(y)`` through a non-decreasing step
+   function, ``eps1 = a`` where ``F <= s`` and ``b >= a`` where ``F > s``. Step 3 applies to each region apart:
+   the mass of ``[p - e^a p']_+`` where ``F <= s`` is at most ``min(s, delta_Q(a))`` and lies below ``s``, so
+   that part is ``<= f(s) - f(s - min(s, delta_Q(a)))``; the other part ``<= 1 - f(1 - min(1 - s,
+   delta_Q(b)))``. The second term is ``p' [e^eps1(F) f'(F) - e^eps f'(F')]_+``, non-decreasing in ``F``, so
+   ``F <= G(F')`` bounds it by ``integral_0^1 [e^eps1(G(u)) f'(G(u)) - e^eps f'(u)]_+ du``. A low split where
+   ``f'`` is small (the first quantiles) leaves more of the second term's slack; ``s = 1`` is the one-split
+   bound. ``tuned_profile_delta`` and ``tuned_profile_epsilon`` give the smaller of both.
+
 Numerics (each rounded towards a larger bound): the integral is an upper Riemann sum on a grid ``u_0 < ... <
 u_n`` (on a cell ``f'(G(u)) <= f'(G(u_{i+1}))`` and ``f'(u) >= f'(u_i)``, both monotone), with relative
 margins ``1e-12`` on the cell values for floating-point error, an absolute margin for the cancellation in the
 suffix sums, and the final ``delta`` raised by a relative ``1e-9``. Solving for ``eps`` at a target ``delta``
-keeps only values where the bound was evaluated and found ``<= delta``, and rounds ``eps1 + eps2`` up.
+keeps only values where the bound was evaluated and found ``<= delta``, and rounds ``eps1 + eps2`` up. In step
+5 each cell is put in the region of ``G(u_{i+1})`` (rounded up), the largest ``F`` it can hold.
 """
 
 from __future__ import annotations
@@ -52,7 +62,15 @@ import numpy as np
 from ._types import ArrayLike, FloatArray
 from ._validation import check_choice, check_count, check_real
 
-__all__ = ["StoppingLaw", "ProfileTable", "tuned_profile_delta", "tuned_profile_epsilon", "certified_epsilon"]
+__all__ = [
+    "StoppingLaw",
+    "ProfileTable",
+    "tuned_profile_delta",
+    "tuned_profile_epsilon",
+    "certified_epsilon",
+    "two_region_delta",
+    "two_region_epsilon",
+]
 
 _MARGIN = 1e-9  # relative, on the final delta
 _CELL = 1e-12  # relative, on each cell's values (K = 1 surely: f' = 1 exactly, none)
@@ -105,18 +123,7 @@ class StoppingLaw:
                 object.__setattr__(self, "runs", 1)
 
     def tail(self, d: FloatArray) -> FloatArray:
-        """``1 - f(1 - d)`` for ``d`` in [0, 1] (the first term of the bound), without cancellation.
-
-        Parameters
-        ----------
-        d : numpy.ndarray
-            Values in [0, 1].
-
-        Returns
-        -------
-        numpy.ndarray
-            ``1 - f(1 - d)``, in [0, 1].
-        """
+        """``1 - f(1 - d)`` for ``d`` in [0, 1] (the first term of the bound), without cancellation."""
         d = np.clip(np.asarray(d, dtype=float), 0.0, 1.0)
         out: FloatArray
         if self.kind == "fixed":
@@ -134,18 +141,7 @@ class StoppingLaw:
         return out
 
     def derivative(self, w: FloatArray) -> FloatArray:
-        """``f'(1 - w)``, the derivative of the generating function at ``z = 1 - w`` (non-increasing in ``w``).
-
-        Parameters
-        ----------
-        w : numpy.ndarray
-            ``1 - z`` for ``z`` in [0, 1].
-
-        Returns
-        -------
-        numpy.ndarray
-            ``f'(1 - w) >= 0``.
-        """
+        """``f'(1 - w) >= 0``, the generating function's derivative at ``z = 1 - w`` (non-increasing in ``w``)."""
         w = np.clip(np.asarray(w, dtype=float), 0.0, 1.0)
         out: FloatArray
         if self.kind == "fixed":
@@ -166,13 +162,7 @@ class StoppingLaw:
         return out
 
     def expected_runs(self) -> float:
-        """``E K = f'(1)``.
-
-        Returns
-        -------
-        float
-            The mean number of runs.
-        """
+        """``E K = f'(1)``."""
         return float(self.derivative(np.zeros(1))[0])
 
     def _grid(self) -> tuple[FloatArray, FloatArray]:
@@ -215,31 +205,19 @@ class ProfileTable:
         ``A_i / B_i``, sorted.
     sa, sb : numpy.ndarray
         Suffix sums of ``du_i A_i`` and ``du_i B_i`` in that order (one longer, ending in 0).
+    cells : tuple of numpy.ndarray, optional
+        ``(du, A, B, G(u_{i+1}))`` unsorted, for the two-region bound (``two_region_delta``).
     """
 
     law: StoppingLaw
     ratio: FloatArray
     sa: FloatArray
     sb: FloatArray
+    cells: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None = None
 
     @classmethod
     def build(cls, law: StoppingLaw, eps_hat: FloatArray, delta_hat: FloatArray) -> ProfileTable:
-        """The table for ``law`` and the profile points ``(eps_hat, delta_hat)`` (``delta_hat`` upper bounds).
-
-        Parameters
-        ----------
-        law : StoppingLaw
-            The law of ``K``.
-        eps_hat : numpy.ndarray
-            Epsilons ``>= 0``.
-        delta_hat : numpy.ndarray
-            Upper bounds of the base profile there, in [0, 1].
-
-        Returns
-        -------
-        ProfileTable
-            The sorted cells.
-        """
+        """The table for ``law`` and the profile points ``(eps_hat, delta_hat)`` (``delta_hat`` upper bounds)."""
         u, w = law._grid()
         # 1 - G(u) (a lower bound, rounded down): the largest of 0, 1 - e^e u - d = w - expm1(e) u - d, and
         # e^-e (w - d), over the profile points
@@ -257,6 +235,18 @@ class ProfileTable:
         b = law.derivative(w[:-1]) * (1.0 - cell)
         keep = du > 0.0
         du, a, b = du[keep], a[keep], b[keep]
+        g_top = np.minimum(1.0, 1.0 - one_minus_g[1:][keep] * (1.0 - 1e-12))  # G(u_{i+1}), rounded up
+        return cls._sorted(law, du, a, b, (du, a, b, g_top))
+
+    @classmethod
+    def _sorted(
+        cls,
+        law: StoppingLaw,
+        du: FloatArray,
+        a: FloatArray,
+        b: FloatArray,
+        cells: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None,
+    ) -> ProfileTable:
         with np.errstate(divide="ignore", invalid="ignore"):
             # inf where f'(u_i) underflows to 0 (K fixed, small u_i): the cell never leaves the sum; 0 where
             # f'(G(u_{i+1})) does too: the cell adds nothing
@@ -265,21 +255,21 @@ class ProfileTable:
         ratio, da, db = ratio[order], (du * a)[order], (du * b)[order]
         sa = np.concatenate([np.cumsum(da[::-1])[::-1], [0.0]])
         sb = np.concatenate([np.cumsum(db[::-1])[::-1], [0.0]])
-        return cls(law=law, ratio=ratio, sa=sa, sb=sb)
+        return cls(law=law, ratio=ratio, sa=sa, sb=sb, cells=cells)
+
+    def split(self, s: float) -> tuple[ProfileTable, ProfileTable]:
+        """The cells with ``G(u_{i+1}) <= s`` and the others, each as a table (``two_region_delta``)."""
+        if self.cells is None:
+            raise ValueError("this table keeps no cells (build it with ProfileTable.build)")
+        du, a, b, g_top = self.cells
+        low = g_top <= s
+        return (
+            self._sorted(self.law, du[low], a[low], b[low], None),
+            self._sorted(self.law, du[~low], a[~low], b[~low], None),
+        )
 
     def second_term(self, t: FloatArray) -> FloatArray:
-        """The upper sum ``S(t)`` of ``integral_0^1 [f'(G(u)) - t f'(u)]_+ du`` with its rounding margin.
-
-        Parameters
-        ----------
-        t : numpy.ndarray
-            ``e^eps2 >= 1``.
-
-        Returns
-        -------
-        numpy.ndarray
-            An upper bound of the integral.
-        """
+        """An upper bound of ``integral_0^1 [f'(G(u)) - t f'(u)]_+ du`` (the upper sum and its rounding margin)."""
         t = np.asarray(t, dtype=float)
         k = np.searchsorted(self.ratio, t, side="right")
         sa, sb = self.sa[k], self.sb[k]
@@ -288,22 +278,8 @@ class ProfileTable:
         return out
 
     def delta(self, eps: float, eps1: FloatArray, delta1: FloatArray) -> float:
-        """The bound at ``eps``, the smallest over the split points ``eps1 <= eps`` (``delta1`` their profile).
-
-        Parameters
-        ----------
-        eps : float
-            The tuned procedure's epsilon, ``>= 0``.
-        eps1 : numpy.ndarray
-            Split points ``>= 0``.
-        delta1 : numpy.ndarray
-            Upper bounds of the base profile at ``eps1``.
-
-        Returns
-        -------
-        float
-            An upper bound of ``delta_A(eps)``, at most 1.
-        """
+        """The one-split bound at ``eps`` (at most 1), the smallest over the splits ``eps1 <= eps`` (``delta1``: their
+        profile)."""
         ok = eps1 <= eps
         if not np.any(ok):
             return 1.0
@@ -312,22 +288,8 @@ class ProfileTable:
         return float(min(1.0, float(np.min(total)) * (1.0 + _MARGIN)))
 
     def epsilon(self, delta: float, eps1: FloatArray, delta1: FloatArray) -> tuple[float, float]:
-        """The smallest ``eps1 + eps2`` over the split points at which the bound is at most ``delta``.
-
-        Parameters
-        ----------
-        delta : float
-            The target delta, in (0, 1).
-        eps1 : numpy.ndarray
-            Split points ``>= 0``.
-        delta1 : numpy.ndarray
-            Upper bounds of the base profile at ``eps1``.
-
-        Returns
-        -------
-        tuple of float
-            ``(eps, eps1)``: the certified epsilon (``inf`` if no split point reaches ``delta``) and the split.
-        """
+        """``(eps, eps1)``: the smallest ``eps1 + eps2`` (rounded up) over the splits at which the one-split bound is
+        at most ``delta``, and its split (``(inf, nan)`` if none)."""
         budget = delta / (1.0 + _MARGIN) - self.law.tail(delta1)
         feasible = budget > 0.0
         if not np.any(feasible):
@@ -350,6 +312,50 @@ class ProfileTable:
         total = np.where(reachable, np.nextafter(e1 + hi, math.inf), math.inf)
         j = int(np.argmin(total))
         return float(total[j]), float(e1[j])
+
+
+#: thresholds ``s`` of the two-region bound: ``1 - s`` from 1e-6 to 0.95, and ``s = 1`` (one region)
+_THRESHOLDS = np.append(1.0 - np.geomspace(0.95, 1e-6, 24), 1.0)
+
+
+def two_region_delta(
+    parts: list[tuple[float, ProfileTable, ProfileTable]], eps: float, eps1: FloatArray, delta1: FloatArray
+) -> float:
+    """The two-region bound at ``eps`` (module docstring, step 5; at most 1), the smallest over the thresholds of
+    ``parts`` (``(s, *table.split(s))``) and the levels ``a <= b`` among ``eps1 <= eps`` (sorted increasing,
+    ``delta1`` their profile)."""
+    ok = eps1 <= eps
+    if not np.any(ok):
+        return 1.0
+    e, d = eps1[ok], delta1[ok]
+    law = parts[0][1].law
+    best = math.inf
+    for s_, low, high in parts:
+        base = law.tail(np.full(e.shape, 1.0 - s_))
+        t1 = law.tail(1.0 - s_ + np.minimum(s_, d))
+        t1 = np.maximum(t1 - base, 0.0) + 4.0 * _ULP * (t1 + base)  # f(s) - f(s - m), rounded up
+        g1 = t1 + np.exp(e) * low.second_term(np.exp(eps - e))
+        g2 = law.tail(np.minimum(1.0 - s_, d)) + np.exp(e) * high.second_term(np.exp(eps - e))
+        best = min(best, float(np.min(g2 + np.minimum.accumulate(g1))))  # a <= b: a running minimum
+    return float(min(1.0, best * (1.0 + _MARGIN)))
+
+
+def two_region_epsilon(table: ProfileTable, delta: float, eps1: FloatArray, delta1: FloatArray, hi: float) -> float:
+    """The smallest epsilon ``<= hi`` (``hi`` already certified) at which ``two_region_delta`` is at most
+    ``delta``: a bisection that keeps only evaluated, passing values."""
+    if not math.isfinite(hi):
+        return hi
+    order = np.argsort(eps1, kind="stable")
+    e, d = eps1[order], delta1[order]
+    parts = [(float(s_), *table.split(float(s_))) for s_ in _THRESHOLDS]
+    lo = 0.0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        if two_region_delta(parts, mid, e, d) <= delta:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _law(
@@ -393,7 +399,7 @@ def tuned_profile_delta(
 
     Every point ``(epsilons[i], deltas[i])`` must be an upper bound of the run's profile (over both orders of
     the neighbouring pair); the bound (module docstring) uses each point both as a split ``eps1`` and in the
-    cumulative constraint ``G``.
+    cumulative constraint ``G``; the smaller of the one-split and two-region (step 5) bounds.
 
     Parameters
     ----------
@@ -442,7 +448,10 @@ def tuned_profile_delta(
     eps = check_real("epsilon", epsilon, low=0.0, low_open=False)
     e, d = _profile(epsilons, deltas)
     law = _law(distribution, runs=runs, mean=mean, gamma=gamma, shape=shape)
-    return ProfileTable.build(law, e, d).delta(eps, e, d)
+    table = ProfileTable.build(law, e, d)
+    order = np.argsort(e, kind="stable")
+    parts = [(float(s_), *table.split(float(s_))) for s_ in _THRESHOLDS]
+    return min(table.delta(eps, e, d), two_region_delta(parts, eps, e[order], d[order]))
 
 
 def tuned_profile_epsilon(
@@ -459,7 +468,7 @@ def tuned_profile_epsilon(
     """An upper bound of the tuned procedure's epsilon at ``delta`` from one run's privacy profile.
 
     The smallest ``eps1 + eps2`` (``eps1`` one of ``epsilons``) at which the bound of the module docstring is
-    at most ``delta``; ``inf`` if none.
+    at most ``delta``, then lowered by bisection on the two-region bound (step 5); ``inf`` if none.
 
     Parameters
     ----------
@@ -504,7 +513,8 @@ def tuned_profile_epsilon(
     dl = check_real("delta", delta, low=0.0, high=1.0)
     e, d = _profile(epsilons, deltas)
     law = _law(distribution, runs=runs, mean=mean, gamma=gamma, shape=shape)
-    return ProfileTable.build(law, e, d).epsilon(dl, e, d)[0]
+    table = ProfileTable.build(law, e, d)
+    return two_region_epsilon(table, dl, e, d, table.epsilon(dl, e, d)[0])
 
 
 def certified_epsilon(
@@ -514,31 +524,13 @@ def certified_epsilon(
     run_epsilon: float,
     fine_profile: Callable[[FloatArray], FloatArray] | None = None,
 ) -> tuple[float, float]:
-    """The profile route's certified epsilon for one run whose certified profile upper end is ``profile``.
+    """``(epsilon, eps1)`` of the profile route for a run whose certified profile upper end is ``profile``.
 
     The profile is read on 121 epsilons in ``[0, 3 run_epsilon + 3]`` (``run_epsilon``: one run's epsilon at
-    ``delta``, only to place the grid), which serve as the points of ``G`` and as the splits ``eps1``; then on 41
-    splits around the best one, from ``fine_profile`` when given (a tighter, costlier certified profile: the split
-    needs ``delta_Q(eps1)`` well below ``delta / E K``); ``G`` keeps the first points. Both answers are certified;
-    the smaller is returned with its split.
-
-    Parameters
-    ----------
-    profile : callable
-        Maps an array of epsilons ``>= 0`` to upper bounds of the run's ``delta`` there.
-    law : StoppingLaw
-        The law of ``K``.
-    delta : float
-        The target delta, in (0, 1).
-    run_epsilon : float
-        One run's epsilon at ``delta`` (any positive value: it only places the grid).
-    fine_profile : callable, optional
-        Another certified profile upper end for the 41 refined splits (default ``profile``).
-
-    Returns
-    -------
-    tuple of float
-        ``(epsilon, eps1)``; ``(inf, nan)`` if no split reaches ``delta``.
+    ``delta``, only to place the grid), the points of ``G`` and the first splits; then on 41 splits around the
+    best one from ``fine_profile`` (a tighter, costlier certified profile: a split needs ``delta_Q(eps1)`` well
+    below ``delta / E K``), also over the whole range when the first profile's floor reached no epsilon; last the
+    two-region bound on all these levels. Every answer is certified; ``(inf, nan)`` if none.
     """
     top = 3.0 * run_epsilon + 3.0 if math.isfinite(run_epsilon) else 60.0
     grid = np.linspace(0.0, top, 121)
@@ -558,4 +550,6 @@ def certified_epsilon(
         eps_fine, e1_fine = table.epsilon(delta, fine, d_fine)
         if eps_fine < eps:
             eps, e1 = eps_fine, e1_fine
+        levels, d_levels = np.concatenate([grid, fine]), np.concatenate([d, d_fine])
+        eps = two_region_epsilon(table, delta, levels, d_levels, eps)
     return eps, e1

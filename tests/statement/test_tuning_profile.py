@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tightdp import ConnectDotsAccountant, Gaussian, PureDP
+from tightdp._tuning_profile import ProfileTable, StoppingLaw, two_region_delta
 from tightdp.mechanisms.basic import ApproximateDP
 from tightdp.tuning import _gamma_for_mean, tuned_profile_delta, tuned_profile_epsilon, tuning_epsilon
 
@@ -59,19 +60,31 @@ def _laws(law: str, mean: float):
     )
 
 
-def _mp_bound(eps: float, grid: np.ndarray, deltas: list, f, fp) -> mp.mpf:
-    """The inequality of tightdp._tuning_profile, evaluated with mpmath quadrature: the minimum over the splits
-    eps1 in ``grid`` of 1 - f(1 - delta(eps1)) + e^eps1 int_0^1 [f'(G(u)) - e^(eps - eps1) f'(u)]_+ du."""
-    pts = [(mp.mpf(float(e)), d) for e, d in zip(grid, deltas)]
-
+def _g_of(pts):
     def g_of(u):
         out = mp.mpf(1)
         for e, d in pts:
             out = min(out, mp.exp(e) * u + d, 1 - mp.exp(-e) * (1 - u - d))
         return out
 
-    cuts = sorted(set([mp.mpf(0), mp.mpf(1)] + [mp.mpf(x) for x in np.linspace(0, 1, 33)[1:-1]]))
-    cuts = sorted(set(cuts + [mp.mpf(10) ** -k for k in range(2, 12)] + [1 - mp.mpf(10) ** -k for k in range(2, 12)]))
+    return g_of
+
+
+_CUTS = sorted(
+    set(
+        [mp.mpf(0), mp.mpf(1)]
+        + [mp.mpf(x) for x in np.linspace(0, 1, 33)[1:-1]]
+        + [mp.mpf(10) ** -k for k in range(2, 12)]
+        + [1 - mp.mpf(10) ** -k for k in range(2, 12)]
+    )
+)
+
+
+def _mp_bound(eps: float, grid: np.ndarray, deltas: list, f, fp) -> mp.mpf:
+    """The one-split inequality of tightdp._tuning_profile, evaluated with mpmath quadrature: the minimum over the
+    splits eps1 in ``grid`` of 1 - f(1 - delta(eps1)) + e^eps1 int_0^1 [f'(G(u)) - e^(eps - eps1) f'(u)]_+ du."""
+    pts = [(mp.mpf(float(e)), d) for e, d in zip(grid, deltas)]
+    g_of, cuts = _g_of(pts), _CUTS
     best = mp.mpf(1)
     for e1, d1 in pts:
         if e1 > eps:
@@ -118,11 +131,66 @@ def test_profile_bound_matches_mpmath_and_dominates_an_attained_pair(mu, law, me
     exact = [_gauss_profile(mu, e) for e in grid]
     deltas = np.array([min(1.0, float(d) * (1 + 1e-12) + 1e-300) for d in exact])  # rounded up
     ours = tuned_profile_delta(epsilon=eps, epsilons=grid, deltas=deltas, distribution=law, **kw)
+    single = ProfileTable.build(_law_of(law, kw), grid, deltas).delta(eps, grid, deltas)
     ref = _mp_bound(eps, grid, exact, f, fp)
-    assert ours >= float(ref) * (1 - 1e-9), (ours, ref)
-    assert ours <= float(ref) * 1.02 + 1e-12, (ours, ref)
+    assert single >= float(ref) * (1 - 1e-9), (single, ref)
+    assert single <= float(ref) * 1.02 + 1e-12, (single, ref)
+    assert ours <= single  # the smaller of the one-split and two-region bounds
     attained = _attained(mu, eps, fp)
     assert ours >= float(attained) * (1 - 1e-9), (ours, attained)
+
+
+def _law_of(law: str, kw: dict) -> StoppingLaw:
+    if law == "fixed":
+        return StoppingLaw("fixed", runs=kw["runs"])
+    if law == "poisson":
+        return StoppingLaw("poisson", mean=kw["mean"])
+    return StoppingLaw(
+        "negative-binomial", gamma=kw["gamma"], shape=kw.get("shape", 1.0 if law == "geometric" else 0.0)
+    )
+
+
+@pytest.mark.parametrize(
+    "law,mean,s,eps,levels",
+    [
+        ("poisson", 10.0, 0.9, 9.0, (3.0, 5.5)),
+        ("geometric", 10.0, 0.99, 6.0, (2.5, 4.5)),
+        ("logarithmic", 20.0, 0.5, 6.0, (2.5, 4.5)),
+    ],
+)
+def test_two_region_bound_matches_mpmath(law, mean, s, eps, levels):
+    """Step 5 (two regions: split a where F <= s, b >= a above) by mpmath quadrature on a Gaussian run's
+    closed-form profile, for the levels a < b given: tightdp's value (the smallest of the pairs a <= b of
+    {a, b}) lies at or above the smallest of the three mpmath values and within 2 %."""
+    mu = 1.0
+    f, fp, kw = _laws(law, mean)
+    grid = np.linspace(0.0, 9.0, 7)
+    exact = [_gauss_profile(mu, e) for e in grid]
+    deltas = np.array([min(1.0, float(d) * (1 + 1e-12) + 1e-300) for d in exact])
+    table = ProfileTable.build(_law_of(law, kw), grid, deltas)
+    levels = np.array(levels)
+    d_levels = np.array([float(_gauss_profile(mu, e)) * (1 + 1e-12) for e in levels])
+    ours = two_region_delta([(s, *table.split(s))], eps, levels, d_levels)
+    g_of = _g_of([(mp.mpf(float(e)), d) for e, d in zip(grid, exact)])
+    # the cut where G(u) crosses s
+    lo, hi = mp.mpf(0), mp.mpf(1)
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if g_of(mid) <= s else (lo, mid)
+    cuts = sorted(set(_CUTS + [lo]))
+    refs = []
+    for a, b in ((0, 0), (0, 1), (1, 1)):
+        da, db = (_gauss_profile(mu, levels[i]) for i in (a, b))
+        ea, eb = mp.mpf(levels[a]), mp.mpf(levels[b])
+        t1 = f(s) - f(s - min(s, da))
+        t2 = 1 - f(1 - min(1 - mp.mpf(s), db))
+        integral = mp.quad(
+            lambda u: max(mp.mpf(0), mp.exp(ea if g_of(u) <= s else eb) * fp(g_of(u)) - mp.exp(eps) * fp(u)), cuts
+        )
+        refs.append(t1 + t2 + integral)
+    ref = float(min(refs))
+    assert ref < 0.5, refs  # a bound that says something
+    assert ref * (1 - 1e-9) <= ours <= ref * 1.02 + 1e-12, (ours, refs)
 
 
 @settings(max_examples=10, deadline=None)
