@@ -229,7 +229,7 @@ class Tuning:
         ValueError
             If ``run`` is not a mechanism or a ledger, or ``delta`` is out of (0, 1).
         UnsupportedMechanismError
-            If a random number of runs needs a Renyi curve that a mechanism of ``run`` does not have.
+            If neither route gives a finite epsilon for a random number of runs (``tuning_epsilon``).
         """
         return tuning_epsilon(
             run=run,
