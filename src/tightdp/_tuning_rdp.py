@@ -162,3 +162,20 @@ def theorem_2(orders: FloatArray, rdp: FloatArray, *, gamma: float, shape: float
     c = (1.0 + shape) * float(np.min((1.0 - 1.0 / orders) * rdp - math.log(gamma) / orders))
     out: FloatArray = rdp + math.log(e_k) / (orders - 1.0) + c
     return out
+
+
+def gamma_for_mean(mean: float, shape: float) -> float:
+    """The largest ``gamma`` whose mean is at least ``mean`` (bisection; a smaller ``gamma`` only raises the
+    Theorem 2 bound, so rounding this way keeps it an upper bound)."""
+    if shape == 1.0:
+        return 1.0 / mean
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid <= 0.0 or mid >= 1.0:
+            break
+        if truncated_negative_binomial_mean(gamma=mid, shape=shape) >= mean:
+            lo = mid
+        else:
+            hi = mid
+    return lo

@@ -20,6 +20,13 @@ Upper ends, the tightest proven analysis available:
   orders (a ``(lambda, e)``-RDP procedure is ``(lambda', e)``-RDP for ``lambda' < lambda``). Poisson means
   below 1 are refused: there Theorem 6's ``log(mu) / (lambda - 1)`` can go below 0, which no divergence is.
 
+* Random ``K``, second route (Koskela, Redberg & Wang 2024): the tuned procedure's privacy profile bounded from
+  one run's certified privacy profile through the generating function of ``K`` (``tightdp._tuning_profile``:
+  the inequality, its proof and why certified inputs keep it a bound), solved for epsilon at ``delta`` with
+  outward rounding. The upper end is the smaller of the two routes; ``details["method"]`` names the winner,
+  ``details["rdp_epsilon"]`` and ``details["profile_epsilon"]`` give both. ``K`` fixed with the best run
+  released: the same profile bound with ``f(z) = z^K``, against the composition of ``K`` runs.
+
 Lower ends, from attained pairs: with a constant score every run is equally good and the released
 output is one run's output (any tie-breaking that does not look at the data), so the procedure is one
 run (``K >= 1``), or one run mixed with the empty output ``w.p. P(K = 0)`` (Poisson: ``delta`` scales by
@@ -39,6 +46,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 import numpy as np
 
 from ._caches import register as _register_cache
+from ._tuning_profile import StoppingLaw as _StoppingLaw
+from ._tuning_profile import certified_epsilon as _certified_epsilon
+from ._tuning_profile import tuned_profile_delta as tuned_profile_delta
+from ._tuning_profile import tuned_profile_epsilon as tuned_profile_epsilon
+from ._tuning_rdp import gamma_for_mean as _gamma_for_mean
 from ._tuning_rdp import theorem_2 as _theorem_2
 from ._tuning_rdp import truncated_negative_binomial_mean as truncated_negative_binomial_mean
 from ._tuning_rdp import tuned_rdp as tuned_rdp
@@ -63,6 +75,8 @@ __all__ = [
     "TUNING_DISTRIBUTIONS",
     "truncated_negative_binomial_mean",
     "tuned_rdp",
+    "tuned_profile_delta",
+    "tuned_profile_epsilon",
 ]
 
 #: the laws of the number of runs ``tuning_epsilon`` accepts
@@ -215,7 +229,7 @@ class Tuning:
         ValueError
             If ``run`` is not a mechanism or a ledger, or ``delta`` is out of (0, 1).
         UnsupportedMechanismError
-            If a random number of runs needs a Renyi curve that a mechanism of ``run`` does not have.
+            If neither route gives a finite epsilon for a random number of runs (``tuning_epsilon``).
         """
         return tuning_epsilon(
             run=run,
@@ -406,23 +420,6 @@ def _run_rdp(entries: list[tuple[Mechanism, int]]) -> tuple[FloatArray, FloatArr
     return orders, total
 
 
-def _gamma_for_mean(mean: float, shape: float) -> float:
-    """The largest ``gamma`` whose mean is at least ``mean`` (bisection; a smaller ``gamma`` only raises the
-    Theorem 2 bound, so rounding this way keeps it an upper bound)."""
-    if shape == 1.0:
-        return 1.0 / mean
-    lo, hi = 0.0, 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid <= 0.0 or mid >= 1.0:
-            break
-        if truncated_negative_binomial_mean(gamma=mid, shape=shape) >= mean:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
 def tuning_epsilon(
     *,
     run: RunLedger,
@@ -456,14 +453,24 @@ def tuning_epsilon(
     Returns
     -------
     Bounds
-        ``upper``: the composition (fixed) or Papernot & Steinke 2022 Thm 2 / Thm 6 (RDP-based: said in
-        ``details["method"]``); ``lower``: one run's certified lower end (``K``-fold for ``release="all"``),
-        scaled for ``P(K = 0)`` under Poisson (module docstring).
+        ``upper``: the smaller of the composition of ``K`` runs and (best run released) the privacy-profile
+        bound of Koskela, Redberg & Wang 2024 with ``f(z) = z^K`` (fixed ``K``), or of Papernot & Steinke 2022
+        Thm 2 / Thm 6 (Renyi DP) and the privacy-profile bound (random ``K``); ``details["method"]`` names the
+        winner, ``details`` give both values. ``lower``: one run's certified lower end (``K``-fold for
+        ``release="all"``), scaled for ``P(K = 0)`` under Poisson (module docstring).
 
     Raises
     ------
     ValueError
         A parameter missing, out of range or not meaningful for the distribution (named).
+    UnsupportedMechanismError
+        If neither route gives a finite epsilon (no Renyi curve and a profile bound that never reaches
+        ``delta``).
+
+    References
+    ----------
+    Papernot & Steinke 2022 (ICLR), Theorems 2 and 6; Koskela, Redberg & Wang 2024, "Privacy profiles for
+    private selection" (ICML, arXiv 2402.06701), the bound proved in ``tightdp._tuning_profile``.
     """
     delta = check_delta("delta", delta)
     check_choice("distribution", distribution, TUNING_DISTRIBUTIONS)
@@ -476,16 +483,21 @@ def tuning_epsilon(
         if mean is not None or shape is not None:
             raise ValueError("mean and shape apply to random numbers of runs, not to distribution='fixed'")
         b = ConnectDotsAccountant().compose(_times(entries, runs)).epsilon(delta)
-        one = ConnectDotsAccountant().compose(entries).epsilon(delta) if release == "best" else b
+        details: dict[str, Any] = {"method": f"composition of {runs} runs (dominating pair)", "runs": runs}
+        upper = float(b.upper)
+        if release == "best":
+            base = ConnectDotsAccountant().compose(entries)
+            one = base.epsilon(delta)
+            if runs > 1:
+                prof, _ = _profile_route(entries, base, float(one.upper), _StoppingLaw("fixed", runs=runs), delta)
+                details.update(composition_epsilon=upper, profile_epsilon=prof)
+                if prof < upper:
+                    upper, details["method"] = prof, _PROFILE_METHOD + f" ({runs} fixed runs)"
+        else:
+            one = b
+        details["lower_method"] = "one run (constant score)" if release == "best" else f"composition of {runs} runs"
         return Bounds(
-            lower=float(min(one.lower, b.upper)),
-            estimate=float(b.estimate),
-            upper=float(b.upper),
-            details={
-                "method": f"composition of {runs} runs (dominating pair)",
-                "runs": runs,
-                "lower_method": "one run (constant score)" if release == "best" else f"composition of {runs} runs",
-            },
+            lower=float(min(one.lower, upper)), estimate=min(float(b.estimate), upper), upper=upper, details=details
         )
     if runs is not None:
         raise ValueError("runs applies to distribution='fixed'; give mean for a random number of runs")
@@ -502,33 +514,88 @@ def tuning_epsilon(
         raise ValueError(f"shape is fixed by distribution={distribution!r}; leave it out")
     else:
         shape = {"geometric": 1.0, "logarithmic": 0.0, "poisson": math.inf}[distribution]
-    orders, rdp = _run_rdp(entries)
-    details: dict[str, Any] = {"distribution": distribution, "mean": mean}
+    details = {"distribution": distribution, "mean": mean}
+    base = ConnectDotsAccountant().compose(entries)
     if math.isinf(shape):
-        eps_hat = np.log1p(1.0 / (orders - 1.0))
-        d_hat = np.asarray(ConnectDotsAccountant().compose(entries).delta(eps_hat).upper, float)
-        out = tuned_rdp(orders=orders, rdp=rdp, distribution="poisson", mean=mean, delta_hat=d_hat)
-        details["method"] = (
-            "Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
-            "certified curve; CKS 2020 Prop. 12 conversion"
-        )
+        law = _StoppingLaw("poisson", mean=mean)
         p_zero = math.exp(-mean)
     else:
         gamma = _gamma_for_mean(mean, shape)
-        out = _theorem_2(orders, rdp, gamma=gamma, shape=shape)
-        out = np.minimum.accumulate(out[::-1])[::-1]  # RDP is non-decreasing in the order
-        details.update(
-            method="Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 "
-            "Prop. 12 conversion",
-            gamma=gamma,
-            shape=shape,
-        )
+        # mean 1 with K >= 1 is K = 1 surely, whatever the shape
+        law = _StoppingLaw("negative-binomial", gamma=1.0 if mean == 1.0 else gamma, shape=shape)
+        details.update(gamma=gamma, shape=shape)
         p_zero = 0.0
-    upper, order = rm.epsilon_from_rdp(orders=orders, rdp=out, delta=delta)
-    details["order"] = order
+    rdp_upper, rdp_method = _rdp_route(entries, base, delta, mean, shape, details)
     target = delta / (1.0 - p_zero)
-    lower = 0.0
-    if target < 1.0:
-        lower = float(ConnectDotsAccountant().compose(entries).epsilon(target).lower)
+    one_run = base.epsilon(target) if target < 1.0 else None
+    run_eps = float(one_run.upper) if one_run is not None else float(base.epsilon(delta).upper)
+    prof, split = _profile_route(entries, base, run_eps, law, delta)
+    details.update(rdp_epsilon=rdp_upper, profile_epsilon=prof, profile_split=split)
+    if prof < rdp_upper:
+        upper, details["method"] = prof, _PROFILE_METHOD
+    else:
+        upper, details["method"] = rdp_upper, rdp_method
+    if not math.isfinite(upper):
+        raise UnsupportedMechanismError(
+            f"no finite tuning bound at delta={delta:g}: {rdp_method}; the privacy-profile route reaches no "
+            "epsilon either (one run's delta stays above delta / E K)"
+        )
+    lower = float(one_run.lower) if one_run is not None else 0.0
     details["lower_method"] = "one run (constant score)" + (", scaled by P(K >= 1)" if p_zero else "")
     return Bounds(lower=min(lower, upper), estimate=upper, upper=upper, details=details)
+
+
+#: ``details["method"]`` of the privacy-profile route
+_PROFILE_METHOD = (
+    "privacy profile: Koskela, Redberg & Wang 2024 (one run's certified delta(eps) through the generating "
+    "function of K)"
+)
+
+
+def _profile_route(
+    entries: list[tuple[Mechanism, int]], base: ConnectDotsAccountant, run_eps: float, law: _StoppingLaw, delta: float
+) -> tuple[float, float]:
+    """The profile route's ``(epsilon, eps1)`` (``tightdp._tuning_profile``): profile points from an accountant
+    with a fixed delta slack (``1e-3 delta / E K`` in ``[1e-18, 1e-9]``: no tilted re-runs, seconds on a long
+    run), refined splits from ``base``'s default accuracy."""
+    if law.kind == "fixed" and law.runs == 1:  # K = 1 surely (gamma = 1): one run
+        return float(base.epsilon(delta).upper), math.nan
+    slack = min(1e-9, max(1e-18, 1e-3 * delta / law.expected_runs()))
+    coarse = ConnectDotsAccountant(delta_error=slack).compose(entries)
+
+    def upper(acc: ConnectDotsAccountant, eps: FloatArray) -> FloatArray:
+        up = acc.delta(eps).upper  # an upper end that is missing or NaN is read as 1 (no information)
+        out = np.ones_like(eps) if up is None else np.asarray(up, dtype=float)
+        return np.where(np.isnan(out), 1.0, out)
+
+    return _certified_epsilon(lambda e: upper(coarse, e), law, delta, run_eps, lambda e: upper(base, e))
+
+
+def _rdp_route(
+    entries: list[tuple[Mechanism, int]],
+    base: ConnectDotsAccountant,
+    delta: float,
+    mean: float,
+    shape: float,
+    details: dict[str, Any],
+) -> tuple[float, str]:
+    """Papernot & Steinke 2022's route: ``(epsilon, method)``; ``inf`` when a mechanism has no Renyi curve."""
+    try:
+        orders, rdp = _run_rdp(entries)
+    except UnsupportedMechanismError as exc:
+        return math.inf, f"Renyi route unavailable ({exc})"
+    if math.isinf(shape):
+        eps_hat = np.log1p(1.0 / (orders - 1.0))
+        d_hat = np.asarray(base.delta(eps_hat).upper, float)
+        out = tuned_rdp(orders=orders, rdp=rdp, distribution="poisson", mean=mean, delta_hat=d_hat)
+        method = (
+            "Renyi DP: Papernot & Steinke 2022 Thm 6 (Poisson), one run's delta^ from its "
+            "certified curve; CKS 2020 Prop. 12 conversion"
+        )
+    else:
+        out = _theorem_2(orders, rdp, gamma=details["gamma"], shape=shape)
+        out = np.minimum.accumulate(out[::-1])[::-1]  # RDP is non-decreasing in the order
+        method = "Renyi DP: Papernot & Steinke 2022 Thm 2 (truncated negative binomial); CKS 2020 Prop. 12 conversion"
+    upper, order = rm.epsilon_from_rdp(orders=orders, rdp=out, delta=delta)
+    details["order"] = order
+    return float(upper), method

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"pld"},  # discretisation and composition of losses
     {"mechanisms"},  # what ran, as dominating pairs of losses
     {"accountants"},
-    {"_tuning_rdp"},  # Papernot & Steinke 2022 Renyi bounds for tuning, on a given curve
+    {"_tuning_rdp", "_tuning_profile"},  # tuning bounds on a given Renyi curve / privacy profile
     {"schemes", "individual", "tuning", "tradeoff"},  # accounting functions of whole runs
     {"sampling"},  # the run description: sampling schemes
     {"runs", "matrix"},

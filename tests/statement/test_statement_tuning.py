@@ -41,8 +41,11 @@ def test_poisson_matches_tuning_epsilon():
     s = privacy_statement(**RUN, tuning={"distribution": "poisson", "mean": 5})
     direct = tuning_epsilon(run=[(_mech(), STEPS)], delta=DELTA, distribution="poisson", mean=5)
     assert (s.epsilon.lower, s.epsilon.upper) == (direct.lower, direct.upper)
-    assert "Papernot & Steinke 2022 Thm 6" in s.guarantees[-1] and "poisson law, mean 5" in s.guarantees[-1]
-    assert "rdp" in s.accountant and "Tuned:" in s.to_text() and "width is not controlled" in s.to_text()
+    text = s.guarantees[-1]
+    assert direct.details["method"] in text and "poisson law, mean 5" in text
+    assert "Renyi DP (Papernot & Steinke 2022)" in text and "privacy profile (Koskela, Redberg & Wang 2024)" in text
+    assert ("rdp" in s.accountant) == direct.details["method"].startswith("Renyi")
+    assert "Tuned:" in s.to_text() and "width is not controlled" in s.to_text()
     assert s.parameters["tuning"]["mean"] == 5.0
     assert 0.0 < s.epsilon.lower <= s.epsilon.upper
 

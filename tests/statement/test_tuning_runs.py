@@ -37,7 +37,9 @@ def test_corollary_3_pure_dp_truncated_negative_binomial(shape):
         shape=shape if shape not in (0, 1) else None,
     )
     printed = (2 + shape) * eps
-    assert printed - 1e-9 <= b.upper <= printed + 0.02, (b, printed)
+    rdp = b.details["rdp_epsilon"]
+    assert printed - 1e-9 <= rdp <= printed + 0.02, (b, printed)
+    assert b.upper <= rdp  # the smaller of the Renyi and privacy-profile routes
     assert b.lower <= eps + 1e-9  # one run's certified lower end
 
 
@@ -64,8 +66,9 @@ def test_corollary_4_gaussian_truncated_negative_binomial(rho, gamma, shape):
         lam <= cut, 2 * math.sqrt(rho * math.log(mean)) + const, rho * (lam - 1) + math.log(mean) / (lam - 1) + const
     )
     printed, _ = rm.epsilon_from_rdp(orders=orders, rdp=curve, delta=1e-6)
-    assert printed - 1e-9 <= b.upper <= printed * (1 + 5e-4), (b, printed)
-    assert "Renyi" in b.details["method"]
+    rdp = b.details["rdp_epsilon"]
+    assert printed - 1e-9 <= rdp <= printed * (1 + 5e-4), (b, printed)
+    assert b.upper == min(rdp, b.details["profile_epsilon"])
 
 
 @pytest.mark.parametrize("eps, mu", [(1.0, 10.0), (0.5, 100.0)])
@@ -79,7 +82,8 @@ def test_theorem_6_pure_dp_poisson(eps, mu):
     run_rdp = math.log(hi**lam * lo ** (1 - lam) + lo**lam * hi ** (1 - lam)) / (lam - 1)
     printed = run_rdp + math.log(mu) * math.expm1(eps)
     at_lam, _ = rm.epsilon_from_rdp(orders=np.array([lam]), rdp=np.array([printed]), delta=1e-6)
-    assert b.upper <= 1.01 * at_lam, (b, at_lam)
+    assert b.details["rdp_epsilon"] <= 1.01 * at_lam, (b, at_lam)
+    assert b.upper <= b.details["rdp_epsilon"]
     # the lower end: one run at delta / (1 - e^-mu)
     one = ConnectDotsAccountant().compose(PureDP(epsilon=eps)).epsilon(1e-6 / -math.expm1(-mu))
     assert b.lower == pytest.approx(one.lower, rel=1e-12)
@@ -101,10 +105,12 @@ def test_agrees_with_dp_accounting_and_improves_poisson():
         )
         peer = acc.get_epsilon(1e-6)
         b = tuning_epsilon(run=run, delta=1e-6, distribution=dist, mean=10.0)
+        rdp = b.details["rdp_epsilon"]
         if dist == "geometric":
-            assert abs(b.upper - peer) <= 1e-3 * peer, (b, peer)
+            assert abs(rdp - peer) <= 1e-3 * peer, (b, peer)
         else:  # the certified delta^ of one run instead of its RDP conversion
-            assert b.upper < peer, (b, peer)
+            assert rdp < peer, (b, peer)
+        assert b.upper <= rdp
         one = ConnectDotsAccountant().compose(run).epsilon(1e-6)
         assert b.lower <= one.upper + 1e-12 and b.lower <= b.upper
 
@@ -114,9 +120,10 @@ def test_fixed_runs_compose_and_bound_below_by_one_run():
     b = tuning_epsilon(run=run, delta=1e-6, runs=4)
     four = ConnectDotsAccountant().compose(run, 4).epsilon(1e-6)
     one = ConnectDotsAccountant().compose(run, 1).epsilon(1e-6)
-    assert b.upper == pytest.approx(four.upper) and b.lower == pytest.approx(one.lower)
+    assert b.details["composition_epsilon"] == pytest.approx(four.upper) and b.lower == pytest.approx(one.lower)
+    assert b.upper == min(four.upper, b.details["profile_epsilon"])
     everything = tuning_epsilon(run=run, delta=1e-6, runs=4, release="all")
-    assert everything.lower == pytest.approx(four.lower)
+    assert everything.lower == pytest.approx(four.lower) and everything.upper == pytest.approx(four.upper)
 
 
 def test_bad_input_names_the_argument():

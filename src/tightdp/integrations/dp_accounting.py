@@ -459,8 +459,8 @@ REFUSED_EVENTS: dict[str, str] = {
     "distributions is known to dominate every rho-zCDP mechanism (the Gaussian with the same rho "
     "does not), so no certified PLD exists; account the mechanism that ran instead",
     "RepeatAndSelectDpEvent": "private selection with a random number of runs (Papernot & Steinke 2022) is "
-    "bounded through Renyi DP only; use tightdp.tuning.tuning_epsilon, whose upper end "
-    "is that RDP bound and lower end one run's certified lower bound",
+    "bounded from the run's ledger; use tightdp.tuning.tuning_epsilon, whose upper end is the smaller of that "
+    "RDP bound and the privacy-profile bound (Koskela, Redberg & Wang 2024) and lower end one run's certified one",
     "ExponentialMechanismDpEvent": "a bounded-range mechanism; use tightdp.mechanisms.selection "
     "(ExponentialMechanism), where the event's fields are read with their meaning",
     "PermuteAndFlipDpEvent": "use tightdp.mechanisms.selection (PermuteAndFlip)",

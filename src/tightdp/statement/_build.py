@@ -71,7 +71,8 @@ def privacy_statement(
         "fixed", runs=K)``, or a random number of runs: ``"poisson"``, ``"geometric"``, ``"logarithmic"``,
         ``"negative-binomial"`` with ``mean`` and ``shape``; ``release="best"`` or ``"all"``). The epsilon is
         then the whole procedure's (``tightdp.tuning.tuning_epsilon`` of the run's per-step ledger: the
-        ``K``-fold composition, or Papernot & Steinke 2022 Thm 2 / Thm 6, RDP-based), and hyper-parameter
+        smaller of the ``K``-fold composition and the privacy-profile bound of Koskela, Redberg & Wang 2024, or of
+        Papernot & Steinke 2022 Thm 2 / Thm 6 (RDP) and that privacy-profile bound), and hyper-parameter
         tuning leaves the "not covered" list. Group rows of ``k > 1`` say "not applicable". DP-SGD runs only.
     eps_error, rel_error : float, optional
         The accuracy (``tightdp._accuracy``; by default relative 1e-3).

@@ -46,13 +46,22 @@ def _tuned_statement(
     eps = tuning.epsilon(run=ledger, delta=delta)
     details = dict(eps.details or {})
     params["tuning"] = tuning.to_dict()
-    rdp = tuning.distribution != "fixed"
+    method = str(details.get("method", "tuning_epsilon"))
+    routes = [
+        f"{name} {details[key]:.6g}"
+        for name, key in (
+            ("composition", "composition_epsilon"),
+            ("Renyi DP (Papernot & Steinke 2022)", "rdp_epsilon"),
+            ("privacy profile (Koskela, Redberg & Wang 2024)", "profile_epsilon"),
+        )
+        if isinstance(details.get(key), float)
+    ]
     sentence = (
         f"Hyper-parameter tuning: the epsilon covers the whole tuning procedure, {tuning.describe()}; "
         "every run is assumed to be a run as stated above (same sampling, noise and length; other "
         "hyper-parameters may differ) and the choice of the run to release may use the private data. "
-        f"Upper end: {details.get('method', 'tuning_epsilon')}"
-        + (" (only Renyi-DP proofs exist for a random number of runs, so this bound may be loose)" if rdp else "")
+        f"Upper end: {method}"
+        + (f" (the smallest of the certified routes: {'; '.join(routes)})" if len(routes) > 1 else "")
         + f". Lower end: {details.get('lower_method', 'none')}: "
         + (
             "every run's output is released, so the composition's certified lower end is attained."
@@ -63,7 +72,12 @@ def _tuned_statement(
     )
     why = "not applicable: no group analysis of tuning runs is implemented"
     groups = tuple(GroupRow(k, eps) if k == 1 else GroupRow(k, None, why) for k in ks)
-    accountant = "rdp (Papernot-Steinke)" if rdp else DEFAULT_ACCOUNTANT
+    if method.startswith("Renyi"):
+        accountant = "rdp (Papernot-Steinke)"
+    elif method.startswith("privacy profile"):
+        accountant = "privacy-profile (Koskela-Redberg-Wang, on the connect-dots profile)"
+    else:
+        accountant = DEFAULT_ACCOUNTANT
     return PrivacyStatement(
         parameters=params,
         delta=delta,

@@ -291,8 +291,13 @@ class PrivacyStatement:
                 "",
             ]
         accuracy = describe_accuracy(self.eps_error, self.rel_error)
-        if (p.get("tuning") or {}).get("distribution", "fixed") != "fixed":
+        route = str(((self.epsilon.details or {}) if p.get("tuning") else {}).get("method", ""))
+        if route.startswith("Renyi"):
             accuracy = "an RDP-based upper bound; the interval's width is not controlled"
+        elif route.startswith("privacy profile"):
+            accuracy = (
+                "a privacy-profile upper bound (Koskela, Redberg & Wang 2024); the interval's width is not controlled"
+            )
         lines.append(
             f"Example-level DP at delta = {self.delta:g} ({self.accountant} accountant, accuracy: {accuracy}):"
         )
