@@ -115,6 +115,8 @@ def _wide_bounds(
 
 _LESS_NOISE = (0.97, 0.93, 0.88, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 _MORE_NOISE = (1.1, 1.25, 1.5, 2.0, 3.0)
+#: below this noise a realisation at tiny delta takes seconds and rarely answers where the asked one did not
+_OTHER_NOISE_MIN_SIGMA = 1.5
 
 
 def _realised(
@@ -141,10 +143,12 @@ def _with_other_noise(
     ``s1`` post-processed by adding independent ``N(0, s2^2 - s1^2)`` to every coordinate (one channel for both
     neighbours), so epsilon does not increase with the noise: the upper end of a realisation at ``sigma' <
     sigma`` and the lower end of one at ``sigma'' > sigma`` bound the run. ``wide`` is kept where better."""
+    if sigma < _OTHER_NOISE_MIN_SIGMA:
+        return wide
     upper, lower, notes = wide.upper, wide.lower, dict(wide.details)
     for factor in _LESS_NOISE:
         less = sigma * factor
-        if less < _WIDE_SIGMA:
+        if less < _OTHER_NOISE_MIN_SIGMA:
             break
         out = _realised(less, t, epochs, delta, eps_error, rel_error)
         if out is not None:
