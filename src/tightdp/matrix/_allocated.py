@@ -34,6 +34,21 @@ def _whitened_lower(scheme: Any, strategy: Strategy, sigma: float, n: int, **kw:
         return 0.0
 
 
+#: at most this many block sizes are certified for per-epoch allocation (spread over the divisors of the epoch)
+_MAX_BLOCK_SIZES = 6
+
+
+def _block_sizes(t: int, b: int) -> list[tuple[int, int]]:
+    """``(L, k)`` for block sizes ``L`` dividing the epoch's ``t`` steps, with ``k = 1 + ceil((b - 1) / L)`` noise
+    parts (so that blocks of one part are at least ``b - 1`` steps apart); at most ``_MAX_BLOCK_SIZES`` of them,
+    spread over the divisors, smallest first."""
+    divisors = [d for d in range(1, t + 1) if t % d == 0 and d < t]
+    if len(divisors) > _MAX_BLOCK_SIZES:
+        pick = np.unique(np.round(np.linspace(0, len(divisors) - 1, _MAX_BLOCK_SIZES)).astype(int))
+        divisors = [divisors[i] for i in pick]
+    return [(d, 1 + -(-(b - 1) // d)) for d in divisors]
+
+
 def _epoch_allocation(
     strategy: Strategy,
     sigma: float,
@@ -69,22 +84,29 @@ def _epoch_allocation(
     s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
     hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
-    if b is not None:  # noise splitting: DP-SGD with per-epoch random allocation at noise sigma / sqrt(b)
-        sig = sigma / math.sqrt(b) / _up(float(norms.max()), n)
-        if sig >= MIN_ALLOCATION_SIGMA:
-            split = allocation_epsilon(
-                noise_multiplier=sig,
-                steps_per_epoch=t,
-                epochs=epochs,
-                delta=delta,
-                eps_error=eps_error,
-                rel_error=rel_error,
-            )
+    if b is not None:  # block splitting (EpochAllocation's docstring); L = 1 is plain noise splitting
+        top = _up(float(norms.max()), n)
+        for size, parts in _block_sizes(t, b):
+            sig = sigma / math.sqrt(parts) / top
+            if sig < MIN_ALLOCATION_SIGMA:
+                continue
+            try:
+                split = allocation_epsilon(
+                    noise_multiplier=sig,
+                    steps_per_epoch=t // size,
+                    epochs=epochs,
+                    delta=delta,
+                    eps_error=eps_error,
+                    rel_error=rel_error,
+                )
+            except PrecisionError:
+                continue
             if split.upper < hi.upper:
                 hi = split
                 details["upper"] = (
-                    f"noise splitting: DP-SGD with per-epoch random allocation at noise "
-                    f"sigma / sqrt({b}) / max column norm = {sig:.6g} (certified pairs)"
+                    f"block splitting: blocks of {size} steps, noise in {parts} parts: per-epoch random allocation "
+                    f"of 1 of {t // size} blocks at noise sigma / sqrt({parts}) / max column norm = {sig:.6g} "
+                    "(certified pairs)"
                 )
     if b is not None and t >= b:
         lower_ledger = [(_sampled(sigma, v, 1.0 / t), c) for v, c in _grouped(norms[0::t], n)]

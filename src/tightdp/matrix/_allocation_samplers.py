@@ -74,8 +74,20 @@ class EpochAllocation(Sampler):
       ledger takes the largest (dominates), the lower the least (a gradient scaled down at the other steps is
       an explicit pair): both certified by ``tightdp.schemes.allocation_epsilon``.
     * More bands: upper the smaller of no amplification (mixture over allocations, joint convexity; the
-      sensitivity over any ``epochs`` participations, a superset of one per epoch) and noise splitting (DP-SGD
-      with per-epoch random allocation at noise ``sigma / sqrt(b)`` / largest column norm); lower from the pair whose
+      sensitivity over any ``epochs`` participations, a superset of one per epoch) and block splitting, for
+      block sizes ``L`` dividing ``steps_per_epoch`` (``L = 1`` is noise splitting). Cut the run into blocks
+      of ``L`` steps (within epochs) and the noise into ``k = 1 + ceil((b - 1) / L)`` independent parts, part
+      ``r`` carrying the blocks ``j = r (mod k)``; ``C x + z`` is the sum of the parts (a post-processing). In
+      a part, blocks are at least ``b - 1`` steps apart, so their row windows ``[start, end + b - 1)`` are
+      disjoint: the richer release is one independent release per block, at noise ``sigma / sqrt(k)``, whose
+      signal is ``C_s g`` when the record's step ``s`` of the epoch falls in the block (norm at most the largest
+      column norm ``A``) and zero otherwise. Each epoch's step is uniform, so its block is uniform among the
+      ``steps_per_epoch / L`` blocks: the richer release is per-epoch random allocation of 1 of
+      ``steps_per_epoch / L`` block releases, each a mixture over the step in the block of Gaussians dominated
+      by the Gaussian of shift ``A`` (joint convexity, both directions), so by ``allocation_epsilon`` at noise
+      ``sigma / sqrt(k) / A`` (random allocation of dominated releases is dominated, ``tightdp.mechanisms.
+      allocation``; adaptive gradients by ``tightdp.matrix.accounting``'s reduction). A few ``L`` are certified and the
+      smallest answer kept. Lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs; or, when larger, whitening
       (``tightdp.matrix._whitening``: ``C^(-1) y`` plus independent top-up noise is DP-SGD with per-epoch random
@@ -142,8 +154,9 @@ class MinSepSampling(Sampler):
        min_sep)``, so by joint convexity of the hockey-stick divergence so is the mixture (any signs of ``C``,
        adaptive gradients by ``tightdp.matrix.accounting``'s module docstring's reduction).
     2. *Noise splitting and Poisson domination* (a ``b``-banded ``C``, any signs). (a) By noise splitting
-       (``tightdp.matrix.accounting``'s module docstring) the release is a post-processing of the per-step releases ``w_s = C_s g_s x_s +
-       N(0, sigma^2 / b I)`` on the rows ``[s, s + b)``, released in the order of ``s``; the rows of ``y``
+       (``tightdp.matrix.accounting``'s module docstring) the release is a post-processing of the per-step
+       releases ``w_s = C_s g_s x_s + N(0, sigma^2 / b I)`` on the rows ``[s, s + b)``, released in the order
+       of ``s``; the rows of ``y``
        before step ``s`` are functions of ``w_(<s)`` and independent noise, so an adaptive gradient at ``s``
        is a function of ``w_(<s)``. (b) Fix the other records' sampling randomness ``R`` (independent of the
        differing record's). Given ``R``, the prefix ``w_(<s)`` and the record's chain up to ``s``, its

@@ -155,8 +155,9 @@ class PoissonSampling(LedgerSampler):
     of (i) and (ii). (i) No amplification: the output is a mixture over
     participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
-    divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (``tightdp.matrix.accounting``'s module docstring): DP-SGD over
-    all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity ``||C_s||``.
+    divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (``tightdp.matrix.accounting``'s
+    module docstring): DP-SGD over all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity
+    ``||C_s||``.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
