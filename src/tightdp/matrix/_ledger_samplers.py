@@ -13,7 +13,8 @@ import numpy as np
 from .._validation import check_count, check_probability
 from ..bounds import Bounds
 from ..mechanisms.basic import Gaussian
-from ._ledgers import Ledger, Upper, _column_norms, _grouped, _grouped_up, _sampled, _sens_details
+from ..mechanisms.mixture import MixtureOfGaussians
+from ._ledgers import Ledger, Upper, _column_norms, _grouped, _grouped_up, _sampled, _sens_details, _up
 from ._lower_pairs import lone_entries, orthogonal_steps
 from ._sampler_base import LedgerSampler
 from ._whitening import toeplitz_min_singular_lower
@@ -143,12 +144,44 @@ class CyclicPoisson(LedgerSampler):
         )
 
 
+def _poisson_blocks(sigma: float, b: int, n: int, q: float, top: float) -> list[tuple[int, int, Ledger]]:
+    """Block-splitting upper ledgers of Poisson sampling with a ``b``-banded ``C`` (``PoissonSampling``'s docstring):
+    ``(L, k, ledger)`` for block sizes ``L = 2, 4, ...`` up to ``b``, the ledger ``ceil(n / L)`` scalar mixtures of
+    Gaussians at noise ``sigma / sqrt(k)`` with the participation count ``Binomial(L, q)`` times ``top`` (the
+    largest column norm, rounded up) as sensitivity."""
+    from scipy import stats
+
+    out: list[tuple[int, int, Ledger]] = []
+    size = 2
+    while size <= min(b, n):
+        parts = 1 + -(-(b - 1) // size)
+        counts = np.arange(size + 1)
+        # masses of the counts >= 1 rounded up, the count 0 takes the rest (moving mass up is safe)
+        w = np.asarray(stats.binom.pmf(counts, size, q), dtype=float) * (1.0 + 1e-12)
+        keep = w > 1e-300
+        keep[0] = True
+        top_count = int(counts[keep][-1])
+        if top_count < size:  # the negligible counts above: their mass at the largest count (moved up, safe)
+            w[size] = float(stats.binom.sf(top_count, size, q)) * (1.0 + 1e-12) + 1e-300
+            keep[size] = True
+        w = np.where(keep, w, 0.0)
+        w[0] = max(0.0, 1.0 - float(w[1:].sum()))
+        mix = MixtureOfGaussians(
+            noise_multiplier=sigma / math.sqrt(parts),
+            sensitivities=tuple(float(c) * top for c in counts[keep]),
+            probabilities=tuple(float(x) for x in w[keep]),
+        )
+        out.append((size, parts, [(mix, -(-n // size))]))
+        size *= 2
+    return out
+
+
 @dataclass(frozen=True, kw_only=True)
 class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper: the smallest of three certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    Upper: the smallest of four certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
     composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
     theorem, its conditions and the rounding), for any adaptive gradients (or, with ``aligned_gradients``, for
     gradients sharing one direction); skipped when a cheap lower bound on its answer already reaches the smaller
@@ -157,7 +190,19 @@ class PoissonSampling(LedgerSampler):
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
     divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (``tightdp.matrix.accounting``'s
     module docstring): DP-SGD over all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity
-    ``||C_s||``.
+    ``||C_s||``. (iv) Block splitting, for a ``b``-banded ``C`` and ``L = 2, 4, ..., b``: by the reduction to
+    non-adaptive gradients (``tightdp.matrix.accounting``'s module docstring), fix the gradients; cut the steps
+    into blocks of ``L`` and the noise into ``k = 1 + ceil((b - 1) / L)`` parts, part ``r`` carrying the blocks
+    ``j = r (mod k)``, whose row windows are then disjoint; ``C x + z`` is the sum of the parts. The richer
+    release is one independent release per block (independent Poisson bits, independent noise), at noise
+    ``sigma / sqrt(k)``, a vector mixture over the block's participation set ``S`` of Gaussians with shifts of
+    norm at most ``|S| A`` (``A`` the largest column norm; triangle inequality, any signs). A vector mixture is
+    dominated by the scalar one with the same norms (under ``Q`` the sum ``sum_S w_S exp(r_S t_S - r_S^2 / 2)``
+    has standard normal ``t_S``; the comonotone choice ``t_S = t`` is the largest in convex order, Dhaene et al.
+    2002, and both hockey-stick divergences are convex functionals of the likelihood ratio's ``Q``-law), and a
+    scalar one grows with the law of the shift (Ganesh 2024, Lemma 2.9): so the block is dominated by
+    ``MixtureOfGaussians`` with shift ``Binomial(L, q) * A`` at noise ``sigma / sqrt(k)``, composed over the
+    ``ceil(n / L)`` blocks.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
@@ -228,10 +273,16 @@ class PoissonSampling(LedgerSampler):
             if b is None
             else [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
         )
+        blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, _up(float(norms.max()), n))
         return (
             lower,
-            (plain, split),
+            (plain, split, *(ledger for _, _, ledger in blocks)),
             {
+                "upper_names": [
+                    "no amplification",
+                    "noise splitting",
+                    *(f"block splitting (blocks of {size} steps, noise in {parts} parts)" for size, parts, _ in blocks),
+                ],
                 **_sens_details(s),
                 "orthogonal_steps": len(steps),
                 "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "

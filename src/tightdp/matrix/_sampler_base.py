@@ -136,7 +136,9 @@ class LedgerSampler(Sampler):
             if not ups:
                 raise failures[0]
             up, which = min(ups, key=lambda r: r[0].upper)
-            details = {**details, "upper_used": ["no amplification", "noise splitting"][which]}
+            names = details.get("upper_names", ["no amplification", "noise splitting"])
+            details = {k: v for k, v in details.items() if k != "upper_names"}
+            details["upper_used"] = names[which]
             used = upper_ledger[which]
         else:
             used = upper_ledger
