@@ -217,3 +217,23 @@ def test_poisson_block_splitting_is_consistent_with_monte_carlo(q, n):
     assert m - 5 * se <= delta, (b, m, se)
     m, se = _poisson_delta_mc(c, n, q, 1.0, b.lower, 100_000, seed=4)
     assert m + 5 * se >= delta, (b, m, se)
+
+
+@settings(max_examples=scaled(4), deadline=None)
+@given(c1=st.floats(-0.9, 0.9), sigma=st.floats(0.8, 3.0))
+def test_epoch_allocation_two_steps_bracket_the_exact_pair_at_random(c1, sigma):
+    """Random two-band strategies (either sign) and noise: one epoch of random allocation over two steps; the
+    certified ends (whitening, reductions, block and noise splitting, no amplification) bracket the exact pair
+    computed by quadrature of the plane."""
+    c = np.array([1.0, c1]) / math.hypot(1.0, c1)
+    delta = 1e-3
+    b = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=c),
+        noise_multiplier=sigma,
+        steps=2,
+        delta=delta,
+        sampler=EpochAllocation(steps_per_epoch=2),
+    )
+    assert _two_step_delta(c, sigma, b.upper) <= delta * (1 + 1e-3), b
+    if b.lower > 0:
+        assert _two_step_delta(c, sigma, b.lower) >= delta * (1 - 1e-3), b
