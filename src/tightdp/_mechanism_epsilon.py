@@ -16,6 +16,7 @@ from ._validation import check_count, check_delta
 from .accountants import ConnectDotsAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
+from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
 
@@ -50,13 +51,23 @@ def _is_bounded_range(
     )
 
 
+def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism | ReportNoisyMax) -> bool:
+    """Whether every ``T_t`` is attained: the exponential mechanism (or Gumbel report-noisy-max) with any
+    number of candidates (``ExponentialMechanism.attained_pairs``)."""
+    if isinstance(mechanism, ReportNoisyMax):
+        return True
+    return isinstance(mechanism, ExponentialMechanism) and mechanism.num_candidates is None
+
+
 def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
     """Certified epsilon of ``count`` adaptive uses of a selection mechanism (``tightdp.mechanisms.selection``).
 
     Upper: the dominating pair composed by the connect-the-dots accountant; for bounded-range mechanisms
-    also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta``; the
-    smaller (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
-    attained pairs composed ``count`` times (``attained_pairs()``; 0 where none is known, said in
+    also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta`` and the
+    adaptive dynamic program over two-point pairs (``tightdp.mechanisms._bounded_range_adaptive``); the
+    smallest (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
+    attained pairs composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any
+    number of candidates, the program's attained adaptive strategy (0 where none is known, said in
     ``details["lower_method"]``).
 
     Parameters
@@ -96,6 +107,17 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
+    if _is_bounded_range(mechanism) and count > 1 and mechanism.epsilon > 0:
+        every_t = _attains_every_two_point_pair(mechanism)
+        adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
+        if adaptive is not None and adaptive.upper < upper:
+            upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
+        if adaptive is not None and adaptive.lower > lower:
+            lower = adaptive.lower
+            lower_method = (
+                f"attained adaptive strategy: two-point pairs T_(j/{adaptive.cells}) chosen from the loss so far "
+                "(exponential mechanism, any number of candidates)"
+            )
     lower = min(lower, upper)
     return Bounds(
         lower=lower,
