@@ -47,6 +47,7 @@ import numpy as np
 from ._mechanism_epsilon import discrete_vector_epsilon as discrete_vector_epsilon
 from ._mechanism_epsilon import selection_epsilon as selection_epsilon
 from ._mechanism_epsilon import times as _times
+from ._tuning_lower import tuned_lower_epsilon as _tuned_lower_epsilon
 from ._tuning_profile import StoppingLaw as _StoppingLaw
 from ._tuning_profile import certified_epsilon as _certified_epsilon
 from ._tuning_profile import tuned_profile_delta as tuned_profile_delta
@@ -350,10 +351,11 @@ def tuning_epsilon(
                     upper, details["method"] = prof, _PROFILE_METHOD + f" ({runs} fixed runs)"
         else:
             one = b
-        details["lower_method"] = "one run (constant score)" if release == "best" else f"composition of {runs} runs"
-        return Bounds(
-            lower=float(min(one.lower, upper)), estimate=min(float(b.estimate), upper), upper=upper, details=details
-        )
+        if release == "best":
+            lower = _lower_end(entries, delta, _StoppingLaw("fixed", runs=runs), float(one.lower), "", details)
+        else:
+            lower, details["lower_method"] = float(one.lower), f"composition of {runs} runs"
+        return Bounds(lower=min(lower, upper), estimate=min(float(b.estimate), upper), upper=upper, details=details)
     if runs is not None:
         raise ValueError("runs applies to distribution='fixed'; give mean for a random number of runs")
     if release != "best":
@@ -395,10 +397,38 @@ def tuning_epsilon(
             f"no finite tuning bound at delta={delta:g}: {rdp_method}; the privacy-profile route reaches no "
             "epsilon either (one run's delta stays above delta / E K)"
         )
-    lower = float(one_run.lower) if one_run is not None else 0.0
-    details["lower_method"] = "one run (constant score)" + (", scaled by P(K >= 1)" if p_zero else "")
+    one_lower = float(one_run.lower) if one_run is not None else 0.0
+    lower = _lower_end(entries, delta, law, one_lower, ", scaled by P(K >= 1)" if p_zero else "", details)
     return Bounds(lower=min(lower, upper), estimate=upper, upper=upper, details=details)
 
+
+def _lower_end(
+    entries: list[tuple[Mechanism, int]],
+    delta: float,
+    law: _StoppingLaw,
+    one: float,
+    note: str,
+    details: dict[str, Any],
+) -> float:
+    """The larger of one run's certified lower end ``one`` and the threshold-score instance's
+    (``tightdp._tuning_lower``); ``details`` get ``lower_method`` and the instance's ``lower_threshold``."""
+    if law.kind == "fixed" and law.runs == 1:  # K = 1 surely: one run
+        details["lower_method"] = "one run (constant score)"
+        return one
+    eps, info = _tuned_lower_epsilon(entries, delta, law.tail, law.expected_runs())
+    details.update(lower_threshold=info["threshold"], threshold_lower=eps, one_run_lower=one)
+    if eps > one:
+        details["lower_method"] = _THRESHOLD_METHOD
+        return eps
+    details["lower_method"] = "one run (constant score)" + note
+    return one
+
+
+#: ``details["lower_method"]`` of the threshold-score instance
+_THRESHOLD_METHOD = (
+    "threshold score on one run's attained privacy loss (the best run released: some run's loss above the "
+    "threshold, probability 1 - f(1 - S))"
+)
 
 #: ``details["method"]`` of the privacy-profile route
 _PROFILE_METHOD = (

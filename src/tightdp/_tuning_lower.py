@@ -1,0 +1,184 @@
+"""A certified lower end for tuning runs from a concrete tuned instance: the threshold score on the privacy loss.
+
+The instance
+------------
+Let ``(P, Q)`` be one run's attained pair (``Mechanism.attained_mechanism``: the exact output laws of one concrete
+pair of neighbouring data sets, the same pair for every step of the run) in one direction, ``L = log dP/dQ`` its
+privacy loss as a function of the run's output ``y``, ``S_P(c) = P(L > c)`` and ``S_Q(c) = Q(L > c)``. The tuning
+procedure draws ``K`` (probability generating function ``f``; ``K = 0`` allowed, then a fixed empty output), trains
+``K`` runs and releases the output of the best one under a score. Any function of a run's output is an admissible
+score; take ``s(y) = 1{L(y) > c}`` (ties broken in any way that does not look at the data). The released score is
+1 exactly when ``K >= 1`` and some run has ``L > c``; the runs are independent, so the event has probability
+``h(S_P(c))`` under ``P`` and ``h(S_Q(c))`` under ``Q``, with ``h(x) = 1 - f(1 - x)`` (``f(1 - x)`` is the chance
+that no run, possibly none at all, exceeds ``c``). The released score is a post-processing of the released output,
+so the tuned procedure's hockey-stick divergence satisfies, for every ``c`` and ``eps``,
+
+    ``delta_tuned(eps) >= phi_c(eps) = h(S_P(c)) - e^eps h(S_Q(c))``.
+
+Certified inputs from the run's curve alone
+-------------------------------------------
+With ``a = e^c`` and ``g(a) = H_a(P || Q) = sup_E P(E) - a Q(E)`` (one run's ``delta(log a)`` in that direction):
+
+1. ``g(a) = S_P(c) - a S_Q(c)`` (the supremum is attained on ``{L > c}``), so ``S_P(c) = g(a) + a S_Q(c)`` exactly.
+2. ``g`` is convex (a supremum of affine functions of ``a``) with right derivative ``-S_Q(c)`` and left derivative
+   ``-Q(L >= c)``. For a step ``D`` with ``a - D >= 1``, convexity gives
+   ``g(a - D) >= g(a) + D Q(L >= c) >= g(a) + D S_Q(c)``, hence ``S_Q(c) <= (g_hi(a - D) - g_lo(a)) / D =: s_hi``
+   for any certified ``g_lo <= g <= g_hi``.
+3. Monotonicity of ``phi`` in the unknowns: ``h`` is non-decreasing and concave (``h'(x) = f'(1 - x)``, ``f'`` is
+   non-decreasing on [0, 1]). As a function of ``(g, s)``, ``phi = h(g + a s) - e^eps h(s)`` is non-decreasing in
+   ``g``, and for ``a <= e^eps`` (``c <= eps``) non-increasing in ``s``: its ``s``-derivative is
+   ``a h'(g + a s) - e^eps h'(s) <= (a - e^eps) h'(s) <= 0`` as ``g + a s >= s``. So
+   ``phi_c(eps) >= h(g_lo + a s_hi) - e^eps h(s_hi)`` (``s_hi`` capped at ``(1 - g_lo) / a``, which the true
+   ``S_Q`` obeys since ``S_P <= 1``).
+
+Hence for every ``c <= eps``, ``delta_tuned(eps) > delta`` as soon as ``eps < eps_c =
+log((h(g_lo + a s_hi) - delta) / h(s_hi))``; ``delta_tuned`` is non-increasing, so the tuned epsilon at ``delta`` is
+at least every ``eps_c`` with ``eps_c >= c``, the lower end kept here (the largest over a grid of ``c`` and steps
+``D``, rounded down). When ``S_Q`` is small, ``h`` is about linear with slope ``E K`` and ``phi_c(c) ~ E K g(e^c)``:
+the lower end is close to one run's epsilon at ``delta / E K``, and the tail bound ``s_hi`` hardly matters.
+
+Directions. tightdp's certified ``delta(eps)`` is the larger of the remove and add directions' curves: its upper end
+bounds both, and its lower end at each ``eps`` bounds the curve of one direction (the one it was computed for). At
+each ``c`` all of step 1-3 is then about that one direction's pair ``(P, Q)`` (the add direction is the pair read
+the other way round), whose tuned instance is an instance of the procedure; so every ``eps_c`` is a lower bound,
+and the largest over ``c`` covers both directions.
+
+A grid of thresholds (releasing the best run's loss, binned) adds nothing here: the released loss's likelihood
+ratio ``e^l f'(F_P(l)) / f'(F_Q(l))`` (``F`` the loss's distribution functions) is increasing in ``l`` wherever
+``f'`` varies slowly against ``e^l``, the regime of small ``delta``, so the best event is an upper set
+``{max L > c}``: the single threshold (checked against the exact tuned Gaussian in the tests).
+
+Numerics: ``g_lo``, ``g_hi`` come from ``ConnectDotsAccountant`` on the attained ledger (no ledger entry without an
+attained pair: no lower end from here); ``s_hi`` is raised, and ``h(g_lo + a s_hi)`` lowered, by relative margins
+far above the floating-point error of ``D`` and of ``h``; ``eps_c`` is rounded down.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ._types import FloatArray
+from .accountants import ConnectDotsAccountant
+from .mechanisms.base import Mechanism
+
+__all__ = ["tuned_lower_epsilon"]
+
+_REL = 1e-9  # relative margin on s_hi and on h(.) (rounding of D = e^c - e^c', of e^c and of h)
+_COARSE = 81  # thresholds on the first grid
+_FINE = 81  # thresholds on the refined grid around the best one
+
+
+def _attained(entries: list[tuple[Mechanism, int]]) -> list[tuple[Mechanism, int]] | None:
+    """The ledger of attained pairs, or ``None`` when a step has none."""
+    out = []
+    for mech, count in entries:
+        low = mech.attained_mechanism()
+        if low is None:
+            return None
+        out.append((low, count))
+    return out
+
+
+def _curve(acc: ConnectDotsAccountant, eps: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """Certified ``(g_lo, g_hi)`` of one run's ``delta`` at ``eps`` (a missing or NaN end reads as 0 / 1)."""
+    b = acc.delta(eps)
+    lo = np.zeros_like(eps) if b.lower is None else np.asarray(b.lower, dtype=float)
+    hi = np.ones_like(eps) if b.upper is None else np.asarray(b.upper, dtype=float)
+    lo = np.clip(np.where(np.isnan(lo), 0.0, lo), 0.0, 1.0)
+    hi = np.clip(np.where(np.isnan(hi), 1.0, hi), 0.0, 1.0)
+    return lo, hi
+
+
+def _threshold_epsilons(
+    c: FloatArray,
+    lo: FloatArray,
+    hi: FloatArray,
+    tail: Callable[[FloatArray], FloatArray],
+    delta: float,
+) -> FloatArray:
+    """``eps_c`` (module docstring) at each threshold ``c`` (sorted increasing, ``lo``/``hi`` the curve there), the
+    best step ``D`` among the grid's lower points; ``-inf`` where none holds (no step, ``eps_c < c``)."""
+    a = np.exp(c)
+    # s_hi(i, k) = (g_hi(c_k) - g_lo(c_i)) / (e^c_i - e^c_k) for c_k < c_i; the smallest over k
+    num = hi[None, :] - lo[:, None]
+    den = a[:, None] - a[None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(den > 0.0, num / den, np.inf)
+    s_hi = np.min(ratio, axis=1)
+    s_hi = np.maximum(s_hi, 0.0) * (1.0 + _REL) + 1e-300
+    s_hi = np.minimum(s_hi, (1.0 - lo) / a)
+    top = tail(np.minimum(lo + a * s_hi, 1.0)) * (1.0 - _REL)
+    bottom = tail(s_hi) * (1.0 + _REL)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eps = np.where((top > delta) & (bottom > 0.0) & np.isfinite(s_hi), np.log((top - delta) / bottom), -np.inf)
+    eps = np.nextafter(eps - 1e-12 * np.abs(eps), -np.inf)
+    out: FloatArray = np.where(eps >= c, eps, -np.inf)
+    return out
+
+
+def tuned_lower_epsilon(
+    entries: list[tuple[Mechanism, int]],
+    delta: float,
+    tail: Callable[[FloatArray], FloatArray],
+    mean: float,
+) -> tuple[float, dict[str, Any]]:
+    """A certified lower bound on a tuning procedure's epsilon from the threshold-score instance.
+
+    Parameters
+    ----------
+    entries : list of (Mechanism, int)
+        One run's ledger.
+    delta : float
+        The delta, in (0, 1).
+    tail : callable
+        ``x -> 1 - f(1 - x)`` on arrays in [0, 1], ``f`` the generating function of the number of runs ``K``
+        (non-decreasing and concave in ``x``, as every such ``h`` is).
+    mean : float
+        ``E K >= 1``, only to place the grid of thresholds.
+
+    Returns
+    -------
+    tuple of (float, dict)
+        The lower end (``0.0`` when no threshold gives one, or a step has no attained pair) and details: the best
+        ``threshold`` ``c``.
+
+    Raises
+    ------
+    ValueError
+        Never for a ledger and law that ``tuning_epsilon`` accepts (the accountant's own errors pass through).
+
+    References
+    ----------
+    Papernot & Steinke 2022 (ICLR): the tuning procedure (random number of runs, best released). The instance and
+    its proof: this module's docstring.
+    """
+    ledger = _attained(entries)
+    if ledger is None:
+        return 0.0, {"threshold": None}
+    acc = ConnectDotsAccountant().compose(ledger)
+    first = acc.epsilon(delta)
+    low = float(first.lower) if first.lower is not None else 0.0
+    scaled = delta / max(mean, 1.0)
+    high = float(acc.epsilon(scaled).upper) if scaled < 1.0 else low
+    if not math.isfinite(high):
+        return 0.0, {"threshold": None}
+    span = max(high - low, 0.05)
+    c = np.linspace(max(0.0, low - 0.1 * span), high + 0.25 * span, _COARSE)
+    lo, hi = _curve(acc, c)
+    eps = _threshold_epsilons(c, lo, hi, tail, delta)
+    best = int(np.argmax(eps))
+    if not math.isfinite(float(eps[best])):
+        return 0.0, {"threshold": None}
+    step = float(c[1] - c[0])
+    fine = np.linspace(max(0.0, float(c[best]) - 2.0 * step), float(c[best]) + 2.0 * step, _FINE)
+    lo_f, hi_f = _curve(acc, fine)
+    allc = np.concatenate([c, fine])
+    order = np.argsort(allc, kind="stable")
+    allc, lo_a, hi_a = allc[order], np.concatenate([lo, lo_f])[order], np.concatenate([hi, hi_f])[order]
+    eps = _threshold_epsilons(allc, lo_a, hi_a, tail, delta)
+    best = int(np.argmax(eps))
+    return float(max(eps[best], 0.0)), {"threshold": float(allc[best])}
