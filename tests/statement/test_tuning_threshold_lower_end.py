@@ -64,12 +64,18 @@ def _instance_epsilon(mu, c, delta, f):
 
 
 @pytest.mark.parametrize(
-    "sigma, dist, delta",
-    [(1.0, "geometric", 1e-6), (2.0, "poisson", 1e-6), (0.7, "fixed", 1e-6), (1.5, "geometric", 1e-3)],
+    "sigma, dist, mean, delta",
+    [
+        (1.0, "geometric", 10.0, 1e-6),
+        (2.0, "poisson", 10.0, 1e-6),
+        (0.7, "fixed", 10.0, 1e-6),
+        (1.5, "geometric", 10.0, 1e-3),
+        (2.33, "geometric", 60.0, 6e-3),  # E K S_Q not small: the best threshold lies above the answer
+    ],
 )
-def test_lower_end_lies_below_the_exact_instance_and_above_one_run(sigma, dist, delta):
+def test_lower_end_lies_below_the_exact_instance_and_above_one_run(sigma, dist, mean, delta):
     mp.mp.dps = 40
-    mean, runs = 10.0, 10
+    runs = 10
     kw = {"runs": runs} if dist == "fixed" else {"mean": mean}
     b = tuning_epsilon(run=Gaussian(noise_multiplier=sigma), delta=delta, distribution=dist, **kw)
     c = b.details["lower_threshold"]
