@@ -56,9 +56,10 @@ and the largest over ``c`` covers both directions.
 A grid of thresholds (releasing the best run's loss, binned: the largest of ``K`` binned losses, whose law is
 ``f(F(i)) - f(F(i - 1))``) could only add where the best event of that release is not an upper set ``{max L > c}``,
 the single threshold's event. Its likelihood ratio at loss ``l`` is ``e^l f'(F_P(l)) / f'(F_Q(l))`` (``F`` the
-loss's distribution functions under ``P`` and ``Q``); for a Gaussian run (``mu = 0.8``, geometric ``K`` of mean
-10) it is increasing, and the single threshold's best event matched the exact hockey-stick divergence of the
-released maximum to the resolution of the grid of ``c`` (``delta`` from 0.08 to 0.006), so the grid is not built.
+loss's distribution functions under ``P`` and ``Q``). For a Gaussian run (``mu = 0.8``, geometric ``K`` of mean
+10) it is increasing, and the exact hockey-stick divergence of the released maximum exceeded the best single
+threshold's by at most 0.07 % of it (mpmath; ``mu`` from 0.43 to 2, means 10 to 200, divergences from ``3e-7`` to
+0.7; the grid of ``c`` had steps of 0.01), so the grid is not built.
 
 Numerics: ``g_lo``, ``g_hi`` come from ``ConnectDotsAccountant`` on the attained ledger (no ledger entry without an
 attained pair: no lower end from here); steps ``D`` below ``1e-6 a`` are not used, ``s_hi`` is raised and ``s_lo``
