@@ -432,6 +432,8 @@ def _lower_end(
         return one
     eps, info = _tuned_lower_epsilon(entries, delta, law.tail, law.expected_runs())
     details.update(lower_threshold=info["threshold"], threshold_lower=eps, one_run_lower=one)
+    if "note" in info:  # why the instance gave no lower end (no attained pair, a refused curve)
+        details["threshold_note"] = info["note"]
     if eps > one:
         details["lower_method"] = _THRESHOLD_METHOD
         return eps
