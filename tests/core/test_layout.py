@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"pld"},  # discretisation and composition of losses
     {"mechanisms"},  # what ran, as dominating pairs of losses
     {"accountants"},
-    {"_tuning_rdp", "_tuning_profile", "_mechanism_epsilon"},  # tuning bounds on a given Renyi curve / privacy profile
+    {"_tuning_rdp", "_tuning_profile", "_tuning_lower", "_mechanism_epsilon"},  # tuning bounds on a curve / profile
     {"schemes", "individual", "tuning", "tradeoff"},  # accounting functions of whole runs
     {"sampling"},  # the run description: sampling schemes
     {"runs", "matrix"},

@@ -30,7 +30,7 @@ def test_fixed_runs_equal_the_composition():
     comp = ConnectDotsAccountant().compose(_mech(), k * STEPS).epsilon(DELTA)
     one = ConnectDotsAccountant().compose(_mech(), STEPS).epsilon(DELTA)
     assert s.epsilon.upper == pytest.approx(float(comp.upper), rel=1e-12)
-    assert s.epsilon.lower == pytest.approx(float(one.lower), rel=1e-12)  # best released: one run's pair
+    assert float(one.lower) <= s.epsilon.lower <= s.epsilon.upper  # best released: at least one run's pair
     assert s.epsilon.upper > privacy_statement(**RUN).epsilon.upper  # K runs cost more than one
     s_all = privacy_statement(**RUN, tuning={"distribution": "fixed", "runs": k, "release": "all"})
     assert s_all.epsilon.lower == pytest.approx(float(comp.lower), rel=1e-12)

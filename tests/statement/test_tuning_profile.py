@@ -255,7 +255,7 @@ def test_fixed_runs_profile_against_composition():
     for sigma, k in ((1.0, 3), (3.0, 20)):
         b = tuning_epsilon(run=Gaussian(noise_multiplier=sigma), delta=1e-6, runs=k)
         comp, prof = b.details["composition_epsilon"], b.details["profile_epsilon"]
-        assert b.upper == min(comp, prof) and b.lower == float(base.lower if sigma == 1.0 else b.lower)
+        assert b.upper == min(comp, prof) and (sigma != 1.0 or float(base.lower) <= b.lower <= b.upper)
         # few runs: the composition is smaller; sigma = 3, 20 runs: the profile route (7.58 against 7.75)
         assert (prof < comp) == (k == 20), (sigma, k, comp, prof)
 

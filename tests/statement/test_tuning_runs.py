@@ -112,7 +112,7 @@ def test_agrees_with_dp_accounting_and_improves_poisson():
             assert rdp < peer, (b, peer)
         assert b.upper <= rdp
         one = ConnectDotsAccountant().compose(run).epsilon(1e-6)
-        assert b.lower <= one.upper + 1e-12 and b.lower <= b.upper
+        assert float(one.lower) <= b.lower <= b.upper
 
 
 def test_fixed_runs_compose_and_bound_below_by_one_run():
@@ -120,7 +120,7 @@ def test_fixed_runs_compose_and_bound_below_by_one_run():
     b = tuning_epsilon(run=run, delta=1e-6, runs=4)
     four = ConnectDotsAccountant().compose(run, 4).epsilon(1e-6)
     one = ConnectDotsAccountant().compose(run, 1).epsilon(1e-6)
-    assert b.details["composition_epsilon"] == pytest.approx(four.upper) and b.lower == pytest.approx(one.lower)
+    assert b.details["composition_epsilon"] == pytest.approx(four.upper) and float(one.lower) <= b.lower <= b.upper
     assert b.upper == min(four.upper, b.details["profile_epsilon"])
     everything = tuning_epsilon(run=run, delta=1e-6, runs=4, release="all")
     assert everything.lower == pytest.approx(four.lower) and everything.upper == pytest.approx(four.upper)

@@ -66,6 +66,9 @@ def _tuned_statement(
         + (
             "every run's output is released, so the composition's certified lower end is attained."
             if tuning.release == "all"
+            else "the best run released under the score 'privacy loss above a threshold' (some run above it) is "
+            "a concrete instance of the procedure, so its certified lower end is attained by the procedure."
+            if details.get("lower_method", "").startswith("threshold")
             else "with a constant score every run is equally good and the released output is one run's, so "
             "one run's certified lower end is attained by the procedure."
         )
