@@ -25,20 +25,22 @@ cell ``j`` the two losses lie between grid neighbours (``A1 h <= (1 - t) eps <= 
 by convexity in ``a`` the value at an off-grid point is at most the chord in ``a`` of the grid values, whose
 weights split each atom between its neighbours keeping its P- and Q-mass. So the step's value at ``t`` is at most
 ``f(t) = <pi(t), v>``: ``pi(t)`` the four split P-masses, ``v`` the (upper) grid values at ``x + (B1, B0, A1, A0) h``.
-At the cell's ends ``pi`` is ``T_(t_j)`` and ``T_(t_(j+1))`` (grid-aligned). Write
-``pi(t) = (1 - s) pi(t_j) + s pi(t_(j+1)) + d(t)``; ``d`` keeps both masses, so it lies in the two-dimensional null
-space of ``[1; e^(-l)]`` with orthonormal basis ``n1`` (the direction of ``d`` at the cell's middle) and ``n2``:
+At the cell's ends ``pi`` is ``T_(t_j)`` and ``T_(t_(j+1))`` (grid-aligned); at its middle ``t_m`` the split masses
+``pi(t_m)``. Write ``pi(t) = chord(t) + d(t)``, the chord running linearly through ``pi`` at ``t_j, t_m, t_(j+1)``;
+``d`` keeps both masses (so does every ``pi``), so it lies in the two-dimensional null space of ``[1; e^(-l)]``
+with orthonormal basis ``n1`` (the direction of ``d`` at the first quarter) and ``n2``:
 
-    ``f(t) <= max(f(t_j), f(t_(j+1))) + sup|<d, n1>| |<n1, v>| + sup|<d, n2>| |<n2, v>|``.
+    ``f(t) <= max(f(t_j), f(t_m), f(t_(j+1))) + sup|<d, n1>| |<n1, v>| + sup|<d, n2>| |<n2, v>|``.
 
-The suprema are certified on 16384 sub-intervals: on each the four masses are products of a rising ``p_t`` and
+The suprema are certified on 16384 sub-intervals per cell: on each the four masses are products of a rising ``p_t`` and
 a falling split weight, bracketed by their end values, and the chord by its end values. The first-order part of
 ``d`` (size ~ ``1/N``) points along ``n1``, where ``<n1, v>`` is a second difference of ``V`` (size ~ ``h``): the
 cell costs second order, so a few dozen cells give three digits (a pair dominating the cell's ``T_t`` would
 cost first order). Outside the window ``|x| <= X`` the grid value is replaced by a proven bound: Renyi
 (Markov: ``V_m(x) <= exp((lambda - 1)(m rho(lambda) + x))``, ``rho`` = ``bounded_range_rdp``, adaptive Renyi
-composition) below, ``1 - e^(-x) + e^(-x) x`` that bound at ``-x`` above (``H_a(P||Q) = 1 - a + a H_(1/a)(Q||P)``
-and swapping P and Q maps ``T_t`` to ``T_(1-t)``). The answer: the chord in ``a`` between the two grid nodes that
+composition) below, ``1 - e^(-x) + e^(-x)`` times that bound at ``-x`` above (``H_a(P||Q) = 1 - a + a
+H_(1/a)(Q||P)`` and swapping P and Q maps ``T_t`` to ``T_(1-t)``); the window only decides how tight the answer
+is (``_window``). The answer: the chord in ``a`` between the two grid nodes that
 bracket ``delta``.
 
 **Lower end** (``attained=True``: the exponential mechanism with any number of candidates). The same program
@@ -110,6 +112,7 @@ class _Cell:
     offsets: tuple[int, int, int, int]
     p_start: float
     p_end: float
+    middle: tuple[float, float, float, float]
     n1: tuple[float, float, float, float]
     n2: tuple[float, float, float, float]
     a1: float
@@ -160,22 +163,38 @@ def _cells(epsilon: float, n: int) -> tuple[_Cell, ...]:
         )
         start = np.array([0.0, 1.0 - p[0], 0.0, p[0]])
         end = np.array([1.0 - p[-1], 0.0, p[-1], 0.0])
-        chord_a = np.outer(start, 1.0 - frac[:-1]) + np.outer(end, frac[:-1])
-        chord_b = np.outer(start, 1.0 - frac[1:]) + np.outer(end, frac[1:])
+        half = _SUBS // 2  # the chord runs through the split masses at the cell's middle
+        middle = np.array(
+            [
+                (1 - p[half]) * (1 - w_lo[half]),
+                (1 - p[half]) * w_lo[half],
+                p[half] * (1 - w_hi[half]),
+                p[half] * w_hi[half],
+            ]
+        )
+        knots = np.where(frac <= 0.5, 2.0 * frac, 2.0 * frac - 1.0)
+        chord = np.where(
+            frac <= 0.5,
+            np.outer(start, 1.0 - knots) + np.outer(middle, knots),
+            np.outer(middle, 1.0 - knots) + np.outer(end, knots),
+        )
+        chord[:, half] = middle
+        chord_a, chord_b = chord[:, :-1], chord[:, 1:]
+        chord_b = np.where(np.arange(_SUBS) == half - 1, middle[:, None], chord_b)
         d_lo = lo - np.maximum(chord_a, chord_b)
         d_hi = hi - np.minimum(chord_a, chord_b)
         basis = np.linalg.svd(np.vstack([np.ones(4), np.exp(-ell)]))[2][2:]
-        mid = len(t) // 2
+        quarter = _SUBS // 4
         d_mid = (
             np.array(
                 [
-                    (1 - p[mid]) * (1 - w_lo[mid]),
-                    (1 - p[mid]) * w_lo[mid],
-                    p[mid] * (1 - w_hi[mid]),
-                    p[mid] * w_hi[mid],
+                    (1 - p[quarter]) * (1 - w_lo[quarter]),
+                    (1 - p[quarter]) * w_lo[quarter],
+                    p[quarter] * (1 - w_hi[quarter]),
+                    p[quarter] * w_hi[quarter],
                 ]
             )
-            - (start + end) / 2.0
+            - (start + middle) / 2.0
         )
         c = basis @ d_mid
         n1 = _unit(c @ basis) if float(np.linalg.norm(c)) > 0 else basis[0]
@@ -186,6 +205,7 @@ def _cells(epsilon: float, n: int) -> tuple[_Cell, ...]:
                 offsets=(b1, b0, a1, a0),
                 p_start=float(p[0]),
                 p_end=float(p[-1]),
+                middle=(float(middle[0]), float(middle[1]), float(middle[2]), float(middle[3])),
                 n1=(float(n1[0]), float(n1[1]), float(n1[2]), float(n1[3])),
                 n2=(float(n2[0]), float(n2[1]), float(n2[2]), float(n2[3])),
                 a1=_sup_abs(n1, d_lo, d_hi),
@@ -213,15 +233,22 @@ def _tail_bound(epsilon: float, steps: int, x: FloatArray) -> FloatArray:
     return out
 
 
-def _half_width(epsilon: float, count: int, delta: float) -> float:
-    """A window ``|x| <= X`` outside of which the tail bound is below ``1e-6 delta / count``."""
+def _window(epsilon: float, count: int, delta: float) -> tuple[float, float]:
+    """The grid's reach ``(X_lo, X_hi)``: below ``-X_lo`` the tail bound is under ``1e-6 delta / count``; above
+    ``X_hi`` lie only states that a run reaching the answer's ``x ~ -eps`` gets to as rarely (``X_hi = X_lo -
+    0.8 eps``, ``eps`` from the Renyi bound). Outside the grid the proven bounds stand in, so the reach only
+    decides how tight the answer is, never whether it holds."""
     x = 1.0
     while float(_tail_bound(epsilon, count, np.array([-x]))[0]) > 1e-6 * delta / count:
         x *= 1.25
-    return x
+    with np.errstate(divide="ignore"):
+        rdp_eps = float(np.min(count * _tail_rdp(epsilon) + math.log(1.0 / delta) / (_TAIL_ORDERS - 1.0)))
+    return x, max(x - 0.8 * rdp_eps, 2.0 * epsilon)
 
 
-def _value_functions(epsilon: float, count: int, n: int, half: int) -> tuple[FloatArray, FloatArray, FloatArray]:
+def _value_functions(
+    epsilon: float, count: int, n: int, reach: tuple[int, int]
+) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Grid ``x`` and the certified upper and lower ``V_count`` on it (module docstring).
 
     Row ``r`` of the sliding windows is the grid shifted by ``r - n``: cell ``j``'s atoms ``(B1, B0, A1, A0)``
@@ -229,7 +256,7 @@ def _value_functions(epsilon: float, count: int, n: int, half: int) -> tuple[Flo
     ``T_(j/N)`` (rows ``n - j`` and ``2n - j``) is shared by cells ``j - 1`` and ``j``.
     """
     h = epsilon / n
-    xs = np.arange(-half - n, half + n + 1) * h
+    xs = np.arange(-reach[0] - n, reach[1] + n + 1) * h
     size = xs.size
     inner = size - 2 * n
     lo_x, hi_x = xs[:n], xs[-n:]
@@ -238,18 +265,18 @@ def _value_functions(epsilon: float, count: int, n: int, half: int) -> tuple[Flo
     low_floor = up[-n:].copy()
     cells = _cells(epsilon, n)
     p = np.array([c.p_start for c in cells] + [cells[-1].p_end])[:, None]  # p at t = j / N, j = 0..N
-    a1 = np.array([c.a1 for c in cells])[:, None]
-    a2 = np.array([c.a2 for c in cells])[:, None]
-    c1 = [np.array([c.n1[i] for c in cells])[:, None] for i in range(4)]
-    c2 = [np.array([c.n2[i] for c in cells])[:, None] for i in range(4)]
+    mid = [np.array([c.middle[i] for c in cells])[:, None] for i in range(4)]
+    w1 = [np.array([c.a1 * c.n1[i] for c in cells])[:, None] for i in range(4)]  # a |<n, v>| = |<a n, v>|
+    w2 = [np.array([c.a2 * c.n2[i] for c in cells])[:, None] for i in range(4)]
     for m in range(1, count + 1):
         win = np.lib.stride_tricks.sliding_window_view(up, inner)
         hi_rows, lo_rows = win[2 * n :: -1][: n + 1], win[n::-1][: n + 1]  # j = 0..N: rows 2n - j and n - j
         pair = p * hi_rows + (1.0 - p) * lo_rows  # T_(j/N) at every x
         f = np.maximum(pair[:-1], pair[1:])
         b1, b0, at1, at0 = lo_rows[1:], lo_rows[:-1], hi_rows[1:], hi_rows[:-1]
-        f += a1 * np.abs(c1[0] * b1 + c1[1] * b0 + c1[2] * at1 + c1[3] * at0)
-        f += a2 * np.abs(c2[0] * b1 + c2[1] * b0 + c2[2] * at1 + c2[3] * at0)
+        np.maximum(f, mid[0] * b1 + mid[1] * b0 + mid[2] * at1 + mid[3] * at0, out=f)  # the cell's middle
+        f += np.abs(w1[0] * b1 + w1[1] * b0 + w1[2] * at1 + w1[3] * at0)
+        f += np.abs(w2[0] * b1 + w2[1] * b0 + w2[2] * at1 + w2[3] * at0)
         new_up = np.minimum(np.max(f, axis=0), 1.0)
         tail_lo = _tail_bound(epsilon, m, lo_x)
         tail_hi = -np.expm1(-hi_x) + np.exp(-hi_x) * _tail_bound(epsilon, m, -hi_x)
@@ -296,10 +323,10 @@ def _read_lower(xs: FloatArray, up: FloatArray, low: FloatArray, delta: float) -
     return out
 
 
-def _work(epsilon: float, count: int, n: int, x_half: float) -> tuple[int, float]:
-    """Grid half-width (points) and the program's cost (steps x cells x grid points) at ``n`` cells."""
-    half = math.ceil(x_half * n / epsilon)
-    return half, float(count) * n * (2 * half + 2 * n)
+def _work(epsilon: float, count: int, n: int, window: tuple[float, float]) -> tuple[tuple[int, int], float]:
+    """Grid reach (points below and above 0) and the program's cost (steps x cells x grid points) at ``n`` cells."""
+    reach = (math.ceil(window[0] * n / epsilon), math.ceil(window[1] * n / epsilon))
+    return reach, float(count) * n * (reach[0] + reach[1] + 2 * n)
 
 
 def adaptive_bounded_range_epsilon(
@@ -356,20 +383,20 @@ def adaptive_bounded_range_epsilon(
 @lru_cache(maxsize=64)
 def _program(epsilon: float, count: int, delta: float, cells: int) -> tuple[float, float, int]:
     """``(lower, upper, cells of the last pass)`` of the refined passes (``used = 0``: none affordable)."""
-    x_half = _half_width(epsilon, count, delta)
+    window = _window(epsilon, count, delta)
     lower, upper, used = 0.0, math.inf, 0
     n = _FIRST_CELLS
     while n <= cells:
-        half, work = _work(epsilon, count, n, x_half)
+        reach, work = _work(epsilon, count, n, window)
         if work > _MAX_WORK:
             break
-        xs, up, low = _value_functions(epsilon, count, n, half)
+        xs, up, low = _value_functions(epsilon, count, n, reach)
         upper, used = min(upper, _read_upper(xs, up, delta)), n
         lower = max(lower, _read_lower(xs, up, low, delta))
         width = upper - lower
         target = 2.0 * max(DEFAULT_REL_ERROR * upper, REL_ERROR_FLOOR)
-        if width <= target:
+        if width <= target or n == cells:
             break
         # both ends converge at second order in 1 / n: jump to the cells that should meet the target
-        n = max(2 * n, 1 << math.ceil(math.log2(n * math.sqrt(width / target) * 1.1)))
+        n = min(max(n + 4, math.ceil(n * math.sqrt(width / target) * 1.1)), cells)
     return min(lower, upper), upper, used
