@@ -132,6 +132,53 @@ def test_attained_pairs_are_the_mechanisms_output_laws():
         assert math.isclose(pair.values[1] - pair.values[0], eps, rel_tol=1e-12)
 
 
+def _pf_output_two(u: tuple[float, float], eps: float) -> float:
+    """Permute-and-flip's probability of candidate 2 (Delta = 1), by enumerating both orders."""
+    ustar, p2 = max(u), 0.0
+    for order in itertools.permutations((0, 1)):
+        stay = 1.0
+        for i in order:
+            acc = math.exp(eps * (u[i] - ustar) / 2.0)
+            if i == 1:
+                p2 += 0.5 * stay * acc
+            stay *= 1.0 - acc
+    return p2
+
+
+def _laplace_output_two(u: tuple[float, float], eps: float) -> float:
+    """Report-noisy-max with Laplace(2 / eps) noise: P(u2 + Z2 > u1 + Z1), by quadrature over Z1 (mpmath)."""
+    b = mpmath.mpf(2) / eps
+    gap = mpmath.mpf(u[0] - u[1])  # candidate 2 wins when Z2 > gap + Z1
+
+    def given(z1):
+        x = gap + z1
+        return mpmath.exp(-x / b) / 2 if x >= 0 else 1 - mpmath.exp(x / b) / 2
+
+    dens = lambda z: mpmath.exp(-abs(z) / b) / (2 * b)
+    cuts = sorted({float(-gap), 0.0})
+    return float(mpmath.quad(lambda z: dens(z) * given(z), [-mpmath.inf, *cuts, mpmath.inf]))
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.7])
+def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
+    """Each attained pair of permute-and-flip and Laplace report-noisy-max is the mechanism's output law on
+    scores (0, a) against (1, a - 1), recomputed from the definitions; the gaps are those of the docstring."""
+    from tightdp.mechanisms.selection import _GAPS
+
+    for mech, law in (
+        (PermuteAndFlip(epsilon=eps), _pf_output_two),
+        (ReportNoisyMax(epsilon=eps, noise="laplace"), _laplace_output_two),
+    ):
+        pairs = mech.attained_pairs()
+        assert len(pairs) == len(_GAPS)
+        for a, pair in zip(_GAPS, pairs):
+            p2, q2 = law((0.0, a), eps), law((1.0, a - 1.0), eps)
+            assert math.isclose(pair.probs[1], p2, rel_tol=1e-10)
+            assert math.isclose(pair.values[1], math.log(p2 / q2), rel_tol=1e-9, abs_tol=1e-12)
+            assert math.isclose(pair.values[0], math.log((1 - p2) / (1 - q2)), rel_tol=1e-9, abs_tol=1e-12)
+            assert max(abs(v) for v in pair.values) <= eps + 1e-12  # epsilon-DP
+
+
 def test_each_mechanism_has_a_sound_interval_and_serialises():
     for m in (
         ExponentialMechanism(epsilon=0.5),

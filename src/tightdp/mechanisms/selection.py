@@ -32,17 +32,22 @@ mechanism, Ding et al. 2021) or Laplace noise (Dwork & Roth 2014, Claim 3.9) and
 (Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries) are epsilon-DP; ``PureDP(epsilon)``'s
 pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
 
-**Attained pairs** (lower ends), two candidates of scores ``(0, 0)`` on ``D`` and ``(Delta, -Delta)`` on ``D'``
-(each score moves by at most ``Delta``) unless said: exponential mechanism / Gumbel noise: ``m`` of
-``n`` candidates raised to ``+Delta``, the rest lowered to ``-Delta`` from all-zero scores, a two-point pair
-``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``); permute-and-flip: output 2 w.p.
-``e^(-epsilon) / 2`` on ``D'``; Laplace noise: ``P(2 wins on D') = e^(-epsilon) (1 + epsilon / 2) / 2``
-(difference of two Laplace variables); sparse vector: none implemented, lower end 0.
+**Attained pairs** (lower ends; each score moves by at most ``Delta``): exponential mechanism / Gumbel noise:
+``m`` of ``n`` candidates raised to ``+Delta``, the rest lowered to ``-Delta`` from all-zero scores, a two-point
+pair ``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``); permute-and-flip and Laplace
+noise: two candidates with scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1) Delta)`` on ``D'`` for seven gaps
+``a`` in ``[0, 1.5]`` (``a = 0``: ``(0, 0)`` against ``(Delta, -Delta)``, where permute-and-flip outputs 2 w.p.
+``e^(-epsilon) / 2`` on ``D'`` and Laplace noise w.p. ``e^(-epsilon) (1 + epsilon / 2) / 2``, the difference of two
+Laplace variables; ``a = 1``: the scores swap); sparse vector: none implemented, lower end 0. A search over up to
+six candidates and score moves in ``{-Delta, 0, Delta}`` found no permute-and-flip pair with a larger total
+variation than the swap; whether every pair is dominated by a two-candidate one is open, so the upper end stays
+``PureDP(epsilon)``'s.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._validation import check_choice, check_count, check_real
@@ -251,18 +256,55 @@ class FinitePair(Mechanism):
         return LossPair(loss, loss)
 
 
-def _binary(p2: float) -> FinitePair:
-    """The attained pair of two candidates: ``P = (1/2, 1/2)`` on ``D`` (all-zero scores) and candidate 2's
-    probability ``p2`` on ``D'`` (scores ``(Delta, -Delta)``): losses ``log(1/2 / (1 - p2))``, ``log(1/2 / p2)``."""
-    return FinitePair(values=(math.log(0.5 / (1.0 - p2)), math.log(0.5 / p2)), probs=(0.5, 0.5))
+#: score gaps ``a`` (in units of ``Delta``) of the two-candidate attained pairs (``_two_candidate_pairs``)
+_GAPS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
+
+
+def _two_candidate_pairs(second: Callable[[float], float]) -> tuple[FinitePair, ...]:
+    """Attained pairs of two candidates: scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1) Delta)`` on ``D'``
+    (each score moves by ``Delta``; ``a = 0`` is ``(0, 0)`` against ``(Delta, -Delta)``, ``a = 1`` swaps the two
+    scores), one pair per gap in ``_GAPS``. ``second(d)`` is candidate 2's output probability when its score
+    exceeds candidate 1's by ``d Delta``; the output is the whole release, so each pair is exact."""
+    out = []
+    for a in _GAPS:
+        p2, q2 = second(a), second(a - 2.0)
+        if not (0.0 < p2 < 1.0 and 0.0 < q2 < 1.0):
+            continue
+        values = (math.log((1.0 - p2) / (1.0 - q2)), math.log(p2 / q2))
+        out.append(FinitePair(values=values, probs=(1.0 - p2, p2)))
+    return tuple(out)
+
+
+def _permute_and_flip_second(epsilon: float) -> Callable[[float], float]:
+    """Permute-and-flip with two candidates: the top one is accepted whenever reached, the other with
+    ``e^(-epsilon gap / 2)``; the order is uniform."""
+
+    def second(d: float) -> float:
+        return 1.0 - 0.5 * math.exp(-0.5 * epsilon * d) if d >= 0 else 0.5 * math.exp(0.5 * epsilon * d)
+
+    return second
+
+
+def _laplace_second(epsilon: float) -> Callable[[float], float]:
+    """Report-noisy-max with Laplace noise of scale ``b = 2 Delta / epsilon``, two candidates:
+    ``P(L_2 - L_1 > x) = e^(-x / b) (1 + x / (2 b)) / 2`` for ``x >= 0`` (the difference of two Laplace variables)."""
+    b = 2.0 / epsilon
+
+    def second(d: float) -> float:
+        x = abs(d)
+        tail = 0.5 * math.exp(-x / b) * (1.0 + x / (2.0 * b))
+        return 1.0 - tail if d >= 0 else tail
+
+    return second
 
 
 @dataclass(frozen=True, kw_only=True)
 class PermuteAndFlip(Mechanism):
     """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
     epsilon-DP, dominated by ``PureDP(epsilon)``; equal to report-noisy-max with exponential noise (Ding et
-    al. 2021). Attained pair: two candidates, scores ``(0, 0)`` / ``(Delta, -Delta)``, ``P(2 on D') =
-    e^(-epsilon) / 2``. Matches dp_accounting's ``PermuteAndFlipDpEvent``.
+    al. 2021). Attained pairs: two candidates, scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)`` for seven gaps
+    ``a`` (module docstring; ``a = 0``: ``P(2 on D') = e^(-epsilon) / 2``). Matches dp_accounting's
+    ``PermuteAndFlipDpEvent``.
 
     Parameters
     ----------
@@ -298,7 +340,7 @@ class PermuteAndFlip(Mechanism):
         tuple of Mechanism
             ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
         """
-        return (_binary(0.5 * math.exp(-self.epsilon)),) if self.epsilon > 0 else ()
+        return _two_candidate_pairs(_permute_and_flip_second(self.epsilon)) if self.epsilon > 0 else ()
 
     def attained_mechanism(self) -> Mechanism | None:
         """The two-candidate attained pair of the class docstring (None at epsilon 0).
@@ -318,8 +360,8 @@ class ReportNoisyMax(Mechanism):
 
     ``noise="gumbel"`` is the exponential mechanism (``ExponentialMechanism``'s pairs); ``"exponential"`` is
     permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9),
-    dominated by ``PureDP(epsilon)``, with the attained two-candidate pair
-    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``.
+    dominated by ``PureDP(epsilon)``, with the attained two-candidate pairs of the module docstring (``a = 0``:
+    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``).
 
     Parameters
     ----------
@@ -368,7 +410,7 @@ class ReportNoisyMax(Mechanism):
         """
         if self.noise == "laplace":
             e = self.epsilon
-            return (_binary(0.5 * math.exp(-e) * (1.0 + 0.5 * e)),) if e > 0 else ()
+            return _two_candidate_pairs(_laplace_second(e)) if e > 0 else ()
         return self._equivalent().attained_pairs()
 
     def attained_mechanism(self) -> Mechanism | None:
