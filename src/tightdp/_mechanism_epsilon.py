@@ -10,13 +10,14 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 
+from ._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
 from ._caches import register as _register_cache
 from ._types import FloatArray
 from ._validation import check_count, check_delta
 from .accountants import ConnectDotsAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
-from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+from .mechanisms._bounded_range_adaptive import BoundedRangeBlock, adaptive_bounded_range_epsilon, block_size
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
 
@@ -49,6 +50,26 @@ def _is_bounded_range(
     return isinstance(mechanism, (BoundedRange, ExponentialMechanism)) or (
         isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel"
     )
+
+
+def _target_width(epsilon: float) -> float:
+    return 2.0 * max(DEFAULT_REL_ERROR * epsilon, REL_ERROR_FLOOR)
+
+
+def _blocks_upper(epsilon: float, count: int, delta: float) -> tuple[float, str] | None:
+    """The upper end of ``count`` adaptive epsilon-BR steps cut into blocks, each dominated by a
+    ``BoundedRangeBlock`` pair (``tightdp.mechanisms._bounded_range_adaptive``), or ``None`` without blocks."""
+    size = block_size(epsilon, count)
+    if size < 2:
+        return None
+    blocks, rest = divmod(count, size)
+    ledger: list[tuple[Mechanism, int]] = [(BoundedRangeBlock(epsilon=epsilon, steps=size), blocks)]
+    if rest >= 2:
+        ledger.append((BoundedRangeBlock(epsilon=epsilon, steps=rest), 1))
+    elif rest == 1:
+        ledger.append((BoundedRange(epsilon=epsilon), 1))
+    up = float(ConnectDotsAccountant().compose(ledger).epsilon(delta).upper)
+    return up, f"adaptive bounded-range blocks ({blocks} x {size} steps, each its program's hull)"
 
 
 def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism | ReportNoisyMax) -> bool:
@@ -112,6 +133,10 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
         if adaptive is not None and adaptive.upper < upper:
             upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
+        if adaptive is None or adaptive.upper - max(adaptive.lower, lower) > _target_width(adaptive.upper):
+            blocked = _blocks_upper(float(mechanism.epsilon), count, delta)
+            if blocked is not None and blocked[0] < upper:
+                upper, method = blocked
         if adaptive is not None and adaptive.lower > lower:
             lower = adaptive.lower
             lower_method = (

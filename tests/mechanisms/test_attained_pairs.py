@@ -48,6 +48,7 @@ from tightdp.mechanisms import (
     Skellam,
     SparseVector,
 )
+from tightdp.mechanisms._bounded_range_adaptive import BoundedRangeBlock
 from tightdp.mechanisms.selection import FinitePair
 from tightdp.mechanisms.truncated import TruncatedPoissonSampled
 
@@ -427,6 +428,7 @@ CASES = {
     "FinitePair": [(ExponentialMechanism(epsilon=1.5).attained_pairs()[1], 1)],
     # no attained pair is known: the lower end is 0 (checked in test_no_attained_pair_means_lower_zero)
     "BoundedRange": [],
+    "BoundedRangeBlock": [],
     "SparseVector": [],
     # a release without privacy: the lower end is the truth itself (checked in test_non_private)
     "NonPrivate": [],
@@ -469,11 +471,15 @@ def test_lower_end_below_independent_upper_bound(name):
         assert got.lower <= ref * (1 + 1e-9), (mech, got, ref)
 
 
-@pytest.mark.parametrize("mech", [BoundedRange(epsilon=1.0), SparseVector(epsilon=1.0, cutoff=2)])
+@pytest.mark.parametrize(
+    "mech",
+    [BoundedRange(epsilon=1.0), SparseVector(epsilon=1.0, cutoff=2), BoundedRangeBlock(epsilon=0.5, steps=2)],
+)
 def test_no_attained_pair_means_lower_zero(mech):
     assert mech.attained_mechanism() is None
     got = ConnectDotsAccountant().compose(mech, 2).epsilon(DELTA)
-    assert got.lower == 0.0 and 0.0 < got.upper <= 2.0 * mech.epsilon * (1 + 1e-9)
+    steps = getattr(mech, "steps", 1)  # a block of steps epsilon-BR mechanisms is (steps epsilon)-DP
+    assert got.lower == 0.0 and 0.0 < got.upper <= 2.0 * steps * mech.epsilon * (1 + 1e-9)
 
 
 def test_non_private():
