@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 
-from ._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
 from ._caches import register as _register_cache
 from ._types import FloatArray
 from ._validation import check_count, check_delta
 from .accountants import ConnectDotsAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
-from .mechanisms._bounded_range_adaptive import BoundedRangeBlock, adaptive_bounded_range_epsilon, block_size
+from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
 
@@ -52,26 +51,6 @@ def _is_bounded_range(
     )
 
 
-def _target_width(epsilon: float) -> float:
-    return 2.0 * max(DEFAULT_REL_ERROR * epsilon, REL_ERROR_FLOOR)
-
-
-def _blocks_upper(epsilon: float, count: int, delta: float) -> tuple[float, str] | None:
-    """The upper end of ``count`` adaptive epsilon-BR steps cut into blocks, each dominated by a
-    ``BoundedRangeBlock`` pair (``tightdp.mechanisms._bounded_range_adaptive``), or ``None`` without blocks."""
-    size = block_size(epsilon, count)
-    if size < 2:
-        return None
-    blocks, rest = divmod(count, size)
-    ledger: list[tuple[Mechanism, int]] = [(BoundedRangeBlock(epsilon=epsilon, steps=size), blocks)]
-    if rest >= 2:
-        ledger.append((BoundedRangeBlock(epsilon=epsilon, steps=rest), 1))
-    elif rest == 1:
-        ledger.append((BoundedRange(epsilon=epsilon), 1))
-    up = float(ConnectDotsAccountant().compose(ledger).epsilon(delta).upper)
-    return up, f"adaptive bounded-range blocks ({blocks} x {size} steps, each its program's hull)"
-
-
 def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism | ReportNoisyMax) -> bool:
     """Whether every ``T_t`` is attained: the exponential mechanism (or Gumbel report-noisy-max) with any
     number of candidates (``ExponentialMechanism.attained_pairs``)."""
@@ -83,8 +62,9 @@ def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism
 def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
     """Certified epsilon of ``count`` adaptive uses of a selection mechanism (``tightdp.mechanisms.selection``).
 
-    Upper: the dominating pair composed by the connect-the-dots accountant; for bounded-range mechanisms
-    also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta`` and the
+    Upper: the dominating pair composed by the connect-the-dots accountant (for bounded-range mechanisms it composes
+    the steps as block pairs of their adaptive program, ``tightdp.accountants._adaptive_groups``); for
+    bounded-range mechanisms also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta`` and the
     adaptive dynamic program over two-point pairs (``tightdp.mechanisms._bounded_range_adaptive``); the
     smallest (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
     attained pairs composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any
@@ -116,6 +96,8 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         raise ValueError(f"mechanism must be a tightdp Mechanism, got {mechanism!r}")
     up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
     upper, method = float(up.upper), "dominating pair (connect-the-dots)"
+    if "adaptive_group" in up.details:  # the accountant composed the steps as block pairs of their program
+        method = f"connect-the-dots: {up.details['adaptive_group']}"
     if _is_bounded_range(mechanism):
         eps_rdp, order = rm.epsilon_from_rdp(
             orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)), delta=delta
@@ -133,10 +115,6 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
         if adaptive is not None and adaptive.upper < upper:
             upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
-        if adaptive is None or adaptive.upper - max(adaptive.lower, lower) > _target_width(adaptive.upper):
-            blocked = _blocks_upper(float(mechanism.epsilon), count, delta)
-            if blocked is not None and blocked[0] < upper:
-                upper, method = blocked
         if adaptive is not None and adaptive.lower > lower:
             lower = adaptive.lower
             lower_method = (

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from tightdp import ConnectDotsAccountant
 from tightdp.mechanisms._bounded_range_adaptive import BoundedRangeBlock, adaptive_bounded_range_epsilon
+from tightdp.mechanisms.basic import Gaussian
 from tightdp.mechanisms.selection import BoundedRange, ExponentialMechanism, bounded_range_delta
 from tightdp.tuning import selection_epsilon
 
@@ -97,6 +98,21 @@ def test_adaptivity_costs_more_than_the_best_fixed_pair():
     assert generic.upper == b.upper and generic.lower == 0.0  # no attained pair for a generic BR mechanism
 
 
+def test_accountant_groups_the_family_in_a_mixed_ledger():
+    """A ledger of exponential mechanisms around Gaussian steps: the accountant composes the 600 selections as
+    one block pair of their program, far below the per-step dominating pairs, and its lower end (fixed attained
+    pairs, Gaussian included) stays below."""
+    acc = ConnectDotsAccountant()
+    acc.compose(ExponentialMechanism(epsilon=0.1), 300).compose(Gaussian(noise_multiplier=8.0), 50)
+    acc.compose(ExponentialMechanism(epsilon=0.1), 300)
+    b = acc.epsilon(1e-6)
+    assert "600 adaptive" in b.details["adaptive_group"]
+    assert b.lower <= b.upper < b.details["per_step_pairs_upper"] - 0.2
+    per_step = ConnectDotsAccountant().compose(BoundedRange(epsilon=0.1), 600)
+    per_step.compose(Gaussian(noise_multiplier=8.0), 50)
+    assert b.upper <= per_step.epsilon(1e-6).upper
+
+
 def test_finite_candidates_keep_the_non_adaptive_lower_end():
     """With n candidates only the pairs T_(m/n) are known attained: the lower end stays the fixed pair's."""
     b = selection_epsilon(mechanism=ExponentialMechanism(epsilon=0.5, num_candidates=4), delta=1e-6, count=40)
@@ -118,7 +134,7 @@ def test_blocks_carry_long_compositions():
     """10 000 exponential mechanisms at 0.1: too long for one program; blocks of the program's hull give an upper
     end far below the Renyi bound (37.44) and within the default accuracy of the attained lower end."""
     b = selection_epsilon(mechanism=ExponentialMechanism(epsilon=0.1), delta=1e-6, count=10000)
-    assert "blocks" in b.details["upper_method"]
+    assert "blocks of their program" in b.details["upper_method"]
     assert b.lower <= b.upper <= 35.7 and b.upper - b.lower <= 3e-3 * b.upper
 
 

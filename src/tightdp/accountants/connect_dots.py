@@ -50,6 +50,7 @@ from ..pld.dominance import (
     own_pairs,
 )
 from ..pld.hierarchy import compose_two_level
+from ._adaptive_groups import grouped_ledger
 from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
 from ._pld import Directions, Terms
 
@@ -145,6 +146,44 @@ class ConnectDotsAccountant(_ConnectDotsCore):
     """
 
     name = "connect-dots"
+
+    def _adaptive_twin(self) -> tuple[ConnectDotsAccountant, str] | None:
+        """An accountant of the same options on the ledger with its bounded-range family grouped into block
+        pairs (``tightdp.accountants._adaptive_groups``), or ``None``."""
+
+        def build() -> tuple[ConnectDotsAccountant, str] | None:
+            grouped = grouped_ledger(self._ledger)
+            if grouped is None:
+                return None
+            return type(self)(**self.options()).compose(list(grouped[0])), grouped[1]
+
+        return self._memo(("adaptive-twin",), build)
+
+    def _epsilon(self, delta: float) -> Bounds:
+        own = super()._epsilon(delta)
+        twin = self._adaptive_twin()
+        if twin is None:
+            return own
+        grouped = twin[0]._epsilon(delta)
+        if not grouped.upper < own.upper:
+            return own
+        details = {**dict(grouped.details), "adaptive_group": twin[1], "per_step_pairs_upper": own.upper}
+        lower = min(own.lower, grouped.lower)
+        return Bounds(
+            lower, min(max(grouped.estimate, lower), grouped.upper), grouped.upper, "epsilon", "bound", details
+        )
+
+    def _delta(self, epsilons: FloatArray) -> Bounds:
+        own = super()._delta(epsilons)
+        twin = self._adaptive_twin()
+        if twin is None:
+            return own
+        grouped = twin[0]._delta(epsilons)
+        upper = np.minimum(own.upper, grouped.upper)
+        lower = np.minimum(np.minimum(own.lower, grouped.lower), upper)
+        estimate = np.clip(np.minimum(own.estimate, grouped.estimate), lower, upper)
+        details = {**dict(own.details), "adaptive_group": twin[1]}
+        return Bounds(lower, estimate, upper, "delta", own.kind, details)
 
     def _composed(
         self,

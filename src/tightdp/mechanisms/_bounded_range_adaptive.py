@@ -78,8 +78,15 @@ from .._types import FloatArray
 from ..losses import DiscreteLoss
 from ._bounded_range import bounded_range_rdp
 from .base import LossPair, Mechanism
+from .selection import BoundedRange
 
-__all__ = ["AdaptiveBoundedRange", "BoundedRangeBlock", "adaptive_bounded_range_epsilon", "block_size"]
+__all__ = [
+    "AdaptiveBoundedRange",
+    "BoundedRangeBlock",
+    "adaptive_bounded_range_epsilon",
+    "block_ledger",
+    "block_size",
+]
 
 #: sub-intervals per cell for the certified suprema of the split masses' deviation from their chord
 _SUBS = 16384
@@ -515,3 +522,42 @@ class BoundedRangeBlock(Mechanism):
             Always ``None``.
         """
         return None
+
+
+def block_ledger(epsilon: float, count: int) -> list[tuple[Mechanism, int]]:
+    """``count`` adaptive epsilon-BR steps as block pairs: one block of all of them when its program fits the
+    cost budget, else the longest affordable blocks and one block of the rest (module docstring, "Blocks").
+
+    Parameters
+    ----------
+    epsilon : float
+        The bounded-range parameter, positive.
+    count : int
+        The number of steps, at least 2.
+
+    Returns
+    -------
+    list of (Mechanism, int)
+        ``BoundedRangeBlock`` entries (and a ``BoundedRange`` for a single step left over); empty when no block
+        fits the budget.
+
+    Raises
+    ------
+    ValueError
+        If ``count`` is below 2.
+    """
+    if count < 2:
+        raise ValueError(f"count must be at least 2, got {count!r}")
+    x_lo = _window(epsilon, count, _BLOCK_DELTA)[0]
+    if _work(epsilon, count, _BLOCK_CELLS, (x_lo, x_lo))[1] <= _MAX_WORK:
+        return [(BoundedRangeBlock(epsilon=epsilon, steps=count), 1)]
+    size = block_size(epsilon, count)
+    if size < 2:
+        return []
+    blocks, rest = divmod(count, size)
+    out: list[tuple[Mechanism, int]] = [(BoundedRangeBlock(epsilon=epsilon, steps=size), blocks)]
+    if rest >= 2:
+        out.append((BoundedRangeBlock(epsilon=epsilon, steps=rest), 1))
+    elif rest == 1:
+        out.append((BoundedRange(epsilon=epsilon), 1))
+    return out

@@ -1,0 +1,64 @@
+"""The steps of one epsilon-bounded-range family in a ledger, composed as block pairs of their adaptive program
+(``tightdp.mechanisms._bounded_range_adaptive``) instead of one dominating pair per step.
+
+**Why it holds.** Every other step of the ledger is dominated by a fixed pair, whatever the past; the family's
+steps (bounded-range mechanisms of one epsilon: ``BoundedRange``, ``ExponentialMechanism``, Gumbel
+``ReportNoisyMax``) are each dominated by a two-point pair ``T_t`` whose ``t`` the analyst picks from the past.
+Replace each fixed-pair step by its pair's output (a post-processing per step, given the past); those outputs do
+not depend on the past, so releasing them all first only gives the analyst more to choose from. What is left
+is the fixed pairs' composition followed by ``K`` adaptive steps of the family, chosen from the fixed outputs and
+each other: given the fixed outputs the ``K`` steps are one adaptive strategy, dominated by the block pairs, and
+dominance survives adaptive composition. Bounded-range steps of other epsilons keep their fixed dominating pair
+(``BoundedRangeLoss``), so only the largest family is grouped.
+"""
+
+from __future__ import annotations
+
+from ..mechanisms._bounded_range_adaptive import block_ledger
+from ..mechanisms.base import Mechanism
+from ..mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax
+
+__all__ = ["grouped_ledger"]
+
+
+def _family(mech: Mechanism) -> float | None:
+    """The bounded-range epsilon of a family member, else ``None``."""
+    if isinstance(mech, (BoundedRange, ExponentialMechanism)) or (
+        isinstance(mech, ReportNoisyMax) and mech.noise == "gumbel"
+    ):
+        return float(mech.epsilon) if mech.epsilon > 0 else None
+    return None
+
+
+def grouped_ledger(
+    ledger: tuple[tuple[Mechanism, int], ...],
+) -> tuple[tuple[tuple[Mechanism, int], ...], str] | None:
+    """The ledger with its largest bounded-range family as block pairs, and a description; ``None`` when no family
+    has two steps or no block fits the cost budget.
+
+    Parameters
+    ----------
+    ledger : tuple of (Mechanism, int)
+        The accountant's ledger.
+
+    Returns
+    -------
+    tuple or None
+        ``(grouped ledger, description)`` or ``None``.
+    """
+    totals: dict[float, int] = {}
+    for mech, count in ledger:
+        eps = _family(mech)
+        if eps is not None:
+            totals[eps] = totals.get(eps, 0) + count
+    if not totals:
+        return None
+    eps, total = max(totals.items(), key=lambda kv: kv[1])
+    if total < 2:
+        return None
+    blocks = block_ledger(eps, total)
+    if not blocks:
+        return None
+    rest = [(m, c) for m, c in ledger if _family(m) != eps]
+    sizes = " + ".join(f"{c} x {m.steps if hasattr(m, 'steps') else 1}" for m, c in blocks)
+    return tuple(rest + blocks), f"{total} adaptive {eps:g}-bounded-range steps as blocks of their program ({sizes})"
