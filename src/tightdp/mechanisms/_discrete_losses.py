@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from .._types import ArrayLike, FloatArray
+from .._caches import register as _register_cache
+from .._types import ArrayLike, BoolArray, FloatArray, IntArray
 from ..errors import GridTooLargeError
 from ..losses import PrivacyLoss, split_errors
 from ..losses._cells import _atom_cells
@@ -102,6 +103,39 @@ def _finish(v: ArrayLike, pm: ArrayLike, qm: ArrayLike, atom_rel: float, l_err: 
     return va, pa, qa, cp, cq, sp, sq, atom_rel, l_err, tail
 
 
+class _SharedArrays:
+    """The enumerated atoms of the last few lattice losses, shared by equal instances (a process-wide memo that
+    ``tightdp.clear_caches()`` empties).
+
+    An accountant asks the mechanism for its losses more than once per query (the support ceiling, the
+    directions), and each ask builds a new, equal loss whose atoms would be enumerated again (for Skellam, one
+    30-digit Bessel function per output). Only windows of at most ``_SHARED_MAX_ATOMS`` outputs are kept."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = maxsize
+        self._memo: dict[_LatticeLoss, _Arrays] = {}
+
+    def __call__(self, loss: _LatticeLoss) -> _Arrays:
+        hit = self._memo.pop(loss, None)
+        if hit is None:
+            hit = loss._enumerate()
+            if hit[0].size > _SHARED_MAX_ATOMS:
+                return hit
+        self._memo[loss] = hit  # most recent last
+        while len(self._memo) > self._maxsize:
+            del self._memo[next(iter(self._memo))]
+        return hit
+
+    def cache_clear(self) -> None:
+        """Forget every kept enumeration."""
+        self._memo.clear()
+
+
+#: the most atoms an enumeration shared between equal losses may hold (about 56 MB)
+_SHARED_MAX_ATOMS = 1_000_000
+_shared_arrays = _register_cache(_SharedArrays(maxsize=4))
+
+
 class _LatticeLoss(PrivacyLoss):
     """A privacy loss with countably many atoms, enumerated on a window of integer outputs (subclasses give
     ``_arrays``, built by ``_finish``): CDFs of both sides from prefix / suffix sums, cells by summing atoms
@@ -112,10 +146,14 @@ class _LatticeLoss(PrivacyLoss):
     #: an l1 error of the masses on top of their relative error (the distributed discrete Gaussian's trimming)
     _l1 = 0.0
 
-    @property
     @abstractmethod
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         """The enumerated atoms and their prefix / suffix sums (each subclass builds them with ``_finish``)."""
+
+    @cached_property
+    def _arrays(self) -> _Arrays:
+        """``_enumerate()``, shared with equal losses (``_SharedArrays``)."""
+        return _shared_arrays(self)
 
     @property
     def infinity_mass(self) -> float:  # type: ignore[override]  # a computed attribute of the base class
@@ -202,12 +240,22 @@ class _LatticeLoss(PrivacyLoss):
         return float(v[max(j - 1, 0)]) if j > 0 else float(v[0]) - 1.0
 
     # ---------------------------------------------------------------- cells for the dominance engine
+    def _placed(self, e: FloatArray, v: FloatArray) -> tuple[IntArray, BoolArray, float]:
+        """``_atom_cells(e, v)``, kept for the last edges asked: both dominance constructions and both sides'
+        cell masses place the same atoms on the same grid (three searches of every atom otherwise)."""
+        memo: tuple[FloatArray, tuple[IntArray, BoolArray, float]] | None = self.__dict__.get("_placed_memo")
+        if memo is not None and memo[0].shape == e.shape and np.array_equal(memo[0], e):
+            return memo[1]
+        out = _atom_cells(e, v)
+        self.__dict__["_placed_memo"] = (e.copy(), out)  # not a field: eq and hash ignore it
+        return out
+
     def _cells(self, edges: ArrayLike, apart: bool) -> dict[str, Any]:
         e = np.asarray(edges, float)
         v, pm, qm, *_ = self._arrays
         atom_rel, l_err = self._arrays[7], self._arrays[8]
         n = max(e.size - 1, 0)
-        idx, on_edge, moved = _atom_cells(e, v)
+        idx, on_edge, moved = self._placed(e, v)
         below_m, above_m = idx < 0, idx >= n
         inside = ~(below_m | above_m)
         edge_m = inside & on_edge if apart else np.zeros_like(inside)
@@ -308,8 +356,7 @@ class DiscreteGaussianLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         s2 = 2.0 * self.sigma * self.sigma
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
@@ -457,8 +504,7 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         _lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
         d = self.delta
         if pmf.size <= 2 * d:
@@ -539,8 +585,7 @@ class SkellamLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         import mpmath
 
         lo, hi, tail = _skellam_window(self.mu, self.delta)
