@@ -12,7 +12,7 @@ import math
 from abc import abstractmethod
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -114,13 +114,17 @@ class _SharedArrays:
     def __init__(self, maxsize: int) -> None:
         self._maxsize = maxsize
         self._memo: dict[_LatticeLoss, _Arrays] = {}
+        self._hits = self._misses = 0
 
     def __call__(self, loss: _LatticeLoss) -> _Arrays:
         hit = self._memo.pop(loss, None)
         if hit is None:
+            self._misses += 1
             hit = loss._enumerate()
             if hit[0].size > _SHARED_MAX_ATOMS:
                 return hit
+        else:
+            self._hits += 1
         self._memo[loss] = hit  # most recent last
         while len(self._memo) > self._maxsize:
             del self._memo[next(iter(self._memo))]
@@ -129,6 +133,20 @@ class _SharedArrays:
     def cache_clear(self) -> None:
         """Forget every kept enumeration."""
         self._memo.clear()
+        self._hits = self._misses = 0
+
+    def cache_info(self) -> _MemoInfo:
+        """Hits, misses, capacity and entries kept (as ``functools.lru_cache``'s ``cache_info``)."""
+        return _MemoInfo(self._hits, self._misses, self._maxsize, len(self._memo))
+
+
+class _MemoInfo(NamedTuple):
+    """``_SharedArrays.cache_info()``: the fields of ``functools.lru_cache``'s."""
+
+    hits: int
+    misses: int
+    maxsize: int
+    currsize: int
 
 
 #: the most atoms an enumeration shared between equal losses may hold (about 56 MB)
