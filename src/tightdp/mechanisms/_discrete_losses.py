@@ -27,9 +27,15 @@ _U = float(np.finfo(float).eps) / 2
 _WINDOW_TAIL = 1e-75
 #: most outputs a discrete Gaussian's PLD enumerates (about 37 sigma + Delta)
 _MAX_ATOMS = 8_000_000
-#: the loss lattice (spacing Delta / sigma^2) is declared to the engine (``lattice_atoms``) when sigma is at
-#: most this: coarser lattices are composed with every atom on a grid point; denser ones are near-continuous
-_LATTICE_SIGMA = 50.0
+#: the loss lattice (spacing Delta / sigma^2) is declared to the engine (``lattice_atoms``) when sigma is at most
+#: ``_LATTICE_SIGMA_ANY`` (at Delta >= 1 the spacing is then at least ``_LATTICE_SPACING``), or at most
+#: ``_LATTICE_SIGMA`` with a spacing of at least ``_LATTICE_SPACING``: the composition is then exact on the lattice
+#: (every atom on a grid point), with about ``sigma sqrt(k)`` grid points per standard deviation of ``k`` composed
+#: steps whatever Delta; a denser lattice, or a larger sigma, would force a needlessly fine mesh, and there the
+#: atoms are near-continuous and a mesh of the variance model's meets the accuracy asked for
+_LATTICE_SIGMA_ANY = 50.0
+_LATTICE_SIGMA = 200.0
+_LATTICE_SPACING = 1.0 / 2500.0
 #: most outputs a Skellam PLD enumerates (each a 30-digit Bessel function)
 _MAX_SKELLAM = 200_000
 
@@ -419,8 +425,8 @@ class DiscreteGaussianLoss(_LatticeLoss):
     def lattice_atoms(self) -> tuple[float, ...]:
         """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``).
 
-        Unsampled and for ``sigma <= 50`` only: a denser lattice would force a needlessly fine mesh
-        (``_LATTICE_SIGMA``).
+        Unsampled only, and for ``sigma <= 50``, or ``sigma <= 200`` with a spacing of at least ``1 / 2500``: a
+        denser lattice would force a needlessly fine mesh (``_LATTICE_SIGMA``).
 
         Returns
         -------
@@ -431,6 +437,8 @@ class DiscreteGaussianLoss(_LatticeLoss):
             return ()
         s2 = 2.0 * self.sigma * self.sigma
         d = float(self.delta)
+        if self.sigma > _LATTICE_SIGMA_ANY and 2.0 * d / s2 < _LATTICE_SPACING:
+            return ()
         return ((d * d - 2.0 * d) / s2, (d * d) / s2)
 
 
