@@ -77,3 +77,15 @@ def test_lattice_route_agrees_with_the_mesh_route(monkeypatch):
     coarse = ConnectDotsAccountant().compose(mech, 100).epsilon(1e-6)
     assert max(fine.lower, coarse.lower) <= min(fine.upper, coarse.upper), (fine, coarse)
     assert fine.upper - fine.lower <= 0.02 * (coarse.upper - coarse.lower), (fine, coarse)
+
+
+def test_lattice_too_fine_for_many_steps_gives_way_to_the_mesh():
+    """k = 10 000 at sigma 200, Delta 150: the lattice's window would hold about 260 000 points; the atoms go into
+    the cells of a mesh of the variance model's instead (the interval within the default accuracy), and
+    sigma <= 50 always keeps its lattice."""
+    loss = DiscreteGaussianLoss(200.0, 150)
+    assert loss.without_lattice() is not None and not loss.without_lattice().lattice_atoms()
+    assert DiscreteGaussianLoss(50.0, 1).without_lattice() is None
+    b = ConnectDotsAccountant().compose(DiscreteGaussian(sigma=200.0, sensitivity=150), 10_000).epsilon(1e-6)
+    assert b.details["mesh"] > 2.0 * 150 / 200.0**2, b.details
+    assert b.upper - b.lower <= 2e-3 * b.upper, b

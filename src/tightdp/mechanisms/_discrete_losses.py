@@ -441,6 +441,35 @@ class DiscreteGaussianLoss(_LatticeLoss):
             return ()
         return ((d * d - 2.0 * d) / s2, (d * d) / s2)
 
+    def without_lattice(self) -> DiscreteGaussianLoss | None:
+        """The same loss without its lattice declared, where composing on the lattice is optional: for
+        ``sigma > 50`` (``_LATTICE_SIGMA_ANY``), whose lattice is finer than a mesh of the variance model's. The
+        connect-the-dots accountant takes it when the composition's window at the lattice's spacing would be
+        large (``_connect_dots_core._LATTICE_POINTS``).
+
+        Returns
+        -------
+        DiscreteGaussianLoss or None
+            The loss with the same atoms and no lattice, or ``None`` (no lattice, or one that is always used).
+        """
+        if not self.lattice_atoms() or self.sigma <= _LATTICE_SIGMA_ANY:
+            return None
+        out = _NoLatticeDiscreteGaussianLoss(self.sigma, self.delta, self.q, self.direction)
+        out.__dict__["_arrays"] = self._arrays  # the same atoms: not enumerated again
+        return out
+
+
+@dataclass(frozen=True)
+class _NoLatticeDiscreteGaussianLoss(DiscreteGaussianLoss):
+    """``DiscreteGaussianLoss`` with no lattice declared (``DiscreteGaussianLoss.without_lattice``): its atoms are
+    placed in the cells of a mesh of the variance model's, as near-continuous."""
+
+    def lattice_atoms(self) -> tuple[float, ...]:
+        return ()
+
+    def without_lattice(self) -> DiscreteGaussianLoss | None:
+        return None
+
 
 def _ddg_pmf(sigma: float, clients: int) -> tuple[int, FloatArray, float, float]:
     """``(lo, pmf, rel, missing)``: the law of a sum of ``clients`` independent ``N_Z(0, sigma^2)`` on
