@@ -82,6 +82,17 @@ def _lattices_within_reach(terms: Terms) -> Terms:
     return out
 
 
+def _atoms_in_blocks(terms: Terms) -> Terms:
+    """``terms`` with every loss that composes itself in exact blocks (``in_blocks``: the subsampled discrete
+    Laplace, ``mechanisms._atom_blocks``) replaced by its blocks; losses without that method are left as they are.
+    Each block's atoms are then placed on the grid once instead of each step's."""
+    out: Terms = []
+    for loss, c in terms:
+        split = getattr(loss, "in_blocks", None)
+        out.extend(split(c) if callable(split) else [(loss, c)])
+    return out
+
+
 def _compose_atoms_first(terms: Terms) -> Terms:
     """``terms`` with every repeated atoms-only loss (pure/approximate DP, randomized response) composed
     exactly first (``pld.atoms.SelfComposedAtoms``: one term, placed on the grid once) when the atoms of
@@ -181,8 +192,9 @@ class _ConnectDotsCore(PLDAccountant):
 
     def _directions(self) -> Directions:
         """Per direction, the distinct losses with their counts, the Gaussian ones folded into one
-        Gaussian step of ``mu = sqrt(sum c mu_i^2)`` (exact) while that ``mu`` stays moderate, and optional
-        lattices too fine for their counts dropped (``_lattices_within_reach``)."""
+        Gaussian step of ``mu = sqrt(sum c mu_i^2)`` (exact) while that ``mu`` stays moderate, optional
+        lattices too fine for their counts dropped (``_lattices_within_reach``) and few-atom steps composed in
+        exact blocks (``_atoms_in_blocks``)."""
         out = []
         for terms in super()._directions():
             gauss = [(loss, c) for loss, c in terms if isinstance(loss, GaussianLoss)]
@@ -190,7 +202,7 @@ class _ConnectDotsCore(PLDAccountant):
             if (len(gauss) > 1 or (gauss and gauss[0][1] > 1)) and math.sqrt(mu2) <= _FOLD_MU:
                 rest = [(loss, c) for loss, c in terms if not isinstance(loss, GaussianLoss)]
                 terms = rest + [(GaussianLoss(mu=math.sqrt(mu2)), 1)]
-            out.append(_compose_atoms_first(_lattices_within_reach(terms)))
+            out.append(_compose_atoms_first(_atoms_in_blocks(_lattices_within_reach(terms))))
         return out
 
     def _gaussian_mu(self) -> float | None:

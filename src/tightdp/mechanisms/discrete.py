@@ -58,7 +58,9 @@ import numpy as np
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import UnsupportedMechanismError
 from ..losses import DiscreteLoss, PrivacyLoss
+from ._atom_blocks import FewAtomsLoss
 from ._discrete_losses import (
+    _U,
     DiscreteGaussianLoss,
     DistributedDiscreteGaussianLoss,
     SkellamLoss,
@@ -121,12 +123,29 @@ def discrete_laplace_loss(
     ell = np.concatenate([[-a * d], a * (2.0 * inner - d), [a * d]])
     if q >= 1.0:
         values, probs = -ell, np.exp(log_b)  # P = B, Q = A (the mirror image of A against B)
-    elif direction == "remove":
-        values = np.logaddexp(math.log1p(-q), math.log(q) + ell)
-        probs = q * np.exp(log_a) + (1.0 - q) * np.exp(log_b)
+        return DiscreteLoss(values=tuple(map(float, values)), probs=tuple(map(float, probs)))
+    lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
+    mix, base = q * np.exp(log_a) + (1.0 - q) * np.exp(log_b), np.exp(log_b)
+    if direction == "remove":
+        values, probs, q_probs = lv, mix, base
     else:
-        values, probs = -np.logaddexp(math.log1p(-q), math.log(q) + ell), np.exp(log_b)
-    return DiscreteLoss(values=tuple(map(float, values)), probs=tuple(map(float, probs)))
+        values, probs, q_probs = -lv, base, mix
+    # each log-mass within (3 |y| + 4) u (log c or log1p r, a x, the subtraction), exp u, the mixture 4u; each loss
+    # within the rounding of l, log q, log1p(-q), their sum and logaddexp (as ``DiscreteGaussianLoss``)
+    y_max = float(np.max(np.abs(log_b)))
+    mass_rel = 1.02 * (4.0 * y_max + 8.0) * _U + 4.0 * _U
+    loss_err = (
+        8.0
+        * _U
+        * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv))) + abs(math.log(q)) + abs(math.log1p(-q)))
+    )
+    return FewAtomsLoss(
+        values=tuple(map(float, values)),
+        probs=tuple(map(float, probs)),
+        q_probs=tuple(map(float, q_probs)),
+        mass_rel=mass_rel,
+        loss_err=loss_err,
+    )
 
 
 def _check_sensitivity(value: object) -> int:
