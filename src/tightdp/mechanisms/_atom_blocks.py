@@ -28,7 +28,7 @@ import numpy as np
 
 from .._types import IntArray
 from ..losses import DiscreteLoss, PrivacyLoss
-from ._discrete_losses import _U, _Arrays, _finish, _LatticeLoss
+from ._lattice_loss import _U, _Arrays, _finish, _LatticeLoss
 
 __all__ = ["FewAtomsLoss"]
 

@@ -60,12 +60,12 @@ from ..errors import UnsupportedMechanismError
 from ..losses import DiscreteLoss, PrivacyLoss
 from ._atom_blocks import FewAtomsLoss
 from ._discrete_losses import (
-    _U,
     DiscreteGaussianLoss,
     DistributedDiscreteGaussianLoss,
     SkellamLoss,
     discrete_gaussian_log_normaliser,
 )
+from ._lattice_loss import _U
 from .base import LossPair, Mechanism
 
 __all__ = [
