@@ -9,7 +9,7 @@ d-dimensional discrete Gaussian through a proven dominating ledger (``discrete_v
   many values. ``v = Delta`` is the worst neighbour (see "Dominance" below), so its PLD is exact.
 * ``DiscreteLaplace``: ``P(X = x) ∝ exp(-noise_parameter |x|)`` (dp_accounting's
   ``DiscreteLaplaceDpEvent``); its loss takes ``Delta + 1`` values, a finite ``DiscreteLoss`` with
-  closed-form masses.
+  closed-form masses (Poisson-subsampled, composed in exact blocks of steps: ``_atom_blocks``).
 * ``DistributedDiscreteGaussian``: the sum of ``clients`` discrete Gaussians (Kairouz, Liu, Steinke 2021),
   its law convolved with certified relative and l1 errors (``DistributedDiscreteGaussianLoss``).
 * ``Skellam``: ``Pois(mu) - Pois(mu)`` (Agarwal, Kairouz, Liu 2021), symmetric and log-concave; exact PLD
@@ -45,7 +45,10 @@ both noise laws have mass below ``1e-75`` (a geometric bound, ``_window``); that
 ``+inf`` for upper bounds and dropped by lower bounds (``infinity_is_exact = False``). The normaliser
 ``Z(sigma)`` is Jacobi's theta identity ``Z = sigma sqrt(2 pi) (1 + 2 sum_k exp(-2 pi^2 sigma^2 k^2))``
 for ``sigma >= 1`` (three terms, remainder bounded) and a direct sum below, both certified to a few
-ulp; every atom's mass carries a relative error bound that the engine charges (``cell_masses``).
+ulp; every atom's mass carries a relative error bound that the engine charges (``cell_masses``). Unsampled,
+its losses lie on a lattice of spacing ``Delta / sigma^2``, declared to the engine (``lattice_atoms``) for
+``sigma <= 50``, and for ``sigma <= 200`` with a spacing of at least ``1 / 2500`` while the composition's window at
+that spacing holds at most 2^15 points: the composition is then exact on the lattice, up to rounding and tails.
 """
 
 from __future__ import annotations
@@ -107,7 +110,9 @@ def discrete_laplace_loss(
     Returns
     -------
     DiscreteLoss
-        ``Delta + 1`` atoms with closed-form masses.
+        ``Delta + 1`` atoms with closed-form masses; subsampled (``q < 1``), a ``FewAtomsLoss`` that also holds the
+        Q-masses and the float errors of both, so that the connect-the-dots accountant composes it in exact blocks
+        (``mechanisms._atom_blocks``: its atoms lie on no common lattice).
 
     Raises
     ------
