@@ -7,6 +7,7 @@ computed ``[lower, upper]`` contains the truth when ``delta_exact(upper) <= delt
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import mpmath
@@ -36,15 +37,19 @@ def _classes(a: float, d: int, q: float, direction: str) -> list[tuple[mpmath.mp
 
 
 def _composed(classes, k: int) -> list[tuple[mpmath.mpf, mpmath.mpf]]:
-    dist = {(0,) * len(classes): mpmath.mpf(1)}
-    for _ in range(k):
-        nxt: dict = {}
-        for key, p0 in dist.items():
-            for i, (_, p1) in enumerate(classes):
-                n = key[:i] + (key[i] + 1,) + key[i + 1 :]
-                nxt[n] = nxt.get(n, 0) + p0 * p1
-        dist = nxt
-    return [(mpmath.fsum(c * v for c, (v, _) in zip(n, classes)), p) for n, p in dist.items()]
+    """The ``k``-fold composition's ``(loss, P-mass)``: one atom per count vector (the multinomial law)."""
+    out = []
+    for cut in itertools.combinations(range(k + len(classes) - 1), len(classes) - 1):  # stars and bars
+        ends = (-1, *cut, k + len(classes) - 1)
+        n = [ends[i + 1] - ends[i] - 1 for i in range(len(classes))]
+        coef = mpmath.factorial(k) / mpmath.fprod(mpmath.factorial(c) for c in n)
+        out.append(
+            (
+                mpmath.fsum(c * v for c, (v, _) in zip(n, classes)),
+                coef * mpmath.fprod(p**c for c, (_, p) in zip(n, classes)),
+            )
+        )
+    return out
 
 
 def _delta(composed, eps: float) -> mpmath.mpf:
@@ -54,11 +59,14 @@ def _delta(composed, eps: float) -> mpmath.mpf:
 
 @pytest.mark.parametrize(
     ("a", "d", "q", "k", "delta"),
-    [(1.0, 3, 0.05, 16, 1e-6), (0.7, 2, 0.2, 11, 1e-3), (2.0, 1, 0.5, 9, 1e-8), (1.3, 3, 0.01, 25, 1e-5)],
+    [(1.0, 3, 0.05, 64, 1e-6), (0.7, 2, 0.2, 81, 1e-3), (1.3, 2, 0.01, 100, 1e-8), (0.5, 2, 0.1, 67, 1e-5)],
 )
 def test_blocks_contain_the_exact_composition(a, d, q, k, delta):
     inner = DiscreteLaplace(noise_parameter=a, sensitivity=d)
-    b = ConnectDotsAccountant().compose(PoissonSampledDiscrete(mechanism=inner, sampling_rate=q), k).epsilon(delta)
+    mech = PoissonSampledDiscrete(mechanism=inner, sampling_rate=q)
+    acc = ConnectDotsAccountant().compose(mech, k)
+    assert all(type(loss).__name__ == "_AtomsBlockLoss" for terms in acc._directions() for loss, _ in terms)
+    b = acc.epsilon(delta)
     with mpmath.workdps(30):
         sides = [_composed(_classes(a, d, q, r), k) for r in ("remove", "add")]
         assert max(_delta(s, b.upper) for s in sides) <= delta * (1 + _SLACK), b
@@ -93,11 +101,13 @@ def test_block_atoms_are_the_multinomial_law():
 
 
 def test_losses_without_blocks_are_left_as_they_are():
-    """Unsampled (a lattice, composed exactly as before), few steps, or a plain ``DiscreteLoss``: no blocks."""
+    """Unsampled or two atoms (a lattice, composed exactly as before), or blocks too short: no blocks."""
     lattice = discrete_laplace_loss(noise_parameter=1.0, delta=3)
     assert not isinstance(lattice, FewAtomsLoss) and _atoms_in_blocks([(lattice, 1000)]) == [(lattice, 1000)]
     step = discrete_laplace_loss(noise_parameter=1.0, delta=3, q=0.05)
-    assert _atoms_in_blocks([(step, 3)]) == [(step, 3)]
+    assert _atoms_in_blocks([(step, 60)]) == [(step, 60)]  # blocks of 7 steps: not worth it
+    two = discrete_laplace_loss(noise_parameter=1.0, delta=1, q=0.05)  # two atoms: a lattice, composed exactly
+    assert _atoms_in_blocks([(two, 10**6)]) == [(two, 10**6)]
     # the step's three numbers agree: log(P / Q) is its loss up to the stated errors
     p, qm, v = (np.asarray(x, float) for x in (step.probs, step.q_probs, step.values))
     assert np.all(np.abs(np.log(p / qm) - v) <= 2.0 * step.mass_rel + step.loss_err + 1e-15)
