@@ -58,13 +58,13 @@ def _count_vectors(m: int, b: int) -> IntArray:
 
 def block_size(atoms: int, count: int) -> int:
     """Steps per block: about ``sqrt(count)`` (as many blocks as steps in a block), at most as many as keep a block
-    within ``_BLOCK_ATOMS`` atoms and ``_BLOCK_STEPS`` steps, and a divisor of ``count`` if one lies within a factor 2 below that (no block of
-    the rest to compose apart); 1 (no blocks) where that leaves fewer than two."""
+    within ``_BLOCK_ATOMS`` atoms and ``_BLOCK_STEPS`` steps; a divisor of ``count`` instead if one of at least
+    ``_MIN_BLOCK`` lies within a factor 2 below that (no block of the rest to compose apart)."""
     b = min(math.isqrt(count), _BLOCK_STEPS)
     while b >= 2 and math.comb(b + atoms - 1, atoms - 1) > _BLOCK_ATOMS:
         b -= 1
-    for d in range(b, (b + 1) // 2 - 1, -1):
-        if d >= 2 and count % d == 0:
+    for d in range(b, max((b + 1) // 2, _MIN_BLOCK) - 1, -1):
+        if count % d == 0:
             return d
     return max(b, 1)
 
