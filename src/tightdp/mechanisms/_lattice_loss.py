@@ -192,22 +192,33 @@ class _LatticeLoss(PrivacyLoss):
         return float(v[max(j - 1, 0)]) if j > 0 else float(v[0]) - 1.0
 
     # ---------------------------------------------------------------- cells for the dominance engine
-    def _placed(self, e: FloatArray, v: FloatArray) -> tuple[IntArray, BoolArray, float]:
-        """``_atom_cells(e, v)``, kept for the last edges asked: both dominance constructions and both sides'
-        cell masses place the same atoms on the same grid (three searches of every atom otherwise)."""
-        memo: tuple[FloatArray, tuple[IntArray, BoolArray, float]] | None = self.__dict__.get("_placed_memo")
+    def _placed(self, e: FloatArray, v: FloatArray) -> tuple[int, int, IntArray, BoolArray, float]:
+        """``(lo, hi, cell, on_edge, moved)``: ``_atom_cells(e, v[lo:hi])`` for the atoms near the grid, those below
+        ``lo`` lying below it and those from ``hi`` above it, none of them within ``_atom_cells``' snapping distance
+        of an edge (so the result is ``_atom_cells(e, v)``'s); kept for the last edges asked: both dominance
+        constructions and both sides' cell masses place the same atoms on the same grid."""
+        memo: tuple[FloatArray, tuple[int, int, IntArray, BoolArray, float]] | None = self.__dict__.get("_placed_memo")
         if memo is not None and memo[0].shape == e.shape and np.array_equal(memo[0], e):
             return memo[1]
-        out = _atom_cells(e, v)
+        lo, hi = 0, v.size
+        if e.size >= 2 and v.size:
+            # 1e-12 (1 + |v|) is the snapping distance (``_ATOM_SNAP``); twice the largest, and 1e-9 more
+            margin = 1e-9 + 2e-12 * (
+                1.0 + max(abs(float(v[0])), abs(float(v[-1])), abs(float(e[0])), abs(float(e[-1])))
+            )
+            lo = int(np.searchsorted(v, float(e[0]) - margin, side="left"))
+            hi = max(int(np.searchsorted(v, float(e[-1]) + margin, side="right")), lo)
+        out = (lo, hi, *_atom_cells(e, v[lo:hi]))
         self.__dict__["_placed_memo"] = (e.copy(), out)  # not a field: eq and hash ignore it
         return out
 
     def _cells(self, edges: ArrayLike, apart: bool) -> dict[str, Any]:
         e = np.asarray(edges, float)
-        v, pm, qm, *_ = self._arrays
+        v, pm_all, qm_all, *_ = self._arrays
         atom_rel, l_err = self._arrays[7], self._arrays[8]
         n = max(e.size - 1, 0)
-        idx, on_edge, moved = self._placed(e, v)
+        lo, hi, idx, on_edge, moved = self._placed(e, v)
+        pm, qm = pm_all[lo:hi], qm_all[lo:hi]
         below_m, above_m = idx < 0, idx >= n
         inside = ~(below_m | above_m)
         edge_m = inside & on_edge if apart else np.zeros_like(inside)
@@ -218,8 +229,9 @@ class _LatticeLoss(PrivacyLoss):
         count = np.bincount(ci, minlength=n)[:n]
         rel = atom_rel + (count + 2) * _U
         out = dict(
-            below=float(np.sum(pm[below_m])),
-            above=float(np.sum(pm[above_m])),
+            # every atom below the grid, in order (those before ``lo`` first), summed as one array
+            below=float(np.sum(np.concatenate([pm_all[:lo], pm[below_m]]))),
+            above=float(np.sum(np.concatenate([pm[above_m], pm_all[hi:]]))),
             P=P,
             Q=Q,
             p_err=rel * P,
