@@ -1,7 +1,7 @@
 """Exact privacy-loss distributions of discrete noise, enumerated atom by atom on a window of integer outputs.
 
 ``DiscreteGaussianLoss``, ``DistributedDiscreteGaussianLoss`` and ``SkellamLoss`` share ``_LatticeLoss``
-(CDFs from prefix sums, cells for the dominance engine); the window bounds, the discrete Gaussian's
+(``_lattice_loss``: CDFs from prefix sums, cells for the dominance engine); the window bounds, the discrete Gaussian's
 normaliser and the errors carried are stated at each function. The mechanisms that use them, and the
 dominance argument that makes the shift ``Delta`` the worst neighbour, are in ``tightdp.mechanisms.discrete``.
 """
@@ -9,26 +9,27 @@ dominance argument that makes the shift ``Delta`` the worst neighbour, are in ``
 from __future__ import annotations
 
 import math
-from abc import abstractmethod
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
 
 import numpy as np
 
-from .._types import ArrayLike, FloatArray
+from .._types import FloatArray
 from ..errors import GridTooLargeError
-from ..losses import PrivacyLoss, split_errors
-from ..losses._cells import _atom_cells
+from ._lattice_loss import _U, _Arrays, _finish, _LatticeLoss
 
-_U = float(np.finfo(float).eps) / 2
 #: each noise law's mass outside the enumerated window is below this (``_window``)
 _WINDOW_TAIL = 1e-75
 #: most outputs a discrete Gaussian's PLD enumerates (about 37 sigma + Delta)
 _MAX_ATOMS = 8_000_000
-#: the loss lattice (spacing Delta / sigma^2) is declared to the engine (``lattice_atoms``) when sigma is at
-#: most this: coarser lattices are composed with every atom on a grid point; denser ones are near-continuous
-_LATTICE_SIGMA = 50.0
+#: the loss lattice (spacing Delta / sigma^2) is declared to the engine (``lattice_atoms``) when sigma is at most
+#: ``_LATTICE_SIGMA_ANY`` (at Delta >= 1 the spacing is then at least ``_LATTICE_SPACING``), or at most
+#: ``_LATTICE_SIGMA`` with a spacing of at least ``_LATTICE_SPACING``: the composition is then exact on the lattice
+#: (every atom on a grid point), with about ``sigma sqrt(k)`` grid points per standard deviation of ``k`` composed
+#: steps whatever Delta; a denser lattice, or a larger sigma, would force a needlessly fine mesh, and there the
+#: atoms are near-continuous and a mesh of the variance model's meets the accuracy asked for
+_LATTICE_SIGMA_ANY = 50.0
+_LATTICE_SIGMA = 200.0
+_LATTICE_SPACING = 1.0 / 2500.0
 #: most outputs a Skellam PLD enumerates (each a 30-digit Bessel function)
 _MAX_SKELLAM = 200_000
 
@@ -86,187 +87,6 @@ def _window(sigma: float, delta: int) -> tuple[int, int, float]:
     return lo, hi, max(tail, 1e-300)
 
 
-#: what a ``_LatticeLoss`` works from (``_finish``): losses, P- and Q-masses, their prefix sums (P, Q) and suffix
-#: sums (P, Q), the atoms' relative mass error, their loss error and the mass outside the window
-_Arrays = tuple[FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, FloatArray, float, float, float]
-
-
-def _finish(v: ArrayLike, pm: ArrayLike, qm: ArrayLike, atom_rel: float, l_err: float, tail: float) -> _Arrays:
-    """The arrays a ``_LatticeLoss`` works from: atoms in increasing order of loss ``v`` with P- and Q-masses,
-    their prefix and suffix sums, the atoms' relative mass error, their loss error and the outside mass."""
-    va, pa, qa = (np.ascontiguousarray(t, dtype=float) for t in (v, pm, qm))
-    cp, cq = np.cumsum(pa), np.cumsum(qa)
-    sp, sq = np.cumsum(pa[::-1])[::-1], np.cumsum(qa[::-1])[::-1]
-    for t in (va, pa, qa, cp, cq, sp, sq):
-        t.flags.writeable = False
-    return va, pa, qa, cp, cq, sp, sq, atom_rel, l_err, tail
-
-
-class _LatticeLoss(PrivacyLoss):
-    """A privacy loss with countably many atoms, enumerated on a window of integer outputs (subclasses give
-    ``_arrays``, built by ``_finish``): CDFs of both sides from prefix / suffix sums, cells by summing atoms
-    (relative error ``atom_rel`` plus ``n u`` for ``n`` atoms), the window's outside mass at ``+inf`` for
-    upper bounds only."""
-
-    infinity_is_exact = False  # the window's outside mass, sent to +inf on the upper side only
-    #: an l1 error of the masses on top of their relative error (the distributed discrete Gaussian's trimming)
-    _l1 = 0.0
-
-    @property
-    @abstractmethod
-    def _arrays(self) -> _Arrays:
-        """The enumerated atoms and their prefix / suffix sums (each subclass builds them with ``_finish``)."""
-
-    @property
-    def infinity_mass(self) -> float:  # type: ignore[override]  # a computed attribute of the base class
-        return self._arrays[-1]
-
-    # ---------------------------------------------------------------- the distribution in loss space
-    def _below(self, s: ArrayLike, prefix: FloatArray) -> FloatArray:
-        """The mass outside the enumerated window, sent to ``+inf`` for upper bounds (not an exact atom)."""
-        v = self._arrays[0]
-        i = np.searchsorted(v, np.asarray(s, float), side="right")
-        return np.where(i > 0, prefix[np.maximum(i - 1, 0)], 0.0)
-
-    def _above(self, s: ArrayLike, suffix: FloatArray) -> FloatArray:
-        v = self._arrays[0]
-        i = np.searchsorted(v, np.asarray(s, float), side="right")
-        return np.where(i < v.size, suffix[np.minimum(i, v.size - 1)], 0.0)
-
-    def cdf(self, s: ArrayLike) -> FloatArray:
-        return self._below(s, self._arrays[3])
-
-    def sf(self, s: ArrayLike) -> FloatArray:
-        return self._above(s, self._arrays[5])
-
-    has_q_side = True
-
-    def q_cdf(self, s: ArrayLike) -> FloatArray:
-        return self._below(s, self._arrays[4])
-
-    def q_sf(self, s: ArrayLike) -> FloatArray:
-        return self._above(s, self._arrays[6])
-
-    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
-        v, pm = self._arrays[:2]
-        m = (v > a) & (v <= b)
-        val = float(np.sum(v[m] * pm[m]))
-        n = int(np.count_nonzero(m))
-        return val, (n + 4) * (self._arrays[7] + 2 * _U) * float(np.sum(np.abs(v[m]) * pm[m])) + 1e-300
-
-    def lower_quantile(self, mass: float) -> float:
-        """The largest atom-free point ``a`` with ``P(Y <= a) <= mass`` (below the first atom it exceeds).
-
-        Parameters
-        ----------
-        mass : float
-            Tail mass in ``[0, 1)``.
-
-        Returns
-        -------
-        float
-            The point ``a``.
-
-        Raises
-        ------
-        ValueError
-            Not raised for a real ``mass``; ``mass`` is the engine's to choose.
-        """
-        v, _, _, cp = self._arrays[:4]
-        i = int(np.searchsorted(cp, mass, side="right"))  # atoms 0..i-1 have cumulative mass <= mass
-        if i >= v.size:
-            return float(v[-1])
-        return float(v[i]) - 1e-9 * (1.0 + abs(float(v[i])))
-
-    def upper_quantile(self, mass: float) -> float:
-        """A point ``b`` with ``P(b < Y < inf) <= mass``: an atom at or below which the rest is that light.
-
-        Parameters
-        ----------
-        mass : float
-            Tail mass in ``[0, 1)``.
-
-        Returns
-        -------
-        float
-            The point ``b``.
-
-        Raises
-        ------
-        ValueError
-            Not raised for a real ``mass``; ``mass`` is the engine's to choose.
-        """
-        v, sp = self._arrays[0], self._arrays[5]
-        ok = np.nonzero(sp <= mass)[0]  # suffix sums decrease: atoms j.. with sp[j] <= mass may lie above b
-        j = int(ok[0]) if ok.size else v.size
-        return float(v[max(j - 1, 0)]) if j > 0 else float(v[0]) - 1.0
-
-    # ---------------------------------------------------------------- cells for the dominance engine
-    def _cells(self, edges: ArrayLike, apart: bool) -> dict[str, Any]:
-        e = np.asarray(edges, float)
-        v, pm, qm, *_ = self._arrays
-        atom_rel, l_err = self._arrays[7], self._arrays[8]
-        n = max(e.size - 1, 0)
-        idx, on_edge, moved = _atom_cells(e, v)
-        below_m, above_m = idx < 0, idx >= n
-        inside = ~(below_m | above_m)
-        edge_m = inside & on_edge if apart else np.zeros_like(inside)
-        cell_m = inside & ~edge_m
-        ci = idx[cell_m]
-        P = np.bincount(ci, weights=pm[cell_m], minlength=n)[:n]
-        Q = np.bincount(ci, weights=qm[cell_m], minlength=n)[:n]
-        count = np.bincount(ci, minlength=n)[:n]
-        rel = atom_rel + (count + 2) * _U
-        out = dict(
-            below=float(np.sum(pm[below_m])),
-            above=float(np.sum(pm[above_m])),
-            P=P,
-            Q=Q,
-            p_err=rel * P,
-            q_err=rel * Q,
-            edge=moved + l_err,
-        )
-        if apart:
-            ei = idx[edge_m] + 1
-            out["Pa"] = np.bincount(ei, weights=pm[edge_m], minlength=n + 1)[: n + 1]
-            out["Qa"] = np.bincount(ei, weights=qm[edge_m], minlength=n + 1)[: n + 1]
-            # on-edge atoms merged as atoms: their ratio errs by atom_rel, a loss error of about 2 atom_rel
-            out["edge"] = moved + l_err + 2.5 * atom_rel
-        return out
-
-    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
-        c = self._cells(edges, False)
-        rel, l1 = split_errors(c["P"], c["p_err"])
-        return c["below"], c["above"], c["P"], (rel, l1 + self._l1), c["edge"]
-
-    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
-        c = self._cells(edges, False)
-        rel, l1 = split_errors(c["Q"], c["q_err"])
-        return c["Q"], (rel, l1 + self._l1)
-
-    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Cell masses without the atoms on an edge, those per edge, and the largest distance an atom's true loss
-        may lie from the edge it is placed on (as ``DiscreteLoss.edge_atoms``).
-
-        Parameters
-        ----------
-        edges : array_like of float
-            Increasing loss values, at least two.
-
-        Returns
-        -------
-        tuple
-            ``(P, Q, P_at, Q_at, moved)``.
-
-        Raises
-        ------
-        ValueError
-            If ``edges`` is not one-dimensional (numpy's error).
-        """
-        c = self._cells(edges, True)
-        return c["P"], c["Q"], c["Pa"], c["Qa"], c["edge"]
-
-
 @dataclass(frozen=True)
 class DiscreteGaussianLoss(_LatticeLoss):
     """Exact PLD of the discrete Gaussian with integer shift ``delta``, optionally Poisson-subsampled.
@@ -308,8 +128,7 @@ class DiscreteGaussianLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         s2 = 2.0 * self.sigma * self.sigma
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
@@ -354,8 +173,8 @@ class DiscreteGaussianLoss(_LatticeLoss):
     def lattice_atoms(self) -> tuple[float, ...]:
         """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``).
 
-        Unsampled and for ``sigma <= 50`` only: a denser lattice would force a needlessly fine mesh
-        (``_LATTICE_SIGMA``).
+        Unsampled only, and for ``sigma <= 50``, or ``sigma <= 200`` with a spacing of at least ``1 / 2500``: a
+        denser lattice would force a needlessly fine mesh (``_LATTICE_SIGMA``).
 
         Returns
         -------
@@ -366,7 +185,38 @@ class DiscreteGaussianLoss(_LatticeLoss):
             return ()
         s2 = 2.0 * self.sigma * self.sigma
         d = float(self.delta)
+        if self.sigma > _LATTICE_SIGMA_ANY and 2.0 * d / s2 < _LATTICE_SPACING:
+            return ()
         return ((d * d - 2.0 * d) / s2, (d * d) / s2)
+
+    def without_lattice(self) -> DiscreteGaussianLoss | None:
+        """The same loss without its lattice declared, where composing on the lattice is optional: for
+        ``sigma > 50`` (``_LATTICE_SIGMA_ANY``), whose lattice is finer than a mesh of the variance model's. The
+        connect-the-dots accountant takes it when the composition's window at the lattice's spacing would be
+        large (``_connect_dots_core._LATTICE_POINTS``).
+
+        Returns
+        -------
+        DiscreteGaussianLoss or None
+            The loss with the same atoms and no lattice, or ``None`` (no lattice, or one that is always used).
+        """
+        if not self.lattice_atoms() or self.sigma <= _LATTICE_SIGMA_ANY:
+            return None
+        out = _NoLatticeDiscreteGaussianLoss(self.sigma, self.delta, self.q, self.direction)
+        out.__dict__["_arrays"] = self._arrays  # the same atoms: not enumerated again
+        return out
+
+
+@dataclass(frozen=True)
+class _NoLatticeDiscreteGaussianLoss(DiscreteGaussianLoss):
+    """``DiscreteGaussianLoss`` with no lattice declared (``DiscreteGaussianLoss.without_lattice``): its atoms are
+    placed in the cells of a mesh of the variance model's, as near-continuous."""
+
+    def lattice_atoms(self) -> tuple[float, ...]:
+        return ()
+
+    def without_lattice(self) -> DiscreteGaussianLoss | None:
+        return None
 
 
 def _ddg_pmf(sigma: float, clients: int) -> tuple[int, FloatArray, float, float]:
@@ -457,8 +307,7 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         _lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
         d = self.delta
         if pmf.size <= 2 * d:
@@ -539,8 +388,7 @@ class SkellamLoss(_LatticeLoss):
     q: float = 1.0
     direction: str = "remove"
 
-    @cached_property
-    def _arrays(self) -> _Arrays:
+    def _enumerate(self) -> _Arrays:
         import mpmath
 
         lo, hi, tail = _skellam_window(self.mu, self.delta)

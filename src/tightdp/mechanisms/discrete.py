@@ -9,7 +9,7 @@ d-dimensional discrete Gaussian through a proven dominating ledger (``discrete_v
   many values. ``v = Delta`` is the worst neighbour (see "Dominance" below), so its PLD is exact.
 * ``DiscreteLaplace``: ``P(X = x) ∝ exp(-noise_parameter |x|)`` (dp_accounting's
   ``DiscreteLaplaceDpEvent``); its loss takes ``Delta + 1`` values, a finite ``DiscreteLoss`` with
-  closed-form masses.
+  closed-form masses (Poisson-subsampled, composed in exact blocks of steps: ``_atom_blocks``).
 * ``DistributedDiscreteGaussian``: the sum of ``clients`` discrete Gaussians (Kairouz, Liu, Steinke 2021),
   its law convolved with certified relative and l1 errors (``DistributedDiscreteGaussianLoss``).
 * ``Skellam``: ``Pois(mu) - Pois(mu)`` (Agarwal, Kairouz, Liu 2021), symmetric and log-concave; exact PLD
@@ -45,7 +45,10 @@ both noise laws have mass below ``1e-75`` (a geometric bound, ``_window``); that
 ``+inf`` for upper bounds and dropped by lower bounds (``infinity_is_exact = False``). The normaliser
 ``Z(sigma)`` is Jacobi's theta identity ``Z = sigma sqrt(2 pi) (1 + 2 sum_k exp(-2 pi^2 sigma^2 k^2))``
 for ``sigma >= 1`` (three terms, remainder bounded) and a direct sum below, both certified to a few
-ulp; every atom's mass carries a relative error bound that the engine charges (``cell_masses``).
+ulp; every atom's mass carries a relative error bound that the engine charges (``cell_masses``). Unsampled,
+its losses lie on a lattice of spacing ``Delta / sigma^2``, declared to the engine (``lattice_atoms``) for
+``sigma <= 50``, and for ``sigma <= 200`` with a spacing of at least ``1 / 2500`` while the composition's window at
+that spacing holds at most 2^15 points: the composition is then exact on the lattice, up to rounding and tails.
 """
 
 from __future__ import annotations
@@ -58,12 +61,14 @@ import numpy as np
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import UnsupportedMechanismError
 from ..losses import DiscreteLoss, PrivacyLoss
+from ._atom_blocks import FewAtomsLoss
 from ._discrete_losses import (
     DiscreteGaussianLoss,
     DistributedDiscreteGaussianLoss,
     SkellamLoss,
     discrete_gaussian_log_normaliser,
 )
+from ._lattice_loss import _U
 from .base import LossPair, Mechanism
 
 __all__ = [
@@ -105,7 +110,9 @@ def discrete_laplace_loss(
     Returns
     -------
     DiscreteLoss
-        ``Delta + 1`` atoms with closed-form masses.
+        ``Delta + 1`` atoms with closed-form masses; subsampled (``q < 1``), a ``FewAtomsLoss`` that also holds the
+        Q-masses and the float errors of both, so that the connect-the-dots accountant composes it in exact blocks
+        (``mechanisms._atom_blocks``: its atoms lie on no common lattice).
 
     Raises
     ------
@@ -121,12 +128,29 @@ def discrete_laplace_loss(
     ell = np.concatenate([[-a * d], a * (2.0 * inner - d), [a * d]])
     if q >= 1.0:
         values, probs = -ell, np.exp(log_b)  # P = B, Q = A (the mirror image of A against B)
-    elif direction == "remove":
-        values = np.logaddexp(math.log1p(-q), math.log(q) + ell)
-        probs = q * np.exp(log_a) + (1.0 - q) * np.exp(log_b)
+        return DiscreteLoss(values=tuple(map(float, values)), probs=tuple(map(float, probs)))
+    lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
+    mix, base = q * np.exp(log_a) + (1.0 - q) * np.exp(log_b), np.exp(log_b)
+    if direction == "remove":
+        values, probs, q_probs = lv, mix, base
     else:
-        values, probs = -np.logaddexp(math.log1p(-q), math.log(q) + ell), np.exp(log_b)
-    return DiscreteLoss(values=tuple(map(float, values)), probs=tuple(map(float, probs)))
+        values, probs, q_probs = -lv, base, mix
+    # each log-mass within (3 |y| + 4) u (log c or log1p r, a x, the subtraction), exp u, the mixture 4u; each loss
+    # within the rounding of l, log q, log1p(-q), their sum and logaddexp (as ``DiscreteGaussianLoss``)
+    y_max = float(np.max(np.abs(log_b)))
+    mass_rel = 1.02 * (4.0 * y_max + 8.0) * _U + 4.0 * _U
+    loss_err = (
+        8.0
+        * _U
+        * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv))) + abs(math.log(q)) + abs(math.log1p(-q)))
+    )
+    return FewAtomsLoss(
+        values=tuple(map(float, values)),
+        probs=tuple(map(float, probs)),
+        q_probs=tuple(map(float, q_probs)),
+        mass_rel=mass_rel,
+        loss_err=loss_err,
+    )
 
 
 def _check_sensitivity(value: object) -> int:
