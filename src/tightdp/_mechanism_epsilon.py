@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeGuard
 
 import numpy as np
 
+from ._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
 from ._caches import register as _register_cache
 from ._types import FloatArray
 from ._validation import check_count, check_delta
@@ -18,7 +19,13 @@ from .accountants import _rdp_math as rm
 from .bounds import Bounds
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
 from .mechanisms.base import Mechanism
-from .mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax, bounded_range_rdp
+from .mechanisms.selection import (
+    BoundedRange,
+    ExponentialMechanism,
+    ReportNoisyMax,
+    bounded_range_delta,
+    bounded_range_rdp,
+)
 
 if TYPE_CHECKING:
     from .mechanisms.discrete_vector import DiscreteGaussianVector
@@ -51,6 +58,20 @@ def _is_bounded_range(
     )
 
 
+def _single_use(epsilon: float, delta: float) -> tuple[float, float]:
+    """One use: ``bounded_range_delta`` is the largest delta of every epsilon-BR pair and ``max_t`` of the pairs
+    ``T_t``' curves (Dong, Durfee & Rogers 2020, Thm 3), so where it falls to ``delta`` is the exact epsilon;
+    bisection on the closed form brackets it. The lower end less a margin: ``t`` is attained up to rational
+    candidate fractions, and the curve is continuous in ``t``."""
+    if bounded_range_delta(epsilon, 0.0) <= delta:
+        return 0.0, 0.0
+    lo, hi = 0.0, epsilon
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if bounded_range_delta(epsilon, mid) > delta else (lo, mid)
+    return lo * (1.0 - 1e-9), hi * (1.0 + 1e-9) + 1e-15
+
+
 def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism | ReportNoisyMax) -> bool:
     """Whether every ``T_t`` is attained: the exponential mechanism (or Gumbel report-noisy-max) with any
     number of candidates (``ExponentialMechanism.attained_pairs``)."""
@@ -62,13 +83,14 @@ def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism
 def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
     """Certified epsilon of ``count`` adaptive uses of a selection mechanism (``tightdp.mechanisms.selection``).
 
-    Upper: the dominating pair composed by the connect-the-dots accountant (for bounded-range mechanisms it composes
-    the steps as block pairs of their adaptive program, ``tightdp.accountants._adaptive_groups``); for
-    bounded-range mechanisms also the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``) converted at ``delta`` and the
-    adaptive dynamic program over two-point pairs (``tightdp.mechanisms._bounded_range_adaptive``); the
-    smallest (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's
-    attained pairs composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any
-    number of candidates, the program's attained adaptive strategy (0 where none is known, said in
+    Upper: for bounded-range mechanisms the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``)
+    converted at ``delta`` and the adaptive dynamic program over two-point pairs
+    (``tightdp.mechanisms._bounded_range_adaptive``); where these leave the interval wider than the default
+    accuracy (and for every other mechanism), also the connect-the-dots accountant, which composes a
+    bounded-range run as block pairs of its program (``tightdp.accountants._adaptive_groups``); the smallest
+    (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's attained pairs
+    composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any number of
+    candidates, the program's attained adaptive strategy (0 where none is known, said in
     ``details["lower_method"]``).
 
     Parameters
@@ -94,33 +116,45 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     count = check_count("count", count)
     if not isinstance(mechanism, Mechanism):
         raise ValueError(f"mechanism must be a tightdp Mechanism, got {mechanism!r}")
-    up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
-    upper, method = float(up.upper), "dominating pair (connect-the-dots)"
-    if "adaptive_group" in up.details:  # the accountant composed the steps as block pairs of their program
-        method = f"connect-the-dots: {up.details['adaptive_group']}"
-    if _is_bounded_range(mechanism):
-        eps_rdp, order = rm.epsilon_from_rdp(
-            orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)), delta=delta
-        )
-        if eps_rdp < upper:
-            upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
+    upper, method = math.inf, ""
     pairs = getattr(mechanism, "attained_pairs", lambda: ())()
     lower, lower_method = 0.0, "none known: 0"
     for pair in pairs:
         lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
-    if _is_bounded_range(mechanism) and count > 1 and mechanism.epsilon > 0:
-        every_t = _attains_every_two_point_pair(mechanism)
-        adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
-        if adaptive is not None and adaptive.upper < upper:
-            upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
-        if adaptive is not None and adaptive.lower > lower:
-            lower = adaptive.lower
-            lower_method = (
-                f"attained adaptive strategy: two-point pairs T_(j/{adaptive.cells}) chosen from the loss so far "
-                "(exponential mechanism, any number of candidates)"
+    if _is_bounded_range(mechanism):
+        eps_rdp, order = rm.epsilon_from_rdp(
+            orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)), delta=delta
+        )
+        upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
+        if count > 1 and mechanism.epsilon > 0:
+            every_t = _attains_every_two_point_pair(mechanism)
+            adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
+            if adaptive is not None and adaptive.upper < upper:
+                upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
+            if adaptive is not None and adaptive.lower > lower:
+                lower = adaptive.lower
+                lower_method = (
+                    f"attained adaptive strategy: two-point pairs T_(j/{adaptive.cells}) chosen from the loss so "
+                    "far (exponential mechanism, any number of candidates)"
+                )
+    if _is_bounded_range(mechanism) and count == 1 and mechanism.epsilon > 0:
+        below, above = _single_use(float(mechanism.epsilon), delta)
+        if above < upper:
+            upper, method = above, "the bounded-range envelope's closed form (Dong, Durfee & Rogers 2020, Thm 3)"
+        if _attains_every_two_point_pair(mechanism) and below > lower:
+            lower, lower_method = (
+                below,
+                "attained pair T_t at the t that attains the envelope (any number of candidates)",
             )
+    # the accountant (which composes a long bounded-range run in blocks) where the above leaves the interval wide
+    if upper - lower > 2.0 * max(DEFAULT_REL_ERROR * upper, REL_ERROR_FLOOR) or not math.isfinite(upper):
+        up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
+        if float(up.upper) < upper:
+            upper, method = float(up.upper), "dominating pair (connect-the-dots)"
+            if "adaptive_group" in up.details:  # the steps composed as block pairs of their program
+                method = f"connect-the-dots: {up.details['adaptive_group']}"
     lower = min(lower, upper)
     return Bounds(
         lower=lower,

@@ -149,3 +149,19 @@ def test_blocks_carry_long_compositions():
 def test_bad_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         adaptive_bounded_range_epsilon(kwargs["epsilon"], kwargs["count"], kwargs["delta"], attained=True)
+
+
+@pytest.mark.parametrize("eps0", [0.1, 1.0, 5.0])
+@pytest.mark.parametrize("delta", [1e-2, 1e-6])
+def test_single_use_is_exact_from_the_closed_form(eps0, delta):
+    """One exponential mechanism: both ends bracket the epsilon where the envelope's closed form reaches delta,
+    which the pair T_t at the maximising t attains (Dong, Durfee & Rogers 2020, Thm 3)."""
+    b = selection_epsilon(mechanism=ExponentialMechanism(epsilon=eps0), delta=delta, count=1)
+    assert bounded_range_delta(eps0, b.lower) >= delta >= bounded_range_delta(eps0, b.upper)
+    assert b.upper - b.lower <= 1e-8 * eps0
+    t = math.log(math.sqrt(math.exp(eps0) / math.exp(b.lower))) / eps0  # the maximiser, an attained pair
+    p = _p(eps0, np.array([t]))[0]
+    attained = p * max(0.0, 1 - math.exp(b.lower - (1 - t) * eps0)) + (1 - p) * max(
+        0.0, 1 - math.exp(b.lower + t * eps0)
+    )
+    assert attained >= delta * (1 - 1e-9)
