@@ -52,19 +52,22 @@ def test_one_run_bounds_are_valid_and_below_the_certified_upper_end(method):
     assert true_eps <= upper
     member, scores = _one_run_scores(mu, m, seed=1)
     ks = (5, 10, 20, 40)
-    bounds = np.empty(AUDITS)
-    for i in range(AUDITS):
+    # the f-DP GDP family costs ~70 ms an audit: 400 audits keep the validity count meaningful (about 20
+    # exceedances expected, ~33 allowed) at a third of the time
+    audits = 400 if method == "fdp-gdp" else AUDITS
+    bounds = np.empty(audits)
+    for i in range(audits):
         kw = dict(
             in_scores=scores[i, member[i]], out_scores=scores[i, ~member[i]], delta=DELTA, beta=BETA, guess_counts=ks
         )
         bounds[i] = (
             epsilon_one_run(**kw) if method == "one-run" else epsilon_one_run_fdp(**kw, family=method[4:])
         ).epsilon_lower
-    assert np.sum(bounds > true_eps) <= _max_allowed(AUDITS, BETA)
+    assert np.sum(bounds > true_eps) <= _max_allowed(audits, BETA)
     assert np.all(bounds <= upper)
     assert np.median(bounds) > 0  # the audits see something: the check is not vacuous
     # teeth: had the mechanism's true epsilon been half the audits' median, the count would flag it
-    assert np.sum(bounds > 0.5 * np.median(bounds)) > _max_allowed(AUDITS, BETA)
+    assert np.sum(bounds > 0.5 * np.median(bounds)) > _max_allowed(audits, BETA)
 
 
 @pytest.mark.slow

@@ -64,7 +64,7 @@ def _adaptive_delta(eps0: float, steps: int, eps: float) -> float:
     return float(value(steps, np.array([-eps]))[0])
 
 
-@settings(max_examples=scaled(12), deadline=None)
+@settings(max_examples=scaled(6), deadline=None)
 @given(eps0=st.floats(0.05, 3.0), delta=st.sampled_from([1e-2, 1e-4, 1e-6, 1e-9]))
 def test_two_adaptive_steps_against_the_adaptive_optimum(eps0, delta):
     b = adaptive_bounded_range_epsilon(eps0, 2, delta, attained=True)

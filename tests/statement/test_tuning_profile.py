@@ -114,7 +114,7 @@ LAWS = ["geometric", "logarithmic", "negative-binomial", "poisson", "fixed"]
 
 
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # ~5 s an example (mpmath)
 @given(
     mu=st.floats(0.3, 1.5),
     law=st.sampled_from(LAWS),
