@@ -309,7 +309,7 @@ def _ref(mech, steps, delta):
         mech, (DiscreteGaussian, DiscreteLaplace, Skellam, DistributedDiscreteGaussian, PoissonSampledDiscrete)
     ):
         return _integer_eps(mech, steps, delta)
-    if isinstance(mech, (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax)):
+    if isinstance(mech, (ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector)):
         # each is epsilon-DP (bounded range implies pure DP; Durfee & Rogers 2019), so ``steps`` runs are
         # (steps * epsilon, 0)-DP: an upper bound on epsilon at every delta
         return steps * mech.epsilon
@@ -429,7 +429,7 @@ CASES = {
     # no attained pair is known: the lower end is 0 (checked in test_no_attained_pair_means_lower_zero)
     "BoundedRange": [],
     "BoundedRangeBlock": [],
-    "SparseVector": [],
+    "SparseVector": [(SparseVector(epsilon=1.0, cutoff=2, threshold_epsilon=0.4), 2)],
     # a release without privacy: the lower end is the truth itself (checked in test_non_private)
     "NonPrivate": [],
     "PoissonSampledNonPrivate": [],

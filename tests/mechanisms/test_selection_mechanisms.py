@@ -186,6 +186,40 @@ def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
             assert max(abs(v) for v in pair.values) <= eps + 1e-12  # epsilon-DP
 
 
+@pytest.mark.parametrize(("eps", "share", "cutoff"), [(1.0, 0.3, 1), (0.5, 0.25, 3), (2.0, 1.2, 2)])
+def test_sparse_vector_pairs_are_one_query_against_the_noisy_threshold(eps, share, cutoff):
+    """Each attained pair of the sparse vector technique is P(query + nu >= T + rho) on D and D' (the query moved
+    by Delta = 1), recomputed by quadrature over the threshold noise rho."""
+    b1, b2 = 1.0 / share, 2.0 * cutoff / (eps - share)
+
+    def above(gap: float) -> float:  # P(nu - rho >= -gap), nu ~ Lap(b2), rho ~ Lap(b1)
+        def integrand(r: float) -> float:
+            x = r - gap  # nu must reach x
+            tail = 0.5 * math.exp(-x / b2) if x >= 0 else 1 - 0.5 * math.exp(x / b2)
+            return math.exp(-abs(r) / b1) / (2 * b1) * tail
+
+        cuts = sorted({0.0, gap})
+        edges = [-math.inf, *cuts, math.inf]
+        return sum(integrate.quad(integrand, lo, hi, epsabs=0, epsrel=1e-12)[0] for lo, hi in itertools.pairwise(edges))
+
+    pairs = SparseVector(epsilon=eps, cutoff=cutoff, threshold_epsilon=share).attained_pairs()
+    assert len(pairs) == 3
+    for a, pair in zip((-1.0, -0.5, 0.0), pairs):
+        p_up, q_up = above(a), above(a + 1.0)
+        assert math.isclose(pair.probs[0], p_up, rel_tol=1e-9)
+        assert math.isclose(pair.values[0], math.log(p_up / q_up), rel_tol=1e-8, abs_tol=1e-12)
+        assert math.isclose(pair.values[1], math.log((1 - p_up) / (1 - q_up)), rel_tol=1e-8, abs_tol=1e-12)
+        assert max(abs(v) for v in pair.values) <= eps + 1e-12
+    b = selection_epsilon(mechanism=SparseVector(epsilon=eps, cutoff=cutoff, threshold_epsilon=share), delta=1e-6)
+    assert 0.0 < b.lower <= b.upper
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, 1.5, -0.1, float("nan")])
+def test_sparse_vector_share_outside_the_budget_is_refused(share):
+    with pytest.raises(ValueError, match="threshold_epsilon"):
+        SparseVector(epsilon=1.0, threshold_epsilon=share)
+
+
 def test_each_mechanism_has_a_sound_interval_and_serialises():
     for m in (
         ExponentialMechanism(epsilon=0.5),
@@ -195,6 +229,7 @@ def test_each_mechanism_has_a_sound_interval_and_serialises():
         ReportNoisyMax(epsilon=0.5, noise="exponential"),
         ReportNoisyMax(epsilon=0.5, noise="laplace"),
         SparseVector(epsilon=0.5, cutoff=2),
+        SparseVector(epsilon=0.5, cutoff=2, threshold_epsilon=0.2),
         BoundedRange(epsilon=0.5),
     ):
         assert mechanism_from_dict(m.to_dict()) == m

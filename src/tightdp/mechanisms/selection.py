@@ -38,7 +38,8 @@ pair ``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``)
 noise: two candidates with scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1) Delta)`` on ``D'`` for seven gaps
 ``a`` in ``[0, 1.5]`` (``a = 0``: ``(0, 0)`` against ``(Delta, -Delta)``, where permute-and-flip outputs 2 w.p.
 ``e^(-epsilon) / 2`` on ``D'`` and Laplace noise w.p. ``e^(-epsilon) (1 + epsilon / 2) / 2``, the difference of two
-Laplace variables; ``a = 1``: the scores swap); sparse vector: none implemented, lower end 0. A search over up to
+Laplace variables; ``a = 1``: the scores swap); sparse vector: one query near the threshold when the threshold's
+share of epsilon is given (``SparseVector``), else none (lower end 0). A search over up to
 six candidates and score moves in ``{-Delta, 0, Delta}`` found no permute-and-flip pair with a larger total
 variation than the swap; whether every pair is dominated by a two-candidate one is open, so the upper end stays
 ``PureDP(epsilon)``'s.
@@ -431,8 +432,16 @@ class ReportNoisyMax(Mechanism):
 @dataclass(frozen=True, kw_only=True)
 class SparseVector(Mechanism):
     """The sparse vector technique answering until ``cutoff`` queries exceed a noisy threshold (Lyu, Su, Li
-    2017, Alg. 1 with ``epsilon`` in total between threshold and query noise): epsilon-DP, dominated by
-    ``PureDP(epsilon)``. Attained pair: none implemented (lower end 0).
+    2017, Alg. 1: threshold noise ``Lap(Delta / epsilon_1)``, query noise ``Lap(2 cutoff Delta / epsilon_2)``,
+    ``epsilon_1 + epsilon_2 = epsilon``): epsilon-DP, dominated by ``PureDP(epsilon)``.
+
+    Attained pairs (``threshold_epsilon = epsilon_1`` given): one query whose answer sits ``a Delta`` from the
+    threshold on ``D`` and ``(a + 1) Delta`` on ``D'`` (the record moves it by ``Delta``), released as above /
+    below; with ``W`` the query noise minus the threshold noise, ``P(above) = P(W >= -a Delta)``, for ``a`` in
+    ``(-1, -0.5, 0)``. ``P(W > x) = (b1^2 e^(-x / b1) - b2^2 e^(-x / b2)) / (2 (b1^2 - b2^2))`` for ``x >= 0``
+    (two independent Laplace variables of scales ``b1``, ``b2``; ``e^(-x / b) (1 + x / (2 b)) / 2`` when equal).
+    Without the split no pair is attained for every split (an extreme split loses almost nothing per query): lower
+    end 0.
 
     Parameters
     ----------
@@ -440,11 +449,14 @@ class SparseVector(Mechanism):
         The mechanism's epsilon, in ``[0, 500]``.
     cutoff : int, default 1
         Number of above-threshold answers before stopping, a positive integer.
+    threshold_epsilon : float or None, default None
+        The threshold's share ``epsilon_1``, in ``(0, epsilon)``; ``None``: not stated (no attained pair).
 
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]`` or ``cutoff`` is not a positive integer.
+        If ``epsilon`` lies outside ``[0, 500]``, ``cutoff`` is not a positive integer or ``threshold_epsilon`` lies
+        outside ``(0, epsilon)``.
 
     References
     ----------
@@ -455,30 +467,57 @@ class SparseVector(Mechanism):
     pair_attained = False
     epsilon: float
     cutoff: int = 1
+    threshold_epsilon: float | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         object.__setattr__(self, "cutoff", check_count("cutoff", self.cutoff))
+        if self.threshold_epsilon is not None:
+            share = check_real("threshold_epsilon", self.threshold_epsilon, low=0.0, high=self.epsilon)
+            if not 0.0 < share < self.epsilon:
+                raise ValueError(f"threshold_epsilon must lie in (0, epsilon), got {self.threshold_epsilon!r}")
+            object.__setattr__(self, "threshold_epsilon", share)
 
     def privacy_losses(self) -> LossPair:
         return PureDP(epsilon=self.epsilon).privacy_losses()
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
-        """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
+        """The one-query pairs of the class docstring (empty without ``threshold_epsilon``).
 
         Returns
         -------
         tuple of Mechanism
             ``FinitePair`` objects, each a certified lower end on its own; empty when none is known.
         """
-        return ()
+        if self.threshold_epsilon is None:
+            return ()
+        b1 = 1.0 / self.threshold_epsilon
+        b2 = 2.0 * self.cutoff / (self.epsilon - self.threshold_epsilon)
+        out = []
+        for a in (-1.0, -0.5, 0.0):
+            p_up, q_up = _above(-a, b1, b2), _above(-a - 1.0, b1, b2)
+            if 0.0 < p_up < 1.0 and 0.0 < q_up < 1.0:
+                values = (math.log(p_up / q_up), math.log((1.0 - p_up) / (1.0 - q_up)))
+                out.append(FinitePair(values=values, probs=(p_up, 1.0 - p_up)))
+        return tuple(out)
 
     def attained_mechanism(self) -> Mechanism | None:
-        """None: no attained pair of the sparse vector technique is implemented (lower ends are 0).
+        """The first one-query pair (``None`` without ``threshold_epsilon``: lower ends 0).
 
         Returns
         -------
         Mechanism or None
             The mechanism whose pair gives the certified lower ends, or ``None`` (lower ends 0).
         """
-        return None
+        pairs = self.attained_pairs()
+        return pairs[-1] if pairs else None
+
+
+def _above(x: float, b1: float, b2: float) -> float:
+    """``P(W >= x)`` for ``W = nu - rho``, ``rho ~ Lap(b1)``, ``nu ~ Lap(b2)`` independent (``SparseVector``)."""
+    t = abs(x)
+    if math.isclose(b1, b2, rel_tol=1e-9):
+        tail = 0.5 * math.exp(-t / b1) * (1.0 + t / (2.0 * b1))
+    else:
+        tail = (b1 * b1 * math.exp(-t / b1) - b2 * b2 * math.exp(-t / b2)) / (2.0 * (b1 * b1 - b2 * b2))
+    return tail if x >= 0 else 1.0 - tail
