@@ -14,11 +14,18 @@ dominance survives adaptive composition. Bounded-range steps of other epsilons k
 
 from __future__ import annotations
 
+from typing import Self
+
+import numpy as np
+
+from .._types import FloatArray
+from ..bounds import Bounds
 from ..mechanisms._bounded_range_adaptive import block_ledger
 from ..mechanisms.base import Mechanism
 from ..mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax
+from ._pld import PLDAccountant
 
-__all__ = ["grouped_ledger"]
+__all__ = ["AdaptiveGroups", "grouped_ledger"]
 
 
 def _family(mech: Mechanism) -> float | None:
@@ -62,3 +69,46 @@ def grouped_ledger(
     rest = [(m, c) for m, c in ledger if _family(m) != eps]
     sizes = " + ".join(f"{c} x {m.steps if hasattr(m, 'steps') else 1}" for m, c in blocks)
     return tuple(rest + blocks), f"{total} adaptive {eps:g}-bounded-range steps as blocks of their program ({sizes})"
+
+
+class AdaptiveGroups(PLDAccountant):
+    """A PLD accountant that also answers from a twin of the same options whose ledger has its bounded-range family
+    grouped (``grouped_ledger``), keeping the smaller upper end; placed before the engine in the bases
+    (``ConnectDotsAccountant``)."""
+
+    def _adaptive_twin(self) -> tuple[Self, str] | None:
+        """The twin and the grouping's description, or ``None`` (memoised with the ledger)."""
+
+        def build() -> tuple[Self, str] | None:
+            grouped = grouped_ledger(self._ledger)
+            if grouped is None:
+                return None
+            return type(self)(**self.options()).compose(list(grouped[0])), grouped[1]
+
+        return self._memo(("adaptive-twin",), build)
+
+    def _epsilon(self, delta: float) -> Bounds:
+        own = super()._epsilon(delta)
+        twin = self._adaptive_twin()
+        if twin is None:
+            return own
+        grouped = twin[0]._epsilon(delta)
+        if not grouped.upper < own.upper:
+            return own
+        details = {**dict(grouped.details), "adaptive_group": twin[1], "per_step_pairs_upper": own.upper}
+        lower = min(own.lower, grouped.lower)
+        return Bounds(
+            lower, min(max(grouped.estimate, lower), grouped.upper), grouped.upper, "epsilon", "bound", details
+        )
+
+    def _delta(self, epsilons: FloatArray) -> Bounds:
+        own = super()._delta(epsilons)
+        twin = self._adaptive_twin()
+        if twin is None:
+            return own
+        grouped = twin[0]._delta(epsilons)
+        upper = np.minimum(own.upper, grouped.upper)
+        lower = np.minimum(np.minimum(own.lower, grouped.lower), upper)
+        estimate = np.clip(np.minimum(own.estimate, grouped.estimate), lower, upper)
+        details = {**dict(own.details), "adaptive_group": twin[1]}
+        return Bounds(lower, estimate, upper, "delta", own.kind, details)

@@ -50,7 +50,7 @@ from ..pld.dominance import (
     own_pairs,
 )
 from ..pld.hierarchy import compose_two_level
-from ._adaptive_groups import grouped_ledger
+from ._adaptive_groups import AdaptiveGroups
 from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
 from ._pld import Directions, Terms
 
@@ -112,7 +112,7 @@ def _block_size(count: int) -> int:
     return 1 << max(1, round(0.5 * math.log2(count)))
 
 
-class ConnectDotsAccountant(_ConnectDotsCore):
+class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
     """Certified bounds from dominating (upper) and dominated (lower) discretisations.
 
     Every pass's interval is certified, so the answer is their intersection: a refinement
@@ -146,44 +146,6 @@ class ConnectDotsAccountant(_ConnectDotsCore):
     """
 
     name = "connect-dots"
-
-    def _adaptive_twin(self) -> tuple[ConnectDotsAccountant, str] | None:
-        """An accountant of the same options on the ledger with its bounded-range family grouped into block
-        pairs (``tightdp.accountants._adaptive_groups``), or ``None``."""
-
-        def build() -> tuple[ConnectDotsAccountant, str] | None:
-            grouped = grouped_ledger(self._ledger)
-            if grouped is None:
-                return None
-            return type(self)(**self.options()).compose(list(grouped[0])), grouped[1]
-
-        return self._memo(("adaptive-twin",), build)
-
-    def _epsilon(self, delta: float) -> Bounds:
-        own = super()._epsilon(delta)
-        twin = self._adaptive_twin()
-        if twin is None:
-            return own
-        grouped = twin[0]._epsilon(delta)
-        if not grouped.upper < own.upper:
-            return own
-        details = {**dict(grouped.details), "adaptive_group": twin[1], "per_step_pairs_upper": own.upper}
-        lower = min(own.lower, grouped.lower)
-        return Bounds(
-            lower, min(max(grouped.estimate, lower), grouped.upper), grouped.upper, "epsilon", "bound", details
-        )
-
-    def _delta(self, epsilons: FloatArray) -> Bounds:
-        own = super()._delta(epsilons)
-        twin = self._adaptive_twin()
-        if twin is None:
-            return own
-        grouped = twin[0]._delta(epsilons)
-        upper = np.minimum(own.upper, grouped.upper)
-        lower = np.minimum(np.minimum(own.lower, grouped.lower), upper)
-        estimate = np.clip(np.minimum(own.estimate, grouped.estimate), lower, upper)
-        details = {**dict(own.details), "adaptive_group": twin[1]}
-        return Bounds(lower, estimate, upper, "delta", own.kind, details)
 
     def _composed(
         self,
