@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 from _support import scaled
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
@@ -106,15 +106,7 @@ def test_bounded_range_rdp_bounds_every_two_point_pair(eps0, t, lam):
 def test_attained_pairs_are_the_mechanisms_output_laws():
     eps = 0.8
     # permute-and-flip on two candidates with scores (Delta, -Delta), Delta = 1: enumerate the two orders
-    u, ustar = (1.0, -1.0), 1.0
-    p2 = 0.0
-    for order in itertools.permutations((0, 1)):
-        stay = 1.0
-        for i in order:
-            acc = math.exp(eps * (u[i] - ustar) / 2.0)
-            if i == 1:
-                p2 += 0.5 * stay * acc
-            stay *= 1.0 - acc
+    p2 = _pf_output_two((1.0, -1.0), eps)
     pf = PermuteAndFlip(epsilon=eps).attained_pairs()[0]
     assert pf.probs == (0.5, 0.5) and math.isclose(pf.values[1], math.log(0.5 / p2), rel_tol=1e-12)
     # report-noisy-max with Laplace(2 / eps): P(u2 + Z2 > u1 + Z1) = P(Z2 - Z1 > 2) by quadrature
@@ -166,7 +158,10 @@ def _laplace_output_two(u: tuple[float, float], eps: float) -> float:
     )
 
 
-@pytest.mark.parametrize("eps", [0.3, 1.7])
+@settings(max_examples=scaled(6), deadline=None)
+@given(eps=st.floats(0.05, 4.0))
+@example(eps=0.3)
+@example(eps=1.7)
 def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
     """Each attained pair of permute-and-flip and Laplace report-noisy-max is the mechanism's output law on
     scores (0, a) against (1, a - 1), recomputed from the definitions; the gaps are those of the docstring."""
@@ -186,10 +181,14 @@ def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
             assert max(abs(v) for v in pair.values) <= eps + 1e-12  # epsilon-DP
 
 
-@pytest.mark.parametrize(("eps", "share", "cutoff"), [(1.0, 0.3, 1), (0.5, 0.25, 3), (2.0, 1.2, 2)])
-def test_sparse_vector_pairs_are_one_query_against_the_noisy_threshold(eps, share, cutoff):
+@settings(max_examples=scaled(8), deadline=None)
+@given(eps=st.floats(0.05, 5.0), frac=st.floats(0.02, 0.98), cutoff=st.integers(1, 5))
+@example(eps=1.0, frac=0.3, cutoff=1)
+@example(eps=3.0, frac=1.0 / 3.0, cutoff=1)  # equal scales b1 = b2 = 1: the closed form's limit
+def test_sparse_vector_pairs_are_one_query_against_the_noisy_threshold(eps, frac, cutoff):
     """Each attained pair of the sparse vector technique is P(query + nu >= T + rho) on D and D' (the query moved
     by Delta = 1), recomputed by quadrature over the threshold noise rho."""
+    share = frac * eps
     b1, b2 = 1.0 / share, 2.0 * cutoff / (eps - share)
 
     def above(gap: float) -> float:  # P(nu - rho >= -gap), nu ~ Lap(b2), rho ~ Lap(b1)

@@ -75,8 +75,9 @@ import numpy as np
 from .._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
 from .._caches import register as _register_cache
 from .._types import FloatArray
+from .._validation import check_count
 from ..losses import DiscreteLoss
-from ._bounded_range import bounded_range_rdp
+from ._bounded_range import _br_log_masses, bounded_range_rdp
 from .base import LossPair, Mechanism
 from .selection import BoundedRange
 
@@ -136,12 +137,6 @@ class _Cell:
     a2: float
 
 
-def _p_high(t: FloatArray, epsilon: float) -> FloatArray:
-    """``p_t``: the P-mass of ``T_t``'s loss ``(1 - t) epsilon``, rising in ``t``."""
-    out: FloatArray = np.exp((1.0 - t) * epsilon) * np.expm1(t * epsilon) / math.expm1(epsilon)
-    return out
-
-
 def _unit(v: FloatArray) -> FloatArray:
     out: FloatArray = v / float(np.linalg.norm(v))
     return out
@@ -166,7 +161,7 @@ def _cells(epsilon: float, n: int) -> tuple[_Cell, ...]:
         b1, b0, a1, a0 = -(j + 1), -j, n - j - 1, n - j
         ell = np.array([b1, b0, a1, a0], float) * h
         t = (j + frac) / n
-        p = np.clip(_p_high(t, epsilon), 0.0, 1.0)
+        p = np.clip(np.exp(_br_log_masses(t, epsilon)[0]), 0.0, 1.0)  # p_t, rising in t
         e_a1, e_a0, e_b1, e_b0 = (math.exp(-a1 * h), math.exp(-a0 * h), math.exp(-b1 * h), math.exp(-b0 * h))
         w_hi = np.clip((e_a1 - np.exp(-(1.0 - t) * epsilon)) / (e_a1 - e_a0), 0.0, 1.0)  # falls in t
         w_lo = np.clip((e_b1 - np.exp(t * epsilon)) / (e_b1 - e_b0), 0.0, 1.0)  # falls in t
@@ -506,8 +501,7 @@ class BoundedRangeBlock(Mechanism):
     def __post_init__(self) -> None:
         if not (self.epsilon > 0 and math.isfinite(self.epsilon)):
             raise ValueError(f"epsilon must be positive and finite, got {self.epsilon!r}")
-        if self.steps < 2:
-            raise ValueError(f"steps must be at least 2, got {self.steps!r}")
+        object.__setattr__(self, "steps", check_count("steps", self.steps, minimum=2))
 
     def privacy_losses(self) -> LossPair:
         loss = _block_loss(float(self.epsilon), int(self.steps))
