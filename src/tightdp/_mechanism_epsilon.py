@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,10 +20,10 @@ from .bounds import Bounds
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import (
-    BoundedRange,
     ExponentialMechanism,
     ReportNoisyMax,
     bounded_range_delta,
+    bounded_range_epsilon,
     bounded_range_rdp,
 )
 
@@ -50,14 +50,6 @@ def _br_rdp(epsilon: float) -> FloatArray:
     return out
 
 
-def _is_bounded_range(
-    mechanism: Mechanism,
-) -> TypeGuard[BoundedRange | ExponentialMechanism | ReportNoisyMax]:
-    return isinstance(mechanism, (BoundedRange, ExponentialMechanism)) or (
-        isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "gumbel"
-    )
-
-
 def _single_use(epsilon: float, delta: float) -> tuple[float, float]:
     """One use: ``bounded_range_delta`` is the largest delta of every epsilon-BR pair and ``max_t`` of the pairs
     ``T_t``' curves (Dong, Durfee & Rogers 2020, Thm 3), so where it falls to ``delta`` is the exact epsilon;
@@ -72,11 +64,11 @@ def _single_use(epsilon: float, delta: float) -> tuple[float, float]:
     return lo * (1.0 - 1e-9), hi * (1.0 + 1e-9) + 1e-15
 
 
-def _attains_every_two_point_pair(mechanism: BoundedRange | ExponentialMechanism | ReportNoisyMax) -> bool:
+def _attains_every_two_point_pair(mechanism: Mechanism) -> bool:
     """Whether every ``T_t`` is attained: the exponential mechanism (or Gumbel report-noisy-max) with any
     number of candidates (``ExponentialMechanism.attained_pairs``)."""
     if isinstance(mechanism, ReportNoisyMax):
-        return True
+        return mechanism.noise == "gumbel"
     return isinstance(mechanism, ExponentialMechanism) and mechanism.num_candidates is None
 
 
@@ -123,14 +115,13 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
-    if _is_bounded_range(mechanism):
-        eps_rdp, order = rm.epsilon_from_rdp(
-            orders=_BR_ORDERS, rdp=count * _br_rdp(float(mechanism.epsilon)), delta=delta
-        )
-        upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g})"
-        if count > 1 and mechanism.epsilon > 0:
+    eta = bounded_range_epsilon(mechanism)
+    if eta is not None and eta > 0:
+        eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(eta), delta=delta)
+        upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g}, range {eta:.6g})"
+        if count > 1:
             every_t = _attains_every_two_point_pair(mechanism)
-            adaptive = adaptive_bounded_range_epsilon(float(mechanism.epsilon), count, delta, attained=every_t)
+            adaptive = adaptive_bounded_range_epsilon(eta, count, delta, attained=every_t)
             if adaptive is not None and adaptive.upper < upper:
                 upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
             if adaptive is not None and adaptive.lower > lower:
@@ -139,15 +130,15 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
                     f"attained adaptive strategy: two-point pairs T_(j/{adaptive.cells}) chosen from the loss so "
                     "far (exponential mechanism, any number of candidates)"
                 )
-    if _is_bounded_range(mechanism) and count == 1 and mechanism.epsilon > 0:
-        below, above = _single_use(float(mechanism.epsilon), delta)
-        if above < upper:
-            upper, method = above, "the bounded-range envelope's closed form (Dong, Durfee & Rogers 2020, Thm 3)"
-        if _attains_every_two_point_pair(mechanism) and below > lower:
-            lower, lower_method = (
-                below,
-                "attained pair T_t at the t that attains the envelope (any number of candidates)",
-            )
+        else:
+            below, above = _single_use(eta, delta)
+            if above < upper:
+                upper, method = above, "the bounded-range envelope's closed form (Dong, Durfee & Rogers 2020, Thm 3)"
+            if _attains_every_two_point_pair(mechanism) and below > lower:
+                lower, lower_method = (
+                    below,
+                    "attained pair T_t at the t that attains the envelope (any number of candidates)",
+                )
     # the accountant (which composes a long bounded-range run in blocks) where the above leaves the interval wide
     if upper - lower > 2.0 * max(DEFAULT_REL_ERROR * upper, REL_ERROR_FLOOR) or not math.isfinite(upper):
         up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)

@@ -88,3 +88,29 @@ def test_tree_aggregation_is_the_gaussian_of_its_depth():
     assert from_dp_event(de.SingleEpochTreeAggregationDpEvent(2.0, 0))[0][0].to_dict()["type"] == "pure_dp"
     with pytest.raises(ValueError, match="step_counts"):
         from_dp_event(de.SingleEpochTreeAggregationDpEvent(2.0, [1.5]))
+
+
+def _event_2026(name: str, **fields):
+    """A stand-in for a dp_accounting main-branch event the installed release lacks (events are matched by class
+    name; the fields are those of the main branch's ``dp_event.py``)."""
+    return type(name, (), fields)()
+
+
+def test_selection_events_of_2026_import_as_selection_mechanisms():
+    from tightdp.mechanisms.selection import ExponentialMechanism, PermuteAndFlip
+    from tightdp.tuning import selection_epsilon
+
+    em = _event_2026("ExponentialMechanismDpEvent", epsilon=0.3)
+    pf = _event_2026("PermuteAndFlipDpEvent", epsilon=1.0)
+    assert from_dp_event(de.SelfComposedDpEvent(em, 7)) == [(ExponentialMechanism(epsilon=0.3), 7)]
+    [(m, n)] = from_dp_event(de.ComposedDpEvent([pf, pf]))
+    assert m == PermuteAndFlip(epsilon=1.0) and n == 2
+    with pytest.raises(ValueError, match="epsilon"):
+        from_dp_event(_event_2026("PermuteAndFlipDpEvent", epsilon=-1.0))
+    # dp_accounting's PLD accountant composes permute-and-flip as the Laplace mechanism of parameter 1 / epsilon
+    # (its docstring); tightdp's certified upper end lies below that for a long run
+    from dp_accounting.pld import privacy_loss_distribution as pld
+
+    peer = pld.from_laplace_mechanism(1.0, value_discretization_interval=1e-4).self_compose(100)
+    b = selection_epsilon(mechanism=m, delta=1e-6, count=100)
+    assert b.lower <= b.upper < peer.get_epsilon_for_delta(1e-6)

@@ -2,14 +2,15 @@
 (``tightdp.mechanisms._bounded_range_adaptive``) instead of one dominating pair per step.
 
 **Why it holds.** Every other step of the ledger is dominated by a fixed pair, whatever the past; the family's
-steps (bounded-range mechanisms of one epsilon: ``BoundedRange``, ``ExponentialMechanism``, Gumbel
-``ReportNoisyMax``) are each dominated by a two-point pair ``T_t`` whose ``t`` the analyst picks from the past.
+steps (mechanisms proven bounded-range with one parameter, ``bounded_range_epsilon``: ``BoundedRange``,
+``ExponentialMechanism``, permute-and-flip at its range, ``ReportNoisyMax`` with Gumbel or exponential noise) are
+each dominated by a two-point pair ``T_t`` whose ``t`` the analyst picks from the past.
 Replace each fixed-pair step by its pair's output (a post-processing per step, given the past); those outputs do
 not depend on the past, so releasing them all first only gives the analyst more to choose from. What is left
 is the fixed pairs' composition followed by ``K`` adaptive steps of the family, chosen from the fixed outputs and
 each other: given the fixed outputs the ``K`` steps are one adaptive strategy, dominated by the block pairs, and
-dominance survives adaptive composition. Bounded-range steps of other epsilons keep their fixed dominating pair
-(``BoundedRangeLoss``), so only the largest family is grouped.
+dominance survives adaptive composition. Bounded-range steps of other parameters keep their fixed dominating pair
+(``BoundedRangeLoss``, permute-and-flip's ``CappedBoundedRangeLoss``), so only the largest family is grouped.
 """
 
 from __future__ import annotations
@@ -22,19 +23,16 @@ from .._types import FloatArray
 from ..bounds import Bounds
 from ..mechanisms._bounded_range_adaptive import block_ledger
 from ..mechanisms.base import Mechanism
-from ..mechanisms.selection import BoundedRange, ExponentialMechanism, ReportNoisyMax
+from ..mechanisms.selection import bounded_range_epsilon
 from ._pld import PLDAccountant
 
 __all__ = ["AdaptiveGroups", "grouped_ledger"]
 
 
 def _family(mech: Mechanism) -> float | None:
-    """The bounded-range epsilon of a family member, else ``None``."""
-    if isinstance(mech, (BoundedRange, ExponentialMechanism)) or (
-        isinstance(mech, ReportNoisyMax) and mech.noise == "gumbel"
-    ):
-        return float(mech.epsilon) if mech.epsilon > 0 else None
-    return None
+    """The bounded-range parameter of a family member (``bounded_range_epsilon``), else ``None``."""
+    eta = bounded_range_epsilon(mech)
+    return eta if eta is not None and eta > 0 else None
 
 
 def grouped_ledger(

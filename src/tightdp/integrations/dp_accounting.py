@@ -38,11 +38,12 @@ the fixed-size samplers, as in dp-accounting and Koskela et al. 2020, Sec. 6.2-6
 ``DiscreteGaussianDpEvent``        ``DiscreteGaussian(sigma, sensitivity)`` (exact PLD)
 ``EpsilonDeltaDpEvent``            ``ApproximateDP`` / ``PureDP`` (dominating pair)
 ``SingleEpochTreeAggregationDpEvent``  ``Gaussian(s, sensitivity=sqrt(depth))``
+``ExponentialMechanismDpEvent``    ``ExponentialMechanism(epsilon)`` (bounded range)
+``PermuteAndFlipDpEvent``          ``PermuteAndFlip(epsilon)`` (bounded range and pure DP)
 =================================  ===========================================
 
 Refused, each with its reason (``REFUSED_EVENTS``; docs/dp_events.md): ``ZCDpEvent``,
-``RepeatAndSelectDpEvent``, ``UnsupportedDpEvent``, and the 2026 events ``ExponentialMechanismDpEvent``,
-``PermuteAndFlipDpEvent``, ``RandomAllocationDpEvent``.
+``RepeatAndSelectDpEvent``, ``UnsupportedDpEvent``, and the 2026 event ``RandomAllocationDpEvent``.
 
 A zero noise multiplier (dp-accounting's spelling of "no noise") is imported
 as non-private — under Poisson sampling at rate q < 1 as ``PoissonSampledNonPrivate``
@@ -74,6 +75,7 @@ from ..mechanisms import (
 )
 from ..mechanisms.base import LossPair
 from ..mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
+from ..mechanisms.selection import ExponentialMechanism, PermuteAndFlip
 
 __all__ = [
     "from_dp_event",
@@ -452,6 +454,21 @@ def _tree(event: Any, count: int) -> _Entries:
     return [(Gaussian(noise_multiplier=s, sensitivity=math.sqrt(depth)), count)]
 
 
+@_handles("ExponentialMechanismDpEvent")
+def _exponential_mechanism(event: Any, count: int) -> _Entries:
+    """``ExponentialMechanism(epsilon)``: the event's epsilon-DP exponential mechanism is epsilon-bounded-range
+    (its docstring, Durfee & Rogers 2019), the pair ``BoundedRangeLoss(epsilon)`` and, composed, the adaptive
+    bounded-range program (dp_accounting's PLD accountant treats it as a black-box epsilon-DP mechanism)."""
+    return [(ExponentialMechanism(epsilon=_field(event, "epsilon")), count)]
+
+
+@_handles("PermuteAndFlipDpEvent")
+def _permute_and_flip(event: Any, count: int) -> _Entries:
+    """``PermuteAndFlip(epsilon)`` (McKenna & Sheldon 2020): epsilon-DP and ``2 log(2 e^(epsilon/2) - 1)``-bounded-
+    range (``tightdp.mechanisms.selection``; dp_accounting accounts it with the Laplace mechanism's PLD)."""
+    return [(PermuteAndFlip(epsilon=_field(event, "epsilon")), count)]
+
+
 #: events tightdp refuses, with the reason (``from_dp_event`` raises ``UnsupportedMechanismError`` saying it)
 REFUSED_EVENTS: dict[str, str] = {
     "UnsupportedDpEvent": "the event says the mechanism is unknown to accounting; there is nothing to certify",
@@ -461,9 +478,6 @@ REFUSED_EVENTS: dict[str, str] = {
     "RepeatAndSelectDpEvent": "private selection with a random number of runs (Papernot & Steinke 2022) is "
     "bounded from the run's ledger; use tightdp.tuning.tuning_epsilon, whose upper end is the smaller of that "
     "RDP bound and the privacy-profile bound (Koskela, Redberg & Wang 2024) and lower end one run's certified one",
-    "ExponentialMechanismDpEvent": "a bounded-range mechanism; use tightdp.mechanisms.selection "
-    "(ExponentialMechanism), where the event's fields are read with their meaning",
-    "PermuteAndFlipDpEvent": "use tightdp.mechanisms.selection (PermuteAndFlip)",
     "RandomAllocationDpEvent": "the 2026 event's fields are not known to this version; build "
     "tightdp.RandomAllocation(mechanism=..., steps_per_epoch=...) composed once per epoch instead",
 }

@@ -1,6 +1,8 @@
 """The dominating pair of every epsilon-bounded-range mechanism (``BoundedRangeLoss``), its largest delta
 (``bounded_range_delta``), certified Renyi bounds (``bounded_range_rdp``) and the two-point pairs ``T_t``
-(``two_point_pair``); the proofs are in ``tightdp.mechanisms.selection``'s docstring.
+(``two_point_pair``), and the pair of a mechanism that is both bounded-range and pure DP
+(``CappedBoundedRangeLoss``, with permute-and-flip's range ``permute_and_flip_range``); the proofs are in
+``tightdp.mechanisms.selection``'s docstring.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 
 from .._types import ArrayLike, FloatArray
 from ..losses import DiscreteLoss, PrivacyLoss
+from ..losses._cells import _place_atoms
 
 _U = float(np.finfo(float).eps) / 2
 _CELL_REL = 16 * float(np.finfo(float).eps)
@@ -236,3 +239,180 @@ class BoundedRangeLoss(PrivacyLoss):
 
         val = g(hi) - g(lo)
         return val, 1e-14 * (abs(g(hi)) + abs(g(lo)) + 1e-300)
+
+
+def permute_and_flip_range(epsilon: float) -> float:
+    """``eta = 2 log(2 e^(epsilon / 2) - 1)``, rounded up: permute-and-flip at ``epsilon`` is ``eta``-BR, and the
+    swap of two tied candidates attains it (``tightdp.mechanisms.selection``'s docstring). Never above
+    ``2 epsilon`` (every epsilon-DP mechanism is ``2 epsilon``-BR).
+
+    Parameters
+    ----------
+    epsilon : float
+        Permute-and-flip's epsilon, non-negative.
+
+    Returns
+    -------
+    float
+        ``eta`` in ``[epsilon, 2 epsilon]``.
+
+    Raises
+    ------
+    OverflowError
+        Never for ``epsilon <= 500`` (``PermuteAndFlip`` validates it).
+    """
+    if epsilon <= 0.0:
+        return 0.0
+    eta = epsilon + 2.0 * math.log1p(-math.expm1(-0.5 * epsilon))  # 2 log(2 e^(eps/2) - 1) without cancellation
+    return min(eta * (1.0 + 8.0 * _U) + 1e-300, 2.0 * epsilon)
+
+
+@dataclass(frozen=True)
+class CappedBoundedRangeLoss(PrivacyLoss):
+    """The dominating pair of every mechanism that is both ``epsilon``-BR and ``cap``-DP (``epsilon / 2 <= cap <=
+    epsilon``): the pairs ``T_t`` whose losses stay in ``[-cap, cap]`` (``tightdp.mechanisms.selection``'s
+    docstring, "Bounded range and pure DP").
+
+    With ``E = e^epsilon`` and ``w = 2 cap - epsilon``: ``BoundedRangeLoss(epsilon)``'s densities on ``(-w, w)``,
+    and atoms at ``+cap`` (P-mass ``p = e^cap expm1(epsilon - cap) / expm1(epsilon)``, Q-mass ``q = expm1(epsilon
+    - cap) / expm1(epsilon)``) and at ``-cap`` (P-mass ``q``, Q-mass ``p``). ``cap = epsilon`` is
+    ``BoundedRangeLoss(epsilon)``; ``cap = epsilon / 2`` is randomized response at ``cap``.
+
+    Parameters
+    ----------
+    epsilon : float
+        The bounded-range parameter, positive.
+    cap : float
+        The pure-DP bound on the loss, in ``[epsilon / 2, epsilon]``.
+
+    Raises
+    ------
+    ValueError
+        If ``cap`` lies outside ``[epsilon / 2, epsilon]``.
+
+    References
+    ----------
+    Dong, Durfee, Rogers 2020, Thm 3 (the pairs ``T_t``).
+    """
+
+    epsilon: float
+    cap: float
+
+    def __post_init__(self) -> None:
+        if not (self.epsilon > 0.0 and 0.5 * self.epsilon <= self.cap <= self.epsilon):
+            raise ValueError(f"cap must lie in [epsilon / 2, epsilon] = [{self.epsilon / 2}, {self.epsilon}]")
+
+    @property
+    def _w(self) -> float:
+        return 2.0 * self.cap - self.epsilon
+
+    @property
+    def _atoms(self) -> tuple[float, float]:
+        """``(p, q)``: the P-mass at ``+cap`` (the Q-mass at ``-cap``) and the Q-mass at ``+cap`` (P at ``-cap``)."""
+        q = math.expm1(self.epsilon - self.cap) / math.expm1(self.epsilon)
+        return math.exp(self.cap) * q, q
+
+    def support(self) -> tuple[float, float]:
+        return -self.cap, self.cap
+
+    def _inner(self, s: ArrayLike) -> FloatArray:
+        return np.clip(np.asarray(s, float), -self._w, self._w)
+
+    def _p_between(self, a: ArrayLike, b: ArrayLike) -> FloatArray:
+        """P-mass of the continuous part on ``(a, b)`` (clipped to ``(-w, w)``)."""
+        u, v = self._inner(a), self._inner(b)
+        out: FloatArray = np.exp((u + self.epsilon) / 2.0) * np.expm1(np.maximum(v - u, 0.0) / 2.0)
+        return out / math.expm1(self.epsilon)
+
+    def _q_between(self, a: ArrayLike, b: ArrayLike) -> FloatArray:
+        u, v = self._inner(a), self._inner(b)
+        out: FloatArray = np.exp((self.epsilon - v) / 2.0) * np.expm1(np.maximum(v - u, 0.0) / 2.0)
+        return out / math.expm1(self.epsilon)
+
+    def cdf(self, s: ArrayLike) -> FloatArray:
+        s = np.asarray(s, float)
+        p, q = self._atoms
+        out: FloatArray = (
+            np.where(s >= -self.cap, q, 0.0) + self._p_between(-self._w, s) + np.where(s >= self.cap, p, 0.0)
+        )
+        return np.minimum(out, 1.0)
+
+    def sf(self, s: ArrayLike) -> FloatArray:
+        s = np.asarray(s, float)
+        p, q = self._atoms
+        out: FloatArray = np.where(s < -self.cap, q, 0.0) + self._p_between(s, self._w) + np.where(s < self.cap, p, 0.0)
+        return np.minimum(out, 1.0)
+
+    has_q_side = True
+
+    def q_cdf(self, s: ArrayLike) -> FloatArray:
+        s = np.asarray(s, float)
+        p, q = self._atoms
+        out: FloatArray = (
+            np.where(s >= -self.cap, p, 0.0) + self._q_between(-self._w, s) + np.where(s >= self.cap, q, 0.0)
+        )
+        return np.minimum(out, 1.0)
+
+    def q_sf(self, s: ArrayLike) -> FloatArray:
+        s = np.asarray(s, float)
+        p, q = self._atoms
+        out: FloatArray = np.where(s < -self.cap, p, 0.0) + self._q_between(s, self._w) + np.where(s < self.cap, q, 0.0)
+        return np.minimum(out, 1.0)
+
+    def _cells_pq(
+        self, edges: ArrayLike, apart: bool = False
+    ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
+        """Cell masses on ``(e_i, e_(i+1)]``: the continuous part in closed form (as ``BoundedRangeLoss``), the
+        two atoms placed by ``_place_atoms`` (on an edge: the cell below it, or apart)."""
+        e = np.asarray(edges, float)
+        P, Q = self._p_between(e[:-1], e[1:]), self._q_between(e[:-1], e[1:])
+        p, q = self._atoms
+        below, above, edge_err, atoms = _place_atoms(e, (-self.cap, self.cap), (q, p), (p, q), P, Q, apart)
+        below += float(self._p_between(-self._w, e[0]))
+        above += float(self._p_between(e[-1], self._w))
+        return below, above, P, Q, edge_err, atoms
+
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
+        below, above, P, _, edge_err, _ = self._cells_pq(edges)
+        return below, above, P, (_CELL_REL, 0.0), edge_err
+
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
+        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
+
+    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+        """Cell masses without the atoms that sit on an edge, and those atoms per edge (as ``DiscreteLoss``).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(P, Q, P_at, Q_at, moved)`` (as ``LaplaceLoss.edge_atoms``).
+
+        Raises
+        ------
+        ValueError
+            If ``edges`` is not one-dimensional (numpy's error).
+        """
+        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
+        assert atoms is not None  # apart=True fills them
+        return P, Q, atoms[0], atoms[1], moved
+
+    def lattice_atoms(self) -> tuple[float, ...]:
+        return (-self.cap, self.cap) if self._w < self.cap else ()
+
+    def partial_mean(self, a: float, b: float) -> tuple[float, float]:
+        p, q = self._atoms
+        val = (self.cap * p if a < self.cap <= b else 0.0) - (self.cap * q if a < -self.cap <= b else 0.0)
+        lo, hi = max(a, -self._w), min(b, self._w)
+        if hi <= lo:
+            return val, 1e-15
+        e = self.epsilon
+
+        def g(l: float) -> float:  # the antiderivative of l times the P-density (as BoundedRangeLoss)
+            return math.exp((l + e) / 2.0) * (l - 2.0) / math.expm1(e)
+
+        return val + g(hi) - g(lo), 1e-14 * (abs(g(hi)) + abs(g(lo)) + abs(val) + 1e-300)

@@ -27,8 +27,45 @@ this curve: ``D''(alpha) = sqrt(E) alpha^(-3/2) / (2 (E - 1))`` is the density o
 pair, composed by the engine (dominance survives adaptive composition). The constant-``alpha`` value
 ``D(1) = tanh(epsilon / 4)`` is Durfee & Rogers' total-variation bound.
 
-**Pure DP.** Permute-and-flip (McKenna & Sheldon 2020), report-noisy-max with exponential noise (the same
-mechanism, Ding et al. 2021) or Laplace noise (Dwork & Roth 2014, Claim 3.9) and the sparse vector technique
+**Permute-and-flip is bounded-range** (proved here; Ding et al. 2021 show it is report-noisy-max with
+exponential noise). Theorem: permute-and-flip at ``epsilon`` is ``eta``-BR with
+``eta = 2 log(2 e^(epsilon / 2) - 1)`` (``permute_and_flip_range``; ``eta < 2 epsilon``, ``eta ~ epsilon + 2 log 2``
+for large ``epsilon``), and the two-candidate swap below attains it. Proof. Write ``w_s = e^(epsilon u_s / (2
+Delta))``, ``M = max w``. Give each candidate an independent uniform arrival time (a uniform order): ``r`` is
+output when it is accepted and every earlier candidate was rejected, so ``P(r) = (w_r / M) int_0^1 prod_(s != r)
+(1 - tau w_s / M) dtau = w_r int_0^(1/M) prod_(s != r) (1 - sigma w_s) dsigma``. For two outputs ``r != r'`` let
+``A(sigma) = prod_(s != r, r') (1 - sigma w_s)``, non-negative and non-increasing on ``[0, 1/M]``, and ``mu`` the
+mean of ``sigma`` under the density ``A`` there; then ``P(r) / P(r') = w_r (1 - mu w_r') / (w_r' (1 - mu w_r))
+= [a / (1 - a)] / [b / (1 - b)]`` with ``a = mu w_r``, ``b = mu w_r'``, both in ``(0, 1/2]`` (a non-increasing
+density on ``[0, 1/M]`` has mean at most ``1 / (2M)``). A neighbour multiplies each ``w_s`` by ``c_s`` in
+``[1/lam, lam]``, ``lam = e^(epsilon / 2)``. ``mu`` is homogeneous of degree -1 in ``w`` and non-increasing in
+each ``w_s`` (raising ``w_s`` multiplies the density by a decreasing function or shortens its interval), so
+``mu' = kappa mu`` with ``kappa`` in ``[1/lam, lam]``, and ``a' = kappa c_r a``, ``b' = kappa c_r' b``. The log of
+the ratio of odds is ``[logit a - logit a'] + [logit b' - logit b]``. For ``t <= 1``, ``logit a - logit(t a) =
+log(1/t) + log((1 - t a) / (1 - a))`` rises in ``a``, so at most ``log((2 - t) / t)`` (``a = 1/2``); for ``t >= 1``,
+``logit(t b) - logit b`` rises in ``b`` up to ``t b = 1/2``: at most ``log(2 t - 1)``; both bounds are monotone in
+``t``, so the worst ``c_r = 1/lam``, ``c_r' = lam`` give at most ``F(kappa) = log(2 lam / kappa - 1) +
+log(2 lam kappa - 1)``. In ``s = log kappa`` each term is concave (``d^2/ds^2 log(y - 1) = -y / (y - 1)^2`` for
+``y = 2 lam e^(+-s)``) and ``F`` is even, so ``F <= F(1) = 2 log(2 lam - 1) = eta``. Two tied candidates that
+swap (``(0, -Delta)`` on ``D`` against ``(-Delta, 0)`` on ``D'``) output ``(1 - e^(-epsilon/2) / 2, e^(-epsilon/2)
+/ 2)`` against the reverse: log ratios ``+-eta / 2``, range ``eta``.
+
+**Bounded range and pure DP** (``CappedBoundedRangeLoss``). A pair that is ``eta``-BR and ``epsilon``-DP
+(``eta / 2 <= epsilon <= eta``) has its loss in an interval ``[lo, hi]`` of length at most ``eta`` inside
+``[-epsilon, epsilon]``, which lies in ``[h - eta, h]`` for some ``h`` in ``[eta - epsilon, epsilon]``; by step
+(1) above it is dominated by ``T_t`` with ``(1 - t) eta = h``, i.e. ``t`` in ``[1 - epsilon / eta, epsilon /
+eta]``. For ``alpha`` in ``[1, e^eta]`` the maximiser ``x* = sqrt(E / alpha)`` of step (2) (``E = e^eta``, ``x = e^(t eta)``) is
+clamped to ``x_lo = e^(eta - epsilon)`` once ``alpha > e^(2 epsilon - eta)`` (the curve is concave in ``x``):
+there the supremum is ``H_alpha(T_(t_lo))``, linear in ``alpha`` and 0 from ``alpha = e^epsilon``; below, it is
+``D(alpha)``; ``alpha < 1`` follows by the swap symmetry (the range of ``t`` is symmetric about 1/2). Reading
+the curve's second derivative (the law of Q's likelihood ratio) gives the pair: ``BoundedRangeLoss(eta)``'s
+densities on ``(-w, w)``, ``w = 2 epsilon - eta``, and atoms at ``+-epsilon`` (the slope's jump at
+``alpha = e^epsilon``: Q-mass ``(x_lo - 1) / (E - 1)`` at ``+epsilon``). Its curve is the supremum, so it
+dominates every such pair, and lies below both ``BoundedRangeLoss(eta)``'s and ``PureDP(epsilon)``'s.
+Permute-and-flip (and report-noisy-max with exponential noise) is dominated by
+``CappedBoundedRangeLoss(eta, epsilon)``.
+
+**Pure DP.** Report-noisy-max with Laplace noise (Dwork & Roth 2014, Claim 3.9) and the sparse vector technique
 (Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries) are epsilon-DP; ``PureDP(epsilon)``'s
 pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
 
@@ -39,10 +76,10 @@ noise: two candidates with scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1
 ``a`` in ``[0, 1.5]`` (``a = 0``: ``(0, 0)`` against ``(Delta, -Delta)``, where permute-and-flip outputs 2 w.p.
 ``e^(-epsilon) / 2`` on ``D'`` and Laplace noise w.p. ``e^(-epsilon) (1 + epsilon / 2) / 2``, the difference of two
 Laplace variables; ``a = 1``: the scores swap); sparse vector: one query near the threshold when the threshold's
-share of epsilon is given (``SparseVector``), else none (lower end 0). A search over up to
-six candidates and score moves in ``{-Delta, 0, Delta}`` found no permute-and-flip pair with a larger total
-variation than the swap; whether every pair is dominated by a two-candidate one is open, so the upper end stays
-``PureDP(epsilon)``'s.
+share of epsilon is given (``SparseVector``), else none (lower end 0). Permute-and-flip's
+upper end is the capped pair above, which its swap pair meets at total variation (``1 - e^(-epsilon/2)``); the
+pairs ``T_t`` with ``t`` away from 1/2 are not known to be attained, so the interval keeps a gap for long runs at
+large ``epsilon``.
 """
 
 from __future__ import annotations
@@ -53,20 +90,30 @@ from dataclasses import dataclass
 
 from .._validation import check_choice, check_count, check_real
 from ..losses import DiscreteLoss
-from ._bounded_range import BoundedRangeLoss, bounded_range_delta, bounded_range_rdp, two_point_pair
+from ._bounded_range import (
+    BoundedRangeLoss,
+    CappedBoundedRangeLoss,
+    bounded_range_delta,
+    bounded_range_rdp,
+    permute_and_flip_range,
+    two_point_pair,
+)
 from .base import LossPair, Mechanism
 from .basic import PureDP
 
 __all__ = [
     "BoundedRange",
     "BoundedRangeLoss",
+    "CappedBoundedRangeLoss",
     "ExponentialMechanism",
     "FinitePair",
     "PermuteAndFlip",
     "ReportNoisyMax",
     "SparseVector",
     "bounded_range_delta",
+    "bounded_range_epsilon",
     "bounded_range_rdp",
+    "permute_and_flip_range",
     "two_point_pair",
 ]
 
@@ -302,8 +349,8 @@ def _laplace_second(epsilon: float) -> Callable[[float], float]:
 @dataclass(frozen=True, kw_only=True)
 class PermuteAndFlip(Mechanism):
     """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
-    epsilon-DP, dominated by ``PureDP(epsilon)``; equal to report-noisy-max with exponential noise (Ding et
-    al. 2021). Attained pairs: two candidates, scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)`` for seven gaps
+    epsilon-DP and ``eta``-BR with ``eta = 2 log(2 e^(epsilon / 2) - 1)`` (module docstring), dominated by
+    ``CappedBoundedRangeLoss(eta, epsilon)``; equal to report-noisy-max with exponential noise (Ding et al. 2021). Attained pairs: two candidates, scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)`` for seven gaps
     ``a`` (module docstring; ``a = 0``: ``P(2 on D') = e^(-epsilon) / 2``). Matches dp_accounting's
     ``PermuteAndFlipDpEvent``.
 
@@ -331,7 +378,10 @@ class PermuteAndFlip(Mechanism):
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
 
     def privacy_losses(self) -> LossPair:
-        return PureDP(epsilon=self.epsilon).privacy_losses()
+        if self.epsilon == 0.0:
+            return PureDP(epsilon=0.0).privacy_losses()
+        loss = CappedBoundedRangeLoss(permute_and_flip_range(self.epsilon), self.epsilon)
+        return LossPair(loss, loss)
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
         """The two-point pairs this mechanism attains on concrete neighbouring data sets (class docstring).
@@ -521,3 +571,34 @@ def _above(x: float, b1: float, b2: float) -> float:
     else:
         tail = (b1 * b1 * math.exp(-t / b1) - b2 * b2 * math.exp(-t / b2)) / (2.0 * (b1 * b1 - b2 * b2))
     return tail if x >= 0 else 1.0 - tail
+
+
+def bounded_range_epsilon(mechanism: Mechanism) -> float | None:
+    """The ``eta`` for which ``mechanism`` is proven ``eta``-bounded-range, else ``None``.
+
+    ``BoundedRange``, ``ExponentialMechanism`` and Gumbel report-noisy-max: their ``epsilon``; permute-and-flip
+    and exponential-noise report-noisy-max: ``permute_and_flip_range(epsilon)`` (module docstring); anything
+    else (Laplace noise, sparse vector, other mechanisms): ``None``.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any tightdp mechanism.
+
+    Returns
+    -------
+    float or None
+        ``eta``, or ``None`` when no bounded-range proof applies.
+
+    Raises
+    ------
+    TypeError
+        Never for a ``Mechanism``; any object is answered (``None`` for what is not one of the above).
+    """
+    if isinstance(mechanism, (BoundedRange, ExponentialMechanism)):
+        return float(mechanism.epsilon)
+    if isinstance(mechanism, ReportNoisyMax) and mechanism.noise != "laplace":
+        return bounded_range_epsilon(mechanism._equivalent())
+    if isinstance(mechanism, PermuteAndFlip):
+        return permute_and_flip_range(float(mechanism.epsilon))
+    return None
