@@ -151,7 +151,7 @@ def _balls_in_bins(
     s = sensitivity(strategy, Cyclic(period=t), steps=n)
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
-    lo, up, arg_up, arg_lo = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
+    lo, up, arg_up, arg_lo, how_up = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
     white = _whitened_lower(
         cyclic_allocation_epsilon,
         strategy,
@@ -197,7 +197,7 @@ def _balls_in_bins(
             )
             up = split
         else:
-            details["upper"] = f"Loewner sandwich from above (c, d) = {arg_up} of 2410.06266's dominating pair"
+            details["upper"] = f"{how_up} from above (c, d) = {arg_up} of 2410.06266's dominating pair"
         hi = Bounds(min(lo, up), up, up, "epsilon", "bound", {})
     else:
         details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"

@@ -1,4 +1,5 @@
-"""Balls-in-bins with a matrix mechanism, certified deterministically by a Loewner sandwich of the modes' Gram matrix.
+"""Balls-in-bins with a matrix mechanism, certified deterministically by comparing the modes' Gram matrix with
+compound-symmetric ones (a Loewner sandwich; an entrywise comparison above).
 
 Balls-in-bins (jax_privacy ``BallsInBinsSampling``; Choquette-Choo et al., ICLR 2025, arXiv 2410.06266;
 Chua et al. 2412.16802): each record is put once in a uniform bin ``j`` of ``t = cycle_length`` and takes
@@ -23,6 +24,20 @@ mechanism of sensitivity ``sqrt(c)`` and one 1-of-``t`` random allocation of Gau
 * ``c' J + d' I <= G`` gives a certified **lower** bound: the ``(c', d')`` pair is then a post-processing of
   the explicit pair above (a record with a fixed unit gradient), so its epsilon is below the run's.
 
+**Entrywise comparison** (Kahane's Gaussian comparison, for the upper end). Under ``Q`` the likelihood ratio is
+``L = (1/t) sum_j e^(X_j)`` with ``X = (<mu_j, y> / sigma^2 - |mu_j|^2 / (2 sigma^2))_j`` Gaussian, covariance
+``G / sigma^2``; both directions of the hockey-stick divergence are ``E_Q[g(L)]`` with ``g`` convex
+(``(s - alpha)_+`` and ``(1 - alpha s)_+``). For ``F(x) = g((1/t) sum_j e^(x_j))`` the mixed second derivatives
+``g''(S) e^(x_i + x_j) / t^2`` (``i != j``) are non-negative, so by Gaussian interpolation
+(``d/dtheta E F(X_theta) = 1/2 sum_(i,j) (H - G)_(ij) E[d_i d_j F] / sigma^2`` along ``X_theta = sqrt(theta) X_H +
+sqrt(1 - theta) X_G``, smoothing ``g``) ``E F`` grows with the off-diagonal entries of the covariance when the
+diagonal (hence the mean) is held. First raise every diagonal entry of ``G`` to ``m = max_j G_jj`` (``G + D``,
+``D >= 0`` diagonal: a Loewner step, the pair above); then ``H = c J + (m - c) I`` with ``c`` the largest
+off-diagonal entry (at least 0, at most ``m`` by Cauchy-Schwarz) has the same diagonal and larger off-diagonal
+entries: a certified **upper** bound with the same product form. It needs no eigenvalues and wins when ``G``'s
+spectrum is spread (banded Toeplitz ``C``: correlations that fall with the cyclic distance of the bins), where
+the Loewner step must cover the top eigenvalue with ``d``.
+
 Both are exact when ``G`` is compound symmetric (a diagonal ``C``: plain random allocation); for banded ``C``
 the interval widens with how far ``G`` is from ``c J + d I``. Every semidefinite inequality is checked
 numerically and the constants are moved to the safe side by the eigenvalue solver's error bound.
@@ -41,7 +56,14 @@ from ..mechanisms.allocation import RandomAllocation
 from ..mechanisms.basic import Gaussian
 from .strategies import Strategy
 
-__all__ = ["MIN_ALLOCATION_SIGMA", "lower_sandwich", "mode_gram", "sandwich_epsilon", "upper_sandwich"]
+__all__ = [
+    "MIN_ALLOCATION_SIGMA",
+    "entrywise_upper",
+    "lower_sandwich",
+    "mode_gram",
+    "sandwich_epsilon",
+    "upper_sandwich",
+]
 
 _U = float(np.finfo(float).eps) / 2
 #: below this noise multiplier per unit sensitivity the allocation's lattice is too long to be practical
@@ -153,6 +175,39 @@ def upper_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[f
     return c, d
 
 
+def entrywise_upper(g: FloatArray) -> tuple[float, float]:
+    """``(c, d)`` with ``c J + d I`` above ``G`` after its diagonal is raised to ``m = max_j G_jj`` (equal diagonals,
+    off-diagonal entries at least ``G``'s): ``c`` the largest off-diagonal entry, ``d = m - c``, both moved to the
+    safe side by the Gram matrix's error bound (module docstring, "Entrywise comparison").
+
+    Parameters
+    ----------
+    g : FloatArray
+        The modes' Gram matrix (``mode_gram``), square.
+
+    Returns
+    -------
+    tuple of float
+        ``(c, d)``, both non-negative.
+
+    Raises
+    ------
+    ValueError
+        ``g`` is not a square matrix.
+    """
+    g = np.asarray(g, float)
+    if g.ndim != 2 or g.shape[0] != g.shape[1]:
+        raise ValueError(f"g must be a square matrix, got shape {g.shape}")
+    t = g.shape[0]
+    err = _error(g)
+    m = float(np.max(np.diag(g))) + err
+    if t == 1:
+        return 0.0, m
+    off = g[~np.eye(t, dtype=bool)]
+    c = min(max(float(np.max(off)) + err, 0.0), m)
+    return c, m - c
+
+
 def lower_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[float, float]:
     """``(c', d')`` with ``c' J + d' I <= G``: ``d'`` a fraction ``frac`` of ``lambda_min(G)``, ``c'`` the largest then
     admissible, ``1 / (1^T (G - d' I)^+ 1)`` (zero when ``1`` leaves the range). ``verify``: checked as above, the
@@ -228,8 +283,9 @@ def sandwich_epsilon(
     eps_error: float | None = None,
     rel_error: float | None = None,
     fracs: tuple[float, ...] = (0.0, 0.1),
-) -> tuple[float, float, tuple[float, float] | None, tuple[float, float] | None]:
-    """``(lower, upper, (c, d) used above, (c', d') used below)``: the best of a few sandwiches, each certified.
+) -> tuple[float, float, tuple[float, float] | None, tuple[float, float] | None, str]:
+    """``(lower, upper, (c, d) used above, (c', d') used below, how above)``: the best of a few comparisons (the
+    entrywise one and Loewner sandwiches above, Loewner sandwiches below), each certified.
     ``upper`` is ``inf`` (and ``lower`` 0) where the allocation is out of reach (tiny noise).
 
     Parameters
@@ -248,7 +304,7 @@ def sandwich_epsilon(
     Returns
     -------
     tuple
-        ``(lower, upper, (c, d) or None, (c', d') or None)``.
+        ``(lower, upper, (c, d) or None, (c', d') or None, how)``; ``how`` names the upper comparison used.
 
     Raises
     ------
@@ -261,17 +317,23 @@ def sandwich_epsilon(
     """
     t = g.shape[0]
     sp = _Spectra(g)
-    best_up, arg_up = math.inf, None
+    best_up: float = math.inf
+    arg_up: float | None = None  # a Loewner fraction, or None for the entrywise comparison
     coarse = 0.05
+    entrywise = entrywise_upper(g)
+    r = _pair_epsilon(*entrywise, sigma, t, delta, coarse, None)
+    if r is not None:
+        best_up = r[1]
     if sp.d_floor == 0.0 or sigma / math.sqrt(sp.d_floor) >= MIN_ALLOCATION_SIGMA:
         for f in fracs:  # pick the sandwich on a coarse accuracy (unverified constants), then verify and certify it
             c, d = upper_sandwich(sp, f, verify=False)
             r = _pair_epsilon(c, d, sigma, t, delta, coarse, None)
             if r is not None and r[1] < best_up:  # by the estimate: the coarse ends are wide
                 best_up, arg_up = r[1], f
-    up, used_up = math.inf, None
-    if arg_up is not None:
-        used_up = upper_sandwich(sp, arg_up)
+    up, used_up, how_up = math.inf, None, ""
+    if math.isfinite(best_up):
+        used_up = entrywise if arg_up is None else upper_sandwich(sp, arg_up)
+        how_up = "entrywise comparison (Kahane)" if arg_up is None else "Loewner sandwich"
         r = _pair_epsilon(*used_up, sigma, t, delta, eps_error, rel_error)
         up = r[2] if r is not None else math.inf
     best_lo, arg_lo = -math.inf, None
@@ -285,4 +347,4 @@ def sandwich_epsilon(
         used_lo = lower_sandwich(sp, arg_lo)
         r = _pair_epsilon(*used_lo, sigma, t, delta, eps_error, rel_error)
         lo = r[0] if r is not None else 0.0
-    return lo, up, used_up, used_lo
+    return lo, up, used_up, used_lo, how_up

@@ -1,0 +1,130 @@
+"""The entrywise (Kahane) comparison of ``tightdp.matrix.allocation``: its constants dominate the Gram matrix entry
+by entry, and its epsilon bounds the true mixture of two or three Gaussians, computed here by Gauss-Hermite
+quadrature of the likelihood ratio (no code shared with the accountant)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from _support import scaled
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import integrate, special
+
+from tightdp.matrix.allocation import _pair_epsilon, entrywise_upper, sandwich_epsilon
+
+
+def _mixture_deltas(g: np.ndarray, sigma: float, eps: float, nodes: int = 160) -> tuple[float, float]:
+    """``(delta(P || Q), delta(Q || P))`` at ``eps`` for ``P = (1/t) sum_j N(mu_j, sigma^2 I)``, ``Q = N(0, sigma^2
+    I)`` with Gram matrix ``g`` of the modes: ``L = (1/t) sum_j e^(X_j)``, ``X ~ N(-diag / 2, G) / sigma^2``, by a
+    tensor Gauss-Hermite rule (probabilists' weights)."""
+    t = g.shape[0]
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / math.sqrt(2 * math.pi)
+    cov = g / sigma**2
+    chol = np.linalg.cholesky(cov + 1e-12 * np.eye(t))
+    grid = np.stack(np.meshgrid(*([x] * t), indexing="ij"), axis=-1).reshape(-1, t)
+    weight = np.prod(np.stack(np.meshgrid(*([w] * t), indexing="ij"), axis=-1).reshape(-1, t), axis=1)
+    ell = np.mean(np.exp(-np.diag(cov) / 2 + grid @ chol.T), axis=1)
+    a = math.exp(eps)
+    return float(weight @ np.maximum(ell - a, 0.0)), float(weight @ np.maximum(1.0 - a * ell, 0.0))
+
+
+def _two_bin_deltas(g: np.ndarray, sigma: float, eps: float) -> tuple[float, float]:
+    """As ``_mixture_deltas`` for two bins of equal norm (``G = s [[1, rho], [rho, 1]]``), to quadrature accuracy:
+    ``X_2`` given ``X_1`` is Gaussian, so the inner expectation is a Black-Scholes call / put in closed form and one
+    adaptive quadrature over ``X_1`` is left."""
+    v, rho = g[0, 0] / sigma**2, g[0, 1] / g[0, 0]
+    a = math.exp(eps)
+
+    def call(m: float, s2: float, k: float) -> float:  # E[(e^Y - k)_+], Y ~ N(m, s2)
+        if k <= 0:
+            return math.exp(m + s2 / 2) - k
+        s = math.sqrt(s2)
+        d2 = (m - math.log(k)) / s
+        return math.exp(m + s2 / 2) * special.ndtr(d2 + s) - k * special.ndtr(d2)
+
+    def inner(x: float, up: bool) -> float:
+        z = (x + v / 2) / math.sqrt(v)  # X_1 standardised; X_2 | X_1 ~ N(-v/2 + rho sqrt(v) z, (1 - rho^2) v)
+        m, s2 = -v / 2 + rho * math.sqrt(v) * z, max((1 - rho * rho) * v, 1e-300)
+        dens = math.exp(-z * z / 2) / math.sqrt(2 * math.pi * v)
+        if up:  # E[(e^x / 2 + e^X2 / 2 - a)_+ | x] = call(2a - e^x) / 2
+            return dens * 0.5 * call(m, s2, 2 * a - math.exp(x))
+        k = 2 / a - math.exp(x)  # E[(1 - a (e^x + e^X2) / 2)_+ | x] = (a / 2) E[(k - e^X2)_+]
+        return dens * 0.5 * a * (call(m, s2, k) - (math.exp(m + s2 / 2) - k)) if k > 0 else 0.0
+
+    lo, hi = -v / 2 - 40 * math.sqrt(v), -v / 2 + 40 * math.sqrt(v)
+    out = []
+    for up in (True, False):
+        cut = math.log(2 * a) if up else math.log(2 / a)
+        pts = [p for p in (cut, -v / 2) if lo < p < hi]
+        out.append(integrate.quad(inner, lo, hi, args=(up,), points=pts, limit=400, epsabs=1e-14, epsrel=1e-11)[0])
+    return out[0], out[1]
+
+
+def _gram(seed: int, t: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = np.abs(rng.normal(size=(3 * t, t))) * rng.uniform(0.3, 1.0, size=t)
+    g = v.T @ v
+    return g / np.max(np.diag(g))  # the largest mode of unit norm
+
+
+@settings(deadline=None, max_examples=scaled(40))
+@given(st.integers(0, 10**6), st.integers(1, 12))
+def test_constants_dominate_every_entry(seed, t):
+    g = _gram(seed, t)
+    c, d = entrywise_upper(g)
+    assert c >= 0 and d >= 0
+    assert c + d >= np.max(np.diag(g))
+    if t > 1:
+        assert c >= np.max(g[~np.eye(t, dtype=bool)])
+
+
+@settings(deadline=None, max_examples=scaled(6))
+@given(st.floats(0.0, 0.95), st.floats(0.3, 1.0), st.floats(1.2, 3.0), st.sampled_from([1e-2, 1e-3]))
+def test_the_entrywise_epsilon_is_the_true_mixtures_for_two_bins(rho, scale, sigma, delta):
+    """Two bins of equal norm: the comparison is an equality (``G = c J + d I``), so the certified epsilon is one
+    at which the true mixture's delta (both directions) is at most ``delta`` and, the bound being tight, not far
+    below it."""
+    g = scale * np.array([[1.0, rho], [rho, 1.0]])
+    c, d = entrywise_upper(g)
+    r = _pair_epsilon(c, d, sigma, 2, delta, None, None)
+    assert r is not None  # sigma / sqrt(d) >= 1.2: the allocation is in reach
+    worst = max(_two_bin_deltas(g, sigma, r[2]))
+    assert 0.9 * delta <= worst <= delta * (1 + 1e-4), (g, r, worst)
+
+
+def test_three_bins_and_the_comparison_order():
+    """Three bins with correlations that fall with the distance: the true delta at the certified epsilon is
+    below delta, and raising the off-diagonal entries never lowers the true delta (the inequality itself)."""
+    g = np.array([[1.0, 0.7, 0.3], [0.7, 1.0, 0.7], [0.3, 0.7, 1.0]]) * 0.8
+    sigma, delta = 1.0, 1e-2
+    lo, up, used, _, how = sandwich_epsilon(g, sigma, delta)
+    assert lo <= up < math.inf and used is not None
+    t_up, t_down = _mixture_deltas(g, sigma, up, nodes=60)
+    assert max(t_up, t_down) <= delta * (1 + 1e-4)
+    eps = 0.3
+    h = g.copy()
+    h[0, 2] = h[2, 0] = 0.7 * 0.8
+    assert _mixture_deltas(g, sigma, eps, nodes=60)[0] <= _mixture_deltas(h, sigma, eps, nodes=60)[0] + 1e-12
+    assert how == "Loewner sandwich"  # here the spectrum is narrow: the Loewner step wins; the entrywise one holds
+    r = _pair_epsilon(*entrywise_upper(g), sigma, 3, delta, None, None)
+    assert r is not None and r[2] >= up
+    assert max(_mixture_deltas(g, sigma, r[2], nodes=60)) <= delta * (1 + 1e-4)
+
+
+def test_banded_toeplitz_modes_use_the_entrywise_comparison():
+    from tightdp.matrix import BallsInBins, matrix_epsilon
+
+    k = np.arange(1, 16)
+    col = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
+    b = matrix_epsilon(
+        strategy=col / np.linalg.norm(col),
+        noise_multiplier=4.0,
+        steps=320,
+        delta=1e-6,
+        sampler=BallsInBins(cycle_length=16),
+    )
+    assert b.lower <= b.upper
+    assert "entrywise comparison" in b.details["upper"], b.details
