@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import signal
 
 from .strategies import Strategy
 
@@ -70,6 +69,8 @@ def toeplitz_min_singular_lower(strategy: Strategy, n: int) -> float:
     c = c[: int(nz[-1]) + 1]  # the bands
     impulse = np.zeros(n)
     impulse[0] = 1.0
+    from scipy import signal  # lazily: scipy.signal (and scipy.stats under it) cost 0.6 s of `import tightdp`
+
     d = signal.lfilter([1.0], c, impulse)  # the first n coefficients of 1 / c(z)
     abs_d = np.abs(d)
     total = float(abs_d.sum())
