@@ -25,6 +25,7 @@ from .mechanisms.selection import (
     bounded_range_delta,
     bounded_range_epsilon,
     bounded_range_rdp,
+    pure_dp_cap,
 )
 
 if TYPE_CHECKING:
@@ -121,7 +122,7 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g}, range {eta:.6g})"
         if count > 1:
             every_t = _attains_every_two_point_pair(mechanism)
-            adaptive = adaptive_bounded_range_epsilon(eta, count, delta, attained=every_t)
+            adaptive = adaptive_bounded_range_epsilon(eta, count, delta, attained=every_t, cap=pure_dp_cap(mechanism))
             if adaptive is not None and adaptive.upper < upper:
                 upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
             if adaptive is not None and adaptive.lower > lower:

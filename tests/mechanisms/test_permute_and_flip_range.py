@@ -193,3 +193,60 @@ def test_composed_permute_and_flip_beats_pure_dp_and_keeps_its_attained_lower_en
     assert "attained pair" in pf.details["lower_method"]
     one = selection_epsilon(mechanism=PermuteAndFlip(epsilon=1.0), delta=1e-3, count=1)
     assert one.lower <= one.upper <= 1.0
+
+
+def _restricted_adaptive_delta(eta: float, cap: float, steps: int, eps: float) -> float:
+    """sup over adaptive strategies of ``T_t`` steps with ``t`` in ``[1 - cap / eta, cap / eta]`` of delta(eps), by
+    nested suprema over a fine grid of ``t`` (a lower estimate of the optimum, smooth in ``t``)."""
+    t = np.linspace(1 - cap / eta, cap / eta, 1201)
+    p = np.exp((1.0 - t) * eta) * np.expm1(t * eta) / math.expm1(eta)
+
+    def value(m: int, x: np.ndarray) -> np.ndarray:
+        if m == 0:
+            return np.maximum(-np.expm1(-x), 0.0)
+        up = value(m - 1, x[..., None] + (1.0 - t) * eta)
+        down = value(m - 1, x[..., None] - t * eta)
+        return np.max(p * up + (1.0 - p) * down, axis=-1)
+
+    return float(value(steps, np.array([-eps]))[0])
+
+
+@settings(max_examples=scaled(6), deadline=None)
+@given(eta=st.floats(0.1, 3.0), share=st.floats(0.0, 0.9), delta=st.sampled_from([1e-2, 1e-4, 1e-6]))
+def test_the_capped_program_bounds_the_capped_adaptive_optimum(eta, share, delta):
+    from tightdp.mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+
+    cap = eta * (0.5 + 0.5 * share)
+    b = adaptive_bounded_range_epsilon(eta, 2, delta, attained=False, cap=cap)
+    free = adaptive_bounded_range_epsilon(eta, 2, delta, attained=False)
+    assert b is not None and free is not None and b.lower == 0.0
+    assert _restricted_adaptive_delta(eta, cap, 2, b.upper) <= delta * (1.0 + 1e-6)
+    assert b.upper <= free.upper * (1 + 1e-12)
+
+
+def test_the_capped_program_sits_between_the_extreme_pair_and_bounded_range_alone():
+    """Permute-and-flip at epsilon 1, 100 uses: the restricted program's upper end lies above the extreme allowed
+    pair composed (``T_t`` with loss epsilon, attained by no known data set but allowed by the proof) and below
+    the program over every ``t``."""
+    from tightdp.accountants.connect_dots import ConnectDotsAccountant
+    from tightdp.mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+    from tightdp.mechanisms.selection import FinitePair, two_point_pair
+
+    eps = 1.0
+    eta = permute_and_flip_range(eps)
+    b = selection_epsilon(mechanism=PermuteAndFlip(epsilon=eps), delta=1e-6, count=100)
+    edge = two_point_pair(eta, 1 - eps / eta)
+    fixed = ConnectDotsAccountant().compose(FinitePair(values=edge.values, probs=edge.probs), 100).epsilon(1e-6)
+    free = adaptive_bounded_range_epsilon(eta, 100, 1e-6, attained=False)
+    assert free is not None
+    assert fixed.lower <= b.upper < free.upper * 0.995
+    assert b.upper <= fixed.upper * 1.002  # the extreme pair is nearly the worst strategy here
+
+
+def test_cap_is_validated():
+    from tightdp.mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+
+    with pytest.raises(ValueError, match="cap"):
+        adaptive_bounded_range_epsilon(1.0, 5, 1e-6, attained=False, cap=0.4)
+    with pytest.raises(ValueError, match="attained"):
+        adaptive_bounded_range_epsilon(1.0, 5, 1e-6, attained=True, cap=0.8)

@@ -43,6 +43,11 @@ H_(1/a)(Q||P)`` and swapping P and Q maps ``T_t`` to ``T_(1-t)``); the window on
 is (``_window``). The answer: the chord in ``a`` between the two grid nodes that
 bracket ``delta``.
 
+**Pure DP as well** (``cap``). A step that is also ``cap``-DP is dominated by a ``T_t`` with both losses in
+``[-cap, cap]``, i.e. ``t`` in ``[1 - cap / eps, cap / eps]`` (``tightdp.mechanisms.selection``, "Bounded range
+and pure DP"), so the supremum runs over the cells that meet that range only (a superset of it; the Renyi tails
+keep every ``t``). Permute-and-flip is ``eta``-BR and ``epsilon``-DP.
+
 **Lower end** (``attained=True``: the exponential mechanism with any number of candidates). The same program
 with ``t`` restricted to the grid ``j / N``, no rounding needed (the moves are grid multiples), ``0`` and
 ``1 - e^(-x)`` outside the window (``V >= E[1 - e^(-x - S)] = 1 - e^(-x)``): the exact delta of one concrete
@@ -258,10 +263,19 @@ def _window(epsilon: float, count: int, delta: float) -> tuple[float, float]:
     return x, max(x - 0.8 * rdp_eps, 2.0 * epsilon)
 
 
+def _cell_range(n: int, cap: float) -> tuple[int, int]:
+    """The cells ``j0 <= j < j1`` of ``t`` that meet ``[1 - cap, cap]`` (``cap`` as a fraction of epsilon in
+    ``[1/2, 1]``; 1: every cell)."""
+    j0 = min(max(math.floor((1.0 - cap) * n * (1.0 + 1e-12)), 0), n - 1)
+    j1 = max(min(math.ceil(cap * n * (1.0 - 1e-12)), n), j0 + 1)
+    return j0, j1
+
+
 def _value_functions(
-    epsilon: float, count: int, n: int, reach: tuple[int, int]
+    epsilon: float, count: int, n: int, reach: tuple[int, int], cap: float = 1.0
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Grid ``x`` and the certified upper and lower ``V_count`` on it (module docstring).
+    """Grid ``x`` and the certified upper and lower ``V_count`` on it (module docstring), ``t`` restricted to the
+    cells that meet ``[1 - cap, cap]``.
 
     Row ``r`` of the sliding windows is the grid shifted by ``r - n``: cell ``j``'s atoms ``(B1, B0, A1, A0)``
     sit on rows ``(n - 1 - j, n - j, 2n - 1 - j, 2n - j)``, so every cell is one strided view, and
@@ -275,14 +289,16 @@ def _value_functions(
     up = np.maximum(-np.expm1(-np.maximum(xs, 0.0)), 0.0)
     low = up.copy()
     low_floor = up[-n:].copy()
-    cells = _cells(epsilon, n)
-    p = np.array([c.p_start for c in cells] + [cells[-1].p_end])[:, None]  # p at t = j / N, j = 0..N
+    j0, j1 = _cell_range(n, cap)
+    cells = _cells(epsilon, n)[j0:j1]
+    p = np.array([c.p_start for c in cells] + [cells[-1].p_end])[:, None]  # p at t = j / N, j = j0..j1
     mid = [np.array([c.middle[i] for c in cells])[:, None] for i in range(4)]
     w1 = [np.array([c.a1 * c.n1[i] for c in cells])[:, None] for i in range(4)]  # a |<n, v>| = |<a n, v>|
     w2 = [np.array([c.a2 * c.n2[i] for c in cells])[:, None] for i in range(4)]
     for m in range(1, count + 1):
         win = np.lib.stride_tricks.sliding_window_view(up, inner)
-        hi_rows, lo_rows = win[2 * n :: -1][: n + 1], win[n::-1][: n + 1]  # j = 0..N: rows 2n - j and n - j
+        hi_rows = win[2 * n - j0 : 2 * n - j1 - 1 if 2 * n - j1 - 1 >= 0 else None : -1]  # rows 2n - j
+        lo_rows = win[n - j0 : n - j1 - 1 if n - j1 - 1 >= 0 else None : -1]  # rows n - j, j = j0..j1
         pair = p * hi_rows + (1.0 - p) * lo_rows  # T_(j/N) at every x
         f = np.maximum(pair[:-1], pair[1:])
         b1, b0, at1, at0 = lo_rows[1:], lo_rows[:-1], hi_rows[1:], hi_rows[:-1]
@@ -293,8 +309,14 @@ def _value_functions(
         tail_lo = _tail_bound(epsilon, m, lo_x)
         tail_hi = -np.expm1(-hi_x) + np.exp(-hi_x) * _tail_bound(epsilon, m, -hi_x)
         lwin = np.lib.stride_tricks.sliding_window_view(low, inner)  # T_(j/N), 0 < j < N, on the lower values
-        lpair = p[1:-1] * lwin[2 * n - 1 : n : -1] + (1.0 - p[1:-1]) * lwin[n - 1 : 0 : -1]
-        low = np.concatenate([np.zeros(n), np.max(lpair, axis=0), low_floor])
+        k0 = max(math.ceil((1.0 - cap) * n * (1.0 - 1e-12)), 1)  # the grid t inside [1 - cap, cap] and (0, 1)
+        k1 = min(math.floor(cap * n * (1.0 + 1e-12)), n - 1)
+        if k0 <= k1:
+            lp = p[k0 - j0 : k1 - j0 + 1]
+            lpair = lp * lwin[2 * n - k0 : 2 * n - k1 - 1 : -1] + (1.0 - lp) * lwin[n - k0 : n - k1 - 1 : -1]
+            low = np.concatenate([np.zeros(n), np.max(lpair, axis=0), low_floor])
+        else:
+            low = np.concatenate([np.zeros(n), np.zeros(inner), low_floor])
         up = np.concatenate([tail_lo, new_up, np.minimum(tail_hi, 1.0)])
     return xs, up * (1.0 + _MARGIN), low * (1.0 - _MARGIN)
 
@@ -335,16 +357,27 @@ def _read_lower(xs: FloatArray, up: FloatArray, low: FloatArray, delta: float) -
     return out
 
 
-def _work(epsilon: float, count: int, n: int, window: tuple[float, float]) -> tuple[tuple[int, int], float]:
-    """Grid reach (points below and above 0) and the program's cost (steps x cells x grid points) at ``n`` cells."""
+def _work(
+    epsilon: float, count: int, n: int, window: tuple[float, float], cap: float = 1.0
+) -> tuple[tuple[int, int], float]:
+    """Grid reach (points below and above 0) and the program's cost (steps x cells in range x grid points) at ``n``
+    cells."""
     reach = (math.ceil(window[0] * n / epsilon), math.ceil(window[1] * n / epsilon))
-    return reach, float(count) * n * (reach[0] + reach[1] + 2 * n)
+    j0, j1 = _cell_range(n, cap)
+    return reach, float(count) * (j1 - j0) * (reach[0] + reach[1] + 2 * n)
 
 
 def adaptive_bounded_range_epsilon(
-    epsilon: float, count: int, delta: float, *, attained: bool, cells: int = _MAX_CELLS
+    epsilon: float,
+    count: int,
+    delta: float,
+    *,
+    attained: bool,
+    cells: int = _MAX_CELLS,
+    cap: float | None = None,
 ) -> AdaptiveBoundedRange | None:
-    """Certified epsilon of ``count`` adaptively composed epsilon-BR mechanisms (module docstring).
+    """Certified epsilon of ``count`` adaptively composed epsilon-BR mechanisms (module docstring); with ``cap``,
+    of mechanisms that are also ``cap``-DP (module docstring, "Pure DP as well").
 
     Parameters
     ----------
@@ -362,6 +395,9 @@ def adaptive_bounded_range_epsilon(
         The most cells of ``t``. Passes start at 16 cells and refine (second-order convergence) until the
         interval meets the default accuracy (``tightdp._accuracy``), the cells reach ``cells`` or a pass would
         cost more than about 3 s; every pass is certified and the interval is their intersection.
+    cap : float or None, default None
+        A pure-DP bound of every step, in ``[epsilon / 2, epsilon]`` (permute-and-flip's ``epsilon`` at its range
+        ``epsilon``); ``None``: none beyond bounded range.
 
     Returns
     -------
@@ -372,7 +408,9 @@ def adaptive_bounded_range_epsilon(
     Raises
     ------
     ValueError
-        If ``epsilon`` is not positive, ``count`` is below 2 or ``delta`` lies outside ``(0, 1)``.
+        If ``epsilon`` is not positive, ``count`` is below 2, ``delta`` lies outside ``(0, 1)``, ``cap`` lies
+        outside ``[epsilon / 2, epsilon]`` or is given with ``attained`` (the restricted strategy is not known to be
+        attained).
 
     References
     ----------
@@ -385,7 +423,14 @@ def adaptive_bounded_range_epsilon(
         raise ValueError(f"count must be at least 2, got {count!r}")
     if not 0.0 < delta < 1.0:
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
-    lower, upper, used = _program(float(epsilon), int(count), float(delta), int(cells))
+    frac = 1.0
+    if cap is not None:
+        if not 0.5 * epsilon <= cap <= epsilon:
+            raise ValueError(f"cap must lie in [epsilon / 2, epsilon] = [{epsilon / 2}, {epsilon}], got {cap!r}")
+        if attained:
+            raise ValueError("cap restricts t to pairs not known to be attained: pass attained=False with it")
+        frac = cap / epsilon
+    lower, upper, used = _program(float(epsilon), int(count), float(delta), int(cells), frac)
     if used == 0:
         return None
     return AdaptiveBoundedRange(lower=lower if attained else 0.0, upper=upper, cells=used)
@@ -393,16 +438,16 @@ def adaptive_bounded_range_epsilon(
 
 @_register_cache
 @lru_cache(maxsize=64)
-def _program(epsilon: float, count: int, delta: float, cells: int) -> tuple[float, float, int]:
+def _program(epsilon: float, count: int, delta: float, cells: int, cap: float = 1.0) -> tuple[float, float, int]:
     """``(lower, upper, cells of the last pass)`` of the refined passes (``used = 0``: none affordable)."""
     window = _window(epsilon, count, delta)
     lower, upper, used = 0.0, math.inf, 0
     n = _FIRST_CELLS
     while n <= cells:
-        reach, work = _work(epsilon, count, n, window)
+        reach, work = _work(epsilon, count, n, window, cap)
         if work > _MAX_WORK:
             break
-        xs, up, low = _value_functions(epsilon, count, n, reach)
+        xs, up, low = _value_functions(epsilon, count, n, reach, cap)
         upper, used = min(upper, _read_upper(xs, up, delta)), n
         lower = max(lower, _read_lower(xs, up, low, delta))
         width = upper - lower

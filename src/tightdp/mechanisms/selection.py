@@ -114,6 +114,7 @@ __all__ = [
     "bounded_range_epsilon",
     "bounded_range_rdp",
     "permute_and_flip_range",
+    "pure_dp_cap",
     "two_point_pair",
 ]
 
@@ -601,4 +602,34 @@ def bounded_range_epsilon(mechanism: Mechanism) -> float | None:
         return bounded_range_epsilon(mechanism._equivalent())
     if isinstance(mechanism, PermuteAndFlip):
         return permute_and_flip_range(float(mechanism.epsilon))
+    return None
+
+
+def pure_dp_cap(mechanism: Mechanism) -> float | None:
+    """The pure-DP epsilon that bounds ``mechanism``'s loss below its bounded-range parameter, else ``None``.
+
+    Permute-and-flip and exponential-noise report-noisy-max: their ``epsilon``, below the range
+    ``permute_and_flip_range(epsilon)`` (the adaptive program then restricts ``t``); every other mechanism:
+    ``None``.
+
+    Parameters
+    ----------
+    mechanism : Mechanism
+        Any tightdp mechanism.
+
+    Returns
+    -------
+    float or None
+        The cap, or ``None``.
+
+    Raises
+    ------
+    TypeError
+        Never for a ``Mechanism``; any object is answered.
+    """
+    if isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "exponential":
+        return pure_dp_cap(mechanism._equivalent())
+    if isinstance(mechanism, PermuteAndFlip) and mechanism.epsilon > 0:
+        eta = permute_and_flip_range(float(mechanism.epsilon))
+        return float(mechanism.epsilon) if mechanism.epsilon < eta else None
     return None
