@@ -116,6 +116,7 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
+    adaptive = None
     eta = bounded_range_epsilon(mechanism)
     if eta is not None and eta > 0:
         eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(eta), delta=delta)
@@ -140,13 +141,20 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
                     below,
                     "attained pair T_t at the t that attains the envelope (any number of candidates)",
                 )
-    # the accountant (which composes a long bounded-range run in blocks) where the above leaves the interval wide
+    # the accountant where the above leaves the interval wide: each step's own pair (which wins for permute-and-flip
+    # at large epsilon) and, when the program was out of reach, block pairs of it
     if upper - lower > 2.0 * max(DEFAULT_REL_ERROR * upper, REL_ERROR_FLOOR) or not math.isfinite(upper):
-        up = ConnectDotsAccountant().compose(mechanism, count).epsilon(delta)
-        if float(up.upper) < upper:
-            upper, method = float(up.upper), "dominating pair (connect-the-dots)"
-            if "adaptive_group" in up.details:  # the steps composed as block pairs of their program
-                method = f"connect-the-dots: {up.details['adaptive_group']}"
+        acc = ConnectDotsAccountant().compose(mechanism, count)
+        if adaptive is not None:  # the program ran over every step: its blocks would only repeat it
+            per_step = acc.per_step_upper(delta)
+            if per_step < upper:
+                upper, method = per_step, "dominating pair (connect-the-dots)"
+        else:
+            up = acc.epsilon(delta)
+            if float(up.upper) < upper:
+                upper, method = float(up.upper), "dominating pair (connect-the-dots)"
+                if "adaptive_group" in up.details:  # the steps composed as block pairs of their program
+                    method = f"connect-the-dots: {up.details['adaptive_group']}"
     lower = min(lower, upper)
     return Bounds(
         lower=lower,

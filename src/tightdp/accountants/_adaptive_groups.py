@@ -20,6 +20,7 @@ from typing import Self
 import numpy as np
 
 from .._types import FloatArray
+from .._validation import check_delta
 from ..bounds import Bounds
 from ..mechanisms._bounded_range_adaptive import block_ledger
 from ..mechanisms.base import Mechanism
@@ -84,6 +85,28 @@ class AdaptiveGroups(PLDAccountant):
             return type(self)(**self.options()).compose(list(grouped[0])), grouped[1]
 
         return self._memo(("adaptive-twin",), build)
+
+    def per_step_upper(self, delta: float) -> float:
+        """The certified upper end of epsilon with every step composed through its own dominating pair (no
+        grouping): for callers that have already run the family's program over all its steps.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            The upper end (``0`` for an empty ledger).
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        """
+        delta = check_delta("delta", delta)
+        return float(super()._epsilon(delta).upper) if self._ledger else 0.0
 
     def _epsilon(self, delta: float) -> Bounds:
         own = super()._epsilon(delta)
