@@ -1,6 +1,6 @@
-"""The entrywise (Kahane) comparison of ``tightdp.matrix.allocation``: its constants dominate the Gram matrix entry
-by entry, and its epsilon bounds the true mixture of two or three Gaussians, computed here by Gauss-Hermite
-quadrature of the likelihood ratio (no code shared with the accountant)."""
+"""The entrywise (Kahane) comparison and class splitting of ``tightdp.matrix.allocation``: their constants
+dominate the Gram matrix entry by entry, and their epsilons bound the true mixtures of two to four Gaussians,
+computed here by quadrature of the likelihood ratio (no code shared with the accountant)."""
 
 from __future__ import annotations
 
@@ -127,4 +127,42 @@ def test_banded_toeplitz_modes_use_the_entrywise_comparison():
         sampler=BallsInBins(cycle_length=16),
     )
     assert b.lower <= b.upper
-    assert "entrywise comparison" in b.details["upper"], b.details
+    assert "entrywise" in b.details["upper"], b.details  # alone or within classes
+    # 16 bins whose correlation falls with the distance: classes of bins s apart beat all 16 bins at once
+    from tightdp.matrix.allocation import class_split_upper, mode_gram
+    from tightdp.matrix.strategies import as_strategy
+
+    g = mode_gram(as_strategy(col / np.linalg.norm(col)), 320, 16)
+    split, s, _ = class_split_upper(g, 4.0, 1e-6)
+    whole = _pair_epsilon(*entrywise_upper(g), 4.0, 16, 1e-6, None, None)
+    assert whole is not None and s >= 2 and split < 0.97 * whole[2]
+
+
+def test_class_splitting_bounds_the_true_four_bin_mixture():
+    """Four bins whose correlations fall with the cyclic distance (0.5 next door, 0.2 across): revealing the bin's
+    parity leaves two classes of two bins 0.2 apart. The certified epsilon is one where the true four-bin mixture's
+    delta (quadrature) is at most delta (here fewer bins cost more than the weaker correlation saves)."""
+    from tightdp.matrix.allocation import class_split_upper
+
+    g = 0.5 * np.array([[1.0, 0.5, 0.2, 0.5], [0.5, 1.0, 0.5, 0.2], [0.2, 0.5, 1.0, 0.5], [0.5, 0.2, 0.5, 1.0]])
+    sigma, delta = 1.0, 1e-2
+    up, s, consts = class_split_upper(g, sigma, delta, max_classes=2)
+    assert s == 2 and [k for k, _, _ in consts] == [2]
+    _, c, d = consts[0]
+    assert c >= 0.1 and c + d >= 0.5
+    assert max(_mixture_deltas(g, sigma, up, nodes=28)) <= delta * (1 + 1e-3)
+
+
+@settings(deadline=None, max_examples=scaled(20))
+@given(st.integers(0, 10**6), st.integers(4, 16))
+def test_class_constants_cover_every_class(seed, t):
+    from tightdp.matrix.allocation import class_split_upper
+
+    g = _gram(seed, t)
+    _up, s, consts = class_split_upper(g, 3.0, 1e-3, max_classes=3)
+    if s == 0:
+        return
+    for r in range(s):
+        idx = np.arange(r, t, s)
+        _k, c, d = next(x for x in consts if x[0] == idx.size)
+        assert c >= np.max(g[np.ix_(idx, idx)][~np.eye(idx.size, dtype=bool)]) and c + d >= np.max(np.diag(g))

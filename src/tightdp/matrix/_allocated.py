@@ -15,7 +15,7 @@ from ..mechanisms.basic import Gaussian
 from ..schemes import allocation_epsilon, cyclic_allocation_epsilon
 from ._ledgers import _column_norms, _combine, _down, _epsilon_of, _grouped, _sampled, _sens_details, _up
 from ._whitening import toeplitz_min_singular_lower
-from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_epsilon
+from .allocation import MIN_ALLOCATION_SIGMA, class_split_upper, mode_gram, sandwich_epsilon
 from .sensitivity import Cyclic, MinSeparation, sensitivity
 from .strategies import Strategy
 
@@ -152,6 +152,9 @@ def _balls_in_bins(
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
     lo, up, arg_up, arg_lo, how_up = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
+    split_up, classes, consts = class_split_upper(g, sigma, delta, eps_error, rel_error)
+    if split_up < up:
+        up, how_up, arg_up = split_up, f"class splitting (bins mod {classes}), entrywise within each class", None
     white = _whitened_lower(
         cyclic_allocation_epsilon,
         strategy,
@@ -197,7 +200,12 @@ def _balls_in_bins(
             )
             up = split
         else:
-            details["upper"] = f"{how_up} from above (c, d) = {arg_up} of 2410.06266's dominating pair"
+            details["upper"] = (
+                f"{how_up} from above (c, d) = {arg_up} of 2410.06266's dominating pair"
+                if arg_up is not None
+                else f"{how_up}: (classes of k bins, c, d) = {[(k, round(c, 6), round(d, 6)) for k, c, d in consts]} "
+                "of 2410.06266's dominating pair"
+            )
         hi = Bounds(min(lo, up), up, up, "epsilon", "bound", {})
     else:
         details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"
