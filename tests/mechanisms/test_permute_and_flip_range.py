@@ -152,7 +152,7 @@ def test_capped_loss_is_a_consistent_pair(eta, cap):
     inner = (mid > -(2 * cap - eta)) & (mid < 2 * cap - eta) & (P > 0)
     assert np.allclose(Q[inner], P[inner] * np.exp(-mid[inner]), rtol=5e-3)
     # partial mean against quadrature of the same law
-    mean, err = loss.partial_mean(-10.0, 10.0)
+    mean, _ = loss.partial_mean(-10.0, 10.0)
     q_atom = math.expm1(eta - cap) / math.expm1(eta)
     w = 2 * cap - eta
     cont = integrate.quad(lambda l: l * math.exp((l + eta) / 2) / (2 * math.expm1(eta)), -w, w)[0] if w > 0 else 0.0
