@@ -144,34 +144,40 @@ class CyclicPoisson(LedgerSampler):
         )
 
 
+def _count_mixture(noise: float, size: int, q: float, top: float, cap: float = math.inf) -> MixtureOfGaussians:
+    """The scalar mixture of Gaussians at ``noise`` whose shift is ``min(K top, cap)`` with ``K ~ Binomial(size,
+    q)``, the participation count of ``size`` Poisson steps (``PoissonSampling``'s docstring, (iv) and (v)). The
+    masses of the counts ``>= 1`` are rounded up and the count 0 takes the rest; the negligible counts above the
+    kept ones put their mass on the largest count, ``size`` (moving mass to larger shifts is safe)."""
+    from scipy import stats
+
+    counts = np.arange(size + 1)
+    w = np.asarray(stats.binom.pmf(counts, size, q), dtype=float) * (1.0 + 1e-12)
+    keep = w > 1e-300
+    keep[0] = True
+    top_count = int(counts[keep][-1])
+    if top_count < size:
+        w[size] = float(stats.binom.sf(top_count, size, q)) * (1.0 + 1e-12) + 1e-300
+        keep[size] = True
+    w = np.where(keep, w, 0.0)
+    w[0] = max(0.0, 1.0 - float(w[1:].sum()))
+    return MixtureOfGaussians(
+        noise_multiplier=noise,
+        sensitivities=tuple(min(float(c) * top, cap) for c in counts[keep]),
+        probabilities=tuple(float(x) for x in w[keep]),
+    )
+
+
 def _poisson_blocks(sigma: float, b: int, n: int, q: float, top: float) -> list[tuple[int, int, Ledger]]:
     """Block-splitting upper ledgers of Poisson sampling with a ``b``-banded ``C`` (``PoissonSampling``'s docstring):
     ``(L, k, ledger)`` for block sizes ``L = 2, 4, ...`` up to ``b``, the ledger ``ceil(n / L)`` scalar mixtures of
     Gaussians at noise ``sigma / sqrt(k)`` with the participation count ``Binomial(L, q)`` times ``top`` (the
     largest column norm, rounded up) as sensitivity."""
-    from scipy import stats
-
     out: list[tuple[int, int, Ledger]] = []
     size = 2
     while size <= min(b, n):
         parts = 1 + -(-(b - 1) // size)
-        counts = np.arange(size + 1)
-        # masses of the counts >= 1 rounded up, the count 0 takes the rest (moving mass up is safe)
-        w = np.asarray(stats.binom.pmf(counts, size, q), dtype=float) * (1.0 + 1e-12)
-        keep = w > 1e-300
-        keep[0] = True
-        top_count = int(counts[keep][-1])
-        if top_count < size:  # the negligible counts above: their mass at the largest count (moved up, safe)
-            w[size] = float(stats.binom.sf(top_count, size, q)) * (1.0 + 1e-12) + 1e-300
-            keep[size] = True
-        w = np.where(keep, w, 0.0)
-        w[0] = max(0.0, 1.0 - float(w[1:].sum()))
-        mix = MixtureOfGaussians(
-            noise_multiplier=sigma / math.sqrt(parts),
-            sensitivities=tuple(float(c) * top for c in counts[keep]),
-            probabilities=tuple(float(x) for x in w[keep]),
-        )
-        out.append((size, parts, [(mix, -(-n // size))]))
+        out.append((size, parts, [(_count_mixture(sigma / math.sqrt(parts), size, q, top), -(-n // size))]))
         size *= 2
     return out
 
@@ -181,7 +187,7 @@ class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper: the smallest of four certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    Upper: the smallest of five certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
     composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
     theorem, its conditions and the rounding), for any adaptive gradients (or, with ``aligned_gradients``, for
     gradients sharing one direction); skipped when a cheap lower bound on its answer already reaches the smaller
@@ -202,7 +208,11 @@ class PoissonSampling(LedgerSampler):
     2002, and both hockey-stick divergences are convex functionals of the likelihood ratio's ``Q``-law), and a
     scalar one grows with the law of the shift (Ganesh 2024, Lemma 2.9): so the block is dominated by
     ``MixtureOfGaussians`` with shift ``Binomial(L, q) * A`` at noise ``sigma / sqrt(k)``, composed over the
-    ``ceil(n / L)`` blocks.
+    ``ceil(n / L)`` blocks. (v) The count mixture, any ``C``: the same argument with one block of all ``n`` steps,
+    which needs no noise splitting: ``MixtureOfGaussians`` at noise ``sigma`` with shift ``min(K A, s)``, ``K ~
+    Binomial(n, q)`` the record's participation count and ``s`` the sensitivity over all patterns (a shift is at
+    most both). It pays no amplification within a pattern but only for the count, so it wins where the expected
+    count is small and ``C`` is not banded (tree aggregation at a low rate).
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
@@ -273,14 +283,17 @@ class PoissonSampling(LedgerSampler):
             if b is None
             else [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
         )
-        blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, _up(float(norms.max()), n))
+        top = _up(float(norms.max()), n)
+        blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, top)
+        count_mix = [(_count_mixture(sigma, n, self.sampling_rate, top, float(s.upper)), 1)]
         return (
             lower,
-            (plain, split, *(ledger for _, _, ledger in blocks)),
+            (plain, split, count_mix, *(ledger for _, _, ledger in blocks)),
             {
                 "upper_names": [
                     "no amplification",
                     "noise splitting",
+                    "count mixture (shift min(K A, sensitivity), K ~ Binomial(n, q))",
                     *(f"block splitting (blocks of {size} steps, noise in {parts} parts)" for size, parts, _ in blocks),
                 ],
                 **_sens_details(s),

@@ -1,0 +1,64 @@
+"""The count mixture upper end of Poisson sampling with a matrix mechanism (``PoissonSampling``'s docstring, (v)):
+sound against the exact two-step tree run (quadrature over its three nodes), and far below no amplification for
+tree aggregation at a low rate."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from tightdp.matrix import BinaryTree, PoissonSampling, matrix_epsilon
+from tightdp.matrix._ledger_samplers import _count_mixture
+from tightdp.matrix._ledgers import _epsilon_of
+
+
+def _tree_run_deltas(q: float, sigma: float, eps: float, nodes: int = 70) -> tuple[float, float]:
+    """Both deltas at ``eps`` of the two-step tree (leaves and root, ``C = [[1, 0], [0, 1], [1, 1]]``) run by a record
+    with a fixed unit gradient under Poisson sampling at ``q``: a mixture over its four participation patterns,
+    against pure noise, by a tensor Gauss-Hermite rule over the three released nodes."""
+    c = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / math.sqrt(2 * math.pi)
+    grid = np.stack(np.meshgrid(x, x, x, indexing="ij"), axis=-1).reshape(-1, 3)  # Q's output / sigma
+    weight = np.prod(np.stack(np.meshgrid(w, w, w, indexing="ij"), axis=-1).reshape(-1, 3), axis=1)
+    ratio = np.zeros(grid.shape[0])
+    for pattern in itertools.product((0, 1), repeat=2):
+        mean = c @ np.array(pattern, float) / sigma
+        prob = q ** sum(pattern) * (1 - q) ** (2 - sum(pattern))
+        ratio += prob * np.exp(grid @ mean - mean @ mean / 2)
+    a = math.exp(eps)
+    return float(weight @ np.maximum(ratio - a, 0.0)), float(weight @ np.maximum(1.0 - a * ratio, 0.0))
+
+
+@pytest.mark.parametrize(("q", "sigma", "delta"), [(0.3, 1.5, 1e-2), (0.1, 1.0, 1e-3), (0.5, 2.0, 1e-2)])
+def test_count_mixture_bounds_the_exact_two_step_tree(q, sigma, delta):
+    top, sens = 1.0, math.sqrt(5.0)  # unit columns; both steps at once: ||(1, 1, 2)|| = sqrt(6), capped below
+    mix = _count_mixture(sigma, 2, q, math.sqrt(2.0), math.sqrt(6.0))
+    up = _epsilon_of([(mix, 1)], delta, None, None).upper
+    assert max(_tree_run_deltas(q, sigma, up)) <= delta * (1 + 1e-3)
+    # the counts and their shifts: 0, sqrt 2 (one step, its column), sqrt 6 (both, the cap)
+    assert mix.sensitivities[-1] == pytest.approx(math.sqrt(6.0)) and sum(mix.probabilities) == pytest.approx(1.0)
+    assert top < sens
+
+
+def test_tree_aggregation_at_a_low_rate_uses_the_count_mixture():
+    b = matrix_epsilon(
+        strategy=BinaryTree(),
+        noise_multiplier=30.0,
+        steps=2048,
+        delta=1e-6,
+        sampler=PoissonSampling(sampling_rate=1 / 256),
+    )
+    assert b.lower <= b.upper < 7.0  # no amplification: 42.1
+    assert b.details["upper_used"].startswith("count mixture")
+
+
+def test_count_mixture_moves_the_negligible_tail_to_the_largest_count():
+    mix = _count_mixture(1.0, 2000, 0.01, 1.0)  # counts above ~345 have mass below 1e-300
+    assert mix.sensitivities[-1] == 2000.0 and mix.probabilities[-1] > 0.0
+    assert mix.sensitivities[-2] < 400.0
+    assert abs(sum(mix.probabilities) - 1.0) <= 1e-11
+    assert mix.probabilities[0] <= 0.99**2000  # the counts >= 1 rounded up, so the count 0 never gains
