@@ -212,7 +212,13 @@ class PoissonSampling(LedgerSampler):
     which needs no noise splitting: ``MixtureOfGaussians`` at noise ``sigma`` with shift ``min(K A, s)``, ``K ~
     Binomial(n, q)`` the record's participation count and ``s`` the sensitivity over all patterns (a shift is at
     most both). It pays no amplification within a pattern but only for the count, so it wins where the expected
-    count is small and ``C`` is not banded (tree aggregation at a low rate).
+    count is small and ``C`` is not banded (tree aggregation at a low rate). Adaptive gradients directly: under
+    ``Q`` the likelihood ratio is ``sum_S w_S L_S`` over patterns ``S``; released row by row, each ``L_S`` is a
+    stochastic exponential whose quadratic variation is ``||C x_S||^2 / sigma^2 <= r_S^2 / sigma^2`` on every path
+    (``r_S = min(|S| A, s)``), i.e. a Brownian exponential stopped before ``r_S^2 / sigma^2``, so ``L_S`` lies below
+    ``exp(r_S Z / sigma - r_S^2 / (2 sigma^2))`` in convex order (convex functions of a martingale are
+    submartingales); comonotone sums preserve the order and dominate every sum with those marginals (Dhaene et al.
+    2002), and both hockey-stick divergences are ``E_Q`` of convex functions of the likelihood ratio.
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
