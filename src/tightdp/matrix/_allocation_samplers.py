@@ -182,7 +182,18 @@ class MinSepSampling(Sampler):
        subsampling identity of the hockey-stick divergence (Balle, Barthe & Gaboardi 2018) and the kernel
        above, by the Poisson-subsampled Gaussian at rate ``1 - (1 - p)^L`` and noise ``sigma / sqrt(k)``;
        composition finishes as before. ``L = 1`` is the plain split; a few ``L`` are tried.
-    3. ``min_sep = 1``: the run is Poisson sampling (both starts): ``PoissonSampling``'s interval (including
+    3. *Count mixture* (any ``C``, ``_min_sep.count_mixture``). Given the other records' randomness, the likelihood
+       ratio under ``Q`` is ``sum_S w_S L_S`` over the record's patterns ``S``, ``w_S`` the renewal chain's law.
+       Released row by row, each ``L_S`` is a stochastic exponential of quadratic variation ``||C x_S||^2 /
+       sigma^2`` on every path, below ``r^2 / sigma^2`` with ``r = min(sqrt(|S|) A, s)`` when participations lie
+       on disjoint rows (``b``-banded ``C``, ``min_sep >= b``: the cross terms vanish whatever the gradients) and
+       ``r = min(|S| A, s)`` otherwise (``A`` the largest column norm, ``s`` the sensitivity of 1.). So ``L_S``
+       lies below the lognormal ``exp(r Z / sigma - r^2 / (2 sigma^2))`` in convex order (a stopped Brownian
+       exponential), the comonotone sum of those bounds dominates the mixture in convex order (Dhaene et al.
+       2002), and both hockey-stick divergences are ``E_Q`` of convex functions of it: the scalar
+       ``MixtureOfGaussians`` over the exact count law (``_renewal``, masses for ``K >= 1`` raised by the law's
+       rounding bound) dominates; joint convexity over the other records' randomness finishes.
+    4. ``min_sep = 1``: the run is Poisson sampling (both starts): ``PoissonSampling``'s interval (including
        MMCC for a non-negative ``C``) is intersected. ``p = 1`` with a warm start: the run is balls-in-bins with
        ``cycle_length = min_sep`` (when ``min_sep <= n``): ``BallsInBins``'s interval is intersected.
 

@@ -15,12 +15,14 @@ from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
-from ._ledgers import Ledger, _column_norms, _combine, _down, _epsilon_of, _grouped_up, _sampled, _sens_details
+from ..mechanisms.mixture import MixtureOfGaussians
+from ._ledgers import Ledger, _column_norms, _combine, _down, _epsilon_of, _grouped_up, _sampled, _sens_details, _up
 from ._min_sep_lower import projection_lower
+from ._renewal import law_error, participation_law
 from .sensitivity import Cyclic, MinSeparation, sensitivity
 from .strategies import Strategy
 
-__all__ = ["block_lengths", "block_proxy", "block_split", "min_sep_epsilon", "tighter"]
+__all__ = ["block_lengths", "block_proxy", "block_split", "count_mixture", "min_sep_epsilon", "tighter"]
 
 _U = float(np.finfo(float).eps) / 2
 
@@ -164,6 +166,75 @@ def _pattern_norm_lower(strategy: Strategy, n: int, min_sep: int) -> float:
     return _down(math.sqrt(math.fsum((low * low).tolist())), low.size)
 
 
+def count_mixture(
+    strategy: Strategy,
+    sigma: float,
+    n: int,
+    p: float,
+    min_sep: int,
+    warm_start: bool,
+    cap: float,
+    delta: float,
+    eps_error: float | None,
+    rel_error: float | None,
+) -> tuple[Bounds, str]:
+    """The count mixture upper end of b-min-sep sampling (``MinSepSampling``'s docstring, 3): one mixture of
+    Gaussians at noise ``sigma`` over the renewal chain's exact participation count ``K`` (``_renewal``), with
+    shift ``min(sqrt(K) A, cap)`` when every two participations have disjoint row windows (a ``b``-banded ``C`` and
+    ``min_sep >= b``: orthogonal columns), else ``min(K A, cap)`` (``A`` the largest column norm, rounded up). The
+    law's masses for ``K >= 1`` are raised by its rounding bound and ``K = 0`` takes the rest.
+
+    Parameters
+    ----------
+    strategy : Strategy
+        The strategy ``C``.
+    sigma : float
+        The noise multiplier.
+    n : int
+        Steps.
+    p : float
+        The rate.
+    min_sep : int
+        The least distance.
+    warm_start : bool
+        The stationary start.
+    cap : float
+        The sensitivity over every min-sep pattern (a certified upper bound).
+    delta : float
+        The target delta.
+    eps_error, rel_error : float or None
+        Accuracy of the engine.
+
+    Returns
+    -------
+    tuple
+        ``(Bounds, description)``.
+
+    Raises
+    ------
+    TightDPError
+        The mixture out of the engine's reach.
+    """
+    law = participation_law(n, p, min_sep, warm_start)
+    w = np.minimum(law * (1.0 + 2.0 * law_error(n, min_sep) + 1e-12), 1.0)
+    w[0] = max(0.0, 1.0 - float(w[1:].sum()))
+    keep = w > 0.0
+    counts = np.arange(law.size, dtype=float)[keep]
+    top = _up(float(_column_norms(strategy, n).max()), n)
+    b = strategy.bands(n)
+    apart = b is not None and min_sep >= b
+    shifts = np.minimum(np.sqrt(counts) * top if apart else counts * top, cap)
+    mix = MixtureOfGaussians(
+        noise_multiplier=sigma,
+        sensitivities=tuple(float(x) for x in shifts),
+        probabilities=tuple(float(x) for x in w[keep]),
+    )
+    how = "count mixture: the participation count's exact law, shift " + (
+        "sqrt(K) x largest column norm (participations on disjoint rows)" if apart else "K x largest column norm"
+    )
+    return _epsilon_of([(mix, 1)], delta, eps_error, rel_error), how
+
+
 def min_sep_epsilon(
     strategy: Strategy,
     sigma: float,
@@ -220,6 +291,8 @@ def min_sep_epsilon(
             if mu <= 1.5 * mu_plain:
                 with contextlib.suppress(TightDPError):
                     ups.append(block_split(norms, sigma, n, p, b, length, delta, eps_error, rel_error))
+    with contextlib.suppress(TightDPError):
+        ups.append(count_mixture(strategy, sigma, n, p, min_sep, warm_start, s.upper, delta, eps_error, rel_error))
     if p == 1.0 and not warm_start and min_sep < n:
         # deterministic run: the one pattern 0, min_sep, 2 min_sep, ... (a subset of the cyclic patterns)
         cyc = sensitivity(strategy, Cyclic(period=min_sep), steps=n)
