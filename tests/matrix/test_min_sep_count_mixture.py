@@ -87,3 +87,24 @@ def test_bandmf_with_min_sep_at_the_bands_uses_the_count_mixture():
         sampler=MinSepSampling(sampling_rate=1 / 16, min_sep=16),
     )
     assert b.lower <= b.upper and b.details["upper"].startswith("count mixture"), b.details
+
+
+def test_epoch_statistic_lower_end_is_below_the_exact_two_epoch_run():
+    """Per-epoch allocation, two epochs of two steps, a two-band C: the lower end (the epoch-weighted linear
+    statistic's Gaussian pair) lies below the exact run's epsilon (a record with a fixed unit gradient: a uniform
+    mixture over the four draws, integrated over the four rows)."""
+    from tightdp.matrix import EpochAllocation
+
+    col, sigma, delta = np.array([1.0, 0.7]), 0.8, 1e-3
+    b = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=col),
+        noise_multiplier=sigma,
+        steps=4,
+        delta=delta,
+        sampler=EpochAllocation(steps_per_epoch=2),
+    )
+    assert "linear statistic" in b.details["lower"], b.details
+    c = as_strategy(BandedToeplitz(c_col=col)).matrix(4)
+    laws = {(i, 2 + j): 0.25 for i in (0, 1) for j in (0, 1)}
+    # the exact run's delta at the lower end is at least delta (within the quadrature's accuracy)
+    assert max(_run_deltas(c, laws, sigma, b.lower, nodes=32)) >= delta * (1 - 1e-2)

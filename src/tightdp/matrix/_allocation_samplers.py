@@ -91,7 +91,11 @@ class EpochAllocation(Sampler):
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
       least ``b`` steps): DP-SGD at rate ``1 / steps_per_epoch`` over the epochs; or, when larger, whitening
       (``tightdp.matrix._whitening``: ``C^(-1) y`` plus independent top-up noise is DP-SGD with per-epoch random
-      allocation at noise ``sigma / s_min(C)``, a post-processing of the fixed-unit-gradient pair; Toeplitz ``C``).
+      allocation at noise ``sigma / s_min(C)``, a post-processing of the fixed-unit-gradient pair; Toeplitz ``C``);
+      or, when larger, a statistic that ignores the draw: weights ``a_e`` constant on each epoch and ``v`` with
+      ``C^T v`` equal to them (``_allocated._epoch_projection_mu``, rounding absorbed by scaling the gradient at
+      each step into ``[0, 1]``) give ``<v, y> ~ N(lambda sum_e a_e, sigma^2 ||v||^2)`` whichever step each epoch
+      drew, against ``N(0, .)``: a Gaussian pair, post-processing the fixed-unit-gradient pair.
 
     Parameters
     ----------
