@@ -62,3 +62,25 @@ def test_count_mixture_moves_the_negligible_tail_to_the_largest_count():
     assert mix.sensitivities[-2] < 400.0
     assert abs(sum(mix.probabilities) - 1.0) <= 1e-11
     assert mix.probabilities[0] <= 0.99**2000  # the counts >= 1 rounded up, so the count 0 never gains
+
+
+@pytest.mark.parametrize(("q", "sigma", "delta"), [(0.3, 0.7, 1e-2), (0.5, 1.0, 1e-3)])
+def test_count_statistic_lower_end_is_below_the_exact_two_step_tree(q, sigma, delta):
+    """The lower end (here the count statistic: the root node) is at most the exact run's epsilon: the true delta
+    there is at least delta (within the quadrature's accuracy)."""
+    b = matrix_epsilon(
+        strategy=BinaryTree(), noise_multiplier=sigma, steps=2, delta=delta, sampler=PoissonSampling(sampling_rate=q)
+    )
+    assert b.lower <= b.upper
+    assert max(_tree_run_deltas(q, sigma, b.lower)) >= delta * (1 - 1e-2), b.details
+
+
+def test_count_statistic_lifts_the_lower_end_of_trees_at_a_low_rate():
+    b = matrix_epsilon(
+        strategy=BinaryTree(),
+        noise_multiplier=30.0,
+        steps=2048,
+        delta=1e-6,
+        sampler=PoissonSampling(sampling_rate=1 / 256),
+    )
+    assert "counting the participations" in b.details["lower"] and 1.5 < b.lower <= b.upper  # was 0.019

@@ -148,7 +148,7 @@ def test_poisson_sampler_uses_mmcc_for_the_tree():
     assert b.details["upper_used"] == "MMCC conditional composition"
     assert b.details["mmcc"]["upper"] == b.upper < 9.5  # the count mixture: 9.6 or more
     ref = dpsgd_epsilon(noise_multiplier=20.0, sampling_rate=0.2, steps=64, delta=1e-6)  # the leaf rows alone
-    assert b.lower == pytest.approx(ref.lower, rel=1e-9) and b.lower <= b.upper
+    assert ref.lower * (1 - 1e-9) <= b.lower <= b.upper  # the count statistic (the root) may do better
 
 
 def test_negative_strategy_is_refused_and_the_sampler_falls_back():

@@ -14,8 +14,9 @@ from .._validation import check_count, check_probability
 from ..bounds import Bounds
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.mixture import MixtureOfGaussians
-from ._ledgers import Ledger, Upper, _column_norms, _grouped, _grouped_up, _sampled, _sens_details, _up
+from ._ledgers import Ledger, Upper, _column_norms, _combine, _grouped, _grouped_up, _sampled, _sens_details, _up
 from ._lower_pairs import lone_entries, orthogonal_steps
+from ._min_sep_lower import projection_lower
 from ._sampler_base import LedgerSampler
 from ._whitening import toeplitz_min_singular_lower
 from .mmcc import with_mmcc
@@ -225,7 +226,10 @@ class PoissonSampling(LedgerSampler):
     stronger, the rows holding a single step each (tree aggregation's leaves): keeping only those rows (a
     post-processing) of the record with a fixed unit gradient at every step leaves DP-SGD over those steps.
     Or, for a Toeplitz ``C``, whitening (``tightdp.matrix._whitening``): ``C^(-1) y`` plus independent top-up
-    noise is DP-SGD over all ``n`` steps at noise ``sigma / s_min(C)``, a post-processing of the same pair.
+    noise is DP-SGD over all ``n`` steps at noise ``sigma / s_min(C)``, a post-processing of the same pair. Or,
+    when larger, the count statistic (``MinSepSampling``'s lower end with ``min_sep = 1``, whose renewal chain is
+    Poisson sampling): ``<v, y>`` with ``C^T v = 1`` on a window of steps is ``N(K, s^2)`` with ``K ~ Binomial``
+    the record's participations in the window (tree aggregation: the root node itself).
 
     Parameters
     ----------
@@ -315,6 +319,12 @@ class PoissonSampling(LedgerSampler):
         self, strategy: Strategy, sigma: float, n: int, delta: float, eps_error: float | None, rel_error: float | None
     ) -> Bounds:
         out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
+        # the count statistic (b-min-sep's lower end with min_sep = 1: Poisson's renewal chain is Bernoulli steps)
+        lo, lo_details = projection_lower(
+            strategy, sigma, n, self.sampling_rate, 1, True, delta, float(out.upper), eps_error, rel_error
+        )
+        if lo > out.lower:
+            out = _combine(lo, out, {**dict(out.details), **lo_details})
         return with_mmcc(
             out,
             strategy,
