@@ -9,6 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from _support import scaled
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tightdp.matrix import BinaryTree, PoissonSampling, matrix_epsilon
 from tightdp.matrix._ledger_samplers import _count_mixture
@@ -84,3 +87,19 @@ def test_count_statistic_lifts_the_lower_end_of_trees_at_a_low_rate():
         sampler=PoissonSampling(sampling_rate=1 / 256),
     )
     assert "counting the participations" in b.details["lower"] and 1.5 < b.lower <= b.upper  # was 0.019
+
+
+@settings(deadline=None, max_examples=scaled(8))
+@given(q=st.floats(0.05, 0.6), sigma=st.floats(1.0, 3.0), delta=st.sampled_from([1e-2, 1e-3]))
+def test_both_ends_bracket_the_exact_two_step_tree_at_random(q, sigma, delta):
+    """At random rate and noise, the interval of the two-step tree under Poisson sampling brackets the exact run of
+    a record with a fixed unit gradient (an attained pair: the upper end bounds it, the lower end is a
+    post-processing of it): true delta at most delta at the upper end, at least delta at the lower, to the
+    quadrature's accuracy (1 %; the interval is often that tight here)."""
+    b = matrix_epsilon(
+        strategy=BinaryTree(), noise_multiplier=sigma, steps=2, delta=delta, sampler=PoissonSampling(sampling_rate=q)
+    )
+    assert 0.0 <= b.lower <= b.upper
+    assert max(_tree_run_deltas(q, sigma, b.upper, nodes=160)) <= delta * 1.01
+    if b.lower > 0:
+        assert max(_tree_run_deltas(q, sigma, b.lower, nodes=160)) >= delta * 0.99

@@ -9,6 +9,9 @@ import math
 
 import numpy as np
 import pytest
+from _support import scaled
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tightdp.matrix import BandedToeplitz, MinSepSampling, matrix_epsilon
 from tightdp.matrix._min_sep import count_mixture
@@ -108,3 +111,31 @@ def test_epoch_statistic_lower_end_is_below_the_exact_two_epoch_run():
     laws = {(i, 2 + j): 0.25 for i in (0, 1) for j in (0, 1)}
     # the exact run's delta at the lower end is at least delta (within the quadrature's accuracy)
     assert max(_run_deltas(c, laws, sigma, b.lower, nodes=32)) >= delta * (1 - 1e-2)
+
+
+@settings(deadline=None, max_examples=scaled(8))
+@given(
+    c1=st.floats(0.0, 0.95),
+    p=st.floats(0.1, 0.9),
+    warm=st.booleans(),
+    sigma=st.floats(1.0, 2.5),
+    delta=st.sampled_from([1e-2, 1e-3]),
+)
+def test_min_sep_interval_brackets_the_exact_three_step_run_at_random(c1, p, warm, sigma, delta):
+    """Two bands, min_sep 2, three steps, random rate, start and noise: the certified interval brackets the exact
+    run of a record with a fixed unit gradient (an attained pair)."""
+    col = np.array([1.0, c1])
+    b = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=col),
+        noise_multiplier=sigma,
+        steps=3,
+        delta=delta,
+        sampler=MinSepSampling(sampling_rate=p, min_sep=2, warm_start=warm),
+    )
+    c = as_strategy(BandedToeplitz(c_col=col)).matrix(3)
+    laws = _pattern_laws(3, p, 2, warm)
+    assert 0.0 <= b.lower <= b.upper
+    # to the quadrature's accuracy (a few %; p = 1, a single Gaussian, is left to the exact tests)
+    assert max(_run_deltas(c, laws, sigma, b.upper, nodes=90)) <= delta * 1.03
+    if b.lower > 0:
+        assert max(_run_deltas(c, laws, sigma, b.lower, nodes=90)) >= delta * 0.97
