@@ -166,3 +166,20 @@ def test_class_constants_cover_every_class(seed, t):
         idx = np.arange(r, t, s)
         _k, c, d = next(x for x in consts if x[0] == idx.size)
         assert c >= np.max(g[np.ix_(idx, idx)][~np.eye(idx.size, dtype=bool)]) and c + d >= np.max(np.diag(g))
+
+
+@settings(deadline=None, max_examples=scaled(5))
+@given(r1=st.floats(0.2, 0.8), r2=st.floats(0.0, 0.5), scale=st.floats(0.3, 0.8), sigma=st.floats(1.0, 2.0))
+def test_class_splitting_bounds_random_four_bin_mixtures(r1, r2, scale, sigma):
+    """Four bins, correlations r1 next door and r2 across (kept positive semidefinite): the class-split epsilon
+    is one where the true mixture's delta is at most delta (quadrature accuracy about 0.1 %)."""
+    from hypothesis import assume
+
+    from tightdp.matrix.allocation import class_split_upper
+
+    assume(1 - 2 * r1 + r2 > 0.05 and 1 - r2 > 0.05)  # the circulant's eigenvalues
+    g = scale * np.array([[1, r1, r2, r1], [r1, 1, r1, r2], [r2, r1, 1, r1], [r1, r2, r1, 1]], float)
+    delta = 1e-2
+    up, s, _ = class_split_upper(g, sigma, delta, max_classes=2)
+    assume(s == 2 and math.isfinite(up))
+    assert max(_mixture_deltas(g, sigma, up, nodes=28)) <= delta * (1 + 1e-3)
