@@ -148,3 +148,14 @@ def test_banded_single_participation_statement_brackets_the_closed_form(sigma, s
     assert _gaussian_delta(up, mu) <= delta * (1 + 1e-6) + 1e-300
     assert lo == 0 or _gaussian_delta(lo, mu) >= delta * (1 - 1e-6)
     assert s.certified and f"{steps:,} steps" in s.to_text()
+
+
+def test_poisson_tree_statement_says_the_count_is_revealed():
+    from tightdp.matrix import BinaryTree, PoissonSampling
+
+    stmt = privacy_statement(
+        strategy=BinaryTree(), sampler=PoissonSampling(sampling_rate=0.05), noise_multiplier=5.0, steps=64, delta=1e-6
+    )
+    assert any("counts how often the example took part" in n for n in stmt.notes), stmt.notes
+    plain = privacy_statement(strategy=BinaryTree(), noise_multiplier=5.0, steps=64, delta=1e-6)
+    assert not any("counts how often" in n for n in plain.notes)

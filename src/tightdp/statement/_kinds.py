@@ -184,6 +184,12 @@ def _matrix_statement(
         "sampler bounds all of that person's participations together."
     ]
     notes = [example.details[k] for k in ("note",) if isinstance((example.details or {}).get(k), str)]
+    if "counting the participations" in str((example.details or {}).get("lower", "")):
+        notes.append(
+            "The lower end comes from a linear statistic of the release that counts how often the example took "
+            "part: a strategy that makes the total of the steps precise reveals that count, so sampling amplifies "
+            "this run less than it would DP-SGD."
+        )
     return PrivacyStatement(
         parameters=params,
         delta=delta,
