@@ -103,3 +103,15 @@ def test_both_ends_bracket_the_exact_two_step_tree_at_random(q, sigma, delta):
     assert max(_tree_run_deltas(q, sigma, b.upper, nodes=160)) <= delta * 1.01
     if b.lower > 0:
         assert max(_tree_run_deltas(q, sigma, b.lower, nodes=160)) >= delta * 0.99
+
+
+def test_count_statistic_screen_stays_finite_far_beyond_epsilon_700():
+    """The uncertified screen of the window statistics (shared with b-min-sep) brackets epsilon below 700, where
+    e^eps is finite: a statistic of noise 0.01 used to overflow; a heavily sampled run returns its interval."""
+    from tightdp.matrix._min_sep_lower import _mixture_epsilon_estimate
+
+    assert 0.0 < _mixture_epsilon_estimate(np.array([0.5, 0.5]), 0.01, 1e-6) <= 700.0
+    b = matrix_epsilon(
+        strategy=BinaryTree(), noise_multiplier=2.0, steps=256, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.5)
+    )
+    assert 0.0 <= b.lower <= b.upper

@@ -12,6 +12,7 @@ import numpy as np
 
 from .._validation import check_count, check_probability
 from ..bounds import Bounds
+from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.mixture import MixtureOfGaussians
 from ._ledgers import Ledger, Upper, _column_norms, _combine, _grouped, _grouped_up, _sampled, _sens_details, _up
@@ -320,9 +321,12 @@ class PoissonSampling(LedgerSampler):
     ) -> Bounds:
         out = super().epsilon(strategy, sigma, n, delta, eps_error, rel_error)
         # the count statistic (b-min-sep's lower end with min_sep = 1: Poisson's renewal chain is Bernoulli steps)
-        lo, lo_details = projection_lower(
-            strategy, sigma, n, self.sampling_rate, 1, True, delta, float(out.upper), eps_error, rel_error
-        )
+        try:
+            lo, lo_details = projection_lower(
+                strategy, sigma, n, self.sampling_rate, 1, True, delta, float(out.upper), eps_error, rel_error
+            )
+        except TightDPError:  # out of the engine's reach: the other lower ends stand
+            lo, lo_details = 0.0, {}
         if lo > out.lower:
             out = _combine(lo, out, {**dict(out.details), **lo_details})
         return with_mmcc(

@@ -177,8 +177,8 @@ def _mixture_epsilon_estimate(pmf: FloatArray, scale: float, delta: float) -> fl
     if delta_at(0.0) <= delta:
         return 0.0
     lo, hi = 0.0, 1.0
-    while delta_at(hi) > delta and hi < 700.0:
-        lo, hi = hi, 2 * hi
+    while delta_at(hi) > delta and hi < 700.0:  # e^eps must stay finite: the bracket stops at 700
+        lo, hi = hi, min(2 * hi, 700.0)
     for _ in range(40):
         mid = 0.5 * (lo + hi)
         lo, hi = (mid, hi) if delta_at(mid) > delta else (lo, mid)
