@@ -38,13 +38,13 @@ def _tree_run_deltas(q: float, sigma: float, eps: float, nodes: int = 70) -> tup
 
 @pytest.mark.parametrize(("q", "sigma", "delta"), [(0.3, 1.5, 1e-2), (0.1, 1.0, 1e-3), (0.5, 2.0, 1e-2)])
 def test_count_mixture_bounds_the_exact_two_step_tree(q, sigma, delta):
-    top, sens = 1.0, math.sqrt(5.0)  # unit columns; both steps at once: ||(1, 1, 2)|| = sqrt(6), capped below
+    # each step's column (leaf and root) has norm sqrt 2; both steps at once: ||(1, 1, 2)|| = sqrt(6), the cap
     mix = _count_mixture(sigma, 2, q, math.sqrt(2.0), math.sqrt(6.0))
     up = _epsilon_of([(mix, 1)], delta, None, None).upper
     assert max(_tree_run_deltas(q, sigma, up)) <= delta * (1 + 1e-3)
     # the counts and their shifts: 0, sqrt 2 (one step, its column), sqrt 6 (both, the cap)
     assert mix.sensitivities[-1] == pytest.approx(math.sqrt(6.0)) and sum(mix.probabilities) == pytest.approx(1.0)
-    assert top < sens
+    assert mix.sensitivities[1] == pytest.approx(math.sqrt(2.0))  # one step: its column, below the cap
 
 
 def test_tree_aggregation_at_a_low_rate_uses_the_count_mixture():

@@ -141,7 +141,7 @@ def test_mixture_cut_charges_its_tail():
 
 
 def test_poisson_sampler_uses_mmcc_for_the_tree():
-    # at rate 0.2 MMCC wins; at low rates (0.01 here before) the count mixture does (tests/matrix/test_count_mixture.py)
+    # at rate 0.2 MMCC wins; at low rates such as 0.01 the count mixture does (tests/matrix/test_count_mixture.py)
     b = matrix_epsilon(
         strategy=BinaryTree(), noise_multiplier=20.0, steps=64, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.2)
     )
