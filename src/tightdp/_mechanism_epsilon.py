@@ -23,9 +23,8 @@ from .mechanisms.selection import (
     ExponentialMechanism,
     ReportNoisyMax,
     bounded_range_delta,
-    bounded_range_epsilon,
+    bounded_range_parameters,
     bounded_range_rdp,
-    pure_dp_cap,
 )
 
 if TYPE_CHECKING:
@@ -117,13 +116,16 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
     adaptive = None
-    eta = bounded_range_epsilon(mechanism)
-    if eta is not None and eta > 0:
+    params = bounded_range_parameters(mechanism)
+    eta, cap = params if params is not None else (0.0, 0.0)
+    if eta > 0:
         eps_rdp, order = rm.epsilon_from_rdp(orders=_BR_ORDERS, rdp=count * _br_rdp(eta), delta=delta)
         upper, method = float(eps_rdp), f"bounded-range Renyi bound (order {order:g}, range {eta:.6g})"
         if count > 1:
             every_t = _attains_every_two_point_pair(mechanism)
-            adaptive = adaptive_bounded_range_epsilon(eta, count, delta, attained=every_t, cap=pure_dp_cap(mechanism))
+            adaptive = adaptive_bounded_range_epsilon(
+                eta, count, delta, attained=every_t, cap=cap if cap < eta else None
+            )
             if adaptive is not None and adaptive.upper < upper:
                 upper, method = adaptive.upper, f"adaptive bounded-range dynamic program ({adaptive.cells} cells)"
             if adaptive is not None and adaptive.lower > lower:

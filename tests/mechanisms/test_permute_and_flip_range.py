@@ -24,7 +24,7 @@ from tightdp.mechanisms.selection import (
     PermuteAndFlip,
     ReportNoisyMax,
     SparseVector,
-    bounded_range_epsilon,
+    bounded_range_parameters,
     permute_and_flip_range,
 )
 from tightdp.tuning import selection_epsilon
@@ -173,15 +173,15 @@ def test_capped_loss_reduces_to_its_two_ends():
         CappedBoundedRangeLoss(1.0, 0.4)
 
 
-def test_bounded_range_epsilon_names_each_mechanism():
-    assert bounded_range_epsilon(ExponentialMechanism(epsilon=0.7)) == 0.7
-    assert bounded_range_epsilon(BoundedRange(epsilon=0.3)) == 0.3
-    assert bounded_range_epsilon(ReportNoisyMax(epsilon=0.7)) == 0.7
+def test_bounded_range_parameters_name_each_mechanism():
+    assert bounded_range_parameters(ExponentialMechanism(epsilon=0.7)) == (0.7, 0.7)
+    assert bounded_range_parameters(BoundedRange(epsilon=0.3)) == (0.3, 0.3)
+    assert bounded_range_parameters(ReportNoisyMax(epsilon=0.7)) == (0.7, 0.7)
     eta = permute_and_flip_range(0.7)
-    assert bounded_range_epsilon(PermuteAndFlip(epsilon=0.7)) == eta
-    assert bounded_range_epsilon(ReportNoisyMax(epsilon=0.7, noise="exponential")) == eta
+    assert bounded_range_parameters(PermuteAndFlip(epsilon=0.7)) == (eta, 0.7)
+    assert bounded_range_parameters(ReportNoisyMax(epsilon=0.7, noise="exponential")) == (eta, 0.7)
     for m in (ReportNoisyMax(epsilon=0.7, noise="laplace"), SparseVector(epsilon=0.7), PureDP(epsilon=0.7)):
-        assert bounded_range_epsilon(m) is None
+        assert bounded_range_parameters(m) is None
 
 
 def test_composed_permute_and_flip_beats_pure_dp_and_keeps_its_attained_lower_end():

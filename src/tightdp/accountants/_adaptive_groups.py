@@ -2,7 +2,7 @@
 (``tightdp.mechanisms._bounded_range_adaptive``) instead of one dominating pair per step.
 
 **Why it holds.** Every other step of the ledger is dominated by a fixed pair, whatever the past; the family's
-steps (mechanisms proven bounded-range with one parameter, ``bounded_range_epsilon``: ``BoundedRange``,
+steps (mechanisms proven bounded-range with one parameter, ``bounded_range_parameters``: ``BoundedRange``,
 ``ExponentialMechanism``, permute-and-flip at its range, ``ReportNoisyMax`` with Gumbel or exponential noise) are
 each dominated by a two-point pair ``T_t`` whose ``t`` the analyst picks from the past.
 Replace each fixed-pair step by its pair's output (a post-processing per step, given the past); those outputs do
@@ -24,16 +24,16 @@ from .._validation import check_delta
 from ..bounds import Bounds
 from ..mechanisms._bounded_range_adaptive import block_ledger
 from ..mechanisms.base import Mechanism
-from ..mechanisms.selection import bounded_range_epsilon
+from ..mechanisms.selection import bounded_range_parameters
 from ._pld import PLDAccountant
 
 __all__ = ["AdaptiveGroups", "grouped_ledger"]
 
 
 def _family(mech: Mechanism) -> float | None:
-    """The bounded-range parameter of a family member (``bounded_range_epsilon``), else ``None``."""
-    eta = bounded_range_epsilon(mech)
-    return eta if eta is not None and eta > 0 else None
+    """The bounded-range parameter of a family member (``bounded_range_parameters``), else ``None``."""
+    params = bounded_range_parameters(mech)
+    return params[0] if params is not None and params[0] > 0 else None
 
 
 def grouped_ledger(

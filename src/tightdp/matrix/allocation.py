@@ -185,7 +185,7 @@ def upper_sandwich(sp: _Spectra, frac: float, *, verify: bool = True) -> tuple[f
     return c, d
 
 
-def entrywise_upper(g: FloatArray) -> tuple[float, float]:
+def entrywise_upper(g: FloatArray, err: float | None = None) -> tuple[float, float]:
     """``(c, d)`` with ``c J + d I`` above ``G`` after its diagonal is raised to ``m = max_j G_jj`` (equal diagonals,
     off-diagonal entries at least ``G``'s): ``c`` the largest off-diagonal entry, ``d = m - c``, both moved to the
     safe side by the Gram matrix's error bound (module docstring, "Entrywise comparison").
@@ -194,6 +194,8 @@ def entrywise_upper(g: FloatArray) -> tuple[float, float]:
     ----------
     g : FloatArray
         The modes' Gram matrix (``mode_gram``), square.
+    err : float or None, optional
+        The bound on its entries' errors; default ``_error(g)`` (pass the whole matrix's for a block of it).
 
     Returns
     -------
@@ -209,7 +211,7 @@ def entrywise_upper(g: FloatArray) -> tuple[float, float]:
     if g.ndim != 2 or g.shape[0] != g.shape[1]:
         raise ValueError(f"g must be a square matrix, got shape {g.shape}")
     t = g.shape[0]
-    err = _error(g)
+    err = _error(g) if err is None else err
     m = float(np.max(np.diag(g))) + err
     if t == 1:
         return 0.0, m
@@ -268,13 +270,12 @@ def class_split_upper(
     m = float(np.max(np.diag(g))) + err
     best, best_s, best_consts = math.inf, 0, []
     for s in range(2, min(max_classes, t // 2) + 1):
-        by_size: dict[int, float] = {}
+        by_size: dict[int, float] = {}  # per class size, the largest c of its classes (each diagonal raised to m)
         for r in range(s):
             idx = np.arange(r, t, s)
-            sub = g[np.ix_(idx, idx)]
-            off = float(np.max(sub[~np.eye(idx.size, dtype=bool)]))
-            by_size[idx.size] = max(by_size.get(idx.size, -math.inf), off)
-        consts = [(k, c, m - c) for k, off in sorted(by_size.items()) for c in [min(max(off + err, 0.0), m)]]
+            c = entrywise_upper(g[np.ix_(idx, idx)], err)[0]
+            by_size[idx.size] = max(by_size.get(idx.size, 0.0), c)
+        consts = [(k, c, m - c) for k, c in sorted(by_size.items())]
         worst = -math.inf
         for k, c, d in consts:
             r_ = _pair_epsilon(c, d, sigma, k, delta, 0.05, None)

@@ -54,9 +54,9 @@ swap (``(0, -Delta)`` on ``D`` against ``(-Delta, 0)`` on ``D'``) output ``(1 - 
 (``eta / 2 <= epsilon <= eta``) has its loss in an interval ``[lo, hi]`` of length at most ``eta`` inside
 ``[-epsilon, epsilon]``, which lies in ``[h - eta, h]`` for some ``h`` in ``[eta - epsilon, epsilon]``; by step
 (1) above it is dominated by ``T_t`` with ``(1 - t) eta = h``, i.e. ``t`` in ``[1 - epsilon / eta, epsilon /
-eta]``. For ``alpha`` in ``[1, e^eta]`` the maximiser ``x* = sqrt(E / alpha)`` of step (2) (``E = e^eta``, ``x = e^(t eta)``) is
-clamped to ``x_lo = e^(eta - epsilon)`` once ``alpha > e^(2 epsilon - eta)`` (the curve is concave in ``x``):
-there the supremum is ``H_alpha(T_(t_lo))``, linear in ``alpha`` and 0 from ``alpha = e^epsilon``; below, it is
+eta]``. For ``alpha`` in ``[1, e^eta]`` the maximiser ``x* = sqrt(E / alpha)`` of step (2) (``E = e^eta``,
+``x = e^(t eta)``) is clamped to ``x_lo = e^(eta - epsilon)`` once ``alpha > e^(2 epsilon - eta)`` (the curve
+is concave in ``x``): there the supremum is ``H_alpha(T_(t_lo))``, linear in ``alpha`` and 0 from ``alpha = e^epsilon``; below, it is
 ``D(alpha)``; ``alpha < 1`` follows by the swap symmetry (the range of ``t`` is symmetric about 1/2). Reading
 the curve's second derivative (the law of Q's likelihood ratio) gives the pair: ``BoundedRangeLoss(eta)``'s
 densities on ``(-w, w)``, ``w = 2 epsilon - eta``, and atoms at ``+-epsilon`` (the slope's jump at
@@ -80,6 +80,9 @@ share of epsilon is given (``SparseVector``), else none (lower end 0). Permute-a
 upper end is the capped pair above, which its swap pair meets at total variation (``1 - e^(-epsilon/2)``); the
 pairs ``T_t`` with ``t`` away from 1/2 are not known to be attained, so the interval keeps a gap for long runs at
 large ``epsilon``.
+
+The module holds the proofs its classes rely on, so it runs past 600 lines; the pairs' arithmetic lives in
+``tightdp.mechanisms._bounded_range``.
 """
 
 from __future__ import annotations
@@ -111,10 +114,9 @@ __all__ = [
     "ReportNoisyMax",
     "SparseVector",
     "bounded_range_delta",
-    "bounded_range_epsilon",
+    "bounded_range_parameters",
     "bounded_range_rdp",
     "permute_and_flip_range",
-    "pure_dp_cap",
     "two_point_pair",
 ]
 
@@ -351,7 +353,8 @@ def _laplace_second(epsilon: float) -> Callable[[float], float]:
 class PermuteAndFlip(Mechanism):
     """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
     epsilon-DP and ``eta``-BR with ``eta = 2 log(2 e^(epsilon / 2) - 1)`` (module docstring), dominated by
-    ``CappedBoundedRangeLoss(eta, epsilon)``; equal to report-noisy-max with exponential noise (Ding et al. 2021). Attained pairs: two candidates, scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)`` for seven gaps
+    ``CappedBoundedRangeLoss(eta, epsilon)``; equal to report-noisy-max with exponential noise (Ding et al.
+    2021). Attained pairs: two candidates, scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)`` for seven gaps
     ``a`` (module docstring; ``a = 0``: ``P(2 on D') = e^(-epsilon) / 2``). Matches dp_accounting's
     ``PermuteAndFlipDpEvent``.
 
@@ -574,12 +577,14 @@ def _above(x: float, b1: float, b2: float) -> float:
     return tail if x >= 0 else 1.0 - tail
 
 
-def bounded_range_epsilon(mechanism: Mechanism) -> float | None:
-    """The ``eta`` for which ``mechanism`` is proven ``eta``-bounded-range, else ``None``.
+def bounded_range_parameters(mechanism: Mechanism) -> tuple[float, float] | None:
+    """``(eta, cap)``: ``mechanism`` is proven ``eta``-bounded-range and ``cap``-DP (``cap = eta`` when no pure-DP
+    bound below ``eta`` is used), else ``None``.
 
-    ``BoundedRange``, ``ExponentialMechanism`` and Gumbel report-noisy-max: their ``epsilon``; permute-and-flip
-    and exponential-noise report-noisy-max: ``permute_and_flip_range(epsilon)`` (module docstring); anything
-    else (Laplace noise, sparse vector, other mechanisms): ``None``.
+    ``BoundedRange``, ``ExponentialMechanism`` and Gumbel report-noisy-max: ``(epsilon, epsilon)``; permute-and-flip
+    and exponential-noise report-noisy-max: ``(permute_and_flip_range(epsilon), epsilon)`` (module docstring; the
+    adaptive program then restricts ``t``); anything else (Laplace noise, sparse vector, other mechanisms):
+    ``None``. Epsilon 0 gives ``(0, 0)``.
 
     Parameters
     ----------
@@ -588,48 +593,18 @@ def bounded_range_epsilon(mechanism: Mechanism) -> float | None:
 
     Returns
     -------
-    float or None
-        ``eta``, or ``None`` when no bounded-range proof applies.
+    tuple of float or None
+        ``(eta, cap)``, or ``None`` when no bounded-range proof applies.
 
     Raises
     ------
     TypeError
         Never for a ``Mechanism``; any object is answered (``None`` for what is not one of the above).
     """
-    if isinstance(mechanism, (BoundedRange, ExponentialMechanism)):
-        return float(mechanism.epsilon)
     if isinstance(mechanism, ReportNoisyMax) and mechanism.noise != "laplace":
-        return bounded_range_epsilon(mechanism._equivalent())
+        return bounded_range_parameters(mechanism._equivalent())
+    if isinstance(mechanism, (BoundedRange, ExponentialMechanism)):
+        return float(mechanism.epsilon), float(mechanism.epsilon)
     if isinstance(mechanism, PermuteAndFlip):
-        return permute_and_flip_range(float(mechanism.epsilon))
-    return None
-
-
-def pure_dp_cap(mechanism: Mechanism) -> float | None:
-    """The pure-DP epsilon that bounds ``mechanism``'s loss below its bounded-range parameter, else ``None``.
-
-    Permute-and-flip and exponential-noise report-noisy-max: their ``epsilon``, below the range
-    ``permute_and_flip_range(epsilon)`` (the adaptive program then restricts ``t``); every other mechanism:
-    ``None``.
-
-    Parameters
-    ----------
-    mechanism : Mechanism
-        Any tightdp mechanism.
-
-    Returns
-    -------
-    float or None
-        The cap, or ``None``.
-
-    Raises
-    ------
-    TypeError
-        Never for a ``Mechanism``; any object is answered.
-    """
-    if isinstance(mechanism, ReportNoisyMax) and mechanism.noise == "exponential":
-        return pure_dp_cap(mechanism._equivalent())
-    if isinstance(mechanism, PermuteAndFlip) and mechanism.epsilon > 0:
-        eta = permute_and_flip_range(float(mechanism.epsilon))
-        return float(mechanism.epsilon) if mechanism.epsilon < eta else None
+        return permute_and_flip_range(float(mechanism.epsilon)), float(mechanism.epsilon)
     return None
