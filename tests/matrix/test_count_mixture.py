@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from tightdp.matrix import BinaryTree, PoissonSampling, matrix_epsilon
 from tightdp.matrix._ledger_samplers import _count_mixture
 from tightdp.matrix._ledgers import _epsilon_of
+from tightdp.matrix.sensitivity import MinSeparation, sensitivity
 
 
 def _tree_run_deltas(q: float, sigma: float, eps: float, nodes: int = 70) -> tuple[float, float]:
@@ -47,7 +48,11 @@ def test_count_mixture_bounds_the_exact_two_step_tree(q, sigma, delta):
     assert mix.sensitivities[1] == pytest.approx(math.sqrt(2.0))  # one step: its column, below the cap
 
 
-def test_tree_aggregation_at_a_low_rate_uses_the_count_mixture():
+def test_tree_aggregation_at_a_low_rate_count_mixture_far_below_no_amplification():
+    # 2048 steps: 12 levels, every column of norm sqrt(12); the cap is the sensitivity over all patterns
+    cap = sensitivity(BinaryTree(), MinSeparation(max_participations=None, min_sep=1), steps=2048).upper
+    mix = _count_mixture(30.0, 2048, 1 / 256, math.sqrt(12.0) * (1 + 1e-12), cap)
+    assert 5.0 < _epsilon_of([(mix, 1)], 1e-6, None, None).upper < 7.0  # no amplification: 42.1
     b = matrix_epsilon(
         strategy=BinaryTree(),
         noise_multiplier=30.0,
@@ -55,8 +60,8 @@ def test_tree_aggregation_at_a_low_rate_uses_the_count_mixture():
         delta=1e-6,
         sampler=PoissonSampling(sampling_rate=1 / 256),
     )
-    assert b.lower <= b.upper < 7.0  # no amplification: 42.1
-    assert b.details["upper_used"].startswith("count mixture")
+    assert b.lower <= b.upper < 2.6  # the pattern-norm mixture (tests/matrix/test_pattern_norms.py) is below it
+    assert b.details["upper_used"].startswith("pattern-norm mixture")
 
 
 def test_count_mixture_moves_the_negligible_tail_to_the_largest_count():

@@ -140,10 +140,21 @@ def test_mixture_cut_charges_its_tail():
     assert eta == pytest.approx(1e-12) and max(mog.sensitivities) < 2.0 + 1e-12
 
 
+def _tree_array(n: int) -> DenseStrategy:
+    """Tree aggregation as a plain array: the same matrix, but no pattern-norm law (``BinaryTree``'s dynamic
+    program, tests/matrix/test_pattern_norms.py, beats MMCC on the tree itself)."""
+    return DenseStrategy(array=BinaryTree().matrix(n), lower_triangular=False)
+
+
 def test_poisson_sampler_uses_mmcc_for_the_tree():
-    # at rate 0.2 MMCC wins; at low rates such as 0.01 the count mixture does (tests/matrix/test_count_mixture.py)
+    # at rate 0.2 MMCC wins over the count mixture; at low rates such as 0.01 the count mixture does
+    # (tests/matrix/test_count_mixture.py)
     b = matrix_epsilon(
-        strategy=BinaryTree(), noise_multiplier=20.0, steps=64, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.2)
+        strategy=_tree_array(64),
+        noise_multiplier=20.0,
+        steps=64,
+        delta=1e-6,
+        sampler=PoissonSampling(sampling_rate=0.2),
     )
     assert b.details["upper_used"] == "MMCC conditional composition"
     assert b.details["mmcc"]["upper"] == b.upper < 9.5  # the count mixture: 9.6 or more
@@ -227,7 +238,7 @@ def test_precheck_skips_mmcc_only_when_it_cannot_win():
     # where MMCC wins, the pre-check lets it through (the tree, both gradient models)
     for aligned in (False, True):
         t = matrix_epsilon(
-            strategy=BinaryTree(),
+            strategy=_tree_array(64),
             noise_multiplier=20.0,
             steps=64,
             delta=1e-6,
@@ -238,7 +249,7 @@ def test_precheck_skips_mmcc_only_when_it_cannot_win():
 
 
 def test_aligned_gradients_tighten_the_tree_and_keep_the_lower_end():
-    kw = dict(strategy=BinaryTree(), noise_multiplier=20.0, steps=64, delta=1e-6)
+    kw = dict(strategy=_tree_array(64), noise_multiplier=20.0, steps=64, delta=1e-6)
     anyg = matrix_epsilon(**kw, sampler=PoissonSampling(sampling_rate=0.2))
     aligned = matrix_epsilon(**kw, sampler=PoissonSampling(sampling_rate=0.2, aligned_gradients=True))
     assert aligned.lower == anyg.lower <= aligned.upper < anyg.upper

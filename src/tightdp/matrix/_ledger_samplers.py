@@ -18,6 +18,7 @@ from ..mechanisms.mixture import MixtureOfGaussians
 from ._ledgers import Ledger, Upper, _column_norms, _combine, _grouped, _grouped_up, _sampled, _sens_details, _up
 from ._lower_pairs import lone_entries, orthogonal_steps
 from ._min_sep_lower import projection_lower
+from ._pattern_norms import tree_norm_mixture
 from ._sampler_base import LedgerSampler
 from ._whitening import toeplitz_min_singular_lower
 from .mmcc import with_mmcc
@@ -25,6 +26,9 @@ from .sensitivity import SINGLE, MinSeparation, Participation, sensitivity
 from .strategies import Strategy, reject
 
 __all__ = ["CyclicPoisson", "NoAmplification", "PoissonSampling"]
+
+#: the pattern-norm mixture is skipped when ``E ||C x||^2 / sigma^2`` may exceed this (its loss beyond the range)
+_MAX_MEAN_SQUARE = 1000.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -189,7 +193,7 @@ class PoissonSampling(LedgerSampler):
     """Poisson sampling at every step (each record joins each batch independently with ``sampling_rate``),
     any strategy.
 
-    Upper: the smallest of five certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
+    Upper: the smallest of six certified bounds. (iii) For a non-negative ``C``, MMCC's conditional
     composition (Choquette-Choo et al. 2024, arXiv 2310.15526; ``tightdp.matrix.mmcc``, which states the
     theorem, its conditions and the rounding), for any adaptive gradients (or, with ``aligned_gradients``, for
     gradients sharing one direction); skipped when a cheap lower bound on its answer already reaches the smaller
@@ -221,6 +225,13 @@ class PoissonSampling(LedgerSampler):
     ``exp(r_S Z / sigma - r_S^2 / (2 sigma^2))`` in convex order (convex functions of a martingale are
     submartingales); comonotone sums preserve the order and dominate every sum with those marginals (Dhaene et al.
     2002), and both hockey-stick divergences are ``E_Q`` of convex functions of the likelihood ratio.
+    (vi) The pattern-norm mixture, for a strategy that computes the law of ``||C x||`` under ``Bernoulli(q)`` bits
+    (``Strategy.pattern_norm_law``; tree aggregation, by dynamic programming over the tree,
+    ``tightdp.matrix._pattern_norms``): the argument of (v) with ``r_S = ||C x_S||`` itself (non-negative ``C``:
+    ``||C diag(g) x_S|| <= ||C x_S||`` for gradients of norm at most 1), the shift's law made stochastically larger
+    by rounding. The count mixture pays the worst pattern of each count; this pays each pattern's own norm, which
+    for tree aggregation is much smaller when the participations are spread (``E ||C x||^2`` about 224 against
+    ``12 E K^2 = 864`` at 2048 steps and rate 1/256).
     Lower ledger (the DP-SGD reduction): a record whose gradient is a fixed unit vector at a set ``S`` of steps
     with pairwise orthogonal columns and zero elsewhere; projecting the release on those columns gives
     independent ``N(B_s ||C_s||, sigma^2)``, ``B_s ~ Bern(q)``: exactly DP-SGD over ``|S|`` steps. Or, when
@@ -297,14 +308,21 @@ class PoissonSampling(LedgerSampler):
         top = _up(float(norms.max()), n)
         blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, top)
         count_mix = [(_count_mixture(sigma, n, self.sampling_rate, top, float(s.upper)), 1)]
+        # E ||C x||^2 <= q (1 - q) sum_j ||C_j||^2 + q^2 s^2 (s >= ||C 1||); its loss beyond ~700 is out of the
+        # engine's range, so the dynamic program is not run there
+        q = self.sampling_rate
+        mean_square = q * (1 - q) * float(np.sum(norms**2)) + (q * float(s.upper)) ** 2
+        law = strategy.pattern_norm_law(n, q) if mean_square < _MAX_MEAN_SQUARE * sigma**2 else None
+        norm_mix = [] if law is None else tree_norm_mixture(law, sigma, float(s.upper))
         return (
             lower,
-            (plain, split, count_mix, *(ledger for _, _, ledger in blocks)),
+            (plain, split, count_mix, norm_mix, *(ledger for _, _, ledger in blocks)),
             {
                 "upper_names": [
                     "no amplification",
                     "noise splitting",
                     "count mixture (shift min(K A, sensitivity), K ~ Binomial(n, q))",
+                    "pattern-norm mixture (shift ||C x||, its law by dynamic programming)",
                     *(f"block splitting (blocks of {size} steps, noise in {parts} parts)" for size, parts, _ in blocks),
                 ],
                 **_sens_details(s),

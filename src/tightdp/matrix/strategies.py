@@ -28,6 +28,7 @@ import numpy as np
 
 from .._types import FloatArray
 from .._validation import check_count
+from ._pattern_norms import PatternNormLaw, tree_norm_law
 
 __all__ = [
     "BLT",
@@ -153,6 +154,30 @@ class Strategy(ABC):
         t, s = np.nonzero(c)
         return int(np.max(t - s)) + 1 if t.size else 1
 
+    def pattern_norm_law(self, n: int, q: float) -> PatternNormLaw | None:
+        """The law of ``||C x||^2`` for a 0/1 pattern ``x`` of ``n`` independent ``Bernoulli(q)`` bits, with masses
+        at most the true ones (``tightdp.matrix._pattern_norms``), where this strategy can compute it within a
+        second; ``None`` otherwise (the default). ``PoissonSampling`` builds its pattern-norm mixture from it.
+
+        Parameters
+        ----------
+        n : int
+            The number of steps.
+        q : float
+            The Poisson rate, in ``(0, 1]``.
+
+        Returns
+        -------
+        PatternNormLaw or None
+            The law, or ``None``.
+
+        Raises
+        ------
+        ValueError
+            ``n`` out of range or ``q`` outside ``(0, 1]``.
+        """
+        return None
+
     def describe(self) -> str:
         """One phrase for the privacy statement.
 
@@ -209,6 +234,10 @@ class BinaryTree(Strategy):
 
     type_name: ClassVar[str] = "binary_tree"
     causal: ClassVar[bool] = False
+
+    def pattern_norm_law(self, n: int, q: float) -> PatternNormLaw | None:
+        # ||C x||^2 = sum over nodes of (participations below the node)^2: a dynamic program over the tree
+        return tree_norm_law(_check_steps(n), q)
 
     def matrix(self, n: int) -> FloatArray:
         n = _check_steps(n)
