@@ -17,10 +17,10 @@ MMCC rows (Choquette-Choo et al. 2024, ``tightdp.matrix.mmcc``): the "Poisson ev
 own upper end, its floor (``ledger_epsilon_floor``, the pre-check that lets ``PoissonSampling`` skip MMCC's
 composition), time, and its upper end for aligned gradients (``mmcc_upper``, ``mmcc_floor``, ``mmcc_seconds``,
 ``mmcc_aligned_upper``; the sampler keeps the smallest certified upper end), and extra rows, marked by a
-``strategy`` key, run Poisson sampling where MMCC is the only amplified bound: tree aggregation (``BinaryTree``)
-over 2048 steps at rate 1/256, noise multipliers 10 and 30, for any adaptive gradients (the default) and under
-the assumption that the record's gradients share one direction (``PoissonSampling(aligned_gradients=True)``,
-MMCC's scalar model; ``gradients`` key).
+``strategy`` key, run Poisson sampling with tree aggregation (``BinaryTree``) over 2048 steps at rate 1/256,
+noise multipliers 10 and 30, for any adaptive gradients (the default) and under the assumption that the record's
+gradients share one direction (``PoissonSampling(aligned_gradients=True)``, MMCC's scalar model; ``gradients``
+key); the row's ``upper_method`` names the bound that won (the pattern-norm mixture, the count mixture or MMCC).
 Timings are on a shared 2-core machine under load.
 """
 
