@@ -14,7 +14,7 @@ from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tightdp.matrix import BinaryTree, PoissonSampling, matrix_epsilon
+from tightdp.matrix import BinaryTree, MinSepSampling, PoissonSampling, matrix_epsilon
 from tightdp.matrix._ledger_samplers import _count_mixture
 from tightdp.matrix._ledgers import _epsilon_of
 from tightdp.matrix._pattern_norms import tree_norm_law, tree_norm_mixture
@@ -71,10 +71,29 @@ def test_ledger_shift_law_dominates_the_true_norm(n, q, ratio):
         assert ledger_above >= true_above * (1 - 1e-12) - 1e-15
 
 
-def _four_step_deltas(q: float, sigma: float, eps: float, nodes: int = 36) -> tuple[float, float]:
-    """Both deltas at ``eps`` of the four-step tree (seven nodes) run by a record with a fixed unit gradient under
-    Poisson sampling: the release enters the likelihood ratio only through ``W = C^T y / sigma`` (covariance
-    ``G = C^T C``), integrated by a tensor Gauss-Hermite rule in ``W = L xi``."""
+def _poisson(q: float, b: tuple[float, ...]) -> float:
+    k = int(sum(b))
+    return q**k * (1 - q) ** (len(b) - k)
+
+
+def _min_sep_2(q: float, b: tuple[float, ...]) -> float:
+    """The cold-start b-min-sep chain with ``min_sep = 2``: eligible unless it took part at the step before."""
+    prob, eligible = 1.0, True
+    for bit in b:
+        if not eligible:
+            if bit:
+                return 0.0
+            eligible = True
+            continue
+        prob *= q if bit else 1 - q
+        eligible = not bit
+    return prob
+
+
+def _four_step_deltas(q: float, sigma: float, eps: float, nodes: int = 36, law=_poisson) -> tuple[float, float]:
+    """Both deltas at ``eps`` of the four-step tree (seven nodes) run by a record with a fixed unit gradient whose
+    pattern has the given law (default Poisson sampling): the release enters the likelihood ratio only through ``W
+    = C^T y / sigma`` (covariance ``G = C^T C``), integrated by a tensor Gauss-Hermite rule in ``W = L xi``."""
     c = BinaryTree().matrix(4)
     g = c.T @ c
     chol = np.linalg.cholesky(g)
@@ -86,8 +105,7 @@ def _four_step_deltas(q: float, sigma: float, eps: float, nodes: int = 36) -> tu
     ratio = np.zeros(xi.shape[0])
     for pattern in itertools.product((0.0, 1.0), repeat=4):
         b = np.array(pattern)
-        k = int(b.sum())
-        ratio += q**k * (1 - q) ** (4 - k) * np.exp(wv @ b / sigma - float(b @ g @ b) / (2 * sigma**2))
+        ratio += law(q, pattern) * np.exp(wv @ b / sigma - float(b @ g @ b) / (2 * sigma**2))
     a = math.exp(eps)
     return float(weight @ np.maximum(ratio - a, 0.0)), float(weight @ np.maximum(1.0 - a * ratio, 0.0))
 
@@ -102,6 +120,27 @@ def test_upper_end_bounds_the_exact_four_step_tree(q, sigma, delta):
     assert max(_four_step_deltas(q, sigma, up)) <= delta * 1.01
     count = _epsilon_of([(_count_mixture(sigma, 4, q, math.sqrt(3.0), cap), 1)], delta, None, None).upper
     assert up < count
+
+
+@settings(deadline=None, max_examples=scaled(4))
+@given(q=st.floats(0.1, 0.6), sigma=st.floats(1.2, 3.0), delta=st.sampled_from([1e-2, 1e-3]))
+def test_poisson_mixture_bounds_the_exact_four_step_min_sep_tree(q, sigma, delta):
+    """b-min-sep's pattern lies below a Poisson one, so the Poisson pattern-norm mixture capped at the min-sep
+    sensitivity bounds the exact four-step tree under b-min-sep (``min_sep = 2``, cold start)."""
+    from tightdp.matrix._ledgers import _column_norms, _pattern_norm_ledger
+    from tightdp.matrix.sensitivity import MinSeparation, sensitivity
+
+    tree = BinaryTree()
+    cap = sensitivity(tree, MinSeparation(max_participations=2, min_sep=2), steps=4).upper  # steps 0 and 2 (or 3)
+    ledger = _pattern_norm_ledger(tree, sigma, 4, q, cap, _column_norms(tree, 4))
+    up = _epsilon_of(ledger, delta, None, None).upper
+    assert max(_four_step_deltas(q, sigma, up, law=_min_sep_2)) <= delta * 1.01
+    b = matrix_epsilon(
+        strategy=tree, noise_multiplier=sigma, steps=4, delta=delta, sampler=MinSepSampling(sampling_rate=q, min_sep=2)
+    )
+    assert b.lower <= b.upper <= up * (1 + 1e-9)
+    if b.lower > 0:
+        assert max(_four_step_deltas(q, sigma, b.lower, law=_min_sep_2)) >= delta * 0.99
 
 
 def test_tree_at_a_low_rate_is_far_below_the_count_mixture():
@@ -130,6 +169,18 @@ def test_work_budget_and_bad_input():
     for n, q in [(0, 0.1), (4, 0.0), (4, 1.5), (2.5, 0.1)]:
         with pytest.raises(ValueError, match=r"n must|q must"):
             tree_norm_law(n, q)
+
+
+def test_min_sep_tree_uses_the_poisson_mixture():
+    b = matrix_epsilon(
+        strategy=BinaryTree(),
+        noise_multiplier=10.0,
+        steps=512,
+        delta=1e-6,
+        sampler=MinSepSampling(sampling_rate=1 / 64, min_sep=8),
+    )
+    assert b.details["upper"].startswith("pattern-norm mixture of Poisson sampling")
+    assert b.lower <= b.upper
 
 
 def test_out_of_range_mixture_is_not_attempted():

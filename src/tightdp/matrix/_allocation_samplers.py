@@ -200,6 +200,14 @@ class MinSepSampling(Sampler):
     4. ``min_sep = 1``: the run is Poisson sampling (both starts): ``PoissonSampling``'s interval (including
        MMCC for a non-negative ``C``) is intersected. ``p = 1`` with a warm start: the run is balls-in-bins with
        ``cycle_length = min_sep`` (when ``min_sep <= n``): ``BallsInBins``'s interval is intersected.
+    5. *Pattern-norm mixture* (non-negative ``C`` with a known ``Strategy.pattern_norm_law``: tree aggregation).
+       Couple the record's chain with fresh uniforms ``U_s``: it takes part at ``s`` iff it is eligible and ``U_s <
+       p`` (the warm start's first eligibility is independent of the ``U_s``), so its pattern lies pathwise below
+       the Poisson pattern ``1[U_s < p]``, and for ``C >= 0`` its norm ``||C x||`` below the Poisson pattern's
+       norm and below the sensitivity ``s`` of 1. The argument of 3 with ``r_S = ||C x_S||`` (gradients of norm at
+       most 1: ``||C diag(g) x_S|| <= ||C x_S||``) then holds with the law of ``min(||C x_Poisson||, s)`` in place of
+       the count's, a stochastically larger shift (Ganesh 2024, Lemma 2.9): ``PoissonSampling``'s pattern-norm
+       mixture at rate ``p``, capped at ``s``.
 
     **Lower end**: the record with a fixed unit gradient direction (scaled by ``g_j`` in ``[0, 1]``) is an
     explicit pair; the statistic ``<v, y>`` with ``C^T v = 1_W`` on a window ``W`` of steps (solved in

@@ -15,10 +15,20 @@ from ..bounds import Bounds
 from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.mixture import MixtureOfGaussians
-from ._ledgers import Ledger, Upper, _column_norms, _combine, _grouped, _grouped_up, _sampled, _sens_details, _up
+from ._ledgers import (
+    Ledger,
+    Upper,
+    _column_norms,
+    _combine,
+    _grouped,
+    _grouped_up,
+    _pattern_norm_ledger,
+    _sampled,
+    _sens_details,
+    _up,
+)
 from ._lower_pairs import lone_entries, orthogonal_steps
 from ._min_sep_lower import projection_lower
-from ._pattern_norms import tree_norm_mixture
 from ._sampler_base import LedgerSampler
 from ._whitening import toeplitz_min_singular_lower
 from .mmcc import with_mmcc
@@ -26,9 +36,6 @@ from .sensitivity import SINGLE, MinSeparation, Participation, sensitivity
 from .strategies import Strategy, reject
 
 __all__ = ["CyclicPoisson", "NoAmplification", "PoissonSampling"]
-
-#: the pattern-norm mixture is skipped when ``E ||C x||^2 / sigma^2`` may exceed this (its loss beyond the range)
-_MAX_MEAN_SQUARE = 1000.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,12 +315,7 @@ class PoissonSampling(LedgerSampler):
         top = _up(float(norms.max()), n)
         blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, top)
         count_mix = [(_count_mixture(sigma, n, self.sampling_rate, top, float(s.upper)), 1)]
-        # E ||C x||^2 <= q (1 - q) sum_j ||C_j||^2 + q^2 s^2 (s >= ||C 1||); its loss beyond ~700 is out of the
-        # engine's range, so the dynamic program is not run there
-        q = self.sampling_rate
-        mean_square = q * (1 - q) * float(np.sum(norms**2)) + (q * float(s.upper)) ** 2
-        law = strategy.pattern_norm_law(n, q) if mean_square < _MAX_MEAN_SQUARE * sigma**2 else None
-        norm_mix = [] if law is None else tree_norm_mixture(law, sigma, float(s.upper))
+        norm_mix = _pattern_norm_ledger(strategy, sigma, n, self.sampling_rate, float(s.upper), norms)
         return (
             lower,
             (plain, split, count_mix, norm_mix, *(ledger for _, _, ledger in blocks)),

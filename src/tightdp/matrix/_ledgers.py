@@ -15,6 +15,7 @@ from ..bounds import Bounds
 from ..mechanisms.base import Mechanism
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.subsampled import PoissonSampled
+from ._pattern_norms import tree_norm_mixture
 from .sensitivity import SensitivityBounds
 from .strategies import Strategy
 
@@ -71,6 +72,25 @@ def _grouped_up(values: ArrayLike, n: int) -> list[tuple[float, int]]:
 
 def _sens_details(s: SensitivityBounds) -> dict[str, Any]:
     return {"sensitivity": s.to_dict()}
+
+
+#: the pattern-norm mixture is skipped when ``E ||C x||^2 / sigma^2`` may exceed this (its loss beyond the range)
+MAX_MEAN_SQUARE = 1000.0
+
+
+def _pattern_norm_ledger(
+    strategy: Strategy, sigma: float, n: int, q: float, cap: float, norms: FloatArray
+) -> list[tuple[Mechanism, int]] | None:
+    """The pattern-norm mixture (``PoissonSampling``'s docstring, (vi)) of patterns whose bits lie pathwise below
+    ``n`` independent ``Bernoulli(q)`` bits, for a non-negative ``C`` whose ``pattern_norm_law`` is known: the
+    mixture of ``tightdp.matrix._pattern_norms`` with the norms capped at ``cap`` (at least every such pattern's
+    norm). ``None`` when the strategy has no law, or ``E ||C x||^2 <= q (1 - q) sum ||C_j||^2 + (q sum ||C_j||)^2``
+    may exceed ``MAX_MEAN_SQUARE sigma^2`` (a loss out of the engine's range: the program is not run)."""
+    mean_square = q * (1 - q) * float(np.sum(norms**2)) + (q * float(np.sum(norms))) ** 2
+    if mean_square >= MAX_MEAN_SQUARE * sigma**2:
+        return None
+    law = strategy.pattern_norm_law(n, q)
+    return None if law is None else tree_norm_mixture(law, sigma, cap)
 
 
 def _epsilon_of(ledger: Ledger, delta: float, eps_error: float | None, rel_error: float | None) -> Bounds:

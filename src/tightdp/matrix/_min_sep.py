@@ -16,7 +16,18 @@ from ..bounds import Bounds
 from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
 from ..mechanisms.mixture import MixtureOfGaussians
-from ._ledgers import Ledger, _column_norms, _combine, _down, _epsilon_of, _grouped_up, _sampled, _sens_details, _up
+from ._ledgers import (
+    Ledger,
+    _column_norms,
+    _combine,
+    _down,
+    _epsilon_of,
+    _grouped_up,
+    _pattern_norm_ledger,
+    _sampled,
+    _sens_details,
+    _up,
+)
 from ._min_sep_lower import projection_lower
 from ._renewal import law_error, participation_law
 from .sensitivity import Cyclic, MinSeparation, sensitivity
@@ -293,6 +304,16 @@ def min_sep_epsilon(
                     ups.append(block_split(norms, sigma, n, p, b, length, delta, eps_error, rel_error))
     with contextlib.suppress(TightDPError):
         ups.append(count_mixture(strategy, sigma, n, p, min_sep, warm_start, s.upper, delta, eps_error, rel_error))
+    norm_mix = _pattern_norm_ledger(strategy, sigma, n, p, s.upper, _column_norms(strategy, n))
+    if norm_mix is not None:  # the pattern lies below a Poisson one (MinSepSampling's docstring, 5.)
+        with contextlib.suppress(TightDPError):
+            ups.append(
+                (
+                    _epsilon_of(norm_mix, delta, eps_error, rel_error),
+                    "pattern-norm mixture of Poisson sampling at the same rate (shift ||C x||, its law by dynamic "
+                    "programming; every b-min-sep pattern lies below a Poisson one)",
+                )
+            )
     if p == 1.0 and not warm_start and min_sep < n:
         # deterministic run: the one pattern 0, min_sep, 2 min_sep, ... (a subset of the cyclic patterns)
         cyc = sensitivity(strategy, Cyclic(period=min_sep), steps=n)
