@@ -182,7 +182,10 @@ def main() -> None:
         "Gradient models: 'any' is what tightdp certifies by default; 'aligned' (one direction, non-negative "
         "scales) is MMCC's scalar model, an assumption on the threat model that the caller states "
         "(PoissonSampling(aligned_gradients=True)). The gap between the two is MMCC's cross-column term K "
-        "(tightdp.matrix.mmcc, module docstring): for tree aggregation it is most of the answer."
+        "(tightdp.matrix.mmcc, module docstring): for tree aggregation it is most of MMCC's answer. For tree "
+        "aggregation the run's upper end now comes from the pattern-norm mixture (each participation pattern pays "
+        "its own norm, whose exact law a dynamic program over the tree gives; PoissonSampling's docstring, (vi)), "
+        "which holds for any gradients and lies below MMCC's upper end in both gradient models."
     )
     rep.say(
         "Not reproduced: the values of MMCC's Section 6 plots (binary tree, b-banded, the comparison with "
