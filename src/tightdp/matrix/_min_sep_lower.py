@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 from scipy import linalg, special
 
+from .._caches import register as _register_cache
 from .._types import FloatArray
 from ..errors import TightDPError
 from ..mechanisms.mixture import MixtureOfGaussians
@@ -41,8 +43,11 @@ BANDED_SOLVE_MAX = 512
 Apply = Callable[[FloatArray], tuple[FloatArray, FloatArray]]
 
 
+@_register_cache
+@lru_cache(maxsize=16)
 def projection_solver(strategy: Strategy, n: int) -> tuple[Callable[[FloatArray], FloatArray], Apply] | None:
-    """A solver of ``C^T v = w`` (least norm) and the product ``v -> C^T v`` with its rounding bound.
+    """A solver of ``C^T v = w`` (least norm) and the product ``v -> C^T v`` with its rounding bound (memoised: it
+    does not depend on the noise; the functions returned are pure).
 
     A banded Toeplitz ``C`` (``c_0 != 0``) never materialises the matrix: ``C^T`` is upper-banded, solved by
     LAPACK's banded solver, and ``(C^T v)_j = sum_(k < b) c_k v_(j + k)`` is summed band by band (error at most

@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from .._types import FloatArray
 from ..mechanisms.base import Mechanism
 from ..mechanisms.basic import ApproximateDP
@@ -140,9 +142,12 @@ class _TreeProgram:
         return out, ga + gb + _log1pu(max(terms.values()) + 1)
 
 
+@_register_cache
+@lru_cache(maxsize=16)
 def tree_norm_law(n: int, q: float, max_work: float = MAX_WORK) -> PatternNormLaw | None:
     """The law of ``||C x||^2`` for tree aggregation over ``n`` steps, ``x`` with ``Bernoulli(q)`` bits, as masses at
     most the true ones (module docstring); ``None`` when the program would exceed ``max_work`` multiply-adds.
+    Memoised (it does not depend on the noise); the arrays returned are read-only.
 
     Parameters
     ----------
@@ -178,6 +183,7 @@ def tree_norm_law(n: int, q: float, max_work: float = MAX_WORK) -> PatternNormLa
     order = order[masses[order] > 0]  # the values no pattern takes
     squares, masses = squares[order], masses[order]
     missing = max(0.0, 1.0 - math.fsum(masses.tolist())) + 4 * _U * masses.size
+    squares.flags.writeable = masses.flags.writeable = False
     return PatternNormLaw(squares=squares, masses=masses, missing=min(1.0, missing))
 
 

@@ -40,11 +40,13 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from .._blas import one_blas_thread
+from .._caches import register as _register_cache
 from .._types import ArrayLike, FloatArray
 from .._validation import check_count
 from .strategies import Strategy, reject
@@ -471,6 +473,14 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
         reject(f"strategy must be a tightdp.matrix Strategy, got {strategy!r}")
     if not isinstance(participation, Participation):
         reject(f"participation must be a Participation (SINGLE, MinSeparation, Cyclic), got {participation!r}")
+    return _sensitivity(strategy, participation, n)
+
+
+@_register_cache
+@lru_cache(maxsize=64)
+def _sensitivity(strategy: Strategy, participation: Participation, n: int) -> SensitivityBounds:
+    """``sensitivity`` on validated arguments, memoised: it does not depend on the noise, so a calibration's or a
+    sweep's repeated calls share it (strategies and participations are frozen and hashable)."""
     k = participation.max_count(n)
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:
