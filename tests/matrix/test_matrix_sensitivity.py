@@ -3,6 +3,7 @@ for non-negative and signed strategies, and the strategies' validation."""
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 
@@ -20,6 +21,7 @@ from tightdp.matrix import (
     DenseStrategy,
     Identity,
     MinSeparation,
+    PerEpoch,
     as_strategy,
     pattern_value,
     sensitivity,
@@ -178,3 +180,64 @@ def test_round_trip_and_interop():
         output_scale = np.array([0.1])
 
     assert as_strategy(FakeBLT()) == BLT(buf_decay=[0.9], output_scale=[0.1])
+
+
+def _per_epoch_patterns(n, t):
+    """Every non-empty pattern with at most one step in each epoch [e t, (e + 1) t)."""
+    choices = [(None, *range(a, min(a + t, n))) for a in range(0, n, t)]
+    for pick in itertools.product(*choices):
+        p = tuple(i for i in pick if i is not None)
+        if p:
+            yield p
+
+
+@pytest.mark.parametrize("forced", [False, True])
+@settings(deadline=None, max_examples=30)
+@given(seed=st.integers(0, 10**6), n=st.integers(2, 9), t=st.integers(1, 4), signed=st.booleans(), banded=st.booleans())
+def test_per_epoch_brute_force(forced, seed, n, t, signed, banded, monkeypatch_module):
+    """Both ends of the one-per-epoch sensitivity against brute force over every pattern and sign vector, on the
+    exact search and (``forced``: no pattern enumerated) on the separable bound or the banded chain programme."""
+    import tightdp
+
+    sens_module = importlib.import_module("tightdp.matrix.sensitivity")  # the package shadows it by the function
+
+    monkeypatch_module.setattr(sens_module, "BRUTE_FORCE_LIMIT", 0 if forced else 20_000)
+    tightdp.clear_caches()
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(n, n)) if signed else rng.uniform(0, 1, size=(n, n))
+    a = np.tril(a)
+    if banded:  # at most t + 1 bands: only consecutive epochs interact (the chain programme)
+        a *= np.tri(n) - np.tri(n, k=-(t + 1))
+    a[np.diag_indices(n)] = 1.0
+    s = _check(DenseStrategy(array=a), PerEpoch(steps_per_epoch=t), n, list(_per_epoch_patterns(n, t)))
+    if banded and not signed:
+        assert s.exact  # F1 with the chain programme (or the exact search)
+    tightdp.clear_caches()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_per_epoch_tree_over_whole_subtrees_is_exact_and_far_below_any_steps():
+    # epochs of 256 steps are whole subtrees: every full pattern has ||C x||^2 = 8 * 9 + 16 + 32 + 64 = 184
+    s = sensitivity(BinaryTree(), PerEpoch(steps_per_epoch=256), steps=2048)
+    assert s.exact and math.isclose(s.upper**2, 184.0, rel_tol=1e-9)
+    any_steps = sensitivity(BinaryTree(), MinSeparation(max_participations=8, min_sep=1), steps=2048)
+    assert any_steps.upper > 25.0  # eight adjacent steps, which no per-epoch pattern is
+
+
+def test_per_epoch_round_trip_and_bad_input():
+    from tightdp.matrix import NoAmplification, participation_from_dict, sampler_from_dict
+
+    smp = NoAmplification(participation=PerEpoch(steps_per_epoch=5))
+    assert sampler_from_dict(smp.to_dict()) == smp and "per epoch" in smp.describe()
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        PerEpoch(steps_per_epoch=0)
+    with pytest.raises(ValueError, match="participation type"):
+        participation_from_dict({"type": "weekly"})
+    with pytest.raises(ValueError, match="bad fields"):
+        participation_from_dict({"type": "per_epoch", "period": 3})

@@ -34,7 +34,17 @@ from .accounting import (
 )
 from .calibration import MatrixCalibration, calibrate_matrix_noise
 from .mmcc import mmcc_epsilon
-from .sensitivity import SINGLE, Cyclic, MinSeparation, Participation, SensitivityBounds, pattern_value, sensitivity
+from .participation import participation_from_dict
+from .sensitivity import (
+    SINGLE,
+    Cyclic,
+    MinSeparation,
+    Participation,
+    PerEpoch,
+    SensitivityBounds,
+    pattern_value,
+    sensitivity,
+)
 from .strategies import (
     BLT,
     BandedToeplitz,
@@ -57,6 +67,7 @@ __all__ = [
     "as_strategy",
     "strategy_from_dict",
     "Participation",
+    "PerEpoch",
     "MinSeparation",
     "Cyclic",
     "SINGLE",
@@ -67,6 +78,7 @@ __all__ = [
     "BallsInBins",
     "EpochAllocation",
     "MinSepSampling",
+    "participation_from_dict",
     "sampler_from_dict",
     # the answers
     "SensitivityBounds",

@@ -18,7 +18,7 @@ from ._ledgers import _column_norms, _combine, _down, _epsilon_of, _grouped, _sa
 from ._min_sep_lower import projection_scale, projection_solver
 from ._whitening import toeplitz_min_singular_lower
 from .allocation import MIN_ALLOCATION_SIGMA, class_split_upper, mode_gram, sandwich_epsilon
-from .sensitivity import Cyclic, MinSeparation, sensitivity
+from .sensitivity import Cyclic, PerEpoch, sensitivity
 from .strategies import Strategy
 
 __all__: list[str] = []
@@ -112,7 +112,7 @@ def _epoch_allocation(
             rel_error=rel_error,
         )
         return _combine(diag_lo.lower, hi, {"method": "diagonal strategy: random allocation (certified pairs)"})
-    s = sensitivity(strategy, MinSeparation(max_participations=epochs, min_sep=1), steps=n)
+    s = sensitivity(strategy, PerEpoch(steps_per_epoch=t), steps=n)
     hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
     if b is not None:  # block splitting (EpochAllocation's docstring); L = 1 is plain noise splitting

@@ -74,7 +74,7 @@ class EpochAllocation(Sampler):
       ledger takes the largest (dominates), the lower the least (a gradient scaled down at the other steps is
       an explicit pair): both certified by ``tightdp.schemes.allocation_epsilon``.
     * More bands: upper the smaller of no amplification (mixture over allocations, joint convexity; the
-      sensitivity over any ``epochs`` participations, a superset of one per epoch) and block splitting, for
+      sensitivity over ``PerEpoch`` patterns, one step in each epoch) and block splitting, for
       block sizes ``L`` dividing ``steps_per_epoch`` (``L = 1`` is noise splitting). Cut the run into blocks
       of ``L`` steps (within epochs) and the noise into ``k = 1 + ceil((b - 1) / L)`` independent parts, part
       ``r`` carrying the blocks ``j = r (mod k)``; ``C x + z`` is the sum of the parts (a post-processing). In

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from ..bounds import Bounds
 from ..errors import TightDPError
 from ._ledgers import Ledger, Upper, _combine, _epsilon_of
-from .sensitivity import MinSeparation, Participation
+from .participation import Participation
 from .strategies import Strategy
 
 __all__ = ["LedgerSampler", "Sampler"]
@@ -42,11 +42,7 @@ class Sampler(ABC):
         """
         out: dict[str, Any] = {"type": self.type_name}
         for k, v in self.__dict__.items():
-            out[k] = (
-                {"type": "min_separation" if isinstance(v, MinSeparation) else "cyclic", **v.__dict__}
-                if isinstance(v, Participation)
-                else v
-            )
+            out[k] = v.to_dict() if isinstance(v, Participation) else v
         return out
 
     @abstractmethod

@@ -33,7 +33,7 @@ from ..bounds import Bounds
 from ._allocation_samplers import BallsInBins, EpochAllocation, MinSepSampling
 from ._ledger_samplers import CyclicPoisson, NoAmplification, PoissonSampling
 from ._sampler_base import Sampler
-from .sensitivity import Cyclic, MinSeparation
+from .participation import participation_from_dict
 from .strategies import as_strategy, reject
 
 __all__ = [
@@ -76,11 +76,7 @@ def sampler_from_dict(data: dict[str, Any]) -> Sampler:
     kw = {k: v for k, v in data.items() if k != "type"}
     part = kw.get("participation")
     if isinstance(part, dict):
-        pk = {k: v for k, v in part.items() if k != "type"}
-        kind = part.get("type")
-        if kind not in ("min_separation", "cyclic"):
-            reject(f"participation type must be 'min_separation' or 'cyclic', got {kind!r}")
-        kw["participation"] = MinSeparation(**pk) if kind == "min_separation" else Cyclic(**pk)
+        kw["participation"] = participation_from_dict(part)
     try:
         return types[data["type"]](**kw)
     except TypeError as exc:

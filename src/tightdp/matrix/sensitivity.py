@@ -24,6 +24,9 @@ moves the release ``C x + z`` by ``C_pi G`` (the columns ``pi`` of ``C``, the ro
   cyclic patterns ``{j, j + p, ...}`` (pattern ``j = 0`` is worst).
 * (F5) **Two-stage bound** (jax_privacy ``get_min_sep_sensitivity_upper_bound``): maximise each row of
   ``|M|`` over patterns, then the row maxima over patterns: an upper bound for any ``C``.
+* (F6) **One participation per epoch** (``PerEpoch``): the same two stages, each separable over the epochs
+  (``_per_epoch``'s docstring); for a banded ``C`` whose bands fit in an epoch (``b <= t + 1``) only consecutive
+  epochs interact and a chain programme over the epochs gives ``max sum |M|`` exactly.
 
 Where none makes the answer exact, ``upper`` comes from (F2)/(F5) and ``lower`` is the attained value of the
 worst explicit pattern found (with its signs); both are reported and ``exact`` is ``False``.
@@ -37,8 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -49,6 +51,7 @@ from .._blas import one_blas_thread
 from .._caches import register as _register_cache
 from .._types import ArrayLike, FloatArray
 from .._validation import check_count
+from .participation import SINGLE, Cyclic, MinSeparation, Participation, PerEpoch
 from .strategies import Strategy, reject
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
     "Cyclic",
     "MinSeparation",
     "Participation",
+    "PerEpoch",
     "SensitivityBounds",
     "pattern_value",
     "sensitivity",
@@ -64,188 +68,6 @@ __all__ = [
 _U = float(np.finfo(float).eps) / 2
 #: patterns enumerated at most by the exact search (beyond it: certified bounds)
 BRUTE_FORCE_LIMIT = 20_000
-
-
-class Participation(ABC):
-    """How often and how far apart one user may take part (abstract); overriding methods share these
-    docstrings (``__init_subclass__``)."""
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        for name, member in vars(cls).items():
-            if callable(member) and not name.startswith("_") and not getattr(member, "__doc__", None):
-                base = getattr(Participation, name, None)
-                if base is not None and base.__doc__:
-                    member.__doc__ = base.__doc__
-
-    @abstractmethod
-    def max_count(self, n: int) -> int:
-        """The most participations of one user in ``n`` steps.
-
-        Parameters
-        ----------
-        n : int
-            The number of steps (``>= 1``).
-
-        Returns
-        -------
-        int
-            The count.
-
-        Raises
-        ------
-        TypeError
-            ``n`` not an integer.
-        """
-
-    @abstractmethod
-    def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
-        """Every maximal pattern (all subsets of a pattern are dominated by it when ``M >= 0``; the exact
-        search also scores the subsets, see ``_pattern_bounds``).
-
-        Parameters
-        ----------
-        n : int
-            The number of steps (``>= 1``).
-
-        Yields
-        ------
-        tuple of int
-            The steps of one pattern, increasing.
-
-        Raises
-        ------
-        TypeError
-            ``n`` not an integer.
-        """
-
-    @abstractmethod
-    def describe(self) -> str:
-        """A short phrase for statements and ``details``.
-
-        Returns
-        -------
-        str
-            The phrase.
-        """
-
-
-@dataclass(frozen=True, kw_only=True)
-class MinSeparation(Participation):
-    """At most ``max_participations`` steps (``None``: as many as fit), any two at least ``min_sep`` apart
-    (``min_sep = 1``: any steps; multi-epoch training with ``n / k`` steps per epoch: ``min_sep = n / k``).
-
-    Parameters
-    ----------
-    max_participations : int or None, optional
-        The most participations (default 1; ``None``: as many as fit).
-    min_sep : int, optional
-        The least distance between two participations (default 1).
-
-    Raises
-    ------
-    ValueError
-        Counts below one.
-    """
-
-    max_participations: int | None = 1
-    min_sep: int = 1
-
-    def __post_init__(self) -> None:
-        if self.max_participations is not None:
-            object.__setattr__(self, "max_participations", check_count("max_participations", self.max_participations))
-        object.__setattr__(self, "min_sep", check_count("min_sep", self.min_sep))
-
-    def max_count(self, n: int) -> int:
-        fit = -(-n // self.min_sep)
-        return fit if self.max_participations is None else min(fit, self.max_participations)
-
-    def count(self, n: int, limit: int) -> int:
-        """The number of non-empty patterns (sizes up to ``max_count``), or ``limit + 1`` once above ``limit``.
-
-        Parameters
-        ----------
-        n : int
-            The number of steps.
-        limit : int
-            Stop counting above it.
-
-        Returns
-        -------
-        int
-            The count, at most ``limit + 1``.
-
-        Raises
-        ------
-        TypeError
-            Non-integer arguments.
-        """
-        total = 0
-        for r in range(1, self.max_count(n) + 1):
-            total += math.comb(n - (r - 1) * (self.min_sep - 1), r)
-            if total > limit:
-                return limit + 1
-        return total
-
-    def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
-        k, b = self.max_count(n), self.min_sep
-
-        def rec(start: int, left: int, acc: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-            if left == 0 or start >= n:
-                yield acc
-                return
-            extended = False
-            for i in range(start, n):
-                extended = True
-                yield from rec(i + b, left - 1, acc + (i,))
-            if not extended:
-                yield acc
-
-        seen = set()
-        for p in rec(0, k, ()):
-            if p and p not in seen:
-                seen.add(p)
-                yield p
-
-    def describe(self) -> str:
-        k = "any number of" if self.max_participations is None else f"up to {self.max_participations}"
-        return f"{k} participations at least {self.min_sep} steps apart"
-
-
-#: one participation per user
-SINGLE = MinSeparation(max_participations=1)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Cyclic(Participation):
-    """Cyclic participation: the data split into ``period`` groups, group ``j`` active at ``j, j + period, ...``
-    (BandMF's cyclic sampling, jax_privacy's ``num_bands`` groups; multi-epoch with fixed batch order).
-
-    Parameters
-    ----------
-    period : int
-        The number of groups (``>= 1``).
-
-    Raises
-    ------
-    ValueError
-        ``period`` below one.
-    """
-
-    period: int
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "period", check_count("period", self.period))
-
-    def max_count(self, n: int) -> int:
-        return -(-n // self.period)
-
-    def patterns(self, n: int) -> Iterator[tuple[int, ...]]:
-        for j in range(min(self.period, n)):
-            yield tuple(range(j, n, self.period))
-
-    def describe(self) -> str:
-        return f"cyclic participation every {self.period} steps"
 
 
 @dataclass(frozen=True)
@@ -476,11 +298,120 @@ def sensitivity(strategy: Strategy, participation: Participation = SINGLE, *, st
     return _sensitivity(strategy, participation, n)
 
 
+def _exact_search(m: FloatArray, pats: list[tuple[int, ...]], n: int, k: int, kappa2: float) -> SensitivityBounds:
+    """The exact search over every maximal pattern (F1; for a signed ``M`` the subsets of patterns of at most 8
+    steps are scored too, larger ones bounded by ``sum |M|``, F2)."""
+    nonneg = bool(np.all(m >= 0))
+    arg: tuple[int, ...] = ()
+    best_lo, best_hi, arg_s = -math.inf, -math.inf, np.zeros(0)
+    for p in pats:
+        cands = (
+            [p]
+            if nonneg
+            else [q for r in range(1, len(p) + 1) for q in itertools.combinations(p, r)]
+            if len(p) <= 8
+            else [p]
+        )
+        for q in cands:
+            lo, hi, s = _pattern_bounds(m, q)
+            if lo > best_lo:
+                best_lo, arg, arg_s = lo, q, s
+            best_hi = max(best_hi, hi)
+    if not nonneg and any(len(p) > 8 for p in pats):
+        # patterns' subsets not enumerated: a subset's value is at most sum |M| over the pattern
+        best_hi = max(best_hi, max(float(np.abs(m[np.ix_(p, p)]).sum()) for p in pats))
+    exact = best_hi <= best_lo
+    how = "exhaustive search over patterns" + (
+        " (non-negative Gram matrix, F1)" if nonneg else " (signed Gram matrix: signs below, F2 above)"
+    )
+    return _finish(best_lo, max(best_hi, best_lo), n, k, kappa2, arg, arg_s, how, exact)
+
+
+def _per_epoch(strategy: Strategy, participation: PerEpoch, n: int) -> SensitivityBounds:
+    """(F6) At most one participation per epoch. For such a pattern ``S``, ``sum_(i,j in S) |M_ij| <= sum_(i in S)
+    R_i`` with ``R_i = sum_e max_(j in e) |M_ij|`` (``S`` meets each epoch at most once), at most ``sum_e max_(i in
+    e) R_i``: the upper bound (exact for tree aggregation over epochs that are whole subtrees, where every full
+    pattern has the same value). Below: each epoch's argmax of ``R``, improved by coordinate ascent on ``sum_(i,j)
+    M_ij``, scored exactly with its best signs (F1, F2)."""
+    epochs = participation.epochs(n)
+    k = len(epochs)
+    c = strategy.matrix(n)
+    m = c.T @ c
+    col2 = np.diag(m).copy()
+    kappa2 = float(col2.max())
+    if k == 1:
+        j = int(np.argmax(col2))
+        return _finish(kappa2, kappa2, n, 1, kappa2, (j,), (1,), "single participation: largest column norm", True)
+    if participation.count(n, BRUTE_FORCE_LIMIT) <= BRUTE_FORCE_LIMIT:
+        return _exact_search(m, list(participation.patterns(n)), n, k, kappa2)
+    absm = np.abs(m)
+    b = strategy.bands(n)
+    if b is not None and b <= participation.steps_per_epoch + 1:
+        # only consecutive epochs interact (steps two epochs apart are > t >= b - 1 apart): a chain programme over
+        # the epochs maximises sum |M| exactly (F2's upper value; F1's exact value when M >= 0)
+        hi, pat = _epoch_chain(absm, epochs)
+        lo, _, signs = _pattern_bounds(m, pat)
+        return _finish(
+            lo,
+            max(hi, lo),
+            n,
+            k,
+            kappa2,
+            pat,
+            signs,
+            "one participation per epoch, banded C: chain programme over the epochs on |C^T C| (F6)",
+            bool(np.all(m >= 0)) or hi <= lo,  # M >= 0: the programme's value is F1's exact value
+        )
+    rows = np.zeros(n)
+    for e in epochs:
+        rows += absm[:, e.start : e.stop].max(axis=1)
+    hi = float(sum(rows[e.start : e.stop].max() for e in epochs))
+    pat = [e.start + int(np.argmax(rows[e.start : e.stop])) for e in epochs]
+    for _ in range(3):  # coordinate ascent on the pattern's sum of M (F1's value)
+        for i, e in enumerate(epochs):
+            others = pat[:i] + pat[i + 1 :]
+            gain = col2[e.start : e.stop] + 2.0 * m[e.start : e.stop][:, others].sum(axis=1)
+            pat[i] = e.start + int(np.argmax(gain))
+    lo, _, signs = _pattern_bounds(m, pat)
+    return _finish(
+        lo,
+        max(hi, lo),
+        n,
+        k,
+        kappa2,
+        pat,
+        signs,
+        "one participation per epoch: separable bound on |C^T C| (F6) above, best explicit pattern below",
+        hi <= lo,
+    )
+
+
+def _epoch_chain(absm: FloatArray, epochs: list[range]) -> tuple[float, list[int]]:
+    """``max sum_(i,j in S) |M_ij|`` over patterns ``S`` with one step per epoch when only consecutive epochs
+    interact, by a chain (Viterbi) programme, and a pattern attaining it."""
+    first = epochs[0]
+    value = np.diag(absm)[first.start : first.stop].copy()
+    back: list[FloatArray] = []
+    for prev, e in itertools.pairwise(epochs):
+        scores = value[:, None] + 2.0 * absm[prev.start : prev.stop, e.start : e.stop]
+        arg = np.argmax(scores, axis=0)
+        back.append(arg)
+        value = scores[arg, np.arange(len(e))] + np.diag(absm)[e.start : e.stop]
+    j = int(np.argmax(value))
+    pat = [epochs[-1].start + j]
+    for e, arg in zip(reversed(epochs[:-1]), reversed(back), strict=True):
+        j = int(arg[j])
+        pat.append(e.start + j)
+    return float(value.max()), pat[::-1]
+
+
 @_register_cache
 @lru_cache(maxsize=64)
 def _sensitivity(strategy: Strategy, participation: Participation, n: int) -> SensitivityBounds:
     """``sensitivity`` on validated arguments, memoised: it does not depend on the noise, so a calibration's or a
     sweep's repeated calls share it (strategies and participations are frozen and hashable)."""
+    if isinstance(participation, PerEpoch):
+        return _per_epoch(strategy, participation, n)
     k = participation.max_count(n)
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:
@@ -554,29 +485,7 @@ def _sensitivity(strategy: Strategy, participation: Participation, n: int) -> Se
     ):
         pats = list(participation.patterns(n))
     if pats is not None:  # exact search over every pattern (subsets: F2's bounds cover them too)
-        arg: tuple[int, ...] = ()
-        best_lo, best_hi, arg_s = -math.inf, -math.inf, np.zeros(0)
-        for p in pats:
-            cands = (
-                [p]
-                if nonneg
-                else [q for r in range(1, len(p) + 1) for q in itertools.combinations(p, r)]
-                if len(p) <= 8
-                else [p]
-            )
-            for q in cands:
-                lo, hi, s = _pattern_bounds(m, q)
-                if lo > best_lo:
-                    best_lo, arg, arg_s = lo, q, s
-                best_hi = max(best_hi, hi)
-        if not nonneg and any(len(p) > 8 for p in pats):
-            # patterns' subsets not enumerated: a subset's value is at most sum |M| over the pattern
-            best_hi = max(best_hi, max(float(np.abs(m[np.ix_(p, p)]).sum()) for p in pats))
-        exact = best_hi <= best_lo
-        how = "exhaustive search over patterns" + (
-            " (non-negative Gram matrix, F1)" if nonneg else " (signed Gram matrix: signs below, F2 above)"
-        )
-        return _finish(best_lo, max(best_hi, best_lo), n, k, kappa2, arg, arg_s, how, exact)
+        return _exact_search(m, pats, n, k, kappa2)
     # F5 upper bound, explicit patterns below
     hi = _two_stage_bound(np.abs(m), sep, k)
     cands = [
