@@ -251,6 +251,8 @@ def test_min_sep_sampler_matches_the_library(capsys):
         (["--sampler", "poisson", "--sampling-rate", "0.1", "--cold-start"], "--cold-start"),
         (["--sampler", "balls-in-bins", "--cycle-length", "4", "--aligned-gradients"], "--aligned-gradients"),
         (["--period", "4", "--participations", "2"], "--period"),
+        (["--steps-per-epoch", "5", "--min-sep", "2"], "--steps-per-epoch"),
+        (["--steps-per-epoch", "0"], "--steps-per-epoch"),
         (["--participations", "1.5"], "--participations"),
         (["--strategy", "banded", "--c-col", "1,x"], "--c-col"),
         (["--strategy", "banded", "--c-col", "/nonexistent/c.npy"], "/nonexistent/c.npy"),
@@ -320,7 +322,10 @@ def test_subprocess_bad_sampler_is_one_line_exit_2():
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--sampler" in out.stderr
 
 
-@pytest.mark.parametrize("participation", [["--participations", "0", "--min-sep", "10"], ["--period", "10"]])
+@pytest.mark.parametrize(
+    "participation",
+    [["--participations", "0", "--min-sep", "10"], ["--period", "10"], ["--steps-per-epoch", "10"]],
+)
 def test_every_tenth_step_is_five_participations(capsys, participation):
     # identity strategy over 50 steps, a user in every 10th step (as many as fit, or cyclic): sensitivity sqrt(5)
     d = _json(

@@ -28,7 +28,7 @@ SAMPLERS = ("none", "cyclic-poisson", "poisson", "balls-in-bins", "epoch-allocat
 
 #: the sampler options (argparse dest) each --sampler reads; (required, optional)
 SAMPLER_OPTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "none": ((), ("participations", "min_sep", "period")),
+    "none": ((), ("participations", "min_sep", "period", "steps_per_epoch")),
     "cyclic-poisson": (("sampling_rate",), ("period",)),
     "poisson": (("sampling_rate",), ("aligned_gradients",)),
     "balls-in-bins": (("cycle_length",), ()),
@@ -119,7 +119,7 @@ def add_sampler_options(
         "--sampler",
         choices=SAMPLERS,
         default=default,
-        help="none (deterministic participation: --participations, --min-sep or --period), "
+        help="none (deterministic participation: --participations, --min-sep, --period or --steps-per-epoch), "
         "cyclic-poisson (BandMF: --sampling-rate, --period), poisson (--sampling-rate), "
         "balls-in-bins (--cycle-length), epoch-allocation (--steps-per-epoch), "
         "min-sep (b-min-sep: --sampling-rate, --min-sep, optional --cold-start); default none",
@@ -160,7 +160,12 @@ def add_sampler_options(
         "covers any adaptive gradients)",
     )
     m.add_argument("--cycle-length", type=float, help="balls-in-bins: the number of bins")
-    m.add_argument("--steps-per-epoch", type=float, help="epoch-allocation: steps per epoch")
+    m.add_argument(
+        "--steps-per-epoch",
+        type=float,
+        help="epoch-allocation: steps per epoch; none: at most one participation in each epoch of this many steps "
+        "(shuffled multi-epoch training, no amplification claimed)",
+    )
 
 
 def _numbers(option: str, text: str) -> list[float]:
@@ -256,6 +261,7 @@ def sampler_from_args(args: argparse.Namespace) -> Sampler:
         MinSeparation,
         MinSepSampling,
         NoAmplification,
+        PerEpoch,
         PoissonSampling,
     )
 
@@ -268,6 +274,15 @@ def sampler_from_args(args: argparse.Namespace) -> Sampler:
         if getattr(args, d) is None:
             raise ValueError(f"--sampler {name} needs {_opt(d)}")
     if name == "none":
+        if args.steps_per_epoch is not None:
+            if args.period is not None or args.participations is not None or args.min_sep is not None:
+                raise ValueError(
+                    "--steps-per-epoch (one participation per epoch) cannot be combined with --period, "
+                    "--participations or --min-sep"
+                )
+            return NoAmplification(
+                participation=PerEpoch(steps_per_epoch=check_count("--steps-per-epoch", args.steps_per_epoch))
+            )
         if args.period is not None:
             if args.participations is not None or args.min_sep is not None:
                 raise ValueError(
