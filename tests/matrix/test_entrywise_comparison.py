@@ -165,7 +165,10 @@ def test_class_constants_cover_every_class(seed, t):
     for r in range(s):
         idx = np.arange(r, t, s)
         _k, c, d = next(x for x in consts if x[0] == idx.size)
-        assert c >= np.max(g[np.ix_(idx, idx)][~np.eye(idx.size, dtype=bool)]) and c + d >= np.max(np.diag(g))
+        assert c >= 0.0 and d >= 0.0 and c + d >= np.max(np.diag(g))
+        if c < np.max(g[np.ix_(idx, idx)][~np.eye(idx.size, dtype=bool)]):
+            # the mixed comparison (a lower c, paid on the diagonal: test_circulant_lift_...) needs a cycle of 3+
+            assert idx.size >= 3 and c + d > np.max(np.diag(g))
 
 
 @settings(deadline=None, max_examples=scaled(5))
@@ -183,3 +186,67 @@ def test_class_splitting_bounds_random_four_bin_mixtures(r1, r2, scale, sigma):
     up, s, _ = class_split_upper(g, sigma, delta, max_classes=2)
     assume(s == 2 and math.isfinite(up))
     assert max(_mixture_deltas(g, sigma, up, nodes=28)) <= delta * (1 + 1e-3)
+
+
+@settings(deadline=None, max_examples=scaled(25))
+@given(st.integers(0, 10**6), st.integers(3, 12), st.floats(0.0, 1.0))
+def test_circulant_lift_is_semidefinite_and_keeps_every_entry_below_c(seed, k, theta):
+    """The mixed comparison's ``P + p I`` is positive semidefinite and ``G + D + P + p I`` has every off-diagonal
+    entry at most ``c`` and the constant diagonal ``m + p``: the Loewner step and the entrywise comparison hold."""
+    from tightdp.matrix.allocation import _cyclic_profile, circulant_lift
+
+    g = _gram(seed, k)
+    f = _cyclic_profile([g], 0.0)
+    c = float(f[1:].min()) + theta * float(f[1:].max() - f[1:].min())
+    lift = circulant_lift(f, c)
+    assert lift is not None
+    p, circ = lift
+    assert np.linalg.eigvalsh(circ + p * np.eye(k))[0] >= -1e-12
+    lifted = g + np.diag(np.max(np.diag(g)) - np.diag(g)) + circ + p * np.eye(k)
+    off = lifted[~np.eye(k, dtype=bool)]
+    assert np.all(off <= c + 1e-12)
+    assert np.allclose(np.diag(lifted), np.max(np.diag(g)) + p)
+    if theta == 1.0:
+        assert p <= 1e-9  # c the largest entry: no lift needed
+
+
+@settings(deadline=None, max_examples=scaled(5))
+@given(
+    r1=st.floats(0.3, 0.8),
+    r2=st.floats(0.0, 0.3),
+    theta=st.floats(0.3, 0.9),
+    scale=st.floats(0.3, 0.8),
+    sigma=st.floats(1.0, 2.0),
+)
+def test_mixed_comparison_bounds_random_four_bin_mixtures(r1, r2, theta, scale, sigma):
+    """Four bins in a cycle (``r1`` next door, ``r2`` across): the pair ``Gaussian(sqrt c) x RandomAllocation(1 of
+    4, sqrt(m + p - c))`` at a ``c`` below the largest entry is above the true mixture (quadrature)."""
+    from hypothesis import assume
+
+    from tightdp.matrix.allocation import _cyclic_profile, circulant_lift
+
+    assume(1 - 2 * r1 + r2 > 0.05 and 1 - r2 > 0.05)
+    g = scale * np.array([[1, r1, r2, r1], [r1, 1, r1, r2], [r2, r1, 1, r1], [r1, r2, r1, 1]], float)
+    f = _cyclic_profile([g], 0.0)
+    c = scale * (r2 + theta * (r1 - r2))
+    lift = circulant_lift(f, c)
+    assert lift is not None
+    delta = 1e-2
+    r = _pair_epsilon(c, scale + lift[0] - c, sigma, 4, delta, None, None)
+    assume(r is not None)
+    assert max(_mixture_deltas(g, sigma, r[2], nodes=28)) <= delta * (1 + 1e-3)
+
+
+def test_mixed_comparison_tightens_bandmf_balls_in_bins():
+    from tightdp.matrix import BallsInBins, BandedToeplitz, matrix_epsilon
+
+    k = np.arange(1, 64)
+    c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
+    b = matrix_epsilon(
+        strategy=BandedToeplitz(c_col=c / np.linalg.norm(c)),
+        noise_multiplier=4.0,
+        steps=2000,
+        delta=1e-6,
+        sampler=BallsInBins(cycle_length=64),
+    )
+    assert 4.9 < b.lower <= b.upper < 5.56  # plain class splitting: 5.633

@@ -194,7 +194,11 @@ def _balls_in_bins(
     lo, up, arg_up, arg_lo, how_up = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
     split_up, classes, consts = class_split_upper(g, sigma, delta, eps_error, rel_error)
     if split_up < up:
-        up, how_up, arg_up = split_up, f"class splitting (bins mod {classes}), entrywise within each class", None
+        up, how_up, arg_up = (
+            split_up,
+            f"class splitting (bins mod {classes}), entrywise (or mixed) comparison within each class",
+            None,
+        )
     white = _whitened_lower(
         cyclic_allocation_epsilon,
         strategy,

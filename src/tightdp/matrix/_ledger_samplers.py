@@ -165,7 +165,7 @@ def _count_mixture(noise: float, size: int, q: float, top: float, cap: float = m
     from scipy import stats
 
     counts = np.arange(size + 1)
-    w = np.asarray(stats.binom.pmf(counts, size, q), dtype=float) * (1.0 + 1e-12)
+    w = np.minimum(np.asarray(stats.binom.pmf(counts, size, q), dtype=float) * (1.0 + 1e-12), 1.0)
     keep = w > 1e-300
     keep[0] = True
     top_count = int(counts[keep][-1])

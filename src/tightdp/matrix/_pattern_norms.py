@@ -235,7 +235,7 @@ def tree_norm_mixture(
         carry, w[i] = (w[i], 0.0) if w[i] < MERGE_MASS else (0.0, w[i])
     w[-1] += carry
     keep = w > 0
-    kept = w[keep] / (1.0 - law.missing)
+    kept = np.minimum(w[keep] / (1.0 - law.missing), 1.0)  # a lone pattern's mass stays a probability
     out: list[tuple[Mechanism, int]] = [
         (
             MixtureOfGaussians(

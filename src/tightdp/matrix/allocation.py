@@ -1,5 +1,5 @@
 """Balls-in-bins with a matrix mechanism, certified deterministically by comparing the modes' Gram matrix with
-compound-symmetric ones (a Loewner sandwich; an entrywise comparison above).
+compound-symmetric ones (a Loewner sandwich; entrywise and mixed comparisons above).
 
 Balls-in-bins (jax_privacy ``BallsInBinsSampling``; Choquette-Choo et al., ICLR 2025, arXiv 2410.06266;
 Chua et al. 2412.16802): each record is put once in a uniform bin ``j`` of ``t = cycle_length`` and takes
@@ -46,6 +46,15 @@ balls-in-bins pair of ``|r|`` bins with ``G`` restricted to them, bounded by the
 class the bins are ``s`` apart (cyclically when ``s`` divides ``t``), so for correlations that fall with the
 distance the class's largest entry is much smaller; the price is fewer bins. A few ``s`` are tried.
 
+**Mixed comparison** (upper, within a class). The entrywise comparison pays the largest correlation ``c_max``
+for every pair. A Loewner step first can lower it: with ``P`` circulant over the class's index cycle (zero
+diagonal, ``P[i, i + d] <= c - f(d)``, ``f(d)`` the class's largest entry at cyclic index distance ``d``) and
+``P + p I >= 0``, ``G_class <= G_class + D + P + p I`` (a post-processing, as above) has diagonal ``m + p`` and
+off-diagonal entries at most ``c``: compare it entrywise with ``c J + (m + p - c) I``. ``P`` carries negative
+entries where ``G`` is above ``c`` (near bins) and positive ones where it is below (far bins); the least ``p`` is a
+linear programme on ``P``'s symbol (``circulant_lift``), certified by an eigenvalue solve of the clipped solution.
+``c = c_max`` gives ``p = 0``, the plain comparison.
+
 Both are exact when ``G`` is compound symmetric (a diagonal ``C``: plain random allocation); for banded ``C``
 the interval widens with how far ``G`` is from ``c J + d I``. Every semidefinite inequality is checked
 numerically and the constants are moved to the safe side by the eigenvalue solver's error bound.
@@ -69,6 +78,7 @@ __all__ = [
     "MIN_ALLOCATION_SIGMA",
     "class_split_upper",
     "entrywise_upper",
+    "circulant_lift",
     "lower_sandwich",
     "mode_gram",
     "sandwich_epsilon",
@@ -224,6 +234,59 @@ def entrywise_upper(g: FloatArray, err: float | None = None) -> tuple[float, flo
 MAX_CLASSES = 16
 
 
+def _cyclic_profile(blocks: list[FloatArray], err: float) -> FloatArray:
+    """``f[d]``: the largest entry ``B[i, (i + d) mod k]`` over the blocks (equal size ``k``) and ``i``, plus ``err``
+    (``f[0]`` unused)."""
+    k = blocks[0].shape[0]
+    i = np.arange(k)
+    return np.array([max(float(b[i, (i + d) % k].max()) for b in blocks) + err for d in range(k)])
+
+
+def circulant_lift(profile: FloatArray, c: float) -> tuple[float, FloatArray] | None:
+    """The least ``p`` (certified) such that a circulant ``P`` over the class's index cycle with zero diagonal and
+    ``P[i, (i + d) mod k] <= c - profile[d]`` has ``P + p I >= 0``, by a linear programme on ``P``'s symbol
+    (module docstring, "Mixed comparison"); ``None`` when the programme fails.
+
+    Parameters
+    ----------
+    profile : FloatArray
+        ``_cyclic_profile``'s ``f`` (length ``k >= 2``).
+    c : float
+        The off-diagonal level aimed at.
+
+    Returns
+    -------
+    tuple or None
+        ``(p, P)``: ``p`` the smallest eigenvalue of the clipped solution ``P``, negated, plus the solver's error
+        bound.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        The eigenvalue solver fails to converge.
+    """
+    from scipy.optimize import linprog
+
+    k = profile.size
+    half = k // 2
+    dist = np.minimum(np.arange(1, k), k - np.arange(1, k))  # 1 .. half, each d and k - d
+    cos = np.cos(2 * np.pi * np.outer(np.arange(k), np.arange(1, k)) / k)
+    a = np.zeros((k, half + 1))
+    for j in range(half):
+        a[:, j] = cos[:, dist == j + 1].sum(axis=1)
+    a[:, half] = 1.0
+    cap = np.array([c - max(profile[d], profile[k - d]) for d in range(1, half + 1)])
+    res = linprog(np.r_[np.zeros(half), 1.0], A_ub=-a, b_ub=np.zeros(k), bounds=[(None, u) for u in cap] + [(0, None)])
+    if not res.success:
+        return None
+    sym = np.minimum(res.x[:half], cap)  # the constraint checked exactly, whatever the solver's tolerance
+    row = np.zeros(k)
+    row[1:] = sym[dist - 1]
+    circ = np.array([np.roll(row, i) for i in range(k)])
+    lam = float(np.linalg.eigvalsh(circ)[0])
+    return max(0.0, -lam) + _error(circ), circ
+
+
 def class_split_upper(
     g: FloatArray,
     sigma: float,
@@ -235,8 +298,9 @@ def class_split_upper(
     """The certified upper end by class splitting (module docstring): for each ``s`` in ``2 .. max_classes`` (at
     most ``t / 2``), the bins' residues mod ``s`` as classes; per class size ``k``, ``c`` the largest off-diagonal
     entry of ``G`` within any class of that size and ``m`` the largest diagonal entry (both with the Gram matrix's
-    error bound), bounded by ``Gaussian(sqrt c) x RandomAllocation(1 of k, sqrt(m - c))``. The ``s`` is picked on a
-    coarse accuracy, then certified.
+    error bound), bounded by ``Gaussian(sqrt c) x RandomAllocation(1 of k, sqrt(m - c))``. For the three best
+    ``s`` a lower ``c`` is also tried, paid by ``circulant_lift``'s ``p`` (the mixed comparison: ``d = m + p -
+    c``). The ``s`` and ``c`` are picked on a coarse accuracy, then certified.
 
     Parameters
     ----------
@@ -268,20 +332,44 @@ def class_split_upper(
     t = g.shape[0]
     err = _error(g)
     m = float(np.max(np.diag(g))) + err
-    best, best_s, best_consts = math.inf, 0, []
-    for s in range(2, min(max_classes, t // 2) + 1):
-        by_size: dict[int, float] = {}  # per class size, the largest c of its classes (each diagonal raised to m)
-        for r in range(s):
-            idx = np.arange(r, t, s)
-            c = entrywise_upper(g[np.ix_(idx, idx)], err)[0]
-            by_size[idx.size] = max(by_size.get(idx.size, 0.0), c)
-        consts = [(k, c, m - c) for k, c in sorted(by_size.items())]
+
+    def coarse(consts: list[tuple[int, float, float]]) -> float:
         worst = -math.inf
         for k, c, d in consts:
             r_ = _pair_epsilon(c, d, sigma, k, delta, 0.05, None)
             worst = max(worst, r_[1] if r_ is not None else math.inf)
-        if worst < best:
-            best, best_s, best_consts = worst, s, consts
+        return worst
+
+    tried: list[tuple[float, int, list[tuple[int, float, float]]]] = []
+    profiles: dict[int, dict[int, FloatArray]] = {}
+    for s in range(2, min(max_classes, t // 2) + 1):
+        blocks: dict[int, list[FloatArray]] = {}
+        for r in range(s):
+            idx = np.arange(r, t, s)
+            blocks.setdefault(idx.size, []).append(g[np.ix_(idx, idx)])
+        profiles[s] = {k: _cyclic_profile(b, err) for k, b in blocks.items() if k >= 2}
+        # plain entrywise: c the largest off-diagonal entry of any class of the size (diagonals raised to m)
+        consts = [(k, min(max(float(f[1:].max()), 0.0), m), 0.0) for k, f in profiles[s].items()]
+        consts = [(k, c, m - c) for k, c, _ in consts] + [(1, 0.0, m)] * (1 in blocks)
+        tried.append((coarse(consts), s, consts))
+    tried.sort(key=lambda x: x[0])
+    for _, s, plain in list(tried[:3]):  # the mixed comparison: a lower c, paid on the diagonal
+        if not math.isfinite(_):
+            continue
+        for theta in (0.75, 0.5):
+            consts = []
+            for k, c_top, _d in plain:
+                if k < 3:  # nothing to gain from a two-bin cycle
+                    consts.append((k, c_top, m - c_top))
+                    continue
+                f = profiles[s][k]
+                c = max(float(f[1:].min()), 0.0) + theta * (c_top - max(float(f[1:].min()), 0.0))
+                lift = circulant_lift(f, c)
+                consts.append((k, c_top, m - c_top) if lift is None else (k, c, m + lift[0] - c))
+            tried.append((coarse(consts), s, consts))
+    if not tried:  # fewer than four bins: no split into two classes or more
+        return math.inf, 0, []
+    best, best_s, best_consts = min(tried, key=lambda x: x[0])
     if not math.isfinite(best):
         return math.inf, 0, []
     up = -math.inf
