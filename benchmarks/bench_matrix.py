@@ -139,6 +139,32 @@ def main(argv=None) -> int:
                     "mmcc_used": str(mm) if not isinstance(mm, dict) else "yes",
                 }
             )
+    # tree aggregation under the other samplers: per-epoch allocation (PerEpoch sensitivity) and b-min-sep (the
+    # Poisson pattern-norm mixture bounds it)
+    for name, smp in (
+        (
+            "random allocation afresh each epoch of 256 steps, sigma 10, binary tree 2048 steps",
+            EpochAllocation(steps_per_epoch=256),
+        ),
+        (
+            "b-min-sep, rate 1/256, min_sep 16 (warm start), sigma 10, binary tree 2048 steps",
+            MinSepSampling(sampling_rate=1 / 256, min_sep=16),
+        ),
+    ):
+        tightdp.clear_caches()
+        t0 = time.perf_counter()
+        b = matrix_epsilon(strategy=BinaryTree(), noise_multiplier=10.0, steps=2048, delta=DELTA, sampler=smp)
+        rows.append(
+            {
+                "sampler": name,
+                "strategy": "binary tree, 2048 steps",
+                "lower": b.lower,
+                "upper": b.upper,
+                "seconds": time.perf_counter() - t0,
+                "upper_method": str(b.details.get("upper_used", b.details.get("upper", ""))),
+                "lower_method": str(b.details.get("lower", "")),
+            }
+        )
     mc = None
     try:
         from jax_privacy import batch_selection

@@ -241,3 +241,16 @@ def test_per_epoch_round_trip_and_bad_input():
         participation_from_dict({"type": "weekly"})
     with pytest.raises(ValueError, match="bad fields"):
         participation_from_dict({"type": "per_epoch", "period": 3})
+
+
+@settings(deadline=None, max_examples=30)
+@given(seed=st.integers(0, 10**6), rows=st.integers(1, 4), n=st.integers(1, 40), sep=st.integers(1, 9))
+def test_min_sep_programme_without_a_binding_count_equals_the_layered_one(seed, rows, n, sep):
+    """When the count cannot bind (``k >= ceil(n / sep)``) the two-stage programme's single backward pass gives
+    the layered programme's values exactly."""
+    sens_module = importlib.import_module("tightdp.matrix.sensitivity")
+    x = np.random.default_rng(seed).uniform(0.0, 1.0, size=(rows, n))
+    k = -(-n // sep)
+    fast = sens_module._dp_max(x, sep, k)
+    layered = sens_module._dp_max(x, sep, k, keep=True)[-1]
+    assert np.array_equal(fast, layered)
