@@ -231,3 +231,52 @@ def _gauss_legendre_integral(
     mid = 0.5 * (edges[1:] + edges[:-1])
     x = (mid[:, None] + half[:, None] * nodes[None, :]).ravel()
     return float(np.sum(f(x).reshape(panels, order) * weights[None, :] * half[:, None]))
+
+
+class AtomCells:
+    """The cell interface of a loss whose masses come from one ``_cells_pq(edges, apart)`` (closed-form continuous
+    parts plus atoms placed by ``_place_atoms``): ``cell_masses``, ``q_cell_masses`` and ``edge_atoms`` read it.
+    Listed before ``PrivacyLoss`` among the bases."""
+
+    def _cell_rel(self) -> float:
+        """The masses' relative error (closed forms of a few operations)."""
+        return _CELL_REL
+
+    def _cells_pq(
+        self, edges: ArrayLike, apart: bool = False
+    ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
+        """``(below, above, P, Q, edge_err, atoms)`` of the cells ``(e_i, e_(i+1)]``; ``atoms`` (the on-edge atoms
+        per edge) only with ``apart``."""
+        raise NotImplementedError
+
+    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
+        below, above, P, _, edge_err, _ = self._cells_pq(edges)
+        return below, above, P, (self._cell_rel(), 0.0), edge_err
+
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
+        return self._cells_pq(edges)[3], (self._cell_rel(), 0.0)
+
+    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
+        """Cell masses without the atoms that sit on an edge, and those atoms per edge (the merge-to-the-grid
+        construction keeps on-edge atoms where they are, ``tightdp.pld.dominance``).
+
+        Parameters
+        ----------
+        edges : array_like of float
+            Increasing loss values, at least two.
+
+        Returns
+        -------
+        tuple
+            ``(P, Q, P_at, Q_at, moved)``: the cells' P- and Q-masses without the atoms on an edge, those
+            atoms' masses per edge (``len(edges)`` each), and the largest distance an atom was moved onto
+            its edge.
+
+        Raises
+        ------
+        ValueError
+            If ``edges`` is not one-dimensional (numpy's error).
+        """
+        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
+        assert atoms is not None  # apart=True fills them
+        return P, Q, atoms[0], atoms[1], moved

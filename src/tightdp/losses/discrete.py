@@ -9,14 +9,14 @@ from functools import cached_property
 import numpy as np
 
 from .._types import ArrayLike, FloatArray
-from ._cells import _U, _place_atoms
+from ._cells import _U, AtomCells, _place_atoms
 from .base import PrivacyLoss
 
 __all__ = ["DiscreteLoss"]
 
 
 @dataclass(frozen=True)
-class DiscreteLoss(PrivacyLoss):
+class DiscreteLoss(AtomCells, PrivacyLoss):
     """A privacy loss with finitely many atoms ``values`` (probabilities ``probs``) plus an atom at ``+inf``.
 
     Pure DP, approximate DP, randomized response and the discrete noises use it; the Q-mass of an atom of
@@ -88,6 +88,10 @@ class DiscreteLoss(PrivacyLoss):
         out: FloatArray = c[np.searchsorted(v, np.asarray(s, float), side="right")]
         return out
 
+    def _cell_rel(self) -> float:
+        # a cell's mass is a sum of at most len(values) atoms
+        return (len(self.values) + 2) * _U
+
     def _cells_pq(
         self, edges: ArrayLike, apart: bool = False
     ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
@@ -102,40 +106,6 @@ class DiscreteLoss(PrivacyLoss):
         P, Q = np.zeros(max(e.size - 1, 0)), np.zeros(max(e.size - 1, 0))
         below, above, edge_err, atoms = _place_atoms(e, v, p, q, P, Q, apart)
         return below, above, P, Q, edge_err, atoms
-
-    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
-        below, above, P, _, edge_err, _ = self._cells_pq(edges)
-        return below, above, P, ((len(self.values) + 2) * _U, 0.0), edge_err
-
-    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
-        return self._cells_pq(edges)[3], ((len(self.values) + 2) * _U, 0.0)
-
-    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Cell masses without the atoms that sit on an edge, and those atoms per edge.
-
-        The merge-to-the-grid construction keeps on-edge atoms where they are (``tightdp.pld.dominance``).
-
-        Parameters
-        ----------
-        edges : array_like of float
-            Increasing loss values, at least two.
-
-        Returns
-        -------
-        tuple
-            ``(P, Q, P_at, Q_at, moved)``: the cells' P- and Q-masses without the atoms on an edge, those
-            atoms' masses per edge (``len(edges)`` each), and the largest distance an atom was moved onto
-            its edge.
-
-        Raises
-        ------
-        ValueError
-            If ``edges`` is not one-dimensional (numpy's error).
-        """
-        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
-        assert atoms is not None  # apart=True fills them
-        pa, qa = atoms
-        return P, Q, pa, qa, moved
 
     def lattice_atoms(self) -> tuple[float, ...]:
         v, p = self._arrays

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import ArrayLike, FloatArray
-from ._cells import _CELL_REL, _gauss_legendre_integral, _laplace_interval_mass, _place_atoms
+from ._cells import _CELL_REL, AtomCells, _gauss_legendre_integral, _laplace_interval_mass, _place_atoms
 from .base import PrivacyLoss
 
 __all__ = ["LaplaceLoss", "PoissonLaplaceLoss"]
 
 
 @dataclass(frozen=True)
-class LaplaceLoss(PrivacyLoss):
+class LaplaceLoss(AtomCells, PrivacyLoss):
     """The privacy loss of the Laplace mechanism, ``P = Lap(0, b)`` against ``Q = Lap(Delta, b)``.
 
     With ``r = Delta / b``: ``Y = r`` with probability 1/2, ``Y = -r`` with probability ``exp(-r)/2``,
@@ -131,41 +131,8 @@ class LaplaceLoss(PrivacyLoss):
             above += float(0.5 * -np.expm1(-(r - max(e[-1], -r)) / 2.0))
         return below, above, P, Q, edge_err, atoms
 
-    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
-        below, above, P, _, edge_err, _ = self._cells_pq(edges)
-        return below, above, P, (_CELL_REL, 0.0), edge_err
-
-    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Cell masses without the atoms that sit on an edge, and those atoms per edge (as ``DiscreteLoss``):
-        the atoms at ``-r`` and ``r``, where they sit on an edge, apart.
-
-        Parameters
-        ----------
-        edges : array_like of float
-            Increasing loss values, at least two.
-
-        Returns
-        -------
-        tuple
-            ``(P, Q, P_at, Q_at, moved)``: the cells' P- and Q-masses without the atoms on an edge, those
-            atoms' masses per edge (``len(edges)`` each), and the largest distance an atom was moved onto
-            its edge.
-
-        Raises
-        ------
-        ValueError
-            If ``edges`` is not one-dimensional (numpy's error).
-        """
-        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
-        assert atoms is not None  # apart=True fills them
-        pa, qa = atoms
-        return P, Q, pa, qa, moved
-
     def lattice_atoms(self) -> tuple[float, ...]:
         return (-self.r, self.r)
-
-    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
-        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
 
 
 @dataclass(frozen=True)

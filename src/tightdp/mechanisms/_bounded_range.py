@@ -14,10 +14,9 @@ import numpy as np
 
 from .._types import ArrayLike, FloatArray
 from ..losses import DiscreteLoss, PrivacyLoss
-from ..losses._cells import _place_atoms
+from ..losses._cells import _CELL_REL, AtomCells, _place_atoms
 
 _U = float(np.finfo(float).eps) / 2
-_CELL_REL = 16 * float(np.finfo(float).eps)
 _BR_REFINE = 128  # most cells ``bounded_range_rdp`` refines per order
 
 
@@ -268,7 +267,7 @@ def permute_and_flip_range(epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class CappedBoundedRangeLoss(PrivacyLoss):
+class CappedBoundedRangeLoss(AtomCells, PrivacyLoss):
     """The dominating pair of every mechanism that is both ``epsilon``-BR and ``cap``-DP (``epsilon / 2 <= cap <=
     epsilon``): the pairs ``T_t`` whose losses stay in ``[-cap, cap]`` (``tightdp.mechanisms.selection``'s
     docstring, "Bounded range and pure DP").
@@ -371,35 +370,6 @@ class CappedBoundedRangeLoss(PrivacyLoss):
         below += float(self._p_between(-self._w, e[0]))
         above += float(self._p_between(e[-1], self._w))
         return below, above, P, Q, edge_err, atoms
-
-    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
-        below, above, P, _, edge_err, _ = self._cells_pq(edges)
-        return below, above, P, (_CELL_REL, 0.0), edge_err
-
-    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
-        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
-
-    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Cell masses without the atoms that sit on an edge, and those atoms per edge (as ``DiscreteLoss``).
-
-        Parameters
-        ----------
-        edges : array_like of float
-            Increasing loss values, at least two.
-
-        Returns
-        -------
-        tuple
-            ``(P, Q, P_at, Q_at, moved)`` (as ``LaplaceLoss.edge_atoms``).
-
-        Raises
-        ------
-        ValueError
-            If ``edges`` is not one-dimensional (numpy's error).
-        """
-        _, _, P, Q, moved, atoms = self._cells_pq(edges, apart=True)
-        assert atoms is not None  # apart=True fills them
-        return P, Q, atoms[0], atoms[1], moved
 
     def lattice_atoms(self) -> tuple[float, ...]:
         return (-self.cap, self.cap) if self._w < self.cap else ()
