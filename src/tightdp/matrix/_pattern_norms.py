@@ -46,7 +46,7 @@ from ..mechanisms.mixture import MixtureOfGaussians
 __all__ = ["GRID_RATIO", "MAX_WORK", "PatternNormLaw", "tree_norm_law", "tree_norm_mixture"]
 
 _U = float(np.finfo(float).eps) / 2
-#: masses below this are dropped from the dynamic program (they go to the largest norm)
+#: masses below this at the ends of a count's row are dropped from the dynamic program (they join the missing mass)
 TINY = 1e-24
 #: the most multiply-adds the dynamic program may spend (about two seconds); beyond it no law is given
 MAX_WORK = 1.5e10
