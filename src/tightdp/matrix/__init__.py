@@ -4,17 +4,18 @@ The pipeline, one module each:
 
 * ``strategies``: what ran, the strategy matrix ``C``: ``Identity`` (DP-SGD), ``BinaryTree`` (tree aggregation),
   ``BandedToeplitz`` (BandMF, from ``c_col`` and ``num_bands``), ``BLT`` (jax_privacy's ``BufferedToeplitz``
-  parameters), ``DenseStrategy`` (any lower-triangular array); ``as_strategy`` builds one from a ``c_col``
-  vector, a matrix, a dict or a jax_privacy ``BufferedToeplitz`` (jax_privacy is never imported);
-* ``sensitivity``: participation patterns (``SINGLE``, ``MinSeparation``, ``Cyclic``) and the certified
-  two-sided sensitivity ``sensitivity(strategy, participation, steps=n)`` (exact where a proof makes it so);
+  parameters), ``BandedInverseToeplitz`` (a banded ``C^(-1)``: BISR, DP-lambda-CGD), ``DenseStrategy`` (any
+  lower-triangular array); ``as_strategy`` builds one from a ``c_col`` vector, a matrix, a dict or a jax_privacy
+  ``BufferedToeplitz`` (jax_privacy is never imported);
+* ``participation`` and ``sensitivity``: participation patterns (``SINGLE``, ``MinSeparation``, ``Cyclic``,
+  ``PerEpoch``) and the certified two-sided sensitivity ``sensitivity(strategy, participation, steps=n)`` (exact
+  where a proof makes it so);
 * ``accounting``: the samplers (``NoAmplification``, ``CyclicPoisson``, ``PoissonSampling``, ``BallsInBins``,
   ``EpochAllocation``, ``MinSepSampling``) and the one-call ``matrix_epsilon(strategy=..., noise_multiplier=...,
-  steps=...,
-  delta=..., sampler=...)`` -> ``tightdp.Bounds``; ``sampler_from_dict`` for run descriptions;
+  steps=..., delta=..., sampler=...)`` -> ``tightdp.Bounds``; ``sampler_from_dict`` for run descriptions;
 * ``mmcc``: MMCC's conditional composition (Choquette-Choo et al. 2024) for Poisson sampling with a
   non-negative ``C``, ``mmcc_epsilon(...)`` (``PoissonSampling`` uses it as one of its upper bounds);
-* ``allocation``: balls-in-bins through a Loewner sandwich of the modes' Gram matrix;
+* ``allocation``: balls-in-bins through comparisons of the modes' Gram matrix (Loewner, entrywise, mixed);
 * ``calibration``: ``calibrate_matrix_noise(target_epsilon=..., ...)``.
 
 Every answer's upper end is proven, its lower end comes from an explicit pair of neighbouring inputs; each
@@ -47,6 +48,7 @@ from .sensitivity import (
 )
 from .strategies import (
     BLT,
+    BandedInverseToeplitz,
     BandedToeplitz,
     BinaryTree,
     DenseStrategy,
@@ -63,6 +65,7 @@ __all__ = [
     "BinaryTree",
     "BandedToeplitz",
     "BLT",
+    "BandedInverseToeplitz",
     "DenseStrategy",
     "as_strategy",
     "strategy_from_dict",

@@ -32,6 +32,7 @@ from ._pattern_norms import PatternNormLaw, tree_norm_law
 
 __all__ = [
     "BLT",
+    "BandedInverseToeplitz",
     "BandedToeplitz",
     "BinaryTree",
     "DenseStrategy",
@@ -353,6 +354,64 @@ class BLT(Strategy):
         return f"BLT with {len(self.buf_decay)} buffers"
 
 
+@dataclass(frozen=True, kw_only=True)
+class BandedInverseToeplitz(Strategy):
+    """A strategy whose *inverse* is banded lower-triangular Toeplitz: ``C^(-1)`` has first column
+    ``noising_coef`` (jax_privacy's noising coefficients; the banded inverse square root, BISR, of arXiv
+    2505.12128, ``toeplitz.banded_inverse_square_root_noising_coefs``; DP-lambda-CGD, arXiv 2601.22334, is
+    ``(1, -lambda)``, the same ``C`` as ``BLT(buf_decay=[lambda], output_scale=[lambda])``). ``C`` is lower-triangular
+    Toeplitz too, its coefficients the inverse series ``c_0 = 1 / a_0``, ``c_t = -(sum_(k >= 1) a_k c_(t-k)) /
+    a_0``, computed in double precision by that recurrence (as jax_privacy's ``inverse_coef``); the strategy
+    accounted is the computed matrix. Generally not banded (``bands`` counts up to its last non-zero coefficient).
+
+    Parameters
+    ----------
+    noising_coef : sequence of float
+        The first column's leading entries of ``C^(-1)``; ``noising_coef[0]`` must be non-zero.
+
+    Raises
+    ------
+    ValueError
+        An empty or non-finite ``noising_coef``, or ``noising_coef[0] == 0``.
+    """
+
+    type_name: ClassVar[str] = "banded_inverse_toeplitz"
+    noising_coef: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        a = _float_vector("noising_coef", self.noising_coef)
+        if a[0] == 0.0:
+            raise ValueError("noising_coef[0] must be non-zero (C^(-1) invertible)")
+        object.__setattr__(self, "noising_coef", tuple(float(v) for v in a))
+
+    def toeplitz_coefs(self, n: int) -> FloatArray:
+        n = _check_steps(n)
+        a = np.array(self.noising_coef[:n])
+        c = np.zeros(n)
+        c[0] = 1.0 / a[0]
+        tail = a[1:]
+        with np.errstate(over="raise", invalid="raise"):
+            try:
+                for t in range(1, n):
+                    k = min(t, tail.size)
+                    c[t] = -float(tail[:k] @ c[t - 1 :: -1][:k]) / a[0]
+            except FloatingPointError:
+                raise ValueError(
+                    f"noising_coef's inverse series overflows within {n} steps (C^(-1) is far from well conditioned)"
+                ) from None
+        return c
+
+    def matrix(self, n: int) -> FloatArray:
+        return _toeplitz_matrix(self.toeplitz_coefs(n))
+
+    def bands(self, n: int) -> int:
+        nz = np.nonzero(self.toeplitz_coefs(n))[0]
+        return int(nz[-1]) + 1
+
+    def describe(self) -> str:
+        return f"banded-inverse Toeplitz ({len(self.noising_coef)} noising coefficients)"
+
+
 @dataclass(frozen=True, kw_only=True, eq=False)
 class DenseStrategy(Strategy):
     """Any strategy matrix given as an array: lower-triangular ``n x n`` (``causal=True``, the default), or
@@ -429,7 +488,9 @@ class DenseStrategy(Strategy):
         return f"dense {self.array.shape[0]}x{self.array.shape[1]} strategy"
 
 
-_TYPES = {cls.type_name: cls for cls in (Identity, BinaryTree, BandedToeplitz, BLT, DenseStrategy)}
+_TYPES = {
+    cls.type_name: cls for cls in (Identity, BinaryTree, BandedToeplitz, BLT, BandedInverseToeplitz, DenseStrategy)
+}
 
 
 def strategy_from_dict(data: dict[str, Any]) -> Strategy:
