@@ -4,6 +4,7 @@ cells, CDF differences on wide ones) and the placement of atoms into cells."""
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -242,12 +243,13 @@ class AtomCells:
         """The masses' relative error (closed forms of a few operations)."""
         return _CELL_REL
 
+    @abstractmethod
     def _cells_pq(
         self, edges: ArrayLike, apart: bool = False
     ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
         """``(below, above, P, Q, edge_err, atoms)`` of the cells ``(e_i, e_(i+1)]``; ``atoms`` (the on-edge atoms
-        per edge) only with ``apart``."""
-        raise NotImplementedError
+        per edge) only with ``apart``, when ``P`` and ``Q`` leave them out. Abstract: enforced through
+        ``PrivacyLoss``'s ``ABCMeta`` in the classes that list both."""
 
     def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         below, above, P, _, edge_err, _ = self._cells_pq(edges)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._types import ArrayLike, FloatArray
-from ._cells import _CELL_REL, AtomCells, _gauss_legendre_integral, _laplace_interval_mass, _place_atoms
+from ._cells import AtomCells, _gauss_legendre_integral, _laplace_interval_mass, _place_atoms
 from .base import PrivacyLoss
 
 __all__ = ["LaplaceLoss", "PoissonLaplaceLoss"]
@@ -136,7 +136,7 @@ class LaplaceLoss(AtomCells, PrivacyLoss):
 
 
 @dataclass(frozen=True)
-class PoissonLaplaceLoss(PrivacyLoss):
+class PoissonLaplaceLoss(AtomCells, PrivacyLoss):
     """The privacy loss of the Poisson-subsampled Laplace mechanism (noise scale ``b``, sensitivity 1, rate ``q``).
 
     remove: ``P = q Lap(1, b) + (1 - q) Lap(0, b)``, ``Q = Lap(0, b)``, so
@@ -262,12 +262,24 @@ class PoissonLaplaceLoss(PrivacyLoss):
         inner = self._q_sf_x(x) if self.direction == "remove" else self._q_cdf_x(x)
         return np.where(s < lo, 1.0, np.where(s >= hi, 0.0, inner))
 
-    def _cells_pq(self, edges: ArrayLike) -> tuple[float, float, FloatArray, FloatArray, float]:
+    def _cells_pq(
+        self, edges: ArrayLike, apart: bool = False
+    ) -> tuple[float, float, FloatArray, FloatArray, float, tuple[FloatArray, FloatArray] | None]:
         """P- and Q-masses of the loss cells ``(e_i, e_(i+1)]`` as masses of output intervals, each a
         sum of positive Laplace interval masses (relative-accurate), and the largest distance
-        ``|L(x_i) - e_i|`` of the realised output edges (the inversion is in floats)."""
+        ``|L(x_i) - e_i|`` of the realised output edges (the inversion is in floats). With ``apart``: the
+        cells of the outputs in ``(0, 1)`` only (the density), and the two atoms (outputs ``x <= 0`` and ``x >=
+        1``) per edge where they sit on one (``_place_atoms``)."""
         e = np.asarray(edges, float)
         lo, hi = self.support()
+        if apart:
+            P, Q = self._interval_masses(self._x_of(e))  # x clipped to [0, 1]: the density only
+            p0, p1 = float(self._p_cdf(0.0)), float(self._p_sf(1.0))  # P(X <= 0), P(X >= 1)
+            q0, q1 = float(self._q_cdf_x(0.0)), float(self._q_sf_x(1.0))
+            # remove: x <= 0 has the lowest loss; add: the highest
+            atoms = ((lo, hi), (p0, p1), (q0, q1)) if self.direction == "remove" else ((lo, hi), (p1, p0), (q1, q0))
+            below, above, moved, placed = _place_atoms(e, *atoms, P, Q, True)
+            return below, above, P, Q, moved, placed
         x = self._x_of(e)
         # outputs below 0 carry the loss lo (remove) / hi (add); the atom belongs where the edges bracket it
         x = (
@@ -283,11 +295,7 @@ class PoissonLaplaceLoss(PrivacyLoss):
             realised = self._ell((np.abs(xi) - np.abs(xi - 1.0)) / self.b)
             realised = realised if self.direction == "remove" else -realised
             edge = float(np.max(np.abs(realised - e[inner])))
-        return float(self.cdf(e[:1])[0]), float(self.sf(e[-1:])[0]), P, Q, edge
-
-    def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
-        below, above, P, _, edge = self._cells_pq(edges)
-        return below, above, P, (_CELL_REL, 0.0), edge
+        return float(self.cdf(e[:1])[0]), float(self.sf(e[-1:])[0]), P, Q, edge, None
 
     def _interval_masses(self, x: FloatArray) -> tuple[FloatArray, FloatArray]:
         """P- and Q-masses of the output intervals between the cell edges' outputs ``x`` (the loss rises in
@@ -303,42 +311,6 @@ class PoissonLaplaceLoss(PrivacyLoss):
 
     def lattice_atoms(self) -> tuple[float, ...]:
         return self.support()  # the outputs x <= 0 and x >= 1 carry the two end losses
-
-    def edge_atoms(self, edges: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]:
-        """Cell masses of the outputs in ``(0, 1)`` only (the density), and the two atoms (outputs ``x <= 0`` and
-        ``x >= 1``) apart where they sit on an edge (as ``DiscreteLoss.edge_atoms``).
-
-        Parameters
-        ----------
-        edges : array_like of float
-            Increasing loss values, at least two.
-
-        Returns
-        -------
-        tuple
-            ``(P, Q, P_at, Q_at, moved)``: the cells' P- and Q-masses without the atoms on an edge, those
-            atoms' masses per edge (``len(edges)`` each), and the largest distance an atom was moved onto
-            its edge.
-
-        Raises
-        ------
-        ValueError
-            If ``edges`` is not one-dimensional (numpy's error).
-        """
-        e = np.asarray(edges, float)
-        P, Q = self._interval_masses(self._x_of(e))  # x clipped to [0, 1]: the density only
-        lo, hi = self.support()
-        p0, p1 = float(self._p_cdf(0.0)), float(self._p_sf(1.0))  # P(X <= 0), P(X >= 1)
-        q0, q1 = float(self._q_cdf_x(0.0)), float(self._q_sf_x(1.0))
-        # remove: x <= 0 has the lowest loss; add: the highest
-        atoms = ((lo, hi), (p0, p1), (q0, q1)) if self.direction == "remove" else ((lo, hi), (p1, p0), (q1, q0))
-        _, _, moved, placed = _place_atoms(e, *atoms, P, Q, True)
-        assert placed is not None  # apart=True fills them
-        pa, qa = placed
-        return P, Q, pa, qa, moved
-
-    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
-        return self._cells_pq(edges)[3], (_CELL_REL, 0.0)
 
     def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         lo, hi = self.support()
