@@ -22,10 +22,12 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, NoReturn, cast
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from .._types import FloatArray
 from .._validation import check_count
 from ._pattern_norms import PatternNormLaw, tree_norm_law
@@ -354,6 +356,29 @@ class BLT(Strategy):
         return f"BLT with {len(self.buf_decay)} buffers"
 
 
+@_register_cache
+@lru_cache(maxsize=32)
+def _inverse_series(noising_coef: tuple[float, ...], n: int) -> FloatArray:
+    """The first ``n`` coefficients of ``1 / a(z)`` for the polynomial ``a = noising_coef`` (``a_0 != 0``), by the
+    recurrence ``c_t = -(sum_(k >= 1) a_k c_(t-k)) / a_0`` (jax_privacy's ``inverse_coef``); memoised, as every
+    sampler asks for them several times. Raises ``ValueError`` when the series overflows."""
+    a = np.array(noising_coef[:n])
+    c = np.zeros(n)
+    c[0] = 1.0 / a[0]
+    tail = a[1:]
+    with np.errstate(over="raise", invalid="raise"):
+        try:
+            for t in range(1, n):
+                k = min(t, tail.size)
+                c[t] = -float(tail[:k] @ c[t - 1 :: -1][:k]) / a[0]
+        except FloatingPointError:
+            raise ValueError(
+                f"noising_coef's inverse series overflows within {n} steps (C^(-1) is far from well conditioned)"
+            ) from None
+    c.flags.writeable = False
+    return c
+
+
 @dataclass(frozen=True, kw_only=True)
 class BandedInverseToeplitz(Strategy):
     """A strategy whose *inverse* is banded lower-triangular Toeplitz: ``C^(-1)`` has first column
@@ -385,21 +410,7 @@ class BandedInverseToeplitz(Strategy):
         object.__setattr__(self, "noising_coef", tuple(float(v) for v in a))
 
     def toeplitz_coefs(self, n: int) -> FloatArray:
-        n = _check_steps(n)
-        a = np.array(self.noising_coef[:n])
-        c = np.zeros(n)
-        c[0] = 1.0 / a[0]
-        tail = a[1:]
-        with np.errstate(over="raise", invalid="raise"):
-            try:
-                for t in range(1, n):
-                    k = min(t, tail.size)
-                    c[t] = -float(tail[:k] @ c[t - 1 :: -1][:k]) / a[0]
-            except FloatingPointError:
-                raise ValueError(
-                    f"noising_coef's inverse series overflows within {n} steps (C^(-1) is far from well conditioned)"
-                ) from None
-        return c
+        return _inverse_series(self.noising_coef, _check_steps(n)).copy()
 
     def matrix(self, n: int) -> FloatArray:
         return _toeplitz_matrix(self.toeplitz_coefs(n))
