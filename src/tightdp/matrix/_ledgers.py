@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from .._types import ArrayLike, FloatArray
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
@@ -27,12 +29,19 @@ Ledger = Sequence[tuple[Mechanism, int]]
 Upper = Ledger | tuple[Ledger | None, ...]
 
 
+@_register_cache
+@lru_cache(maxsize=32)
 def _column_norms(strategy: Strategy, n: int) -> FloatArray:
+    """``||C[:, s]||`` for every step, read-only and memoised (a sampler asks for them from several bounds, and a
+    tree's matrix is rebuilt for each)."""
     coefs = strategy.toeplitz_coefs(n)
     if coefs is not None:  # ||C[:, s]||^2 = sum_{m < n - s} c_m^2
-        return np.asarray(np.sqrt(np.cumsum(coefs**2)[::-1]), dtype=np.float64)
-    c = strategy.matrix(n)
-    return np.asarray(np.sqrt(np.einsum("ij,ij->j", c, c)), dtype=np.float64)
+        out = np.asarray(np.sqrt(np.cumsum(coefs**2)[::-1]), dtype=np.float64)
+    else:
+        c = strategy.matrix(n)
+        out = np.asarray(np.sqrt(np.einsum("ij,ij->j", c, c)), dtype=np.float64)
+    out.flags.writeable = False
+    return out
 
 
 def _up(x: float, n: int) -> float:
