@@ -349,12 +349,14 @@ def class_split_upper(
             blocks.setdefault(idx.size, []).append(g[np.ix_(idx, idx)])
         profiles[s] = {k: _cyclic_profile(b, err) for k, b in blocks.items() if k >= 2}
         # plain entrywise: c the largest off-diagonal entry of any class of the size (diagonals raised to m)
-        consts = [(k, min(max(float(f[1:].max()), 0.0), m), 0.0) for k, f in profiles[s].items()]
-        consts = [(k, c, m - c) for k, c, _ in consts] + [(1, 0.0, m)] * (1 in blocks)
+        tops = {k: min(max(float(f[1:].max()), 0.0), m) for k, f in profiles[s].items()}
+        consts = [(k, c, m - c) for k, c in tops.items()]
+        if 1 in blocks:  # a class of one bin: no allocation left, the whole diagonal is one Gaussian
+            consts.append((1, 0.0, m))
         tried.append((coarse(consts), s, consts))
     tried.sort(key=lambda x: x[0])
-    for _, s, plain in list(tried[:3]):  # the mixed comparison: a lower c, paid on the diagonal
-        if not math.isfinite(_):
+    for score, s, plain in list(tried[:3]):  # the mixed comparison: a lower c, paid on the diagonal
+        if not math.isfinite(score):
             continue
         for theta in (0.75, 0.5):
             consts = []
@@ -363,7 +365,8 @@ def class_split_upper(
                     consts.append((k, c_top, m - c_top))
                     continue
                 f = profiles[s][k]
-                c = max(float(f[1:].min()), 0.0) + theta * (c_top - max(float(f[1:].min()), 0.0))
+                c_low = max(float(f[1:].min()), 0.0)
+                c = c_low + theta * (c_top - c_low)
                 lift = circulant_lift(f, c)
                 consts.append((k, c_top, m - c_top) if lift is None else (k, c, m + lift[0] - c))
             tried.append((coarse(consts), s, consts))
