@@ -189,3 +189,22 @@ def test_out_of_range_mixture_is_not_attempted():
         strategy=BinaryTree(), noise_multiplier=2.0, steps=256, delta=1e-6, sampler=PoissonSampling(sampling_rate=0.5)
     )
     assert 0.0 <= b.lower <= b.upper and not b.details["upper_used"].startswith("pattern-norm")
+
+
+@settings(deadline=None, max_examples=scaled(20))
+@given(k=st.integers(1, 12), off=st.sampled_from([-1, 0, 1]), q=st.floats(1e-3, 0.05))
+def test_law_mean_at_powers_of_two_and_their_neighbours(k, off, q):
+    """The law's mean equals ``sum over nodes (m q (1 - q) + m^2 q^2)`` with the nodes' leaf counts ``m`` taken
+    from the tree's rows (starts ``0, 2^l, ...`` cut at ``n``), at ``n = 2^k - 1, 2^k, 2^k + 1``, where the level
+    count changes; and the matrix has as many rows as those nodes."""
+    n = max(1, 2**k + off)
+    law = tree_norm_law(n, q)
+    if law is None:
+        return
+    levels = (n - 1).bit_length() + 1
+    sizes = [min(2**lev, n - a) for lev in range(levels) for a in range(0, n, 2**lev)]
+    mean = sum(m * q * (1 - q) + m * m * q * q for m in sizes)
+    assert float(law.squares @ law.masses) == pytest.approx(mean, rel=1e-9)
+    if n <= 1100:
+        c = BinaryTree().matrix(n)
+        assert sorted(c.sum(axis=1).tolist()) == sorted(float(m) for m in sizes)

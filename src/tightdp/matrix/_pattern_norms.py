@@ -172,7 +172,7 @@ def tree_norm_law(n: int, q: float, max_work: float = MAX_WORK) -> PatternNormLa
         raise ValueError(f"n must be a positive int, got {n!r}")
     if not (0.0 < q <= 1.0):
         raise ValueError(f"q must be in (0, 1], got {q!r}")
-    h = max(0, math.ceil(math.log2(n))) if n > 1 else 0
+    h = (n - 1).bit_length()  # ceil(log2 n) in integers: the levels above the leaves
     res = _TreeProgram(q, max_work).law(h, n)
     if res is None:
         return None

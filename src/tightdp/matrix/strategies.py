@@ -19,7 +19,6 @@ vocabulary for what ran; ``matrix(n)`` materialises its ``m x n`` matrix (row ``
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -244,7 +243,7 @@ class BinaryTree(Strategy):
 
     def matrix(self, n: int) -> FloatArray:
         n = _check_steps(n)
-        h = max(0, math.ceil(math.log2(n))) if n > 1 else 0
+        h = (n - 1).bit_length()  # ceil(log2 n) in integers: the levels above the leaves
         rows = []
         for level in range(h + 1):
             width = 2**level
