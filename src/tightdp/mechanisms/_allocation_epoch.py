@@ -19,6 +19,7 @@ from .._caches import register as _register_cache
 from .._types import FloatArray
 from ..errors import PrecisionError
 from ..losses import gaussian_cell_masses_and_errors, split_errors
+from ._allocation_tail import all_bottom_lattice, bottom_atoms, needs_bottom, tail_atoms
 
 if TYPE_CHECKING:
     from ..pld import DiscretisedLoss
@@ -81,6 +82,7 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     w_max = math.exp((z + 0.5 / sigma) / sigma)
     # a lattice longer than _MAX_LATTICE is cut there: the dominating pair then sends more P-mass to
     # +inf and the dominated pair pays more for its final carry (both reported, both still bounds)
+    capped = math.ceil(w_max / eta) > _MAX_LATTICE
     M = max(2, min(math.ceil(w_max / eta), _MAX_LATTICE))
     w = np.arange(M + 2) * eta  # lattice values 0..(M+1) eta
     with np.errstate(divide="ignore"):
@@ -93,6 +95,7 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
         "M": M,
         "rho": rho,
         "cut": float(special.ndtr(-(sigma * math.log(M * eta) - 0.5 / sigma))),
+        "capped": capped,
     }
     masses = []
     for mean in (1.0, 0.0):
@@ -124,9 +127,24 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     out.update(
         up_q=up_q, up_p=up_p, up_inf=min(up_inf, 1.0), up_rel_q=rel_q, up_l1_q=l1_q, up_rel_p=rel_p, up_l1_p=l1_p
     )
+    # the bottom cell (0, eta]'s spread, from below: ``eta`` takes ``a[0]``, 0 the rest (``_allocation_tail``)
+    b1 = max(float(a[0] - da[0]), 0.0)
+    out["bottom"] = (max(float(Q[0] - a[0]) - float(eQ[0] + da[0]), 0.0), b1)
+    if capped:
+        # the remove direction's bulk: every cell but the top one, whose ratios are accounted beyond the
+        # lattice by ``tightdp.mechanisms._allocation_tail`` (the same spreads, a sub-measure)
+        bulk_q = np.zeros(M + 2)
+        bulk_q[:M] += Q[:M] - a
+        bulk_q[1 : M + 1] += a
+        out.update(bulk_q=bulk_q, bulk_p=w * bulk_q)
 
-    # -- dominated: merge to the lattice (cell j has ratio in [w_j, w_j+1]; the top cell at least w_M)
-    pm, cp, cq, T = _merge_up(P, Q, w)
+    # -- dominated: merge to the lattice (cell j has ratio in [w_j, w_j+1]; the top cell at least w_M). A
+    # capped lattice merges the bulk cells only (a sub-pair: the event that no coordinate is in the tail)
+    if capped:
+        pm, cp, cq, T = _merge_up(P[:M], Q[:M], w[: M + 1])
+        pm = np.concatenate([pm, [0.0]])
+    else:
+        pm, cp, cq, T = _merge_up(P, Q, w)
     lo_p = pm.copy()
     with np.errstate(divide="ignore", invalid="ignore"):
         lo_q = np.where(w > 0, pm / np.where(w > 0, w, 1.0), 0.0)
@@ -327,8 +345,14 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     eta = _ETA_PER_H * h * math.sqrt(t)
     c = _coordinate(sigma, eta, tail)
     eta = c["eta"]
+    # a capped lattice: the remove direction's ratios beyond it are atoms on a geometric grid
+    beyond = c["capped"] and direction == "remove"
     if upper:
-        if direction == "remove":
+        if beyond:
+            terms = [(c["bulk_q"], 0.0, t - 1), (c["bulk_p"], 0.0, 1)]
+            l1 = (t - 1) * c["up_l1_q"] + c["up_l1_p"]
+            rel = math.expm1((t - 1) * math.log1p(c["up_rel_q"]) + math.log1p(c["up_rel_p"]))
+        elif direction == "remove":
             terms = [(c["up_q"], 0.0, t - 1), (c["up_p"], c["up_inf"], 1)]
             l1 = (t - 1) * c["up_l1_q"] + c["up_l1_p"]
             rel = math.expm1((t - 1) * math.log1p(c["up_rel_q"]) + math.log1p(c["up_rel_p"]))
@@ -355,6 +379,15 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     # divergence, composed and after any garbling, is at most the exact pair's)
     m = m + pointwise if upper else np.maximum(m - pointwise, 0.0)
     l1 += alias
+    # the add direction's upper end: where every coordinate lies in the bottom cell, S is bounded below by
+    # the largest ratio / t on a geometric grid, not by the lattice's 0 (``_allocation_tail``)
+    bottom = upper and direction == "add" and needs_bottom(sigma, t, eta, tail)
+    if bottom:
+        k = np.rint(x / eta).astype(np.int64)
+        low = (k >= 0) & (k <= t)
+        m = m.copy()
+        b0, b1 = c["bottom"]
+        m[low] = np.maximum(m[low] - all_bottom_lattice(b0, b1, t)[k[low]], 0.0)
     rel = math.expm1(math.log1p(rel) + math.log1p(8 * _U))
     s = x / t  # the likelihood ratio S of each atom of the sum
     keep = (m > 0) & (s > 0)
@@ -364,6 +397,14 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         ratio, pmass = 1.0 / s[keep], m[keep]  # add pair: its P is Q, its loss -log S = log(1/S)
         if upper:  # Q-mass at S <= 0 (all coordinates at ratio 0): infinite add loss
             inf_mass += float(np.sum(m[(s <= 0) & (m > 0)]))
+        if bottom:
+            low_s, low_mass, low_inf = bottom_atoms(sigma, t, eta, 0.25 * h, tail)
+            ratio, pmass = np.concatenate([ratio, 1.0 / low_s]), np.concatenate([pmass, low_mass])
+            inf_mass += low_inf
+    if beyond:
+        far_ratio, far_mass, far_inf = tail_atoms(sigma, t, c["M"] * eta, 0.25 * h, tail, upper)
+        ratio, pmass = np.concatenate([ratio, far_ratio]), np.concatenate([pmass, far_mass])
+        inf_mass += far_inf
     if ratio.size == 0:
         raise PrecisionError("random allocation: no privacy-loss mass left on the grid")
     if upper:

@@ -113,6 +113,9 @@ def _wide_bounds(
     )
 
 
+#: a realisation's interval wider than this share of its upper end is intersected with the wide bounds
+_WIDE_CHECK = 0.05
+
 _LESS_NOISE = (0.97, 0.93, 0.88, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
 _MORE_NOISE = (1.1, 1.25, 1.5, 2.0, 3.0)
 #: below this noise a realisation at tiny delta takes seconds and rarely answers where the asked one did not
@@ -255,14 +258,23 @@ def allocation_epsilon(
             if k == t:
                 return wide
             return _with_other_noise(wide, noise_multiplier, t, epochs, delta, eps_error, rel_error)
+        lower, upper, extra = out.lower, out.upper, {}
+        if k == 1 and upper - lower > _WIDE_CHECK * upper:
+            # far from converged (small noise, many steps): the no-amplification upper end and the
+            # max-statistic lower end are certified too, and may be the better ones
+            wide = _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, "")
+            if wide.upper < upper or wide.lower > lower:
+                lower, upper = max(lower, wide.lower), min(upper, wide.upper)
+                extra = {"intersected": "with no amplification (upper) and max_i x_i (lower), both certified"}
         return Bounds(
-            out.lower,
-            out.estimate,
-            out.upper,
+            lower,
+            min(max(out.estimate, lower), upper),
+            upper,
             "epsilon",
             "bound",
             {
                 **dict(out.details),
+                **extra,
                 "sampling": f"random allocation, {k} of {t} steps per epoch",
                 "scheme": FRESH_BIN,
                 "adaptive": ADAPTIVE,
