@@ -15,7 +15,7 @@ from .._validation import check_count, check_delta, check_positive
 from ..accountants.connect_dots import ConnectDotsAccountant
 from ..bounds import Bounds
 from ..errors import PrecisionError
-from ..mechanisms.allocation import _WIDE_SIGMA, RandomAllocation, lower_bound_epsilon, max_statistic_pld
+from ..mechanisms.allocation import RandomAllocation, lower_bound_epsilon, max_statistic_pld, realisable
 from ..mechanisms.basic import Gaussian
 
 if TYPE_CHECKING:
@@ -250,7 +250,7 @@ def allocation_epsilon(
         num_selected=num_selected,
     )
     k, t = num_selected, steps_per_epoch
-    if k == t or (k == 1 and noise_multiplier >= _WIDE_SIGMA):
+    if k == t or (k == 1 and realisable(noise_multiplier, t)):
         try:
             out = allocation_accountant(eps_error=eps_error, rel_error=rel_error).compose(mech, epochs).epsilon(delta)
         except PrecisionError as exc:
@@ -291,7 +291,8 @@ def allocation_epsilon(
             delta,
             eps_error,
             rel_error,
-            f"noise multiplier below {_WIDE_SIGMA}: the likelihood-ratio lattice would be too long",
+            f"noise multiplier {noise_multiplier:.4g} at {t} steps per epoch: the likelihood-ratio lattice would be "
+            "too long (realised from 0.5, or from 0.3 with at most 128 steps per epoch)",
         )
     acc = allocation_accountant(eps_error=eps_error, rel_error=rel_error)
     for steps, count in mech.blocks():
