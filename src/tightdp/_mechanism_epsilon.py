@@ -79,8 +79,9 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     converted at ``delta`` and the adaptive dynamic program over two-point pairs
     (``tightdp.mechanisms._bounded_range_adaptive``); where these leave the interval wider than the default
     accuracy (and for every other mechanism), also the connect-the-dots accountant, which composes a
-    bounded-range run as block pairs of its program (``tightdp.accountants._adaptive_groups``); the smallest
-    (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's attained pairs
+    bounded-range run as block pairs of its program (``tightdp.accountants._adaptive_groups``); and a mechanism's
+    second dominating ledger where it has one (``upper_ledger``: Laplace report-noisy-max over known candidates,
+    ``d`` Laplace steps per use); the smallest (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's attained pairs
     composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any number of
     candidates, the program's attained adaptive strategy (0 where none is known, said in
     ``details["lower_method"]``).
@@ -157,6 +158,12 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
                 upper, method = float(up.upper), "dominating pair (connect-the-dots)"
                 if "adaptive_group" in up.details:  # the steps composed as block pairs of their program
                     method = f"connect-the-dots: {up.details['adaptive_group']}"
+    ledger = getattr(mechanism, "upper_ledger", lambda: None)()
+    if ledger:  # a second dominating ledger (Laplace report-noisy-max over d known candidates)
+        ledger_up = float(ConnectDotsAccountant().compose([(m, c * count) for m, c in ledger]).epsilon(delta).upper)
+        if ledger_up < upper:
+            upper = ledger_up
+            method = "dominating ledger: " + ", ".join(f"{c} x {m.describe()}" for m, c in ledger) + " per use"
     lower = min(lower, upper)
     return Bounds(
         lower=lower,

@@ -69,6 +69,17 @@ Permute-and-flip (and report-noisy-max with exponential noise) is dominated by
 (Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries) are epsilon-DP; ``PureDP(epsilon)``'s
 pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
 
+**Laplace report-noisy-max over ``d`` known candidates.** Its output is the index of the largest of the ``d``
+noisy scores ``u_i + Z_i``, ``Z_i`` i.i.d. Laplace of scale ``b = 2 Delta / epsilon``: a post-processing of the
+``d``-dimensional Laplace mechanism on the score vector. Between neighbours each score moves by at most
+``Delta``, and a coordinate's Laplace pair with shift ``|s| <= Delta`` is a post-processing of the one with shift
+``Delta`` (``Laplace(b)`` at ``Delta / b = epsilon / 2``: location families with monotone likelihood ratio), so
+one use is dominated by ``d`` compositions of ``Laplace(scale=b)``, adaptively too (the scores may depend on
+earlier outputs; the product pair is fixed). For ``d = 2`` that is always below ``PureDP(epsilon)``'s pair
+(both are epsilon-DP, and ``PureDP``'s dominates every epsilon-DP pair); for ``d >= 3`` it wins in long runs
+(epsilon 0.1, 1000 uses, delta 1e-6: 12.45 for ``d = 2``, 16.0 for ``d = 3``, against 19.34).
+``ReportNoisyMax.upper_ledger`` gives it; ``tightdp.tuning.selection_epsilon`` takes the smaller upper end.
+
 **Attained pairs** (lower ends; each score moves by at most ``Delta``): exponential mechanism / Gumbel noise:
 ``m`` of ``n`` candidates raised to ``+Delta``, the rest lowered to ``-Delta`` from all-zero scores, a two-point
 pair ``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``); permute-and-flip and Laplace
@@ -102,7 +113,7 @@ from ._bounded_range import (
     two_point_pair,
 )
 from .base import LossPair, Mechanism
-from .basic import PureDP
+from .basic import Laplace, PureDP
 
 __all__ = [
     "BoundedRange",
@@ -416,7 +427,11 @@ class ReportNoisyMax(Mechanism):
     ``noise="gumbel"`` is the exponential mechanism (``ExponentialMechanism``'s pairs); ``"exponential"`` is
     permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9),
     dominated by ``PureDP(epsilon)``, with the attained two-candidate pairs of the module docstring (``a = 0``:
-    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``).
+    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``). With Laplace noise and ``num_candidates = d`` known,
+    ``d`` compositions of ``Laplace(scale=2 Delta / epsilon)`` dominate one use too (module docstring,
+    ``upper_ledger``). The two-candidate pairs stay attained for ``d > 2``: the other candidates' scores
+    placed ``2000 b`` below leave every output probability within ``e^(-1000)`` of the two-candidate one,
+    below any float (and merging their outputs into candidate 2's is a post-processing).
 
     Parameters
     ----------
@@ -424,11 +439,14 @@ class ReportNoisyMax(Mechanism):
         The mechanism's epsilon, in ``[0, 500]``.
     noise : str, default "gumbel"
         ``"gumbel"``, ``"laplace"`` or ``"exponential"``.
+    num_candidates : int or None, default None
+        Number of candidates, an integer >= 2; ``None``: any number.
 
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]`` or ``noise`` is not one of the three.
+        If ``epsilon`` lies outside ``[0, 500]``, ``noise`` is not one of the three or ``num_candidates`` is not
+        an integer >= 2.
 
     References
     ----------
@@ -440,15 +458,32 @@ class ReportNoisyMax(Mechanism):
     pair_attained = False
     epsilon: float
     noise: str = "gumbel"
+    num_candidates: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "epsilon", _check_epsilon(self.epsilon))
         check_choice("noise", self.noise, ("gumbel", "laplace", "exponential"))
+        if self.num_candidates is not None:
+            object.__setattr__(self, "num_candidates", check_count("num_candidates", self.num_candidates, minimum=2))
 
     def _equivalent(self) -> ExponentialMechanism | PermuteAndFlip:
         if self.noise == "gumbel":
-            return ExponentialMechanism(epsilon=self.epsilon)
+            return ExponentialMechanism(epsilon=self.epsilon, num_candidates=self.num_candidates)
         return PermuteAndFlip(epsilon=self.epsilon)
+
+    def upper_ledger(self) -> tuple[tuple[Mechanism, int], ...] | None:
+        """A second dominating ledger for one use: Laplace noise over ``num_candidates = d`` candidates is a
+        post-processing of ``d`` Laplace mechanisms of ``epsilon / 2`` each (module docstring).
+
+        Returns
+        -------
+        tuple of (Mechanism, int) or None
+            ``((Laplace(scale=2 / epsilon), d),)`` (``Delta = 1``), or ``None`` for Gumbel or exponential
+            noise, an unknown number of candidates, or ``epsilon = 0``.
+        """
+        if self.noise != "laplace" or self.num_candidates is None or self.epsilon == 0.0:
+            return None
+        return ((Laplace(scale=2.0 / self.epsilon), self.num_candidates),)
 
     def privacy_losses(self) -> LossPair:
         if self.noise == "laplace":
