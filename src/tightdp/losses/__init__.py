@@ -4,6 +4,8 @@
 * ``DiscreteLoss``: finitely many atoms (pure DP, approximate DP, randomized response) and an optional atom at
   ``+inf``.
 * ``LaplaceLoss``, ``PoissonLaplaceLoss``: the Laplace mechanism, alone and Poisson-subsampled.
+* ``LaplaceDifferenceLoss``: the difference of two Laplace variables under a shift (report-noisy-max over two
+  candidates).
 * ``GaussianMixtureLoss``: mixtures of Gaussians (subsampled Gaussians, group privacy).
 """
 
@@ -12,6 +14,7 @@ from .base import REL_CAP, PrivacyLoss, SelfDiscretisingLoss, difference_masses,
 from .discrete import DiscreteLoss
 from .gaussian import GaussianLoss
 from .laplace import LaplaceLoss, PoissonLaplaceLoss
+from .laplace_difference import LaplaceDifferenceLoss
 from .mixture import GaussianMixtureLoss, poisson_gaussian_loss, without_replacement_gaussian_loss
 
 __all__ = [
@@ -24,6 +27,7 @@ __all__ = [
     "DiscreteLoss",
     "LaplaceLoss",
     "PoissonLaplaceLoss",
+    "LaplaceDifferenceLoss",
     "GaussianMixtureLoss",
     "poisson_gaussian_loss",
     "without_replacement_gaussian_loss",
