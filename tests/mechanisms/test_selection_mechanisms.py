@@ -165,7 +165,7 @@ def _laplace_output_two(u: tuple[float, float], eps: float) -> float:
 def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
     """Each attained pair of permute-and-flip and Laplace report-noisy-max is the mechanism's output law on
     scores (0, a) against (1, a - 1), recomputed from the definitions; the gaps are those of the docstring."""
-    from tightdp.mechanisms.selection import _GAPS
+    from tightdp.mechanisms._finite_pairs import _GAPS
 
     for mech, law in (
         (PermuteAndFlip(epsilon=eps), _pf_output_two),
