@@ -87,7 +87,7 @@ def run(quick: bool) -> list[dict]:
 
     from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled
     from tightdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
-    from tightdp.mechanisms.selection import ExponentialMechanism, PermuteAndFlip
+    from tightdp.mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
     from tightdp.tuning import selection_epsilon, tuning_epsilon
 
     k_big = 100 if quick else 1000
@@ -179,9 +179,23 @@ def run(quick: bool) -> list[dict]:
         ),
         "permute-and-flip eps=0.1": lambda h: pld.from_laplace_mechanism(10.0, value_discretization_interval=h),
     }
+    # Laplace report-noisy-max has no dp_accounting event: a user can only enter it as pure DP
+    pure = lambda h: pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(0.1, 0.0), value_discretization_interval=h
+    )
+    selection_peers["Laplace report-noisy-max eps=0.1, 2 candidates"] = pure
+    selection_peers["Laplace report-noisy-max eps=0.1, 3 candidates"] = pure
     for name, mech in (
         ("exponential mechanism eps=0.1", ExponentialMechanism(epsilon=0.1)),
         ("permute-and-flip eps=0.1", PermuteAndFlip(epsilon=0.1)),
+        (
+            "Laplace report-noisy-max eps=0.1, 2 candidates",
+            ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=2),
+        ),
+        (
+            "Laplace report-noisy-max eps=0.1, 3 candidates",
+            ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=3),
+        ),
     ):
         b, cold, warm = _tightdp(lambda: selection_epsilon(mechanism=mech, delta=delta, count=k_big))
         peer = _peer_pld(selection_peers[name], k_big, delta, float(b.lower), float(b.upper - b.lower))

@@ -245,7 +245,7 @@ def bottom_atoms(sigma: float, t: int, eta: float, step: float, tail: float) -> 
     x_edges = sigma * sigma * np.log(v) + 0.5
     zz = x_edges / sigma
     m, err = gaussian_cell_masses_and_errors(x_edges, (0.0,), (1.0,), sigma, special.ndtr(zz), special.ndtr(-zz))
-    below = np.array([_q_below(sigma, lv) for lv in log_v])  # F(v_i), rounded up
+    below = np.minimum(special.ndtr(sigma * log_v + 0.5 / sigma) * _ROUND_UP, 1.0)  # F(v_i), rounded up
     # Q(max in cell i) = F_(i+1)^t - F_i^t <= (F_(i+1) - F_i) t F_(i+1)^(t - 1)
     qmass = (m + err) * t * below[1:] ** (t - 1) * (1.0 + 64 * _U * t)
     return v[:-1] / t, qmass, min(1.0, float(below[0]) ** t * (1.0 + 64 * _U * t))
