@@ -149,3 +149,42 @@ def test_fifty_epochs_at_small_noise_answer_a_narrow_interval():
     b = allocation_epsilon(noise_multiplier=0.55, steps_per_epoch=8, epochs=50, delta=1e-5)
     assert "note" not in b.details
     assert b.lower <= b.upper <= b.lower * (1 + 2e-3) and 60.0 < b.lower < 66.0
+
+
+def _exact_delta_t3(sigma: float, eps: float) -> float:
+    """max(remove, add) delta of one epoch of 1-out-of-3 allocation: two coordinates by 2-D quadrature under Q,
+    the third in closed form (a lognormal call / put price, as ``exact_delta_t2``)."""
+    s, a = 1.0 / sigma, math.exp(eps)
+    phi = lambda z: math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    w = lambda z: math.exp(s * z - 0.5 * s * s)
+
+    def put(k: float) -> float:
+        if k <= 0:
+            return 0.0
+        d1 = (-math.log(k) + 0.5 * s * s) / s
+        return float(k * special.ndtr(-(d1 - s)) - special.ndtr(-d1))
+
+    def call(k: float) -> float:
+        return 1.0 - k + put(k)  # put-call parity, E W = 1
+
+    opts = {"epsabs": 1e-13, "epsrel": 1e-10}
+    rm = integrate.dblquad(lambda z2, z1: phi(z1) * phi(z2) * call(3 * a - w(z1) - w(z2)) / 3, -12, 12, -12, 12, **opts)
+    ad = integrate.dblquad(
+        lambda z2, z1: phi(z1) * phi(z2) * a / 3 * put(3 / a - w(z1) - w(z2)), -12, 12, -12, 12, **opts
+    )
+    return max(rm[0], ad[0])
+
+
+@pytest.mark.slow
+def test_three_steps_at_small_noise_contain_the_exact_delta():
+    """sigma 0.45, three steps: the lattice is capped; the interval contains 2-D quadrature and is tight."""
+    eps = np.array([2.0, 5.0])
+    b = (
+        allocation_accountant(eps_error=0.005)
+        .compose(RandomAllocation(mechanism=Gaussian(noise_multiplier=0.45), steps_per_epoch=3), 1)
+        .delta(eps)
+    )
+    for e, lo, up in zip(eps, b.lower, b.upper):
+        truth = _exact_delta_t3(0.45, float(e))
+        assert lo <= truth * (1 + 1e-8) and truth <= up * (1 + 1e-8), (e, lo, truth, up)
+        assert up - lo <= 1e-3 * truth
