@@ -56,7 +56,8 @@ cell of the largest ratio at ``S = v_i / t`` (``F`` the ``Q``-law of one ratio),
 infinite loss.
 
 Cell masses come from ``tightdp.losses.gaussian_cell_masses_and_errors``, taken with their error bound
-on the safe side.
+on the safe side. A cell's float edges realise ratios within about ``1e-14`` (relative) of ``v_i``; the
+epoch's losses are moved by at least ``1e-12`` to the safe side (``_epoch_pld``'s margin), which covers it.
 """
 
 from __future__ import annotations
@@ -97,7 +98,7 @@ def _p_tail(sigma: float, w: float) -> float:
 
 def _others_up(sigma: float, others: int, w0: float) -> tuple[FloatArray, FloatArray, float, float]:
     """A law ``R_up`` stochastically larger than the sum ``R`` of ``others`` ratios under ``Q``: levels
-    ``r_j`` (geometric, up to ``w0``), their masses, and the mass at ``+inf``. Survival function
+    ``r_j`` (geometric, up to ``w0 e^_OTHERS_REACH``), their masses, and the mass at ``+inf``. Survival function
     ``G(r) = min(1, others Q(W > r / others))`` (if ``R > r`` some term exceeds ``r / others``); the mass of
     ``(r_(j-1), r_j]`` is placed at ``r_j``, so ``R_up``'s survival is ``G(r_(j-1)) >= G(r)`` there. The
     fourth value is the top level: ``R_up`` is infinite exactly where ``R`` exceeds it."""
