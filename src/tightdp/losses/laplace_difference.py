@@ -80,6 +80,11 @@ class LaplaceDifferenceLoss(PrivacyLoss):
         -------
         numpy.ndarray of float
             The losses.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` cannot be read as floats (numpy's error).
         """
         x = np.asarray(x, float)
         b, s = self.scale, self.shift
@@ -126,6 +131,11 @@ class LaplaceDifferenceLoss(PrivacyLoss):
         -------
         numpy.ndarray of float
             The outputs (``outputs_at`` measures how far ``L(x)`` lies from ``t``).
+
+        Raises
+        ------
+        ValueError
+            If ``t`` cannot be read as floats (numpy's error).
         """
         t = np.asarray(t, float)
         b, s = self.scale, self.shift
@@ -167,6 +177,11 @@ class LaplaceDifferenceLoss(PrivacyLoss):
         -------
         tuple
             ``(x, error)``.
+
+        Raises
+        ------
+        ValueError
+            If ``t`` cannot be read as floats (numpy's error).
         """
         t = np.asarray(t, float)
         r = self.shift / self.scale
