@@ -264,6 +264,11 @@ def allocation_epsilon(
             # max-statistic lower end are certified too, and may be the better ones
             wide = _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, "")
             if wide.upper < upper or wide.lower > lower:
+                if max(lower, wide.lower) > min(upper, wide.upper):  # two certified intervals must meet
+                    raise PrecisionError(
+                        f"internal: the realisation [{lower:.6g}, {upper:.6g}] and the wide bounds "
+                        f"[{wide.lower:.6g}, {wide.upper:.6g}] do not intersect"
+                    )
                 lower, upper = max(lower, wide.lower), min(upper, wide.upper)
                 extra = {"intersected": "with no amplification (upper) and max_i x_i (lower), both certified"}
         return Bounds(
