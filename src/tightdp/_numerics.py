@@ -45,7 +45,7 @@ def logsumexp(a: ArrayLike, axis: int | None = None) -> float | FloatArray:
 
 def geometric_suffix(a: ArrayLike, r: float) -> FloatArray:
     """``S`` with ``S_j = a_j + r S_(j+1)`` (``S_(n-1) = a_(n-1)``): ``S_j = sum_(i >= j) a_i r^(i - j)``,
-    for non-negative ``a`` and ``0 < r <= 1``, in O(n) numpy work (no scipy.signal: its import costs
+    for non-negative ``a`` and ``0 <= r <= 1``, in O(n) numpy work (no scipy.signal: its import costs
     seconds of a cold start).
 
     Blocks of ``L`` entries with ``r^L >= e^-30``: inside a block ``S_j = T_j / r^(j - s) +
@@ -60,6 +60,8 @@ def geometric_suffix(a: ArrayLike, r: float) -> FloatArray:
     out: FloatArray = np.empty(n)
     if n == 0:
         return out
+    if r <= 0.0:  # e^-h underflowed (a mesh above about 745): every carried term is below 1e-300 of a_(j+1)
+        return v.copy()
     lr = -math.log(r) if r < 1.0 else 0.0
     block = n if lr == 0.0 else max(1, min(n, int(30.0 / lr)))
     powers = r ** np.arange(block, dtype=float)  # r^0 .. r^(L-1)
