@@ -59,6 +59,9 @@ __all__ = [
     "supports_dominance",
 ]
 
+#: the largest loss whose likelihood ratio ``e^s`` is a finite double (``e^709 ~ 8e307``)
+_EXP_MAX = 709.0
+
 _U = float(np.finfo(float).eps) / 2
 
 #: the items a merge sweeps: ``(P, Q, start)`` (``_merge_items``; ``start`` ``None``: cell ``i`` aims at ``i + 1``)
@@ -466,15 +469,33 @@ def merge_cells(
     """
     # an atom moved up onto its grid point by ``moved`` is placed there: lower every loss by that much more
     margin = 2.0 * r + 1e-13 + _SNAP_LOSS + 2.0 * moved
-    if top_down:
-        pmf = _merge_down(items[0], items[1], items[2], np.exp(s), s)
+    full = s
+    P_in, Q_in, start = items
+    lifted = 0.0
+    top = int(np.searchsorted(s, _EXP_MAX, side="right")) - 1
+    if 0 <= top < s.size - 1:
+        # grid points whose ratio e^s overflows (a coarse mesh over losses near 700, a composed block): the items
+        # aiming above the last finite point have ratios at least its own (a cell above it, or an atom on a point
+        # above it), so they go there, lowered (safe for a lower bound); the sweep runs on the finite points
+        aims = np.arange(1, P_in.size + 1) if start is None else np.asarray(start)
+        above = aims > top
+        lifted = float(np.sum(P_in[above]))
+        P_in, Q_in, s = P_in[~above], Q_in[~above], s[: top + 1]
+        start = None if items[2] is None else aims[~above]
+    if P_in.size == 0:
+        pmf: list[float] = [0.0] * s.size
+    elif top_down:
+        pmf = _merge_down(P_in, Q_in, start, np.exp(s), s)
     else:
         # the P-mass below the grid is dropped (sent to -inf): a lower bound may only lose mass or loss
-        pmf, cp, cq, target = merge_up(items[0], items[1], np.exp(s), tol=_SNAP_TOL, start=items[2])
+        pmf, cp, cq, target = merge_up(P_in, Q_in, np.exp(s), tol=_SNAP_TOL, start=start)
         # the last carry: ratio below alpha_target, round its loss down to the grid point below
         j = _grid_index_below(cp, cq, s, target)
         if j >= 0 and cp > 0.0:  # below the grid it is dropped (loss -inf): moving it up would be optimistic
             pmf[j] += cp
+    pmf = list(pmf) + [0.0] * (full.size - len(pmf))
+    if lifted:
+        pmf[top] += lifted
     pmf[-1] += p_above  # finite losses above the grid, lowered to its top value (``dominated``)
     return DiscretisedLoss(
         h=h,
