@@ -44,7 +44,9 @@ def _max_statistic_fn(
     return fn
 
 
-def allocation_accountant(*, eps_error: float | None = None, rel_error: float | None = None) -> ConnectDotsAccountant:
+def allocation_accountant(
+    *, eps_error: float | None = None, rel_error: float | None = None, max_refinements: int = 8
+) -> ConnectDotsAccountant:
     """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds:
     the default connect-dots accountant, which uses ``AllocationLoss``'s own dominating / dominated pairs
     (``tightdp.pld.dominance.own_pairs``) and mixes them with any other mechanism.
@@ -55,6 +57,8 @@ def allocation_accountant(*, eps_error: float | None = None, rel_error: float | 
         Absolute accuracy asked of epsilon, positive (``tightdp._accuracy``).
     rel_error : float or None, default None
         Relative accuracy asked of epsilon, positive; both ``None``: relative 1e-3.
+    max_refinements : int, default 8
+        The most refinement passes after the first (``ConnectDotsAccountant``'s option).
 
     Returns
     -------
@@ -64,9 +68,9 @@ def allocation_accountant(*, eps_error: float | None = None, rel_error: float | 
     Raises
     ------
     ValueError
-        If an accuracy is not positive.
+        If an accuracy is not positive or ``max_refinements`` is out of its domain.
     """
-    return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error)
+    return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error, max_refinements=max_refinements)
 
 
 def _wide_bounds(
@@ -256,8 +260,9 @@ def allocation_epsilon(
         try:
             # below about 1e-10 the lattice sum's round-off can decide the width: two passes, then the wide bounds
             # (sigma 1, two steps, delta 1e-12: five passes took 30 s for the interval the wide bounds give)
-            passes = {"max_refinements": 1} if delta < _TINY_DELTA else {}
-            acc = ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error, **passes)
+            acc = allocation_accountant(
+                eps_error=eps_error, rel_error=rel_error, max_refinements=1 if delta < _TINY_DELTA else 8
+            )
             out = acc.compose(mech, epochs).epsilon(delta)
         except PrecisionError as exc:
             wide = _wide_bounds(noise_multiplier, t, epochs, delta, eps_error, rel_error, str(exc))
