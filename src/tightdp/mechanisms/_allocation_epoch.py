@@ -381,14 +381,17 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
     l1 += alias
     # the add direction's upper end: where every coordinate lies in the bottom cell, S is bounded below by
     # the largest ratio / t on a geometric grid, not by the lattice's 0 (``_allocation_tail``)
+    rel = math.expm1(math.log1p(rel) + math.log1p(8 * _U))
     bottom = upper and direction == "add" and needs_bottom(sigma, t, eta, tail)
     if bottom:
         k = np.rint(x / eta).astype(np.int64)
         low = (k >= 0) & (k <= t)
         m = m.copy()
         b0, b1 = c["bottom"]
-        m[low] = np.maximum(m[low] - all_bottom_lattice(b0, b1, t)[k[low]], 0.0)
-    rel = math.expm1(math.log1p(rel) + math.log1p(8 * _U))
+        # the engine reads these masses as within 1 + rel of the lattice's: what is taken off is divided by it,
+        # so that the rest times (1 + rel) still covers the lattice law less its (exact) all-bottom term
+        cut = all_bottom_lattice(b0, b1, t) / (1.0 + rel + 16 * _U) * (1.0 - 4 * _U)
+        m[low] = np.maximum(m[low] - cut[k[low]], 0.0)
     s = x / t  # the likelihood ratio S of each atom of the sum
     keep = (m > 0) & (s > 0)
     if direction == "remove":
