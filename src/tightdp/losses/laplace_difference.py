@@ -215,6 +215,11 @@ class LaplaceDifferenceLoss(PrivacyLoss):
         masses, errs = difference_masses(cdf, sf)
         return float(cdf[0]), float(sf[-1]), masses, split_errors(masses, errs), err
 
+    def q_cell_masses(self, edges: ArrayLike) -> tuple[FloatArray, tuple[float, float]]:
+        x, _ = self.outputs_at(edges)  # one inversion for both sides' values (``q_cdf`` and ``q_sf`` each invert)
+        masses, errs = difference_masses(self._survival(x - self.shift), self._below(x - self.shift))
+        return masses, split_errors(masses, errs)
+
     def q_cdf(self, s: ArrayLike) -> FloatArray:
         x, _ = self.outputs_at(np.atleast_1d(s))
         return self._survival(x - self.shift).reshape(np.shape(s))

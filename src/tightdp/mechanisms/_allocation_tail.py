@@ -4,9 +4,10 @@ direction and the bottom cell of the add direction.
 At small noise the likelihood ratio ``W = exp((2 x - 1) / (2 sigma^2))`` of one coordinate has a heavy
 upper tail under ``P_1 = N(1, sigma^2)``: for ``sigma = 0.52`` its ``P_1``-mass beyond ``2.6e4`` is
 ``7e-6``. A uniform lattice that long in the ratio does not fit in memory, and sending that mass to an
-infinite loss spends most of a delta of ``1e-5`` on it (fifty epochs of ``sigma = 0.55``, eight steps
-each: ``4e-4`` at ``+inf``, above delta, so no finite epsilon could be certified). This module accounts
-for the ratios beyond the lattice's last point ``w0`` on a geometric grid instead.
+infinite loss spends most of a delta of ``1e-5`` on it. The add direction's bottom cell is the same story
+at the other end: where every coordinate sits in it the lattice sum is 0, an infinite add loss (fifty
+epochs of ``sigma = 0.55``, eight steps each, would put ``4e-4`` at ``+inf``, above such a delta, and no
+finite epsilon could be certified). This module accounts for both ends on geometric grids instead.
 
 **Proof (remove direction, both ends).** With ``S = (1/t) sum_b W_b`` and every coordinate under ``Q``,
 ``H_a(P || Q) = E_Q[(S - a)_+]`` for every ``a >= 0``. Call a coordinate *in the tail* when
@@ -91,9 +92,9 @@ def _q_tail(sigma: float, log_w: float) -> float:
     return min(1.0, float(special.ndtr(-(sigma * log_w + 0.5 / sigma))) * _ROUND_UP)
 
 
-def _p_tail(sigma: float, w: float) -> float:
-    """``P_1(W > w)`` under ``N(1, sigma^2)`` (rounded up)."""
-    return min(1.0, float(special.ndtr(-(sigma * math.log(w) - 0.5 / sigma))) * _ROUND_UP)
+def _p_tail(sigma: float, log_w: float) -> float:
+    """``P_1(W > e^log_w)`` under ``N(1, sigma^2)`` (rounded up)."""
+    return min(1.0, float(special.ndtr(-(sigma * log_w - 0.5 / sigma))) * _ROUND_UP)
 
 
 def _others_up(sigma: float, others: int, w0: float) -> tuple[FloatArray, FloatArray, float, float]:
@@ -172,10 +173,10 @@ def tail_atoms(
     far = float(p_up[-1]) + (t - 1) * _q_tail(sigma, math.log(float(v[-1])))
     # E_Q[R; R > r_top] <= (t - 1) (P_1(W > r_top / (t - 1)) + (t - 2) Q(W > r_top / (t - 1))): some term
     # of R exceeds r_top / (t - 1), itself or another one (independent, mean 1)
-    inf_mass = _p_tail(sigma, w0) * r_inf + far
+    inf_mass = _p_tail(sigma, math.log(w0)) * r_inf + far
     if t > 1:
         share = math.log(r_top) - math.log(t - 1)
-        inf_mass += q0 * (t - 1) * (_p_tail(sigma, math.exp(share)) + (t - 2) * _q_tail(sigma, share))
+        inf_mass += q0 * (t - 1) * (_p_tail(sigma, share) + (t - 2) * _q_tail(sigma, share))
     return ratio.ravel(), pmass.ravel(), min(1.0, inf_mass)
 
 
