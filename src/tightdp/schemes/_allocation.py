@@ -45,7 +45,7 @@ def _max_statistic_fn(
 
 
 def allocation_accountant(
-    *, eps_error: float | None = None, rel_error: float | None = None, max_refinements: int = 8
+    *, eps_error: float | None = None, rel_error: float | None = None, max_refinements: int | None = None
 ) -> ConnectDotsAccountant:
     """A fresh accountant that composes ``RandomAllocation`` epochs with certified upper and lower bounds:
     the default connect-dots accountant, which uses ``AllocationLoss``'s own dominating / dominated pairs
@@ -57,8 +57,8 @@ def allocation_accountant(
         Absolute accuracy asked of epsilon, positive (``tightdp._accuracy``).
     rel_error : float or None, default None
         Relative accuracy asked of epsilon, positive; both ``None``: relative 1e-3.
-    max_refinements : int, default 8
-        The most refinement passes after the first (``ConnectDotsAccountant``'s option).
+    max_refinements : int or None, default None
+        The most refinement passes after the first (``ConnectDotsAccountant``'s option; ``None``: its default).
 
     Returns
     -------
@@ -70,7 +70,8 @@ def allocation_accountant(
     ValueError
         If an accuracy is not positive or ``max_refinements`` is out of its domain.
     """
-    return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error, max_refinements=max_refinements)
+    passes = {} if max_refinements is None else {"max_refinements": max_refinements}
+    return ConnectDotsAccountant(eps_error=eps_error, rel_error=rel_error, **passes)
 
 
 def _wide_bounds(
@@ -261,7 +262,7 @@ def allocation_epsilon(
             # below about 1e-10 the lattice sum's round-off can decide the width: two passes, then the wide bounds
             # (sigma 1, two steps, delta 1e-12: five passes took 30 s for the interval the wide bounds give)
             acc = allocation_accountant(
-                eps_error=eps_error, rel_error=rel_error, max_refinements=1 if delta < _TINY_DELTA else 8
+                eps_error=eps_error, rel_error=rel_error, max_refinements=1 if delta < _TINY_DELTA else None
             )
             out = acc.compose(mech, epochs).epsilon(delta)
         except PrecisionError as exc:
