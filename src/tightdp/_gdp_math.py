@@ -63,8 +63,26 @@ _SAFETY = 4.0
 
 
 def gdp_log_delta(mu: float, eps: ArrayLike) -> FloatArray:
-    """``log delta_mu(eps)`` as computed (the estimate; no error term). ``-inf`` where delta underflows."""
+    """``log delta_mu(eps)`` as computed (the estimate; no error term). ``-inf`` where delta underflows.
+
+    Two floats take a scalar route (the root finders of the audits call this thousands of times) that computes
+    exactly the estimate of ``gdp_log_delta_bounds``, whose clipping to its own bracket never moves it.
+    """
+    if isinstance(mu, float) and isinstance(eps, float) and 0.0 < mu < math.inf and math.isfinite(eps):
+        return np.asarray(_log_delta_estimate(mu, eps))
     return gdp_log_delta_bounds(mu, eps)[1]
+
+
+def _log_delta_estimate(mu: float, eps: float) -> float:
+    """``gdp_log_delta_bounds(mu, eps)[1]`` for two floats, without the arrays (same operations, same order)."""
+    a = -eps / mu + mu / 2.0
+    b = -eps / mu - mu / 2.0
+    la = float(special.log_ndtr(a))
+    lb = float(special.log_ndtr(b)) + eps
+    d = min(lb - la, 0.0) if math.isfinite(la) and math.isfinite(lb) else -math.inf
+    gap = -float(np.expm1(d))  # numpy's, not math's: the same last bit as the array route
+    est = la + float(np.log(gap)) if gap > 0.0 else -math.inf
+    return -math.inf if math.isnan(est) else min(est, 0.0)
 
 
 def gdp_log_delta_bounds(mu: float | FloatArray, eps: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray]:

@@ -52,8 +52,8 @@ def test_one_run_bounds_are_valid_and_below_the_certified_upper_end(method):
     assert true_eps <= upper
     member, scores = _one_run_scores(mu, m, seed=1)
     ks = (5, 10, 20, 40)
-    # the f-DP GDP family costs ~70 ms an audit: 400 audits keep the validity count meaningful (about 20
-    # exceedances expected, ~33 allowed) at a third of the time
+    # the f-DP GDP family costs ~10 ms an audit: 400 audits keep the validity count meaningful (about 20
+    # exceedances expected, ~33 allowed) at less than half the time
     audits = 400 if method == "fdp-gdp" else AUDITS
     bounds = np.empty(audits)
     for i in range(audits):

@@ -164,3 +164,17 @@ def test_gdp_epsilon_never_below_the_80_digit_truth(log_mu, log_delta):
     assert mp.mpf(gdp_epsilon(mu=mu, delta=delta)) >= _gdp_epsilon_mp80(delta, mu)
     m = gdp_mu(epsilon=1.0, delta=min(delta, 0.2))
     assert _gdp_epsilon_mp80(min(delta, 0.2), m) <= 1.0  # the mu it returns does give (1, delta)
+
+
+@settings(max_examples=scaled(300), deadline=None)
+@given(
+    log_mu=st.floats(-14.0, 7.0),
+    eps=st.one_of(st.just(0.0), st.floats(1e-9, 1e4)),
+)
+def test_scalar_log_delta_is_the_array_estimate_bit_for_bit(log_mu, eps):
+    """The audits' scalar route of ``gdp_log_delta`` gives the very estimate of ``gdp_log_delta_bounds``."""
+    from tightdp._gdp_math import gdp_log_delta, gdp_log_delta_bounds
+
+    mu = math.exp(log_mu)
+    fast, slow = float(gdp_log_delta(mu, eps)), float(gdp_log_delta_bounds(mu, eps)[1])
+    assert fast == slow or (math.isinf(fast) and math.isinf(slow) and fast < 0 and slow < 0), (mu, eps, fast, slow)

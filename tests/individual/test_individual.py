@@ -101,7 +101,7 @@ def test_bucket_rounding_is_upwards():
     assert c[0, 1] == 1 and c[1, 1] == 1 and c[2, 2] == 1 and c[3, 10] == 1
 
 
-@settings(max_examples=scaled(25), deadline=None)
+@settings(max_examples=scaled(12), deadline=None)
 @given(eps_budget=st.floats(0.2, 3.0), seed=st.integers(0, 10_000))
 def test_gdp_filter_never_exceeds_budget_and_drops_stay_dropped(eps_budget, seed):
     rng = np.random.default_rng(seed)
