@@ -547,7 +547,7 @@ def population_epsilons(
     bs: BucketSpectra,
     counts: AnyArray,
     delta: float,
-    chunk: int = 2048,
+    chunk: int = 512,
     grid_points: int = 256,
     refinements: int = 3,
     *,
@@ -578,7 +578,7 @@ def population_epsilons(
     return eps, spent
 
 
-def population_deltas(bs: BucketSpectra, counts: AnyArray, epsilon: float, chunk: int = 2048) -> FloatArray:
+def population_deltas(bs: BucketSpectra, counts: AnyArray, epsilon: float, chunk: int = 512) -> FloatArray:
     """Upper bounds on every example's delta(epsilon) by Plancherel (Koskela et al. 2023, Lemma D.1)."""
     out = np.zeros(counts.shape[0])
     for rows, (d, _) in map_chunks(_chunk_deltas, bs, counts, _order(bs, counts), chunk, float(epsilon)):

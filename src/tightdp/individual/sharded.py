@@ -52,7 +52,7 @@ from .accountant import IndividualAccountant
 __all__ = ["ShardedLedger"]
 
 _DEFAULT_SHARD = 1 << 17
-_CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (8 chunks of 2048 examples)
+_CLUSTER_BLOCK = 1 << 14  # rows per block of the sorted cluster copy (32 chunks of 512 examples)
 
 
 class ShardedLedger(_ShardFiles):
