@@ -5,10 +5,12 @@ the smallest of the mechanism's proven bounds, the lower end from its attained p
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy import optimize
 
 from ._accuracy import DEFAULT_REL_ERROR, REL_ERROR_FLOOR
 from ._caches import register as _register_cache
@@ -64,6 +66,41 @@ def _single_use(epsilon: float, delta: float) -> tuple[float, float]:
     return lo * (1.0 - 1e-9), hi * (1.0 + 1e-9) + 1e-15
 
 
+#: offsets ``s`` of the first sweep of score gaps ``a = 1 +- s`` (``_best_gap``), up to where an output's
+#: probability is about ``e^-700`` (``1400 / epsilon``, the noise scale being ``2 / epsilon``)
+_GAP_SWEEP = 14
+#: evaluations of the bounded refinement around the sweep's best gap
+_GAP_REFINE = 12
+
+
+def _best_gap(
+    family: Callable[[float], Mechanism | None], epsilon: float, count: int, delta: float
+) -> tuple[float, float]:
+    """``(lower end, gap)``: the largest certified lower end among the two-candidate attained pairs at the gaps
+    tried, composed ``count`` times. Every value is the certified lower end of one attained pair, so the maximum
+    is one too whatever the search finds; the search only decides how good it is. A sweep of gaps ``1 +- s``
+    (``a`` and ``2 - a`` are the pair's two directions), then a bounded scalar search between the best one's
+    neighbours. At small delta the worst gap lies far in the noise's tail, beyond the seven fixed gaps."""
+
+    def lower_at(a: float) -> float:
+        pair = family(a)
+        return 0.0 if pair is None else float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
+
+    top = min(1400.0 / epsilon, 1e7) if epsilon > 0 else 1.0
+    gaps = sorted({1.0 + sg * s for s in np.geomspace(0.02, max(top, 0.04), _GAP_SWEEP) for sg in (-1.0, 1.0)})
+    values = [lower_at(a) for a in gaps]
+    i = int(np.argmax(values))
+    best, where = values[i], gaps[i]
+    if best > 0.0:
+        lo, hi = gaps[max(i - 1, 0)], gaps[min(i + 1, len(gaps) - 1)]
+        res = optimize.minimize_scalar(
+            lambda a: -lower_at(float(a)), bounds=(lo, hi), method="bounded", options={"maxiter": _GAP_REFINE}
+        )
+        if -float(res.fun) > best:
+            best, where = -float(res.fun), float(res.x)
+    return best, where
+
+
 def _attains_every_two_point_pair(mechanism: Mechanism) -> bool:
     """Whether every ``T_t`` is attained: the exponential mechanism (or Gumbel report-noisy-max) with any
     number of candidates (``ExponentialMechanism.attained_pairs``)."""
@@ -82,9 +119,10 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     bounded-range run as block pairs of its program (``tightdp.accountants._adaptive_groups``); and a mechanism's
     second dominating ledger where it has one (``upper_ledger``: Laplace report-noisy-max over known candidates,
     ``d`` Laplace steps per use); the smallest (``details["upper_method"]``). Lower: the largest certified lower bound of the mechanism's attained pairs
-    composed ``count`` times (``attained_pairs()``) and, for the exponential mechanism with any number of
-    candidates, the program's attained adaptive strategy (0 where none is known, said in
-    ``details["lower_method"]``).
+    composed ``count`` times (``attained_pairs()``; permute-and-flip and Laplace or exponential report-noisy-max
+    also search the two candidates' score gap at this delta and count, ``attained_pair_at``, the gap found in
+    ``details["lower_gap"]``) and, for the exponential mechanism with any number of candidates, the program's
+    attained adaptive strategy (0 where none is known, said in ``details["lower_method"]``).
 
     Parameters
     ----------
@@ -116,6 +154,13 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
+    family = getattr(mechanism, "attained_pair_at", None)
+    lower_gap = None
+    if family is not None and family(1.0) is not None:
+        lo, gap = _best_gap(family, float(getattr(mechanism, "epsilon", 0.0)), count, delta)
+        if lo > lower:
+            lower, lower_gap = lo, gap
+            lower_method = f"attained pair: two candidates at score gap {gap:.6g} (searched at this delta)"
     adaptive = None
     params = bounded_range_parameters(mechanism)
     eta, cap = params if params is not None else (0.0, 0.0)
@@ -169,7 +214,8 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         lower=lower,
         estimate=upper,
         upper=upper,
-        details={"upper_method": method, "lower_method": lower_method, "count": count},
+        details={"upper_method": method, "lower_method": lower_method, "count": count}
+        | ({} if lower_gap is None else {"lower_gap": lower_gap}),
     )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..losses import DiscreteLoss
 from .base import LossPair, Mechanism
 
-__all__ = ["FinitePair"]
+__all__ = ["FinitePair", "two_candidate_pair"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,19 +62,24 @@ class FinitePair(Mechanism):
 _GAPS = (0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5)
 
 
+def two_candidate_pair(second: Callable[[float], float], gap: float) -> FinitePair | None:
+    """The attained pair of two candidates at score gap ``a = gap``: scores ``(0, a Delta)`` on ``D`` and
+    ``(Delta, (a - 1) Delta)`` on ``D'`` (each score moves by ``Delta``; ``a = 0`` is ``(0, 0)`` against
+    ``(Delta, -Delta)``, ``a = 1`` swaps the two scores, ``a`` and ``2 - a`` are the two directions of one pair).
+    ``second(d)`` is candidate 2's output probability when its score exceeds candidate 1's by ``d Delta``; the
+    output is the whole release, so the pair is exact. ``None`` where an output's probability is 0 or 1 in
+    floating point (the pair is then not representable by its losses)."""
+    p2, q2 = second(gap), second(gap - 2.0)
+    if not (0.0 < p2 < 1.0 and 0.0 < q2 < 1.0):
+        return None
+    values = (math.log((1.0 - p2) / (1.0 - q2)), math.log(p2 / q2))
+    return FinitePair(values=values, probs=(1.0 - p2, p2))
+
+
 def _two_candidate_pairs(second: Callable[[float], float]) -> tuple[FinitePair, ...]:
-    """Attained pairs of two candidates: scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1) Delta)`` on ``D'``
-    (each score moves by ``Delta``; ``a = 0`` is ``(0, 0)`` against ``(Delta, -Delta)``, ``a = 1`` swaps the two
-    scores), one pair per gap in ``_GAPS``. ``second(d)`` is candidate 2's output probability when its score
-    exceeds candidate 1's by ``d Delta``; the output is the whole release, so each pair is exact."""
-    out = []
-    for a in _GAPS:
-        p2, q2 = second(a), second(a - 2.0)
-        if not (0.0 < p2 < 1.0 and 0.0 < q2 < 1.0):
-            continue
-        values = (math.log((1.0 - p2) / (1.0 - q2)), math.log(p2 / q2))
-        out.append(FinitePair(values=values, probs=(1.0 - p2, p2)))
-    return tuple(out)
+    """``two_candidate_pair`` at every gap of ``_GAPS``."""
+    pairs = (two_candidate_pair(second, a) for a in _GAPS)
+    return tuple(p for p in pairs if p is not None)
 
 
 def _permute_and_flip_second(epsilon: float) -> Callable[[float], float]:

@@ -117,7 +117,14 @@ from ._bounded_range import (
     permute_and_flip_range,
     two_point_pair,
 )
-from ._finite_pairs import FinitePair, _above, _laplace_second, _permute_and_flip_second, _two_candidate_pairs
+from ._finite_pairs import (
+    FinitePair,
+    _above,
+    _laplace_second,
+    _permute_and_flip_second,
+    _two_candidate_pairs,
+    two_candidate_pair,
+)
 from .base import LossPair, Mechanism
 from .basic import Laplace, PureDP
 
@@ -331,6 +338,27 @@ class PermuteAndFlip(Mechanism):
         """
         return _two_candidate_pairs(_permute_and_flip_second(self.epsilon)) if self.epsilon > 0 else ()
 
+    def attained_pair_at(self, gap: float) -> Mechanism | None:
+        """The two-candidate attained pair at any score gap (``attained_pairs`` holds seven of them), for a search
+        of the best gap at a given delta and count (``tightdp.tuning.selection_epsilon``).
+
+        Parameters
+        ----------
+        gap : float
+            The gap ``a`` of the class docstring's scores ``(0, a Delta)`` / ``(Delta, (a - 1) Delta)``.
+
+        Returns
+        -------
+        Mechanism or None
+            A ``FinitePair``; ``None`` at epsilon 0 or where an output probability rounds to 0 or 1.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``gap`` cannot be read as a float.
+        """
+        return two_candidate_pair(_permute_and_flip_second(self.epsilon), float(gap)) if self.epsilon > 0 else None
+
     def attained_mechanism(self) -> Mechanism | None:
         """The two-candidate attained pair of the class docstring (None at epsilon 0).
 
@@ -431,6 +459,32 @@ class ReportNoisyMax(Mechanism):
             e = self.epsilon
             return _two_candidate_pairs(_laplace_second(e)) if e > 0 else ()
         return self._equivalent().attained_pairs()
+
+    def attained_pair_at(self, gap: float) -> Mechanism | None:
+        """Laplace or exponential noise: the two-candidate attained pair at score gap ``a``, as
+        ``PermuteAndFlip.attained_pair_at`` (attained for ``d > 2`` candidates too, class docstring).
+
+        Parameters
+        ----------
+        gap : float
+            The gap ``a``: scores ``(0, a Delta)`` on ``D`` and ``(Delta, (a - 1) Delta)`` on ``D'``.
+
+        Returns
+        -------
+        Mechanism or None
+            A ``FinitePair``; ``None`` for Gumbel noise (the exponential mechanism's pairs serve it), at epsilon 0,
+            or where an output probability rounds to 0 or 1.
+
+        Raises
+        ------
+        TypeError, ValueError
+            If ``gap`` cannot be read as a float.
+        """
+        if self.noise == "gumbel" or self.epsilon == 0.0:
+            return None
+        if self.noise == "exponential":
+            return PermuteAndFlip(epsilon=self.epsilon).attained_pair_at(gap)
+        return two_candidate_pair(_laplace_second(self.epsilon), float(gap))
 
     def attained_mechanism(self) -> Mechanism | None:
         """Laplace noise: the two-candidate attained pair; Gumbel / exponential noise: the equivalent
