@@ -70,7 +70,7 @@ import numpy as np
 from scipy import special
 
 from .._caches import register as _register_cache
-from .._types import FloatArray
+from .._types import ArrayLike, FloatArray
 from ..losses import gaussian_cell_masses_and_errors
 
 __all__ = ["all_bottom_lattice", "bottom_atoms", "needs_bottom", "tail_atoms"]
@@ -181,15 +181,16 @@ def tail_atoms(
 
 
 # --------------------------------------------------------------------------- the add direction's bottom cell
-def _q_below(sigma: float, log_w: float) -> float:
-    """``Q(W <= e^log_w)`` (rounded up)."""
-    return min(1.0, float(special.ndtr(sigma * log_w + 0.5 / sigma)) * _ROUND_UP)
+def _q_below(sigma: float, log_w: ArrayLike) -> FloatArray:
+    """``Q(W <= e^log_w)`` (rounded up), at one or many levels."""
+    out: FloatArray = np.minimum(special.ndtr(sigma * np.asarray(log_w, float) + 0.5 / sigma) * _ROUND_UP, 1.0)
+    return out
 
 
 def needs_bottom(sigma: float, t: int, eta: float, tail: float) -> bool:
     """Whether every coordinate lies in the bottom cell ``(0, eta]`` with a probability that matters
     (above ``1e-3`` of the epoch's tail budget); else the lattice's spread onto 0 is kept."""
-    return _q_below(sigma, math.log(eta)) ** t > _FAR_SHARE * tail
+    return float(_q_below(sigma, math.log(eta))) ** t > _FAR_SHARE * tail
 
 
 def all_bottom_lattice(b0: float, b1: float, t: int) -> FloatArray:
@@ -247,7 +248,7 @@ def bottom_atoms(sigma: float, t: int, eta: float, step: float, tail: float) -> 
     x_edges = sigma * sigma * np.log(v) + 0.5
     zz = x_edges / sigma
     m, err = gaussian_cell_masses_and_errors(x_edges, (0.0,), (1.0,), sigma, special.ndtr(zz), special.ndtr(-zz))
-    below = np.minimum(special.ndtr(sigma * log_v + 0.5 / sigma) * _ROUND_UP, 1.0)  # F(v_i), rounded up
+    below = _q_below(sigma, log_v)  # F(v_i), rounded up
     # Q(max in cell i) = F_(i+1)^t - F_i^t <= (F_(i+1) - F_i) t F_(i+1)^(t - 1)
     qmass = (m + err) * t * below[1:] ** (t - 1) * (1.0 + 64 * _U * t)
     return v[:-1] / t, qmass, min(1.0, float(below[0]) ** t * (1.0 + 64 * _U * t))
