@@ -1,8 +1,9 @@
-"""Two-point and finite pairs of the selection mechanisms' attained lower ends (``tightdp.mechanisms.selection``).
+"""Two-point and finite pairs of the selection mechanisms' attained lower ends (``tightdp.mechanisms.selection``),
+and the range of epsilon every selection mechanism takes (``check_selection_epsilon``).
 
 ``FinitePair`` is a pair given by its finitely many losses; the helpers build the two-candidate pairs of
 permute-and-flip and Laplace report-noisy-max and the one-query pairs of the sparse vector technique, whose
-proofs are in ``tightdp.mechanisms.selection``'s module docstring.
+proofs are in the module docstrings of ``tightdp.mechanisms.selection`` and ``tightdp.mechanisms._sparse_vector``.
 """
 
 from __future__ import annotations
@@ -11,10 +12,19 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._validation import check_real
 from ..losses import DiscreteLoss
 from .base import LossPair, Mechanism
 
-__all__ = ["FinitePair", "two_candidate_pair"]
+__all__ = ["FinitePair", "check_selection_epsilon", "two_candidate_pair"]
+
+#: the largest epsilon a selection mechanism takes
+_MAX_EPSILON = 500.0
+
+
+def check_selection_epsilon(value: object) -> float:
+    """``value`` as a selection mechanism's epsilon, in ``[0, 500]``; a ``ValueError`` naming ``epsilon`` otherwise."""
+    return check_real("epsilon", value, low=0.0, high=_MAX_EPSILON, high_open=False)
 
 
 @dataclass(frozen=True, kw_only=True)
