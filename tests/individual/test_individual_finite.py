@@ -117,6 +117,31 @@ def test_property_subsampled_finite_and_certified(sigma, q, steps, logd, seed):
             assert e[i] == 0.0
 
 
+@settings(max_examples=scaled(5), deadline=None)
+@given(
+    sigma=st.floats(0.7, 2.0),
+    q=st.floats(0.005, 0.2),
+    steps=st.integers(1, 6),
+    logd=st.floats(-10, -4),
+    seed=st.integers(0, 2**16),
+)
+@pytest.mark.slow
+def test_property_few_steps_continuous_norms_bracket_the_exact_composition(sigma, q, steps, logd, seed):
+    """Both ends at random noise, rates and continuous norms after few steps (where the spectral cut of the
+    per-example queries drops the most frequencies), against each example's composition at its exact, unbucketed
+    norms by the core engine."""
+    rng = np.random.default_rng(seed)
+    delta = 10.0**logd
+    norms = rng.exponential(0.8, size=(steps, 3))
+    acc = IndividualAccountant(num_examples=3, noise_multiplier=sigma, clip_norm=1.0, sampling_rate=q)
+    acc.record_steps(norms)
+    e = acc.epsilons(delta)
+    for i in range(3):
+        lo, hi = _truth(sigma, q, np.minimum(norms[:, i], 1.0), delta)
+        assert float(e.upper[i]) >= lo * (1 - 1e-12), (i, e.upper[i], lo)
+        assert float(e.lower[i]) <= hi * (1 + 1e-12), (i, e.lower[i], hi)
+
+
 # ------------------------------------------------------------------------- bad input, resources
 def test_huge_ledger_refused_before_allocating():
     with pytest.raises(ValueError, match=r"num_examples=1000000000.*GiB"):
