@@ -260,7 +260,7 @@ def allocation_epsilon(
     if k == t or (k == 1 and realisable(noise_multiplier, t)):
         try:
             # below about 1e-10 the lattice sum's round-off can decide the width: two passes, then the wide bounds
-            # (sigma 1, two steps, delta 1e-12: five passes took 30 s for the interval the wide bounds give)
+            # (sigma 1, two steps, delta 1e-12: five passes cost 30 s and end at the wide bounds' interval)
             acc = allocation_accountant(
                 eps_error=eps_error, rel_error=rel_error, max_refinements=1 if delta < _TINY_DELTA else None
             )
