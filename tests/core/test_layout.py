@@ -188,14 +188,20 @@ def test_every_module_imports_on_its_own():
     """Each module imported first in a fresh package state: an import-order-dependent cycle would fail here."""
     names = [m for m in MODULES if m != "tightdp.__main__"]
     # importing any module runs ``tightdp/__init__`` first, which imports its modules in one fixed order: the
-    # modules it loads are covered by one fresh ``import tightdp``; each of the others is imported first afresh
+    # modules it loads are covered by one fresh ``import tightdp``, and they stay loaded (every later import
+    # would load them again the same way first). Each of the others is imported first with none of the others
+    # loaded: purged from ``sys.modules`` and from their parent package's attributes (``from pkg import mod``
+    # reads the attribute before ``sys.modules``)
     code = f"""
 import importlib, json, sys
 failed = {{}}
 import tightdp
 eager = {{m for m in sys.modules if m == "tightdp" or m.startswith("tightdp.")}}
 for name in [n for n in {names!r} if n not in eager]:
-    for m in [m for m in sys.modules if m == "tightdp" or m.startswith("tightdp.")]:
+    for m in [m for m in sys.modules if m.startswith("tightdp.") and m not in eager]:
+        parent, _, child = m.rpartition(".")
+        if parent in sys.modules and getattr(sys.modules[parent], child, None) is sys.modules[m]:
+            delattr(sys.modules[parent], child)
         del sys.modules[m]
     try:
         importlib.import_module(name)
