@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# install --no-compile: pip would byte-compile every installed file (all of PyTorch: ~50 s of a fresh `make test`); Python
+# compiles the modules actually imported, once, and keeps them: for that, bytecode writing stays on in every recipe
+# even where the environment turns it off (PYTHONDONTWRITEBYTECODE), or each test subprocess would compile again
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-fast lint bench clean reproduce docs benchmarks-md
 
@@ -11,7 +15,7 @@ $(BIN)/python:
 
 # core + plotting: enough for the demo
 $(VENV)/.core: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[plot,progress]'
+	$(PIP) install --no-compile -e '.[plot,progress]'
 	touch $@
 
 # everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel), Opacus and the docs tools
@@ -22,8 +26,8 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
 			|| echo "chromium not installed: tests/report/test_report_browser.py will skip"; fi
-	$(PIP) install torch==2.13.0
-	$(PIP) install -e '.[test,plot,progress,torch,opacus,dask,docs]'
+	$(PIP) install --no-compile torch==2.13.0
+	$(PIP) install --no-compile -e '.[test,plot,progress,torch,opacus,dask,docs]'
 	touch $@
 
 # the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it
@@ -58,7 +62,7 @@ reproduce: $(VENV)/.core
 # the documentation site (mkdocs-material + mkdocstrings + markdown-exec): every code block runs, every figure is
 # drawn by the build, strict mode (a broken link, a docstring warning or a failing example fails it); open site/index.html
 $(VENV)/.docs: pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[docs]'
+	$(PIP) install --no-compile -e '.[docs]'
 	touch $@
 
 docs: $(VENV)/.docs
