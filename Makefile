@@ -2,9 +2,10 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-# install --no-compile: pip would byte-compile every installed file (all of PyTorch: ~50 s of a fresh `make test`); Python
-# compiles the modules actually imported, once, and keeps them: for that, bytecode writing stays on in every recipe
-# even where the environment turns it off (PYTHONDONTWRITEBYTECODE), or each test subprocess would compile again
+# install --no-compile, then compileall on both cores: pip byte-compiles every installed file on one core (all of
+# PyTorch; ~50 s of a fresh `make test`). Bytecode writing stays on in every recipe even where the environment turns
+# it off (PYTHONDONTWRITEBYTECODE): tightdp itself is installed editable, and each test subprocess compiled it again
+COMPILE := $(BIN)/python -m compileall -q -j 0
 PIP    := $(BIN)/python -m pip --disable-pip-version-check -q
 unexport PYTHONDONTWRITEBYTECODE
 
@@ -16,6 +17,7 @@ $(BIN)/python:
 # core + plotting: enough for the demo
 $(VENV)/.core: pyproject.toml | $(BIN)/python
 	$(PIP) install --no-compile -e '.[plot,progress]'
+	$(COMPILE) $(VENV)/lib >/dev/null || true  # (as pip: files for newer Pythons, e.g. in torch/testing, do not compile)
 	touch $@
 
 # everything the test suite uses: peers, hypothesis, mpmath, PyTorch (CPU wheel), Opacus and the docs tools
@@ -28,6 +30,7 @@ $(VENV)/.test: pyproject.toml | $(BIN)/python
 			|| echo "chromium not installed: tests/report/test_report_browser.py will skip"; fi
 	$(PIP) install --no-compile torch==2.13.0
 	$(PIP) install --no-compile -e '.[test,plot,progress,torch,opacus,dask,docs]'
+	$(COMPILE) $(VENV)/lib >/dev/null || true  # (as pip: files for newer Pythons, e.g. in torch/testing, do not compile)
 	touch $@
 
 # the main job: certified epsilon of a CIFAR-10-like DP-SGD run, then the full privacy report for it
@@ -63,6 +66,7 @@ reproduce: $(VENV)/.core
 # drawn by the build, strict mode (a broken link, a docstring warning or a failing example fails it); open site/index.html
 $(VENV)/.docs: pyproject.toml | $(BIN)/python
 	$(PIP) install --no-compile -e '.[docs]'
+	$(COMPILE) $(VENV)/lib >/dev/null || true  # (as pip: files for newer Pythons, e.g. in torch/testing, do not compile)
 	touch $@
 
 docs: $(VENV)/.docs
