@@ -87,6 +87,17 @@ smaller shift is a post-processing of the one with shift ``2 Delta`` (its trade-
 m)`` falls as the shift ``m`` grows; Blackwell). So ``(f, f(. - 2 Delta))`` (``LaplaceDifferenceLoss``)
 dominates one use: 9.20 in the run above, against the product's 12.45 and the lower end's 8.29.
 
+**Laplace report-noisy-max over two candidates is epsilon-BR** (proved here), and epsilon-DP, so the adaptive
+bounded-range program composes it (8.31 in the run above). Proof. The output is 1 w.p. ``F(g)``, ``F`` the CDF
+of ``D = Z_2 - Z_1`` and ``g`` the score gap, and a neighbour moves ``g`` by ``s``, ``|s| <= 2 Delta``. The loss
+takes two values, ``log(F(g') / F(g))`` and ``log(S(g') / S(g))`` (``S = 1 - F``), whose difference is
+``logit F(g') - logit F(g) = int_g^g' f / (F S)``. For ``x >= 0``, ``S(x) = (1 + u / 2) e^(-u) / 2`` and ``f(x) =
+(1 + u) e^(-u) / (4 b)`` with ``u = x / b``; then ``f / (F S) <= 1 / b`` reads ``f / S <= F / b``, i.e.
+``(1 + u) / (2 + u) <= 1 - (1 + u / 2) e^(-u) / 2``, i.e. ``(2 + u)^2 e^(-u) <= 4``, i.e. ``1 + u / 2 <=
+e^(u / 2)``: true. ``f`` is even and ``F(-x) = S(x)``, so the bound holds on the whole line. Hence the range is
+at most ``2 Delta / b = epsilon`` (equality as ``g -> 0`` or ``+-inf``). Each loss lies in that range, which
+contains 0, so the pair is also epsilon-DP: ``bounded_range_parameters`` gives ``(epsilon, epsilon)``.
+
 **Attained pairs** (lower ends; each score moves by at most ``Delta``): exponential mechanism / Gumbel noise:
 ``m`` of ``n`` candidates raised to ``+Delta``, the rest lowered to ``-Delta`` from all-zero scores, a two-point
 pair ``T_t`` with ``t`` set by ``m / n`` (any ``t`` in ``(0, 1)`` up to ``1/n``); permute-and-flip and Laplace
@@ -506,8 +517,9 @@ def bounded_range_parameters(mechanism: Mechanism) -> tuple[float, float] | None
 
     ``BoundedRange``, ``ExponentialMechanism`` and Gumbel report-noisy-max: ``(epsilon, epsilon)``; permute-and-flip
     and exponential-noise report-noisy-max: ``(permute_and_flip_range(epsilon), epsilon)`` (module docstring; the
-    adaptive program then restricts ``t``); anything else (Laplace noise, sparse vector, other mechanisms):
-    ``None``. Epsilon 0 gives ``(0, 0)``.
+    adaptive program then restricts ``t``); Laplace report-noisy-max over two candidates: ``(epsilon, epsilon)``
+    (module docstring); anything else (Laplace noise over more or unknown candidates, sparse vector, other
+    mechanisms): ``None``. Epsilon 0 gives ``(0, 0)``.
 
     Parameters
     ----------
@@ -526,6 +538,8 @@ def bounded_range_parameters(mechanism: Mechanism) -> tuple[float, float] | None
     """
     if isinstance(mechanism, ReportNoisyMax) and mechanism.noise != "laplace":
         return bounded_range_parameters(mechanism._equivalent())
+    if isinstance(mechanism, ReportNoisyMax) and mechanism.num_candidates == 2:  # Laplace over two: epsilon-BR
+        return float(mechanism.epsilon), float(mechanism.epsilon)
     if isinstance(mechanism, (BoundedRange, ExponentialMechanism)):
         return float(mechanism.epsilon), float(mechanism.epsilon)
     if isinstance(mechanism, PermuteAndFlip):
