@@ -74,11 +74,15 @@ def test_partial_mean_and_symmetry(b, s):
 
 def test_composed_upper_end_near_an_independent_fft_estimate():
     """Two-candidate Laplace report-noisy-max, epsilon 0.1 (scale 20, shift 2), 1000 uses at delta 1e-6: an FFT
-    of the loss histogram on a 1e-5 grid (numpy only) estimates 9.2003; the certified upper end lies within
-    0.1 % above it (and the best attained two-candidate pair, 8.289, below)."""
+    of the loss histogram on a 1e-5 grid (numpy only) estimates 9.2003 for the composed Laplace-difference pair;
+    its certified composition (each step's own pair, ``per_step_upper``) lies within 0.1 % above it. The
+    accountant's answer composes the mechanism as epsilon-bounded-range blocks instead, below (8.315), and the
+    best attained two-candidate pair, 8.289, lies below that."""
     up = ConnectDotsAccountant().compose(ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=2), 1000)
+    own = up.per_step_upper(1e-6)
+    assert 9.2003 - 1e-3 <= own <= 9.2003 * 1.001
     b = up.epsilon(1e-6)
-    assert 9.2003 - 1e-3 <= b.upper <= 9.2003 * 1.001 and 8.28 <= b.lower <= b.upper
+    assert 8.28 <= b.lower <= b.upper <= 8.32
 
 
 def test_bad_input_names_the_argument():
