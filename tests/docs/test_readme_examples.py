@@ -45,7 +45,12 @@ def cli_commands(path: Path) -> list[str]:
     return commands
 
 
-CASES = [(p, c) for p in PAGES for c in cli_commands(p)]
+#: each distinct command once, with the first page that shows it (the report and calibration examples recur)
+CASES: list[tuple[Path, str]] = []
+for _page in PAGES:
+    for _command in cli_commands(_page):
+        if all(_command != c for _, c in CASES):
+            CASES.append((_page, _command))
 #: commands that take over ~10 s on two cores (the Fourier accountant, plots over many step counts, reports)
 _SLOW = ("--accountant fourier", "--plot", "tightdp report", "tightdp compare")
 
