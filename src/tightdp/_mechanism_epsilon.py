@@ -112,7 +112,9 @@ def _attains_every_two_point_pair(mechanism: Mechanism) -> bool:
 def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> Bounds:
     """Certified epsilon of ``count`` adaptive uses of a selection mechanism (``tightdp.mechanisms.selection``).
 
-    Upper: for bounded-range mechanisms the Renyi bound ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``)
+    Upper: for bounded-range mechanisms (``bounded_range_parameters``: the exponential mechanism, permute-and-flip,
+    report-noisy-max with Gumbel or exponential noise, or Laplace noise over two candidates) the Renyi bound
+    ``count * sup_t D_lambda(T_t)`` (``bounded_range_rdp``)
     converted at ``delta`` and the adaptive dynamic program over two-point pairs
     (``tightdp.mechanisms._bounded_range_adaptive``); where these leave the interval wider than the default
     accuracy (and for every other mechanism), also the connect-the-dots accountant, which composes a

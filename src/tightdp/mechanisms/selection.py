@@ -390,7 +390,9 @@ class ReportNoisyMax(Mechanism):
     dominated by ``PureDP(epsilon)``, with the attained two-candidate pairs of the module docstring (``a = 0``:
     ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``). With Laplace noise and ``num_candidates = d`` known,
     ``d`` compositions of ``Laplace(scale=2 Delta / epsilon)`` dominate one use too (module docstring,
-    ``upper_ledger``). The two-candidate pairs stay attained for ``d > 2``: merge the other candidates'
+    ``upper_ledger``); with ``d = 2`` the mechanism is epsilon-bounded-range (module docstring), so
+    ``selection_epsilon`` and the accountant compose it by the adaptive bounded-range program. The two-candidate
+    pairs stay attained for ``d > 2``: merge the other candidates'
     outputs into candidate 2's (a post-processing) and place their scores ``4000 b`` below. Each then wins
     with probability below ``e^(-3990)``, so every output probability moves by less than ``d e^(-3990)`` and
     ``delta(eps) = sum (p - e^eps q)_+`` (``eps <= 500``) by less than ``2 d e^(500 - 3990)``: below the
