@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special
 
 from .._caches import register as _register_cache
-from .._types import FloatArray
+from .._types import FloatArray, IntArray
 from ..errors import PrecisionError
 from ..losses import gaussian_cell_masses_and_errors, split_errors
 from ._allocation_tail import all_bottom_lattice, bottom_atoms, needs_bottom, tail_atoms
@@ -290,19 +290,25 @@ def _sum_law(
 
 
 # --------------------------------------------------------------------------- onto the loss grid
+def _cell_of(ratio: FloatArray, h: float) -> tuple[IntArray, FloatArray, int]:
+    """Each ratio's loss cell: ``i`` with ``e^{ih} <= r <= e^{(i+1)h}`` in floating point, and the grid values
+    ``table[k - k0] = e^{kh}`` that decided it (one ``exp`` per grid point, not per atom; the same products
+    ``k * h`` as ``exp(i * h)`` of the atoms, so the same values)."""
+    i = np.floor(np.log(ratio) / h).astype(np.int64)
+    k0 = int(i.min()) - 1
+    table = np.exp(np.arange(k0, int(i.max()) + 3) * h)
+    i = np.where(table[i - k0] > ratio, i - 1, i)
+    i = np.where(table[i + 1 - k0] < ratio, i + 1, i)
+    return i, table, k0
+
+
 def _spread_to_grid(ratio: FloatArray, pmass: FloatArray, h: float) -> tuple[int, FloatArray]:
     """Connect-the-dots in the likelihood ratio: each atom (ratio ``r``, P-mass ``m``, Q-mass ``m/r``)
     is split onto ``e^{ih} <= r < e^{(i+1)h}`` preserving both masses (a spread: dominating).
     Returns ``(i0, pmf)`` on loss values ``(i0 + j) h``; the upper share is rounded up."""
-    lr = np.log(ratio)
-    i = np.floor(lr / h).astype(np.int64)
-    a = np.exp(i * h)
-    i = np.where(a > ratio, i - 1, i)
-    a = np.exp(i * h)
-    b = np.exp((i + 1) * h)
-    i = np.where(b < ratio, i + 1, i)
-    a = np.exp(i * h)
-    b = np.exp((i + 1) * h)
+    i, table, k0 = _cell_of(ratio, h)
+    a = table[i - k0]
+    b = table[i + 1 - k0]
     frac = np.clip((ratio - a) / (b - a), 0.0, 1.0)
     up = pmass * (b / ratio) * frac
     up = np.minimum(pmass, up + pmass * 16 * _U * b / (b - a))  # rounding: to the safe (upper) side
@@ -316,10 +322,7 @@ def _merge_to_grid(ratio: FloatArray, pmass: FloatArray, h: float) -> tuple[int,
     """Merge-to-the-grid in the likelihood ratio (dominated): atoms are pooled into loss cells
     ``[ih, (i+1)h)`` (a garbling), and the cells merged so that each merged ratio is exactly
     ``e^{ih}``; the final carry is rounded down to the grid. Returns ``(i0, pmf)``."""
-    lr = np.log(ratio)
-    i = np.floor(lr / h).astype(np.int64)
-    i = np.where(np.exp(i * h) > ratio, i - 1, i)
-    i = np.where(np.exp((i + 1) * h) < ratio, i + 1, i)
+    i, _table, _k0 = _cell_of(ratio, h)
     i0 = int(i.min())
     n = int(i.max()) - i0 + 1
     Pc = np.asarray(np.bincount(i - i0, weights=pmass, minlength=n), dtype=np.float64)
