@@ -125,7 +125,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         _print_table(rows, params, delta)
         sys.stdout.flush()
-    curves = _curves(names, mech, plot_range, points, delta, eps_error, rel_error) if plot_range is not None else {}
+    known = {(r["accountant"], steps): r for r in rows}  # the curve's point at --steps is the row itself
+    curves = (
+        _curves(names, mech, plot_range, points, delta, eps_error, rel_error, known) if plot_range is not None else {}
+    )
     if args.plot:
         _plot(args.plot, curves, delta, params)
     if args.json:
@@ -186,8 +189,10 @@ def _curves(
     delta: float,
     eps_error: float | None,
     rel_error: float | None = None,
+    known: dict[tuple[str, int], dict[str, Any]] | None = None,
 ) -> dict[str, dict[str, list[Any]]]:
-    """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value)."""
+    """Epsilon against steps for every accountant: ``{name: {steps, lower, estimate, upper}}`` (None: no value);
+    ``known``: answers already computed, by ``(accountant, steps)``, used instead of computing them again."""
     a, b = rng
     ks = (
         np.unique(np.round(np.geomspace(a, b, points)).astype(int))
@@ -198,7 +203,8 @@ def _curves(
     for name in names:
         c: dict[str, list[Any]] = {"steps": [int(k) for k in ks], "lower": [], "estimate": [], "upper": []}
         for k in ks:
-            e = _one(name, mech, int(k), delta, eps_error, rel_error)["epsilon"] or {}
+            row = (known or {}).get((name, int(k))) or _one(name, mech, int(k), delta, eps_error, rel_error)
+            e = row["epsilon"] or {}
             for key in ("lower", "estimate", "upper"):
                 c[key].append(e.get(key))
         out[name] = c
