@@ -292,8 +292,8 @@ def _sum_law(
 # --------------------------------------------------------------------------- onto the loss grid
 def _cell_of(ratio: FloatArray, h: float) -> tuple[IntArray, FloatArray, int]:
     """Each ratio's loss cell: ``i`` with ``e^{ih} <= r <= e^{(i+1)h}`` in floating point, and the grid values
-    ``table[k - k0] = e^{kh}`` that decided it (one ``exp`` per grid point, not per atom; the same products
-    ``k * h`` as ``exp(i * h)`` of the atoms, so the same values)."""
+    ``table[k - k0] = e^{kh}`` that decided it: one ``exp`` per grid point, not several per atom. The callers
+    split and pool masses with these same table values, so the cell test and the masses agree."""
     i = np.floor(np.log(ratio) / h).astype(np.int64)
     k0 = int(i.min()) - 1
     table = np.exp(np.arange(k0, int(i.max()) + 3) * h)
