@@ -96,7 +96,8 @@ class SparseVector(Mechanism):
         return tuple(out)
 
     def attained_mechanism(self) -> Mechanism | None:
-        """The first one-query pair (``None`` without ``threshold_epsilon``: lower ends 0).
+        """The last one-query pair, the query at the threshold when it is in range (``None`` without
+        ``threshold_epsilon``: lower ends 0).
 
         Returns
         -------
