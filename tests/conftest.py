@@ -69,6 +69,18 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.peers)
 
 
+@pytest.fixture(autouse=True)
+def _mpmath_digits(request):
+    """Every test starts at its module's ``MPMATH_DPS`` (mpmath's default 15 digits if it states none) and mpmath
+    is reset after it: a test that raises the working precision (up to 150 digits) must not slow down, or change,
+    whichever tests the scheduler runs after it in the same worker."""
+    import mpmath
+
+    mpmath.mp.dps = getattr(request.module, "MPMATH_DPS", 15)
+    yield
+    mpmath.mp.dps = 15
+
+
 @pytest.fixture
 def gdp():
     return gdp_delta_mp, gdp_epsilon_mp

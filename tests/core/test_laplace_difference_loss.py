@@ -19,7 +19,7 @@ from tightdp import ConnectDotsAccountant
 from tightdp.losses import LaplaceDifferenceLoss
 from tightdp.mechanisms.selection import ReportNoisyMax
 
-mpmath.mp.dps = 40
+MPMATH_DPS = 40  # mpmath's working digits in every test of this module (set by conftest before each test)
 
 
 def _density(x, b):

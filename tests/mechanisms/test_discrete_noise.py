@@ -29,7 +29,7 @@ from tightdp.mechanisms.discrete import (
     discrete_gaussian_log_normaliser,
 )
 
-mpmath.mp.dps = 40
+MPMATH_DPS = 40  # mpmath's working digits in every test of this module (set by conftest before each test)
 _SLACK = mpmath.mpf("1e-12")  # relative: the references' own truncation and rounding are far below
 
 

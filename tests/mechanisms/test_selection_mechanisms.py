@@ -31,7 +31,7 @@ from tightdp.mechanisms.selection import (
 )
 from tightdp.tuning import selection_epsilon
 
-mpmath.mp.dps = 40
+MPMATH_DPS = 40  # mpmath's working digits in every test of this module (set by conftest before each test)
 
 
 def _two_point_delta(eps0: float, t: float, k: int, eps: float) -> mpmath.mpf:

@@ -26,7 +26,7 @@ from tightdp._tuning_profile import ProfileTable, StoppingLaw, two_region_delta
 from tightdp.mechanisms.basic import ApproximateDP
 from tightdp.tuning import _gamma_for_mean, tuned_profile_delta, tuned_profile_epsilon, tuning_epsilon
 
-mp.mp.dps = 20  # the checks are at 1e-9 relative; 20 digits keep the quadratures fast
+MPMATH_DPS = 20  # mpmath's digits in every test here (conftest); checks at 1e-9 relative: 20 keep quadratures fast
 
 
 def _gauss_profile(mu: float, eps: float) -> mp.mpf:
