@@ -344,3 +344,17 @@ def test_small_noise_gate_admits_epochs_up_to_512_steps():
     wide = allocation_epsilon(noise_multiplier=0.45, steps_per_epoch=513, epochs=1, delta=1e-5)
     assert "note" in wide.details and "at most 512 steps per epoch" in wide.details["note"]
     assert 0 < wide.lower < wide.upper == pytest.approx(gdp_epsilon_bounds(1 / 0.45, 1e-5)[2], rel=1e-12)
+
+
+def test_small_noise_at_a_coarse_absolute_accuracy_is_realised():
+    """A coarse mesh (an absolute eps_error, as calibration's first pass asks) must not carry the ratio's far tail
+    into the lattice sum: noise 0.41 over 100 steps at eps_error 0.05 answered the wide interval [8.15, 12.76]
+    after 5 s; the lattice's reach is now capped in ratio units (``_allocation_epoch._MAX_REACH``)."""
+    b = allocation_epsilon(
+        noise_multiplier=1.3 / math.sqrt(10), steps_per_epoch=100, epochs=1, delta=1e-5, eps_error=0.05
+    )
+    assert "note" not in b.details and b.upper - b.lower <= 0.1
+    # the default accuracy's interval [8.15295, 8.18919] (15 s) and the wide one's lower end (max_i x_i) agree
+    assert (
+        b.lower <= 8.18919 and b.upper >= 8.15295 and b.upper < 0.7 * gdp_epsilon_bounds(math.sqrt(10) / 1.3, 1e-5)[2]
+    )
