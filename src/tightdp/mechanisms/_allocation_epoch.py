@@ -71,7 +71,8 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     """Dominating and dominated discrete pairs of ``(N(1, s^2), N(0, s^2))`` with lattice-valued ratios.
 
     Returns a dict with the lattice mesh ``eta``, the lattice length ``M`` (at most
-    ``_MAX_LATTICE``; ``cut`` is the P_1-mass beyond it) and, on lattice indices ``0..M+1``:
+    ``_MAX_LATTICE`` points and ``_MAX_REACH`` in ratio units; ``cut`` is the P_1-mass beyond it) and, on lattice
+    indices ``0..M+1``:
 
     * ``up_q``, ``up_p``, ``up_inf``: the dominating pair's Q- and P-masses and its
       P-mass at ratio ``+inf``; ``up_rel_*``, ``up_l1_*``: relative and l1 error bounds;
@@ -84,8 +85,8 @@ def _coordinate(sigma: float, eta: float, tail: float) -> dict[str, Any]:
     # P_1(W > w) = ndtr(-(sigma log w - 1/(2 sigma))): choose w_max with that tail <= `tail`
     z = float(-special.ndtri(tail))
     w_max = math.exp((z + 0.5 / sigma) / sigma)
-    # a lattice longer than _MAX_LATTICE is cut there: the dominating pair then sends more P-mass to
-    # +inf and the dominated pair pays more for its final carry (both reported, both still bounds)
+    # a lattice longer than _MAX_LATTICE points or reaching past _MAX_REACH is cut there: the dominating pair
+    # then sends more P-mass to +inf and the dominated pair pays more for its final carry (both still bounds)
     top = min(_MAX_LATTICE, max(2, math.floor(_MAX_REACH / eta)))
     capped = math.ceil(w_max / eta) > top
     M = max(2, min(math.ceil(w_max / eta), top))
