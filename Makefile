@@ -38,15 +38,9 @@ demo: $(VENV)/.core
 	$(BIN)/tightdp epsilon --noise-multiplier 1.1 --dataset-size 50000 --batch-size 256 --epochs 100 --delta 1e-5
 	$(BIN)/tightdp report examples/report_config.toml --out demo-report
 
-# the whole suite on both cores (pytest-xdist) and `lint`'s checks; CI runs this. mypy (one core, about 30 s cold)
-# runs beside the tests rather than before them, with its report printed after theirs; any failure fails the target
-test: $(VENV)/.test
-	$(BIN)/ruff check src tests benchmarks examples docs
-	$(BIN)/ruff format --check src tests benchmarks examples docs
-	@log=$$(mktemp); $(BIN)/python -m mypy > $$log 2>&1 & mypy=$$!; \
-	$(BIN)/python -m pytest -q -n 2; tests=$$?; \
-	wait $$mypy; types=$$?; echo "mypy:"; cat $$log; rm -f $$log; \
-	test $$tests -eq 0 && test $$types -eq 0
+# the whole suite on both cores (pytest-xdist); CI runs this
+test: lint
+	$(BIN)/python -m pytest -q -n 2
 
 # the habits CI keeps: ruff's lint and format, and mypy --strict over src/tightdp (configured in pyproject.toml)
 lint: $(VENV)/.test
