@@ -48,7 +48,7 @@ from tightdp.mechanisms import (
     Skellam,
     SparseVector,
 )
-from tightdp.mechanisms._bounded_range_adaptive import BoundedRangeBlock
+from tightdp.mechanisms._bounded_range_blocks import BoundedRangeBlock
 from tightdp.mechanisms.selection import FinitePair
 from tightdp.mechanisms.truncated import TruncatedPoissonSampled
 

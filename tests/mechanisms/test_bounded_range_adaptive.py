@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tightdp import ConnectDotsAccountant
-from tightdp.mechanisms._bounded_range_adaptive import BoundedRangeBlock, adaptive_bounded_range_epsilon
+from tightdp.mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+from tightdp.mechanisms._bounded_range_blocks import BoundedRangeBlock
 from tightdp.mechanisms.basic import Gaussian
 from tightdp.mechanisms.selection import BoundedRange, ExponentialMechanism, bounded_range_delta
 from tightdp.tuning import selection_epsilon

@@ -1,5 +1,6 @@
 """The steps of one epsilon-bounded-range family in a ledger, composed as block pairs of their adaptive program
-(``tightdp.mechanisms._bounded_range_adaptive``) instead of one dominating pair per step.
+(``tightdp.mechanisms._bounded_range_adaptive``; the blocks: ``tightdp.mechanisms._bounded_range_blocks``) instead
+of one dominating pair per step.
 
 **Why it holds.** Every other step of the ledger is dominated by a fixed pair, whatever the past; the family's
 steps (mechanisms proven bounded-range with one parameter, ``bounded_range_parameters``: ``BoundedRange``,
@@ -22,7 +23,7 @@ import numpy as np
 from .._types import FloatArray
 from .._validation import check_delta
 from ..bounds import Bounds
-from ..mechanisms._bounded_range_adaptive import block_ledger
+from ..mechanisms._bounded_range_blocks import block_ledger
 from ..mechanisms.base import Mechanism
 from ..mechanisms.selection import bounded_range_parameters
 from ._pld import PLDAccountant
