@@ -244,9 +244,10 @@ def test_grid_cap_answers_with_the_last_certified_pass_or_refuses(monkeypatch):
     model = ConnectDotsAccountant._model_mesh
     monkeypatch.setattr(ConnectDotsAccountant, "_model_mesh", lambda self, *a, **k: 4.0 * model(self, *a, **k))
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3)
+    import tightdp.accountants._two_level_plan as plan
     import tightdp.accountants.connect_dots as cd
 
-    monkeypatch.setattr(cd, "_TWO_LEVEL_STEPS", 1 << 62)  # one level: its window grows with every pass
+    monkeypatch.setattr(plan, "_TWO_LEVEL_STEPS", 1 << 62)  # one level: its window grows with every pass
     sizes = []
     real_compose = cd.compose
     monkeypatch.setattr(cd, "compose", lambda *a, **k: sizes.append(real_compose(*a, **k)) or sizes[-1])
@@ -360,12 +361,13 @@ def test_out_of_memory_answers_with_the_last_pass_or_refuses_in_one_line(monkeyp
     """numpy's MemoryError is never what a user sees: a refinement that runs out of memory answers with the last
     certified pass (as at the grid cap); a first pass that does is refused as GridTooLargeError, and the CLI
     prints one line (exit 1). (A 12 GB address-space limit made a k = 1e7 call die with _ArrayMemoryError.)"""
+    import tightdp.accountants._two_level_plan as plan
     import tightdp.accountants.connect_dots as cd
     from tightdp.cli import main
 
     model = ConnectDotsAccountant._model_mesh
     monkeypatch.setattr(ConnectDotsAccountant, "_model_mesh", lambda self, *a, **k: 4.0 * model(self, *a, **k))
-    monkeypatch.setattr(cd, "_TWO_LEVEL_STEPS", 1 << 62)  # one level: its window grows with every pass
+    monkeypatch.setattr(plan, "_TWO_LEVEL_STEPS", 1 << 62)  # one level: its window grows with every pass
     mech = PoissonSampled(mechanism=Gaussian(noise_multiplier=0.6), sampling_rate=0.3)
     full = ConnectDotsAccountant(eps_error=0.01).compose(mech, 5000).epsilon(1e-5)
     first_size = []

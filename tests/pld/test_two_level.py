@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tightdp
+import tightdp.accountants._two_level_plan as plan
 import tightdp.accountants.connect_dots as cd
 from tightdp import ConnectDotsAccountant
 from tightdp.losses import GaussianLoss
@@ -87,7 +88,7 @@ def test_random_gaussian_ledgers_bracket_the_exact_delta(mu_step, log_k, log_del
         return
     eps = float(gdp_epsilon_mp(delta, mu))
     h = mesh_share * mu_step
-    _, _, up, lo = _two_level_bounds(mu_step, k, delta, h, cd._block_size(k), tilted=tilted)
+    _, _, up, lo = _two_level_bounds(mu_step, k, delta, h, plan._block_size(k), tilted=tilted)
     exact = gdp_delta_mp(eps, mu)
     up_delta = delta_bounds(up, np.array([eps]), _TINY)[2][0]
     lo_delta = delta_bounds(lo, np.array([eps]), _TINY)[0][0]
@@ -132,14 +133,14 @@ def test_dpsgd_two_levels_meet_one_level(monkeypatch, sigma, q, k, kw):
     monkeypatch.setattr(cd, "compose_two_level", lambda *a, **k2: sizes.append(real(*a, **k2)) or sizes[-1])
     two = ConnectDotsAccountant(**kw).compose(mech, k).epsilon(1e-5)
     assert sizes and all(s is not None for s in sizes), "the two-level composition did not run"
-    monkeypatch.setattr(cd, "_TWO_LEVEL_STEPS", 1 << 62)
+    monkeypatch.setattr(plan, "_TWO_LEVEL_STEPS", 1 << 62)
     one = ConnectDotsAccountant(**kw).compose(mech, k).epsilon(1e-5)
     assert two.lower <= one.upper and one.lower <= two.upper, (two, one)
     assert two.details["passes"] == 1 and "fallback" not in two.details
     target = 2 * (kw["eps_error"] if kw else max(1e-3 * two.upper, 5e-5))
     assert two.upper - two.lower <= target
     assert max(s.tilted.size for s in sizes) * 10 <= one.details["mesh"] ** -1 * 13 * math.sqrt(
-        k * cd.loss_spread(mech.privacy_losses().remove) ** 2
+        k * plan.loss_spread(mech.privacy_losses().remove) ** 2
     )
 
 
@@ -195,7 +196,7 @@ def test_block_size_divides_or_is_the_nearest_power_of_two(count):
     """The block size is a divisor of the count within a factor 1.5 of its square root (no remainder block),
     or, where none is found, the power of two nearest the root; checked against a direct search for counts up
     to 1e8 and at counts up to 1e13 (the search is bounded; its speed is a benchmark matter)."""
-    b = cd._block_size(count)
+    b = plan._block_size(count)
     root = math.isqrt(count)
     assert 2 <= b <= count
     # the candidates: within a factor 1.5 of the root and 4096 of it

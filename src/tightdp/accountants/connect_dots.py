@@ -40,76 +40,23 @@ from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, LossRangeError, PrecisionError
 from ..pld import ComposedPLD, CurveBounds, chernoff_epsilon, compose, delta_bounds, epsilon_bounds
-from ..pld.atoms import SelfComposedAtoms
 from ..pld.composition import saddle_tilt
 from ..pld.dominance import (
     dominated,
     dominating,
     is_swapped_pair,
-    loss_spread,
-    own_pairs,
 )
 from ..pld.hierarchy import compose_two_level
 from ._adaptive_groups import AdaptiveGroups
 from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
 from ._pld import Directions, Terms
+from ._two_level_plan import BLOCK_TAU, two_level_plan
 
 __all__ = ["ConnectDotsAccountant"]
 
 _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
 _UP = "estimate upper"  # what a dominating composition is asked for
-
-
-#: two levels (``pld.hierarchy.compose_two_level``) for a direction of at least ``_TWO_LEVEL_MIN`` steps whose
-#: one-level window would hold at least ``_TWO_LEVEL_POINTS`` points (about 13 standard deviations of the composed
-#: loss at the mesh), or at least ``_TWO_LEVEL_ANY_K`` points. Below, one level is as fast or faster: its cost is
-#: then the step's own cells, which the fine level has sqrt(2) times more of (measured, DP-SGD sigma 1 / 0.8,
-#: q 0.01 / 4e-3: k = 3e4 default, 30 000 points, 10 % slower; k = 1e4 at eps_error 1e-3, 46 000 points, 1.4-2.5x
-#: slower; k = 1e5 default, 58 000 points, 1.3x faster; k = 1e5 at eps_error 1e-3, 310 000 points, 2x faster)
-_TWO_LEVEL_MIN = 1 << 15
-_TWO_LEVEL_POINTS = 30_000
-_TWO_LEVEL_ANY_K = 200_000
-_TWO_LEVEL_STEPS = 1 << 12  # the fewest steps worth blocking at all
-_BLOCK_TAU = 1e-6  # a block's window level, relative to the final composition's (its lower envelope
-# subtracts the wrapped mass, at most twice that, from every atom)
-
-
-def _two_level_plan(terms: Terms, h: float) -> tuple[float, int, float] | None:
-    """``(fine mesh, block size, coarse mesh)`` for composing ``terms`` on two levels, or ``None`` for one.
-
-    One level on the mesh ``h`` errs like ``k h^2`` in the constructions' gap; two levels with the fine
-    mesh ``h / sqrt(2)`` and the coarse mesh ``sqrt(b / 2) h`` for blocks of ``b`` steps err like
-    ``k h^2 / 2`` on each level, the same gap, while each window holds ``O(sqrt(b))`` and
-    ``O(sqrt(k / b))`` standard deviations' worth of mesh instead of ``O(sqrt(k))``: ``b ~ sqrt(k)``
-    balances them. Only for a few distinct losses without atoms (atoms on a lattice are composed exactly
-    on it, ``ConnectDotsAccountant._snap``)."""
-    k = sum(c for _, c in terms)
-    if k < _TWO_LEVEL_STEPS or len(terms) > 3:
-        return None
-    if any(
-        own_pairs(loss) or isinstance(loss, SelfComposedAtoms) or any(map(math.isfinite, loss.lattice_atoms()))
-        for loss, _ in terms
-    ):
-        return None
-    points = 13.0 * math.sqrt(sum(c * loss_spread(loss) ** 2 for loss, c in terms)) / h
-    if points < (_TWO_LEVEL_POINTS if k >= _TWO_LEVEL_MIN else _TWO_LEVEL_ANY_K):
-        return None
-    block = _block_size(max(c for _, c in terms))
-    fine = h / math.sqrt(2.0)
-    return fine, block, fine * math.sqrt(block)
-
-
-def _block_size(count: int) -> int:
-    """About ``sqrt(count)``: the divisor of ``count`` nearest to it within a factor 1.5 and at most 4096
-    candidates either side (no remainder block to compose), else the power of two nearest to it."""
-    root = math.isqrt(count)
-    lo, hi = max(2, int(root / 1.5)), int(root * 1.5)
-    for d in range(min(root, 4096) + 1):
-        for b in (root - d, root + d):
-            if lo <= b <= hi and count % b == 0:
-                return b
-    return 1 << max(1, round(0.5 * math.log2(count)))
 
 
 class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
@@ -166,7 +113,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
 
         def build() -> ComposedPLD:
             # two levels only for tilted compositions: the blocks' round-off adds up, relative to delta only there
-            plan = None if tilt_delta is None and tilt_eps is None else _two_level_plan(terms, h)
+            plan = None if tilt_delta is None and tilt_eps is None else two_level_plan(terms, h)
             mesh = h if plan is None else plan[0]
             if upper:
                 parts = [(dominating(loss, mesh, tail), c) for loss, c in terms]
@@ -184,7 +131,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
                     upper=upper,
                     tilt=tilt,
                     tau=tau,
-                    block_tau=tau * _BLOCK_TAU,
+                    block_tau=tau * BLOCK_TAU,
                     top_down=top_down,
                 )
                 if out is not None:
@@ -264,7 +211,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         z = math.sqrt(2.0 * math.log(1.0 / delta))
         h = self._model_mesh(directions, z)
         # (and where the composition would take two levels, whose blocks' round-off adds up over the blocks)
-        tilted = delta < 1e-6 or k_total * 1e-10 > delta or _two_level_plan(directions[0], h) is not None
+        tilted = delta < 1e-6 or k_total * 1e-10 > delta or two_level_plan(directions[0], h) is not None
         if self.delta_error is None:
             slack = delta * self._slack_share(directions, z)
         h = self._mesh_the_merge_holds(directions, h, _budget(delta, slack, k_total, tilted)[0])
@@ -328,7 +275,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
                     }
                 )
                 h = self._snap(0.25 * h, directions)
-                tilted = tilted or _two_level_plan(directions[0], h) is not None
+                tilted = tilted or two_level_plan(directions[0], h) is not None
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}
                 self._cache.clear()
                 continue
@@ -349,7 +296,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
                 h = self._snap(
                     h * min(0.7, max(0.25, 0.9 * math.sqrt(target / max(width, discretisation)))), directions
                 )
-                tilted = tilted or _two_level_plan(directions[0], h) is not None
+                tilted = tilted or two_level_plan(directions[0], h) is not None
                 coarse = {d: m for d, m in coarse.items() if m > 4.0 * h}  # keep coarse bounds still cheap
             self._cache.clear()  # what is memoised belongs to the previous mesh or slack (and can be large)
         j = max(ups, key=lambda i: ups[i].upper)
@@ -511,7 +458,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         if (
             epsilons.size == 1
             and math.isfinite(float(epsilons[0]))
-            and _two_level_plan(directions[0], self._model_mesh(directions, 5.0)) is not None
+            and two_level_plan(directions[0], self._model_mesh(directions, 5.0)) is not None
         ):
             first_tilt = float(epsilons[0])
         try:
