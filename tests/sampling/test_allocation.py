@@ -348,8 +348,8 @@ def test_small_noise_gate_admits_epochs_up_to_512_steps():
 
 def test_small_noise_at_a_coarse_absolute_accuracy_is_realised():
     """A coarse mesh (an absolute eps_error, as calibration's first pass asks) must not carry the ratio's far tail
-    into the lattice sum: noise 0.41 over 100 steps at eps_error 0.05 answered the wide interval [8.15, 12.76]
-    after 5 s; the lattice's reach is now capped in ratio units (``_allocation_epoch._MAX_REACH``)."""
+    into the lattice sum, whose window would then outgrow the engine and leave only the wide interval (no
+    amplification: 12.76 here): the lattice's reach is capped in ratio units (``_allocation_epoch._MAX_REACH``)."""
     b = allocation_epsilon(
         noise_multiplier=1.3 / math.sqrt(10), steps_per_epoch=100, epochs=1, delta=1e-5, eps_error=0.05
     )
