@@ -25,7 +25,14 @@ from test_allocation import exact_delta_t2
 
 from tightdp import Gaussian
 from tightdp.mechanisms import RandomAllocation
-from tightdp.mechanisms._allocation_tail import _others_up, bottom_atoms, tail_atoms
+from tightdp.mechanisms._allocation_tail import (
+    _KAPPAS,
+    _jump_or_many,
+    _log_truncated_mgf,
+    _others_up,
+    bottom_atoms,
+    tail_atoms,
+)
 from tightdp.schemes import allocation_accountant, allocation_epsilon
 
 
@@ -124,6 +131,86 @@ def test_others_up_is_stochastically_larger(sigma, log_w0, log_r):
     survival_up = float(np.sum(mass[levels > r])) + inf_mass
     survival = float(special.ndtr(-(sigma * log_r + 0.5 / sigma)))
     assert survival <= survival_up * (1 + 1e-9) + 1e-300
+
+
+def _q_survival(sigma: float, y: float) -> float:
+    """``Q(W > y)`` for one coordinate's ratio (1 for ``y <= 0``)."""
+    return 1.0 if y <= 0 else float(special.ndtr(-(sigma * math.log(y) + 0.5 / sigma)))
+
+
+def _two_sum_survival(sigma: float, r: float) -> float:
+    """``Q(W_1 + W_2 > r)`` by quadrature: ``Q(W_1 >= r)``, plus ``W_1 < r / 2`` over ``x_1``, plus ``W_1`` in
+    ``[r / 2, r)`` over ``log s``, ``s = r - W_1`` (the survival of ``W_2 > s`` rises to 1 within a sliver of
+    ``x_1`` there)."""
+    far = _q_survival(sigma, r)
+    x_half = _x_of(sigma, r / 2)
+
+    def near(x1: float) -> float:
+        w1 = math.exp((2 * x1 - 1) / (2 * sigma * sigma))
+        return math.exp(-0.5 * (x1 / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi)) * _q_survival(sigma, r - w1)
+
+    def close(log_s: float) -> float:
+        s = math.exp(log_s)
+        w1 = r - s
+        dens = math.exp(-0.5 * (_x_of(sigma, w1) / sigma) ** 2) / (sigma * math.sqrt(2 * math.pi)) * sigma**2 / w1
+        return dens * _q_survival(sigma, s) * s
+
+    lo = integrate.quad(near, -12 * sigma, x_half, epsabs=0, epsrel=1e-11, limit=400)[0]
+    hi = integrate.quad(close, -80.0, math.log(r / 2), epsabs=0, epsrel=1e-11, limit=400)[0]
+    return far + lo + hi
+
+
+@settings(max_examples=40, deadline=None)
+@given(sigma=st.floats(0.25, 1.5), log_c=st.floats(-3.0, 30.0), kappa=st.sampled_from(_KAPPAS))
+def test_truncated_mgf_bound_against_quadrature(sigma, log_c, kappa):
+    """The layer-cake bound on ``log E_Q[e^(theta min(W, c))]``, ``theta = kappa / c``: above the quadrature,
+    and within 10 % of it (the layers' survival is taken at their left ends)."""
+    c = math.exp(log_c)
+    x_c = _x_of(sigma, c)
+
+    def below(x: float) -> float:  # W < c: e^(theta W)
+        w = math.exp((2 * x - 1) / (2 * sigma * sigma))
+        return math.exp(-0.5 * (x / sigma) ** 2 + kappa * w / c) / (sigma * math.sqrt(2 * math.pi))
+
+    exact = integrate.quad(below, -14 * sigma, x_c, epsabs=0, epsrel=1e-12, limit=400)[0]
+    exact += _q_survival(sigma, c) * math.exp(kappa)
+    bound = float(_log_truncated_mgf(sigma, np.array(log_c), (kappa,))[0])
+    assert math.log(exact) <= bound * (1 + 1e-9) + 1e-15
+    assert bound <= 1.1 * math.log(exact) + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(sigma=st.floats(0.25, 1.5), log_r=st.floats(-3.0, 30.0), log_w0=st.floats(1.0, 12.0))
+def test_split_survival_bounds_the_sum_of_two_ratios(sigma, log_r, log_w0):
+    """``_jump_or_many`` (one big jump, or a Chernoff bound of the truncated sum) against the exact survival of
+    two ratios, and ``R_up`` built from it stochastically larger than their sum."""
+    r = math.exp(log_r)
+    exact = _two_sum_survival(sigma, r)
+    assert exact <= float(_jump_or_many(sigma, 2, np.array([log_r]))[0]) * (1 + 1e-8) + 1e-300
+    levels, mass, inf_mass, _top = _others_up(sigma, 2, math.exp(log_w0))
+    assert math.isclose(float(np.sum(mass)) + inf_mass, 1.0, rel_tol=1e-12)
+    assert exact <= (float(np.sum(mass[levels > r])) + inf_mass) * (1 + 1e-8) + 1e-300
+
+
+@pytest.mark.parametrize(("sigma", "others"), [(0.33, 195), (0.5, 20), (1.0, 63)])
+def test_split_survival_bounds_many_ratios_and_beats_the_union_bound(sigma, others):
+    """Many other coordinates: above a Monte Carlo estimate (5 standard errors) where the survival is large
+    enough to estimate, and far below the union bound in the far tail, where one ratio carries the sum."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    w = np.exp((2 * rng.normal(0.0, sigma, size=(n, others)) - 1) / (2 * sigma * sigma))
+    total = np.sort(w.sum(axis=1))
+    for q in (0.5, 0.9, 0.99, 0.999):
+        r = float(total[int(q * n)])
+        estimate = float(np.mean(total > r))
+        se = math.sqrt(estimate * (1 - estimate) / n)
+        assert estimate - 5 * se <= float(_jump_or_many(sigma, others, np.array([math.log(r)]))[0])
+    # far out: about one ratio's survival at r, times the number of terms
+    log_r = math.log(others) + 6.0 / sigma + 0.5 / sigma**2
+    split = float(_jump_or_many(sigma, others, np.array([log_r]))[0])
+    one_jump = others * _q_survival(sigma, 0.5 * math.exp(log_r))
+    union = others * _q_survival(sigma, math.exp(log_r) / others)
+    assert split <= 1.01 * one_jump + 1e-300 and split < 1e-3 * union
 
 
 @pytest.mark.slow

@@ -107,9 +107,8 @@ at every step, every other record's 0).
 past the longest lattice (2e6 points) once ``sigma`` falls below about 0.6; the remove direction then
 accounts the ratios past the lattice on geometric cells, and the add direction the event that every
 coordinate lies in the bottom cell (``_allocation_tail``), so noise down to 0.3 is realised where the
-epoch has at most 512 steps (``realisable``: about 20 s and 2.5 GB, at most 11 % wide; with more, the
-lattice sum's windows grow with the ratio's spread: one epoch of 1000 steps at 0.3 takes about 50 s and
-6 GB). The lattice sum's FFT round-off
+epoch has at most 4096 steps (``realisable``: one epoch in 3 to 26 s and 0.6 to 3.7 GB, as at noise 0.5;
+within 0.2 % up to 512 steps, 2.2 % at 4096 steps and noise 0.45). The lattice sum's FFT round-off
 (about 1e-11 per epoch, charged as absolute error) must stay small against delta (above about 1e-10). Outside that range ``tightdp.schemes.allocation_epsilon`` answers a wide certified
 interval with a ``note``: the upper bound without amplification (for every
 allocation the epoch is one Gaussian step of sensitivity 1, so by joint
@@ -343,13 +342,15 @@ class RandomAllocation(Mechanism):
 #: below this noise multiplier (per unit sensitivity) 1-of-t allocation gets the wide interval at once
 _WIDE_SIGMA = 0.5
 #: ... unless it is at least this one and the epoch has at most ``_SMALL_NOISE_STEPS`` steps: the ratio's tail
-#: past a capped lattice is then on geometric cells (``_allocation_tail``; 10 steps at noise 0.4: 6 s, 0.03 %
-#: wide). One epoch, delta 1e-5, one process: 196 steps at 0.348 (noise 1.1 over 10 cycles of one bin) 22 s,
-#: 2.4 GB, [10.504, 10.663] (the wide interval's upper end: 15.78); 256 at 0.3 23 s, 3.9 % wide; 512 at 0.35 and
-#: 0.4 20 s, 2.5 GB, 11 % wide. Beyond, the lattice sum's windows grow with the ratio's spread: 1000 steps at 0.3
-#: took 49 s and 5.9 GB (11 %), 4000 at 0.4 answered [4.92, 10.66]
+#: past a capped lattice is then on geometric cells (``_allocation_tail``). One epoch, delta 1e-5, one process,
+#: the default accuracy: 196 steps at 0.348 (noise 1.1 over 10 cycles of one bin) 8 s, 1.1 GB, [10.4946,
+#: 10.4973] (the wide interval's upper end: 15.78); 512 at 0.35 6 s, 1.0 GB, 0.03 % wide; 1000 at 0.3 4.5 s,
+#: 4096 at 0.3 3.4 s (0.2 %); 2048 at 0.45 20 s, 2.5 GB (1 %); 4096 at 0.45 26 s, 3.7 GB (2.2 %), beside 4096
+#: at 0.5 (realised above the gate) 21 s, 3.0 GB (0.6 %). Longer epochs grow the lattice sum's windows: 10000
+#: at 0.45 took 27 s and 4.5 GB (2.3 %). Noise 0.2 and 0.25 over 10 to 200 steps answered within 0.14 % in 8 s,
+#: but the capped lattice is fuzzed from 0.3 only
 _SMALL_SIGMA = 0.3
-_SMALL_NOISE_STEPS = 512
+_SMALL_NOISE_STEPS = 4096
 
 
 def realisable(sigma: float, steps_per_epoch: int) -> bool:
@@ -365,6 +366,6 @@ def realisable(sigma: float, steps_per_epoch: int) -> bool:
     Returns
     -------
     bool
-        ``sigma >= 0.5``, or ``sigma >= 0.3`` with at most 512 steps per epoch.
+        ``sigma >= 0.5``, or ``sigma >= 0.3`` with at most 4096 steps per epoch.
     """
     return sigma >= _WIDE_SIGMA or (sigma >= _SMALL_SIGMA and steps_per_epoch <= _SMALL_NOISE_STEPS)
