@@ -309,7 +309,7 @@ def allocation_epsilon(
             eps_error,
             rel_error,
             f"noise multiplier {noise_multiplier:.4g} at {t} steps per epoch: the likelihood-ratio lattice would be "
-            "too long (realised from 0.5, or from 0.3 with at most 4096 steps per epoch)",
+            "too long (realised from 0.5, or from 0.2 with at most 4096 steps per epoch)",
         )
     acc = allocation_accountant(eps_error=eps_error, rel_error=rel_error)
     for steps, count in mech.blocks():
