@@ -589,8 +589,10 @@ def scheme_sweep(raw: dict[str, Any]) -> dict[str, Any]:
             "Shuffle is never within accuracy: its upper end is the Gaussian bound without amplification (no tighter "
             "certified bound is known) and its lower end Chua et al.'s attack pair; the width is the open question "
             "of shuffling, not a precision matter.",
-            "Cyclic allocation with per-slot noise sigma / sqrt(cycles) below 0.5 (below 0.3 where the cycle has at "
-            "most 128 steps) gets the wide certified interval (no amplification above, the max statistic below).",
+            "Cyclic allocation with per-slot noise sigma / sqrt(cycles) below 0.2 (below 0.5 where the cycle has more "
+            "than 4096 steps) gets the wide certified interval (no amplification above, the max statistic below); "
+            "so may per-slot noise below about 0.4 at deltas below about 1e-9, where the lattice sum's round-off "
+            "decides the width.",
         ],
     )
 
