@@ -25,6 +25,7 @@ from test_allocation import exact_delta_t2
 
 from tightdp import Gaussian
 from tightdp.mechanisms import RandomAllocation
+from tightdp.mechanisms._allocation_epoch import _coordinate
 from tightdp.mechanisms._allocation_tail import (
     _KAPPAS,
     _jump_or_many,
@@ -275,3 +276,18 @@ def test_three_steps_at_small_noise_contain_the_exact_delta():
         truth = _exact_delta_t3(0.45, float(e))
         assert lo <= truth * (1 + 1e-8) and truth <= up * (1 + 1e-8), (e, lo, truth, up)
         assert up - lo <= 1e-3 * truth
+
+
+def test_lattice_errors_turn_relative_where_a_tiny_tail_budget_needs_it():
+    """Near a long lattice's top the ratios' float edges leave per-point errors above 1e-9 of the masses: where
+    their l1 would exceed the tail budget (3e-9 at noise 0.355) they are charged as a relative error (up to
+    1e-6) instead; at an ordinary budget the cap stays 1e-9. Both are bounds."""
+    eta = 0.8 * 0.01 * math.sqrt(19)
+    _coordinate.cache_clear()
+    ordinary = _coordinate(0.355, eta, 1e-6)
+    tiny = _coordinate(0.355, eta, 1e-12)
+    _coordinate.cache_clear()
+    assert ordinary["M"] == tiny["M"] == 2_000_000  # the same (capped) lattice
+    assert ordinary["up_rel_p"] <= 1e-9 and ordinary["up_l1_p"] + ordinary["up_l1_q"] <= 1e-6
+    assert tiny["up_l1_p"] + tiny["up_l1_q"] <= 1e-12 and 1e-9 < tiny["up_rel_p"] <= 1e-6
+    assert ordinary["up_l1_p"] > 1e-12  # so the tiny budget's choice mattered

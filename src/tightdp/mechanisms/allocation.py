@@ -111,8 +111,10 @@ epoch has at most 4096 steps (``realisable``: one epoch in 3 to 26 s and 0.6 to 
 within 0.2 % up to 512 steps, 2.2 % at 4096 steps and noise 0.45). Tiny deltas: the lattice sum's FFT
 round-off (about 1e-16 of its largest mass) is recomputed under an exponential tilt so that it is relative in
 the far tail (``_allocation_epoch._sum_law``; noise 1, 196 steps, 10 epochs answer within accuracy at delta
-1e-12), but at small noise the lattice cells' own error bounds (about 1e-9 per epoch at noise 0.35, charged
-as absolute error) must stay below delta. Outside that range ``tightdp.schemes.allocation_epsilon`` answers a wide certified
+1e-12), and at small noise the lattice's per-point errors are charged as a relative error where their l1
+would exceed the tail budget (``_coordinate``; cyclic allocation at per-slot noise 0.355 and delta 1.1e-9
+answers within accuracy); what remains absolute (the add direction's infinite loss, the aliasing) must stay
+below delta. Outside that range ``tightdp.schemes.allocation_epsilon`` answers a wide certified
 interval with a ``note``: the upper bound without amplification (for every
 allocation the epoch is one Gaussian step of sensitivity 1, so by joint
 convexity it is ``1/sigma``-GDP) and the lower bound of ``max_i x_i``.
