@@ -592,7 +592,7 @@ def scheme_sweep(raw: dict[str, Any]) -> dict[str, Any]:
             "Cyclic allocation with per-slot noise sigma / sqrt(cycles) below 0.2 (below 0.5 where the cycle has more "
             "than 4096 steps) gets the wide certified interval (no amplification above, the max statistic below).",
             "Not answered within the 30 s cap: random allocation at noise 0.64, 2141 steps x 230 epochs, delta "
-            "1.4e-10, which refines for about 38 s to [7.34, 7.41] (alone, 4 GB).",
+            "1.4e-10, which refines for about 43 s to [7.34, 7.41] (alone, 6 GB peak).",
         ],
     )
 
