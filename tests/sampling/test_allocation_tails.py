@@ -291,3 +291,15 @@ def test_lattice_errors_turn_relative_where_a_tiny_tail_budget_needs_it():
     assert ordinary["up_rel_p"] <= 1e-9 and ordinary["up_l1_p"] + ordinary["up_l1_q"] <= 1e-6
     assert tiny["up_l1_p"] + tiny["up_l1_q"] <= 1e-12 and 1e-9 < tiny["up_rel_p"] <= 1e-6
     assert ordinary["up_l1_p"] > 1e-12  # so the tiny budget's choice mattered
+
+
+def test_an_epochs_relative_error_above_a_half_is_refused_not_clipped():
+    """Clipping the relative mass error would understate it: above 0.5 the epoch is refused by name."""
+    from tightdp.errors import PrecisionError
+    from tightdp.mechanisms._allocation_epoch import _checked_rel
+
+    assert _checked_rel(0.1, 10) == 0.1
+    with pytest.raises(PrecisionError, match="relative mass error over 4000000 steps"):
+        _checked_rel(0.6, 4_000_000)
+    with pytest.raises(PrecisionError):
+        _checked_rel(math.nan, 10)

@@ -458,8 +458,19 @@ def _epoch_pld(sigma: float, t: int, h: float, tail: float, direction: str, uppe
         mean_error=0.0,
         coupling_range=0.0,
         tv_error=l1,
-        rel_error=min(rel + 16 * _U, 0.5),
+        rel_error=_checked_rel(rel + 16 * _U, t),
     )
+
+
+def _checked_rel(rel: float, t: int) -> float:
+    """The epoch's relative mass error, refused (``PrecisionError``, so that the caller answers the wide interval)
+    where it would be too large to certify anything: never clipped, which would understate it."""
+    if not rel <= 0.5:
+        raise PrecisionError(
+            f"random allocation: the lattice's relative mass error over {t} steps is {rel:.3g} (above 0.5): "
+            "too many steps per epoch for this noise and delta"
+        )
+    return rel
 
 
 def clear_allocation_caches() -> None:
