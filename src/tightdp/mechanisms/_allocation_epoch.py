@@ -279,10 +279,8 @@ def _sum_law(
     # the tilted run only where the floor matters: its total exceeds a hundredth of the per-epoch tail on short
     # sums, a thousand times it on longer ones (the tilted window of a heavy-tailed sum can be many times the
     # first one, and where the floor is near the budget the first run already answers)
-    floor = float(np.sum(pointwise))
-    tilt_pays = (x.size <= _TILT_MAX_POINTS and floor > 1e-2 * tail) or (
-        x.size <= _TILT_MAX_POINTS_FAR and floor > _TILT_FAR_RATIO * tail
-    )
+    floor = float(np.sum(pointwise)) if x.size <= _TILT_MAX_POINTS_FAR else 0.0  # (longer: never tilted)
+    tilt_pays = floor > (1e-2 if x.size <= _TILT_MAX_POINTS else _TILT_FAR_RATIO) * tail
     if focus is not None and pw > 0.0 and tilt_pays:
         ok = masses > 1e4 * pointwise
         if np.count_nonzero(ok) >= 2:
