@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tightdp import ApproximateDP, ConnectDotsAccountant, Laplace, PoissonSampled, PureDP, RandomizedResponse
+from tightdp.mechanisms._finite_pairs import FinitePair
 from tightdp.pld.atoms import SelfComposedAtoms, atom_lattice
 from tightdp.pld.composition import convolution_power
 
@@ -236,3 +237,34 @@ def test_atom_lattice_finds_integer_multiples(unit, mult, base):
     gaps = sorted(v - min(values) for v in values)
     for gap, mi in zip(gaps, sorted(m)):
         assert abs(gap - mi * g) <= 1e-8 * max(1.0, abs(gap))
+
+
+def _trinomial_delta(eps: float, values: tuple[float, ...], probs: tuple[float, ...], count: int) -> float:
+    """Exact ``delta(eps) = E_P[(1 - e^(eps - L))_+]`` of ``count`` compositions of a three-atom pair, by
+    enumerating the trinomial counts (log-space weights, float sums of at most 1e5 non-negative terms)."""
+    from scipy.special import gammaln
+
+    n1, n2 = np.meshgrid(np.arange(count + 1), np.arange(count + 1), indexing="ij")
+    ok = n1 + n2 <= count
+    n1, n2 = n1[ok], n2[ok]
+    n3 = count - n1 - n2
+    logw = gammaln(count + 1) - gammaln(n1 + 1) - gammaln(n2 + 1) - gammaln(n3 + 1)
+    logw = logw + n1 * math.log(probs[0]) + n2 * math.log(probs[1]) + n3 * math.log(probs[2])
+    loss = n1 * values[0] + n2 * values[1] + n3 * values[2]
+    return float(np.sum(np.exp(logw) * np.clip(-np.expm1(eps - loss), 0.0, None)))
+
+
+def test_near_duplicate_atoms_are_no_lattice_and_compose():
+    """Two atoms 1e-12 apart beside a third (an attained pair of report-noisy-max over three candidates with two
+    tied ones) lie on no usable lattice: the 1e-9 relative test would take unit 1e-12 and offsets 1e11, and the
+    grid refused (GridTooLargeError). Now the pair composes, and its interval holds the exact trinomial answer."""
+    values = (0.06988542697786841, -0.04133150033483491, -0.04133150033598261)
+    probs = (0.3846739817354772, 0.30766300922259426, 0.3076630090419288)
+    assert atom_lattice(values) is None  # (was a lattice of unit 1.1e-12)
+    assert atom_lattice((0.0, 0.1, 0.1 + 1e-7)) is None
+    assert atom_lattice((0.0, 1e-4, 1.0)) == (1e-4, (0, 1, 10000))  # a fine but real lattice stays
+    count, delta = 300, 1e-6
+    b = ConnectDotsAccountant().compose(FinitePair(values=values, probs=probs), count).epsilon(delta)
+    assert _trinomial_delta(b.upper, values, probs, count) <= delta * (1 + 1e-9)
+    assert _trinomial_delta(b.lower, values, probs, count) >= delta * (1 - 1e-9)
+    assert b.upper - b.lower <= 2e-3 * b.upper

@@ -51,6 +51,9 @@ _U = float(np.finfo(float).eps) / 2
 _TRIM = 1e-280  # entries below this fraction of the largest are trimmed from a power's ends
 _TAIL_BELOW = 1e-3  # share of the tail budget spent below the kept atoms (as ``ConnectDotsAccountant``)
 _MAX_UNITS = 64  # the lattice unit is the smallest gap divided by at most this
+#: the largest integer offset of a lattice: beyond it the 1e-9 relative test below accepts any values (two atoms
+#: 1e-11 apart beside one 0.1 away "lie" on a lattice of unit 1e-11, offsets 1e10, whose grid no one can build)
+_MAX_OFFSET = 1 << 17
 
 
 def atom_gaps(losses: Iterable[PrivacyLoss]) -> set[float]:
@@ -82,7 +85,9 @@ def atom_gaps(losses: Iterable[PrivacyLoss]) -> set[float]:
 
 def atom_lattice(values: Iterable[float]) -> tuple[float, tuple[int, ...]] | None:
     """``(g, m)`` with every value ``v_i = v_0 + m_i g`` up to 1e-9 relative (``v_0`` the smallest,
-    ``g`` the smallest gap over at most 64), or ``None`` if the atoms lie on no such lattice.
+    ``g`` the smallest gap over at most 64, every ``m_i`` at most ``2^17``), or ``None`` if the atoms lie on no
+    such lattice (a lattice with larger offsets is no test of commensurability: the relative tolerance then
+    holds for any values, and its grid would be too fine to build).
 
     Parameters
     ----------
@@ -109,6 +114,8 @@ def atom_lattice(values: Iterable[float]) -> tuple[float, tuple[int, ...]] | Non
         return None
     for k in range(1, _MAX_UNITS + 1):
         unit = d1 / k
+        if gaps[-1] / unit > _MAX_OFFSET:  # (a larger k only raises the offsets)
+            return None
         m = [round(g / unit) for g in gaps]
         if all(abs(g / unit - mi) <= 1e-9 * max(1.0, mi) for g, mi in zip(gaps, m)):
             return unit, tuple(m)
