@@ -20,6 +20,7 @@ from .accountants import ConnectDotsAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
+from .mechanisms._finite_pairs import CLOSED_FORM_REL_ERROR
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import (
     ExponentialMechanism,
@@ -73,18 +74,49 @@ _GAP_SWEEP = 14
 _GAP_REFINE = 12
 
 
+def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
+    """A certified lower end of ``count`` compositions of the exact attained pair that ``pair`` holds in floating
+    point: each of its masses within a factor ``1 +- rho`` of the exact one (``rho = CLOSED_FORM_REL_ERROR``).
+
+    Over ``n = count`` steps every outcome's P-mass is then at most ``(1 + rho)^n`` times the exact one and its
+    Q-mass at least ``(1 - rho)^n`` times, so ``delta~(eps) <= (1 + rho)^n delta(eps - kappa)`` with ``kappa = n
+    log((1 + rho) / (1 - rho))``: the computed pair's certified lower end at ``delta (1 + rho)^n``, less
+    ``kappa``, is one of the exact pair at ``delta`` (2e-9 for a thousand steps).
+
+    Parameters
+    ----------
+    pair : Mechanism
+        The attained pair (a ``FinitePair`` from closed-form probabilities).
+    count : int
+        Its uses.
+    delta : float
+        The delta.
+
+    Returns
+    -------
+    float
+        The lower end, ``>= 0`` (0 where the inflated delta reaches 1).
+    """
+    inflated = delta * math.exp(count * math.log1p(CLOSED_FORM_REL_ERROR))
+    if inflated >= 1.0:
+        return 0.0
+    low = float(ConnectDotsAccountant().compose(pair, count).epsilon(inflated).lower)
+    kappa = count * (math.log1p(CLOSED_FORM_REL_ERROR) - math.log1p(-CLOSED_FORM_REL_ERROR))
+    return max(0.0, low - kappa)
+
+
 def _best_gap(
     family: Callable[[float], Mechanism | None], epsilon: float, count: int, delta: float
 ) -> tuple[float, float]:
-    """``(lower end, gap)``: the largest certified lower end among the two-candidate attained pairs at the gaps
-    tried, composed ``count`` times. Every value is the certified lower end of one attained pair, so the maximum
-    is one too whatever the search finds; the search only decides how good it is. A sweep of gaps ``1 +- s``
-    (``a`` and ``2 - a`` are the pair's two directions), then a bounded scalar search between the best one's
-    neighbours. At small delta the worst gap lies far in the noise's tail, beyond the seven fixed gaps."""
+    """``(lower end, gap)``: the largest certified lower end among a family's attained pairs at the gaps tried,
+    composed ``count`` times. Every value is the certified lower end of one attained pair, so the maximum is one
+    too whatever the search finds; the search only decides how good it is. A sweep of gaps ``1 +- s`` (for two
+    candidates ``a`` and ``2 - a`` are the pair's two directions), then a bounded scalar search between the best
+    one's neighbours. At small delta the worst gap lies far in the noise's tail, beyond the seven fixed gaps."""
 
     def lower_at(a: float) -> float:
         pair = family(a)
-        return 0.0 if pair is None else float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
+        return 0.0 if pair is None else attained_lower(pair, count, delta)
 
     top = min(1400.0 / epsilon, 1e7) if epsilon > 0 else 1.0
     gaps = sorted({1.0 + sg * s for s in np.geomspace(0.02, max(top, 0.04), _GAP_SWEEP) for sg in (-1.0, 1.0)})
@@ -153,16 +185,23 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
     pairs = getattr(mechanism, "attained_pairs", lambda: ())()
     lower, lower_method = 0.0, "none known: 0"
     for pair in pairs:
-        lo = float(ConnectDotsAccountant().compose(pair, count).epsilon(delta).lower)
+        lo = attained_lower(pair, count, delta)
         if lo > lower:
             lower, lower_method = lo, f"attained pair {pair.describe()}"
-    family = getattr(mechanism, "attained_pair_at", None)
+    families = getattr(mechanism, "attained_pair_families", None)
+    if families is not None:
+        searched = families()
+    else:
+        at = getattr(mechanism, "attained_pair_at", None)
+        searched = () if at is None else (("two candidates at score gap a", at),)
     lower_gap = None
-    if family is not None and family(1.0) is not None:
+    for name, family in searched:
+        if family(1.0) is None:
+            continue
         lo, gap = _best_gap(family, float(getattr(mechanism, "epsilon", 0.0)), count, delta)
         if lo > lower:
             lower, lower_gap = lo, gap
-            lower_method = f"attained pair: two candidates at score gap {gap:.6g} (searched at this delta)"
+            lower_method = f"attained pair: {name}, a = {gap:.6g} (searched at this delta)"
     adaptive = None
     params = bounded_range_parameters(mechanism)
     eta, cap = params if params is not None else (0.0, 0.0)

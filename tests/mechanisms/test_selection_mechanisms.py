@@ -16,6 +16,8 @@ from hypothesis import strategies as st
 from scipy import integrate
 
 from tightdp import ConnectDotsAccountant
+from tightdp._mechanism_epsilon import attained_lower
+from tightdp.mechanisms._finite_pairs import _laplace_lone
 from tightdp.mechanisms.base import mechanism_from_dict
 from tightdp.mechanisms.selection import (
     BoundedRange,
@@ -119,8 +121,13 @@ def test_attained_pairs_are_the_mechanisms_output_laws():
         ),
         [-mpmath.inf, -2, 0, mpmath.inf],
     )
-    rnm = ReportNoisyMax(epsilon=eps, noise="laplace").attained_pairs()[0]
+    rnm = ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=2).attained_pairs()[0]
     assert math.isclose(rnm.values[1], float(mpmath.log(mpmath.mpf(0.5) / tail)), rel_tol=1e-10)
+    # three candidates (any number): first the lone one against two tied, scores (0, 0, 0) against (-1, 1, 1)
+    lone = ReportNoisyMax(epsilon=eps, noise="laplace").attained_pairs()[0]
+    assert lone == ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=5).attained_mechanism()
+    assert math.isclose(lone.probs[1], 1 / 3, rel_tol=1e-14)
+    assert math.isclose(lone.values[1], math.log((1 / 3) / _laplace_output_lone(-2.0, eps)), rel_tol=1e-10)
     # exponential mechanism: m of n candidates up, the log ratios of the two groups differ by epsilon
     for pair in ExponentialMechanism(epsilon=eps, num_candidates=7).attained_pairs():
         assert math.isclose(pair.values[1] - pair.values[0], eps, rel_tol=1e-12)
@@ -159,6 +166,65 @@ def _laplace_output_two(u: tuple[float, float], eps: float) -> float:
     )
 
 
+def _laplace_output_lone(lead: float, eps: float) -> float:
+    """Report-noisy-max with Laplace(2 / eps) noise, three candidates with scores ``(lead, 0, 0)`` (Delta = 1): the
+    first one's win probability ``P(lead + Z1 > max(Z2, Z3))``, by quadrature over Z1 (scipy, split at the
+    kinks): independent of the closed form of ``_finite_pairs._laplace_lone``."""
+    b = 2.0 / eps
+
+    def integrand(z: float) -> float:
+        x = lead + z  # both rivals' noises must stay below x
+        below = 1 - math.exp(-x / b) / 2 if x >= 0 else math.exp(x / b) / 2
+        return math.exp(-abs(z) / b) / (2 * b) * below * below
+
+    edges = [-math.inf, *sorted({-lead, 0.0}), math.inf]
+    return sum(
+        integrate.quad(integrand, lo, hi, epsabs=0, epsrel=1e-13, limit=200)[0]
+        for lo, hi in itertools.pairwise(edges)
+        if hi > lo
+    )
+
+
+@settings(max_examples=scaled(20), deadline=None)
+@given(eps=st.floats(0.01, 8.0), lead=st.floats(-30.0, 30.0))
+def test_lone_candidate_against_two_tied_closed_form(eps, lead):
+    """The closed form of the lone candidate's win and loss probabilities (both computed directly) against
+    quadrature of the three-candidate output law, to 1e-9 relative on each."""
+    win, lose = _laplace_lone(eps)(lead)
+    ref = _laplace_output_lone(lead, eps)
+    assert math.isclose(win, ref, rel_tol=1e-9)
+    if ref < 0.999:
+        assert math.isclose(lose, 1.0 - ref, rel_tol=1e-9)
+
+
+@settings(max_examples=scaled(8), deadline=None)
+@given(eps=st.floats(0.02, 3.0), k=st.sampled_from([1, 2, 5, 40]), log_delta=st.floats(-16.0, -3.0))
+@example(eps=0.1, k=40, log_delta=math.log(1e-6))
+def test_three_candidate_lower_end_is_an_attained_pair_below_the_truth(eps, k, log_delta):
+    """Laplace report-noisy-max over three candidates: the lower end comes from the lone candidate against two tied
+    ones (it beats every two-candidate pair here), whose pair is recomputed from the scores by quadrature; the exact
+    delta of that pair composed ``k`` times (mpmath binomial sum) at the lower end is at least delta."""
+    delta = math.exp(log_delta)
+    mech = ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=3)
+    b = selection_epsilon(mechanism=mech, delta=delta, count=k)
+    two = selection_epsilon(
+        mechanism=ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=2), delta=delta, count=k
+    )
+    assert b.lower >= two.lower and b.lower <= b.upper
+    method = b.details["lower_method"]
+    if "lower_gap" not in b.details:  # a fixed pair won: it is one of attained_pairs, checked on its own masses
+        pairs = [p for p in mech.attained_pairs() if attained_lower(p, k, delta) == b.lower]
+        p_win = pairs[0].probs[1]
+        q_win = p_win / math.exp(pairs[0].values[1])
+    else:
+        a = b.details["lower_gap"]
+        law = _laplace_output_lone if "tied" in method else lambda g, e: _laplace_output_two((0.0, g), e)
+        p_win, q_win = law(a, eps), law(a - 2.0, eps)
+        if "rising" in method:
+            p_win, q_win = q_win, p_win
+    assert _binary_composed_delta(p_win, q_win, k, b.lower) >= delta * (1 - 1e-9)
+
+
 @settings(max_examples=scaled(6), deadline=None)
 @given(eps=st.floats(0.05, 4.0))
 @example(eps=0.3)
@@ -170,12 +236,17 @@ def test_every_two_candidate_pair_is_the_mechanism_on_its_scores(eps):
 
     for mech, law in (
         (PermuteAndFlip(epsilon=eps), _pf_output_two),
-        (ReportNoisyMax(epsilon=eps, noise="laplace"), _laplace_output_two),
+        (ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=2), _laplace_output_two),
+        (ReportNoisyMax(epsilon=eps, noise="laplace"), lambda u, e: _laplace_output_lone(u[0] - u[1], e)),
     ):
         pairs = mech.attained_pairs()
-        assert len(pairs) == len(_GAPS)
+        lone = getattr(mech, "num_candidates", 2) is None  # (any number: the lone candidate's pairs come first)
+        assert len(pairs) == len(_GAPS) * (2 if lone else 1)
         for a, pair in zip(_GAPS, pairs):
-            p2, q2 = law((0.0, a), eps), law((1.0, a - 1.0), eps)
+            if lone:  # the lone candidate leads by a on D, by a - 2 on D'
+                p2, q2 = law((a, 0.0), eps), law((a - 1.0, 1.0), eps)
+            else:
+                p2, q2 = law((0.0, a), eps), law((1.0, a - 1.0), eps)
             assert math.isclose(pair.probs[1], p2, rel_tol=1e-10)
             assert math.isclose(pair.values[1], math.log(p2 / q2), rel_tol=1e-9, abs_tol=1e-12)
             assert math.isclose(pair.values[0], math.log((1 - p2) / (1 - q2)), rel_tol=1e-9, abs_tol=1e-12)
@@ -305,7 +376,8 @@ def test_laplace_report_noisy_max_below_its_dominating_pairs(eps, d, seed, level
 def test_laplace_report_noisy_max_with_known_candidates():
     """300 uses at epsilon 0.1 (1000 in the benchmark and the guide: 8.311 for two): two candidates, the adaptive
     bounded-range program (4.153: epsilon-BR, module docstring); three, the product of three Laplace steps
-    (7.71); eight, pure DP (9.17). The lower end is the same attained two-candidate pair throughout."""
+    (7.71); eight, pure DP (9.17). The lower end: the attained two-candidate pair for two (4.131); for three or
+    more, the lone candidate against two tied ones (4.602)."""
     run = lambda d: selection_epsilon(
         mechanism=ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=d), delta=1e-6, count=300
     )
@@ -314,7 +386,9 @@ def test_laplace_report_noisy_max_with_known_candidates():
     assert two.upper - two.lower <= 6e-3 * two.upper  # [4.131, 4.153]
     assert three.upper == pytest.approx(7.7097, abs=2e-3) and "3 x Laplace" in three.details["upper_method"]
     assert eight.upper == pytest.approx(pure.upper, rel=1e-12) == pytest.approx(9.1666, abs=2e-3)
-    assert two.lower == three.lower == pure.lower == pytest.approx(4.1314, abs=1e-3)
+    assert two.lower == pytest.approx(4.1314, abs=1e-3)
+    assert three.lower == eight.lower == pure.lower == pytest.approx(4.6015, abs=1e-3)
+    assert "tied" in three.details["lower_method"]
     # the Laplace-difference pair alone (one use's dominating pair) is far looser over many uses
     own = ConnectDotsAccountant().compose(ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=2), 300)
     assert own.per_step_upper(1e-6) > 1.05 * two.upper
@@ -356,7 +430,7 @@ def test_searched_gap_is_an_attained_pair_below_the_truth(eps, k, log_delta, pf)
     mech = PermuteAndFlip(epsilon=eps) if pf else ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=2)
     law = _pf_output_two if pf else _laplace_output_two
     b = selection_epsilon(mechanism=mech, delta=delta, count=k)
-    fixed = max(float(ConnectDotsAccountant().compose(p, k).epsilon(delta).lower) for p in mech.attained_pairs())
+    fixed = max(attained_lower(p, k, delta) for p in mech.attained_pairs())
     assert b.lower >= fixed * (1 - 1e-12) and b.lower <= b.upper
     if "lower_gap" not in b.details:
         assert "score gap" not in b.details["lower_method"]

@@ -89,10 +89,10 @@ class SparseVector(Mechanism):
         b2 = 2.0 * self.cutoff / (self.epsilon - self.threshold_epsilon)
         out = []
         for a in (-1.0, -0.5, 0.0):
-            p_up, q_up = _above(-a, b1, b2), _above(-a - 1.0, b1, b2)
-            if 0.0 < p_up < 1.0 and 0.0 < q_up < 1.0:
-                values = (math.log(p_up / q_up), math.log((1.0 - p_up) / (1.0 - q_up)))
-                out.append(FinitePair(values=values, probs=(p_up, 1.0 - p_up)))
+            (p_up, p_down), (q_up, q_down) = _above(-a, b1, b2), _above(-a - 1.0, b1, b2)
+            if min(p_up, p_down, q_up, q_down) > 0.0:
+                values = (math.log(p_up / q_up), math.log(p_down / q_down))
+                out.append(FinitePair(values=values, probs=(p_up, p_down)))
         return tuple(out)
 
     def attained_mechanism(self) -> Mechanism | None:
