@@ -151,6 +151,9 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         other = self._undominated()
         if other is not None:
             return self._fallback(delta, f"no dominance discretisation for {other}")
+        tv = self._atoms_total_variation()
+        if tv is not None and tv < delta:
+            return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": f"delta(0) <= {tv:.3g} < delta: epsilon 0"})
         try:
             out = self._epsilon_dominance(delta)
         except LossRangeError as exc:
