@@ -263,7 +263,7 @@ def test_fewer_bands_than_the_cycle_reach_allocation_pairs_below_noise_one():
     k = np.arange(1, 16)
     c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
     strategy = BandedToeplitz(c_col=c / np.linalg.norm(c))
-    run = lambda delta: matrix_epsilon(  # noqa: E731
+    run = lambda delta: matrix_epsilon(
         strategy=strategy, noise_multiplier=4.0, steps=2000, delta=delta, sampler=BallsInBins(cycle_length=64)
     )
     assert run(1e-6).upper < 5.0
