@@ -96,6 +96,11 @@ def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     -------
     float
         The lower end, ``>= 0`` (0 where the inflated delta reaches 1).
+
+    Raises
+    ------
+    ValueError
+        If ``pair`` is not a ``Mechanism`` or ``count`` not a positive integer (from the accountant).
     """
     inflated = delta * math.exp(count * math.log1p(CLOSED_FORM_REL_ERROR))
     if inflated >= 1.0:

@@ -81,6 +81,11 @@ def first_above_law(a: float, b1: float, b2: float, k0: int) -> tuple[list[float
     -------
     tuple or None
         The probabilities and the largest relative error bound, or ``None``.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If a scale is 0 (``SparseVector`` passes positive scales only).
     """
     cuts = sorted({0.0, a})
     edges = [-math.inf, *cuts, math.inf]
@@ -130,6 +135,11 @@ def first_above_pair(a: float, b1: float, b2: float, *, swapped: bool = False) -
     -------
     FinitePair or None
         The pair.
+
+    Raises
+    ------
+    ZeroDivisionError
+        If a scale is 0 (as ``first_above_law``).
     """
     laws = [first_above_law(x, b1, b2, _FIRST_ABOVE_OUTPUTS) for x in (a, a + 1.0)]
     if laws[0] is None or laws[1] is None or max(laws[0][1], laws[1][1]) > CLOSED_FORM_REL_ERROR:
