@@ -19,6 +19,7 @@ from ._validation import check_count, check_delta
 from .accountants import ConnectDotsAccountant
 from .accountants import _rdp_math as rm
 from .bounds import Bounds
+from .errors import PrecisionError
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
 from .mechanisms._finite_pairs import CLOSED_FORM_REL_ERROR
 from .mechanisms.base import Mechanism
@@ -95,7 +96,9 @@ def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     Returns
     -------
     float
-        The lower end, ``>= 0`` (0 where the inflated delta reaches 1).
+        The lower end, ``>= 0``: 0 where the inflated delta reaches 1, or where the accountant cannot resolve the
+        pair (a ``PrecisionError``, e.g. a grid too large at an epsilon in the thousands): a search over candidate
+        pairs then skips it rather than fail the whole query, and 0 is always a lower end.
 
     Raises
     ------
@@ -105,7 +108,10 @@ def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     inflated = delta * math.exp(count * math.log1p(CLOSED_FORM_REL_ERROR))
     if inflated >= 1.0:
         return 0.0
-    low = float(ConnectDotsAccountant().compose(pair, count).epsilon(inflated).lower)
+    try:
+        low = float(ConnectDotsAccountant().compose(pair, count).epsilon(inflated).lower)
+    except PrecisionError:
+        return 0.0
     kappa = count * (math.log1p(CLOSED_FORM_REL_ERROR) - math.log1p(-CLOSED_FORM_REL_ERROR))
     return max(0.0, low - kappa)
 
