@@ -201,14 +201,12 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
             lower, lower_method = lo, f"attained pair {pair.describe()}"
     families = getattr(mechanism, "attained_pair_families", None)
     if families is not None:
-        searched = families()
-    else:
+        searched = families()  # (a family may decline single gaps: ``_best_gap`` scores those 0)
+    else:  # one family, or none where it declines the central gap (Gumbel noise, epsilon 0)
         at = getattr(mechanism, "attained_pair_at", None)
-        searched = () if at is None else (("two candidates at score gap a", at),)
+        searched = () if at is None or at(1.0) is None else (("two candidates at score gap a", at),)
     lower_gap = None
     for name, family in searched:
-        if family(1.0) is None:
-            continue
         lo, gap = _best_gap(family, float(getattr(mechanism, "epsilon", 0.0)), count, delta)
         if lo > lower:
             lower, lower_gap = lo, gap

@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 import pytest
 from _support import scaled
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tightdp import ApproximateDP, ConnectDotsAccountant, Laplace, PoissonSampled, PureDP, RandomizedResponse
@@ -302,3 +302,26 @@ def _pure_delta_mp(eps: float, e0: float, k: int) -> float:
         if loss > eps:
             total += mpmath.binomial(k, j) * p**j * (1 - p) ** (k - j) * (1 - mpmath.exp(eps - loss))
     return float(total)
+
+
+@settings(max_examples=scaled(25), deadline=None)
+@given(
+    p=st.lists(st.floats(0.02, 1.0), min_size=3, max_size=3),
+    q=st.lists(st.floats(0.02, 1.0), min_size=3, max_size=3),
+    count=st.integers(1, 30),
+    factor=st.floats(0.3, 3.0),
+)
+def test_total_variation_shortcut_at_random_pairs(p, q, count, factor):
+    """Random three-outcome pairs, delta on either side of the shortcut's bound ``count * delta_1(0)``: where the
+    answer is 0 the exact composed delta(0) (trinomial enumeration) is below delta, and every upper end leaves
+    the exact delta below delta."""
+    pm, qm = np.array(p) / sum(p), np.array(q) / sum(q)
+    values = tuple(float(v) for v in np.log(pm / qm))
+    probs = tuple(float(x) for x in pm)
+    tv1 = float(np.dot(pm, -np.expm1(-np.maximum(values, 0.0))))
+    assume(tv1 > 1e-6)
+    delta = min(0.5, factor * count * tv1)
+    b = ConnectDotsAccountant().compose(FinitePair(values=values, probs=probs), count).epsilon(delta)
+    if b.upper == 0.0:
+        assert _trinomial_delta(0.0, values, probs, count) <= delta * (1 + 1e-9)
+    assert _trinomial_delta(b.upper, values, probs, count) <= delta * (1 + 1e-9)
