@@ -21,7 +21,6 @@ from .accountants import _rdp_math as rm
 from .bounds import Bounds
 from .errors import PrecisionError
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
-from .mechanisms._finite_pairs import CLOSED_FORM_REL_ERROR
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import (
     ExponentialMechanism,
@@ -77,12 +76,8 @@ _GAP_REFINE = 12
 
 def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     """A certified lower end of ``count`` compositions of the exact attained pair that ``pair`` holds in floating
-    point: each of its masses within a factor ``1 +- rho`` of the exact one (``rho = CLOSED_FORM_REL_ERROR``).
-
-    Over ``n = count`` steps every outcome's P-mass is then at most ``(1 + rho)^n`` times the exact one and its
-    Q-mass at least ``(1 - rho)^n`` times, so ``delta~(eps) <= (1 + rho)^n delta(eps - kappa)`` with ``kappa = n
-    log((1 + rho) / (1 - rho))``: the computed pair's certified lower end at ``delta (1 + rho)^n``, less
-    ``kappa``, is one of the exact pair at ``delta`` (2e-9 for a thousand steps).
+    point, its masses within ``pair.masses_rel_error()`` of the exact ones (the accountant pays for that:
+    ``Accountant._query``; 2e-9 for a thousand steps at ``CLOSED_FORM_REL_ERROR``).
 
     Parameters
     ----------
@@ -96,7 +91,7 @@ def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     Returns
     -------
     float
-        The lower end, ``>= 0``: 0 where the inflated delta reaches 1, or where the accountant cannot resolve the
+        The lower end, ``>= 0``: 0 where the paid delta reaches 1, or where the accountant cannot resolve the
         pair (a ``PrecisionError``, e.g. a grid too large at an epsilon in the thousands): a search over candidate
         pairs then skips it rather than fail the whole query, and 0 is always a lower end.
 
@@ -105,15 +100,10 @@ def attained_lower(pair: Mechanism, count: int, delta: float) -> float:
     ValueError
         If ``pair`` is not a ``Mechanism`` or ``count`` not a positive integer (from the accountant).
     """
-    inflated = delta * math.exp(count * math.log1p(CLOSED_FORM_REL_ERROR))
-    if inflated >= 1.0:
-        return 0.0
     try:
-        low = float(ConnectDotsAccountant().compose(pair, count).epsilon(inflated).lower)
+        return max(0.0, ConnectDotsAccountant().compose(pair, count).epsilon_lower_end(delta))
     except PrecisionError:
         return 0.0
-    kappa = count * (math.log1p(CLOSED_FORM_REL_ERROR) - math.log1p(-CLOSED_FORM_REL_ERROR))
-    return max(0.0, low - kappa)
 
 
 def _best_gap(

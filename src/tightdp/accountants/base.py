@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -128,7 +128,7 @@ class Accountant(ABC):
         if not self._ledger:
             return Bounds(0.0, 0.0, 0.0, "epsilon", self.kind, {"note": "nothing composed"})
         try:
-            return self._attained_lower(self._epsilon(delta), lambda acc: acc.epsilon(delta))
+            return self._attained_lower(self._query("epsilon", delta), "epsilon", delta)
         except MemoryError as exc:
             raise _out_of_memory("epsilon", exc) from None
 
@@ -163,7 +163,7 @@ class Accountant(ABC):
             z = 0.0 if scalar else np.zeros_like(eps)
             return Bounds(z, z, z, "delta", self.kind, {"note": "nothing composed"})
         try:
-            out = self._attained_lower(self._delta(eps), lambda acc: acc.delta(eps))
+            out = self._attained_lower(self._query("delta", eps), "delta", eps)
         except MemoryError as exc:
             raise _out_of_memory("delta", exc) from None
         if scalar:
@@ -188,7 +188,90 @@ class Accountant(ABC):
             entries.append((low, count))
         return None if same else tuple(entries)
 
-    def _attained_lower(self, out: Bounds, query: Callable[[Accountant], Bounds]) -> Bounds:
+    def epsilon_lower_end(self, delta: float) -> float:
+        """The certified lower end of ``epsilon(delta)`` alone: what a search over candidate attained pairs needs,
+        without the second engine query that the paid upper end of closed-form pairs costs.
+
+        Parameters
+        ----------
+        delta : float
+            Target delta in ``(0, 1)``.
+
+        Returns
+        -------
+        float
+            ``epsilon(delta).lower`` (from attained pairs only, paid for rounding), 0 where no step offers one.
+
+        Raises
+        ------
+        ValueError
+            ``delta`` out of range.
+        PrecisionError
+            No certified answer in double precision.
+        """
+        delta = check_delta("delta", delta)
+        ledger = self._attained_ledger()
+        if not self._ledger or ledger == ():
+            return 0.0
+        acc = self if ledger is None else type(self)(**self.options()).compose(list(ledger))
+        low = acc._query("epsilon", delta, with_upper=False).lower
+        return 0.0 if low is None else float(low)
+
+    def _query(self, quantity: str, arg: Any, *, with_upper: bool = True) -> Bounds:
+        """The engine's bounds (``_epsilon(delta)`` or ``_delta(epsilons)``), paid for the rounding of masses
+        computed from closed forms (``Mechanism.masses_rel_error``).
+
+        With every mass of step ``i`` within a factor ``1 +- rho_i`` of the exact pair's, the composed masses of
+        ``n = sum c_i`` steps are within ``A = prod (1 + rho_i)^c_i`` above and ``B = prod (1 - rho_i)^c_i``
+        below, so with ``kappa = log(A / B)`` the exact curve and the computed one ``delta~`` satisfy
+        ``delta~(eps + kappa) / A <= delta(eps) <= delta~(eps - kappa) / B`` (for ``eps < kappa`` the right side
+        is ``(delta~(0) + A (1 - e^(eps - kappa))) / B``). For epsilon: the lower end at ``delta A``, less
+        ``kappa``; the upper end at ``delta B``, plus ``kappa``. A thousand steps at ``rho = 1e-12`` cost 2e-9.
+        ``with_upper=False``: the lower end alone (one engine query instead of two), the upper end ``inf`` (or 1).
+        """
+        rounding = [(m.masses_rel_error(), c) for m, c in self._ledger]
+        if all(rho == 0.0 for rho, _ in rounding):
+            return self._epsilon(arg) if quantity == "epsilon" else self._delta(arg)
+        log_a = sum(c * np.log1p(rho) for rho, c in rounding)
+        log_b = sum(c * np.log1p(-rho) for rho, c in rounding)
+        kappa = float(log_a - log_b)
+        details: dict[str, Any] = {"closed_form_rounding": kappa}
+        if quantity == "epsilon":
+            delta = float(arg)
+            raised = delta * float(np.exp(log_a))
+            lower: Any = 0.0
+            high = None
+            if raised < 1.0:
+                low = self._epsilon(raised)
+                lower = None if low.lower is None else max(0.0, float(low.lower) - kappa)
+                high = low
+            upper: Any = np.inf
+            if with_upper or high is None:
+                high = self._epsilon(delta * float(np.exp(log_b)))
+                if with_upper:
+                    upper = None if high.upper is None else float(high.upper) + kappa
+        else:
+            eps = np.asarray(arg, float)
+            low = high = self._delta(eps + kappa)
+            lower = None if low.lower is None else np.asarray(low.lower, float) * float(np.exp(-log_a))
+            upper = np.ones_like(eps)
+            if with_upper:
+                shifted = eps - kappa
+                high = self._delta(np.maximum(shifted, 0.0))
+                upper = None
+                if high.upper is not None:
+                    slack = np.where(shifted < 0.0, -np.expm1(np.minimum(shifted, 0.0)) * float(np.exp(log_a)), 0.0)
+                    upper = np.minimum((np.asarray(high.upper, float) + slack) * float(np.exp(-log_b)), 1.0)
+        est = high.estimate
+        details.update(high.details)
+        if est is not None and upper is not None:
+            est = np.minimum(np.asarray(est, float), upper)
+            if lower is not None:
+                est = np.maximum(est, lower)
+            est = float(est) if np.ndim(est) == 0 else est
+        return Bounds(lower, est, upper, high.quantity, high.kind, details)
+
+    def _attained_lower(self, out: Bounds, quantity: str, arg: Any) -> Bounds:
         """``out`` with its lower end taken from the attained ledger (``Mechanism`` says why).
 
         The accountant's own lower end bounds the curve of the composed dominating pairs; where some
@@ -214,7 +297,7 @@ class Accountant(ABC):
         else:
             twin = type(self)(**self.options())
             try:
-                low = query(twin.compose(list(ledger)))
+                low = twin.compose(list(ledger))._query(quantity, arg, with_upper=False)
                 lower = np.asarray(low.lower if low.lower is not None else 0.0, float)
                 details["lower"] = "certified lower end of the attained pairs: " + ", ".join(
                     sorted({m.describe() for m, _ in ledger})

@@ -20,6 +20,8 @@ __all__ = ["CLOSED_FORM_REL_ERROR", "FinitePair", "check_selection_epsilon", "tw
 
 #: the largest epsilon a selection mechanism takes
 _MAX_EPSILON = 500.0
+#: the largest relative error of a finite pair's masses accepted (beyond it the pair is not worth composing)
+_MAX_MASS_REL_ERROR = 1e-6
 
 
 def check_selection_epsilon(value: object) -> float:
@@ -38,11 +40,17 @@ class FinitePair(Mechanism):
         The finite losses of the outputs, at least one.
     probs : tuple of float
         Their P-masses, non-negative, one per value.
+    mass_rel_error : float, optional
+        A bound ``rho`` on the relative error of every mass, P's (``probs``) and Q's (``probs * e^(-values)``),
+        against the exact pair the floats stand for (default 0: the floats are the pair). Pairs computed from
+        closed forms carry ``CLOSED_FORM_REL_ERROR``; the accountants pay for it at both ends
+        (``Accountant._query``).
 
     Raises
     ------
     ValueError
-        If the lengths differ, ``values`` is empty or holds a non-finite loss, or a mass is negative.
+        If the lengths differ, ``values`` is empty or holds a non-finite loss, a mass is negative, or
+        ``mass_rel_error`` is not in ``[0, 1e-6]``.
 
     References
     ----------
@@ -54,6 +62,7 @@ class FinitePair(Mechanism):
     pair_attained = True
     values: tuple[float, ...]
     probs: tuple[float, ...]
+    mass_rel_error: float = 0.0
 
     def __post_init__(self) -> None:
         v = tuple(float(x) for x in self.values)
@@ -62,6 +71,13 @@ class FinitePair(Mechanism):
             raise ValueError("values and probs must be equally long, finite, probs non-negative")
         object.__setattr__(self, "values", v)
         object.__setattr__(self, "probs", p)
+        rho = check_real(
+            "mass_rel_error", self.mass_rel_error, low=0.0, high=_MAX_MASS_REL_ERROR, low_open=False, high_open=False
+        )
+        object.__setattr__(self, "mass_rel_error", rho)
+
+    def masses_rel_error(self) -> float:
+        return self.mass_rel_error
 
     def privacy_losses(self) -> LossPair:
         loss = DiscreteLoss(values=self.values, probs=self.probs)
@@ -96,7 +112,7 @@ def two_candidate_pair(second: Outcome, gap: float, *, swapped: bool = False) ->
     if min(p_win, p_lose, q_win, q_lose) <= 0.0:
         return None
     values = (math.log(p_lose / q_lose), math.log(p_win / q_win))
-    return FinitePair(values=values, probs=(p_lose, p_win))
+    return FinitePair(values=values, probs=(p_lose, p_win), mass_rel_error=CLOSED_FORM_REL_ERROR)
 
 
 def _two_candidate_pairs(second: Outcome, *, swapped: bool = False) -> tuple[FinitePair, ...]:

@@ -37,6 +37,8 @@ __all__ = ["SparseVector", "first_above_law", "first_above_pair"]
 
 _U = 2.0**-53
 #: outputs of the stream's pair: the index of the first answer above, 1 to ``_FIRST_ABOVE_OUTPUTS - 1``, or later
+#: a bound on the relative error a loss ``log(p / q)`` of probabilities below 1 adds to the implied Q-mass
+_LOSS_ROUNDING = 4e-13
 _FIRST_ABOVE_OUTPUTS = 8  # (12 gains nothing: its alternating sums round beyond CLOSED_FORM_REL_ERROR)
 
 
@@ -147,7 +149,10 @@ def first_above_pair(a: float, b1: float, b2: float, *, swapped: bool = False) -
     p, q = laws[0][0], laws[1][0]
     if swapped:
         p, q = q, p
-    return FinitePair(values=tuple(math.log(x / y) for x, y in zip(p, q)), probs=tuple(p))
+    values = tuple(math.log(x / y) for x, y in zip(p, q))
+    # the laws' own rounding bounds, plus the losses' (a ratio and a logarithm of at most 745 in size)
+    rho = max(laws[0][1], laws[1][1]) + _LOSS_ROUNDING
+    return FinitePair(values=values, probs=tuple(p), mass_rel_error=rho)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -219,7 +224,7 @@ class SparseVector(Mechanism):
             (p_up, p_down), (q_up, q_down) = _above(-a, b1, b2), _above(-a - 1.0, b1, b2)
             if min(p_up, p_down, q_up, q_down) > 0.0:
                 values = (math.log(p_up / q_up), math.log(p_down / q_down))
-                out.append(FinitePair(values=values, probs=(p_up, p_down)))
+                out.append(FinitePair(values=values, probs=(p_up, p_down), mass_rel_error=CLOSED_FORM_REL_ERROR))
         return tuple(out)
 
     def _scales(self) -> tuple[float, float]:

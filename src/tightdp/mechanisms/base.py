@@ -114,6 +114,18 @@ class Mechanism(ABC):
         """
         return self if self.pair_attained else None
 
+    def masses_rel_error(self) -> float:
+        """A bound ``rho`` on the relative error of every output mass of ``privacy_losses()`` (both laws) against
+        the exact pair it stands for; the accountants pay for it at both ends (``Accountant._query``).
+
+        Returns
+        -------
+        float
+            0 (the default: the losses are the pair, or the engine bounds their evaluation itself); a finite
+            pair from closed-form probabilities says how far its floats may be from them.
+        """
+        return 0.0
+
     def to_dict(self) -> dict[str, Any]:
         """The mechanism as plain data, ``{"type": ..., **parameters}``; nested mechanisms serialise recursively.
 

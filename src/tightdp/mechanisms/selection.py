@@ -139,6 +139,7 @@ from ._bounded_range import (
     two_point_pair,
 )
 from ._finite_pairs import (
+    CLOSED_FORM_REL_ERROR,
     FinitePair,
     _laplace_lone,
     _laplace_second,
@@ -293,8 +294,10 @@ class ExponentialMechanism(Mechanism):
             n = self.num_candidates
             m = rho if n is None else min(max(round(rho * n), 1), n - 1) / n
             # P: uniform, so group "up" has P-mass m; Q: up-weight e^(eps), down-weight 1 (exp(+-eps/2) scaled)
-            q_up = m * math.exp(e) / (m * math.exp(e) + (1.0 - m))
-            out.append(FinitePair(values=(math.log(m / q_up), math.log((1.0 - m) / (1.0 - q_up))), probs=(m, 1.0 - m)))
+            # Q's masses, each computed directly (never as 1 - the other): m e^eps / z and (1 - m) / z
+            z = m * math.exp(e) + (1.0 - m)
+            values = (math.log(z) - e, math.log(z))
+            out.append(FinitePair(values=values, probs=(m, 1.0 - m), mass_rel_error=CLOSED_FORM_REL_ERROR))
         return tuple(out)
 
     def attained_mechanism(self) -> Mechanism | None:
