@@ -609,3 +609,20 @@ def test_a_candidate_pair_the_accountant_cannot_resolve_is_skipped_not_fatal():
         with pytest.raises(GridTooLargeError):
             ConnectDotsAccountant().compose(pair, 50).epsilon(1e-10)
         assert attained_lower(pair, 50, 1e-10) == 0.0
+
+
+@pytest.mark.parametrize("epsilon", [300.0, 500.0])
+def test_selection_at_epsilon_in_the_hundreds_composes_through_the_accountant(epsilon):
+    """At epsilon 300 a block of three adaptive bounded-range steps kept no node of its hull (every one beyond
+    |eps'| = 700) and became the vacuous pair with no atoms, which failed with IndexError; the exponential
+    mechanism's attained pair divided by ``1 - q`` rounded to 0. Both now answer: within pure DP's 3 epsilon, and
+    above it less the bounded-range slack."""
+    for mech in (
+        ExponentialMechanism(epsilon=epsilon),
+        PermuteAndFlip(epsilon=epsilon),
+        ReportNoisyMax(epsilon=epsilon, noise="gumbel"),
+    ):
+        b = ConnectDotsAccountant().compose(mech, 3).epsilon(1e-6)
+        assert 3 * epsilon - 5.0 <= b.lower <= b.upper <= 3 * epsilon * (1 + 1e-9)
+    pair = ExponentialMechanism(epsilon=epsilon).attained_pairs()[3]
+    assert all(math.isfinite(v) for v in pair.values) and pair.masses_rel_error() > 0

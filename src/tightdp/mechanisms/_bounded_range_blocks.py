@@ -86,7 +86,10 @@ def _block_loss(epsilon: float, steps: int) -> DiscreteLoss:
     keep = q_mass > 0
     values = np.log(ha[1:][keep])
     probs = q_mass[keep] * ha[1:][keep]
-    return DiscreteLoss(values=tuple(values.tolist()), probs=tuple(probs.tolist()), infinity_mass=float(hv[-1]))
+    # (delta is at most 1 whatever the padded values say)
+    return DiscreteLoss(
+        values=tuple(values.tolist()), probs=tuple(probs.tolist()), infinity_mass=min(float(hv[-1]), 1.0)
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,14 +162,19 @@ def block_ledger(epsilon: float, count: int) -> list[tuple[Mechanism, int]]:
         raise ValueError(f"count must be at least 2, got {count!r}")
     x_lo = _window(epsilon, count, _BLOCK_DELTA)[0]
     if _work(epsilon, count, _BLOCK_CELLS, (x_lo, x_lo))[1] <= _MAX_WORK:
-        return [(BoundedRangeBlock(epsilon=epsilon, steps=count), 1)]
-    size = block_size(epsilon, count)
-    if size < 2:
+        out: list[tuple[Mechanism, int]] = [(BoundedRangeBlock(epsilon=epsilon, steps=count), 1)]
+    else:
+        size = block_size(epsilon, count)
+        if size < 2:
+            return []
+        blocks, rest = divmod(count, size)
+        out = [(BoundedRangeBlock(epsilon=epsilon, steps=size), blocks)]
+        if rest >= 2:
+            out.append((BoundedRangeBlock(epsilon=epsilon, steps=rest), 1))
+        elif rest == 1:
+            out.append((BoundedRange(epsilon=epsilon), 1))
+    # a block whose hull keeps no node (every node's |eps'| beyond 700: epsilon in the hundreds) is the vacuous
+    # pair, delta 1 everywhere: no blocks then, the per-step pairs answer
+    if any(isinstance(m, BoundedRangeBlock) and not _block_loss(m.epsilon, m.steps).values for m, _ in out):
         return []
-    blocks, rest = divmod(count, size)
-    out: list[tuple[Mechanism, int]] = [(BoundedRangeBlock(epsilon=epsilon, steps=size), blocks)]
-    if rest >= 2:
-        out.append((BoundedRangeBlock(epsilon=epsilon, steps=rest), 1))
-    elif rest == 1:
-        out.append((BoundedRange(epsilon=epsilon), 1))
     return out
