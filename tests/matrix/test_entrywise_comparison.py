@@ -7,12 +7,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special
 
-from tightdp.matrix.allocation import _pair_epsilon, entrywise_upper, sandwich_epsilon
+from tightdp.matrix.allocation import _pair_epsilon, entrywise_lower, entrywise_upper, sandwich_epsilon
 
 
 def _mixture_deltas(g: np.ndarray, sigma: float, eps: float, nodes: int = 160) -> tuple[float, float]:
@@ -129,7 +130,8 @@ def test_banded_toeplitz_modes_use_the_entrywise_comparison():
     assert b.lower <= b.upper
     assert "entrywise" in b.details["upper"], b.details  # alone or within classes
     # 16 bins whose correlation falls with the distance: classes of bins s apart beat all 16 bins at once
-    from tightdp.matrix.allocation import class_split_upper, mode_gram
+    from tightdp.matrix.allocation import mode_gram
+    from tightdp.matrix.class_split import class_split_upper
     from tightdp.matrix.strategies import as_strategy
 
     g = mode_gram(as_strategy(col / np.linalg.norm(col)), 320, 16)
@@ -142,7 +144,7 @@ def test_class_splitting_bounds_the_true_four_bin_mixture():
     """Four bins whose correlations fall with the cyclic distance (0.5 next door, 0.2 across): revealing the bin's
     parity leaves two classes of two bins 0.2 apart. The certified epsilon is one where the true four-bin mixture's
     delta (quadrature) is at most delta (here fewer bins cost more than the weaker correlation saves)."""
-    from tightdp.matrix.allocation import class_split_upper
+    from tightdp.matrix.class_split import class_split_upper
 
     g = 0.5 * np.array([[1.0, 0.5, 0.2, 0.5], [0.5, 1.0, 0.5, 0.2], [0.2, 0.5, 1.0, 0.5], [0.5, 0.2, 0.5, 1.0]])
     sigma, delta = 1.0, 1e-2
@@ -156,7 +158,7 @@ def test_class_splitting_bounds_the_true_four_bin_mixture():
 @settings(deadline=None, max_examples=scaled(20))
 @given(st.integers(0, 10**6), st.integers(4, 16))
 def test_class_constants_cover_every_class(seed, t):
-    from tightdp.matrix.allocation import class_split_upper
+    from tightdp.matrix.class_split import class_split_upper
 
     g = _gram(seed, t)
     _up, s, consts = class_split_upper(g, 3.0, 1e-3, max_classes=3)
@@ -178,7 +180,7 @@ def test_class_splitting_bounds_random_four_bin_mixtures(r1, r2, scale, sigma):
     is one where the true mixture's delta is at most delta (quadrature accuracy about 0.1 %)."""
     from hypothesis import assume
 
-    from tightdp.matrix.allocation import class_split_upper
+    from tightdp.matrix.class_split import class_split_upper
 
     assume(1 - 2 * r1 + r2 > 0.05 and 1 - r2 > 0.05)  # the circulant's eigenvalues
     g = scale * np.array([[1, r1, r2, r1], [r1, 1, r1, r2], [r2, r1, 1, r1], [r1, r2, r1, 1]], float)
@@ -193,7 +195,7 @@ def test_class_splitting_bounds_random_four_bin_mixtures(r1, r2, scale, sigma):
 def test_circulant_lift_is_semidefinite_and_keeps_every_entry_below_c(seed, k, theta):
     """The mixed comparison's ``P + p I`` is positive semidefinite and ``G + D + P + p I`` has every off-diagonal
     entry at most ``c`` and the constant diagonal ``m + p``: the Loewner step and the entrywise comparison hold."""
-    from tightdp.matrix.allocation import _cyclic_profile, circulant_lift
+    from tightdp.matrix.class_split import _cyclic_profile, circulant_lift
 
     g = _gram(seed, k)
     f = _cyclic_profile([g], 0.0)
@@ -223,7 +225,7 @@ def test_mixed_comparison_bounds_random_four_bin_mixtures(r1, r2, theta, scale, 
     4, sqrt(m + p - c))`` at a ``c`` below the largest entry is above the true mixture (quadrature)."""
     from hypothesis import assume
 
-    from tightdp.matrix.allocation import _cyclic_profile, circulant_lift
+    from tightdp.matrix.class_split import _cyclic_profile, circulant_lift
 
     assume(1 - 2 * r1 + r2 > 0.05 and 1 - r2 > 0.05)
     g = scale * np.array([[1, r1, r2, r1], [r1, 1, r1, r2], [r2, r1, 1, r1], [r1, r2, r1, 1]], float)
@@ -278,3 +280,84 @@ def test_fewer_bands_than_the_cycle_reach_allocation_pairs_below_noise_one():
     loss = top + np.log(np.mean(np.exp(expo - top[:, None]), axis=1))
     terms = np.maximum(-np.expm1(upper - loss), 0.0)
     assert terms.mean() + 4 * terms.std() / math.sqrt(n) <= 1e-2
+
+
+def _nonneg_gram(seed: int, t: int) -> np.ndarray:
+    """A non-negative Gram matrix whose diagonal varies (modes of norms 0.7 to 1) and whose least eigenvalue clears
+    the diagonal's spread (so the Loewner step down to the least diagonal entry is a post-processing)."""
+    rng = np.random.default_rng(seed)
+    v = 0.3 * np.abs(rng.normal(size=(2 * t, t))) + np.eye(2 * t, t)
+    v *= rng.uniform(0.85, 1.0, size=t) / np.linalg.norm(v, axis=0)
+    return v.T @ v
+
+
+@settings(deadline=None, max_examples=scaled(6))
+@given(st.integers(0, 10**6), st.integers(2, 3), st.floats(1.0, 2.0), st.sampled_from([1e-2, 1e-3]))
+def test_the_entrywise_lower_end_is_below_the_true_mixtures(seed, t, sigma, delta):
+    """The comparison from below: at the certified lower end, the true mixture's delta (quadrature, no shared
+    code) is at least delta in one direction, so the true epsilon is not below it."""
+    g = _nonneg_gram(seed, t)
+    below = entrywise_lower(g)
+    if below is None:  # only where the Loewner step down leaves the cone
+        assert np.linalg.eigvalsh(g - np.diag(np.diag(g) - np.min(np.diag(g))))[0] < 1e-9
+        return
+    c, d = below
+    assert c >= 0 and d > 0 and c + d <= np.min(np.diag(g))
+    assert c <= np.min(g[~np.eye(t, dtype=bool)])
+    r = _pair_epsilon(c, d, sigma, t, delta, None, None, gate=0.3)
+    assert r is not None
+    if r[0] > 0:
+        worst = max(_mixture_deltas(g, sigma, r[0], nodes=120 if t == 2 else 60))
+        assert worst >= delta * (1 - 1e-4), (g, r, worst)
+
+
+def test_the_entrywise_lower_end_refuses_what_it_cannot_prove():
+    """A negative off-diagonal entry (a signed strategy) admits no ``c >= 0`` below it; a non-negative strategy's
+    entries within rounding of 0 are read as 0; and a Loewner step down that leaves the positive semidefinite cone
+    (the diagonal's spread above the least eigenvalue) is no post-processing."""
+    signed = np.array([[1.0, -0.2], [-0.2, 1.0]])
+    assert entrywise_lower(signed) is None
+    orth = np.array([[1.0, -1e-17], [-1e-17, 1.0]])
+    assert entrywise_lower(orth) is None
+    assert entrywise_lower(orth, nonnegative=True) == pytest.approx((0.0, 1.0))
+    spread = np.array([[1.0, 0.9, 0.0], [0.9, 3.0, 0.9], [0.0, 0.9, 1.0]])  # G - D has eigenvalue 1 - 0.9 sqrt 2
+    assert entrywise_lower(spread, nonnegative=True) is None
+    assert entrywise_lower(np.eye(3) * 2.0, nonnegative=True) == pytest.approx((0.0, 2.0))
+    assert entrywise_lower(np.eye(3) * 2.0) is None  # exact zeros, not known to be: no proof that c >= 0
+
+
+def test_fewer_bands_than_the_cycle_get_allocation_ends_at_low_noise():
+    """4 bands, cycle 200, noise 1.5, delta 1e-3. Below: the Loewner sandwich kept only the modes' common component
+    (0.64); the comparison from below is random allocation of 1 of 200 at the modes' least norm, 2.72. Above: every
+    candidate of the usual search sat below the allocation gate (no amplification, 8.1); the low-noise pass
+    certifies class splitting into two classes at noise 0.59 per unit, 4.50. A Monte Carlo of the true mixture
+    (remove direction, 2e5 draws) puts the truth near 3.0: its delta at the lower end is above 1e-3 and at the
+    upper end below it, each by more than four standard errors."""
+    from tightdp.matrix import BallsInBins, BandedToeplitz, matrix_epsilon
+    from tightdp.matrix.allocation import mode_gram
+
+    k = np.arange(1, 4)
+    c = np.cumprod(np.r_[1.0, (2 * k - 1) / (2 * k)])
+    strategy = BandedToeplitz(c_col=c / np.linalg.norm(c))
+    delta, sigma, t = 1e-3, 1.5, 200
+    b = matrix_epsilon(
+        strategy=strategy, noise_multiplier=sigma, steps=2000, delta=delta, sampler=BallsInBins(cycle_length=t)
+    )
+    assert b.lower > 2.6 and "entrywise comparison from below" in b.details["lower"], b
+    assert b.upper < 4.6 and "low noise" in b.details["upper"], b
+    g = mode_gram(strategy, 2000, t)
+    rng = np.random.default_rng(11)
+    n = 200_000
+    chol = np.linalg.cholesky(g + 1e-9 * np.eye(t))
+    losses = []
+    for _ in range(n // 20_000):
+        x = rng.standard_normal((20_000, t)) @ chol.T
+        j = rng.integers(0, t, size=20_000)
+        expo = (g[:, j].T + sigma * x) / sigma**2 - np.diag(g) / (2 * sigma**2)
+        top = expo.max(axis=1)
+        losses.append(top + np.log(np.mean(np.exp(expo - top[:, None]), axis=1)))
+    loss = np.concatenate(losses)
+    at_lower = np.maximum(-np.expm1(b.lower - loss), 0.0)
+    assert at_lower.mean() - 4 * at_lower.std() / math.sqrt(n) >= delta
+    at_upper = np.maximum(-np.expm1(b.upper - loss), 0.0)
+    assert at_upper.mean() + 4 * at_upper.std() / math.sqrt(n) <= delta

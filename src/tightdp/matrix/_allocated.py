@@ -17,7 +17,8 @@ from ..schemes import allocation_epsilon, cyclic_allocation_epsilon
 from ._ledgers import _column_norms, _combine, _down, _epsilon_of, _grouped, _sampled, _sens_details, _up
 from ._min_sep_lower import projection_scale, projection_solver
 from ._whitening import toeplitz_min_singular_lower
-from .allocation import MIN_ALLOCATION_SIGMA, class_split_upper, mode_gram, sandwich_epsilon
+from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_lower, sandwich_upper
+from .class_split import class_split_upper, low_noise_upper
 from .sensitivity import Cyclic, PerEpoch, sensitivity
 from .strategies import Strategy
 
@@ -191,7 +192,7 @@ def _balls_in_bins(
     s = sensitivity(strategy, Cyclic(period=t), steps=n)
     plain = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     g = mode_gram(strategy, n, t)
-    lo, up, arg_up, arg_lo, how_up = sandwich_epsilon(g, sigma, delta, eps_error, rel_error)
+    up, arg_up, how_up = sandwich_upper(g, sigma, delta, eps_error, rel_error)
     split_up, classes, consts = class_split_upper(g, sigma, delta, eps_error, rel_error)
     if split_up < up:
         up, how_up, arg_up = (
@@ -212,13 +213,7 @@ def _balls_in_bins(
     )
     coefs = strategy.toeplitz_coefs(n)
     nonneg = (coefs is not None and bool(np.all(coefs >= 0))) or bool(np.all(strategy.matrix(n) >= 0))
-    details: dict[str, Any] = {
-        **_sens_details(s),
-        "lower": f"explicit pair (fixed unit gradient), Loewner sandwich from below (c', d') = {arg_lo}",
-    }
-    if white > lo:
-        lo = white
-        details["lower"] = "whitening: DP-SGD with balls-in-bins at noise sigma / s_min(C) (explicit pair)"
+    details: dict[str, Any] = {**_sens_details(s)}
     b = strategy.bands(n)
     split = math.inf
     if nonneg and b is not None and b > 1:
@@ -250,13 +245,24 @@ def _balls_in_bins(
                 else f"{how_up}: (classes of k bins, c, d) = {[(k, round(c, 6), round(d, 6)) for k, c, d in consts]} "
                 "of 2410.06266's dominating pair"
             )
-        hi = Bounds(min(lo, up), up, up, "epsilon", "bound", {})
+        hi = Bounds(0.0, up, up, "epsilon", "bound", {})
     else:
         details["upper"] = "no amplification (sensitivity over the cyclic patterns), certified"
         hi = plain
-        if up == math.inf or not nonneg:
+        low_up, low_how = low_noise_upper(g, sigma, delta, eps_error, rel_error) if nonneg else (math.inf, "")
+        if low_up < plain.upper:
+            details["upper"] = f"{low_how}, at low noise per unit sensitivity, of 2410.06266's dominating pair"
+            hi = Bounds(0.0, low_up, low_up, "epsilon", "bound", {})
+        elif up == math.inf or not nonneg:
             details["note"] = (
                 "the amplified upper bound for banded C under balls-in-bins (Schuchardt & Kalinin "
                 "2026) is not implemented: the interval can be wide"
             )
+    lo, arg_lo, how_lo = sandwich_lower(
+        g, sigma, delta, eps_error, rel_error, nonnegative=nonneg, upper=float(hi.upper)
+    )
+    details["lower"] = f"explicit pair (fixed unit gradient), {how_lo or 'no comparison in reach'} (c', d') = {arg_lo}"
+    if white > lo:
+        lo = white
+        details["lower"] = "whitening: DP-SGD with balls-in-bins at noise sigma / s_min(C) (explicit pair)"
     return _combine(lo, hi, details)
