@@ -516,7 +516,7 @@ def matrix(raw: dict[str, Any]) -> dict[str, Any]:
     notes = []
     if isinstance(mc, dict) and "samples" in mc:
         for row in rows:
-            if "balls" in row["setting"]:
+            if row["setting"] == "balls-in-bins, cycle 64":  # the run the Monte Carlo samples
                 row["peers"]["jax_privacy Monte Carlo"] = {
                     "samples": mc["samples"],
                     "s": sig(mc["seconds"]),
