@@ -46,3 +46,32 @@ def test_lower_pair_below_the_exact_curve_without_overflow(r, h, back):
 def test_the_mass_past_the_largest_ratio_is_kept():
     """Range 700, mesh 15, epsilon 680: 0.959 of the true 0.99995 (the old sweep dropped it: 0)."""
     assert _lower_delta(700.0, 15.0, 680.0) > 0.9
+
+
+@settings(max_examples=30, deadline=None)
+@given(start=st.floats(600.0, 30000.0), h=st.floats(0.5, 40.0), cells=st.integers(1, 6), zero=st.booleans())
+def test_cells_past_the_largest_ratio_split_without_overflow(start, h, cells, zero):
+    """The connect-the-dots split of cells past ``e^700`` (compositions with losses in the thousands reach them):
+    ``alpha = e^(s - e)`` overflowed and ``alpha Q`` was ``inf * 0``, NaN masses with RuntimeWarnings. Now ``alpha Q``
+    is taken in logs there. Against the exact split in 50 digits: the masses are kept and moved up, never down
+    (every tail sum from the top at least the exact one)."""
+    import mpmath
+
+    from tightdp.pld.dominance import split_cells
+
+    s = start + h * np.arange(cells + 1)
+    P = np.full(cells, 1e-3)
+    Q = np.zeros(cells) if zero else P * np.exp(-(s[:-1] + 0.5 * h))  # a loss mid-cell (0 where it underflows)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        d = split_cells(h, s, P, Q, 1e-15, 0.0, 0.0, 0.0, 0.0, 0, 0.0, 0.0)
+    assert np.all(np.isfinite(d.pmf)) and math.isclose(d.pmf.sum(), P.sum(), rel_tol=1e-12)
+    mpmath.mp.dps = 50
+    exact = [mpmath.mpf(0)] * (cells + 1)
+    for i in range(cells):
+        aq = mpmath.mpf(0) if Q[i] == 0 else mpmath.exp(mpmath.mpf(s[i]) + mpmath.log(mpmath.mpf(Q[i])))
+        up = min(max((mpmath.mpf(P[i]) - aq) / (1 - mpmath.exp(-mpmath.mpf(h))), 0), mpmath.mpf(P[i]))
+        exact[i + 1] += up
+        exact[i] += mpmath.mpf(P[i]) - up
+    for j in range(cells + 1):
+        assert float(np.sum(d.pmf[j:])) >= float(sum(exact[j:])) * (1 - 1e-12)

@@ -133,7 +133,8 @@ class _AccurateTails(_MixtureBase):
     def _tail_x(self, mass: float, upper: bool) -> float:
         a = np.asarray(self.p_means, float)
         w = np.asarray(self.p_weights, float)
-        r = mass * (1.0 - 1e-9) / (len(w) * w)  # margin for rounding in ndtri and the loss
+        with np.errstate(over="ignore", divide="ignore"):  # a weight near 0 gives inf: no room needed
+            r = mass * (1.0 - 1e-9) / (len(w) * w)  # margin for rounding in ndtri and the loss
         live = r < 1.0  # lighter components need no room at all
         z = special.ndtri(r[live])
         return float(np.max(a[live] - self.sigma * z)) if upper else float(np.min(a[live] + self.sigma * z))

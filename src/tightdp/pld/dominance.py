@@ -324,11 +324,21 @@ def split_cells(
     privacy loss distributions" (the pessimistic connect-the-dots pair); Koskela et al. 2023, App. C.6
     (dominance survives composition).
     """
-    alpha = np.exp(s[:-1] - e)
+    arg = s[:-1] - e
+    aq = np.exp(np.minimum(arg, 700.0)) * Q  # alpha Q, alpha = e^(s - e)
+    extra = np.zeros_like(aq)
+    big = arg > 700.0
+    if np.any(big):  # e^(s - e) would overflow, alpha Q (at most P) would be inf * 0: take it in logs
+        with np.errstate(divide="ignore"):
+            log_q = np.log(Q[big])
+        x = arg[big] + log_q
+        aq[big] = np.exp(x)
+        # the exponent's rounding (a few operations on terms of size |arg| and |log Q|), relative to alpha Q
+        extra[big] = np.where(np.isfinite(x), (np.abs(arg[big]) + np.abs(log_q) + 4.0) * 4 * _U, 0.0) * aq[big]
     den = -math.expm1(-(h + 2.0 * e))
-    b = (P - alpha * Q) / den
+    b = (P - aq) / den
     # worst-case error of the computed upper atom, pushed to the safe (upper) side
-    b_err = (r * (P + alpha * Q) + 4 * _U * (P + alpha * Q)) / den
+    b_err = (r * (P + aq) + 4 * _U * (P + aq) + extra) / den
     upper = np.clip(b + b_err, 0.0, P)
     lower = P - upper
     pmf = np.zeros(s.size)
