@@ -413,3 +413,19 @@ def test_snap_divides_the_common_lattice_at_every_mesh(ratio):
     mesh = acc._snap(h, acc._directions())
     assert 0 < mesh <= max(h, g) * (1 + 1e-12)
     assert abs(g / mesh - round(g / mesh)) <= 1e-9 * g / mesh
+
+
+@pytest.mark.parametrize("eps0, delta0, count", [(1e-6, 1e-15, 1), (0.5, 1e-9, 1), (0.3, 1e-12, 4)])
+def test_delta_at_the_mass_at_infinity_keeps_the_lower_end_below_the_truth(eps0, delta0, count):
+    """``count`` (eps0, delta0)-DP steps asked at delta = their mass at infinity, ``1 - (1 - delta0)^count``: the
+    curve meets delta at the top of the loss's support, so the truth is ``count * eps0``. The lower end was ``inf``
+    (the curve ``>= delta`` everywhere was read as ``> delta``); it must stay at most the truth."""
+    from tightdp.mechanisms import ApproximateDP
+
+    delta = -math.expm1(count * math.log1p(-delta0))
+    b = ConnectDotsAccountant().compose(ApproximateDP(epsilon=eps0, delta=delta0), count).epsilon(delta)
+    assert b.lower <= count * eps0 * (1 + 1e-9) <= b.upper
+    above = ConnectDotsAccountant().compose(ApproximateDP(epsilon=eps0, delta=delta0), count).epsilon(delta * 1.001)
+    assert above.lower <= count * eps0 * (1 + 1e-9) and above.upper == pytest.approx(count * eps0, rel=1e-6)
+    below = ConnectDotsAccountant().compose(ApproximateDP(epsilon=eps0, delta=delta0), count).epsilon(delta * 0.999)
+    assert below.lower == below.upper == math.inf  # the mass at infinity alone exceeds delta

@@ -181,12 +181,16 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
     else:
         est = math.inf if target_e <= 0 else max(0.0, comp.solve_epsilon(target_e, eps_min=0.0))
     # lower: largest eps with p_inf + delta_disc(eps + t) - err(eps + t) - eta - truncated >= delta
-    target_l = (delta + eta + comp.tv_error + comp.truncated_mass - p_inf) / comp.low_factor
+    # (the mass at infinity is a float of a product of (1 - m_i)^c: relative 1e-12 covers its rounding)
+    target_l = (delta + eta + comp.tv_error + comp.truncated_mass - p_inf * (1.0 - 1e-12)) / comp.low_factor
     if "lower" not in need:
         lower = 0.0
-    elif target_l <= 0:
+    elif target_l < 0:
         lower = math.inf  # the mass at infinity alone exceeds delta: eps is infinite
     else:
+        # target 0 (the mass at infinity equals delta): the curve must exceed delta *strictly* for eps to be
+        # above the point, so the least positive target (delta(eps) = delta is allowed at the answer itself)
+        target_l = max(target_l, math.ulp(0.0))
         e0 = comp.solve_epsilon(target_l, eps_min=-t)
         if not math.isfinite(e0):
             lower = 0.0
