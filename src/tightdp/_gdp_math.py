@@ -60,6 +60,8 @@ _TINIEST = 5e-324  # the smallest positive double: an upper bound on any delta t
 
 _U = float(np.finfo(float).eps) / 2
 _SAFETY = 4.0
+#: below this mu (subnormal quotients, or 0 after underflow) delta is bounded at the floor itself
+_MU_FLOOR = 1e-290
 
 
 def gdp_log_delta(mu: float, eps: ArrayLike) -> FloatArray:
@@ -93,6 +95,10 @@ def gdp_log_delta_bounds(mu: float | FloatArray, eps: ArrayLike) -> tuple[FloatA
     underflow too, which is the honest statement of what double precision knows.
     """
     eps = np.asarray(eps, float)
+    tiny = np.asarray(mu, float) < _MU_FLOOR
+    if np.any(tiny):  # delta grows with mu: bound it above at the floor (0/0 at mu = 0 gave NaN), below by 0
+        lo, est, hi = gdp_log_delta_bounds(np.maximum(mu, _MU_FLOOR), eps)
+        return np.where(tiny, -np.inf, lo), np.where(tiny, -np.inf, est), hi
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         a = -eps / mu + mu / 2.0
         b = -eps / mu - mu / 2.0

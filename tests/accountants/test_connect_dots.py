@@ -429,3 +429,25 @@ def test_delta_at_the_mass_at_infinity_keeps_the_lower_end_below_the_truth(eps0,
     assert above.lower <= count * eps0 * (1 + 1e-9) and above.upper == pytest.approx(count * eps0, rel=1e-6)
     below = ConnectDotsAccountant().compose(ApproximateDP(epsilon=eps0, delta=delta0), count).epsilon(delta * 0.999)
     assert below.lower == below.upper == math.inf  # the mass at infinity alone exceeds delta
+
+
+@pytest.mark.parametrize("sensitivity", [1e-300, 1e-200, 1e-150])
+def test_a_gaussian_of_vanishing_mu_answers_without_nan(sensitivity):
+    """Noise 1e12 at sensitivity 1e-300: mu = 1e-312, whose square underflowed to 0 in the ledger's mu and then
+    0/0 gave a NaN delta. The ledger's mu is now scaled by its largest term, and below mu = 1e-290 the closed form
+    bounds delta at 1e-290 (delta grows with mu); the interval holds the exact delta (mpmath)."""
+    import mpmath
+
+    acc = ConnectDotsAccountant().compose(Gaussian(noise_multiplier=1e12, sensitivity=sensitivity), 3)
+    b = acc.delta([0.0, 1e-300, 1.0])
+    assert np.all(np.isfinite(b.lower)) and np.all(np.isfinite(b.upper)) and np.all(np.isfinite(b.estimate))
+    mpmath.mp.dps = 40
+    mu = mpmath.sqrt(3) * mpmath.mpf(sensitivity) / mpmath.mpf(1e12)
+    for e, lo, hi in zip([0.0, 1e-300, 1.0], b.lower, b.upper):
+        e = mpmath.mpf(e)
+        if e / mu > 1e6:  # delta below e^(-5e11): the lower end must be 0 (mpmath's erfc declines such arguments)
+            assert lo == 0.0 and hi >= 0.0
+            continue
+        exact = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
+        assert lo <= exact <= hi
+    assert acc.epsilon(1e-6).upper == 0.0
