@@ -134,9 +134,10 @@ class DiscreteGaussianLoss(_LatticeLoss):
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
             raise GridTooLargeError(
-                f"the discrete Gaussian with sigma={self.sigma:g} would enumerate "
-                f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}); sigma is too large for "
-                "the exact PLD"
+                f"the discrete Gaussian with sigma={self.sigma:g} and sensitivity={self.delta} would enumerate "
+                f"{hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}): "
+                + ("sigma" if self.sigma >= self.delta else "the sensitivity")
+                + " is too large for the exact PLD"
             )
         log_z, z_err = discrete_gaussian_log_normaliser(self.sigma)
         x = np.arange(lo, hi + 1, dtype=float)
