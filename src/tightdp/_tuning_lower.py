@@ -147,7 +147,8 @@ def _threshold_epsilons(
 ) -> FloatArray:
     """``eps_c`` (module docstring) at each threshold ``c`` (sorted increasing, ``lo``/``hi`` the curve there), rounded
     down; ``-inf`` where neither step 3 nor step 4 gives one."""
-    a = np.exp(c)
+    with np.errstate(over="ignore"):  # e^c past 709 is inf: such thresholds give no bound (NaN -> -inf below)
+        a = np.exp(c)
     s_lo, s_hi = _tail_bounds(c, lo, hi)
     # step 3 (c <= eps): the bound at s_hi
     mono = _log_ratio(tail(np.minimum(lo + a * s_hi, 1.0)), tail(s_hi), delta)
@@ -159,7 +160,9 @@ def _threshold_epsilons(
     top = tail(np.minimum(lo[:, None] + a[:, None] * pts[:, :-1], 1.0))
     pieces = np.min(_log_ratio(top, tail(pts[:, 1:]), delta), axis=1)
     eps = np.maximum(mono, pieces)
-    out: FloatArray = np.nextafter(eps - 1e-12 * np.abs(eps), -np.inf)
+    eps = np.where(np.isnan(eps), -np.inf, eps)  # a ratio past double precision (e^c overflowing): no bound there
+    with np.errstate(invalid="ignore"):  # (-inf - inf: still -inf)
+        out: FloatArray = np.nextafter(eps - 1e-12 * np.abs(eps), -np.inf)
     return out
 
 

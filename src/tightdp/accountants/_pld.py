@@ -97,6 +97,19 @@ class PLDAccountant(Accountant):
 
     def _epsilon(self, delta: float) -> Bounds:
         top, p_inf = self._support_ceiling()
+        if p_inf * (1.0 - 1e-12) > delta:  # the mass at infinite loss alone exceeds delta (rounding paid)
+            return Bounds(
+                math.inf,
+                math.inf,
+                math.inf,
+                "epsilon",
+                "bound",
+                {
+                    "note": f"the probability of an infinite privacy loss, {p_inf:.6g}, exceeds delta = {delta:g}: "
+                    "epsilon is infinite",
+                    "p_inf": p_inf,
+                },
+            )
         capped = math.isfinite(top) and delta >= p_inf * (1.0 + 1e-12)  # then epsilon <= top exactly
         try:
             out = self._epsilon_numeric(delta)

@@ -303,5 +303,5 @@ def delta_from_rdp(*, orders: FloatArray, rdp: FloatArray, epsilons: FloatArray)
     log_d = (a - 1.0) * (r - e + np.log1p(-1.0 / a)) - np.log(a)
     k = np.argmin(log_d, axis=1)
     best = np.exp(np.minimum(log_d[np.arange(len(eps)), k], 0.0))
-    cap = math.sqrt(-math.expm1(-float(np.min(rdp[finite]))))
+    cap = math.sqrt(-math.expm1(-max(float(np.min(rdp[finite])), 0.0)))  # (a Renyi divergence is >= 0; rounding)
     return np.minimum(best, min(1.0, cap)), orders[finite][k]

@@ -56,6 +56,7 @@ from .._caches import register as _register_cache
 from .._numerics import geometric_suffix
 from .._types import FloatArray
 from ..bounds import Bounds
+from ..errors import PrecisionError
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
 from .base import Accountant
@@ -173,7 +174,10 @@ class EdgeworthAccountant(Accountant):
     def _supports(self, mechanism: Mechanism) -> bool:
         if not isinstance(mechanism, (Gaussian, Laplace, PoissonSampled, SampledWithoutReplacement)):
             return False
-        _mechanism_stats(mechanism)  # moments at compose time: a loss without them fails here, not at a query
+        try:  # moments at compose time: a loss without them fails here, not at a query
+            _mechanism_stats(mechanism)
+        except OverflowError:  # beyond double precision (mu = inf): refused by name below
+            return False
         return True
 
     def _ledger_changed(self) -> None:
@@ -190,6 +194,12 @@ class EdgeworthAccountant(Accountant):
         for k in (0, 1):  # remove, add
             sp = em.SumStats.from_entries([(st[k][0], c) for st, c in stats])
             sq = em.SumStats.from_entries([(st[k][1], c) for st, c in stats])
+            for part in (sp, sq):
+                if not (math.isfinite(part.kappa[1]) and part.kappa[1] > 1e-290):  # it divides by sqrt(kappa_2)
+                    raise PrecisionError(
+                        f"the privacy loss's variance ({part.kappa[1]:.3g}) is out of the Edgeworth expansion's "
+                        "reach in double precision (a vanishing or exploding mu); use the default accountant"
+                    )
             dp = em.edgeworth_uniform_bound(sp) if self.interval else math.inf
             dq = em.edgeworth_uniform_bound(sq) if self.interval else math.inf
             cgf = sum(c * st[k][2] for st, c in stats)  # K(lambda) of the sum under P

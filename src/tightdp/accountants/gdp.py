@@ -131,7 +131,11 @@ class GDPAccountant(Accountant):
     def _supports(self, mechanism: Mechanism) -> bool:
         if isinstance(mechanism, Gaussian):
             return True
-        return isinstance(mechanism, PoissonSampled) and mechanism.relation != "substitute"
+        return (
+            isinstance(mechanism, PoissonSampled)
+            and mechanism.relation != "substitute"
+            and isinstance(mechanism.mechanism, Gaussian)
+        )
 
     def mu(self) -> tuple[float, bool]:
         """The composed ``mu`` and whether it is exact (no CLT entry in the ledger).

@@ -150,7 +150,9 @@ class RDPAccountant(Accountant):
         return self._orders.copy()
 
     def _supports(self, mechanism: Mechanism) -> bool:
-        return isinstance(mechanism, (Gaussian, Laplace, RandomizedResponse, PoissonSampled, SampledWithoutReplacement))
+        if isinstance(mechanism, (PoissonSampled, SampledWithoutReplacement)):  # the subsampled Gaussian's RDP only
+            return isinstance(mechanism.mechanism, Gaussian)
+        return isinstance(mechanism, (Gaussian, Laplace, RandomizedResponse))
 
     def _ledger_changed(self) -> None:
         self._rdp_cache = None

@@ -386,21 +386,26 @@ class _WithoutReplacementLoss(GaussianMixtureLoss):
         return out
 
     def inverse(self, s: ArrayLike) -> FloatArray:
+        # the root of a quadratic, (A + sqrt(A^2 + B^2)) / (2c), taken in logs: c = q e^(-1 / (2 sigma^2)) underflows
+        # to 0 at small sigma (sigma 0.01: e^-5000), where the plain form took log(0)
         q = self.p_weights[0]
         s2 = self.sigma**2
-        c = q * math.exp(-1.0 / (2 * s2))
-        r = 1.0 - q
+        log_c = math.log(q) - 1.0 / (2 * s2)
+        log_r = math.log1p(-q)
         s = np.asarray(s, float)
         out = np.empty_like(s)
         pos = s >= 0
         sp = s[pos]
-        em = -np.expm1(-sp)  # 1 - e^{-s}
-        val = (r * em + np.sqrt((r * em) ** 2 + 4 * c * c * np.exp(-sp))) / (2 * c)
-        out[pos] = s2 * (sp + np.log(val))
+        with np.errstate(divide="ignore"):  # log(0) = -inf at s = 0 is meant
+            la = log_r + np.log(-np.expm1(-sp))  # log(r (1 - e^-s))
+        lb = math.log(2.0) + log_c - sp / 2.0  # log(2 c e^(-s/2))
+        lnum = np.logaddexp(la, 0.5 * np.logaddexp(2.0 * la, 2.0 * lb))
+        out[pos] = s2 * (sp + lnum - math.log(2.0) - log_c)
         sn = s[~pos]
-        e1 = -np.expm1(sn)  # 1 - e^{s} > 0
-        den = r * e1 + np.sqrt((r * e1) ** 2 + 4 * c * c * np.exp(sn))
-        out[~pos] = s2 * (math.log(2 * c) + sn - np.log(den))
+        la = log_r + np.log(-np.expm1(sn))  # log(r (1 - e^s)), s < 0
+        lb = math.log(2.0) + log_c + sn / 2.0
+        lden = np.logaddexp(la, 0.5 * np.logaddexp(2.0 * la, 2.0 * lb))
+        out[~pos] = s2 * (math.log(2.0) + log_c + sn - lden)
         return out
 
 

@@ -10,7 +10,7 @@ from scipy import special
 
 from .._types import ArrayLike, FloatArray
 from .._validation import check_choice, check_count, check_probability
-from ..errors import UnsupportedMechanismError
+from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import (
     GaussianMixtureLoss,
     PoissonLaplaceLoss,
@@ -247,6 +247,12 @@ def _with_replacement_loss(m: int, n: int, sigma: float) -> _WithReplacementLoss
     pmf = certified_binomial(m, 1.0 / n)
     up = np.array(pmf.upper)
     lo = np.array(pmf.lower)
+    if not lo[0] > 0.0:  # the mixture's weights are relative to "never drawn", whose chance must be a double
+        raise PrecisionError(
+            f"sample_size={m} draws from dataset_size={n}: the chance that the record is never drawn, "
+            f"(1 - 1/{n})^{m}, underflows double precision, so sampling gives no amplification to speak of; "
+            "account the Gaussian at the sensitivity of the record's largest likely multiplicity instead"
+        )
     # smallest L whose left-out mass, bounded by the sum of the upper ends (rounding: a relative
     # (m + 2) u margin on the float suffix sums), is below the cut
     suffix = np.concatenate([np.cumsum(up[::-1])[::-1], [0.0]]) * (1.0 + (m + 2) * np.finfo(float).eps)

@@ -1,0 +1,118 @@
+"""Corners a fuzz of every mechanism and accountant at extreme parameters found (twenty-first session): each query
+now answers a certified interval or refuses with a ``TightDPError`` / ``ValueError`` that says why, instead of a
+``math domain error``, an ``AttributeError`` or an ``OverflowError`` from deep inside."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tightdp import ConnectDotsAccountant
+from tightdp.errors import PrecisionError, TightDPError, UnsupportedMechanismError
+
+
+def test_sampling_without_replacement_at_tiny_noise_answers():
+    """Noise 0.01: the closed-form inverse took log(0) (``q e^(-1 / (2 sigma^2))`` underflowed). At rate 1/2 the
+    sampled-or-not pair is nearly disjoint: delta(1) is the rate, 0.5."""
+    from tightdp import Gaussian, SampledWithoutReplacement
+
+    mech = SampledWithoutReplacement(mechanism=Gaussian(noise_multiplier=0.01), sample_size=500, dataset_size=1000)
+    b = ConnectDotsAccountant().compose(mech).delta(1.0)
+    assert b.lower <= 0.5 <= b.upper and b.upper - b.lower < 1e-5
+
+
+@settings(max_examples=30, deadline=None)
+@given(q=st.floats(0.001, 0.999), sigma=st.floats(0.05, 20.0))
+def test_the_without_replacement_inverse_inverts_the_loss(q, sigma):
+    from tightdp.losses.mixture import _WithoutReplacementLoss
+
+    loss = _WithoutReplacementLoss((1.0, 0.0), (q, 1.0 - q), (0.0, -1.0), (1.0 - q, q), sigma)
+    x = np.linspace(-3.0, 3.0, 25)
+    y = loss.loss(x)
+    back = loss.inverse(y)
+    # a right inverse (the loss is flat in double precision on a plateau at small sigma)
+    assert np.allclose(loss.loss(back), y, rtol=1e-9, atol=1e-9)
+
+
+def test_sampling_with_replacement_past_double_precision_is_refused_by_name():
+    from tightdp.mechanisms import Gaussian, SampledWithReplacement
+
+    mech = SampledWithReplacement(mechanism=Gaussian(noise_multiplier=0.5), sample_size=8000, dataset_size=10)
+    with pytest.raises(PrecisionError, match="sample_size=8000"):
+        ConnectDotsAccountant().compose(mech).epsilon(1e-6)
+
+
+@pytest.mark.parametrize("delta", [1e-15, 1e-6, 0.5])
+def test_a_non_private_step_is_infinite_at_every_delta(delta):
+    """At delta below 1e-12 the query reached an empty array (numpy's message); the mass at infinite loss alone
+    exceeds delta, so epsilon is infinite, before any grid is built."""
+    from tightdp import Gaussian, PRVAccountant
+    from tightdp.integrations.dp_accounting import NonPrivate
+
+    for acc in (ConnectDotsAccountant(), PRVAccountant()):
+        b = acc.compose([(NonPrivate(), 1), (Gaussian(noise_multiplier=1.0), 3)]).epsilon(delta)
+        assert b.lower == b.upper == math.inf and "exceeds delta" in b.details["note"]
+
+
+def test_rdp_and_gdp_refuse_a_subsampled_laplace_at_compose():
+    """They accepted it and every query failed with AttributeError (no ``noise_multiplier``, no ``mu``)."""
+    from tightdp.accountants.gdp import GDPAccountant
+    from tightdp.accountants.rdp import RDPAccountant
+    from tightdp.mechanisms import Laplace, PoissonSampled
+
+    for acc in (RDPAccountant(), GDPAccountant()):
+        with pytest.raises(UnsupportedMechanismError, match="PoissonSampled"):
+            acc.compose(PoissonSampled(mechanism=Laplace(scale=1.0), sampling_rate=0.5))
+
+
+def test_rdp_of_a_perfectly_private_randomized_response():
+    """Noise parameter 1 (every output uniform): a Renyi divergence rounded to -1e-17 took sqrt of a negative."""
+    from tightdp.accountants.rdp import RDPAccountant
+    from tightdp.mechanisms import RandomizedResponse
+
+    acc = RDPAccountant().compose(RandomizedResponse(noise_parameter=1.0, num_buckets=2))
+    with pytest.warns(UserWarning, match="edge of the order grid"):
+        assert acc.delta(1.0).upper == 0.0
+
+
+@pytest.mark.parametrize("kw", [dict(noise_multiplier=1.0, sensitivity=1e-170), dict(noise_multiplier=1e-300)])
+def test_edgeworth_refuses_a_vanishing_or_exploding_mu(kw):
+    """ZeroDivisionError (a variance of 0) and OverflowError (moments of mu = inf) before."""
+    from tightdp.accountants.edgeworth import EdgeworthAccountant
+    from tightdp.mechanisms import Gaussian
+
+    with pytest.raises(TightDPError):
+        EdgeworthAccountant().compose(Gaussian(**kw)).epsilon(1e-6)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(distribution="fixed", runs=1000),
+        dict(distribution="poisson", mean=1.0),
+    ],
+)
+def test_tuning_with_a_per_run_epsilon_in_the_hundreds_answers(kw):
+    """``math.expm1`` of a profile point past 709 overflowed (OverflowError); such points hold nothing a double
+    can and are skipped."""
+    from tightdp.mechanisms import PureDP
+    from tightdp.tuning import tuning_epsilon
+
+    b = tuning_epsilon(run=PureDP(epsilon=500.0), delta=0.3, **kw)
+    assert 0.0 <= b.lower <= b.upper < math.inf
+
+
+def test_selection_never_answers_above_pure_dp():
+    """Permute-and-flip at 1.0, three uses: 3.0023 from the grids, though three uses of a 1-DP mechanism are
+    3-DP exactly; at epsilon 1e-6, one use: 2e-6."""
+    from tightdp.mechanisms.selection import PermuteAndFlip, ReportNoisyMax
+    from tightdp.tuning import selection_epsilon
+
+    assert selection_epsilon(mechanism=PermuteAndFlip(epsilon=1.0), delta=1e-6, count=3).upper <= 3.0 + 1e-15
+    for mech in (PermuteAndFlip(epsilon=1e-6), ReportNoisyMax(epsilon=1e-6, noise="exponential")):
+        b = selection_epsilon(mechanism=mech, delta=1e-15, count=1)
+        assert b.lower <= b.upper <= 1e-6 * (1 + 1e-15)
