@@ -25,7 +25,7 @@ _MAX_MASS_REL_ERROR = 1e-6
 
 
 def check_selection_epsilon(value: object) -> float:
-    """``value`` as a selection mechanism's epsilon, in ``[0, 500]``; a ``ValueError`` naming ``epsilon`` otherwise."""
+    """``value`` as a selection mechanism's epsilon, in ``(0, 500]``; a ``ValueError`` naming ``epsilon`` otherwise."""
     return check_real("epsilon", value, low=0.0, high=_MAX_EPSILON, high_open=False)
 
 

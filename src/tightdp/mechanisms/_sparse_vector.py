@@ -173,7 +173,7 @@ class SparseVector(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The mechanism's epsilon, in ``[0, 500]``.
+        The mechanism's epsilon, in ``(0, 500]``.
     cutoff : int, default 1
         Number of above-threshold answers before stopping, a positive integer.
     threshold_epsilon : float or None, default None
@@ -182,7 +182,7 @@ class SparseVector(Mechanism):
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``, ``cutoff`` is not a positive integer or ``threshold_epsilon`` lies
+        If ``epsilon`` lies outside ``(0, 500]``, ``cutoff`` is not a positive integer or ``threshold_epsilon`` lies
         outside ``(0, epsilon)``.
 
     References

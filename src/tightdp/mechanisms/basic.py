@@ -118,14 +118,15 @@ class RandomizedResponse(Mechanism):
     Parameters
     ----------
     noise_parameter : float
-        Probability ``p`` in ``[0, 1]`` of answering uniformly at random.
+        Probability ``p`` in ``(0, 1]`` of answering uniformly at random (0, the true value always, has no finite
+        epsilon).
     num_buckets : int
         Number of possible values ``k``, at least 2.
 
     Raises
     ------
     ValueError
-        If ``noise_parameter`` lies outside ``[0, 1]`` or ``num_buckets`` is not an integer >= 2.
+        If ``noise_parameter`` lies outside ``(0, 1]`` or ``num_buckets`` is not an integer >= 2.
 
     References
     ----------

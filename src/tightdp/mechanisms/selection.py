@@ -179,12 +179,12 @@ class BoundedRange(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The mechanism's epsilon, in ``[0, 500]``.
+        The mechanism's epsilon, in ``(0, 500]``.
 
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``.
+        If ``epsilon`` lies outside ``(0, 500]``.
 
     References
     ----------
@@ -240,7 +240,7 @@ class ExponentialMechanism(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The mechanism's epsilon, in ``[0, 500]``.
+        The mechanism's epsilon, in ``(0, 500]``.
     num_candidates : int or None, default None
         Number of candidates, an integer >= 2; ``None``: any number.
     monotonic : bool, default False
@@ -249,7 +249,7 @@ class ExponentialMechanism(Mechanism):
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``, ``num_candidates`` is not an integer >= 2 or ``monotonic`` is not
+        If ``epsilon`` lies outside ``(0, 500]``, ``num_candidates`` is not an integer >= 2 or ``monotonic`` is not
         a bool.
 
     References
@@ -324,12 +324,12 @@ class PermuteAndFlip(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The mechanism's epsilon, in ``[0, 500]``.
+        The mechanism's epsilon, in ``(0, 500]``.
 
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``.
+        If ``epsilon`` lies outside ``(0, 500]``.
 
     References
     ----------
@@ -414,7 +414,7 @@ class ReportNoisyMax(Mechanism):
     Parameters
     ----------
     epsilon : float
-        The mechanism's epsilon, in ``[0, 500]``.
+        The mechanism's epsilon, in ``(0, 500]``.
     noise : str, default "gumbel"
         ``"gumbel"``, ``"laplace"`` or ``"exponential"``.
     num_candidates : int or None, default None
@@ -423,7 +423,7 @@ class ReportNoisyMax(Mechanism):
     Raises
     ------
     ValueError
-        If ``epsilon`` lies outside ``[0, 500]``, ``noise`` is not one of the three or ``num_candidates`` is not
+        If ``epsilon`` lies outside ``(0, 500]``, ``noise`` is not one of the three or ``num_candidates`` is not
         an integer >= 2.
 
     References
