@@ -87,3 +87,13 @@ def test_selection_pairs_carry_their_rounding_through_the_accountant():
 def test_a_bad_rounding_bound_is_refused_by_name(bad):
     with pytest.raises(ValueError, match="mass_rel_error"):
         FinitePair(values=(0.1, -0.1), probs=(0.5, 0.5), mass_rel_error=bad)
+
+
+def test_a_paid_delta_reaching_one_gives_lower_end_zero_without_a_query():
+    """``count log1p(rho)`` of 1 raises delta 0.5 past 1: the lower end is 0 (no engine query for it), and the
+    paid upper end still holds the perturbed pairs' truth."""
+    p, q, count, rho = 0.3, 0.2, 10**6, 1e-6
+    acc = ConnectDotsAccountant().compose(_pair(p, q, rho), count)
+    assert acc.epsilon_lower_end(0.5) == 0.0
+    b = acc.epsilon(0.5)
+    assert b.lower == 0.0 and math.isfinite(b.upper) and b.upper > 0.0

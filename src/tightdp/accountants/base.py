@@ -246,10 +246,11 @@ class Accountant(ABC):
                 lower = None if low.lower is None else max(0.0, float(low.lower) - kappa)
                 high = low
             upper: Any = np.inf
-            if with_upper or high is None:
+            if high is None and not with_upper:  # the raised delta reaches 1: lower end 0, no query needed
+                return Bounds(0.0, 0.0, np.inf, "epsilon", self.kind, details)
+            if with_upper:
                 high = self._epsilon(delta * float(np.exp(log_b)))
-                if with_upper:
-                    upper = None if high.upper is None else float(high.upper) + kappa
+                upper = None if high.upper is None else float(high.upper) + kappa
         else:
             eps = np.asarray(arg, float)
             low = high = self._delta(eps + kappa)
@@ -262,6 +263,7 @@ class Accountant(ABC):
                 if high.upper is not None:
                     slack = np.where(shifted < 0.0, -np.expm1(np.minimum(shifted, 0.0)) * float(np.exp(log_a)), 0.0)
                     upper = np.minimum((np.asarray(high.upper, float) + slack) * float(np.exp(-log_b)), 1.0)
+        assert high is not None  # every path that reaches here queried the engine
         est = high.estimate
         details.update(high.details)
         if est is not None and upper is not None:
