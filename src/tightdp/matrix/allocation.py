@@ -81,6 +81,7 @@ __all__ = [
     "sandwich_epsilon",
     "sandwich_lower",
     "sandwich_upper",
+    "square_gram",
     "upper_sandwich",
 ]
 
@@ -130,6 +131,30 @@ def mode_gram(strategy: Strategy, n: int, t: int) -> FloatArray:
     else:
         v = strategy.matrix(n) @ x
     return np.asarray(v.T @ v, dtype=np.float64)
+
+
+def square_gram(g: object) -> FloatArray:
+    """``g`` as a float array; a ``ValueError`` naming ``g`` unless it is a square matrix.
+
+    Parameters
+    ----------
+    g : array_like
+        A Gram matrix.
+
+    Returns
+    -------
+    FloatArray
+        ``g`` as floats.
+
+    Raises
+    ------
+    ValueError
+        ``g`` is not a square matrix.
+    """
+    out = np.asarray(g, float)
+    if out.ndim != 2 or out.shape[0] != out.shape[1]:
+        raise ValueError(f"g must be a square matrix, got shape {out.shape}")
+    return out
 
 
 def _error(g: FloatArray, extra: float = 0.0) -> float:
@@ -225,9 +250,7 @@ def entrywise_upper(g: FloatArray, err: float | None = None) -> tuple[float, flo
     ValueError
         ``g`` is not a square matrix.
     """
-    g = np.asarray(g, float)
-    if g.ndim != 2 or g.shape[0] != g.shape[1]:
-        raise ValueError(f"g must be a square matrix, got shape {g.shape}")
+    g = square_gram(g)
     t = g.shape[0]
     err = _error(g) if err is None else err
     m = float(np.max(np.diag(g))) + err
@@ -266,9 +289,7 @@ def entrywise_lower(
     ValueError
         ``g`` is not a square matrix.
     """
-    g = np.asarray(g, float)
-    if g.ndim != 2 or g.shape[0] != g.shape[1]:
-        raise ValueError(f"g must be a square matrix, got shape {g.shape}")
+    g = square_gram(g)
     t = g.shape[0]
     err = _error(g) if err is None else err
     diag = np.diag(g)
@@ -479,22 +500,25 @@ def sandwich_lower(
         if r is not None and (best is None or r[0] > best[0]):
             best = (r[0], f, r)
     below = entrywise_lower(g, nonnegative=nonnegative)
+    entry: tuple[float, tuple[float, float], str] = (0.0, (0.0, 0.0), "")  # the entrywise pair's certified end
     if below is not None:
         r = _pair_epsilon(*below, sigma, t, delta, _COARSE, None, gate=MIN_LOWER_ALLOCATION_SIGMA)
-        if r is not None and (best is None or r[0] > best[0]):
-            best = (r[0], None, r)
+        if r is not None:
+            entry = (r[0], below, "entrywise comparison from below (Kahane)")
+            if best is None or r[0] > best[0]:
+                best = (r[0], None, r)
     if best is None:
         return 0.0, None, ""
     _, frac, coarse = best
-    if frac is None and below is not None:
-        how = "entrywise comparison from below (Kahane)"
+    if frac is None:  # the entrywise pair: its coarse end is certified (its constants are)
         if coarse[2] - coarse[0] <= _REFINE_SHARE * max(upper - coarse[0], 0.0):
-            return coarse[0], below, how
-        r = _pair_epsilon(*below, sigma, t, delta, eps_error, rel_error, gate=MIN_LOWER_ALLOCATION_SIGMA)
-        return (max(r[0], coarse[0]) if r is not None else coarse[0]), below, how
-    used = lower_sandwich(sp, 1.0 if frac is None else frac)
+            return entry
+        r = _pair_epsilon(*entry[1], sigma, t, delta, eps_error, rel_error, gate=MIN_LOWER_ALLOCATION_SIGMA)
+        return (max(r[0], entry[0]) if r is not None else entry[0]), entry[1], entry[2]
+    used = lower_sandwich(sp, frac)  # verified now: its coarse end came from unverified constants
     r = _pair_epsilon(*used, sigma, t, delta, eps_error, rel_error)
-    return (r[0] if r is not None else 0.0), used, "Loewner sandwich from below"
+    low = r[0] if r is not None else 0.0
+    return (low, used, "Loewner sandwich from below") if low >= entry[0] else entry
 
 
 def sandwich_epsilon(

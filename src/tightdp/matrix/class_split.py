@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from .._types import FloatArray
-from .allocation import _COARSE, _REFINE_SHARE, _error, _pair_epsilon, entrywise_upper
+from .allocation import _COARSE, _REFINE_SHARE, _error, _pair_epsilon, entrywise_upper, square_gram
 
 __all__ = ["LOW_NOISE_SIGMA", "MAX_CLASSES", "circulant_lift", "class_split_upper", "low_noise_upper"]
 
@@ -92,6 +92,14 @@ def circulant_lift(profile: FloatArray, c: float) -> tuple[float, FloatArray] | 
     return max(0.0, -lam) + _error(circ), circ
 
 
+def _setup(g: object) -> tuple[FloatArray, int, float, float]:
+    """``(G, t, err, m)``: the checked Gram matrix, its size, its entries' error bound and its largest diagonal entry
+    raised by that bound (every class's diagonal is raised to ``m``)."""
+    gram = square_gram(g)
+    err = _error(gram)
+    return gram, gram.shape[0], err, float(np.max(np.diag(gram))) + err
+
+
 def _plain_classes(
     g: FloatArray, s: int, err: float, m: float
 ) -> tuple[dict[int, FloatArray], list[tuple[int, float, float]]]:
@@ -145,12 +153,7 @@ def low_noise_upper(
     ValueError
         ``g`` is not a square matrix, or bad accuracy arguments (from the accountant).
     """
-    g = np.asarray(g, float)
-    if g.ndim != 2 or g.shape[0] != g.shape[1]:
-        raise ValueError(f"g must be a square matrix, got shape {g.shape}")
-    t = g.shape[0]
-    err = _error(g)
-    m = float(np.max(np.diag(g))) + err
+    g, t, err, m = _setup(g)
     candidates = [("entrywise comparison (Kahane)", [(t, *entrywise_upper(g, err))])]
     if t >= 4:
         candidates.append(
@@ -212,12 +215,7 @@ def class_split_upper(
     ValueError
         ``g`` is not a square matrix, or bad accuracy arguments (from the accountant).
     """
-    g = np.asarray(g, float)
-    if g.ndim != 2 or g.shape[0] != g.shape[1]:
-        raise ValueError(f"g must be a square matrix, got shape {g.shape}")
-    t = g.shape[0]
-    err = _error(g)
-    m = float(np.max(np.diag(g))) + err
+    g, t, err, m = _setup(g)
 
     def coarse(consts: list[tuple[int, float, float]]) -> float:
         worst = -math.inf
