@@ -393,6 +393,13 @@ def test_distributed_discrete_gaussian_contains_exact_enumeration(sigma, n, d, q
     _check(b, delta, lambda e: max(_delta_composed(atoms["remove"], k, e), _delta_composed(atoms["add"], k, e)))
 
 
+@settings(max_examples=12, deadline=None)
+@given(mu=st.floats(0.01, 3000.0), spread=st.floats(3.0, 30.0))
+def test_skellam_masses_by_miller_match_the_bessel_function_at_random_mu(mu, spread):
+    """As below, at random ``mu`` and window tops ``spread`` standard deviations out (``sqrt(2 mu)``)."""
+    test_skellam_masses_by_miller_match_the_bessel_function(mu, max(2, int(spread * math.sqrt(2.0 * mu))))
+
+
 @pytest.mark.parametrize("mu, top", [(0.01, 12), (3.7, 40), (250.0, 200), (5000.0, 1500)])
 def test_skellam_masses_by_miller_match_the_bessel_function(mu, top):
     """Miller's backward recurrence, normalised by ``sum_k I_k = e^x``, against mpmath's Bessel function (40 digits)
