@@ -56,7 +56,7 @@ from .._caches import register as _register_cache
 from .._numerics import geometric_suffix
 from .._types import FloatArray
 from ..bounds import Bounds
-from ..errors import PrecisionError
+from ..errors import PrecisionError, UnsupportedMechanismError
 from ..mechanisms import Gaussian, Laplace, Mechanism, PoissonSampled, SampledWithoutReplacement
 from . import _edgeworth_math as em
 from .base import Accountant
@@ -176,8 +176,11 @@ class EdgeworthAccountant(Accountant):
             return False
         try:  # moments at compose time: a loss without them fails here, not at a query
             _mechanism_stats(mechanism)
-        except OverflowError:  # beyond double precision (mu = inf): refused by name below
-            return False
+        except OverflowError:  # beyond double precision (mu = inf)
+            raise UnsupportedMechanismError(
+                f"the edgeworth accountant cannot analyse {mechanism.describe()}: its privacy loss's moments "
+                "overflow double precision (a vanishing noise); use the default accountant"
+            ) from None
         return True
 
     def _ledger_changed(self) -> None:
