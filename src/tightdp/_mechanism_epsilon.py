@@ -21,7 +21,6 @@ from .accountants import _rdp_math as rm
 from .bounds import Bounds
 from .errors import PrecisionError
 from .mechanisms._bounded_range_adaptive import adaptive_bounded_range_epsilon
-from .mechanisms._sparse_vector import SparseVector
 from .mechanisms.base import Mechanism
 from .mechanisms.selection import (
     ExponentialMechanism,
@@ -75,10 +74,10 @@ _GAP_SWEEP = 14
 _GAP_REFINE = 12
 
 
-#: the accuracy at which ``_best_gap`` ranks candidate pairs: each value is still a certified lower end, and the
+#: the accuracy (relative, with its absolute floor) at which ``_best_gap`` ranks candidate pairs: each value is still a certified lower end, and the
 #: best gap's is then recomputed at the default accuracy. At the default accuracy the hopeless gaps far in the
 #: noise's tail cost the most (an epsilon of 0.02 asked to relative 1e-3 at delta 1e-15: 95 s of a search)
-_SEARCH_ACCURACY = {"rel_error": 0.01, "eps_error": 0.05}
+_SEARCH_REL_ERROR, _SEARCH_EPS_ERROR = 0.01, 0.05
 
 
 def attained_lower(pair: Mechanism, count: int, delta: float, *, coarse: bool = False) -> float:
@@ -95,7 +94,7 @@ def attained_lower(pair: Mechanism, count: int, delta: float, *, coarse: bool = 
     delta : float
         The delta.
     coarse : bool, default False
-        At ``_SEARCH_ACCURACY`` instead of the default accuracy (a lower end still, only further below).
+        At ``_SEARCH_REL_ERROR`` (floor ``_SEARCH_EPS_ERROR``) instead of the default accuracy (a lower end still, only further below).
 
     Returns
     -------
@@ -110,7 +109,11 @@ def attained_lower(pair: Mechanism, count: int, delta: float, *, coarse: bool = 
         If ``pair`` is not a ``Mechanism`` or ``count`` not a positive integer (from the accountant).
     """
     try:
-        accountant = ConnectDotsAccountant(**_SEARCH_ACCURACY) if coarse else ConnectDotsAccountant()
+        accountant = (
+            ConnectDotsAccountant(rel_error=_SEARCH_REL_ERROR, eps_error=_SEARCH_EPS_ERROR)
+            if coarse
+            else ConnectDotsAccountant()
+        )
         return max(0.0, accountant.compose(pair, count).epsilon_lower_end(delta))
     except PrecisionError:
         return 0.0
@@ -124,7 +127,7 @@ def _best_gap(
     too whatever the search finds; the search only decides how good it is. A sweep of gaps ``1 +- s`` (for two
     candidates ``a`` and ``2 - a`` are the pair's two directions), then a bounded scalar search between the best
     one's neighbours. At small delta the worst gap lies far in the noise's tail, beyond the seven fixed gaps. The
-    search ranks at ``_SEARCH_ACCURACY``; the gap it picks is evaluated again at the default accuracy."""
+    search ranks at ``_SEARCH_REL_ERROR``; the gap it picks is evaluated again at the default accuracy."""
 
     def lower_at(a: float, coarse: bool = True) -> float:
         pair = family(a)
@@ -261,12 +264,10 @@ def selection_epsilon(*, mechanism: Mechanism, delta: float, count: int = 1) -> 
         if ledger_up < upper:
             upper = ledger_up
             method = "dominating ledger: " + ", ".join(f"{c} x {m.describe()}" for m, c in ledger) + " per use"
-    # every selection mechanism here is cap-DP (cap = epsilon for report-noisy-max and the sparse vector
-    # technique, module docstrings): count uses are (count cap)-DP exactly, whatever delta, which the numerical
-    # ends above may miss by their discretisation (permute-and-flip at 1.0, 3 uses: 3.0023)
-    pure = cap if params is not None else None
-    if pure is None and isinstance(mechanism, (ReportNoisyMax, SparseVector)):
-        pure = float(mechanism.epsilon)
+    # a pure-DP mechanism (``pure_epsilon``: every selection mechanism here, module docstrings): count uses are
+    # (count epsilon)-DP exactly, whatever delta, which the numerical ends above may miss by their discretisation
+    # (permute-and-flip at 1.0, 3 uses: 3.0023)
+    pure = mechanism.pure_epsilon()
     if pure is not None and pure > 0.0:
         total = math.nextafter(count * pure, math.inf)  # the float product rounded up
         if total < upper:

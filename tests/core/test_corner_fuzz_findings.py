@@ -85,7 +85,7 @@ def test_edgeworth_refuses_a_vanishing_or_exploding_mu(kw):
     from tightdp.accountants.edgeworth import EdgeworthAccountant
     from tightdp.mechanisms import Gaussian
 
-    with pytest.raises(TightDPError, match="variance|overflow double precision"):
+    with pytest.raises(TightDPError, match=r"variance|overflow double precision"):
         EdgeworthAccountant().compose(Gaussian(**kw)).epsilon(1e-6)
 
 
@@ -116,6 +116,30 @@ def test_selection_never_answers_above_pure_dp():
     for mech in (PermuteAndFlip(epsilon=1e-6), ReportNoisyMax(epsilon=1e-6, noise="exponential")):
         b = selection_epsilon(mechanism=mech, delta=1e-15, count=1)
         assert b.lower <= b.upper <= 1e-6 * (1 + 1e-15)
+
+
+def test_pure_epsilon_is_claimed_by_the_pure_mechanisms_only():
+    """``Mechanism.pure_epsilon``: what ``selection_epsilon`` caps its upper end by (an isinstance list before)."""
+    from tightdp import Gaussian, Laplace, PureDP
+    from tightdp.mechanisms.selection import (
+        BoundedRange,
+        ExponentialMechanism,
+        PermuteAndFlip,
+        ReportNoisyMax,
+        SparseVector,
+    )
+
+    pure = (
+        PureDP(epsilon=0.7),
+        BoundedRange(epsilon=0.7),
+        ExponentialMechanism(epsilon=0.7),
+        PermuteAndFlip(epsilon=0.7),
+        *(ReportNoisyMax(epsilon=0.7, noise=n) for n in ("gumbel", "laplace", "exponential")),
+        SparseVector(epsilon=0.7, cutoff=2),
+    )
+    assert all(m.pure_epsilon() == 0.7 for m in pure)
+    assert Gaussian(noise_multiplier=1.0).pure_epsilon() is None
+    assert Laplace(scale=1.0).pure_epsilon() is None  # not claimed (the dominating pair carries it)
 
 
 def test_an_atoms_only_ledger_of_negligible_total_variation_answers_delta_at_once():

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from .._validation import check_count, check_real
 from ._finite_pairs import CLOSED_FORM_REL_ERROR, FinitePair, _above
 from ._finite_pairs import check_selection_epsilon as _check_epsilon
-from .base import LossPair, Mechanism
+from .base import EpsilonDP, LossPair, Mechanism
 from .basic import PureDP
 
 __all__ = ["SparseVector", "first_above_law", "first_above_pair"]
@@ -156,7 +156,7 @@ def first_above_pair(a: float, b1: float, b2: float, *, swapped: bool = False) -
 
 
 @dataclass(frozen=True, kw_only=True)
-class SparseVector(Mechanism):
+class SparseVector(EpsilonDP, Mechanism):
     """The sparse vector technique answering until ``cutoff`` queries exceed a noisy threshold (Lyu, Su, Li
     2017, Alg. 1: threshold noise ``Lap(Delta / epsilon_1)``, query noise ``Lap(2 cutoff Delta / epsilon_2)``,
     ``epsilon_1 + epsilon_2 = epsilon``): epsilon-DP, dominated by ``PureDP(epsilon)``.

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 from ..losses import PrivacyLoss
 from ..losses.base import _inherit_docstrings
 
-__all__ = ["Mechanism", "LossPair", "mechanism_from_dict"]
+__all__ = ["EpsilonDP", "Mechanism", "LossPair", "mechanism_from_dict"]
 
 
 class LossPair(NamedTuple):
@@ -114,6 +114,21 @@ class Mechanism(ABC):
         """
         return self if self.pair_attained else None
 
+    def pure_epsilon(self) -> float | None:
+        """The epsilon of a proven pure-DP guarantee for one use, or ``None`` where none is claimed.
+
+        ``count`` adaptive uses of an epsilon-DP mechanism are ``(count epsilon)``-DP exactly, whatever delta
+        (basic composition), which a numerical upper end may miss by its discretisation;
+        ``tightdp.tuning.selection_epsilon`` caps its upper end by it.
+
+        Returns
+        -------
+        float or None
+            ``None`` by default; subclasses with a pure-DP proof (``PureDP`` and the selection mechanisms)
+            return their epsilon.
+        """
+        return None
+
     def masses_rel_error(self) -> float:
         """A bound ``rho`` on the relative error of every output mass of ``privacy_losses()`` (both laws) against
         the exact pair it stands for; the accountants pay for it at both ends (``Accountant._query``).
@@ -190,3 +205,20 @@ def mechanism_from_dict(data: dict[str, Any]) -> Mechanism:
         if k != "type"
     }
     return cls(**kwargs)
+
+
+class EpsilonDP:
+    """Mixin for a mechanism whose ``epsilon`` is a proven pure-DP guarantee for one use (its class or module
+    docstring gives the proof): ``Mechanism.pure_epsilon`` returns it. List it before ``Mechanism`` in the bases."""
+
+    epsilon: float
+
+    def pure_epsilon(self) -> float:
+        """``epsilon``, the mechanism's proven pure-DP guarantee (``Mechanism.pure_epsilon``).
+
+        Returns
+        -------
+        float
+            ``epsilon``.
+        """
+        return float(self.epsilon)

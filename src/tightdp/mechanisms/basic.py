@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from .._validation import check_count, check_positive, check_real
 from ..losses import DiscreteLoss, GaussianLoss, LaplaceLoss
-from .base import LossPair, Mechanism
+from .base import EpsilonDP, LossPair, Mechanism
 
 __all__ = ["Gaussian", "Laplace", "RandomizedResponse", "PureDP", "ApproximateDP"]
 
@@ -159,7 +159,7 @@ class RandomizedResponse(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PureDP(Mechanism):
+class PureDP(EpsilonDP, Mechanism):
     """Any epsilon-DP mechanism, through its dominating pair (randomized response with ratio e^epsilon).
 
     Attained pair: the description names the class of epsilon-DP mechanisms, and its worst member, binary

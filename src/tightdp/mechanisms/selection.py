@@ -151,7 +151,7 @@ from ._finite_pairs import (
     check_selection_epsilon as _check_epsilon,
 )
 from ._sparse_vector import SparseVector
-from .base import LossPair, Mechanism
+from .base import EpsilonDP, LossPair, Mechanism
 from .basic import Laplace, PureDP
 
 __all__ = [
@@ -172,7 +172,7 @@ __all__ = [
 
 
 @dataclass(frozen=True, kw_only=True)
-class BoundedRange(Mechanism):
+class BoundedRange(EpsilonDP, Mechanism):
     """Any epsilon-bounded-range mechanism (Durfee & Rogers 2019): dominated by ``BoundedRangeLoss``.
     Attained pair: none in general (the lower end is 0 unless a concrete mechanism says more).
 
@@ -226,7 +226,7 @@ class BoundedRange(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ExponentialMechanism(Mechanism):
+class ExponentialMechanism(EpsilonDP, Mechanism):
     """The exponential mechanism, ``P(y) ∝ exp(epsilon u(y) / (2 Delta))`` (``monotonic=True``: scores that
     move in one direction between neighbours, ``exp(epsilon u(y) / Delta)``), over ``num_candidates``
     candidates; the same as report-noisy-max with Gumbel noise of scale ``2 Delta / epsilon``
@@ -313,7 +313,7 @@ class ExponentialMechanism(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class PermuteAndFlip(Mechanism):
+class PermuteAndFlip(EpsilonDP, Mechanism):
     """Permute-and-flip (McKenna & Sheldon 2020), flip probability ``exp(epsilon (u - u*) / (2 Delta))``:
     epsilon-DP and ``eta``-BR with ``eta = 2 log(2 e^(epsilon / 2) - 1)`` (module docstring), dominated by
     ``CappedBoundedRangeLoss(eta, epsilon)``; equal to report-noisy-max with exponential noise (Ding et al.
@@ -394,7 +394,7 @@ class PermuteAndFlip(Mechanism):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ReportNoisyMax(Mechanism):
+class ReportNoisyMax(EpsilonDP, Mechanism):
     """Report-noisy-max: the index of the largest ``u(y) + Z_y``, ``Z`` of scale ``2 Delta / epsilon``.
 
     ``noise="gumbel"`` is the exponential mechanism (``ExponentialMechanism``'s pairs); ``"exponential"`` is
