@@ -162,3 +162,15 @@ def test_an_atoms_only_ledger_of_negligible_total_variation_answers_delta_at_onc
             loss = sum(values[i] for i in combo)
             exact += math.prod(probs[i] for i in combo) * max(0.0, -math.expm1(e - loss))
         assert lo <= exact <= hi
+
+
+@pytest.mark.parametrize("delta", [0.3, 1e-3, 1e-15])
+def test_a_step_beyond_the_cells_reach_keeps_a_lower_end_from_its_top_mass(delta):
+    """A Laplace step of epsilon 1000 (its loss beyond the +-700 the dominance cells exponentiate) answered [0, 1000]:
+    the lower end is now the mass at the top of the support, half the P-mass at loss 1000. Exact: a Laplace step's
+    ``delta(eps) = 1 - e^((eps - epsilon) / 2)``, so ``eps(delta) = epsilon + 2 log(1 - delta)``."""
+    from tightdp import ConnectDotsAccountant, Laplace
+
+    b = ConnectDotsAccountant().compose(Laplace(scale=1e-3)).epsilon(delta)
+    truth = 1000.0 + 2.0 * math.log1p(-delta)
+    assert 1000.0 + math.log1p(-2.0 * delta) - 1e-5 <= b.lower <= truth <= b.upper == 1000.0

@@ -95,6 +95,50 @@ class PLDAccountant(Accountant):
             top, p_inf = max(top, t), max(p_inf, p)
         return top, p_inf
 
+    def _top_mass_lower(self, delta: float) -> float:
+        """A certified lower end of ``eps(delta)`` from the mass near the top of each step's loss support.
+
+        For any ``x`` and ``eps < x``, ``delta(eps) = E_P[(1 - e^(eps - L))_+] >= P(L > x) (1 - e^(eps - x))``. In
+        a composition ``L = sum_i L_i`` of independent steps, ``L > X = sum_i c_i x_i`` whenever every step has
+        ``L_i > x_i``, so ``P(L > X) >= S = prod_i P(L_i > x_i)^(c_i)``; hence ``eps(delta) >= X + log(1 - delta /
+        S)`` for ``delta < S`` (in any one direction, so for the pair). ``x_i`` sits ``1e-9 (1 + |hi_i|)`` below
+        the step's top ``hi_i``, where an atom there (a Laplace, randomized-response or pure-DP step) keeps its
+        mass; ``X`` is summed exactly and rounded down, ``S`` paid ``1e-9`` relative per step for its rounding.
+
+        Parameters
+        ----------
+        delta : float
+            The delta, in (0, 1).
+
+        Returns
+        -------
+        float
+            The lower end, ``>= 0``; 0 where some step's loss is unbounded above or ``S <= delta``.
+        """
+        best = 0.0
+        for terms in PLDAccountant._directions(self):
+            total, log_s, count = Fraction(0), 0.0, 0
+            for loss, c in terms:
+                hi = loss.support()[1]
+                if not math.isfinite(hi):
+                    break
+                x = hi - 1e-9 * (1.0 + abs(hi))
+                tail = float(np.asarray(loss.sf(x)))
+                if not tail > 0.0:
+                    break
+                total += Fraction(x) * c
+                log_s += c * math.log(tail)
+                count += c
+            else:
+                x_total = float(total)
+                if Fraction(x_total) > total:
+                    x_total = math.nextafter(x_total, -math.inf)
+                log_s -= 1e-9 * count + 1e-15 * abs(log_s)  # each sf within 1e-9, the sum's own rounding
+                ratio = delta * math.exp(-log_s) if log_s > math.log(delta) else math.inf
+                if ratio < 1.0:
+                    best = max(best, x_total + math.log1p(-ratio) - 1e-12 * (1.0 + abs(x_total)))
+        return best
+
     def _epsilon(self, delta: float) -> Bounds:
         top, p_inf = self._support_ceiling()
         if p_inf * (1.0 - 1e-12) > delta:  # the mass at infinite loss alone exceeds delta (rounding paid)
@@ -118,15 +162,17 @@ class PLDAccountant(Accountant):
         except PrecisionError as exc:
             if not capped:
                 raise
+            top = max(top, 0.0)
             return Bounds(
-                0.0,
-                max(top, 0.0),
-                max(top, 0.0),
+                min(self._top_mass_lower(delta), top),
+                top,
+                top,
                 "epsilon",
                 "bound",
                 {
                     "note": f"the numerics could not certify a tighter interval ({exc}); the composed "
-                    f"privacy loss never exceeds {top:.6g}, so epsilon <= {top:.6g}",
+                    f"privacy loss never exceeds {top:.6g}, so epsilon <= {top:.6g}; the lower end from the mass "
+                    "near that top",
                     "method": "loss support",
                 },
             )
