@@ -115,11 +115,13 @@ def _curve(acc: ConnectDotsAccountant, eps: FloatArray) -> tuple[FloatArray, Flo
 def _tail_bounds(c: FloatArray, lo: FloatArray, hi: FloatArray) -> tuple[FloatArray, FloatArray]:
     """Certified ``(s_lo, s_hi)`` of ``S_Q(c)`` at each threshold (module docstring, step 2), the best step ``D``
     among the grid's other points: backward ``(g_hi(c_k) - g_lo(c)) / (e^c - e^c_k)``, forward
-    ``(g_lo(c) - g_hi(c_k)) / (e^c_k - e^c)``."""
-    a = np.exp(c)
-    den = a[:, None] - a[None, :]  # D for c_k < c (positive), -D for c_k > c
+    ``(g_lo(c) - g_hi(c_k)) / (e^c_k - e^c)``. A threshold past ``e^709`` (``a = inf``) gets ``s_lo = s_hi = 0``: no
+    bound there."""
+    with np.errstate(over="ignore"):
+        a = np.exp(c)
     err = 4.0 * _ULP * (hi[None, :] + lo[:, None])  # the subtraction's rounding, absolute
     with np.errstate(divide="ignore", invalid="ignore"):
+        den = a[:, None] - a[None, :]  # D for c_k < c (positive), -D for c_k > c; NaN (no step) between infs
         # steps below 1e-6 a are left out: there the rounding of e^c would be a large part of D
         back = np.where(den > _MIN_STEP * a[:, None], (hi[None, :] - lo[:, None] + err) / den, np.inf)
         fwd = np.where(-den > _MIN_STEP * a[:, None], (lo[:, None] - hi[None, :] - err) / -den, 0.0)
@@ -150,15 +152,16 @@ def _threshold_epsilons(
     with np.errstate(over="ignore"):  # e^c past 709 is inf: such thresholds give no bound (NaN -> -inf below)
         a = np.exp(c)
     s_lo, s_hi = _tail_bounds(c, lo, hi)
-    # step 3 (c <= eps): the bound at s_hi
-    mono = _log_ratio(tail(np.minimum(lo + a * s_hi, 1.0)), tail(s_hi), delta)
-    mono = np.where(mono >= c, mono, -np.inf)
-    # step 4 (any c): the worst of the pieces of [s_lo, s_hi]
-    t = np.linspace(0.0, 1.0, _PIECES + 1)
-    pts = s_lo[:, None] + (s_hi - s_lo)[:, None] * t[None, :]
-    pts[:, 0], pts[:, -1] = s_lo, s_hi
-    top = tail(np.minimum(lo[:, None] + a[:, None] * pts[:, :-1], 1.0))
-    pieces = np.min(_log_ratio(top, tail(pts[:, 1:]), delta), axis=1)
+    with np.errstate(invalid="ignore"):  # inf * 0 where e^c overflows: NaN, read as no bound below
+        # step 3 (c <= eps): the bound at s_hi
+        mono = _log_ratio(tail(np.minimum(lo + a * s_hi, 1.0)), tail(s_hi), delta)
+        mono = np.where(mono >= c, mono, -np.inf)
+        # step 4 (any c): the worst of the pieces of [s_lo, s_hi]
+        t = np.linspace(0.0, 1.0, _PIECES + 1)
+        pts = s_lo[:, None] + (s_hi - s_lo)[:, None] * t[None, :]
+        pts[:, 0], pts[:, -1] = s_lo, s_hi
+        top = tail(np.minimum(lo[:, None] + a[:, None] * pts[:, :-1], 1.0))
+        pieces = np.min(_log_ratio(top, tail(pts[:, 1:]), delta), axis=1)
     eps = np.maximum(mono, pieces)
     eps = np.where(np.isnan(eps), -np.inf, eps)  # a ratio past double precision (e^c overflowing): no bound there
     with np.errstate(invalid="ignore"):  # (-inf - inf: still -inf)

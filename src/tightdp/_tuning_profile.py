@@ -247,8 +247,8 @@ class ProfileTable:
         b: FloatArray,
         cells: tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None,
     ) -> ProfileTable:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            # inf where f'(u_i) underflows to 0 (K fixed, small u_i): the cell never leaves the sum; 0 where
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # inf where f'(u_i) underflows to 0 or the ratio overflows (K fixed, small u_i): the cell never leaves the sum; 0 where
             # f'(G(u_{i+1})) does too: the cell adds nothing
             ratio = np.where(a > 0.0, a / b, 0.0)
         order = np.argsort(ratio, kind="stable")
@@ -273,18 +273,21 @@ class ProfileTable:
         t = np.asarray(t, dtype=float)
         k = np.searchsorted(self.ratio, t, side="right")
         sa, sb = self.sa[k], self.sb[k]
-        err = 4.0 * self.ratio.size * _ULP * (sa + t * sb)
-        out: FloatArray = np.maximum(sa - t * sb, 0.0) + err
+        with np.errstate(over="ignore", invalid="ignore"):  # t = inf (e^(eps - e1) past e^709): sb = 0, the term 0
+            tsb = np.where(sb > 0.0, t * sb, 0.0)
+        err = 4.0 * self.ratio.size * _ULP * (sa + tsb)
+        out: FloatArray = np.maximum(sa - tsb, 0.0) + err
         return out
 
     def delta(self, eps: float, eps1: FloatArray, delta1: FloatArray) -> float:
         """The one-split bound at ``eps`` (at most 1), the smallest over the splits ``eps1 <= eps`` (``delta1``: their
         profile)."""
-        ok = eps1 <= eps
+        ok = (eps1 <= eps) & (eps1 <= 700.0)  # a split past e^700 adds nothing a double can hold (as in ``build``)
         if not np.any(ok):
             return 1.0
         e1, d1 = eps1[ok], delta1[ok]
-        total = self.law.tail(d1) + np.exp(e1) * self.second_term(np.exp(eps - e1))
+        with np.errstate(over="ignore"):
+            total = self.law.tail(d1) + np.exp(e1) * self.second_term(np.exp(eps - e1))
         return float(min(1.0, float(np.min(total)) * (1.0 + _MARGIN)))
 
     def epsilon(self, delta: float, eps1: FloatArray, delta1: FloatArray) -> tuple[float, float]:
@@ -324,7 +327,7 @@ def two_region_delta(
     """The two-region bound at ``eps`` (module docstring, step 5; at most 1), the smallest over the thresholds of
     ``parts`` (``(s, *table.split(s))``) and the levels ``a <= b`` among ``eps1 <= eps`` (sorted increasing,
     ``delta1`` their profile)."""
-    ok = eps1 <= eps
+    ok = (eps1 <= eps) & (eps1 <= 700.0)  # a level past e^700 adds nothing a double can hold (as in ``build``)
     if not np.any(ok):
         return 1.0
     e, d = eps1[ok], delta1[ok]
@@ -334,8 +337,10 @@ def two_region_delta(
         base = law.tail(np.full(e.shape, 1.0 - s_))
         t1 = law.tail(1.0 - s_ + np.minimum(s_, d))
         t1 = np.maximum(t1 - base, 0.0) + 4.0 * _ULP * (t1 + base)  # f(s) - f(s - m), rounded up
-        g1 = t1 + np.exp(e) * low.second_term(np.exp(eps - e))
-        g2 = law.tail(np.minimum(1.0 - s_, d)) + np.exp(e) * high.second_term(np.exp(eps - e))
+        with np.errstate(over="ignore"):  # e^(eps - e) past e^709 is inf: second_term answers 0 there
+            ratio = np.exp(eps - e)
+        g1 = t1 + np.exp(e) * low.second_term(ratio)
+        g2 = law.tail(np.minimum(1.0 - s_, d)) + np.exp(e) * high.second_term(ratio)
         best = min(best, float(np.min(g2 + np.minimum.accumulate(g1))))  # a <= b: a running minimum
     return float(min(1.0, best * (1.0 + _MARGIN)))
 
