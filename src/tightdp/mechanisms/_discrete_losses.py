@@ -33,6 +33,10 @@ _LATTICE_SIGMA = 200.0
 _LATTICE_SPACING = 1.0 / 2500.0
 #: most outputs a Skellam PLD enumerates (each a 30-digit Bessel function)
 _MAX_SKELLAM = 200_000
+#: the distributed discrete Gaussian's sum is taken as the discrete Gaussian of the summed variance (no convolution)
+#: where the two laws agree to within this log-factor at every output (``_sum_law_log_error``): below the atoms'
+#: own rounding error (about 8e-14 at the window's edge)
+_SUM_LAW_LOG_ERROR = 1e-13
 
 
 def discrete_gaussian_log_normaliser(sigma: float) -> tuple[float, float]:
@@ -130,7 +134,6 @@ class DiscreteGaussianLoss(_LatticeLoss):
     direction: str = "remove"
 
     def _enumerate(self) -> _Arrays:
-        s2 = 2.0 * self.sigma * self.sigma
         lo, hi, tail = _window(self.sigma, self.delta)
         if hi - lo + 1 > _MAX_ATOMS:
             raise GridTooLargeError(
@@ -140,37 +143,10 @@ class DiscreteGaussianLoss(_LatticeLoss):
                 + " is too large for the exact PLD"
             )
         log_z, z_err = discrete_gaussian_log_normaliser(self.sigma)
-        x = np.arange(lo, hi + 1, dtype=float)
-        d = float(self.delta)
-        ya = -((x - d) * (x - d)) / s2 - log_z  # (x - d)^2 is an exact integer below 2^53
-        yb = -(x * x) / s2 - log_z
-        a, b = np.exp(ya), np.exp(yb)
-        ell = (2.0 * d * x - d * d) / s2  # exact integer numerator, one rounded division
-        q = self.q
-        if q >= 1.0:
-            pm, qm, v = a, b, ell
-            l_err = 2.0 * _U * float(np.max(np.abs(ell)))
-        else:
-            mix = q * a + (1.0 - q) * b
-            lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
-            pm, qm, v = (mix, b, lv) if self.direction == "remove" else (b, mix, -lv)
-            l_err = (
-                8.0
-                * _U
-                * (
-                    1.0
-                    + float(np.max(np.abs(ell)))
-                    + float(np.max(np.abs(lv)))
-                    + abs(math.log(q))
-                    + abs(math.log1p(-q))
-                )
-            )
-        if self.direction == "add" and q < 1.0:  # the loss decreases in x: reverse to increasing order
-            v, pm, qm = v[::-1], pm[::-1], qm[::-1]
-        # exponent rounding (3u of |y| plus u of the subtraction), exp (u), log Z's error; the mixture 3u
-        y_max = float(max(np.max(np.abs(ya)), np.max(np.abs(yb))))
-        atom_rel = 1.02 * ((4.0 * y_max + 8.0) * _U + z_err) + (3.0 * _U if q < 1.0 else 0.0)
-        return _finish(v, pm, qm, atom_rel, l_err, tail)
+        # 2 sigma sigma: one rounding (the doubling is exact)
+        return _gaussian_atoms(
+            2.0 * self.sigma * self.sigma, 1, log_z, z_err, lo, hi, tail, self.delta, self.q, self.direction
+        )
 
     def lattice_atoms(self) -> tuple[float, ...]:
         """Two neighbouring atoms of the loss lattice (spacing ``Delta / sigma^2``).
@@ -207,6 +183,58 @@ class DiscreteGaussianLoss(_LatticeLoss):
         out = _NoLatticeDiscreteGaussianLoss(self.sigma, self.delta, self.q, self.direction)
         out.__dict__["_arrays"] = self._arrays  # the same atoms: not enumerated again
         return out
+
+
+def _gaussian_atoms(
+    s2: float,
+    s2_roundings: int,
+    log_z: float,
+    z_err: float,
+    lo: int,
+    hi: int,
+    tail: float,
+    delta: int,
+    q: float,
+    direction: str,
+    law_log_err: float = 0.0,
+) -> _Arrays:
+    """The atoms of the (subsampled) shift pair of a discrete Gaussian law ``exp(-x^2 / s2 - log_z)`` on the outputs
+    ``lo..hi`` (``DiscreteGaussianLoss`` has the pairs): ``s2`` is ``2 sigma^2`` within ``s2_roundings`` roundings,
+    ``log_z`` the log normaliser within ``z_err``, ``tail`` the mass outside the window, and the noise's true law
+    within a factor ``e^(+-law_log_err)`` of this one at every output (0: it is this law; the distributed discrete
+    Gaussian's sum, ``_sum_law_log_error``).
+
+    Errors: each exponent ``-(x - d)^2 / s2 - log_z`` is within ``(s2_roundings + 3) u`` of its size (the
+    quotient's roundings and the subtraction's; ``(x - d)^2`` is an exact integer below 2^53) plus ``z_err``, and
+    ``exp`` adds ``u``; the mixture ``3u``; the true law's factor ``e^law_log_err - 1``. Each loss is a difference
+    of two logs of masses, so the true law moves it by at most ``2 law_log_err`` on top of its rounding."""
+    x = np.arange(lo, hi + 1, dtype=float)
+    d = float(delta)
+    ya = -((x - d) * (x - d)) / s2 - log_z
+    yb = -(x * x) / s2 - log_z
+    a, b = np.exp(ya), np.exp(yb)
+    ell = (2.0 * d * x - d * d) / s2  # exact integer numerator, one rounded division
+    if q >= 1.0:
+        pm, qm, v = a, b, ell
+        l_err = 2.0 * _U * float(np.max(np.abs(ell)))
+    else:
+        mix = q * a + (1.0 - q) * b
+        lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
+        pm, qm, v = (mix, b, lv) if direction == "remove" else (b, mix, -lv)
+        l_err = (
+            8.0
+            * _U
+            * (1.0 + float(np.max(np.abs(ell))) + float(np.max(np.abs(lv))) + abs(math.log(q)) + abs(math.log1p(-q)))
+        )
+    if direction == "add" and q < 1.0:  # the loss decreases in x: reverse to increasing order
+        v, pm, qm = v[::-1], pm[::-1], qm[::-1]
+    y_max = float(max(np.max(np.abs(ya)), np.max(np.abs(yb))))
+    atom_rel = 1.02 * (((s2_roundings + 3) * y_max + 8.0) * _U + z_err) + (3.0 * _U if q < 1.0 else 0.0)
+    if law_log_err > 0.0:
+        atom_rel += 1.01 * math.expm1(law_log_err)
+        l_err += 2.01 * law_log_err
+        tail *= 1.01 * math.exp(law_log_err)
+    return _finish(v, pm, qm, atom_rel, l_err, tail)
 
 
 @dataclass(frozen=True)
@@ -268,13 +296,40 @@ def _ddg_pmf(sigma: float, clients: int) -> tuple[int, FloatArray, float, float]
     return r_lo, law, r_rel, missing
 
 
+def _sum_law_log_error(sigma: float, clients: int) -> float:
+    """A bound ``t`` with ``e^-t <= P(X_1 + ... + X_n = z) / N_Z(0, n sigma^2)(z) <= e^t`` at every integer ``z``, for
+    ``n = clients`` independent ``X_i ~ N_Z(0, sigma^2)`` (Kairouz, Liu, Steinke 2021 bound the same ratio).
+
+    Poisson summation: ``theta(t, c) = sum_(x in Z) exp(-(x - c)^2 / (2 t)) = sqrt(2 pi t) (1 + 2 sum_(k >= 1)
+    exp(-2 pi^2 t k^2) cos(2 pi k c))``, so ``theta(t, c) / sqrt(2 pi t)`` lies within ``1 +- E(t)``, ``E(t) = 2
+    sum_(k >= 1) exp(-2 pi^2 t k^2)``, and the normaliser ``Z(w) = theta(w, 0)`` within ``sqrt(2 pi w) [1, 1 + E(w)]``.
+    With ``v = sigma^2`` and ``g_w(x) = exp(-x^2 / (2 w))``, completing the square gives ``sum_x g_(jv)(x) g_v(z - x)
+    = g_((j+1)v)(z) theta(tau, z j / (j + 1))``, ``tau = j v / (j + 1) >= v / 2``, and the ``sqrt(2 pi .)`` factors of
+    ``theta(tau, .) Z((j+1)v) / (Z(jv) Z(v))`` cancel exactly. So if the sum of ``j`` variables is within ``e^+-t_j``
+    of ``N_Z(0, jv)`` at every point, the sum of ``j + 1`` is within ``[e^-t_j (1 - e) / (1 + e)^2, e^t_j (1 + e)^2]``
+    of ``N_Z(0, (j+1) v)``, with ``e = E(v / 2)`` (``E`` decreases) ``<= 2 exp(-pi^2 v) / (1 - exp(-3 pi^2 v))``
+    (``k^2 >= 3k - 2``): ``t_(j+1) = t_j + 3e / (1 - e)``, ``t_1 = 0``. Returns ``t_n`` rounded up (``inf`` where
+    ``e >= 1/2``: sigma too small for the bound to say anything)."""
+    if clients <= 1:
+        return 0.0
+    v = sigma * sigma
+    e = 2.0 * math.exp(-math.pi * math.pi * v) / -math.expm1(-3.0 * math.pi * math.pi * v) * (1.0 + 1e-12)
+    if not e < 0.5:
+        return math.inf
+    return 3.0 * (clients - 1) * e / (1.0 - e) * (1.0 + 1e-12)
+
+
 @dataclass(frozen=True)
 class DistributedDiscreteGaussianLoss(_LatticeLoss):
     """Exact PLD (up to a certified l1 error below 1e-70) of the distributed discrete Gaussian: the sum of
     ``clients`` independent ``N_Z(0, sigma^2)`` noises (Kairouz, Liu, Steinke 2021), integer shift ``delta``,
     optionally Poisson-subsampled (pairs as ``DiscreteGaussianLoss``).
 
-    The sum's law is computed by ``_ddg_pmf`` (relative error ``rel``, deficit ``missing``); outputs where
+    Where sigma is large enough that the sum's law is the discrete Gaussian of the summed variance ``clients
+    sigma^2`` to within a factor ``e^(+-1e-13)`` at every output (``_sum_law_log_error``: sigma above about 2.3 for
+    any number of clients), the atoms are that law's (``DiscreteGaussianLoss``'s closed forms), the factor charged
+    to their masses and losses. Otherwise the sum's law is computed by ``_ddg_pmf`` (relative error ``rel``, deficit
+    ``missing``); outputs where
     either shifted copy was trimmed are left out and their mass added to ``missing``, which goes to ``+inf``
     for upper bounds and, twice, to the engine's l1 (total-variation) error. The sum of log-concave laws is
     log-concave (Hoggar 1974) and symmetric, so ``tightdp.mechanisms.discrete``'s dominance argument applies.
@@ -296,7 +351,8 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     Raises
     ------
     GridTooLargeError
-        When its atoms are first used, if the sum's law is narrower than the shift.
+        When its atoms are first used, if the sum's law is narrower than the shift, or its window would hold more
+        than 8,000,000 outputs (``sigma * sqrt(clients)`` or the sensitivity too large).
 
     References
     ----------
@@ -310,6 +366,9 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
     direction: str = "remove"
 
     def _enumerate(self) -> _Arrays:
+        law_err = _sum_law_log_error(self.sigma, self.clients)
+        if law_err <= _SUM_LAW_LOG_ERROR:
+            return self._from_summed_variance(law_err)
         _lo, pmf, rel, missing = _ddg_pmf(self.sigma, self.clients)
         d = self.delta
         if pmf.size <= 2 * d:
@@ -332,6 +391,26 @@ class DistributedDiscreteGaussianLoss(_LatticeLoss):
         v, pm, qm = v[order], pm[order], qm[order]
         l_err = 2.1 * rel + 8.0 * _U * (1.0 + float(np.max(np.abs(v))) + float(np.max(np.abs(ell[keep]))))
         return _finish(v, pm, qm, rel + 4.0 * _U, l_err, max(missing, 1e-300))
+
+    def _from_summed_variance(self, law_err: float) -> _Arrays:
+        """The atoms from the discrete Gaussian of the summed variance ``clients sigma^2``, whose law is the sum's
+        within ``e^+-law_err`` at every output (``_sum_law_log_error``): no convolution (three clients of sigma 1e5
+        convolved 3.7 million outputs with themselves, for hours)."""
+        v = self.clients * (self.sigma * self.sigma)  # two roundings (2 v adds none: doubling is exact)
+        sigma_n = math.sqrt(v)
+        lo, hi, tail = _window(sigma_n, self.delta)
+        if hi - lo + 1 > _MAX_ATOMS:
+            raise GridTooLargeError(
+                f"the distributed discrete Gaussian with sigma={self.sigma:g}, clients={self.clients} and "
+                f"sensitivity={self.delta} would enumerate {hi - lo + 1:,} outputs (cap {_MAX_ATOMS:,}): "
+                + ("sigma * sqrt(clients)" if sigma_n >= self.delta else "the sensitivity")
+                + " is too large for the exact PLD"
+            )
+        log_z, z_err = discrete_gaussian_log_normaliser(sigma_n)
+        # sqrt(v) is within 2u of the true scale: log Z's log(sigma) term moves by at most that much more
+        return _gaussian_atoms(
+            2.0 * v, 2, log_z, z_err + 3.0 * _U, lo, hi, tail, self.delta, self.q, self.direction, law_err
+        )
 
     @property
     def _l1(self) -> float:  # type: ignore[override]

@@ -11,7 +11,8 @@ d-dimensional discrete Gaussian through a proven dominating ledger (``discrete_v
   ``DiscreteLaplaceDpEvent``); its loss takes ``Delta + 1`` values, a finite ``DiscreteLoss`` with
   closed-form masses (Poisson-subsampled, composed in exact blocks of steps: ``_atom_blocks``).
 * ``DistributedDiscreteGaussian``: the sum of ``clients`` discrete Gaussians (Kairouz, Liu, Steinke 2021),
-  its law convolved with certified relative and l1 errors (``DistributedDiscreteGaussianLoss``).
+  its law convolved with certified relative and l1 errors, or, for sigma above about 2.3, the discrete Gaussian
+  of the summed variance within a certified factor (``DistributedDiscreteGaussianLoss``).
 * ``Skellam``: ``Pois(mu) - Pois(mu)`` (Agarwal, Kairouz, Liu 2021), symmetric and log-concave; exact PLD
   by enumeration with 30-digit Bessel functions (``SkellamLoss``). The distributed Skellam mechanism (a sum
   of clients' Skellam noises) is ``Skellam`` with the total ``mu``.
