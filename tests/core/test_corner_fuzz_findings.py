@@ -189,3 +189,24 @@ def test_tuning_a_run_past_double_precision_raises_no_warning(distribution, kw):
         warnings.simplefilter("error")
         b = tuning_epsilon(run=[(Laplace(scale=1e-3), 1)], delta=0.3, distribution=distribution, **kw)
     assert 990.0 < b.lower <= b.upper < 1010.0
+
+
+def test_delta_equal_to_the_mass_at_infinity_is_decided_exactly():
+    """One (1, 1e-5)-DP step asked at delta 1e-5 answered an upper end of inf (the float comparison with the mass at
+    infinity allowed 1e-12 either way); exactly, delta(1) = 1e-5, so epsilon is 1. Just below, epsilon is infinite."""
+    from fractions import Fraction
+
+    from tightdp import ApproximateDP, ConnectDotsAccountant
+
+    for d0 in (1e-5, 0.3):
+        one = ConnectDotsAccountant().compose(ApproximateDP(epsilon=1.0, delta=d0))
+        b = one.epsilon(d0)
+        assert b.lower <= 1.0 == b.upper
+        assert math.isinf(one.epsilon(math.nextafter(d0, 0.0)).lower)
+    two = ConnectDotsAccountant().compose(ApproximateDP(epsilon=1.0, delta=1e-5), 2)
+    exact = 1 - (1 - Fraction(1e-5)) ** 2
+    above = float(exact)
+    if Fraction(above) < exact:
+        above = math.nextafter(above, 1.0)
+    assert two.epsilon(above).upper == 2.0
+    assert math.isinf(two.epsilon(math.nextafter(above, 0.0)).lower)

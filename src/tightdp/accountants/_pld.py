@@ -95,6 +95,26 @@ class PLDAccountant(Accountant):
             top, p_inf = max(top, t), max(p_inf, p)
         return top, p_inf
 
+    def _exact_infinity_mass(self) -> Fraction | None:
+        """The largest probability, over directions, of an infinite loss, exactly: ``1 - prod_i (1 - m_i)^(c_i)``
+        in rationals from each step's float mass ``m_i`` (the engine's exact masses); ``None`` when the powers
+        would hold more than about a million bits (``_support_ceiling``'s float, within 1e-12, then decides).
+
+        It settles a delta within rounding of that mass: at ``delta = P(L = inf)`` exactly (one
+        ``ApproximateDP(1, 1e-5)`` asked at 1e-5) epsilon is the top of the loss's support, not infinite.
+        """
+        best = Fraction(0)
+        for terms in PLDAccountant._directions(self):
+            if sum(c for _, c in terms) > 20_000:
+                return None
+            keep = Fraction(1)
+            for loss, c in terms:
+                m = min(max(loss.infinity_mass, 0.0), 1.0)
+                if m > 0.0:
+                    keep *= (1 - Fraction(m)) ** c
+            best = max(best, 1 - keep)
+        return best
+
     def _top_mass_lower(self, delta: float) -> float:
         """A certified lower end of ``eps(delta)`` from the mass near the top of each step's loss support.
 
@@ -141,7 +161,11 @@ class PLDAccountant(Accountant):
 
     def _epsilon(self, delta: float) -> Bounds:
         top, p_inf = self._support_ceiling()
-        if p_inf * (1.0 - 1e-12) > delta:  # the mass at infinite loss alone exceeds delta (rounding paid)
+        exact = None
+        if p_inf * (1.0 - 1e-12) <= delta < p_inf * (1.0 + 1e-12):  # within the float's rounding: decide exactly
+            exact = self._exact_infinity_mass()
+        if (p_inf * (1.0 - 1e-12) > delta) if exact is None else (Fraction(delta) < exact):
+            # the mass at infinite loss alone exceeds delta (rounding paid, or exactly)
             return Bounds(
                 math.inf,
                 math.inf,
@@ -154,7 +178,8 @@ class PLDAccountant(Accountant):
                     "p_inf": p_inf,
                 },
             )
-        capped = math.isfinite(top) and delta >= p_inf * (1.0 + 1e-12)  # then epsilon <= top exactly
+        # then epsilon <= top exactly: delta(top) = P(L = inf) <= delta
+        capped = math.isfinite(top) and (delta >= p_inf * (1.0 + 1e-12) or exact is not None)
         try:
             out = self._epsilon_numeric(delta)
         except GridTooLargeError:
