@@ -3,6 +3,8 @@
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tightdp
 from tightdp import FourierAccountant, PRVAccountant
@@ -148,3 +150,22 @@ def test_tiny_delta_dpsgd_agrees_with_the_connect_dots_interval():
     ref = tightdp.ConnectDotsAccountant().compose(mech, 1000).epsilon(1e-12)
     assert math.isfinite(b.upper) and b.upper - b.lower < 0.05
     assert b.lower <= ref.upper and ref.lower <= b.upper
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    noise=st.floats(0.5, 4.0),
+    steps=st.integers(1, 50),
+    log_delta=st.floats(-15.0, -9.5),
+)
+def test_tilted_queries_bracket_the_gaussian_closed_form(noise, steps, log_delta):
+    """The tilted path (delta below 1e-9) at random Gaussian ledgers against mu-GDP's exact curve (mpmath)."""
+    from _support import gdp_delta_mp
+
+    delta, mu = 10.0**log_delta, math.sqrt(steps) / noise
+    b = FourierAccountant().compose(tightdp.Gaussian(noise_multiplier=noise), steps).epsilon(delta)
+    assert math.isfinite(b.upper) and b.details["tilts"][0] > 0
+    # delta(eps) falls in eps: the interval holds the truth iff delta(upper) <= delta <= delta(lower)
+    assert gdp_delta_mp(b.upper, mu) <= delta * (1 + 1e-9)
+    assert b.lower == 0.0 or gdp_delta_mp(b.lower, mu) >= delta * (1 - 1e-9)
+    assert b.upper - b.lower <= 2e-3 * max(1.0, b.upper)
