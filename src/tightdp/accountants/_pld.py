@@ -105,13 +105,13 @@ class PLDAccountant(Accountant):
         """
         best = Fraction(0)
         for terms in PLDAccountant._directions(self):
-            if sum(c for _, c in terms) > 20_000:
+            masses = [(Fraction(min(max(loss.infinity_mass, 0.0), 1.0)), c) for loss, c in terms]
+            if sum(c * m.denominator.bit_length() for m, c in masses if m) > 1_000_000:
                 return None
             keep = Fraction(1)
-            for loss, c in terms:
-                m = min(max(loss.infinity_mass, 0.0), 1.0)
-                if m > 0.0:
-                    keep *= (1 - Fraction(m)) ** c
+            for m, c in masses:
+                if m:
+                    keep *= (1 - m) ** c
             best = max(best, 1 - keep)
         return best
 
