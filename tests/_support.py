@@ -59,3 +59,27 @@ def gdp_epsilon_mp(delta: float, mu: float) -> float:
     while f(hi) > 0:
         hi *= 2
     return optimize.brentq(lambda e: float(f(e)), 0.0, hi, xtol=1e-12)
+
+
+def mixture_delta_mp(p_comps, q_comps, sigma: float, eps: float, bracket: float = 2000.0):
+    """delta(eps) of ``P = sum w N(a, sigma^2)`` against ``Q = sum v N(b, sigma^2)`` (``p_comps``, ``q_comps``: lists
+    of ``(mean, weight)``; ``min a >= max b``, so the loss rises in the output and the supremum is over the sets
+    ``{X > x}``, at the ``x`` where the loss is ``eps``: found by bisection in ``[-bracket, bracket]``), in mpmath
+    at the working precision."""
+    s = mpmath.mpf(sigma)
+
+    def dens(comps, x):
+        return mpmath.fsum(w * mpmath.exp(-((x - a) ** 2) / (2 * s * s)) for a, w in comps)
+
+    def above(comps, x):
+        return mpmath.fsum(w * mpmath.ncdf((a - x) / s) for a, w in comps)
+
+    e = mpmath.mpf(eps)
+    lo, hi = -mpmath.mpf(bracket), mpmath.mpf(bracket)
+    for _ in range(400):
+        x = (lo + hi) / 2
+        if mpmath.log(dens(p_comps, x) / dens(q_comps, x)) > e:
+            hi = x
+        else:
+            lo = x
+    return above(p_comps, x) - mpmath.exp(e) * above(q_comps, x)

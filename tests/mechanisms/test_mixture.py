@@ -13,7 +13,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from _support import scaled
+from _support import mixture_delta_mp, scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import special, stats
@@ -319,3 +319,24 @@ def test_one_step_delta_grows_with_the_group(k, q, sigma, eps):
     d0, d1 = delta(k), delta(k + 1)
     assert 0.0 <= d0 <= 1.0 and 0.0 <= d1 <= 1.0
     assert d1 >= d0 - 1e-12
+
+
+def test_a_group_of_1000_at_rate_half_answers_in_a_grid_of_its_own_tails():
+    """A fuzz corner: a group of 1000 at rate 1/2, noise 500 (1001 mixture components). The remove loss's lower end
+    is log 2^-1000 = -693, and the grids spanned [-693, 7] at mesh 5e-3, each cell inverting a 1001-component
+    mixture, after a loss-variance estimate over all 1001 components (6 s): over 100 s. The grids now stop at the
+    tail points of the mass they may leave out, and the estimate skips components lighter than 1e-16 of the
+    heaviest. Against mpmath (one step; the remove direction is the worse one here)."""
+    from tightdp import ConnectDotsAccountant
+    from tightdp.pld._cells import grid_ends
+
+    mech = GroupPoissonSampled(noise_multiplier=500, sampling_rate=0.5, group_size=1000)
+    remove = mech.privacy_losses().remove
+    assert remove.support()[0] < -690.0 and grid_ends(remove, (1e-12, 1e-9))[0] > -50.0
+    out = ConnectDotsAccountant().compose(mech).delta([0.0, 1.0, 100.0])
+    with mp.workdps(50):
+        comps = [(i, mp.binomial(1000, i) / mp.mpf(2) ** 1000) for i in range(1001)]
+        for e, lo, up in zip([0.0, 1.0], out.lower, out.upper):
+            truth = mixture_delta_mp(comps, [(0, 1)], 500.0, e)
+            assert lo <= truth <= up and up - lo <= 1e-3 * up
+    assert out.upper[2] <= 1e-20  # the truth is about exp(-78000)

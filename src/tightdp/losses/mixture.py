@@ -160,11 +160,7 @@ class GaussianMixtureLoss(PrivacyLoss):
         _lo, hi = self._limits
         if math.isfinite(hi):
             return hi
-        a, _, _, _, w = self._par
-        p = mass / (len(w) * w)
-        z = np.where(p >= 1.0, -np.inf, -special.ndtri(np.minimum(p, 1.0)))  # 1 - Phi(z) = mass / (K w)
-        x = float(np.max(a + self.sigma * z))  # z = -inf: a component lighter than mass/K
-        return float(self.loss(np.array([x]))[0])
+        return self.tail_point(mass, upper=True)
 
     def lower_quantile(self, mass: float) -> float:
         """A loss ``s`` with ``P(Y <= s) <= mass``: each of the ``K`` components of P gets ``mass / K``.
@@ -188,9 +184,39 @@ class GaussianMixtureLoss(PrivacyLoss):
         lo, _hi = self._limits
         if math.isfinite(lo):
             return lo
+        return self.tail_point(mass, upper=False)
+
+    def tail_point(self, mass: float, *, upper: bool) -> float:
+        """The loss ``L(x)`` at an output ``x`` with ``P(X > x) <= mass`` (``upper``) or ``P(X <= x) <= mass``, each
+        of the ``K`` components of P given ``mass / K``; ``L`` is non-decreasing, so ``P(Y > L(x)) <= mass``
+        (``P(Y <= L(x)) <= mass``). Unlike the quantiles, a point inside the support where its end is finite:
+        that end can lie far out where P has almost no mass (a group of 1000 at rate 1/2 has its lower end at
+        ``log 2^-1000 = -693``), and the dominance grids stop at this point instead (``pld._cells``).
+
+        Parameters
+        ----------
+        mass : float
+            Tail mass in ``(0, 1)``.
+        upper : bool
+            The upper tail (else the lower one).
+
+        Returns
+        -------
+        float
+            The point (infinite where ``mass`` is 0).
+
+        Raises
+        ------
+        ValueError
+            Not raised for a ``mass`` in ``(0, 1)``; ``mass`` is the engine's to choose.
+        """
         a, _, _, _, w = self._par
-        z = special.ndtri(np.clip(mass / (len(w) * w), 0.0, 1.0))
-        x = float(np.min(a + self.sigma * z))
+        p = mass / (len(w) * w)
+        if upper:
+            z = np.where(p >= 1.0, -np.inf, -special.ndtri(np.minimum(p, 1.0)))  # 1 - Phi(z) = mass / (K w)
+            x = float(np.max(a + self.sigma * z))  # z = -inf: a component lighter than mass/K
+        else:
+            x = float(np.min(a + self.sigma * special.ndtri(np.clip(p, 0.0, 1.0))))
         return float(self.loss(np.array([x]))[0])
 
     @cached_property

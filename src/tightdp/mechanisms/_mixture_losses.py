@@ -122,7 +122,8 @@ class _ConvexLSE:
 
 
 class _AccurateTails(_MixtureBase):
-    """Tail quantiles of ``Y = L(X)``, ``X ~ P = sum_i w_i N(a_i, s^2)``, accurate down to 1e-300.
+    """Tail points (``tail_point``, behind the tail quantiles) of ``Y = L(X)``, ``X ~ P = sum_i w_i N(a_i, s^2)``,
+    accurate down to 1e-300.
 
     Each component of ``P`` gets ``mass / K`` of the tail: ``x = max_i(a_i + s z_i)``
     with ``z_i = Phi^{-1}(1 - mass / (K w_i))`` computed as ``-ndtri(mass / (K w_i))``
@@ -139,17 +140,8 @@ class _AccurateTails(_MixtureBase):
         z = special.ndtri(r[live])
         return float(np.max(a[live] - self.sigma * z)) if upper else float(np.min(a[live] + self.sigma * z))
 
-    def upper_quantile(self, mass: float) -> float:
-        _lo, hi = self.support()
-        if math.isfinite(hi):
-            return hi
-        return float(self.loss(np.array([self._tail_x(mass, True)]))[0])
-
-    def lower_quantile(self, mass: float) -> float:
-        lo, _hi = self.support()
-        if math.isfinite(lo):
-            return lo
-        return float(self.loss(np.array([self._tail_x(mass, False)]))[0])
+    def tail_point(self, mass: float, *, upper: bool) -> float:
+        return float(self.loss(np.array([self._tail_x(mass, upper)]))[0])
 
 
 class _WeightError(_MixtureBase):

@@ -20,7 +20,7 @@ from ..errors import GridTooLargeError, LossRangeError, PrecisionError, Unsuppor
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss, gaussian_cell_masses_and_errors, split_errors
 from .discretise import DiscretisedLoss
 
-__all__ = ["Cells", "OwnPairsLoss", "Tail", "grid_offset", "own_pairs", "supports_dominance"]
+__all__ = ["Cells", "OwnPairsLoss", "Tail", "grid_ends", "grid_offset", "own_pairs", "supports_dominance"]
 
 _U = float(np.finfo(float).eps) / 2
 #: up to this many distinct Gaussian components, each is integrated once for P and Q together (per-component
@@ -117,13 +117,41 @@ def _cells(loss: PrivacyLoss, h: float, tail: Tail) -> Cells:
     return out
 
 
+def grid_ends(loss: PrivacyLoss, tail: Tail) -> tuple[float, float]:
+    """The losses ``(s_lo, s_hi)`` a step's grid spans for the P-mass ``tail`` it may leave outside (one number, or
+    ``(below, above)``): the support's ends, or tail points where they are infinite (or far out, for mixtures).
+
+    Parameters
+    ----------
+    loss : PrivacyLoss
+        The step's loss (not one that brings its own pairs).
+    tail : float or tuple of float
+        The P-mass the grid may leave outside it.
+
+    Returns
+    -------
+    tuple of float
+        ``(s_lo, s_hi)``, unchecked (possibly NaN or beyond the cells' range; ``_cells`` refuses those).
+    """
+    t_lo, t_hi = _tails(tail)
+    lo_s, hi_s = loss.support()
+    if isinstance(loss, GaussianMixtureLoss):
+        # a mixture's finite end can lie far out where P has almost no mass (a group of 1000 at rate 1/2: -693, the
+        # grid of [-693, 7] at mesh 5e-3 cost a minute over 1001 components): the grid stops at the tail points
+        # instead, the mass beyond counted as for an infinite end (raised to the grid / dropped, to +inf / lowered)
+        s_lo = max(lo_s, loss.tail_point(t_lo, upper=False))
+        s_hi = min(hi_s, loss.tail_point(t_hi, upper=True))
+    else:
+        s_lo = lo_s if math.isfinite(lo_s) else loss.lower_quantile(t_lo)
+        s_hi = hi_s if math.isfinite(hi_s) else loss.upper_quantile(t_hi)
+    return s_lo, s_hi
+
+
 def _cells_uncached(loss: PrivacyLoss, h: float, tail: Tail) -> Cells:
     if not supports_dominance(loss):
         raise UnsupportedMechanismError(f"no dominance discretisation for {type(loss).__name__}")
     t_lo, t_hi = _tails(tail)
-    lo_s, hi_s = loss.support()
-    s_lo = lo_s if math.isfinite(lo_s) else loss.lower_quantile(t_lo)
-    s_hi = hi_s if math.isfinite(hi_s) else loss.upper_quantile(t_hi)
+    s_lo, s_hi = grid_ends(loss, tail)
     if math.isnan(s_lo) or math.isnan(s_hi) or (math.isinf(s_lo) and math.isinf(s_hi)):
         raise PrecisionError(
             f"cannot locate the privacy loss quantiles for a tail mass of {min(t_lo, t_hi):.3g} "

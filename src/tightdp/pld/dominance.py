@@ -157,9 +157,12 @@ def loss_spread(loss: PrivacyLoss) -> float:
 @lru_cache(maxsize=64)
 def _mixture_central_moments(loss: GaussianMixtureLoss) -> tuple[float, float]:
     """Second and fourth central moments of a Gaussian mixture's finite loss under P (60-point Gauss-Hermite
-    quadrature per component of P; estimates)."""
+    quadrature per component of P; estimates). Components lighter than 1e-16 of the heaviest are left out: the
+    estimate cannot see them (a group of 1000 has 1001, 6 s of loss evaluations; about 260 count)."""
     a = np.asarray(loss.p_means, float)
     w = np.asarray(loss.p_weights, float)
+    keep = w >= 1e-16 * w.max()
+    a, w = a[keep], w[keep]
     w = w / w.sum()
     x = a[:, None] + loss.sigma * _HE_NODES[None, :]
     vals = loss.loss(x.ravel()).reshape(x.shape)
