@@ -19,13 +19,14 @@ from .._gdp_math import gdp_epsilon_bounds
 from .._types import FloatArray
 from .._validation import check_delta, check_real
 from ..bounds import Bounds
-from ..errors import PrecisionError
+from ..errors import PrecisionError, TightDPError
 from ..losses import DiscreteLoss, GaussianLoss
 from ..mechanisms import Gaussian
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.dominance import dominated, dominating, loss_excess_kurtosis, loss_spread, own_pairs, supports_dominance
 from ._gaussian_ledger import gaussian_ledger_mu
 from ._pld import Directions, PLDAccountant, Terms
+from ._step_bounds import step_delta_bounds, total_variation_bound
 
 __all__: list[str] = []
 
@@ -190,24 +191,56 @@ class _ConnectDotsCore(PLDAccountant):
                 return type(mech).__name__
         return None
 
-    def _atoms_total_variation(self) -> float | None:
-        """An upper bound on the composition's ``delta(0)`` (its total variation distance) in both directions when
-        every step is made of atoms (``DiscreteLoss``: pure and approximate DP, randomized response, attained
-        finite pairs), else ``None``: ``delta(0)`` is subadditive over a product, and each step's is
-        ``P(inf) + sum_k p_k (1 - e^(-v_k))_+`` (non-negative terms, raised by 1e-12 relative for their rounding).
-        Where it lies below delta, epsilon is 0 exactly; the grid need not be built (its mesh model, fed a
-        near-zero variance, would ask for a grid of tens of millions of points)."""
-        total = 0.0
-        for mech, count in self._ledger:
-            pair = mech.privacy_losses()
-            tv = 0.0
-            for loss in (pair.remove, pair.add):
-                if not isinstance(loss, DiscreteLoss):
-                    return None
-                v, p = loss._arrays
-                tv = max(tv, float(loss.infinity_mass + np.dot(p, -np.expm1(-np.maximum(v, 0.0)))))
-            total += count * tv
-        return total * (1.0 + 1e-12)
+    def _total_variation(self) -> float | None:
+        """An upper bound on the composition's ``delta(0)`` (its total variation distance) in both directions, the
+        sum of its steps' (``_step_bounds.total_variation_bound``), or ``None`` where a step has none. Where it lies
+        below delta, epsilon is 0 exactly; no grid need be built (for atoms, its mesh model, fed a near-zero
+        variance, would ask for tens of millions of points; a rate of 1e-9 in front of a loss of 1000 exceeds the
+        cells' range)."""
+        return total_variation_bound(PLDAccountant._directions(self))
+
+    def _step_bounds(self, epsilons: FloatArray) -> tuple[FloatArray, FloatArray] | None:
+        """Certified ``(lower, upper)`` on ``delta(epsilons)`` from each step alone (``_step_bounds``), or ``None``."""
+        return step_delta_bounds(PLDAccountant._directions(self), epsilons)
+
+    def _steps_enough(self, lower: FloatArray, upper: FloatArray) -> bool:
+        """Whether the steps' bounds answer a delta query alone: every interval within the relative accuracy asked
+        for (``rel_error``, or ``1e-3`` with an absolute target), or below ``1e-15`` (below any slack)."""
+        rel = self.rel_error if self.rel_error is not None else 1e-3
+        return bool(np.all((upper - lower <= 2.0 * rel * upper) | (upper < 1e-15)))
+
+    def _steps_near(self, steps: tuple[FloatArray, FloatArray] | None, exc: ArithmeticError) -> Bounds | None:
+        """Where the grids failed (``exc``), the steps' bounds as the answer if they are within 5 % at every epsilon
+        (certified; a slower fallback would not help: a loss of 1000 behind a rate of 1e-9 is beyond the cells'
+        reach, and the PRV accountant's grid answered [0, 1] after seconds), else ``None``."""
+        if steps is None or not np.all(steps[1] - steps[0] <= 0.05 * steps[1]):
+            return None
+        return self._steps_answer(*steps, f"the grids could not answer ({exc})")
+
+    @staticmethod
+    def _intersect_steps(
+        lower: FloatArray, upper: FloatArray, steps: tuple[FloatArray, FloatArray] | None
+    ) -> tuple[FloatArray, FloatArray]:
+        """The grids' delta interval intersected with the steps' (both certified: if they miss each other, that is
+        a bug, raised as a ``TightDPError`` that no numerical fallback catches, never hidden)."""
+        if steps is None:
+            return lower, upper
+        lower, upper = np.maximum(lower, steps[0]), np.minimum(upper, steps[1])
+        if np.any(lower > upper):
+            raise TightDPError("internal: the grids' and the steps' delta bounds do not intersect")
+        return lower, upper
+
+    @staticmethod
+    def _steps_answer(lower: FloatArray, upper: FloatArray, note: str) -> Bounds:
+        """The steps' bounds as the answer (``_step_bounds``: total variation above, tail events below)."""
+        return Bounds(
+            lower,
+            upper.copy(),
+            upper,
+            "delta",
+            "bound",
+            {"method": "each step alone: total variation above, tail events below", "note": note},
+        )
 
     def _directions(self) -> Directions:
         """Per direction, the distinct losses with their counts, the Gaussian ones folded into one

@@ -56,9 +56,6 @@ __all__ = ["ConnectDotsAccountant"]
 
 _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
-#: an atoms-only ledger whose total variation lies below this answers every delta query by it (no grid: a rare
-#: atom of 1e-300 at a loss of 800 sent the grid to the PRV fallback for minutes)
-_TV_DELTA = 1e-15
 _UP = "estimate upper"  # what a dominating composition is asked for
 
 
@@ -154,7 +151,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         other = self._undominated()
         if other is not None:
             return self._fallback(delta, f"no dominance discretisation for {other}")
-        tv = self._atoms_total_variation()
+        tv = self._total_variation()
         if tv is not None and tv < delta:
             return Bounds(0.0, 0.0, 0.0, "epsilon", "bound", {"note": f"delta(0) <= {tv:.3g} < delta: epsilon 0"})
         try:
@@ -438,32 +435,26 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         other = self._undominated()
         if other is not None:
             return self._fallback(0.0, f"no dominance discretisation for {other}", epsilons=epsilons)
-        tv = self._atoms_total_variation()
-        if tv is not None and tv < _TV_DELTA:  # delta(eps) <= delta(0) <= tv at every eps: below any slack
-            zero = np.zeros_like(epsilons)
-            return Bounds(
-                zero,
-                zero + tv,
-                zero + tv,
-                "delta",
-                "bound",
-                {"note": f"delta(eps) <= delta(0) <= {tv:.3g} (atoms only: total variation, subadditive)"},
-            )
+        steps = self._step_bounds(epsilons)  # total variation above, tail events below: no grid
+        if steps is not None and self._steps_enough(*steps):
+            return self._steps_answer(*steps, f"delta(eps) <= delta(0) <= {float(np.max(steps[1])):.3g}")
         try:
-            return self._delta_dominance(epsilons)
+            return self._delta_dominance(epsilons, steps)
         except ArithmeticError as exc:  # PrecisionError included
-            return self._fallback(0.0, str(exc), epsilons=epsilons)
+            near = self._steps_near(steps, exc)  # within 5 %: no slower fallback
+            return near if near is not None else self._fallback(0.0, str(exc), epsilons=epsilons)
 
-    def _delta_dominance(self, epsilons: FloatArray) -> Bounds:
+    def _delta_dominance(self, epsilons: FloatArray, steps: tuple[FloatArray, FloatArray] | None = None) -> Bounds:
         """``delta(eps)`` with a delta slack relative to the answer.
 
         A first, untilted pass spends an absolute slack of ``1e-9`` (or
-        ``delta_error``). Where that leaves the interval wide relative to the
-        answer (deltas far below 1e-6, where a fixed slack would make the
-        upper bound vacuous and the mesh refinement endless), each such
-        epsilon is answered again with an FFT tilted towards it
-        (``saddle_tilt``) and a slack of ``1e-3`` of its first estimate; the
-        better certified ends of the two passes are kept (both are bounds).
+        ``delta_error``); its intervals are intersected with ``steps`` (each
+        step's bounds, ``_step_bounds``), if given. Where that leaves the
+        interval wide relative to the answer (deltas far below 1e-6, where a
+        fixed slack would make the upper bound vacuous and the mesh refinement
+        endless), each such epsilon is answered again with an FFT tilted
+        towards it (``saddle_tilt``) and a slack of ``1e-3`` of its estimate;
+        the better certified ends of the passes are kept (all are bounds).
         """
         t0 = time.perf_counter()
         k_total = sum(c for _, c in self._ledger)
@@ -488,6 +479,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             self._cache.clear()
             first_tilt = None
             lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
+        lower, upper = self._intersect_steps(lower, upper, steps)
         tilted = []
 
         def wide() -> Any:

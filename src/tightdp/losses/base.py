@@ -272,6 +272,61 @@ class PrivacyLoss(ABC):
         masses, err = difference_masses(self.q_cdf(e), self.q_sf(e))
         return masses, split_errors(masses, err)
 
+    # -------------------------------------------- closed-form bounds of one step (``accountants._step_bounds``)
+    def total_variation(self) -> float | None:
+        """A certified upper bound on the pair's total variation distance ``sup_E P(E) - Q(E) = delta(0)``.
+
+        ``delta(eps) <= delta(0)`` at every ``eps >= 0``, and the total variation of a product of pairs is at most
+        the sum of theirs, so a composition's delta is at most the sum of its steps' bounds: a whole answer when
+        that sum is tiny (rare sampled steps), where a grid fine enough to resolve it would be huge.
+
+        Returns
+        -------
+        float or None
+            The bound (its rounding paid), or ``None`` where this loss has none (the default).
+        """
+        return None
+
+    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
+        """``(p, q, p_out, q_out)``: lower bounds on ``P(E)`` and ``P(E^c)``, upper bounds on ``Q(E)`` and ``Q(E^c)``,
+        for ``E`` the outputs whose loss exceeds ``t`` as the loss computes it (``sf`` and ``q_sf`` of one set,
+        ``cdf`` and ``q_cdf`` of its complement).
+
+        Whatever ``E`` is exactly, ``P(E) - e^eps Q(E) <= delta(eps)``; and in a composition the outputs where some
+        step's ``E`` occurs form one set too, whose masses follow from these four (``accountants._step_bounds``: a
+        lower end for rare large losses; the complements, not ``1 - p``, because a pair's computed masses need not
+        sum to 1). The default uses the CDFs of both sides (losses with Q's side), closed forms within a few ulp
+        (the engine's cells trust them to ``8u``, ``difference_masses``): each is moved ``_event_rel()`` (``64u``,
+        and a sum's rounding where the loss sums atoms) to its safe side; the P-mass at ``+inf`` counts in ``E``
+        where it is a true atom, and the Q-mass a truncated loss does not describe (at most ``infinity_mass``
+        where that is not a true atom) is added to ``q`` and ``q_out``.
+
+        Parameters
+        ----------
+        t : float
+            The loss threshold.
+
+        Returns
+        -------
+        tuple of float or None
+            ``(p, q, p_out, q_out)``, or ``None`` for a loss without Q's side.
+        """
+        if not self.has_q_side:
+            return None
+        x = np.array([t], dtype=float)
+        p, q = float(self.sf(x)[0]), float(self.q_sf(x)[0])
+        p_out, q_out = float(self.cdf(x)[0]), float(self.q_cdf(x)[0])
+        p_inf = float(self.infinity_mass)
+        if self.infinity_is_exact:
+            p += p_inf  # outputs Q cannot produce: their loss +inf exceeds t (their Q-mass is 0)
+            p_inf = 0.0
+        rel = self._event_rel()
+        return p * (1.0 - rel), q * (1.0 + rel) + p_inf, p_out * (1.0 - rel), q_out * (1.0 + rel) + p_inf
+
+    def _event_rel(self) -> float:
+        """The relative error ``event_masses`` charges the CDFs (``64u``: closed forms)."""
+        return 64.0 * _U
+
     def lower_quantile(self, mass: float) -> float:
         """A point ``a`` with ``P(Y <= a) <= mass`` (as large as convenient).
 

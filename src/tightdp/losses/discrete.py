@@ -110,3 +110,18 @@ class DiscreteLoss(AtomCells, PrivacyLoss):
     def lattice_atoms(self) -> tuple[float, ...]:
         v, p = self._arrays
         return tuple(float(x) for x in v[(p > 0) & np.isfinite(v)])
+
+    def _event_rel(self) -> float:
+        return (64.0 + len(self.values) + 4) * _U  # the suffix sums of the atoms (Q's: P-masses times e^-v)
+
+    def total_variation(self) -> float | None:
+        """``P(inf) + sum_k p_k (1 - e^(-v_k))_+`` (non-negative terms), raised for their rounding.
+
+        Returns
+        -------
+        float or None
+            The bound.
+        """
+        v, p = self._arrays
+        tv = float(self.infinity_mass + np.dot(p, -np.expm1(-np.maximum(v, 0.0))))
+        return min(1.0, tv * (1.0 + 1e-12 + 4.0 * (v.size + 2) * _U))

@@ -134,6 +134,16 @@ class LaplaceLoss(AtomCells, PrivacyLoss):
     def lattice_atoms(self) -> tuple[float, ...]:
         return (-self.r, self.r)
 
+    def total_variation(self) -> float | None:
+        """``1 - e^(-r/2)``, the total variation of two Laplace laws ``r`` scales apart (rounding paid).
+
+        Returns
+        -------
+        float or None
+            The bound.
+        """
+        return min(1.0, -math.expm1(-0.5 * self.r) * (1.0 + 1e-12))
+
 
 @dataclass(frozen=True)
 class PoissonLaplaceLoss(AtomCells, PrivacyLoss):
@@ -198,7 +208,7 @@ class PoissonLaplaceLoss(AtomCells, PrivacyLoss):
         """The output x in [0, 1] where the loss equals s (clipped at the atoms)."""
         s = np.asarray(s, float)
         e = s if self.direction == "remove" else -s
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # e > 709: inf, clipped to x = 1 below
             g = np.log(np.maximum(np.expm1(e) + self.q, 1e-300)) - math.log(self.q)
         out: FloatArray = np.clip((self.b * g + 1.0) / 2.0, 0.0, 1.0)
         return out
@@ -311,6 +321,17 @@ class PoissonLaplaceLoss(AtomCells, PrivacyLoss):
 
     def lattice_atoms(self) -> tuple[float, ...]:
         return self.support()  # the outputs x <= 0 and x >= 1 carry the two end losses
+
+    def total_variation(self) -> float | None:
+        """``q (1 - e^(-1/(2b)))``: in either direction ``P - Q = +-q (Lap(1, b) - Lap(0, b))`` (the unsampled part
+        is common to both), whose total variation is ``q`` times the two Laplace laws' (rounding paid).
+
+        Returns
+        -------
+        float or None
+            The bound.
+        """
+        return min(1.0, self.q * -math.expm1(-0.5 / self.b) * (1.0 + 1e-12))
 
     def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         lo, hi = self.support()

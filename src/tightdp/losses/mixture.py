@@ -19,7 +19,7 @@ from scipy import special
 
 from .._numerics import logsumexp
 from .._types import ArrayLike, FloatArray
-from ._cells import _SQRT2PI, _gauss_legendre_integral, _ndtr, gaussian_mixture_cell_masses
+from ._cells import _SQRT2PI, _U, _gauss_legendre_integral, _ndtr, gaussian_mixture_cell_masses
 from .base import PrivacyLoss
 from .gaussian import GaussianLoss
 
@@ -325,6 +325,86 @@ class GaussianMixtureLoss(PrivacyLoss):
         a, _, _, _, w = self._par
         masses, errs = gaussian_mixture_cell_masses(x, a, w, self.sigma, c, sf)
         return float(c[0]), float(sf[-1]), masses, errs, err
+
+    def _weight_factor(self) -> float:
+        """``1 + weight_error``: weights certified only as rounded up by that factor (``_WeightError``), else 1."""
+        return 1.0 + float(getattr(self, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
+
+    def _above(self, x: float) -> tuple[float, float, float, float, int]:
+        """``(P(X > x), Q(X > x), P(X <= x), Q(X <= x), n)`` from the components (``Phi`` to a few ulp each), ``n`` the
+        number of terms."""
+        a, _, b, _, w = self._par
+        v = np.asarray(self.q_weights, float)
+        v = v[v > 0]
+        n = a.size + b.size
+        if math.isinf(x):
+            pt, qt = float(np.sum(w)), float(np.sum(v))
+            return (pt, qt, 0.0, 0.0, n) if x < 0 else (0.0, 0.0, pt, qt, n)
+        za, zb = (a - x) / self.sigma, (b - x) / self.sigma
+        return (
+            float(np.dot(w, _ndtr(za))),
+            float(np.dot(v, _ndtr(zb))),
+            float(np.dot(w, _ndtr(-za))),
+            float(np.dot(v, _ndtr(-zb))),
+            n,
+        )
+
+    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
+        """``E = {X > x}`` with ``x`` the output where the computed loss is ``t``: the masses of ``E`` and of its
+        complement summed over the ``n`` components (each ``Phi`` within a few ulp: ``(n + 64) u`` relative covers
+        them and the sum), P's divided by the weights' certified factor, and the Q-mass of components left out (at
+        most ``infinity_mass``) added to both of Q's.
+
+        Parameters
+        ----------
+        t : float
+            The loss threshold.
+
+        Returns
+        -------
+        tuple of float or None
+            ``(p, q, p_out, q_out)``.
+        """
+        x = float(self.outputs_at(np.array([t], dtype=float))[0][0])
+        p, q, p_out, q_out, n = self._above(x)
+        lo, hi = (1.0 - (n + 64) * _U) / self._weight_factor(), 1.0 + (n + 64) * _U
+        left_out = float(self.infinity_mass)
+        return p * lo, q * hi + left_out, p_out * lo, q_out * hi + left_out
+
+    def total_variation(self) -> float | None:
+        """``sup_E P(E) - Q(E)`` is attained at ``E* = {X > x*}``, ``L(x*) = 0`` (``L`` is non-decreasing), where it is
+        ``D(x*)``, ``D(x) = sum_m (w_m - v_m) Phi((m - x) / sigma)`` over the distinct means ``m`` (components common to
+        P and Q cancel exactly: no cancellation of near-equal masses). At the computed ``x0`` with ``|L(x0)| <= eta``,
+        ``D(x*) - D(x0)`` is the integral of ``|p - q| = q |e^L - 1|`` between ``x0`` and ``x*``, where ``|L| <= eta``:
+        at most ``e^eta - 1``. Plus ``D``'s rounding (``(n + 8) u`` of the terms' total, and the weights' certified
+        factor) and the mass of components left out (``infinity_mass``: their ``P - Q`` is at most their P-mass).
+
+        Returns
+        -------
+        float or None
+            The bound.
+        """
+        x0 = float(self.outputs_at(np.array([0.0]))[0][0])
+        if math.isfinite(x0):
+            r = x0 / self.sigma  # (sigma may be tiny: x0 / sigma, not sigma squared)
+            eta = abs(float(self.loss(np.array([x0]))[0])) + 64.0 * _U * (1.0 + r * r)
+        else:
+            eta = 0.0  # 0 lies outside the support: E* is every output or none, exactly
+        a, lw, b, lv, _ = self._par
+        diff: dict[float, float] = {}
+        for m, l in zip(a.tolist(), lw.tolist()):
+            diff[m] = diff.get(m, 0.0) + math.exp(l)
+        for m, l in zip(b.tolist(), lv.tolist()):
+            diff[m] = diff.get(m, 0.0) - math.exp(l)
+        p, q, _, _, n = self._above(x0)
+        if math.isfinite(x0):
+            means = np.array(list(diff), dtype=float)
+            d = float(np.dot(np.array(list(diff.values())), _ndtr((means - x0) / self.sigma)))
+        else:
+            d = sum(diff.values()) if x0 < 0 else 0.0
+        err = ((n + 8) * _U + self._weight_factor() - 1.0) * (p + q)
+        tv = max(d, 0.0) + math.expm1(eta) + err + float(self.infinity_mass)
+        return min(1.0, tv * (1.0 + 1e-12) + 1e-300)
 
     def cdf(self, s: ArrayLike) -> FloatArray:
         return self.cdf_sf(np.atleast_1d(s))[0].reshape(np.shape(s))

@@ -246,6 +246,43 @@ class _LatticeLoss(PrivacyLoss):
             out["edge"] = moved + l_err + 2.5 * atom_rel
         return out
 
+    def total_variation(self) -> float | None:
+        """``sum_x (P_x - Q_x)_+`` over the enumerated atoms, each within ``atom_rel`` of the truth and the sum within
+        ``(n + 4) u`` (so ``atom_rel + (n + 4) u`` of ``sum (P_x + Q_x)`` is added), plus the mass outside the window
+        and the masses' l1 error (``infinity_mass`` and ``_l1``).
+
+        Returns
+        -------
+        float or None
+            The bound.
+        """
+        _, pm, qm, *_ = self._arrays
+        atom_rel = self._arrays[7]
+        d = float(np.sum(np.maximum(pm - qm, 0.0)))
+        err = (atom_rel + (pm.size + 4) * _U) * float(np.sum(pm) + np.sum(qm))
+        return min(1.0, (d + err + self.infinity_mass + self._l1) * (1.0 + 1e-12))
+
+    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
+        """As the base's (the atoms above ``t`` and the others), with the atoms' relative error and the prefix and
+        suffix sums' (``atom_rel + (n + 64) u``), and the masses' l1 error (``_l1``) added to both of Q's.
+
+        Parameters
+        ----------
+        t : float
+            The loss threshold.
+
+        Returns
+        -------
+        tuple of float or None
+            ``(p, q, p_out, q_out)``.
+        """
+        x = np.array([t], dtype=float)
+        rel = self._arrays[7] + (self._arrays[0].size + 64) * _U
+        p, q = float(self.sf(x)[0]), float(self.q_sf(x)[0])
+        p_out, q_out = float(self.cdf(x)[0]), float(self.q_cdf(x)[0])
+        extra = self.infinity_mass + self._l1  # Q-mass outside the window, and the masses' l1 error
+        return p * (1.0 - rel), q * (1.0 + rel) + extra, p_out * (1.0 - rel), q_out * (1.0 + rel) + extra
+
     def cell_masses(self, edges: ArrayLike) -> tuple[float, float, FloatArray, tuple[float, float], float]:
         c = self._cells(edges, False)
         rel, l1 = split_errors(c["P"], c["p_err"])
