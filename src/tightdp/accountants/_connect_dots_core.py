@@ -22,6 +22,7 @@ from ..bounds import Bounds
 from ..errors import PrecisionError, TightDPError
 from ..losses import DiscreteLoss, GaussianLoss
 from ..mechanisms import Gaussian
+from ..pld._cells import grid_ends
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
 from ..pld.dominance import dominated, dominating, loss_excess_kurtosis, loss_spread, own_pairs, supports_dominance
 from ._gaussian_ledger import gaussian_ledger_mu
@@ -39,6 +40,10 @@ _FOLD_MU = 16.0  # Gaussian parts of a mixed ledger are folded into one step whi
 #: share costly, so it keeps half the slack and the refinement loop counts its effect on epsilon as numerical
 #: error (then the slack shrinks).
 _TAIL_BELOW = 1e-3
+#: a ledger whose composed excess kurtosis exceeds this is far from Gaussian (rare steps decide delta), and a delta
+#: pass there spans a step's loss range with at most ``_PASS_CELLS`` cells (``_ConnectDotsCore._rare_span``)
+_FAR_KURTOSIS = 100.0
+_PASS_CELLS = 1 << 18
 
 
 def _tilted_tau(relative_slack: float) -> float:
@@ -321,6 +326,27 @@ class _ConnectDotsCore(PLDAccountant):
         h = math.sqrt(2.0 * 1.6 * err / (steps * slope))
         f = min(3.0, 1.0 + max(_excess_kurtosis(directions), 0.0))
         return self._snap(float(min(max(f * h, 1e-7), 0.05, min(f, 2.0) * err)), directions)
+
+    def _rare_span(self, directions: Directions, tail: tuple[float, float]) -> float:
+        """In a ledger far from Gaussian (excess kurtosis above ``_FAR_KURTOSIS``), the widest loss range a step's grid
+        spans for ``tail`` (``pld._cells.grid_ends``); else 0.
+
+        There the variance model's mesh is set by the common outputs' tiny spread, while delta is decided by the
+        rare ones across the whole range (a record drawn once in a billion, delta(1) ~ 1e-31: the model asked for a
+        mesh of 6e-7 over losses [-3.3, 2.7], 5 million cells a step and 80 s a pass). A delta pass's mesh is kept
+        to at least ``span / _PASS_CELLS`` there: any mesh gives certified bounds, a coarser one only a wider
+        interval, which the passes refine while it narrows."""
+        if _excess_kurtosis(directions) <= _FAR_KURTOSIS:
+            return 0.0
+        span = 0.0
+        for terms in directions:
+            for loss, _ in terms:
+                if own_pairs(loss):
+                    continue
+                s_lo, s_hi = grid_ends(loss, tail)
+                if math.isfinite(s_hi - s_lo):
+                    span = max(span, s_hi - s_lo)
+        return span
 
     def _mesh_the_merge_holds(self, directions: Directions, h: float, tail: tuple[float, float]) -> float:
         """The first mesh, halved (up to four times) while the first direction's merge-to-the-grid pair loses

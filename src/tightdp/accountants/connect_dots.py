@@ -48,7 +48,7 @@ from ..pld.dominance import (
 )
 from ..pld.hierarchy import compose_two_level
 from ._adaptive_groups import AdaptiveGroups
-from ._connect_dots_core import _TAIL_BELOW, _budget, _ConnectDotsCore
+from ._connect_dots_core import _PASS_CELLS, _TAIL_BELOW, _budget, _ConnectDotsCore
 from ._pld import Directions, Terms
 from ._two_level_plan import BLOCK_TAU, two_level_plan
 
@@ -455,6 +455,9 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         endless), each such epsilon is answered again with an FFT tilted
         towards it (``saddle_tilt``) and a slack of ``1e-3`` of its estimate;
         the better certified ends of the passes are kept (all are bounds).
+        The estimate sizing the next slack leaves out the mass the last pass
+        sent to ``+inf`` and is at least the lower end: a delta far below the
+        slack takes one pass, not a chase dividing the slack by 1e3 a pass.
         """
         t0 = time.perf_counter()
         k_total = sum(c for _, c in self._ledger)
@@ -480,6 +483,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             first_tilt = None
             lower, est, upper, h = self._delta_pass(epsilons, directions, k_total, slack, None)
         lower, upper = self._intersect_steps(lower, upper, steps)
+        last_slack = np.full(epsilons.shape, slack)  # the slack of the pass behind each estimate
         tilted = []
 
         def wide() -> Any:
@@ -492,18 +496,26 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
                 if not wide()[i]:
                     continue
                 e = float(epsilons[i])
+                share = 1e-3  # the next slack's share of the estimate
                 for _ in range(4):  # each pass's estimate sizes the next one's slack
-                    guess = max(float(est[i]), 1e-280)
+                    guess = max(float(est[i]) - 0.5 * float(last_slack[i]), float(lower[i]), 1e-280)
+                    if share < 1.0 and share * guess >= 0.5 * float(last_slack[i]):
+                        break  # no smaller slack to try (the floor reached)
                     rest = np.flatnonzero(wide())
                     try:
                         *_, lo_r, est_r, up_r = self._delta_pass(
-                            np.array([e]), directions, k_total, 1e-3 * guess, e, also=epsilons[rest]
+                            np.array([e]), directions, k_total, share * guess, e, also=epsilons[rest]
                         )
                     except ArithmeticError:  # the intervals so far stand (certified, wider)
                         break
                     before = upper[i] - lower[i]
                     lower[rest], upper[rest] = np.maximum(lower[rest], lo_r), np.minimum(upper[rest], up_r)
                     est[rest] = np.minimum(np.maximum(est_r, lower[rest]), upper[rest])
+                    last_slack[i] = share * guess  # (the others' estimates come from a tilt elsewhere)
+                    k = int(np.searchsorted(rest, i))
+                    # an upper end far above its estimate is the tilted FFT's error, relative to a Chernoff bound
+                    # that deeper tails only raise (1e-31 at slack 1.5e-31, 2.7e-25 at 1e-34): spend the estimate
+                    share = 1.0 if up_r[k] > 10.0 * max(float(est_r[k]), 1e-300) else 1e-3
                     if upper[i] - lower[i] <= 0.05 * est[i] or upper[i] - lower[i] > 0.5 * before:
                         break  # done, or stuck (a delta of 1e-100 whose upper end a floor of the tails holds)
                 tilted.append(e)
@@ -530,6 +542,8 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         tau = 1e-13 if tilt_eps is not None else min(1e-6, 0.05 * slack)
         z = math.sqrt(2.0 * math.log(1.0 / max(min(slack * 1e3, 0.5), 1e-300))) if tilt_eps is not None else 5.0
         h = self._model_mesh(directions, z)  # the model needs a delta scale: about 1e-6 untilted
+        span = self._rare_span(directions, tail)  # 0 unless rare steps decide delta
+        h = max(h, self._snap(span / _PASS_CELLS, directions)) if span > 0.0 else h
         last_excess = None
         for _ in range(self.max_refinements + 1):
             los, ests, ups, shifted, comps = [], [], [], [], []
@@ -571,6 +585,8 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             if last_excess is not None and excess > 0.8 * last_excess:
                 break  # halving the mesh did not narrow the intervals: the constructions, not the grid, limit them
             last_excess = excess
+            if span > 0.0 and span > 0.5 * h * _PASS_CELLS:
+                break  # rare steps: a finer mesh would exceed the cells a pass may span (``_rare_span``)
             h /= 2.0
             self._cache.clear()  # compositions of the previous mesh (can be large)
         out = (lower, np.max(ests, axis=0), upper, h)
