@@ -365,7 +365,10 @@ class GaussianMixtureLoss(PrivacyLoss):
         tuple of float or None
             ``(p, q, p_out, q_out)``.
         """
-        x = float(self.outputs_at(np.array([t], dtype=float))[0][0])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # +-inf: the event is empty or all
+            x = float(self.outputs_at(np.array([t], dtype=float))[0][0])
+        if math.isnan(x):  # (a loss at the edge of double precision: no event to speak of)
+            return None
         p, q, p_out, q_out, n = self._above(x)
         lo, hi = (1.0 - (n + 64) * _U) / self._weight_factor(), 1.0 + (n + 64) * _U
         left_out = float(self.infinity_mass)
@@ -384,10 +387,14 @@ class GaussianMixtureLoss(PrivacyLoss):
         float or None
             The bound.
         """
-        x0 = float(self.outputs_at(np.array([0.0]))[0][0])
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # NaN and inf are answered below
+            x0 = float(self.outputs_at(np.array([0.0]))[0][0])
+            loss_x0 = float(self.loss(np.array([x0]))[0]) if math.isfinite(x0) else 0.0
+        if math.isnan(x0) or math.isnan(loss_x0):  # (a loss at the edge of double precision: no bound)
+            return None
         if math.isfinite(x0):
             r = x0 / self.sigma  # (sigma may be tiny: x0 / sigma, not sigma squared)
-            eta = abs(float(self.loss(np.array([x0]))[0])) + 64.0 * _U * (1.0 + r * r)
+            eta = abs(loss_x0) + 64.0 * _U * (1.0 + r * r)
         else:
             eta = 0.0  # 0 lies outside the support: E* is every output or none, exactly
         a, lw, b, lv, _ = self._par
