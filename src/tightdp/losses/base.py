@@ -310,6 +310,11 @@ class PrivacyLoss(ABC):
         -------
         tuple of float or None
             ``(p, q, p_out, q_out)``, or ``None`` for a loss without Q's side.
+
+        Raises
+        ------
+        ValueError
+            Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
         if not self.has_q_side:
             return None

@@ -76,6 +76,11 @@ class GaussianLoss(PrivacyLoss):
         -------
         tuple of float or None
             ``(p, q, p_out, q_out)``.
+
+        Raises
+        ------
+        ValueError
+            Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
         z = np.array([(self.mean - t) / self.mu, (-self.mean - t) / self.mu])
         p, q = (float(v) for v in _ndtr(z))

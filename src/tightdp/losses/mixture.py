@@ -364,6 +364,11 @@ class GaussianMixtureLoss(PrivacyLoss):
         -------
         tuple of float or None
             ``(p, q, p_out, q_out)``.
+
+        Raises
+        ------
+        ValueError
+            Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # +-inf: the event is empty or all
             x = float(self.outputs_at(np.array([t], dtype=float))[0][0])

@@ -275,6 +275,11 @@ class _LatticeLoss(PrivacyLoss):
         -------
         tuple of float or None
             ``(p, q, p_out, q_out)``.
+
+        Raises
+        ------
+        ValueError
+            Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
         x = np.array([t], dtype=float)
         rel = self._arrays[7] + (self._arrays[0].size + 64) * _U

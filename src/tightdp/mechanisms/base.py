@@ -14,7 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 from ..losses import PrivacyLoss
 from ..losses.base import _inherit_docstrings
 
-__all__ = ["EpsilonDP", "Mechanism", "LossPair", "mechanism_from_dict"]
+__all__ = ["Mechanism", "LossPair", "mechanism_from_dict"]
 
 
 class LossPair(NamedTuple):
