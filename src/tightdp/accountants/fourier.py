@@ -55,8 +55,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from scipy import fft as sfft
@@ -68,6 +67,7 @@ from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
 from ..pld import ComposedPLD, chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds
+from ._fourier_tails import chernoff_cgfs, outside_mass, round_L, tilted_window, window_for
 from ._pld import Directions, PLDAccountant, Terms, check_mechanism
 
 __all__ = ["FourierAccountant", "paper_pld_density"]
@@ -75,106 +75,9 @@ __all__ = ["FourierAccountant", "paper_pld_density"]
 _DISCRETISATIONS = ("certified", "paper")
 _MAX_N = 1 << 25  # the error estimate composes on 2n points; compose() caps windows at 2^26
 _L_MAX = 650.0  # exp(+-L) must stay representable
-_THETAS = np.geomspace(1e-3, 2e3, 72)  # Chernoff parameters lambda tried (any lambda gives a valid bound)
 _SQRT2PI = math.sqrt(2.0 * math.pi)
 _UNTILTED_DELTA = 1e-9  # epsilon queries below this delta tilt the FFT towards the answer (``_tilted_plan``)
 _TILTED_TAU = 1e-8  # tilted mass left outside the window on each side (the tilted law is centred on the answer)
-
-
-# ------------------------------------------------------------------------ Chernoff tails (Koskela et al. 2020, Sec. 7.2)
-_CGF_BLOCKS = 4096  # blocks of the grid whose maxima bound the CGF while a theta is chosen (``_chernoff_cgfs``)
-
-
-def _exact_log_mgf(terms: list[tuple[Any, int, float]], theta: float) -> float:
-    """``sum_i c_i (log E[e^(theta Y~_i)] - log mass_i)``: the exact CGF of the normalised composition at one
-    ``theta`` (``DiscretisedLoss.log_mgf``, one pass over each grid; ``terms`` as ``(d, c, log mass)``)."""
-    return cast("float", sum(c * (d.log_mgf(theta) - lm) for d, c, lm in terms))
-
-
-def _chernoff_cgfs(terms: Terms) -> Any:
-    """``(K+, K-, shift, terms)``: upper bounds on the normalised composition's CGF at ``+theta`` and
-    ``-theta`` for the grid of thetas (to choose a theta), its shift, and the terms (for the exact CGF at
-    the thetas chosen: ``_best``)."""
-    normalised = [(d, c, d.log_mgf(0.0)) for d, c in terms if d.mass > 0]
-    k_up = np.zeros(_THETAS.size)
-    k_dn = np.zeros(_THETAS.size)
-    for d, c, lm in normalised:  # block bounds (``DiscretisedLoss.log_mgf_upper``), normalised like the exact CGF
-        k_up += c * (d.log_mgf_upper(_THETAS, _CGF_BLOCKS) - lm)
-        k_dn += c * (d.log_mgf_upper(-_THETAS, _CGF_BLOCKS) - lm)
-    return k_up, k_dn, float(sum(c * d.shift for d, c, _ in normalised)), normalised
-
-
-def _best(
-    terms: list[tuple[Any, int, float]],
-    bounds: FloatArray | None,
-    sign: float,
-    objective: Callable[[Any, Any], Any],
-    tilt: float = 0.0,
-) -> float:
-    """``min objective(K(sign theta), theta)`` over the grid of thetas, with the exact CGF ``K`` (Koskela et al. 2020, Sec. 7.2:
-    any theta gives a valid Chernoff bound). The block bounds of ``_chernoff_cgfs`` propose a theta; from there the exact
-    objective, convex in theta for a fixed tail and quasi-convex for a window, is followed downhill along the
-    grid: a few passes over the grids instead of one per theta (144 passes of 10^6 points were 3.2 s of a
-    5.5 s epsilon), and the same minimum. With ``tilt``, ``K`` is the tilted law's CGF ``K(tilt + .) - K(tilt)``
-    and ``bounds`` is ``None`` (no block bounds for it)."""
-    k_tilt = _exact_log_mgf(terms, tilt) if tilt else 0.0
-    seen: dict[int, float] = {}
-
-    def at(j: int) -> float:
-        if j not in seen:
-            th = float(_THETAS[j])
-            with np.errstate(over="ignore", invalid="ignore"):
-                v = objective(_exact_log_mgf(terms, tilt + sign * th) - k_tilt, th)
-            seen[j] = v if math.isfinite(v) else math.inf
-        return seen[j]
-
-    if bounds is None:  # no block bounds (a tilted law): every eighth theta proposes the start
-        i = min(range(0, _THETAS.size, 8), key=at)
-    else:
-        with np.errstate(over="ignore", invalid="ignore"):
-            vals = objective(bounds, _THETAS)
-        i = int(np.argmin(np.where(np.isfinite(vals), vals, np.inf)))
-
-    for step in (1, -1):
-        j = i
-        while 0 <= j + step < _THETAS.size and at(j + step) < at(j):
-            j += step
-    return min(seen.values()) if seen else math.inf
-
-
-def _window_for(cgfs: Any, tau: float) -> tuple[float, float]:
-    """``(lo, hi)`` in loss units with ``P(S < lo) <= tau`` and ``P(S > hi) <= tau`` (Chernoff)."""
-    k_up, k_dn, shift, terms = cgfs
-    log_tau = math.log(tau)
-    hi = _best(terms, k_up, 1.0, lambda k, th: (k - log_tau) / th)
-    lo = -_best(terms, k_dn, -1.0, lambda k, th: (k - log_tau) / th)
-    return lo + shift, hi + shift
-
-
-def _outside_mass(cgfs: Any, lo: float, hi: float, tilt: float = 0.0) -> float:
-    """Chernoff bound on ``P(S < lo) + P(S > hi)`` (loss units) under the law tilted by ``tilt``, at most 2."""
-    k_up, k_dn, shift, terms = cgfs
-    up = _best(terms, None if tilt else k_up, 1.0, lambda k, th: k - th * (hi - shift), tilt)
-    dn = _best(terms, None if tilt else k_dn, -1.0, lambda k, th: k + th * (lo - shift), tilt)
-    return min(1.0, math.exp(min(up, 0.0))) + min(1.0, math.exp(min(dn, 0.0)))
-
-
-def _tilted_window(cgfs: Any, tilt: float, tau: float) -> tuple[float, float]:
-    """``(lo, hi)`` in loss units holding all but ``tau`` of the composition tilted by ``tilt`` on each side.
-
-    The tilted law has CGF ``K(tilt + lam) - K(tilt)``, so ``P_tilt(S > x) <= exp(K(tilt + lam) - K(tilt) -
-    lam x)`` for ``lam > 0`` and ``P_tilt(S < x) <= exp(K(tilt - lam) - K(tilt) + lam x)`` (Chernoff), with
-    the exact CGF of the discretised terms, minimised over the grid of thetas (``_best``).
-    """
-    _, _, shift, terms = cgfs
-    log_tau = math.log(tau)
-    hi = _best(terms, None, 1.0, lambda k, th: (k - log_tau) / th, tilt)
-    lo = -_best(terms, None, -1.0, lambda k, th: (k - log_tau) / th, tilt)
-    return lo + shift, hi + shift
-
-
-def _round_L(x: float) -> float:
-    return max(1.0, math.ceil(4.0 * x) / 4.0)
 
 
 # ------------------------------------------------------------------------ Koskela et al. 2020, Alg. 1 (point evaluation)
@@ -402,9 +305,9 @@ class FourierAccountant(PLDAccountant):
         def needed(h: float) -> float:
             need = at_least
             for terms in directions:
-                lo, hi = _window_for(_chernoff_cgfs(self._disc(terms, h, trunc)), tau)
+                lo, hi = window_for(chernoff_cgfs(self._disc(terms, h, trunc)), tau)
                 need = max(need, hi, -lo)
-            new = _round_L(1.02 * need + 2.0 * h)  # a margin for the change of mesh
+            new = round_L(1.02 * need + 2.0 * h)  # a margin for the change of mesh
             if new > _L_MAX:
                 raise PrecisionError(
                     f"the composed privacy loss needs L = {new:.4g} > {_L_MAX:g} to hold "
@@ -431,7 +334,7 @@ class FourierAccountant(PLDAccountant):
             comp = compose(disc, tilt=tilt, window=(-L, L), size=n)
             # compose() bounds the (tilted) mass outside the window with block-wise CGF bounds; the exact CGFs
             # minimised over a grid of lambda are often far tighter (both are proven bounds: keep the smaller)
-            exact = _outside_mass(_chernoff_cgfs(disc), float(comp.x[0]), float(comp.x[-1]), tilt)
+            exact = outside_mass(chernoff_cgfs(disc), float(comp.x[0]), float(comp.x[-1]), tilt)
             if exact < comp.alias_mass:
                 comp = dataclasses.replace(comp, alias_mass=exact)
             return comp
@@ -442,7 +345,7 @@ class FourierAccountant(PLDAccountant):
         """``(L, tilts)`` for an epsilon query: for ``delta >= _UNTILTED_DELTA`` the query's ``L`` and no tilt;
         below, per direction the tilt that centres the FFT where ``delta`` is decided (``chernoff_epsilon``),
         and ``L`` widened until ``[-L, L)`` holds all but ``tau`` of each *tilted* composition on each side
-        (tilted Chernoff bounds, ``_tilted_window``). An untilted FFT's round-off is about 1e-16 of the whole
+        (tilted Chernoff bounds, ``tilted_window``). An untilted FFT's round-off is about 1e-16 of the whole
         mass times the grid's size, which leaves no certified upper end below about 1e-11.
 
         Only accuracy depends on these choices (a fixed ``L`` is kept as the user gave it): ``compose``
@@ -458,8 +361,8 @@ class FourierAccountant(PLDAccountant):
             tilt = round(chernoff_epsilon(disc, delta)[1], 3)
             tilts.append(tilt)
             if tilt > 0.0 and self.L is None:
-                lo, hi = _tilted_window(_chernoff_cgfs(disc), tilt, tau)
-                need = max(need, _round_L(1.02 * max(hi, -lo) + 4.0 * coarse))
+                lo, hi = tilted_window(chernoff_cgfs(disc), tilt, tau)
+                need = max(need, round_L(1.02 * max(hi, -lo) + 4.0 * coarse))
         if need > _L_MAX:
             need = L  # the untilted window stands; the answer pays for what falls outside
         return need, tuple(tilts)
