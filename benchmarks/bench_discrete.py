@@ -87,7 +87,7 @@ def run(quick: bool) -> list[dict]:
 
     from tightdp import ConnectDotsAccountant, Gaussian, PoissonSampled
     from tightdp.mechanisms.discrete import DiscreteGaussian, DiscreteLaplace, PoissonSampledDiscrete
-    from tightdp.mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax
+    from tightdp.mechanisms.selection import ExponentialMechanism, PermuteAndFlip, ReportNoisyMax, SparseVector
     from tightdp.tuning import selection_epsilon, tuning_epsilon
 
     k_big = 100 if quick else 1000
@@ -185,6 +185,10 @@ def run(quick: bool) -> list[dict]:
     )
     selection_peers["Laplace report-noisy-max eps=0.1, 2 candidates"] = pure
     selection_peers["Laplace report-noisy-max eps=0.1, 3 candidates"] = pure
+    # nor has the sparse vector technique: pure DP at its epsilon
+    selection_peers["sparse vector eps=1 (threshold 0.5), cutoff 1"] = lambda h: pld.from_privacy_parameters(
+        common.DifferentialPrivacyParameters(1.0, 0.0), value_discretization_interval=h
+    )
     for name, mech in (
         ("exponential mechanism eps=0.1", ExponentialMechanism(epsilon=0.1)),
         ("permute-and-flip eps=0.1", PermuteAndFlip(epsilon=0.1)),
@@ -195,6 +199,10 @@ def run(quick: bool) -> list[dict]:
         (
             "Laplace report-noisy-max eps=0.1, 3 candidates",
             ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=3),
+        ),
+        (
+            "sparse vector eps=1 (threshold 0.5), cutoff 1",
+            SparseVector(epsilon=1.0, cutoff=1, threshold_epsilon=0.5),
         ),
     ):
         b, cold, warm = _tightdp(lambda: selection_epsilon(mechanism=mech, delta=delta, count=k_big))
