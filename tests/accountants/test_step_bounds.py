@@ -160,3 +160,19 @@ def test_sampling_with_replacement_once_in_a_billion_draws(monkeypatch):
     # at epsilon 1 the rare steps decide: about three times one step's delta (1.48e-31), within 2e-31
     assert 2.99 * d1 <= out.lower[1] <= 3 * d1 * (1 + 1e-6) and 3 * d1 * (1 - 1e-9) <= out.upper[1] <= 3 * d1 + 2e-31
     assert out.lower[2] == 0.0 and out.upper[2] <= 1e-280
+
+
+@pytest.mark.parametrize("eps", [999.0, 990.0, 700.0, 300.0])
+def test_an_underflowing_q_mass_never_lifts_the_lower_end_above_the_truth(eps):
+    """A Laplace step of epsilon 1000: ``Q(L > 999) = e^-1000 / 2`` computed as 0, and the event's lower end read
+    ``delta(999) >= P(L > 999) = 0.70`` against the exact ``1 - e^((eps - 1000) / 2) = 0.39``."""
+    import math
+
+    import numpy as np
+
+    from tightdp import ConnectDotsAccountant, Laplace
+    from tightdp.accountants._step_bounds import step_delta_bounds
+
+    directions = ConnectDotsAccountant().compose(Laplace(scale=1e-3))._directions()
+    lower, upper = step_delta_bounds(directions, np.array([eps]))
+    assert lower[0] <= -math.expm1((eps - 1000.0) / 2.0) <= upper[0]

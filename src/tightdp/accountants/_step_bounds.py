@@ -86,10 +86,25 @@ def step_delta_bounds(directions: Directions, epsilons: FloatArray) -> tuple[Flo
                     return None
                 # (NaN from a loss at the edge of double precision: the trivial ends, 0 below and 1 above)
                 p, q, p_out, q_out = (v if v >= 0.0 else d for v, d in zip(m, (0.0, 1.0, 0.0, 1.0)))
-                masses.append((p, q, p_out, q_out, c))
+                masses.append((p, _q_upper(q, p_out, e), p_out, q_out, c))
             for p, q in _candidates(masses):
                 lower[j] = max(lower[j], _hockey_stick(p, q, e))
     return lower, upper
+
+
+def _q_upper(q: float, p_out: float, t: float) -> float:
+    """An upper bound on ``Q(E)``, ``E`` the outputs whose computed loss exceeds ``t``, that survives underflow.
+
+    A computed ``Q(E)`` below the normal range (``< 1e-290``) may have lost all its digits, and one that underflowed
+    to 0 is no upper bound (a Laplace step of epsilon 1000: ``Q(L > 999) = e^-1000 / 2`` computes as 0, which read
+    ``delta(999) >= P(E) = 0.70`` against a truth of 0.39). On ``E`` the true loss is at least ``t - err`` (the
+    computed loss within ``err = 1e-9 (1 + |t|)``), and finite losses have ``dQ = e^-L dP`` (the P-mass at ``+inf``
+    has no Q-mass), so ``Q(E) <= e^-(t - err) P(E) <= e^-(t - err) (1 - p_out)``. Past ``e^-700`` that is below
+    ``1e-300``, which is returned instead (a representable upper bound). The smaller of the two bounds where the
+    computed one is in the normal range."""
+    log_crude = -(t - 1e-9 * (1.0 + abs(t))) + math.log(max(1.0 - p_out, 0.0) * (1.0 + 4 * _U) + 1e-300)
+    crude = 1e-300 if log_crude < -700.0 else min(1.0, math.exp(log_crude) * (1.0 + 4 * _U * (1.0 + abs(log_crude))))
+    return min(q, crude) if q >= 1e-290 else max(crude, q)
 
 
 def _candidates(masses: list[tuple[float, float, float, float, int]]) -> list[tuple[float, float]]:
