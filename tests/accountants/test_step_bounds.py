@@ -176,3 +176,21 @@ def test_an_underflowing_q_mass_never_lifts_the_lower_end_above_the_truth(eps):
     directions = ConnectDotsAccountant().compose(Laplace(scale=1e-3))._directions()
     lower, upper = step_delta_bounds(directions, np.array([eps]))
     assert lower[0] <= -math.expm1((eps - 1000.0) / 2.0) <= upper[0]
+
+
+def test_a_fallback_answer_is_intersected_with_the_step_bounds(monkeypatch):
+    """A rate of 1e-9 before a Laplace loss of 979, delta at 970: the grids fail, the steps' interval [0, 3e-9] is
+    too wide to answer alone, and the PRV fallback's [0, 1] was the answer (after 35 s). The fallback is stubbed
+    here with that answer: the result must be the intersection."""
+    from tightdp import Laplace, PoissonSampled
+    from tightdp.bounds import Bounds
+
+    acc = ConnectDotsAccountant().compose(PoissonSampled(mechanism=Laplace(scale=1e-3), sampling_rate=1e-9), 3)
+
+    def vacuous(self, delta, reason, *, epsilons=None):
+        return Bounds(np.zeros(1), np.full(1, 0.5), np.ones(1), "delta", "bound", {"note": reason})
+
+    monkeypatch.setattr(type(acc), "_fallback", vacuous)
+    b = acc.delta(np.array([970.0]))
+    assert b.lower[0] == 0.0 and 1.4e-9 < b.upper[0] <= 3.0000001e-9
+    assert b.details["step_bounds"] == "intersected"

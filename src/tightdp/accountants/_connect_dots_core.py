@@ -235,6 +235,15 @@ class _ConnectDotsCore(PLDAccountant):
             raise TightDPError("internal: the grids' and the steps' delta bounds do not intersect")
         return lower, upper
 
+    def _steps_within(self, out: Bounds, steps: tuple[FloatArray, FloatArray] | None) -> Bounds:
+        """A fallback's delta interval intersected with the steps' (a rate of 1e-9 before a Laplace loss of 979, delta
+        near the top: the PRV accountant's [0, 1] becomes [0, 3e-9])."""
+        if steps is None:
+            return out
+        lower, upper = self._intersect_steps(np.asarray(out.lower, float), np.asarray(out.upper, float), steps)
+        est = np.clip(np.asarray(out.estimate, float), lower, upper)
+        return Bounds(lower, est, upper, "delta", "bound", {**dict(out.details), "step_bounds": "intersected"})
+
     @staticmethod
     def _steps_answer(lower: FloatArray, upper: FloatArray, note: str) -> Bounds:
         """The steps' bounds as the answer (``_step_bounds``: total variation above, tail events below)."""

@@ -442,7 +442,11 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             return self._delta_dominance(epsilons, steps)
         except ArithmeticError as exc:  # PrecisionError included
             near = self._steps_near(steps, exc)  # within 5 %: no slower fallback
-            return near if near is not None else self._fallback(0.0, str(exc), epsilons=epsilons)
+            return (
+                near
+                if near is not None
+                else self._steps_within(self._fallback(0.0, str(exc), epsilons=epsilons), steps)
+            )
 
     def _delta_dominance(self, epsilons: FloatArray, steps: tuple[FloatArray, FloatArray] | None = None) -> Bounds:
         """``delta(eps)`` with a delta slack relative to the answer.
