@@ -22,9 +22,18 @@ from ..bounds import Bounds
 from ..errors import PrecisionError, TightDPError
 from ..losses import DiscreteLoss, GaussianLoss
 from ..mechanisms import Gaussian
+from ..pld import delta_bounds
 from ..pld._cells import grid_ends
 from ..pld.atoms import SelfComposedAtoms, atom_gaps, atom_lattice
-from ..pld.dominance import dominated, dominating, loss_excess_kurtosis, loss_spread, own_pairs, supports_dominance
+from ..pld.dominance import (
+    dominated,
+    dominating,
+    is_swapped_pair,
+    loss_excess_kurtosis,
+    loss_spread,
+    own_pairs,
+    supports_dominance,
+)
 from ._gaussian_ledger import gaussian_ledger_mu
 from ._pld import Directions, PLDAccountant, Terms
 from ._step_bounds import step_delta_bounds, total_variation_bound
@@ -44,6 +53,8 @@ _TAIL_BELOW = 1e-3
 #: pass there spans a step's loss range with at most ``_PASS_CELLS`` cells (``_ConnectDotsCore._rare_span``)
 _FAR_KURTOSIS = 100.0
 _PASS_CELLS = 1 << 18
+_TINY = 1e-300  # no coupling failure probability to spend
+_U = float(np.finfo(float).eps) / 2
 
 
 def _tilted_tau(relative_slack: float) -> float:
@@ -243,6 +254,28 @@ class _ConnectDotsCore(PLDAccountant):
         lower, upper = self._intersect_steps(np.asarray(out.lower, float), np.asarray(out.upper, float), steps)
         est = np.clip(np.asarray(out.estimate, float), lower, upper)
         return Bounds(lower, est, upper, "delta", "bound", {**dict(out.details), "step_bounds": "intersected"})
+
+    @staticmethod
+    def _swap_bound_below(first: Any, terms0: Terms, terms: Terms, eps: float, delta: float) -> bool:
+        """Whether the direction ``terms`` (each step the first direction's pair with P and Q
+        exchanged) certainly has ``delta(eps) <= delta``, read off the first direction's dominating
+        composition ``first``, so its epsilon cannot exceed ``eps``.
+
+        For any pair, ``H_a(Q || P) = 1 - a + a H_{1/a}(P || Q)``; a pair that dominates at every
+        ``a`` dominates the swapped pair too, and so does its composition (Blackwell). With
+        ``a = e^eps``: ``delta_swapped(eps) <= e^eps (U(-eps) - (1 - e^-eps))``, where ``U`` is the
+        certified upper bound on the first composition's curve. The subtraction loses about
+        ``e^eps`` units of round-off, charged at ``8 u e^eps (1 + U)``; for large ``eps`` or tiny
+        ``delta`` the test simply fails and the direction is composed.
+        """
+        if not math.isfinite(eps) or eps > 30.0 or len(terms) != len(terms0):
+            return False
+        if not all(c0 == c and is_swapped_pair(l0, l) for (l0, c0), (l, c) in zip(terms0, terms)):
+            return False
+        up = float(delta_bounds(first, np.array([-eps]), _TINY)[2][0])
+        scale = math.exp(eps)
+        bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
+        return bound <= delta
 
     @staticmethod
     def _steps_answer(lower: FloatArray, upper: FloatArray, note: str) -> Bounds:

@@ -44,18 +44,16 @@ from ..pld.composition import saddle_tilt
 from ..pld.dominance import (
     dominated,
     dominating,
-    is_swapped_pair,
 )
 from ..pld.hierarchy import compose_two_level
 from ._adaptive_groups import AdaptiveGroups
-from ._connect_dots_core import _PASS_CELLS, _TAIL_BELOW, _budget, _ConnectDotsCore
+from ._connect_dots_core import _PASS_CELLS, _TAIL_BELOW, _TINY, _budget, _ConnectDotsCore
 from ._pld import Directions, Terms
 from ._two_level_plan import BLOCK_TAU, two_level_plan
 
 __all__ = ["ConnectDotsAccountant"]
 
-_TINY = 1e-300  # no coupling failure probability to spend
-_U = float(np.finfo(float).eps) / 2
+
 _UP = "estimate upper"  # what a dominating composition is asked for
 
 
@@ -397,28 +395,6 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         shifted = epsilon_bounds(comp_j, min(delta + 0.5 * slack, 1.0), _TINY, need="estimate").estimate
         tail_eps = max(ups[j].estimate - shifted, 0.0) if math.isfinite(ups[j].estimate) else 0.0
         return ups, lo, tail_eps
-
-    @staticmethod
-    def _swap_bound_below(first: Any, terms0: Terms, terms: Terms, eps: float, delta: float) -> bool:
-        """Whether the direction ``terms`` (each step the first direction's pair with P and Q
-        exchanged) certainly has ``delta(eps) <= delta``, read off the first direction's dominating
-        composition ``first``, so its epsilon cannot exceed ``eps``.
-
-        For any pair, ``H_a(Q || P) = 1 - a + a H_{1/a}(P || Q)``; a pair that dominates at every
-        ``a`` dominates the swapped pair too, and so does its composition (Blackwell). With
-        ``a = e^eps``: ``delta_swapped(eps) <= e^eps (U(-eps) - (1 - e^-eps))``, where ``U`` is the
-        certified upper bound on the first composition's curve. The subtraction loses about
-        ``e^eps`` units of round-off, charged at ``8 u e^eps (1 + U)``; for large ``eps`` or tiny
-        ``delta`` the test simply fails and the direction is composed.
-        """
-        if not math.isfinite(eps) or eps > 30.0 or len(terms) != len(terms0):
-            return False
-        if not all(c0 == c and is_swapped_pair(l0, l) for (l0, c0), (l, c) in zip(terms0, terms)):
-            return False
-        up = float(delta_bounds(first, np.array([-eps]), _TINY)[2][0])
-        scale = math.exp(eps)
-        bound = scale * (up + math.expm1(-eps)) + 8.0 * _U * scale * (1.0 + up)
-        return bound <= delta
 
     def _delta_numeric(self, epsilons: FloatArray) -> Bounds:
         mu = self._gaussian_mu()
