@@ -210,3 +210,18 @@ def test_delta_equal_to_the_mass_at_infinity_is_decided_exactly():
         above = math.nextafter(above, 1.0)
     assert two.epsilon(above).upper == 2.0
     assert math.isinf(two.epsilon(math.nextafter(above, 0.0)).lower)
+
+
+def test_a_truncated_tail_at_infinity_certifies_no_infinite_lower_end():
+    """A discrete Gaussian's loss is finite everywhere, but its pair sends a truncated tail (2.8e-86 over ten steps)
+    to +inf. Asked below that mass, the answer was [inf, inf]: an infinite lower end no data set attains."""
+    from tightdp import ApproximateDP
+    from tightdp.mechanisms.discrete import DiscreteGaussian
+
+    acc = ConnectDotsAccountant().compose(DiscreteGaussian(sigma=2.0), 10)
+    p_inf = acc._support_ceiling()[1]
+    assert p_inf > 0.0
+    b = acc.epsilon(0.5 * p_inf)
+    assert b.lower == 0.0 and math.isinf(b.upper)
+    one = ConnectDotsAccountant().compose(ApproximateDP(epsilon=1.0, delta=1e-5))  # a true atom stays infinite
+    assert math.isinf(one.epsilon(5e-6).lower)

@@ -165,16 +165,27 @@ class PLDAccountant(Accountant):
         if p_inf * (1.0 - 1e-12) <= delta < p_inf * (1.0 + 1e-12):  # within the float's rounding: decide exactly
             exact = self._exact_infinity_mass()
         if (p_inf * (1.0 - 1e-12) > delta) if exact is None else (Fraction(delta) < exact):
-            # the mass at infinite loss alone exceeds delta (rounding paid, or exactly)
+            # the mass at infinite loss alone exceeds delta (rounding paid, or exactly). It is a true atom only where
+            # every step says so (``infinity_is_exact``); a truncated tail sent to +inf (a discrete Gaussian's 3e-86)
+            # makes the upper end infinite but certifies no lower end: 0 there
+            exact_atoms = all(
+                loss.infinity_is_exact or loss.infinity_mass <= 0.0
+                for terms in PLDAccountant._directions(self)
+                for loss, _ in terms
+            )
             return Bounds(
-                math.inf,
+                math.inf if exact_atoms else 0.0,
                 math.inf,
                 math.inf,
                 "epsilon",
                 "bound",
                 {
                     "note": f"the probability of an infinite privacy loss, {p_inf:.6g}, exceeds delta = {delta:g}: "
-                    "epsilon is infinite",
+                    + (
+                        "epsilon is infinite"
+                        if exact_atoms
+                        else "no finite upper end from this pair (its +inf holds truncated tails); lower end 0"
+                    ),
                     "p_inf": p_inf,
                 },
             )
