@@ -429,6 +429,48 @@ def _check_distributed(sigma: float, n: int, d: int, q: float, k: int, delta: fl
     _check(b, delta, lambda e: max(_delta_composed(atoms["remove"], k, e), _delta_composed(atoms["add"], k, e)))
 
 
+@settings(max_examples=40, deadline=None)
+@given(x=st.floats(1e-3, 1e4), k=st.integers(0, 3000))
+def test_bessel_ratio_upper_bound_holds_against_mpmath(x, k):
+    """``U_k >= I_(k+1)(x) / I_k(x)`` and ``U_k <= 1`` (the lemma Miller's truncation bound rests on), against
+    mpmath's Bessel functions at 40 digits; and it is not vacuous: within 4 % of the ratio."""
+    import mpmath
+
+    from tightdp.mechanisms._discrete_losses import _bessel_ratio_upper
+
+    u = float(_bessel_ratio_upper(np.array([float(k)]), x)[0])
+    with mpmath.workdps(40):
+        xm = mpmath.mpf(x)
+        r = float(mpmath.besseli(k + 1, xm) / mpmath.besseli(k, xm))
+    assert r <= u * (1 + 1e-14) and u <= 1.0
+    assert u <= r * 1.04
+
+
+def test_miller_start_reaches_its_bound_and_the_masses_their_accuracy():
+    """The start's truncation bound is at most ``2 _MILLER_REL``; a start one short of it misses the bound (the
+    search is not padded), and a start far too short gives masses visibly off the Bessel function (the bound is
+    what protects the masses)."""
+    import mpmath
+
+    from tightdp.mechanisms import _discrete_losses as dl
+
+    x, top = 500.0, 300
+    n, bound = dl._miller_start(x, top)
+    assert n > top and bound <= 2 * dl._MILLER_REL
+    u = dl._bessel_ratio_upper(np.arange(0.0, n + 1.0), x)  # U_0 .. U_n
+    theta_short = float(np.prod(u[top : n - 1]))  # the start n - 1
+    eta_short = (2 / (1 - u[n]) + 2 * (n - 1) + 1) * float(np.prod(u[: n - 1]))
+    assert max(theta_short, eta_short) > dl._MILLER_REL
+    with mpmath.workdps(30):
+        j = [mpmath.mpf(0)] * (top + 12)
+        j[top + 10] = mpmath.mpf(1)
+        for k in range(top + 10, 0, -1):
+            j[k - 1] = j[k + 1] + (2 * k / mpmath.mpf(x)) * j[k]
+        short = j[top] / (j[0] + 2 * mpmath.fsum(j[1:]))
+        exact = mpmath.besseli(top, mpmath.mpf(x)) * mpmath.exp(-mpmath.mpf(x))
+    assert abs(short / exact - 1) > 1e-7
+
+
 @settings(max_examples=12, deadline=None)
 @given(mu=st.floats(0.01, 3000.0), spread=st.floats(3.0, 30.0))
 def test_skellam_masses_by_miller_match_the_bessel_function_at_random_mu(mu, spread):

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._types import FloatArray
-from ..errors import GridTooLargeError
+from ..errors import GridTooLargeError, PrecisionError
 from ._lattice_loss import _U, _Arrays, _finish, _LatticeLoss
 
 #: each noise law's mass outside the enumerated window is below this (``_window``)
@@ -432,31 +432,79 @@ def _skellam_window(mu: float, delta: int) -> tuple[int, int, float]:
     return -m, delta + m, max(2.0 * bound(m + 1) * (1.0 + 1e-9), 1e-300)
 
 
+_MILLER_REL = 1e-26  # the bound on each of Miller's two truncation terms that the start must reach
+
+
+def _bessel_ratio_upper(k: FloatArray, x: float) -> FloatArray:
+    """``U_k = x / (k + sqrt((k + 2)^2 + x^2)) >= I_(k+1)(x) / I_k(x)`` for integers ``k >= 0`` (``U_k <= 1``).
+
+    Proof, from two facts. (1) ``P(Sk = k) = e^(-x) I_k(x)`` is log-concave in ``k`` (Skellam is a convolution of
+    log-concave Poisson laws), so ``r_k = I_(k+1) / I_k`` is non-increasing. (2) The recurrence
+    ``I_(k-1) - I_(k+1) = (2k / x) I_k`` reads ``r_(k-1) = 1 / (2k / x + r_k)``. With (1), ``r_k >= r_(k+1)`` in
+    ``r_k = 1 / (2(k+1) / x + r_(k+1))`` gives ``r_k^2 + (2(k+1) / x) r_k >= 1``, i.e.
+    ``r_k >= L_k = x / (k + 1 + sqrt((k+1)^2 + x^2))``; then ``r_k <= 1 / (2(k+1) / x + L_(k+1))``, which
+    simplifies (``x L_(k+1) = sqrt((k+2)^2 + x^2) - (k+2)``) to ``U_k``."""
+    return np.asarray(x / (k + np.sqrt((k + 2.0) ** 2 + x * x)), dtype=float)
+
+
+def _miller_start(x: float, top: int) -> tuple[int, float]:
+    """The start ``N > top`` of Miller's recurrence and its truncation bound (``_skellam_masses``' docstring):
+    the least ``N`` (searched in chunks) with ``theta = prod_(j=top..N) U_j`` and
+    ``eta = (2 / (1 - U_(N+1)) + 2N + 1) prod_(j=0..N) U_j`` both at most ``_MILLER_REL``; returns
+    ``(N, theta + eta)``."""
+    log_head = float(np.sum(np.log(_bessel_ratio_upper(np.arange(top, dtype=float), x))))  # j < top
+    log_tail = 0.0  # sum of log U_j for j = top .. n
+    n = top
+    chunk = max(64, int(math.sqrt(x)))
+    target = math.log(_MILLER_REL)
+    while True:
+        js = np.arange(n, n + chunk, dtype=float)
+        cum = log_tail + np.cumsum(np.log(_bessel_ratio_upper(js, x)))
+        u_next = _bessel_ratio_upper(js + 1.0, x)
+        factor = np.log(2.0 / np.maximum(1.0 - u_next, 1e-300) + 2.0 * js + 1.0)
+        ok = (cum <= target) & (log_head + cum + factor <= target)
+        if ok.any():
+            i = int(np.argmax(ok))
+            theta = math.exp(float(cum[i]))
+            eta = math.exp(float(log_head + cum[i] + factor[i]))
+            return int(js[i]), theta + eta
+        log_tail = float(cum[-1])
+        n += chunk
+
+
 def _skellam_masses(x2: Any, top: int) -> list[Any]:
-    """``P(Sk = k) = e^(-x) I_k(x)`` (``x = 2 mu``, an mpmath number) for ``k = 0 .. top`` by Miller's algorithm:
-    the backward recurrence ``J_(k-1) = J_(k+1) + (2k / x) J_k`` from ``(J_(n+1), J_n) = (0, 1)`` (a sum of positive
-    terms: no cancellation), normalised by ``I_0 + 2 sum_(k>=1) I_k = e^x``. ``I_k`` is the recurrence's minimal
-    solution, so starting further out only removes the dominant one's trace; ``n`` is doubled past ``top`` until
-    two starts agree to 1e-25 relative at every ``k <= top``, far below a double's rounding (mpmath's own Bessel
-    function does not converge at ``x`` in the millions)."""
+    """``P(Sk = k) = e^(-x) I_k(x)`` (``x = 2 mu``, an mpmath number) for ``k = 0 .. top``, each within
+    ``2 _MILLER_REL`` plus ``4 (N + 3)`` units of the working precision, relative, by Miller's algorithm: the backward
+    recurrence ``J_(k-1) = J_(k+1) + (2k / x) J_k`` from ``(J_(N+1), J_N) = (0, 1)``, normalised by
+    ``I_0 + 2 sum_(k>=1) I_k = e^x``.
+
+    Truncation (Olver's analysis of Miller's algorithm, made explicit): the recurrence's solutions are
+    ``I_k`` and ``(-1)^k K_k``; the one vanishing at ``N + 1`` is ``J_k = A (I_k + (-1)^(N-k) (I_(N+1) / K_(N+1))
+    K_k)`` with ``A > 0``. As ``K_k <= K_(N+1)`` for ``k <= N + 1`` (``K_nu = int_0^inf e^(-x cosh t) cosh(nu t) dt``
+    grows with ``nu``), ``J_k / A = I_k (1 + e_k)`` with ``|e_k| <= I_(N+1) / I_k <= theta = prod_(j=top..N) U_j``
+    for ``k <= top`` (``_bessel_ratio_upper``, each ``U_j <= 1``), and the normaliser is ``A e^x (1 + eta)`` with
+    ``|eta| <= e^(-x) (2 sum_(k>N) I_k + (2N + 1) I_(N+1)) <= (2 / (1 - U_(N+1)) + 2N + 1) prod_(j=0..N) U_j``
+    (``r_k <= U_(N+1)`` past ``N``, ``e^(-x) I_0 <= 1``). So each mass is within ``(theta + eta) / (1 - eta)``
+    relative; ``_miller_start`` picks ``N`` with both at most ``_MILLER_REL``. Rounding: every term is positive (no
+    cancellation); each step's three roundings add at most ``3`` units to the larger relative error of its two
+    inputs, and a sum of positive terms and the division at most ``N + 2`` more. The result is asserted below 1e-20, far below a
+    double's rounding (``SkellamLoss`` charges ``4u`` on each float mass). mpmath's own Bessel function does
+    not converge at ``x`` in the millions."""
     import mpmath
 
-    def run(n: int) -> list[Any]:
-        j = [mpmath.mpf(0)] * (n + 2)
-        j[n] = mpmath.mpf(1)
-        for k in range(n, 0, -1):
-            j[k - 1] = j[k + 1] + (2 * k / x2) * j[k]
-        total = j[0] + 2 * mpmath.fsum(j[1:])
-        return [j[k] / total for k in range(top + 1)]
-
-    extra = 32
-    prev = run(top + extra)
-    while True:
-        extra *= 2
-        cur = run(top + extra)
-        if all(abs(a - b) <= mpmath.mpf(10) ** -25 * b for a, b in zip(prev, cur)):
-            return cur
-        prev = cur
+    n, trunc = _miller_start(float(x2), top)
+    rounding = 4.0 * (n + 3) * 2.0 ** (1 - mpmath.mp.prec)
+    if trunc + rounding > 1e-20:  # unreachable at 30 digits below the window cap; a guard, not a branch
+        raise PrecisionError(
+            f"the Skellam masses: Miller's algorithm's error bound {trunc + rounding:.3g} (start {n}, "
+            f"{mpmath.mp.prec} bits) exceeds 1e-20"
+        )
+    j = [mpmath.mpf(0)] * (n + 2)
+    j[n] = mpmath.mpf(1)
+    for k in range(n, 0, -1):
+        j[k - 1] = j[k + 1] + (2 * k / x2) * j[k]
+    total = j[0] + 2 * mpmath.fsum(j[1:])
+    return [j[k] / total for k in range(top + 1)]
 
 
 @dataclass(frozen=True)
@@ -465,7 +513,8 @@ class SkellamLoss(_LatticeLoss):
     2021) with integer shift ``delta``, optionally Poisson-subsampled (pairs as ``DiscreteGaussianLoss``).
 
     ``P(X = k) = e^(-2 mu) I_k(2 mu)`` is evaluated in mpmath (30 digits; ``I_k`` the modified Bessel function, by
-    Miller's backward recurrence normalised by ``sum_k I_k = e^(2 mu)``: ``_skellam_masses``),
+    Miller's backward recurrence normalised by ``sum_k I_k = e^(2 mu)``, its truncation and rounding bounded a
+    priori: ``_skellam_masses``),
     so each float mass and each loss is within a few ulp (``atom_rel = 4u``; the loss error ``4u (1 + |L|)``).
     ``Sk(mu)`` is symmetric and log-concave (a convolution of log-concave laws), so ``tightdp.mechanisms.discrete``'s
     dominance argument applies: the shift ``Delta`` is the worst neighbour.
