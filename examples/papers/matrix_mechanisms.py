@@ -292,13 +292,15 @@ def _mmcc_rows(rep, quick: bool) -> None:
         delta=delta,
         aligned_gradients=True,
     )
+    mmcc = run.details.get("mmcc")
+    mmcc_any = fmt(mmcc["upper"]) if isinstance(mmcc, dict) else f"({mmcc})"
     rep.row(
         f"MMCC setting: Poisson q = {q:g} every step, BandMF b = 4, σ = {sigma:g}, n = {n}, δ = 0.01",
         None,
         run.upper,
         interval(run),
         f"no paper value (MMCC's BandMF results are plots). Upper by {run.details.get('upper_used')}; MMCC for any "
-        f"gradients {fmt(run.details['mmcc']['upper'])}, in its one-direction model {fmt(aligned.upper)}; lower: "
+        f"gradients {mmcc_any}, in its one-direction model {fmt(aligned.upper)}; lower: "
         f"{run.details['lower']} (jax_privacy's Monte Carlo does not sample Poisson sampling every step)",
         key="mmcc_bandmf",
         extra={"lower": run.lower, "upper": run.upper, "aligned": aligned.upper},

@@ -16,6 +16,7 @@ from ..mechanisms.basic import Gaussian
 from ..schemes import allocation_epsilon, cyclic_allocation_epsilon
 from ._ledgers import _column_norms, _combine, _down, _epsilon_of, _grouped, _sampled, _sens_details, _up
 from ._min_sep_lower import projection_scale, projection_solver
+from ._row_weights import weighted_block_norms
 from ._whitening import toeplitz_min_singular_lower
 from .allocation import MIN_ALLOCATION_SIGMA, mode_gram, sandwich_lower, sandwich_upper
 from .class_split import class_split_upper, low_noise_upper
@@ -117,9 +118,9 @@ def _epoch_allocation(
     hi = _epsilon_of([(Gaussian(noise_multiplier=sigma, sensitivity=s.upper), 1)], delta, eps_error, rel_error)
     details = {**_sens_details(s), "upper": "no amplification (any one step per epoch), certified"}
     if b is not None:  # block splitting (EpochAllocation's docstring); L = 1 is plain noise splitting
-        top = _up(float(norms.max()), n)
         for size, parts in _block_sizes(t, b):
-            sig = sigma / math.sqrt(parts) / top
+            weighted = float(weighted_block_norms(strategy, n, b, size).max())
+            sig = sigma / weighted
             if sig < MIN_ALLOCATION_SIGMA:
                 continue
             try:
@@ -136,9 +137,9 @@ def _epoch_allocation(
             if split.upper < hi.upper:
                 hi = split
                 details["upper"] = (
-                    f"block splitting: blocks of {size} steps, noise in {parts} parts: per-epoch random allocation "
-                    f"of 1 of {t // size} blocks at noise sigma / sqrt({parts}) / max column norm = {sig:.6g} "
-                    "(certified pairs)"
+                    f"block splitting: blocks of {size} steps, each row's noise shared among the {parts} or fewer "
+                    f"blocks covering it: per-epoch random allocation of 1 of {t // size} blocks at noise sigma / "
+                    f"largest weighted block norm = {sig:.6g} (certified pairs)"
                 )
     if b is not None and t >= b:
         lower_ledger = [(_sampled(sigma, v, 1.0 / t), c) for v, c in _grouped(norms[0::t], n)]
@@ -217,10 +218,12 @@ def _balls_in_bins(
     b = strategy.bands(n)
     split = math.inf
     if nonneg and b is not None and b > 1:
-        # noise splitting: the richer release has orthogonal modes, of squared norm sum_i ||C_(j + i t)||^2 <= m2
-        col2 = _column_norms(strategy, n) ** 2
+        # noise splitting, each row's noise shared by signal (tightdp.matrix._row_weights, blocks of one step):
+        # the richer release has orthogonal modes, bin j's of squared norm sum_i A_(j + i t)^2 <= m2 at noise
+        # sigma (equal shares: A_s^2 = b ||C_s||^2)
+        col2 = weighted_block_norms(strategy, n, b, 1) ** 2
         m2 = _up(max(float(col2[j::t].sum()) for j in range(t)), n)
-        sig = sigma / math.sqrt(b * m2)
+        sig = sigma / math.sqrt(m2)
         if sig >= MIN_ALLOCATION_SIGMA:
             try:
                 split = _epsilon_of(
@@ -234,7 +237,8 @@ def _balls_in_bins(
     if nonneg and min(up, split) < plain.upper:
         if split < up:
             details["upper"] = (
-                f"noise splitting ({b} bands): random allocation of 1 of {t} with orthogonal modes, "
+                f"noise splitting ({b} bands, each row's noise shared by signal): random allocation of 1 of {t} "
+                "with orthogonal modes, "
                 f"noise per unit sensitivity {sig:.6g}, of 2410.06266's dominating pair"
             )
             up = split

@@ -78,16 +78,15 @@ class EpochAllocation(Sampler):
     * More bands: upper the smaller of no amplification (mixture over allocations, joint convexity; the
       sensitivity over ``PerEpoch`` patterns, one step in each epoch) and block splitting, for
       block sizes ``L`` dividing ``steps_per_epoch`` (``L = 1`` is noise splitting). Cut the run into blocks
-      of ``L`` steps (within epochs) and the noise into ``k = 1 + ceil((b - 1) / L)`` independent parts, part
-      ``r`` carrying the blocks ``j = r (mod k)``; ``C x + z`` is the sum of the parts (a post-processing). In
-      a part, blocks are at least ``b - 1`` steps apart, so their row windows ``[start, end + b - 1)`` are
-      disjoint: the richer release is one independent release per block, at noise ``sigma / sqrt(k)``, whose
-      signal is ``C_s g`` when the record's step ``s`` of the epoch falls in the block (norm at most the largest
-      column norm ``A``) and zero otherwise. Each epoch's step is uniform, so its block is uniform among the
+      of ``L`` steps (within epochs) and share each row's noise among the blocks whose row windows
+      ``[start, end + b - 1)`` cover it (``tightdp.matrix._row_weights``; equal shares are ``k = 1 + ceil((b -
+      1) / L)`` parts): ``C x + z`` is a post-processing of one independent release per block, which whitened
+      is at noise ``sigma`` with signal ``w^(-1/2) C_s g`` when the record's step ``s`` of the epoch falls in
+      the block (norm at most the largest weighted block norm ``A``) and zero otherwise. Each epoch's step is uniform, so its block is uniform among the
       ``steps_per_epoch / L`` blocks: the richer release is per-epoch random allocation of 1 of
       ``steps_per_epoch / L`` block releases, each a mixture over the step in the block of Gaussians dominated
       by the Gaussian of shift ``A`` (joint convexity, both directions), so by ``allocation_epsilon`` at noise
-      ``sigma / sqrt(k) / A`` (random allocation of dominated releases is dominated, ``tightdp.mechanisms.
+      ``sigma / A`` (random allocation of dominated releases is dominated, ``tightdp.mechanisms.
       allocation``; adaptive gradients by ``tightdp.matrix.accounting``'s reduction). A few ``L`` are certified and the
       smallest answer kept. Lower from the pair whose
       gradient is non-zero only at the first step of each epoch (orthogonal columns when the epoch has at
@@ -161,32 +160,35 @@ class MinSepSampling(Sampler):
        adaptive gradients by ``tightdp.matrix.accounting``'s module docstring's reduction).
     2. *Noise splitting and Poisson domination* (a ``b``-banded ``C``, any signs). (a) By noise splitting
        (``tightdp.matrix.accounting``'s module docstring) the release is a post-processing of the per-step
-       releases ``w_s = C_s g_s x_s + N(0, sigma^2 / b I)`` on the rows ``[s, s + b)``, released in the order
-       of ``s``; the rows of ``y``
+       releases ``w_s = C_s g_s x_s + N(0, sigma^2 W)`` on the rows ``[s, s + b)``, ``W`` the row shares
+       (``tightdp.matrix._row_weights`` with blocks of one step; equal shares ``I / b``), released in the order
+       of ``s`` and whitened by the fixed ``W^(-1/2)`` (noise ``sigma``, shift of norm at most the weighted norm
+       ``A_s``); the rows of ``y``
        before step ``s`` are functions of ``w_(<s)`` and independent noise, so an adaptive gradient at ``s``
        is a function of ``w_(<s)``. (b) Fix the other records' sampling randomness ``R`` (independent of the
        differing record's). Given ``R``, the prefix ``w_(<s)`` and the record's chain up to ``s``, its
        participation at ``s`` is ``1[eligible] * Bern(p)`` on a fresh coin; so ``pi = P(x_s = 1 | prefix, R) =
        p P(eligible | prefix, R) <= p`` (at step 0 with the warm start ``pi = p / (1 + (min_sep - 1) p)``).
        Row ``s``'s conditional pair is ``(pi N(m + a, .) + (1 - pi) N(m, .), N(m, .))`` with ``m`` the known
-       part and ``||a|| <= ||C_s||``. It is the image of ``(p N(a, .) + (1 - p) N(0, .), N(0, .))`` under the
+       part and ``||a|| <= A_s``. It is the image of ``(p N(a, .) + (1 - p) N(0, .), N(0, .))`` under the
        kernel "keep the sample with probability ``pi / p``, else replace it by a fresh ``N(0, .)``; add ``m``",
        which maps ``N(0, .)`` to ``N(0, .)``: a post-processing in both directions (add and remove). Rotating
        ``a`` onto one axis and shrinking it to any smaller norm (``t -> r t + N(0, (1 - r^2) .)`` fixes
-       ``N(0, .)``) shows the Poisson-subsampled Gaussian at rate ``p``, noise ``sigma / sqrt b`` and
-       sensitivity ``||C_s||`` dominates row ``s`` at every prefix, whatever gradient direction the prefix
+       ``N(0, .)``) shows the Poisson-subsampled Gaussian at rate ``p``, noise ``sigma`` and
+       sensitivity ``A_s`` dominates row ``s`` at every prefix, whatever gradient direction the prefix
        chose. Adaptive composition of dominating pairs (Zhu, Dong & Wang 2022, Thm 10) bounds the run given
        ``R``, and joint convexity the mixture over ``R``. With ``C = I`` (one band) this is DP-SGD with
        Poisson sampling at rate ``p``. *Blocks* (``_min_sep.block_split``): cut the steps into blocks of
-       ``L <= min_sep`` steps (at most one participation each) and the noise into ``k = 1 + ceil((b - 1) /
-       L)`` parts, part ``r`` carrying the blocks ``i = r (mod k)``, whose row windows are then disjoint.
+       ``L <= min_sep`` steps (at most one participation each) and share each row's noise among the blocks
+       whose row windows cover it (``tightdp.matrix._row_weights``; equal shares are ``k = 1 + ceil((b - 1) /
+       L)`` parts); whitened, each block's release has noise ``sigma``.
        Given the earlier blocks' releases and ``R``, the block's release is a mixture over the step ``s`` of
        its participation (probability at most ``1 - (1 - p)^L`` in all, fresh coins) of laws each dominated
-       by ``(N(A), N(0))``, ``A`` the block's largest column norm (released row by row, it is an adaptive
+       by ``(N(A), N(0))``, ``A`` the block's weighted norm (released row by row, it is an adaptive
        composition of Gaussians whose shifts, zero before ``s``, have squared norms summing to at most
        ``A^2``; joint convexity over ``s`` in both directions), so by the
        subsampling identity of the hockey-stick divergence (Balle, Barthe & Gaboardi 2018) and the kernel
-       above, by the Poisson-subsampled Gaussian at rate ``1 - (1 - p)^L`` and noise ``sigma / sqrt(k)``;
+       above, by the Poisson-subsampled Gaussian at rate ``1 - (1 - p)^L`` and noise ``sigma``;
        composition finishes as before. ``L = 1`` is the plain split; a few ``L`` are tried.
     3. *Count mixture* (any ``C``, ``_min_sep.count_mixture``). Given the other records' randomness, the likelihood
        ratio under ``Q`` is ``sum_S w_S L_S`` over the record's patterns ``S``, ``w_S`` the renewal chain's law.

@@ -29,6 +29,7 @@ from ._ledgers import (
 )
 from ._lower_pairs import lone_entries, orthogonal_steps
 from ._min_sep_lower import projection_lower
+from ._row_weights import weighted_block_norms
 from ._sampler_base import LedgerSampler
 from ._whitening import toeplitz_min_singular_lower
 from .mmcc import with_mmcc
@@ -181,16 +182,16 @@ def _count_mixture(noise: float, size: int, q: float, top: float, cap: float = m
     )
 
 
-def _poisson_blocks(sigma: float, b: int, n: int, q: float, top: float) -> list[tuple[int, int, Ledger]]:
-    """Block-splitting upper ledgers of Poisson sampling with a ``b``-banded ``C`` (``PoissonSampling``'s docstring):
-    ``(L, k, ledger)`` for block sizes ``L = 2, 4, ...`` up to ``b``, the ledger ``ceil(n / L)`` scalar mixtures of
-    Gaussians at noise ``sigma / sqrt(k)`` with the participation count ``Binomial(L, q)`` times ``top`` (the
-    largest column norm, rounded up) as sensitivity."""
-    out: list[tuple[int, int, Ledger]] = []
+def _poisson_blocks(strategy: Strategy, sigma: float, b: int, n: int, q: float) -> list[tuple[int, float, Ledger]]:
+    """Block-splitting upper ledgers of Poisson sampling with a ``b``-banded ``C`` (``PoissonSampling``'s docstring,
+    (iv)): ``(L, A, ledger)`` for block sizes ``L = 2, 4, ...`` up to ``b``, the ledger ``ceil(n / L)`` scalar
+    mixtures of Gaussians at noise ``sigma`` with the participation count ``Binomial(L, q)`` times ``A``, the largest
+    weighted block norm (``tightdp.matrix._row_weights``, rounded up)."""
+    out: list[tuple[int, float, Ledger]] = []
     size = 2
     while size <= min(b, n):
-        parts = 1 + -(-(b - 1) // size)
-        out.append((size, parts, [(_count_mixture(sigma / math.sqrt(parts), size, q, top), -(-n // size))]))
+        top = float(weighted_block_norms(strategy, n, b, size).max())
+        out.append((size, top, [(_count_mixture(sigma, size, q, top), -(-n // size))]))
         size *= 2
     return out
 
@@ -208,20 +209,22 @@ class PoissonSampling(LedgerSampler):
     participation patterns of Gaussian mechanisms, each dominated by the Gaussian of the sensitivity over all
     patterns (``MinSeparation`` with any number of participations), so by joint convexity of the hockey-stick
     divergence so is the mixture. (ii) For a ``b``-banded ``C``, noise splitting (``tightdp.matrix.accounting``'s
-    module docstring): DP-SGD over all ``n`` steps at noise ``sigma / sqrt(b)``, step ``s`` with sensitivity
-    ``||C_s||``. (iv) Block splitting, for a ``b``-banded ``C`` and ``L = 2, 4, ..., b``: by the reduction to
+    module docstring) with each row's noise shared among the steps whose columns reach it in proportion to
+    their signal (``tightdp.matrix._row_weights``, blocks of one step): DP-SGD over all ``n`` steps at noise
+    ``sigma``, step ``s`` with its weighted norm ``A_s`` as sensitivity (equal shares: ``sqrt(b) ||C_s||``). (iv) Block splitting, for a ``b``-banded ``C`` and ``L = 2, 4, ..., b``: by the reduction to
     non-adaptive gradients (``tightdp.matrix.accounting``'s module docstring), fix the gradients; cut the steps
-    into blocks of ``L`` and the noise into ``k = 1 + ceil((b - 1) / L)`` parts, part ``r`` carrying the blocks
-    ``j = r (mod k)``, whose row windows are then disjoint; ``C x + z`` is the sum of the parts. The richer
-    release is one independent release per block (independent Poisson bits, independent noise), at noise
-    ``sigma / sqrt(k)``, a vector mixture over the block's participation set ``S`` of Gaussians with shifts of
-    norm at most ``|S| A`` (``A`` the largest column norm; triangle inequality, any signs). A vector mixture is
+    into blocks of ``L`` and share each row's noise among the blocks whose row windows cover it
+    (``tightdp.matrix._row_weights``; equal shares are ``k = 1 + ceil((b - 1) / L)`` parts); ``C x + z`` is a
+    post-processing of one independent release per block (independent Poisson bits, independent noise),
+    which whitened is at noise ``sigma`` a vector mixture over the block's participation set ``S`` of
+    Gaussians with shifts of norm at most ``|S| A`` (``A`` the largest weighted block norm; triangle
+    inequality, any signs). A vector mixture is
     dominated by the scalar one with the same norms (under ``Q`` the sum ``sum_S w_S exp(r_S t_S - r_S^2 / 2)``
     has standard normal ``t_S``; the comonotone choice ``t_S = t`` is the largest in convex order, Dhaene et al.
     2002, and both hockey-stick divergences are convex functionals of the likelihood ratio's ``Q``-law), and a
     scalar one grows with the law of the shift (Ganesh 2024, Lemma 2.9): so the block is dominated by
-    ``MixtureOfGaussians`` with shift ``Binomial(L, q) * A`` at noise ``sigma / sqrt(k)``, composed over the
-    ``ceil(n / L)`` blocks. (v) The count mixture, any ``C``: the same argument with one block of all ``n`` steps,
+    ``MixtureOfGaussians`` with shift ``Binomial(L, q) * A`` at noise ``sigma``, composed over the ``ceil(n / L)``
+    blocks. (v) The count mixture, any ``C``: the same argument with one block of all ``n`` steps,
     which needs no noise splitting: ``MixtureOfGaussians`` at noise ``sigma`` with shift ``min(K A, s)``, ``K ~
     Binomial(n, q)`` the record's participation count and ``s`` the sensitivity over all patterns (a shift is at
     most both). It pays no amplification within a pattern but only for the count, so it wins where the expected
@@ -310,10 +313,13 @@ class PoissonSampling(LedgerSampler):
         split = (
             None
             if b is None
-            else [(_sampled(sigma / math.sqrt(b), v, self.sampling_rate), c) for v, c in _grouped_up(norms, n)]
+            else [
+                (_sampled(sigma, v, self.sampling_rate), c)
+                for v, c in _grouped_up(weighted_block_norms(strategy, n, b, 1), n)
+            ]
         )
         top = _up(float(norms.max()), n)
-        blocks = [] if b is None else _poisson_blocks(sigma, b, n, self.sampling_rate, top)
+        blocks = [] if b is None else _poisson_blocks(strategy, sigma, b, n, self.sampling_rate)
         count_mix = [(_count_mixture(sigma, n, self.sampling_rate, top, float(s.upper)), 1)]
         norm_mix = _pattern_norm_ledger(strategy, sigma, n, self.sampling_rate, float(s.upper), norms)
         return (
@@ -325,13 +331,17 @@ class PoissonSampling(LedgerSampler):
                     "noise splitting",
                     "count mixture (shift min(K A, sensitivity), K ~ Binomial(n, q))",
                     "pattern-norm mixture (shift ||C x||, its law by dynamic programming)",
-                    *(f"block splitting (blocks of {size} steps, noise in {parts} parts)" for size, parts, _ in blocks),
+                    *(
+                        f"block splitting (blocks of {size} steps, each row's noise shared among the blocks covering "
+                        f"it; largest weighted block norm {a:.6g})"
+                        for size, a, _ in blocks
+                    ),
                 ],
                 **_sens_details(s),
                 "orthogonal_steps": len(steps),
-                "upper": "the smaller of no amplification (every participation pattern) and, for a banded C, noise "
-                "splitting: DP-SGD at noise sigma / sqrt(bands) over every step (tightdp.matrix.accounting's "
-                "module docstring)",
+                "upper": "the smallest of certified upper bounds: no amplification (every participation pattern), "
+                "the count and pattern-norm mixtures, and for a banded C noise and block splitting with each row's "
+                "noise shared by signal (PoissonSampling's docstring); upper_used names the one kept",
                 "lower": lower_how,
             },
         )

@@ -11,7 +11,6 @@ import math
 
 import numpy as np
 
-from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import TightDPError
 from ..mechanisms.basic import Gaussian
@@ -30,6 +29,7 @@ from ._ledgers import (
 )
 from ._min_sep_lower import projection_lower
 from ._renewal import law_error, participation_law
+from ._row_weights import weighted_block_norms
 from .sensitivity import Cyclic, MinSeparation, sensitivity
 from .strategies import Strategy
 
@@ -65,14 +65,14 @@ def block_lengths(bands: int, min_sep: int, n: int) -> list[int]:
     return sorted(out)
 
 
-def block_proxy(norms: FloatArray, sigma: float, n: int, p: float, bands: int, length: int) -> float:
+def block_proxy(strategy: Strategy, sigma: float, n: int, p: float, bands: int, length: int) -> float:
     """The CLT ``mu`` of ``block_split``'s composition (``q sqrt(T (e^(A^2 / s^2) - 1))``, Bu et al. 2020): an
     uncertified screen that decides which block lengths the engine certifies.
 
     Parameters
     ----------
-    norms : numpy.ndarray
-        The column norms of ``C``.
+    strategy : Strategy
+        The strategy ``C``.
     sigma : float
         The noise multiplier.
     n : int
@@ -89,16 +89,15 @@ def block_proxy(norms: FloatArray, sigma: float, n: int, p: float, bands: int, l
     float
         The proxy (``inf`` when it overflows).
     """
-    k = 1 + -(-(bands - 1) // length)
     rate = 1.0 if p >= 1.0 else -math.expm1(length * math.log1p(-p))
-    blocks = np.array([float(norms[i : i + length].max()) for i in range(0, n, length)])
+    blocks = weighted_block_norms(strategy, n, bands, length)
     with np.errstate(over="ignore"):
-        total = float(np.sum(np.expm1(np.minimum(blocks**2 * k / sigma**2, 700.0))))
-    return rate * math.sqrt(total) if rate < 1.0 else math.sqrt(float(np.sum(blocks**2)) * k) / sigma
+        total = float(np.sum(np.expm1(np.minimum(blocks**2 / sigma**2, 700.0))))
+    return rate * math.sqrt(total) if rate < 1.0 else math.sqrt(float(np.sum(blocks**2))) / sigma
 
 
 def block_split(
-    norms: FloatArray,
+    strategy: Strategy,
     sigma: float,
     n: int,
     p: float,
@@ -110,16 +109,17 @@ def block_split(
 ) -> tuple[Bounds, str]:
     """Block noise splitting with Poisson domination (``MinSepSampling``'s docstring, upper bound 2).
 
-    The steps are cut into blocks of ``L = length <= min_sep`` steps (so at most one participation each) and the
-    noise into ``k = 1 + ceil((bands - 1) / L)`` parts; part ``r`` carries the blocks ``i = r (mod k)``, whose row
-    windows (``L + bands - 1`` rows from the block's first step) are disjoint. The run is dominated by ``ceil(n /
-    L)`` Poisson-subsampled Gaussians at rate ``1 - (1 - p)^L``, noise ``sigma / sqrt(k)`` and the block's
-    largest column norm as sensitivity. ``L = 1`` is plain noise splitting (DP-SGD at rate ``p``).
+    The steps are cut into blocks of ``L = length <= min_sep`` steps (so at most one participation each) and each
+    row's noise is shared among the blocks whose row windows (``L + bands - 1`` rows from the block's first step)
+    cover it (``tightdp.matrix._row_weights``). The run is dominated by ``ceil(n / L)`` Poisson-subsampled
+    Gaussians at rate ``1 - (1 - p)^L``, noise ``sigma`` and the block's weighted norm ``A_m`` as sensitivity
+    (equal shares: ``sqrt(k)`` times its largest column norm, ``k = 1 + ceil((bands - 1) / L)``). ``L = 1`` is
+    plain noise splitting (DP-SGD at rate ``p``).
 
     Parameters
     ----------
-    norms : numpy.ndarray
-        The column norms of ``C``.
+    strategy : Strategy
+        The strategy ``C``, ``bands``-banded.
     sigma : float
         The noise multiplier.
     n : int
@@ -145,17 +145,17 @@ def block_split(
     PrecisionError
         The composition is out of the engine's reach.
     """
-    k = 1 + -(-(bands - 1) // length)
     # the block rate 1 - (1 - p)^L, rounded up (log1p / expm1 are within a few ulps)
     rate = 1.0 if p >= 1.0 else min(1.0, -math.expm1(length * math.log1p(-p)) * (1.0 + 64 * _U))
-    blocks = [float(norms[i : i + length].max()) for i in range(0, n, length)]
-    ledger = [(_sampled(sigma / math.sqrt(k), v, rate), c) for v, c in _grouped_up(blocks, n)]
+    blocks = weighted_block_norms(strategy, n, bands, length)
+    ledger = [(_sampled(sigma, v, rate), c) for v, c in _grouped_up(blocks, n)]
     how = (
-        f"noise splitting ({bands} bands) and Poisson domination: DP-SGD at rate {p:g}, noise sigma / sqrt({bands}), "
-        "step s at sensitivity ||C_s||"
+        f"noise splitting ({bands} bands, each row's noise shared by signal) and Poisson domination: DP-SGD at "
+        f"rate {p:g}, noise sigma, step s at its weighted norm (largest {float(blocks.max()):.6g})"
         if length == 1
-        else f"block noise splitting ({bands} bands, blocks of {length} steps, noise sigma / sqrt({k})) and Poisson "
-        f"domination at the block rate 1 - (1 - p)^{length} = {rate:.6g}"
+        else f"block noise splitting ({bands} bands, blocks of {length} steps, each row's noise shared by signal, "
+        f"largest weighted block norm {float(blocks.max()):.6g}) and Poisson domination at the block rate "
+        f"1 - (1 - p)^{length} = {rate:.6g}"
     )
     return _epsilon_of(ledger, delta, eps_error, rel_error), how
 
@@ -293,15 +293,16 @@ def min_sep_epsilon(
     ups = [(_epsilon_of(plain, delta, eps_error, rel_error), "no amplification (every min-sep pattern)")]
     b = strategy.bands(n)
     if b is not None:
-        norms = _column_norms(strategy, n)
         # only the two most promising block lengths by the CLT proxy, and none far above no amplification
         # (skipping an upper bound is always safe; the proxy only saves the engine hopeless compositions)
         mu_plain = s.upper / sigma
-        ranked = sorted((block_proxy(norms, sigma, n, p, b, length), length) for length in block_lengths(b, min_sep, n))
+        ranked = sorted(
+            (block_proxy(strategy, sigma, n, p, b, length), length) for length in block_lengths(b, min_sep, n)
+        )
         for mu, length in ranked[:2]:
             if mu <= 1.5 * mu_plain:
                 with contextlib.suppress(TightDPError):
-                    ups.append(block_split(norms, sigma, n, p, b, length, delta, eps_error, rel_error))
+                    ups.append(block_split(strategy, sigma, n, p, b, length, delta, eps_error, rel_error))
     with contextlib.suppress(TightDPError):
         ups.append(count_mixture(strategy, sigma, n, p, min_sep, warm_start, s.upper, delta, eps_error, rel_error))
     norm_mix = _pattern_norm_ledger(strategy, sigma, n, p, s.upper, _column_norms(strategy, n))
