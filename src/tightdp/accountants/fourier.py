@@ -44,7 +44,7 @@ answer says which ``L`` would do) but is never wrong.
 Tiny deltas. An untilted FFT's round-off is about 1e-16 of the whole mass per grid point, so below
 ``delta`` about 1e-11 no certified upper end survived it (a single Gaussian at noise 1 and delta 1e-12
 answered ``inf``). Epsilon queries below ``delta = 1e-9`` therefore compose the exponentially tilted
-masses (``tightdp.pld.compose(tilt=...)``, the tilt from ``chernoff_epsilon``: round-off becomes
+masses (``tightdp.pld.compose(tilt=...)``, the tilt from ``saddle_epsilon``: round-off becomes
 relative to the mass where ``delta`` is decided), and the chosen ``L`` is widened until the window holds
 all but 1e-8 of each tilted composition (tilted Chernoff bounds with the exact CGF). This departs from
 Koskela et al. 2020's grid only in that weighting; the certified terms are the same (``details["tilts"]``).
@@ -66,7 +66,7 @@ from ..bounds import Bounds, Kind
 from ..errors import PrecisionError, UnsupportedMechanismError
 from ..losses import GaussianLoss, GaussianMixtureLoss, PrivacyLoss
 from ..mechanisms import Gaussian, Mechanism, PoissonSampled
-from ..pld import ComposedPLD, chernoff_epsilon, compose, delta_bounds, discretise, epsilon_bounds
+from ..pld import ComposedPLD, compose, delta_bounds, discretise, epsilon_bounds, saddle_epsilon
 from ._fourier_tails import chernoff_cgfs, outside_mass, round_L, tilted_window, window_for
 from ._pld import Directions, PLDAccountant, Terms, check_mechanism
 
@@ -343,7 +343,7 @@ class FourierAccountant(PLDAccountant):
 
     def _tilted_plan(self, L: float, trunc: float, tau: float, delta: float) -> tuple[float, tuple[float, ...]]:
         """``(L, tilts)`` for an epsilon query: for ``delta >= _UNTILTED_DELTA`` the query's ``L`` and no tilt;
-        below, per direction the tilt that centres the FFT where ``delta`` is decided (``chernoff_epsilon``),
+        below, per direction the tilt that centres the FFT where ``delta`` is decided (``saddle_epsilon``),
         and ``L`` widened until ``[-L, L)`` holds all but ``tau`` of each *tilted* composition on each side
         (tilted Chernoff bounds, ``tilted_window``). An untilted FFT's round-off is about 1e-16 of the whole
         mass times the grid's size, which leaves no certified upper end below about 1e-11.
@@ -358,7 +358,7 @@ class FourierAccountant(PLDAccountant):
         tilts, need = [], L
         for terms in self._directions():
             disc = self._disc(terms, coarse, trunc)
-            tilt = round(chernoff_epsilon(disc, delta)[1], 3)
+            tilt = round(saddle_epsilon(disc, delta)[1], 3)
             tilts.append(tilt)
             if tilt > 0.0 and self.L is None:
                 lo, hi = tilted_window(chernoff_cgfs(disc), tilt, tau)

@@ -5,7 +5,7 @@ Data flow: ``PrivacyLoss`` -> ``discretise`` (Gopi et al. 2021, Alg. 2, upper va
 ``delta_bounds`` / ``epsilon_bounds`` (Gopi et al. 2021, Thm 5.5 with every error term explicit).
 """
 
-from .composition import ComposedPLD, chernoff_epsilon, compose, saddle_tilt
+from .composition import ComposedPLD, chernoff_epsilon, compose, saddle_epsilon, saddle_tilt
 from .curve import CurveBounds, delta_bounds, epsilon_bounds
 from .discretise import DiscretisedLoss, discretise
 from .hierarchy import coarsen, rebin
@@ -16,6 +16,7 @@ __all__ = [
     "ComposedPLD",
     "compose",
     "chernoff_epsilon",
+    "saddle_epsilon",
     "saddle_tilt",
     "CurveBounds",
     "delta_bounds",

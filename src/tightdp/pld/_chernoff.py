@@ -14,9 +14,10 @@ import numpy as np
 
 from .._numerics import falling_root
 from .._types import FloatArray
+from ..errors import PrecisionError
 from .discretise import DiscretisedLoss, Terms
 
-__all__ = ["chernoff_epsilon", "chernoff_window", "saddle_tilt"]
+__all__ = ["chernoff_epsilon", "chernoff_window", "saddle_epsilon", "saddle_tilt"]
 
 
 def _tilted_weights(d: DiscretisedLoss, tilt: float) -> FloatArray:
@@ -78,6 +79,7 @@ def chernoff_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
     ``m + sqrt(2 v log(1/delta))`` and the tilt ``sqrt(2 log(1/delta) / v)``.
     Only the accuracy of the answer depends on this choice, never its
     validity; the accountant re-centres if the answer falls outside the window.
+    ``saddle_epsilon`` aims better where bounded losses sit beside a Gaussian.
 
     Parameters
     ----------
@@ -114,6 +116,62 @@ def chernoff_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
     if guess >= m + shift + 0.999 * (top - m - shift):  # only then would the tilt run off to its cap
         guess = m + shift + 0.9 * max(top - m - shift, 0.0)
     return guess, saddle_tilt(terms, guess)
+
+
+def saddle_epsilon(terms: Terms, delta: float) -> tuple[float, float]:
+    """``(eps_guess, tilt)`` from the saddle-point approximation of the hockey-stick divergence:
+    ``delta(eps) ~ exp(K(t) - t eps) / (t (t + 1) sqrt(2 pi K''(t)))`` at the tilt ``t`` whose tilted mean
+    ``K'(t)`` is ``eps`` (``K`` the composition's exact CGF under ``P``), solved for ``t`` (its log falls with
+    ``t``: ``(K - t K')' = -t K''``); the guess is ``K'(t)``. For Gaussian losses this is ``chernoff_epsilon``'s
+    normal point less the prefactor's share; for bounded losses (atoms, randomized response) beside a Gaussian
+    the normal point can sit far above the answer, and an FFT tilted there loses the answer to round-off (a
+    Gaussian with six randomized responses at delta 9e-12: a normal point near 29, tilt 14, against an answer of
+    18.5). Where the search fails it returns ``chernoff_epsilon``'s choice. Only accuracy depends on it.
+
+    Parameters
+    ----------
+    terms : sequence of (DiscretisedLoss, int)
+        The discretised losses and how many times each is composed.
+    delta : float
+        The target delta in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(eps_guess, tilt)``, ``tilt >= 0``.
+
+    Raises
+    ------
+    ValueError
+        As ``chernoff_epsilon``, where it is the fallback.
+    ZeroDivisionError
+        As ``chernoff_epsilon``, where it is the fallback.
+    """
+    v = _moments(terms, 0.0)[1]
+    shift = sum(c * d.shift for d, c in terms)
+    if v <= 0 or not 0.0 < delta < 1.0:
+        return chernoff_epsilon(terms, delta)
+    log_delta = math.log(delta)
+
+    def g(th: float) -> float:
+        mu, var = _moments(terms, th)
+        if var <= 0.0:
+            return -math.inf  # all mass at the top: beyond every answer
+        val = _cgf(terms, th) - th * mu - math.log(th * (th + 1.0) * math.sqrt(2.0 * math.pi * var)) - log_delta
+        return val if math.isfinite(val) else math.nan
+
+    lo, hi = 1e-6, 1.0
+    try:
+        if not g(lo) > 0.0:
+            return chernoff_epsilon(terms, delta)
+        while g(hi) > 0.0:
+            lo, hi = hi, hi * 4.0
+            if hi > 1e4:
+                return chernoff_epsilon(terms, delta)
+        th = falling_root(g, lo, hi, xtol=1e-4, rtol=1e-4)
+    except (PrecisionError, OverflowError, ValueError, ZeroDivisionError):
+        return chernoff_epsilon(terms, delta)
+    return _moments(terms, th)[0] + shift, th
 
 
 def saddle_tilt(terms: Terms, eps: float) -> float:

@@ -42,6 +42,7 @@ from ..errors import GridTooLargeError
 from ._chernoff import _cgf, _tail_masses, _tilted_weights, _window
 from ._chernoff import chernoff_epsilon as chernoff_epsilon
 from ._chernoff import chernoff_window as chernoff_window
+from ._chernoff import saddle_epsilon as saddle_epsilon
 from ._chernoff import saddle_tilt as saddle_tilt
 from ._composed import ComposedPLD as ComposedPLD
 from ._composed import _tail_coupling_shift as _tail_coupling_shift
@@ -56,6 +57,7 @@ __all__ = [
     "saddle_tilt",
     "chernoff_epsilon",
     "chernoff_window",
+    "saddle_epsilon",
     "merge_tails",
 ]
 
