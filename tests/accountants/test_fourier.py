@@ -205,7 +205,7 @@ def test_tiny_delta_aims_the_tilt_by_the_saddle_point_beside_bounded_losses():
     acc = FourierAccountant().compose(tightdp.Gaussian(noise_multiplier=1.8714), 5)
     acc.compose(tightdp.RandomizedResponse(noise_parameter=0.3897, num_buckets=3), 6)
     b = acc.epsilon(delta)
-    f = lambda e: _gaussian_rr_delta(mu, 0.3897, 3, 6, e) - delta  # noqa: E731
+    f = lambda e: _gaussian_rr_delta(mu, 0.3897, 3, 6, e) - delta
     exact = float(mpmath.findroot(f, (17.0, 20.0), solver="bisect", tol=1e-20))
     assert b.lower <= exact <= b.upper
     assert b.upper - b.lower <= 2e-3 * exact
