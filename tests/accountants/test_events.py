@@ -15,6 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tightdp.accountants._events import StepEvent, event_delta_lower, event_epsilon_lower
+from tightdp.mechanisms import (
+    DiscreteGaussian,
+    Gaussian,
+    GroupPoissonSampled,
+    Laplace,
+    PoissonSampled,
+    SampledWithReplacement,
+)
 
 M = mpmath.mpf
 DPS = 80  # (set per reference: other modules change mpmath's global precision)
@@ -151,3 +159,41 @@ def test_an_underflowed_q_mass_is_not_an_upper_bound(event, eps):
     step = StepEvent(np.array([p]), np.zeros(1), np.array([1.0 - p]), np.ones(1), t - 1e-9 * (1.0 + eps), 1)
     out = event_delta_lower([step], t, event)
     assert 0.0 <= out[0] <= (-math.expm1(-0.5) if eps > 1.0 else 1e-8)
+
+
+def test_the_top_mass_lower_end_of_a_laplace_step():
+    """5021f7c's case through the shared routine: a Laplace step of epsilon 1000 at delta 0.3, exactly 999.287."""
+    from tightdp import PRVAccountant
+
+    lo = PRVAccountant().compose(Laplace(scale=1e-3))._top_mass_lower(0.3)
+    assert 999.08 < lo <= 1000.0 + math.log1p(-0.3 / 0.5)
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [
+        Gaussian(noise_multiplier=1.3),
+        Laplace(scale=0.7),
+        PoissonSampled(mechanism=Gaussian(noise_multiplier=0.8), sampling_rate=0.05),
+        PoissonSampled(mechanism=Laplace(scale=1e-3), sampling_rate=1e-9),
+        SampledWithReplacement(mechanism=Gaussian(noise_multiplier=0.5), sample_size=1, dataset_size=10**9),
+        GroupPoissonSampled(noise_multiplier=2.0, sampling_rate=0.3, group_size=4),
+        DiscreteGaussian(sigma=1.5),
+    ],
+)
+def test_event_masses_at_many_thresholds_are_those_at_each(mech):
+    """One call at every threshold (the step bounds' batch) answers as one call per threshold did, outside the
+    support too: up to the order of a mixture's sums, and the numerical inversion of a general mixture's loss, whose
+    iterations run on the whole array (the output, and so the event, moves by about an ulp; near a loss of 0 behind a
+    rate of 1e-9 the output is ill-conditioned, and both calls' events are certified but differ)."""
+    ts = np.array([-1e3, -5.0, -0.3, 0.0, 1e-3, 0.4, 2.0, 30.0, 999.0, 1e3])
+    pair = mech.privacy_losses()
+    for loss in (pair.remove, pair.add):
+        many = loss.event_masses(ts)
+        assert many is not None
+        for j, t in enumerate(ts):
+            one = loss.event_masses(np.array([t]))
+            assert one is not None
+            for a, b in zip(many, one):
+                assert a.shape == ts.shape and b.shape == (1,)
+                assert a[j] == pytest.approx(b[0], rel=1e-12, abs=1e-300)

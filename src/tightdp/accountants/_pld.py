@@ -18,6 +18,7 @@ from ..losses import PrivacyLoss
 from ..mechanisms import Mechanism
 from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
+from ._events import StepEvent, event_epsilon_lower
 from .base import Accountant
 
 #: distinct privacy losses (or composed stand-ins for them) with their counts, one direction of a ledger
@@ -27,6 +28,9 @@ Directions = list[Terms]
 
 
 _T = TypeVar("_T")
+
+#: ``1 - 1e-9`` less a margin for a product's rounding: a step's ``sf`` times it is a lower bound on its P-mass
+_SF_LOW = 1.0 - 1.001e-9
 
 
 class PLDAccountant(Accountant):
@@ -118,12 +122,13 @@ class PLDAccountant(Accountant):
     def _top_mass_lower(self, delta: float) -> float:
         """A certified lower end of ``eps(delta)`` from the mass near the top of each step's loss support.
 
-        For any ``x`` and ``eps < x``, ``delta(eps) = E_P[(1 - e^(eps - L))_+] >= P(L > x) (1 - e^(eps - x))``. In
-        a composition ``L = sum_i L_i`` of independent steps, ``L > X = sum_i c_i x_i`` whenever every step has
-        ``L_i > x_i``, so ``P(L > X) >= S = prod_i P(L_i > x_i)^(c_i)``; hence ``eps(delta) >= X + log(1 - delta /
-        S)`` for ``delta < S`` (in any one direction, so for the pair). ``x_i`` sits ``1e-9 (1 + |hi_i|)`` below
-        the step's top ``hi_i``, where an atom there (a Laplace, randomized-response or pure-DP step) keeps its
-        mass; ``X`` is summed exactly and rounded down, ``S`` paid ``1e-9`` relative per step for its rounding.
+        In a composition of independent steps, the outputs where every step's loss exceeds ``x_i`` (each step's
+        ``E_i``) have ``P(E) = prod_i P(E_i)^(c_i)`` and a loss above ``X = sum_i c_i x_i``, so ``Q(E) <= e^-X
+        P(E)`` and ``delta(eps) >= P(E) - e^eps Q(E) >= P(E) (1 - e^(eps - X))``; hence ``eps(delta) >= X + log(1 -
+        delta / P(E))`` for ``delta < P(E)`` (in any one direction, so for the pair): ``_events.event_epsilon_lower``
+        of the intersection, which rounds it down. ``x_i`` sits ``1e-9 (1 + |hi_i|)`` below the step's top
+        ``hi_i``, where an atom there (a Laplace, randomized-response or pure-DP step) keeps its mass; ``P(E_i)``
+        is the step's ``sf`` lowered ``1e-9`` relative for its rounding.
 
         Parameters
         ----------
@@ -133,11 +138,11 @@ class PLDAccountant(Accountant):
         Returns
         -------
         float
-            The lower end, ``>= 0``; 0 where some step's loss is unbounded above or ``S <= delta``.
+            The lower end, ``>= 0``; 0 where some step's loss is unbounded above or ``P(E) <= delta``.
         """
         best = 0.0
         for terms in PLDAccountant._directions(self):
-            total, log_s, count = Fraction(0), 0.0, 0
+            steps = []
             for loss, c in terms:
                 hi = loss.support()[1]
                 if not math.isfinite(hi):
@@ -146,17 +151,20 @@ class PLDAccountant(Accountant):
                 tail = float(np.asarray(loss.sf(x)))
                 if not tail > 0.0:
                     break
-                total += Fraction(x) * c
-                log_s += c * math.log(tail)
-                count += c
+                # P(E_i) >= tail (1 - 1e-9), rounded down (the product's rounding is below the constant's margin);
+                # no Q-masses: Q(E_i) <= e^-x_i P(E_i) alone bounds them (an unbounded q, an unknown complement)
+                steps.append(
+                    StepEvent(
+                        np.array([tail * _SF_LOW]),
+                        np.array([math.inf]),
+                        np.zeros(1),
+                        np.array([math.inf]),
+                        np.array([x]),
+                        c,
+                    )
+                )
             else:
-                x_total = float(total)
-                if Fraction(x_total) > total:
-                    x_total = math.nextafter(x_total, -math.inf)
-                log_s -= 1e-9 * count + 1e-15 * abs(log_s)  # each sf within 1e-9, the sum's own rounding
-                ratio = delta * math.exp(-log_s) if log_s > math.log(delta) else math.inf
-                if ratio < 1.0:
-                    best = max(best, x_total + math.log1p(-ratio) - 1e-12 * (1.0 + abs(x_total)))
+                best = max(best, event_epsilon_lower(steps, delta))
         return best
 
     def _epsilon(self, delta: float) -> Bounds:

@@ -287,29 +287,30 @@ class PrivacyLoss(ABC):
         """
         return None
 
-    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
-        """``(p, q, p_out, q_out)``: lower bounds on ``P(E)`` and ``P(E^c)``, upper bounds on ``Q(E)`` and ``Q(E^c)``,
-        for ``E`` the outputs whose loss exceeds ``t`` as the loss computes it (``sf`` and ``q_sf`` of one set,
-        ``cdf`` and ``q_cdf`` of its complement).
+    def event_masses(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None:
+        """``(p, q, p_out, q_out)`` at each threshold of ``t``: lower bounds on ``P(E)`` and ``P(E^c)``, upper bounds on
+        ``Q(E)`` and ``Q(E^c)``, for ``E`` the outputs whose loss exceeds the threshold as the loss computes it (``sf``
+        and ``q_sf`` of one set, ``cdf`` and ``q_cdf`` of its complement).
 
         Whatever ``E`` is exactly, ``P(E) - e^eps Q(E) <= delta(eps)``; and in a composition the outputs where some
-        step's ``E`` occurs form one set too, whose masses follow from these four (``accountants._step_bounds``: a
+        step's ``E`` occurs form one set too, whose masses follow from these four (``accountants._events``: a
         lower end for rare large losses; the complements, not ``1 - p``, because a pair's computed masses need not
         sum to 1). The default uses the CDFs of both sides (losses with Q's side), closed forms within a few ulp
         (the engine's cells trust them to ``8u``, ``difference_masses``): each is moved ``_event_rel()`` (``64u``,
         and a sum's rounding where the loss sums atoms) to its safe side; the P-mass at ``+inf`` counts in ``E``
         where it is a true atom, and the Q-mass a truncated loss does not describe (at most ``infinity_mass``
-        where that is not a true atom) is added to ``q`` and ``q_out``.
+        where that is not a true atom) is added to ``q`` and ``q_out``. One call answers every threshold (the
+        step bounds ask at each epsilon of a query).
 
         Parameters
         ----------
-        t : float
-            The loss threshold.
+        t : array_like of float
+            The loss thresholds, one-dimensional.
 
         Returns
         -------
-        tuple of float or None
-            ``(p, q, p_out, q_out)``, or ``None`` for a loss without Q's side.
+        tuple of FloatArray or None
+            ``(p, q, p_out, q_out)``, each the shape of ``t``, or ``None`` for a loss without Q's side.
 
         Raises
         ------
@@ -318,12 +319,12 @@ class PrivacyLoss(ABC):
         """
         if not self.has_q_side:
             return None
-        x = np.array([t], dtype=float)
-        p, q = float(self.sf(x)[0]), float(self.q_sf(x)[0])
-        p_out, q_out = float(self.cdf(x)[0]), float(self.q_cdf(x)[0])
+        x = np.asarray(t, dtype=float)
+        p, q = np.asarray(self.sf(x), float), np.asarray(self.q_sf(x), float)
+        p_out, q_out = np.asarray(self.cdf(x), float), np.asarray(self.q_cdf(x), float)
         p_inf = float(self.infinity_mass)
         if self.infinity_is_exact:
-            p += p_inf  # outputs Q cannot produce: their loss +inf exceeds t (their Q-mass is 0)
+            p = p + p_inf  # outputs Q cannot produce: their loss +inf exceeds t (their Q-mass is 0)
             p_inf = 0.0
         rel = self._event_rel()
         return p * (1.0 - rel), q * (1.0 + rel) + p_inf, p_out * (1.0 - rel), q_out * (1.0 + rel) + p_inf

@@ -63,30 +63,29 @@ class GaussianLoss(PrivacyLoss):
         """
         return min(1.0, math.erf(self.mu / (2.0 * math.sqrt(2.0))) * (1.0 + 1e-12))
 
-    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
+    def event_masses(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None:
         """``E = {L > t}``: ``L ~ N(mu^2/2, mu^2)`` under P and ``N(-mu^2/2, mu^2)`` under Q (``Phi`` to a few ulp,
         moved ``64u`` relative to the safe side).
 
         Parameters
         ----------
-        t : float
-            The loss threshold.
+        t : array_like of float
+            The loss thresholds, one-dimensional.
 
         Returns
         -------
-        tuple of float or None
-            ``(p, q, p_out, q_out)``.
+        tuple of FloatArray or None
+            ``(p, q, p_out, q_out)``, each the shape of ``t``.
 
         Raises
         ------
         ValueError
             Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
-        z = np.array([(self.mean - t) / self.mu, (-self.mean - t) / self.mu])
-        p, q = (float(v) for v in _ndtr(z))
-        p_out, q_out = (float(v) for v in _ndtr(-z))
+        t = np.asarray(t, float)
+        zp, zq = (self.mean - t) / self.mu, (-self.mean - t) / self.mu
         lo, hi = 1.0 - 64.0 * _U, 1.0 + 64.0 * _U
-        return p * lo, q * hi, p_out * lo, q_out * hi
+        return _ndtr(zp) * lo, _ndtr(zq) * hi, _ndtr(-zp) * lo, _ndtr(-zq) * hi
 
     def partial_mean(self, a: float, b: float) -> tuple[float, float]:
         za, zb = (a - self.mean) / self.mu, (b - self.mean) / self.mu

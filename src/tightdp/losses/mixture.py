@@ -349,21 +349,23 @@ class GaussianMixtureLoss(PrivacyLoss):
             n,
         )
 
-    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
-        """``E = {X > x}`` with ``x`` the output where the computed loss is ``t``: the masses of ``E`` and of its
+    def event_masses(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None:
+        """``E = {X > x}`` with ``x`` the output where the computed loss is the threshold: the masses of ``E`` and of its
         complement summed over the ``n`` components (each ``Phi`` within a few ulp: ``(n + 64) u`` relative covers
-        them and the sum), P's divided by the weights' certified factor, and the Q-mass of components left out (at
-        most ``infinity_mass``) added to both of Q's.
+        them and the sum, in any order), P's divided by the weights' certified factor, and the Q-mass of components
+        left out (at most ``infinity_mass``) added to both of Q's. All thresholds in one pass (``_above``'s sums, as
+        one matrix product); an infinite output is an empty or full event, summed as ``_above`` does.
 
         Parameters
         ----------
-        t : float
-            The loss threshold.
+        t : array_like of float
+            The loss thresholds, one-dimensional.
 
         Returns
         -------
-        tuple of float or None
-            ``(p, q, p_out, q_out)``.
+        tuple of FloatArray or None
+            ``(p, q, p_out, q_out)``, each the shape of ``t``; ``None`` where an output is NaN (a loss at the edge of
+            double precision: no event to speak of).
 
         Raises
         ------
@@ -371,10 +373,22 @@ class GaussianMixtureLoss(PrivacyLoss):
             Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):  # +-inf: the event is empty or all
-            x = float(self.outputs_at(np.array([t], dtype=float))[0][0])
-        if math.isnan(x):  # (a loss at the edge of double precision: no event to speak of)
+            x = np.asarray(self.outputs_at(np.asarray(t, dtype=float))[0], float)
+        if np.any(np.isnan(x)):
             return None
-        p, q, p_out, q_out, n = self._above(x)
+        a, _, b, _, w = self._par
+        v = np.asarray(self.q_weights, float)
+        v = v[v > 0]
+        n = a.size + b.size
+        finite = np.isfinite(x)
+        xf = np.where(finite, x, 0.0)
+        za, zb = (a[:, None] - xf[None, :]) / self.sigma, (b[:, None] - xf[None, :]) / self.sigma
+        pt, qt = float(np.sum(w)), float(np.sum(v))
+        above = x < 0.0  # an infinite output: -inf puts every output in E, +inf none
+        p = np.where(finite, w @ _ndtr(za), np.where(above, pt, 0.0))
+        q = np.where(finite, v @ _ndtr(zb), np.where(above, qt, 0.0))
+        p_out = np.where(finite, w @ _ndtr(-za), np.where(above, 0.0, pt))
+        q_out = np.where(finite, v @ _ndtr(-zb), np.where(above, 0.0, qt))
         lo, hi = (1.0 - (n + 64) * _U) / self._weight_factor(), 1.0 + (n + 64) * _U
         left_out = float(self.infinity_mass)
         return p * lo, q * hi + left_out, p_out * lo, q_out * hi + left_out

@@ -262,29 +262,29 @@ class _LatticeLoss(PrivacyLoss):
         err = (atom_rel + (pm.size + 4) * _U) * float(np.sum(pm) + np.sum(qm))
         return min(1.0, (d + err + self.infinity_mass + self._l1) * (1.0 + 1e-12))
 
-    def event_masses(self, t: float) -> tuple[float, float, float, float] | None:
-        """As the base's (the atoms above ``t`` and the others), with the atoms' relative error and the prefix and
-        suffix sums' (``atom_rel + (n + 64) u``), and the masses' l1 error (``_l1``) added to both of Q's.
+    def event_masses(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None:
+        """As the base's (the atoms above each threshold and the others), with the atoms' relative error and the prefix
+        and suffix sums' (``atom_rel + (n + 64) u``), and the masses' l1 error (``_l1``) added to both of Q's.
 
         Parameters
         ----------
-        t : float
-            The loss threshold.
+        t : array_like of float
+            The loss thresholds, one-dimensional.
 
         Returns
         -------
-        tuple of float or None
-            ``(p, q, p_out, q_out)``.
+        tuple of FloatArray or None
+            ``(p, q, p_out, q_out)``, each the shape of ``t``.
 
         Raises
         ------
         ValueError
             Not raised: every real ``t`` is answered (a NaN mass reads as no bound downstream).
         """
-        x = np.array([t], dtype=float)
+        x = np.asarray(t, dtype=float)
         rel = self._arrays[7] + (self._arrays[0].size + 64) * _U
-        p, q = float(self.sf(x)[0]), float(self.q_sf(x)[0])
-        p_out, q_out = float(self.cdf(x)[0]), float(self.q_cdf(x)[0])
+        p, q = np.asarray(self.sf(x), float), np.asarray(self.q_sf(x), float)
+        p_out, q_out = np.asarray(self.cdf(x), float), np.asarray(self.q_cdf(x), float)
         extra = self.infinity_mass + self._l1  # Q-mass outside the window, and the masses' l1 error
         return p * (1.0 - rel), q * (1.0 + rel) + extra, p_out * (1.0 - rel), q_out * (1.0 + rel) + extra
 
