@@ -457,3 +457,41 @@ def test_a_gaussian_of_vanishing_mu_answers_without_nan(sensitivity):
         exact = mpmath.ncdf(-e / mu + mu / 2) - mpmath.exp(e) * mpmath.ncdf(-e / mu - mu / 2)
         assert lo <= exact <= hi
     assert acc.epsilon(1e-6).upper == 0.0
+
+
+@pytest.mark.parametrize("rel", [1e-9, 1e-6, 1e-3])
+def test_delta_just_above_the_mass_at_infinity_is_answered(rel):
+    """Two ``ApproximateDP(0.008, 1.08e-3)`` steps beside six Gaussians (noise 4.5182), asked at ``delta = M (1 +
+    rel)`` with ``M = 1 - (1 - d)^2`` the mass at infinity: the finite losses decide epsilon at ``delta - M``. A
+    slack of ``1e-3 delta`` swallowed that share (upper end inf at ``rel`` up to 1e-6). Reference: ``delta(eps)
+    = M + (1 - d)^2 E_j[G(eps - a_j)]`` over the pure-DP steps' atoms ``a_j`` (mu-GDP's closed form ``G``),
+    inverted by bisection in mpmath."""
+    from fractions import Fraction
+
+    import mpmath
+
+    e0, d0, sg = 0.008, 0.0010846820657794806, 4.5182
+    m = 1 - (1 - Fraction(d0)) ** 2
+    delta = float(m) * (1 + rel)
+    with mpmath.workdps(50):
+        mu, big = mpmath.sqrt(6) / mpmath.mpf(sg), mpmath.mpf(e0)
+        pp, pm = 1 / (1 + mpmath.exp(-big)), 1 / (1 + mpmath.exp(big))
+
+        def fin(x):
+            def g(t):
+                return mpmath.ncdf(-t / mu + mu / 2) - mpmath.exp(t) * mpmath.ncdf(-t / mu - mu / 2)
+
+            terms = (mpmath.binomial(2, j) * pp**j * pm ** (2 - j) * g(x - (2 * j - 2) * big) for j in range(3))
+            return (1 - mpmath.mpf(d0)) ** 2 * mpmath.fsum(terms)
+
+        rest = Fraction(delta) - m
+        target = mpmath.mpf(rest.numerator) / rest.denominator
+        lo, hi = mpmath.mpf(0), mpmath.mpf(64)
+        for _ in range(100):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if fin(mid) <= target else (mid, hi)
+        exact = float(hi)
+    acc = ConnectDotsAccountant().compose(tightdp.ApproximateDP(epsilon=e0, delta=d0), 2)
+    b = acc.compose(tightdp.Gaussian(noise_multiplier=sg), 6).epsilon(delta)
+    assert b.lower <= exact <= b.upper
+    assert b.upper - b.lower <= 2e-3 * exact

@@ -201,7 +201,10 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         that round-off is relative to delta).
         """
         t0 = time.perf_counter()
-        slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
+        # the share of delta the finite losses must meet (``_finite_share``): the slack, the tilt and the mesh
+        # aim at it; the bounds are always those of delta itself
+        eff = self._finite_share(delta)
+        slack = self.delta_error if self.delta_error is not None else 1e-3 * eff
         k_total = sum(c for _, c in self._ledger)
         # a bounded loss caps epsilon exactly (``_support_ceiling``): the passes refine towards it
         top, p_inf = self._support_ceiling()
@@ -209,13 +212,13 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         # FFT round-off is bounded by about k u log N of the total mass: tilt the FFT towards the
         # answer unless delta is far above that
         directions = self._directions()
-        z = math.sqrt(2.0 * math.log(1.0 / delta))
+        z = math.sqrt(2.0 * math.log(1.0 / eff))
         h = self._model_mesh(directions, z)
         # (and where the composition would take two levels, whose blocks' round-off adds up over the blocks)
-        tilted = delta < 1e-6 or k_total * 1e-10 > delta or two_level_plan(directions[0], h) is not None
+        tilted = eff < 1e-6 or k_total * 1e-10 > eff or two_level_plan(directions[0], h) is not None
         if self.delta_error is None:
-            slack = delta * self._slack_share(directions, z)
-        h = self._mesh_the_merge_holds(directions, h, _budget(delta, slack, k_total, tilted)[0])
+            slack = eff * self._slack_share(directions, z)
+        h = self._mesh_the_merge_holds(directions, h, _budget(eff, slack, k_total, tilted)[0])
         target = 2.0 * self.eps_error
         run_lo, run_up = 0.0, math.inf  # the intersection of every pass's certified interval
         passes = 0
@@ -336,11 +339,23 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
+    def _finite_share(self, delta: float) -> float:
+        """``delta`` less the mass at infinity (rounded up), where that leaves a positive share, else ``delta``.
+
+        ``delta(eps) = M + (1 - M) delta_finite(eps)`` with ``M`` the probability of an infinite loss, so the
+        finite losses decide epsilon at ``delta - M``; a slack of ``1e-3 delta`` would swallow that share when
+        ``M`` takes most of ``delta`` (``ApproximateDP`` beside a Gaussian at ``delta = M (1 + 1e-6)``: an upper
+        end of inf against a true 3.10). Only the slack, the tilt and the windows use it: accuracy, not
+        validity."""
+        p_inf = self._support_ceiling()[1]
+        rest = delta - p_inf * (1.0 + 1e-12)
+        return rest if p_inf > 0.0 and 0.0 < rest < delta else delta
+
     def _lower_down(
         self, j: int, directions: Directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
     ) -> float:
         """The certified lower bound on epsilon from the downward merge-to-the-grid pairs of direction ``j``."""
-        tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
+        tail, tau, tilt_delta = _budget(self._finite_share(delta), slack, k_total, tilted)
         down = self._composed(j, directions[j], h, tail, False, tilt_delta, tau, top_down=True)
         return epsilon_bounds(down, delta, _TINY, need="lower").lower
 
@@ -366,7 +381,7 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
         over directions of lower bounds is at least any one of them).
         ``coarse`` (direction -> mesh used) is updated in place.
         """
-        tail, tau, tilt_delta = _budget(delta, slack, k_total, tilted)
+        tail, tau, tilt_delta = _budget(self._finite_share(delta), slack, k_total, tilted)
         first = self._composed(0, directions[0], h, tail, True, tilt_delta, tau)
         ups = {0: epsilon_bounds(first, delta, _TINY, need=_UP)}
         for d in range(1, len(directions)):
