@@ -158,15 +158,18 @@ def _composed_masses(
     * Union: with ``t_i = P(E_i) + P(E_i^c)`` (Q's alike; not taken as 1, computed masses need not sum to 1),
       ``P(union) = prod_i t_i^c_i - prod_i P(E_i^c)^c_i``, non-decreasing in every argument (its derivative in
       ``P(E_j^c)`` is ``c_j (t_j^(c_j - 1) prod_(i != j) t_i^c_i - ...) >= 0`` as ``t >= P(E^c)``). It is evaluated
-      as ``e^A (1 - e^-G)``, ``A = sum_i c_i (log b_i + log1p(a_i / b_i))``, ``G = sum_i c_i log1p(a_i / b_i)`` (no
-      cancellation, and no sum ``a_i + b_i`` rounded before it is raised to the power ``c_i``); a side with some
-      ``b_i = 0`` has the event certain: ``e^A``, with ``c_i log a_i`` for that step. One step of term ``j`` alone:
-      ``a_j t_j^(c_j - 1) prod_(i != j) t_i^c_i = a_j e^(A - log t_j)``.
+      as ``e^A (1 - e^-G)``, ``A = sum_i c_i log t_i``, ``G = sum_i c_i log1p(a_i / b_i)`` (no cancellation); a
+      side with some ``b_i = 0`` has the event certain: ``e^A``. One step of term ``j`` alone: ``a_j t_j^(c_j - 1)
+      prod_(i != j) t_i^c_i = a_j e^(A - log t_j)``. ``t_i = a_i + b_i`` is kept exactly as a float and its
+      rounding error (``_two_sum``): ``log t_i = log s_i + e_i / s_i`` within ``u^2``, where a rounded ``t_i``
+      raised to a power ``c_i`` in the thousands would be off by ``c_i u`` relative (near ``t_i = 1`` its log is
+      tiny; an error of ``c u`` in masses near 1/2 is ``1e-3`` of a delta of ``4e-10`` at epsilon 0).
 
-    Rounding (libm within ``2u``; each argument's own rounding moves ``log1p(x)`` by at most ``u x / (1 + x) <= u
-    log1p(x)``): every term ``c_i log(.)`` is within ``4u`` of its size, a sum of ``K`` terms within ``(K + 5) u``
-    of the terms' total size ``S``, ``1 - e^-G`` within ``(K + 8) u`` relative (its relative change is at most the
-    change of ``G`` over ``G``) and ``exp`` and the products within a few ``u``: ``(K + 8) u (S + 2)`` relative is
+    Rounding (libm within ``2u``; the argument's own rounding moves ``log1p(x)`` by at most ``u x / (1 + x) <= u
+    log1p(x)``): every term ``c_i log t_i`` is within ``4u`` of its size (and ``c_i u^2``), a sum of ``K`` terms
+    within ``(K + 3) u`` of the terms' total size ``S``, ``1 - e^-G`` within ``(K + 8) u`` relative (its relative
+    change is at most the change of ``G`` over ``G``, which is ``(K + 3) u`` relative: all its terms are
+    positive) and ``exp`` and the products within a few ``u``: ``(K + 8) u (S + 2) + 4 u^2 sum_i c_i`` relative is
     charged to every value, and ``6u`` of ``|log t_j|`` and the exponent to one step's; and ``_TINY`` absolute
     (below the normal range a relative charge moves nothing).
     """
@@ -195,14 +198,15 @@ def _composed_masses(
             has_out = b > 0.0
             certain |= ~has_out
             g1 = np.where(has_out, _log1p(np.divide(a, b, out=np.zeros(shape), where=has_out)), 0.0)
-            log_t = np.where(has_out, _log(b) + g1, _log(a))
+            t, err = _two_sum(a, b)
+            log_t = _log(t) + np.divide(err, t, out=np.zeros(shape), where=t > 0.0)
             one.append(log_t)
             exponent = exponent + c * log_t
             grow = grow + c * g1
-            size = size + np.abs(np.where(np.isfinite(log_t), c * log_t, 0.0)) + 2.0 * c * g1
+            size = size + np.abs(np.where(np.isfinite(log_t), c * log_t, 0.0))
         union = _exp(exponent) * np.where(certain, 1.0, -_expm1(-grow))
         per_side.append((union, exponent, size, one))
-    rels = [(k + 8) * _U * (side[2] + 2.0) for side in per_side]
+    rels = [(k + 8) * _U * (side[2] + 2.0) + 4 * _U * _U * sum(counts) for side in per_side]
     cands = [(np.maximum(per_side[0][0] * (1.0 - rels[0]) - _TINY, 0.0), per_side[1][0] * (1.0 + rels[1]) + _TINY)]
     for j, (step, qj) in enumerate(zip(steps, q_up)):
         p = np.broadcast_to(np.asarray(step.p, float), shape)
@@ -215,6 +219,15 @@ def _composed_masses(
             vals.append(mine * _exp(others) * (1.0 + sign * charge) + sign * _TINY)
         cands.append((np.where(vals[0] > 0.0, vals[0], 0.0), vals[1]))
     return cands, None
+
+
+def _two_sum(a: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """``(s, e)`` with ``s = fl(a + b)`` and ``a + b = s + e`` exactly (Knuth's TwoSum, round to nearest; ``e = 0``
+    where ``s`` is not finite)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, np.where(np.isfinite(s), e, 0.0)
 
 
 def _q_upper(q: FloatArray, p_out: FloatArray, floor: FloatArray) -> FloatArray:

@@ -29,8 +29,8 @@ Directions = list[Terms]
 
 _T = TypeVar("_T")
 
-#: ``1 - 1e-9`` less a margin for a product's rounding: a step's ``sf`` times it is a lower bound on its P-mass
-_SF_LOW = 1.0 - 1.001e-9
+#: ``1 - 1e-9`` less two ulps, for a product's rounding: a step's ``sf`` times it is below ``sf (1 - 1e-9)``
+_SF_LOW = math.nextafter(math.nextafter(1.0 - 1e-9, 0.0), 0.0)
 
 
 class PLDAccountant(Accountant):
@@ -151,7 +151,7 @@ class PLDAccountant(Accountant):
                 tail = float(np.asarray(loss.sf(x)))
                 if not tail > 0.0:
                     break
-                # P(E_i) >= tail (1 - 1e-9), rounded down (the product's rounding is below the constant's margin);
+                # P(E_i) >= tail (1 - 1e-9), rounded down (the product's rounding is within the two ulps);
                 # no Q-masses: Q(E_i) <= e^-x_i P(E_i) alone bounds them (an unbounded q, an unknown complement)
                 steps.append(
                     StepEvent(
