@@ -26,7 +26,8 @@ unchanged with ``A_m``.
 ``min_w max_s sum_j a_j / w(s + j)`` over a block's columns ``s`` (``a_j`` the largest squared entry on the
 ``j``-th subdiagonal) is convex; for column weights ``lambda`` its inner problem has the closed form
 ``w(t) ~ sqrt(beta_t)`` within each class, ``beta_t = sum_s lambda_s a_(t - s)``, and ``lambda`` follows a
-multiplicative ascent (``_weights``). Equal weights are kept when they give a smaller largest ``A_m``.
+multiplicative ascent (``_weights``; not above ``_MAX_SEARCH``). Equal weights are kept when they give a smaller
+largest ``A_m``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ __all__ = ["weighted_block_norms"]
 
 _U = float(np.finfo(float).eps) / 2
 _ITERATIONS = 400  # of the dual ascent; it stalls within a few hundred at the bands and lengths met
+#: the largest ``length * bands`` whose weights are searched (each ascent step costs that much; beyond, equal
+#: shares: a dense strategy of 1000 bands at blocks of 512 steps took 2.4 s)
+_MAX_SEARCH = 1 << 17
 
 
 def _envelope(strategy: Strategy, n: int, bands: int) -> FloatArray:
@@ -179,7 +183,7 @@ def weighted_block_norms(strategy: Strategy, n: int, bands: int, length: int) ->
     parts = 1 + -(-(bands - 1) // length)
     equal = np.full(size, 1.0 / parts)
     candidates = [_block_norms(strategy, n, bands, length, _feasible(equal, length))]
-    if a.max() > 0.0 and parts > 1:
+    if a.max() > 0.0 and parts > 1 and length * bands <= _MAX_SEARCH:
         candidates.append(_block_norms(strategy, n, bands, length, _weights(a, length)))
     out = min(candidates, key=lambda x: float(x.max()))
     out.flags.writeable = False
