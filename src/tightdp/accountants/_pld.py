@@ -99,6 +99,18 @@ class PLDAccountant(Accountant):
             top, p_inf = max(top, t), max(p_inf, p)
         return top, p_inf
 
+    def _finite_share(self, delta: float) -> float:
+        """``delta`` less the mass at infinity (rounded up), where that leaves a positive share, else ``delta``.
+
+        ``delta(eps) = M + (1 - M) delta_finite(eps)`` with ``M`` the probability of an infinite loss, so the
+        finite losses decide epsilon at ``delta - M``; a slack of ``1e-3 delta`` would swallow that share when
+        ``M`` takes most of ``delta`` (``ApproximateDP`` beside a Gaussian at ``delta = M (1 + 1e-6)``: an upper
+        end of inf against a true 3.10). The accountants aim their slack, tilt and windows at it: accuracy, not
+        validity."""
+        p_inf = self._support_ceiling()[1]
+        rest = delta - p_inf * (1.0 + 1e-12)
+        return rest if p_inf > 0.0 and 0.0 < rest < delta else delta
+
     def _exact_infinity_mass(self) -> Fraction | None:
         """The largest probability, over directions, of an infinite loss, exactly: ``1 - prod_i (1 - m_i)^(c_i)``
         in rationals from each step's float mass ``m_i`` (the engine's exact masses); ``None`` when the powers

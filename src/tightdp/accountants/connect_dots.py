@@ -339,18 +339,6 @@ class ConnectDotsAccountant(AdaptiveGroups, _ConnectDotsCore):
             details["note"] = notes[0]
         return Bounds(float(lower), float(est), float(upper), "epsilon", "bound", details)
 
-    def _finite_share(self, delta: float) -> float:
-        """``delta`` less the mass at infinity (rounded up), where that leaves a positive share, else ``delta``.
-
-        ``delta(eps) = M + (1 - M) delta_finite(eps)`` with ``M`` the probability of an infinite loss, so the
-        finite losses decide epsilon at ``delta - M``; a slack of ``1e-3 delta`` would swallow that share when
-        ``M`` takes most of ``delta`` (``ApproximateDP`` beside a Gaussian at ``delta = M (1 + 1e-6)``: an upper
-        end of inf against a true 3.10). Only the slack, the tilt and the windows use it: accuracy, not
-        validity."""
-        p_inf = self._support_ceiling()[1]
-        rest = delta - p_inf * (1.0 + 1e-12)
-        return rest if p_inf > 0.0 and 0.0 < rest < delta else delta
-
     def _lower_down(
         self, j: int, directions: Directions, h: float, delta: float, slack: float, k_total: int, tilted: bool
     ) -> float:

@@ -409,9 +409,10 @@ class FourierAccountant(PLDAccountant):
 
     def _epsilon_numeric(self, delta: float) -> Bounds:
         t0 = time.perf_counter()
-        slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
+        aim = self._finite_share(delta)  # what the finite losses decide (``PLDAccountant._finite_share``)
+        slack = self.delta_error if self.delta_error is not None else 1e-3 * aim
         eta, trunc = 0.5 * slack, 0.25 * slack
-        L, tilts = self._tilted_plan(self._query_L(trunc, 1e-3 * slack), trunc, _TILTED_TAU, delta)
+        L, tilts = self._tilted_plan(self._query_L(trunc, 1e-3 * slack), trunc, _TILTED_TAU, aim)
         parts, ests2, tails = [], [], 0.0
         for d, terms in enumerate(self._directions()):
             tilt = tilts[d]

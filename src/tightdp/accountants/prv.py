@@ -276,7 +276,7 @@ class PRVAccountant(PLDAccountant):
     # --------------------------------------------------------------- queries
     def _epsilon_numeric(self, delta: float) -> Bounds:
         t0 = time.perf_counter()
-        slack = self.delta_error if self.delta_error is not None else 1e-3 * delta
+        slack = self.delta_error if self.delta_error is not None else 1e-3 * self._finite_share(delta)
         if slack >= delta:
             raise ValueError(f"delta_error ({slack:g}) must be smaller than delta ({delta:g})")
         parts: list[Any] = []
@@ -331,7 +331,8 @@ class PRVAccountant(PLDAccountant):
         # for one FFT; smaller deltas, and the multi-level tree (whose blocks' round-off adds up over
         # ~k / 8 block uses), get an exponentially tilted FFT
         tree = self._tree_plan(terms, eta) is not None
-        tilt = 0.0 if delta >= 1e-10 and not tree else chernoff_epsilon(plan(), delta)[1]
+        aim = self._finite_share(delta)  # what the finite losses decide (``PLDAccountant._finite_share``)
+        tilt = 0.0 if aim >= 1e-10 and not tree else chernoff_epsilon(plan(), aim)[1]
         res, tau_i = None, 0
         for _ in range(4):
             taus = _taus(slack, round(tilt, 3))
