@@ -330,31 +330,32 @@ class GaussianMixtureLoss(PrivacyLoss):
         """``1 + weight_error``: weights certified only as rounded up by that factor (``_WeightError``), else 1."""
         return 1.0 + float(getattr(self, "weight_error", 0.0) or 0.0) * (1.0 + 1e-6)
 
-    def _above(self, x: float) -> tuple[float, float, float, float, int]:
-        """``(P(X > x), Q(X > x), P(X <= x), Q(X <= x), n)`` from the components (``Phi`` to a few ulp each), ``n`` the
-        number of terms."""
+    def _above(self, x: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray, int]:
+        """``(P(X > x), Q(X > x), P(X <= x), Q(X <= x), n)`` at each output of ``x`` from the components (``Phi`` to
+        a few ulp each; one matrix product per side), ``n`` the number of terms; an infinite output is an empty
+        (``+inf``) or full (``-inf``) event."""
         a, _, b, _, w = self._par
         v = np.asarray(self.q_weights, float)
         v = v[v > 0]
-        n = a.size + b.size
-        if math.isinf(x):
-            pt, qt = float(np.sum(w)), float(np.sum(v))
-            return (pt, qt, 0.0, 0.0, n) if x < 0 else (0.0, 0.0, pt, qt, n)
-        za, zb = (a - x) / self.sigma, (b - x) / self.sigma
+        x = np.asarray(x, float)
+        finite = np.isfinite(x)
+        xf = np.where(finite, x, 0.0)
+        za, zb = (a[:, None] - xf[None, :]) / self.sigma, (b[:, None] - xf[None, :]) / self.sigma
+        pt, qt = float(np.sum(w)), float(np.sum(v))
+        full = x < 0.0  # where not finite: -inf puts every output in the event, +inf none
         return (
-            float(np.dot(w, _ndtr(za))),
-            float(np.dot(v, _ndtr(zb))),
-            float(np.dot(w, _ndtr(-za))),
-            float(np.dot(v, _ndtr(-zb))),
-            n,
+            np.where(finite, w @ _ndtr(za), np.where(full, pt, 0.0)),
+            np.where(finite, v @ _ndtr(zb), np.where(full, qt, 0.0)),
+            np.where(finite, w @ _ndtr(-za), np.where(full, 0.0, pt)),
+            np.where(finite, v @ _ndtr(-zb), np.where(full, 0.0, qt)),
+            a.size + b.size,
         )
 
     def event_masses(self, t: ArrayLike) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray] | None:
         """``E = {X > x}`` with ``x`` the output where the computed loss is the threshold: the masses of ``E`` and of its
         complement summed over the ``n`` components (each ``Phi`` within a few ulp: ``(n + 64) u`` relative covers
         them and the sum, in any order), P's divided by the weights' certified factor, and the Q-mass of components
-        left out (at most ``infinity_mass``) added to both of Q's. All thresholds in one pass (``_above``'s sums, as
-        one matrix product); an infinite output is an empty or full event, summed as ``_above`` does.
+        left out (at most ``infinity_mass``) added to both of Q's. All thresholds in one pass (``_above``).
 
         Parameters
         ----------
@@ -376,19 +377,7 @@ class GaussianMixtureLoss(PrivacyLoss):
             x = np.asarray(self.outputs_at(np.asarray(t, dtype=float))[0], float)
         if np.any(np.isnan(x)):
             return None
-        a, _, b, _, w = self._par
-        v = np.asarray(self.q_weights, float)
-        v = v[v > 0]
-        n = a.size + b.size
-        finite = np.isfinite(x)
-        xf = np.where(finite, x, 0.0)
-        za, zb = (a[:, None] - xf[None, :]) / self.sigma, (b[:, None] - xf[None, :]) / self.sigma
-        pt, qt = float(np.sum(w)), float(np.sum(v))
-        above = x < 0.0  # an infinite output: -inf puts every output in E, +inf none
-        p = np.where(finite, w @ _ndtr(za), np.where(above, pt, 0.0))
-        q = np.where(finite, v @ _ndtr(zb), np.where(above, qt, 0.0))
-        p_out = np.where(finite, w @ _ndtr(-za), np.where(above, 0.0, pt))
-        q_out = np.where(finite, v @ _ndtr(-zb), np.where(above, 0.0, qt))
+        p, q, p_out, q_out, n = self._above(x)
         lo, hi = (1.0 - (n + 64) * _U) / self._weight_factor(), 1.0 + (n + 64) * _U
         left_out = float(self.infinity_mass)
         return p * lo, q * hi + left_out, p_out * lo, q_out * hi + left_out
@@ -422,7 +411,8 @@ class GaussianMixtureLoss(PrivacyLoss):
             diff[m] = diff.get(m, 0.0) + math.exp(l)
         for m, l in zip(b.tolist(), lv.tolist()):
             diff[m] = diff.get(m, 0.0) - math.exp(l)
-        p, q, _, _, n = self._above(x0)
+        above = self._above(np.array([x0]))
+        p, q, n = float(above[0][0]), float(above[1][0]), above[4]
         if math.isfinite(x0):
             means = np.array(list(diff), dtype=float)
             d = float(np.dot(np.array(list(diff.values())), _ndtr((means - x0) / self.sigma)))
