@@ -9,33 +9,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from _support import scaled
+from _support import scaled, two_step_banded_delta
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import norm
 
 from tightdp import dpsgd_epsilon
 from tightdp.matrix import BandedToeplitz, Identity, PoissonSampling, matrix_epsilon
 
 DELTA = 1e-3
-
-
-def _delta_pair(a: float, q: float, sigma: float, eps: float) -> float:
-    """max over both directions of the hockey-stick divergence at eps, by a 2D Riemann sum (error << 1e-6)."""
-    lo, hi, m = -9 * sigma, 2 + a + 9 * sigma, 1601
-    x = np.linspace(lo, hi, m)
-    h = x[1] - x[0]
-    px = [norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0)]
-    py = {mu: norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0, a, 1.0 + a)}
-    # B = (B0, B1): mean (B0, a B0 + B1)
-    p = np.zeros((m, m))
-    for b0 in (0, 1):
-        for b1 in (0, 1):
-            w = (q if b0 else 1 - q) * (q if b1 else 1 - q)
-            p += w * np.outer(px[b0], py[a * b0 + b1])
-    qd = np.outer(px[0], py[0.0])
-    e = math.exp(eps)
-    return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
 
 
 @settings(deadline=None, max_examples=scaled(8))
@@ -50,10 +31,10 @@ def test_poisson_banded_bounds_bracket_the_exact_pair(a, q, sigma):
         sampler=PoissonSampling(sampling_rate=q),
     )
     # the fixed-gradient pair is one neighbouring pair of the run: the run's upper bound must hold for it
-    assert _delta_pair(a, q, sigma, b.upper) <= DELTA * (1 + 1e-3)
+    assert two_step_banded_delta(a, q, sigma, b.upper) <= DELTA * (1 + 1e-3)
     # the lower end comes from a post-processing of the fixed-gradient pair (the DP-SGD reduction or
     # whitening): delta of that pair at the lower end is at least the target
-    assert _delta_pair(a, q, sigma, b.lower) >= DELTA * (1 - 1e-3)
+    assert two_step_banded_delta(a, q, sigma, b.lower) >= DELTA * (1 - 1e-3)
     if a > 0:  # and it is at least the one-step DP-SGD reduction's (the other column overlaps), ||C_0||
         ref = dpsgd_epsilon(noise_multiplier=sigma / math.hypot(1.0, a), sampling_rate=q, steps=1, delta=DELTA)
         assert b.lower >= ref.lower * (1 - 1e-9)

@@ -11,10 +11,9 @@ from fractions import Fraction
 import mpmath
 import numpy as np
 import pytest
-from _support import scaled
+from _support import scaled, two_step_banded_delta
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy.stats import norm
 
 from tightdp.matrix import BandedToeplitz, DenseStrategy, PoissonSampling, matrix_epsilon
 from tightdp.matrix._row_weights import _block_norms, _feasible, _weights, weighted_block_norms
@@ -121,24 +120,6 @@ def test_no_weights_beat_the_dual_lower_bound(b, length, decay, seed):
         assert got >= dual * (1 - 1e-12)
 
 
-def _delta_two_steps(a: float, q: float, sigma: float, eps: float) -> float:
-    """Both directions' hockey-stick divergence of the fixed-gradient pair of two Poisson steps with ``C = [[1, 0],
-    [a, 1]]``, by a 2-D Riemann sum (error far below 1e-6)."""
-    lo, hi, m = -9 * sigma, 2 + a + 9 * sigma, 1601
-    x = np.linspace(lo, hi, m)
-    h = x[1] - x[0]
-    px = [norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0)]
-    py = {mu: norm.pdf(x, loc=mu, scale=sigma) for mu in (0.0, 1.0, a, 1.0 + a)}
-    p = np.zeros((m, m))
-    for b0 in (0, 1):
-        for b1 in (0, 1):
-            wt = (q if b0 else 1 - q) * (q if b1 else 1 - q)
-            p += wt * np.outer(px[b0], py[a * b0 + b1])
-    qd = np.outer(px[0], py[0.0])
-    e = math.exp(eps)
-    return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
-
-
 @pytest.mark.parametrize("a, q, sigma", [(0.2, 0.5, 1.0), (0.5, 0.2, 0.8), (0.05, 0.9, 2.0)])
 def test_weighted_splits_hold_for_an_exact_pair(a, q, sigma):
     """Two steps, ``c = (1, a)``: each weighted split on its own (noise splitting, shares ``1 / (1 + a)`` and
@@ -154,7 +135,7 @@ def test_weighted_splits_hold_for_an_exact_pair(a, q, sigma):
     for name, ledger in zip(names, ups, strict=True):
         if ledger and ("splitting" in name):
             eps = _epsilon_of(ledger, delta, None, None).upper
-            assert _delta_two_steps(a, q, sigma, eps) <= delta * (1 + 1e-3), name
+            assert two_step_banded_delta(a, q, sigma, eps) <= delta * (1 + 1e-3), name
             checked += 1
     assert checked == 2
 
