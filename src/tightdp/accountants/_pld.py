@@ -14,11 +14,12 @@ import numpy as np
 from .._types import FloatArray
 from ..bounds import Bounds
 from ..errors import GridTooLargeError, PrecisionError
-from ..losses import PrivacyLoss
+from ..losses import DiscreteLoss, PrivacyLoss
 from ..mechanisms import Mechanism
 from ..pld import CurveBounds
 from ..pld.atoms import composed_atom_values
 from ._events import StepEvent, event_epsilon_lower
+from ._top_atoms import TopAtoms, delta_bounds, epsilon_bounds, top_atoms
 from .base import Accountant
 
 #: distinct privacy losses (or composed stand-ins for them) with their counts, one direction of a ledger
@@ -179,6 +180,62 @@ class PLDAccountant(Accountant):
                 best = max(best, event_epsilon_lower(steps, delta))
         return best
 
+    # ------------------------------------------------ exact answers from the composed atoms near the top
+    def _top_listings(self, floor: float) -> list[TopAtoms] | None:
+        """Per direction, every composed atom whose loss can reach ``floor`` (``_top_atoms``), or ``None`` when the
+        ledger is not atoms-only or some direction has too many (then the numerics answer alone)."""
+        directions = PLDAccountant._directions(self)
+        if not all(isinstance(loss, DiscreteLoss) for terms in directions for loss, _ in terms):
+            return None
+
+        def build() -> list[TopAtoms] | None:
+            out = [top_atoms(terms, floor) for terms in directions]
+            return None if any(t is None for t in out) else cast("list[TopAtoms]", out)
+
+        return self._memo(("top atoms", floor), build)
+
+    def _top_epsilon(self, delta: float, out: Bounds) -> Bounds:
+        """``out`` (a certified ``eps(delta)``) narrowed by the composed atoms above its lower end, when the ledger
+        is atoms-only, ``out`` is wider than rounding and every direction lists them (``_top_atoms``; ``eps(delta)``
+        is the largest over directions): exact up to rounding near the top of the support, where the grid's mesh
+        blurs the numerics."""
+        if not out.upper - out.lower > 1e-9 * (1.0 + abs(out.upper)) or not math.isfinite(out.upper):
+            return out
+        floor = max(0.0, out.lower, self._top_mass_lower(delta))
+        listings = self._top_listings(floor)
+        if listings is None:
+            return out
+        ends = [epsilon_bounds(t, delta, out.upper) for t in listings]
+        uppers = [up for _, up in ends]
+        if any(up is None for up in uppers):
+            return out
+        upper = min(max(cast("list[float]", uppers)), out.upper)
+        lower = min(max([floor] + [lo for lo, _ in ends if lo is not None]), upper)
+        note = (
+            f"every composed atom of loss >= {floor:.6g} listed ({max(t.loss_low.size for t in listings)} atoms); "
+            "delta(eps) summed over them"
+        )
+        details = {**dict(out.details), "method": "exact composed atoms near the top", "top_atoms": note}
+        return Bounds(lower, min(max(out.estimate, lower), upper), upper, "epsilon", "bound", details)
+
+    def _top_delta(self, epsilons: FloatArray, out: Bounds) -> Bounds:
+        """``out`` (certified ``delta(eps)`` at ``epsilons``) narrowed, where wider than ``1e-6`` relative, by the
+        composed atoms above the least such epsilon (``_top_atoms``), when every direction lists them."""
+        wide = np.asarray(out.upper - out.lower > 1e-6 * np.asarray(out.upper))
+        if not wide.any():
+            return out
+        listings = self._top_listings(max(0.0, float(epsilons[wide].min())))
+        if listings is None:
+            return out
+        ends = [delta_bounds(t, epsilons[wide]) for t in listings]
+        lower, upper = np.array(out.lower, float), np.array(out.upper, float)
+        lower[wide] = np.maximum(lower[wide], np.max([lo for lo, _ in ends], axis=0))
+        upper[wide] = np.minimum(upper[wide], np.max([up for _, up in ends], axis=0))
+        upper = np.maximum(upper, lower)
+        est = np.clip(np.asarray(out.estimate, float), lower, upper)
+        note = "delta summed over the composed atoms above the least epsilon asked (exact up to rounding)"
+        return Bounds(lower, est, upper, "delta", "bound", {**dict(out.details), "top_atoms": note})
+
     def _epsilon(self, delta: float) -> Bounds:
         top, p_inf = self._support_ceiling()
         exact = None
@@ -219,7 +276,7 @@ class PLDAccountant(Accountant):
             if not capped:
                 raise
             top = max(top, 0.0)
-            return Bounds(
+            fallback = Bounds(
                 min(self._top_mass_lower(delta), top),
                 top,
                 top,
@@ -232,6 +289,7 @@ class PLDAccountant(Accountant):
                     "method": "loss support",
                 },
             )
+            return self._top_epsilon(delta, fallback)
         if capped and (out.upper > top or math.isinf(out.upper)):
             top = max(top, 0.0)
             details = {**dict(out.details), "support_cap": f"the composed privacy loss never exceeds {top:.6g}"}
@@ -240,20 +298,20 @@ class PLDAccountant(Accountant):
                     f"upper bound from the loss support (epsilon <= {top:.6g}); the discretised "
                     f"interval was vacuous: {out.details.get('note', 'no reason given')}"
                 )
-            return Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
-        return out
+            out = Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
+        return self._top_epsilon(delta, out)
 
     def _delta(self, epsilons: FloatArray) -> Bounds:
         top, p_inf = self._support_ceiling()
         beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
         if not beyond.any():
-            return self._delta_numeric(epsilons)
+            return self._top_delta(epsilons, self._delta_numeric(epsilons))
         lower = np.full(epsilons.shape, p_inf * (1.0 - 1e-12))
         upper = np.full(epsilons.shape, min(1.0, p_inf * (1.0 + 1e-12)))
         est = np.full(epsilons.shape, p_inf)
         details: dict[str, Any] = {"support": f"delta = P(loss = inf) exactly for epsilon >= {top:.6g}"}
         if not beyond.all():
-            inner = self._delta_numeric(epsilons[~beyond])
+            inner = self._top_delta(epsilons[~beyond], self._delta_numeric(epsilons[~beyond]))
             for arr, part in ((lower, inner.lower), (est, inner.estimate), (upper, inner.upper)):
                 arr[~beyond] = part
             details = {**dict(inner.details), **details}

@@ -45,7 +45,7 @@ from ..losses import DiscreteLoss, PrivacyLoss, SelfDiscretisingLoss
 from .composition import convolution_power
 from .discretise import DiscretisedLoss
 
-__all__ = ["SelfComposedAtoms", "atom_gaps", "atom_lattice", "composed_atom_values"]
+__all__ = ["SelfComposedAtoms", "atom_gaps", "atom_lattice", "composed_atom_values", "self_composed_atoms"]
 
 _U = float(np.finfo(float).eps) / 2
 _TRIM = 1e-280  # entries below this fraction of the largest are trimmed from a power's ends
@@ -153,6 +153,34 @@ def _power(step: DiscreteLoss, count: int) -> tuple[float, float, int, FloatArra
     eta = float(count * rho) + 4.0 * _U * top
     out.flags.writeable = False
     return float(v[0]), g, lead, out, rel, absolute, eta
+
+
+def self_composed_atoms(step: DiscreteLoss, count: int) -> tuple[FloatArray, FloatArray, float, float, float]:
+    """The finite atoms of ``count`` steps of ``step`` composed exactly (module docstring; Kairouz, Oh, Viswanath
+    2015, Thm 3.3): ``(values, masses, rel, absolute, eta)``.
+
+    Parameters
+    ----------
+    step : DiscreteLoss
+        An atoms-only loss whose atoms lie on one lattice (``SelfComposedAtoms.applies``).
+    count : int
+        How many times it is composed (>= 1).
+
+    Returns
+    -------
+    tuple
+        ``values`` (increasing) within ``eta`` each of the exact losses; ``masses`` their P-masses within a factor
+        ``1 +- rel``; at most ``absolute`` of P-mass left out in all (entries trimmed at either end or underflowed).
+        The mass at ``+inf`` is not among them (``SelfComposedAtoms.infinity_mass``).
+
+    Raises
+    ------
+    ValueError
+        If the step's atoms lie on no lattice.
+    """
+    a0, g, lead, w, rel, absolute, eta = _power(step, int(count))
+    values = int(count) * a0 + (lead + np.arange(w.size)) * g
+    return values, w, rel, absolute, eta + 4.0 * _U * float(np.max(np.abs(values), initial=0.0))
 
 
 def _binomial_power(p0: float, p1: float, count: int) -> tuple[FloatArray, float, int]:
