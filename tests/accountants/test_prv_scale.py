@@ -316,7 +316,7 @@ def test_tree_randomized_response_against_exact_binomial(route, monkeypatch):
     from tightdp.accountants._pld import PLDAccountant
 
     if route == "tree":
-        monkeypatch.setattr(PLDAccountant, "_top_epsilon", lambda self, delta, out: out)
+        monkeypatch.setattr(PLDAccountant, "_top_epsilon", lambda self, delta, out=None: out)
     k = 100_000
     acc = PRVAccountant().compose(RandomizedResponse(noise_parameter=0.99, num_buckets=2), k)
     b = acc.epsilon(1e-6)

@@ -164,3 +164,18 @@ def test_bad_floor_is_refused():
     assert listing is not None
     with pytest.raises(ValueError, match="floor"):
         delta_bounds(listing, np.array([0.5]))
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-8])
+def test_a_tighter_request_is_never_wider(delta):
+    """The listing answers whatever accuracy was asked, so a tighter request (whose numerics alone would be
+    narrow) keeps its exact ends too."""
+    ledger = [(RandomizedResponse(noise_parameter=0.4, num_buckets=3), 3), (PureDP(epsilon=0.7), 4)]
+    widths = []
+    for acc in (ConnectDotsAccountant(), ConnectDotsAccountant(eps_error=1e-9)):
+        for m, c in ledger:
+            acc = acc.compose(m, c)
+        b = acc.epsilon(delta)
+        assert _exact_delta(ledger, b.lower) > delta >= _exact_delta(ledger, b.upper)
+        widths.append(b.upper - b.lower)
+    assert widths[1] <= widths[0] <= 1e-9

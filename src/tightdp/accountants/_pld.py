@@ -181,12 +181,16 @@ class PLDAccountant(Accountant):
         return best
 
     # ------------------------------------------------ exact answers from the composed atoms near the top
+    def _atoms_only(self) -> bool:
+        """Whether every step's loss is made of atoms (``DiscreteLoss``): pure/approximate DP, randomized response."""
+        return all(isinstance(loss, DiscreteLoss) for terms in PLDAccountant._directions(self) for loss, _ in terms)
+
     def _top_listings(self, floor: float) -> list[TopAtoms] | None:
         """Per direction, every composed atom whose loss can reach ``floor`` (``_top_atoms``), or ``None`` when the
         ledger is not atoms-only or some direction has too many (then the numerics answer alone)."""
-        directions = PLDAccountant._directions(self)
-        if not all(isinstance(loss, DiscreteLoss) for terms in directions for loss, _ in terms):
+        if not self._atoms_only():
             return None
+        directions = PLDAccountant._directions(self)
 
         def build() -> list[TopAtoms] | None:
             out = [top_atoms(terms, floor) for terms in directions]
@@ -194,44 +198,56 @@ class PLDAccountant(Accountant):
 
         return self._memo(("top atoms", floor), build)
 
-    def _top_epsilon(self, delta: float, out: Bounds) -> Bounds:
-        """``out`` (a certified ``eps(delta)``) narrowed by the composed atoms above its lower end, when the ledger
-        is atoms-only, ``out`` is wider than rounding and every direction lists them (``_top_atoms``; ``eps(delta)``
-        is the largest over directions): exact up to rounding near the top of the support, where the grid's mesh
-        blurs the numerics."""
-        if not out.upper - out.lower > 1e-9 * (1.0 + abs(out.upper)) or not math.isfinite(out.upper):
+    def _top_epsilon(self, delta: float, out: Bounds | None = None) -> Bounds | None:
+        """``eps(delta)`` from the composed atoms above a certified lower end, when the ledger is atoms-only and every
+        direction lists them (``_top_atoms``; ``eps(delta)`` is the largest over directions): exact up to rounding,
+        whatever the request's accuracy (a tighter one is never wider). Without ``out`` the floor is
+        ``_top_mass_lower`` and the answer stands alone (``None`` if it cannot); with ``out`` (the numerics') its
+        lower end, and ``out`` is narrowed (returned as it is when the listing cannot help)."""
+        if not self._atoms_only() or (out is not None and not math.isfinite(out.upper)):
             return out
-        floor = max(0.0, out.lower, self._top_mass_lower(delta))
+        floor = max(0.0, self._top_mass_lower(delta), out.lower if out is not None else 0.0)
         listings = self._top_listings(floor)
-        if listings is None:
-            return out
-        ends = [epsilon_bounds(t, delta, out.upper) for t in listings]
+        ends = [epsilon_bounds(t, delta, out.upper if out is not None else math.inf) for t in listings or ()]
         uppers = [up for _, up in ends]
-        if any(up is None for up in uppers):
+        if listings is None or any(up is None for up in uppers):
             return out
-        upper = min(max(cast("list[float]", uppers)), out.upper)
+        upper = max(cast("list[float]", uppers))
+        upper = min(upper, out.upper) if out is not None else upper
         lower = min(max([floor] + [lo for lo, _ in ends if lo is not None]), upper)
         note = (
             f"every composed atom of loss >= {floor:.6g} listed ({max(t.loss_low.size for t in listings)} atoms); "
             "delta(eps) summed over them"
         )
-        details = {**dict(out.details), "method": "exact composed atoms near the top", "top_atoms": note}
-        return Bounds(lower, min(max(out.estimate, lower), upper), upper, "epsilon", "bound", details)
+        details = {**(dict(out.details) if out is not None else {}), "method": "exact composed atoms near the top"}
+        details["top_atoms"] = note
+        est = min(max(out.estimate, lower), upper) if out is not None else upper
+        return Bounds(lower, est, upper, "epsilon", "bound", details)
 
-    def _top_delta(self, epsilons: FloatArray, out: Bounds) -> Bounds:
-        """``out`` (certified ``delta(eps)`` at ``epsilons``) narrowed, where wider than ``1e-6`` relative, by the
-        composed atoms above the least such epsilon (``_top_atoms``), when every direction lists them."""
-        wide = np.asarray(out.upper - out.lower > 1e-6 * np.asarray(out.upper))
-        if not wide.any():
-            return out
-        listings = self._top_listings(max(0.0, float(epsilons[wide].min())))
-        if listings is None:
+    def _top_delta(self, epsilons: FloatArray, out: Bounds | None = None) -> Bounds | None:
+        """``delta(eps)`` at ``epsilons`` from the composed atoms above the least epsilon (``_top_atoms``), when every
+        direction lists them. Without ``out`` the answer stands alone (``None`` if it cannot); with ``out`` (the
+        numerics') it narrows ``out``, above the least epsilon if it can, else above the least whose interval is
+        wider than ``1e-6`` relative (the few near the top of a long ledger's support)."""
+        if out is None:
+            listings = self._top_listings(max(0.0, float(epsilons.min()))) if epsilons.size else None
+            if listings is None:
+                return None
+            ends = [delta_bounds(t, epsilons) for t in listings]
+            lower, upper = np.max([lo for lo, _ in ends], axis=0), np.max([up for _, up in ends], axis=0)
+            note = "delta summed over the composed atoms above the least epsilon asked (exact up to rounding)"
+            return Bounds(lower, upper, upper, "delta", "bound", {"method": "exact composed atoms", "top_atoms": note})
+        width = np.asarray(out.upper - out.lower)
+        for wide in (width > 0.0, width > 1e-6 * np.asarray(out.upper)):
+            listings = self._top_listings(max(0.0, float(epsilons[wide].min()))) if wide.any() else None
+            if listings is not None:
+                break
+        else:
             return out
         ends = [delta_bounds(t, epsilons[wide]) for t in listings]
         lower, upper = np.array(out.lower, float), np.array(out.upper, float)
         lower[wide] = np.maximum(lower[wide], np.max([lo for lo, _ in ends], axis=0))
         upper[wide] = np.minimum(upper[wide], np.max([up for _, up in ends], axis=0))
-        upper = np.maximum(upper, lower)
         est = np.clip(np.asarray(out.estimate, float), lower, upper)
         note = "delta summed over the composed atoms above the least epsilon asked (exact up to rounding)"
         return Bounds(lower, est, upper, "delta", "bound", {**dict(out.details), "top_atoms": note})
@@ -268,6 +284,9 @@ class PLDAccountant(Accountant):
             )
         # then epsilon <= top exactly: delta(top) = P(L = inf) <= delta
         capped = math.isfinite(top) and (delta >= p_inf * (1.0 + 1e-12) or exact is not None)
+        alone = self._top_epsilon(delta)  # a short atoms-only ledger: no grid at all
+        if alone is not None:
+            return alone
         try:
             out = self._epsilon_numeric(delta)
         except GridTooLargeError:
@@ -289,7 +308,7 @@ class PLDAccountant(Accountant):
                     "method": "loss support",
                 },
             )
-            return self._top_epsilon(delta, fallback)
+            return cast("Bounds", self._top_epsilon(delta, fallback))
         if capped and (out.upper > top or math.isinf(out.upper)):
             top = max(top, 0.0)
             details = {**dict(out.details), "support_cap": f"the composed privacy loss never exceeds {top:.6g}"}
@@ -299,19 +318,22 @@ class PLDAccountant(Accountant):
                     f"interval was vacuous: {out.details.get('note', 'no reason given')}"
                 )
             out = Bounds(min(out.lower, top), min(out.estimate, top), top, "epsilon", "bound", details)
-        return self._top_epsilon(delta, out)
+        return cast("Bounds", self._top_epsilon(delta, out))
 
     def _delta(self, epsilons: FloatArray) -> Bounds:
         top, p_inf = self._support_ceiling()
         beyond = epsilons >= top if math.isfinite(top) else np.zeros(epsilons.shape, bool)
+        alone = self._top_delta(epsilons[~beyond])  # a short atoms-only ledger: no grid at all
         if not beyond.any():
-            return self._top_delta(epsilons, self._delta_numeric(epsilons))
+            return (
+                alone if alone is not None else cast("Bounds", self._top_delta(epsilons, self._delta_numeric(epsilons)))
+            )
         lower = np.full(epsilons.shape, p_inf * (1.0 - 1e-12))
         upper = np.full(epsilons.shape, min(1.0, p_inf * (1.0 + 1e-12)))
         est = np.full(epsilons.shape, p_inf)
         details: dict[str, Any] = {"support": f"delta = P(loss = inf) exactly for epsilon >= {top:.6g}"}
         if not beyond.all():
-            inner = self._top_delta(epsilons[~beyond], self._delta_numeric(epsilons[~beyond]))
+            inner = alone or cast("Bounds", self._top_delta(epsilons[~beyond], self._delta_numeric(epsilons[~beyond])))
             for arr, part in ((lower, inner.lower), (est, inner.estimate), (upper, inner.upper)):
                 arr[~beyond] = part
             details = {**dict(inner.details), **details}
