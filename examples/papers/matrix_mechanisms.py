@@ -20,7 +20,10 @@ Rows, by source:
   up to its discretisation). Tree aggregation and BandMF: MMCC's published results are plots, whose values were
   not available to this script, so those rows have no paper value; they show tightdp's MMCC upper end for any
   adaptive gradients and for MMCC's model (one gradient direction), next to no amplification.
-* Schuchardt & Kalinin 2026 (arXiv 2601.21636): not implemented.
+* Schuchardt & Kalinin 2026 (arXiv 2601.21636) and Dong & Ganesh 2026 (arXiv 2602.09338): no printed value could
+  be read (the search corpus holds only each page's first screen; no copy of the full text, tables, figure data or
+  the authors' code is in reach), and Dong & Ganesh's results appear to be figures (20 pages, 7 figures). Their
+  settings are covered by the balls-in-bins and b-min-sep rows of ``benchmarks/bench_matrix.py`` instead.
 """
 
 from __future__ import annotations
@@ -205,8 +208,8 @@ def main() -> None:
     )
     rep.say(
         "Not reproduced: MMCC's binary-tree / BandMF curves (plots; tightdp's MMCC is run in their kind of setting "
-        "instead), Schuchardt & Kalinin 2026's and Dong & Ganesh 2026's tables (their printed values were not "
-        "available to this script); the balls-in-bins rows compare with jax_privacy's Monte Carlo."
+        "instead), Schuchardt & Kalinin 2026's and Dong & Ganesh 2026's results (their printed values could not "
+        "be read: see this script's docstring); the balls-in-bins rows compare with jax_privacy's Monte Carlo."
     )
     rep.write()
 
