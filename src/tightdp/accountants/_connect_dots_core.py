@@ -53,6 +53,8 @@ _TAIL_BELOW = 1e-3
 #: pass there spans a step's loss range with at most ``_PASS_CELLS`` cells (``_ConnectDotsCore._rare_span``)
 _FAR_KURTOSIS = 100.0
 _PASS_CELLS = 1 << 18
+#: ``_snap`` keeps the mesh where the atoms' lattice is more than this many times finer
+_SNAP_FINER = 256.0
 _TINY = 1e-300  # no coupling failure probability to spend
 _U = float(np.finfo(float).eps) / 2
 
@@ -435,7 +437,9 @@ class _ConnectDotsCore(PLDAccountant):
         """The largest mesh ``<= h`` that divides the distances between every loss's atoms
         (``PrivacyLoss.lattice_atoms``: pure DP, randomized response, Laplace's ``+-r``, subsampled
         Laplace's support ends), when they lie on a common lattice (``pld.atoms.atom_lattice``: the mesh
-        is its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``g < h``); else ``h``. Each
+        is its unit ``g`` divided by ``ceil(g / h)``, or ``g`` itself where ``h / 256 <= g < h``); else ``h``
+        (also where ``g < h / 256``: a subsampled Laplace at rate 8e-7, atoms 2.6e-6 apart beside pure-DP steps, asked
+        for 23 million cells a step and 130 s; its atoms sit within one cell of ``h`` anyway). Each
         loss's grid is offset to hold its lowest atom (``pld.dominance.grid_offset``), so on that mesh every
         atom is a grid point. (A Gaussian mixture's finite support end is a limit, not an atom: not snapped.)
         A ledger of atoms only (pure and approximate DP, randomized response) gets the coarsest lattice
@@ -451,6 +455,8 @@ class _ConnectDotsCore(PLDAccountant):
         if len(gaps) == 1 or lattice is None:  # no atom apart from each loss's lowest, or no common lattice
             return h
         g = lattice[0]
+        if not atoms_only and g < h / _SNAP_FINER:
+            return h  # a lattice far finer than the mesh (atoms within one cell) would multiply the cells
         return g if atoms_only else g / max(1, math.ceil(g / h - 1e-9))
 
     def _fallback(self, delta: float, reason: str, *, epsilons: FloatArray | None = None) -> Bounds:
