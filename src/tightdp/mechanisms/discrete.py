@@ -12,7 +12,9 @@ d-dimensional discrete Gaussian through a proven dominating ledger (``discrete_v
   closed-form masses (Poisson-subsampled, composed in exact blocks of steps: ``_atom_blocks``).
 * ``DistributedDiscreteGaussian``: the sum of ``clients`` discrete Gaussians (Kairouz, Liu, Steinke 2021),
   its law convolved with certified relative and l1 errors, or, for sigma above about 2.3, the discrete Gaussian
-  of the summed variance within a certified factor (``DistributedDiscreteGaussianLoss``).
+  of the summed variance within a certified factor (``DistributedDiscreteGaussianLoss``); from ``sigma
+  sqrt(clients) = 1e4`` on, the same pair through certified masses of blocks of outputs, with no enumeration and no
+  cap on the scale (``LargeDistributedDiscreteGaussianLoss``, ``_ddg_large``).
 * ``Skellam``: ``Pois(mu) - Pois(mu)`` (Agarwal, Kairouz, Liu 2021), symmetric and log-concave; exact PLD
   by enumeration with 30-digit Bessel functions (``SkellamLoss``). The distributed Skellam mechanism (a sum
   of clients' Skellam noises) is ``Skellam`` with the total ``mu``.
@@ -63,6 +65,7 @@ from .._validation import check_choice, check_count, check_positive, check_proba
 from ..errors import UnsupportedMechanismError
 from ..losses import DiscreteLoss, PrivacyLoss
 from ._atom_blocks import FewAtomsLoss
+from ._ddg_large import LargeDistributedDiscreteGaussianLoss
 from ._discrete_losses import (
     DiscreteGaussianLoss,
     DistributedDiscreteGaussianLoss,
@@ -81,6 +84,7 @@ __all__ = [
     "DiscreteGaussianLoss",
     "SkellamLoss",
     "DistributedDiscreteGaussianLoss",
+    "LargeDistributedDiscreteGaussianLoss",
     "discrete_gaussian_log_normaliser",
     "discrete_laplace_loss",
 ]
@@ -152,6 +156,15 @@ def discrete_laplace_loss(
         mass_rel=mass_rel,
         loss_err=loss_err,
     )
+
+
+#: from this ``sigma * sqrt(clients)`` on, the distributed discrete Gaussian is accounted by blocks of outputs
+#: (``LargeDistributedDiscreteGaussianLoss``) instead of enumerated atoms. The enumeration stops at about 2.2e5 (8
+#: million outputs); from 1e4 the blocks measured as tight or tighter and about as fast or faster (connect-dots, s = 1e4
+#: to 2e5: unsampled, the same intervals to 1e-10, in 0.01-0.02 s against 0.05-1.8 s by default and within 10 % of the
+#: enumeration's time at eps_error 1e-5; subsampled, 2.5e-7 wide against 6e-5 in 6-10 s against 35-135 s; PRV and
+#: Fourier, the same intervals, faster), with the block sums' own error (Lemma B) below 3e-14 across the window
+_DDG_BLOCKS_SCALE = 1.0e4
 
 
 def _check_sensitivity(value: object) -> int:
@@ -300,8 +313,13 @@ class DistributedDiscreteGaussian(Mechanism):
     ``N_Z(0, sigma^2)`` to an integer sum (secure aggregation); the released sum carries their total, a
     sum of discrete Gaussians (not itself a discrete Gaussian). One coordinate with integer sensitivity.
 
-    Exact PLD: ``DistributedDiscreteGaussianLoss``. Attained pair (lower end): two data sets whose sums differ
-    by exactly ``sensitivity``.
+    Exact PLD: ``DistributedDiscreteGaussianLoss`` (atoms enumerated); for ``sigma * sqrt(clients) >= 1e4`` the same
+    pair by ``LargeDistributedDiscreteGaussianLoss`` (certified masses of blocks of outputs: the law of the sum within
+    ``e^(+-T)`` of the normal density at every integer, Poisson summation; block sums by a corrected midpoint rule;
+    proofs in ``tightdp.mechanisms._ddg_large``), which the connect-dots accountant composes at any scale (the PRV and
+    Fourier accountants too while the cells between their grid's ends hold at most 2e7 outputs: their partial mean is
+    summed output by output). Attained pair (lower end): two data sets whose sums differ by exactly ``sensitivity``:
+    both routes bound that one pair from both sides, and it dominates every neighbouring pair.
 
     Parameters
     ----------
@@ -350,15 +368,19 @@ class DistributedDiscreteGaussian(Mechanism):
         Returns
         -------
         PrivacyLoss
-            The exact PLD of the pair (see the class docstring).
+            The exact PLD of the pair (see the class docstring): ``DistributedDiscreteGaussianLoss``, or
+            ``LargeDistributedDiscreteGaussianLoss`` for ``sigma * sqrt(clients) >= 1e4``.
 
         Raises
         ------
         GridTooLargeError
-            If the enumeration would exceed its cap of outputs (the discrete Gaussians and Skellam).
+            When the loss is first used: below ``sigma * sqrt(clients) = 1e4``, if the enumeration would exceed its
+            cap of outputs; above, if ``sensitivity + 19 sigma sqrt(clients)`` reaches ``2^30``.
         """
         if self.clients == 1:
             return DiscreteGaussianLoss(self.sigma, self.sensitivity, q, direction)
+        if self.sigma * math.sqrt(self.clients) >= _DDG_BLOCKS_SCALE:  # blocks of outputs: no enumeration
+            return LargeDistributedDiscreteGaussianLoss(self.sigma, self.clients, self.sensitivity, q, direction)
         return DistributedDiscreteGaussianLoss(self.sigma, self.clients, self.sensitivity, q, direction)
 
     def privacy_losses(self) -> LossPair:
