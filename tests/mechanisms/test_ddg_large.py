@@ -1,6 +1,7 @@
-"""The distributed discrete Gaussian beyond the exact grid (``tightdp.mechanisms._ddg_large``): each lemma of its
-proof against mpmath, its cells' boundaries against exact rational losses, and its intervals against an independent
-closed form (the unsampled composition and one subsampled step) and against the exact enumeration where both run.
+"""The distributed discrete Gaussian beyond the exact grid (``tightdp.mechanisms._ddg_large``, ``_ddg_blocks``):
+each lemma of its proof against mpmath, its cells' boundaries against exact rational losses, and its intervals
+against an independent closed form (the unsampled composition and one subsampled step) and against the exact
+enumeration where both run.
 
 Truths: ``S``, the sum of ``clients`` discrete Gaussians, is enumerated by convolution in mpmath for Lemma A; elsewhere
 its law is the normal density of variance ``clients sigma^2`` at the integers to within ``e^(+-T)``, ``T`` below
@@ -30,12 +31,8 @@ import tightdp
 from tightdp import ConnectDotsAccountant, FourierAccountant, PRVAccountant
 from tightdp.errors import GridTooLargeError, PrecisionError, UnsupportedMechanismError
 from tightdp.mechanisms import discrete
-from tightdp.mechanisms._ddg_large import (
-    LargeDistributedDiscreteGaussianLoss,
-    block_sums,
-    sum_law_bound,
-    unit_block_sums,
-)
+from tightdp.mechanisms._ddg_blocks import block_sums, sum_law_bound, unit_block_sums
+from tightdp.mechanisms._ddg_large import LargeDistributedDiscreteGaussianLoss
 from tightdp.mechanisms._discrete_losses import DistributedDiscreteGaussianLoss
 from tightdp.mechanisms.discrete import DistributedDiscreteGaussian, PoissonSampledDiscrete
 
