@@ -216,7 +216,8 @@ def _gaussian_atoms(
     ell = (2.0 * d * x - d * d) / s2  # exact integer numerator, one rounded division
     if q >= 1.0:
         pm, qm, v = a, b, ell
-        l_err = 2.0 * _U * float(np.max(np.abs(ell)))
+        # an exact numerator over ``s2`` (within ``s2_roundings`` roundings), one division
+        l_err = (s2_roundings + 1.0) * _U * float(np.max(np.abs(ell)))
     else:
         mix = q * a + (1.0 - q) * b
         lv = np.logaddexp(math.log1p(-q), math.log(q) + ell)
@@ -316,7 +317,8 @@ def _sum_law_log_error(sigma: float, clients: int) -> float:
     e = 2.0 * math.exp(-math.pi * math.pi * v) / -math.expm1(-3.0 * math.pi * math.pi * v) * (1.0 + 1e-12)
     if not e < 0.5:
         return math.inf
-    return 3.0 * (clients - 1) * e / (1.0 - e) * (1.0 + 1e-12)
+    # ``exp`` underflows for sigma above about 8.4: the true ``t_n`` is then below 1e-300, which bounds it
+    return max(3.0 * (clients - 1) * e / (1.0 - e) * (1.0 + 1e-12), 1e-300)
 
 
 @dataclass(frozen=True)
