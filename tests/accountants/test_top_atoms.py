@@ -179,3 +179,40 @@ def test_a_tighter_request_is_never_wider(delta):
         assert _exact_delta(ledger, b.lower) > delta >= _exact_delta(ledger, b.upper)
         widths.append(b.upper - b.lower)
     assert widths[1] <= widths[0] <= 1e-9
+
+
+def _laplace_delta(eps0: mpmath.mpf, x: mpmath.mpf) -> mpmath.mpf:
+    """One Laplace step of ``eps0 = sensitivity / scale``: ``delta(x) = 1 - e^((x - eps0) / 2)`` on ``|x| <= eps0``,
+    0 above, ``1 - e^x`` below (its pair is symmetric: ``delta(-x) = 1 - e^-x + e^-x delta(x)``)."""
+    if x >= eps0:
+        return M(0)
+    if x <= -eps0:
+        return -mpmath.expm1(x)
+    return -mpmath.expm1((x - eps0) / 2)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    eps0=st.floats(0.05, 2.0),
+    pure=st.lists(st.tuples(st.floats(0.1, 3.0), st.integers(1, 3)), min_size=1, max_size=2),
+    fracs=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=3),
+    below=st.floats(1e-9, 1e-2),
+)
+def test_one_laplace_beside_the_atoms(eps0, pure, fracs, below):
+    """Pure-DP steps and one Laplace step (whose loss is not made of atoms): the listing narrows the numerics and
+    its ends bracket the exact delta, ``sum_a p_a delta_Laplace(eps - s_a)`` in mpmath, near the top as well."""
+    from tightdp import Laplace
+
+    acc = ConnectDotsAccountant().compose(Laplace(scale=1.0 / eps0))
+    for e, c in pure:
+        acc = acc.compose(PureDP(epsilon=e), c)
+    top = eps0 + sum(e * c for e, c in pure)
+    eps = np.array(sorted({round(f * top, 12) for f in fracs} | {max(0.0, top - below)}))
+    b = acc.delta(eps)
+    with mpmath.workdps(50):
+        atoms = [a for e, c in pure for a in [_atoms(PureDP(epsilon=e))] * c]
+        for e, lo, hi in zip(eps, b.lower, b.upper):
+            exact = M(0)
+            for combo in itertools.product(*atoms):
+                exact += mpmath.fprod(p for _, p in combo) * _laplace_delta(M(eps0), M(e) - sum(v for v, _ in combo))
+            assert lo <= exact <= hi, (e, lo, float(exact), hi)

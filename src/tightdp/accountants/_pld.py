@@ -181,14 +181,19 @@ class PLDAccountant(Accountant):
         return best
 
     # ------------------------------------------------ exact answers from the composed atoms near the top
-    def _atoms_only(self) -> bool:
-        """Whether every step's loss is made of atoms (``DiscreteLoss``): pure/approximate DP, randomized response."""
-        return all(isinstance(loss, DiscreteLoss) for terms in PLDAccountant._directions(self) for loss, _ in terms)
+    def _atoms_only(self, beside: int = 0) -> bool:
+        """Whether every step's loss is made of atoms (``DiscreteLoss``: pure/approximate DP, randomized response),
+        but for at most ``beside`` distinct other losses per direction."""
+        return all(
+            sum(not isinstance(loss, DiscreteLoss) for loss, _ in terms) <= beside
+            for terms in PLDAccountant._directions(self)
+        )
 
     def _top_listings(self, floor: float) -> list[TopAtoms] | None:
         """Per direction, every composed atom whose loss can reach ``floor`` (``_top_atoms``), or ``None`` when the
-        ledger is not atoms-only or some direction has too many (then the numerics answer alone)."""
-        if not self._atoms_only():
+        ledger is not atoms-only (one bounded step beside them allowed) or some direction has too many (then the
+        numerics answer alone)."""
+        if not self._atoms_only(beside=1):
             return None
         directions = PLDAccountant._directions(self)
 
@@ -204,7 +209,7 @@ class PLDAccountant(Accountant):
         whatever the request's accuracy (a tighter one is never wider). Without ``out`` the floor is
         ``_top_mass_lower`` and the answer stands alone (``None`` if it cannot); with ``out`` (the numerics') its
         lower end, and ``out`` is narrowed (returned as it is when the listing cannot help)."""
-        if not self._atoms_only() or (out is not None and not math.isfinite(out.upper)):
+        if not self._atoms_only(beside=0 if out is None else 1) or (out is not None and not math.isfinite(out.upper)):
             return out
         floor = max(0.0, self._top_mass_lower(delta), out.lower if out is not None else 0.0)
         listings = self._top_listings(floor)
@@ -230,7 +235,9 @@ class PLDAccountant(Accountant):
         numerics') it narrows ``out``, above the least epsilon if it can, else above the least whose interval is
         wider than ``1e-6`` relative (the few near the top of a long ledger's support)."""
         if out is None:
-            listings = self._top_listings(max(0.0, float(epsilons.min()))) if epsilons.size else None
+            if not self._atoms_only() or not epsilons.size:
+                return None  # a step beside the atoms: its upper end is loose where its loss spreads
+            listings = self._top_listings(max(0.0, float(epsilons.min())))
             if listings is None:
                 return None
             ends = [delta_bounds(t, epsilons) for t in listings]

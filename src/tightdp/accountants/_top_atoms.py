@@ -29,6 +29,17 @@ rounding charged (``-expm1`` within 2 ulp, a subtraction and a product: ``4u``; 
 bisection does: ``delta_upper(e) <= delta`` certifies ``eps(delta) <= e``, ``delta_lower(e) > delta`` certifies
 ``eps(delta) > e``. The pair is the accountant's own (``DiscreteLoss``): its lower end comes from the same attained
 pairs as the accountants' (``Mechanism.pair_attained``).
+
+**One bounded step beside the atoms** (a subsampled Laplace at a tiny rate beside pure-DP steps, delta asked just
+below the atoms' top). With ``L = S + L_r`` (``S`` the atoms' sum, ``L_r`` the step's loss, at most ``r_top``,
+independent), ``delta(eps) = P(L = inf) + sum_a p_a g(eps - s_a)`` with ``g(x) = E[(1 - e^(x - L_r))_+; L_r <
+inf]``. Upper: ``g(x) <= (1 - e^(x - r_top))_+`` (the P-mass of finite losses is at most 1), and atoms with ``s_a +
+r_top <= eps`` add nothing, so the listing's floor is ``theta - r_top``. Lower: the outputs where the atoms sit at
+``a`` and the step's loss exceeds ``x_a`` are disjoint across ``a`` and from the atoms' ``+inf``, and give ``p_a
+(P_r(L_r > x_a) - e^(x_a) Q_r(L_r > x_a))``, evaluated with the step's ``event_masses`` (``P`` from below, ``Q`` from
+above) at ``x_a`` from the atom's lowest loss, as that difference is ``delta_r(x_a)``, which falls in ``x_a``; the
+lower end's mass at ``+inf`` is the atoms' alone (the step's is inside its ``P_r``). Used to narrow the numerics only:
+the upper end is loose where the step's loss spreads.
 """
 
 from __future__ import annotations
@@ -72,6 +83,11 @@ class TopAtoms(NamedTuple):
         P-mass not listed that may sit at any finite loss (trimmed or underflowed), counted in the upper end.
     floor : float
         ``theta``: every atom of loss at least ``floor`` is listed.
+    rest : PrivacyLoss or None, default None
+        One step that is not made of atoms (composed once, its loss bounded above by ``rest_top``), beside the atoms:
+        each atom's term is then ``p E[(1 - e^(eps - s - L_rest))_+]`` (module docstring, last paragraph).
+    rest_top : float, default 0.0
+        The top of ``rest``'s loss support.
     """
 
     loss_low: FloatArray  # (both in decreasing order)
@@ -82,6 +98,8 @@ class TopAtoms(NamedTuple):
     inf_high: float
     left_out: float
     floor: float
+    rest: PrivacyLoss | None = None
+    rest_top: float = 0.0
 
 
 def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int = MAX_ATOMS) -> TopAtoms | None:
@@ -107,6 +125,15 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
     ValueError
         Not raised for any ledger (a loss the routine cannot take gives ``None``).
     """
+    others = [(loss, c) for loss, c in terms if not isinstance(loss, DiscreteLoss)]
+    rest, rest_top = None, 0.0
+    if others:  # one bounded step beside the atoms (module docstring, last paragraph)
+        (rest, count), *more = others
+        rest_top = float(rest.support()[1])
+        if more or count != 1 or not math.isfinite(rest_top):
+            return None
+        terms = [(loss, c) for loss, c in terms if isinstance(loss, DiscreteLoss)]
+        floor = floor - rest_top  # the atoms whose loss, with the rest's largest, can reach the floor
     if not terms or not all(isinstance(loss, DiscreteLoss) and SelfComposedAtoms.applies(loss) for loss, _ in terms):
         return None
     parts = [self_composed_atoms(loss, int(c)) for loss, c in terms]  # type: ignore[arg-type]
@@ -123,10 +150,10 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
     rel = (sum(r for _, _, r, _, _ in parts) + given_p + 2.0 * n * _U) * (1.0 + 1e-6)
     if rel > 1e-6:
         return None
-    rest = np.concatenate([np.cumsum(np.array(tops[::-1]))[::-1][1:], [0.0]])  # the most the later terms add
+    later = np.concatenate([np.cumsum(np.array(tops[::-1]))[::-1][1:], [0.0]])  # the most the later terms add
     reach = floor - margin - 1e-12 * (1.0 + abs(floor))  # keep any combination that might reach ``floor``
     s, p = np.zeros(1), np.ones(1)
-    for (v, w, *_), more in zip(parts, rest):
+    for (v, w, *_), more in zip(parts, later):
         order = np.argsort(-v)
         v, w = v[order], w[order]
         # for each partial sum, the prefix of this term's atoms (largest first) that can still reach the floor;
@@ -142,7 +169,9 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
         s, p = s[alive], p[alive]
         if s.size == 0:
             break
-    inf_high, inf_low = _infinity_mass(terms)
+    inf_high, inf_low = _infinity_mass(terms if rest is None else [*terms, (rest, 1)])
+    if rest is not None:  # the lower end counts the atoms' +inf alone (the rest's is in its event masses)
+        inf_low = _infinity_mass(terms)[1]
     order = np.argsort(-s, kind="stable")  # largest loss first: ``delta_bounds`` reads the prefix above epsilon
     s, p = s[order], p[order]
     return TopAtoms(
@@ -153,7 +182,9 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
         inf_low=inf_low,
         inf_high=inf_high,
         left_out=sum(a for _, _, _, a, _ in parts) * (1.0 + 1e-9),
-        floor=float(floor),
+        floor=float(floor + rest_top),
+        rest=rest,
+        rest_top=rest_top,
     )
 
 
@@ -197,6 +228,9 @@ def delta_bounds(top: TopAtoms, epsilons: FloatArray) -> tuple[FloatArray, Float
     summed = (n + 2) * _U
     low, high = np.empty(eps.shape), np.empty(eps.shape)
     for i, e in np.ndenumerate(eps):
+        if top.rest is not None:
+            low[i], high[i] = _with_rest(top, float(e))
+            continue
         # p (1 - e^(eps - s)) over the atoms with s > eps: a prefix of the decreasing losses
         k_low = int(np.searchsorted(-top.loss_low, -e, side="left"))
         k_high = int(np.searchsorted(-top.loss_high, -e, side="left"))
@@ -207,6 +241,29 @@ def delta_bounds(top: TopAtoms, epsilons: FloatArray) -> tuple[FloatArray, Float
         low[i] = max(0.0, (top.inf_low + part_low) * (1.0 - 2.0 * _U))
         high[i] = min(1.0, (top.inf_high + part_high + top.left_out) * (1.0 + 2.0 * _U))
     return low, high
+
+
+def _with_rest(top: TopAtoms, e: float) -> tuple[float, float]:
+    """``delta(e)`` with one bounded step beside the atoms (module docstring, last paragraph)."""
+    assert top.rest is not None
+    n = top.loss_low.size
+    summed = (n + 2) * _U
+    # upper: each atom's term at most p (1 - e^(e - s - top_rest)), the rest's loss at its largest
+    k_high = int(np.searchsorted(-top.loss_high, -(e - top.rest_top), side="left"))
+    gain = -np.expm1(np.minimum(e - top.rest_top - top.loss_high[:k_high], 0.0))
+    part_high = float(np.dot(top.mass_high[:k_high], gain)) * (1.0 + 8.0 * _U) * (1.0 + summed) + n * 1e-300
+    high = min(1.0, (top.inf_high + part_high + top.left_out) * (1.0 + 2.0 * _U))
+    # lower: the event {atoms at a, the rest's loss above x_a = e - s_a}, at x_a from the atom's lowest loss (the
+    # event's value, delta of the rest at x, falls in x)
+    masses = top.rest.event_masses(e - top.loss_low) if n else None
+    part_low = 0.0
+    if masses is not None:
+        p, q = masses[0], masses[1]
+        x = e - top.loss_low
+        value = np.maximum(p * (1.0 - 2.0 * _U) - np.exp(x) * (1.0 + 4.0 * _U) * q, 0.0)
+        part_low = float(np.dot(top.mass_low, np.where(np.isfinite(value), value, 0.0))) * (1.0 - summed)
+    low = max(0.0, (top.inf_low + part_low) * (1.0 - 2.0 * _U))
+    return low, max(high, low)
 
 
 def epsilon_bounds(top: TopAtoms, delta: float, ceiling: float = math.inf) -> tuple[float | None, float | None]:
