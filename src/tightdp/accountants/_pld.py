@@ -235,7 +235,7 @@ class PLDAccountant(Accountant):
         numerics') it narrows ``out``, above the least epsilon if it can, else above the least whose interval is
         wider than ``1e-6`` relative (the few near the top of a long ledger's support)."""
         if out is None:
-            if not self._atoms_only() or not epsilons.size:
+            if not self._atoms_only() or not epsilons.size or float(epsilons.min()) < 0.0:
                 return None  # a step beside the atoms: its upper end is loose where its loss spreads
             listings = self._top_listings(max(0.0, float(epsilons.min())))
             if listings is None:
@@ -245,7 +245,7 @@ class PLDAccountant(Accountant):
             note = "delta summed over the composed atoms above the least epsilon asked (exact up to rounding)"
             return Bounds(lower, upper, upper, "delta", "bound", {"method": "exact composed atoms", "top_atoms": note})
         width = np.asarray(out.upper - out.lower)
-        for wide in (width > 0.0, width > 1e-6 * np.asarray(out.upper)):
+        for wide in ((width > 0.0) & (epsilons >= 0.0), (width > 1e-6 * np.asarray(out.upper)) & (epsilons >= 0.0)):
             listings = self._top_listings(max(0.0, float(epsilons[wide].min()))) if wide.any() else None
             if listings is not None:
                 break
