@@ -261,6 +261,7 @@ def _with_rest(top: TopAtoms, e: float) -> tuple[float, float]:
         p, q = masses[0], masses[1]
         x = e - top.loss_low
         value = np.maximum(p * (1.0 - 2.0 * _U) - np.exp(x) * (1.0 + 4.0 * _U) * q, 0.0)
+        value = np.where(q >= 1e-290, value, 0.0)  # a Q-mass that may have underflowed bounds nothing: no event
         part_low = float(np.dot(top.mass_low, np.where(np.isfinite(value), value, 0.0))) * (1.0 - summed)
     low = max(0.0, (top.inf_low + part_low) * (1.0 - 2.0 * _U))
     return low, max(high, low)
