@@ -30,9 +30,6 @@ Directions = list[Terms]
 
 _T = TypeVar("_T")
 
-#: a step's computed top loss against the exact one: ``8u (1 + |top|)`` (``_support_ceiling``), as ``_top_atoms``
-_TOP_ERROR = Fraction(8) * Fraction(float(np.finfo(float).eps) / 2)
-
 #: ``1 - 1e-9`` less two ulps, for a product's rounding: a step's ``sf`` times it is below ``sf (1 - 1e-9)``
 _SF_LOW = math.nextafter(math.nextafter(1.0 - 1e-9, 0.0), 0.0)
 
@@ -83,10 +80,7 @@ class PLDAccountant(Accountant):
 
         For ``eps >= top`` only the infinite atom contributes to
         ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
-        (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3). Each step's top is a closed form
-        within ``8u (1 + |top|)`` of the exact one (a log-ratio of computed masses), which ``top`` adds: at the
-        float sum itself, six randomized responses still have delta 9e-18 from the mechanism's exact parameters
-        (an independent fuzz).
+        (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
         """
         return self._memo(("support",), self._support_ceiling_uncached)
 
@@ -94,8 +88,8 @@ class PLDAccountant(Accountant):
         top, p_inf = -math.inf, 0.0
         for terms in PLDAccountant._directions(self):
             ends = [(loss.support()[1], c) for loss, c in terms]
-            if all(math.isfinite(e) for e, _ in ends):  # the exact sum, with each top's error, rounded up to a float
-                exact = sum((Fraction(e) + _TOP_ERROR * (1 + abs(Fraction(e)))) * c for e, c in ends)
+            if all(math.isfinite(e) for e, _ in ends):  # the exact sum, rounded up to a float
+                exact = sum(Fraction(e) * c for e, c in ends)
                 t = float(exact)
                 if Fraction(t) < exact:
                     t = math.nextafter(t, math.inf)
