@@ -16,6 +16,7 @@ import numpy as np
 
 from .._types import FloatArray
 from ..errors import GridTooLargeError, PrecisionError
+from ._ddg_blocks import sum_law_bound
 from ._lattice_loss import _U, _Arrays, _finish, _LatticeLoss
 
 #: each noise law's mass outside the enumerated window is below this (``_window``)
@@ -299,26 +300,10 @@ def _ddg_pmf(sigma: float, clients: int) -> tuple[int, FloatArray, float, float]
 
 def _sum_law_log_error(sigma: float, clients: int) -> float:
     """A bound ``t`` with ``e^-t <= P(X_1 + ... + X_n = z) / N_Z(0, n sigma^2)(z) <= e^t`` at every integer ``z``, for
-    ``n = clients`` independent ``X_i ~ N_Z(0, sigma^2)`` (Kairouz, Liu, Steinke 2021 bound the same ratio).
-
-    Poisson summation: ``theta(t, c) = sum_(x in Z) exp(-(x - c)^2 / (2 t)) = sqrt(2 pi t) (1 + 2 sum_(k >= 1)
-    exp(-2 pi^2 t k^2) cos(2 pi k c))``, so ``theta(t, c) / sqrt(2 pi t)`` lies within ``1 +- E(t)``, ``E(t) = 2
-    sum_(k >= 1) exp(-2 pi^2 t k^2)``, and the normaliser ``Z(w) = theta(w, 0)`` within ``sqrt(2 pi w) [1, 1 + E(w)]``.
-    With ``v = sigma^2`` and ``g_w(x) = exp(-x^2 / (2 w))``, completing the square gives ``sum_x g_(jv)(x) g_v(z - x)
-    = g_((j+1)v)(z) theta(tau, z j / (j + 1))``, ``tau = j v / (j + 1) >= v / 2``, and the ``sqrt(2 pi .)`` factors of
-    ``theta(tau, .) Z((j+1)v) / (Z(jv) Z(v))`` cancel exactly. So if the sum of ``j`` variables is within ``e^+-t_j``
-    of ``N_Z(0, jv)`` at every point, the sum of ``j + 1`` is within ``[e^-t_j (1 - e) / (1 + e)^2, e^t_j (1 + e)^2]``
-    of ``N_Z(0, (j+1) v)``, with ``e = E(v / 2)`` (``E`` decreases) ``<= 2 exp(-pi^2 v) / (1 - exp(-3 pi^2 v))``
-    (``k^2 >= 3k - 2``): ``t_(j+1) = t_j + 3e / (1 - e)``, ``t_1 = 0``. Returns ``t_n`` rounded up (``inf`` where
-    ``e >= 1/2``: sigma too small for the bound to say anything)."""
-    if clients <= 1:
-        return 0.0
-    v = sigma * sigma
-    e = 2.0 * math.exp(-math.pi * math.pi * v) / -math.expm1(-3.0 * math.pi * math.pi * v) * (1.0 + 1e-12)
-    if not e < 0.5:
-        return math.inf
-    # ``exp`` underflows for sigma above about 8.4: the true ``t_n`` is then below 1e-300, which bounds it
-    return max(3.0 * (clients - 1) * e / (1.0 - e) * (1.0 + 1e-12), 1e-300)
+    ``n = clients`` independent ``X_i ~ N_Z(0, sigma^2)``: 0 for one client, else ``_ddg_blocks.sum_law_bound``
+    (Lemma A there: its induction bounds this ratio by ``t_n``, and its ``T = t_n + e`` bounds it too; the extra
+    ``e`` is below 1e-13 wherever this bound is used, and it is never lost to an underflow)."""
+    return 0.0 if clients <= 1 else sum_law_bound(sigma, clients)
 
 
 @dataclass(frozen=True)
