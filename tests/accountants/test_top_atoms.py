@@ -228,12 +228,6 @@ def test_one_laplace_beside_the_atoms(eps0, pure, fracs, below):
         ],
     ],
 )
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap, about 1e-16 absolute: the support ceiling sums the steps' float tops, and a computed top (a "
-    "randomized response's log-ratio) can lie an ulp below the exact one; adding a uniform margin breaks the exact "
-    "tops of pure DP and Laplace, so the fix needs each mechanism's own top error",
-)
 def test_delta_at_the_float_top_counts_the_exact_top(ledger):
     """At the float sum of the steps' tops, the mechanism's exact top (from its parameters) can lie a hair above:
     delta there is not just the mass at +inf (an independent fuzz found ``[0, 0]`` against an exact 9.3e-18)."""

@@ -305,10 +305,19 @@ def test_cli_bad_magnitudes_exit_2(argv, capsys):
 
 @pytest.mark.parametrize("name", ["connect-dots", "prv"])
 def test_delta_is_exactly_zero_beyond_the_loss_support(name):
-    """Randomized response that is exactly 1-DP answered delta(1) in [0, 1.0]."""
-    rr = tightdp.RandomizedResponse(noise_parameter=2 / (1 + math.e), num_buckets=2)
+    """Randomized response that is 1-DP up to its float parameter answered delta(1) in [0, 1.0]. The float
+    ``2 / (1 + e)`` lies below the real one, so the exact top is ``1 + 8.5e-17`` and ``delta(1) = 6.2e-17``
+    (mpmath): the upper end must count it, and beyond the top delta is exactly 0."""
+    import mpmath
+
+    p = 2 / (1 + math.e)
+    rr = tightdp.RandomizedResponse(noise_parameter=p, num_buckets=2)
     b = create(name).compose(rr).delta([1.0, 2.0])
-    assert np.all(b.upper == 0.0) and np.all(b.lower == 0.0)
+    with mpmath.workdps(50):
+        hi, lo = 1 - mpmath.mpf(p) / 2, mpmath.mpf(p) / 2
+        exact = hi * (1 - mpmath.e / (hi / lo))
+    assert b.lower[0] <= exact <= b.upper[0] <= 1e-14
+    assert b.upper[1] == 0.0 and b.lower[1] == 0.0
     pure = create(name).compose(tightdp.PureDP(epsilon=1.0), 3)
     assert pure.delta(3.0).upper == 0.0 and pure.epsilon(1e-9).upper <= 3.0
 

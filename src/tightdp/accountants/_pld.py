@@ -80,16 +80,22 @@ class PLDAccountant(Accountant):
 
         For ``eps >= top`` only the infinite atom contributes to
         ``delta(eps) = E_P[(1 - e^(eps - L))_+]``, so ``delta(eps) = P(L = inf)`` exactly
-        (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3).
+        (0 for a pure-DP ledger: 3 Laplace(1) steps never lose more than 3). Each step's top counts its
+        mechanism's ``loss_top_error`` (a computed top can lie an ulp below the exact one).
         """
         return self._memo(("support",), self._support_ceiling_uncached)
 
     def _support_ceiling_uncached(self) -> tuple[float, float]:
+        top_error: dict[PrivacyLoss, float] = {}  # each loss's computed top against its mechanism's exact one
+        for mech, _ in self._ledger:
+            pair, err = mech.privacy_losses(), mech.loss_top_error()
+            for loss in (pair.remove, pair.add):
+                top_error[loss] = max(top_error.get(loss, 0.0), err)
         top, p_inf = -math.inf, 0.0
         for terms in PLDAccountant._directions(self):
-            ends = [(loss.support()[1], c) for loss, c in terms]
-            if all(math.isfinite(e) for e, _ in ends):  # the exact sum, rounded up to a float
-                exact = sum(Fraction(e) * c for e, c in ends)
+            ends = [(loss.support()[1], top_error[loss], c) for loss, c in terms]
+            if all(math.isfinite(e) for e, _, _ in ends):  # the exact sum, rounded up to a float
+                exact = sum((Fraction(e) + Fraction(err)) * c for e, err, c in ends)
                 t = float(exact)
                 if Fraction(t) < exact:
                     t = math.nextafter(t, math.inf)

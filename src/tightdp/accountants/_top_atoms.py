@@ -126,14 +126,15 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
         Not raised for any ledger (a loss the routine cannot take gives ``None``).
     """
     others = [(loss, c) for loss, c in terms if not isinstance(loss, DiscreteLoss)]
-    rest, rest_top = None, 0.0
+    asked, rest, rest_top = floor, None, 0.0
     if others:  # one bounded step beside the atoms (module docstring, last paragraph)
         (rest, count), *more = others
         rest_top = float(rest.support()[1])
+        rest_top += 8.0 * _U * (1.0 + abs(rest_top))  # a computed top can lie below the exact one (closed forms)
         if more or count != 1 or not math.isfinite(rest_top):
             return None
         terms = [(loss, c) for loss, c in terms if isinstance(loss, DiscreteLoss)]
-        floor = floor - rest_top  # the atoms whose loss, with the rest's largest, can reach the floor
+        floor = math.nextafter(floor - rest_top, -math.inf)  # atoms that, with the rest's largest, reach the floor
     if not terms or not all(isinstance(loss, DiscreteLoss) and SelfComposedAtoms.applies(loss) for loss, _ in terms):
         return None
     parts = [self_composed_atoms(loss, int(c)) for loss, c in terms]  # type: ignore[arg-type]
@@ -182,7 +183,7 @@ def top_atoms(terms: Sequence[tuple[PrivacyLoss, int]], floor: float, limit: int
         inf_low=inf_low,
         inf_high=inf_high,
         left_out=sum(a for _, _, _, a, _ in parts) * (1.0 + 1e-9),
-        floor=float(floor + rest_top),
+        floor=float(asked),
         rest=rest,
         rest_top=rest_top,
     )

@@ -8,6 +8,7 @@ direction, as a ``LossPair``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, NamedTuple
 
@@ -47,6 +48,8 @@ class LossPair(NamedTuple):
 
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
+_U = 2.0**-53  # unit round-off
+_TOP_ROUNDINGS = 8  # the closed-form contract of a computed loss value: within 8u (1 + |v|)
 
 
 class Mechanism(ABC):
@@ -113,6 +116,28 @@ class Mechanism(ABC):
             none (lower ends are then 0). Subclasses with ``pair_attained = False`` override it.
         """
         return self if self.pair_attained else None
+
+    def loss_top_error(self) -> float:
+        """How far the exact largest finite loss of ``privacy_losses()``'s pair can lie above the computed one.
+
+        The accountants' support ceiling states ``delta(eps) = P(L = inf)`` exactly for ``eps`` at or beyond
+        the composed loss's largest finite value, the sum of the steps' tops (``PrivacyLoss.support``). A top
+        computed in floats (a randomized response's ``log(hi / lo)``) can lie an ulp below the exact top that
+        the mechanism's parameters define, where ``delta`` is not yet ``P(L = inf)``; the ceiling adds this
+        error to each step's top.
+
+        Returns
+        -------
+        float
+            A bound on ``exact top - computed top`` over both directions: by default ``8u (1 + |top|)`` for a
+            finite top (``u`` the unit round-off; the closed-form contract of every loss, which covers a
+            logarithm of ratios of sums of parameters), 0 for an unbounded loss. Mechanisms whose top *is* a
+            parameter (``PureDP``, ``ApproximateDP``) or an exactly checked division (``Laplace``) return 0
+            where it is exact.
+        """
+        pair = self.privacy_losses()
+        tops = [t for t in (pair.remove.support()[1], pair.add.support()[1]) if math.isfinite(t)]
+        return max((_TOP_ROUNDINGS * _U * (1.0 + abs(t)) for t in tops), default=0.0)
 
     def pure_epsilon(self) -> float | None:
         """The epsilon of a proven pure-DP guarantee for one use, or ``None`` where none is claimed.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from .._validation import check_count, check_positive, check_real
 from ..losses import DiscreteLoss, GaussianLoss, LaplaceLoss
@@ -104,6 +105,10 @@ class Laplace(Mechanism):
         loss = LaplaceLoss(r=self.sensitivity / self.scale)
         return LossPair(loss, loss)
 
+    def loss_top_error(self) -> float:
+        r = self.sensitivity / self.scale  # one rounding: 0 where the division is exact or rounded up
+        return max(0.0, float(Fraction(self.sensitivity) / Fraction(self.scale) - Fraction(r)) * (1.0 + 2.0**-52))
+
 
 @dataclass(frozen=True, kw_only=True)
 class RandomizedResponse(Mechanism):
@@ -198,6 +203,9 @@ class PureDP(EpsilonDP, Mechanism):
         loss = DiscreteLoss(values=(-e, e), probs=(1.0 / (1.0 + math.exp(e)), 1.0 / (1.0 + math.exp(-e))))
         return LossPair(loss, loss)
 
+    def loss_top_error(self) -> float:
+        return 0.0  # the top is the parameter epsilon
+
 
 @dataclass(frozen=True, kw_only=True)
 class ApproximateDP(Mechanism):
@@ -247,3 +255,6 @@ class ApproximateDP(Mechanism):
             values=(-e, e), probs=((1 - d) / (1.0 + math.exp(e)), (1 - d) / (1.0 + math.exp(-e))), infinity_mass=d
         )
         return LossPair(loss, loss)
+
+    def loss_top_error(self) -> float:
+        return 0.0  # the top is the parameter epsilon
