@@ -17,7 +17,7 @@ from ..errors import GridTooLargeError, PrecisionError
 from ..losses import DiscreteLoss, PrivacyLoss
 from ..mechanisms import Mechanism
 from ..pld import CurveBounds
-from ..pld.atoms import composed_atom_values
+from ..pld.atoms import SelfComposedAtoms, composed_atom_values
 from ._events import StepEvent, event_epsilon_lower
 from ._top_atoms import TopAtoms, delta_bounds, epsilon_bounds, top_atoms
 from .base import Accountant
@@ -188,11 +188,14 @@ class PLDAccountant(Accountant):
 
     # ------------------------------------------------ exact answers from the composed atoms near the top
     def _atoms_only(self, beside: int = 0) -> bool:
-        """Whether every step's loss is made of atoms (``DiscreteLoss``: pure/approximate DP, randomized response),
-        but for at most ``beside`` distinct other losses per direction."""
+        """Whether every step's loss is made of atoms on one lattice (``DiscreteLoss``: pure/approximate DP,
+        randomized response; ``SelfComposedAtoms.applies``), but for at most ``beside`` distinct losses per
+        direction that are not ``DiscreteLoss`` at all."""
+        directions = PLDAccountant._directions(self)
         return all(
             sum(not isinstance(loss, DiscreteLoss) for loss, _ in terms) <= beside
-            for terms in PLDAccountant._directions(self)
+            and all(SelfComposedAtoms.applies(loss) for loss, _ in terms if isinstance(loss, DiscreteLoss))
+            for terms in directions
         )
 
     def _top_listings(self, floor: float) -> list[TopAtoms] | None:

@@ -58,9 +58,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
+from .._caches import register as _register_cache
 from .._validation import check_choice, check_count, check_positive, check_probability
 from ..errors import UnsupportedMechanismError
 from ..losses import DiscreteLoss, PrivacyLoss
@@ -90,6 +92,8 @@ __all__ = [
 ]
 
 
+@_register_cache
+@lru_cache(maxsize=64)  # an accountant asks each step's losses several times a query
 def discrete_laplace_loss(
     *, noise_parameter: float, delta: int, q: float = 1.0, direction: str = "remove"
 ) -> DiscreteLoss:

@@ -105,7 +105,17 @@ def atom_lattice(values: Iterable[float]) -> tuple[float, tuple[int, ...]] | Non
     ValueError
         If ``values`` is empty, or a value is not a real number.
     """
-    v = sorted(float(x) for x in values)
+    return _sorted_lattice(tuple(sorted(float(x) for x in values)))
+
+
+@_register_cache
+@lru_cache(maxsize=256)  # asked of each step's atoms by several routes of one query
+def _sorted_lattice(v: tuple[float, ...]) -> tuple[float, tuple[int, ...]] | None:
+    """``atom_lattice`` of sorted values."""
+    if not v:
+        raise ValueError("atom_lattice needs at least one value")
+    if any(math.isnan(x) for x in v):
+        raise ValueError("atom_lattice needs real values")
     if len(v) == 1:
         return 1.0, (0,)
     gaps = [x - v[0] for x in v]
