@@ -98,9 +98,11 @@ def delta_bounds(comp: ComposedPLD, eps: ArrayLike, eta: float) -> tuple[FloatAr
     e: FloatArray = np.asarray(eps, float)
     t = comp.coupling_shift(eta)
     p_inf = comp.infinity_mass
+    # the mass at infinity is a float of 1 - prod (1 - m_i)^c: relative 1e-12 covers its rounding on either side
+    inf_low, inf_high = p_inf * (1.0 - 1e-12), p_inf * (1.0 + 1e-12)
     tv, up, lo_f = comp.tv_error, 1.0 + comp.up_rel, comp.low_factor
-    upper = p_inf + (comp.delta_disc(e - t) + comp.numerical_error(e - t)) * up + eta + tv
-    lower = p_inf + (comp.delta_disc(e + t) - comp.numerical_error(e + t)) * lo_f - eta - tv - comp.truncated_mass
+    upper = inf_high + (comp.delta_disc(e - t) + comp.numerical_error(e - t)) * up + eta + tv
+    lower = inf_low + (comp.delta_disc(e + t) - comp.numerical_error(e + t)) * lo_f - eta - tv - comp.truncated_mass
     est = p_inf + comp.delta_disc(e)
     upper = np.minimum(upper, 1.0)
     lower = np.clip(lower, 0.0, 1.0)
@@ -148,8 +150,9 @@ def epsilon_bounds(comp: ComposedPLD, delta: float, eta: float, *, need: str = "
     p_inf = comp.infinity_mass
     note = None
     used = 0.0
-    # upper: smallest eps with p_inf + delta_disc(eps - t) + err(eps - t) + eta <= delta
-    target_u = delta - p_inf - eta - comp.tv_error
+    # upper: smallest eps with p_inf + delta_disc(eps - t) + err(eps - t) + eta <= delta (p_inf rounded up, as
+    # below)
+    target_u = delta - p_inf * (1.0 + 1e-12) - eta - comp.tv_error
     if "upper" not in need:
         upper = math.inf
     elif target_u <= 0:
