@@ -225,3 +225,26 @@ def test_a_truncated_tail_at_infinity_certifies_no_infinite_lower_end():
     assert b.lower == 0.0 and math.isinf(b.upper)
     one = ConnectDotsAccountant().compose(ApproximateDP(epsilon=1.0, delta=1e-5))  # a true atom stays infinite
     assert math.isinf(one.epsilon(5e-6).lower)
+
+
+@pytest.mark.parametrize("name", ["ConnectDotsAccountant", "PRVAccountant", "FourierAccountant"])
+def test_delta_lower_end_at_the_mass_at_infinity_is_rounded_down(name):
+    """Just above the exact top of the support delta is exactly ``P(L = inf) = 1 - (1 - d1)^4 (1 - d2)``; the
+    composition's float of it was the nearest, half an ulp above, and connect-dots' lower end returned it (a fuzz
+    against mpmath enumeration found it)."""
+    from fractions import Fraction
+
+    import tightdp.accountants as accs
+    from tightdp import ApproximateDP, Laplace, RandomizedResponse
+
+    d1, d2 = 1.55560800633376e-12, 2.4860459944935956e-08
+    acc = getattr(accs, name)().compose(Laplace(scale=0.8228980307527678))
+    for m, c in (
+        (ApproximateDP(epsilon=2.3160846217338666, delta=d1), 4),
+        (RandomizedResponse(noise_parameter=0.2049947976407279, num_buckets=3), 4),
+        (ApproximateDP(epsilon=0.04461257949044075, delta=d2), 1),
+    ):
+        acc = acc.compose(m, c)
+    b = acc.delta(np.array([20.669898741857057]))  # above the exact top by 1.3e-15 (mpmath)
+    exact = 1 - (1 - Fraction(d1)) ** 4 * (1 - Fraction(d2))
+    assert Fraction(float(b.lower[0])) <= exact <= Fraction(float(b.upper[0]))
