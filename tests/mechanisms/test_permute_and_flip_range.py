@@ -180,7 +180,9 @@ def test_bounded_range_parameters_name_each_mechanism():
     eta = permute_and_flip_range(0.7)
     assert bounded_range_parameters(PermuteAndFlip(epsilon=0.7)) == (eta, 0.7)
     assert bounded_range_parameters(ReportNoisyMax(epsilon=0.7, noise="exponential")) == (eta, 0.7)
-    for m in (ReportNoisyMax(epsilon=0.7, noise="laplace"), SparseVector(epsilon=0.7), PureDP(epsilon=0.7)):
+    laplace = bounded_range_parameters(ReportNoisyMax(epsilon=0.7, noise="laplace"))  # (18/11) epsilon-BR
+    assert laplace is not None and laplace[1] == 0.7 and laplace[0] == pytest.approx(18 * 0.7 / 11, rel=1e-15)
+    for m in (SparseVector(epsilon=0.7), PureDP(epsilon=0.7)):
         assert bounded_range_parameters(m) is None
 
 

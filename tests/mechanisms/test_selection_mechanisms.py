@@ -460,17 +460,19 @@ def test_laplace_report_noisy_max_below_its_dominating_pairs(eps, d, seed, level
 
 def test_laplace_report_noisy_max_with_known_candidates():
     """300 uses at epsilon 0.1 (1000 in the benchmark and the guide: 8.311 for two): two candidates, the adaptive
-    bounded-range program (4.153: epsilon-BR, module docstring); three, the product of three Laplace steps
-    (7.71); eight, pure DP (9.17). The lower end: the attained two-candidate pair for two (4.131); for three or
-    more, the lone candidate against two tied ones (4.602)."""
+    bounded-range program (4.153: epsilon-BR, module docstring); three, eight or any number, the same program at
+    range (18/11) epsilon capped at epsilon (7.302, ``_laplace_range``; before it, the product of three Laplace
+    steps gave 7.71 and pure DP 9.17). The lower end: the attained two-candidate pair for two (4.131); for three
+    or more, the lone candidate against two tied ones (4.602)."""
     run = lambda d: selection_epsilon(
         mechanism=ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=d), delta=1e-6, count=300
     )
     pure, two, three, eight = run(None), run(2), run(3), run(8)
     assert two.upper == pytest.approx(4.1526, abs=2e-3) and "bounded-range" in two.details["upper_method"]
     assert two.upper - two.lower <= 6e-3 * two.upper  # [4.131, 4.153]
-    assert three.upper == pytest.approx(7.7097, abs=2e-3) and "3 x Laplace" in three.details["upper_method"]
-    assert eight.upper == pytest.approx(pure.upper, rel=1e-12) == pytest.approx(9.1666, abs=2e-3)
+    assert three.upper == pytest.approx(7.3019, abs=2e-3) and "bounded-range" in three.details["upper_method"]
+    assert eight.upper == pytest.approx(pure.upper, rel=1e-12) == pytest.approx(three.upper, rel=1e-12)
+    assert three.upper < 7.7097 - 0.3  # below the three Laplace steps' product
     assert two.lower == pytest.approx(4.1314, abs=1e-3)
     assert three.lower == eight.lower == pure.lower == pytest.approx(4.6015, abs=1e-3)
     assert "tied" in three.details["lower_method"]
@@ -557,8 +559,9 @@ def test_two_candidate_laplace_report_noisy_max_is_epsilon_bounded_range(eps, ga
     spread = (mpmath.log(p / q) - mpmath.log((1 - p) / (1 - q))) if p != q else mpmath.mpf(0)
     assert 0 <= spread <= eps * (1 + 1e-12)
     assert bounded_range_parameters(ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=2)) == (eps, eps)
-    for d in (3, None):
-        assert bounded_range_parameters(ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=d)) is None
+    for d in (3, None):  # (18/11) epsilon-BR (``_laplace_range``)
+        eta, cap = bounded_range_parameters(ReportNoisyMax(epsilon=eps, noise="laplace", num_candidates=d))
+        assert cap == eps and eta == pytest.approx(18 * eps / 11, rel=1e-15) and eta >= 18 * eps / 11
 
 
 @pytest.mark.parametrize("eps", [0.3, 1.5])

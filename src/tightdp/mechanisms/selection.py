@@ -68,7 +68,9 @@ Permute-and-flip (and report-noisy-max with exponential noise) is dominated by
 **Pure DP.** Report-noisy-max with Laplace noise (Dwork & Roth 2014, Claim 3.9) and the sparse vector technique
 (Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries; ``tightdp.mechanisms._sparse_vector``)
 are epsilon-DP; ``PureDP(epsilon)``'s
-pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
+pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015). Report-noisy-max with Laplace noise
+over any number of candidates is also ``(18/11) epsilon``-BR (proved in ``tightdp.mechanisms._laplace_range``), so
+``CappedBoundedRangeLoss((18/11) epsilon, epsilon)`` dominates it, below ``PureDP(epsilon)``'s pair.
 
 **Laplace report-noisy-max over ``d`` known candidates.** Its output is the index of the largest of the ``d``
 noisy scores ``u_i + Z_i``, ``Z_i`` i.i.d. Laplace of scale ``b = 2 Delta / epsilon``: a post-processing of the
@@ -78,7 +80,8 @@ noisy scores ``u_i + Z_i``, ``Z_i`` i.i.d. Laplace of scale ``b = 2 Delta / epsi
 one use is dominated by ``d`` compositions of ``Laplace(scale=b)``, adaptively too (the scores may depend on
 earlier outputs; the product pair is fixed). For ``d = 2`` that is always below ``PureDP(epsilon)``'s pair
 (both are epsilon-DP, and ``PureDP``'s dominates every epsilon-DP pair); for ``d >= 3`` it wins in long runs
-(epsilon 0.1, 1000 uses, delta 1e-6: 12.45 for ``d = 2``, 16.0 for ``d = 3``, against 19.34).
+(epsilon 0.1, 1000 uses, delta 1e-6: 12.45 for ``d = 2``, 16.0 for ``d = 3``, against 19.34; the range bound
+below gives 15.08 for any ``d >= 3``).
 ``ReportNoisyMax.upper_ledger`` gives it for ``d >= 3``; ``tightdp.tuning.selection_epsilon`` takes the smaller
 upper end. For ``d = 2`` the output is ``1[Z > 0]`` for ``Z = (u_2 - u_1) + (Z_2 - Z_1)``, a post-processing of
 ``Z``, whose law is the Laplace-difference density ``f`` shifted by the score gap; the gap moves by at most
@@ -150,6 +153,7 @@ from ._finite_pairs import (
 from ._finite_pairs import (
     check_selection_epsilon as _check_epsilon,
 )
+from ._laplace_range import laplace_report_noisy_max_range
 from ._sparse_vector import SparseVector
 from .base import EpsilonDP, LossPair, Mechanism
 from .basic import Laplace, PureDP
@@ -469,7 +473,11 @@ class ReportNoisyMax(EpsilonDP, Mechanism):
                 # a threshold of the noisy score gap: the Laplace-difference pair, shift 2 Delta (module docstring)
                 loss = LaplaceDifferenceLoss(scale=2.0 / self.epsilon, shift=2.0)
                 return LossPair(loss, loss)
-            return PureDP(epsilon=self.epsilon).privacy_losses()
+            if self.epsilon == 0.0:
+                return PureDP(epsilon=0.0).privacy_losses()
+            # (18/11) epsilon-BR and epsilon-DP (``_laplace_range``): below ``PureDP(epsilon)``'s pair
+            capped = CappedBoundedRangeLoss(laplace_report_noisy_max_range(self.epsilon), self.epsilon)
+            return LossPair(capped, capped)
         return self._equivalent().privacy_losses()
 
     def attained_pairs(self) -> tuple[Mechanism, ...]:
@@ -563,7 +571,8 @@ def bounded_range_parameters(mechanism: Mechanism) -> tuple[float, float] | None
     ``BoundedRange``, ``ExponentialMechanism`` and Gumbel report-noisy-max: ``(epsilon, epsilon)``; permute-and-flip
     and exponential-noise report-noisy-max: ``(permute_and_flip_range(epsilon), epsilon)`` (module docstring; the
     adaptive program then restricts ``t``); Laplace report-noisy-max over two candidates: ``(epsilon, epsilon)``
-    (module docstring); anything else (Laplace noise over more or unknown candidates, sparse vector, other
+    (module docstring); Laplace report-noisy-max over more or an unknown number of candidates:
+    ``((18/11) epsilon, epsilon)`` (``tightdp.mechanisms._laplace_range``); anything else (sparse vector, other
     mechanisms): ``None``. Epsilon 0 gives ``(0, 0)``.
 
     Parameters
@@ -585,6 +594,8 @@ def bounded_range_parameters(mechanism: Mechanism) -> tuple[float, float] | None
         return bounded_range_parameters(mechanism._equivalent())
     if isinstance(mechanism, ReportNoisyMax) and mechanism.num_candidates == 2:  # Laplace over two: epsilon-BR
         return float(mechanism.epsilon), float(mechanism.epsilon)
+    if isinstance(mechanism, ReportNoisyMax):  # Laplace over three or any number: (18/11) epsilon-BR
+        return laplace_report_noisy_max_range(float(mechanism.epsilon)), float(mechanism.epsilon)
     if isinstance(mechanism, (BoundedRange, ExponentialMechanism)):
         return float(mechanism.epsilon), float(mechanism.epsilon)
     if isinstance(mechanism, PermuteAndFlip):
