@@ -107,7 +107,8 @@ class Laplace(Mechanism):
 
     def loss_top_error(self) -> float:
         r = self.sensitivity / self.scale  # one rounding: 0 where the division is exact or rounded up
-        return max(0.0, float(Fraction(self.sensitivity) / Fraction(self.scale) - Fraction(r)) * (1.0 + 2.0**-52))
+        err = float(Fraction(self.sensitivity) / Fraction(self.scale) - Fraction(r))  # rounded to nearest: one up
+        return math.nextafter(err, math.inf) if err > 0.0 else 0.0
 
 
 @dataclass(frozen=True, kw_only=True)
