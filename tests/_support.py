@@ -107,3 +107,16 @@ def two_step_banded_delta(a: float, q: float, sigma: float, eps: float) -> float
     qd = np.outer(px[0], py[0.0])
     e = math.exp(eps)
     return max(float(np.maximum(p - e * qd, 0).sum() * h * h), float(np.maximum(qd - e * p, 0).sum() * h * h))
+
+
+def mp_convolve_power(step: dict, n: int) -> dict:
+    """The law of the sum of ``n`` independent draws from ``step`` (integer keys -> mpmath masses), exactly:
+    ``n``-fold convolution by enumeration (``{0: 1}`` for ``n = 0``)."""
+    law = {0: mpmath.mpf(1)}
+    for _ in range(n):
+        nxt: dict = {}
+        for a, pa in law.items():
+            for x, px in step.items():
+                nxt[a + x] = nxt.get(a + x, 0) + pa * px
+        law = nxt
+    return law

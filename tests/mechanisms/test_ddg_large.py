@@ -16,14 +16,13 @@ Delta^2 / (2 s^2)) s^2 / Delta`` (Canonne, Kamath, Steinke 2020, Thm 7's form).
 
 from __future__ import annotations
 
-import itertools
 import math
 from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
-from _support import scaled
+from _support import mp_convolve_power, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -110,12 +109,7 @@ def test_sum_of_discrete_gaussians_is_pointwise_within_e_to_the_t_of_the_normal_
     r1 = int(math.ceil(40 * sigma)) + 5
     z = mpmath.nsum(lambda x: mpmath.exp(-x * x / (2 * s2)), [-mpmath.inf, mpmath.inf])
     one = {x: mpmath.exp(-x * x / (2 * s2)) / z for x in range(-r1, r1 + 1)}
-    law = {0: mpmath.mpf(1)}
-    for _ in range(n):
-        nxt: dict = {}
-        for (a, pa), (x, px) in itertools.product(law.items(), one.items()):
-            nxt[a + x] = nxt.get(a + x, 0) + pa * px
-        law = nxt
+    law = mp_convolve_power(one, n)
     t = sum_law_bound(sigma, n)
     reach = 25 * sigma * math.sqrt(n)
     worst = max(abs(mpmath.log(p / _phi(w, n * s2))) for w, p in law.items() if abs(w) <= reach)

@@ -15,7 +15,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
-from _support import scaled
+from _support import mp_convolve_power, scaled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,12 +93,7 @@ def _delta_lattice(kind: str, par: float, d: int, k: int, eps: float) -> mpmath.
             j = abs(x - d) - abs(x)
             step[j] = step.get(j, 0) + p
     step = {j: p for j, p in step.items() if p > mpmath.mpf("1e-45")}
-    dist = {0: mpmath.mpf(1)}
-    for _ in range(k):
-        nxt: dict = {}
-        for (j0, p0), (j1, p1) in itertools.product(dist.items(), step.items()):
-            nxt[j0 + j1] = nxt.get(j0 + j1, 0) + p0 * p1
-        dist = nxt
+    dist = mp_convolve_power(step, k)
     e = mpmath.mpf(eps)
     return mpmath.fsum(p * (1 - mpmath.exp(e - (g * j + k * c))) for j, p in dist.items() if g * j + k * c > e)
 
@@ -412,12 +407,7 @@ def _check_distributed(sigma: float, n: int, d: int, q: float, k: int, delta: fl
     b = ConnectDotsAccountant().compose(mech, k).epsilon(delta)
     lo, hi = _window("gauss", sigma, 0)
     one = {x: p for x, p in _dgauss_pmf(sigma, 0, lo, hi).items() if p > mpmath.mpf("1e-60")}
-    law = {0: mpmath.mpf(1)}
-    for _ in range(n):
-        nxt: dict = {}
-        for (a, pa), (x, px) in itertools.product(law.items(), one.items()):
-            nxt[a + x] = nxt.get(a + x, 0) + pa * px
-        law = nxt
+    law = mp_convolve_power(one, n)
     qq = mpmath.mpf(q)
     atoms = {"remove": [], "add": []}
     for x in range(min(law), max(law) + d + 1):

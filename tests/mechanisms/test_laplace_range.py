@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
@@ -46,7 +47,7 @@ def _range(u: np.ndarray, v: np.ndarray) -> float:
     return float(r.max() - r.min())
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=scaled(40), deadline=None)
 @given(
     d=st.integers(3, 6),
     eps=st.sampled_from([0.1, 0.5, 1.0, 2.0]),
