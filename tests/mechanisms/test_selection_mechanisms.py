@@ -461,8 +461,8 @@ def test_laplace_report_noisy_max_below_its_dominating_pairs(eps, d, seed, level
 def test_laplace_report_noisy_max_with_known_candidates():
     """300 uses at epsilon 0.1 (1000 in the benchmark and the guide: 8.311 for two): two candidates, the adaptive
     bounded-range program (4.153: epsilon-BR, module docstring); three, eight or any number, the same program at
-    range (18/11) epsilon capped at epsilon (7.302, ``_laplace_range``; before it, the product of three Laplace
-    steps gave 7.71 and pure DP 9.17). The lower end: the attained two-candidate pair for two (4.131); for three
+    range (18/11) epsilon capped at epsilon (7.302, ``_laplace_range``; the product of three Laplace steps gives
+    7.71 and pure DP 9.17). The lower end: the attained two-candidate pair for two (4.131); for three
     or more, the lone candidate against two tied ones (4.602)."""
     run = lambda d: selection_epsilon(
         mechanism=ReportNoisyMax(epsilon=0.1, noise="laplace", num_candidates=d), delta=1e-6, count=300

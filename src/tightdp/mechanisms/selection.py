@@ -67,10 +67,9 @@ Permute-and-flip (and report-noisy-max with exponential noise) is dominated by
 
 **Pure DP.** Report-noisy-max with Laplace noise (Dwork & Roth 2014, Claim 3.9) and the sparse vector technique
 (Lyu, Su, Li 2017, Alg. 1, epsilon split between threshold and queries; ``tightdp.mechanisms._sparse_vector``)
-are epsilon-DP; ``PureDP(epsilon)``'s
-pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015). Report-noisy-max with Laplace noise
-over any number of candidates is also ``(18/11) epsilon``-BR (proved in ``tightdp.mechanisms._laplace_range``), so
-``CappedBoundedRangeLoss((18/11) epsilon, epsilon)`` dominates it, below ``PureDP(epsilon)``'s pair.
+are epsilon-DP; ``PureDP(epsilon)``'s pair dominates every epsilon-DP mechanism (Kairouz, Oh, Viswanath 2015).
+Laplace report-noisy-max is also ``(18/11) epsilon``-BR (``tightdp.mechanisms._laplace_range``):
+``CappedBoundedRangeLoss`` at that range dominates it.
 
 **Laplace report-noisy-max over ``d`` known candidates.** Its output is the index of the largest of the ``d``
 noisy scores ``u_i + Z_i``, ``Z_i`` i.i.d. Laplace of scale ``b = 2 Delta / epsilon``: a post-processing of the
@@ -78,12 +77,9 @@ noisy scores ``u_i + Z_i``, ``Z_i`` i.i.d. Laplace of scale ``b = 2 Delta / epsi
 ``Delta``, and a coordinate's Laplace pair with shift ``|s| <= Delta`` is a post-processing of the one with shift
 ``Delta`` (``Laplace(b)`` at ``Delta / b = epsilon / 2``: location families with monotone likelihood ratio), so
 one use is dominated by ``d`` compositions of ``Laplace(scale=b)``, adaptively too (the scores may depend on
-earlier outputs; the product pair is fixed). For ``d = 2`` that is always below ``PureDP(epsilon)``'s pair
-(both are epsilon-DP, and ``PureDP``'s dominates every epsilon-DP pair); for ``d >= 3`` it wins in long runs
-(epsilon 0.1, 1000 uses, delta 1e-6: 12.45 for ``d = 2``, 16.0 for ``d = 3``, against 19.34; the range bound
-below gives 15.08 for any ``d >= 3``).
-``ReportNoisyMax.upper_ledger`` gives it for ``d >= 3``; ``tightdp.tuning.selection_epsilon`` takes the smaller
-upper end. For ``d = 2`` the output is ``1[Z > 0]`` for ``Z = (u_2 - u_1) + (Z_2 - Z_1)``, a post-processing of
+earlier outputs; the product pair is fixed). ``ReportNoisyMax.upper_ledger`` gives it for ``d >= 3`` and
+``tightdp.tuning.selection_epsilon`` takes the smallest upper end (epsilon 0.1, 1000 uses, delta 1e-6, ``d = 3``:
+16.0, against 15.08 from the range and 19.34 from pure DP). For ``d = 2`` the output is ``1[Z > 0]`` for ``Z = (u_2 - u_1) + (Z_2 - Z_1)``, a post-processing of
 ``Z``, whose law is the Laplace-difference density ``f`` shifted by the score gap; the gap moves by at most
 ``2 Delta``, and ``f`` is log-concave (a convolution of log-concave densities), so a location pair with a
 smaller shift is a post-processing of the one with shift ``2 Delta`` (its trade-off curve ``F(F^-1(1 - a) -
@@ -402,18 +398,18 @@ class ReportNoisyMax(EpsilonDP, Mechanism):
     """Report-noisy-max: the index of the largest ``u(y) + Z_y``, ``Z`` of scale ``2 Delta / epsilon``.
 
     ``noise="gumbel"`` is the exponential mechanism (``ExponentialMechanism``'s pairs); ``"exponential"`` is
-    permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9),
-    dominated by ``PureDP(epsilon)``, with the attained two-candidate pairs of the module docstring (``a = 0``:
-    ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``). With Laplace noise and ``num_candidates = d`` known,
-    ``d`` compositions of ``Laplace(scale=2 Delta / epsilon)`` dominate one use too (module docstring,
-    ``upper_ledger``); with ``d = 2`` the mechanism is epsilon-bounded-range (module docstring), so
-    ``selection_epsilon`` and the accountant compose it by the adaptive bounded-range program. With ``d >= 3``
-    (or any number) the lone candidate's pairs against two tied ones (module docstring) are attained too, and
-    stronger. Pairs of fewer candidates stay attained for more: merge the other candidates'
-    outputs into candidate 2's (a post-processing) and place their scores ``4000 b`` below. Each then wins
-    with probability below ``e^(-3990)``, so every output probability moves by less than ``d e^(-3990)`` and
-    ``delta(eps) = sum (p - e^eps q)_+`` (``eps <= 500``) by less than ``2 d e^(500 - 3990)``: below the
-    smallest positive double, which every certified lower end already rounds away.
+    permute-and-flip (``PermuteAndFlip``'s); ``"laplace"`` is epsilon-DP (Dwork & Roth 2014, Claim 3.9) and
+    ``(18/11) epsilon``-BR, dominated by ``CappedBoundedRangeLoss`` (``_laplace_range``), with the attained
+    two-candidate pairs of the module docstring (``a = 0``: ``P(2 on D') = e^(-epsilon) (1 + epsilon / 2) / 2``).
+    With Laplace noise and ``num_candidates = d`` known, ``d`` compositions of ``Laplace(scale=2 Delta / epsilon)``
+    dominate one use too (module docstring, ``upper_ledger``); with ``d = 2`` the mechanism is epsilon-bounded-range
+    (module docstring), so ``selection_epsilon`` and the accountant compose it by the adaptive bounded-range
+    program. With ``d >= 3`` (or any number) the lone candidate's pairs against two tied ones (module docstring) are
+    attained too, and stronger. Pairs of fewer candidates stay attained for more: merge the other candidates'
+    outputs into candidate 2's (a post-processing) and place their scores ``4000 b`` below. Each then wins with
+    probability below ``e^(-3990)``, so every output probability moves by less than ``d e^(-3990)`` and ``delta(eps)
+    = sum (p - e^eps q)_+`` (``eps <= 500``) by less than ``2 d e^(500 - 3990)``: below the smallest positive
+    double, which every certified lower end already rounds away.
 
     Parameters
     ----------
