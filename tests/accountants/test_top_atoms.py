@@ -11,6 +11,7 @@ import math
 import mpmath
 import numpy as np
 import pytest
+from _support import scaled
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -239,3 +240,26 @@ def test_delta_at_the_float_top_counts_the_exact_top(ledger):
         b = acc.delta(np.array([e]))
         exact = _exact_delta(ledger, e)
         assert b.lower[0] <= exact <= b.upper[0], (e, b.lower[0], float(exact), b.upper[0])
+
+
+@settings(max_examples=scaled(25), deadline=None)
+@given(
+    ledger=st.lists(st.tuples(_MECHS, st.integers(1, 3)), min_size=1, max_size=3),
+    name=st.sampled_from(["connect-dots", "prv", "fourier"]),
+)
+def test_delta_at_and_beyond_the_float_top_brackets_the_enumeration(ledger, name):
+    """Random ledgers of randomized response, pure and approximate DP, in every accountant: at the float sum of
+    the steps' tops, an ulp either side, and beyond (where delta is the mass at +inf alone), the ends bracket the
+    exact delta enumerated in mpmath from the mechanisms' parameters."""
+    from tightdp.accountants import create
+
+    acc = create(name)
+    for m, c in ledger:
+        acc = acc.compose(m, c)
+    float_top = math.fsum(c * float(max(v for v, _ in _atoms(m) if v != mpmath.inf)) for m, c in ledger)
+    eps = sorted({float_top, float(np.nextafter(float_top, 0.0)), float(np.nextafter(float_top, math.inf))})
+    eps.append(float_top * (1 + 1e-9) + 1e-9)
+    b = acc.delta(np.array(eps))
+    for e, lo, hi in zip(eps, b.lower, b.upper):
+        exact = _exact_delta(ledger, e)
+        assert lo <= exact <= hi, (e, lo, float(exact), hi)
